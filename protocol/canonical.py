@@ -1,0 +1,89 @@
+"""Canonical JSON: the only byte form that is ever signed, hashed or encrypted.
+
+Rules (SPEC.md, "Canonical encoding"): UTF-8, object keys sorted by code point,
+no insignificant whitespace, no floats, no NaN, integers within the signed
+64-bit range, strings as JSON escapes them with ``ensure_ascii=False``.
+:func:`decode` accepts exactly the bytes :func:`encode` produces and rejects any
+other spelling of the same value, so a signature covers one byte string only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sealmem.protocol.errors import ProtocolError
+
+__all__ = ["MAX_INT", "NonCanonical", "decode", "encode"]
+
+MAX_INT = 2**63 - 1
+
+
+class NonCanonical(ProtocolError):
+    """The bytes are valid JSON but not in canonical form, or hold a forbidden value."""
+
+
+def _check(value: Any, path: str = "$") -> None:
+    if value is None or isinstance(value, bool | str):
+        return
+    if isinstance(value, int):
+        if not -MAX_INT - 1 <= value <= MAX_INT:
+            raise NonCanonical(f"integer at {path} is outside the signed 64-bit range")
+        return
+    if isinstance(value, float):
+        raise NonCanonical(f"float at {path}: canonical JSON holds integers only")
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _check(item, f"{path}[{i}]")
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise NonCanonical(f"object key {key!r} at {path} is not a string")
+            _check(item, f"{path}.{key}")
+        return
+    raise NonCanonical(f"value of type {type(value).__name__} at {path} cannot be encoded")
+
+
+def encode(value: Any) -> bytes:
+    """Return the canonical bytes of ``value`` (dicts, lists, str, int, bool, None)."""
+    _check(value)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def _no_floats(text: str) -> Any:
+    raise NonCanonical(f"number {text} is not an integer")
+
+
+def _no_constants(name: str) -> Any:
+    raise NonCanonical(f"{name} is not allowed")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise NonCanonical(f"duplicate object key {key!r}")
+        out[key] = value
+    return out
+
+
+def decode(data: bytes) -> Any:
+    """Parse canonical bytes; raise :class:`NonCanonical` for anything else."""
+    try:
+        text = data.decode("utf-8")
+        value = json.loads(
+            text,
+            parse_float=_no_floats,
+            parse_constant=_no_constants,
+            object_pairs_hook=_unique_keys,
+        )
+    except UnicodeDecodeError as exc:
+        raise NonCanonical("not valid UTF-8") from exc
+    except json.JSONDecodeError as exc:
+        raise NonCanonical(f"not valid JSON: {exc.msg} at byte {exc.pos}") from exc
+    if encode(value) != data:
+        raise NonCanonical("valid JSON but not in canonical form (key order, spacing or escapes)")
+    return value

@@ -1,0 +1,226 @@
+"""The memory record (DESIGN §2): one version of one memory, and its validation.
+
+A :class:`Record` is immutable.  ``to_wire``/``from_wire`` convert to the
+canonical-JSON form that snapshots carry; importance travels as an integer in
+thousandths (canonical JSON holds no floats).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from sealmem.protocol.errors import ProtocolError
+from sealmem.protocol.hlc import Hlc
+
+__all__ = [
+    "KIND_RE",
+    "MAX_CONTENT_CHARS",
+    "MAX_KEYWORDS",
+    "MAX_KEYWORD_CHARS",
+    "MAX_REASON_CHARS",
+    "MAX_SUPERSEDES",
+    "PROJECT_RE",
+    "Record",
+    "Visibility",
+    "is_memory_id",
+    "new_memory_id",
+]
+
+Visibility = Literal["team", "private"]
+
+MAX_CONTENT_CHARS = 10_000
+MAX_KEYWORDS = 32
+MAX_KEYWORD_CHARS = 64
+MAX_REASON_CHARS = 500
+MAX_SUPERSEDES = 16
+MAX_ORIGIN_CHARS = 64
+
+KIND_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+PROJECT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+MEMBER_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+_ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+_WIRE_KEYS = frozenset(
+    {
+        "id", "project", "kind", "content", "keywords", "importance", "author", "editor",
+        "created_at", "hlc", "supersedes", "deleted", "delete_reason", "origin", "visibility",
+    }
+)  # fmt: skip
+
+
+def new_memory_id(now_ms: int, rand: bytes) -> str:
+    """A UUIDv7 (RFC 9562) from a millisecond timestamp and 10 random bytes."""
+    if len(rand) < 10:
+        raise ValueError("new_memory_id needs 10 random bytes")
+    value = (now_ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= (int.from_bytes(rand[:2], "big") & 0x0FFF) << 64
+    value |= 0b10 << 62
+    value |= int.from_bytes(rand[2:10], "big") & ((1 << 62) - 1)
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def is_memory_id(value: object) -> bool:
+    return isinstance(value, str) and _ID_RE.match(value) is not None
+
+
+def _fail(what: str) -> ProtocolError:
+    return ProtocolError(f"invalid record: {what}")
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    id: str
+    project: str
+    kind: str
+    content: str
+    keywords: tuple[str, ...]
+    importance: float
+    author: str
+    editor: str
+    created_at: int
+    hlc: Hlc
+    supersedes: tuple[str, ...] = ()
+    deleted: bool = False
+    delete_reason: str | None = None
+    origin: str = "cli"
+    visibility: Visibility = "team"
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def validate(self) -> Record:
+        """Raise :class:`ProtocolError` naming the first broken rule; return self."""
+        if not is_memory_id(self.id):
+            raise _fail(f"id {self.id!r} is not a UUIDv7")
+        if not PROJECT_RE.match(self.project):
+            raise _fail(f"project {self.project!r} must match {PROJECT_RE.pattern}")
+        if not KIND_RE.match(self.kind):
+            raise _fail(f"kind {self.kind!r} must match {KIND_RE.pattern}")
+        if len(self.content) > MAX_CONTENT_CHARS:
+            raise _fail(
+                f"content is {len(self.content)} characters; the limit is {MAX_CONTENT_CHARS}"
+            )
+        if self.deleted and self.content:
+            raise _fail("a tombstone carries no content")
+        if len(self.keywords) > MAX_KEYWORDS:
+            raise _fail(f"{len(self.keywords)} keywords; the limit is {MAX_KEYWORDS}")
+        for kw in self.keywords:
+            if not kw or len(kw) > MAX_KEYWORD_CHARS:
+                raise _fail(f"keyword {kw!r} must be 1..{MAX_KEYWORD_CHARS} characters")
+        if not 0.0 <= self.importance <= 1.0:
+            raise _fail(f"importance {self.importance} must be between 0 and 1")
+        for name in ("author", "editor"):
+            if not MEMBER_RE.match(getattr(self, name)):
+                raise _fail(f"{name} {getattr(self, name)!r} is not a member id")
+        if self.created_at < 0 or self.hlc.wall < 0 or self.hlc.counter < 0:
+            raise _fail("timestamps must be non-negative")
+        if len(self.supersedes) > MAX_SUPERSEDES:
+            raise _fail(f"supersedes {len(self.supersedes)} ids; the limit is {MAX_SUPERSEDES}")
+        for old in self.supersedes:
+            if not is_memory_id(old) or old == self.id:
+                raise _fail(f"supersedes entry {old!r} is not another memory id")
+        if self.delete_reason is not None and len(self.delete_reason) > MAX_REASON_CHARS:
+            raise _fail(f"delete_reason is longer than {MAX_REASON_CHARS} characters")
+        if not self.origin or len(self.origin) > MAX_ORIGIN_CHARS:
+            raise _fail(f"origin must be 1..{MAX_ORIGIN_CHARS} characters")
+        if self.visibility not in ("team", "private"):
+            raise _fail(f"visibility {self.visibility!r} must be 'team' or 'private'")
+        return self
+
+    @property
+    def order_key(self) -> tuple[int, int, str]:
+        """The last-write-wins order (DESIGN §3): greatest wins."""
+        return (self.hlc.wall, self.hlc.counter, self.editor)
+
+    def evolve(self, **changes: Any) -> Record:
+        return replace(self, **changes)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "project": self.project,
+            "kind": self.kind,
+            "content": self.content,
+            "keywords": list(self.keywords),
+            "importance": round(self.importance * 1000),
+            "author": self.author,
+            "editor": self.editor,
+            "created_at": self.created_at,
+            "hlc": self.hlc.to_wire(),
+            "supersedes": list(self.supersedes),
+            "deleted": self.deleted,
+            "delete_reason": self.delete_reason,
+            "origin": self.origin,
+            "visibility": self.visibility,
+        }
+
+    @classmethod
+    def from_wire(cls, data: object) -> Record:
+        """Build and validate a record from its wire form; unknown keys are refused."""
+        if not isinstance(data, dict):
+            raise _fail("a record must be a JSON object")
+        missing = _WIRE_KEYS - data.keys()
+        unknown = data.keys() - _WIRE_KEYS
+        if missing or unknown:
+            raise _fail(f"missing fields {sorted(missing)}, unknown fields {sorted(unknown)}")
+        try:
+            importance = data["importance"]
+            if not isinstance(importance, int) or isinstance(importance, bool):
+                raise _fail("importance must be an integer in thousandths")
+            rec = cls(
+                id=_str(data, "id"),
+                project=_str(data, "project"),
+                kind=_str(data, "kind"),
+                content=_str(data, "content"),
+                keywords=tuple(_str_list(data, "keywords")),
+                importance=importance / 1000,
+                author=_str(data, "author"),
+                editor=_str(data, "editor"),
+                created_at=_int(data, "created_at"),
+                hlc=Hlc.from_wire(data["hlc"]),
+                supersedes=tuple(_str_list(data, "supersedes")),
+                deleted=_bool(data, "deleted"),
+                delete_reason=_opt_str(data, "delete_reason"),
+                origin=_str(data, "origin"),
+                visibility=data["visibility"],
+            )
+        except (TypeError, KeyError) as exc:
+            raise _fail(str(exc)) from exc
+        return rec.validate()
+
+
+def _str(data: dict[str, Any], key: str) -> str:
+    value = data[key]
+    if not isinstance(value, str):
+        raise _fail(f"{key} must be a string")
+    return value
+
+
+def _opt_str(data: dict[str, Any], key: str) -> str | None:
+    value = data[key]
+    if value is not None and not isinstance(value, str):
+        raise _fail(f"{key} must be a string or null")
+    return value
+
+
+def _int(data: dict[str, Any], key: str) -> int:
+    value = data[key]
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _fail(f"{key} must be an integer")
+    return value
+
+
+def _bool(data: dict[str, Any], key: str) -> bool:
+    value = data[key]
+    if not isinstance(value, bool):
+        raise _fail(f"{key} must be true or false")
+    return value
+
+
+def _str_list(data: dict[str, Any], key: str) -> list[str]:
+    value = data[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _fail(f"{key} must be a list of strings")
+    return value
