@@ -1,0 +1,1 @@
+"""Agent hosts: install sealmem into Claude Code, Codex, Cursor, Windsurf; session hooks."""
