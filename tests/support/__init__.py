@@ -1,0 +1,1 @@
+"""Test doubles and helpers shared across test areas."""
