@@ -1,0 +1,145 @@
+"""The local store's schema, as an ordered list of forward-only migrations.
+
+Rules: a migration, once released, is never edited or reordered; a change is a
+new migration appended at the end with the next version number.  The runner
+(:mod:`sealmem.client.store`) applies every missing one in its own transaction
+and records it in ``schema_migrations``.
+
+Tables (version 1):
+
+``memories``
+    one row per memory id: the current winning version, plus local state
+    (``local_importance`` after importance floors, ``seen_count``,
+    ``updated_at``, ``norm_hash`` for de-duplication) and the provenance of the
+    version (``transport``, ``signer``, ``signer_name``, ``verified``,
+    ``received_at``, ``snapshot_seq``).  ``keywords`` is space-joined text for
+    full-text search; ``keywords_json`` and ``supersedes_json`` keep the exact
+    lists of the record.
+``supersedes``
+    ``(old_id, new_id)`` links of live (non-deleted) winners, indexed both ways.
+``history``
+    every replaced version: the record's wire JSON, its local state and
+    provenance, and when it was replaced.
+``memories_fts``
+    FTS5 external-content index over ``memories(content, keywords)`` with the
+    porter tokenizer, kept in sync by triggers.
+``meta``
+    key/value pairs: ``store_id``, ``hlc`` (``wall:counter`` of the last local
+    write).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MIGRATIONS", "Migration", "latest_version"]
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: ``sql`` runs inside a transaction (no BEGIN/COMMIT in it)."""
+
+    version: int
+    name: str
+    sql: str
+
+
+_V1 = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE memories (
+    rowid            INTEGER PRIMARY KEY,
+    id               TEXT    NOT NULL UNIQUE,
+    project          TEXT    NOT NULL,
+    kind             TEXT    NOT NULL,
+    content          TEXT    NOT NULL,
+    keywords         TEXT    NOT NULL DEFAULT '',
+    keywords_json    TEXT    NOT NULL DEFAULT '[]',
+    importance       REAL    NOT NULL,
+    local_importance REAL    NOT NULL,
+    author           TEXT    NOT NULL,
+    editor           TEXT    NOT NULL,
+    created_at       INTEGER NOT NULL,
+    hlc_wall         INTEGER NOT NULL,
+    hlc_counter      INTEGER NOT NULL,
+    supersedes_json  TEXT    NOT NULL DEFAULT '[]',
+    deleted          INTEGER NOT NULL DEFAULT 0,
+    delete_reason    TEXT,
+    origin           TEXT    NOT NULL,
+    visibility       TEXT    NOT NULL CHECK (visibility IN ('team', 'private')),
+    seen_count       INTEGER NOT NULL DEFAULT 1,
+    updated_at       INTEGER NOT NULL,
+    norm_hash        TEXT,
+    transport        TEXT    NOT NULL DEFAULT 'local',
+    signer           TEXT,
+    signer_name      TEXT,
+    verified         INTEGER NOT NULL DEFAULT 0,
+    received_at      INTEGER,
+    snapshot_seq     INTEGER
+);
+CREATE INDEX memories_project_updated ON memories (project, updated_at);
+CREATE INDEX memories_updated ON memories (updated_at);
+CREATE INDEX memories_dedup ON memories (project, norm_hash) WHERE deleted = 0;
+CREATE INDEX memories_kind ON memories (kind);
+
+CREATE TABLE supersedes (
+    old_id TEXT NOT NULL,
+    new_id TEXT NOT NULL,
+    PRIMARY KEY (old_id, new_id)
+) WITHOUT ROWID;
+CREATE INDEX supersedes_new ON supersedes (new_id, old_id);
+
+CREATE TABLE history (
+    seq              INTEGER PRIMARY KEY,
+    id               TEXT    NOT NULL,
+    record_json      TEXT    NOT NULL,
+    local_importance REAL    NOT NULL,
+    seen_count       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    transport        TEXT    NOT NULL,
+    signer           TEXT,
+    signer_name      TEXT,
+    verified         INTEGER NOT NULL DEFAULT 0,
+    received_at      INTEGER,
+    snapshot_seq     INTEGER,
+    replaced_at      INTEGER NOT NULL
+);
+CREATE INDEX history_id ON history (id, seq);
+
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    content,
+    keywords,
+    content = 'memories',
+    content_rowid = 'rowid',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, content, keywords)
+    VALUES (new.rowid, new.content, new.keywords);
+END;
+
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, keywords)
+    VALUES ('delete', old.rowid, old.content, old.keywords);
+END;
+
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, keywords ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, keywords)
+    VALUES ('delete', old.rowid, old.content, old.keywords);
+    INSERT INTO memories_fts (rowid, content, keywords)
+    VALUES (new.rowid, new.content, new.keywords);
+END;
+"""
+
+MIGRATIONS: list[Migration] = [
+    Migration(1, "memories, supersedes, history, fts, meta", _V1),
+]
+
+
+def latest_version() -> int:
+    """The schema version this code writes: the last migration's number."""
+    return MIGRATIONS[-1].version if MIGRATIONS else 0
