@@ -228,7 +228,8 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield conn
     except BaseException:
-        if conn.in_transaction:
+        # SQLite may already have rolled back (e.g. after a disk-full error).
+        with contextlib.suppress(sqlite3.OperationalError):
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
