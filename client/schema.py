@@ -135,8 +135,41 @@ CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, keywords ON memories
 END;
 """
 
+_V2 = """
+CREATE INDEX memories_origin_created ON memories (origin, created_at);
+
+CREATE VIRTUAL TABLE history_fts USING fts5 (
+    content,
+    keywords,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER history_fts_insert AFTER INSERT ON history BEGIN
+    INSERT INTO history_fts (rowid, content, keywords)
+    VALUES (
+        new.seq,
+        coalesce(json_extract(new.record_json, '$.content'), ''),
+        coalesce((SELECT group_concat(value, ' ')
+                  FROM json_each(new.record_json, '$.keywords')), '')
+    );
+END;
+
+CREATE TRIGGER history_fts_delete AFTER DELETE ON history BEGIN
+    DELETE FROM history_fts WHERE rowid = old.seq;
+END;
+
+INSERT INTO history_fts (rowid, content, keywords)
+SELECT seq,
+       coalesce(json_extract(record_json, '$.content'), ''),
+       coalesce((SELECT group_concat(value, ' ') FROM json_each(record_json, '$.keywords')), '')
+FROM history;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
+    # Recall: neighbouring memories of one session (origin, time), and the text of
+    # replaced versions for include_history.
+    Migration(2, "recall: origin/time index, history full-text index", _V2),
 ]
 
 
