@@ -1,1 +1,46 @@
-"""sealmem.crypto."""
+"""sealmem.crypto: the only code that imports nacl.
+
+Small objects in PyNaCl's manner: :class:`MemberKey` (Ed25519 + X25519) with
+its :class:`PublicIdentity`, :class:`ContentKey` (XChaCha20-Poly1305 for one
+project epoch), domain-separated :func:`verify`, BLAKE2b, Padmé padding, and
+:data:`SUITE`, the object that satisfies ``sealmem.protocol``'s interfaces.
+Every failure raises a :class:`~sealmem.protocol.errors.CryptoError` subclass
+(or :class:`~sealmem.protocol.errors.InputError` for a malformed argument).
+"""
+
+from __future__ import annotations
+
+from sealmem.crypto.aead import ContentKey
+from sealmem.crypto.hashing import blake2b, equal, kid_from_public, random_bytes
+from sealmem.crypto.keyfile import KDF_INTERACTIVE, KDF_MODERATE, KDF_SENSITIVE, KdfLimits
+from sealmem.crypto.keys import MemberKey, PublicIdentity
+from sealmem.crypto.padding import pad, padme, unpad
+from sealmem.crypto.signing import DOMAIN_PREFIX, domain_message, verify
+from sealmem.crypto.suite import SUITE, NaclSuite
+from sealmem.protocol.errors import BadSignatureError, CryptoError, DecryptionError, KeyFileError
+
+__all__ = [
+    "DOMAIN_PREFIX",
+    "KDF_INTERACTIVE",
+    "KDF_MODERATE",
+    "KDF_SENSITIVE",
+    "SUITE",
+    "BadSignatureError",
+    "ContentKey",
+    "CryptoError",
+    "DecryptionError",
+    "KdfLimits",
+    "KeyFileError",
+    "MemberKey",
+    "NaclSuite",
+    "PublicIdentity",
+    "blake2b",
+    "domain_message",
+    "equal",
+    "kid_from_public",
+    "pad",
+    "padme",
+    "random_bytes",
+    "unpad",
+    "verify",
+]
