@@ -1,0 +1,234 @@
+"""Merging pulled record versions into a replica (DESIGN §3, SPEC.md "Merge").
+
+Pure functions over values: no clock (``now_ms`` is passed in), no I/O.
+
+*Winners* converge.  Per memory id the winning version is the greatest under
+:func:`version_key`: ``(hlc.wall, hlc.counter, editor)`` and, only when two
+distinct versions share all three, their canonical wire bytes.  That is a total
+order, so "keep the greater" is a join-semilattice: merging the same versions in
+any order or grouping, any number of times, gives the same winners.  Content,
+kind, tombstones and supersession links travel inside the version and converge
+with it.
+
+*Importance floors* are local policy, kept beside the winners and never
+published.  The effective importance of a memory is
+``max(floor, winner.importance)``.  A pull never lowers it: when a pull replaces
+the local winner, the floor becomes the effective importance held before the
+pull.  A local edit clears the floor (the user may lower importance).  Floors
+are stored only while they are above the winner's own importance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from sealmem.protocol import canonical
+from sealmem.protocol.errors import InputError
+from sealmem.protocol.hlc import Hlc, receive
+from sealmem.protocol.record import Record
+
+__all__ = [
+    "DEFAULT_GRACE_MS",
+    "SKIP_OTHER_PROJECT",
+    "Collected",
+    "MergeOutcome",
+    "MergeResult",
+    "Skipped",
+    "collect_tombstones",
+    "effective_importance",
+    "merge",
+    "merge_many",
+    "publishable",
+    "version_key",
+    "wins",
+]
+
+DEFAULT_GRACE_MS = 180 * 24 * 60 * 60 * 1000
+"""How long a tombstone is kept before :func:`collect_tombstones` drops it (180 days)."""
+
+SKIP_OTHER_PROJECT = "other-project"
+"""Skip reason: the id already belongs to a different project in this replica."""
+
+
+def version_key(record: Record) -> tuple[int, int, str, bytes]:
+    """The total order of versions: the greatest wins.
+
+    Honest writers never produce two distinct versions with the same
+    ``order_key`` (their HLC ticks); the canonical bytes only make the order
+    total, so that replicas agree even on a writer that did.
+    """
+    return (*record.order_key, canonical.encode(record.to_wire()))
+
+
+def wins(candidate: Record, current: Record) -> bool:
+    """True when ``candidate`` is strictly greater than ``current`` in version order."""
+    if candidate.order_key != current.order_key:
+        return candidate.order_key > current.order_key
+    return canonical.encode(candidate.to_wire()) > canonical.encode(current.to_wire())
+
+
+def effective_importance(winner: Record, floor: float | None) -> float:
+    """The importance this replica uses for ``winner``: never below its local floor."""
+    return winner.importance if floor is None else max(floor, winner.importance)
+
+
+@dataclass(frozen=True, slots=True)
+class MergeOutcome:
+    """What merging one incoming version into one local winner decided.
+
+    ``winner`` is the version to keep (``None`` only when there was no local
+    version and the incoming one was skipped); ``changed`` says it differs from
+    the local one; ``loser`` is the version that did not win (the replaced local
+    version or the discarded incoming one; ``None`` when both were the same), for
+    the local history table; ``floor`` is the importance floor to store (``None``:
+    no floor); ``skipped_reason`` is set when the incoming version was not
+    considered at all, with ``detail`` saying why.
+    """
+
+    winner: Record | None
+    changed: bool
+    loser: Record | None
+    floor: float | None
+    skipped_reason: str | None = None
+    detail: str = ""
+
+
+def _normal_floor(floor: float | None, winner: Record) -> float | None:
+    return floor if floor is not None and floor > winner.importance else None
+
+
+def merge(local: Record | None, incoming: Record, *, floor: float | None = None) -> MergeOutcome:
+    """Merge one pulled version into the local winner of the same id.
+
+    ``floor`` is the local importance floor of that id (``None``: none).  The
+    incoming version must already be verified and validated (protocol/verify.py).
+    """
+    if local is None:
+        return MergeOutcome(incoming, True, None, None)
+    if local.id != incoming.id:
+        raise InputError(
+            f"cannot merge version of {incoming.id} into {local.id}: merge pairs versions "
+            "of one memory id; look the local winner up by the incoming id"
+        )
+    if local.project != incoming.project:
+        return MergeOutcome(
+            local,
+            False,
+            None,
+            floor,
+            SKIP_OTHER_PROJECT,
+            f"memory {incoming.id} from {incoming.editor} is in project {incoming.project!r}, "
+            f"but this replica holds it in project {local.project!r}; it was skipped",
+        )
+    if not wins(incoming, local):
+        same = canonical.encode(incoming.to_wire()) == canonical.encode(local.to_wire())
+        return MergeOutcome(local, False, None if same else incoming, floor)
+    before = effective_importance(local, floor)
+    return MergeOutcome(incoming, True, local, _normal_floor(before, incoming))
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An incoming version that was not merged, and why."""
+
+    record: Record
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    """The replica after :func:`merge_many`.
+
+    ``winners`` and ``floors`` are complete (not deltas); ``changed`` lists the
+    ids whose winner changed, sorted; ``losers`` are versions that stopped being
+    or never became winners, in arrival order (for the local history table);
+    ``clock`` is the replica's HLC after seeing every merged version.
+    """
+
+    winners: dict[str, Record]
+    floors: dict[str, float]
+    changed: tuple[str, ...]
+    losers: tuple[Record, ...]
+    skipped: tuple[Skipped, ...]
+    clock: Hlc
+
+
+def merge_many(
+    state: Mapping[str, Record],
+    incoming: Iterable[Record],
+    *,
+    now_ms: int,
+    clock: Hlc,
+    floors: Mapping[str, float] | None = None,
+) -> MergeResult:
+    """Merge pulled versions into ``state`` (id -> winner); nothing is mutated.
+
+    ``clock`` is the replica's HLC before the pull; every merged version
+    advances it with :func:`sealmem.protocol.hlc.receive` at ``now_ms``.
+    """
+    winners = dict(state)
+    new_floors = dict(floors or {})
+    changed: set[str] = set()
+    losers: list[Record] = []
+    skipped: list[Skipped] = []
+    for record in incoming:
+        outcome = merge(winners.get(record.id), record, floor=new_floors.get(record.id))
+        if outcome.skipped_reason is not None:
+            skipped.append(Skipped(record, outcome.skipped_reason, outcome.detail))
+            continue
+        clock = receive(clock, record.hlc, now_ms)
+        if outcome.loser is not None:
+            losers.append(outcome.loser)
+        if outcome.changed and outcome.winner is not None:
+            winners[record.id] = outcome.winner
+            changed.add(record.id)
+        if outcome.floor is None:
+            new_floors.pop(record.id, None)
+        else:
+            new_floors[record.id] = outcome.floor
+    return MergeResult(
+        winners, new_floors, tuple(sorted(changed)), tuple(losers), tuple(skipped), clock
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Collected:
+    """The result of :func:`collect_tombstones`: what stays and which ids went."""
+
+    kept: dict[str, Record]
+    collected: tuple[str, ...]
+
+
+def collect_tombstones(
+    records: Mapping[str, Record], now_ms: int, grace_ms: int = DEFAULT_GRACE_MS
+) -> Collected:
+    """Drop tombstones whose deletion (``hlc.wall``) is at least ``grace_ms`` old.
+
+    Live versions are never collected, nor tombstones younger than the grace
+    period.  A replica that still holds an older live version of a collected id
+    can bring it back; the grace period must outlast the longest offline member.
+    """
+    if grace_ms < 0:
+        raise InputError(f"grace period {grace_ms} ms is negative; pass a duration >= 0")
+    kept: dict[str, Record] = {}
+    gone: list[str] = []
+    for key, record in records.items():
+        if record.deleted and now_ms - record.hlc.wall >= grace_ms:
+            gone.append(key)
+        else:
+            kept[key] = record
+    return Collected(kept, tuple(sorted(gone)))
+
+
+def publishable(my_kid: str, winners: Iterable[Record]) -> list[Record]:
+    """The versions this member's next snapshot carries, sorted by id.
+
+    Only winners this member wrote (``editor == my_kid``) and that are not
+    private; tombstones are included so deletions propagate.
+    """
+    return sorted(
+        (r for r in winners if r.editor == my_kid and r.visibility != "private"),
+        key=lambda r: r.id,
+    )
