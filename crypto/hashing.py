@@ -19,6 +19,7 @@ from sealmem.protocol.errors import InputError
 __all__ = [
     "BLAKE2B_MAX_SIZE",
     "KID_LENGTH",
+    "PERSON_MAX_SIZE",
     "b32",
     "blake2b",
     "equal",

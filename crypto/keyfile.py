@@ -39,6 +39,7 @@ __all__ = [
     "KDF_SENSITIVE",
     "KEY_FILE_FORMAT",
     "KEY_FILE_VERSION",
+    "MAX_KEY_FILE_SIZE",
     "KdfLimits",
     "KeyFileContent",
     "decode_key_file",
@@ -50,7 +51,7 @@ __all__ = [
 KEY_FILE_FORMAT = "sealmem-member-key"
 KEY_FILE_VERSION = 1
 MAX_KEY_FILE_SIZE = 64 * 1024
-SEED_SIZE = 32
+_SEED_SIZE = 32
 _PLAIN = "plain"
 _SEALED = "argon2id-secretbox"
 
@@ -113,7 +114,8 @@ def encode_key_file(
             "box_seed": _b64(content.box_seed),
         }
     else:
-        _check_limits(kdf, "requested")
+        if not _limits_ok(kdf):
+            raise InputError(_limits_refused(kdf))
         salt = random_bytes(argon2id.SALTBYTES) if salt is None else salt
         box = nacl.secret.SecretBox(_derive(passphrase, salt, kdf))
         sealed = box.encrypt(content.sign_seed + content.box_seed)
@@ -135,16 +137,19 @@ def encode_key_file(
     return canonical.encode(document) + b"\n"
 
 
-def _check_limits(limits: KdfLimits, what: str) -> None:
+def _limits_ok(limits: KdfLimits) -> bool:
     low, high = KDF_INTERACTIVE, KDF_SENSITIVE
-    if not (
+    return (
         low.opslimit <= limits.opslimit <= high.opslimit
         and low.memlimit <= limits.memlimit <= high.memlimit
-    ):
-        raise KeyFileError(
-            f"{what} Argon2id limits (opslimit={limits.opslimit}, memlimit={limits.memlimit}) "
-            "refused: they must lie between the INTERACTIVE and SENSITIVE presets"
-        )
+    )
+
+
+def _limits_refused(limits: KdfLimits) -> str:
+    return (
+        f"Argon2id limits (opslimit={limits.opslimit}, memlimit={limits.memlimit}) refused: "
+        "they must lie between the INTERACTIVE and SENSITIVE presets"
+    )
 
 
 def _field(obj: dict[str, Any], key: str, kind: type, where: str) -> Any:
@@ -166,7 +171,7 @@ def _bytes_field(obj: dict[str, Any], key: str, size: int | None, where: str) ->
 
 
 def decode_key_file(data: bytes, *, passphrase: str | None, where: str) -> KeyFileContent:
-    """Parse (and, if sealed, open) key file bytes; ``where`` names the file in errors."""
+    """Parse (and, if sealed, open) key file bytes; ``where`` (``"key file PATH"``) names them."""
     body = data[:-1] if data.endswith(b"\n") else data
     try:
         document = canonical.decode(body)
@@ -187,24 +192,25 @@ def decode_key_file(data: bytes, *, passphrase: str | None, where: str) -> KeyFi
     secret = _field(document, "secret", dict, where)
     kind = secret.get("type")
     if kind == _PLAIN:
-        sign_seed = _bytes_field(secret, "sign_seed", SEED_SIZE, where)
-        box_seed = _bytes_field(secret, "box_seed", SEED_SIZE, where)
+        sign_seed = _bytes_field(secret, "sign_seed", _SEED_SIZE, where)
+        box_seed = _bytes_field(secret, "box_seed", _SEED_SIZE, where)
     elif kind == _SEALED:
         if not passphrase:
-            raise KeyFileError(f"key file {where} is passphrase-sealed; pass --passphrase")
+            raise KeyFileError(f"{where} is passphrase-sealed; pass --passphrase")
         limits = KdfLimits(
             _field(secret, "opslimit", int, where), _field(secret, "memlimit", int, where)
         )
-        _check_limits(limits, f"{where}:")
+        if not _limits_ok(limits):
+            raise KeyFileError(f"{where} is corrupt: {_limits_refused(limits)}")
         salt = _bytes_field(secret, "salt", argon2id.SALTBYTES, where)
         sealed = _bytes_field(secret, "box", None, where)
         try:
             seeds = nacl.secret.SecretBox(_derive(passphrase, salt, limits)).decrypt(sealed)
         except (nacl.exceptions.CryptoError, ValueError) as exc:
-            raise KeyFileError(f"wrong passphrase for key file {where}") from exc
-        if len(seeds) != 2 * SEED_SIZE:
+            raise KeyFileError(f"wrong passphrase for {where}") from exc
+        if len(seeds) != 2 * _SEED_SIZE:
             raise KeyFileError(f"{where} is corrupt: the sealed secret has the wrong size")
-        sign_seed, box_seed = seeds[:SEED_SIZE], seeds[SEED_SIZE:]
+        sign_seed, box_seed = seeds[:_SEED_SIZE], seeds[_SEED_SIZE:]
     else:
         raise KeyFileError(f"{where} is corrupt: unknown secret type {kind!r}")
     return KeyFileContent(kid, sign_public, box_public, sign_seed, box_seed)
@@ -222,7 +228,7 @@ def read_key_file(path: Path) -> bytes:
     except OSError as exc:
         raise KeyFileError(f"key file {path} cannot be read: {exc.strerror}") from exc
     if len(data) > MAX_KEY_FILE_SIZE:
-        raise KeyFileError(f"{path} is corrupt: larger than {MAX_KEY_FILE_SIZE} bytes")
+        raise KeyFileError(f"key file {path} is corrupt: larger than {MAX_KEY_FILE_SIZE} bytes")
     return data
 
 

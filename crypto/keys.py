@@ -150,8 +150,9 @@ class MemberKey:
     def load(cls, path: Path, *, passphrase: str | None = None) -> MemberKey:
         """Read a key file written by :meth:`save`; raises :class:`KeyFileError`."""
         path = Path(path)
-        content = decode_key_file(read_key_file(path), passphrase=passphrase, where=str(path))
-        return cls._from_content(content, str(path))
+        where = f"key file {path}"
+        content = decode_key_file(read_key_file(path), passphrase=passphrase, where=where)
+        return cls._from_content(content, where)
 
     def export_bundle(self, passphrase: str, *, kdf: KdfLimits = KDF_MODERATE) -> bytes:
         """This key as passphrase-sealed bytes, to hand over out of band (``admin issue``)."""
