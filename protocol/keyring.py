@@ -1,0 +1,119 @@
+"""The keyring (DESIGN §4): one project epoch's content key, wrapped per reader.
+
+A keyring is a signed body (context ``keyring``, signed by an admin of the
+roster version it names)::
+
+    format          "sealmem/keyring/v1"
+    team, project   ids
+    epoch           content-key epoch (>= 1), as in roster.projects
+    roster_version  the roster whose readers the key is wrapped to
+    wraps           {kid: b64url(SealedBox(key, member box_public))}
+
+Unwrapping needs a member's secret key, so it lives in ``sealmem.crypto``
+(``ContentKey.unwrap(keyring.wraps[kid], member_key)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sealmem.protocol import reasons
+from sealmem.protocol.encoding import (
+    KID_RE,
+    b64e,
+    exact_keys,
+    need_b64,
+    need_dict,
+    need_int,
+    need_str,
+)
+from sealmem.protocol.envelope import seal
+from sealmem.protocol.errors import InputError, Rejected
+from sealmem.protocol.record import PROJECT_RE
+from sealmem.protocol.roster import MAX_MEMBERS, TEAM_RE, Roster
+from sealmem.protocol.suite import Signer, Wrapper
+
+__all__ = ["KEYRING_FORMAT", "MAX_WRAP_BYTES", "Keyring", "build_keyring"]
+
+KEYRING_FORMAT = "sealmem/keyring/v1"
+MAX_WRAP_BYTES = 256  # a SealedBox of a 32-byte key is 80 bytes
+_BODY_KEYS = frozenset({"format", "team", "project", "epoch", "roster_version", "wraps"})
+
+
+@dataclass(frozen=True, slots=True)
+class Keyring:
+    team: str
+    project: str
+    epoch: int
+    roster_version: int
+    wraps: Mapping[str, bytes] = field(default_factory=dict)
+
+    def to_body(self) -> dict[str, Any]:
+        return {
+            "format": KEYRING_FORMAT,
+            "team": self.team,
+            "project": self.project,
+            "epoch": self.epoch,
+            "roster_version": self.roster_version,
+            "wraps": {kid: b64e(w) for kid, w in self.wraps.items()},
+        }
+
+    def sign(self, signer: Signer) -> bytes:
+        return seal(self.to_body(), "keyring", signer)
+
+    def wrap_for(self, kid: str) -> bytes:
+        """The sealed key for member ``kid``; ``InputError`` if it holds none."""
+        try:
+            return self.wraps[kid]
+        except KeyError:
+            raise InputError(
+                f"keyring {self.project!r} epoch {self.epoch} holds no key for member {kid}; "
+                "ask an admin to grant read access ('sealmem admin grant')"
+            ) from None
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> Keyring:
+        if body.get("format") != KEYRING_FORMAT:
+            raise Rejected(
+                reasons.UNKNOWN_FORMAT,
+                f"keyring format {body.get('format')!r} is not {KEYRING_FORMAT!r}",
+            )
+        obj = exact_keys(body, _BODY_KEYS, "keyring")
+        raw = need_dict(obj["wraps"], "keyring.wraps")
+        if len(raw) > MAX_MEMBERS:
+            raise Rejected(reasons.TOO_LARGE, f"keyring wraps {len(raw)} keys")
+        wraps: dict[str, bytes] = {}
+        for kid, text in raw.items():
+            need_str(kid, "keyring.wraps key", pattern=KID_RE)
+            wrap = need_b64(text, f"keyring.wraps.{kid}")
+            if len(wrap) > MAX_WRAP_BYTES:
+                raise Rejected(reasons.TOO_LARGE, f"keyring wrap for {kid} is {len(wrap)} bytes")
+            wraps[kid] = wrap
+        return cls(
+            team=need_str(obj["team"], "keyring.team", pattern=TEAM_RE),
+            project=need_str(obj["project"], "keyring.project", pattern=PROJECT_RE),
+            epoch=need_int(obj["epoch"], "keyring.epoch", minimum=1),
+            roster_version=need_int(obj["roster_version"], "keyring.roster_version", minimum=1),
+            wraps=wraps,
+        )
+
+
+def build_keyring(key: Wrapper, roster: Roster, project: str, epoch: int | None = None) -> Keyring:
+    """Wrap ``key`` to every current reader of ``project`` in ``roster``.
+
+    ``epoch`` defaults to the project's current epoch in the roster.
+    """
+    if project not in roster.projects:
+        raise InputError(
+            f"project {project!r} is not registered in roster v{roster.version}; "
+            "add it to the roster first"
+        )
+    return Keyring(
+        team=roster.team,
+        project=project,
+        epoch=roster.projects[project] if epoch is None else epoch,
+        roster_version=roster.version,
+        wraps={m.kid: key.wrap_to(m.box_public) for m in roster.readers(project)},
+    )

@@ -1,0 +1,93 @@
+"""The named reasons a verifier gives in :class:`~sealmem.protocol.errors.Rejected`.
+
+Each constant is the exact ``Rejected.reason`` string; ``REASONS`` lists them
+all (SPEC.md documents what each one means).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BAD_CHUNK_ID",
+    "BAD_SIGNATURE",
+    "CROSS_PROJECT",
+    "CROSS_TEAM",
+    "EDITOR_MISMATCH",
+    "EPOCH_UNKNOWN",
+    "EQUIVOCATION",
+    "FORK",
+    "MALFORMED",
+    "MISSING_CHUNK",
+    "NOT_ADMIN",
+    "NOT_CANONICAL",
+    "NO_READ_GRANT",
+    "NO_WRITE_GRANT",
+    "REASONS",
+    "REVOKED",
+    "ROLLBACK",
+    "ROSTER_NOT_EXTENDING",
+    "ROSTER_UNKNOWN",
+    "SIGNER_MISMATCH",
+    "TAMPERED",
+    "TOO_LARGE",
+    "UNKNOWN_FORMAT",
+    "UNKNOWN_PROJECT",
+    "UNKNOWN_WRITER",
+    "WRONG_BUCKET",
+    "WRONG_CONTEXT",
+]
+
+BAD_SIGNATURE = "bad-signature"  # the signature does not verify for its signer
+WRONG_CONTEXT = "wrong-context"  # a valid signature, made for another kind of object
+NOT_CANONICAL = "not-canonical"  # bytes are not the one canonical JSON spelling
+MALFORMED = "malformed"  # canonical JSON, but fields missing, unknown or mistyped
+TAMPERED = "tampered"  # authenticated data failed to open, or sizes/counts disagree
+UNKNOWN_WRITER = "unknown-writer"  # the signer is not a member of the trusted roster
+SIGNER_MISMATCH = "signer-mismatch"  # body names one writer, the envelope another signer
+NO_WRITE_GRANT = "no-write-grant"  # the writer holds no write grant for the project
+NO_READ_GRANT = "no-read-grant"  # a keyring wraps the key to a member without read grant
+REVOKED = "revoked"  # the writer is revoked and this object is past its pin
+ROLLBACK = "rollback"  # older than what was already accepted
+FORK = "fork"  # same position as an accepted object, different content
+EPOCH_UNKNOWN = "epoch-unknown"  # no trusted keyring (or roster epoch) for this epoch
+CROSS_TEAM = "cross-team"  # the object belongs to another team
+CROSS_PROJECT = "cross-project"  # the object or a record belongs to another project
+UNKNOWN_PROJECT = "unknown-project"  # the project is not registered in the roster
+EDITOR_MISMATCH = "editor-mismatch"  # a record's editor is not the snapshot writer
+TOO_LARGE = "too-large"  # over a size or count limit (including decompression bombs)
+UNKNOWN_FORMAT = "unknown-format"  # a format string this version does not speak
+MISSING_CHUNK = "missing-chunk"  # a chunk listed in the manifest was not supplied
+BAD_CHUNK_ID = "bad-chunk-id"  # a chunk's bytes do not hash to its id
+WRONG_BUCKET = "wrong-bucket"  # a record sits in a bucket its id does not hash to
+ROSTER_NOT_EXTENDING = "roster-not-extending"  # not the next link of the trusted chain
+ROSTER_UNKNOWN = "roster-unknown"  # names a roster version newer than the trusted one
+NOT_ADMIN = "not-admin"  # signed by a key that is not an admin where it must be
+EQUIVOCATION = "equivocation"  # a witnessed head conflicts with an accepted one
+
+REASONS: tuple[str, ...] = (
+    BAD_SIGNATURE,
+    WRONG_CONTEXT,
+    NOT_CANONICAL,
+    MALFORMED,
+    TAMPERED,
+    UNKNOWN_WRITER,
+    SIGNER_MISMATCH,
+    NO_WRITE_GRANT,
+    NO_READ_GRANT,
+    REVOKED,
+    ROLLBACK,
+    FORK,
+    EPOCH_UNKNOWN,
+    CROSS_TEAM,
+    CROSS_PROJECT,
+    UNKNOWN_PROJECT,
+    EDITOR_MISMATCH,
+    TOO_LARGE,
+    UNKNOWN_FORMAT,
+    MISSING_CHUNK,
+    BAD_CHUNK_ID,
+    WRONG_BUCKET,
+    ROSTER_NOT_EXTENDING,
+    ROSTER_UNKNOWN,
+    NOT_ADMIN,
+    EQUIVOCATION,
+)

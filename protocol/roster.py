@@ -1,0 +1,359 @@
+"""The team roster (DESIGN §4): who is in the team, with which keys and grants.
+
+A roster is a signed body (context ``roster``)::
+
+    format       "sealmem/roster/v1"
+    team         team id
+    version      1, 2, 3, ...   (v1 is signed by the pinned root key)
+    prev         object hash of the previous roster body, null for v1
+    admins       [kid]          who may sign the NEXT version and keyrings
+    members      [{kid, name, sign_public, box_public, role, issued_by_admin}]
+    projects     {name: {"epoch": n}}   current content-key epoch per project
+    grants       [{kid, project, read, write}]
+    revocations  [{kid, at_version, pins: {project: {seq, manifest_hash}}}]
+    resets       [{kid, project, at_version}]   admin-approved chain restarts
+    created_at   ms (informational)
+
+:meth:`Roster.from_body` checks the shape and internal consistency;
+``verify.accept_roster`` checks the chain and the signature.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sealmem.protocol import reasons
+from sealmem.protocol.encoding import (
+    HEX_HASH_RE,
+    b64e,
+    exact_keys,
+    need_b64,
+    need_bool,
+    need_dict,
+    need_int,
+    need_kid,
+    need_list,
+    need_str,
+    object_hash,
+)
+from sealmem.protocol.envelope import seal
+from sealmem.protocol.errors import Rejected
+from sealmem.protocol.record import PROJECT_RE
+from sealmem.protocol.suite import Signer, Suite
+
+__all__ = [
+    "MAX_MEMBERS",
+    "ROLES",
+    "ROSTER_FORMAT",
+    "TEAM_RE",
+    "Grant",
+    "Member",
+    "Pin",
+    "Reset",
+    "Revocation",
+    "Roster",
+]
+
+ROSTER_FORMAT = "sealmem/roster/v1"
+TEAM_RE = re.compile(r"[a-z0-9][a-z0-9-]{2,63}")
+ROLES = ("admin", "member")
+MAX_MEMBERS = 4096
+_MAX_LIST = 65536
+_MAX_NAME = 64
+_KEY_SIZE = 32
+
+_BODY_KEYS = frozenset(
+    {
+        "format", "team", "version", "prev", "admins", "members", "projects", "grants",
+        "revocations", "resets", "created_at",
+    }
+)  # fmt: skip
+
+
+def _bad(detail: str) -> Rejected:
+    return Rejected(reasons.MALFORMED, f"roster {detail}")
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    kid: str
+    name: str
+    sign_public: bytes
+    box_public: bytes
+    role: str = "member"
+    issued_by_admin: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "kid": self.kid,
+            "name": self.name,
+            "sign_public": b64e(self.sign_public),
+            "box_public": b64e(self.box_public),
+            "role": self.role,
+            "issued_by_admin": self.issued_by_admin,
+        }
+
+    @classmethod
+    def from_wire(cls, value: object, path: str) -> Member:
+        obj = exact_keys(value, set(cls.__slots__), path)
+        name = need_str(obj["name"], f"{path}.name")
+        if not 1 <= len(name) <= _MAX_NAME:
+            raise _bad(f"{path}.name must be 1..{_MAX_NAME} characters")
+        role = need_str(obj["role"], f"{path}.role")
+        if role not in ROLES:
+            raise _bad(f"{path}.role {role!r} must be one of {ROLES}")
+        return cls(
+            kid=need_kid(obj["kid"], f"{path}.kid"),
+            name=name,
+            sign_public=need_b64(obj["sign_public"], f"{path}.sign_public", size=_KEY_SIZE),
+            box_public=need_b64(obj["box_public"], f"{path}.box_public", size=_KEY_SIZE),
+            role=role,
+            issued_by_admin=need_bool(obj["issued_by_admin"], f"{path}.issued_by_admin"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    kid: str
+    project: str
+    read: bool = True
+    write: bool = True
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"kid": self.kid, "project": self.project, "read": self.read, "write": self.write}
+
+    @classmethod
+    def from_wire(cls, value: object, path: str) -> Grant:
+        obj = exact_keys(value, set(cls.__slots__), path)
+        return cls(
+            kid=need_kid(obj["kid"], f"{path}.kid"),
+            project=need_str(obj["project"], f"{path}.project", pattern=PROJECT_RE),
+            read=need_bool(obj["read"], f"{path}.read"),
+            write=need_bool(obj["write"], f"{path}.write"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """The last manifest of a revoked writer that stays valid, per project."""
+
+    seq: int
+    manifest_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class Revocation:
+    kid: str
+    at_version: int
+    pins: Mapping[str, Pin] = field(default_factory=dict)
+
+    def to_wire(self) -> dict[str, Any]:
+        pins = {
+            p: {"seq": pin.seq, "manifest_hash": pin.manifest_hash} for p, pin in self.pins.items()
+        }
+        return {"kid": self.kid, "at_version": self.at_version, "pins": pins}
+
+    @classmethod
+    def from_wire(cls, value: object, path: str) -> Revocation:
+        obj = exact_keys(value, {"kid", "at_version", "pins"}, path)
+        pins: dict[str, Pin] = {}
+        for project, raw in need_dict(obj["pins"], f"{path}.pins").items():
+            need_str(project, f"{path}.pins key", pattern=PROJECT_RE)
+            pin = exact_keys(raw, {"seq", "manifest_hash"}, f"{path}.pins.{project}")
+            pins[project] = Pin(
+                seq=need_int(pin["seq"], f"{path}.pins.{project}.seq", minimum=1),
+                manifest_hash=need_str(
+                    pin["manifest_hash"], f"{path}.pins.{project}.manifest_hash",
+                    pattern=HEX_HASH_RE,
+                ),
+            )  # fmt: skip
+        return cls(
+            kid=need_kid(obj["kid"], f"{path}.kid"),
+            at_version=need_int(obj["at_version"], f"{path}.at_version", minimum=1),
+            pins=pins,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Reset:
+    """An admin's permission for ``kid`` to start a new manifest chain in ``project``."""
+
+    kid: str
+    project: str
+    at_version: int
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"kid": self.kid, "project": self.project, "at_version": self.at_version}
+
+    @classmethod
+    def from_wire(cls, value: object, path: str) -> Reset:
+        obj = exact_keys(value, set(cls.__slots__), path)
+        return cls(
+            kid=need_kid(obj["kid"], f"{path}.kid"),
+            project=need_str(obj["project"], f"{path}.project", pattern=PROJECT_RE),
+            at_version=need_int(obj["at_version"], f"{path}.at_version", minimum=1),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Roster:
+    team: str
+    version: int
+    prev: str | None
+    admins: tuple[str, ...]
+    members: tuple[Member, ...]
+    projects: Mapping[str, int] = field(default_factory=dict)
+    grants: tuple[Grant, ...] = ()
+    revocations: tuple[Revocation, ...] = ()
+    resets: tuple[Reset, ...] = ()
+    created_at: int = 0
+
+    # -- queries -------------------------------------------------------------
+
+    def member(self, kid: str) -> Member | None:
+        return next((m for m in self.members if m.kid == kid), None)
+
+    def is_admin(self, kid: str) -> bool:
+        return kid in self.admins and self.revocation(kid) is None
+
+    def grant(self, kid: str, project: str) -> Grant | None:
+        return next((g for g in self.grants if g.kid == kid and g.project == project), None)
+
+    def can_write(self, kid: str, project: str) -> bool:
+        g = self.grant(kid, project)
+        return g is not None and g.write
+
+    def can_read(self, kid: str, project: str) -> bool:
+        g = self.grant(kid, project)
+        return g is not None and g.read and self.revocation(kid) is None
+
+    def revocation(self, kid: str) -> Revocation | None:
+        return next((r for r in self.revocations if r.kid == kid), None)
+
+    def latest_reset(self, kid: str, project: str) -> Reset | None:
+        found = [r for r in self.resets if r.kid == kid and r.project == project]
+        return max(found, key=lambda r: r.at_version) if found else None
+
+    def readers(self, project: str) -> tuple[Member, ...]:
+        """Members a keyring for ``project`` must be wrapped to."""
+        return tuple(m for m in self.members if self.can_read(m.kid, project))
+
+    # -- wire ----------------------------------------------------------------
+
+    def to_body(self) -> dict[str, Any]:
+        return {
+            "format": ROSTER_FORMAT,
+            "team": self.team,
+            "version": self.version,
+            "prev": self.prev,
+            "admins": list(self.admins),
+            "members": [m.to_wire() for m in self.members],
+            "projects": {name: {"epoch": e} for name, e in self.projects.items()},
+            "grants": [g.to_wire() for g in self.grants],
+            "revocations": [r.to_wire() for r in self.revocations],
+            "resets": [r.to_wire() for r in self.resets],
+            "created_at": self.created_at,
+        }
+
+    def hash(self, suite: Suite) -> str:
+        return object_hash(suite, "roster", self.to_body())
+
+    def sign(self, signer: Signer) -> bytes:
+        """The envelope bytes of this roster, signed by ``signer`` (an admin)."""
+        return seal(self.to_body(), "roster", signer)
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any], suite: Suite) -> Roster:
+        """Parse and check a roster body; raise ``Rejected`` (malformed/unknown-format)."""
+        if body.get("format") != ROSTER_FORMAT:
+            raise Rejected(
+                reasons.UNKNOWN_FORMAT,
+                f"roster format {body.get('format')!r} is not {ROSTER_FORMAT!r}; "
+                "upgrade sealmem if the team uses a newer version",
+            )
+        obj = exact_keys(body, _BODY_KEYS, "roster")
+        prev = obj["prev"]
+        projects: dict[str, int] = {}
+        for name, raw in need_dict(obj["projects"], "roster.projects").items():
+            need_str(name, "roster.projects key", pattern=PROJECT_RE)
+            entry = exact_keys(raw, {"epoch"}, f"roster.projects.{name}")
+            projects[name] = need_int(entry["epoch"], f"roster.projects.{name}.epoch", minimum=1)
+        lists = {
+            name: need_list(obj[name], f"roster.{name}", max_len=limit)
+            for name, limit in (
+                ("admins", _MAX_LIST),
+                ("members", MAX_MEMBERS),
+                ("grants", _MAX_LIST),
+                ("revocations", _MAX_LIST),
+                ("resets", _MAX_LIST),
+            )
+        }
+        roster = cls(
+            team=need_str(obj["team"], "roster.team", pattern=TEAM_RE),
+            version=need_int(obj["version"], "roster.version", minimum=1),
+            prev=None if prev is None else need_str(prev, "roster.prev", pattern=HEX_HASH_RE),
+            admins=tuple(need_kid(k, f"roster.admins[{i}]") for i, k in enumerate(lists["admins"])),
+            members=tuple(
+                Member.from_wire(m, f"roster.members[{i}]") for i, m in enumerate(lists["members"])
+            ),
+            projects=projects,
+            grants=tuple(
+                Grant.from_wire(g, f"roster.grants[{i}]") for i, g in enumerate(lists["grants"])
+            ),
+            revocations=tuple(
+                Revocation.from_wire(r, f"roster.revocations[{i}]")
+                for i, r in enumerate(lists["revocations"])
+            ),
+            resets=tuple(
+                Reset.from_wire(r, f"roster.resets[{i}]") for i, r in enumerate(lists["resets"])
+            ),
+            created_at=need_int(obj["created_at"], "roster.created_at"),
+        )
+        roster.check(suite)
+        return roster
+
+    def check(self, suite: Suite) -> Roster:
+        """Internal consistency; raise ``Rejected('malformed')`` naming the first problem."""
+        if (self.version == 1) != (self.prev is None):
+            raise _bad("prev must be null exactly for version 1")
+        kids = [m.kid for m in self.members]
+        if len(set(kids)) != len(kids):
+            raise _bad("lists a member twice")
+        for m in self.members:
+            if suite.kid_from_public(m.sign_public) != m.kid:
+                raise _bad(f"member {m.kid} does not match its signing key")
+        if not self.admins or len(set(self.admins)) != len(self.admins):
+            raise _bad("must list at least one admin, each once")
+        for kid in self.admins:
+            member = self.member(kid)
+            if member is None or member.role != "admin":
+                raise _bad(f"admin {kid} must be a member with role 'admin'")
+        seen: set[tuple[str, str]] = set()
+        for g in self.grants:
+            if self.member(g.kid) is None or g.project not in self.projects:
+                raise _bad(f"grant for {g.kid} on {g.project!r} names an unknown member/project")
+            if (g.kid, g.project) in seen:
+                raise _bad(f"grants {g.kid} on {g.project!r} twice")
+            seen.add((g.kid, g.project))
+        revoked = [r.kid for r in self.revocations]
+        if len(set(revoked)) != len(revoked):
+            raise _bad("revokes a member twice")
+        for r in self.revocations:
+            if self.member(r.kid) is None or r.at_version > self.version:
+                raise _bad(f"revocation of {r.kid} names an unknown member or a future version")
+        for s in self.resets:
+            if self.member(s.kid) is None or s.project not in self.projects:
+                raise _bad(f"reset for {s.kid} names an unknown member or project")
+            if s.at_version > self.version:
+                raise _bad(f"reset for {s.kid} names future version {s.at_version}")
+        return self
+
+    # -- building (admin side) -----------------------------------------------
+
+    def successor(self, suite: Suite, *, created_at: int, **changes: Any) -> Roster:
+        """The next version: ``version + 1``, ``prev`` = this roster's hash, plus ``changes``."""
+        nxt = replace(self, version=self.version + 1, prev=self.hash(suite), created_at=created_at)
+        return replace(nxt, **changes)

@@ -1,0 +1,194 @@
+"""Snapshot assembly (DESIGN §5): records -> buckets -> encrypted chunks + manifest.
+
+The records of one (writer, project) are spread over ``buckets`` buckets by a
+hash of their id.  Each non-empty bucket becomes one chunk::
+
+    plaintext = canonical([record.to_wire() ... sorted by id])
+    chunk     = key.encrypt(pad(zlib(plaintext)), ad, nonce=random(24))
+    ad        = canonical({"format": SNAPSHOT_FORMAT, "team", "project",
+                           "writer", "epoch", "bucket"})
+    chunk id  = hex BLAKE2b-256(chunk)
+
+so changing one record rewrites one chunk.  A bucket whose plaintext did not
+change since the previous snapshot (same epoch and layout) keeps its chunk: it
+is never re-encrypted.  The caller keeps the per-bucket plaintext digests
+(:attr:`Snapshot.digests`, local only, never published) to pass back next time.
+Opening chunks is in :mod:`sealmem.protocol.chunks`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from sealmem.protocol import canonical
+from sealmem.protocol.errors import InputError
+from sealmem.protocol.manifest import ChunkRef, Head, Manifest
+from sealmem.protocol.record import Record
+from sealmem.protocol.suite import ContentKeyLike, RandomSource, Signer, Suite
+
+__all__ = [
+    "MAX_SNAPSHOT_BUCKETS",
+    "MIN_BUCKETS",
+    "NONCE_SIZE",
+    "RECORDS_PER_BUCKET",
+    "SNAPSHOT_FORMAT",
+    "PreviousSnapshot",
+    "Snapshot",
+    "bucket_count",
+    "bucket_of",
+    "build_snapshot",
+    "chunk_ad",
+    "chunk_id",
+]
+
+SNAPSHOT_FORMAT = "sealmem/snapshot/v1"
+MIN_BUCKETS = 64
+MAX_SNAPSHOT_BUCKETS = 1024
+RECORDS_PER_BUCKET = 64
+NONCE_SIZE = 24
+_ZLIB_LEVEL = 6
+
+
+def bucket_count(records: int, previous: int | None = None) -> int:
+    """A power of two in ``MIN_BUCKETS..MAX_SNAPSHOT_BUCKETS``, about one per 64 records.
+
+    A ``previous`` count is kept while it stays within 4x of the ideal, so a
+    store that grows by a few records does not rewrite every chunk.
+    """
+    ideal = MIN_BUCKETS
+    while ideal < MAX_SNAPSHOT_BUCKETS and ideal * RECORDS_PER_BUCKET < records:
+        ideal *= 2
+    if (
+        previous is not None
+        and MIN_BUCKETS <= previous <= MAX_SNAPSHOT_BUCKETS
+        and previous & (previous - 1) == 0
+        and ideal // 4 <= previous <= ideal * 4
+    ):
+        return previous
+    return ideal
+
+
+def bucket_of(suite: Suite, record_id: str, buckets: int) -> int:
+    """The bucket of ``record_id``: BLAKE2b of a domain-separated id, mod ``buckets``."""
+    digest = suite.blake2b(b"sealmem/v1/bucket\x00" + record_id.encode("utf-8"), size=8)
+    return int.from_bytes(digest, "big") % buckets
+
+
+def chunk_ad(team: str, project: str, writer: str, epoch: int, bucket: int) -> bytes:
+    """The associated data that binds a chunk to its place."""
+    return canonical.encode(
+        {
+            "format": SNAPSHOT_FORMAT,
+            "team": team,
+            "project": project,
+            "writer": writer,
+            "epoch": epoch,
+            "bucket": bucket,
+        }
+    )
+
+
+def chunk_id(suite: Suite, chunk: bytes) -> str:
+    return suite.blake2b(chunk, size=32).hex()
+
+
+def _digest(suite: Suite, plaintext: bytes) -> str:
+    return suite.blake2b(b"sealmem/v1/hash/bucket\x00" + plaintext, size=32).hex()
+
+
+@dataclass(frozen=True, slots=True)
+class PreviousSnapshot:
+    """What the writer kept from its last snapshot, to reuse unchanged chunks."""
+
+    manifest: Manifest
+    digests: Mapping[int, str]  # bucket -> plaintext digest
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    manifest: Manifest
+    envelope: bytes  # the signed manifest, as published
+    new_chunks: Mapping[str, bytes]  # chunk id -> bytes, only chunks not already published
+    digests: Mapping[int, str]  # keep locally; pass back as PreviousSnapshot.digests
+
+    def chunk_ids(self) -> tuple[str, ...]:
+        return tuple(c.id for c in self.manifest.chunks)
+
+
+def build_snapshot(
+    suite: Suite,
+    key: ContentKeyLike,
+    signer: Signer,
+    *,
+    team: str,
+    project: str,
+    epoch: int,
+    roster_version: int,
+    seq: int,
+    prev: str | None,
+    records: Iterable[Record],
+    random: RandomSource,
+    heads: Iterable[Head] = (),
+    created_at: int = 0,
+    previous: PreviousSnapshot | None = None,
+) -> Snapshot:
+    """Bucket, compress, pad, encrypt and sign ``records`` (all written by ``signer``)."""
+    writer = signer.kid
+    by_id: dict[str, Record] = {}
+    for rec in records:
+        if rec.editor != writer or rec.project != project or rec.visibility != "team":
+            raise InputError(
+                f"record {rec.id} cannot go into {writer}'s snapshot of {project!r}: "
+                "a snapshot carries only team records of its project edited by its writer"
+            )
+        if rec.id in by_id:
+            raise InputError(f"record {rec.id} appears twice; pass one version per id")
+        by_id[rec.id] = rec.validate()
+    reuse = previous is not None and (
+        previous.manifest.team,
+        previous.manifest.project,
+        previous.manifest.writer,
+        previous.manifest.epoch,
+    ) == (team, project, writer, epoch)
+    old_buckets = previous.manifest.buckets if previous is not None and reuse else None
+    buckets = bucket_count(len(by_id), old_buckets)
+    if buckets != old_buckets:
+        reuse = False
+    grouped: dict[int, list[Record]] = {}
+    for rid in sorted(by_id):
+        grouped.setdefault(bucket_of(suite, rid, buckets), []).append(by_id[rid])
+    old_refs = {c.bucket: c for c in previous.manifest.chunks} if previous and reuse else {}
+    old_digests = previous.digests if previous is not None and reuse else {}
+    refs: list[ChunkRef] = []
+    new_chunks: dict[str, bytes] = {}
+    digests: dict[int, str] = {}
+    for bucket in sorted(grouped):
+        plaintext = canonical.encode([r.to_wire() for r in grouped[bucket]])
+        digest = digests[bucket] = _digest(suite, plaintext)
+        old = old_refs.get(bucket)
+        if old is not None and old_digests.get(bucket) == digest:
+            refs.append(old)
+            continue
+        padded = suite.pad(zlib.compress(plaintext, _ZLIB_LEVEL))
+        ad = chunk_ad(team, project, writer, epoch, bucket)
+        chunk = key.encrypt(padded, ad, nonce=random(NONCE_SIZE))
+        cid = chunk_id(suite, chunk)
+        new_chunks[cid] = chunk
+        refs.append(ChunkRef(bucket, cid, len(chunk)))
+    manifest = Manifest(
+        team=team,
+        project=project,
+        writer=writer,
+        seq=seq,
+        prev=prev,
+        epoch=epoch,
+        roster_version=roster_version,
+        buckets=buckets,
+        chunks=tuple(refs),
+        records=len(by_id),
+        heads=tuple(sorted(heads, key=lambda h: (h.writer, h.project))),
+        created_at=created_at,
+    )
+    return Snapshot(manifest, manifest.sign(signer), new_chunks, digests)

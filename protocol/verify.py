@@ -1,0 +1,343 @@
+"""The verifier: accept a roster, keyring or manifest into a TrustedState, or refuse it.
+
+Each ``accept_*`` function takes the current :class:`TrustedState` and the
+object's wire bytes and returns ``(new_state, parsed_object)``, or raises
+:class:`~sealmem.protocol.errors.Rejected` with a named reason (see
+:mod:`sealmem.protocol.reasons`).  On rejection nothing changes: the state is
+an immutable value.  Accepting an object identical to the one already trusted
+at that position returns the same state (re-reading is harmless).
+
+Checks run cheapest and most specific first: size, canonical form, format,
+team, shape, then the signer and its signature, then the rules of the chain.
+Chunks of an accepted manifest are opened with :func:`open_snapshot`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sealmem.protocol import reasons
+from sealmem.protocol.chunks import open_snapshot
+from sealmem.protocol.encoding import object_hash
+from sealmem.protocol.envelope import Envelope, unpack
+from sealmem.protocol.errors import Rejected
+from sealmem.protocol.keyring import Keyring
+from sealmem.protocol.manifest import Manifest
+from sealmem.protocol.roster import Roster
+from sealmem.protocol.state import ChainHead, TrustedState, Witness
+from sealmem.protocol.suite import Suite
+
+__all__ = [
+    "MAX_KEYRING_BYTES",
+    "MAX_MANIFEST_BYTES",
+    "MAX_ROSTER_BYTES",
+    "accept_keyring",
+    "accept_manifest",
+    "accept_roster",
+    "accept_roster_chain",
+    "open_snapshot",
+]
+
+MAX_ROSTER_BYTES = 4 * 1024 * 1024
+MAX_KEYRING_BYTES = 1024 * 1024
+MAX_MANIFEST_BYTES = 1024 * 1024
+
+
+def _team(state: TrustedState, body: Mapping[str, Any], what: str) -> None:
+    team = body.get("team")
+    if isinstance(team, str) and team != state.team:
+        raise Rejected(
+            reasons.CROSS_TEAM, f"{what} belongs to team {team!r}, this is team {state.team!r}"
+        )
+
+
+def _current(state: TrustedState, what: str) -> Roster:
+    roster = state.roster
+    if roster is None:
+        raise Rejected(
+            reasons.ROSTER_UNKNOWN, f"no trusted roster yet to check a {what}; fetch the roster"
+        )
+    return roster
+
+
+# -- roster -------------------------------------------------------------------
+
+
+def _roster_signer_key(state: TrustedState, env: Envelope, version: int) -> bytes:
+    """The public key of the admin who may sign roster ``version``."""
+    if version == 1:
+        if env.signer != state.root_kid:
+            raise Rejected(
+                reasons.NOT_ADMIN,
+                f"roster v1 is signed by {env.signer}, not the pinned team root {state.root_kid}",
+            )
+        return state.root_public
+    prior = state.rosters.get(version - 1)
+    if prior is None:
+        raise Rejected(
+            reasons.ROSTER_NOT_EXTENDING,
+            f"roster v{version} does not follow a trusted version; fetch versions "
+            f"{(max(state.rosters) + 1) if state.rosters else 1}..{version - 1} first",
+        )
+    member = prior.member(env.signer)
+    if member is None or not prior.is_admin(env.signer):
+        raise Rejected(
+            reasons.NOT_ADMIN,
+            f"roster v{version} is signed by {env.signer}, not an admin of v{version - 1}",
+        )
+    return member.sign_public
+
+
+def _check_extends(suite: Suite, old: Roster, new: Roster) -> None:
+    def refuse(why: str) -> Rejected:
+        return Rejected(reasons.ROSTER_NOT_EXTENDING, f"roster v{new.version} {why}")
+
+    if new.prev != old.hash(suite):
+        raise refuse(f"does not chain to the trusted v{old.version} (prev hash differs)")
+    for project, epoch in old.projects.items():
+        if new.projects.get(project, 0) < epoch:
+            raise refuse(f"drops project {project!r} or lowers its epoch below {epoch}")
+    if new.revocations[: len(old.revocations)] != old.revocations:
+        raise refuse("removes or rewrites an earlier revocation")
+    if new.resets[: len(old.resets)] != old.resets:
+        raise refuse("removes or rewrites an earlier reset")
+    added = [(r.kid, r.at_version) for r in new.revocations[len(old.revocations) :]]
+    added += [(r.kid, r.at_version) for r in new.resets[len(old.resets) :]]
+    for kid, at_version in added:
+        if at_version != new.version:
+            raise refuse(f"adds a revocation or reset for {kid} dated v{at_version}")
+
+
+def accept_roster(suite: Suite, state: TrustedState, data: bytes) -> tuple[TrustedState, Roster]:
+    """Accept the next roster version (or the current one again)."""
+    env = unpack(data, what="roster", max_bytes=MAX_ROSTER_BYTES)
+    _team(state, env.body, "roster")
+    roster = Roster.from_body(env.body, suite)
+    current = state.roster
+    if current is not None and roster.version < current.version:
+        raise Rejected(
+            reasons.ROLLBACK,
+            f"roster v{roster.version} is older than the trusted v{current.version}; "
+            "the transport is serving stale data",
+        )
+    env.check(suite, "roster", _roster_signer_key(state, env, roster.version))
+    if current is None:
+        root = roster.member(state.root_kid)
+        if roster.version != 1 or root is None or state.root_kid not in roster.admins:
+            raise Rejected(
+                reasons.NOT_ADMIN, "roster v1 must list the pinned team root key as an admin"
+            )
+        if root.sign_public != state.root_public:
+            raise Rejected(reasons.NOT_ADMIN, "roster v1 lists the root kid with another key")
+    elif roster.version == current.version:
+        if roster.hash(suite) == current.hash(suite):
+            return state, current
+        raise Rejected(
+            reasons.FORK,
+            f"two different rosters claim v{roster.version}; an admin key signed both, "
+            "or the transport is showing members different histories",
+        )
+    else:
+        _check_extends(suite, current, roster)
+    return state.evolve(rosters={**state.rosters, roster.version: roster}), roster
+
+
+def accept_roster_chain(suite: Suite, state: TrustedState, chain: Iterable[bytes]) -> TrustedState:
+    """Accept consecutive roster versions in order; all or nothing."""
+    for data in chain:
+        state, _ = accept_roster(suite, state, data)
+    return state
+
+
+# -- keyring ------------------------------------------------------------------
+
+
+def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[TrustedState, Keyring]:
+    """Accept a project epoch's keyring signed by an admin of the roster it names."""
+    env = unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES)
+    _team(state, env.body, "keyring")
+    keyring = Keyring.from_body(env.body)
+    current = _current(state, "keyring")
+    where = f"keyring {keyring.project!r} epoch {keyring.epoch}"
+    if keyring.project not in current.projects:
+        raise Rejected(reasons.UNKNOWN_PROJECT, f"{where}: project not in the trusted roster")
+    cited = state.rosters.get(keyring.roster_version)
+    if cited is None:
+        raise Rejected(
+            reasons.ROSTER_UNKNOWN,
+            f"{where} names roster v{keyring.roster_version}, newer than the trusted "
+            f"v{current.version}; fetch the roster first",
+        )
+    signer = cited.member(env.signer)
+    if signer is None or not cited.is_admin(env.signer):
+        raise Rejected(
+            reasons.NOT_ADMIN,
+            f"{where} is signed by {env.signer}, not an admin of v{cited.version}",
+        )
+    env.check(suite, "keyring", signer.sign_public)
+    if current.revocation(env.signer) is not None:
+        raise Rejected(reasons.REVOKED, f"{where} is signed by revoked admin {env.signer}")
+    if cited.projects.get(keyring.project) != keyring.epoch:
+        raise Rejected(
+            reasons.EPOCH_UNKNOWN,
+            f"{where}: roster v{cited.version} has epoch "
+            f"{cited.projects.get(keyring.project)} for this project",
+        )
+    for kid in keyring.wraps:
+        if not cited.can_read(kid, keyring.project):
+            raise Rejected(
+                reasons.NO_READ_GRANT, f"{where} wraps the key to {kid}, who may not read it"
+            )
+    known = state.keyring(keyring.project, keyring.epoch)
+    if known is not None:
+        if object_hash(suite, "keyring", known.to_body()) == object_hash(
+            suite, "keyring", keyring.to_body()
+        ):
+            return state, known
+        raise Rejected(reasons.FORK, f"{where}: a different keyring for this epoch is trusted")
+    slot = (keyring.project, keyring.epoch)
+    return state.evolve(keyrings={**state.keyrings, slot: keyring}), keyring
+
+
+# -- manifest -----------------------------------------------------------------
+
+
+def accept_manifest(
+    suite: Suite,
+    state: TrustedState,
+    data: bytes,
+    *,
+    project: str | None = None,
+    writer: str | None = None,
+) -> tuple[TrustedState, Manifest]:
+    """Accept a writer's manifest.
+
+    ``project`` and ``writer`` are where the transport filed the object; a
+    manifest found in another slot is refused.
+    """
+    env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
+    _team(state, env.body, "manifest")
+    m = Manifest.from_body(env.body)
+    where = f"manifest {m.writer}/{m.project} seq {m.seq}"
+    if project is not None and m.project != project:
+        raise Rejected(reasons.CROSS_PROJECT, f"{where} was served as one of {project!r}")
+    if m.writer != env.signer or (writer is not None and m.writer != writer):
+        raise Rejected(
+            reasons.SIGNER_MISMATCH,
+            f"{where} is signed by {env.signer} and filed under {writer or m.writer}",
+        )
+    roster = _current(state, "manifest")
+    if m.project not in roster.projects:
+        raise Rejected(reasons.UNKNOWN_PROJECT, f"{where}: project not in the trusted roster")
+    member = roster.member(m.writer)
+    if member is None:
+        raise Rejected(
+            reasons.UNKNOWN_WRITER, f"{where}: writer is not in roster v{roster.version}"
+        )
+    env.check(suite, "manifest", member.sign_public)
+    digest = m.hash(suite)
+    _check_grant(roster, m, digest, where)
+    cited = state.rosters.get(m.roster_version)
+    if cited is None:
+        raise Rejected(
+            reasons.ROSTER_UNKNOWN,
+            f"{where} names roster v{m.roster_version}; the trusted one is v{roster.version}",
+        )
+    if state.keyring(m.project, m.epoch) is None or cited.projects.get(m.project) != m.epoch:
+        raise Rejected(
+            reasons.EPOCH_UNKNOWN,
+            f"{where} uses epoch {m.epoch}, which has no trusted keyring or does not match "
+            f"roster v{m.roster_version}; fetch the keyrings",
+        )
+    head = _next_head(state, roster, m, digest, where)
+    if head is None:
+        return state, m
+    _check_witnesses(state, m, digest, where)
+    witnessed = dict(state.witnessed)
+    for h in m.heads:
+        seen = witnessed.get((h.writer, h.project))
+        if seen is None or h.seq > seen.seq:
+            witnessed[(h.writer, h.project)] = Witness(h.seq, h.hash, m.writer)
+    heads = {**state.heads, (m.writer, m.project): head}
+    return state.evolve(heads=heads, witnessed=witnessed), m
+
+
+def _check_grant(roster: Roster, m: Manifest, digest: str, where: str) -> None:
+    revocation = roster.revocation(m.writer)
+    if revocation is not None:
+        pin = revocation.pins.get(m.project)
+        if pin is None or m.seq > pin.seq or (m.seq == pin.seq and digest != pin.manifest_hash):
+            raise Rejected(
+                reasons.REVOKED,
+                f"{where}: writer was revoked in roster v{revocation.at_version}"
+                + (f"; only manifests up to seq {pin.seq} stay valid" if pin else ""),
+            )
+        return
+    if not roster.can_write(m.writer, m.project):
+        raise Rejected(
+            reasons.NO_WRITE_GRANT,
+            f"{where}: writer holds no write grant in roster v{roster.version}; "
+            "an admin can grant it with 'sealmem admin grant'",
+        )
+
+
+def _next_head(
+    state: TrustedState, roster: Roster, m: Manifest, digest: str, where: str
+) -> ChainHead | None:
+    """The new chain head, or ``None`` if this manifest is the one already trusted."""
+    head = state.head(m.writer, m.project)
+    if head is None:
+        return ChainHead(m.seq, digest)
+    reset = roster.latest_reset(m.writer, m.project)
+    if (
+        m.prev is None
+        and reset is not None
+        and reset.at_version > head.reset_at
+        and m.roster_version >= reset.at_version
+    ):
+        return ChainHead(m.seq, digest, reset.at_version)
+    if m.roster_version < head.reset_at:
+        raise Rejected(
+            reasons.ROLLBACK, f"{where} predates the reset of this chain at v{head.reset_at}"
+        )
+    if m.seq < head.seq:
+        raise Rejected(
+            reasons.ROLLBACK,
+            f"{where} is older than the trusted seq {head.seq} (stale or replayed)",
+        )
+    if m.seq == head.seq:
+        if digest == head.hash:
+            return None
+        raise Rejected(reasons.FORK, f"{where}: a different manifest with this seq is trusted")
+    if m.prev is None or (m.seq == head.seq + 1 and m.prev != head.hash):
+        raise Rejected(
+            reasons.FORK,
+            f"{where} does not continue the trusted chain at seq {head.seq}; "
+            "a restored writer needs an admin reset ('sealmem admin reset')",
+        )
+    return ChainHead(m.seq, digest, head.reset_at)
+
+
+def _check_witnesses(state: TrustedState, m: Manifest, digest: str, where: str) -> None:
+    seen = state.witnessed.get((m.writer, m.project))
+    if seen is not None and seen.seq == m.seq and seen.hash != digest:
+        raise Rejected(
+            reasons.EQUIVOCATION,
+            f"{where} differs from the one {seen.by} witnessed at this seq",
+        )
+    for h in m.heads:
+        ours = state.head(h.writer, h.project)
+        if ours is not None and ours.seq == h.seq and ours.hash != h.hash:
+            raise Rejected(
+                reasons.EQUIVOCATION,
+                f"{where} witnesses {h.writer}/{h.project} seq {h.seq} with another hash "
+                "than the manifest we accepted: someone is showing members different histories",
+            )
+        other = state.witnessed.get((h.writer, h.project))
+        if other is not None and other.seq == h.seq and other.hash != h.hash:
+            raise Rejected(
+                reasons.EQUIVOCATION,
+                f"{where} and {other.by} witness different manifests for "
+                f"{h.writer}/{h.project} seq {h.seq}",
+            )
