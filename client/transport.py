@@ -1,0 +1,84 @@
+"""The small interface the sync engine talks to, and nothing more.
+
+A transport moves opaque, signed bytes; it never decides whether they are
+valid. Everything it returns is untrusted and goes through
+``sealmem.protocol`` verification before use. Two implementations share it:
+:class:`sealmem.client.folder.FolderTransport` (a shared directory) and the
+hub client; tests add a malicious one.
+
+Objects:
+
+- rosters: one signed roster envelope per version, a chain;
+- keyrings: one signed keyring envelope per (project, epoch);
+- manifests: the newest signed manifests per (project, writer);
+- chunks: encrypted, content-addressed buckets of a writer's snapshot;
+- requests: join requests waiting for an admin.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+
+__all__ = ["Transport"]
+
+
+class Transport(abc.ABC):
+    """Where a team's objects live. Subclasses implement every method."""
+
+    #: "folder" or "hub": recorded as provenance of what arrives through it.
+    kind: str = "transport"
+
+    @property
+    @abc.abstractmethod
+    def location(self) -> str:
+        """Where it points, for messages (a path or a URL, never a secret)."""
+
+    @abc.abstractmethod
+    def rosters(self, after_version: int) -> list[bytes]:
+        """Roster envelopes with a version above ``after_version``, in version order."""
+
+    @abc.abstractmethod
+    def put_roster(self, version: int, data: bytes) -> None:
+        """Publish a roster version (admins only; refuse to overwrite one that exists)."""
+
+    @abc.abstractmethod
+    def keyrings(self, project: str) -> list[bytes]:
+        """Every keyring envelope of ``project``, oldest epoch first."""
+
+    @abc.abstractmethod
+    def put_keyring(self, project: str, epoch: int, data: bytes) -> None:
+        """Publish the keyring of one project epoch."""
+
+    @abc.abstractmethod
+    def manifests(self, project: str) -> dict[str, list[bytes]]:
+        """Per writer of ``project``, its newest manifest envelopes, newest first."""
+
+    @abc.abstractmethod
+    def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
+        """One chunk's bytes, or None when it is missing."""
+
+    @abc.abstractmethod
+    def push(
+        self, project: str, writer: str, seq: int, manifest: bytes, chunks: Mapping[str, bytes]
+    ) -> None:
+        """Store new chunks, then the manifest that names them (in that order)."""
+
+    @abc.abstractmethod
+    def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
+        """Delete this writer's chunks not in ``keep`` and older than ``grace_ms``; count them."""
+
+    @abc.abstractmethod
+    def post_request(self, kid: str, data: bytes) -> None:
+        """Leave a signed join request for the admins."""
+
+    @abc.abstractmethod
+    def requests(self) -> dict[str, bytes]:
+        """Pending join requests by member id."""
+
+    @abc.abstractmethod
+    def remove_request(self, kid: str) -> None:
+        """Drop a handled join request."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most transports hold nothing open
+        """Release what the transport holds."""

@@ -1,0 +1,84 @@
+"""FolderTransport on real directories: layout, atomicity, untrusted names."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sealmem.client.folder import MANIFESTS_KEPT, FolderTransport
+from sealmem.protocol.errors import InputError, TransportError
+
+WRITER = "a" * 26
+CHUNK = "0" * 64
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> FolderTransport:
+    return FolderTransport(tmp_path, "team1")
+
+
+def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(TransportError, match="does not exist"):
+        FolderTransport(tmp_path / "nope", "team1")
+
+
+def test_roster_chain_in_order_and_never_overwritten(folder: FolderTransport) -> None:
+    folder.put_roster(2, b"two")
+    folder.put_roster(1, b"one")
+    assert folder.rosters(0) == [b"one", b"two"]
+    assert folder.rosters(1) == [b"two"]
+    with pytest.raises(TransportError, match="already exists"):
+        folder.put_roster(2, b"other")
+    assert folder.rosters(1) == [b"two"]
+
+
+def test_push_writes_chunks_then_manifest_and_keeps_a_few(folder: FolderTransport) -> None:
+    for seq in range(1, MANIFESTS_KEPT + 3):
+        folder.push("proj", WRITER, seq, f"m{seq}".encode(), {CHUNK: b"c"})
+    newest = folder.manifests("proj")[WRITER]
+    assert newest[0] == f"m{MANIFESTS_KEPT + 2}".encode()
+    assert len(newest) == MANIFESTS_KEPT
+    assert folder.chunk("proj", WRITER, CHUNK) == b"c"
+    assert folder.chunk("proj", WRITER, "1" * 64) is None
+
+
+def test_planted_names_are_ignored(folder: FolderTransport) -> None:
+    folder.push("proj", WRITER, 1, b"m1", {})
+    project_dir = folder.base / "snapshots" / "proj"
+    (project_dir / "..evil").mkdir()
+    (project_dir / "NotAKid").mkdir()
+    (project_dir / WRITER / "manifest-x.json").write_bytes(b"junk")
+    assert list(folder.manifests("proj")) == [WRITER]
+    assert folder.chunk("proj", WRITER, "../../../etc/passwd") is None
+    with pytest.raises(InputError):
+        folder.keyrings("../x")
+
+
+def test_collect_removes_only_old_unreferenced_chunks(folder: FolderTransport) -> None:
+    keep, old, fresh = "1" * 64, "2" * 64, "3" * 64
+    folder.push("proj", WRITER, 1, b"m", {keep: b"k", old: b"o", fresh: b"f"})
+    chunk_dir = folder.base / "snapshots" / "proj" / WRITER / "chunks"
+    past = os.stat(chunk_dir / old).st_mtime - 3600
+    os.utime(chunk_dir / old, (past, past))
+    os.utime(chunk_dir / keep, (past, past))
+    assert folder.collect("proj", WRITER, {keep}, grace_ms=60_000) == 1
+    assert sorted(os.listdir(chunk_dir)) == sorted([keep, fresh])
+
+
+def test_requests_round_trip(folder: FolderTransport) -> None:
+    folder.post_request(WRITER, b"join")
+    assert folder.requests() == {WRITER: b"join"}
+    folder.remove_request(WRITER)
+    assert folder.requests() == {}
+    with pytest.raises(InputError):
+        folder.post_request("../../x", b"join")
+
+
+def test_no_temp_files_left_behind(folder: FolderTransport) -> None:
+    folder.put_keyring("proj", 1, b"k1")
+    folder.push("proj", WRITER, 1, b"m1", {CHUNK: b"c"})
+    leftovers = [p for p in folder.base.rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []
+    assert folder.keyrings("proj") == [b"k1"]
