@@ -1,17 +1,10 @@
-"""Fixtures for the crypto tests: pinned keys, and the byte-flipping helper."""
+"""Fixtures for the crypto tests: keys pinned to fixed seeds."""
 
 from __future__ import annotations
 
 import pytest
 
 from sealmem.crypto import ContentKey, MemberKey
-
-
-def flip_byte(data: bytes, index: int) -> bytes:
-    """``data`` with the byte at ``index`` (negative counts from the end) XORed with 0x01."""
-    out = bytearray(data)
-    out[index] ^= 0x01
-    return bytes(out)
 
 
 @pytest.fixture

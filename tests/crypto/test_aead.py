@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from sealmem.crypto import ContentKey, DecryptionError, MemberKey
 from sealmem.protocol.errors import InputError
-from tests.crypto.conftest import flip_byte
+from tests.crypto.tamper import flip_byte
 
 # draft-irtf-cfrg-xchacha-03, Appendix A.3.1.
 VECTOR_KEY = bytes.fromhex("808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f")

@@ -23,7 +23,7 @@ from sealmem.crypto import (
 )
 from sealmem.protocol import canonical
 from sealmem.protocol.errors import InputError
-from tests.crypto.conftest import flip_byte
+from tests.crypto.tamper import flip_byte
 
 FAST = KDF_INTERACTIVE  # Argon2id MODERATE costs ~1 s and 256 MiB; one test uses it.
 

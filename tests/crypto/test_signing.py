@@ -24,7 +24,7 @@ from sealmem.crypto import (
     verify,
 )
 from sealmem.protocol.errors import InputError
-from tests.crypto.conftest import flip_byte
+from tests.crypto.tamper import flip_byte
 
 # RFC 8032 §7.1, TEST 1: the seed and the public key it must give.
 RFC8032_SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
