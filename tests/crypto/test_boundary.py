@@ -105,3 +105,23 @@ def test_suite_offers_the_protocol_methods() -> None:
     assert SUITE.padme(100) == sealmem.crypto.padme(100)
     assert SUITE.domain_message("roster", b"x") == b"sealmem/v1/roster\x00x"
     assert SUITE.equal(b"a", b"a")
+
+
+def test_objects_fit_the_protocol_interfaces() -> None:
+    """The duck types ``sealmem.protocol.suite`` declares (checked by mypy, run here)."""
+    from sealmem.crypto import ContentKey, MemberKey, random_bytes
+    from sealmem.protocol import suite as interfaces
+
+    crypto_suite: interfaces.Suite = SUITE
+    signer: interfaces.Signer = MemberKey.from_seeds(b"\x03" * 32, b"\x04" * 32)
+    content: interfaces.ContentKeyLike = ContentKey.from_bytes(b"\x05" * 32)
+    wrapper: interfaces.Wrapper = ContentKey.from_bytes(b"\x05" * 32)
+    rand: interfaces.RandomSource = random_bytes
+
+    signature = signer.sign("manifest", b"m")
+    assert isinstance(signer, MemberKey)
+    crypto_suite.verify(signer.sign_public, "manifest", b"m", signature)
+    assert crypto_suite.kid_from_public(signer.sign_public) == signer.kid
+    blob = content.encrypt(crypto_suite.pad(b"chunk"), b"ad", nonce=rand(24))
+    assert crypto_suite.unpad(content.decrypt(blob, b"ad")) == b"chunk"
+    assert ContentKey.unwrap(wrapper.wrap_to(signer.box_public), signer) == content
