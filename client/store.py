@@ -126,6 +126,10 @@ def connect(
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn, migrations, now_ms=now_ms, path=path)
+            if get_meta(conn, "store_id") is None:
+                with transaction(conn):
+                    if get_meta(conn, "store_id") is None:
+                        set_meta(conn, "store_id", os.urandom(16).hex())
     except BaseException:
         if conn is not None:
             conn.close()

@@ -1,0 +1,351 @@
+"""The local Python API: :class:`MemoryStore`, one SQLite store used from one thread.
+
+>>> with MemoryStore.open() as store:                      # doctest: +SKIP
+...     store.remember("pytest needs --import-mode=importlib here", kind="lesson")
+...     hits = store.recall("pytest import mode")
+
+Every write ticks the store's hybrid logical clock and keeps the replaced
+version in ``history``.  Secrets are redacted before anything is stored.
+Errors are :class:`~sealmem.protocol.errors.SealmemError` subclasses:
+:class:`InputError` for bad arguments, :class:`NotFoundError` for unknown ids,
+:class:`StoreError` for an unusable store.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from sealmem.client import context, health, inputs, transfer, writes
+from sealmem.client.memory import (
+    DEFAULT_PROJECT,
+    SHARED_PROJECT,
+    Check,
+    Hit,
+    ImportResult,
+    Memory,
+    RememberResult,
+)
+from sealmem.client.paths import ensure_home, local_author, store_path
+from sealmem.client.redact import redact, redact_all, warning_for
+from sealmem.client.rows import (
+    MEMORY_COLUMNS,
+    load_row,
+    memory_from_history_row,
+    memory_from_row,
+)
+from sealmem.client.store import connect, sqlite_errors, transaction
+from sealmem.protocol.errors import InputError, NotFoundError, StoreError
+from sealmem.protocol.record import (
+    MAX_CONTENT_CHARS,
+    MAX_REASON_CHARS,
+    MEMBER_RE,
+    is_memory_id,
+)
+
+__all__ = ["MAX_K", "MemoryStore"]
+
+MAX_K = 100
+
+
+def _wall_clock() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class MemoryStore:
+    """One local memory store (a SQLite file in WAL mode); a context manager."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, path: Path, author: str, clock: Callable[[], int]
+    ) -> None:
+        self._conn = conn
+        self.path = path
+        self.author = author
+        self._clock = clock
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        author: str | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> MemoryStore:
+        """Open (creating and migrating if needed) the store at ``path``.
+
+        ``path`` None means ``<home>/store.db``; ``author`` None means the local
+        member id; ``clock`` returns milliseconds since the epoch.
+        """
+        clock = clock or _wall_clock
+        where = store_path(ensure_home()) if path is None else Path(path)
+        where = where.expanduser().absolute()
+        if author is None:
+            author = local_author(ensure_home())
+        if not MEMBER_RE.match(author):
+            raise InputError(
+                f"author {author!r} is not a member id (lower-case letters, digits, '_.-', "
+                "at most 64 characters)"
+            )
+        conn = connect(where, now_ms=clock())
+        conn.row_factory = sqlite3.Row
+        return cls(conn, where, author, clock)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({str(self.path)!r}, author={self.author!r})"
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The underlying connection (for the sync engine and retrieval); same thread only."""
+        return self._conn
+
+    # -- writing ---------------------------------------------------------------
+
+    def remember(
+        self,
+        content: str,
+        *,
+        kind: str = "note",
+        keywords: Sequence[str] = (),
+        importance: float = 0.5,
+        project: str | None = None,
+        supersedes: Sequence[str] = (),
+        private: bool = False,
+        origin: str = "api",
+    ) -> RememberResult:
+        """Store a memory, or reinforce the same one if the project already holds it."""
+        project = inputs.project(project)
+        kind = inputs.kind(kind)
+        importance = inputs.importance(importance)
+        origin = inputs.origin(origin)
+        if not isinstance(content, str) or not content.strip():
+            raise InputError("content is empty; pass the text to remember")
+        content = content.strip()
+        if len(content) > MAX_CONTENT_CHARS:
+            raise InputError(
+                f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}: "
+                "split it into several memories"
+            )
+        cleaned = redact(content)
+        words, found_kw = redact_all(inputs.keywords(keywords))
+        warnings = warning_for(cleaned.found) + warning_for(found_kw, "keywords")
+        old_ids = inputs.supersedes(supersedes)
+        now = self._clock()
+        with sqlite_errors(self.path), transaction(self._conn):
+            writes.require_known(self._conn, old_ids)
+            twin = writes.find_twin(self._conn, project, cleaned.text, self.author)
+            if twin is None:
+                memory = writes.create(
+                    self._conn,
+                    author=self.author,
+                    now=now,
+                    project=project,
+                    kind=kind,
+                    content=cleaned.text,
+                    keywords=words,
+                    importance=importance,
+                    supersedes=old_ids,
+                    private=private,
+                    origin=origin,
+                )
+                return RememberResult(memory, created=True, merged=False, warnings=warnings)
+            memory = writes.reinforce(
+                self._conn,
+                twin,
+                author=self.author,
+                now=now,
+                keywords=words,
+                importance=importance,
+                kind=kind,
+                supersedes=old_ids,
+            )
+        wanted = "private" if private else "team"
+        if memory.record.visibility != wanted:
+            warnings.append(
+                f"the same memory already exists as {memory.record.visibility}; it stays so "
+                "(forget it and remember it again to change that)"
+            )
+        return RememberResult(memory, created=False, merged=True, warnings=warnings)
+
+    def forget(self, memory_id: str, *, reason: str) -> Memory:
+        """Replace a memory by a tombstone keeping ``reason``; the old version goes to history."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise InputError("forget needs a reason (why this memory is wrong or unwanted)")
+        reason = redact(reason.strip()).text
+        if len(reason) > MAX_REASON_CHARS:
+            raise InputError(
+                f"the reason is {len(reason)} characters; the limit is {MAX_REASON_CHARS}"
+            )
+        now = self._clock()
+        with sqlite_errors(self.path), transaction(self._conn):
+            row = load_row(self._conn, self.get(memory_id).id)
+            if row is None:
+                raise NotFoundError(f"memory {memory_id} vanished; retry")
+            return writes.tombstone(self._conn, row, author=self.author, now=now, reason=reason)
+
+    # -- reading ---------------------------------------------------------------
+
+    def get(self, memory_id: str) -> Memory:
+        """The current version of a memory (a unique prefix of 8+ characters will do)."""
+        if not isinstance(memory_id, str) or not memory_id.strip():
+            raise InputError("a memory id is required")
+        memory_id = memory_id.strip().lower()
+        with sqlite_errors(self.path):
+            row = load_row(self._conn, memory_id)
+            if row is None and len(memory_id) >= 8 and not is_memory_id(memory_id):
+                like = memory_id.replace("\\", "").replace("%", "").replace("_", "")
+                rows = self._conn.execute(
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id LIKE ? LIMIT 2",
+                    (like + "%",),
+                ).fetchall()
+                if len(rows) > 1:
+                    raise InputError(f"id prefix {memory_id!r} matches several memories")
+                row = rows[0] if rows else None
+        if row is None:
+            raise NotFoundError(
+                f"no memory {memory_id!r} in the store {self.path}; 'sealmem list' shows ids"
+            )
+        return memory_from_row(row)
+
+    def _memory(self, memory_id: str) -> Memory:
+        row = load_row(self._conn, memory_id)
+        if row is None:
+            raise StoreError(f"memory {memory_id} vanished while it was being written")
+        return memory_from_row(row)
+
+    def history(self, memory_id: str) -> list[Memory]:
+        """Older versions of a memory, newest first (empty if it never changed)."""
+        current = self.get(memory_id)
+        with sqlite_errors(self.path):
+            rows = self._conn.execute(
+                "SELECT * FROM history WHERE id = ? ORDER BY seq DESC", (current.id,)
+            ).fetchall()
+        return [memory_from_history_row(row) for row in rows]
+
+    def recent(
+        self, *, limit: int = 20, project: str | None = None, all_projects: bool = False
+    ) -> list[Memory]:
+        """Live memories, most recently updated first, in the project (+ shared) scope."""
+        if not 1 <= limit <= 10_000:
+            raise InputError(f"limit {limit} must be between 1 and 10000")
+        where, params = "deleted = 0", []
+        scope = self._scope(project, all_projects)
+        if scope is not None:
+            where += f" AND project IN ({', '.join('?' * len(scope))})"
+            params.extend(scope)
+        with sqlite_errors(self.path):
+            rows = self._conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} "
+                "ORDER BY updated_at DESC, rowid DESC LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+        return [memory_from_row(row) for row in rows]
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        project: str | None = None,
+        all_projects: bool = False,
+        include_history: bool = False,
+        kinds: Sequence[str] | None = None,
+    ) -> list[Hit]:
+        """The ``k`` memories that best match ``query``; superseded ones carry replacements."""
+        from sealmem.client import recall as retrieval
+
+        if not isinstance(query, str) or not query.strip():
+            raise InputError("the query is empty; pass words to search for")
+        if not 1 <= k <= MAX_K:
+            raise InputError(f"k={k} must be between 1 and {MAX_K}")
+        kind_list = None if kinds is None else [inputs.kind(kind) for kind in kinds]
+        with sqlite_errors(self.path):
+            scored = retrieval.search(
+                self._conn,
+                query,
+                k=k,
+                projects=self._scope(project, all_projects),
+                include_history=include_history,
+                kinds=kind_list,
+                now_ms=self._clock(),
+            )
+            hits: list[Hit] = []
+            for item in scored:
+                row = load_row(self._conn, item.id)
+                if row is None:
+                    continue
+                replacements = self._conn.execute(
+                    f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))} "
+                    "FROM supersedes s JOIN memories m ON m.id = s.new_id "
+                    "WHERE s.old_id = ? AND m.deleted = 0 ORDER BY m.updated_at DESC",
+                    (item.id,),
+                ).fetchall()
+                hits.append(
+                    Hit(
+                        memory=memory_from_row(row),
+                        score=float(item.score),
+                        why=dict(item.why),
+                        superseded_by=[memory_from_row(r) for r in replacements],
+                    )
+                )
+        return hits
+
+    def startup_context(self, *, project: str | None = None, budget_tokens: int = 1200) -> str:
+        """Text for the start of an agent session: warnings and decisions first; "" if none."""
+        scope = self._scope(project, False) or [DEFAULT_PROJECT, SHARED_PROJECT]
+        with sqlite_errors(self.path):
+            return context.startup_context(
+                self._conn, projects=scope, me=self.author, budget_tokens=budget_tokens
+            )
+
+    def _scope(self, project: str | None, all_projects: bool) -> list[str] | None:
+        if all_projects:
+            return None
+        name = inputs.project(project)
+        return [name] if name == SHARED_PROJECT else [name, SHARED_PROJECT]
+
+    # -- whole store -------------------------------------------------------------
+
+    def export(self) -> dict[str, Any]:
+        """Every record (tombstones, private ones, history, links) as a JSON-able document."""
+        with sqlite_errors(self.path):
+            return transfer.export_document(self._conn, now_ms=self._clock())
+
+    def import_(
+        self,
+        document: dict[str, Any],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportResult:
+        """Merge an export into this store (last-write-wins per id); idempotent."""
+        with sqlite_errors(self.path):
+            return transfer.import_document(
+                self._conn, document, now_ms=self._clock(), progress=progress
+            )
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by kind and project, sizes, schema version."""
+        with sqlite_errors(self.path):
+            return health.stats(self._conn, self.path, author=self.author)
+
+    def doctor(self) -> list[Check]:
+        """Integrity, full-text index, WAL mode, file modes, schema version."""
+        return health.doctor(self._conn, self.path)

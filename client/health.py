@@ -1,0 +1,124 @@
+"""Store statistics and the ``doctor`` checks."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sealmem.client.memory import Check
+from sealmem.client.schema import latest_version
+from sealmem.client.store import DIR_MODE, FILE_MODE, schema_version
+
+__all__ = ["doctor", "stats"]
+
+
+def _files(path: Path) -> list[Path]:
+    return [p for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()]
+
+
+def stats(conn: sqlite3.Connection, path: Path, *, author: str) -> dict[str, Any]:
+    """Counts of live memories by kind and project, tombstones, history, sizes."""
+
+    def count(sql: str) -> int:
+        return int(conn.execute(sql).fetchone()[0])
+
+    def grouped(column: str) -> dict[str, int]:
+        rows = conn.execute(
+            f"SELECT {column}, COUNT(*) FROM memories WHERE deleted = 0 "
+            f"GROUP BY {column} ORDER BY {column}"
+        ).fetchall()
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    return {
+        "path": str(path),
+        "author": author,
+        "schema_version": schema_version(conn),
+        "memories": count("SELECT COUNT(*) FROM memories WHERE deleted = 0"),
+        "private": count(
+            "SELECT COUNT(*) FROM memories WHERE deleted = 0 AND visibility = 'private'"
+        ),
+        "tombstones": count("SELECT COUNT(*) FROM memories WHERE deleted = 1"),
+        "history_versions": count("SELECT COUNT(*) FROM history"),
+        "supersede_links": count("SELECT COUNT(*) FROM supersedes"),
+        "by_kind": grouped("kind"),
+        "by_project": grouped("project"),
+        "db_bytes": sum(p.stat().st_size for p in _files(path)),
+    }
+
+
+def _check(name: str, run: Callable[[], tuple[bool, str]]) -> Check:
+    try:
+        ok, detail = run()
+    except sqlite3.Error as exc:
+        return Check(name, False, f"{exc}; move the store aside and restore from an export")
+    return Check(name, bool(ok), str(detail))
+
+
+def _integrity(conn: sqlite3.Connection) -> tuple[bool, str]:
+    rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall()]
+    if rows == ["ok"]:
+        return True, "SQLite integrity_check: ok"
+    return False, "SQLite integrity_check: " + "; ".join(rows[:5])
+
+
+def _fts(conn: sqlite3.Connection) -> tuple[bool, str]:
+    try:
+        conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
+    except sqlite3.DatabaseError as exc:
+        return False, (
+            f"full-text index out of step with memories ({exc}); rebuild it with "
+            "\"INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')\""
+        )
+    return True, "full-text index matches the memories table"
+
+
+def _wal(conn: sqlite3.Connection) -> tuple[bool, str]:
+    mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    return mode == "wal", f"journal_mode is {mode}" + ("" if mode == "wal" else "; expected wal")
+
+
+def _modes(path: Path) -> tuple[bool, str]:
+    problems = []
+    for file in _files(path):
+        mode = stat.S_IMODE(file.stat().st_mode)
+        if mode & ~FILE_MODE:
+            problems.append(f"{file.name} is {mode:o} (run: chmod 600 '{file}')")
+    parent_mode = stat.S_IMODE(path.parent.stat().st_mode)
+    if parent_mode & 0o077:
+        problems.append(
+            f"directory {path.parent} is {parent_mode:o} (run: chmod {DIR_MODE:o} '{path.parent}')"
+        )
+    if problems:
+        return False, "; ".join(problems)
+    return True, f"store files are {FILE_MODE:o} and their directory private"
+
+
+def _schema(conn: sqlite3.Connection) -> tuple[bool, str]:
+    have, want = schema_version(conn), latest_version()
+    if have == want:
+        return True, f"schema version {have} (current)"
+    return False, f"schema version {have}, this sealmem expects {want}"
+
+
+def doctor(conn: sqlite3.Connection, path: Path) -> list[Check]:
+    """Run every check; none raises, each reports ok and what it saw."""
+    checks = [
+        _check("integrity", lambda: _integrity(conn)),
+        _check("fts", lambda: _fts(conn)),
+        _check("wal", lambda: _wal(conn)),
+        _check("schema", lambda: _schema(conn)),
+    ]
+    try:
+        checks.append(Check("file_modes", *_modes(path)))
+    except OSError as exc:
+        checks.append(Check("file_modes", False, f"cannot stat the store files: {exc}"))
+    checks.append(
+        Check("writable", os.access(path, os.W_OK), f"{path} is writable by this user")
+        if os.access(path, os.W_OK)
+        else Check("writable", False, f"{path} is not writable by this user; fix its owner")
+    )
+    return checks

@@ -1,0 +1,96 @@
+"""Validation of the arguments of the local API, before anything touches the store.
+
+Each function returns the cleaned value or raises :class:`InputError` saying
+what was refused and what would be accepted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from sealmem.client.memory import DEFAULT_PROJECT
+from sealmem.protocol.errors import InputError
+from sealmem.protocol.record import (
+    KIND_RE,
+    MAX_KEYWORD_CHARS,
+    MAX_KEYWORDS,
+    MAX_SUPERSEDES,
+    PROJECT_RE,
+    is_memory_id,
+)
+
+__all__ = ["MAX_ORIGIN_CHARS", "importance", "keywords", "kind", "origin", "project", "supersedes"]
+
+MAX_ORIGIN_CHARS = 64
+
+
+def project(project: str | None) -> str:
+    name = DEFAULT_PROJECT if project is None else project.strip()
+    if not PROJECT_RE.match(name):
+        raise InputError(
+            f"project {name!r} is not a valid name: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def kind(kind: str) -> str:
+    value = kind.strip().lower() if isinstance(kind, str) else ""
+    if not KIND_RE.match(value):
+        raise InputError(
+            f"kind {kind!r} is not valid: use a lower-case word such as note, decision, "
+            "warning, lesson, fact, preference or trace"
+        )
+    return value
+
+
+def importance(value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise InputError(f"importance {value!r} must be a number between 0 and 1")
+    if not 0.0 <= value <= 1.0:
+        raise InputError(f"importance {value} must be between 0 and 1")
+    return round(float(value), 3)  # the wire carries thousandths
+
+
+def origin(origin: str) -> str:
+    value = origin.strip() if isinstance(origin, str) else ""
+    if not 1 <= len(value) <= MAX_ORIGIN_CHARS:
+        raise InputError(f"origin {origin!r} must be 1..{MAX_ORIGIN_CHARS} characters")
+    return value
+
+
+def keywords(keywords: Sequence[str]) -> list[str]:
+    if isinstance(keywords, str):
+        keywords = keywords.replace(",", " ").split()
+    out: list[str] = []
+    seen: set[str] = set()
+    for raw in keywords:
+        word = " ".join(str(raw).split())
+        if not word or word.casefold() in seen:
+            continue
+        if len(word) > MAX_KEYWORD_CHARS:
+            raise InputError(
+                f"keyword {word[:20]!r}... is {len(word)} characters; the limit is "
+                f"{MAX_KEYWORD_CHARS}"
+            )
+        seen.add(word.casefold())
+        out.append(word)
+    if len(out) > MAX_KEYWORDS:
+        raise InputError(f"{len(out)} keywords given; the limit is {MAX_KEYWORDS}")
+    return out
+
+
+def supersedes(ids: Sequence[str]) -> list[str]:
+    if isinstance(ids, str):
+        ids = [ids]
+    out: list[str] = []
+    for raw in ids:
+        value = str(raw).strip().lower()
+        if not is_memory_id(value):
+            raise InputError(f"supersedes entry {raw!r} is not a memory id (a UUIDv7)")
+        if value not in out:
+            out.append(value)
+    if len(out) > MAX_SUPERSEDES:
+        raise InputError(f"supersedes names {len(out)} ids; the limit is {MAX_SUPERSEDES}")
+    return out

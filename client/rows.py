@@ -1,0 +1,243 @@
+"""Rows of the local store <-> values: reading memories, writing winning versions.
+
+This is the one place that knows the column layout of ``memories`` and
+``history`` (:mod:`sealmem.client.schema`).  The local API and the sync engine
+both write through :func:`write_version`, so that a replaced version always
+lands in ``history`` and the supersede links always follow the winner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import unicodedata
+from typing import Any
+
+from sealmem.client.memory import Memory, Provenance
+from sealmem.client.store import get_meta, set_meta
+from sealmem.protocol.hlc import ZERO, Hlc, receive, tick
+from sealmem.protocol.record import Record
+
+__all__ = [
+    "MEMORY_COLUMNS",
+    "archive",
+    "insert_history",
+    "load_row",
+    "memory_from_history_row",
+    "memory_from_row",
+    "next_hlc",
+    "norm_hash",
+    "normalize",
+    "observe_hlc",
+    "read_hlc",
+    "record_from_row",
+    "record_json",
+    "write_version",
+]
+
+MEMORY_COLUMNS = (
+    "rowid, id, project, kind, content, keywords, keywords_json, importance, "
+    "local_importance, author, editor, created_at, hlc_wall, hlc_counter, supersedes_json, "
+    "deleted, delete_reason, origin, visibility, seen_count, updated_at, norm_hash, "
+    "transport, signer, signer_name, verified, received_at, snapshot_seq"
+)
+
+
+def normalize(content: str) -> str:
+    """The form two memories share when they say the same thing: NFKC, casefold, spaces."""
+    return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
+
+
+def norm_hash(content: str) -> str | None:
+    """Hash of :func:`normalize` (None for empty content, i.e. tombstones)."""
+    text = normalize(content)
+    if not text:
+        return None
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def record_from_row(row: sqlite3.Row) -> Record:
+    return Record(
+        id=row["id"],
+        project=row["project"],
+        kind=row["kind"],
+        content=row["content"],
+        keywords=tuple(json.loads(row["keywords_json"])),
+        importance=float(row["importance"]),
+        author=row["author"],
+        editor=row["editor"],
+        created_at=int(row["created_at"]),
+        hlc=Hlc(int(row["hlc_wall"]), int(row["hlc_counter"])),
+        supersedes=tuple(json.loads(row["supersedes_json"])),
+        deleted=bool(row["deleted"]),
+        delete_reason=row["delete_reason"],
+        origin=row["origin"],
+        visibility=row["visibility"],
+    )
+
+
+def _provenance(row: sqlite3.Row) -> Provenance:
+    return Provenance(
+        transport=row["transport"],
+        signer=row["signer"],
+        signer_name=row["signer_name"],
+        verified=bool(row["verified"]),
+        received_at=row["received_at"],
+        snapshot_seq=row["snapshot_seq"],
+    )
+
+
+def memory_from_row(row: sqlite3.Row) -> Memory:
+    """The :class:`Memory` held by a ``memories`` row."""
+    return Memory(
+        record=record_from_row(row),
+        seen_count=int(row["seen_count"]),
+        updated_at=int(row["updated_at"]),
+        provenance=_provenance(row),
+    )
+
+
+def memory_from_history_row(row: sqlite3.Row) -> Memory:
+    """The :class:`Memory` held by a ``history`` row."""
+    return Memory(
+        record=Record.from_wire(json.loads(row["record_json"])),
+        seen_count=int(row["seen_count"]),
+        updated_at=int(row["updated_at"]),
+        provenance=_provenance(row),
+    )
+
+
+def load_row(conn: sqlite3.Connection, memory_id: str) -> sqlite3.Row | None:
+    cur = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
+    row: sqlite3.Row | None = cur.fetchone()
+    return row
+
+
+def record_json(record: Record) -> str:
+    """The text form of a record in ``history`` (its wire form, keys sorted)."""
+    return json.dumps(record.to_wire(), sort_keys=True, ensure_ascii=False)
+
+
+def insert_history(
+    conn: sqlite3.Connection,
+    record: Record,
+    *,
+    provenance: Provenance,
+    local_importance: float,
+    seen_count: int,
+    updated_at: int,
+    replaced_at: int,
+) -> None:
+    """Add one replaced version to ``history``."""
+    conn.execute(
+        "INSERT INTO history (id, record_json, local_importance, seen_count, updated_at, "
+        "transport, signer, signer_name, verified, received_at, snapshot_seq, replaced_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            record.id,
+            record_json(record),
+            local_importance,
+            seen_count,
+            updated_at,
+            provenance.transport,
+            provenance.signer,
+            provenance.signer_name,
+            int(provenance.verified),
+            provenance.received_at,
+            provenance.snapshot_seq,
+            replaced_at,
+        ),
+    )
+
+
+def archive(conn: sqlite3.Connection, row: sqlite3.Row, replaced_at: int) -> None:
+    """Copy the version held by a ``memories`` row into ``history``."""
+    insert_history(
+        conn,
+        record_from_row(row),
+        provenance=_provenance(row),
+        local_importance=float(row["local_importance"]),
+        seen_count=int(row["seen_count"]),
+        updated_at=int(row["updated_at"]),
+        replaced_at=replaced_at,
+    )
+
+
+def write_version(
+    conn: sqlite3.Connection,
+    record: Record,
+    *,
+    provenance: Provenance,
+    local_importance: float,
+    seen_count: int,
+    updated_at: int,
+) -> None:
+    """Make ``record`` the winner for its id: archive any previous version, relink.
+
+    The caller decides that ``record`` wins (LWW, importance floor); this only
+    writes.  Run it inside a transaction.
+    """
+    previous = load_row(conn, record.id)
+    values: dict[str, Any] = {
+        "id": record.id,
+        "project": record.project,
+        "kind": record.kind,
+        "content": record.content,
+        "keywords": " ".join(record.keywords),
+        "keywords_json": json.dumps(list(record.keywords), ensure_ascii=False),
+        "importance": record.importance,
+        "local_importance": local_importance,
+        "author": record.author,
+        "editor": record.editor,
+        "created_at": record.created_at,
+        "hlc_wall": record.hlc.wall,
+        "hlc_counter": record.hlc.counter,
+        "supersedes_json": json.dumps(list(record.supersedes)),
+        "deleted": int(record.deleted),
+        "delete_reason": record.delete_reason,
+        "origin": record.origin,
+        "visibility": record.visibility,
+        "seen_count": seen_count,
+        "updated_at": updated_at,
+        "norm_hash": None if record.deleted else norm_hash(record.content),
+        **{f: v for f, v in provenance.to_dict().items() if f != "verified"},
+        "verified": int(provenance.verified),
+    }
+    if previous is None:
+        names = ", ".join(values)
+        marks = ", ".join(f":{name}" for name in values)
+        conn.execute(f"INSERT INTO memories ({names}) VALUES ({marks})", values)
+    else:
+        archive(conn, previous, updated_at)
+        sets = ", ".join(f"{name} = :{name}" for name in values if name != "id")
+        conn.execute(f"UPDATE memories SET {sets} WHERE id = :id", values)
+    conn.execute("DELETE FROM supersedes WHERE new_id = ?", (record.id,))
+    if not record.deleted:
+        conn.executemany(
+            "INSERT OR IGNORE INTO supersedes (old_id, new_id) VALUES (?, ?)",
+            [(old, record.id) for old in record.supersedes],
+        )
+
+
+def read_hlc(conn: sqlite3.Connection) -> Hlc:
+    """The last HLC this store issued or observed."""
+    value = get_meta(conn, "hlc")
+    if value is None:
+        return ZERO
+    wall, _, counter = value.partition(":")
+    return Hlc(int(wall), int(counter))
+
+
+def next_hlc(conn: sqlite3.Connection, now_ms: int) -> Hlc:
+    """Tick the store's clock for a local write (inside the write's transaction)."""
+    stamp = tick(read_hlc(conn), now_ms)
+    set_meta(conn, "hlc", f"{stamp.wall}:{stamp.counter}")
+    return stamp
+
+
+def observe_hlc(conn: sqlite3.Connection, remote: Hlc, now_ms: int) -> Hlc:
+    """Advance the store's clock past a version received from elsewhere."""
+    stamp = receive(read_hlc(conn), remote, now_ms)
+    set_meta(conn, "hlc", f"{stamp.wall}:{stamp.counter}")
+    return stamp

@@ -1,0 +1,165 @@
+"""Local writes: a new memory, a reinforced duplicate, a tombstone.
+
+Each function runs inside the caller's transaction, ticks the store's HLC for
+every new version, and writes through :func:`sealmem.client.rows.write_version`
+(so the replaced version lands in history).  Arguments arrive validated and
+redacted (:mod:`sealmem.client.inputs`, :mod:`sealmem.client.redact`).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+
+from sealmem.client.memory import Memory, Provenance
+from sealmem.client.rows import (
+    MEMORY_COLUMNS,
+    load_row,
+    memory_from_row,
+    next_hlc,
+    norm_hash,
+    write_version,
+)
+from sealmem.protocol.errors import InputError, NotFoundError, ProtocolError, StoreError
+from sealmem.protocol.record import MAX_KEYWORDS, MAX_SUPERSEDES, Record, new_memory_id
+
+__all__ = ["create", "find_twin", "reinforce", "require_known", "tombstone"]
+
+
+def require_known(conn: sqlite3.Connection, ids: Sequence[str]) -> None:
+    """Raise :class:`NotFoundError` for the first id the store does not hold."""
+    for old in ids:
+        if load_row(conn, old) is None:
+            raise NotFoundError(
+                f"supersedes names {old}, which is not in this store; nothing was stored: "
+                "check the id with 'sealmem show'"
+            )
+
+
+def find_twin(
+    conn: sqlite3.Connection, project: str, content: str, author: str
+) -> sqlite3.Row | None:
+    """A live memory of ``project`` with the same normalized content (own ones first)."""
+    row: sqlite3.Row | None = conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE project = ? AND norm_hash = ? "
+        "AND deleted = 0 ORDER BY (author = ?) DESC, updated_at DESC LIMIT 1",
+        (project, norm_hash(content), author),
+    ).fetchone()
+    return row
+
+
+def _write(
+    conn: sqlite3.Connection, record: Record, local_importance: float, seen_count: int, now: int
+) -> Memory:
+    try:
+        record.validate()
+    except ProtocolError as exc:
+        raise InputError(f"refused to store the memory: {exc}") from exc
+    write_version(
+        conn,
+        record,
+        provenance=Provenance.local(),
+        local_importance=local_importance,
+        seen_count=seen_count,
+        updated_at=now,
+    )
+    row = load_row(conn, record.id)
+    if row is None:
+        raise StoreError(f"memory {record.id} vanished while it was being written")
+    return memory_from_row(row)
+
+
+def create(
+    conn: sqlite3.Connection,
+    *,
+    author: str,
+    now: int,
+    project: str,
+    kind: str,
+    content: str,
+    keywords: Sequence[str],
+    importance: float,
+    supersedes: Sequence[str],
+    private: bool,
+    origin: str,
+) -> Memory:
+    """Store a new memory with a fresh UUIDv7 id."""
+    record = Record(
+        id=new_memory_id(now, os.urandom(10)),
+        project=project,
+        kind=kind,
+        content=content,
+        keywords=tuple(keywords),
+        importance=importance,
+        author=author,
+        editor=author,
+        created_at=now,
+        hlc=next_hlc(conn, now),
+        supersedes=tuple(supersedes),
+        origin=origin,
+        visibility="private" if private else "team",
+    )
+    return _write(conn, record, importance, 1, now)
+
+
+def reinforce(
+    conn: sqlite3.Connection,
+    twin: sqlite3.Row,
+    *,
+    author: str,
+    now: int,
+    keywords: Sequence[str],
+    importance: float,
+    kind: str,
+    supersedes: Sequence[str],
+) -> Memory:
+    """Merge a repeated memory into ``twin``: seen_count + 1, keywords union, importance max.
+
+    A plain ``note`` takes the more specific kind of the repeat; supersede links
+    are united.  Only when the record itself changes is a new version written.
+    """
+    current = memory_from_row(twin).record
+    merged_kw = list(current.keywords)
+    seen = {w.casefold() for w in merged_kw}
+    for word in keywords:
+        if word.casefold() not in seen and len(merged_kw) < MAX_KEYWORDS:
+            merged_kw.append(word)
+            seen.add(word.casefold())
+    links = list(current.supersedes)
+    links += [i for i in supersedes if i not in links and i != current.id]
+    changed = current.evolve(
+        keywords=tuple(merged_kw),
+        importance=max(current.importance, importance),
+        kind=kind if current.kind == "note" else current.kind,
+        supersedes=tuple(links[:MAX_SUPERSEDES]),
+    )
+    seen_count = int(twin["seen_count"]) + 1
+    if changed == current:
+        conn.execute(
+            "UPDATE memories SET seen_count = ?, updated_at = ? WHERE id = ?",
+            (seen_count, now, current.id),
+        )
+        return memory_from_row(load_row(conn, current.id) or twin)
+    record = changed.evolve(editor=author, hlc=next_hlc(conn, now))
+    floor = max(float(twin["local_importance"]), record.importance)
+    return _write(conn, record, floor, seen_count, now)
+
+
+def tombstone(
+    conn: sqlite3.Connection, row: sqlite3.Row, *, author: str, now: int, reason: str
+) -> Memory:
+    """Replace the memory in ``row`` by a tombstone: no content or keywords, reason kept."""
+    current = memory_from_row(row).record
+    if current.deleted:
+        raise InputError(f"memory {current.id} is already forgotten ({current.delete_reason})")
+    record = current.evolve(
+        content="",
+        keywords=(),
+        supersedes=(),
+        deleted=True,
+        delete_reason=reason,
+        editor=author,
+        hlc=next_hlc(conn, now),
+    )
+    return _write(conn, record, float(row["local_importance"]), int(row["seen_count"]), now)
