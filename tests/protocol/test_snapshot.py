@@ -1,0 +1,190 @@
+"""Snapshot assembly: bucketing, chunk reuse, and opening chunks back into records."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import replace
+
+import pytest
+
+from sealmem.crypto import SUITE
+from sealmem.protocol import canonical
+from sealmem.protocol.chunks import MAX_BUCKET_PLAINTEXT, decompress, open_chunk, open_snapshot
+from sealmem.protocol.errors import InputError, Rejected
+from sealmem.protocol.manifest import Manifest
+from sealmem.protocol.snapshot import (
+    MAX_SNAPSHOT_BUCKETS,
+    MIN_BUCKETS,
+    PreviousSnapshot,
+    bucket_count,
+    bucket_of,
+    chunk_ad,
+    chunk_id,
+)
+
+from .team_world import PROJECT, TEAM, World, make_record
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+def reason_of(call: object) -> str:
+    assert callable(call)
+    with pytest.raises(Rejected) as info:
+        call()
+    return info.value.reason
+
+
+def test_bucket_count_is_a_bounded_power_of_two() -> None:
+    assert bucket_count(0) == MIN_BUCKETS
+    assert bucket_count(10_000) == 256
+    assert bucket_count(10**7) == MAX_SNAPSHOT_BUCKETS
+    for n in (0, 1, 100, 5000, 70_000, 10**6):
+        b = bucket_count(n)
+        assert b & (b - 1) == 0
+        assert MIN_BUCKETS <= b <= MAX_SNAPSHOT_BUCKETS
+    # hysteresis: a small change keeps the previous layout
+    assert bucket_count(10_100, previous=128) == 128
+    assert bucket_count(10**6, previous=64) == MAX_SNAPSHOT_BUCKETS
+
+
+def test_round_trip(world: World) -> None:
+    records = [make_record(world.alice, i) for i in range(300)]
+    snap = world.snapshot(world.alice, records)
+    m = snap.manifest
+    assert m.records == 300
+    assert m.writer == world.alice.kid
+    assert set(snap.new_chunks) == {c.id for c in m.chunks}
+    assert Manifest.from_body(canonical.decode(snap.envelope)["body"]) == m
+    opened = open_snapshot(SUITE, world.key1, m, snap.new_chunks)
+    assert sorted(opened, key=lambda r: r.id) == sorted(records, key=lambda r: r.id)
+    for ref in m.chunks:
+        assert chunk_id(SUITE, snap.new_chunks[ref.id]) == ref.id
+        for rec in open_chunk(SUITE, world.key1, m, ref, snap.new_chunks[ref.id]):
+            assert bucket_of(SUITE, rec.id, m.buckets) == ref.bucket
+
+
+def test_ciphertext_hides_content(world: World) -> None:
+    secret = "the database password rotation happens on fridays"
+    snap = world.snapshot(world.alice, [make_record(world.alice, 1, content=secret)])
+    blob = b"".join(snap.new_chunks.values()) + snap.envelope
+    assert b"fridays" not in blob
+    assert make_record(world.alice, 1).id.encode() not in blob
+
+
+def test_unchanged_buckets_keep_their_chunks(world: World) -> None:
+    records = [make_record(world.alice, i) for i in range(500)]
+    first = world.snapshot(world.alice, records)
+    prev = PreviousSnapshot(first.manifest, first.digests)
+    changed = [*records[:-1], replace(records[-1], content="edited")]
+    second = world.snapshot(
+        world.alice, changed, seq=2, prev=first.manifest.hash(SUITE), previous=prev
+    )
+    assert len(second.new_chunks) == 1
+    old = {c.bucket: c.id for c in first.manifest.chunks}
+    new = {c.bucket: c.id for c in second.manifest.chunks}
+    moved = {b for b in new if new[b] != old.get(b)}
+    assert moved == {bucket_of(SUITE, records[-1].id, second.manifest.buckets)}
+    everything = {**first.new_chunks, **second.new_chunks}
+    opened = open_snapshot(SUITE, world.key1, second.manifest, everything)
+    assert {r.id: r.content for r in opened}[records[-1].id] == "edited"
+
+
+def test_new_epoch_reencrypts_everything(world: World) -> None:
+    records = [make_record(world.alice, i) for i in range(100)]
+    first = world.snapshot(world.alice, records)
+    prev = PreviousSnapshot(first.manifest, first.digests)
+    second = world.snapshot(world.alice, records, seq=2, epoch=2, key=world.key2, previous=prev)
+    assert len(second.new_chunks) == len(second.manifest.chunks)
+    assert not set(second.new_chunks) & set(first.new_chunks)
+
+
+def test_one_change_in_ten_thousand_rewrites_under_two_percent(world: World) -> None:
+    records = [make_record(world.alice, i) for i in range(10_000)]
+    first = world.snapshot(world.alice, records)
+    total = sum(c.size for c in first.manifest.chunks)
+    prev = PreviousSnapshot(first.manifest, first.digests)
+    changed = list(records)
+    changed[4321] = replace(changed[4321], content="a changed memory")
+    second = world.snapshot(world.alice, changed, seq=2, previous=prev)
+    rewritten = sum(len(c) for c in second.new_chunks.values())
+    print(f"10k records: {total} bytes in {len(first.manifest.chunks)} chunks; "
+          f"one change rewrote {rewritten} bytes ({100 * rewritten / total:.2f}%)")  # fmt: skip
+    assert rewritten / total < 0.02
+
+
+def test_refuses_records_that_do_not_belong(world: World) -> None:
+    with pytest.raises(InputError, match="edited by its writer"):
+        world.snapshot(world.alice, [make_record(world.bob, 1)])
+    with pytest.raises(InputError, match="its project"):
+        world.snapshot(world.alice, [make_record(world.alice, 1, project="other")])
+    private = replace(make_record(world.alice, 1), visibility="private")
+    with pytest.raises(InputError, match="team records"):
+        world.snapshot(world.alice, [private])
+    with pytest.raises(InputError, match="twice"):
+        world.snapshot(world.alice, [make_record(world.alice, 1)] * 2)
+
+
+def test_chunk_checks(world: World) -> None:
+    snap = world.snapshot(world.alice, [make_record(world.alice, i) for i in range(5)])
+    m = snap.manifest
+    ref = m.chunks[0]
+    data = snap.new_chunks[ref.id]
+    assert reason_of(lambda: open_snapshot(SUITE, world.key1, m, {})) == "missing-chunk"
+    flipped = bytearray(data)
+    flipped[40] ^= 1
+    assert reason_of(lambda: open_chunk(SUITE, world.key1, m, ref, bytes(flipped))) == (
+        "bad-chunk-id"
+    )
+    # a chunk re-filed under another bucket: the id matches, the AD does not
+    moved = replace(ref, bucket=(ref.bucket + 1) % m.buckets)
+    assert reason_of(lambda: open_chunk(SUITE, world.key1, m, moved, data)) == "tampered"
+    assert reason_of(lambda: open_chunk(SUITE, world.key2, m, ref, data)) == "tampered"
+    other_writer = replace(m, writer=world.bob.kid)
+    assert reason_of(lambda: open_chunk(SUITE, world.key1, other_writer, ref, data)) == ("tampered")
+    miscounted = replace(m, records=m.records + 1)
+    assert reason_of(lambda: open_snapshot(SUITE, world.key1, miscounted, snap.new_chunks)) == (
+        "tampered"
+    )
+
+
+def encrypt_bucket(world: World, plaintext: bytes, bucket: int, *, writer: str) -> bytes:
+    ad = chunk_ad(TEAM, PROJECT, writer, 1, bucket)
+    return world.key1.encrypt(SUITE.pad(zlib.compress(plaintext)), ad, nonce=b"\x07" * 24)
+
+
+def test_decompression_bomb_is_refused() -> None:
+    bomb = zlib.compress(b"\x00" * (MAX_BUCKET_PLAINTEXT + 1), 9)
+    assert len(bomb) < 100_000
+    assert reason_of(lambda: decompress(bomb)) == "too-large"
+    assert decompress(zlib.compress(b"ok")) == b"ok"
+    assert reason_of(lambda: decompress(zlib.compress(b"hello")[:-3])) == "tampered"
+    assert reason_of(lambda: decompress(b"not zlib")) == "tampered"
+
+
+def test_authenticated_but_wrong_contents(world: World) -> None:
+    """A writer with the key can still put the wrong things inside; each is named."""
+    snap = world.snapshot(world.alice, [make_record(world.alice, 1)])
+    m = snap.manifest
+    rec = make_record(world.alice, 1)
+    bucket = bucket_of(SUITE, rec.id, m.buckets)
+
+    def reason_for(payload: bytes, in_bucket: int = bucket) -> str:
+        chunk = encrypt_bucket(world, payload, in_bucket, writer=world.alice.kid)
+        ref = replace(m.chunks[0], bucket=in_bucket, id=chunk_id(SUITE, chunk), size=len(chunk))
+        return reason_of(
+            lambda: open_chunk(SUITE, world.key1, replace(m, chunks=(ref,)), ref, chunk)
+        )
+
+    wire = rec.to_wire()
+    assert reason_for(b'[{"b":1, "a":2}]') == "not-canonical"
+    assert reason_for(canonical.encode([])) == "malformed"
+    assert reason_for(canonical.encode([{**wire, "kind": "BAD KIND"}])) == "malformed"
+    bobs = make_record(world.bob, 1).to_wire()
+    assert reason_for(canonical.encode([bobs])) == "editor-mismatch"
+    elsewhere = make_record(world.alice, 1, project="other").to_wire()
+    assert reason_for(canonical.encode([elsewhere])) == "cross-project"
+    assert reason_for(canonical.encode([wire]), (bucket + 1) % m.buckets) == "wrong-bucket"
+    assert reason_for(canonical.encode([wire, wire])) == "malformed"
