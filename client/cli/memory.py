@@ -1,9 +1,238 @@
-"""Commands over the local store: init, remember, recall, show, list, forget, ..."""
+"""Commands over the local store: remember, recall, show, list, forget.
+
+``register(app)`` also adds the maintenance commands (init, export, import,
+stats, doctor, status), ``demo`` and ``mcp`` from their own modules.
+Every command opens the store for its own duration; ``SEALMEM_HOME`` relocates
+it.  ``--project`` defaults to the project of the current directory.
+"""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from sealmem.client.cli import output
+from sealmem.protocol.errors import InputError
+
+__all__ = ["open_store", "register", "resolve_project"]
+
+if TYPE_CHECKING:  # imported lazily at run time: keeps `sealmem --help` light
+    from sealmem.client import MemoryStore
+
+
+@contextmanager
+def open_store() -> Iterator[MemoryStore]:
+    """Open the store under the current ``SEALMEM_HOME`` for one command."""
+    from sealmem.client import MemoryStore
+
+    store = MemoryStore.open()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def resolve_project(project: str | None) -> str:
+    """``--project`` as given, or the project of the current directory."""
+    if project:
+        return project
+    from sealmem.client.paths import current_project
+
+    return current_project()
+
+
+ProjectOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--project",
+        "-p",
+        help="Project to use (default: the git repository or directory name of the cwd).",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+
+
+def _read_content(text: str) -> str:
+    if text == "-":
+        return sys.stdin.read()
+    return text
+
+
+def remember(
+    text: Annotated[str, typer.Argument(help="The memory text, or '-' to read it from stdin.")],
+    kind: Annotated[
+        str, typer.Option(help="note, decision, warning, lesson, fact, preference, ...")
+    ] = "note",
+    keyword: Annotated[
+        list[str] | None,
+        typer.Option("--keyword", "-k", help="A search word for this memory (repeatable)."),
+    ] = None,
+    importance: Annotated[float, typer.Option(help="0..1; higher ranks first.")] = 0.5,
+    project: ProjectOpt = None,
+    supersedes: Annotated[
+        list[str] | None,
+        typer.Option(help="Id of a memory this one corrects (repeatable)."),
+    ] = None,
+    private: Annotated[
+        bool, typer.Option("--private", help="Never share this memory with the team.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store a memory (secrets are redacted first)."""
+    content = _read_content(text)
+    with open_store() as store:
+        result = store.remember(
+            content,
+            kind=kind,
+            keywords=keyword or (),
+            importance=importance,
+            project=resolve_project(project),
+            supersedes=supersedes or (),
+            private=private,
+            origin="cli",
+        )
+    for message in result.warnings:
+        output.warn(message)
+    if as_json:
+        output.emit_json(result.to_dict())
+        return
+    rec = result.memory.record
+    verb = "merged into existing memory" if result.merged else "remembered"
+    typer.echo(f"{verb} {rec.id} ({rec.kind}, project {rec.project})")
+
+
+def recall(
+    query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
+    k: Annotated[int, typer.Option("--k", "-n", help="How many hits to return.", min=1)] = 5,
+    project: ProjectOpt = None,
+    all_projects: Annotated[
+        bool, typer.Option("--all-projects", help="Search every project, not one.")
+    ] = False,
+    include_history: Annotated[
+        bool, typer.Option("--include-history", help="Also search older versions.")
+    ] = False,
+    kind: Annotated[
+        list[str] | None, typer.Option("--kind", help="Only these kinds (repeatable).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search memories; show why each hit ranked and who wrote it."""
+    with open_store() as store:
+        hits = store.recall(
+            query,
+            k=k,
+            project=None if all_projects else resolve_project(project),
+            all_projects=all_projects,
+            include_history=include_history,
+            kinds=kind or None,
+        )
+    if as_json:
+        output.emit_json({"query": query, "hits": [h.to_dict() for h in hits]})
+        return
+    if not hits:
+        typer.echo(f"no memories match {query!r}")
+        return
+    blocks = []
+    for rank, hit in enumerate(hits, start=1):
+        extra = [output.why_line(hit.why)]
+        for newer in hit.superseded_by:
+            extra.append(f"superseded by {newer.record.id}: {newer.record.content[:120]}")
+        blocks.append(
+            output.memory_block(hit.memory, heading=f"{rank}. ({hit.score:.3f}) ", extra=extra)
+        )
+    typer.echo("\n\n".join(blocks))
+
+
+def show(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory id.")],
+    history: Annotated[bool, typer.Option("--history", help="Also show older versions.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one memory in full, with its provenance."""
+    with open_store() as store:
+        memory = store.get(memory_id)
+        older = store.history(memory_id) if history else []
+    if as_json:
+        doc = memory.to_dict()
+        if history:
+            doc = {"memory": doc, "history": [m.to_dict() for m in older]}
+        output.emit_json(doc)
+        return
+    typer.echo(output.memory_block(memory, full=True))
+    for version in older:
+        typer.echo("\nolder version:\n" + output.memory_block(version, full=True))
+
+
+def list_(
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many.", min=1)] = 20,
+    project: ProjectOpt = None,
+    all_projects: Annotated[
+        bool, typer.Option("--all-projects", help="List every project, not one.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the most recent memories."""
+    with open_store() as store:
+        memories = store.recent(
+            limit=limit,
+            project=None if all_projects else resolve_project(project),
+            all_projects=all_projects,
+        )
+    if as_json:
+        output.emit_json({"memories": [m.to_dict() for m in memories]})
+        return
+    if not memories:
+        typer.echo("no memories yet; add one with: sealmem remember 'TEXT'")
+        return
+    rows = [
+        [
+            m.record.id,
+            output.format_time(m.updated_at),
+            m.record.kind,
+            m.record.author,
+            " ".join(m.record.content.split())[:60],
+        ]
+        for m in memories
+    ]
+    typer.echo(output.table(rows, ["ID", "UPDATED", "KIND", "AUTHOR", "CONTENT"]))
+
+
+def forget(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory id.")],
+    reason: Annotated[
+        str | None,
+        typer.Option("--reason", help="Required: why it is forgotten (kept in the tombstone)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Forget a memory: its content is removed, the reason is kept."""
+    if reason is None:
+        raise InputError(
+            f"forget refused: give --reason 'WHY' (e.g. sealmem forget {memory_id} "
+            "--reason 'replaced by the v2 API'); the reason is kept in the tombstone"
+        )
+    with open_store() as store:
+        tombstone = store.forget(memory_id, reason=reason)
+    if as_json:
+        output.emit_json(tombstone.to_dict())
+        return
+    typer.echo(f"forgot {tombstone.record.id} (reason: {tombstone.record.delete_reason})")
 
 
 def register(app: typer.Typer) -> None:
     """Add the local-memory commands to ``app``."""
+    from sealmem.client.cli import demo, maintenance, serve
+
+    maintenance.register_init(app)
+    app.command()(remember)
+    app.command()(recall)
+    app.command()(show)
+    app.command("list")(list_)
+    app.command()(forget)
+    maintenance.register(app)
+    serve.register(app)
+    demo.register(app)

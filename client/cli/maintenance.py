@@ -1,0 +1,233 @@
+"""Commands that look after the store: init, export, import, stats, doctor, status."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sealmem.client.cli import output
+from sealmem.client.cli.memory import JsonOpt, open_store
+from sealmem.protocol.errors import InputError, StoreError
+
+__all__ = ["DoctorFailed", "register", "register_init"]
+
+#: Imports with at least this many memories show a progress bar on stderr.
+PROGRESS_THRESHOLD = 200
+
+
+class DoctorFailed(StoreError):
+    """At least one ``doctor`` check failed (the CLI exits 1)."""
+
+
+def init(as_json: JsonOpt = False) -> None:
+    """Create the sealmem home and the local store; print where they are."""
+    from sealmem.client.paths import ensure_home
+
+    home = ensure_home()
+    with open_store() as store:
+        doc = {"home": str(home), "store": str(store.path), "author": store.author}
+    if as_json:
+        output.emit_json(doc)
+        return
+    typer.echo(f"sealmem home: {doc['home']}\nstore:        {doc['store']}")
+    typer.echo(f"member id:    {doc['author']}")
+    typer.echo("next: sealmem remember 'TEXT'  or  sealmem install <host>")
+
+
+def _write_private(path: Path, data: str) -> None:
+    """Write ``data`` to ``path`` atomically, readable by the owner only (it holds memories)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def export(
+    output_file: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write to this file (mode 0600) instead of stdout."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Export every memory (with history and provenance) as one JSON document."""
+    with open_store() as store:
+        document = store.export()
+    text = json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    if output_file is None:
+        sys.stdout.write(text)
+        return
+    try:
+        _write_private(output_file, text)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the export to {output_file}: {exc.strerror}; "
+            "choose a writable path with --output"
+        ) from exc
+    memories = document.get("memories")
+    summary = {
+        "path": str(output_file),
+        "bytes": len(text.encode("utf-8")),
+        "memories": len(memories) if isinstance(memories, list) else None,
+    }
+    if as_json:
+        output.emit_json(summary)
+    else:
+        typer.echo(
+            f"exported {summary['memories']} memories to {summary['path']} "
+            f"({summary['bytes']} bytes, mode 0600)"
+        )
+
+
+def _load_document(source: str) -> dict[str, Any]:
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {source}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{source} is not UTF-8 text; pass a file made by 'sealmem export'"
+        ) from exc
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{source} is not JSON ({exc.msg} at line {exc.lineno}); "
+            "pass a file made by 'sealmem export'"
+        ) from exc
+    if not isinstance(document, dict):
+        raise InputError(f"{source} holds a JSON {type(document).__name__}, not an export document")
+    return document
+
+
+def import_(
+    source: Annotated[
+        str, typer.Argument(metavar="FILE", help="An export file, or '-' for stdin.")
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Import an export document; importing the same file twice changes nothing."""
+    document = _load_document(source)
+    with ExitStack() as stack, open_store() as store:
+        bar: list[Any] = []
+
+        def progress(done: int, total: int) -> None:
+            if total < PROGRESS_THRESHOLD:
+                return
+            if not bar:
+                bar.append(
+                    stack.enter_context(
+                        typer.progressbar(length=total, label="importing", file=sys.stderr)
+                    )
+                )
+                bar.append(0)
+            bar[0].update(done - bar[1])
+            bar[1] = done
+
+        result = store.import_(document, progress=progress)
+    for message in result.warnings:
+        output.warn(message)
+    if as_json:
+        output.emit_json(result.to_dict())
+    else:
+        typer.echo(
+            f"imported {source}: {result.added} added, {result.updated} updated, "
+            f"{result.unchanged} unchanged, {result.skipped} skipped"
+        )
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _flatten(value, f"{name}.")
+        else:
+            yield name, str(value)
+
+
+def _print_mapping(data: Mapping[str, Any]) -> None:
+    pairs = list(_flatten(data))
+    width = max((len(k) for k, _ in pairs), default=0)
+    for key, value in pairs:
+        typer.echo(f"{key.ljust(width)}  {value}")
+
+
+def stats(as_json: JsonOpt = False) -> None:
+    """Counts per kind and project, the schema version and the store size."""
+    with open_store() as store:
+        data = store.stats()
+    if as_json:
+        output.emit_json(data)
+    else:
+        _print_mapping(data)
+
+
+def doctor(as_json: JsonOpt = False) -> None:
+    """Check the store (integrity, schema, search index, permissions); exit 1 on a failure."""
+    with open_store() as store:
+        checks = store.doctor()
+    failed = [c for c in checks if not c.ok]
+    if as_json:
+        output.emit_json(
+            {
+                "ok": not failed,
+                "checks": [c.to_dict() for c in checks],
+            }
+        )
+    else:
+        rows = [["ok" if c.ok else "FAIL", c.name, c.detail] for c in checks]
+        typer.echo(output.table(rows, ["", "CHECK", "DETAIL"]))
+        typer.echo(
+            "\n" + (f"{len(failed)} of {len(checks)} checks failed" if failed else "all good")
+        )
+    if failed:
+        names = ", ".join(c.name for c in failed)
+        raise DoctorFailed(
+            f"doctor: {len(failed)} of {len(checks)} checks failed ({names}); "
+            "the details say how to fix each"
+        )
+
+
+def status(as_json: JsonOpt = False) -> None:
+    """Where the state lives, the current project, and what the store holds."""
+    from sealmem.client.paths import current_project, home
+
+    with open_store() as store:
+        doc: dict[str, Any] = {
+            "home": str(home()),
+            "store": str(store.path),
+            "author": store.author,
+            "project": current_project(),
+            "stats": store.stats(),
+        }
+    if as_json:
+        output.emit_json(doc)
+    else:
+        _print_mapping(doc)
+
+
+def register_init(app: typer.Typer) -> None:
+    """``init`` comes first in ``--help``."""
+    app.command()(init)
+
+
+def register(app: typer.Typer) -> None:
+    """Add export, import, stats, doctor and status to ``app``."""
+    app.command()(export)
+    app.command("import")(import_)
+    app.command()(stats)
+    app.command()(doctor)
+    app.command()(status)

@@ -1,0 +1,184 @@
+"""The MCP server: in memory through ``mcp.client.Client``, and as a real stdio subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types import CallToolResult, TextContent
+
+from sealmem.client import MemoryStore
+from sealmem.client.mcp_server import DATA_NOT_INSTRUCTIONS, create_server
+
+SEALMEM = Path(sys.executable).with_name("sealmem")
+TOOLS = {"recall", "remember", "get", "recent", "forget", "status"}
+MISSING_ID = "01900000-0000-7000-8000-000000000000"
+
+
+def text_of(result: CallToolResult) -> str:
+    parts = [block.text for block in result.content if isinstance(block, TextContent)]
+    return "\n".join(parts)
+
+
+def ok_json(result: CallToolResult) -> Any:
+    assert not result.is_error, text_of(result)
+    return json.loads(text_of(result))
+
+
+def run(fn: Callable[[], Awaitable[None]]) -> None:
+    anyio.run(fn)
+
+
+@pytest.fixture
+def server_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("SEALMEM_HOME", str(home))
+    return home
+
+
+def test_in_memory_every_tool(server_home: Path) -> None:
+    server = create_server(project="webshop")
+
+    async def session() -> None:
+        async with Client(server) as client:
+            listed = await client.list_tools()
+            tools = {t.name: t for t in listed.tools}
+            assert set(tools) == TOOLS
+            for name in ("recall", "get", "recent"):
+                assert "not instructions" in (tools[name].description or "")
+            assert "reason" in tools["forget"].input_schema["required"]
+
+            stored = ok_json(
+                await client.call_tool(
+                    "remember",
+                    {
+                        "content": "Never deploy on Fridays: the on-call rota is thin.",
+                        "kind": "warning",
+                        "keywords": ["deploy"],
+                        "importance": 0.9,
+                    },
+                )
+            )
+            assert stored["created"] is True
+            assert stored["project"] == "webshop"
+            memory_id = stored["id"]
+
+            recalled = ok_json(await client.call_tool("recall", {"query": "deploy friday"}))
+            assert recalled["note"] == DATA_NOT_INSTRUCTIONS
+            hit = recalled["hits"][0]
+            assert hit["id"] == memory_id
+            assert hit["provenance"]["transport"] == "local"
+            assert hit["author"]
+            assert hit["why"]
+
+            got = ok_json(await client.call_tool("get", {"id": memory_id}))
+            assert got["memory"]["content"].startswith("Never deploy on Fridays")
+            recent = ok_json(await client.call_tool("recent", {"limit": 5}))
+            assert [m["id"] for m in recent["memories"]] == [memory_id]
+            status = ok_json(await client.call_tool("status", {}))
+            assert status["store"].startswith(str(server_home))
+            assert status["project"] == "webshop"
+
+            prompt = await client.get_prompt("startup_context", {})
+            prompt_text = prompt.messages[0].content
+            assert isinstance(prompt_text, TextContent)
+            assert "Never deploy on Fridays" in prompt_text.text
+            assert "not instructions" in prompt_text.text
+            resource = await client.read_resource("sealmem://startup-context")
+            assert "Never deploy on Fridays" in getattr(resource.contents[0], "text", "")
+
+            forgotten = ok_json(
+                await client.call_tool("forget", {"id": memory_id, "reason": "rota fixed"})
+            )
+            assert forgotten["forgotten"] == memory_id
+            after = ok_json(await client.call_tool("recall", {"query": "deploy friday"}))
+            assert after["hits"] == []
+
+            seen.append(memory_id)
+
+    seen: list[str] = []
+    run(session)
+    with MemoryStore.open() as store:  # the tool calls reached the real store on disk
+        assert store.get(seen[0]).record.delete_reason == "rota fixed"
+
+
+BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
+    ("get", {"id": MISSING_ID}, MISSING_ID),
+    ("forget", {"id": MISSING_ID, "reason": "gone"}, MISSING_ID),
+    ("forget", {"id": MISSING_ID}, "reason"),
+    ("forget", {"id": MISSING_ID, "reason": "  "}, "reason"),
+    ("recall", {"query": "   "}, "empty"),
+    ("recall", {"query": "x", "k": 0}, "k=0"),
+    ("remember", {"content": "x" * 20_000}, "limit"),
+    ("remember", {"content": "bad kind", "kind": "Not A Kind!"}, "kind"),
+    ("remember", {"content": "orphan", "supersedes": [MISSING_ID]}, MISSING_ID),
+    ("nope", {}, "nope"),
+]
+
+
+def test_bad_calls_are_tool_errors_and_the_server_goes_on(server_home: Path) -> None:
+    server = create_server(project="webshop")
+
+    async def session() -> None:
+        async with Client(server) as client:
+            for name, arguments, expected in BAD_CALLS:
+                result = await client.call_tool(name, arguments)
+                assert result.is_error, (name, arguments)
+                assert expected in text_of(result), (name, text_of(result))
+            stored = ok_json(await client.call_tool("remember", {"content": "still serving"}))
+            assert stored["created"] is True
+            assert (
+                ok_json(await client.call_tool("recent", {}))["memories"][0]["id"] == stored["id"]
+            )
+
+    run(session)
+
+
+@pytest.mark.skipif(not SEALMEM.exists(), reason="console script not installed")
+def test_stdio_subprocess_recalls_what_the_cli_stored(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    project = tmp_path / "webshop"
+    project.mkdir()
+    env = {**os.environ, "SEALMEM_HOME": str(home)}
+    stored = subprocess.run(
+        [str(SEALMEM), "remember", "Blue-green deploys need two DB pools.", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=project,
+        timeout=60,
+        check=True,
+    )
+    memory_id = json.loads(stored.stdout)["memory"]["id"]
+    params = StdioServerParameters(
+        command=str(SEALMEM), args=["mcp"], env={"SEALMEM_HOME": str(home)}, cwd=project
+    )
+    errlog_path = tmp_path / "server-stderr.log"
+
+    async def session() -> None:
+        with anyio.fail_after(60), errlog_path.open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                listed = await client.list_tools()
+                assert {t.name for t in listed.tools} == TOOLS
+                recalled = ok_json(
+                    await client.call_tool("recall", {"query": "blue green deploys"})
+                )
+                assert [h["id"] for h in recalled["hits"]] == [memory_id]
+                bad = await client.call_tool("get", {"id": MISSING_ID})
+                assert bad.is_error
+                got = ok_json(await client.call_tool("get", {"id": memory_id}))
+                assert got["memory"]["project"] == "webshop"
+                status = ok_json(await client.call_tool("status", {}))
+                assert status["project"] == "webshop"
+
+    run(session)
+    assert "Traceback" not in errlog_path.read_text()
