@@ -165,11 +165,76 @@ SELECT seq,
 FROM history;
 """
 
+_V3 = """
+CREATE TABLE team_objects (
+    kind        TEXT    NOT NULL,
+    name        TEXT    NOT NULL,
+    data        BLOB    NOT NULL,
+    accepted_at INTEGER NOT NULL,
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID;
+
+CREATE TABLE chain_heads (
+    writer      TEXT    NOT NULL,
+    project     TEXT    NOT NULL,
+    seq         INTEGER NOT NULL,
+    hash        TEXT    NOT NULL,
+    reset_at    INTEGER NOT NULL DEFAULT 0,
+    epoch       INTEGER NOT NULL DEFAULT 0,
+    buckets     INTEGER NOT NULL DEFAULT 0,
+    chunks_json TEXT    NOT NULL DEFAULT '{}',
+    records     INTEGER NOT NULL DEFAULT 0,
+    created_at  INTEGER NOT NULL DEFAULT 0,
+    accepted_at INTEGER NOT NULL,
+    PRIMARY KEY (writer, project)
+) WITHOUT ROWID;
+
+CREATE TABLE witnessed (
+    writer  TEXT    NOT NULL,
+    project TEXT    NOT NULL,
+    seq     INTEGER NOT NULL,
+    hash    TEXT    NOT NULL,
+    by      TEXT    NOT NULL,
+    PRIMARY KEY (writer, project)
+) WITHOUT ROWID;
+
+CREATE TABLE own_chain (
+    project      TEXT    PRIMARY KEY,
+    seq          INTEGER NOT NULL,
+    hash         TEXT    NOT NULL,
+    manifest     BLOB    NOT NULL,
+    digests_json TEXT    NOT NULL,
+    pushed_wall  INTEGER NOT NULL,
+    pushed_count INTEGER NOT NULL,
+    reset_at     INTEGER NOT NULL DEFAULT 0,
+    pushed_at    INTEGER NOT NULL
+);
+
+CREATE TABLE sync_refusals (
+    seq    INTEGER PRIMARY KEY,
+    at     INTEGER NOT NULL,
+    reason TEXT    NOT NULL,
+    object TEXT    NOT NULL,
+    detail TEXT    NOT NULL
+);
+CREATE INDEX sync_refusals_at ON sync_refusals (at);
+
+CREATE TABLE sync_runs (
+    seq          INTEGER PRIMARY KEY,
+    started_at   INTEGER NOT NULL,
+    finished_at  INTEGER NOT NULL,
+    summary_json TEXT    NOT NULL
+);
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
     # replaced versions for include_history.
     Migration(2, "recall: origin/time index, history full-text index", _V2),
+    # Team sync (client/replica.py): trusted roster/keyring envelopes, accepted chain
+    # heads and witnesses per (writer, project), this member's own chain, refusals, runs.
+    Migration(3, "team sync: trusted objects, chain heads, own chain, refusals", _V3),
 ]
 
 
