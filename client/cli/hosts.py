@@ -1,9 +1,266 @@
-"""Commands that wire sealmem into agent hosts: install, uninstall, hooks."""
+"""Commands that wire sealmem into agent hosts: install, uninstall, hook, scan, watch, snippet."""
 
 from __future__ import annotations
 
+import sys
+import threading
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from sealmem.client.cli import output
+from sealmem.client.hosts import configs, install
+
+__all__ = ["register"]
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+PrintOpt = Annotated[
+    bool, typer.Option("--print", help="Show the changes as a diff; write nothing.")
+]
+
+
+def _list_hosts(as_json: bool) -> None:
+    executable = configs.sealmem_executable()
+    env = configs.server_env()
+    rows = []
+    for host in configs.HOSTS.values():
+        status = install.host_status(host, host.entry(executable, env))
+        rows.append(status)
+    if as_json:
+        output.emit_json(
+            {
+                "executable": str(executable),
+                "hosts": [
+                    {
+                        "host": s.host,
+                        "title": s.title,
+                        "detected": s.detected,
+                        "config": str(s.config),
+                        "state": s.state,
+                        "hooks": s.hooks,
+                    }
+                    for s in rows
+                ],
+            }
+        )
+        return
+    table = [
+        [
+            s.host,
+            "yes" if s.detected else "no",
+            s.state + (" (run --repair)" if s.state == "stale" else ""),
+            ",".join(s.hooks) or "-",
+            str(s.config),
+        ]
+        for s in rows
+    ]
+    typer.echo(output.table(table, ["HOST", "DETECTED", "SEALMEM", "HOOKS", "CONFIG"]))
+    typer.echo("\nInstall with 'sealmem install HOST'; 'sealmem install generic' prints JSON.")
+
+
+def install_cmd(
+    host: Annotated[
+        str | None,
+        typer.Argument(help="claude-code, codex, cursor, windsurf or generic; none lists hosts."),
+    ] = None,
+    show: PrintOpt = False,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="Update an entry that points to another sealmem.")
+    ] = False,
+    hooks: Annotated[
+        bool,
+        typer.Option(
+            "--hooks", help="Claude Code: add the SessionStart context and Stop capture hooks."
+        ),
+    ] = False,
+    auto_recall: Annotated[
+        bool,
+        typer.Option(
+            "--auto-recall", help="Claude Code: recall on every prompt (UserPromptSubmit)."
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add the sealmem MCP server to an agent host's config (with a backup first)."""
+    if host is None:
+        _list_hosts(as_json)
+        return
+    executable = configs.sealmem_executable()
+    env = configs.server_env()
+    if host == "generic":
+        typer.echo(install.generic_snippet(configs.HOSTS["cursor"].entry(executable, env)))
+        return
+    target = configs.get_host(host)
+    names = (["session-start", "stop"] if hooks else []) + (["prompt"] if auto_recall else [])
+    if names and target.settings_path() is None:
+        raise install.ConfigRefusedError(
+            f"--hooks and --auto-recall are for claude-code, not {host}"
+        )
+    edits = install.plan_install(target, executable, env, repair=repair, hooks=names)
+    _finish(edits, show=show, as_json=as_json, done=f"sealmem is installed in {target.title}")
+
+
+def uninstall_cmd(
+    host: Annotated[str, typer.Argument(help="claude-code, codex, cursor or windsurf.")],
+    show: PrintOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove exactly what 'sealmem install' added to a host's config."""
+    target = configs.get_host(host)
+    edits = install.plan_uninstall(target)
+    _finish(edits, show=show, as_json=as_json, done=f"sealmem is not in {target.title}")
+
+
+def _finish(edits: list[install.FileEdit], *, show: bool, as_json: bool, done: str) -> None:
+    backups: list[Path] = []
+    if edits and not show:
+        backups = install.apply_edits(edits)
+    if as_json:
+        output.emit_json(
+            {
+                "changed": [str(e.path) for e in edits],
+                "written": not show,
+                "backups": [str(b) for b in backups],
+                "diff": install.render_diff(edits),
+            }
+        )
+        return
+    if show:
+        typer.echo(install.render_diff(edits) or "nothing to change", nl=not edits)
+        return
+    if not edits:
+        typer.echo(f"{done}; nothing to change")
+        return
+    for edit in edits:
+        verb = "removed" if edit.after is None else "updated"
+        typer.echo(f"{verb} {edit.path} ({edit.note})")
+    for backup in backups:
+        typer.echo(f"backup: {backup}")
+    typer.echo(done + "; restart the host for this to take effect")
+
+
+def hook_cmd(
+    name: Annotated[str, typer.Argument(help="session-start, prompt or stop.")],
+) -> None:
+    """Run a Claude Code hook (reads the hook JSON on stdin; never fails)."""
+    from sealmem.client.hosts import hooks
+
+    try:
+        stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    except (OSError, ValueError):
+        stdin_text = ""
+    text = hooks.run(name, stdin_text)
+    if text:
+        typer.echo(text)
+
+
+def _scan_paths(transcripts: list[Path] | None) -> list[Path]:
+    from sealmem.client.hosts.transcripts import find_transcripts
+
+    return list(transcripts) if transcripts else find_transcripts()
+
+
+def scan_cmd(
+    transcripts: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Transcript files; default every ~/.claude/projects/*/*.jsonl."),
+    ] = None,
+    store_them: Annotated[
+        bool, typer.Option("--store", help="Remember the proposals instead of only listing them.")
+    ] = False,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Project to search and store in.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Propose memories from Claude Code transcripts (redacted); --store keeps them."""
+    from sealmem.client.api import MemoryStore
+    from sealmem.client.hosts import capture
+    from sealmem.client.hosts.transcripts import read_turns
+    from sealmem.client.paths import current_project
+
+    found = []
+    with MemoryStore.open() as store:
+        for path in _scan_paths(transcripts):
+            turns, _ = read_turns(path)
+            where = project or current_project(
+                Path(turns[0].cwd) if turns and turns[0].cwd else None
+            )
+            result = capture.capture(store, turns, project=where, save=store_them)
+            found.append((path, where, result))
+    if as_json:
+        output.emit_json(
+            {
+                "stored": store_them,
+                "transcripts": [
+                    {
+                        "path": str(path),
+                        "project": where,
+                        "duplicates": result.duplicates,
+                        "proposed": [
+                            {"kind": c.kind, "text": c.text, "score": c.score}
+                            for c in result.proposed
+                        ],
+                        "stored_ids": [m.record.id for m in result.stored],
+                    }
+                    for path, where, result in found
+                ],
+            }
+        )
+        return
+    total = 0
+    for path, where, result in found:
+        if not result.proposed:
+            continue
+        typer.echo(f"{path} (project {where}):")
+        for candidate in result.proposed:
+            typer.echo(f"  [{candidate.kind}] {candidate.text}")
+        total += len(result.proposed)
+    action = "stored" if store_them else "proposed (run with --store to keep them)"
+    typer.echo(f"{total} memories {action} from {len(found)} transcripts")
+
+
+def watch_cmd(
+    store_them: Annotated[
+        bool, typer.Option("--store", help="Remember what passes the gate (default: print it).")
+    ] = False,
+    root: Annotated[
+        Path | None, typer.Option("--root", help="Transcript directory to follow.")
+    ] = None,
+) -> None:
+    """Follow Claude Code transcripts as they grow and capture durable lessons."""
+    from sealmem.client.hosts import follow
+    from sealmem.client.hosts.transcripts import transcripts_root
+
+    stop = threading.Event()
+
+    def report(path: Path, candidates: list[str]) -> None:
+        for text in candidates:
+            typer.echo(f"{path.name}: {text}")
+
+    try:
+        follow.watch(root or transcripts_root(), save=store_them, report=report, stop=stop)
+    except KeyboardInterrupt:
+        stop.set()
+
+
+def snippet_cmd(
+    flavour: Annotated[
+        str, typer.Argument(help="claude (CLAUDE.md) or agents (AGENTS.md).")
+    ] = "claude",
+) -> None:
+    """Print a short note for CLAUDE.md / AGENTS.md on when to recall and remember."""
+    from sealmem.client.hosts.snippet import snippet
+
+    typer.echo(snippet(flavour), nl=False)
 
 
 def register(app: typer.Typer) -> None:
     """Add the agent-host commands to ``app``."""
+    app.command("install")(install_cmd)
+    app.command("uninstall")(uninstall_cmd)
+    app.command("hook")(hook_cmd)
+    app.command("scan")(scan_cmd)
+    app.command("watch")(watch_cmd)
+    app.command("snippet")(snippet_cmd)

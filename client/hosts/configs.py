@@ -1,0 +1,167 @@
+"""Where each agent host keeps its MCP config, and the entry sealmem adds to it.
+
+=============  ===============================================  ==========================
+host           file (``~`` is ``$HOME``)                        shape
+=============  ===============================================  ==========================
+claude-code    ``~/.claude.json`` (user scope)                  ``mcpServers.sealmem``
+               ``~/.claude/settings.json`` (hooks)              ``hooks.<Event>[]``
+codex          ``~/.codex/config.toml``                         ``[mcp_servers.sealmem]``
+cursor         ``~/.cursor/mcp.json``                           ``mcpServers.sealmem``
+windsurf       ``~/.codeium/windsurf/mcp_config.json``          ``mcpServers.sealmem``
+=============  ===============================================  ==========================
+
+``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME`` relocate those hosts' files as the
+hosts themselves do.  The server entry names the sealmem executable by its
+absolute path (hosts start servers without the user's shell ``PATH``) and
+carries ``SEALMEM_HOME`` only when it is set.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from sealmem.protocol.errors import InputError
+
+__all__ = [
+    "HOSTS",
+    "SERVER_NAME",
+    "Host",
+    "get_host",
+    "hook_command",
+    "sealmem_executable",
+    "server_env",
+]
+
+SERVER_NAME = "sealmem"
+
+
+def _home() -> Path:
+    return Path(os.path.expanduser("~"))
+
+
+def _claude_dir() -> Path:
+    custom = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(custom) if custom else _home() / ".claude"
+
+
+def _claude_json() -> Path:
+    custom = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(custom) / ".claude.json" if custom else _home() / ".claude.json"
+
+
+def _codex_dir() -> Path:
+    custom = os.environ.get("CODEX_HOME")
+    return Path(custom) if custom else _home() / ".codex"
+
+
+@dataclass(frozen=True)
+class Host:
+    """One agent host: where its MCP config lives and how the sealmem entry looks."""
+
+    name: str
+    title: str
+    fmt: Literal["json", "toml"]
+    _config: str  # which resolver below; paths are resolved at call time (HOME may change)
+
+    def config_path(self) -> Path:
+        if self._config == "claude":
+            return _claude_json()
+        if self._config == "codex":
+            return _codex_dir() / "config.toml"
+        if self._config == "cursor":
+            return _home() / ".cursor" / "mcp.json"
+        return _home() / ".codeium" / "windsurf" / "mcp_config.json"
+
+    def detect_dir(self) -> Path:
+        """The directory whose existence means the host is installed for this user."""
+        if self._config == "claude":
+            return _claude_dir()
+        if self._config == "codex":
+            return _codex_dir()
+        return self.config_path().parent
+
+    def settings_path(self) -> Path | None:
+        """Claude Code's settings file, where hooks live; None for other hosts."""
+        return _claude_dir() / "settings.json" if self._config == "claude" else None
+
+    @property
+    def table_path(self) -> tuple[str, ...]:
+        """Keys from the config's root down to the servers table."""
+        return ("mcp_servers",) if self.fmt == "toml" else ("mcpServers",)
+
+    def entry(self, executable: Path, env: Mapping[str, str]) -> dict[str, Any]:
+        """The server entry for this host, in the keys the host documents."""
+        entry: dict[str, Any] = {}
+        if self._config == "claude":
+            entry["type"] = "stdio"
+        entry["command"] = str(executable)
+        entry["args"] = ["mcp"]
+        if env:
+            entry["env"] = dict(env)
+        return entry
+
+
+HOSTS: dict[str, Host] = {
+    "claude-code": Host("claude-code", "Claude Code", "json", "claude"),
+    "codex": Host("codex", "Codex CLI", "toml", "codex"),
+    "cursor": Host("cursor", "Cursor", "json", "cursor"),
+    "windsurf": Host("windsurf", "Windsurf", "json", "windsurf"),
+}
+
+
+def get_host(name: str) -> Host:
+    try:
+        return HOSTS[name]
+    except KeyError:
+        known = ", ".join([*HOSTS, "generic"])
+        raise InputError(f"unknown host {name!r}; choose one of: {known}") from None
+
+
+def server_env() -> dict[str, str]:
+    """Environment the server needs: ``SEALMEM_HOME`` (absolute) only when it is set."""
+    home = os.environ.get("SEALMEM_HOME")
+    return {"SEALMEM_HOME": str(Path(home).expanduser().absolute())} if home else {}
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def sealmem_executable() -> Path:
+    """Absolute path of the ``sealmem`` console script that is running or installed.
+
+    Tried in order: the program being run (``sys.argv[0]``) when it is the
+    sealmem script, the script beside this interpreter (a virtualenv's bin),
+    then ``PATH``.
+    """
+    script = "sealmem.exe" if os.name == "nt" else "sealmem"
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    candidates: list[Path] = []
+    if argv0 is not None and argv0.name in (script, "sealmem"):
+        candidates.append(argv0)
+    scripts_dir = "Scripts" if os.name == "nt" else "bin"
+    candidates.append(Path(sys.prefix) / scripts_dir / script)
+    candidates.append(Path(sys.executable).parent / script)
+    found = shutil.which("sealmem")
+    if found:
+        candidates.append(Path(found))
+    for candidate in candidates:
+        if _is_executable(candidate):
+            return candidate.absolute()
+    raise InputError(
+        "cannot find the installed 'sealmem' executable (looked beside "
+        f"{sys.executable} and on PATH); install sealmem with pip or pipx and retry"
+    )
+
+
+def hook_command(executable: Path, event: str, env: Mapping[str, str]) -> str:
+    """The shell command a Claude Code hook runs: ``[VAR=value ...] /abs/sealmem hook EVENT``."""
+    prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in env.items())
+    return f"{prefix}{shlex.quote(str(executable))} hook {event}"

@@ -1,0 +1,100 @@
+"""``sealmem watch``: follow Claude Code transcripts with watchfiles and capture as they grow.
+
+Transcripts that exist when the watch starts are followed from their current
+end (``sealmem scan`` is for the past); a new transcript is read from its
+start.  With ``save`` the read offsets are kept in ``<home>/capture`` (shared
+with the Stop hook, so the two never capture a turn twice); without it they
+live only as long as the watch, and proposals are reported, not stored.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import watchfiles
+
+from sealmem.client import paths
+from sealmem.client.api import MemoryStore
+from sealmem.client.hosts import capture
+from sealmem.client.hosts.transcripts import find_transcripts, read_turns
+
+__all__ = ["Follower", "watch"]
+
+Report = Callable[[Path, list[str]], None]
+_TAIL = 65_536
+
+
+def _whole_lines_end(path: Path) -> int:
+    """Offset just after the last complete line of ``path``."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        start = max(0, size - _TAIL)
+        handle.seek(start)
+        tail = handle.read()
+    cut = tail.rfind(b"\n")
+    return start + cut + 1 if cut >= 0 else start
+
+
+class Follower:
+    """Reads the new part of each transcript and captures from it."""
+
+    def __init__(self, home: Path, *, save: bool, report: Report) -> None:
+        self.home = home
+        self.save = save
+        self.report = report
+        self._offsets: dict[Path, int] = {}
+
+    def prime(self, root: Path) -> None:
+        """Skip what the transcripts already under ``root`` hold."""
+        for path in find_transcripts(root):
+            if self.save:
+                if not capture.was_read(self.home, path):
+                    capture.mark_read(self.home, path, _whole_lines_end(path))
+            else:
+                self._offsets[path] = _whole_lines_end(path)
+
+    def process(self, store: MemoryStore, path: Path) -> capture.CaptureResult | None:
+        if not path.is_file() or path.suffix != ".jsonl":
+            return None
+        if self.save:
+            turns, offset = capture.unread_turns(self.home, path)
+        else:
+            turns, offset = read_turns(path, self._offsets.get(path, 0))
+        result = None
+        if turns:
+            cwd = next((t.cwd for t in turns if t.cwd), None)
+            project = paths.current_project(Path(cwd) if cwd else None)
+            result = capture.capture(store, turns, project=project, save=self.save)
+            if result.proposed:
+                self.report(path, [c.text for c in result.proposed])
+        if self.save:
+            capture.mark_read(self.home, path, offset)
+        else:
+            self._offsets[path] = offset
+        return result
+
+
+def watch(
+    root: Path,
+    *,
+    save: bool,
+    report: Report,
+    stop: threading.Event,
+    store_path: Path | None = None,
+) -> None:
+    """Follow ``root`` until ``stop`` is set."""
+    home = paths.home()
+    root.mkdir(parents=True, exist_ok=True)
+    follower = Follower(home, save=save, report=report)
+    follower.prime(root)
+    for changes in watchfiles.watch(
+        root, stop_event=stop, debounce=400, rust_timeout=500, yield_on_timeout=False
+    ):
+        touched = sorted({Path(p) for _, p in changes if p.endswith(".jsonl")})
+        if not touched:
+            continue
+        with MemoryStore.open(store_path) as store:
+            for path in touched:
+                follower.process(store, path)

@@ -1,0 +1,363 @@
+"""Plan and apply the edits that install sealmem into a host, or take it out again.
+
+Planning is separate from writing: :func:`plan_install` and
+:func:`plan_uninstall` read the host's files and return :class:`FileEdit`
+values (before/after text); ``--print`` shows them as a diff and
+:func:`apply_edits` writes them.  Writing backs the file up first
+(``<file>.sealmem-backup-<UTC timestamp>``), refuses if the host changed the
+file meanwhile, and replaces it atomically with its mode kept.
+
+A config that cannot be parsed is never touched: :class:`ConfigRefusedError`
+carries the block to add by hand.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from sealmem.client.hosts import claude_hooks, jsonedit, tomlblock
+from sealmem.client.hosts.configs import SERVER_NAME, Host, hook_command
+from sealmem.protocol.errors import InputError
+
+__all__ = [
+    "BACKUP_INFIX",
+    "ConfigRefusedError",
+    "FileEdit",
+    "HostStatus",
+    "StaleInstallError",
+    "apply_edits",
+    "generic_snippet",
+    "host_status",
+    "manual_block",
+    "plan_install",
+    "plan_uninstall",
+    "render_diff",
+]
+
+BACKUP_INFIX = ".sealmem-backup-"
+_NEW_JSON = "{\n}\n"
+
+
+class ConfigRefusedError(InputError):
+    """A host config could not be parsed or merged; nothing was changed."""
+
+
+class StaleInstallError(InputError):
+    """sealmem is in the host config already, but with another command or settings."""
+
+
+@dataclass(frozen=True)
+class FileEdit:
+    """One file's text before and after; ``after`` None deletes a file we created."""
+
+    path: Path
+    before: str | None
+    after: str | None
+    note: str
+
+    @property
+    def changes(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass(frozen=True)
+class HostStatus:
+    host: str
+    title: str
+    detected: bool
+    config: Path
+    state: Literal["installed", "stale", "absent", "unreadable"]
+    hooks: list[str]
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigRefusedError(f"cannot read {path}: {exc}; nothing was changed") from exc
+
+
+def manual_block(host: Host, entry: Mapping[str, Any]) -> str:
+    """What to add to the host config by hand when we refuse to edit it."""
+    if host.fmt == "toml":
+        return tomlblock.render_table((*host.table_path, SERVER_NAME), entry)
+    return json.dumps({host.table_path[0]: {SERVER_NAME: entry}}, indent=2)
+
+
+def generic_snippet(entry: Mapping[str, Any]) -> str:
+    """The ``mcpServers`` JSON most MCP hosts accept."""
+    return json.dumps({"mcpServers": {SERVER_NAME: dict(entry)}}, indent=2)
+
+
+def _refuse(host: Host, entry: Mapping[str, Any], why: str) -> ConfigRefusedError:
+    return ConfigRefusedError(
+        f"{why}. Nothing was changed. Fix the file and retry, or add this by hand:\n"
+        + manual_block(host, entry)
+    )
+
+
+def _stale(host: Host, path: Path, current: object) -> StaleInstallError:
+    command = current.get("command") if isinstance(current, dict) else current
+    return StaleInstallError(
+        f"{path} already has a '{SERVER_NAME}' server that runs {command!r}, not this "
+        f"installation; run 'sealmem install {host.name} --repair' to update it"
+    )
+
+
+def _servers(host: Host, doc: Mapping[str, Any], where: Path, entry: Mapping[str, Any]) -> Any:
+    servers = doc.get(host.table_path[0], {})
+    if not isinstance(servers, dict):
+        raise _refuse(host, entry, f"{where}: '{host.table_path[0]}' is not a table of servers")
+    return servers.get(SERVER_NAME)
+
+
+def _plan_server(host: Host, entry: dict[str, Any], *, repair: bool) -> FileEdit:
+    path = host.config_path()
+    before = _read(path)
+    if host.fmt == "toml":
+        text = before or ""
+        try:
+            doc = tomlblock.parse_toml(text, where=str(path))
+        except tomlblock.TomlConfigError as exc:
+            raise _refuse(host, entry, str(exc)) from exc
+        current = _servers(host, doc, path, entry)
+        block = tomlblock.render_table((*host.table_path, SERVER_NAME), entry)
+        has_block = tomlblock.find_block(text) is not None
+        if current is not None and not has_block:
+            raise _refuse(
+                host, entry, f"{path} has a [mcp_servers.sealmem] table sealmem did not add"
+            )
+        if current is None:
+            after = tomlblock.add_block(text, block)
+        elif current == entry:
+            after = text
+        elif repair:
+            after = tomlblock.replace_block(text, block)
+        else:
+            raise _stale(host, path, current)
+        try:
+            check = tomlblock.parse_toml(after, where=str(path))
+        except tomlblock.TomlConfigError as exc:
+            raise _refuse(host, entry, f"{path} cannot take a new table at its end") from exc
+        if check.get("mcp_servers", {}).get(SERVER_NAME) != entry:
+            raise _refuse(host, entry, f"{path} did not read back the entry we added")
+        return FileEdit(path, before, after, "MCP server")
+    text = before if before is not None else _NEW_JSON
+    try:
+        doc = jsonedit.parse_object(text, where=str(path))
+    except jsonedit.JsonConfigError as exc:
+        raise _refuse(host, entry, str(exc)) from exc
+    current = _servers(host, doc, path, entry)
+    key = [host.table_path[0], SERVER_NAME]
+    if current is None:
+        after = jsonedit.add_member(text, key[:1], SERVER_NAME, entry)
+    elif current == entry:
+        after = text
+    elif repair:
+        after = jsonedit.replace_value(text, key, entry)
+    else:
+        raise _stale(host, path, current)
+    return FileEdit(path, before, after, "MCP server")
+
+
+def plan_install(
+    host: Host,
+    executable: Path,
+    env: Mapping[str, str],
+    *,
+    repair: bool = False,
+    hooks: Collection[str] = (),
+) -> list[FileEdit]:
+    """Edits that put the server entry (and, for Claude Code, the named hooks) in place.
+
+    ``hooks`` names hooks from :data:`claude_hooks.EVENTS`; with ``repair``
+    the sealmem hooks already present are brought up to date as well.
+    """
+    entry = host.entry(executable, env)
+    edits = [_plan_server(host, entry, repair=repair)]
+    settings = host.settings_path()
+    if settings is not None and (hooks or repair):
+        before = _read(settings)
+        names = set(hooks)
+        commands: dict[str, str] = {}
+        try:
+            if repair and before is not None:
+                names |= set(claude_hooks.our_hooks(before, where=str(settings)))
+            ordered = [name for name in claude_hooks.EVENTS if name in names]
+            commands = {name: hook_command(executable, name, env) for name in ordered}
+            after = claude_hooks.add_hooks(before, commands, repair=repair, where=str(settings))
+        except claude_hooks.StaleHookError as exc:
+            raise StaleInstallError(
+                f"{exc}; run 'sealmem install {host.name} --repair' to update it"
+            ) from exc
+        except jsonedit.JsonConfigError as exc:
+            raise ConfigRefusedError(
+                f"{exc}. Nothing was changed. Add the hooks by hand:\n"
+                + claude_hooks.manual_hooks(commands)
+            ) from exc
+        edits.append(FileEdit(settings, before, after, "hooks"))
+    return [edit for edit in edits if edit.changes]
+
+
+def _backups(path: Path) -> list[Path]:
+    return sorted(path.parent.glob(path.name + BACKUP_INFIX + "*"))
+
+
+def _pre_install_backup(path: Path, has_ours: Callable[[Any], bool]) -> Any:
+    """Parsed newest backup of ``path`` that holds nothing of ours, or None."""
+    for backup in reversed(_backups(path)):
+        try:
+            doc = json.loads(backup.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not has_ours(doc):
+            return doc
+    return None
+
+
+def _uninstall_json(
+    path: Path, text: str, remove: Callable[[str, bool], str], has_ours: Callable[[Any], bool]
+) -> str | None:
+    """Remove ours, pruning emptied containers unless the pre-install backup had them."""
+    pruned, kept = remove(text, True), remove(text, False)
+    target = _pre_install_backup(path, has_ours)
+    after = (
+        kept if target is not None and json.loads(kept) == target != json.loads(pruned) else pruned
+    )
+    if json.loads(after) == {} and not _backups(path):
+        return None  # we created the file: take it away again
+    return after
+
+
+def plan_uninstall(host: Host) -> list[FileEdit]:
+    """Edits that remove exactly what :func:`plan_install` added, and nothing else."""
+    path = host.config_path()
+    before = _read(path)
+    edits: list[FileEdit] = []
+    if before is not None and host.fmt == "toml":
+        after = tomlblock.remove_block(before)
+        if after is not None:
+            gone = after == "" and not _backups(path)  # we created the file: take it away
+            edits.append(FileEdit(path, before, None if gone else after, "MCP server"))
+    elif before is not None:
+        doc = jsonedit.parse_object(before, where=str(path))
+        key = [host.table_path[0], SERVER_NAME]
+        if SERVER_NAME in (doc.get(key[0]) or {}):
+
+            def remove(text: str, prune: bool) -> str:
+                return jsonedit.remove(text, key, prune=prune)
+
+            def has_ours(doc: Any) -> bool:
+                return isinstance(doc, dict) and SERVER_NAME in (doc.get(key[0]) or {})
+
+            after_text = _uninstall_json(path, before, remove, has_ours)
+            edits.append(FileEdit(path, before, after_text, "MCP server"))
+    settings = host.settings_path()
+    if settings is not None:
+        text = _read(settings)
+        if text is not None and claude_hooks.our_hooks(text, where=str(settings)):
+
+            def remove_hooks(text: str, prune: bool) -> str:
+                return claude_hooks.remove_hooks(text, prune=prune, where=str(settings))
+
+            def has_hooks(doc: Any) -> bool:
+                return bool(claude_hooks.our_hooks(json.dumps(doc), where=str(settings)))
+
+            after_text = _uninstall_json(settings, text, remove_hooks, has_hooks)
+            edits.append(FileEdit(settings, text, after_text, "hooks"))
+    return [edit for edit in edits if edit.changes]
+
+
+def _timestamp(now: datetime | None) -> str:
+    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def _write_atomic(path: Path, text: str, mode: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def apply_edits(edits: list[FileEdit], *, now: datetime | None = None) -> list[Path]:
+    """Back up and write each edit; return the backups made."""
+    backups: list[Path] = []
+    for edit in edits:
+        current = _read(edit.path)
+        if current != edit.before:
+            raise InputError(
+                f"{edit.path} changed while sealmem was editing it (the host may be running); "
+                "nothing more was written; retry"
+            )
+        mode = 0o600
+        if edit.before is not None:
+            mode = edit.path.stat().st_mode & 0o777
+            if edit.after is None:
+                edit.path.unlink()
+                continue
+            backup = edit.path.with_name(edit.path.name + BACKUP_INFIX + _timestamp(now))
+            _write_atomic(backup, edit.before, mode)
+            backups.append(backup)
+        if edit.after is not None:
+            _write_atomic(edit.path, edit.after, mode)
+    return backups
+
+
+def render_diff(edits: list[FileEdit]) -> str:
+    """A unified diff of every planned edit (what ``--print`` shows)."""
+    out: list[str] = []
+    for edit in edits:
+        out.extend(
+            difflib.unified_diff(
+                (edit.before or "").splitlines(keepends=True),
+                (edit.after or "").splitlines(keepends=True),
+                fromfile=f"{edit.path} (now)",
+                tofile=f"{edit.path} ({'deleted' if edit.after is None else edit.note})",
+            )
+        )
+    text = "".join(out)
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
+def host_status(host: Host, entry: Mapping[str, Any]) -> HostStatus:
+    """Is the host present, and is sealmem installed in it with this entry?"""
+    path = host.config_path()
+    state: Literal["installed", "stale", "absent", "unreadable"] = "absent"
+    hooks: list[str] = []
+    try:
+        text = _read(path)
+        if text is not None:
+            doc = (
+                tomlblock.parse_toml(text, where=str(path))
+                if host.fmt == "toml"
+                else jsonedit.parse_object(text, where=str(path))
+            )
+            current = (doc.get(host.table_path[0]) or {}).get(SERVER_NAME)
+            if current is not None:
+                state = "installed" if current == entry else "stale"
+        settings = host.settings_path()
+        settings_text = _read(settings) if settings is not None else None
+        if settings_text is not None:
+            hooks = sorted(claude_hooks.our_hooks(settings_text, where=str(settings)))
+    except (InputError, AttributeError):
+        state = "unreadable"
+    detected = host.detect_dir().is_dir() or path.exists()
+    return HostStatus(host.name, host.title, detected, path, state, hooks)
