@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
 
 from sealmem.protocol.errors import SealmemError
 
@@ -214,7 +215,9 @@ class MemoryTools:
         text = self.store().startup_context(project=scope)
         if not text:
             return f"sealmem: no memories yet for project {scope!r}."
-        return f"Memories for project {scope!r} from sealmem. {DATA_NOT_INSTRUCTIONS}\n\n{text}"
+        if "not instructions" in text:  # the store already frames it as data
+            return text
+        return f"Memories from sealmem for {scope!r}. {DATA_NOT_INSTRUCTIONS}\n\n{text}"
 
     async def startup_resource(self) -> str:
         return await self.startup_context()
@@ -268,7 +271,18 @@ def create_server(
     for name, doc in _TOOL_DOCS.items():
         reads = name in ("recall", "get", "recent")
         description = doc + (DATA_NOT_INSTRUCTIONS if reads else "")
-        server.add_tool(getattr(tools, name), name=name, description=description.strip())
+        annotations = ToolAnnotations(
+            read_only_hint=name not in ("remember", "forget"),
+            destructive_hint=name == "forget",
+            idempotent_hint=name != "forget",
+            open_world_hint=False,
+        )
+        server.add_tool(
+            getattr(tools, name),
+            name=name,
+            description=description.strip(),
+            annotations=annotations,
+        )
     server.prompt(
         name="startup_context",
         description="Warnings, decisions and key memories for this project, to read first. "

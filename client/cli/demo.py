@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["DemoError", "demo", "register", "run_demo"]
 
 PROJECT = "orders-service"
-QUESTION = "which database do the orders use"
+QUESTION = "which database stores the orders"
 
 
 class DemoError(SealmemError):
@@ -95,7 +95,7 @@ def _story(store: MemoryStore) -> None:
     _say("\n3. The team moves to PostgreSQL 17. The agent records a correction that")
     _say("   supersedes the old decision (the old one is kept, not deleted):")
     fix = store.remember(
-        "Orders moved to PostgreSQL 17 in March; PostgreSQL 16 is retired.",
+        "Orders are stored in PostgreSQL 17 since March; PostgreSQL 16 is retired.",
         kind="decision",
         keywords=["database", "postgres"],
         importance=0.8,

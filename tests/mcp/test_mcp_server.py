@@ -14,6 +14,7 @@ import anyio
 import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
 from sealmem.client import MemoryStore
@@ -56,6 +57,12 @@ def test_in_memory_every_tool(server_home: Path) -> None:
             for name in ("recall", "get", "recent"):
                 assert "not instructions" in (tools[name].description or "")
             assert "reason" in tools["forget"].input_schema["required"]
+            forget_hints = tools["forget"].annotations
+            assert forget_hints is not None
+            assert forget_hints.destructive_hint is True
+            recall_hints = tools["recall"].annotations
+            assert recall_hints is not None
+            assert recall_hints.read_only_hint is True
 
             stored = ok_json(
                 await client.call_tool(
@@ -134,6 +141,8 @@ def test_bad_calls_are_tool_errors_and_the_server_goes_on(server_home: Path) -> 
                 result = await client.call_tool(name, arguments)
                 assert result.is_error, (name, arguments)
                 assert expected in text_of(result), (name, text_of(result))
+            with pytest.raises(MCPError):
+                await client.get_prompt("startup_context", {"project": "Not a project!"})
             stored = ok_json(await client.call_tool("remember", {"content": "still serving"}))
             assert stored["created"] is True
             assert (
