@@ -41,7 +41,7 @@ def warn(message: str) -> None:
 
 
 def short_id(memory_id: str) -> str:
-    """The last 12 hex digits: unique enough to read; commands take the full id."""
+    """The last 12 hex digits, for narration; commands take the full id."""
     return memory_id[-12:]
 
 
@@ -91,7 +91,7 @@ def memory_block(
         tags.append("private")
     if rec.deleted:
         tags.append("FORGOTTEN")
-    head = f"{heading}{rec.id if full else short_id(rec.id)}  [{', '.join(tags)}]"
+    head = f"{heading}{rec.id}  [{', '.join(tags)}]"
     body = rec.content
     if rec.deleted:
         body = f"(forgotten: {rec.delete_reason or 'no reason recorded'})"
@@ -106,7 +106,6 @@ def memory_block(
     if full:
         details.append(f"importance: {rec.importance:.2f}   seen: {memory.seen_count}x")
         details.append(f"created: {format_time(rec.created_at)}   origin: {rec.origin}")
-        details.append(f"full id: {rec.id}")
     lines.extend(_indent(d) for d in details)
     return "\n".join(lines)
 

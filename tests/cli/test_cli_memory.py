@@ -113,6 +113,28 @@ def test_unknown_supersedes_stores_nothing(cli: CliFn) -> None:
     assert cli("list", "--json").json()["memories"] == []
 
 
+def test_redaction_warning_and_ids_people_can_copy(cli: CliFn) -> None:
+    run = cli("remember", "CI token ghp_abcdefghijklmnopqrstuvwxyz0123456789 expires soon")
+    assert run.code == 0
+    assert run.err.startswith("warning: redacted")
+    assert "ghp_abcdef" not in run.err
+    memory_id = run.out.split()[1]
+    recalled = cli("recall", "CI token expires")
+    assert memory_id in recalled.out  # the full id, usable with show/forget
+    assert "ghp_abcdef" not in recalled.out
+    assert cli("show", memory_id[:13]).code == 0  # a unique prefix will do
+
+
+def test_import_from_stdin(cli: CliFn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    memory_id = remember(cli, "shipped through a pipe")
+    exported = cli("export").out
+    monkeypatch.setenv("SEALMEM_HOME", str(tmp_path / "piped-home"))
+    run = cli("import", "-", "--json", stdin=exported)
+    assert run.code == 0, run.err
+    assert run.json()["added"] == 1
+    assert cli("show", memory_id, "--json").json()["content"] == "shipped through a pipe"
+
+
 def test_show_and_unknown_id(cli: CliFn) -> None:
     memory_id = remember(cli, "Docs live in the wiki.")
     run = cli("show", memory_id)
