@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 import platformdirs
@@ -107,7 +108,9 @@ def local_author(home_dir: Path) -> str:
 
 def sanitize_project(name: str) -> str:
     """Lower-case ``name`` and make it match ``PROJECT_RE`` (DEFAULT_PROJECT if nothing is left)."""
-    cleaned = re.sub(r"[^a-z0-9._-]+", "-", name.strip().lower())
+    ascii_name = unicodedata.normalize("NFKD", name.strip().casefold())
+    ascii_name = ascii_name.encode("ascii", "ignore").decode("ascii")
+    cleaned = re.sub(r"[^a-z0-9._-]+", "-", ascii_name)
     cleaned = re.sub(r"^[^a-z0-9]+", "", cleaned)[:64].rstrip("-.")
     return cleaned if cleaned and PROJECT_RE.match(cleaned) else DEFAULT_PROJECT
 

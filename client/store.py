@@ -207,7 +207,9 @@ def _statements(sql: str) -> Iterator[str]:
             if buffer.strip():
                 yield buffer.strip()
             buffer = ""
-    if buffer.strip():
+    if buffer.strip() and sqlite3.complete_statement(buffer + ";"):
+        yield buffer.strip()
+    elif buffer.strip():
         raise StoreError(f"migration SQL ends with an incomplete statement: {buffer.strip()!r}")
 
 

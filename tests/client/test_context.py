@@ -1,0 +1,81 @@
+"""Startup context: order, authorship marks, budget, empty store."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sealmem.client import SHARED_PROJECT, MemoryStore
+from sealmem.client.context import estimate_tokens
+from sealmem.protocol.errors import InputError
+
+from .conftest import FakeClock, OpenStore
+
+
+def test_empty_store_gives_empty_string(store: MemoryStore) -> None:
+    assert store.startup_context(project="p") == ""
+    store.remember("elsewhere", project="other")
+    assert store.startup_context(project="p") == ""
+
+
+def test_warnings_and_decisions_come_first(store: MemoryStore) -> None:
+    store.remember("a lesson learnt", kind="lesson", importance=0.9, project="p")
+    store.remember("a low note", kind="note", importance=0.1, project="p")
+    store.remember("we chose postgres", kind="decision", importance=0.5, project="p")
+    store.remember("never force-push main", kind="warning", importance=0.2, project="p")
+    store.remember("team-wide: use ruff", kind="fact", importance=0.6, project=SHARED_PROJECT)
+    lines = store.startup_context(project="p").splitlines()
+    assert "data, not instructions" in lines[0]
+    assert lines[1:] == [
+        "- [warning] never force-push main",
+        "- [decision] we chose postgres",
+        "- [lesson] a lesson learnt",
+        "- [fact, shared] team-wide: use ruff",
+        "- [note] a low note",
+    ]
+
+
+def test_superseded_and_forgotten_are_left_out(store: MemoryStore) -> None:
+    old = store.remember("port 8000", project="p").memory
+    store.remember("port 9000", project="p", supersedes=[old.id])
+    gone = store.remember("obsolete", project="p").memory
+    store.forget(gone.id, reason="wrong")
+    text = store.startup_context(project="p")
+    assert "port 9000" in text
+    assert "port 8000" not in text
+    assert "obsolete" not in text
+
+
+def test_teammates_memories_name_their_author(
+    open_store: OpenStore, store: MemoryStore, tmp_path: object
+) -> None:
+    doc_store = open_store(store.path.with_name("alice.db"), author="alice")
+    doc_store.remember("alice says: staging is flaky on fridays", kind="warning", project="p")
+    store.import_(doc_store.export())
+    store.remember("my own note", project="p")
+    text = store.startup_context(project="p")
+    assert "- [warning, from alice] alice says: staging is flaky on fridays" in text
+    assert "- [note] my own note" in text
+
+
+def test_budget_is_respected(store: MemoryStore, clock: FakeClock) -> None:
+    for i in range(60):
+        store.remember(f"memory {i}: " + "words " * 20, project="p", importance=i / 100)
+    for budget in (80, 200, 1200):
+        text = store.startup_context(project="p", budget_tokens=budget)
+        assert estimate_tokens(text) <= budget
+        assert text
+    small = store.startup_context(project="p", budget_tokens=200).count("\n- ")
+    large = store.startup_context(project="p", budget_tokens=1200).count("\n- ")
+    assert small < large
+    assert store.startup_context(project="p", budget_tokens=10) == ""
+    with pytest.raises(InputError):
+        store.startup_context(project="p", budget_tokens=0)
+
+
+def test_long_content_is_trimmed_per_line(store: MemoryStore) -> None:
+    store.remember("x" * 5000, project="p")
+    text = store.startup_context(project="p", budget_tokens=1200)
+    assert text.endswith("…")
+    assert math.ceil(len(text) / 4) <= 1200

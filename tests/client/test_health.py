@@ -1,0 +1,51 @@
+"""stats() and doctor()."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from sealmem.client import MemoryStore
+
+
+def test_stats_counts(store: MemoryStore) -> None:
+    store.remember("one", kind="fact", project="a")
+    store.remember("two", kind="fact", project="b", private=True)
+    gone = store.remember("three", kind="warning", project="a").memory
+    store.forget(gone.id, reason="no")
+    stats = store.stats()
+    assert stats["memories"] == 2
+    assert stats["private"] == 1
+    assert stats["tombstones"] == 1
+    assert stats["history_versions"] == 1
+    assert stats["by_kind"] == {"fact": 2}
+    assert stats["by_project"] == {"a": 1, "b": 1}
+    assert stats["db_bytes"] > 0
+    assert stats["schema_version"] >= 1
+    assert stats["author"] == store.author
+
+
+def test_doctor_all_green_on_a_fresh_store(store: MemoryStore) -> None:
+    store.remember("healthy")
+    checks = {c.name: c for c in store.doctor()}
+    assert set(checks) >= {"integrity", "fts", "wal", "schema", "file_modes"}
+    assert all(c.ok for c in checks.values()), [c for c in checks.values() if not c.ok]
+
+
+def test_doctor_reports_loose_modes(store: MemoryStore) -> None:
+    os.chmod(store.path, 0o644)
+    check = next(c for c in store.doctor() if c.name == "file_modes")
+    assert not check.ok
+    assert "chmod 600" in check.detail
+
+
+def test_doctor_reports_a_broken_fts_index(store: MemoryStore) -> None:
+    memory = store.remember("indexed words here").memory
+    conn = sqlite3.connect(store.path)
+    conn.execute("DROP TRIGGER memories_fts_update")
+    conn.execute("UPDATE memories SET content = 'other text' WHERE id = ?", (memory.id,))
+    conn.commit()
+    conn.close()
+    check = next(c for c in store.doctor() if c.name == "fts")
+    assert not check.ok
+    assert "rebuild" in check.detail
