@@ -31,7 +31,7 @@ hosts.register(app)
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (1 for an expected failure)."""
     try:
-        app(args=argv, prog_name="sealmem", standalone_mode=False)
+        rc = app(args=argv, prog_name="sealmem", standalone_mode=False)
     except SealmemError as exc:
         typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
         return 1
@@ -42,14 +42,15 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.exit_code or 0)
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        raise
-    return 0
+    except typer.TyperException as exc:
+        # Usage errors (missing option, bad value): click's own message, no traceback.
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            typer.secho(f"error: {exc.format_message()}", err=True, fg=typer.colors.RED)
+        return int(exc.exit_code)
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":
