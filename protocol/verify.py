@@ -286,21 +286,18 @@ def _next_head(
     state: TrustedState, roster: Roster, m: Manifest, digest: str, where: str
 ) -> ChainHead | None:
     """The new chain head, or ``None`` if this manifest is the one already trusted."""
+    reset = roster.latest_reset(m.writer, m.project)
+    floor = reset.at_version if reset is not None else 0
+    if m.roster_version < floor:
+        raise Rejected(
+            reasons.ROLLBACK,
+            f"{where} predates the admin reset of this chain in roster v{floor}",
+        )
     head = state.head(m.writer, m.project)
     if head is None:
-        return ChainHead(m.seq, digest)
-    reset = roster.latest_reset(m.writer, m.project)
-    if (
-        m.prev is None
-        and reset is not None
-        and reset.at_version > head.reset_at
-        and m.roster_version >= reset.at_version
-    ):
-        return ChainHead(m.seq, digest, reset.at_version)
-    if m.roster_version < head.reset_at:
-        raise Rejected(
-            reasons.ROLLBACK, f"{where} predates the reset of this chain at v{head.reset_at}"
-        )
+        return ChainHead(m.seq, digest, floor)
+    if m.prev is None and floor > head.reset_at:
+        return ChainHead(m.seq, digest, floor)
     if m.seq < head.seq:
         raise Rejected(
             reasons.ROLLBACK,

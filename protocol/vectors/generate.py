@@ -194,6 +194,7 @@ DESCRIPTIONS = {
     "manifest-revoked-pinned": "a revoked writer's pinned manifest stays valid",
     "manifest-reset": "an admin reset lets a restored writer start a new chain",
     "manifest-reset-replay": "the lost chain cannot come back after a reset",
+    "manifest-reset-replay-fresh": "a reader who never saw the lost chain refuses it too",
     "manifest-epoch-unknown": "an epoch with no trusted keyring",
     "manifest-roster-unknown": "cites a roster newer than the trusted one",
     "manifest-cross-team": "a manifest of another team",
@@ -400,6 +401,7 @@ def manifest_cases() -> list[Case]:
         Case("manifest-revoked-pinned", revoked, M2, "accept"),
         Case("manifest-reset", [*BASE, ("manifest", M2), reset_roster], fresh, "accept"),
         Case("manifest-reset-replay", [*after1, reset_roster, ("manifest", fresh)], M3, "rollback"),
+        Case("manifest-reset-replay-fresh", [*BASE, reset_roster], M3, "rollback"),
         Case(
             "manifest-epoch-unknown",
             BASE,

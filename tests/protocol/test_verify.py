@@ -132,9 +132,8 @@ def test_admin_reset_starts_a_new_chain_once(world: World) -> None:
         state, _ = accept_manifest(SUITE, state, data)
     v1 = state.roster
     assert v1 is not None
-    state, _ = accept_roster(
-        SUITE, state, next_roster(v1, resets=(Reset(world.alice.kid, PROJECT, 2),)).sign(world.root)
-    )
+    reset_roster = next_roster(v1, resets=(Reset(world.alice.kid, PROJECT, 2),)).sign(world.root)
+    state, _ = accept_roster(SUITE, state, reset_roster)
     restored = world.snapshot(world.alice, [make_record(world.alice, 1)], roster_version=2)
     state, _ = accept_manifest(SUITE, state, restored.envelope)
     head = state.head(world.alice.kid, PROJECT)
@@ -143,6 +142,12 @@ def test_admin_reset_starts_a_new_chain_once(world: World) -> None:
     assert reason_of(state, old[2]) == "rollback"  # the lost chain cannot come back
     again = world.snapshot(world.alice, [make_record(world.alice, 2)], roster_version=2)
     assert reason_of(state, again.envelope) == "fork"  # one reset, one new chain
+    # a reader who never saw the old chain refuses it too, even with a higher seq
+    newcomer = world.state()
+    newcomer, _ = accept_roster(SUITE, newcomer, reset_roster)
+    newcomer, _ = accept_manifest(SUITE, newcomer, restored.envelope)
+    assert reason_of(newcomer, old[2]) == "rollback"
+    assert reason_of(accept_roster(SUITE, world.state(), reset_roster)[0], old[2]) == "rollback"
 
 
 def test_witnessed_heads_expose_equivocation(world: World) -> None:
