@@ -82,8 +82,7 @@ def _lines(text: str) -> Iterator[str]:
         if in_fence:
             continue
         line = _EMPHASIS.sub("", _HEADING.sub("", _BULLET.sub("", raw))).strip()
-        parts = _SENTENCE.split(line) if len(line) > 200 else [line]
-        for part in parts:
+        for part in _SENTENCE.split(line):
             part = part.strip()
             if MIN_CHARS <= len(part) <= MAX_CHARS:
                 yield part

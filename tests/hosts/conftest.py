@@ -1,0 +1,101 @@
+"""Fixtures for the agent-host tests: a temporary HOME and SEALMEM_HOME, two ways to run.
+
+``cli`` runs ``sealmem.client.cli.main`` in-process; ``script`` runs the
+installed ``sealmem`` console script in a real subprocess (hooks are run that
+way by hosts).  Both see the same temporary HOME, so no real host config of
+the machine is ever read or written.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sealmem.client.api import MemoryStore
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
+SEALMEM = Path(sys.executable).with_name("sealmem")
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@dataclass
+class Env:
+    home: Path  # $HOME
+    state: Path  # $SEALMEM_HOME
+    project: Path  # cwd: a git repository named "webshop"
+    environ: dict[str, str]
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    home, state, project = tmp_path / "home", tmp_path / "state", tmp_path / "webshop"
+    home.mkdir()
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SEALMEM_HOME", str(state))
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(project)
+    environ = dict(os.environ)
+    return Env(home, state, project, environ)
+
+
+@pytest.fixture
+def cli(
+    env: Env, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Run]:
+    from sealmem.client.cli import main
+
+    def run(*args: str, stdin: str | None = None) -> Run:
+        capsys.readouterr()
+        if stdin is not None:
+            monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return Run(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def script(env: Env) -> Callable[..., Run]:
+    def run(*args: str, stdin: str = "", timeout: float = 30) -> Run:
+        done = subprocess.run(
+            [str(SEALMEM), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env.environ,
+            cwd=env.project,
+            timeout=timeout,
+            check=False,
+        )
+        return Run(done.returncode, done.stdout, done.stderr)
+
+    return run
+
+
+@pytest.fixture
+def store(env: Env) -> Iterator[MemoryStore]:
+    """The store the CLI and the hooks use (``$SEALMEM_HOME/store.db``), closed afterwards."""
+    opened = MemoryStore.open()
+    yield opened
+    opened.close()
