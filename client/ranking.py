@@ -1,0 +1,244 @@
+"""Pure helpers of recall: tokenizing, query analysis and the scoring formula.
+
+Nothing here touches SQLite or the clock; :mod:`sealmem.client.recall` feeds it
+rows and ``now_ms``.  Text is split the way FTS5's ``unicode61`` tokenizer
+splits it (letters and digits; case and diacritics folded) and stemmed with
+the same Porter rules, so the features below agree with the full-text index.
+
+The score of a candidate memory is a weighted sum, every part of which is
+reported in ``why``:
+
+``bm25``       FTS5 BM25 over content and keywords, normalised to the best hit (0..1)
+``coverage``   share of the query's terms the memory holds, each term weighted by a
+               smoothed IDF (a common name still counts, a rare word counts more),
+               terms written as proper nouns in the query weighted up
+``context``    terms the memory lacks but its neighbours in the same session hold
+``date``       the memory was written in a period the query names ("in May 2023")
+``recency``    exp(-age / half-life)
+``importance`` importance above or below the neutral 0.5
+``superseded`` negative when a newer memory corrects this one (demoted, never hidden)
+``history``    present when only an older version of the memory matched
+"""
+
+from __future__ import annotations
+
+import calendar
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+
+from sealmem.client.stemmer import stem
+from sealmem.client.stopwords import STOP_WORDS
+
+__all__ = [
+    "DAY_MS",
+    "QueryTerm",
+    "RankingWeights",
+    "Span",
+    "analyse_query",
+    "context_gain",
+    "coverage",
+    "date_spans",
+    "fts_match_expression",
+    "recency_score",
+    "stems_of",
+    "term_shares",
+    "tokens",
+]
+
+DAY_MS = 86_400_000
+
+_TOKEN_RE = re.compile(r"[^\W_]+")
+_ENTITY_RE = re.compile(r"[A-Z][\w'-]*")
+
+
+@dataclass(frozen=True)
+class RankingWeights:
+    """Weights of the score's components; 0 switches a feature off (the benchmark's ablation)."""
+
+    bm25: float = 1.0
+    keywords_column: float = 2.0  # BM25 weight of agent keywords relative to content
+    coverage: float = 1.0
+    entity_boost: float = 1.0  # multiplier on proper-noun terms (measured: no gain, so off)
+    context: float = 0.7  # the best neighbour's BM25
+    context_terms: float = 0.35  # query terms only the neighbours hold
+    context_decay: float = 1.0  # factor per step of distance beyond the first
+    context_gap_ms: int = 3_600_000  # neighbours: same origin, at most this far apart
+    context_window: int = 2
+    context_seeds: int = 20  # best BM25 hits whose neighbours are considered
+    date: float = 0.6
+    recency: float = 0.05
+    recency_half_life_days: float = 30.0
+    importance: float = 0.1
+    superseded: float = 0.5  # fraction of the score taken away from a corrected memory
+    history: float = 0.8  # factor on a match found only in an older version
+    pool: int = 60  # BM25 candidates considered before re-ranking
+
+
+@dataclass(frozen=True)
+class QueryTerm:
+    word: str  # folded surface form, as put in the FTS5 query
+    stem: str
+    entity: bool  # written as a proper noun in the query
+
+
+@dataclass(frozen=True)
+class Span:
+    """A half-open time interval in ms since the epoch, UTC."""
+
+    start: int
+    end: int
+
+
+def _fold(text: str) -> str:
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case, diacritic-free word tokens, split as FTS5's unicode61 splits."""
+    return _TOKEN_RE.findall(_fold(text))
+
+
+@lru_cache(maxsize=8192)
+def stems_of(text: str) -> frozenset[str]:
+    """The distinct stems FTS5's porter tokenizer indexes for ``text``.
+
+    Cached: recall looks at the same memories again and again.
+    """
+    return frozenset(stem(t) for t in tokens(text))
+
+
+def analyse_query(query: str) -> list[QueryTerm]:
+    """The query's distinct non-stop-word terms, in order, with proper nouns flagged.
+
+    A proper noun is a capitalised word that does not start a sentence; a query
+    written all in capitals or all in lower case has none.
+    """
+    entities: set[str] = set()
+    if query != query.upper():
+        for match in _ENTITY_RE.finditer(query):
+            before = query[: match.start()].rstrip()
+            if before and before[-1] not in ".!?:":
+                entities.update(tokens(match.group()))
+    seen: set[str] = set()
+    terms: list[QueryTerm] = []
+    for word in tokens(query):
+        if word in STOP_WORDS or len(word) > 64:
+            continue
+        stemmed = stem(word)
+        if stemmed in seen:
+            continue
+        seen.add(stemmed)
+        terms.append(QueryTerm(word, stemmed, word in entities))
+    return terms
+
+
+def fts_match_expression(words: Iterable[str]) -> str:
+    """An FTS5 query OR-ing each word as a quoted string (no operator can be injected)."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def term_shares(
+    terms: Sequence[QueryTerm], df: Mapping[str, int], n_docs: int, entity_boost: float
+) -> dict[str, float]:
+    """Each query term's share of the query (they sum to 1): a smoothed IDF,
+    log(1 + N/df), that stays positive for terms in most memories, times
+    ``entity_boost`` for proper nouns."""
+    raw = {
+        t.stem: math.log(1.0 + n_docs / max(df.get(t.stem, 0), 1))
+        * (entity_boost if t.entity else 1.0)
+        for t in terms
+    }
+    total = sum(raw.values()) or 1.0
+    return {term: value / total for term, value in raw.items()}
+
+
+def coverage(shares: Mapping[str, float], stems: frozenset[str]) -> float:
+    """The share of the query whose terms are among ``stems`` (0..1)."""
+    return sum(share for term, share in shares.items() if term in stems)
+
+
+def context_gain(
+    shares: Mapping[str, float], stems: frozenset[str], around: Iterable[frozenset[str]]
+) -> float:
+    """The share of the query that only the neighbours ``around`` hold (0..1)."""
+    missing = {term: share for term, share in shares.items() if term not in stems}
+    found: set[str] = set()
+    for other in around:
+        found.update(term for term in missing if term in other)
+    return sum(missing[term] for term in found)
+
+
+def recency_score(created_at: int, now_ms: int, half_life_days: float) -> float:
+    """1.0 for a memory written now, 0.5 after one half-life; future times count as now."""
+    age_days = max(0, now_ms - created_at) / DAY_MS
+    return math.exp(-math.log(2) * age_days / half_life_days)
+
+
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_name) if name})
+_YEAR_RE = re.compile(r"^(19|20)\d\d$")
+_ISO_RE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+
+
+def _month_span(year: int, month: int) -> Span:
+    start = datetime(year, month, 1, tzinfo=UTC)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
+    return Span(_ms(start), _ms(end))
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def date_spans(query: str, now_ms: int) -> list[Span]:
+    """Periods the query names: ISO dates, month names (with or without a year),
+    years, and today / yesterday / last week / last month relative to ``now_ms``.
+
+    A month without a year means that month in each of the last three years.
+    """
+    spans: list[Span] = []
+    for y, m, d in _ISO_RE.findall(query):
+        try:
+            day = datetime(int(y), int(m), int(d), tzinfo=UTC)
+        except ValueError:
+            continue
+        spans.append(Span(_ms(day), _ms(day + timedelta(days=1))))
+    words = tokens(query)
+    now = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
+    years = [int(w) for w in words if _YEAR_RE.match(w)]
+    months = [_MONTHS[w] for w in words if w in _MONTHS and (w != "may" or _may_is_month(query))]
+    if months:
+        for month in months:
+            for year in years or range(now.year - 2, now.year + 1):
+                spans.append(_month_span(year, month))
+    else:
+        spans.extend(Span(_month_span(y, 1).start, _month_span(y, 12).end) for y in years)
+    today = _ms(now.replace(hour=0, minute=0, second=0, microsecond=0))
+    text = " ".join(words)
+    relative = {
+        "today": (today, today + DAY_MS),
+        "yesterday": (today - DAY_MS, today),
+        "last week": (today - 7 * DAY_MS, today + DAY_MS),
+        "this week": (today - 7 * DAY_MS, today + DAY_MS),
+        "last month": (today - 31 * DAY_MS, today + DAY_MS),
+    }
+    spans.extend(Span(s, e) for phrase, (s, e) in relative.items() if phrase in text)
+    return spans
+
+
+_MAY_RE = re.compile(
+    r"(?-i:(?<=[a-z,] )May\b)|\bmay\s+\d|\d+(st|nd|rd|th)?\s+may\b|\bin\s+may\b", re.I
+)
+
+
+def _may_is_month(query: str) -> bool:
+    """Whether "may" in the query is the month, not the verb."""
+    return _MAY_RE.search(query) is not None

@@ -1,0 +1,143 @@
+"""The Porter stemmer (M.F. Porter, 1980), as SQLite's FTS5 ``porter`` tokenizer applies it.
+
+Recall tokenizes queries and candidate memories in Python to compute its extra
+ranking features (term coverage, context from neighbouring memories, entity
+matches); stemming them the same way FTS5 does keeps those features in step
+with the index.  :func:`stem` is cached: conversational text repeats words.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+__all__ = ["stem"]
+
+_VOWELS = frozenset("aeiou")
+
+
+def _is_cons(word: str, i: int) -> bool:
+    ch = word[i]
+    if ch in _VOWELS:
+        return False
+    if ch == "y":
+        return i == 0 or not _is_cons(word, i - 1)
+    return True
+
+
+def _measure(stem_: str) -> int:
+    """The number of VC sequences in ``stem_`` ([C](VC){m}[V])."""
+    m = 0
+    prev_vowel = False
+    for i in range(len(stem_)):
+        vowel = not _is_cons(stem_, i)
+        if prev_vowel and not vowel:
+            m += 1
+        prev_vowel = vowel
+    return m
+
+
+def _has_vowel(stem_: str) -> bool:
+    return any(not _is_cons(stem_, i) for i in range(len(stem_)))
+
+
+def _double_cons(word: str) -> bool:
+    return len(word) >= 2 and word[-1] == word[-2] and _is_cons(word, len(word) - 1)
+
+
+def _cvc(word: str) -> bool:
+    """Ends consonant-vowel-consonant, the last not w, x or y."""
+    if len(word) < 3:
+        return False
+    n = len(word)
+    return (
+        _is_cons(word, n - 3)
+        and not _is_cons(word, n - 2)
+        and _is_cons(word, n - 1)
+        and word[-1] not in "wxy"
+    )
+
+
+def _replace(word: str, rules: tuple[tuple[str, str], ...], min_m: int) -> str:
+    for suffix, repl in rules:
+        if word.endswith(suffix):
+            base = word[: len(word) - len(suffix)]
+            return base + repl if _measure(base) > min_m else word
+    return word
+
+
+_STEP2 = (
+    ("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"),
+    ("izer", "ize"), ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"),
+    ("ousli", "ous"), ("ization", "ize"), ("ation", "ate"), ("ator", "ate"),
+    ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"), ("ousness", "ous"),
+    ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"), ("logi", "log"),
+)  # fmt: skip
+_STEP3 = (
+    ("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"),
+    ("ical", "ic"), ("ful", ""), ("ness", ""),
+)  # fmt: skip
+_STEP4 = (
+    "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment",
+    "ent", "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize",
+)  # fmt: skip
+
+
+def _step1(word: str) -> str:
+    if word.endswith("sses") or word.endswith("ies"):
+        word = word[:-2]
+    elif word.endswith("ss"):
+        pass
+    elif word.endswith("s"):
+        word = word[:-1]
+    fix = False
+    if word.endswith("eed"):
+        if _measure(word[:-3]) > 0:
+            word = word[:-1]
+    elif word.endswith("ed") and _has_vowel(word[:-2]):
+        word, fix = word[:-2], True
+    elif word.endswith("ing") and _has_vowel(word[:-3]):
+        word, fix = word[:-3], True
+    if fix:
+        if word.endswith(("at", "bl", "iz")):
+            word += "e"
+        elif _double_cons(word) and word[-1] not in "lsz":
+            word = word[:-1]
+        elif _measure(word) == 1 and _cvc(word):
+            word += "e"
+    if word.endswith("y") and _has_vowel(word[:-1]):
+        word = word[:-1] + "i"
+    return word
+
+
+def _step4(word: str) -> str:
+    for suffix in sorted(_STEP4, key=len, reverse=True):
+        if word.endswith(suffix):
+            base = word[: len(word) - len(suffix)]
+            if _measure(base) > 1 and (suffix != "ion" or base.endswith(("s", "t"))):
+                return base
+            return word
+    return word
+
+
+def _step5(word: str) -> str:
+    if word.endswith("e"):
+        base = word[:-1]
+        m = _measure(base)
+        if m > 1 or (m == 1 and not _cvc(base)):
+            word = base
+    if word.endswith("ll") and _measure(word[:-1]) > 1:
+        word = word[:-1]
+    return word
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Porter stem of a lower-case word; words of one or two
+    letters, or longer than 64, stay as they are (as in FTS5)."""
+    if not 2 < len(word) <= 64 or not word.isascii():
+        return word
+    word = _step1(word)
+    word = _replace(word, _STEP2, 0)
+    word = _replace(word, _STEP3, 0)
+    word = _step4(word)
+    return _step5(word)
