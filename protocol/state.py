@@ -5,6 +5,10 @@ version, the accepted keyrings per (project, epoch), the accepted chain head
 per (writer, project), and the highest head per (writer, project) that other
 writers' manifests have witnessed.  Nothing here is ever mutated: the verifier
 returns a new state on accept and leaves the old one untouched on reject.
+
+:meth:`TrustedState.to_wire` / :meth:`TrustedState.from_wire` give a canonical
+JSON form for the client to keep locally (it is the reader's own record of
+what it verified, so it carries bodies without signatures).
 """
 
 from __future__ import annotations
@@ -12,13 +16,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from sealmem.protocol.encoding import (
+    HEX_HASH_RE,
+    b64e,
+    exact_keys,
+    need_b64,
+    need_int,
+    need_kid,
+    need_list,
+    need_str,
+)
+from sealmem.protocol.errors import Rejected, StoreError
 from sealmem.protocol.keyring import Keyring
-from sealmem.protocol.roster import Roster
+from sealmem.protocol.record import PROJECT_RE
+from sealmem.protocol.roster import TEAM_RE, Roster
 from sealmem.protocol.suite import Suite
 
-__all__ = ["ChainHead", "TrustedState", "Witness"]
+__all__ = ["STATE_FORMAT", "ChainHead", "TrustedState", "Witness"]
+
+STATE_FORMAT = "sealmem/trusted-state/v1"
+_MAX_ITEMS = 1_000_000
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -88,3 +107,77 @@ class TrustedState:
             heads=self.heads if heads is None else _frozen(heads),
             witnessed=self.witnessed if witnessed is None else _frozen(witnessed),
         )
+
+    def to_wire(self) -> dict[str, Any]:
+        """A canonical-JSON-ready form of the whole state (for local storage)."""
+        return {
+            "format": STATE_FORMAT,
+            "team": self.team,
+            "root_public": b64e(self.root_public),
+            "rosters": [self.rosters[v].to_body() for v in sorted(self.rosters)],
+            "keyrings": [self.keyrings[k].to_body() for k in sorted(self.keyrings)],
+            "heads": [
+                {"writer": w, "project": p, "seq": h.seq, "hash": h.hash, "reset_at": h.reset_at}
+                for (w, p), h in sorted(self.heads.items())
+            ],
+            "witnessed": [
+                {"writer": w, "project": p, "seq": x.seq, "hash": x.hash, "by": x.by}
+                for (w, p), x in sorted(self.witnessed.items())
+            ],
+        }
+
+    @classmethod
+    def from_wire(cls, value: object, suite: Suite) -> TrustedState:
+        """Rebuild a state saved with :meth:`to_wire`; ``StoreError`` if it is damaged."""
+        try:
+            return cls._from_wire(value, suite)
+        except Rejected as exc:
+            raise StoreError(
+                f"the saved trusted state is damaged ({exc}); remove it and run "
+                "'sealmem sync' to verify the team's objects again from the pinned root"
+            ) from exc
+
+    @classmethod
+    def _from_wire(cls, value: object, suite: Suite) -> TrustedState:
+        keys = {"format", "team", "root_public", "rosters", "keyrings", "heads", "witnessed"}
+        obj = exact_keys(value, keys, "state")
+        if obj["format"] != STATE_FORMAT:
+            raise Rejected("unknown-format", f"state format {obj['format']!r}")
+        root_public = need_b64(obj["root_public"], "state.root_public", size=32)
+        rosters = [
+            Roster.from_body(b, suite)
+            for b in need_list(obj["rosters"], "rosters", max_len=_MAX_ITEMS)
+        ]
+        keyrings = [
+            Keyring.from_body(b) for b in need_list(obj["keyrings"], "keyrings", max_len=_MAX_ITEMS)
+        ]
+        heads: dict[tuple[str, str], ChainHead] = {}
+        for i, raw in enumerate(need_list(obj["heads"], "heads", max_len=_MAX_ITEMS)):
+            h = exact_keys(raw, {"writer", "project", "seq", "hash", "reset_at"}, f"heads[{i}]")
+            heads[_slot(h, f"heads[{i}]")] = ChainHead(
+                need_int(h["seq"], "seq", minimum=1),
+                need_str(h["hash"], "hash", pattern=HEX_HASH_RE),
+                need_int(h["reset_at"], "reset_at"),
+            )
+        witnessed: dict[tuple[str, str], Witness] = {}
+        for i, raw in enumerate(need_list(obj["witnessed"], "witnessed", max_len=_MAX_ITEMS)):
+            w = exact_keys(raw, {"writer", "project", "seq", "hash", "by"}, f"witnessed[{i}]")
+            witnessed[_slot(w, f"witnessed[{i}]")] = Witness(
+                need_int(w["seq"], "seq", minimum=1),
+                need_str(w["hash"], "hash", pattern=HEX_HASH_RE),
+                need_kid(w["by"], "by"),
+            )
+        state = cls.pin(suite, need_str(obj["team"], "state.team", pattern=TEAM_RE), root_public)
+        return state.evolve(
+            rosters={r.version: r for r in rosters},
+            keyrings={(k.project, k.epoch): k for k in keyrings},
+            heads=heads,
+            witnessed=witnessed,
+        )
+
+
+def _slot(obj: dict[str, Any], path: str) -> tuple[str, str]:
+    return (
+        need_kid(obj["writer"], f"{path}.writer"),
+        need_str(obj["project"], f"{path}.project", pattern=PROJECT_RE),
+    )

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
+import types
 from dataclasses import replace
 
 import pytest
 
 from sealmem.crypto import SUITE, MemberKey
-from sealmem.protocol import reasons
+from sealmem.protocol import canonical, reasons
 from sealmem.protocol.envelope import seal
-from sealmem.protocol.errors import Rejected
+from sealmem.protocol.errors import Rejected, StoreError
 from sealmem.protocol.keyring import build_keyring
 from sealmem.protocol.manifest import Head
 from sealmem.protocol.roster import Grant, Pin, Reset, Revocation
@@ -226,3 +228,51 @@ def test_grant_helpers_are_exact(world: World) -> None:
     roster = world.roster_v1()
     assert roster.grant(world.alice.kid, PROJECT) == Grant(world.alice.kid, PROJECT, True, True)
     assert roster.grant(world.mallory.kid, PROJECT) is None
+
+
+def test_trusted_state_round_trips_through_canonical_json(world: World) -> None:
+    a1 = world.snapshot(world.alice, [make_record(world.alice, 1)])
+    bob = world.snapshot(world.bob, [make_record(world.bob, 2)], heads=[a1.manifest.head(SUITE)])
+    state = world.state()
+    state, _ = accept_manifest(SUITE, state, bob.envelope)
+    state, _ = accept_manifest(SUITE, state, a1.envelope)
+    data = canonical.encode(state.to_wire())
+    again = TrustedState.from_wire(canonical.decode(data), SUITE)
+    assert again.to_wire() == state.to_wire()
+    assert again.roster == state.roster
+    assert again.witnessed[(world.alice.kid, PROJECT)].by == world.bob.kid
+    # the restored state keeps refusing what the original refused
+    assert reason_of(
+        again, world.snapshot(world.alice, [make_record(world.alice, 3)]).envelope
+    ) == ("fork")
+    damaged = state.to_wire()
+    damaged["heads"][0]["seq"] = "one"
+    with pytest.raises(StoreError, match="damaged"):
+        TrustedState.from_wire(damaged, SUITE)
+
+
+MODULES = ["chunks", "encoding", "envelope", "keyring", "manifest", "reasons", "roster",
+           "snapshot", "state", "suite", "verify"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_all_lists_every_public_name(name: str) -> None:
+    module = importlib.import_module(f"sealmem.protocol.{name}")
+    elsewhere = {
+        (attr, id(getattr(other, attr)))
+        for other_name in ("canonical", "errors", "record", *MODULES)
+        if other_name != name
+        for other in [importlib.import_module(f"sealmem.protocol.{other_name}")]
+        for attr in other.__all__
+    }
+    public = {
+        attr
+        for attr, value in vars(module).items()
+        if not attr.startswith("_")
+        and getattr(value, "__module__", module.__name__) == module.__name__
+        and not isinstance(value, types.ModuleType)
+        and (attr, id(value)) not in elsewhere
+        and attr not in {"annotations", "K", "V"}
+    }
+    assert public <= set(module.__all__), public - set(module.__all__)
+    assert all(hasattr(module, attr) for attr in module.__all__)
