@@ -7,11 +7,12 @@ from dataclasses import replace
 import pytest
 
 from sealmem.crypto import SUITE
-from sealmem.protocol import canonical
+from sealmem.protocol import admin, canonical
 from sealmem.protocol.encoding import b64d, b64e
 from sealmem.protocol.envelope import seal
-from sealmem.protocol.errors import Rejected
+from sealmem.protocol.errors import InputError, Rejected
 from sealmem.protocol.roster import Grant, Pin, Reset, Revocation, Roster
+from sealmem.protocol.state import TrustedState
 from sealmem.protocol.verify import accept_roster, accept_roster_chain
 
 from .team_world import PROJECT, World, member_key, member_of, next_roster
@@ -208,3 +209,51 @@ def test_tampered_and_noncanonical_bytes(world: World) -> None:
     assert reject_reason(lambda: accept_roster(SUITE, world.pinned(), spaced)) == "not-canonical"
     renamed = data.replace(b'"name":"alice"', b'"name":"alicf"')
     assert reject_reason(lambda: accept_roster(SUITE, world.pinned(), renamed)) == ("bad-signature")
+
+
+def test_admin_flow_from_genesis_to_revocation(world: World) -> None:
+    root = member_of(world.root, "root")
+    v1 = admin.genesis(SUITE, "acme-team", root, created_at=1, projects=[PROJECT])
+    assert v1.admins == (world.root.kid,)
+    v2 = admin.add_member(
+        SUITE, v1, member_of(world.alice, "alice"), created_at=2, projects=[PROJECT]
+    )
+    v3 = admin.add_member(
+        SUITE, v2, member_of(world.bob, "bob"), created_at=3, projects=[PROJECT], write=False
+    )
+    v4 = admin.add_project(SUITE, v3, "docs", created_at=4)
+    v5 = admin.set_grant(SUITE, v4, world.alice.kid, "docs", read=True, write=True, created_at=5)
+    pins = {PROJECT: Pin(3, "ef" * 32)}
+    v6 = admin.revoke(SUITE, v5, world.alice.kid, created_at=6, pins=pins)
+    v7 = admin.reset_chain(SUITE, v6, world.bob.kid, PROJECT, created_at=7)
+    state = TrustedState.pin(SUITE, "acme-team", world.root.sign_public)
+    state = accept_roster_chain(
+        SUITE, state, [r.sign(world.root) for r in (v1, v2, v3, v4, v5, v6, v7)]
+    )
+    final = state.roster
+    assert final == v7
+    assert not final.can_write(world.bob.kid, PROJECT)
+    assert final.can_read(world.bob.kid, PROJECT)
+    assert not final.can_read(world.alice.kid, PROJECT)
+    assert final.projects == {PROJECT: 2, "docs": 2}  # both projects alice could read rotate
+    revocation = final.revocation(world.alice.kid)
+    assert revocation is not None
+    assert (revocation.at_version, dict(revocation.pins)) == (6, pins)
+    assert final.latest_reset(world.bob.kid, PROJECT) == Reset(world.bob.kid, PROJECT, 7)
+    assert {m.kid for m in final.readers(PROJECT)} == {world.root.kid, world.bob.kid}
+
+
+def test_admin_refusals(world: World) -> None:
+    root = member_of(world.root, "root")
+    v1 = admin.genesis(SUITE, "acme-team", root, created_at=1, projects=[PROJECT])
+    with pytest.raises(InputError, match="last admin"):
+        admin.revoke(SUITE, v1, world.root.kid, created_at=2)
+    with pytest.raises(InputError, match="already in the roster"):
+        admin.add_member(SUITE, v1, root, created_at=2)
+    with pytest.raises(InputError, match="not registered"):
+        admin.rotate(SUITE, v1, "docs", created_at=2)
+    with pytest.raises(InputError, match="must match"):
+        admin.add_project(SUITE, v1, "../etc", created_at=2)
+    with pytest.raises(InputError, match="not an active member"):
+        admin.set_grant(SUITE, v1, world.bob.kid, PROJECT, read=True, write=True, created_at=2)
+    assert admin.rotate(SUITE, v1, PROJECT, created_at=2).projects == {PROJECT: 2}

@@ -251,7 +251,7 @@ def test_trusted_state_round_trips_through_canonical_json(world: World) -> None:
         TrustedState.from_wire(damaged, SUITE)
 
 
-MODULES = ["chunks", "encoding", "envelope", "keyring", "manifest", "reasons", "roster",
+MODULES = ["admin", "chunks", "encoding", "envelope", "keyring", "manifest", "reasons", "roster",
            "snapshot", "state", "suite", "verify"]  # fmt: skip
 
 
