@@ -84,6 +84,8 @@ def decode(data: bytes) -> Any:
         raise NonCanonical("not valid UTF-8") from exc
     except json.JSONDecodeError as exc:
         raise NonCanonical(f"not valid JSON: {exc.msg} at byte {exc.pos}") from exc
+    except RecursionError as exc:
+        raise NonCanonical("JSON nested too deeply") from exc
     if encode(value) != data:
         raise NonCanonical("valid JSON but not in canonical form (key order, spacing or escapes)")
     return value
