@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from sealmem.protocol import canonical, reasons
 from sealmem.protocol.errors import DecryptionError, ProtocolError, Rejected
-from sealmem.protocol.manifest import ChunkRef, Manifest
+from sealmem.protocol.manifest import MAX_CHUNK_BYTES, ChunkRef, Manifest
 from sealmem.protocol.record import Record
 from sealmem.protocol.snapshot import bucket_of, chunk_ad, chunk_id
 from sealmem.protocol.suite import ContentKeyLike, Suite
@@ -51,6 +51,8 @@ def open_chunk(
 ) -> list[Record]:
     """Verify, decrypt and decode one chunk of ``manifest``; return its records."""
     where = f"chunk {ref.id[:16]} (bucket {ref.bucket}) of {manifest.writer}/{manifest.project}"
+    if len(data) > MAX_CHUNK_BYTES:
+        raise Rejected(reasons.TOO_LARGE, f"{where}: {len(data)} bytes; limit {MAX_CHUNK_BYTES}")
     if chunk_id(suite, data) != ref.id:
         raise Rejected(reasons.BAD_CHUNK_ID, f"{where}: bytes do not hash to the listed id")
     if len(data) != ref.size:

@@ -213,6 +213,7 @@ def test_misfiled_and_mis_signed(world: World) -> None:
     )
     assert reason_of(state, snap.envelope.replace(b'"seq":1', b'"seq":2')) == "bad-signature"
     assert reason_of(state, snap.envelope + b" ") == "not-canonical"
+    assert reason_of(state, b"[" * 100_000 + b"]" * 100_000) == "not-canonical"
     assert reason_of(state, b"x" * (MAX_MANIFEST_BYTES + 1)) == "too-large"
     big_heads = [Head(world.bob.kid, f"p{i}", 1, "00" * 32) for i in range(20000)]
     big = {**body, "heads": [h.to_wire() for h in big_heads]}
