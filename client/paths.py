@@ -7,8 +7,6 @@ directory of the platform is used (``platformdirs.user_data_dir("sealmem")``).
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import json
 import os
 import re
@@ -17,6 +15,7 @@ from pathlib import Path
 
 import platformdirs
 
+from sealmem.client.fsutil import atomic_write
 from sealmem.client.memory import DEFAULT_PROJECT
 from sealmem.protocol.errors import StoreError
 from sealmem.protocol.record import MEMBER_RE, PROJECT_RE
@@ -64,46 +63,40 @@ def store_path(home_dir: Path) -> Path:
     return Path(home_dir) / "store.db"
 
 
-def _new_member_id() -> str:
-    # Same shape as a member key's kid (lowercase base32 of 16 bytes), so the
-    # crypto layer can replace this without changing what ids look like.
-    return base64.b32encode(os.urandom(16)).decode("ascii").rstrip("=").lower()
-
-
 def local_author(home_dir: Path) -> str:
-    """The local member id, created once and persisted in ``<home>/identity.json``."""
-    path = Path(home_dir) / _IDENTITY
+    """The local member id: the kid of the member key in ``<home>/keys/`` (made on first use).
+
+    ``<home>/identity.json`` records that id the first time; a key swapped later is
+    refused, since memories written under the old id would silently stop being shared.
+    """
+    from sealmem.client.identity import has_member_key, member_kid  # crypto-layer key
+
+    home_dir = Path(home_dir)
+    home_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    new_key = not has_member_key(home_dir)
+    kid = member_kid(home_dir)
+    path = home_dir / _IDENTITY
     if not path.exists():
-        Path(home_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
-        body = json.dumps({"member_id": _new_member_id()}, indent=2) + "\n"
-        tmp = path.with_name(f".{_IDENTITY}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
-        try:
-            os.write(fd, body.encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)  # atomic, and never overwrites a concurrent winner
-        except FileExistsError:
-            pass
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        atomic_write(path, (json.dumps({"member_id": kid}, indent=2) + "\n").encode(), mode=0o600)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        member = data["member_id"]
+        member = json.loads(path.read_text(encoding="utf-8"))["member_id"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise StoreError(
-            f"the identity file {path} is unreadable ({exc}); restore it from a backup "
-            "or move it aside to create a new local identity"
+            f"the identity file {path} is unreadable ({exc}); move it aside to record "
+            f"the member key's id {kid} again"
         ) from exc
     if not isinstance(member, str) or not MEMBER_RE.match(member):
+        raise StoreError(f"the identity file {path} holds an invalid member id {member!r}")
+    if member != kid and new_key:
+        # An id from before member keys existed: it was never shared, so the key takes over.
+        atomic_write(path, (json.dumps({"member_id": kid}, indent=2) + "\n").encode(), mode=0o600)
+    elif member != kid:
         raise StoreError(
-            f"the identity file {path} holds an invalid member id {member!r}; restore it "
-            "from a backup or move it aside to create a new local identity"
+            f"the identity file {path} names member {member}, but the member key is {kid}; "
+            "memories written as the old id would no longer be shared. Restore the old key "
+            "or move the identity file aside to continue as the new member"
         )
-    return member
+    return kid
 
 
 def sanitize_project(name: str) -> str:
