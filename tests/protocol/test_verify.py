@@ -7,6 +7,8 @@ import types
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sealmem.crypto import SUITE, MemberKey
 from sealmem.protocol import canonical, reasons
@@ -277,3 +279,36 @@ def test_all_lists_every_public_name(name: str) -> None:
     }
     assert public <= set(module.__all__), public - set(module.__all__)
     assert all(hasattr(module, attr) for attr in module.__all__)
+
+
+FUZZ_WORLD = World()
+FUZZ_STATE = FUZZ_WORLD.state()
+FUZZ_SNAP = FUZZ_WORLD.snapshot(
+    FUZZ_WORLD.alice, [make_record(FUZZ_WORLD.alice, i) for i in range(3)]
+)
+FUZZ_ROSTER = next_roster(FUZZ_WORLD.roster_v1()).sign(FUZZ_WORLD.root)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_any_byte_flip_is_refused_with_a_named_reason(data: st.DataObject) -> None:
+    which = data.draw(st.sampled_from(["manifest", "roster", "chunk"]))
+    if which == "chunk":
+        ref = FUZZ_SNAP.manifest.chunks[0]
+        blob = bytearray(FUZZ_SNAP.new_chunks[ref.id])
+    else:
+        blob = bytearray(FUZZ_SNAP.envelope if which == "manifest" else FUZZ_ROSTER)
+    at = data.draw(st.integers(0, len(blob) - 1))
+    blob[at] ^= data.draw(st.integers(1, 255))
+
+    def attempt() -> object:
+        if which == "manifest":
+            return accept_manifest(SUITE, FUZZ_STATE, bytes(blob))
+        if which == "roster":
+            return accept_roster(SUITE, FUZZ_STATE, bytes(blob))
+        chunks = {**FUZZ_SNAP.new_chunks, ref.id: bytes(blob)}
+        return open_snapshot(SUITE, FUZZ_WORLD.key1, FUZZ_SNAP.manifest, chunks)
+
+    with pytest.raises(Rejected) as info:
+        attempt()
+    assert info.value.reason in reasons.REASONS
