@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from dataclasses import replace
 
@@ -102,7 +103,12 @@ def test_new_epoch_reencrypts_everything(world: World) -> None:
 
 
 def test_one_change_in_ten_thousand_rewrites_under_two_percent(world: World) -> None:
-    records = [make_record(world.alice, i) for i in range(10_000)]
+    def text(i: int) -> str:  # ~200 characters that compress like prose, not like zeros
+        return " ".join(
+            hashlib.blake2b(f"{i}/{j}".encode(), digest_size=6).hexdigest() for j in range(16)
+        )
+
+    records = [make_record(world.alice, i, content=text(i)) for i in range(10_000)]
     first = world.snapshot(world.alice, records)
     total = sum(c.size for c in first.manifest.chunks)
     prev = PreviousSnapshot(first.manifest, first.digests)
