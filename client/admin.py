@@ -1,0 +1,332 @@
+"""Admin operations (DESIGN §4): create a team, approve, issue, grant, revoke, rotate, reset.
+
+Every change is one new roster version, signed by this member's admin key, plus
+a fresh content key (a new epoch, wrapped to the readers of the new roster) for
+every project whose readers changed.  Keyrings are published before the roster
+that names their epoch, so a reader who sees the roster finds its keyrings.
+Before changing anything the admin refreshes its roster from the transport, so
+it always extends the newest version.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from sealmem.client import replica
+from sealmem.client.folder import FolderTransport
+from sealmem.client.invite import fingerprint_of, make_invite, read_join_request
+from sealmem.client.paths import sanitize_project
+from sealmem.client.store import transaction
+from sealmem.client.team import Team, TeamConfig, find_member
+from sealmem.crypto import KDF_MODERATE, SUITE, ContentKey, KdfLimits, MemberKey
+from sealmem.protocol.errors import InputError, Rejected
+from sealmem.protocol.keyring import build_keyring
+from sealmem.protocol.record import PROJECT_RE
+from sealmem.protocol.roster import Grant, Member, Pin, Reset, Revocation, Roster
+from sealmem.protocol.state import TrustedState
+from sealmem.protocol.verify import accept_keyring, accept_roster
+
+__all__ = [
+    "Approved",
+    "approve",
+    "create_team",
+    "grant",
+    "invite",
+    "issue",
+    "pending_requests",
+    "reset_writer",
+    "revoke",
+    "rotate",
+]
+
+
+@dataclass(frozen=True)
+class Approved:
+    kid: str
+    name: str
+    fingerprint: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kid": self.kid, "name": self.name, "fingerprint": self.fingerprint}
+
+
+def _check_project(project: str) -> str:
+    if not PROJECT_RE.match(project):
+        raise InputError(f"project {project!r} must match {PROJECT_RE.pattern}")
+    return project
+
+
+def _publish(team: Team, roster: Roster, rekey: Iterable[str], now: int) -> Roster:
+    """Sign and publish ``roster`` with new keyrings for ``rekey``; trust them locally."""
+    roster = roster.check(SUITE)
+    keyrings = []
+    for project in sorted(set(rekey)):
+        keyring = build_keyring(ContentKey.generate(), roster, project)
+        keyrings.append((project, keyring.epoch, keyring.sign(team.key)))
+    roster_bytes = roster.sign(team.key)
+    for project, epoch, data in keyrings:
+        team.transport.put_keyring(project, epoch, data)
+    team.transport.put_roster(roster.version, roster_bytes)
+    state, _ = accept_roster(SUITE, team.state, roster_bytes)
+    with transaction(team.conn):
+        replica.save_roster(team.conn, roster.version, roster_bytes, now)
+        for project, epoch, data in keyrings:
+            if roster.can_read(team.me, project):
+                state, _ = accept_keyring(SUITE, state, data)
+                replica.save_keyring(team.conn, project, epoch, data, now)
+    team.state = state
+    return roster
+
+
+def _admin_roster(team: Team, now: int) -> Roster:
+    team.refresh(now)
+    roster = team.roster()
+    if not roster.is_admin(team.me):
+        raise InputError(
+            f"member {team.me} is not an admin of team {team.config.team} "
+            f"(roster v{roster.version}); ask an admin to run this command"
+        )
+    return roster
+
+
+def _bump(roster: Roster, projects: Iterable[str]) -> dict[str, int]:
+    epochs = dict(roster.projects)
+    for project in projects:
+        epochs[project] = epochs.get(project, 0) + 1
+    return epochs
+
+
+def _grants_for(kid: str, projects: Sequence[str], read: bool, write: bool) -> list[Grant]:
+    return [Grant(kid, p, read, write) for p in projects]
+
+
+def create_team(
+    home_dir: Path,
+    store: Any,
+    key: MemberKey,
+    *,
+    name: str,
+    folder: str,
+    projects: Sequence[str],
+    admin_name: str,
+    now: int,
+) -> Team:
+    """Create a team in ``folder`` with this member's key as the root admin key."""
+    if (Path(home_dir) / "team.json").exists():
+        raise InputError(f"this sealmem home ({home_dir}) is already in a team")
+    slug = sanitize_project(name).replace(".", "-").replace("_", "-")[:50].strip("-")
+    team_id = f"{slug or 'team'}-{secrets.token_hex(4)}"
+    if len(team_id) < 12:
+        team_id = f"team-{team_id}"
+    projects = sorted({_check_project(p) for p in projects})
+    transport = FolderTransport(folder, team_id)
+    config = TeamConfig(
+        team=team_id,
+        root_public=key.sign_public,
+        root_box_public=key.box_public,
+        location=str(Path(folder).absolute()),
+        name=admin_name,
+    )
+    me = Member(key.kid, admin_name, key.sign_public, key.box_public, "admin", False)
+    roster = Roster(
+        team=team_id,
+        version=1,
+        prev=None,
+        admins=(key.kid,),
+        members=(me,),
+        projects=dict.fromkeys(projects, 1),
+        grants=tuple(_grants_for(key.kid, projects, True, True)),
+        created_at=now,
+    )
+    team = Team(Path(home_dir), store, key, config, transport)
+    team.state = TrustedState.pin(SUITE, team_id, key.sign_public)
+    _publish(team, roster, projects, now)
+    config.save(home_dir)
+    return team
+
+
+def invite(team: Team, now: int) -> str:
+    roster = team.roster()
+    if team.me != team.state.root_kid and not roster.is_admin(team.me):
+        raise InputError("only an admin can make an invite")
+    if team.me != team.state.root_kid:
+        raise InputError(
+            "an invite is signed by the team root key; ask the admin who created the team"
+        )
+    return make_invite(
+        team.key,
+        team=team.config.team,
+        location=team.config.location,
+        transport=team.config.transport,
+        now=now,
+    )
+
+
+def pending_requests(team: Team) -> list[dict[str, Any]]:
+    """Join requests in the folder, checked, with fingerprints (refused ones say why)."""
+    out: list[dict[str, Any]] = []
+    roster = team.state.roster
+    for kid, data in team.transport.requests().items():
+        try:
+            req = read_join_request(data, team.config.team)
+        except Rejected as exc:
+            out.append({"kid": kid, "refused": exc.reason, "detail": exc.detail})
+            continue
+        known = roster is not None and roster.member(req.kid) is not None
+        out.append(
+            {"kid": req.kid, "name": req.name, "fingerprint": req.fingerprint, "member": known}
+        )
+    return out
+
+
+def approve(
+    team: Team,
+    kids: Sequence[str],
+    *,
+    projects: Sequence[str] | None,
+    read: bool,
+    write: bool,
+    now: int,
+) -> list[Approved]:
+    """Add the members of these join requests (``kids`` empty: every valid one)."""
+    roster = _admin_roster(team, now)
+    waiting = team.transport.requests()
+    chosen = list(kids) or [k for k in waiting if roster.member(k) is None]
+    if not chosen:
+        raise InputError("no join requests are waiting in the team folder")
+    granted = sorted(set(projects) if projects else set(roster.projects))
+    for p in granted:
+        if p not in roster.projects:
+            raise InputError(f"project {p!r} is not in the team; add it with 'admin grant'")
+    members = list(roster.members)
+    grants = list(roster.grants)
+    done: list[Approved] = []
+    for kid in chosen:
+        match = [k for k in waiting if k == kid or (len(kid) >= 8 and k.startswith(kid))]
+        if len(match) != 1:
+            raise InputError(f"no single join request matches {kid!r}; 'admin requests' lists them")
+        try:
+            req = read_join_request(waiting[match[0]], team.config.team)
+        except Rejected as exc:
+            raise InputError(f"join request {match[0]} is refused: {exc}") from exc
+        if roster.member(req.kid) is not None:
+            raise InputError(f"{req.name} ({req.kid}) is already a member")
+        members.append(Member(req.kid, req.name, req.sign_public, req.box_public))
+        grants += _grants_for(req.kid, granted, read, write)
+        done.append(Approved(req.kid, req.name, req.fingerprint))
+    rekey = granted if read else []
+    new = roster.successor(
+        SUITE, created_at=now, members=tuple(members), grants=tuple(grants),
+        projects=_bump(roster, rekey),
+    )  # fmt: skip
+    _publish(team, new, rekey, now)
+    for item in done:
+        team.transport.remove_request(item.kid)
+    return done
+
+
+def issue(
+    team: Team,
+    name: str,
+    *,
+    passphrase: str,
+    projects: Sequence[str] | None,
+    read: bool,
+    write: bool,
+    now: int,
+    kdf: KdfLimits = KDF_MODERATE,
+) -> tuple[bytes, Approved]:
+    """Generate a member key for ``name``, add it to the roster, return the sealed bundle."""
+    if len(passphrase) < 8:
+        raise InputError("the bundle passphrase must be at least 8 characters")
+    roster = _admin_roster(team, now)
+    granted = sorted(set(projects) if projects else set(roster.projects))
+    key = MemberKey.generate()
+    member = Member(key.kid, name, key.sign_public, key.box_public, "member", True)
+    rekey = granted if read else []
+    new = roster.successor(
+        SUITE, created_at=now, members=(*roster.members, member),
+        grants=(*roster.grants, *_grants_for(key.kid, granted, read, write)),
+        projects=_bump(roster, rekey),
+    )  # fmt: skip
+    _publish(team, new, rekey, now)
+    bundle = key.export_bundle(passphrase, kdf=kdf)
+    return bundle, Approved(key.kid, name, fingerprint_of(key.sign_public, key.box_public))
+
+
+def grant(team: Team, who: str, project: str, *, read: bool, write: bool, now: int) -> Roster:
+    """Set ``who``'s access to ``project`` (registering the project if new)."""
+    roster = _admin_roster(team, now)
+    _check_project(project)
+    member = find_member(roster, who)
+    old = roster.grant(member.kid, project)
+    grants = [g for g in roster.grants if not (g.kid == member.kid and g.project == project)]
+    if read or write:
+        grants.append(Grant(member.kid, project, read, write))
+    new_project = project not in roster.projects
+    readers_changed = new_project or (old is not None and old.read) != read
+    rekey = [project] if readers_changed else []
+    new = roster.successor(
+        SUITE, created_at=now, grants=tuple(grants), projects=_bump(roster, rekey)
+    )
+    return _publish(team, new, rekey, now)
+
+
+def revoke(team: Team, who: str, *, keep_data: bool, now: int) -> Roster:
+    """Revoke a member and rotate every project it could read.
+
+    With ``keep_data`` its manifests up to the last one this admin accepted stay
+    valid (pinned); without, readers drop what they pulled from it.
+    """
+    roster = _admin_roster(team, now)
+    member = find_member(roster, who)
+    if roster.revocation(member.kid) is not None:
+        raise InputError(f"{member.name} ({member.kid}) is already revoked")
+    admins = tuple(a for a in roster.admins if a != member.kid)
+    if not admins:
+        raise InputError("refusing to revoke the last admin: the team would have none")
+    pins: dict[str, Pin] = {}
+    if keep_data:
+        for (writer, project), head in team.state.heads.items():
+            if writer == member.kid:
+                pins[project] = Pin(head.seq, head.hash)
+    readable = [p for p in roster.projects if roster.can_read(member.kid, p)]
+    new = roster.successor(
+        SUITE, created_at=now, admins=admins,
+        revocations=(*roster.revocations, Revocation(member.kid, roster.version + 1, pins)),
+        projects=_bump(roster, readable),
+    )  # fmt: skip
+    if member.role == "admin":
+        new = replace(
+            new,
+            members=tuple(
+                replace(m, role="member") if m.kid == member.kid else m for m in new.members
+            ),
+        )
+    return _publish(team, new, readable, now)
+
+
+def rotate(team: Team, project: str, *, now: int) -> Roster:
+    roster = _admin_roster(team, now)
+    if project not in roster.projects:
+        raise InputError(f"project {project!r} is not in the team")
+    new = roster.successor(SUITE, created_at=now, projects=_bump(roster, [project]))
+    return _publish(team, new, [project], now)
+
+
+def reset_writer(team: Team, who: str, *, now: int) -> Roster:
+    """Let a member who lost its store start new manifest chains in every project."""
+    roster = _admin_roster(team, now)
+    member = find_member(roster, who)
+    version = roster.version + 1
+    resets = [
+        Reset(member.kid, p, version) for p in roster.projects if roster.can_write(member.kid, p)
+    ]
+    if not resets:
+        raise InputError(f"{member.name} may write no project; nothing to reset")
+    new = roster.successor(SUITE, created_at=now, resets=(*roster.resets, *resets))
+    return _publish(team, new, [], now)

@@ -1,0 +1,195 @@
+"""``sealmem admin``: approve, issue, grant, revoke, rotate, reset-writer, requests.
+
+Each command publishes one new roster version signed by your admin key (and new
+project keys where readers changed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sealmem.client.cli import output
+from sealmem.client.cli.memory import JsonOpt
+from sealmem.client.cli.team import open_team, passphrase_for
+
+__all__ = ["register"]
+
+admin_app = typer.Typer(help="Team administration: members, grants, keys.")
+
+ProjectsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--project", "-p", help="Project to grant (repeatable; default: all)."),
+]
+ReadOpt = Annotated[bool, typer.Option("--read/--no-read", help="May read the project.")]
+WriteOpt = Annotated[bool, typer.Option("--write/--no-write", help="May write the project.")]
+
+
+def _roster_doc(roster: Any) -> dict[str, Any]:
+    return {"roster_version": roster.version, "projects": dict(roster.projects)}
+
+
+def requests(as_json: JsonOpt = False) -> None:
+    """List the join requests waiting in the team folder, with fingerprints."""
+    from sealmem.client import admin
+    from sealmem.client.team import now_ms
+
+    with open_team() as team:
+        team.refresh(now_ms())
+        items = admin.pending_requests(team)
+    if as_json:
+        output.emit_json({"requests": items})
+        return
+    if not items:
+        typer.echo("no join requests are waiting")
+        return
+    rows = [
+        [i.get("name", "?"), i["kid"], i.get("fingerprint", "refused: " + i.get("refused", ""))]
+        for i in items
+    ]
+    typer.echo(output.table(rows, ["NAME", "KID", "FINGERPRINT"]))
+
+
+def approve(
+    request: Annotated[
+        list[str] | None, typer.Argument(metavar="[KID]...", help="Requests (default: all).")
+    ] = None,
+    project: ProjectsOpt = None,
+    read: ReadOpt = True,
+    write: WriteOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Approve join requests: new roster + keyrings. Compare fingerprints first."""
+    from sealmem.client import admin
+    from sealmem.client.team import now_ms
+
+    with open_team() as team:
+        done = admin.approve(
+            team, request or [], projects=project, read=read, write=write, now=now_ms()
+        )
+        doc = {"approved": [a.to_dict() for a in done], **_roster_doc(team.roster())}
+    if as_json:
+        output.emit_json(doc)
+        return
+    for a in done:
+        typer.echo(f"approved {a.name} ({a.kid}) fingerprint {a.fingerprint}")
+    typer.echo(f"roster is now v{doc['roster_version']}")
+
+
+def issue(
+    name: Annotated[str, typer.Argument(help="Display name of the new member.")],
+    output_file: Annotated[
+        Path, typer.Option("--output", "-o", help="Where to write the sealed key bundle.")
+    ],
+    project: ProjectsOpt = None,
+    read: ReadOpt = True,
+    write: WriteOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Generate a member's key for them: a passphrase-sealed bundle for 'team join'."""
+    from sealmem.client import admin
+    from sealmem.client.team import now_ms
+    from sealmem.crypto.keyfile import write_private_file
+
+    secret = passphrase_for(f"{name}'s key bundle", confirm=True)
+    with open_team() as team:
+        bundle, made = admin.issue(
+            team, name, passphrase=secret, projects=project, read=read, write=write,
+            now=now_ms(),
+        )  # fmt: skip
+        write_private_file(output_file, bundle)
+        doc = {"issued": made.to_dict(), "bundle": str(output_file), **_roster_doc(team.roster())}
+    if as_json:
+        output.emit_json(doc)
+        return
+    typer.echo(f"issued {made.name} ({made.kid}) fingerprint {made.fingerprint}")
+    typer.echo(f"bundle: {output_file} (hand it over with the passphrase, separately)")
+
+
+def grant(
+    member: Annotated[str, typer.Argument(help="Member name or id.")],
+    project: Annotated[str, typer.Argument(help="Project (registered if new).")],
+    read: ReadOpt = True,
+    write: WriteOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Set a member's read/write access to a project."""
+    from sealmem.client import admin
+    from sealmem.client.team import now_ms
+
+    with open_team() as team:
+        roster = admin.grant(team, member, project, read=read, write=write, now=now_ms())
+        doc = {"member": member, "project": project, "read": read, "write": write}
+        doc.update(_roster_doc(roster))
+    if as_json:
+        output.emit_json(doc)
+        return
+    typer.echo(f"{member} on {project}: read={read} write={write} (roster v{roster.version})")
+
+
+def revoke(
+    member: Annotated[str, typer.Argument(help="Member name or id.")],
+    keep_data: Annotated[
+        bool, typer.Option("--keep-data", help="Keep what it published before (pinned).")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Revoke a member and rotate the key of every project it could read."""
+    from sealmem.client import admin
+    from sealmem.client.team import now_ms
+
+    with open_team() as team:
+        roster = admin.revoke(team, member, keep_data=keep_data, now=now_ms())
+    doc = {"revoked": member, "keep_data": keep_data, **_roster_doc(roster)}
+    if as_json:
+        output.emit_json(doc)
+        return
+    typer.echo(f"revoked {member}; rotated keys (roster v{roster.version})")
+    typer.echo("note: a revoked member keeps what it already decrypted")
+
+
+def rotate(
+    project: Annotated[str, typer.Argument(help="The project whose key to rotate.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Give a project a new content key (a new epoch) for everything written from now on."""
+    from sealmem.client import admin
+    from sealmem.client.team import now_ms
+
+    with open_team() as team:
+        roster = admin.rotate(team, project, now=now_ms())
+    doc = {"rotated": project, **_roster_doc(roster)}
+    if as_json:
+        output.emit_json(doc)
+        return
+    typer.echo(f"{project} is now at epoch {roster.projects[project]} (roster v{roster.version})")
+
+
+def reset_writer(
+    member: Annotated[str, typer.Argument(help="Member name or id.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Let a member who lost its store start new snapshot chains."""
+    from sealmem.client import admin
+    from sealmem.client.team import now_ms
+
+    with open_team() as team:
+        roster = admin.reset_writer(team, member, now=now_ms())
+    doc = {"reset": member, **_roster_doc(roster)}
+    if as_json:
+        output.emit_json(doc)
+        return
+    typer.echo(f"{member} may start new chains from roster v{roster.version}")
+
+
+def register(app: typer.Typer) -> None:
+    admin_app.command()(requests)
+    admin_app.command()(approve)
+    admin_app.command()(issue)
+    admin_app.command()(grant)
+    admin_app.command()(revoke)
+    admin_app.command()(rotate)
+    admin_app.command("reset-writer")(reset_writer)
+    app.add_typer(admin_app, name="admin")

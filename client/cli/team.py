@@ -1,0 +1,228 @@
+"""``sealmem team``: create a team, invite, join, and show the team's status.
+
+Fingerprints are printed at invite, join and approve: compare them out of band
+(voice, chat) before trusting the other side, since the folder is untrusted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from sealmem.client.cli import output
+from sealmem.client.cli.memory import JsonOpt, resolve_project
+
+if TYPE_CHECKING:
+    from sealmem.client.team import Team
+
+__all__ = ["open_team", "passphrase_for", "register"]
+
+team_app = typer.Typer(help="Create or join a team and see its members and your access.")
+
+
+@contextmanager
+def open_team() -> Iterator[Team]:
+    """The team of the current ``SEALMEM_HOME``, with its store open, for one command."""
+    from sealmem.client import MemoryStore
+    from sealmem.client.identity import load_member_key
+    from sealmem.client.paths import ensure_home
+    from sealmem.client.team import Team
+
+    home = ensure_home()
+    key = load_member_key(home)
+    store = MemoryStore.open()
+    try:
+        team = Team.open(home, store, key)
+        try:
+            yield team
+        finally:
+            team.transport.close()
+    finally:
+        store.close()
+
+
+def passphrase_for(what: str, *, confirm: bool = False) -> str:
+    """A passphrase from ``$SEALMEM_PASSPHRASE`` or a hidden prompt (never from argv)."""
+    from sealmem.client.identity import PASSPHRASE_ENV
+
+    value = os.environ.get(PASSPHRASE_ENV)
+    if value:
+        return value
+    return str(typer.prompt(f"passphrase for {what}", hide_input=True, confirmation_prompt=confirm))
+
+
+def create(
+    name: Annotated[str, typer.Argument(help="A name for the team (an id is derived from it).")],
+    folder: Annotated[Path, typer.Option("--folder", help="The shared folder everyone reaches.")],
+    project: Annotated[
+        list[str] | None,
+        typer.Option("--project", "-p", help="Team project (repeatable; default: current)."),
+    ] = None,
+    me: Annotated[str, typer.Option("--name", help="Your display name in the roster.")] = "admin",
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a team in a shared folder: your key becomes its root admin key."""
+    from sealmem.client import SHARED_PROJECT, MemoryStore
+    from sealmem.client.admin import create_team
+    from sealmem.client.identity import load_member_key
+    from sealmem.client.paths import ensure_home
+    from sealmem.client.team import now_ms
+
+    home = ensure_home()
+    key = load_member_key(home)
+    projects = [*(project or [resolve_project(None)]), SHARED_PROJECT]
+    with MemoryStore.open() as store:
+        team = create_team(
+            home, store, key, name=name, folder=str(folder), projects=projects,
+            admin_name=me, now=now_ms(),
+        )  # fmt: skip
+        doc = {
+            "team": team.config.team,
+            "folder": team.config.location,
+            "projects": sorted(team.roster().projects),
+            "root_kid": key.kid,
+            "root_fingerprint": team.config.root_fingerprint,
+        }
+    if as_json:
+        output.emit_json(doc)
+        return
+    typer.echo(f"created team {doc['team']} in {doc['folder']}")
+    typer.echo(f"projects: {', '.join(doc['projects'])}")
+    typer.echo(f"root key fingerprint: {doc['root_fingerprint']}")
+    typer.echo("next: sealmem team invite   (hand the invite to a teammate)")
+
+
+def invite(as_json: JsonOpt = False) -> None:
+    """Print an invite (team id, root key fingerprint, folder) to hand to a new member."""
+    from sealmem.client import admin
+    from sealmem.client.team import now_ms
+
+    with open_team() as team:
+        team.refresh(now_ms())
+        text = admin.invite(team, now_ms())
+        doc = {
+            "invite": text,
+            "team": team.config.team,
+            "root_fingerprint": team.config.root_fingerprint,
+            "location": team.config.location,
+        }
+    if as_json:
+        output.emit_json(doc)
+        return
+    typer.echo(text)
+    typer.echo(f"\nroot key fingerprint: {doc['root_fingerprint']} (tell the member out of band)")
+
+
+def join(
+    invite_text: Annotated[str, typer.Argument(metavar="INVITE", help="The invite line.")],
+    me: Annotated[str, typer.Option("--name", help="Your display name in the roster.")],
+    folder: Annotated[
+        Path | None, typer.Option("--folder", help="Where the shared folder is mounted here.")
+    ] = None,
+    key_bundle: Annotated[
+        Path | None,
+        typer.Option("--key-bundle", help="A key bundle from 'sealmem admin issue'."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Join a team: make (or import) your member key and post a join request."""
+    from sealmem.client.identity import import_member_key, load_member_key
+    from sealmem.client.invite import make_join_request, read_invite
+    from sealmem.client.paths import ensure_home
+    from sealmem.client.team import CONFIG_FILE, TeamConfig, now_ms, transport_for
+    from sealmem.crypto import MemberKey
+    from sealmem.protocol.errors import InputError
+
+    home = ensure_home()
+    if (home / CONFIG_FILE).exists():
+        raise InputError(f"this sealmem home ({home}) is already in a team")
+    inv = read_invite(invite_text)
+    if key_bundle is not None:
+        try:
+            data = key_bundle.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read the key bundle {key_bundle}: {exc.strerror}") from exc
+        key = import_member_key(home, MemberKey.import_bundle(data, passphrase_for("the bundle")))
+    else:
+        key = load_member_key(home)
+    config = TeamConfig(
+        team=inv.team,
+        root_public=inv.root_public,
+        root_box_public=inv.root_box_public,
+        location=str((folder or Path(inv.location)).absolute()),
+        name=me,
+        transport=inv.transport,
+    )
+    transport = transport_for(config)
+    if key_bundle is None:
+        request = make_join_request(key, team=inv.team, name=me, now=now_ms())
+        transport.post_request(key.kid, request)
+    config.save(home)
+    doc: dict[str, Any] = {
+        "team": inv.team,
+        "kid": key.kid,
+        "fingerprint": key.public().fingerprint(),
+        "root_fingerprint": inv.root_fingerprint,
+        "request_posted": key_bundle is None,
+    }
+    if as_json:
+        output.emit_json(doc)
+        return
+    typer.echo(f"joined team {inv.team} as {me} ({key.kid})")
+    typer.echo(f"team root fingerprint: {doc['root_fingerprint']}  <- compare with the admin's")
+    typer.echo(f"your fingerprint:      {doc['fingerprint']}  <- the admin compares this")
+    if key_bundle is None:
+        typer.echo("join request posted; once an admin approves it, run: sealmem sync")
+    else:
+        typer.echo("key imported; run: sealmem sync")
+
+
+def status(as_json: JsonOpt = False) -> None:
+    """Roster version, members, grants, your access, last sync per member, alarms."""
+    from sealmem.client.team import now_ms
+
+    with open_team() as team:
+        team.refresh(now_ms())
+        doc = team.status()
+    if as_json:
+        output.emit_json(doc)
+        return
+    typer.echo(f"team {doc['team']} (roster v{doc['roster_version']}) at {doc['location']}")
+    typer.echo(f"me: {doc['me']['name']} {doc['me']['kid']}  fingerprint {doc['my_fingerprint']}")
+    rows = [
+        [
+            m["name"] + (" (revoked)" if m["revoked"] else ""),
+            m["kid"],
+            m["role"],
+            m["fingerprint"],
+            output.format_time(m["last_published_at"]),
+        ]
+        for m in doc["members"]
+    ]
+    if rows:
+        typer.echo("\n" + output.table(rows, ["MEMBER", "KID", "ROLE", "FINGERPRINT", "LAST SYNC"]))
+    access = [
+        [p, "read" if a["read"] else "-", "write" if a["write"] else "-", str(a["epoch"])]
+        for p, a in doc["my_access"].items()
+    ]
+    if access:
+        typer.echo("\n" + output.table(access, ["PROJECT", "READ", "WRITE", "EPOCH"]))
+    last = doc["last_sync"]
+    if last:
+        when = output.format_time(last["finished_at"])
+        typer.echo(f"\nlast sync {when}: {last['summary']['summary']}")
+    for alarm in doc["alarms"]:
+        typer.echo(f"ALARM: {alarm}")
+
+
+def register(app: typer.Typer) -> None:
+    team_app.command()(create)
+    team_app.command()(invite)
+    team_app.command()(join)
+    team_app.command()(status)
+    app.add_typer(team_app, name="team")

@@ -1,0 +1,377 @@
+"""The sync engine's view of the local store: trusted team state, pulled versions, own chain.
+
+Everything here runs on the store's connection (``MemoryStore.connection``),
+inside the caller's transaction, so that a pull's accepted chain heads and the
+versions it merged are committed together or not at all.
+
+- Trusted rosters and keyrings are kept as the signed envelopes that were
+  accepted; :func:`load_state` replays them through the verifier, so a state
+  read back from disk is checked again, not believed.
+- :func:`apply_versions` merges pulled versions (DESIGN §3: last-write-wins,
+  importance floors, project guard) and records their provenance.
+- :func:`publishable_records` reads the versions this member's next snapshot
+  carries: team winners it edited, never private ones.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sealmem.client.memory import Provenance
+from sealmem.client.redact import redact, redact_all
+from sealmem.client.rows import (
+    insert_history,
+    load_row,
+    next_hlc,
+    observe_hlc,
+    record_from_row,
+    record_json,
+    write_version,
+)
+from sealmem.protocol.hlc import ZERO, Hlc
+from sealmem.protocol.merge import effective_importance, merge
+from sealmem.protocol.record import Record
+from sealmem.protocol.state import ChainHead, TrustedState, Witness
+from sealmem.protocol.suite import Suite
+from sealmem.protocol.verify import accept_keyring, accept_roster
+
+__all__ = [
+    "ApplyResult",
+    "OwnChain",
+    "apply_versions",
+    "chunk_cache",
+    "last_run",
+    "load_own_chain",
+    "load_state",
+    "log_refusal",
+    "publishable_records",
+    "purge_writer",
+    "recent_refusals",
+    "record_run",
+    "reredact",
+    "save_head",
+    "save_keyring",
+    "save_own_chain",
+    "save_roster",
+    "save_witnessed",
+]
+
+
+# -- trusted state ---------------------------------------------------------------
+
+
+def save_roster(conn: sqlite3.Connection, version: int, data: bytes, now: int) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO team_objects (kind, name, data, accepted_at) VALUES (?, ?, ?, ?)",
+        ("roster", f"{version:010d}", data, now),
+    )
+
+
+def save_keyring(conn: sqlite3.Connection, project: str, epoch: int, data: bytes, now: int) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO team_objects (kind, name, data, accepted_at) VALUES (?, ?, ?, ?)",
+        ("keyring", f"{project}/{epoch:010d}", data, now),
+    )
+
+
+def load_state(
+    conn: sqlite3.Connection, suite: Suite, team: str, root_public: bytes
+) -> TrustedState:
+    """The trusted state of this store, re-verified from the accepted envelopes."""
+    state = TrustedState.pin(suite, team, root_public)
+    for (data,) in conn.execute(
+        "SELECT data FROM team_objects WHERE kind = 'roster' ORDER BY name"
+    ):
+        state, _ = accept_roster(suite, state, bytes(data))
+    for (data,) in conn.execute(
+        "SELECT data FROM team_objects WHERE kind = 'keyring' ORDER BY name"
+    ):
+        state, _ = accept_keyring(suite, state, bytes(data))
+    heads = {
+        (str(r[0]), str(r[1])): ChainHead(int(r[2]), str(r[3]), int(r[4]))
+        for r in conn.execute("SELECT writer, project, seq, hash, reset_at FROM chain_heads")
+    }
+    witnessed = {
+        (str(r[0]), str(r[1])): Witness(int(r[2]), str(r[3]), str(r[4]))
+        for r in conn.execute("SELECT writer, project, seq, hash, by FROM witnessed")
+    }
+    return state.evolve(heads=heads, witnessed=witnessed)
+
+
+def chunk_cache(conn: sqlite3.Connection, writer: str, project: str) -> dict[str, int]:
+    """Chunks of the last opened manifest of (writer, project): ``"epoch:buckets:bucket:id"``
+    -> record count.  A chunk listed again under the same key need not be fetched again."""
+    row = conn.execute(
+        "SELECT chunks_json FROM chain_heads WHERE writer = ? AND project = ?", (writer, project)
+    ).fetchone()
+    if row is None:
+        return {}
+    value = json.loads(row[0])
+    return {str(k): int(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def save_head(
+    conn: sqlite3.Connection,
+    writer: str,
+    project: str,
+    head: ChainHead,
+    *,
+    epoch: int,
+    buckets: int,
+    chunks: Mapping[str, int],
+    records: int,
+    created_at: int,
+    now: int,
+) -> None:
+    conn.execute(
+        "INSERT INTO chain_heads (writer, project, seq, hash, reset_at, epoch, buckets, "
+        "chunks_json, records, created_at, accepted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (writer, project) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, "
+        "reset_at = excluded.reset_at, epoch = excluded.epoch, buckets = excluded.buckets, "
+        "chunks_json = excluded.chunks_json, records = excluded.records, "
+        "created_at = excluded.created_at, accepted_at = excluded.accepted_at",
+        (
+            writer,
+            project,
+            head.seq,
+            head.hash,
+            head.reset_at,
+            epoch,
+            buckets,
+            json.dumps(dict(chunks), sort_keys=True),
+            records,
+            created_at,
+            now,
+        ),
+    )
+
+
+def save_witnessed(conn: sqlite3.Connection, witnessed: Mapping[tuple[str, str], Witness]) -> None:
+    conn.executemany(
+        "INSERT INTO witnessed (writer, project, seq, hash, by) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (writer, project) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, "
+        "by = excluded.by",
+        [(w, p, x.seq, x.hash, x.by) for (w, p), x in witnessed.items()],
+    )
+
+
+# -- pulled versions -------------------------------------------------------------------
+
+
+@dataclass
+class ApplyResult:
+    """What merging one batch of pulled versions did."""
+
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+def _add_loser(conn: sqlite3.Connection, record: Record, provenance: Provenance, now: int) -> None:
+    text = record_json(record)
+    seen = conn.execute(
+        "SELECT 1 FROM history WHERE id = ? AND record_json = ? LIMIT 1", (record.id, text)
+    ).fetchone()
+    if seen is None:
+        insert_history(
+            conn,
+            record,
+            provenance=provenance,
+            local_importance=record.importance,
+            seen_count=1,
+            updated_at=now,
+            replaced_at=now,
+        )
+
+
+def apply_versions(
+    conn: sqlite3.Connection, records: Iterable[Record], provenance: Provenance, now: int
+) -> ApplyResult:
+    """Merge verified versions from one snapshot; run inside a transaction."""
+    result = ApplyResult()
+    newest = ZERO
+    for incoming in records:
+        row = load_row(conn, incoming.id)
+        local = None if row is None else record_from_row(row)
+        floor = None if row is None else float(row["local_importance"])
+        outcome = merge(local, incoming, floor=floor)
+        if outcome.skipped_reason is not None:
+            result.skipped.append(outcome.detail)
+            continue
+        newest = max(newest, incoming.hlc)
+        if outcome.changed and outcome.winner is not None:
+            winner = outcome.winner
+            write_version(
+                conn,
+                winner,
+                provenance=provenance,
+                local_importance=effective_importance(winner, outcome.floor),
+                seen_count=1 if row is None else int(row["seen_count"]),
+                updated_at=now,
+            )
+            if row is None:
+                result.new += 1
+            else:
+                result.updated += 1
+        else:
+            result.unchanged += 1
+            if outcome.loser is not None and outcome.loser is incoming:
+                _add_loser(conn, incoming, provenance, now)
+    if newest != ZERO:
+        observe_hlc(conn, newest, now)
+    return result
+
+
+def purge_writer(conn: sqlite3.Connection, kid: str, now: int) -> int:
+    """Move every pulled winner edited by revoked ``kid`` to history; return the count."""
+    rows = conn.execute(
+        "SELECT * FROM memories WHERE editor = ? AND transport != 'local'", (kid,)
+    ).fetchall()
+    for row in rows:
+        insert_history(
+            conn,
+            record_from_row(row),
+            provenance=Provenance(
+                row["transport"], row["signer"], row["signer_name"], bool(row["verified"])
+            ),
+            local_importance=float(row["local_importance"]),
+            seen_count=int(row["seen_count"]),
+            updated_at=int(row["updated_at"]),
+            replaced_at=now,
+        )
+        conn.execute("DELETE FROM supersedes WHERE new_id = ?", (row["id"],))
+        conn.execute("DELETE FROM memories WHERE id = ?", (row["id"],))
+    return len(rows)
+
+
+# -- own versions ----------------------------------------------------------------------
+
+
+def publishable_records(conn: sqlite3.Connection, me: str, project: str) -> list[Record]:
+    """Team winners of ``project`` edited by ``me``, tombstones included, sorted by id."""
+    rows = conn.execute(
+        "SELECT * FROM memories WHERE project = ? AND editor = ? AND visibility = 'team' "
+        "ORDER BY id",
+        (project, me),
+    ).fetchall()
+    return [record_from_row(row) for row in rows]
+
+
+def reredact(conn: sqlite3.Connection, record: Record, me: str, now: int) -> Record:
+    """``record`` with secrets redacted again; a changed one is stored as a new local version."""
+    content = redact(record.content)
+    keywords, found = redact_all(record.keywords)
+    reason = None if record.delete_reason is None else redact(record.delete_reason)
+    if not content.changed and not found and (reason is None or not reason.changed):
+        return record
+    row = load_row(conn, record.id)
+    cleaned = record.evolve(
+        content=content.text,
+        keywords=tuple(keywords),
+        delete_reason=None if reason is None else reason.text,
+        editor=me,
+        hlc=next_hlc(conn, now),
+    )
+    write_version(
+        conn,
+        cleaned,
+        provenance=Provenance.local(),
+        local_importance=cleaned.importance if row is None else float(row["local_importance"]),
+        seen_count=1 if row is None else int(row["seen_count"]),
+        updated_at=now,
+    )
+    return cleaned
+
+
+@dataclass(frozen=True)
+class OwnChain:
+    """The last manifest this member published for one project."""
+
+    project: str
+    seq: int
+    hash: str
+    manifest: bytes
+    digests: dict[int, str]
+    pushed_wall: Hlc
+    pushed_count: int
+    reset_at: int
+
+
+def load_own_chain(conn: sqlite3.Connection, project: str) -> OwnChain | None:
+    row = conn.execute(
+        "SELECT seq, hash, manifest, digests_json, pushed_wall, pushed_count, reset_at "
+        "FROM own_chain WHERE project = ?",
+        (project,),
+    ).fetchone()
+    if row is None:
+        return None
+    digests = {int(k): str(v) for k, v in json.loads(row[3]).items()}
+    wall, counter = divmod(int(row[4]), 1 << 20)
+    return OwnChain(
+        project, int(row[0]), str(row[1]), bytes(row[2]), digests, Hlc(wall, counter),
+        int(row[5]), int(row[6]),
+    )  # fmt: skip
+
+
+def save_own_chain(conn: sqlite3.Connection, chain: OwnChain, now: int) -> None:
+    packed = (chain.pushed_wall.wall << 20) + min(chain.pushed_wall.counter, (1 << 20) - 1)
+    conn.execute(
+        "INSERT INTO own_chain (project, seq, hash, manifest, digests_json, pushed_wall, "
+        "pushed_count, reset_at, pushed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (project) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, "
+        "manifest = excluded.manifest, digests_json = excluded.digests_json, "
+        "pushed_wall = excluded.pushed_wall, pushed_count = excluded.pushed_count, "
+        "reset_at = excluded.reset_at, pushed_at = excluded.pushed_at",
+        (
+            chain.project,
+            chain.seq,
+            chain.hash,
+            chain.manifest,
+            json.dumps({str(k): v for k, v in chain.digests.items()}, sort_keys=True),
+            packed,
+            chain.pushed_count,
+            chain.reset_at,
+            now,
+        ),
+    )
+
+
+# -- refusals and runs -----------------------------------------------------------------
+
+
+def log_refusal(conn: sqlite3.Connection, now: int, reason: str, obj: str, detail: str) -> None:
+    conn.execute(
+        "INSERT INTO sync_refusals (at, reason, object, detail) VALUES (?, ?, ?, ?)",
+        (now, reason, obj, detail[:1000]),
+    )
+
+
+def recent_refusals(conn: sqlite3.Connection, *, limit: int = 20) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT at, reason, object, detail FROM sync_refusals ORDER BY seq DESC LIMIT ?", (limit,)
+    ).fetchall()
+    return [{"at": r[0], "reason": r[1], "object": r[2], "detail": r[3]} for r in rows]
+
+
+def record_run(
+    conn: sqlite3.Connection, started: int, finished: int, summary: Mapping[str, Any]
+) -> None:
+    conn.execute(
+        "INSERT INTO sync_runs (started_at, finished_at, summary_json) VALUES (?, ?, ?)",
+        (started, finished, json.dumps(dict(summary), sort_keys=True)),
+    )
+    conn.execute("DELETE FROM sync_runs WHERE seq <= (SELECT MAX(seq) - 100 FROM sync_runs)")
+
+
+def last_run(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    row = conn.execute(
+        "SELECT started_at, finished_at, summary_json FROM sync_runs ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
+    if row is None:
+        return None
+    return {"started_at": row[0], "finished_at": row[1], "summary": json.loads(row[2])}

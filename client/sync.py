@@ -1,0 +1,368 @@
+"""The sync engine: pull and verify teammates' snapshots, merge them, push our own.
+
+One :func:`sync` run, under an exclusive lock on ``<home>/sync.lock`` so that
+two syncs of one store never interleave:
+
+1. **refresh**: new roster versions (chain from the pinned root), then keyrings;
+2. **pull**, per readable project and writer whose newest manifest moved:
+   verify the manifest (grant, chain, rollback, fork, witnesses), fetch only
+   the chunks not already opened, decrypt and validate them, merge the records
+   with provenance.  Chain heads and merged versions commit in one transaction;
+3. **push**, per writable project: publishable winners (never private ones,
+   redacted again), bucketed into a snapshot that reuses unchanged chunks; the
+   new chunks then the manifest go to the transport, then the new chain head is
+   recorded locally.  Old chunks are collected after the grace period.
+
+Refused objects are logged with their named reason and counted in the summary;
+they never stop the sync.  Failures that do (unreachable folder, bad local
+state) raise :class:`~sealmem.protocol.errors.SealmemError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sealmem.client import replica
+from sealmem.client.memory import Provenance
+from sealmem.client.store import transaction
+from sealmem.client.team import Refusal, Team
+from sealmem.crypto import SUITE, ContentKey, random_bytes
+from sealmem.protocol import reasons
+from sealmem.protocol.chunks import open_chunk
+from sealmem.protocol.envelope import unpack
+from sealmem.protocol.errors import Rejected, StoreError
+from sealmem.protocol.hlc import ZERO
+from sealmem.protocol.manifest import Head, Manifest
+from sealmem.protocol.merge import collect_tombstones
+from sealmem.protocol.record import Record
+from sealmem.protocol.snapshot import PreviousSnapshot, build_snapshot
+from sealmem.protocol.verify import MAX_MANIFEST_BYTES, accept_manifest
+
+__all__ = ["LOCK_FILE", "LOCK_TIMEOUT_S", "SyncSummary", "sync", "sync_lock"]
+
+LOCK_FILE = "sync.lock"
+LOCK_TIMEOUT_S = 120.0
+
+
+@contextlib.contextmanager
+def sync_lock(home_dir: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold the exclusive sync lock of a sealmem home (``fcntl.flock``)."""
+    path = Path(home_dir) / LOCK_FILE
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"another sync of {home_dir} has held {path} for over {timeout_s:.0f} s; "
+                        "wait for it to finish (or stop 'sealmem sync --watch') and retry"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+@dataclass
+class SyncSummary:
+    """What one sync did; :meth:`line` is the one-line summary the CLI prints."""
+
+    pushed_versions: int = 0
+    pushed_chunks: int = 0
+    pulled_new: int = 0
+    pulled_updated: int = 0
+    members: set[str] = field(default_factory=set)
+    refused: list[Refusal] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    collected_chunks: int = 0
+
+    def line(self) -> str:
+        counts = Counter(r.reason for r in self.refused)
+        why = ", ".join(f"{reason} x{n}" for reason, n in sorted(counts.items()))
+        return (
+            f"pushed {self.pushed_versions} versions in {self.pushed_chunks} chunks; "
+            f"pulled {self.pulled_new} new + {self.pulled_updated} updated from "
+            f"{len(self.members)} members; refused {len(self.refused)} objects"
+            + (f": {why}" if why else "")
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pushed_versions": self.pushed_versions,
+            "pushed_chunks": self.pushed_chunks,
+            "pulled_new": self.pulled_new,
+            "pulled_updated": self.pulled_updated,
+            "members": sorted(self.members),
+            "refused": [
+                {"reason": r.reason, "object": r.object, "detail": r.detail} for r in self.refused
+            ],
+            "warnings": list(self.warnings),
+            "collected_chunks": self.collected_chunks,
+            "summary": self.line(),
+        }
+
+
+def sync(
+    team: Team, *, clock: Callable[[], int] | None = None, push: bool = True, pull: bool = True
+) -> SyncSummary:
+    """Run one sync of ``team`` (see the module docstring); return its summary."""
+    tick = clock or (lambda: time.time_ns() // 1_000_000)
+    summary = SyncSummary()
+    with sync_lock(team.home):
+        started = tick()
+        summary.refused += team.refresh(started)
+        roster = team.state.roster
+        if roster is None or roster.member(team.me) is None:
+            summary.warnings.append(
+                "not a member of the trusted roster yet: an admin must approve the join request"
+            )
+        else:
+            if pull:
+                _purge_revoked(team, summary, tick())
+                for project in sorted(roster.projects):
+                    if roster.can_read(team.me, project):
+                        _pull_project(team, project, summary, tick)
+            if push:
+                for project in sorted(roster.projects):
+                    if roster.can_write(team.me, project) and roster.revocation(team.me) is None:
+                        _push_project(team, project, summary, tick())
+        finished = tick()
+        with transaction(team.conn):
+            for r in summary.refused:
+                replica.log_refusal(team.conn, finished, r.reason, r.object, r.detail)
+            replica.record_run(team.conn, started, finished, summary.to_dict())
+    return summary
+
+
+# -- pull ----------------------------------------------------------------------------
+
+
+def _purge_revoked(team: Team, summary: SyncSummary, now: int) -> None:
+    roster = team.state.roster
+    if roster is None:
+        return
+    for revocation in roster.revocations:
+        if revocation.pins or revocation.kid == team.me:
+            continue
+        with transaction(team.conn):
+            dropped = replica.purge_writer(team.conn, revocation.kid, now)
+        if dropped:
+            summary.warnings.append(
+                f"dropped {dropped} memories pulled from revoked member {revocation.kid}"
+            )
+
+
+def _pull_project(team: Team, project: str, summary: SyncSummary, tick: Callable[[], int]) -> None:
+    transport = team.transport
+    seqs = transport.newest_seqs(project)
+    writers = sorted(transport.manifests(project)) if seqs is None else sorted(seqs)
+    for writer in writers:
+        if writer == team.me:
+            continue
+        head = team.state.head(writer, project)
+        if seqs is not None and head is not None and seqs[writer] == head.seq:
+            continue  # nothing new: skip reading the manifest at all
+        _pull_writer(team, project, writer, summary, tick())
+
+
+def _pull_writer(team: Team, project: str, writer: str, summary: SyncSummary, now: int) -> None:
+    first_refusal = True
+    for data in team.transport.writer_manifests(project, writer):
+        where = f"manifest {writer[:8]}/{project}"
+        try:
+            state, manifest = accept_manifest(
+                SUITE, team.state, data, project=project, writer=writer
+            )
+            if state is team.state:
+                return  # the newest readable one is the one we already trust
+            key = team.content_key(project, manifest.epoch)
+            if key is None:
+                summary.warnings.append(
+                    f"{where} seq {manifest.seq} uses epoch {manifest.epoch}, for which this "
+                    "member holds no key; it will be read once the writer re-publishes"
+                )
+                return
+            records, cache = _open(team, manifest, key)
+        except Rejected as exc:
+            if first_refusal:
+                summary.refused.append(Refusal(exc.reason, where, exc.detail))
+                first_refusal = False
+            continue
+        _commit_pull(team, state, manifest, records, cache, summary, now)
+        return
+
+
+def _open(team: Team, m: Manifest, key: ContentKey) -> tuple[list[Record], dict[str, int]]:
+    """Open the chunks of ``m`` not opened before; check the total record count."""
+    cache = replica.chunk_cache(team.conn, m.writer, m.project)
+    fresh: dict[str, int] = {}
+    records: list[Record] = []
+    total = 0
+    for ref in m.chunks:
+        slot = f"{m.epoch}:{m.buckets}:{ref.bucket}:{ref.id}"
+        if slot in cache:
+            fresh[slot] = cache[slot]
+            total += cache[slot]
+            continue
+        data = team.transport.chunk(m.project, m.writer, ref.id)
+        if data is None:
+            raise Rejected(
+                reasons.MISSING_CHUNK,
+                f"chunk {ref.id[:16]} of {m.writer}/{m.project} seq {m.seq} is missing; "
+                "the folder may still be copying it, sync again later",
+            )
+        opened = open_chunk(SUITE, key, m, ref, data)
+        fresh[slot] = len(opened)
+        total += len(opened)
+        records.extend(opened)
+    if total != m.records:
+        raise Rejected(
+            reasons.TAMPERED,
+            f"manifest of {m.writer}/{m.project} seq {m.seq} says {m.records} records, "
+            f"its chunks hold {total}",
+        )
+    return records, fresh
+
+
+def _commit_pull(
+    team: Team,
+    state: Any,
+    m: Manifest,
+    records: list[Record],
+    cache: dict[str, int],
+    summary: SyncSummary,
+    now: int,
+) -> None:
+    roster = team.roster()
+    member = roster.member(m.writer)
+    provenance = Provenance(
+        transport=team.transport.kind,
+        signer=m.writer,
+        signer_name=None if member is None else member.name,
+        verified=True,
+        received_at=now,
+        snapshot_seq=m.seq,
+    )
+    head = state.head(m.writer, m.project)
+    with transaction(team.conn):
+        result = replica.apply_versions(team.conn, records, provenance, now)
+        replica.save_head(
+            team.conn, m.writer, m.project, head, epoch=m.epoch, buckets=m.buckets,
+            chunks=cache, records=m.records, created_at=m.created_at, now=now,
+        )  # fmt: skip
+        replica.save_witnessed(team.conn, state.witnessed)
+    team.state = state
+    summary.pulled_new += result.new
+    summary.pulled_updated += result.updated
+    summary.warnings.extend(result.skipped)
+    if result.new or result.updated:
+        summary.members.add(m.writer)
+
+
+# -- push ----------------------------------------------------------------------------
+
+
+def _own_newest(team: Team, project: str) -> tuple[int, Manifest | None, bytes]:
+    """The newest manifest of ours in the transport that verifies under our key."""
+    for data in team.transport.writer_manifests(project, team.me):
+        try:
+            env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
+            env.check(SUITE, "manifest", team.key.sign_public)
+            manifest = Manifest.from_body(env.body)
+        except Rejected:
+            continue
+        if manifest.writer == team.me and manifest.project == project:
+            return manifest.seq, manifest, data
+    return 0, None, b""
+
+
+def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> None:
+    roster = team.roster()
+    epoch = roster.projects[project]
+    key = team.content_key(project, epoch)
+    if key is None:
+        summary.warnings.append(
+            f"no key for {project!r} epoch {epoch} yet; not pushing (sync again later)"
+        )
+        return
+    own = replica.load_own_chain(team.conn, project)
+    folder_seq, folder_manifest, folder_bytes = _own_newest(team, project)
+    if folder_manifest is not None and folder_seq > (own.seq if own else 0):
+        # A push that was interrupted after its manifest landed: adopt it, or a new
+        # manifest at the same seq would look like a fork to everyone who saw it.
+        own = replica.OwnChain(
+            project, folder_seq, folder_manifest.hash(SUITE), folder_bytes, {},
+            own.pushed_wall if own else ZERO, own.pushed_count if own else 0,
+            own.reset_at if own else 0,
+        )  # fmt: skip
+    with transaction(team.conn):
+        current = [
+            replica.reredact(team.conn, r, team.me, now)
+            for r in replica.publishable_records(team.conn, team.me, project)
+        ]
+    kept = collect_tombstones({r.id: r for r in current}, now).kept
+    records = sorted(kept.values(), key=lambda r: r.id)
+    if own is None and not records:
+        return
+    reset = roster.latest_reset(team.me, project)
+    resetting = reset is not None and reset.at_version > (own.reset_at if own else 0)
+    previous = None
+    if own is not None:
+        previous = PreviousSnapshot(
+            Manifest.from_body(
+                unpack(own.manifest, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body
+            ),
+            own.digests,
+        )
+    if own is None or resetting:
+        seq, prev = max(own.seq if own else 0, folder_seq) + 1, None
+        if own is None and folder_seq:
+            summary.warnings.append(
+                f"this store starts a new chain in {project!r}; teammates refuse it until an "
+                "admin runs 'sealmem admin reset-writer' for this member"
+            )
+    else:
+        seq, prev = own.seq + 1, own.hash
+    heads = [Head(w, p, h.seq, h.hash) for (w, p), h in team.state.heads.items() if p == project]
+    snap = build_snapshot(
+        SUITE, key, team.key, team=team.config.team, project=project, epoch=epoch,
+        roster_version=roster.version, seq=seq, prev=prev, records=records,
+        random=random_bytes, heads=heads, created_at=now, previous=previous,
+    )  # fmt: skip
+    if (
+        previous is not None
+        and not resetting
+        and previous.manifest.epoch == epoch
+        and previous.manifest.chunks == snap.manifest.chunks
+    ):
+        return  # nothing changed since our last manifest
+    pushed_wall = own.pushed_wall if own else ZERO
+    team.transport.push(project, team.me, seq, snap.envelope, snap.new_chunks)
+    newest = max((r.hlc for r in records), default=pushed_wall)
+    with transaction(team.conn):
+        replica.save_own_chain(
+            team.conn,
+            replica.OwnChain(
+                project, seq, snap.manifest.hash(SUITE), snap.envelope, dict(snap.digests),
+                max(newest, pushed_wall), len(records),
+                reset.at_version if resetting and reset else (own.reset_at if own else 0),
+            ),
+            now,
+        )  # fmt: skip
+    summary.pushed_versions += sum(1 for r in records if r.hlc > pushed_wall)
+    summary.pushed_chunks += len(snap.new_chunks)
+    summary.collected_chunks += team.transport.collect(
+        project, team.me, set(snap.chunk_ids()), team.config.gc_grace_ms
+    )

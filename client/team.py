@@ -1,0 +1,306 @@
+"""Team membership of one sealmem home: config, trusted state, roster refresh, status.
+
+The config (``<home>/team.json``) names the team, the pinned root key and where
+the team's objects live.  What this member trusts (rosters, keyrings, chain
+heads) lives in the store (:mod:`sealmem.client.replica`), re-verified on load.
+:class:`Team` bundles the store, the member key, the config and the transport
+for the sync engine (:mod:`sealmem.client.sync`) and the admin operations
+(:mod:`sealmem.client.admin`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sealmem.client import replica
+from sealmem.client.folder import FolderTransport
+from sealmem.client.fsutil import atomic_write
+from sealmem.client.invite import fingerprint_of
+from sealmem.client.store import transaction
+from sealmem.client.transport import Transport
+from sealmem.crypto import SUITE, ContentKey, MemberKey
+from sealmem.protocol import reasons
+from sealmem.protocol.encoding import b64d, b64e
+from sealmem.protocol.errors import InputError, Rejected, SealmemError, StoreError
+from sealmem.protocol.roster import Member, Roster
+from sealmem.protocol.state import TrustedState
+from sealmem.protocol.verify import accept_keyring, accept_roster
+
+if TYPE_CHECKING:  # avoids importing the store API at module load
+    from sealmem.client.api import MemoryStore
+
+__all__ = [
+    "CONFIG_FILE",
+    "DEFAULT_GC_GRACE_MS",
+    "Refusal",
+    "Team",
+    "TeamConfig",
+    "find_member",
+    "now_ms",
+    "transport_for",
+]
+
+CONFIG_FILE = "team.json"
+DEFAULT_GC_GRACE_MS = 24 * 60 * 60 * 1000
+"""Unreferenced chunks stay this long so that readers a little behind still find them."""
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One object a sync refused: the named reason, what it was, and why."""
+
+    reason: str
+    object: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class TeamConfig:
+    team: str
+    root_public: bytes
+    root_box_public: bytes
+    location: str
+    name: str
+    transport: str = "folder"
+    gc_grace_ms: int = DEFAULT_GC_GRACE_MS
+
+    @property
+    def root_fingerprint(self) -> str:
+        return fingerprint_of(self.root_public, self.root_box_public)
+
+    def save(self, home_dir: Path) -> None:
+        doc = {**asdict(self), "root_public": b64e(self.root_public)}
+        doc["root_box_public"] = b64e(self.root_box_public)
+        text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+        atomic_write(Path(home_dir) / CONFIG_FILE, text.encode("utf-8"), mode=0o600)
+
+    @classmethod
+    def load(cls, home_dir: Path) -> TeamConfig:
+        path = Path(home_dir) / CONFIG_FILE
+        if not path.exists():
+            raise InputError(
+                f"this sealmem home ({home_dir}) is not in a team yet; run "
+                "'sealmem team create NAME --folder PATH' or 'sealmem team join INVITE'"
+            )
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            return cls(
+                team=str(doc["team"]),
+                root_public=b64d(doc["root_public"]),
+                root_box_public=b64d(doc["root_box_public"]),
+                location=str(doc["location"]),
+                name=str(doc["name"]),
+                transport=str(doc.get("transport", "folder")),
+                gc_grace_ms=int(doc.get("gc_grace_ms", DEFAULT_GC_GRACE_MS)),
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise StoreError(
+                f"the team config {path} is unreadable ({exc}); restore it or join again"
+            ) from exc
+
+
+def transport_for(config: TeamConfig) -> Transport:
+    if config.transport != "folder":
+        raise InputError(
+            f"transport {config.transport!r} is not supported by this sealmem; "
+            "the team config names an unknown transport"
+        )
+    return FolderTransport(config.location, config.team)
+
+
+def find_member(roster: Roster, who: str) -> Member:
+    """A member by kid, kid prefix (8+ characters) or unique name."""
+    exact = roster.member(who)
+    if exact is not None:
+        return exact
+    found = [m for m in roster.members if m.name == who]
+    if not found and len(who) >= 8:
+        found = [m for m in roster.members if m.kid.startswith(who)]
+    if len(found) == 1:
+        return found[0]
+    names = ", ".join(f"{m.name} ({m.kid[:8]})" for m in roster.members)
+    why = "matches several members" if found else "is not a member"
+    raise InputError(f"{who!r} {why} of roster v{roster.version}; members: {names}")
+
+
+@dataclass
+class Team:
+    """One member's view of its team: store, key, config, transport, trusted state."""
+
+    home: Path
+    store: MemoryStore
+    key: MemberKey
+    config: TeamConfig
+    transport: Transport
+    _state: TrustedState | None = None
+    _keys: dict[tuple[str, int], ContentKey] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, home_dir: Path, store: MemoryStore, key: MemberKey) -> Team:
+        config = TeamConfig.load(home_dir)
+        return cls(Path(home_dir), store, key, config, transport_for(config))
+
+    @property
+    def me(self) -> str:
+        return self.key.kid
+
+    @property
+    def conn(self) -> Any:
+        return self.store.connection
+
+    @property
+    def state(self) -> TrustedState:
+        if self._state is None:
+            try:
+                self._state = replica.load_state(
+                    self.conn, SUITE, self.config.team, self.config.root_public
+                )
+            except Rejected as exc:
+                raise StoreError(
+                    f"the trusted team state in {self.store.path} no longer verifies ({exc}); "
+                    "the store was altered: restore it or join the team again"
+                ) from exc
+        return self._state
+
+    @state.setter
+    def state(self, value: TrustedState) -> None:
+        self._state = value
+
+    def roster(self) -> Roster:
+        roster = self.state.roster
+        if roster is None:
+            raise InputError(
+                "no roster is trusted yet; run 'sealmem sync' (an admin may still have to "
+                "approve your join request)"
+            )
+        return roster
+
+    def content_key(self, project: str, epoch: int) -> ContentKey | None:
+        """This member's content key for a project epoch, or None if it holds none."""
+        slot = (project, epoch)
+        if slot not in self._keys:
+            keyring = self.state.keyring(project, epoch)
+            if keyring is None or self.me not in keyring.wraps:
+                return None
+            self._keys[slot] = ContentKey.unwrap(keyring.wraps[self.me], self.key)
+        return self._keys[slot]
+
+    def refresh(self, now: int) -> list[Refusal]:
+        """Pull and verify new roster versions, then keyrings of readable projects."""
+        refusals: list[Refusal] = []
+        state = self.state
+        current = state.roster.version if state.roster is not None else 0
+        accepted_rosters: list[tuple[int, bytes]] = []
+        for data in self.transport.rosters(current):
+            try:
+                state, accepted = accept_roster(SUITE, state, data)
+            except Rejected as exc:
+                refusals.append(Refusal(exc.reason, "roster", exc.detail))
+                break  # the chain is broken here; later versions cannot extend it
+            accepted_rosters.append((accepted.version, data))
+        accepted_keyrings: list[tuple[str, int, bytes]] = []
+        roster = state.roster
+        projects = [] if roster is None else sorted(roster.projects)
+        for project in projects:
+            if roster is None or not roster.can_read(self.me, project):
+                continue
+            for data in self.transport.keyrings(project):
+                try:
+                    new_state, keyring = accept_keyring(SUITE, state, data)
+                except Rejected as exc:
+                    if exc.reason != reasons.ROSTER_UNKNOWN:  # not yet: roster comes later
+                        refusals.append(Refusal(exc.reason, f"keyring {project}", exc.detail))
+                    continue
+                if new_state is not state:
+                    accepted_keyrings.append((keyring.project, keyring.epoch, data))
+                    state = new_state
+        if accepted_rosters or accepted_keyrings:
+            with transaction(self.conn):
+                for version, data in accepted_rosters:
+                    replica.save_roster(self.conn, version, data, now)
+                for project, epoch, data in accepted_keyrings:
+                    replica.save_keyring(self.conn, project, epoch, data, now)
+        self._state = state
+        return refusals
+
+    # -- status --------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """Roster, members, grants, my access, last sync per member, alarms."""
+        state = self.state
+        roster = state.roster
+        doc: dict[str, Any] = {
+            "team": self.config.team,
+            "me": {"kid": self.me, "name": self.config.name},
+            "my_fingerprint": self.key.public().fingerprint(),
+            "root_fingerprint": self.config.root_fingerprint,
+            "location": self.config.location,
+            "transport": self.config.transport,
+            "roster_version": None if roster is None else roster.version,
+            "members": [],
+            "grants": [],
+            "my_access": {},
+            "alarms": [],
+            "last_sync": replica.last_run(self.conn),
+        }
+        if roster is None:
+            doc["alarms"].append("no trusted roster yet: waiting for an admin to approve")
+            return doc
+        last_seen = {
+            (str(r[0]), str(r[1])): (int(r[2]), int(r[3]), int(r[4]))
+            for r in self.conn.execute(
+                "SELECT writer, project, seq, accepted_at, created_at FROM chain_heads"
+            )
+        }
+        for m in roster.members:
+            seen = [v for (w, _), v in last_seen.items() if w == m.kid]
+            doc["members"].append(
+                {
+                    "kid": m.kid,
+                    "name": m.name,
+                    "role": m.role,
+                    "fingerprint": fingerprint_of(m.sign_public, m.box_public),
+                    "revoked": roster.revocation(m.kid) is not None,
+                    "issued_by_admin": m.issued_by_admin,
+                    "last_received_at": max((v[1] for v in seen), default=None),
+                    "last_published_at": max((v[2] for v in seen), default=None),
+                }
+            )
+        doc["grants"] = [g.to_wire() for g in roster.grants]
+        for project, epoch in sorted(roster.projects.items()):
+            doc["my_access"][project] = {
+                "read": roster.can_read(self.me, project),
+                "write": roster.can_write(self.me, project) and roster.revocation(self.me) is None,
+                "epoch": epoch,
+                "key": self.content_key(project, epoch) is not None,
+            }
+        doc["alarms"] = self.alarms(roster)
+        return doc
+
+    def alarms(self, roster: Roster) -> list[str]:
+        out: list[str] = []
+        if roster.member(self.me) is None:
+            out.append("you are not in the roster yet: an admin must approve your join request")
+        if roster.revocation(self.me) is not None:
+            out.append("your membership was revoked: your new writes are refused by the team")
+        serious = {reasons.FORK, reasons.EQUIVOCATION, reasons.ROLLBACK, reasons.BAD_SIGNATURE}
+        for item in replica.recent_refusals(self.conn, limit=50):
+            if item["reason"] in serious:
+                out.append(f"{item['reason']}: {item['object']}: {item['detail']}")
+        if roster.is_admin(self.me):
+            try:
+                pending = self.transport.requests()
+            except SealmemError:
+                pending = {}
+            waiting = [k for k in pending if roster.member(k) is None]
+            if waiting:
+                out.append(f"{len(waiting)} join request(s) wait: 'sealmem admin approve KID'")
+        return out
