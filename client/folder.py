@@ -151,6 +151,29 @@ class FolderTransport(Transport):
                 out[writer] = newest
         return out
 
+    def newest_seqs(self, project: str) -> dict[str, int] | None:
+        project_dir = self._base / "snapshots" / _name(project, "project")
+        try:
+            writers = sorted(os.listdir(project_dir))
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise TransportError(f"cannot list {project_dir}: {exc}") from exc
+        out: dict[str, int] = {}
+        for writer in writers:
+            if _REQUEST.match(writer + ".json"):
+                found = self._listing(project_dir / writer, _MANIFEST)
+                if found:
+                    out[writer] = found[-1][0]
+        return out
+
+    def writer_manifests(self, project: str, writer: str) -> list[bytes]:
+        if not _REQUEST.match(writer + ".json"):
+            return []
+        writer_dir = self._base / "snapshots" / _name(project, "project") / writer
+        found = self._listing(writer_dir, _MANIFEST)
+        return [d for _, p in reversed(found[-MANIFESTS_KEPT:]) if (d := self._read(p))]
+
     def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
         if not _CHUNK.match(chunk_id):
             return None

@@ -80,5 +80,14 @@ class Transport(abc.ABC):
     def remove_request(self, kid: str) -> None:
         """Drop a handled join request."""
 
+    def newest_seqs(self, project: str) -> dict[str, int] | None:
+        """Per writer of ``project``, the seq of its newest manifest, if the transport can
+        tell without reading them (None: it cannot; callers read :meth:`manifests`)."""
+        return None
+
+    def writer_manifests(self, project: str, writer: str) -> list[bytes]:
+        """One writer's newest manifest envelopes, newest first."""
+        return self.manifests(project).get(writer, [])
+
     def close(self) -> None:  # noqa: B027 - optional hook, most transports hold nothing open
         """Release what the transport holds."""
