@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from sealmem.client.cli import hosts, memory
+from sealmem.client.cli import admin, hosts, memory, sync, team
 from sealmem.protocol.errors import SealmemError
 
 __all__ = ["app", "main"]
@@ -26,6 +26,9 @@ app = typer.Typer(
 
 memory.register(app)
 hosts.register(app)
+team.register(app)
+admin.register(app)
+sync.register(app)
 
 
 def main(argv: list[str] | None = None) -> int:
