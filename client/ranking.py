@@ -77,6 +77,7 @@ class RankingWeights:
     superseded: float = 0.5  # fraction of the score taken away from a corrected memory
     history: float = 0.8  # factor on a match found only in an older version
     pool: int = 60  # BM25 candidates considered before re-ranking
+    common_share: float = 0.1  # terms in more memories than this only count in coverage
 
 
 @dataclass(frozen=True)

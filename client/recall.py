@@ -103,7 +103,7 @@ def search(
         return []
     scope = _Scope(projects, kinds)
     n_docs, df = _document_frequencies(conn, terms, include_history)
-    words = [t.word for t in terms if 0 < df[t.stem] <= n_docs / 2]
+    words = [t.word for t in terms if 0 < df[t.stem] <= n_docs * weights.common_share]
     words = words or [t.word for t in terms if df[t.stem] > 0]
     if not words:
         return []
