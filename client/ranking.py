@@ -8,12 +8,19 @@ the same Porter rules, so the features below agree with the full-text index.
 The score of a candidate memory is a weighted sum, every part of which is
 reported in ``why``:
 
-``bm25``       FTS5 BM25 over content and keywords, normalised to the best hit (0..1)
+``bm25``       FTS5 BM25 over content and keywords (keywords weighted up), normalised
+               to the best hit (0..1); terms in more than ``common_share`` of the
+               memories are left out of the FTS5 query (cheap pool) but still count
+               in ``coverage``
 ``coverage``   share of the query's terms the memory holds, each term weighted by a
-               smoothed IDF (a common name still counts, a rare word counts more),
-               terms written as proper nouns in the query weighted up
-``context``    terms the memory lacks but its neighbours in the same session hold
-``date``       the memory was written in a period the query names ("in May 2023")
+               smoothed IDF, log(1 + N/df): a common name still counts, a rare word
+               counts more (proper nouns can be weighted up: ``entity_boost``)
+``context``    from the memory's neighbours in its session (same origin and project,
+               up to ``context_window`` steps away, within ``context_gap_ms``): the
+               best neighbour's BM25, plus the query terms only the neighbours hold;
+               a neighbour of a strong hit is a candidate even if it matches nothing
+``date``       the memory was written in a period the query names ("in May 2023",
+               "yesterday"); memories of that period also join the candidates
 ``recency``    exp(-age / half-life)
 ``importance`` importance above or below the neutral 0.5
 ``superseded`` negative when a newer memory corrects this one (demoted, never hidden)
