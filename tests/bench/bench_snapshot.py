@@ -22,6 +22,7 @@ rewritten (target < 2 %).
 
 from __future__ import annotations
 
+import itertools
 import random
 import sys
 import time
@@ -55,14 +56,14 @@ WORDS = tuple(
     "".join(_VOCAB.choice("etaoinshrdlucmfwypvbgkqjxz"[:20]) for _ in range(_VOCAB.randint(2, 10)))
     for _ in range(5000)
 )
-ZIPF = tuple(1 / (rank + 1) for rank in range(len(WORDS)))  # word frequencies as in prose
+CUM_ZIPF = tuple(itertools.accumulate(1 / (rank + 1) for rank in range(len(WORDS))))  # as prose
 
 
 def make_records(writer: str, n: int) -> list[Record]:
     rnd = random.Random(n)
     out = []
     for i in range(n):
-        words = " ".join(rnd.choices(WORDS, ZIPF, k=40))
+        words = " ".join(rnd.choices(WORDS, cum_weights=CUM_ZIPF, k=40))
         out.append(
             Record(
                 id=new_memory_id(NOW + i, i.to_bytes(10, "big")),
