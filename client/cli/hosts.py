@@ -239,8 +239,10 @@ def watch_cmd(
         for text in candidates:
             typer.echo(f"{path.name}: {text}")
 
+    where = root or transcripts_root()
+    typer.echo(f"following transcripts under {where} (Ctrl-C stops)", err=True)
     try:
-        follow.watch(root or transcripts_root(), save=store_them, report=report, stop=stop)
+        follow.watch(where, save=store_them, report=report, stop=stop)
     except KeyboardInterrupt:
         stop.set()
 

@@ -37,6 +37,19 @@ def _whole_lines_end(path: Path) -> int:
     return start + cut + 1 if cut >= 0 else start
 
 
+def _transcripts_in(changed: set[Path]) -> set[Path]:
+    """Transcripts among the changed paths and inside changed directories.
+
+    A file written right after its directory was created can beat the watch on
+    the new directory, so a new directory is listed rather than trusted.
+    """
+    found = {p for p in changed if p.suffix == ".jsonl"}
+    for path in changed:
+        if path.is_dir():
+            found.update(path.glob("*.jsonl"))
+    return found
+
+
 class Follower:
     """Reads the new part of each transcript and captures from it."""
 
@@ -82,17 +95,20 @@ def watch(
     save: bool,
     report: Report,
     stop: threading.Event,
+    ready: threading.Event | None = None,
     store_path: Path | None = None,
 ) -> None:
-    """Follow ``root`` until ``stop`` is set."""
+    """Follow ``root`` until ``stop`` is set; ``ready`` is set once changes are seen."""
     home = paths.home()
     root.mkdir(parents=True, exist_ok=True)
     follower = Follower(home, save=save, report=report)
     follower.prime(root)
     for changes in watchfiles.watch(
-        root, stop_event=stop, debounce=400, rust_timeout=500, yield_on_timeout=False
+        root, stop_event=stop, debounce=400, rust_timeout=300, yield_on_timeout=True
     ):
-        touched = sorted({Path(p) for _, p in changes if p.endswith(".jsonl")})
+        if ready is not None:
+            ready.set()  # the first (possibly empty) batch: the watcher is running
+        touched = sorted(_transcripts_in({Path(p) for _, p in changes}))
         if not touched:
             continue
         with MemoryStore.open(store_path) as store:
