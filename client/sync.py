@@ -327,8 +327,11 @@ def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> N
             own.digests,
         )
     if own is None or resetting:
-        seq, prev = max(own.seq if own else 0, folder_seq) + 1, None
-        if own is None and folder_seq:
+        # a new chain must not reuse a seq that teammates saw (folder or their witnesses)
+        seen = team.state.witnessed.get((team.me, project))
+        known = max(own.seq if own else 0, folder_seq, seen.seq if seen else 0)
+        seq, prev = known + 1, None
+        if own is None and known:
             summary.warnings.append(
                 f"this store starts a new chain in {project!r}; teammates refuse it until an "
                 "admin runs 'sealmem admin reset-writer' for this member"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sealmem.client import replica
 from sealmem.client.folder import FolderTransport
 from sealmem.client.fsutil import atomic_write
-from sealmem.client.invite import fingerprint_of
+from sealmem.client.invite import Invite, fingerprint_of, make_join_request
 from sealmem.client.store import transaction
 from sealmem.client.transport import Transport
 from sealmem.crypto import SUITE, ContentKey, MemberKey
@@ -40,6 +40,7 @@ __all__ = [
     "Team",
     "TeamConfig",
     "find_member",
+    "join_team",
     "now_ms",
     "transport_for",
 ]
@@ -304,3 +305,35 @@ class Team:
             if waiting:
                 out.append(f"{len(waiting)} join request(s) wait: 'sealmem admin approve KID'")
         return out
+
+
+def join_team(
+    home_dir: Path,
+    invite: Invite,
+    key: MemberKey,
+    *,
+    name: str,
+    folder: str | None = None,
+    post_request: bool = True,
+    now: int,
+) -> TeamConfig:
+    """Pin the invite's root key, save the team config and (unless the admin issued our
+    key) leave a join request in the team folder."""
+    if (Path(home_dir) / CONFIG_FILE).exists():
+        raise InputError(f"this sealmem home ({home_dir}) is already in a team")
+    if not 1 <= len(name) <= 64:
+        raise InputError("your display name must be 1..64 characters")
+    config = TeamConfig(
+        team=invite.team,
+        root_public=invite.root_public,
+        root_box_public=invite.root_box_public,
+        location=str(Path(folder or invite.location).absolute()),
+        name=name,
+        transport=invite.transport,
+    )
+    transport = transport_for(config)
+    if post_request:
+        request = make_join_request(key, team=invite.team, name=name, now=now)
+        transport.post_request(key.kid, request)
+    config.save(home_dir)
+    return config

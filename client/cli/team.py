@@ -132,15 +132,13 @@ def join(
 ) -> None:
     """Join a team: make (or import) your member key and post a join request."""
     from sealmem.client.identity import import_member_key, load_member_key
-    from sealmem.client.invite import make_join_request, read_invite
+    from sealmem.client.invite import read_invite
     from sealmem.client.paths import ensure_home
-    from sealmem.client.team import CONFIG_FILE, TeamConfig, now_ms, transport_for
+    from sealmem.client.team import join_team, now_ms
     from sealmem.crypto import MemberKey
     from sealmem.protocol.errors import InputError
 
     home = ensure_home()
-    if (home / CONFIG_FILE).exists():
-        raise InputError(f"this sealmem home ({home}) is already in a team")
     inv = read_invite(invite_text)
     if key_bundle is not None:
         try:
@@ -150,19 +148,10 @@ def join(
         key = import_member_key(home, MemberKey.import_bundle(data, passphrase_for("the bundle")))
     else:
         key = load_member_key(home)
-    config = TeamConfig(
-        team=inv.team,
-        root_public=inv.root_public,
-        root_box_public=inv.root_box_public,
-        location=str((folder or Path(inv.location)).absolute()),
-        name=me,
-        transport=inv.transport,
-    )
-    transport = transport_for(config)
-    if key_bundle is None:
-        request = make_join_request(key, team=inv.team, name=me, now=now_ms())
-        transport.post_request(key.kid, request)
-    config.save(home)
+    join_team(
+        home, inv, key, name=me, folder=None if folder is None else str(folder),
+        post_request=key_bundle is None, now=now_ms(),
+    )  # fmt: skip
     doc: dict[str, Any] = {
         "team": inv.team,
         "kid": key.kid,
