@@ -146,11 +146,11 @@ def hook_cmd(
     """Run a Claude Code hook (reads the hook JSON on stdin; never fails)."""
     from sealmem.client.hosts import hooks
 
-    try:
-        stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    except (OSError, ValueError):
-        stdin_text = ""
-    text = hooks.run(name, stdin_text)
+    def read_input() -> str:
+        stream = sys.stdin
+        return "" if stream is None or stream.isatty() else stream.read()
+
+    text = hooks.run(name, read_input)
     if text:
         typer.echo(text)
 

@@ -100,7 +100,7 @@ def _open_existing() -> Any:
     return MemoryStore.open(db)
 
 
-def session_start(payload: dict[str, Any]) -> str:
+def _session_start(payload: dict[str, Any]) -> str:
     store = _open_existing()
     if store is None:
         return ""
@@ -110,7 +110,7 @@ def session_start(payload: dict[str, Any]) -> str:
         )
 
 
-def prompt(payload: dict[str, Any]) -> str:
+def _prompt(payload: dict[str, Any]) -> str:
     from sealmem.client.hosts.gate import content_stems
 
     text = payload.get("prompt")
@@ -135,7 +135,7 @@ def prompt(payload: dict[str, Any]) -> str:
     return "\n".join([_PROMPT_HEADER, *lines]) if lines else ""
 
 
-def stop(payload: dict[str, Any]) -> str:
+def _stop(payload: dict[str, Any]) -> str:
     from sealmem.client.hosts import capture
 
     transcript = payload.get("transcript_path")
@@ -155,20 +155,24 @@ def stop(payload: dict[str, Any]) -> str:
 
 
 HOOK_NAMES: dict[str, Callable[[dict[str, Any]], str]] = {
-    "session-start": session_start,
-    "prompt": prompt,
-    "stop": stop,
+    "session-start": _session_start,
+    "prompt": _prompt,
+    "stop": _stop,
 }
 
 
-def run(name: str, stdin_text: str, *, budget_s: float = HOOK_BUDGET_S) -> str:
-    """The text hook ``name`` prints for ``stdin_text``; never raises, never blocks long."""
+def run(name: str, read_input: Callable[[], str], *, budget_s: float = HOOK_BUDGET_S) -> str:
+    """The text hook ``name`` prints; never raises, never blocks for long.
+
+    ``read_input`` returns the hook's JSON (stdin); it is called inside the
+    time bound too, so a host that never closes stdin cannot hang the hook.
+    """
     started = time.monotonic()
     box: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            box["out"] = HOOK_NAMES[name](_payload(stdin_text))
+            box["out"] = HOOK_NAMES[name](_payload(read_input()))
         except BaseException as exc:  # everything, on purpose: see the module docstring
             box["exc"] = exc
 

@@ -29,6 +29,7 @@ __all__ = [
     "remove_block",
     "render_table",
     "replace_block",
+    "toml_key",
     "toml_string",
 ]
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
 import time
 from collections.abc import Callable
 
 from sealmem.client.api import MemoryStore
-from tests.hosts.conftest import FIXTURES, Env, Run
+from tests.hosts.conftest import FIXTURES, SEALMEM, Env, Run
 
 Script = Callable[..., Run]  # the console script in a subprocess, or main() in-process
 WARNING = "Never run make reset-db against the shared dev database; it drops every schema."
@@ -152,3 +153,27 @@ def test_stop_hook_captures_lessons_once(script: Script, env: Env, store: Memory
     assert token not in newest.content
     assert "[REDACTED" in newest.content
     assert all(token not in line for line in _log(env))
+
+
+def test_a_host_that_never_closes_stdin_cannot_hang_the_hook(env: Env) -> None:
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [str(SEALMEM), "hook", "session-start"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env.environ,
+        cwd=env.project,
+    )
+    try:
+        proc.wait(timeout=15)  # stdin stays open the whole time
+        out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+    finally:
+        proc.kill()
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    assert (proc.returncode, out, err) == (0, b"", b"")
+    assert time.monotonic() - started < 10
+    assert _log(env)[-1].split()[1:3] == ["session-start", "timeout"]
