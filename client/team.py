@@ -36,12 +36,14 @@ if TYPE_CHECKING:  # avoids importing the store API at module load
 __all__ = [
     "CONFIG_FILE",
     "DEFAULT_GC_GRACE_MS",
+    "SERIOUS",
     "Refusal",
     "Team",
     "TeamConfig",
     "find_member",
     "join_team",
     "now_ms",
+    "sync_health",
     "transport_for",
 ]
 
@@ -106,6 +108,37 @@ class TeamConfig:
             raise StoreError(
                 f"the team config {path} is unreadable ({exc}); restore it or join again"
             ) from exc
+
+
+SERIOUS: frozenset[str] = frozenset(
+    {reasons.FORK, reasons.EQUIVOCATION, reasons.ROLLBACK, reasons.BAD_SIGNATURE}
+)
+"""Refusal reasons that point at an attack or a broken writer, not a slow folder."""
+
+
+def sync_health(home_dir: Path, conn: Any) -> dict[str, Any]:
+    """Sync state for status displays (CLI, MCP): team, last sync, refusals, alarms.
+
+    Needs no key: it reads the team config and the store's sync tables only.
+    """
+    try:
+        config = TeamConfig.load(home_dir)
+    except InputError:
+        return {"configured": False, "detail": "not in a team (local only)"}
+    refusals = replica.recent_refusals(conn, limit=10)
+    return {
+        "configured": True,
+        "team": config.team,
+        "transport": config.transport,
+        "location": config.location,
+        "last_sync": replica.last_run(conn),
+        "recent_refusals": refusals,
+        "alarms": [
+            f"{r['reason']}: {r['object']}: {r['detail']}"
+            for r in refusals
+            if r["reason"] in SERIOUS
+        ],
+    }
 
 
 def transport_for(config: TeamConfig) -> Transport:
@@ -292,9 +325,8 @@ class Team:
             out.append("you are not in the roster yet: an admin must approve your join request")
         if roster.revocation(self.me) is not None:
             out.append("your membership was revoked: your new writes are refused by the team")
-        serious = {reasons.FORK, reasons.EQUIVOCATION, reasons.ROLLBACK, reasons.BAD_SIGNATURE}
         for item in replica.recent_refusals(self.conn, limit=50):
-            if item["reason"] in serious:
+            if item["reason"] in SERIOUS:
                 out.append(f"{item['reason']}: {item['object']}: {item['detail']}")
         if roster.is_admin(self.me):
             try:

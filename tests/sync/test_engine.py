@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from sealmem.client import replica
 from sealmem.client.memory import Provenance
 from sealmem.client.rows import load_row, next_hlc, record_from_row, write_version
 from sealmem.client.store import transaction
 from sealmem.client.sync import sync_lock
+from sealmem.client.team import sync_health
+from sealmem.protocol import reasons
 from sealmem.protocol.errors import StoreError
 from tests.sync.conftest import DAY_MS, PROJECT, World, make_world
 
@@ -173,3 +176,18 @@ def test_nothing_changed_means_nothing_pushed(world: World) -> None:
     assert first.pushed_versions == 1
     assert (second.pushed_versions, second.pushed_chunks) == (0, 0)
     assert sorted(world.folder.rglob("manifest-*.json")) == manifests
+
+
+def test_sync_health_reports_the_last_sync_and_alarms(world: World, tmp_path: Path) -> None:
+    alice = world.nodes["alice"]
+    assert sync_health(tmp_path / "nowhere", alice.store.connection)["configured"] is False
+    alice.remember("health check note")
+    alice.sync()
+    health = sync_health(alice.home, alice.store.connection)
+    assert health["configured"] is True
+    assert health["last_sync"]["summary"]["pushed_versions"] == 1
+    assert health["alarms"] == []
+    replica.log_refusal(alice.store.connection, 1, reasons.FORK, "manifest x/webapp", "two")
+    assert sync_health(alice.home, alice.store.connection)["alarms"] == [
+        "fork: manifest x/webapp: two"
+    ]
