@@ -298,7 +298,10 @@ def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> N
         )
         return
     own = replica.load_own_chain(team.conn, project)
-    folder_seq, folder_manifest, folder_bytes = _own_newest(team, project)
+    listed = team.transport.newest_seqs(project)
+    folder_seq, folder_manifest, folder_bytes = 0, None, b""
+    if listed is None or listed.get(team.me, 0) > (own.seq if own else 0):
+        folder_seq, folder_manifest, folder_bytes = _own_newest(team, project)
     if folder_manifest is not None and folder_seq > (own.seq if own else 0):
         # A push that was interrupted after its manifest landed: adopt it, or a new
         # manifest at the same seq would look like a fork to everyone who saw it.

@@ -246,6 +246,8 @@ class Team:
         for project in projects:
             if roster is None or not roster.can_read(self.me, project):
                 continue
+            if not accepted_rosters and state.keyring(project, roster.projects[project]):
+                continue  # keyrings only change with a new roster version
             for data in self.transport.keyrings(project):
                 try:
                     new_state, keyring = accept_keyring(SUITE, state, data)
