@@ -209,7 +209,7 @@ def main_bench(members: int, memories: int) -> None:
               f"({total:,} memories, each member ends with {total:,})")  # fmt: skip
         idle_s, idle_b = round_(team)
         print(f"idle round (nothing changed): {idle_s:.2f} s, {idle_b:,} bytes")
-        changed = change_one(team[-1], 1)
+        changed = change_one(team[0], 1)
         one_s, one_b = round_(team)
         check_everywhere(team, changed, 1)
         print(f"one memory changed, one round: {one_s:.2f} s, {one_b:,} bytes moved = "
@@ -231,7 +231,7 @@ def growth(sizes: list[int], memories: int) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             team = build_team(Path(tmp), n, memories)
             first_s, first_b = round_(team, 2)
-            changed = change_one(team[-1], 1)
+            changed = change_one(team[0], 1)
             _, one_b = round_(team)
             check_everywhere(team, changed, 1)
             print(f"| {n} | {first_s:.1f} | {first_s / n:.2f} | {first_b / 1e6:.2f} | "
