@@ -182,7 +182,11 @@ def round_(team: list[Member], rounds: int = 1) -> tuple[float, int]:
 
 
 def change_one(member: Member, n: int) -> str:
-    mem = member.store.recent(limit=1, project=PROJECT)[0]
+    """Edit one of the member's own memories (a reinforcement: a new version, new keyword)."""
+    row = member.store.connection.execute(
+        "SELECT id FROM memories WHERE editor = ? ORDER BY id LIMIT 1", (member.team.me,)
+    ).fetchone()
+    mem = member.store.get(row[0])
     member.store.remember(mem.content, project=PROJECT, keywords=[f"changed{n}"])
     return mem.id
 
