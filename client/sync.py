@@ -44,6 +44,7 @@ from sealmem.protocol.manifest import Head, Manifest
 from sealmem.protocol.merge import collect_tombstones
 from sealmem.protocol.record import Record
 from sealmem.protocol.snapshot import PreviousSnapshot, build_snapshot
+from sealmem.protocol.state import TrustedState
 from sealmem.protocol.verify import MAX_MANIFEST_BYTES, accept_manifest
 
 __all__ = ["LOCK_FILE", "LOCK_TIMEOUT_S", "SyncSummary", "sync", "sync_lock"]
@@ -238,7 +239,7 @@ def _open(team: Team, m: Manifest, key: ContentKey) -> tuple[list[Record], dict[
 
 def _commit_pull(
     team: Team,
-    state: Any,
+    state: TrustedState,
     m: Manifest,
     records: list[Record],
     cache: dict[str, int],
@@ -256,6 +257,8 @@ def _commit_pull(
         snapshot_seq=m.seq,
     )
     head = state.head(m.writer, m.project)
+    if head is None:
+        raise StoreError(f"accepted manifest of {m.writer}/{m.project} left no chain head")
     with transaction(team.conn):
         result = replica.apply_versions(team.conn, records, provenance, now)
         replica.save_head(

@@ -17,6 +17,7 @@ import pytest
 from sealmem.client import replica
 from sealmem.crypto import SUITE, random_bytes
 from sealmem.protocol import reasons
+from sealmem.protocol.manifest import Head
 from sealmem.protocol.snapshot import build_snapshot
 from tests.sync.conftest import PROJECT, Node, World, make_world
 
@@ -71,6 +72,25 @@ def _fork(world: World, alice: Node, _tmp: Path) -> None:
     team.transport.push(PROJECT, alice.key.kid, own.seq + 1, snap.envelope, snap.new_chunks)
 
 
+def _equivocate(world: World, alice: Node, _tmp: Path) -> None:
+    """A writer (here the admin's key) claims to have seen another manifest at alice's seq."""
+    adm = world.nodes["admin"]
+    team = adm.t
+    roster = team.roster()
+    epoch = roster.projects[PROJECT]
+    key = team.content_key(PROJECT, epoch)
+    assert key is not None
+    own = replica.load_own_chain(alice.store.connection, PROJECT)
+    assert own is not None
+    lie = Head(alice.key.kid, PROJECT, own.seq, "f" * 64)
+    snap = build_snapshot(
+        SUITE, key, adm.key, team=team.config.team, project=PROJECT, epoch=epoch,
+        roster_version=roster.version, seq=1, prev=None, records=[], random=random_bytes,
+        heads=[lie],
+    )  # fmt: skip
+    team.transport.push(PROJECT, adm.key.kid, 1, snap.envelope, snap.new_chunks)
+
+
 def _cross_team(world: World, alice: Node, tmp: Path) -> None:
     other_root = tmp / "other-team"
     other_root.mkdir()
@@ -97,6 +117,7 @@ CASES: list[tuple[str, Callable[[World, Node, Path], None], str, bool]] = [
     ("garbage-manifest", _garbage_manifest, reasons.NOT_CANONICAL, False),
     ("rolled-back", _roll_back, reasons.ROLLBACK, True),
     ("forked", _fork, reasons.FORK, True),
+    ("equivocating-witness", _equivocate, reasons.EQUIVOCATION, True),
     ("cross-team", _cross_team, reasons.CROSS_TEAM, True),
     ("cross-project", _cross_project, reasons.CROSS_PROJECT, True),
 ]
