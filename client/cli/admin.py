@@ -141,6 +141,10 @@ def revoke(
     from sealmem.client.team import now_ms
 
     with open_team() as team:
+        if keep_data:  # pin the newest manifests of the member: pull them first
+            from sealmem.client.sync import sync
+
+            sync(team, push=False)
         roster = admin.revoke(team, member, keep_data=keep_data, now=now_ms())
     doc = {"revoked": member, "keep_data": keep_data, **_roster_doc(roster)}
     if as_json:

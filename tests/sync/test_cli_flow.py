@@ -193,6 +193,27 @@ def test_sync_watch_pulls_and_pushes_on_change(team: Team) -> None:
     assert "Traceback" not in err
 
 
+def test_admin_grant_rotate_revoke_from_the_cli(team: Team) -> None:
+    granted = team.run("admin", "admin", "grant", "bob", "infra", "--no-write", "--json").json()
+    assert (granted["read"], granted["write"]) == (True, False)
+    assert "infra" in granted["projects"]
+    rotated = team.run("admin", "admin", "rotate", "webapp", "--json").json()
+    assert rotated["projects"]["webapp"] == granted["projects"]["webapp"] + 1
+    refused = team.run("bob", "admin", "rotate", "webapp", check=False)
+    assert refused.code == 1
+    assert "not an admin" in refused.err
+    revoked = team.run("admin", "admin", "revoke", "alice", "--keep-data", "--json").json()
+    assert revoked["roster_version"] == rotated["roster_version"] + 1
+    status = team.run("bob", "team", "status", "--json").json()
+    assert {m["name"]: m["revoked"] for m in status["members"]}["alice"] is True
+    assert status["my_access"]["infra"] == {
+        "read": True, "write": False, "epoch": 1, "key": True,
+    }  # fmt: skip
+    alice = team.run("alice", "sync", "--json").json()
+    assert alice["pushed_versions"] == 0
+    assert "revoked" in " ".join(team.run("alice", "team", "status", "--json").json()["alarms"])
+
+
 def test_refused_objects_do_not_fail_the_sync_but_an_unreachable_folder_does(team: Team) -> None:
     team.run("alice", "remember", "a note before the garbage arrives")
     team.run("alice", "sync")
