@@ -48,6 +48,7 @@ __all__ = [
     "load_own_chain",
     "load_state",
     "log_refusal",
+    "own_summary",
     "publishable_records",
     "purge_writer",
     "recent_refusals",
@@ -260,6 +261,27 @@ def publishable_records(conn: sqlite3.Connection, me: str, project: str) -> list
         (project, me),
     ).fetchall()
     return [record_from_row(row) for row in rows]
+
+
+def own_summary(
+    conn: sqlite3.Connection, me: str, project: str, collect_before: int
+) -> tuple[int, Hlc, int]:
+    """Publishable versions of ``me`` in ``project``: how many, the newest HLC, and how
+    many are tombstones older than ``collect_before`` (wall ms; collected, not published)."""
+    count, wall, due = conn.execute(
+        "SELECT COUNT(*), MAX(hlc_wall), "
+        "COALESCE(SUM(CASE WHEN deleted AND hlc_wall <= ? THEN 1 ELSE 0 END), 0) "
+        "FROM memories WHERE project = ? AND editor = ? AND visibility = 'team'",
+        (collect_before, project, me),
+    ).fetchone()
+    if not count:
+        return 0, ZERO, 0
+    (counter,) = conn.execute(
+        "SELECT MAX(hlc_counter) FROM memories WHERE project = ? AND editor = ? "
+        "AND visibility = 'team' AND hlc_wall = ?",
+        (project, me, wall),
+    ).fetchone()
+    return int(count), Hlc(int(wall), int(counter)), int(due)
 
 
 def reredact(conn: sqlite3.Connection, record: Record, me: str, now: int) -> Record:

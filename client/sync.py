@@ -41,7 +41,7 @@ from sealmem.protocol.envelope import unpack
 from sealmem.protocol.errors import Rejected, StoreError
 from sealmem.protocol.hlc import ZERO
 from sealmem.protocol.manifest import Head, Manifest
-from sealmem.protocol.merge import collect_tombstones
+from sealmem.protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
 from sealmem.protocol.record import Record
 from sealmem.protocol.snapshot import PreviousSnapshot, build_snapshot
 from sealmem.protocol.state import TrustedState
@@ -305,7 +305,8 @@ def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> N
     folder_seq, folder_manifest, folder_bytes = 0, None, b""
     if listed is None or listed.get(team.me, 0) > (own.seq if own else 0):
         folder_seq, folder_manifest, folder_bytes = _own_newest(team, project)
-    if folder_manifest is not None and folder_seq > (own.seq if own else 0):
+    adopted = folder_manifest is not None and folder_seq > (own.seq if own else 0)
+    if folder_manifest is not None and adopted:
         # A push that was interrupted after its manifest landed: adopt it, or a new
         # manifest at the same seq would look like a fork to everyone who saw it.
         own = replica.OwnChain(
@@ -313,15 +314,6 @@ def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> N
             own.pushed_wall if own else ZERO, own.pushed_count if own else 0,
             own.reset_at if own else 0,
         )  # fmt: skip
-    with transaction(team.conn):
-        current = [
-            replica.reredact(team.conn, r, team.me, now)
-            for r in replica.publishable_records(team.conn, team.me, project)
-        ]
-    kept = collect_tombstones({r.id: r for r in current}, now).kept
-    records = sorted(kept.values(), key=lambda r: r.id)
-    if own is None and not records:
-        return
     reset = roster.latest_reset(team.me, project)
     resetting = reset is not None and reset.at_version > (own.reset_at if own else 0)
     previous = None
@@ -332,6 +324,30 @@ def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> N
             ),
             own.digests,
         )
+    pushed_wall = own.pushed_wall if own else ZERO
+    count, newest_local, due = replica.own_summary(
+        team.conn, team.me, project, now - DEFAULT_GRACE_MS
+    )
+    if (
+        own is not None
+        and previous is not None
+        and not adopted
+        and not resetting
+        and previous.manifest.epoch == epoch
+        and count == own.pushed_count
+        and newest_local <= pushed_wall
+        and previous.manifest.records == count - due
+    ):
+        return  # nothing of ours changed since the last push: skip the rebuild
+    with transaction(team.conn):
+        current = [
+            replica.reredact(team.conn, r, team.me, now) if r.hlc > pushed_wall else r
+            for r in replica.publishable_records(team.conn, team.me, project)
+        ]
+    kept = collect_tombstones({r.id: r for r in current}, now).kept
+    records = sorted(kept.values(), key=lambda r: r.id)
+    if own is None and not records:
+        return
     if own is None or resetting:
         # a new chain must not reuse a seq that teammates saw (folder or their witnesses)
         seen = team.state.witnessed.get((team.me, project))
@@ -357,7 +373,6 @@ def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> N
         and previous.manifest.chunks == snap.manifest.chunks
     ):
         return  # nothing changed since our last manifest
-    pushed_wall = own.pushed_wall if own else ZERO
     team.transport.push(project, team.me, seq, snap.envelope, snap.new_chunks)
     newest = max((r.hlc for r in records), default=pushed_wall)
     with transaction(team.conn):
@@ -365,7 +380,7 @@ def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> N
             team.conn,
             replica.OwnChain(
                 project, seq, snap.manifest.hash(SUITE), snap.envelope, dict(snap.digests),
-                max(newest, pushed_wall), len(records),
+                max(newest, pushed_wall), len(current),
                 reset.at_version if resetting and reset else (own.reset_at if own else 0),
             ),
             now,
