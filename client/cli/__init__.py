@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from sealmem.client.cli import admin, hosts, memory, sync, team
+from sealmem.client.cli import admin, hosts, hub, memory, sync, team
 from sealmem.protocol.errors import SealmemError
 
 __all__ = ["app", "main"]
@@ -29,6 +29,7 @@ hosts.register(app)
 team.register(app)
 admin.register(app)
 sync.register(app)
+hub.register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,345 @@
+"""The hub as a transport: :class:`HubTransport` speaks the hub's /v1 API over httpx.
+
+Every request is signed with the member key (:mod:`sealmem.crypto.request`);
+the hub answers refusals as ``{"error": code, "detail": sentence}``, raised here
+as :class:`HubError` (a :class:`~sealmem.protocol.errors.TransportError`) with
+the hub's reason, and as :class:`ConflictError` for 409 (a stale ``seq`` or an
+existing roster version: pull, then retry).  Keyrings that name a roster the
+hub does not hold yet (an admin publishes keyrings before their roster) are
+kept and sent with the next :meth:`HubTransport.put_roster`, in one request the
+hub accepts or refuses as a whole.
+
+:func:`open_transport` picks the folder or the hub from a location string.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from sealmem.client.folder import FolderTransport
+from sealmem.client.transport import Transport
+from sealmem.crypto import MemberKey
+from sealmem.crypto.request import sign_request
+from sealmem.protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
+from sealmem.protocol.errors import InputError, TransportError
+from sealmem.protocol.record import PROJECT_RE
+from sealmem.protocol.roster import TEAM_RE
+
+__all__ = [
+    "OPERATOR_TOKEN_ENV",
+    "ConflictError",
+    "HubError",
+    "HubTransport",
+    "is_hub_location",
+    "open_transport",
+]
+
+OPERATOR_TOKEN_ENV = "SEALMEM_HUB_OPERATOR_TOKEN"  # noqa: S105 - a variable name
+_OPERATOR_HEADER = "sealmem-operator-token"
+_HUB_TIME_HEADER = "sealmem-hub-time"
+_RETRIES_429 = 4
+_MAX_RETRY_WAIT_S = 5.0
+
+
+class HubError(TransportError):
+    """The hub refused a request: ``status``, its ``code`` and ``detail``."""
+
+    def __init__(self, message: str, *, status: int, code: str, detail: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.detail = detail
+
+
+class ConflictError(HubError):
+    """409: the hub holds a newer or different object here; pull, then retry."""
+
+
+def is_hub_location(location: str) -> bool:
+    return location.startswith(("http://", "https://"))
+
+
+def open_transport(
+    location: str, team: str, key: MemberKey, *, operator_token: str | None = None
+) -> Transport:
+    """A :class:`HubTransport` for an http(s) URL, else a :class:`FolderTransport`."""
+    if is_hub_location(location):
+        return HubTransport(location, team, key, operator_token=operator_token)
+    return FolderTransport(location, team)
+
+
+def _check(value: str, pattern: Any, what: str) -> str:
+    if pattern.fullmatch(value) is None:
+        raise InputError(f"{what} {value!r} must match {pattern.pattern}")
+    return value
+
+
+class HubTransport(Transport):
+    kind = "hub"
+
+    def __init__(
+        self,
+        url: str,
+        team: str,
+        key: MemberKey,
+        *,
+        operator_token: str | None = None,
+        client: httpx.Client | None = None,
+        timeout_s: float = 30.0,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        if client is None and not is_hub_location(url):
+            raise InputError(f"hub URL {url!r} must start with http:// or https://")
+        self._url = url.rstrip("/")
+        self._team = _check(team, TEAM_RE, "team id")
+        self._key = key
+        self._token = operator_token or os.environ.get(OPERATOR_TOKEN_ENV) or None
+        self._client = client or httpx.Client(base_url=self._url, timeout=timeout_s)
+        self._owns_client = client is None
+        self._clock = clock or (lambda: time.time_ns() // 1_000_000)
+        self._skew_ms = 0
+        self._pending_keyrings: list[bytes] = []
+
+    @property
+    def location(self) -> str:
+        return self._url
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.close()
+
+    # -- one request -----------------------------------------------------------------
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        what: str,
+        *,
+        body: bytes = b"",
+        query: Mapping[str, str | int | float] | None = None,
+        signed: bool = True,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+        missing_ok: bool = False,
+    ) -> httpx.Response | None:
+        skew_retried = False
+        for attempt in range(_RETRIES_429 + 1):
+            request = self._client.build_request(
+                method, f"/v1/teams/{self._team}{path}", params=query, content=body,
+                headers=headers,
+                timeout=httpx.USE_CLIENT_DEFAULT if timeout_s is None else timeout_s,
+            )  # fmt: skip
+            if signed:
+                target = request.url.raw_path.decode("ascii")
+                now = self._clock() + self._skew_ms
+                request.headers.update(sign_request(self._key, method, target, body, now_ms=now))
+            try:
+                response = self._client.send(request)
+            except httpx.HTTPError as exc:
+                raise TransportError(
+                    f"cannot reach the hub at {self._url} to {what}: {exc}; check the URL "
+                    "and that the hub is running"
+                ) from exc
+            if response.status_code < 400:
+                return response
+            if response.status_code == 404 and missing_ok and _code(response) == "not-found":
+                return None
+            if response.status_code == 429 and attempt < _RETRIES_429:
+                time.sleep(_retry_after(response))
+                continue
+            if (
+                response.status_code == 401
+                and _code(response) == "stale-time"
+                and not skew_retried
+                and (hub_time := response.headers.get(_HUB_TIME_HEADER, "")).isdigit()
+            ):
+                self._skew_ms = int(hub_time) - self._clock()
+                skew_retried = True
+                continue
+            raise _error(response, self._url, what)
+        raise _error(response, self._url, what)
+
+    def _json(self, method: str, path: str, what: str, **kw: Any) -> dict[str, Any]:
+        response = self._send(method, path, what, **kw)
+        if response is None:
+            return {}
+        try:
+            doc = response.json()
+        except ValueError as exc:
+            raise TransportError(f"the hub at {self._url} answered {what} with bad JSON") from exc
+        if not isinstance(doc, dict):
+            raise TransportError(f"the hub at {self._url} answered {what} with a non-object")
+        return doc
+
+    def _blobs(self, value: object, what: str) -> list[bytes]:
+        if not isinstance(value, list):
+            raise TransportError(f"the hub at {self._url} answered {what} without a list")
+        try:
+            return [b64d(v) for v in value]
+        except ValueError as exc:
+            raise TransportError(f"the hub at {self._url} sent bad base64 for {what}") from exc
+
+    # -- rosters and keyrings --------------------------------------------------------
+
+    def rosters(self, after_version: int) -> list[bytes]:
+        doc = self._json("GET", "/rosters", "read rosters", query={"after": after_version})
+        return self._blobs(doc.get("rosters"), "rosters")
+
+    def put_roster(self, version: int, data: bytes) -> None:
+        body = json.dumps(
+            {"roster": b64e(data), "keyrings": [b64e(k) for k in self._pending_keyrings]}
+        ).encode()
+        headers = {_OPERATOR_HEADER: self._token} if self._token and version == 1 else None
+        what = f"publish roster v{version}"
+        self._send("PUT", f"/rosters/{version}", what, body=body, headers=headers)
+        self._pending_keyrings.clear()
+
+    def keyrings(self, project: str) -> list[bytes]:
+        p = _check(project, PROJECT_RE, "project")
+        doc = self._json("GET", f"/keyrings/{p}", f"read keyrings of {p}")
+        return self._blobs(doc.get("keyrings"), "keyrings")
+
+    def put_keyring(self, project: str, epoch: int, data: bytes) -> None:
+        p = _check(project, PROJECT_RE, "project")
+        try:
+            self._send("PUT", f"/keyrings/{p}/{epoch}", f"publish keyring {p}/{epoch}", body=data)
+        except HubError as exc:
+            if exc.code not in {"roster-unknown", "unknown-team"}:
+                raise
+            self._pending_keyrings.append(data)  # goes with the roster that names it
+
+    # -- snapshots -------------------------------------------------------------------
+
+    def manifests(self, project: str) -> dict[str, list[bytes]]:
+        p = _check(project, PROJECT_RE, "project")
+        doc = self._json("GET", f"/projects/{p}/manifests", f"read manifests of {p}")
+        writers = doc.get("writers")
+        if not isinstance(writers, dict):
+            raise TransportError(f"the hub at {self._url} answered manifests without writers")
+        return {
+            str(w): self._blobs(v, "manifests")
+            for w, v in writers.items()
+            if KID_RE.fullmatch(str(w))
+        }
+
+    def newest_seqs(self, project: str) -> dict[str, int] | None:
+        p = _check(project, PROJECT_RE, "project")
+        doc = self._json("GET", f"/projects/{p}/seqs", f"read seqs of {p}")
+        seqs = doc.get("seqs")
+        if not isinstance(seqs, dict):
+            raise TransportError(f"the hub at {self._url} answered seqs without a map")
+        return {
+            str(w): s
+            for w, s in seqs.items()
+            if KID_RE.fullmatch(str(w)) and isinstance(s, int) and not isinstance(s, bool)
+        }
+
+    def writer_manifests(self, project: str, writer: str) -> list[bytes]:
+        p = _check(project, PROJECT_RE, "project")
+        w = _check(writer, KID_RE, "writer")
+        doc = self._json("GET", f"/projects/{p}/manifests/{w}", f"read manifests of {w}/{p}")
+        return self._blobs(doc.get("manifests"), "manifests")
+
+    def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
+        p = _check(project, PROJECT_RE, "project")
+        w = _check(writer, KID_RE, "writer")
+        if HEX_HASH_RE.fullmatch(chunk_id) is None:
+            return None
+        response = self._send(
+            "GET", f"/projects/{p}/chunks/{w}/{chunk_id}", f"read a chunk of {w}/{p}",
+            missing_ok=True,
+        )  # fmt: skip
+        return None if response is None else response.content
+
+    def push(
+        self, project: str, writer: str, seq: int, manifest: bytes, chunks: Mapping[str, bytes]
+    ) -> None:
+        p = _check(project, PROJECT_RE, "project")
+        w = _check(writer, KID_RE, "writer")
+        for chunk_id, data in chunks.items():
+            _check(chunk_id, HEX_HASH_RE, "chunk id")
+            self._send("PUT", f"/projects/{p}/chunks/{w}/{chunk_id}", "upload a chunk", body=data)
+        self._send(
+            "PUT", f"/projects/{p}/manifests/{w}/{seq}", f"publish manifest seq {seq}",
+            body=manifest,
+        )  # fmt: skip
+
+    def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
+        p = _check(project, PROJECT_RE, "project")
+        w = _check(writer, KID_RE, "writer")
+        body = json.dumps({"keep": sorted(keep), "grace_ms": grace_ms}).encode()
+        doc = self._json("POST", f"/projects/{p}/collect/{w}", "collect old chunks", body=body)
+        removed = doc.get("removed", 0)
+        return removed if isinstance(removed, int) else 0
+
+    # -- join requests ---------------------------------------------------------------
+
+    def post_request(self, kid: str, data: bytes) -> None:
+        k = _check(kid, KID_RE, "member id")
+        self._send("POST", f"/requests/{k}", "post the join request", body=data, signed=False)
+
+    def requests(self) -> dict[str, bytes]:
+        doc = self._json("GET", "/requests", "read join requests")
+        found = doc.get("requests")
+        if not isinstance(found, dict):
+            raise TransportError(f"the hub at {self._url} answered requests without a map")
+        try:
+            return {str(k): b64d(v) for k, v in found.items() if KID_RE.fullmatch(str(k))}
+        except ValueError as exc:
+            raise TransportError(f"the hub at {self._url} sent a bad join request") from exc
+
+    def remove_request(self, kid: str) -> None:
+        if KID_RE.fullmatch(kid):
+            self._send("DELETE", f"/requests/{kid}", "remove a join request")
+
+    # -- change feed (for sync --watch) ------------------------------------------------
+
+    def changes(self, since: int, wait_s: float = 25.0) -> tuple[int, list[dict[str, Any]]]:
+        """Block up to ``wait_s`` for changes after cursor ``since``; (new cursor, changes)."""
+        doc = self._json(
+            "GET", "/changes", "read the change feed", query={"since": since, "wait": wait_s},
+            timeout_s=wait_s + 15.0,
+        )  # fmt: skip
+        cursor, changes = doc.get("cursor"), doc.get("changes")
+        if not isinstance(cursor, int) or not isinstance(changes, list):
+            raise TransportError(f"the hub at {self._url} answered the change feed badly")
+        return cursor, [c for c in changes if isinstance(c, dict)]
+
+
+def _code(response: httpx.Response) -> str:
+    try:
+        doc = response.json()
+    except ValueError:
+        return ""
+    return str(doc.get("error", "")) if isinstance(doc, dict) else ""
+
+
+def _retry_after(response: httpx.Response) -> float:
+    raw = response.headers.get("retry-after", "1")
+    try:
+        return min(max(float(raw), 0.05), _MAX_RETRY_WAIT_S)
+    except ValueError:
+        return 1.0
+
+
+def _error(response: httpx.Response, url: str, what: str) -> HubError:
+    status = response.status_code
+    try:
+        doc = response.json()
+        code, detail = str(doc["error"]), str(doc["detail"])
+    except (ValueError, KeyError, TypeError):
+        code, detail = "http-error", f"HTTP {status} without an error body"
+    cls = ConflictError if status == 409 else HubError
+    return cls(
+        f"the hub at {url} refused to {what}: {detail} ({code}, HTTP {status})",
+        status=status,
+        code=code,
+        detail=detail,
+    )

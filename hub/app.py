@@ -1,0 +1,237 @@
+"""The hub as a Starlette app: routes, error bodies, access log and metrics.
+
+:func:`create_app` wires a :class:`~sealmem.hub.config.HubConfig` and a
+:class:`~sealmem.hub.storage.Storage` (SQLite by default) into an ASGI app.
+Refusals become ``{"error": code, "detail": sentence}`` with their status;
+every response carries the hub clock in ``Sealmem-Hub-Time`` so a client can
+tell a skewed clock from a bad signature.  The access log (logger
+``sealmem.hub.access``) records method, route template, status, duration and
+member id: no bodies, no query strings, no ids in paths, no secrets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from sealmem.hub.auth import Authenticator, ReplayGuard
+from sealmem.hub.config import HubConfig
+from sealmem.hub.errors import Refusal
+from sealmem.hub.feed import Feed
+from sealmem.hub.limits import read_body
+from sealmem.hub.metrics import Metrics, resident_bytes
+from sealmem.hub.routes import Ctx, Handler, Handlers
+from sealmem.hub.sqlite_storage import SQLiteStorage
+from sealmem.hub.storage import Storage, StorageError
+from sealmem.hub.teams import Teams
+
+__all__ = ["HUB_TIME_HEADER", "AccessLog", "create_app"]
+
+HUB_TIME_HEADER = "sealmem-hub-time"
+access_log = logging.getLogger("sealmem.hub.access")
+log = logging.getLogger("sealmem.hub")
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class AccessLog:
+    """ASGI middleware: one log line and one metrics sample per request."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, clock: Callable[[], int]) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.clock = clock
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                headers = list(message.get("headers", []))
+                headers.append((HUB_TIME_HEADER.encode(), str(self.clock()).encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            seconds = time.perf_counter() - started
+            route = scope.get("route")
+            template = getattr(route, "path", None) or "unmatched"
+            self.metrics.observe(template, scope["method"], status, seconds)
+            access_log.info(
+                "%s %s %d %.1fms member=%s",
+                scope["method"], template, status, seconds * 1000, scope.get("sealmem.kid") or "-",
+            )  # fmt: skip
+
+
+def create_app(
+    config: HubConfig,
+    storage: Storage | None = None,
+    *,
+    clock: Callable[[], int] | None = None,
+) -> Starlette:
+    """The hub app; it owns ``storage`` (opened from ``config.data_dir`` if not given)."""
+    tick = clock or _now_ms
+    store: Storage = storage if storage is not None else SQLiteStorage(config.data_dir)
+    teams = Teams(store, manifests_kept=config.manifests_kept)
+    auth = Authenticator(store, ReplayGuard(config.replay_window_ms), tick)
+    handlers = Handlers(config, store, teams, auth, tick)
+    metrics = Metrics()
+    feed = Feed()
+
+    def wrap(handler: Handler, max_body: int = 0) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            body = await read_body(request, max_body) if max_body else b""
+            ctx = _context(request, body)
+            try:
+                return await run_in_threadpool(handler, ctx)
+            finally:
+                request.scope["sealmem.kid"] = ctx.kid
+                if ctx.changed:
+                    feed.notify(ctx.changed)
+
+        return endpoint
+
+    async def changes(request: Request) -> Response:
+        ctx = _context(request, b"")
+        try:
+            try:
+                wait = min(float(request.query_params.get("wait", "0")), config.long_poll_max_s)
+            except ValueError:
+                raise Refusal(400, "bad-request", "query wait must be seconds") from None
+            deadline = time.monotonic() + max(wait, 0.0)
+            team, caller, since = await run_in_threadpool(handlers.changes_caller, ctx)
+            while True:
+                event = feed.event(team)
+                doc = await run_in_threadpool(handlers.changes, team, caller, since)
+                remaining = deadline - time.monotonic()
+                if doc["changes"] or remaining <= 0:
+                    return JSONResponse(doc)
+                await feed.wait(event, remaining)
+        finally:
+            request.scope["sealmem.kid"] = ctx.kid
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def metrics_text(request: Request) -> Response:
+        def gauges() -> dict[str, tuple[str, float]]:
+            return {
+                "sealmem_hub_teams": ("Registered teams.", store.team_count()),
+                "sealmem_hub_stored_bytes": ("Bytes held for all teams.", store.total_usage()),
+                "sealmem_hub_resident_memory_bytes": ("Hub process RSS.", resident_bytes()),
+            }
+
+        text = metrics.render(await run_in_threadpool(gauges))
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+    big = config.max_body_bytes
+    t = "/v1/teams/{team}"
+    p = t + "/projects/{project}"
+    routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics_text, methods=["GET"]),
+        Route(t + "/rosters", wrap(handlers.get_rosters), methods=["GET"]),
+        Route(t + "/rosters/{version:int}", wrap(handlers.put_roster, big), methods=["PUT"]),
+        Route(t + "/keyrings/{project}", wrap(handlers.get_keyrings), methods=["GET"]),
+        Route(
+            t + "/keyrings/{project}/{epoch:int}", wrap(handlers.put_keyring, big), methods=["PUT"]
+        ),
+        Route(t + "/changes", changes, methods=["GET"]),
+        Route(t + "/requests", wrap(handlers.get_requests), methods=["GET"]),
+        Route(
+            t + "/requests/{kid}",
+            wrap(handlers.post_request, config.max_join_bytes),
+            methods=["POST"],
+        ),
+        Route(t + "/requests/{kid}", wrap(handlers.delete_request), methods=["DELETE"]),
+        Route(p + "/seqs", wrap(handlers.get_seqs), methods=["GET"]),
+        Route(p + "/manifests", wrap(handlers.get_manifests), methods=["GET"]),
+        Route(p + "/manifests/{writer}", wrap(handlers.get_manifests), methods=["GET"]),
+        Route(
+            p + "/manifests/{writer}/{seq:int}", wrap(handlers.put_manifest, big), methods=["PUT"]
+        ),
+        Route(p + "/chunks/{writer}/{chunk}", wrap(handlers.get_chunk), methods=["GET"]),
+        Route(p + "/chunks/{writer}/{chunk}", wrap(handlers.put_chunk, big), methods=["PUT"]),
+        Route(p + "/collect/{writer}", wrap(handlers.collect, 1024 * 1024), methods=["POST"]),
+    ]
+
+    async def refused(request: Request, exc: Exception) -> Response:
+        if not isinstance(exc, Refusal):  # pragma: no cover - registered for Refusal only
+            raise exc
+        metrics.error(exc.code)
+        headers = {"retry-after": "1"} if exc.status == 429 else None
+        return JSONResponse(exc.body(), exc.status, headers=headers)
+
+    async def storage_failed(request: Request, exc: Exception) -> Response:
+        log.error("storage failure: %s", exc)
+        metrics.error("storage")
+        body = {"error": "storage", "detail": "the hub could not read or write its storage"}
+        return JSONResponse(body, 503)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        code = {404: "not-found", 405: "bad-method"}.get(status, "bad-request")
+        metrics.error(code)
+        body = {"error": code, "detail": f"no such hub endpoint or method (HTTP {status})"}
+        return JSONResponse(body, status)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        removed = await run_in_threadpool(store.collect_orphans, 0.0)
+        if removed:
+            log.info("collected %d orphan blob(s) left by an interrupted write", removed)
+        try:
+            yield
+        finally:
+            store.close()
+
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            Refusal: refused,
+            StorageError: storage_failed,
+            HTTPException: http_error,
+        },
+        lifespan=lifespan,
+    )
+    app.add_middleware(AccessLog, metrics=metrics, clock=tick)
+    app.state.storage = store
+    app.state.teams = teams
+    return app
+
+
+def _context(request: Request, body: bytes) -> Ctx:
+    target = request.scope.get("raw_path") or request.url.path.encode()
+    query = request.scope.get("query_string") or b""
+    if query:
+        target = target + b"?" + query
+    return Ctx(
+        method=request.method,
+        target=target.decode("latin-1"),
+        params=dict(request.path_params),
+        query=dict(request.query_params),
+        headers=dict(request.headers),
+        body=body,
+        client=request.client.host if request.client else "-",
+    )

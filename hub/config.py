@@ -1,0 +1,72 @@
+"""The hub's settings, in one frozen value (the CLI and the tests build it).
+
+Team registration is the operator's choice: an ``operator_token`` (registering
+a team sends it in the ``Sealmem-Operator-Token`` header) or an allow-list of
+team ids (``allow_teams``), or both.  With neither set, no team can register.
+The token is compared in constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sealmem.protocol.errors import InputError
+from sealmem.protocol.manifest import MAX_CHUNK_BYTES
+from sealmem.protocol.roster import TEAM_RE
+from sealmem.protocol.verify import MAX_ROSTER_BYTES
+
+__all__ = ["TOKEN_ENV", "HubConfig"]
+
+TOKEN_ENV = "SEALMEM_HUB_OPERATOR_TOKEN"  # noqa: S105 - the variable's name, not a token
+_MIN_TOKEN = 16
+
+
+@dataclass(frozen=True)
+class HubConfig:
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 8470
+    operator_token: str | None = field(default=None, repr=False)
+    allow_teams: frozenset[str] = frozenset()
+    #: largest request body (a chunk is at most 8 MiB, a roster publish 4 MiB + keyrings)
+    max_body_bytes: int = MAX_ROSTER_BYTES + MAX_CHUNK_BYTES
+    #: join requests: small, unauthenticated
+    max_join_bytes: int = 16 * 1024
+    #: per member: sustained requests per second and burst
+    member_rate: float = 50.0
+    member_burst: int = 400
+    #: per client address, for unauthenticated join requests: per minute and burst
+    join_rate_per_min: float = 10.0
+    join_burst: int = 10
+    max_pending_requests: int = 256
+    team_quota_bytes: int = 1024 * 1024 * 1024
+    #: a signed request must be dated within this many ms of the hub clock
+    replay_window_ms: int = 5 * 60 * 1000
+    long_poll_max_s: float = 30.0
+    manifests_kept: int = 3
+    #: orphan blobs (written but never committed) younger than this are left alone
+    orphan_min_age_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.operator_token is not None and len(self.operator_token) < _MIN_TOKEN:
+            raise InputError(
+                f"the operator token is {len(self.operator_token)} characters; use at least "
+                f"{_MIN_TOKEN} random ones (e.g. 'python -c \"import secrets; "
+                "print(secrets.token_urlsafe(32))\"')"
+            )
+        for team in self.allow_teams:
+            if TEAM_RE.fullmatch(team) is None:
+                raise InputError(
+                    f"--allow-team {team!r} is not a team id (it must match {TEAM_RE.pattern})"
+                )
+
+    @property
+    def registration_open(self) -> bool:
+        return self.operator_token is not None or bool(self.allow_teams)
+
+    @classmethod
+    def token_from_env(cls) -> str | None:
+        value = os.environ.get(TOKEN_ENV, "").strip()
+        return value or None

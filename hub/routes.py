@@ -1,0 +1,360 @@
+"""The /v1 endpoints: who may do what, then the verified read or write.
+
+Each handler is a plain blocking function over a :class:`Ctx` (run in the
+thread pool): authenticate the caller against the team's trusted state, check
+its role and grants, then read or write through :class:`~sealmem.hub.teams.Teams`
+and the storage.  SPEC.md "Hub API (messages)" lists every message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.responses import JSONResponse, Response
+
+from sealmem.crypto import SUITE
+from sealmem.hub.auth import Authenticator, Caller
+from sealmem.hub.config import HubConfig
+from sealmem.hub.errors import Refusal
+from sealmem.hub.inbox import MAX_JOIN_BYTES, join_request_key
+from sealmem.hub.limits import RateLimiter, check_quota
+from sealmem.hub.storage import Storage
+from sealmem.hub.teams import Teams, genesis_signer
+from sealmem.protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
+from sealmem.protocol.errors import Rejected
+from sealmem.protocol.manifest import MAX_CHUNK_BYTES
+from sealmem.protocol.record import PROJECT_RE
+from sealmem.protocol.roster import TEAM_RE
+from sealmem.protocol.snapshot import chunk_id
+from sealmem.protocol.state import TrustedState
+from sealmem.protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
+
+__all__ = ["OPERATOR_HEADER", "Ctx", "Handlers"]
+
+OPERATOR_HEADER = "sealmem-operator-token"
+_MAX_KEYRINGS_PER_PUBLISH = 4096
+
+Handler = Callable[["Ctx"], Response]
+
+
+@dataclass
+class Ctx:
+    """One request as the handlers see it (body already read within its limit)."""
+
+    method: str
+    target: str
+    params: Mapping[str, Any]
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+    body: bytes
+    client: str
+    kid: str | None = None  # set once authenticated, for the access log
+    changed: str | None = None  # team whose change feed moved
+
+    def param(self, name: str, pattern: re.Pattern[str]) -> str:
+        value = str(self.params[name])
+        if pattern.fullmatch(value) is None:
+            raise Refusal(400, "bad-request", f"{name} {value[:80]!r} must match {pattern.pattern}")
+        return value
+
+    def int_query(self, name: str, default: int) -> int:
+        raw = self.query.get(name)
+        if raw is None:
+            return default
+        if not raw.isdigit() or len(raw) > 18:
+            raise Refusal(400, "bad-request", f"query {name}={raw[:20]!r} must be an integer >= 0")
+        return int(raw)
+
+
+def _envelopes(items: list[bytes]) -> list[str]:
+    return [b64e(d) for d in items]
+
+
+def _no_grant(kid: str, project: str, what: str) -> Refusal:
+    return Refusal(
+        403,
+        "no-grant",
+        f"member {kid} may not {what} project {project!r}; an admin can grant it "
+        "('sealmem admin grant')",
+    )
+
+
+class Handlers:
+    def __init__(
+        self,
+        config: HubConfig,
+        storage: Storage,
+        teams: Teams,
+        auth: Authenticator,
+        clock: Callable[[], int],
+    ) -> None:
+        self.config = config
+        self.storage = storage
+        self.teams = teams
+        self.auth = auth
+        self.clock = clock
+        self.member_rate = RateLimiter(config.member_rate, config.member_burst, "member")
+        self.join_rate = RateLimiter(config.join_rate_per_min / 60.0, config.join_burst, "address")
+
+    # -- shared steps ----------------------------------------------------------------
+
+    def _caller(
+        self, ctx: Ctx, *, pending: bool = False, revoked: bool = False
+    ) -> tuple[str, TrustedState, Caller]:
+        team = ctx.param("team", TEAM_RE)
+        state = self.teams.state(team)
+        caller = self.auth.caller(
+            team, state, ctx.method, ctx.target, ctx.headers, ctx.body,
+            allow_pending=pending, allow_revoked=revoked,
+        )  # fmt: skip
+        ctx.kid = caller.kid
+        self.member_rate.take(caller.kid, time.monotonic())
+        return team, state, caller
+
+    @staticmethod
+    def _admin(team: str, caller: Caller) -> None:
+        if not caller.admin:
+            raise Refusal(403, "not-admin", f"only an admin of team {team} may do this")
+
+    @staticmethod
+    def _reader(state: TrustedState, caller: Caller, project: str, writer: str | None) -> None:
+        roster = state.roster
+        if roster is None or project not in roster.projects:
+            raise Refusal(404, "not-found", f"project {project!r} is not in the team's roster")
+        if writer == caller.kid or roster.can_read(caller.kid, project):
+            return
+        raise _no_grant(caller.kid, project, "read")
+
+    @staticmethod
+    def _own_slot(state: TrustedState, caller: Caller, project: str, writer: str) -> None:
+        if writer != caller.kid:
+            raise Refusal(
+                403, "not-your-slot", f"member {caller.kid} may write only its own snapshot"
+            )
+        roster = state.roster
+        if roster is None or not roster.can_write(caller.kid, project):
+            raise _no_grant(caller.kid, project, "write")
+
+    # -- rosters and keyrings --------------------------------------------------------
+
+    def get_rosters(self, ctx: Ctx) -> Response:
+        team, _, _ = self._caller(ctx, pending=True, revoked=True)
+        after = ctx.int_query("after", 0)
+        return JSONResponse({"rosters": _envelopes(self.storage.rosters(team, after))})
+
+    def put_roster(self, ctx: Ctx) -> Response:
+        team = ctx.param("team", TEAM_RE)
+        version = int(ctx.params["version"])
+        try:
+            doc = json.loads(ctx.body)
+            roster = b64d(doc["roster"])
+            keyrings = [b64d(k) for k in doc.get("keyrings", [])]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise Refusal(
+                400, "bad-request", 'the body must be {"roster": b64url, "keyrings": [b64url]}'
+            ) from None
+        if len(keyrings) > _MAX_KEYRINGS_PER_PUBLISH:
+            raise Refusal(413, "too-large", f"{len(keyrings)} keyrings in one publication")
+        if self.teams.known(team):
+            _, _, caller = self._caller(ctx)
+            self._admin(team, caller)
+        else:
+            self._register(ctx, team, roster)
+        check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
+        accepted, stored = self.teams.publish_roster(team, roster, keyrings, self.clock())
+        if accepted.version != version:
+            raise Refusal(400, "bad-request", f"roster v{accepted.version} was sent as v{version}")
+        if stored:
+            ctx.changed = team
+        return JSONResponse({"version": accepted.version, "stored": stored}, 201 if stored else 200)
+
+    def _register(self, ctx: Ctx, team: str, roster: bytes) -> None:
+        """A new team: the operator's token or allow-list, and a request signed by root."""
+        token = ctx.headers.get(OPERATOR_HEADER)
+        if team not in self.config.allow_teams:
+            expected = self.config.operator_token
+            if expected is None:
+                raise Refusal(
+                    403,
+                    "registration-closed",
+                    f"this hub does not accept team {team}; its operator must allow it "
+                    "('sealmem hub serve --allow-team ID') or hand out an operator token",
+                )
+            if token is None:
+                raise Refusal(
+                    403,
+                    "registration-closed",
+                    "registering a team on this hub needs the operator token "
+                    "(set SEALMEM_HUB_OPERATOR_TOKEN)",
+                )
+            if not secrets.compare_digest(token.encode(), expected.encode()):
+                raise Refusal(401, "bad-operator-token", "the operator token is wrong")
+        kid, sign_public = genesis_signer(team, roster)
+        signed = self.auth.signed(ctx.headers)
+        if signed.kid != kid:
+            raise Refusal(403, "not-admin", f"roster v1 must be published by its signer {kid}")
+        self.auth.verify(signed, sign_public, ctx.method, ctx.target, ctx.body)
+        ctx.kid = kid
+
+    def get_keyrings(self, ctx: Ctx) -> Response:
+        team, state, caller = self._caller(ctx)
+        project = ctx.param("project", PROJECT_RE)
+        if not caller.admin:
+            self._reader(state, caller, project, None)
+        blobs = self.storage.keyrings(team, project)
+        return JSONResponse({"keyrings": _envelopes([b.data for b in blobs])})
+
+    def put_keyring(self, ctx: Ctx) -> Response:
+        team, _, caller = self._caller(ctx)
+        self._admin(team, caller)
+        project = ctx.param("project", PROJECT_RE)
+        epoch = int(ctx.params["epoch"])
+        if len(ctx.body) > MAX_KEYRING_BYTES:
+            raise Refusal(413, "too-large", f"a keyring is at most {MAX_KEYRING_BYTES} bytes")
+        check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
+        stored = self.teams.put_keyring(team, project, epoch, ctx.body, self.clock())
+        if stored:
+            ctx.changed = team
+        return JSONResponse({"stored": stored}, 201 if stored else 200)
+
+    # -- snapshots -------------------------------------------------------------------
+
+    def get_seqs(self, ctx: Ctx) -> Response:
+        team, state, caller = self._caller(ctx)
+        project = ctx.param("project", PROJECT_RE)
+        self._reader(state, caller, project, None)
+        return JSONResponse({"seqs": self.storage.newest_seqs(team, project)})
+
+    def get_manifests(self, ctx: Ctx) -> Response:
+        team, state, caller = self._caller(ctx)
+        project = ctx.param("project", PROJECT_RE)
+        writer = ctx.param("writer", KID_RE) if "writer" in ctx.params else None
+        self._reader(state, caller, project, writer)
+        found = self.storage.manifests(team, project, writer)
+        if writer is not None:
+            return JSONResponse({"manifests": _envelopes(found.get(writer, []))})
+        return JSONResponse({"writers": {w: _envelopes(d) for w, d in found.items()}})
+
+    def put_manifest(self, ctx: Ctx) -> Response:
+        team, state, caller = self._caller(ctx)
+        project = ctx.param("project", PROJECT_RE)
+        writer = ctx.param("writer", KID_RE)
+        self._own_slot(state, caller, project, writer)
+        if len(ctx.body) > MAX_MANIFEST_BYTES:
+            raise Refusal(413, "too-large", f"a manifest is at most {MAX_MANIFEST_BYTES} bytes")
+        check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
+        seq = int(ctx.params["seq"])
+        stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
+        if stored:
+            ctx.changed = team
+        return JSONResponse({"seq": seq, "stored": stored}, 201 if stored else 200)
+
+    def get_chunk(self, ctx: Ctx) -> Response:
+        team, state, caller = self._caller(ctx)
+        project = ctx.param("project", PROJECT_RE)
+        writer = ctx.param("writer", KID_RE)
+        cid = ctx.param("chunk", HEX_HASH_RE)
+        self._reader(state, caller, project, writer)
+        data = self.storage.chunk(team, project, writer, cid)
+        if data is None:
+            raise Refusal(404, "not-found", f"chunk {cid[:16]} of {writer}/{project} is not here")
+        return Response(data, media_type="application/octet-stream")
+
+    def put_chunk(self, ctx: Ctx) -> Response:
+        team, state, caller = self._caller(ctx)
+        project = ctx.param("project", PROJECT_RE)
+        writer = ctx.param("writer", KID_RE)
+        cid = ctx.param("chunk", HEX_HASH_RE)
+        self._own_slot(state, caller, project, writer)
+        if not 0 < len(ctx.body) <= MAX_CHUNK_BYTES:
+            raise Refusal(413, "too-large", f"a chunk is 1..{MAX_CHUNK_BYTES} bytes")
+        if chunk_id(SUITE, ctx.body) != cid:
+            raise Refusal(422, "bad-chunk-id", f"the body does not hash to chunk id {cid[:16]}")
+        check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
+        stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
+        return JSONResponse({"stored": stored}, 201 if stored else 200)
+
+    def collect(self, ctx: Ctx) -> Response:
+        team, _, caller = self._caller(ctx)
+        project = ctx.param("project", PROJECT_RE)
+        writer = ctx.param("writer", KID_RE)
+        if writer != caller.kid:
+            raise Refusal(403, "not-your-slot", "a member collects only its own chunks")
+        try:
+            doc = json.loads(ctx.body)
+            keep = {str(i) for i in doc["keep"]}
+            grace_ms = int(doc["grace_ms"])
+        except (ValueError, KeyError, TypeError):
+            raise Refusal(
+                400, "bad-request", 'the body must be {"keep": [chunk ids], "grace_ms": n}'
+            ) from None
+        keep |= self.teams.kept_chunks(team, project, writer)
+        older = self.clock() - max(0, grace_ms)
+        removed = self.storage.collect(team, project, writer, keep, older)
+        return JSONResponse({"removed": removed})
+
+    # -- join requests ---------------------------------------------------------------
+
+    def post_request(self, ctx: Ctx) -> Response:
+        self.join_rate.take(ctx.client, time.monotonic())
+        team = ctx.param("team", TEAM_RE)
+        kid = ctx.param("kid", KID_RE)
+        self.teams.state(team)  # 404 for an unknown team
+        if len(ctx.body) > MAX_JOIN_BYTES:
+            raise Refusal(413, "too-large", f"a join request is at most {MAX_JOIN_BYTES} bytes")
+        try:
+            join_request_key(team, kid, ctx.body)
+        except Rejected as exc:
+            raise Refusal(422, exc.reason, f"join request refused: {exc.detail}") from exc
+        if (
+            self.storage.request(team, kid) is None
+            and self.storage.request_count(team) >= self.config.max_pending_requests
+        ):
+            raise Refusal(
+                507,
+                "quota-exceeded",
+                f"team {team} already has {self.config.max_pending_requests} pending join "
+                "requests; an admin must handle them first",
+            )
+        self.storage.put_request(team, kid, ctx.body, self.clock())
+        ctx.kid = kid
+        return JSONResponse({"stored": True}, 201)
+
+    def get_requests(self, ctx: Ctx) -> Response:
+        team, _, caller = self._caller(ctx)
+        self._admin(team, caller)
+        found = self.storage.requests(team)
+        return JSONResponse({"requests": {k: b64e(d) for k, d in found.items()}})
+
+    def delete_request(self, ctx: Ctx) -> Response:
+        team, _, caller = self._caller(ctx)
+        self._admin(team, caller)
+        kid = ctx.param("kid", KID_RE)
+        return JSONResponse({"removed": self.storage.remove_request(team, kid)})
+
+    # -- change feed (the waiting part is in the app) ---------------------------------
+
+    def changes_caller(self, ctx: Ctx) -> tuple[str, Caller, int]:
+        """Authenticate a change-feed read once; return (team, caller, since)."""
+        team, _, caller = self._caller(ctx)
+        return team, caller, ctx.int_query("since", 0)
+
+    def changes(self, team: str, caller: Caller, since: int) -> dict[str, Any]:
+        """The changes after ``since`` the caller may see, and the cursor to ask from next."""
+        found = self.storage.changes(team, since)
+        cursor = found[-1].cursor if found else since
+        roster = self.teams.state(team).roster
+        visible = [
+            c.to_wire()
+            for c in found
+            if c.project is None
+            or c.writer == caller.kid
+            or (roster is not None and roster.can_read(caller.kid, c.project))
+        ]
+        return {"cursor": cursor, "changes": visible}

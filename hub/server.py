@@ -1,0 +1,78 @@
+"""Run the hub under uvicorn: in the foreground (``sealmem hub serve``) or in a
+background thread on a free port (the demo and the end-to-end tests)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+
+import uvicorn
+
+from sealmem.hub.app import create_app
+from sealmem.hub.config import HubConfig
+from sealmem.protocol.errors import SealmemError
+
+__all__ = ["BackgroundHub", "free_port", "serve"]
+
+_GRACEFUL_S = 3
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _uvicorn_config(config: HubConfig, access_log: bool) -> uvicorn.Config:
+    return uvicorn.Config(
+        create_app(config),
+        host=config.host,
+        port=config.port,
+        access_log=False,  # ours (sealmem.hub.access) has route templates, not raw paths
+        log_level="info" if access_log else "warning",
+        timeout_graceful_shutdown=_GRACEFUL_S,
+        server_header=False,
+    )
+
+
+def serve(config: HubConfig) -> None:
+    """Serve until interrupted (SIGINT/SIGTERM handled by uvicorn)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    uvicorn.Server(_uvicorn_config(config, access_log=True)).run()
+
+
+class BackgroundHub:
+    """A hub on ``config.host:config.port`` in a daemon thread; a context manager."""
+
+    def __init__(self, config: HubConfig) -> None:
+        self.config = config
+        self._server = uvicorn.Server(_uvicorn_config(config, access_log=False))
+        self._thread = threading.Thread(target=self._server.run, name="sealmem-hub", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.host}:{self.config.port}"
+
+    def start(self, timeout_s: float = 10.0) -> BackgroundHub:
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise SealmemError(
+                    f"the hub did not start on {self.url} (port taken, or data dir in use?)"
+                )
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=_GRACEFUL_S + 5)
+
+    def __enter__(self) -> BackgroundHub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

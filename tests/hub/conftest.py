@@ -1,0 +1,180 @@
+"""A real hub and a team of real members talking to it.
+
+``HubWorld`` builds a team over any hub (a uvicorn server on 127.0.0.1, or the
+app in-process through a Starlette ``TestClient``): the admin publishes roster
+v1 and its keyrings through :class:`HubTransport` (registration with the
+operator token), members post join requests to the hub inbox and the admin
+approves them with the same code the CLI runs (``sealmem.client.admin``).
+Each member has its own home, key and SQLite store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sealmem.client import Memory, MemoryStore
+from sealmem.client.admin import approve
+from sealmem.client.hub_transport import HubTransport
+from sealmem.client.identity import load_member_key
+from sealmem.client.invite import make_join_request
+from sealmem.client.sync import SyncSummary, sync
+from sealmem.client.team import Team, TeamConfig
+from sealmem.crypto import SUITE, ContentKey, MemberKey
+from sealmem.hub.config import HubConfig
+from sealmem.hub.server import BackgroundHub, free_port
+from sealmem.protocol.admin import genesis
+from sealmem.protocol.keyring import build_keyring
+from sealmem.protocol.roster import Member
+from sealmem.protocol.state import TrustedState
+
+TOKEN = "operator-token-for-tests-0123456789"
+TEAM = "acme-hub-team"
+PROJECT = "webapp"
+
+TransportFactory = Callable[[MemberKey], HubTransport]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def hub_config(data_dir: Path, **kw: object) -> HubConfig:
+    kw.setdefault("operator_token", TOKEN)
+    return HubConfig(data_dir=data_dir, **kw)  # type: ignore[arg-type]
+
+
+@dataclass
+class Node:
+    name: str
+    home: Path
+    key: MemberKey
+    store: MemoryStore
+    team: Team | None = None
+
+    @property
+    def t(self) -> Team:
+        assert self.team is not None
+        return self.team
+
+    def sync(self) -> SyncSummary:
+        return sync(self.t)
+
+    def remember(self, text: str, **kw: object) -> Memory:
+        kw.setdefault("project", PROJECT)
+        return self.store.remember(text, **kw).memory  # type: ignore[arg-type]
+
+    def team_ids(self) -> list[str]:
+        rows = self.store.connection.execute(
+            "SELECT id FROM memories WHERE visibility = 'team' ORDER BY id"
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+
+@dataclass
+class HubWorld:
+    root: Path
+    location: str
+    transport_for: TransportFactory
+    nodes: dict[str, Node] = field(default_factory=dict)
+
+    def node(self, name: str) -> Node:
+        home = self.root / name
+        home.mkdir()
+        key = load_member_key(home)
+        store = MemoryStore.open(home / "store.db", author=key.kid)
+        node = Node(name, home, key, store)
+        self.nodes[name] = node
+        return node
+
+    def _team(self, node: Node, root: MemberKey) -> Team:
+        config = TeamConfig(
+            team=TEAM, root_public=root.sign_public, root_box_public=root.box_public,
+            location=self.location, name=node.name, transport="hub",
+        )  # fmt: skip
+        config.save(node.home)
+        team = Team(node.home, node.store, node.key, config, self.transport_for(node.key))
+        team.state = TrustedState.pin(SUITE, TEAM, root.sign_public)
+        return team
+
+    def create(self, projects: tuple[str, ...] = (PROJECT, "shared")) -> Node:
+        """The admin registers the team on the hub: keyrings, then roster v1."""
+        admin = self.node("admin")
+        me = Member(admin.key.kid, "admin", admin.key.sign_public, admin.key.box_public, "admin")
+        roster = genesis(SUITE, TEAM, me, created_at=now_ms(), projects=projects)
+        admin.team = self._team(admin, admin.key)
+        transport = admin.t.transport
+        for project in projects:
+            keyring = build_keyring(ContentKey.generate(), roster, project)
+            transport.put_keyring(project, keyring.epoch, keyring.sign(admin.key))
+        transport.put_roster(1, roster.sign(admin.key))
+        assert not admin.t.refresh(now_ms())
+        return admin
+
+    def join(self, *names: str) -> list[Node]:
+        """Members post join requests to the hub inbox; the admin approves them all."""
+        admin = self.nodes["admin"]
+        added = []
+        for name in names:
+            node = self.node(name)
+            request = make_join_request(node.key, team=TEAM, name=name, now=now_ms())
+            node.team = self._team(node, admin.key)
+            node.t.transport.post_request(node.key.kid, request)
+            added.append(node)
+        approve(admin.t, [], projects=None, read=True, write=True, now=now_ms())
+        return added
+
+    def sync_all(self, rounds: int = 2) -> None:
+        for _ in range(rounds):
+            for node in self.nodes.values():
+                node.sync()
+
+    def close(self) -> None:
+        for node in self.nodes.values():
+            if node.team is not None:
+                node.team.transport.close()
+            node.store.close()
+
+
+@pytest.fixture
+def hub(tmp_path: Path) -> Iterator[BackgroundHub]:
+    """A real uvicorn hub on 127.0.0.1, on a free port, data in tmp_path/hub-data."""
+    config = hub_config(tmp_path / "hub-data", port=free_port())
+    with BackgroundHub(config) as server:
+        yield server
+
+
+@pytest.fixture
+def world(tmp_path: Path, hub: BackgroundHub) -> Iterator[HubWorld]:
+    """admin (root), alice and bob in one team on the real hub."""
+    homes = tmp_path / "homes"
+    homes.mkdir()
+    w = HubWorld(homes, hub.url, lambda key: HubTransport(hub.url, TEAM, key, operator_token=TOKEN))
+    w.create()
+    w.join("alice", "bob")
+    try:
+        yield w
+    finally:
+        w.close()
+
+
+def data_bytes(data_dir: Path) -> bytes:
+    """Every byte under the hub's data directory (database, WAL, blobs)."""
+    return b"".join(p.read_bytes() for p in sorted(data_dir.rglob("*")) if p.is_file())
+
+
+def wait_healthy(url: str, timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"the hub at {url} did not become healthy")
