@@ -20,10 +20,12 @@ from sealmem.hub.storage import KeyringBlob, StaleSeq, Storage, StorageError, St
 from sealmem.protocol import reasons
 from sealmem.protocol.envelope import unpack
 from sealmem.protocol.errors import Rejected
+from sealmem.protocol.keyring import Keyring
 from sealmem.protocol.manifest import Manifest
 from sealmem.protocol.roster import Roster
 from sealmem.protocol.state import ChainHead, TrustedState
 from sealmem.protocol.verify import (
+    MAX_KEYRING_BYTES,
     MAX_ROSTER_BYTES,
     accept_keyring,
     accept_manifest,
@@ -148,6 +150,12 @@ class Teams:
         with self._lock(team):
             state = self.state(team)
             try:
+                cited = Keyring.from_body(
+                    unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES).body
+                ).roster_version
+                current = state.roster.version if state.roster is not None else 0
+                if cited > current:  # a keyring goes out before the roster that names it
+                    raise Rejected(reasons.ROSTER_UNKNOWN, f"names roster v{cited}")
                 new_state, keyring = accept_keyring(SUITE, state, data)
             except Rejected as exc:
                 if exc.reason == reasons.ROSTER_UNKNOWN:

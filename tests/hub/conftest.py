@@ -17,6 +17,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from sealmem.client import Memory, MemoryStore
 from sealmem.client.admin import approve
@@ -26,8 +28,11 @@ from sealmem.client.invite import make_join_request
 from sealmem.client.sync import SyncSummary, sync
 from sealmem.client.team import Team, TeamConfig
 from sealmem.crypto import SUITE, ContentKey, MemberKey
+from sealmem.crypto.request import sign_request
+from sealmem.hub.app import create_app
 from sealmem.hub.config import HubConfig
 from sealmem.hub.server import BackgroundHub, free_port
+from sealmem.hub.storage import Storage
 from sealmem.protocol.admin import genesis
 from sealmem.protocol.keyring import build_keyring
 from sealmem.protocol.roster import Member
@@ -81,6 +86,7 @@ class HubWorld:
     root: Path
     location: str
     transport_for: TransportFactory
+    team: str = TEAM
     nodes: dict[str, Node] = field(default_factory=dict)
 
     def node(self, name: str) -> Node:
@@ -94,19 +100,19 @@ class HubWorld:
 
     def _team(self, node: Node, root: MemberKey) -> Team:
         config = TeamConfig(
-            team=TEAM, root_public=root.sign_public, root_box_public=root.box_public,
+            team=self.team, root_public=root.sign_public, root_box_public=root.box_public,
             location=self.location, name=node.name, transport="hub",
         )  # fmt: skip
         config.save(node.home)
         team = Team(node.home, node.store, node.key, config, self.transport_for(node.key))
-        team.state = TrustedState.pin(SUITE, TEAM, root.sign_public)
+        team.state = TrustedState.pin(SUITE, self.team, root.sign_public)
         return team
 
-    def create(self, projects: tuple[str, ...] = (PROJECT, "shared")) -> Node:
+    def create(self, projects: tuple[str, ...] = (PROJECT, "shared"), name: str = "admin") -> Node:
         """The admin registers the team on the hub: keyrings, then roster v1."""
-        admin = self.node("admin")
-        me = Member(admin.key.kid, "admin", admin.key.sign_public, admin.key.box_public, "admin")
-        roster = genesis(SUITE, TEAM, me, created_at=now_ms(), projects=projects)
+        admin = self.node(name)
+        me = Member(admin.key.kid, name, admin.key.sign_public, admin.key.box_public, "admin")
+        roster = genesis(SUITE, self.team, me, created_at=now_ms(), projects=projects)
         admin.team = self._team(admin, admin.key)
         transport = admin.t.transport
         for project in projects:
@@ -116,17 +122,19 @@ class HubWorld:
         assert not admin.t.refresh(now_ms())
         return admin
 
-    def join(self, *names: str) -> list[Node]:
+    def join(
+        self, *names: str, projects: list[str] | None = None, admin: str = "admin"
+    ) -> list[Node]:
         """Members post join requests to the hub inbox; the admin approves them all."""
-        admin = self.nodes["admin"]
+        root = self.nodes[admin]
         added = []
         for name in names:
             node = self.node(name)
-            request = make_join_request(node.key, team=TEAM, name=name, now=now_ms())
-            node.team = self._team(node, admin.key)
+            request = make_join_request(node.key, team=self.team, name=name, now=now_ms())
+            node.team = self._team(node, root.key)
             node.t.transport.post_request(node.key.kid, request)
             added.append(node)
-        approve(admin.t, [], projects=None, read=True, write=True, now=now_ms())
+        approve(root.t, [], projects=projects, read=True, write=True, now=now_ms())
         return added
 
     def sync_all(self, rounds: int = 2) -> None:
@@ -178,3 +186,64 @@ def wait_healthy(url: str, timeout_s: float = 15.0) -> None:
             pass
         time.sleep(0.05)
     raise AssertionError(f"the hub at {url} did not become healthy")
+
+
+@dataclass
+class InProcess:
+    """The hub app in this process: ``client`` (sync, for HubTransport) and ``app``."""
+
+    app: Starlette
+    client: TestClient
+    data_dir: Path
+
+    @property
+    def storage(self) -> Storage:
+        store: Storage = self.app.state.storage
+        return store
+
+    def transport(self, key: MemberKey, team: str = TEAM) -> HubTransport:
+        return HubTransport(IN_PROCESS_URL, team, key, operator_token=TOKEN, client=self.client)
+
+    def asgi(self) -> httpx.AsyncClient:
+        """An async client driving the same app through ``httpx.ASGITransport``."""
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app), base_url=IN_PROCESS_URL
+        )
+
+    def dump(self, team: str = TEAM) -> dict[str, object]:
+        """Everything stored for ``team``, to show that a refused request changed nothing."""
+        s = self.storage
+        projects = (PROJECT, "shared")
+        return {
+            "rosters": s.rosters(team, 0),
+            "keyrings": s.keyrings(team),
+            "manifests": {p: s.manifests(team, p) for p in projects},
+            "requests": s.requests(team),
+            "cursor": s.cursor(team),
+            "usage": s.usage(team),
+            "blobs": sorted(str(p) for p in (self.data_dir / "blobs").rglob("*")),
+        }
+
+
+IN_PROCESS_URL = "http://hub.test"
+
+
+@pytest.fixture
+def inproc(tmp_path: Path) -> Iterator[InProcess]:
+    data_dir = tmp_path / "hub-data"
+    app = create_app(hub_config(data_dir))
+    with TestClient(app, base_url=IN_PROCESS_URL) as client:
+        yield InProcess(app, client, data_dir)
+
+
+def signed(
+    key: MemberKey,
+    method: str,
+    target: str,
+    body: bytes = b"",
+    *,
+    now: int | None = None,
+    nonce: bytes | None = None,
+) -> dict[str, str]:
+    """Signature headers for a raw request to ``target`` (path and query)."""
+    return sign_request(key, method, target, body, now_ms=now or now_ms(), nonce=nonce)

@@ -1,0 +1,206 @@
+"""The hub API in process: registration, verification of what is stored, limits, errors,
+the join inbox and the access log."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from sealmem.client.hub_transport import ConflictError, HubError, HubTransport
+from sealmem.client.invite import make_join_request
+from sealmem.crypto import SUITE, ContentKey, MemberKey
+from sealmem.hub.app import create_app
+from sealmem.protocol.admin import genesis
+from sealmem.protocol.encoding import b64e
+from sealmem.protocol.keyring import build_keyring
+from sealmem.protocol.roster import Member
+from sealmem.protocol.snapshot import chunk_id
+
+from .conftest import (
+    IN_PROCESS_URL,
+    PROJECT,
+    TEAM,
+    TOKEN,
+    HubWorld,
+    InProcess,
+    hub_config,
+    now_ms,
+    signed,
+)
+
+
+def _roster_v1(key: MemberKey, team: str = TEAM) -> bytes:
+    me = Member(key.kid, "root", key.sign_public, key.box_public, "admin")
+    return genesis(SUITE, team, me, created_at=1, projects=[PROJECT]).sign(key)
+
+
+def _register(client: TestClient, key: MemberKey, token: str | None, team: str = TEAM) -> int:
+    path = f"/v1/teams/{team}/rosters/1"
+    body = json.dumps({"roster": b64e(_roster_v1(key, team)), "keyrings": []}).encode()
+    headers = signed(key, "PUT", path, body)
+    if token is not None:
+        headers["sealmem-operator-token"] = token
+    return client.put(path, headers=headers, content=body).status_code
+
+
+def test_registration_is_the_operators_choice(tmp_path: Path) -> None:
+    token = "a-long-operator-token-0123456789"
+    listed = frozenset({"listed-team"})
+    app = create_app(hub_config(tmp_path / "a", operator_token=token, allow_teams=listed))
+    with TestClient(app, base_url=IN_PROCESS_URL) as client:
+        root = MemberKey.generate()
+        assert _register(client, root, None) == 403  # registration-closed without the token
+        assert _register(client, root, "wrong-token-0123456789") == 401
+        assert _register(client, root, token) == 201
+        assert _register(client, root, token) == 200  # the same v1 again: idempotent
+        assert _register(client, MemberKey.generate(), token) == 401  # a stranger's v1
+        assert _register(client, MemberKey.generate(), None, "listed-team") == 201
+    closed = create_app(hub_config(tmp_path / "b", operator_token=None))
+    with TestClient(closed, base_url=IN_PROCESS_URL) as client:
+        response_code = _register(client, MemberKey.generate(), token)
+        assert response_code == 403
+
+
+def test_v1_must_be_published_by_its_signer(inproc: InProcess) -> None:
+    root, other = MemberKey.generate(), MemberKey.generate()
+    path = f"/v1/teams/{TEAM}/rosters/1"
+    body = json.dumps({"roster": b64e(_roster_v1(root)), "keyrings": []}).encode()
+    headers = {**signed(other, "PUT", path, body), "sealmem-operator-token": "x" * 40}
+    response = inproc.client.put(path, headers=headers, content=body)
+    assert response.status_code in (401, 403)
+    assert not inproc.storage.team_exists(TEAM)
+
+
+@pytest.fixture
+def team(tmp_path: Path, inproc: InProcess) -> HubWorld:
+    homes = tmp_path / "homes"
+    homes.mkdir()
+    w = HubWorld(homes, IN_PROCESS_URL, inproc.transport)
+    w.create()
+    w.join("alice", "bob")
+    return w
+
+
+def test_the_hub_verifies_what_it_stores(team: HubWorld, inproc: InProcess) -> None:
+    alice = team.nodes["alice"]
+    t = alice.t.transport
+    # a chunk whose bytes do not hash to its id
+    path = f"/v1/teams/{TEAM}/projects/{PROJECT}/chunks/{alice.key.kid}/{'0' * 64}"
+    bad = inproc.client.put(path, headers=signed(alice.key, "PUT", path, b"x"), content=b"x")
+    assert (bad.status_code, bad.json()["error"]) == (422, "bad-chunk-id")
+    # a manifest whose chunks were never uploaded
+    alice.remember("a memory for the manifest")
+    alice.sync()
+    [manifest] = t.writer_manifests(PROJECT, alice.key.kid)
+    seqs_before = t.newest_seqs(PROJECT)
+    inproc.storage.collect(TEAM, PROJECT, alice.key.kid, set(), now_ms() + 1)
+    alice.remember("another")
+    with pytest.raises(HubError) as info:
+        alice.sync()
+    assert info.value.code == "missing-chunk"
+    assert t.newest_seqs(PROJECT) == seqs_before
+    # a manifest signed by bob, filed in alice's slot by bob
+    with pytest.raises(HubError) as info:
+        team.nodes["bob"].t.transport.push(PROJECT, alice.key.kid, 9, manifest, {})
+    assert info.value.code == "not-your-slot"
+    # garbage instead of a manifest
+    with pytest.raises(HubError) as info:
+        t.push(PROJECT, alice.key.kid, 9, b"not a manifest", {})
+    assert (info.value.status, info.value.code) == (422, "not-canonical")
+
+
+def test_keyrings_wait_for_their_roster_and_rosters_cannot_roll_back(team: HubWorld) -> None:
+    admin = team.nodes["admin"]
+    t = admin.t.transport
+    assert isinstance(t, HubTransport)
+    roster = admin.t.roster()
+    nxt = roster.successor(SUITE, created_at=now_ms(), projects={**roster.projects, "new": 1})
+    keyring = build_keyring(ContentKey.generate(), nxt, "new")
+    t.put_keyring("new", 1, keyring.sign(admin.key))  # kept: names a roster not there yet
+    assert t.keyrings("new") == []
+    t.put_roster(nxt.version, nxt.sign(admin.key))
+    assert len(t.keyrings("new")) == 1
+    with pytest.raises(ConflictError) as info:
+        t.put_roster(roster.version, roster.sign(admin.key))
+    assert info.value.code == "rollback"
+
+
+def test_limits_answer_with_clear_errors(tmp_path: Path) -> None:
+    config = hub_config(tmp_path / "d", max_body_bytes=4096, member_rate=0.001, member_burst=40,
+                        team_quota_bytes=60_000)  # fmt: skip
+    app = create_app(config)
+    with TestClient(app, base_url=IN_PROCESS_URL) as client:
+        homes = tmp_path / "homes"
+        homes.mkdir()
+        w = HubWorld(
+            homes,
+            IN_PROCESS_URL,
+            lambda k: HubTransport(IN_PROCESS_URL, TEAM, k, operator_token=TOKEN, client=client),
+        )
+        w.create()
+        admin = w.nodes["admin"].key
+        path = f"/v1/teams/{TEAM}/projects/{PROJECT}/chunks/{admin.kid}/{'a' * 64}"
+        big = client.put(path, headers=signed(admin, "PUT", path, b"x" * 5000), content=b"x" * 5000)
+        assert (big.status_code, big.json()["error"]) == (413, "too-large")
+        codes = []
+        for i in range(40):
+            data = bytes([i]) * 4000
+            p = f"/v1/teams/{TEAM}/projects/{PROJECT}/chunks/{admin.kid}/{chunk_id(SUITE, data)}"
+            r = client.put(p, headers=signed(admin, "PUT", p, data), content=data)
+            codes.append((r.status_code, r.json().get("error")))
+            if r.status_code >= 400:
+                assert r.json()["detail"]
+        assert (507, "quota-exceeded") in codes
+        assert codes[-1] == (429, "rate-limited")
+
+
+def test_join_inbox(team: HubWorld, inproc: InProcess) -> None:
+    carol = MemberKey.generate()
+    path = f"/v1/teams/{TEAM}/requests/{carol.kid}"
+    garbage = inproc.client.post(path, content=b"{}")
+    assert garbage.status_code == 422
+    wrong_kid = inproc.client.post(
+        f"/v1/teams/{TEAM}/requests/{MemberKey.generate().kid}",
+        content=make_join_request(carol, team=TEAM, name="carol", now=1),
+    )
+    assert (wrong_kid.status_code, wrong_kid.json()["error"]) == (422, "signer-mismatch")
+    unknown = inproc.client.post(
+        f"/v1/teams/no-such-team/requests/{carol.kid}",
+        content=make_join_request(carol, team="no-such-team", name="carol", now=1),
+    )
+    assert (unknown.status_code, unknown.json()["error"]) == (404, "unknown-team")
+    ok = inproc.client.post(path, content=make_join_request(carol, team=TEAM, name="carol", now=1))
+    assert ok.status_code == 201
+    # a pending member may read the rosters (to learn it was approved), nothing else
+    pending = HubTransport(IN_PROCESS_URL, TEAM, carol, client=inproc.client)
+    assert len(pending.rosters(0)) == 2  # v1, and v2 adding alice and bob
+    with pytest.raises(HubError) as info:
+        pending.newest_seqs(PROJECT)
+    assert info.value.code == "unknown-key"
+    admin = team.nodes["admin"].t.transport
+    assert carol.kid in admin.requests()
+    admin.remove_request(carol.kid)
+    assert carol.kid not in admin.requests()
+
+
+def test_unknown_routes_and_the_access_log(
+    team: HubWorld, inproc: InProcess, caplog: pytest.LogCaptureFixture
+) -> None:
+    missing = inproc.client.get("/v1/nothing-here")
+    assert missing.status_code == 404
+    assert missing.json()["error"] == "not-found"
+    alice = team.nodes["alice"]
+    caplog.set_level(logging.INFO, logger="sealmem.hub.access")
+    alice.remember("access log must not show this text")
+    alice.sync()
+    lines = [r.getMessage() for r in caplog.records if r.name == "sealmem.hub.access"]
+    assert any("PUT /v1/teams/{team}/projects/{project}/manifests/{writer}/{seq:int} 201" in line
+               and f"member={alice.key.kid}" in line for line in lines)  # fmt: skip
+    text = "\n".join(lines)
+    assert "access log" not in text
+    assert TEAM not in text
+    assert "sealmem-signature" not in text.lower()
