@@ -1,19 +1,31 @@
-"""``sealmem demo``: local memory end to end, on a throwaway ``SEALMEM_HOME``.
+"""``sealmem demo``: a team of three syncing through a blind relay hub, on this machine.
 
-The demo runs the real store: it remembers a decision, a warning and a lesson,
-recalls, supersedes the decision and recalls again (the correction ranks
-first, the old decision is demoted with its replacement attached), shows the
-startup context and exports.  It checks its own story and fails loudly if the
-store does not behave as narrated.  Nothing outside the temporary home changes.
+Everything lives in one temporary directory: an embedded hub on 127.0.0.1 on a
+free port (uvicorn in a background thread, its own data directory) and three
+members, each with its own ``SEALMEM_HOME``: admin, alice and bob.  The admin
+creates the team on the hub; alice and bob join with the invite and are
+approved; alice remembers a decision and syncs; bob syncs and recalls it with
+its provenance (author alice, signature verified, via the hub), then corrects
+it; alice syncs and sees the correction rank first.  Last, the demo searches
+every file under the hub's data directory for the memories' words, keywords,
+ids and kind, and finds none, while the team id and member names it also
+searches for (what a relay does see) are there.
+
+The demo runs the real pieces (hub app, HubTransport, sync engine, stores) and
+checks its own story: when something does not behave as narrated it raises
+:class:`DemoError` instead of printing a happy ending.  The user's own
+``SEALMEM_HOME`` is never touched; the temporary directory is removed.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import secrets
+import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -23,134 +35,302 @@ from sealmem.client.cli import output
 from sealmem.protocol.errors import SealmemError
 
 if TYPE_CHECKING:
-    from sealmem.client import Hit, MemoryStore
+    from sealmem.client import Hit
+    from sealmem.client.team import Team
 
-__all__ = ["DemoError", "demo", "register", "run_demo"]
+__all__ = ["DemoError", "demo", "register", "run_demo", "search_files"]
 
 PROJECT = "orders-service"
 QUESTION = "which database stores the orders"
+DECISION = "Orders live in PostgreSQL 16 on the Frankfurt cluster; SQLite only in unit tests."
+DECISION_KEYWORDS = ("database", "postgres")
+CORRECTION = "Orders moved to PostgreSQL 17 in March; the Frankfurt 16 cluster is retired."
+CORRECTION_KEYWORDS = ("database", "postgres", "migration")
+SECRET_WORDS = ("PostgreSQL", "Frankfurt", "cluster", "retired")
+"""Words of the memories a relay must never see (none occurs in hub metadata)."""
 
 
 class DemoError(SealmemError):
-    """The store did not behave the way the demo narrates: a bug to report."""
-
-
-@contextmanager
-def _temporary_home(keep: bool) -> Iterator[Path]:
-    previous = os.environ.get("SEALMEM_HOME")
-    tmp = tempfile.mkdtemp(prefix="sealmem-demo-")
-    os.environ["SEALMEM_HOME"] = tmp
-    try:
-        yield Path(tmp)
-    finally:
-        if previous is None:
-            os.environ.pop("SEALMEM_HOME", None)
-        else:
-            os.environ["SEALMEM_HOME"] = previous
-        if not keep:
-            import shutil
-
-            shutil.rmtree(tmp, ignore_errors=True)
+    """The team did not behave the way the demo narrates: a bug to report."""
 
 
 def _say(text: str = "") -> None:
     typer.echo(text)
 
 
-def _show_hits(hits: Sequence[Hit]) -> None:
+@dataclass(frozen=True)
+class Actor:
+    """One member of the demo team: a name and its own sealmem home."""
+
+    name: str
+    home: Path
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        """Point ``SEALMEM_HOME`` at this member's home for one step."""
+        previous = os.environ.get("SEALMEM_HOME")
+        os.environ["SEALMEM_HOME"] = str(self.home)
+        try:
+            yield
+        finally:
+            if previous is None:
+                os.environ.pop("SEALMEM_HOME", None)
+            else:
+                os.environ["SEALMEM_HOME"] = previous
+
+    @contextmanager
+    def team(self, *, operator_token: str | None = None) -> Iterator[Team]:
+        """This member's team over the hub, with its store open (like one CLI command)."""
+        from sealmem.client import MemoryStore
+        from sealmem.client.hub_transport import HubTransport
+        from sealmem.client.identity import load_member_key
+        from sealmem.client.paths import local_author, store_path
+        from sealmem.client.team import Team, TeamConfig
+
+        with self.active():
+            key = load_member_key(self.home)
+            config = TeamConfig.load(self.home)
+            transport = HubTransport(
+                config.location, config.team, key, operator_token=operator_token
+            )
+            store = MemoryStore.open(store_path(self.home), author=local_author(self.home))
+            try:
+                yield Team(self.home, store, key, config, transport)
+            finally:
+                transport.close()
+                store.close()
+
+
+# -- team setup over the hub ----------------------------------------------------------
+
+
+def create_team(admin: Actor, hub_url: str, operator_token: str, now: int) -> str:
+    """Register a new team on the hub (roster v1 + project keys); return its invite."""
+    from sealmem.client import SHARED_PROJECT
+    from sealmem.client import admin as admin_ops
+    from sealmem.client.identity import load_member_key
+    from sealmem.client.team import TeamConfig
+    from sealmem.crypto import SUITE, ContentKey
+    from sealmem.protocol.admin import genesis
+    from sealmem.protocol.keyring import build_keyring
+    from sealmem.protocol.roster import Member
+    from sealmem.protocol.state import TrustedState
+
+    with admin.active():
+        key = load_member_key(admin.home)
+    team_id = f"demo-{secrets.token_hex(4)}"
+    me = Member(key.kid, admin.name, key.sign_public, key.box_public)
+    roster = genesis(SUITE, team_id, me, created_at=now, projects=(PROJECT, SHARED_PROJECT))
+    TeamConfig(
+        team=team_id, root_public=key.sign_public, root_box_public=key.box_public,
+        location=hub_url, name=admin.name, transport="hub",
+    ).save(admin.home)  # fmt: skip
+    with admin.team(operator_token=operator_token) as team:
+        team.state = TrustedState.pin(SUITE, team_id, key.sign_public)
+        for project in sorted(roster.projects):
+            keyring = build_keyring(ContentKey.generate(), roster, project)
+            team.transport.put_keyring(project, keyring.epoch, keyring.sign(key))
+        team.transport.put_roster(1, roster.sign(key))  # registers the team
+        refused = team.refresh(now)  # trust what the hub now serves, verified
+        if refused or team.roster().version != 1:
+            raise DemoError(f"the admin could not read back its own team: {refused}")
+        return admin_ops.invite(team, now)
+
+
+def join_team(member: Actor, invite_text: str, now: int) -> str:
+    """Pin the invite's root key and post a join request to the hub inbox; the fingerprint."""
+    from sealmem.client.hub_transport import HubTransport
+    from sealmem.client.identity import load_member_key
+    from sealmem.client.invite import make_join_request, read_invite
+    from sealmem.client.team import TeamConfig
+
+    invite = read_invite(invite_text)
+    with member.active():
+        key = load_member_key(member.home)
+    hub = HubTransport(invite.location, invite.team, key)
+    try:
+        hub.post_request(
+            key.kid, make_join_request(key, team=invite.team, name=member.name, now=now)
+        )
+    finally:
+        hub.close()
+    TeamConfig(
+        team=invite.team, root_public=invite.root_public,
+        root_box_public=invite.root_box_public, location=invite.location,
+        name=member.name, transport=invite.transport,
+    ).save(member.home)  # fmt: skip
+    return key.public().fingerprint()
+
+
+# -- the story ---------------------------------------------------------------------------
+
+
+def _sync(actor: Actor) -> None:
+    from sealmem.client.sync import sync
+
+    with actor.team() as team:
+        summary = sync(team)
+    _say(f"   {actor.name}$ sealmem sync  ->  {summary.line()}")
+    if summary.refused:
+        raise DemoError(f"{actor.name}'s sync refused objects: {summary.refused}")
+
+
+def _recall(actor: Actor, query: str) -> list[Hit]:
+    with actor.team() as team:
+        hits = team.store.recall(query, k=3, project=PROJECT)
     for rank, hit in enumerate(hits, start=1):
-        rec = hit.memory.record
         flag = "  [superseded]" if hit.superseded_by else ""
-        _say(f"   {rank}. ({hit.score:.3f}) {rec.kind}{flag}: {rec.content}")
-        _say(f"      {output.why_line(hit.why)}")
-        for newer in hit.superseded_by:
-            _say(f"      replaced by {output.short_id(newer.record.id)}: {newer.record.content}")
+        _say(f"   {rank}. {hit.memory.record.kind}{flag}: {hit.memory.record.content}")
+        _say(f"      {_provenance(hit)}")
+    return hits
 
 
-def _story(store: MemoryStore) -> None:
-    _say(f'1. An agent working on project "{PROJECT}" records what it learned:')
-    seeds = [
-        ("decision", "Orders are stored in PostgreSQL 16; SQLite is only used in unit tests.",
-         ["database", "postgres"], 0.8),
-        ("warning", "Never run the orders migrations against production without a fresh "
-         "snapshot: a failed migration lost a day of orders in 2024.", ["migrations"], 0.9),
-        ("lesson", "The flaky payments tests came from a shared temp directory; give every "
-         "test its own tmp_path.", ["tests", "flaky"], 0.6),
-    ]  # fmt: skip
-    ids: dict[str, str] = {}
-    for kind, content, keywords, importance in seeds:
-        result = store.remember(
-            content, kind=kind, keywords=keywords, importance=importance, project=PROJECT,
-            origin="demo",
+def _provenance(hit: Hit) -> str:
+    prov = hit.memory.provenance
+    if prov.transport == "local":
+        return "written here"
+    check = "signature verified" if prov.verified else "NOT verified"
+    who = prov.signer_name or prov.signer or "?"
+    return f"author {who}, {check}, via {prov.transport}, snapshot seq {prov.snapshot_seq}"
+
+
+def _remember(actor: Actor, content: str, keywords: Sequence[str], supersedes: str = "") -> str:
+    with actor.team() as team:
+        result = team.store.remember(
+            content, kind="decision", keywords=keywords, importance=0.8, project=PROJECT,
+            supersedes=[supersedes] if supersedes else [], origin="demo",
         )  # fmt: skip
-        ids[kind] = result.memory.record.id
-        _say(f"   {kind:<9} {output.short_id(result.memory.record.id)}  {content}")
+    memory_id = result.memory.record.id
+    replaces = f" (supersedes {output.short_id(supersedes)})" if supersedes else ""
+    _say(f"   {actor.name}: decision {output.short_id(memory_id)}{replaces}  {content}")
+    return memory_id
 
-    _say(f'\n2. A later session asks: "{QUESTION}?"')
-    before = store.recall(QUESTION, k=4, project=PROJECT)
-    _show_hits(before)
-    if ids["decision"] not in {h.memory.record.id for h in before}:
-        raise DemoError("recall did not find the database decision")
 
-    _say("\n3. The team moves to PostgreSQL 17. The agent records a correction that")
-    _say("   supersedes the old decision (the old one is kept, not deleted):")
-    fix = store.remember(
-        "Orders are stored in PostgreSQL 17 since March; PostgreSQL 16 is retired.",
-        kind="decision",
-        keywords=["database", "postgres"],
-        importance=0.8,
-        project=PROJECT,
-        supersedes=[ids["decision"]],
-        origin="demo",
-    )
-    new_id = fix.memory.record.id
-    _say(f"   decision  {output.short_id(new_id)}  supersedes {output.short_id(ids['decision'])}")
+def _from(hits: Sequence[Hit], memory_id: str) -> Hit:
+    for hit in hits:
+        if hit.memory.record.id == memory_id:
+            return hit
+    raise DemoError(f"recall did not return memory {memory_id}")
 
-    _say("\n4. The same question now:")
-    after = store.recall(QUESTION, k=4, project=PROJECT)
-    _show_hits(after)
-    ranked = [h.memory.record.id for h in after]
-    if new_id not in ranked or ids["decision"] not in ranked:
-        raise DemoError("recall lost the correction or the old decision after superseding")
-    if ranked.index(new_id) > ranked.index(ids["decision"]):
-        raise DemoError("the superseded decision still ranks above its correction")
-    old = after[ranked.index(ids["decision"])]
-    if new_id not in {m.record.id for m in old.superseded_by}:
-        raise DemoError("the superseded decision does not point to its replacement")
+
+def _check_arrival(hit: Hit, author: Actor, author_kid: str) -> None:
+    prov = hit.memory.provenance
+    if hit.memory.record.author != author_kid or prov.signer_name != author.name:
+        raise DemoError(f"the memory is not attributed to {author.name}: {prov}")
+    if not prov.verified or prov.transport != "hub":
+        raise DemoError(f"the memory did not arrive verified through the hub: {prov}")
+
+
+def search_files(data_dir: Path, terms: Sequence[str]) -> dict[str, int]:
+    """How many files under ``data_dir`` contain each term (bytes, case-insensitive)."""
+    contents = [p.read_bytes().lower() for p in sorted(data_dir.rglob("*")) if p.is_file()]
+    return {t: sum(t.lower().encode() in blob for blob in contents) for t in terms}
+
+
+def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
+    from sealmem.client import admin as admin_ops
+    from sealmem.client.identity import member_kid
+    from sealmem.client.team import now_ms
+
+    admin, alice, bob = (Actor(n, root / n) for n in ("admin", "alice", "bob"))
+    _say(f"1. A hub runs on {hub_url}; its data directory is {hub_data}.")
+    _say("   Members sign every request with their own key; the hub keeps no shared secret.")
+
+    _say("\n2. admin creates a team on the hub; alice and bob join with its invite:")
+    invite = create_team(admin, hub_url, token, now_ms())
+    with admin.team() as team:
+        _say(f"   team {team.config.team}, root key fingerprint {team.config.root_fingerprint}")
+    for member in (alice, bob):
+        fingerprint = join_team(member, invite, now_ms())
+        _say(f"   {member.name} posts a join request; fingerprint {fingerprint}")
+
+    _say("\n3. admin compares the fingerprints (out of band) and approves both:")
+    with admin.team() as team:
+        done = admin_ops.approve(team, [], projects=None, read=True, write=True, now=now_ms())
+        version = team.roster().version
+    for item in done:
+        _say(f"   approved {item.name} ({item.kid[:8]}) fingerprint {item.fingerprint}")
+    if sorted(a.name for a in done) != ["alice", "bob"]:
+        raise DemoError(f"the admin approved {[a.name for a in done]}, not alice and bob")
+    _say(f"   the roster is now v{version}; every project key is wrapped to all three")
+
+    _say(f'\n4. alice\'s agent, working on "{PROJECT}", records a decision and syncs:')
+    decision_id = _remember(alice, DECISION, DECISION_KEYWORDS)
+    _sync(alice)
+
+    _say(f'\n5. bob syncs, then his agent asks "{QUESTION}?"')
+    _sync(bob)
+    with alice.active():
+        alice_kid = member_kid(alice.home)
+    _check_arrival(_from(_recall(bob, QUESTION), decision_id), alice, alice_kid)
+    _say("   -> bob recalled alice's memory: author alice, signature verified, via hub.")
+
+    _say("\n6. bob knows better: the orders moved. He records a correction that")
+    _say("   supersedes alice's decision (hers is kept, not deleted) and syncs:")
+    correction_id = _remember(bob, CORRECTION, CORRECTION_KEYWORDS, supersedes=decision_id)
+    _sync(bob)
+    _sync(alice)
+    _say("   alice asks the same question:")
+    hits = _recall(alice, QUESTION)
+    with bob.active():
+        _check_arrival(_from(hits, correction_id), bob, member_kid(bob.home))
+    ranked = [h.memory.record.id for h in hits]
+    if ranked.index(correction_id) > ranked.index(decision_id):
+        raise DemoError("alice's superseded decision still ranks above bob's correction")
     _say("   -> the correction now ranks above the old decision, which is demoted, not")
     _say("      hidden, and carries a pointer to its replacement.")
 
-    _say("\n5. What an agent reads at the start of a session (warnings and decisions first):")
-    context = store.startup_context(project=PROJECT, budget_tokens=300)
-    if not context:
-        raise DemoError("the startup context is empty although memories exist")
-    for line in context.splitlines():
-        _say(f"   | {line}")
-
-    document = store.export()
-    size = len(json.dumps(document, ensure_ascii=False).encode("utf-8"))
-    _say(f"\n6. Export: the whole store as one {size}-byte JSON document")
-    _say("   (sealmem export -o FILE, then sealmem import FILE on another machine).")
+    _say(f"\n7. What does the hub hold? Every file under {hub_data}, searched for the")
+    _say("   memories' words, keywords, ids and kind:")
+    with bob.team() as team:
+        visible = {"the team id": team.config.team, "alice's name": "alice", "bob's id": team.me}
+    secret = [DECISION, CORRECTION, *SECRET_WORDS, *CORRECTION_KEYWORDS]
+    secret += [decision_id, correction_id, "decision"]
+    found = search_files(hub_data, [*secret, *visible.values()])
+    files = [p for p in hub_data.rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in files)
+    _say(f"   {len(files)} files, {size:,} bytes; {len(secret)} searches:")
+    for term in secret:
+        shown = term if len(term) <= 40 else term[:37] + "..."
+        _say(f"     {found[term]} files contain {shown!r}")
+    leaks = [t for t in secret if found[t]]
+    if leaks:
+        raise DemoError(f"the hub's data directory holds plaintext: {leaks}")
+    missing = [what for what, term in visible.items() if not found[term]]
+    if missing:
+        raise DemoError(f"the search is broken: it did not find {', '.join(missing)}")
+    _say("   -> no plaintext in the hub's data: no content, keyword, memory id or kind.")
+    _say(f"   What a relay does see, found the same way: {', '.join(visible)}, plus")
+    _say("   sizes and timing (deploy/README.md lists it all).")
 
 
 def run_demo(*, keep: bool = False) -> None:
-    """Run the narrated demo on a temporary home (removed afterwards unless ``keep``)."""
-    from sealmem.client import MemoryStore
+    """Run the narrated team demo in a temporary directory (removed unless ``keep``)."""
+    from sealmem.hub.config import HubConfig
+    from sealmem.hub.server import BackgroundHub, free_port
 
-    with _temporary_home(keep) as home:
-        _say(f"sealmem demo: local memory, in a temporary home {home}\n")
-        with MemoryStore.open() as store:
-            _story(store)
-        _say("\nDone. " + (f"The demo home is kept at {home}." if keep else "Cleaned up."))
-    _say("Try it for real: sealmem init, sealmem remember 'TEXT', sealmem recall 'WORDS'.")
+    root = Path(tempfile.mkdtemp(prefix="sealmem-demo-"))
+    token = secrets.token_urlsafe(24)
+    hub_data = root / "hub"
+    _say(f"sealmem demo: a team syncing through a blind relay hub, in a temporary home {root}\n")
+    try:
+        config = HubConfig(data_dir=hub_data, port=free_port(), operator_token=token)
+        with BackgroundHub(config) as hub:
+            _story(root, hub.url, hub_data, token)
+        _say("\nThe hub is stopped.")
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+    _say("Done. " + (f"Everything is kept in {root}." if keep else "Cleaned up."))
+    _say("Try it for real: 'Teams' and 'The hub' in the README; deploy/README.md to run a hub.")
 
 
 def demo(
     keep: Annotated[
-        bool, typer.Option("--keep", help="Keep the temporary home and print its path.")
+        bool, typer.Option("--keep", help="Keep the temporary directory and print its path.")
     ] = False,
 ) -> None:
-    """A narrated local demo on a temporary SEALMEM_HOME; leaves nothing behind."""
+    """A narrated team demo over an embedded hub on 127.0.0.1; leaves nothing behind."""
     run_demo(keep=keep)
 
 
