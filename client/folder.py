@@ -174,6 +174,13 @@ class FolderTransport(Transport):
         found = self._listing(writer_dir, _MANIFEST)
         return [d for _, p in reversed(found[-MANIFESTS_KEPT:]) if (d := self._read(p))]
 
+    def newest_manifest(self, project: str, writer: str) -> bytes | None:
+        if not _REQUEST.match(writer + ".json"):
+            return None
+        writer_dir = self._base / "snapshots" / _name(project, "project") / writer
+        found = self._listing(writer_dir, _MANIFEST)
+        return self._read(found[-1][1]) if found else None
+
     def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
         if not _CHUNK.match(chunk_id):
             return None

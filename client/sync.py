@@ -178,9 +178,19 @@ def _pull_project(team: Team, project: str, summary: SyncSummary, tick: Callable
         _pull_writer(team, project, writer, summary, tick())
 
 
+def _candidates(team: Team, project: str, writer: str) -> Iterator[bytes]:
+    """The writer's newest manifest, then (only if that one is refused) the older ones."""
+    newest = team.transport.newest_manifest(project, writer)
+    if newest is not None:
+        yield newest
+    for data in team.transport.writer_manifests(project, writer):
+        if data != newest:
+            yield data
+
+
 def _pull_writer(team: Team, project: str, writer: str, summary: SyncSummary, now: int) -> None:
     first_refusal = True
-    for data in team.transport.writer_manifests(project, writer):
+    for data in _candidates(team, project, writer):
         where = f"manifest {writer[:8]}/{project}"
         try:
             state, manifest = accept_manifest(

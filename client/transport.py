@@ -89,5 +89,11 @@ class Transport(abc.ABC):
         """One writer's newest manifest envelopes, newest first."""
         return self.manifests(project).get(writer, [])
 
+    def newest_manifest(self, project: str, writer: str) -> bytes | None:
+        """One writer's newest manifest envelope only (readers fall back to
+        :meth:`writer_manifests` when it is refused)."""
+        found = self.writer_manifests(project, writer)
+        return found[0] if found else None
+
     def close(self) -> None:  # noqa: B027 - optional hook, most transports hold nothing open
         """Release what the transport holds."""

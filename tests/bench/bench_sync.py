@@ -102,6 +102,11 @@ class Counting(Transport):
     def writer_manifests(self, project: str, writer: str) -> list[bytes]:
         return self._in(self.inner.writer_manifests(project, writer))
 
+    def newest_manifest(self, project: str, writer: str) -> bytes | None:
+        data = self.inner.newest_manifest(project, writer)
+        self.read += len(data or b"")
+        return data
+
     def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
         data = self.inner.chunk(project, writer, chunk_id)
         self.read += len(data or b"")

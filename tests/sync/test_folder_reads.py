@@ -1,0 +1,27 @@
+"""The folder reads the engine uses to move only what changed: seqs by listing, newest first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sealmem.client.folder import MANIFESTS_KEPT, FolderTransport
+
+WRITER = "b" * 26
+OTHER = "c" * 26
+
+
+def test_newest_seqs_and_manifests_read_only_what_is_asked(tmp_path: Path) -> None:
+    folder = FolderTransport(tmp_path, "team1")
+    assert folder.newest_seqs("proj") == {}
+    assert folder.newest_manifest("proj", WRITER) is None
+    for seq in range(1, MANIFESTS_KEPT + 2):
+        folder.push("proj", WRITER, seq, f"w{seq}".encode(), {})
+    folder.push("proj", OTHER, 7, b"o7", {})
+    (folder.base / "snapshots" / "proj" / "not-a-kid").mkdir()
+    assert folder.newest_seqs("proj") == {WRITER: MANIFESTS_KEPT + 1, OTHER: 7}
+    assert folder.newest_manifest("proj", WRITER) == f"w{MANIFESTS_KEPT + 1}".encode()
+    assert folder.writer_manifests("proj", WRITER) == [
+        f"w{seq}".encode() for seq in range(MANIFESTS_KEPT + 1, 1, -1)
+    ]
+    assert folder.newest_manifest("proj", "../../etc") is None
+    assert folder.writer_manifests("proj", "not-a-kid") == []
