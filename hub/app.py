@@ -180,7 +180,7 @@ def create_app(
         if not isinstance(exc, Refusal):  # pragma: no cover - registered for Refusal only
             raise exc
         metrics.error(exc.code)
-        headers = {"retry-after": "1"} if exc.status == 429 else None
+        headers = None if exc.retry_after is None else {"retry-after": str(exc.retry_after)}
         return JSONResponse(exc.body(), exc.status, headers=headers)
 
     async def storage_failed(request: Request, exc: Exception) -> Response:

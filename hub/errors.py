@@ -26,11 +26,14 @@ __all__ = ["Refusal", "from_rejected"]
 class Refusal(SealmemError):
     """The hub refuses a request: ``status``, a short ``code`` and a ``detail`` sentence."""
 
-    def __init__(self, status: int, code: str, detail: str) -> None:
+    def __init__(
+        self, status: int, code: str, detail: str, *, retry_after: int | None = None
+    ) -> None:
         super().__init__(f"{code}: {detail}")
         self.status = status
         self.code = code
         self.detail = detail
+        self.retry_after = retry_after
 
     def body(self) -> dict[str, str]:
         return {"error": self.code, "detail": self.detail}

@@ -70,6 +70,7 @@ class RateLimiter:
                     429,
                     "rate-limited",
                     f"too many requests from {self._what} {key[:26]}; retry in {wait} s",
+                    retry_after=wait,
                 )
             self._buckets[key] = (tokens - 1.0, now_s)
 

@@ -1,0 +1,157 @@
+"""Many members at once, and a hub killed mid-push: nothing lost, nothing duplicated."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sealmem.client import MemoryStore
+from sealmem.client.hub_transport import HubTransport
+from sealmem.client.sync import sync
+from sealmem.client.team import Team
+from sealmem.crypto import MemberKey
+from sealmem.hub.server import BackgroundHub, free_port
+from sealmem.protocol.errors import TransportError
+
+from .conftest import PROJECT, TEAM, TOKEN, HubWorld, hub_config, wait_healthy
+
+pytestmark = pytest.mark.slow
+
+MEMBERS = 20
+EACH = 3
+
+
+def test_twenty_concurrent_members_converge(tmp_path: Path) -> None:
+    config = hub_config(tmp_path / "hub-data", port=free_port(), join_burst=MEMBERS)
+    hub = BackgroundHub(config).start()
+    homes = tmp_path / "homes"
+    homes.mkdir()
+    w = HubWorld(homes, hub.url, lambda k: HubTransport(hub.url, TEAM, k, operator_token=TOKEN))
+    try:
+        w.create()
+        members = w.join(*(f"m{i:02d}" for i in range(MEMBERS)))
+        written = {
+            node.remember(f"note {j} from {node.name}").id for node in members for j in range(EACH)
+        }
+        errors: list[BaseException] = []
+        start = threading.Barrier(MEMBERS)
+
+        def run(node_index: int) -> None:
+            # SQLite connections belong to their thread: each member opens its own here
+            node = members[node_index]
+            store = MemoryStore.open(node.home / "store.db", author=node.key.kid)
+            team = Team(node.home, store, node.key, node.t.config, w.transport_for(node.key))
+            try:
+                start.wait()
+                for _ in range(2):
+                    sync(team)
+                    store.remember(f"late note from {node.name} {time.time_ns()}", project=PROJECT)
+            except BaseException as exc:  # reported below, with the member
+                errors.append(exc)
+            finally:
+                team.transport.close()
+                store.close()
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(MEMBERS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not errors, errors[:3]
+        for node in members:  # forget the state cached before the threads ran
+            node.team = Team(node.home, node.store, node.key, node.t.config, node.t.transport)
+        for node in members:
+            written |= set(node.team_ids())  # the late notes each wrote
+        assert len(written) == MEMBERS * (EACH + 2)
+        for node in members:  # push what is left, then everyone pulls
+            assert not sync(node.t, pull=False).refused
+        for node in [w.nodes["admin"], *members]:
+            summary = sync(node.t, push=False)
+            assert not summary.refused, summary.to_dict()
+        seqs = members[0].t.transport.newest_seqs(PROJECT)
+        assert seqs is not None
+        for node in [w.nodes["admin"], *members]:
+            ids = node.team_ids()
+            assert len(ids) == len(set(ids))  # no duplicated versions
+            if node.name != "admin":
+                assert set(ids) == written, node.name  # none lost
+                own = node.store.connection.execute(
+                    "SELECT seq FROM own_chain WHERE project = ?", (PROJECT,)
+                ).fetchone()[0]
+                assert seqs[node.key.kid] == own  # the hub holds each writer's newest push
+    finally:
+        w.close()
+        hub.stop()
+
+
+def _start_hub(data: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "SEALMEM_HUB_OPERATOR_TOKEN": TOKEN}
+    code = "import sys; from sealmem.client.cli import main; sys.exit(main())"
+    cmd = [sys.executable, "-c", code, "hub", "serve", "--data", str(data), "--port", str(port)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_healthy(f"http://127.0.0.1:{port}")
+    return proc
+
+
+def test_hub_killed_mid_push_loses_nothing(tmp_path: Path) -> None:
+    data, port = tmp_path / "hub-data", free_port()
+    url = f"http://127.0.0.1:{port}"
+    procs = [_start_hub(data, port)]
+    uploads: list[str] = []
+
+    def kill_after_four_chunks(response: httpx.Response) -> None:
+        request = response.request
+        if request.method == "PUT" and "/chunks/" in request.url.path:
+            uploads.append(request.url.path)
+            if len(uploads) == 4:  # the hub dies in the middle of alice's push
+                procs[0].send_signal(signal.SIGKILL)
+                procs[0].wait()
+
+    clients: list[httpx.Client] = []
+
+    def transport(key: MemberKey) -> HubTransport:
+        client = httpx.Client(base_url=url, event_hooks={"response": [kill_after_four_chunks]})
+        clients.append(client)
+        return HubTransport(url, TEAM, key, operator_token=TOKEN, client=client)
+
+    homes = tmp_path / "homes"
+    homes.mkdir()
+    w = HubWorld(homes, url, transport)
+    try:
+        w.create()
+        alice, bob = w.join("alice", "bob")
+        before = bob.remember("bob's note, committed before the crash").id
+        bob.sync()
+        uploads.clear()
+        ids = {alice.remember(f"alice memory {i} on subject {i * 31}").id for i in range(1000)}
+        with pytest.raises(TransportError, match="cannot reach the hub"):
+            alice.sync()
+        assert len(uploads) == 4
+        # a crash inside a blob write leaves a temp file and an unnamed blob behind
+        stray = data / "blobs" / TEAM / PROJECT / alice.key.kid
+        (stray / ".tmp-interrupted").write_bytes(b"half a chunk")
+        (stray / ("f" * 64)).write_bytes(b"a blob whose row never committed")
+        procs[0] = _start_hub(data, port)
+        assert not (stray / ".tmp-interrupted").exists()
+        assert not (stray / ("f" * 64)).exists()
+        summary = alice.sync()
+        assert summary.pushed_versions == 1000
+        assert not bob.sync().refused
+        assert ids <= set(bob.team_ids())
+        admin = w.nodes["admin"]
+        admin.sync()
+        assert {before, *ids} <= set(admin.team_ids())
+    finally:
+        w.close()
+        for client in clients:
+            client.close()
+        procs[0].kill()
+        procs[0].wait()
