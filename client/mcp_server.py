@@ -14,6 +14,7 @@ the server keeps serving.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -84,6 +85,9 @@ class MemoryTools:
         self._opener = opener
         self._store: MemoryStore | None = None
         self.project = project
+        # One server process is one agent session: recall links memories of the same
+        # session (same origin) as neighbours; a bare "mcp" would join every session.
+        self.origin = f"mcp:{uuid.uuid4().hex[:12]}"
 
     def store(self) -> MemoryStore:
         if self._store is None:
@@ -151,7 +155,7 @@ class MemoryTools:
                 project=self._scope(project),
                 supersedes=supersedes or (),
                 private=private,
-                origin="mcp",
+                origin=self.origin,
             )
         except SealmemError as exc:
             raise ToolError(str(exc)) from exc

@@ -51,8 +51,11 @@ __all__ = [
     "coverage",
     "date_spans",
     "fts_match_expression",
+    "is_session_origin",
+    "mask_share",
     "recency_score",
     "stems_of",
+    "term_mask",
     "term_shares",
     "tokens",
 ]
@@ -76,14 +79,15 @@ class RankingWeights:
     context_decay: float = 1.0  # factor per step of distance beyond the first
     context_gap_ms: int = 3_600_000  # neighbours: same origin, at most this far apart
     context_window: int = 2
-    context_seeds: int = 20  # best BM25 hits whose neighbours are considered
+    context_seeds: int = 10  # best BM25 hits whose neighbours are considered
     date: float = 0.6
     recency: float = 0.05
     recency_half_life_days: float = 30.0
     importance: float = 0.1
     superseded: float = 0.5  # fraction of the score taken away from a corrected memory
     history: float = 0.8  # factor on a match found only in an older version
-    pool: int = 60  # BM25 candidates considered before re-ranking
+    pool: int = 30  # BM25 candidates considered before re-ranking
+    pool_postings: int = 20_000  # the FTS5 query's terms may hold this many postings together
     common_share: float = 0.1  # terms in more memories than this only count in coverage
 
 
@@ -166,6 +170,36 @@ def term_shares(
     }
     total = sum(raw.values()) or 1.0
     return {term: value / total for term, value in raw.items()}
+
+
+def term_mask(stems: Sequence[str], held: frozenset[str]) -> int:
+    """Bit ``i`` set when the query's ``i``-th stem is among ``held``."""
+    mask = 0
+    for i, term in enumerate(stems):
+        if term in held:
+            mask |= 1 << i
+    return mask
+
+
+def mask_share(shares: Sequence[float], mask: int) -> float:
+    """The share of the query held by the terms whose bits are set in ``mask``."""
+    total = 0.0
+    i = 0
+    while mask:
+        if mask & 1:
+            total += shares[i]
+        mask >>= 1
+        i += 1
+    return total
+
+
+def is_session_origin(origin: str) -> bool:
+    """Whether ``origin`` names one real session: ``"<tool>:<session id>"``, both parts
+    non-empty ("mcp:3f2a9c01b7de", "locomo:session_4").  A bare tool name ("cli",
+    "mcp", "api", "demo", "import") names no session, so its memories have no
+    session neighbours."""
+    tool, sep, session = origin.partition(":")
+    return bool(sep and tool.strip() and session.strip())
 
 
 def coverage(shares: Mapping[str, float], stems: frozenset[str]) -> float:

@@ -4,34 +4,65 @@
 Python with the features of :mod:`sealmem.client.ranking`; every component of
 a score is returned in ``Scored.why``.  Tombstones never come back; superseded
 memories are demoted, never hidden.  The connection is the store's: this
-module only reads.
+module only reads (the queries are in :mod:`sealmem.client.recall_sql`).
+
+Sessions.  Session context links a memory only to memories of the *same real
+session*: the same ``origin`` of the form ``"<tool>:<session id>"`` (both parts
+non-empty, e.g. ``"mcp:3f2a9c01b7de"`` from one MCP server process, or
+``"locomo:session_4"``), the same project, and written at most
+``context_gap_ms`` apart.  An origin without a session part (``"cli"``,
+``"mcp"``, ``"api"``, ``"demo"``, ``"import"``) names a tool, not a session:
+such memories have no neighbours, however close in time (two unrelated CLI
+commands are not one conversation).
+
+Cost.  A recall is at most four round trips on the common path: the term
+statistics (cached per connection until the database changes), one BM25 pool
+with the columns ranking needs, the pool of the period the query names (only
+when it names one) and one query for the session neighbours of the best hits.
+Terms are stemmed once per text (cached); the score of each candidate is
+arithmetic over a bit mask of the query terms it holds, and the ``why``
+dictionary is built for the ``k`` results only.  The pool is bounded twice:
+``pool`` candidates, drawn from the rarest terms while their document counts
+fit ``pool_postings`` (terms left out still count in coverage and context).
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sealmem.client.ranking import (
+    DAY_MS,
     QueryTerm,
     RankingWeights,
     Span,
     analyse_query,
-    context_gain,
-    coverage,
     date_spans,
     fts_match_expression,
-    recency_score,
+    is_session_origin,
+    mask_share,
     stems_of,
+    term_mask,
     term_shares,
+)
+from sealmem.client.recall_sql import (
+    Row,
+    Scope,
+    bm25_pool,
+    document_frequencies,
+    fetch,
+    history_pool,
+    neighbours,
 )
 from sealmem.protocol.errors import InputError
 
-__all__ = ["DEFAULT_WEIGHTS", "Scored", "search"]
+__all__ = ["DEFAULT_WEIGHTS", "Scored", "pool_terms", "search"]
 
 DEFAULT_WEIGHTS = RankingWeights()
 _MAX_K = 1000
+_NAMES = ("bm25", "coverage", "context", "date", "recency", "importance", "superseded")
 
 
 @dataclass(frozen=True)
@@ -43,41 +74,24 @@ class Scored:
     why: dict[str, float]
 
 
-@dataclass(frozen=True)
-class _Row:
-    rowid: int
-    id: str
-    project: str
-    origin: str
-    created_at: int
-    importance: float
-    stems: frozenset[str]
-
-
-class _Scope:
-    """The WHERE clause that keeps live memories of the projects and kinds asked for."""
-
-    def __init__(
-        self,
-        projects: Sequence[str] | None,
-        kinds: Sequence[str] | None,
-        spans: Sequence[Span] = (),
-    ) -> None:
-        clauses = ["m.deleted = 0"]
-        self.args: list[object] = []
-        for column, values in (("project", projects), ("kind", kinds)):
-            if values is not None:
-                clauses.append(f"m.{column} IN ({_marks(len(values))})")
-                self.args.extend(values)
-        if spans:
-            clauses.append("(" + " OR ".join(["m.created_at BETWEEN ? AND ?"] * len(spans)) + ")")
-            for span in spans:
-                self.args.extend((span.start, span.end - 1))
-        self.sql = " AND ".join(clauses)
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n) if n else "NULL"
+def pool_terms(
+    terms: Sequence[QueryTerm], df: dict[str, int], n_docs: int, weights: RankingWeights
+) -> list[str]:
+    """The words that go into the FTS5 query: present in the index, not in more than
+    ``common_share`` of the memories, rarest first while their document counts add up
+    to at most ``pool_postings`` (always at least the rarest one)."""
+    present = sorted((df[t.stem], i) for i, t in enumerate(terms) if df[t.stem] > 0)
+    if not present:
+        return []
+    rare = [(d, i) for d, i in present if d <= n_docs * weights.common_share] or present
+    chosen: list[int] = []
+    postings = 0
+    for d, i in rare:
+        if chosen and postings + d > weights.pool_postings:
+            break
+        chosen.append(i)
+        postings += d
+    return [terms[i].word for i in sorted(chosen)]
 
 
 def search(
@@ -101,215 +115,124 @@ def search(
     terms = analyse_query(query)
     if not terms:
         return []
-    scope = _Scope(projects, kinds)
-    n_docs, df = _document_frequencies(conn, terms, include_history)
-    words = [t.word for t in terms if 0 < df[t.stem] <= n_docs * weights.common_share]
-    words = words or [t.word for t in terms if df[t.stem] > 0]
+    stems = [t.stem for t in terms]
+    n_docs, df = document_frequencies(conn, stems, include_history)
+    words = pool_terms(terms, df, n_docs, weights)
     if not words:
         return []
     match = fts_match_expression(words)
+    scope = Scope(projects, kinds)
+    rows: dict[int, Row] = {}
+    bm25: dict[int, float] = {}
     spans = date_spans(query, now_ms) if weights.date > 0 else []
-    bm25 = _bm25_pool(conn, match, scope, weights)
-    if spans:  # the period the query names gets its own candidates
-        dated = _Scope(projects, kinds, spans)
-        for rowid, value in _bm25_pool(conn, match, dated, weights).items():
-            bm25.setdefault(rowid, value)
+    pools = [scope, Scope(projects, kinds, spans)] if spans else [scope]
+    for where in pools:  # the period the query names gets its own candidates
+        for score, row in bm25_pool(conn, match, where, weights.keywords_column, weights.pool):
+            if row[0] not in bm25:
+                rows[row[0]] = row
+                bm25[row[0]] = score
     from_history: set[int] = set()
     if include_history:
-        for rowid, value in _history_pool(conn, match, scope, weights).items():
-            if rowid not in bm25:
-                bm25[rowid] = value * weights.history
-                from_history.add(rowid)
+        older = history_pool(conn, match, scope, weights.keywords_column, weights.pool)
+        for row in fetch(conn, older.keys() - bm25.keys()):
+            rows[row[0]] = row
+            bm25[row[0]] = older[row[0]] * weights.history
+            from_history.add(row[0])
     if not bm25:
         return []
-    rows = _fetch(conn, bm25.keys())
-    neighbours: dict[int, dict[int, int]] = {}
-    if weights.context > 0 or weights.context_terms > 0:
-        seeds = sorted(bm25, key=bm25.__getitem__, reverse=True)[: weights.context_seeds]
-        neighbours = _neighbours(conn, [rows[r] for r in seeds], scope, weights)
-        rows.update(_fetch(conn, neighbours.keys() - rows.keys()))
-        for rowid in neighbours.keys() - bm25.keys():
-            bm25[rowid] = 0.0  # a neighbour of a strong hit competes on its context
-    superseded = _superseded(conn, [rows[r].id for r in bm25])
-    shares = term_shares(terms, df, n_docs, weights.entity_boost)
-    best = max(bm25.values()) or 1.0
-    ranked = sorted(
-        (
-            _components(
-                rowid, rows, bm25, best, neighbours, superseded, shares, spans, now_ms, weights
-            )
-            for rowid in bm25
-        ),
-        key=lambda item: (-sum(item[1].values()), rows[item[0]].id),
-    )
+    context = weights.context > 0 or weights.context_terms > 0
+    near = _sessions(conn, rows, bm25, scope, weights) if context else {}
+    share_list = [term_shares(terms, df, n_docs, weights.entity_boost)[s] for s in stems]
+    masks = {r: term_mask(stems, stems_of(f"{row[6]} {row[7]}")) for r, row in rows.items()}
+    scorer = _Scorer(rows, bm25, near, masks, share_list, spans, now_ms, weights)
+    ranked = sorted((-sum(scorer.parts(r)), rows[r][1], r) for r in rows)
     out: list[Scored] = []
-    for rowid, why in ranked[:k]:
+    for _, memory_id, rowid in ranked[:k]:
+        why = dict(zip(_NAMES, scorer.parts(rowid), strict=True))
+        if not context:
+            del why["context"]
+        if not spans:
+            del why["date"]
         if rowid in from_history:
             why["history"] = 0.0
-        out.append(Scored(rows[rowid].id, sum(why.values()), why))
+        out.append(Scored(memory_id, sum(why.values()), why))
     return out
 
 
-def _components(
-    rowid: int,
-    rows: dict[int, _Row],
+def _sessions(
+    conn: sqlite3.Connection,
+    rows: dict[int, Row],
     bm25: dict[int, float],
-    best: float,
-    neighbours: dict[int, dict[int, int]],
-    superseded: set[str],
-    shares: dict[str, float],
-    spans: Sequence[Span],
-    now_ms: int,
+    scope: Scope,
     weights: RankingWeights,
-) -> tuple[int, dict[str, float]]:
-    """The weighted parts of one candidate's score (see :mod:`sealmem.client.ranking`)."""
-    row = rows[rowid]
-    own = coverage(shares, row.stems)
-    why = {"bm25": weights.bm25 * bm25[rowid] / best, "coverage": weights.coverage * own}
-    if weights.context > 0 or weights.context_terms > 0:
-        near = neighbours.get(rowid, {})
-        gain = context_gain(shares, row.stems, (rows[n].stems for n in near))
-        strongest = max(
-            (
-                bm25.get(n, 0.0)
-                * weights.context_decay ** (d - 1)
-                * (1.0 - weights.superseded if rows[n].id in superseded else 1.0)
-                for n, d in near.items()
-            ),
-            default=0.0,
-        )
-        why["context"] = weights.context_terms * gain + weights.context * strongest / best
-    if spans:
-        inside = any(s.start <= row.created_at < s.end for s in spans)
-        why["date"] = weights.date * inside
-    relevance = sum(why.values())
-    why["recency"] = weights.recency * recency_score(
-        row.created_at, now_ms, weights.recency_half_life_days
-    )
-    why["importance"] = weights.importance * (row.importance - 0.5) * 2
-    why["superseded"] = -weights.superseded * relevance if row.id in superseded else 0.0
-    return rowid, why
-
-
-def _document_frequencies(
-    conn: sqlite3.Connection, terms: Sequence[QueryTerm], include_history: bool
-) -> tuple[int, dict[str, int]]:
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.sealmem_recall_vocab "
-        "USING fts5vocab(main, memories_fts, row)"
-    )
-    stems = [t.stem for t in terms]
-    df = dict.fromkeys(stems, 0)
-    sql = f"SELECT term, doc FROM temp.sealmem_recall_vocab WHERE term IN ({_marks(len(stems))})"
-    for term, doc in conn.execute(sql, stems):
-        df[term] = doc
-    (n_docs,) = conn.execute("SELECT count(*) FROM memories").fetchone()
-    if include_history:
-        conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.sealmem_recall_hvocab "
-            "USING fts5vocab(main, history_fts, row)"
-        )
-        hsql = sql.replace("sealmem_recall_vocab", "sealmem_recall_hvocab")
-        for term, doc in conn.execute(hsql, stems):
-            df[term] += doc
-        (extra,) = conn.execute("SELECT count(*) FROM history").fetchone()
-        n_docs += extra
-    return max(n_docs, 1), df
-
-
-def _bm25_pool(
-    conn: sqlite3.Connection, match: str, scope: _Scope, weights: RankingWeights
-) -> dict[int, float]:
-    sql = (
-        "SELECT m.rowid, -bm25(memories_fts, 1.0, ?) AS s FROM memories_fts "
-        "JOIN memories m ON m.rowid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND {scope.sql} ORDER BY s DESC LIMIT ?"
-    )
-    args = [weights.keywords_column, match, *scope.args, weights.pool]
-    return {rowid: max(score, 1e-9) for rowid, score in conn.execute(sql, args)}
-
-
-def _history_pool(
-    conn: sqlite3.Connection, match: str, scope: _Scope, weights: RankingWeights
-) -> dict[int, float]:
-    sql = (
-        "SELECT m.rowid, -bm25(history_fts, 1.0, ?) AS s FROM history_fts "
-        "JOIN history h ON h.seq = history_fts.rowid JOIN memories m ON m.id = h.id "
-        f"WHERE history_fts MATCH ? AND {scope.sql} ORDER BY s DESC LIMIT ?"
-    )
-    args = [weights.keywords_column, match, *scope.args, weights.pool]
-    found: dict[int, float] = {}
-    for rowid, score in conn.execute(sql, args):
-        found[rowid] = max(found.get(rowid, 0.0), score, 1e-9)
-    return found
-
-
-def _fetch(conn: sqlite3.Connection, rowids: Iterable[int]) -> dict[int, _Row]:
-    wanted = list(rowids)
-    if not wanted:
-        return {}
-    sql = (
-        "SELECT rowid, id, project, origin, created_at, local_importance, content, keywords "
-        f"FROM memories WHERE rowid IN ({_marks(len(wanted))})"
-    )
-    return {
-        r[0]: _Row(r[0], r[1], r[2], r[3], r[4], r[5], stems_of(f"{r[6]} {r[7]}"))
-        for r in conn.execute(sql, wanted)
-    }
-
-
-def _neighbours(
-    conn: sqlite3.Connection, seeds: Sequence[_Row], scope: _Scope, weights: RankingWeights
 ) -> dict[int, dict[int, int]]:
-    """Up to ``context_window`` memories on each side of each seed in its session (same
-    origin and project, live, in scope, at most ``context_gap_ms`` away), with their
-    distance in steps; the relation is made symmetric."""
-    if not seeds:
-        return {}
-    gap, window = int(weights.context_gap_ms), int(weights.context_window)
-    side = (
-        "(SELECT group_concat(r) FROM (SELECT m.rowid AS r FROM memories m "
-        "WHERE m.origin = seed.origin AND m.project = seed.project "
-        f"AND m.created_at BETWEEN {{lo}} AND {{hi}} AND {{beyond}} AND m.rowid != seed.rid "
-        f"AND {scope.sql} ORDER BY {{order}} LIMIT {window}))"
+    """Session neighbours (rowid -> {rowid: steps}, symmetric) of the best BM25 hits
+    that come from a session (see the module's docstring); new neighbours join the
+    candidates with a BM25 of 0: they compete on their context."""
+    best = sorted((r for r in bm25 if is_session_origin(rows[r][2])), key=bm25.__getitem__)
+    seeds = [rows[r] for r in reversed(best[-weights.context_seeds :])] if best else []
+    near: dict[int, dict[int, int]] = {}
+    found = neighbours(
+        conn, seeds, scope, gap_ms=int(weights.context_gap_ms), window=int(weights.context_window)
     )
-    before = side.format(
-        lo=f"seed.t - {gap}",
-        hi="seed.t",
-        beyond="(m.created_at < seed.t OR m.rowid < seed.rid)",
-        order="m.created_at DESC, m.rowid DESC",
-    )
-    after = side.format(
-        lo="seed.t",
-        hi=f"seed.t + {gap}",
-        beyond="(m.created_at > seed.t OR m.rowid > seed.rid)",
-        order="m.created_at, m.rowid",
-    )
-    values = ",".join(["(?,?,?,?)"] * len(seeds))
-    sql = (
-        f"WITH seed(rid, origin, project, t) AS (VALUES {values}) "
-        f"SELECT seed.rid, {before}, {after} FROM seed"
-    )
-    args: list[object] = []
-    for row in seeds:
-        args.extend((row.rowid, row.origin, row.project, row.created_at))
-    args.extend(scope.args)
-    args.extend(scope.args)
-    found: dict[int, dict[int, int]] = {}
-    for rid, *sides in conn.execute(sql, args):
-        for listed in sides:
-            for distance, hit in enumerate(
-                map(int, (listed or "").split(",") if listed else ()), 1
-            ):
-                for a, b in ((rid, hit), (hit, rid)):
-                    near = found.setdefault(a, {})
-                    near[b] = min(near.get(b, distance), distance)
-    return found
+    for seed, steps, row in found:
+        rowid = row[0]
+        if rowid not in rows:
+            rows[rowid] = row
+            bm25[rowid] = 0.0
+        for a, b in ((seed, rowid), (rowid, seed)):
+            links = near.setdefault(a, {})
+            links[b] = min(links.get(b, steps), steps)
+    return near
 
 
-def _superseded(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
-    sql = (
-        "SELECT DISTINCT s.old_id FROM supersedes s JOIN memories n ON n.id = s.new_id "
-        f"WHERE n.deleted = 0 AND s.old_id IN ({_marks(len(ids))})"
-    )
-    return {r[0] for r in conn.execute(sql, list(ids))}
+class _Scorer:
+    """The weighted parts of a candidate's score, in the order of ``_NAMES``
+    (see :mod:`sealmem.client.ranking` for what each one means)."""
+
+    def __init__(
+        self,
+        rows: dict[int, Row],
+        bm25: dict[int, float],
+        near: dict[int, dict[int, int]],
+        masks: dict[int, int],
+        shares: list[float],
+        spans: Sequence[Span],
+        now_ms: int,
+        weights: RankingWeights,
+    ) -> None:
+        self.rows, self.bm25, self.near, self.masks = rows, bm25, near, masks
+        self.shares, self.spans, self.now_ms, self.w = shares, spans, now_ms, weights
+        self.best = max(bm25.values()) or 1.0
+        self.decay = math.log(2) / (weights.recency_half_life_days * DAY_MS)
+        self._share: dict[int, float] = {}
+
+    def share(self, mask: int) -> float:
+        value = self._share.get(mask)
+        if value is None:
+            value = self._share[mask] = mask_share(self.shares, mask)
+        return value
+
+    def parts(self, rowid: int) -> tuple[float, float, float, float, float, float, float]:
+        w, row, mask = self.w, self.rows[rowid], self.masks[rowid]
+        lexical = w.bm25 * self.bm25[rowid] / self.best
+        covered = w.coverage * self.share(mask)
+        context = 0.0
+        links = self.near.get(rowid)
+        if links:
+            around, strongest = 0, 0.0
+            for other, steps in links.items():
+                around |= self.masks[other]
+                value = self.bm25[other] * w.context_decay ** (steps - 1)
+                if self.rows[other][8]:
+                    value *= 1.0 - w.superseded
+                strongest = max(strongest, value)
+            gain = self.share(around & ~mask)
+            context = w.context_terms * gain + w.context * strongest / self.best
+        created = row[4]
+        dated = w.date if any(s.start <= created < s.end for s in self.spans) else 0.0
+        relevance = lexical + covered + context + dated
+        recency = w.recency * math.exp(-self.decay * max(0, self.now_ms - created))
+        importance = w.importance * (row[5] - 0.5) * 2
+        superseded = -w.superseded * relevance if row[8] else 0.0
+        return (lexical, covered, context, dated, recency, importance, superseded)

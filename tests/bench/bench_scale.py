@@ -73,7 +73,7 @@ def run(size: int, queries: int, where: Path) -> dict[str, float]:
                 content,
                 keywords=keywords,
                 project="bench",
-                origin=f"session-{i // 50}",
+                origin=f"bench:session-{i // 50}",
                 importance=round(gen.rng.random(), 2),
             )
         remember_s = time.perf_counter() - start

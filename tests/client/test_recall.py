@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.ranking import analyse_query, date_spans, stems_of
+from sealmem.client.mcp_server import MemoryTools
+from sealmem.client.ranking import analyse_query, date_spans, is_session_origin, stems_of
 from sealmem.client.recall import search
 from sealmem.protocol.errors import InputError
 
@@ -61,8 +65,8 @@ def test_stop_words_alone_find_nothing(mem: MemoryStore, recall_clock: Clock) ->
 
 def test_stop_words_do_not_rank(mem: MemoryStore, recall_clock: Clock) -> None:
     # different sessions, so that session context does not link them
-    chatter = remember(mem, recall_clock, "it is what it is and all there is to it", origin="s1")
-    deploy = remember(mem, recall_clock, "deploy target is the staging cluster", origin="s2")
+    chatter = remember(mem, recall_clock, "it is what it is and all there is to it", origin="t:s1")
+    deploy = remember(mem, recall_clock, "deploy target is the staging cluster", origin="t:s2")
     assert ids(mem, "what is the deploy target") == [deploy]
     assert chatter not in ids(mem, "what is it")
 
@@ -123,9 +127,9 @@ def test_project_scope_shared_tier_and_all_projects(mem: MemoryStore, recall_clo
 
 
 def test_tombstones_never_come_back(mem: MemoryStore, recall_clock: Clock) -> None:
-    gone = remember(mem, recall_clock, "the secret rotation happens monthly", origin="s1")
+    gone = remember(mem, recall_clock, "the secret rotation happens monthly", origin="t:s1")
     recall_clock.now += 1000
-    kept = remember(mem, recall_clock, "rotation is handled by the ops team", origin="s1")
+    kept = remember(mem, recall_clock, "rotation is handled by the ops team", origin="t:s1")
     mem.forget(gone, reason="wrong")
     found = ids(mem, "secret rotation monthly", k=10)
     assert gone not in found
@@ -158,11 +162,11 @@ def test_why_holds_every_component_and_sums_to_score(mem: MemoryStore, recall_cl
 
 
 def test_session_neighbour_is_found_through_context(mem: MemoryStore, recall_clock: Clock) -> None:
-    question = remember(mem, recall_clock, "which database do we use for queues?", origin="sess-1")
+    question = remember(mem, recall_clock, "which database do we use for queues?", origin="t:s-1")
     recall_clock.now += 5_000
-    answer = remember(mem, recall_clock, "Redis, with persistence switched on", origin="sess-1")
+    answer = remember(mem, recall_clock, "Redis, with persistence switched on", origin="t:s-1")
     recall_clock.now += 2 * DAY_MS
-    elsewhere = remember(mem, recall_clock, "Redis cluster sizing notes", origin="sess-2")
+    elsewhere = remember(mem, recall_clock, "Redis cluster sizing notes", origin="t:s-2")
     hits = mem.recall("database for queues", project="app")
     found = [h.memory.record.id for h in hits]
     assert found[:2] == [question, answer]
@@ -172,14 +176,58 @@ def test_session_neighbour_is_found_through_context(mem: MemoryStore, recall_clo
 
 
 def test_neighbours_are_limited_to_one_session(mem: MemoryStore, recall_clock: Clock) -> None:
-    remember(mem, recall_clock, "postgres vacuum schedule", origin="sess-1")
+    remember(mem, recall_clock, "postgres vacuum schedule", origin="t:s-1")
     recall_clock.now += 5_000
-    other_origin = remember(mem, recall_clock, "lunch menu", origin="sess-2")
+    other_origin = remember(mem, recall_clock, "lunch menu", origin="t:s-2")
     recall_clock.now += 3 * HOUR_MS
-    too_late = remember(mem, recall_clock, "dinner menu", origin="sess-1")
+    too_late = remember(mem, recall_clock, "dinner menu", origin="t:s-1")
     found = ids(mem, "postgres vacuum", k=10)
     assert other_origin not in found
     assert too_late not in found
+
+
+@pytest.mark.parametrize("origin", ["cli", "mcp", "api", "demo", "cli:", ":abc", "mcp:  "])
+def test_an_origin_without_a_session_has_no_neighbours(
+    mem: MemoryStore, recall_clock: Clock, origin: str
+) -> None:
+    # two unrelated CLI commands a few seconds apart are not one conversation
+    hit = remember(mem, recall_clock, "which database do we use for queues?", origin=origin)
+    recall_clock.now += 5_000
+    unrelated = remember(mem, recall_clock, "the office plants need water", origin=origin)
+    hits = mem.recall("database for queues", project="app", k=10)
+    assert [h.memory.record.id for h in hits] == [hit]
+    assert hits[0].why["context"] == 0
+    assert unrelated not in [h.memory.record.id for h in hits]
+    assert not is_session_origin(origin)
+
+
+def test_a_session_origin_links_only_its_own_session(mem: MemoryStore, recall_clock: Clock) -> None:
+    assert is_session_origin("mcp:3f2a9c01b7de")
+    assert is_session_origin("locomo:session_4")
+    question = remember(mem, recall_clock, "which queue broker?", origin="mcp:aaaa")
+    recall_clock.now += 1_000
+    other = remember(mem, recall_clock, "the office plants need water", origin="mcp:bbbb")
+    recall_clock.now += 1_000
+    answer = remember(mem, recall_clock, "RabbitMQ, clustered", origin="mcp:aaaa")
+    hits = mem.recall("queue broker", project="app", k=10)
+    found = [h.memory.record.id for h in hits]
+    assert found == [question, answer]
+    assert other not in found
+    assert hits[1].why["context"] > 0
+
+
+def test_the_mcp_server_remembers_with_a_per_process_session(
+    mem: MemoryStore, recall_clock: Clock
+) -> None:
+    first, second = MemoryTools(lambda: mem, "app"), MemoryTools(lambda: mem, "app")
+    assert re.fullmatch(r"mcp:[0-9a-f]{12}", first.origin)
+    assert first.origin != second.origin
+    made = [
+        json.loads(asyncio.run(tools.remember(text)))["id"]
+        for tools, text in ((first, "deploy freeze starts friday"), (second, "lunch at noon"))
+    ]
+    assert [mem.get(i).record.origin for i in made] == [first.origin, second.origin]
+    assert ids(mem, "deploy freeze", k=10) == made[:1]  # the other session is no neighbour
 
 
 def test_a_named_month_prefers_memories_written_then(mem: MemoryStore, recall_clock: Clock) -> None:

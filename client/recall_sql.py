@@ -1,0 +1,224 @@
+"""The SQL side of recall: term statistics, candidate pools, session neighbours.
+
+Every function here is one round trip to SQLite (the statistics are cached per
+connection until the database changes) and returns plain tuples, so that
+:mod:`sealmem.client.recall` can score them without asking again.  Nothing is
+written: the connection is the store's.
+
+A candidate row (:data:`Row`) carries what ranking needs and nothing more:
+``(rowid, id, origin, project, created_at, local_importance, content, keywords,
+superseded)`` where ``superseded`` is 1 when a live memory corrects it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from sealmem.client.ranking import Span
+
+__all__ = [
+    "Row",
+    "Scope",
+    "bm25_pool",
+    "document_frequencies",
+    "fetch",
+    "history_pool",
+    "neighbours",
+]
+
+Row = tuple[int, str, str, str, int, float, str, str, int]
+
+_COLUMNS = (
+    "m.rowid, m.id, m.origin, m.project, m.created_at, m.local_importance, m.content, "
+    "m.keywords, EXISTS (SELECT 1 FROM supersedes x JOIN memories n ON n.id = x.new_id "
+    "WHERE x.old_id = m.id AND n.deleted = 0)"
+)
+
+
+class Scope:
+    """The WHERE clause that keeps live memories of the projects and kinds asked for,
+    optionally written within some time spans."""
+
+    def __init__(
+        self,
+        projects: Sequence[str] | None,
+        kinds: Sequence[str] | None,
+        spans: Sequence[Span] = (),
+    ) -> None:
+        clauses = ["m.deleted = 0"]
+        self.args: list[object] = []
+        for column, values in (("project", projects), ("kind", kinds)):
+            if values is not None:
+                clauses.append(f"m.{column} IN ({_marks(len(values))})")
+                self.args.extend(values)
+        if spans:
+            clauses.append("(" + " OR ".join(["m.created_at BETWEEN ? AND ?"] * len(spans)) + ")")
+            for span in spans:
+                self.args.extend((span.start, span.end - 1))
+        self.sql = " AND ".join(clauses)
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n) if n else "NULL"
+
+
+def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples, whatever the store's connection uses
+    return cur
+
+
+@dataclass
+class _Stats:
+    """Document count and per-stem document frequencies of one connection's index,
+    valid while ``version`` (data_version, total_changes) is unchanged."""
+
+    conn: sqlite3.Connection
+    version: tuple[int, int]
+    n_docs: int
+    df: dict[str, int] = field(default_factory=dict)
+
+
+_STATS: OrderedDict[tuple[int, bool], _Stats] = OrderedDict()
+_STATS_SLOTS = 8
+
+
+def _version(cur: sqlite3.Cursor, conn: sqlite3.Connection) -> tuple[int, int]:
+    (data_version,) = cur.execute("PRAGMA data_version").fetchone()
+    return int(data_version), conn.total_changes
+
+
+def document_frequencies(
+    conn: sqlite3.Connection, stems: Sequence[str], include_history: bool
+) -> tuple[int, dict[str, int]]:
+    """The number of memories (plus replaced versions with ``include_history``) and how
+    many of them hold each stem.
+
+    Cached per connection: ``PRAGMA data_version`` moves when another connection
+    commits and ``total_changes`` when this one writes, so a cached figure is never
+    stale; the cache holds a few connections (it keeps them referenced, never uses a
+    closed one: an entry is only read through the very connection object it names).
+    """
+    cur = _cursor(conn)
+    version = _version(cur, conn)
+    key = (id(conn), include_history)
+    stats = _STATS.get(key)
+    if stats is None or stats.conn is not conn or stats.version != version:
+        stats = _Stats(conn, version, _count(cur, include_history))
+        _STATS[key] = stats
+        while len(_STATS) > _STATS_SLOTS:
+            _STATS.popitem(last=False)
+    _STATS.move_to_end(key)
+    missing = [s for s in dict.fromkeys(stems) if s not in stats.df]
+    if missing:
+        found = dict.fromkeys(missing, 0)
+        tables = ["memories_fts", "history_fts"] if include_history else ["memories_fts"]
+        for table in tables:
+            vocab = f"sealmem_recall_{table}_vocab"
+            cur.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{vocab} "
+                f"USING fts5vocab(main, {table}, row)"
+            )
+            sql = f"SELECT term, doc FROM temp.{vocab} WHERE term IN ({_marks(len(missing))})"
+            for term, doc in cur.execute(sql, missing):
+                found[term] += doc
+        stats.df.update(found)
+    return stats.n_docs, {s: stats.df[s] for s in stems}
+
+
+def _count(cur: sqlite3.Cursor, include_history: bool) -> int:
+    (n,) = cur.execute("SELECT count(*) FROM memories").fetchone()
+    if include_history:
+        (extra,) = cur.execute("SELECT count(*) FROM history").fetchone()
+        n += extra
+    return max(int(n), 1)
+
+
+def bm25_pool(
+    conn: sqlite3.Connection, match: str, scope: Scope, keywords_weight: float, limit: int
+) -> list[tuple[float, Row]]:
+    """The ``limit`` best BM25 matches in scope with their rows (higher score is better).
+
+    The columns are read after the LIMIT, so a term found in thousands of memories
+    costs an index walk, not thousands of row reads."""
+    sql = (
+        f"SELECT p.s, {_COLUMNS} FROM (SELECT m.rowid AS rid, -bm25(memories_fts, 1.0, ?) AS s "
+        "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND {scope.sql} ORDER BY s DESC LIMIT ?) AS p "
+        "JOIN memories m ON m.rowid = p.rid"
+    )
+    args = [keywords_weight, match, *scope.args, limit]
+    return [(max(r[0], 1e-9), r[1:]) for r in _cursor(conn).execute(sql, args)]
+
+
+def history_pool(
+    conn: sqlite3.Connection, match: str, scope: Scope, keywords_weight: float, limit: int
+) -> dict[int, float]:
+    """Memories whose replaced versions match, by rowid, with their best BM25."""
+    sql = (
+        "SELECT m.rowid, -bm25(history_fts, 1.0, ?) AS s FROM history_fts "
+        "JOIN history h ON h.seq = history_fts.rowid JOIN memories m ON m.id = h.id "
+        f"WHERE history_fts MATCH ? AND {scope.sql} ORDER BY s DESC LIMIT ?"
+    )
+    found: dict[int, float] = {}
+    for rowid, score in _cursor(conn).execute(sql, [keywords_weight, match, *scope.args, limit]):
+        found[rowid] = max(found.get(rowid, 0.0), score, 1e-9)
+    return found
+
+
+def fetch(conn: sqlite3.Connection, rowids: Iterable[int]) -> list[Row]:
+    """The rows of these memories."""
+    wanted = list(rowids)
+    if not wanted:
+        return []
+    sql = f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid IN ({_marks(len(wanted))})"
+    return list(_cursor(conn).execute(sql, wanted))
+
+
+def neighbours(
+    conn: sqlite3.Connection,
+    seeds: Sequence[Row],
+    scope: Scope,
+    *,
+    gap_ms: int,
+    window: int,
+) -> list[tuple[int, int, Row]]:
+    """``(seed rowid, steps, row)``: up to ``window`` memories on each side of each seed
+    in its session (the same origin and project, at most ``gap_ms`` away, live and in
+    scope), ``steps`` counting from 1 on each side.  The caller decides which origins
+    are sessions; this only matches them exactly."""
+    if not seeds:
+        return []
+    side = (
+        "(SELECT json_group_array(r) FROM (SELECT m.rowid AS r FROM memories m "
+        "WHERE m.origin = seed.origin AND m.project = seed.project "
+        "AND m.created_at BETWEEN {lo} AND {hi} AND {beyond} AND m.rowid != seed.rid "
+        f"AND {scope.sql} ORDER BY {{order}} LIMIT ?))"
+    )
+    before = side.format(
+        lo="seed.t - ?",
+        hi="seed.t",
+        beyond="(m.created_at < seed.t OR m.rowid < seed.rid)",
+        order="m.created_at DESC, m.rowid DESC",
+    )
+    after = side.format(
+        lo="seed.t",
+        hi="seed.t + ?",
+        beyond="(m.created_at > seed.t OR m.rowid > seed.rid)",
+        order="m.created_at, m.rowid",
+    )
+    sql = (
+        f"WITH seed(rid, origin, project, t) AS (VALUES {','.join(['(?,?,?,?)'] * len(seeds))}), "
+        f"sides AS (SELECT seed.rid AS sid, {before} AS b, {after} AS a FROM seed), "
+        "near AS (SELECT sid, j.key + 1 AS d, j.value AS nid FROM sides, json_each(sides.b) j "
+        "UNION ALL SELECT sid, j.key + 1, j.value FROM sides, json_each(sides.a) j) "
+        f"SELECT near.sid, near.d, {_COLUMNS} FROM near JOIN memories m ON m.rowid = near.nid"
+    )
+    args: list[object] = []
+    for row in seeds:
+        args.extend((row[0], row[2], row[3], row[4]))
+    args.extend((gap_ms, *scope.args, window, gap_ms, *scope.args, window))
+    return [(r[0], r[1], r[2:]) for r in _cursor(conn).execute(sql, args)]
