@@ -247,6 +247,16 @@ class HubTransport(Transport):
         doc = self._json("GET", f"/projects/{p}/manifests/{w}", f"read manifests of {w}/{p}")
         return self._blobs(doc.get("manifests"), "manifests")
 
+    def newest_manifest(self, project: str, writer: str) -> bytes | None:
+        p = _check(project, PROJECT_RE, "project")
+        w = _check(writer, KID_RE, "writer")
+        doc = self._json(
+            "GET", f"/projects/{p}/manifests/{w}", f"read the newest manifest of {w}/{p}",
+            query={"limit": 1},
+        )  # fmt: skip
+        found = self._blobs(doc.get("manifests"), "manifests")
+        return found[0] if found else None
+
     def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
         p = _check(project, PROJECT_RE, "project")
         w = _check(writer, KID_RE, "writer")

@@ -238,7 +238,8 @@ class Handlers:
         self._reader(state, caller, project, writer)
         found = self.storage.manifests(team, project, writer)
         if writer is not None:
-            return JSONResponse({"manifests": _envelopes(found.get(writer, []))})
+            limit = ctx.int_query("limit", 0) or None
+            return JSONResponse({"manifests": _envelopes(found.get(writer, [])[:limit])})
         return JSONResponse({"writers": {w: _envelopes(d) for w, d in found.items()}})
 
     def put_manifest(self, ctx: Ctx) -> Response:

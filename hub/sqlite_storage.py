@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from sealmem.hub.blobs import BlobDir
 from sealmem.hub.storage import Change, KeyringBlob, StaleSeq, Storage, StorageError, StoredHead
 
 __all__ = ["DB_FILE", "LOCK_FILE", "SQLiteStorage"]
@@ -59,14 +60,6 @@ CREATE INDEX IF NOT EXISTS changes_team ON changes (team, cursor);
 """
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class SQLiteStorage(Storage):
     """See the module docstring.  One instance per data directory and process."""
 
@@ -74,8 +67,6 @@ class SQLiteStorage(Storage):
         self._dir = Path(data_dir)
         try:
             self._dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._blobs = self._dir / "blobs"
-            self._blobs.mkdir(exist_ok=True, mode=0o700)
             self._lock_fd = os.open(self._dir / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o600)
         except OSError as exc:
             raise StorageError(f"cannot use the hub data directory {self._dir}: {exc}") from exc
@@ -86,6 +77,7 @@ class SQLiteStorage(Storage):
             raise StorageError(
                 f"another hub is serving {self._dir} ({LOCK_FILE} is locked); stop it first"
             ) from None
+        self._blobs = BlobDir(self._dir / "blobs")
         self._local = threading.local()
         self._write = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
@@ -321,27 +313,12 @@ class SQLiteStorage(Storage):
             have.update(str(r[0]) for r in rows)
         return [i for i in wanted if i not in have]
 
-    def _blob(self, team: str, project: str, writer: str, chunk_id: str) -> Path:
-        return self._blobs / team / project / writer / chunk_id
-
     def put_chunk(
         self, team: str, project: str, writer: str, chunk_id: str, data: bytes, now_ms: int
     ) -> bool:
         if not self.missing_chunks(team, project, writer, [chunk_id]):
             return False
-        path = self._blob(team, project, writer, chunk_id)
-        tmp = path.with_name(f".tmp-{chunk_id}-{threading.get_ident()}")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-            _fsync_dir(path.parent)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise StorageError(f"cannot write a chunk blob under {self._blobs}: {exc}") from exc
+        self._blobs.write(self._blobs.path(team, project, writer, chunk_id), data)
         with self._tx() as conn:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO chunks (team, project, writer, id, size, stored_at) "
@@ -355,12 +332,7 @@ class SQLiteStorage(Storage):
     def chunk(self, team: str, project: str, writer: str, chunk_id: str) -> bytes | None:
         if self.missing_chunks(team, project, writer, [chunk_id]):
             return None
-        try:
-            return self._blob(team, project, writer, chunk_id).read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise StorageError(f"cannot read a chunk blob: {exc}") from exc
+        return self._blobs.read(self._blobs.path(team, project, writer, chunk_id))
 
     def collect(
         self, team: str, project: str, writer: str, keep: set[str], older_than_ms: int
@@ -377,32 +349,20 @@ class SQLiteStorage(Storage):
                 [(team, project, writer, i) for i, _ in gone],
             )
             self._add_usage(conn, team, -sum(n for _, n in gone))
-        for chunk_id, _ in gone:
-            self._blob(team, project, writer, chunk_id).unlink(missing_ok=True)
+        for chunk_id, _ in gone:  # rows first, then blobs: a crash leaves only orphans
+            self._blobs.path(team, project, writer, chunk_id).unlink(missing_ok=True)
         return len(gone)
 
     def collect_orphans(self, min_age_s: float) -> int:
-        import time
-
-        cutoff = time.time() - min_age_s
-        removed = 0
-        for root, _dirs, files in os.walk(self._blobs):
-            rel = Path(root).relative_to(self._blobs).parts
-            for name in files:
-                path = Path(root) / name
-                try:
-                    if path.stat().st_mtime > cutoff:
-                        continue
-                except FileNotFoundError:
-                    continue
-                named = len(rel) == 3 and not name.startswith(".") and self._read(
+        def named(team: str, project: str, writer: str, chunk_id: str) -> bool:
+            return bool(
+                self._read(
                     "SELECT 1 FROM chunks WHERE team = ? AND project = ? AND writer = ? AND id = ?",
-                    (*rel, name),
-                )  # fmt: skip
-                if not named:
-                    path.unlink(missing_ok=True)
-                    removed += 1
-        return removed
+                    (team, project, writer, chunk_id),
+                )
+            )
+
+        return self._blobs.remove_unnamed(min_age_s, named)
 
     def usage(self, team: str) -> int:
         rows = self._read("SELECT bytes FROM usage WHERE team = ?", (team,))

@@ -62,6 +62,10 @@ def test_a_stale_push_gets_409_and_the_next_sync_completes(world: HubWorld) -> N
     alice.remember("second")
     alice.sync()
     assert transport.newest_seqs(PROJECT) == {alice.key.kid: 2}
+    kept = transport.writer_manifests(PROJECT, alice.key.kid)
+    assert len(kept) == 2
+    assert kept[1] == first
+    assert transport.newest_manifest(PROJECT, alice.key.kid) == kept[0]
     with pytest.raises(ConflictError) as info:
         transport.push(PROJECT, alice.key.kid, 1, first, {})
     assert info.value.status == 409

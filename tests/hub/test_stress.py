@@ -26,7 +26,7 @@ from .conftest import PROJECT, TEAM, TOKEN, HubWorld, hub_config, wait_healthy
 pytestmark = pytest.mark.slow
 
 MEMBERS = 20
-EACH = 3
+EACH = 2
 
 
 def test_twenty_concurrent_members_converge(tmp_path: Path) -> None:
