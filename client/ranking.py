@@ -87,7 +87,7 @@ class RankingWeights:
     superseded: float = 0.5  # fraction of the score taken away from a corrected memory
     history: float = 0.8  # factor on a match found only in an older version
     pool: int = 30  # BM25 candidates considered before re-ranking
-    pool_postings: int = 20_000  # the FTS5 query's terms may hold this many postings together
+    pool_postings: int = 500  # postings the OR-ed FTS5 words may hold together (cost bound)
     common_share: float = 0.1  # terms in more memories than this only count in coverage
 
 

@@ -58,7 +58,7 @@ from sealmem.client.recall_sql import (
 )
 from sealmem.protocol.errors import InputError
 
-__all__ = ["DEFAULT_WEIGHTS", "Scored", "pool_terms", "search"]
+__all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
 
 DEFAULT_WEIGHTS = RankingWeights()
 _MAX_K = 1000
@@ -74,24 +74,53 @@ class Scored:
     why: dict[str, float]
 
 
-def pool_terms(
+@dataclass(frozen=True)
+class Pool:
+    """One FTS5 candidate query: its words, OR-ed or AND-ed, best BM25 or newest first."""
+
+    words: tuple[str, ...]
+    every: bool = False  # AND the words (memories holding all of them)
+    newest: bool = False  # the newest matches rather than the best BM25 ones
+
+    @property
+    def expression(self) -> str:
+        if self.every:
+            return " AND ".join(fts_match_expression([word]) for word in self.words)
+        return fts_match_expression(self.words)
+
+
+def pool_plan(
     terms: Sequence[QueryTerm], df: dict[str, int], n_docs: int, weights: RankingWeights
-) -> list[str]:
-    """The words that go into the FTS5 query: present in the index, not in more than
-    ``common_share`` of the memories, rarest first while their document counts add up
-    to at most ``pool_postings`` (always at least the rarest one)."""
+) -> list[Pool]:
+    """The FTS5 queries that draw the candidates; their cost stays bounded.
+
+    FTS5 computes BM25 for every matching row before it can sort, so the main pool
+    ORs the words rarest first among those in at most ``common_share`` of the
+    memories, while their document counts add up to at most ``pool_postings``.
+    The words left out are not lost: the memories holding *all* the eligible words
+    form a second pool (an AND; taken newest first when even its rarest word is
+    over the budget), and every query word counts in coverage.  When no word fits
+    the budget, the newest memories holding the rarest word stand in for the main
+    pool."""
     present = sorted((df[t.stem], i) for i, t in enumerate(terms) if df[t.stem] > 0)
     if not present:
         return []
-    rare = [(d, i) for d, i in present if d <= n_docs * weights.common_share] or present
+    budget = weights.pool_postings
+    eligible = [(d, i) for d, i in present if d <= n_docs * weights.common_share] or present
     chosen: list[int] = []
     postings = 0
-    for d, i in rare:
-        if chosen and postings + d > weights.pool_postings:
+    for d, i in eligible:
+        if postings + d > budget:
             break
         chosen.append(i)
         postings += d
-    return [terms[i].word for i in sorted(chosen)]
+    pools = [Pool(tuple(terms[i].word for i in sorted(chosen)))] if chosen else []
+    if len(eligible) > 1 and len(chosen) < len(eligible):
+        every = tuple(terms[i].word for _, i in eligible)
+        pools.append(Pool(every, every=True, newest=eligible[0][0] > budget))
+    if not chosen:
+        pools.append(Pool((terms[eligible[0][1]].word,), newest=True))
+    return pools
 
 
 def search(
@@ -117,23 +146,27 @@ def search(
         return []
     stems = [t.stem for t in terms]
     n_docs, df = document_frequencies(conn, stems, include_history)
-    words = pool_terms(terms, df, n_docs, weights)
-    if not words:
+    plan = pool_plan(terms, df, n_docs, weights)
+    if not plan:
         return []
-    match = fts_match_expression(words)
     scope = Scope(projects, kinds)
     rows: dict[int, Row] = {}
     bm25: dict[int, float] = {}
     spans = date_spans(query, now_ms) if weights.date > 0 else []
-    pools = [scope, Scope(projects, kinds, spans)] if spans else [scope]
-    for where in pools:  # the period the query names gets its own candidates
-        for score, row in bm25_pool(conn, match, where, weights.keywords_column, weights.pool):
+    pools = [(pool.expression, scope, pool.newest) for pool in plan]
+    if spans:  # the period the query names gets its own candidates
+        pools.append((plan[0].expression, Scope(projects, kinds, spans), plan[0].newest))
+    for expression, where, newest in pools:
+        found = bm25_pool(
+            conn, expression, where, weights.keywords_column, weights.pool, newest=newest
+        )
+        for score, row in found:
             if row[0] not in bm25:
                 rows[row[0]] = row
                 bm25[row[0]] = score
     from_history: set[int] = set()
     if include_history:
-        older = history_pool(conn, match, scope, weights.keywords_column, weights.pool)
+        older = history_pool(conn, plan[0].expression, scope, weights.keywords_column, weights.pool)
         for row in fetch(conn, older.keys() - bm25.keys()):
             rows[row[0]] = row
             bm25[row[0]] = older[row[0]] * weights.history

@@ -138,16 +138,26 @@ def _count(cur: sqlite3.Cursor, include_history: bool) -> int:
 
 
 def bm25_pool(
-    conn: sqlite3.Connection, match: str, scope: Scope, keywords_weight: float, limit: int
+    conn: sqlite3.Connection,
+    match: str,
+    scope: Scope,
+    keywords_weight: float,
+    limit: int,
+    *,
+    newest: bool = False,
 ) -> list[tuple[float, Row]]:
     """The ``limit`` best BM25 matches in scope with their rows (higher score is better).
 
-    The columns are read after the LIMIT, so a term found in thousands of memories
-    costs an index walk, not thousands of row reads."""
+    FTS5 computes BM25 for every match before it can sort, so this costs in
+    proportion to the matching postings; with ``newest`` the pool is instead the
+    ``limit`` most recently stored matches (rowid order, which FTS5 walks without
+    sorting), and BM25 is computed for those rows only.  The other columns are read
+    after the LIMIT either way."""
+    order = "memories_fts.rowid DESC" if newest else "s DESC"
     sql = (
         f"SELECT p.s, {_COLUMNS} FROM (SELECT m.rowid AS rid, -bm25(memories_fts, 1.0, ?) AS s "
         "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND {scope.sql} ORDER BY s DESC LIMIT ?) AS p "
+        f"WHERE memories_fts MATCH ? AND {scope.sql} ORDER BY {order} LIMIT ?) AS p "
         "JOIN memories m ON m.rowid = p.rid"
     )
     args = [keywords_weight, match, *scope.args, limit]
