@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import threading
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -21,7 +21,7 @@ from sealmem.crypto import MemberKey
 from sealmem.hub.server import BackgroundHub, free_port
 from sealmem.protocol.errors import TransportError
 
-from .conftest import PROJECT, TEAM, TOKEN, HubWorld, hub_config, wait_healthy
+from .conftest import PROJECT, TEAM, TOKEN, HubWorld, Node, hub_config, wait_healthy
 
 pytestmark = pytest.mark.slow
 
@@ -36,46 +36,48 @@ def test_twenty_concurrent_members_converge(tmp_path: Path) -> None:
     homes.mkdir()
     w = HubWorld(homes, hub.url, lambda k: HubTransport(hub.url, TEAM, k, operator_token=TOKEN))
     try:
-        w.create()
+        w.create(projects=(PROJECT,))
         members = w.join(*(f"m{i:02d}" for i in range(MEMBERS)))
         written = {
             node.remember(f"note {j} from {node.name}").id for node in members for j in range(EACH)
         }
-        errors: list[BaseException] = []
-        start = threading.Barrier(MEMBERS)
 
-        def run(node_index: int) -> None:
-            # SQLite connections belong to their thread: each member opens its own here
-            node = members[node_index]
-            store = MemoryStore.open(node.home / "store.db", author=node.key.kid)
-            team = Team(node.home, store, node.key, node.t.config, w.transport_for(node.key))
-            try:
-                start.wait()
-                for _ in range(2):
-                    sync(team)
-                    store.remember(f"late note from {node.name} {time.time_ns()}", project=PROJECT)
-            except BaseException as exc:  # reported below, with the member
-                errors.append(exc)
-            finally:
-                team.transport.close()
-                store.close()
+        def in_threads(step: Callable[[Team, MemoryStore, Node], object]) -> None:
+            """Run ``step`` for every member at once, each in its own thread with its own
+            store connection (SQLite connections belong to their thread)."""
+            errors: list[BaseException] = []
+            start = threading.Barrier(MEMBERS)
 
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(MEMBERS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
-        assert not errors, errors[:3]
+            def run(node: Node) -> None:
+                store = MemoryStore.open(node.home / "store.db", author=node.key.kid)
+                team = Team(node.home, store, node.key, node.t.config, w.transport_for(node.key))
+                try:
+                    start.wait()
+                    step(team, store, node)
+                except BaseException as exc:  # reported below
+                    errors.append(exc)
+                finally:
+                    team.transport.close()
+                    store.close()
+
+            threads = [threading.Thread(target=run, args=(node,)) for node in members]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=120)
+            assert not errors, errors[:3]
+
+        def sync_then_note(team: Team, store: MemoryStore, node: Node) -> None:
+            sync(team)  # all 20 push and pull at once
+            written.add(store.remember(f"late note from {node.name}", project=PROJECT).memory.id)
+
+        in_threads(sync_then_note)
+        assert len(written) == MEMBERS * (EACH + 1)
+        in_threads(lambda team, _s, _n: sync(team, pull=False))  # push what is left
+        in_threads(lambda team, _s, _n: sync(team, push=False))  # then everyone pulls
         for node in members:  # forget the state cached before the threads ran
             node.team = Team(node.home, node.store, node.key, node.t.config, node.t.transport)
-        for node in members:
-            written |= set(node.team_ids())  # the late notes each wrote
-        assert len(written) == MEMBERS * (EACH + 2)
-        for node in members:  # push what is left, then everyone pulls
-            assert not sync(node.t, pull=False).refused
-        for node in [w.nodes["admin"], *members]:
-            summary = sync(node.t, push=False)
-            assert not summary.refused, summary.to_dict()
+        assert not w.nodes["admin"].sync().refused
         seqs = members[0].t.transport.newest_seqs(PROJECT)
         assert seqs is not None
         for node in [w.nodes["admin"], *members]:
