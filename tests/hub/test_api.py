@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from sealmem.client.hub_transport import ConflictError, HubError, HubTransport
+from sealmem.client.folder import FolderTransport
+from sealmem.client.hub_transport import ConflictError, HubError, HubTransport, open_transport
 from sealmem.client.invite import make_join_request
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.hub.app import create_app
 from sealmem.protocol.admin import genesis
 from sealmem.protocol.encoding import b64e
+from sealmem.protocol.errors import InputError
 from sealmem.protocol.keyring import build_keyring
 from sealmem.protocol.roster import Member
 from sealmem.protocol.snapshot import chunk_id
@@ -204,3 +206,22 @@ def test_unknown_routes_and_the_access_log(
     assert "access log" not in text
     assert TEAM not in text
     assert "sealmem-signature" not in text.lower()
+
+
+def test_open_transport_picks_folder_or_hub(tmp_path: Path) -> None:
+    key = MemberKey.generate()
+    hub = open_transport("https://hub.example.org", TEAM, key)
+    assert isinstance(hub, HubTransport)
+    assert hub.kind == "hub"
+    assert hub.location == "https://hub.example.org"
+    hub.close()
+    folder = open_transport(str(tmp_path), TEAM, key)
+    assert isinstance(folder, FolderTransport)
+    with pytest.raises(InputError):
+        HubTransport("ftp://hub.example.org", TEAM, key)
+
+
+def test_the_hub_never_imports_the_client() -> None:
+    hub_dir = Path(__file__).resolve().parents[2] / "hub"
+    for source in hub_dir.glob("*.py"):
+        assert "sealmem.client" not in source.read_text(encoding="utf-8"), source.name
