@@ -23,6 +23,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
+from sealmem.client.names import author_label, member_names
+from sealmem.client.team import sync_health
 from sealmem.protocol.errors import SealmemError
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ def _dumps(document: Any) -> str:
     return json.dumps(document, indent=1, ensure_ascii=False, sort_keys=True)
 
 
-def _view(memory: Memory) -> dict[str, Any]:
+def _view(memory: Memory, names: Mapping[str, str], me: str) -> dict[str, Any]:
     """The fields an agent needs, with provenance; not the full wire record."""
     rec = memory.record
     prov = memory.provenance
@@ -60,6 +62,7 @@ def _view(memory: Memory) -> dict[str, Any]:
         "keywords": list(rec.keywords),
         "importance": rec.importance,
         "author": rec.author,
+        "author_name": author_label(rec.author, names, me),
         "created_at": rec.created_at,
         "updated_at": memory.updated_at,
         "seen_count": memory.seen_count,
@@ -102,6 +105,12 @@ class MemoryTools:
     def _scope(self, project: str | None) -> str:
         return project or self.project
 
+    def _viewer(self) -> Callable[[Memory], dict[str, Any]]:
+        """``_view`` with the team's member names, read once per call."""
+        store = self.store()
+        names, me = member_names(store.connection), store.author
+        return lambda memory: _view(memory, names, me)
+
     async def recall(
         self,
         query: str,
@@ -120,13 +129,14 @@ class MemoryTools:
             )
         except SealmemError as exc:
             raise ToolError(str(exc)) from exc
+        view = self._viewer()
         results = []
         for hit in hits:
-            item = _view(hit.memory)
+            item = view(hit.memory)
             item["score"] = round(hit.score, 4)
             item["why"] = {name: round(value, 4) for name, value in hit.why.items()}
             if hit.superseded_by:
-                item["superseded_by"] = [_view(m) for m in hit.superseded_by]
+                item["superseded_by"] = [view(m) for m in hit.superseded_by]
             results.append(item)
         return _dumps(
             {
@@ -176,7 +186,7 @@ class MemoryTools:
             memory = self.store().get(id)
         except SealmemError as exc:
             raise ToolError(str(exc)) from exc
-        return _dumps({"note": DATA_NOT_INSTRUCTIONS, "memory": _view(memory)})
+        return _dumps({"note": DATA_NOT_INSTRUCTIONS, "memory": self._viewer()(memory)})
 
     async def recent(
         self, limit: int = 10, project: str | None = None, all_projects: bool = False
@@ -189,7 +199,8 @@ class MemoryTools:
             )
         except SealmemError as exc:
             raise ToolError(str(exc)) from exc
-        return _dumps({"note": DATA_NOT_INSTRUCTIONS, "memories": [_view(m) for m in memories]})
+        view = self._viewer()
+        return _dumps({"note": DATA_NOT_INSTRUCTIONS, "memories": [view(m) for m in memories]})
 
     async def forget(self, id: str, reason: str) -> str:
         try:
@@ -202,6 +213,7 @@ class MemoryTools:
         try:
             store = self.store()
             stats: Mapping[str, Any] = store.stats()
+            sync = sync_health(store.path.parent, store.connection)  # the store's home
         except SealmemError as exc:
             raise ToolError(str(exc)) from exc
         return _dumps(
@@ -210,7 +222,7 @@ class MemoryTools:
                 "author": store.author,
                 "project": self.project,
                 "stats": stats,
-                "sync": "not configured (local only)",
+                "sync": sync,
             }
         )
 

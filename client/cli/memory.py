@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sealmem.client.cli import output
+from sealmem.client.names import author_label, member_names
 from sealmem.protocol.errors import InputError
 
 __all__ = ["open_store", "register", "resolve_project"]
@@ -130,8 +131,12 @@ def recall(
             include_history=include_history,
             kinds=kind or None,
         )
+        names, me = member_names(store.connection), store.author
     if as_json:
-        output.emit_json({"query": query, "hits": [h.to_dict() for h in hits]})
+        docs = [h.to_dict() for h in hits]
+        for doc in docs:
+            doc["author_name"] = author_label(doc["author"], names, me)
+        output.emit_json({"query": query, "hits": docs})
         return
     if not hits:
         typer.echo(f"no memories match {query!r}")
@@ -142,7 +147,13 @@ def recall(
         for newer in hit.superseded_by:
             extra.append(f"superseded by {newer.record.id}: {newer.record.content[:120]}")
         blocks.append(
-            output.memory_block(hit.memory, heading=f"{rank}. ({hit.score:.3f}) ", extra=extra)
+            output.memory_block(
+                hit.memory,
+                heading=f"{rank}. ({hit.score:.3f}) ",
+                extra=extra,
+                names=names,
+                me=me,
+            )
         )
     typer.echo("\n\n".join(blocks))
 
@@ -156,15 +167,18 @@ def show(
     with open_store() as store:
         memory = store.get(memory_id)
         older = store.history(memory_id) if history else []
+        names, me = member_names(store.connection), store.author
     if as_json:
         doc = memory.to_dict()
+        doc["author_name"] = author_label(memory.record.author, names, me)
         if history:
             doc = {"memory": doc, "history": [m.to_dict() for m in older]}
         output.emit_json(doc)
         return
-    typer.echo(output.memory_block(memory, full=True))
+    typer.echo(output.memory_block(memory, full=True, names=names, me=me))
     for version in older:
-        typer.echo("\nolder version:\n" + output.memory_block(version, full=True))
+        block = output.memory_block(version, full=True, names=names, me=me)
+        typer.echo("\nolder version:\n" + block)
 
 
 def list_(
@@ -182,6 +196,7 @@ def list_(
             project=None if all_projects else resolve_project(project),
             all_projects=all_projects,
         )
+        names, me = member_names(store.connection), store.author
     if as_json:
         output.emit_json({"memories": [m.to_dict() for m in memories]})
         return
@@ -193,7 +208,7 @@ def list_(
             m.record.id,
             output.format_time(m.updated_at),
             m.record.kind,
-            m.record.author,
+            author_label(m.record.author, names, me),
             " ".join(m.record.content.split())[:60],
         ]
         for m in memories

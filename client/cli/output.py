@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from sealmem.client.names import author_label
+
 if TYPE_CHECKING:
     from sealmem.client import Memory
 
@@ -51,12 +53,15 @@ def format_time(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def provenance_label(memory: Memory) -> str:
+def provenance_label(
+    memory: Memory, names: Mapping[str, str] | None = None, me: str | None = None
+) -> str:
     """Who wrote it and how it arrived, e.g. ``by alice via hub (verified)``."""
     prov = memory.provenance
-    label = f"by {memory.record.author} via {prov.transport}"
-    if prov.signer_name and prov.signer_name != memory.record.author:
-        label += f" (signed by {prov.signer_name})"
+    author = author_label(memory.record.author, names or {}, me)
+    label = f"by {author} via {prov.transport}"
+    if prov.signer_name and prov.signer_name != author:
+        label += f" (this version by {prov.signer_name})"
     if prov.transport != "local":
         label += " (verified)" if prov.verified else " (unverified)"
     return label
@@ -83,10 +88,12 @@ def memory_block(
     heading: str = "",
     extra: Iterable[str] = (),
     full: bool = False,
+    names: Mapping[str, str] | None = None,
+    me: str | None = None,
 ) -> str:
     """A memory for people: a header line, the content (indented), then details."""
     rec = memory.record
-    tags = [rec.kind, f"project {rec.project}", provenance_label(memory)]
+    tags = [rec.kind, f"project {rec.project}", provenance_label(memory, names, me)]
     if rec.visibility == "private":
         tags.append("private")
     if rec.deleted:

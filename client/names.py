@@ -1,0 +1,40 @@
+"""Member names for display: who a kid is, from the newest roster this store accepted.
+
+Rosters are verified before they are saved (``client/team.py``), so reading the
+newest one back needs no signature check; a store that never joined a team has
+no names and every author shows as its short id.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+
+from sealmem.protocol import canonical
+from sealmem.protocol.errors import ProtocolError
+
+__all__ = ["author_label", "member_names"]
+
+
+def member_names(conn: sqlite3.Connection) -> dict[str, str]:
+    """``{kid: name}`` of every member in the newest accepted roster (empty without a team)."""
+    try:
+        row = conn.execute(
+            "SELECT data FROM team_objects WHERE kind = 'roster' ORDER BY name DESC LIMIT 1"
+        ).fetchone()
+    except sqlite3.OperationalError:  # a store from before team tables existed
+        return {}
+    if row is None:
+        return {}
+    try:
+        members = canonical.decode(bytes(row[0]))["body"]["members"]
+        return {m["kid"]: m["name"] for m in members}
+    except (ProtocolError, KeyError, TypeError):
+        return {}
+
+
+def author_label(kid: str, names: Mapping[str, str], me: str | None = None) -> str:
+    """``you``, a teammate's name, or the first 8 characters of an unknown kid."""
+    if me is not None and kid == me:
+        return "you"
+    return names.get(kid) or kid[:8]
