@@ -198,8 +198,10 @@ class HubTransport(Transport):
         ).encode()
         headers = {_OPERATOR_HEADER: self._token} if self._token and version == 1 else None
         what = f"publish roster v{version}"
-        self._send("PUT", f"/rosters/{version}", what, body=body, headers=headers)
-        self._pending_keyrings.clear()
+        try:
+            self._send("PUT", f"/rosters/{version}", what, body=body, headers=headers)
+        finally:  # kept keyrings belong to this roster only, published or refused
+            self._pending_keyrings.clear()
 
     def keyrings(self, project: str) -> list[bytes]:
         p = _check(project, PROJECT_RE, "project")
