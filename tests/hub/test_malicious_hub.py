@@ -1,0 +1,93 @@
+"""The client against a malicious hub over HTTP: the hostile objects of the folder
+refusal tests, now served by a hub that checks nothing, are refused by name."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from sealmem.client import replica
+from sealmem.client.folder import FolderTransport
+from sealmem.client.hub_transport import HubTransport
+from sealmem.hub.server import free_port
+from tests.sync.conftest import Node, World, make_world
+from tests.sync.test_refusals import CASES
+
+from .evil_hub import evil_app
+
+pytestmark = pytest.mark.slow
+
+
+class _Server:
+    """The malicious hub under uvicorn on 127.0.0.1, in a thread."""
+
+    def __init__(self, folder: FolderTransport) -> None:
+        self.port = free_port()
+        config = uvicorn.Config(evil_app(folder), port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.01)
+        return f"http://127.0.0.1:{self.port}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    w = make_world(tmp_path, "alice", "bob", "carol")
+    try:
+        yield w
+    finally:
+        w.close()
+
+
+@pytest.mark.parametrize(
+    ("attack", "reason", "after_bob_pulled"),
+    [pytest.param(a, r, p, id=name) for name, a, r, p in CASES],
+)
+def test_a_malicious_hub_is_caught(
+    world: World,
+    tmp_path: Path,
+    attack: Callable[[World, Node, Path], None],
+    reason: str,
+    after_bob_pulled: bool,
+) -> None:
+    alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
+    folder = alice.t.transport
+    assert isinstance(folder, FolderTransport)
+    with _Server(folder) as url:
+        bob.t.transport = HubTransport(url, bob.t.config.team, bob.key)  # bob reads via the hub
+        try:
+            alice.remember("first note from alice")
+            world.sync_all(1)
+            alice.remember("second note from alice")
+            alice.sync()
+            if after_bob_pulled:
+                bob.sync()
+            before = bob.winners()
+            attack(world, alice, tmp_path)
+            fresh = carol.remember("carol's note written during the attack")
+            carol.sync()
+
+            summary = bob.sync()
+
+            assert [r.reason for r in summary.refused] == [reason], summary.refused
+            assert fresh.id in bob.memories()  # everything else still syncs
+            assert bob.memories()[fresh.id].provenance.transport == "hub"
+            after = bob.winners()
+            del after[fresh.id]
+            assert after == before  # nothing already stored changed
+            assert replica.recent_refusals(bob.store.connection)[0]["reason"] == reason
+        finally:
+            bob.t.transport.close()
