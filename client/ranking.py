@@ -51,8 +51,10 @@ __all__ = [
     "coverage",
     "date_spans",
     "fts_match_expression",
+    "fts_phrase",
     "is_session_origin",
     "mask_share",
+    "prefix_mask",
     "recency_score",
     "stems_of",
     "term_mask",
@@ -74,7 +76,10 @@ class RankingWeights:
     keywords_column: float = 2.0  # BM25 weight of agent keywords relative to content
     coverage: float = 1.0
     entity_boost: float = 1.0  # multiplier on proper-noun terms (measured: no gain, so off)
-    context: float = 0.7  # the best neighbour's BM25
+    prefix: float = 0.5  # credit of a word found only as a prefix ("postgres" in "postgresql")
+    prefix_min: int = 4  # shortest stem matched as a prefix
+    entity: float = 0.7  # share of the query's proper nouns the memory holds
+    context: float = 0.8  # the best neighbour's BM25
     context_terms: float = 0.35  # query terms only the neighbours hold
     context_decay: float = 1.0  # factor per step of distance beyond the first
     context_gap_ms: int = 3_600_000  # neighbours: same origin, at most this far apart
@@ -154,7 +159,24 @@ def analyse_query(query: str) -> list[QueryTerm]:
 
 def fts_match_expression(words: Iterable[str]) -> str:
     """An FTS5 query OR-ing each word as a quoted string (no operator can be injected)."""
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+    return " OR ".join(fts_phrase(w) for w in words)
+
+
+def fts_phrase(word: str, prefix: bool = False) -> str:
+    """One word as an FTS5 phrase (quoted: no operator can be injected); with
+    ``prefix`` it also matches the index terms its stem begins ("postgres" finds
+    "PostgreSQL")."""
+    return '"' + word.replace('"', '""') + '"' + ("*" if prefix else "")
+
+
+def prefix_mask(longer: Sequence[frozenset[str] | None], held: frozenset[str]) -> int:
+    """Bit ``i`` when ``held`` has one of ``longer[i]``: the index terms the query's
+    ``i``-th stem begins (None: that stem is not matched as a prefix)."""
+    mask = 0
+    for i, extensions in enumerate(longer):
+        if extensions is not None and not held.isdisjoint(extensions):
+            mask |= 1 << i
+    return mask
 
 
 def term_shares(

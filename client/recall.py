@@ -40,9 +40,10 @@ from sealmem.client.ranking import (
     Span,
     analyse_query,
     date_spans,
-    fts_match_expression,
+    fts_phrase,
     is_session_origin,
     mask_share,
+    prefix_mask,
     stems_of,
     term_mask,
     term_shares,
@@ -62,7 +63,9 @@ __all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
 
 DEFAULT_WEIGHTS = RankingWeights()
 _MAX_K = 1000
-_NAMES = ("bm25", "coverage", "context", "date", "recency", "importance", "superseded")
+_NAMES = (
+    "bm25", "coverage", "entity", "context", "date", "recency", "importance", "superseded"
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -76,21 +79,23 @@ class Scored:
 
 @dataclass(frozen=True)
 class Pool:
-    """One FTS5 candidate query: its words, OR-ed or AND-ed, best BM25 or newest first."""
+    """One FTS5 candidate query: its phrases, OR-ed or AND-ed, best BM25 or newest first."""
 
-    words: tuple[str, ...]
+    phrases: tuple[str, ...]
     every: bool = False  # AND the words (memories holding all of them)
     newest: bool = False  # the newest matches rather than the best BM25 ones
 
     @property
     def expression(self) -> str:
-        if self.every:
-            return " AND ".join(fts_match_expression([word]) for word in self.words)
-        return fts_match_expression(self.words)
+        return (" AND " if self.every else " OR ").join(self.phrases)
 
 
 def pool_plan(
-    terms: Sequence[QueryTerm], df: dict[str, int], n_docs: int, weights: RankingWeights
+    terms: Sequence[QueryTerm],
+    phrases: Sequence[str],
+    df: dict[str, int],
+    n_docs: int,
+    weights: RankingWeights,
 ) -> list[Pool]:
     """The FTS5 queries that draw the candidates; their cost stays bounded.
 
@@ -114,12 +119,12 @@ def pool_plan(
             break
         chosen.append(i)
         postings += d
-    pools = [Pool(tuple(terms[i].word for i in sorted(chosen)))] if chosen else []
+    pools = [Pool(tuple(phrases[i] for i in sorted(chosen)))] if chosen else []
     if len(eligible) > 1 and len(chosen) < len(eligible):
-        every = tuple(terms[i].word for _, i in eligible)
+        every = tuple(phrases[i] for _, i in eligible)
         pools.append(Pool(every, every=True, newest=eligible[0][0] > budget))
     if not chosen:
-        pools.append(Pool((terms[eligible[0][1]].word,), newest=True))
+        pools.append(Pool((phrases[eligible[0][1]],), newest=True))
     return pools
 
 
@@ -145,8 +150,16 @@ def search(
     if not terms:
         return []
     stems = [t.stem for t in terms]
-    n_docs, df = document_frequencies(conn, stems, include_history)
-    plan = pool_plan(terms, df, n_docs, weights)
+    prefixed = 0
+    if weights.prefix > 0:
+        for i, t in enumerate(terms):
+            if len(t.stem) >= weights.prefix_min and not t.stem.isdigit():
+                prefixed |= 1 << i
+    wide = [s for i, s in enumerate(stems) if prefixed >> i & 1]
+    n_docs, counts, longer = document_frequencies(conn, stems, include_history, wide)
+    df = {s: max(counts[s], counts.get(s + "*", 0)) for s in stems}
+    phrases = [fts_phrase(t.word, bool(prefixed >> i & 1)) for i, t in enumerate(terms)]
+    plan = pool_plan(terms, phrases, df, n_docs, weights)
     if not plan:
         return []
     scope = Scope(projects, kinds)
@@ -176,8 +189,17 @@ def search(
     context = weights.context > 0 or weights.context_terms > 0
     near = _sessions(conn, rows, bm25, scope, weights) if context else {}
     share_list = [term_shares(terms, df, n_docs, weights.entity_boost)[s] for s in stems]
-    masks = {r: term_mask(stems, stems_of(f"{row[6]} {row[7]}")) for r, row in rows.items()}
-    scorer = _Scorer(rows, bm25, near, masks, share_list, spans, now_ms, weights)
+    extensions = [longer.get(s) for s in stems]
+    masks: dict[int, int] = {}
+    partial: dict[int, int] = {}
+    for rowid, row in rows.items():
+        held = stems_of(f"{row[6]} {row[7]}")
+        masks[rowid] = mask = term_mask(stems, held)
+        if prefixed & ~mask:
+            partial[rowid] = prefix_mask(extensions, held) & ~mask
+    entities = sum(1 << i for i, t in enumerate(terms) if t.entity) if weights.entity else 0
+    scorer = _Scorer(rows, bm25, near, masks, share_list, entities, spans, now_ms, weights)
+    scorer.partial = partial
     ranked = sorted((-sum(scorer.parts(r)), rows[r][1], r) for r in rows)
     out: list[Scored] = []
     for _, memory_id, rowid in ranked[:k]:
@@ -186,6 +208,8 @@ def search(
             del why["context"]
         if not spans:
             del why["date"]
+        if not entities:
+            del why["entity"]
         if rowid in from_history:
             why["history"] = 0.0
         out.append(Scored(memory_id, sum(why.values()), why))
@@ -230,15 +254,18 @@ class _Scorer:
         near: dict[int, dict[int, int]],
         masks: dict[int, int],
         shares: list[float],
+        entities: int,
         spans: Sequence[Span],
         now_ms: int,
         weights: RankingWeights,
     ) -> None:
         self.rows, self.bm25, self.near, self.masks = rows, bm25, near, masks
         self.shares, self.spans, self.now_ms, self.w = shares, spans, now_ms, weights
+        self.entities, self.n_entities = entities, entities.bit_count()
         self.best = max(bm25.values()) or 1.0
         self.decay = math.log(2) / (weights.recency_half_life_days * DAY_MS)
         self._share: dict[int, float] = {}
+        self.partial: dict[int, int] = {}  # query words held only as a prefix
 
     def share(self, mask: int) -> float:
         value = self._share.get(mask)
@@ -246,10 +273,15 @@ class _Scorer:
             value = self._share[mask] = mask_share(self.shares, mask)
         return value
 
-    def parts(self, rowid: int) -> tuple[float, float, float, float, float, float, float]:
+    def parts(self, rowid: int) -> tuple[float, ...]:
         w, row, mask = self.w, self.rows[rowid], self.masks[rowid]
         lexical = w.bm25 * self.bm25[rowid] / self.best
         covered = w.coverage * self.share(mask)
+        if rowid in self.partial:
+            covered += w.coverage * w.prefix * self.share(self.partial[rowid])
+        entity = 0.0
+        if self.entities:
+            entity = w.entity * (mask & self.entities).bit_count() / self.n_entities
         context = 0.0
         links = self.near.get(rowid)
         if links:
@@ -264,8 +296,8 @@ class _Scorer:
             context = w.context_terms * gain + w.context * strongest / self.best
         created = row[4]
         dated = w.date if any(s.start <= created < s.end for s in self.spans) else 0.0
-        relevance = lexical + covered + context + dated
+        relevance = lexical + covered + entity + context + dated
         recency = w.recency * math.exp(-self.decay * max(0, self.now_ms - created))
         importance = w.importance * (row[5] - 0.5) * 2
         superseded = -w.superseded * relevance if row[8] else 0.0
-        return (lexical, covered, context, dated, recency, importance, superseded)
+        return (lexical, covered, entity, context, dated, recency, importance, superseded)

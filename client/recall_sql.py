@@ -80,6 +80,7 @@ class _Stats:
     version: tuple[int, int]
     n_docs: int
     df: dict[str, int] = field(default_factory=dict)
+    longer: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 _STATS: OrderedDict[tuple[int, bool], _Stats] = OrderedDict()
@@ -92,10 +93,15 @@ def _version(cur: sqlite3.Cursor, conn: sqlite3.Connection) -> tuple[int, int]:
 
 
 def document_frequencies(
-    conn: sqlite3.Connection, stems: Sequence[str], include_history: bool
-) -> tuple[int, dict[str, int]]:
-    """The number of memories (plus replaced versions with ``include_history``) and how
-    many of them hold each stem.
+    conn: sqlite3.Connection,
+    stems: Sequence[str],
+    include_history: bool,
+    prefixes: Sequence[str] = (),
+) -> tuple[int, dict[str, int], dict[str, frozenset[str]]]:
+    """The number of memories (plus replaced versions with ``include_history``), how
+    many of them hold each stem, and for each of ``prefixes`` the index terms it
+    begins; the document count of a prefix (keyed ``"<stem>*"``) is the postings of
+    those terms (an upper bound).
 
     Cached per connection: ``PRAGMA data_version`` moves when another connection
     commits and ``total_changes`` when this one writes, so a cached figure is never
@@ -112,21 +118,41 @@ def document_frequencies(
         while len(_STATS) > _STATS_SLOTS:
             _STATS.popitem(last=False)
     _STATS.move_to_end(key)
+    for stem in prefixes:
+        if stem not in stats.longer:
+            stats.df[stem + "*"], stats.longer[stem] = _prefixed(cur, stem, include_history)
     missing = [s for s in dict.fromkeys(stems) if s not in stats.df]
     if missing:
         found = dict.fromkeys(missing, 0)
         tables = ["memories_fts", "history_fts"] if include_history else ["memories_fts"]
         for table in tables:
-            vocab = f"sealmem_recall_{table}_vocab"
-            cur.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{vocab} "
-                f"USING fts5vocab(main, {table}, row)"
-            )
+            vocab = _vocab(cur, table)
             sql = f"SELECT term, doc FROM temp.{vocab} WHERE term IN ({_marks(len(missing))})"
             for term, doc in cur.execute(sql, missing):
                 found[term] += doc
         stats.df.update(found)
-    return stats.n_docs, {s: stats.df[s] for s in stems}
+    df = {s: stats.df[s] for s in [*stems, *(p + "*" for p in prefixes)]}
+    return stats.n_docs, df, {p: stats.longer[p] for p in prefixes}
+
+
+def _prefixed(cur: sqlite3.Cursor, stem: str, include_history: bool) -> tuple[int, frozenset[str]]:
+    end = stem[:-1] + chr(ord(stem[-1]) + 1)
+    total = 0
+    terms: set[str] = set()
+    for table in ["memories_fts", "history_fts"] if include_history else ["memories_fts"]:
+        sql = f"SELECT term, doc FROM temp.{_vocab(cur, table)} WHERE term >= ? AND term < ?"
+        for term, doc in cur.execute(sql, (stem, end)):
+            terms.add(term)
+            total += int(doc)
+    return total, frozenset(terms)
+
+
+def _vocab(cur: sqlite3.Cursor, table: str) -> str:
+    vocab = f"sealmem_recall_{table}_vocab"
+    cur.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{vocab} USING fts5vocab(main, {table}, row)"
+    )
+    return vocab
 
 
 def _count(cur: sqlite3.Cursor, include_history: bool) -> int:

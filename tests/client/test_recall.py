@@ -14,8 +14,15 @@ import pytest
 
 from sealmem.client import MemoryStore
 from sealmem.client.mcp_server import MemoryTools
-from sealmem.client.ranking import analyse_query, date_spans, is_session_origin, stems_of
-from sealmem.client.recall import search
+from sealmem.client.ranking import (
+    QueryTerm,
+    RankingWeights,
+    analyse_query,
+    date_spans,
+    is_session_origin,
+    stems_of,
+)
+from sealmem.client.recall import Pool, pool_plan, search
 from sealmem.protocol.errors import InputError
 
 HOUR_MS = 3_600_000
@@ -266,3 +273,73 @@ def test_query_analysis_and_dates() -> None:
     (yesterday,) = date_spans("what broke yesterday", T0)
     assert yesterday.end - yesterday.start == DAY_MS
     assert yesterday.end <= T0
+
+
+def test_a_partial_word_finds_the_longer_one(mem: MemoryStore, recall_clock: Clock) -> None:
+    target = remember(mem, recall_clock, "Orders live in PostgreSQL 16 on the db host")
+    remember(mem, recall_clock, "Lunch is at noon on Fridays")
+    (hit,) = mem.recall("postgres", project="app")
+    assert hit.memory.record.id == target
+    assert hit.why["coverage"] == pytest.approx(RankingWeights().prefix)  # half a match
+    exact = search(
+        mem.connection, "postgres", k=5, projects=["app"], include_history=False, kinds=None,
+        now_ms=T0, weights=RankingWeights(prefix=0.0),
+    )  # fmt: skip
+    assert exact == []
+
+
+def test_proper_nouns_of_the_query_count_as_entities(mem: MemoryStore, recall_clock: Clock) -> None:
+    for i in range(6):  # "Alice" and "Bob" are common here, so their IDF is low
+        remember(mem, recall_clock, f"Alice and Bob paired on ticket {i}", origin=f"t:{i}")
+    alice = remember(mem, recall_clock, "Alice rotated the staging certificates", origin="t:a")
+    bob = remember(mem, recall_clock, "Bob rotated the production certificates", origin="t:b")
+    hits = mem.recall("Which certificates did Alice rotate?", project="app", k=3)
+    by_id = {h.memory.record.id: h for h in hits}
+    assert hits[0].memory.record.id == alice
+    assert by_id[alice].why["entity"] == pytest.approx(RankingWeights().entity)
+    assert by_id[bob].why["entity"] == 0
+    assert "entity" not in mem.recall("certificates rotated", project="app")[0].why
+
+
+def test_new_memories_are_found_by_a_recall_that_ran_before(
+    tmp_path: Path, recall_clock: Clock
+) -> None:
+    # the term statistics are cached per connection; a write here or in another
+    # connection (another process) must invalidate them
+    path = tmp_path / "shared.db"
+    with (
+        MemoryStore.open(path, author="a", clock=recall_clock) as one,
+        MemoryStore.open(path, author="b", clock=recall_clock) as two,
+    ):
+        assert one.recall("zebra crossing", project="app") == []
+        mine = remember(one, recall_clock, "the zebra crossing sensor is flaky")
+        assert ids(one, "zebra crossing") == [mine]
+        theirs = remember(two, recall_clock, "a second zebra crossing was painted")
+        assert set(ids(one, "zebra crossing")) == {mine, theirs}
+
+
+def _terms(*stems: str) -> list[QueryTerm]:
+    return [QueryTerm(s, s, False) for s in stems]
+
+
+def test_the_candidate_pools_stay_within_the_postings_budget() -> None:
+    weights = RankingWeights(pool_postings=500, common_share=0.1)
+    terms = _terms("rare", "mid", "big", "huge")
+    df = {"rare": 40, "mid": 300, "big": 900, "huge": 5000}
+    phrases = [f'"{t.word}"' for t in terms]
+    plan = pool_plan(terms, phrases, df, 10_000, weights)
+    assert plan == [  # OR of what fits, AND of all eligible (never "huge": > 10 %)
+        Pool(('"rare"', '"mid"')),
+        Pool(('"rare"', '"mid"', '"big"'), every=True),
+    ]
+    assert plan[1].expression == '"rare" AND "mid" AND "big"'
+    over = pool_plan(_terms("big"), ['"big"'], {"big": 900}, 10_000, weights)
+    assert over == [Pool(('"big"',), newest=True)]  # nothing fits: newest matches
+    assert pool_plan(_terms("gone"), ['"gone"'], {"gone": 0}, 10_000, weights) == []
+    everywhere = pool_plan(
+        _terms("a", "b"), ['"a"', '"b"'], {"a": 9000, "b": 8000}, 10_000, weights
+    )
+    assert everywhere == [
+        Pool(('"b"', '"a"'), every=True, newest=True),
+        Pool(('"b"',), newest=True),
+    ]
