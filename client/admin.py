@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from sealmem.client import replica
-from sealmem.client.folder import FolderTransport
+from sealmem.client.hub_transport import is_hub_location
 from sealmem.client.invite import fingerprint_of, make_invite, read_join_request
 from sealmem.client.paths import sanitize_project
 from sealmem.client.store import transaction
-from sealmem.client.team import Team, TeamConfig, find_member
+from sealmem.client.team import Team, TeamConfig, find_member, transport_for
 from sealmem.crypto import KDF_MODERATE, SUITE, ContentKey, KdfLimits, MemberKey
 from sealmem.protocol.errors import InputError, Rejected
 from sealmem.protocol.keyring import build_keyring
@@ -110,27 +110,38 @@ def create_team(
     key: MemberKey,
     *,
     name: str,
-    folder: str,
+    folder: str | None = None,
+    hub: str | None = None,
+    operator_token: str | None = None,
     projects: Sequence[str],
     admin_name: str,
     now: int,
 ) -> Team:
-    """Create a team in ``folder`` with this member's key as the root admin key."""
+    """Create a team in ``folder`` or on ``hub`` with this member's key as the root admin key.
+
+    On a hub, publishing roster v1 registers the team; the hub operator decides who may
+    (``operator_token``, or the team id on its allow-list).
+    """
     if (Path(home_dir) / "team.json").exists():
         raise InputError(f"this sealmem home ({home_dir}) is already in a team")
+    if (folder is None) == (hub is None):
+        raise InputError("give exactly one of --folder PATH or --hub URL")
     slug = sanitize_project(name).replace(".", "-").replace("_", "-")[:50].strip("-")
     team_id = f"{slug or 'team'}-{secrets.token_hex(4)}"
     if len(team_id) < 12:
         team_id = f"team-{team_id}"
     projects = sorted({_check_project(p) for p in projects})
-    transport = FolderTransport(folder, team_id)
+    if hub is not None and not is_hub_location(hub):
+        raise InputError(f"hub URL {hub!r} must start with http:// or https://")
     config = TeamConfig(
         team=team_id,
         root_public=key.sign_public,
         root_box_public=key.box_public,
-        location=str(Path(folder).absolute()),
+        location=hub.rstrip("/") if hub is not None else str(Path(str(folder)).absolute()),
         name=admin_name,
+        transport="hub" if hub is not None else "folder",
     )
+    transport = transport_for(config, key, operator_token=operator_token)
     me = Member(key.kid, admin_name, key.sign_public, key.box_public, "admin", False)
     roster = Roster(
         team=team_id,

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sealmem.client import replica
+from sealmem.client.hub_transport import ConflictError
 from sealmem.client.memory import Provenance
 from sealmem.client.store import transaction
 from sealmem.client.team import Refusal, Team
@@ -138,7 +139,7 @@ def sync(
             if push:
                 for project in sorted(roster.projects):
                     if roster.can_write(team.me, project) and roster.revocation(team.me) is None:
-                        _push_project(team, project, summary, tick())
+                        _push_with_retry(team, project, summary, tick)
         finished = tick()
         with transaction(team.conn):
             for r in summary.refused:
@@ -299,6 +300,22 @@ def _own_newest(team: Team, project: str) -> tuple[int, Manifest | None, bytes]:
         if manifest.writer == team.me and manifest.project == project:
             return manifest.seq, manifest, data
     return 0, None, b""
+
+
+def _push_with_retry(
+    team: Team, project: str, summary: SyncSummary, tick: Callable[[], int]
+) -> None:
+    """Push; when the hub says our seq is stale (409), read our newest chain back and retry."""
+    try:
+        _push_project(team, project, summary, tick())
+    except ConflictError as first:
+        try:
+            _push_project(team, project, summary, tick())
+        except ConflictError as second:
+            summary.warnings.append(
+                f"push to {project!r} refused twice as stale ({first.detail}; {second.detail}); "
+                "another device may be writing with this member key — sync again"
+            )
 
 
 def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sealmem.client import replica
-from sealmem.client.folder import FolderTransport
 from sealmem.client.fsutil import atomic_write
+from sealmem.client.hub_transport import is_hub_location, open_transport
 from sealmem.client.invite import Invite, fingerprint_of, make_join_request
 from sealmem.client.store import transaction
 from sealmem.client.transport import Transport
@@ -141,13 +141,21 @@ def sync_health(home_dir: Path, conn: Any) -> dict[str, Any]:
     }
 
 
-def transport_for(config: TeamConfig) -> Transport:
-    if config.transport != "folder":
+def transport_for(
+    config: TeamConfig, key: MemberKey, *, operator_token: str | None = None
+) -> Transport:
+    """The folder or hub the team config points at (the hub signs requests with ``key``)."""
+    if config.transport not in ("folder", "hub"):
         raise InputError(
             f"transport {config.transport!r} is not supported by this sealmem; "
             "the team config names an unknown transport"
         )
-    return FolderTransport(config.location, config.team)
+    if (config.transport == "hub") != is_hub_location(config.location):
+        raise InputError(
+            f"the team config says transport {config.transport!r} but its location "
+            f"{config.location!r} is not one; fix team.json or join again"
+        )
+    return open_transport(config.location, config.team, key, operator_token=operator_token)
 
 
 def find_member(roster: Roster, who: str) -> Member:
@@ -180,7 +188,7 @@ class Team:
     @classmethod
     def open(cls, home_dir: Path, store: MemoryStore, key: MemberKey) -> Team:
         config = TeamConfig.load(home_dir)
-        return cls(Path(home_dir), store, key, config, transport_for(config))
+        return cls(Path(home_dir), store, key, config, transport_for(config, key))
 
     @property
     def me(self) -> str:
@@ -341,6 +349,19 @@ class Team:
         return out
 
 
+def _join_location(invite: Invite, *, folder: str | None, hub: str | None) -> str:
+    """Where this member reaches the team: the invite's location unless overridden."""
+    if folder and hub:
+        raise InputError("give either --folder or --hub, not both")
+    if hub:
+        if not is_hub_location(hub):
+            raise InputError(f"hub URL {hub!r} must start with http:// or https://")
+        return hub.rstrip("/")
+    if folder or invite.transport != "hub":
+        return str(Path(folder or invite.location).absolute())
+    return invite.location
+
+
 def join_team(
     home_dir: Path,
     invite: Invite,
@@ -348,6 +369,7 @@ def join_team(
     *,
     name: str,
     folder: str | None = None,
+    hub: str | None = None,
     post_request: bool = True,
     now: int,
 ) -> TeamConfig:
@@ -361,13 +383,16 @@ def join_team(
         team=invite.team,
         root_public=invite.root_public,
         root_box_public=invite.root_box_public,
-        location=str(Path(folder or invite.location).absolute()),
+        location=_join_location(invite, folder=folder, hub=hub),
         name=name,
-        transport=invite.transport,
+        transport="hub" if hub or (not folder and invite.transport == "hub") else "folder",
     )
-    transport = transport_for(config)
     if post_request:
         request = make_join_request(key, team=invite.team, name=name, now=now)
-        transport.post_request(key.kid, request)
+        transport = transport_for(config, key)
+        try:
+            transport.post_request(key.kid, request)
+        finally:
+            transport.close()
     config.save(home_dir)
     return config

@@ -58,7 +58,21 @@ def passphrase_for(what: str, *, confirm: bool = False) -> str:
 
 def create(
     name: Annotated[str, typer.Argument(help="A name for the team (an id is derived from it).")],
-    folder: Annotated[Path, typer.Option("--folder", help="The shared folder everyone reaches.")],
+    folder: Annotated[
+        Path | None, typer.Option("--folder", help="The shared folder everyone reaches.")
+    ] = None,
+    hub: Annotated[
+        str | None,
+        typer.Option("--hub", help="The hub URL everyone reaches (instead of a folder)."),
+    ] = None,
+    operator_token: Annotated[
+        str | None,
+        typer.Option(
+            "--operator-token",
+            envvar="SEALMEM_HUB_OPERATOR_TOKEN",
+            help="The hub operator's registration token (or $SEALMEM_HUB_OPERATOR_TOKEN).",
+        ),
+    ] = None,
     project: Annotated[
         list[str] | None,
         typer.Option("--project", "-p", help="Team project (repeatable; default: current)."),
@@ -66,7 +80,7 @@ def create(
     me: Annotated[str, typer.Option("--name", help="Your display name in the roster.")] = "admin",
     as_json: JsonOpt = False,
 ) -> None:
-    """Create a team in a shared folder: your key becomes its root admin key."""
+    """Create a team in a shared folder or on a hub: your key becomes its root admin key."""
     from sealmem.client import SHARED_PROJECT, MemoryStore
     from sealmem.client.admin import create_team
     from sealmem.client.identity import load_member_key
@@ -78,11 +92,15 @@ def create(
     projects = [*(project or [resolve_project(None)]), SHARED_PROJECT]
     with MemoryStore.open() as store:
         team = create_team(
-            home, store, key, name=name, folder=str(folder), projects=projects,
+            home, store, key, name=name, folder=None if folder is None else str(folder),
+            hub=hub, operator_token=operator_token, projects=projects,
             admin_name=me, now=now_ms(),
         )  # fmt: skip
+        team.transport.close()
         doc = {
             "team": team.config.team,
+            "transport": team.config.transport,
+            "location": team.config.location,
             "folder": team.config.location,
             "projects": sorted(team.roster().projects),
             "root_kid": key.kid,
@@ -91,7 +109,8 @@ def create(
     if as_json:
         output.emit_json(doc)
         return
-    typer.echo(f"created team {doc['team']} in {doc['folder']}")
+    where = "on hub" if doc["transport"] == "hub" else "in"
+    typer.echo(f"created team {doc['team']} {where} {doc['location']}")
     typer.echo(f"projects: {', '.join(doc['projects'])}")
     typer.echo(f"root key fingerprint: {doc['root_fingerprint']}")
     typer.echo("next: sealmem team invite   (hand the invite to a teammate)")
@@ -124,6 +143,9 @@ def join(
     folder: Annotated[
         Path | None, typer.Option("--folder", help="Where the shared folder is mounted here.")
     ] = None,
+    hub: Annotated[
+        str | None, typer.Option("--hub", help="The hub URL, if it differs from the invite's.")
+    ] = None,
     key_bundle: Annotated[
         Path | None,
         typer.Option("--key-bundle", help="A key bundle from 'sealmem admin issue'."),
@@ -149,7 +171,7 @@ def join(
     else:
         key = load_member_key(home)
     join_team(
-        home, inv, key, name=me, folder=None if folder is None else str(folder),
+        home, inv, key, name=me, folder=None if folder is None else str(folder), hub=hub,
         post_request=key_bundle is None, now=now_ms(),
     )  # fmt: skip
     doc: dict[str, Any] = {
