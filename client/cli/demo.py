@@ -79,25 +79,23 @@ class Actor:
                 os.environ["SEALMEM_HOME"] = previous
 
     @contextmanager
-    def team(self, *, operator_token: str | None = None) -> Iterator[Team]:
-        """This member's team over the hub, with its store open (like one CLI command)."""
+    def team(self) -> Iterator[Team]:
+        """This member's team, with its store open (like one CLI command)."""
         from sealmem.client import MemoryStore
-        from sealmem.client.hub_transport import HubTransport
         from sealmem.client.identity import load_member_key
         from sealmem.client.paths import local_author, store_path
-        from sealmem.client.team import Team, TeamConfig
+        from sealmem.client.team import Team
 
         with self.active():
             key = load_member_key(self.home)
-            config = TeamConfig.load(self.home)
-            transport = HubTransport(
-                config.location, config.team, key, operator_token=operator_token
-            )
             store = MemoryStore.open(store_path(self.home), author=local_author(self.home))
             try:
-                yield Team(self.home, store, key, config, transport)
+                team = Team.open(self.home, store, key)
+                try:
+                    yield team
+                finally:
+                    team.transport.close()
             finally:
-                transport.close()
                 store.close()
 
 
@@ -105,60 +103,35 @@ class Actor:
 
 
 def create_team(admin: Actor, hub_url: str, operator_token: str, now: int) -> str:
-    """Register a new team on the hub (roster v1 + project keys); return its invite."""
-    from sealmem.client import SHARED_PROJECT
+    """Register a new team on the hub (what 'sealmem team create --hub' does); its invite."""
+    from sealmem.client import SHARED_PROJECT, MemoryStore
     from sealmem.client import admin as admin_ops
     from sealmem.client.identity import load_member_key
-    from sealmem.client.team import TeamConfig
-    from sealmem.crypto import SUITE, ContentKey
-    from sealmem.protocol.admin import genesis
-    from sealmem.protocol.keyring import build_keyring
-    from sealmem.protocol.roster import Member
-    from sealmem.protocol.state import TrustedState
+    from sealmem.client.paths import local_author, store_path
 
     with admin.active():
         key = load_member_key(admin.home)
-    team_id = f"demo-{secrets.token_hex(4)}"
-    me = Member(key.kid, admin.name, key.sign_public, key.box_public)
-    roster = genesis(SUITE, team_id, me, created_at=now, projects=(PROJECT, SHARED_PROJECT))
-    TeamConfig(
-        team=team_id, root_public=key.sign_public, root_box_public=key.box_public,
-        location=hub_url, name=admin.name, transport="hub",
-    ).save(admin.home)  # fmt: skip
-    with admin.team(operator_token=operator_token) as team:
-        team.state = TrustedState.pin(SUITE, team_id, key.sign_public)
-        for project in sorted(roster.projects):
-            keyring = build_keyring(ContentKey.generate(), roster, project)
-            team.transport.put_keyring(project, keyring.epoch, keyring.sign(key))
-        team.transport.put_roster(1, roster.sign(key))  # registers the team
-        refused = team.refresh(now)  # trust what the hub now serves, verified
-        if refused or team.roster().version != 1:
-            raise DemoError(f"the admin could not read back its own team: {refused}")
-        return admin_ops.invite(team, now)
+        with MemoryStore.open(store_path(admin.home), author=local_author(admin.home)) as store:
+            team = admin_ops.create_team(
+                admin.home, store, key, name="demo", hub=hub_url, operator_token=operator_token,
+                projects=[PROJECT, SHARED_PROJECT], admin_name=admin.name, now=now,
+            )  # fmt: skip
+            try:
+                return admin_ops.invite(team, now)
+            finally:
+                team.transport.close()
 
 
 def join_team(member: Actor, invite_text: str, now: int) -> str:
-    """Pin the invite's root key and post a join request to the hub inbox; the fingerprint."""
-    from sealmem.client.hub_transport import HubTransport
+    """What 'sealmem team join INVITE' does: pin the root key, post a join request."""
     from sealmem.client.identity import load_member_key
-    from sealmem.client.invite import make_join_request, read_invite
-    from sealmem.client.team import TeamConfig
+    from sealmem.client.invite import read_invite
+    from sealmem.client.team import join_team as join
 
     invite = read_invite(invite_text)
     with member.active():
         key = load_member_key(member.home)
-    hub = HubTransport(invite.location, invite.team, key)
-    try:
-        hub.post_request(
-            key.kid, make_join_request(key, team=invite.team, name=member.name, now=now)
-        )
-    finally:
-        hub.close()
-    TeamConfig(
-        team=invite.team, root_public=invite.root_public,
-        root_box_public=invite.root_box_public, location=invite.location,
-        name=member.name, transport=invite.transport,
-    ).save(member.home)  # fmt: skip
+        join(member.home, invite, key, name=member.name, now=now)
     return key.public().fingerprint()
 
 
