@@ -63,6 +63,7 @@ __all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
 
 DEFAULT_WEIGHTS = RankingWeights()
 _MAX_K = 1000
+_AND_SPAN = 4  # the AND pool reads words of up to this many times pool_postings
 _NAMES = (
     "bm25", "coverage", "entity", "context", "date", "recency", "importance", "superseded"
 )  # fmt: skip
@@ -103,8 +104,9 @@ def pool_plan(
     ORs the words rarest first among those in at most ``common_share`` of the
     memories, while their document counts add up to at most ``pool_postings``.
     The words left out are not lost: the memories holding *all* the eligible words
-    form a second pool (an AND; taken newest first when even its rarest word is
-    over the budget), and every query word counts in coverage.  When no word fits
+    of up to four times the budget each form a second pool (an AND; newest first
+    when even its rarest word is over the budget), and every query word counts in
+    coverage.  When no word fits
     the budget, the newest memories holding the rarest word stand in for the main
     pool."""
     present = sorted((df[t.stem], i) for i, t in enumerate(terms) if df[t.stem] > 0)
@@ -120,8 +122,9 @@ def pool_plan(
         chosen.append(i)
         postings += d
     pools = [Pool(tuple(phrases[i] for i in sorted(chosen)))] if chosen else []
-    if len(eligible) > 1 and len(chosen) < len(eligible):
-        every = tuple(phrases[i] for _, i in eligible)
+    joint = [i for d, i in eligible if d <= _AND_SPAN * budget]
+    if len(joint) > 1 and set(joint) - set(chosen):
+        every = tuple(phrases[i] for i in joint)
         pools.append(Pool(every, every=True, newest=eligible[0][0] > budget))
     if not chosen:
         pools.append(Pool((phrases[eligible[0][1]],), newest=True))

@@ -174,19 +174,20 @@ def bm25_pool(
 ) -> list[tuple[float, Row]]:
     """The ``limit`` best BM25 matches in scope with their rows (higher score is better).
 
-    FTS5 computes BM25 for every match before it can sort, so this costs in
-    proportion to the matching postings; with ``newest`` the pool is instead the
-    ``limit`` most recently stored matches (rowid order, which FTS5 walks without
-    sorting), and BM25 is computed for those rows only.  The other columns are read
-    after the LIMIT either way."""
+    FTS5 computes BM25 for every match before it can sort, and its IDF reads every
+    posting of every word, so this costs in proportion to the words' postings.
+    With ``newest`` the pool is instead the ``limit`` most recently stored matches
+    (rowid order, which FTS5 walks without sorting) and their BM25 is 0: they
+    compete on the other features.  The other columns are read after the LIMIT."""
+    score = "0.0" if newest else "-bm25(memories_fts, 1.0, ?)"
     order = "memories_fts.rowid DESC" if newest else "s DESC"
     sql = (
-        f"SELECT p.s, {_COLUMNS} FROM (SELECT m.rowid AS rid, -bm25(memories_fts, 1.0, ?) AS s "
+        f"SELECT p.s, {_COLUMNS} FROM (SELECT m.rowid AS rid, {score} AS s "
         "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
         f"WHERE memories_fts MATCH ? AND {scope.sql} ORDER BY {order} LIMIT ?) AS p "
         "JOIN memories m ON m.rowid = p.rid"
     )
-    args = [keywords_weight, match, *scope.args, limit]
+    args = [*([] if newest else [keywords_weight]), match, *scope.args, limit]
     return [(max(r[0], 1e-9), r[1:]) for r in _cursor(conn).execute(sql, args)]
 
 
