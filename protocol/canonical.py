@@ -117,6 +117,10 @@ def decode(data: bytes) -> Any:
         raise NonCanonical(f"not valid JSON: {exc.msg} at byte {exc.pos}") from exc
     except RecursionError as exc:
         raise NonCanonical("JSON nested too deeply") from exc
+    except ValueError as exc:  # an integer literal over the interpreter's digit limit
+        raise NonCanonical(
+            "an integer has thousands of digits; canonical integers are signed 64-bit"
+        ) from exc
     if encode(value) != data:
         raise NonCanonical("valid JSON but not in canonical form (key order, spacing or escapes)")
     return value

@@ -225,3 +225,15 @@ def test_the_hub_never_imports_the_client() -> None:
     hub_dir = Path(__file__).resolve().parents[2] / "hub"
     for source in hub_dir.glob("*.py"):
         assert "sealmem.client" not in source.read_text(encoding="utf-8"), source.name
+
+
+def test_a_join_request_with_a_huge_integer_is_refused_by_name(inproc: InProcess) -> None:
+    # unauthenticated garbage must get a named 422, never a 500 from a leaked ValueError
+    carol = MemberKey.generate()
+    path = f"/v1/teams/{TEAM}/requests/{carol.kid}"
+    key = MemberKey.generate()
+    _register(inproc.client, key, TOKEN)
+    before = inproc.dump()
+    answer = inproc.client.post(path, content=b'{"body":{"n":' + b"7" * 5000 + b"}}")
+    assert (answer.status_code, answer.json()["error"]) == (422, "not-canonical")
+    assert inproc.dump() == before

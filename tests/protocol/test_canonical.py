@@ -82,3 +82,11 @@ def test_decode_refuses_every_other_spelling(data: bytes) -> None:
 
 def test_non_canonical_is_a_protocol_error() -> None:
     assert issubclass(NonCanonical, ProtocolError)
+
+
+@pytest.mark.parametrize("data", [b"1" * 5000, b'{"seq":-' + b"9" * 5000 + b"}"])
+def test_decode_refuses_integers_over_the_digit_limit(data: bytes) -> None:
+    # Python refuses int literals over 4300 digits with a bare ValueError; a
+    # garbage object must still be refused as NonCanonical (a named reason).
+    with pytest.raises(NonCanonical, match="digits"):
+        canonical.decode(data)
