@@ -9,16 +9,21 @@ The score of a candidate memory is a weighted sum, every part of which is
 reported in ``why``:
 
 ``bm25``       FTS5 BM25 over content and keywords (keywords weighted up), normalised
-               to the best hit (0..1); terms in more than ``common_share`` of the
-               memories are left out of the FTS5 query (cheap pool) but still count
-               in ``coverage``
+               to the best hit (0..1); only the rarer terms go into the FTS5 query
+               (see ``recall.pool_plan``), the others still count in ``coverage``;
+               0 for a candidate drawn from a newest-first pool or as a neighbour
 ``coverage``   share of the query's terms the memory holds, each term weighted by a
                smoothed IDF, log(1 + N/df): a common name still counts, a rare word
-               counts more (proper nouns can be weighted up: ``entity_boost``)
-``context``    from the memory's neighbours in its session (same origin and project,
-               up to ``context_window`` steps away, within ``context_gap_ms``): the
-               best neighbour's BM25, plus the query terms only the neighbours hold;
-               a neighbour of a strong hit is a candidate even if it matches nothing
+               counts more; a word held only as the start of a longer one
+               ("postgres" in "PostgreSQL", stems of ``prefix_min`` letters or more)
+               counts ``prefix`` of its share
+``entity``     share of the query's proper nouns (capitalised, not starting a
+               sentence) that the memory holds; present when the query has any
+``context``    from the memory's neighbours in its session (the same session origin
+               "<tool>:<session id>" and project, up to ``context_window`` steps away,
+               within ``context_gap_ms``; see ``recall``): the best neighbour's BM25,
+               plus the query terms only the neighbours hold; a neighbour of a strong
+               hit is a candidate even if it matches nothing
 ``date``       the memory was written in a period the query names ("in May 2023",
                "yesterday"); memories of that period also join the candidates
 ``recency``    exp(-age / half-life)
@@ -47,15 +52,12 @@ __all__ = [
     "RankingWeights",
     "Span",
     "analyse_query",
-    "context_gain",
-    "coverage",
     "date_spans",
     "fts_match_expression",
     "fts_phrase",
     "is_session_origin",
     "mask_share",
     "prefix_mask",
-    "recency_score",
     "stems_of",
     "term_mask",
     "term_shares",
@@ -127,9 +129,10 @@ def tokens(text: str) -> list[str]:
 def stems_of(text: str) -> frozenset[str]:
     """The distinct stems FTS5's porter tokenizer indexes for ``text``.
 
-    Cached: recall looks at the same memories again and again.
+    Cached: recall looks at the same memories again and again; a cold text is
+    split once and each distinct word stemmed once (the stems are cached too).
     """
-    return frozenset(stem(t) for t in tokens(text))
+    return frozenset(map(stem, set(tokens(text))))
 
 
 def analyse_query(query: str) -> list[QueryTerm]:
@@ -222,28 +225,6 @@ def is_session_origin(origin: str) -> bool:
     session neighbours."""
     tool, sep, session = origin.partition(":")
     return bool(sep and tool.strip() and session.strip())
-
-
-def coverage(shares: Mapping[str, float], stems: frozenset[str]) -> float:
-    """The share of the query whose terms are among ``stems`` (0..1)."""
-    return sum(share for term, share in shares.items() if term in stems)
-
-
-def context_gain(
-    shares: Mapping[str, float], stems: frozenset[str], around: Iterable[frozenset[str]]
-) -> float:
-    """The share of the query that only the neighbours ``around`` hold (0..1)."""
-    missing = {term: share for term, share in shares.items() if term not in stems}
-    found: set[str] = set()
-    for other in around:
-        found.update(term for term in missing if term in other)
-    return sum(missing[term] for term in found)
-
-
-def recency_score(created_at: int, now_ms: int, half_life_days: float) -> float:
-    """1.0 for a memory written now, 0.5 after one half-life; future times count as now."""
-    age_days = max(0, now_ms - created_at) / DAY_MS
-    return math.exp(-math.log(2) * age_days / half_life_days)
 
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
