@@ -64,7 +64,7 @@ def new_memory_id(now_ms: int, rand: bytes) -> str:
 
 
 def is_memory_id(value: object) -> bool:
-    return isinstance(value, str) and _ID_RE.match(value) is not None
+    return isinstance(value, str) and _ID_RE.fullmatch(value) is not None
 
 
 def _fail(what: str) -> ProtocolError:
@@ -94,9 +94,9 @@ class Record:
         """Raise :class:`ProtocolError` naming the first broken rule; return self."""
         if not is_memory_id(self.id):
             raise _fail(f"id {self.id!r} is not a UUIDv7")
-        if not PROJECT_RE.match(self.project):
+        if not PROJECT_RE.fullmatch(self.project):
             raise _fail(f"project {self.project!r} must match {PROJECT_RE.pattern}")
-        if not KIND_RE.match(self.kind):
+        if not KIND_RE.fullmatch(self.kind):
             raise _fail(f"kind {self.kind!r} must match {KIND_RE.pattern}")
         if len(self.content) > MAX_CONTENT_CHARS:
             raise _fail(
@@ -112,7 +112,7 @@ class Record:
         if not 0.0 <= self.importance <= 1.0:
             raise _fail(f"importance {self.importance} must be between 0 and 1")
         for name in ("author", "editor"):
-            if not MEMBER_RE.match(getattr(self, name)):
+            if not MEMBER_RE.fullmatch(getattr(self, name)):
                 raise _fail(f"{name} {getattr(self, name)!r} is not a member id")
         if self.created_at < 0 or self.hlc.wall < 0 or self.hlc.counter < 0:
             raise _fail("timestamps must be non-negative")

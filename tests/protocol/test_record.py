@@ -1,0 +1,49 @@
+"""Record validation: every pattern-checked field is matched in full."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sealmem.protocol.errors import ProtocolError
+from sealmem.protocol.hlc import Hlc
+from sealmem.protocol.record import Record, is_memory_id, new_memory_id
+
+KID = "a" * 26
+
+
+def _wire() -> dict[str, Any]:
+    return Record(
+        id=new_memory_id(1_700_000_000_000, bytes(range(10))),
+        project="webapp",
+        kind="note",
+        content="use the staging database for tests",
+        keywords=("staging",),
+        importance=0.5,
+        author=KID,
+        editor=KID,
+        created_at=1_700_000_000_000,
+        hlc=Hlc(1_700_000_000_000, 0),
+    ).to_wire()
+
+
+def test_a_valid_record_round_trips() -> None:
+    wire = _wire()
+    assert Record.from_wire(wire).to_wire() == wire
+
+
+@pytest.mark.parametrize("name", ["id", "project", "kind", "author", "editor"])
+def test_a_trailing_newline_is_refused(name: str) -> None:
+    # '$' in a pattern used with re.match also matches before a final newline:
+    # "note\n" must not pass as the kind "note", nor an id as a UUIDv7.
+    wire = _wire()
+    wire[name] += "\n"
+    with pytest.raises(ProtocolError, match=name):
+        Record.from_wire(wire)
+
+
+def test_is_memory_id_matches_the_whole_string() -> None:
+    rid = new_memory_id(1_700_000_000_000, bytes(10))
+    assert is_memory_id(rid)
+    assert not is_memory_id(rid + "\n")
