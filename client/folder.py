@@ -18,8 +18,10 @@ sees a manifest whose chunks are not there yet, even after a crash mid-push.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +29,8 @@ from pathlib import Path
 from sealmem.client.fsutil import atomic_write, ensure_dir
 from sealmem.client.transport import Transport
 from sealmem.protocol.errors import InputError, TransportError
+from sealmem.protocol.manifest import MAX_CHUNK_BYTES
+from sealmem.protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES, MAX_ROSTER_BYTES
 
 __all__ = ["MANIFESTS_KEPT", "FolderTransport"]
 
@@ -40,6 +44,7 @@ _ROSTER = re.compile(r"^(\d{10})\.json$")
 _KEYRING = re.compile(r"^(\d{10})\.json$")
 _MANIFEST = re.compile(r"^manifest-(\d{12})\.json$")
 _REQUEST = re.compile(r"^([a-z2-7]{26})\.json$")
+_MAX_REQUEST_BYTES = 16 * 1024
 
 
 def _name(value: str, what: str) -> str:
@@ -84,13 +89,35 @@ class FolderTransport(Transport):
             raise TransportError(f"cannot write {path}: {exc}") from exc
 
     @staticmethod
-    def _read(path: Path) -> bytes | None:
+    def _read(path: Path, limit: int) -> bytes | None:
+        """At most ``limit + 1`` bytes of a regular file (None if missing or not a file).
+
+        The folder is untrusted: a planted huge file, FIFO, device or directory must
+        neither exhaust memory nor block the sync.  One byte over the limit is enough
+        for the verifier to refuse the object as too large, by name.
+        """
         try:
-            return path.read_bytes()
-        except FileNotFoundError:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
         except OSError as exc:
             raise TransportError(f"cannot read {path}: {exc}") from exc
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            chunks: list[bytes] = []
+            left = limit + 1
+            while left > 0:
+                block = os.read(fd, min(left, 1 << 20))
+                if not block:
+                    break
+                chunks.append(block)
+                left -= len(block)
+            return b"".join(chunks)
+        except OSError as exc:
+            raise TransportError(f"cannot read {path}: {exc}") from exc
+        finally:
+            os.close(fd)
 
     def _listing(self, directory: Path, pattern: re.Pattern[str]) -> list[tuple[int, Path]]:
         try:
@@ -111,7 +138,7 @@ class FolderTransport(Transport):
     def rosters(self, after_version: int) -> list[bytes]:
         out = []
         for version, path in self._listing(self._base / "roster", _ROSTER):
-            if version > after_version and (data := self._read(path)) is not None:
+            if version > after_version and (data := self._read(path, MAX_ROSTER_BYTES)) is not None:
                 out.append(data)
         return out
 
@@ -125,7 +152,11 @@ class FolderTransport(Transport):
 
     def keyrings(self, project: str) -> list[bytes]:
         directory = self._base / "keyrings" / _name(project, "project")
-        return [d for _, p in self._listing(directory, _KEYRING) if (d := self._read(p))]
+        return [
+            d
+            for _, p in self._listing(directory, _KEYRING)
+            if (d := self._read(p, MAX_KEYRING_BYTES))
+        ]
 
     def put_keyring(self, project: str, epoch: int, data: bytes) -> None:
         path = self._dir("keyrings", _name(project, "project")) / f"{epoch:010d}.json"
@@ -146,7 +177,11 @@ class FolderTransport(Transport):
             if not _REQUEST.match(writer + ".json"):
                 continue  # not a member id: planted or stray, ignored
             found = self._listing(project_dir / writer, _MANIFEST)
-            newest = [d for _, p in reversed(found[-MANIFESTS_KEPT:]) if (d := self._read(p))]
+            newest = [
+                d
+                for _, p in reversed(found[-MANIFESTS_KEPT:])
+                if (d := self._read(p, MAX_MANIFEST_BYTES))
+            ]
             if newest:
                 out[writer] = newest
         return out
@@ -172,20 +207,24 @@ class FolderTransport(Transport):
             return []
         writer_dir = self._base / "snapshots" / _name(project, "project") / writer
         found = self._listing(writer_dir, _MANIFEST)
-        return [d for _, p in reversed(found[-MANIFESTS_KEPT:]) if (d := self._read(p))]
+        return [
+            d
+            for _, p in reversed(found[-MANIFESTS_KEPT:])
+            if (d := self._read(p, MAX_MANIFEST_BYTES))
+        ]
 
     def newest_manifest(self, project: str, writer: str) -> bytes | None:
         if not _REQUEST.match(writer + ".json"):
             return None
         writer_dir = self._base / "snapshots" / _name(project, "project") / writer
         found = self._listing(writer_dir, _MANIFEST)
-        return self._read(found[-1][1]) if found else None
+        return self._read(found[-1][1], MAX_MANIFEST_BYTES) if found else None
 
     def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
         if not _CHUNK.match(chunk_id):
             return None
         path = self._base / "snapshots" / _name(project, "project") / _name(writer, "writer")
-        return self._read(path / "chunks" / chunk_id)
+        return self._read(path / "chunks" / chunk_id, MAX_CHUNK_BYTES)
 
     def push(
         self, project: str, writer: str, seq: int, manifest: bytes, chunks: Mapping[str, bytes]
@@ -215,9 +254,12 @@ class FolderTransport(Transport):
         for entry in entries:
             if entry.name in keep or not _CHUNK.match(entry.name):
                 continue
-            if entry.stat().st_mtime < cutoff:
-                os.unlink(entry.path)
-                removed += 1
+            # Anyone may drop files here: a dangling link, a directory or a chunk another
+            # process removed first is skipped, never the end of the sync.
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
         return removed
 
     # -- join requests -------------------------------------------------------------
@@ -236,7 +278,7 @@ class FolderTransport(Transport):
         out = {}
         for name in sorted(names):
             match = _REQUEST.match(name)
-            if match and (data := self._read(directory / name)) is not None:
+            if match and (data := self._read(directory / name, _MAX_REQUEST_BYTES)) is not None:
                 out[match.group(1)] = data
         return out
 
