@@ -112,6 +112,13 @@ def document_frequencies(
     version = _version(cur, conn)
     key = (id(conn), include_history)
     stats = _STATS.get(key)
+    tables = ["memories_fts", "history_fts"] if include_history else ["memories_fts"]
+    if stats is None or stats.conn is not conn:
+        for table in tables:  # temp tables live as long as the connection
+            cur.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_vocab(table)} "
+                f"USING fts5vocab(main, {table}, row)"
+            )
     if stats is None or stats.conn is not conn or stats.version != version:
         stats = _Stats(conn, version, _count(cur, include_history))
         _STATS[key] = stats
@@ -120,14 +127,14 @@ def document_frequencies(
     _STATS.move_to_end(key)
     for stem in prefixes:
         if stem not in stats.longer:
-            stats.df[stem + "*"], stats.longer[stem] = _prefixed(cur, stem, include_history)
+            stats.df[stem + "*"], stats.longer[stem] = _prefixed(cur, stem, tables)
     missing = [s for s in dict.fromkeys(stems) if s not in stats.df]
     if missing:
         found = dict.fromkeys(missing, 0)
-        tables = ["memories_fts", "history_fts"] if include_history else ["memories_fts"]
         for table in tables:
-            vocab = _vocab(cur, table)
-            sql = f"SELECT term, doc FROM temp.{vocab} WHERE term IN ({_marks(len(missing))})"
+            sql = (
+                f"SELECT term, doc FROM temp.{_vocab(table)} WHERE term IN ({_marks(len(missing))})"
+            )
             for term, doc in cur.execute(sql, missing):
                 found[term] += doc
         stats.df.update(found)
@@ -135,24 +142,21 @@ def document_frequencies(
     return stats.n_docs, df, {p: stats.longer[p] for p in prefixes}
 
 
-def _prefixed(cur: sqlite3.Cursor, stem: str, include_history: bool) -> tuple[int, frozenset[str]]:
+def _prefixed(cur: sqlite3.Cursor, stem: str, tables: list[str]) -> tuple[int, frozenset[str]]:
     end = stem[:-1] + chr(ord(stem[-1]) + 1)
     total = 0
     terms: set[str] = set()
-    for table in ["memories_fts", "history_fts"] if include_history else ["memories_fts"]:
-        sql = f"SELECT term, doc FROM temp.{_vocab(cur, table)} WHERE term >= ? AND term < ?"
+    for table in tables:
+        sql = f"SELECT term, doc FROM temp.{_vocab(table)} WHERE term >= ? AND term < ?"
         for term, doc in cur.execute(sql, (stem, end)):
             terms.add(term)
             total += int(doc)
     return total, frozenset(terms)
 
 
-def _vocab(cur: sqlite3.Cursor, table: str) -> str:
-    vocab = f"sealmem_recall_{table}_vocab"
-    cur.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{vocab} USING fts5vocab(main, {table}, row)"
-    )
-    return vocab
+def _vocab(table: str) -> str:
+    """The temp fts5vocab table (one row per term) over ``table``."""
+    return f"sealmem_recall_{table}_vocab"
 
 
 def _count(cur: sqlite3.Cursor, include_history: bool) -> int:
