@@ -191,6 +191,23 @@ def pending_requests(team: Team) -> list[dict[str, Any]]:
     return out
 
 
+def _valid_newcomers(waiting: dict[str, bytes], roster: Roster, team: str) -> list[str]:
+    """Requests that verify and name a key not yet in the roster.
+
+    Anyone can drop a file into an untrusted folder: a garbage or replayed request
+    must not block approving the real ones ('admin requests' lists what was refused).
+    """
+    chosen: list[str] = []
+    for kid, data in waiting.items():
+        try:
+            req = read_join_request(data, team)
+        except Rejected:
+            continue
+        if req.kid == kid and roster.member(req.kid) is None:
+            chosen.append(kid)
+    return chosen
+
+
 def approve(
     team: Team,
     kids: Sequence[str],
@@ -203,7 +220,7 @@ def approve(
     """Add the members of these join requests (``kids`` empty: every valid one)."""
     roster = _admin_roster(team, now)
     waiting = team.transport.requests()
-    chosen = list(kids) or [k for k in waiting if roster.member(k) is None]
+    chosen = list(kids) or _valid_newcomers(waiting, roster, team.config.team)
     if not chosen:
         raise InputError("no join requests are waiting in the team folder")
     granted = sorted(set(projects) if projects else set(roster.projects))
