@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -116,9 +117,12 @@ def create_app(
         ctx = _context(request, b"")
         try:
             try:
-                wait = min(float(request.query_params.get("wait", "0")), config.long_poll_max_s)
+                wait = float(request.query_params.get("wait", "0"))
             except ValueError:
-                raise Refusal(400, "bad-request", "query wait must be seconds") from None
+                wait = math.nan
+            if not math.isfinite(wait):  # nan would wait past the cap, for ever
+                raise Refusal(400, "bad-request", "query wait must be a number of seconds")
+            wait = min(wait, config.long_poll_max_s)
             deadline = time.monotonic() + max(wait, 0.0)
             team, caller, since = await run_in_threadpool(handlers.changes_caller, ctx)
             while True:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from sealmem.client.admin import revoke
@@ -188,3 +189,18 @@ async def test_a_granted_member_gets_through(matrix: tuple[InProcess, HubWorld, 
         got = await client.get(path, headers=signed(alice, "GET", path))
     assert put.status_code == 201
     assert got.content == CHUNK
+
+
+async def test_a_long_poll_cannot_escape_its_cap(
+    matrix: tuple[InProcess, HubWorld, HubWorld],
+) -> None:
+    # wait=nan passed min() and max() unchanged and made the hub wait with no
+    # deadline: one member could hold any number of requests open for ever
+    hub, acme, _ = matrix
+    alice = acme.nodes["alice"].key
+    cursor = hub.storage.cursor(TEAM)
+    for wait in ("nan", "inf", "soon"):
+        path = f"/v1/teams/{TEAM}/changes?since={cursor}&wait={wait}"
+        with anyio.fail_after(10):
+            status, code = await _refused(hub, "GET", path, signed(alice, "GET", path))
+        assert (status, code) == (400, "bad-request")
