@@ -120,10 +120,15 @@ def _parse(item: object, where: str, now_ms: int, *, history: bool) -> tuple[_En
         raise InputError(f"{where}: 'local' and 'provenance' must be objects")
     content = redact(record.content)
     keywords, found_kw = redact_all(record.keywords)
+    reason = None if record.delete_reason is None else redact(record.delete_reason)
     warnings = []
-    if content.text != record.content or tuple(keywords) != record.keywords:
-        record = record.evolve(content=content.text, keywords=tuple(keywords))
-        types = sorted({*content.found, *found_kw})
+    if content.changed or found_kw or (reason is not None and reason.changed):
+        record = record.evolve(
+            content=content.text,
+            keywords=tuple(keywords),
+            delete_reason=None if reason is None else reason.text,
+        )
+        types = sorted({*content.found, *found_kw, *(reason.found if reason else {})})
         warnings.append(f"{where} ({record.id}): redacted {', '.join(types)}")
     signer = prov.get("signer")
     signer_name = prov.get("signer_name")
