@@ -87,6 +87,7 @@ class RankingWeights:
     context_gap_ms: int = 3_600_000  # neighbours: same origin, at most this far apart
     context_window: int = 2
     context_seeds: int = 10  # best BM25 hits whose neighbours are considered
+    context_seed_floor: float = 0.3  # ... if their BM25 is at least this share of the best
     date: float = 0.6
     recency: float = 0.05
     recency_half_life_days: float = 30.0

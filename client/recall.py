@@ -229,7 +229,11 @@ def _sessions(
     """Session neighbours (rowid -> {rowid: steps}, symmetric) of the best BM25 hits
     that come from a session (see the module's docstring); new neighbours join the
     candidates with a BM25 of 0: they compete on their context."""
-    best = sorted((r for r in bm25 if is_session_origin(rows[r][2])), key=bm25.__getitem__)
+    floor = weights.context_seed_floor * max(bm25.values())
+    best = sorted(
+        (r for r in bm25 if bm25[r] >= floor and is_session_origin(rows[r][2])),
+        key=bm25.__getitem__,
+    )
     seeds = [rows[r] for r in reversed(best[-weights.context_seeds :])] if best else []
     near: dict[int, dict[int, int]] = {}
     found = neighbours(
