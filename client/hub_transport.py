@@ -15,6 +15,7 @@ hub accepts or refuses as a whole.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -158,7 +159,7 @@ class HubTransport(Transport):
                 response.status_code == 401
                 and _code(response) == "stale-time"
                 and not skew_retried
-                and (hub_time := response.headers.get(_HUB_TIME_HEADER, "")).isdigit()
+                and _is_ms(hub_time := response.headers.get(_HUB_TIME_HEADER, ""))
             ):
                 self._skew_ms = int(hub_time) - self._clock()
                 skew_retried = True
@@ -333,12 +334,20 @@ def _code(response: httpx.Response) -> str:
     return str(doc.get("error", "")) if isinstance(doc, dict) else ""
 
 
+def _is_ms(text: str) -> bool:
+    """True for a plain ASCII millisecond count (``"²".isdigit()`` is true, ``int`` refuses it)."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
+
+
 def _retry_after(response: httpx.Response) -> float:
     raw = response.headers.get("retry-after", "1")
     try:
-        return min(max(float(raw), 0.05), _MAX_RETRY_WAIT_S)
+        wait = float(raw)
     except ValueError:
         return 1.0
+    if not math.isfinite(wait):  # time.sleep(nan) raises
+        return 1.0
+    return min(max(wait, 0.05), _MAX_RETRY_WAIT_S)
 
 
 def _error(response: httpx.Response, url: str, what: str) -> HubError:
