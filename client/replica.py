@@ -170,7 +170,26 @@ class ApplyResult:
     new: int = 0
     updated: int = 0
     unchanged: int = 0
+    redacted: int = 0
     skipped: list[str] = field(default_factory=list)
+
+
+def _scrub(record: Record) -> Record | None:
+    """``record`` with what the redaction rules catch replaced, or None when it is clean.
+
+    A pulled version keeps its identity (id, clock, editor) so replicas still agree on
+    the winner; only this store's copy of the text loses the secret (DESIGN §3).
+    """
+    content = redact(record.content)
+    keywords, found = redact_all(record.keywords)
+    reason = None if record.delete_reason is None else redact(record.delete_reason)
+    if not content.changed and not found and (reason is None or not reason.changed):
+        return None
+    return record.evolve(
+        content=content.text,
+        keywords=tuple(keywords),
+        delete_reason=None if reason is None else reason.text,
+    )
 
 
 def _add_loser(conn: sqlite3.Connection, record: Record, provenance: Provenance, now: int) -> None:
@@ -197,6 +216,10 @@ def apply_versions(
     result = ApplyResult()
     newest = ZERO
     for incoming in records:
+        scrubbed = _scrub(incoming)
+        if scrubbed is not None:
+            incoming = scrubbed
+            result.redacted += 1
         row = load_row(conn, incoming.id)
         local = None if row is None else record_from_row(row)
         floor = None if row is None else float(row["local_importance"])

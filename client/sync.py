@@ -281,6 +281,12 @@ def _commit_pull(
     summary.pulled_new += result.new
     summary.pulled_updated += result.updated
     summary.warnings.extend(result.skipped)
+    if result.redacted:
+        summary.warnings.append(
+            f"redacted what looked like secrets in {result.redacted} memories from "
+            f"{provenance.signer_name or m.writer}; "
+            "ask them to check their memories (newer sealmem redacts before pushing)"
+        )
     if result.new or result.updated:
         summary.members.add(m.writer)
 

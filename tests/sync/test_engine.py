@@ -191,3 +191,31 @@ def test_sync_health_reports_the_last_sync_and_alarms(world: World, tmp_path: Pa
     assert sync_health(alice.home, alice.store.connection)["alarms"] == [
         "fork: manifest x/webapp: two"
     ]
+
+
+def test_pulled_versions_are_redacted_again(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    alice, bob = world.nodes["alice"], world.nodes["bob"]
+    secret = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    mem = alice.remember("deploy notes")
+    conn = alice.store.connection
+    with transaction(conn):  # a secret that slipped past the writer's own rules
+        row = load_row(conn, mem.id)
+        assert row is not None
+        leaked = record_from_row(row).evolve(
+            content=f"deploy with token {secret}", hlc=next_hlc(conn, alice.clock())
+        )
+        write_version(
+            conn, leaked, provenance=Provenance.local(), local_importance=0.5,
+            seen_count=1, updated_at=alice.clock(),
+        )  # fmt: skip
+    # alice runs a sealmem that does not redact before pushing (an older rule set)
+    monkeypatch.setattr(replica, "reredact", lambda _conn, record, _me, _now: record)
+    alice.sync()
+    pulled = bob.sync()
+    got = bob.store.get(mem.id)
+    assert secret not in got.content
+    assert "[REDACTED:github_token]" in got.content
+    assert got.record.editor == alice.key.kid  # the version keeps its identity
+    assert any("redacted what looked like secrets in 1 memories from alice" in w
+               for w in pulled.warnings)  # fmt: skip
+    assert (bob.sync().pulled_new, bob.sync().pulled_updated) == (0, 0)
