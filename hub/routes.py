@@ -291,7 +291,7 @@ class Handlers:
             doc = json.loads(ctx.body)
             keep = {str(i) for i in doc["keep"]}
             grace_ms = int(doc["grace_ms"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, OverflowError):  # int(Infinity) overflows
             raise Refusal(
                 400, "bad-request", 'the body must be {"keep": [chunk ids], "grace_ms": n}'
             ) from None

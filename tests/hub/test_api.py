@@ -237,3 +237,16 @@ def test_a_join_request_with_a_huge_integer_is_refused_by_name(inproc: InProcess
     answer = inproc.client.post(path, content=b'{"body":{"n":' + b"7" * 5000 + b"}}")
     assert (answer.status_code, answer.json()["error"]) == (422, "not-canonical")
     assert inproc.dump() == before
+
+
+@pytest.mark.parametrize("grace", ["Infinity", "-Infinity", "NaN", '"soon"'])
+def test_collect_refuses_a_grace_that_is_not_a_number(
+    team: HubWorld, inproc: InProcess, grace: str
+) -> None:
+    alice = team.nodes["alice"].key
+    path = f"/v1/teams/{TEAM}/projects/{PROJECT}/collect/{alice.kid}"
+    body = b'{"keep": [], "grace_ms": ' + grace.encode() + b"}"
+    before = inproc.dump()
+    answer = inproc.client.post(path, headers=signed(alice, "POST", path, body), content=body)
+    assert (answer.status_code, answer.json()["error"]) == (400, "bad-request")
+    assert inproc.dump() == before
