@@ -167,15 +167,18 @@ class MemoryStore:
                     origin=origin,
                 )
                 return RememberResult(memory, created=True, merged=False, warnings=warnings)
+            # A private repeat of a team memory must not publish what came with it
+            # (keywords, importance, kind, links): it only counts as seen, locally.
+            shared_twin = private and twin["visibility"] == "team"
             memory = writes.reinforce(
                 self._conn,
                 twin,
                 author=self.author,
                 now=now,
-                keywords=words,
-                importance=importance,
-                kind=kind,
-                supersedes=old_ids,
+                keywords=() if shared_twin else words,
+                importance=0.0 if shared_twin else importance,
+                kind="note" if shared_twin else kind,
+                supersedes=() if shared_twin else old_ids,
             )
         wanted = "private" if private else "team"
         if memory.record.visibility != wanted:

@@ -70,9 +70,10 @@ def keywords(keywords: Sequence[str]) -> list[str]:
         if not word or word.casefold() in seen:
             continue
         if len(word) > MAX_KEYWORD_CHARS:
+            # No excerpt of the word: an over-long "keyword" is often a pasted token.
             raise InputError(
-                f"keyword {word[:20]!r}... is {len(word)} characters; the limit is "
-                f"{MAX_KEYWORD_CHARS}"
+                f"keyword number {len(out) + 1} is {len(word)} characters; the limit is "
+                f"{MAX_KEYWORD_CHARS} (keywords are short search words)"
             )
         seen.add(word.casefold())
         out.append(word)

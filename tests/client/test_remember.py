@@ -243,3 +243,28 @@ def test_to_dict_is_flat_and_json_ready(store: MemoryStore) -> None:
     assert data["seen_count"] == 1
     assert data["provenance"]["transport"] == "local"
     assert json.loads(json.dumps(data)) == data
+
+
+def test_a_private_repeat_of_a_team_memory_publishes_nothing(store: MemoryStore) -> None:
+    team = store.remember("deploys go through the release train", project="p").memory
+    again = store.remember(
+        "deploys go through the release train",
+        project="p",
+        private=True,
+        keywords=["my-private-word"],
+        importance=0.9,
+        kind="warning",
+    )
+    assert again.merged
+    after = store.get(team.id)
+    assert after.record == team.record  # no new version that a sync would publish
+    assert "my-private-word" not in after.record.keywords
+    assert after.seen_count == 2
+
+
+def test_an_overlong_keyword_is_refused_without_echoing_it(store: MemoryStore) -> None:
+    token = "sk-" + "A1b2C3d4E5f6G7h8I9j0" * 4
+    with pytest.raises(InputError) as refused:
+        store.remember("rotate the key", keywords=["ok", token])
+    assert token[:12] not in str(refused.value)
+    assert "keyword number 2" in str(refused.value)
