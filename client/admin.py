@@ -155,7 +155,11 @@ def create_team(
     )
     team = Team(Path(home_dir), store, key, config, transport)
     team.state = TrustedState.pin(SUITE, team_id, key.sign_public)
-    _publish(team, roster, projects, now)
+    try:
+        _publish(team, roster, projects, now)
+    except BaseException:
+        transport.close()
+        raise
     config.save(home_dir)
     return team
 
