@@ -266,12 +266,16 @@ def accept_manifest(
 def _check_grant(roster: Roster, m: Manifest, digest: str, where: str) -> None:
     revocation = roster.revocation(m.writer)
     if revocation is not None:
+        # Only the pinned manifest itself stays valid: it is a full snapshot, so it
+        # holds every memory the writer had.  A lower seq cannot be checked against
+        # the pin, and the revoked (maybe stolen) key could mint one for any reader
+        # still behind the pin.
         pin = revocation.pins.get(m.project)
-        if pin is None or m.seq > pin.seq or (m.seq == pin.seq and digest != pin.manifest_hash):
+        if pin is None or m.seq != pin.seq or digest != pin.manifest_hash:
             raise Rejected(
                 reasons.REVOKED,
                 f"{where}: writer was revoked in roster v{revocation.at_version}"
-                + (f"; only manifests up to seq {pin.seq} stay valid" if pin else ""),
+                + (f"; only its pinned manifest (seq {pin.seq}) stays valid" if pin else ""),
             )
         return
     if not roster.can_write(m.writer, m.project):

@@ -312,3 +312,32 @@ def test_any_byte_flip_is_refused_with_a_named_reason(data: st.DataObject) -> No
     with pytest.raises(Rejected) as info:
         attempt()
     assert info.value.reason in reasons.REASONS
+
+
+def test_a_revoked_key_cannot_mint_manifests_below_its_pin(world: World) -> None:
+    # The pinned manifest is a full snapshot; anything else under a revoked key is
+    # refused, including a lower seq that a reader still behind the pin never saw.
+    m1, m2, m3 = chain(world, world.alice, 3)
+    state = world.state()
+    for data in (m1, m2, m3):
+        state, m = accept_manifest(SUITE, state, data)
+    v1 = state.roster
+    assert v1 is not None
+    v2 = next_roster(
+        v1,
+        revocations=(Revocation(world.alice.kid, 2, {PROJECT: Pin(3, m.hash(SUITE))}),),
+        grants=tuple(g for g in v1.grants if g.kid != world.alice.kid),
+    )
+    behind = world.state()
+    behind, _ = accept_manifest(SUITE, behind, m1)
+    behind, _ = accept_roster(SUITE, behind, v2.sign(world.root))
+    first = behind.head(world.alice.kid, PROJECT)
+    assert first is not None
+    forged = [make_record(world.alice, 99)]
+    minted = world.snapshot(world.alice, forged, seq=2, prev=first.hash)
+    assert reason_of(behind, minted.envelope) == "revoked"
+    assert reason_of(behind, m2) == "revoked"
+    behind, _ = accept_manifest(SUITE, behind, m3)  # the pinned one, past the gap
+    head = behind.head(world.alice.kid, PROJECT)
+    assert head is not None
+    assert head.seq == 3
