@@ -50,6 +50,8 @@ from sealmem.protocol.record import (
 
 __all__ = ["MAX_K", "MemoryStore"]
 
+_JOINED_COLUMNS = ", ".join("m." + column.strip() for column in MEMORY_COLUMNS.split(","))
+
 MAX_K = 100
 
 
@@ -290,26 +292,32 @@ class MemoryStore:
                 kinds=kind_list,
                 now_ms=self._clock(),
             )
-            hits: list[Hit] = []
-            for item in scored:
-                row = load_row(self._conn, item.id)
-                if row is None:
-                    continue
-                replacements = self._conn.execute(
-                    f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))} "
-                    "FROM supersedes s JOIN memories m ON m.id = s.new_id "
-                    "WHERE s.old_id = ? AND m.deleted = 0 ORDER BY m.updated_at DESC",
-                    (item.id,),
-                ).fetchall()
-                hits.append(
-                    Hit(
-                        memory=memory_from_row(row),
-                        score=float(item.score),
-                        why=dict(item.why),
-                        superseded_by=[memory_from_row(r) for r in replacements],
-                    )
+            ids = [item.id for item in scored]
+            marks = ", ".join("?" * len(ids))
+            rows = {
+                row["id"]: row
+                for row in self._conn.execute(
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})", ids
                 )
-        return hits
+            }
+            replaced: dict[str, list[sqlite3.Row]] = {}
+            for row in self._conn.execute(
+                f"SELECT s.old_id AS replaced_id, {_JOINED_COLUMNS} "
+                "FROM supersedes s JOIN memories m ON m.id = s.new_id "
+                f"WHERE s.old_id IN ({marks}) AND m.deleted = 0 ORDER BY m.updated_at DESC",
+                ids,
+            ):
+                replaced.setdefault(row["replaced_id"], []).append(row)
+        return [
+            Hit(
+                memory=memory_from_row(rows[item.id]),
+                score=float(item.score),
+                why=dict(item.why),
+                superseded_by=[memory_from_row(r) for r in replaced.get(item.id, ())],
+            )
+            for item in scored
+            if item.id in rows
+        ]
 
     def startup_context(self, *, project: str | None = None, budget_tokens: int = 1200) -> str:
         """Text for the start of an agent session: warnings and decisions first; "" if none."""
