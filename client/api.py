@@ -360,3 +360,8 @@ class MemoryStore:
     def doctor(self) -> list[Check]:
         """Integrity, full-text index, WAL mode, file modes, schema version."""
         return health.doctor(self._conn, self.path)
+
+    def reindex(self, *, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+        """Rebuild the full-text indexes (what 'doctor' asks for when they drift)."""
+        with sqlite_errors(self.path), transaction(self._conn):
+            return health.reindex(self._conn, progress)

@@ -70,8 +70,7 @@ def _fts(conn: sqlite3.Connection) -> tuple[bool, str]:
         conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
     except sqlite3.DatabaseError as exc:
         return False, (
-            f"full-text index out of step with memories ({exc}); rebuild it with "
-            "\"INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')\""
+            f"full-text index out of step with memories ({exc}); rebuild it with 'sealmem reindex'"
         )
     return True, "full-text index matches the memories table"
 
@@ -122,3 +121,30 @@ def doctor(conn: sqlite3.Connection, path: Path) -> list[Check]:
         else Check("writable", False, f"{path} is not writable by this user; fix its owner")
     )
     return checks
+
+
+REINDEX_STEPS = (
+    ("memories", "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"),
+    ("history", "INSERT INTO history_fts (history_fts) VALUES ('rebuild')"),
+    ("memories (optimize)", "INSERT INTO memories_fts (memories_fts) VALUES ('optimize')"),
+    ("history (optimize)", "INSERT INTO history_fts (history_fts) VALUES ('optimize')"),
+)
+
+
+def reindex(
+    conn: sqlite3.Connection, progress: Callable[[int, int, str], None] | None = None
+) -> dict[str, Any]:
+    """Rebuild the full-text indexes from the tables they index; run inside a transaction.
+
+    Nothing but the indexes changes: memories and history are the source of truth.
+    """
+    for done, (name, sql) in enumerate(REINDEX_STEPS):
+        if progress is not None:
+            progress(done, len(REINDEX_STEPS), name)
+        conn.execute(sql)
+    if progress is not None:
+        progress(len(REINDEX_STEPS), len(REINDEX_STEPS), "done")
+    return {
+        "memories": int(conn.execute("SELECT count(*) FROM memories").fetchone()[0]),
+        "history": int(conn.execute("SELECT count(*) FROM history").fetchone()[0]),
+    }

@@ -1,4 +1,4 @@
-"""Commands that look after the store: init, export, import, stats, doctor, status."""
+"""Commands that look after the store: init, export, import, stats, doctor, reindex, status."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from sealmem.client import health
 from sealmem.client.cli import output
 from sealmem.client.cli.memory import JsonOpt, open_store
 from sealmem.protocol.errors import InputError, StoreError
@@ -224,10 +225,31 @@ def register_init(app: typer.Typer) -> None:
     app.command()(init)
 
 
+def reindex(as_json: JsonOpt = False) -> None:
+    """Rebuild the search indexes from the stored memories (when 'doctor' asks for it)."""
+    with ExitStack() as stack, open_store() as store:
+        bar = stack.enter_context(
+            typer.progressbar(length=len(health.REINDEX_STEPS), label="reindexing", file=sys.stderr)
+        )
+
+        def progress(done: int, _total: int, _step: str) -> None:
+            bar.update(done - bar.pos)
+
+        counts = store.reindex(progress=progress)
+    if as_json:
+        output.emit_json({"reindexed": counts})
+    else:
+        typer.echo(
+            f"rebuilt the search indexes over {counts['memories']} memories "
+            f"and {counts['history']} older versions"
+        )
+
+
 def register(app: typer.Typer) -> None:
-    """Add export, import, stats, doctor and status to ``app``."""
+    """Add export, import, stats, doctor, reindex and status to ``app``."""
     app.command()(export)
     app.command("import")(import_)
     app.command()(stats)
     app.command()(doctor)
+    app.command()(reindex)
     app.command()(status)

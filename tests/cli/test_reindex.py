@@ -1,0 +1,49 @@
+"""A drifted search index is found by 'doctor' and mended by 'reindex', losing nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sealmem.client import MemoryStore
+
+CLI = [sys.executable, "-m", "sealmem.client.cli"]
+
+
+def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SEALMEM_HOME": str(home)}
+    return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_doctor_finds_a_drifted_index_and_reindex_mends_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with MemoryStore.open(home / "store.db") as store:
+        kept = store.remember("blue-green deploys need a drained queue", project="p").memory
+        store.remember("old note", project="p")
+        conn = store.connection
+        row = conn.execute(
+            "SELECT rowid, content, keywords FROM memories WHERE id = ?", (kept.id,)
+        ).fetchone()
+        # drop the memory from the index behind the table's back
+        conn.execute(
+            "INSERT INTO memories_fts (memories_fts, rowid, content, keywords) "
+            "VALUES ('delete', ?, ?, ?)",
+            tuple(row),
+        )
+        conn.commit()
+        assert store.recall("drained queue", project="p") == []
+
+    broken = run(home, "doctor")
+    assert broken.returncode == 1
+    assert "sealmem reindex" in broken.stdout
+    assert "Traceback" not in broken.stderr
+
+    mended = run(home, "reindex", "--json")
+    assert mended.returncode == 0, mended.stderr
+    assert json.loads(mended.stdout) == {"reindexed": {"memories": 2, "history": 0}}
+    assert run(home, "doctor").returncode == 0
+    hits = json.loads(run(home, "recall", "drained queue", "-p", "p", "--json").stdout)["hits"]
+    assert [h["id"] for h in hits] == [kept.id]
