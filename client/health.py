@@ -13,7 +13,7 @@ from sealmem.client.memory import Check
 from sealmem.client.schema import latest_version
 from sealmem.client.store import DIR_MODE, FILE_MODE, schema_version
 
-__all__ = ["doctor", "stats"]
+__all__ = ["REINDEX_STEPS", "doctor", "reindex", "stats"]
 
 
 def _files(path: Path) -> list[Path]:

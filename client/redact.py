@@ -26,10 +26,12 @@ class Rule:
     type: str
     label: str
     pattern: re.Pattern[str]
+    cues: tuple[str, ...] = ()
+    """Lower-case substrings every match contains: a text holding none skips the rule."""
 
 
-def _rule(type_: str, label: str, pattern: str, flags: int = 0) -> Rule:
-    return Rule(type_, label, re.compile(pattern, flags))
+def _rule(type_: str, label: str, pattern: str, flags: int = 0, cues: tuple[str, ...] = ()) -> Rule:
+    return Rule(type_, label, re.compile(pattern, flags), cues)
 
 
 _PLACEHOLDER = r"(?![\[<{$*]|x{4}|\.\.\.)"  # not already redacted, a placeholder or a $VAR
@@ -39,6 +41,7 @@ RULES: tuple[Rule, ...] = (
         "gcp_private_key",
         "GCP service-account private key",
         r"(?P<pre>\"private_key\"\s*:\s*\")" + _PLACEHOLDER + r"(?P<secret>(?:[^\"\\]|\\.)+)(?=\")",
+        cues=("private_key",),
     ),
     _rule(
         "pem_private_key",
@@ -46,17 +49,37 @@ RULES: tuple[Rule, ...] = (
         r"(?P<secret>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
         r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*\Z))",
         re.DOTALL,
+        cues=("private key",),
     ),
-    _rule("anthropic_api_key", "Anthropic API key", r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}"),
-    _rule("openai_api_key", "OpenAI API key", r"(?<![\w-])sk-(?!ant-)[A-Za-z0-9_-]{20,}"),
-    _rule("github_token", "GitHub token", r"(?<!\w)(?:gh[pousr]_[A-Za-z0-9]{30,})(?!\w)"),
-    _rule("github_token", "GitHub token", r"(?<!\w)github_pat_[A-Za-z0-9_]{22,}"),
-    _rule("slack_token", "Slack token", r"(?<![\w-])xox[abposrce]-[A-Za-z0-9-]{10,}"),
-    _rule("stripe_key", "Stripe secret key", r"(?<!\w)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    _rule(
+        "anthropic_api_key", "Anthropic API key", r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}",
+        cues=("sk-ant-",),
+    ),
+    _rule(
+        "openai_api_key", "OpenAI API key", r"(?<![\w-])sk-(?!ant-)[A-Za-z0-9_-]{20,}",
+        cues=("sk-",),
+    ),
+    _rule(
+        "github_token", "GitHub token", r"(?<!\w)(?:gh[pousr]_[A-Za-z0-9]{30,})(?!\w)",
+        cues=("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    _rule(
+        "github_token", "GitHub token", r"(?<!\w)github_pat_[A-Za-z0-9_]{22,}",
+        cues=("github_pat_",),
+    ),
+    _rule(
+        "slack_token", "Slack token", r"(?<![\w-])xox[abposrce]-[A-Za-z0-9-]{10,}",
+        cues=("xox",),
+    ),
+    _rule(
+        "stripe_key", "Stripe secret key", r"(?<!\w)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+        cues=("_live_", "_test_"),
+    ),
     _rule(
         "aws_access_key_id",
         "AWS access key id",
         r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])",
+        cues=("akia", "asia"),
     ),
     _rule(
         "aws_secret_access_key",
@@ -64,11 +87,13 @@ RULES: tuple[Rule, ...] = (
         r"(?P<pre>aws_secret_access_key[\"']?\s*[=:]\s*[\"']?)" + _PLACEHOLDER +
         r"(?P<secret>[A-Za-z0-9/+=]{30,})",
         re.IGNORECASE,
+        cues=("aws_secret_access_key",),
     ),
     _rule(
         "jwt",
         "JSON Web Token",
         r"(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        cues=("eyj",),
     ),
     _rule(
         "url_password",
@@ -76,18 +101,21 @@ RULES: tuple[Rule, ...] = (
         r"(?P<pre>\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)" + _PLACEHOLDER +
         r"(?P<secret>[^\s@/]+)(?=@)",
         re.IGNORECASE,
+        cues=("://",),
     ),
     _rule(
         "bearer_token",
         "bearer token",
         r"(?P<pre>\bbearer\s+)" + _PLACEHOLDER + r"(?P<secret>[A-Za-z0-9._~+/=-]{16,})",
         re.IGNORECASE,
+        cues=("bearer",),
     ),
     _rule(
         "basic_auth",
         "HTTP basic credentials",
         r"(?P<pre>\bauthorization\s*:\s*basic\s+)(?P<secret>[A-Za-z0-9+/=]{8,})",
         re.IGNORECASE,
+        cues=("authorization",),
     ),
     _rule(
         "password",
@@ -95,6 +123,7 @@ RULES: tuple[Rule, ...] = (
         r"(?P<pre>\b(?:password|passwd|pwd|passphrase)[\"']?\s*[=:]\s*[\"']?)" + _PLACEHOLDER +
         r"(?P<secret>[^\s\"',;]{4,})",
         re.IGNORECASE,
+        cues=("password", "passwd", "pwd", "passphrase"),
     ),
     _rule(
         "secret",
@@ -103,6 +132,7 @@ RULES: tuple[Rule, ...] = (
         r"access[_-]?token|private[_-]?token)[\"']?\s*[=:]\s*[\"']?)" + _PLACEHOLDER +
         r"(?P<secret>[^\s\"',;]{8,})",
         re.IGNORECASE,
+        cues=("api", "secret", "token"),
     ),
 )  # fmt: skip
 
@@ -134,7 +164,10 @@ def _replacer(rule: Rule, counts: Counter[str]) -> Callable[[re.Match[str]], str
 def redact(text: str) -> Redacted:
     """Replace every secret the rules recognise in ``text``."""
     counts: Counter[str] = Counter()
+    lowered = text.lower()
     for rule in RULES:
+        if rule.cues and not any(cue in lowered for cue in rule.cues):
+            continue  # cheap: most texts hold no secret and skip every pattern
         text = rule.pattern.sub(_replacer(rule, counts), text)
     return Redacted(text, dict(counts))
 
