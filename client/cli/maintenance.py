@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
@@ -15,6 +14,7 @@ import typer
 from sealmem.client import health
 from sealmem.client.cli import output
 from sealmem.client.cli.memory import JsonOpt, open_store
+from sealmem.client.fsutil import atomic_write
 from sealmem.protocol.errors import InputError, StoreError
 
 __all__ = ["DoctorFailed", "register", "register_init"]
@@ -44,17 +44,7 @@ def init(as_json: JsonOpt = False) -> None:
 
 def _write_private(path: Path, data: str) -> None:
     """Write ``data`` to ``path`` atomically, readable by the owner only (it holds memories)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    atomic_write(path, data.encode("utf-8"), mode=0o600)
 
 
 def export(

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from sealmem.client.fsutil import atomic_write
 from sealmem.client.hosts import claude_hooks, jsonedit, tomlblock
 from sealmem.client.hosts.configs import SERVER_NAME, Host, hook_command
 from sealmem.protocol.errors import InputError
@@ -284,17 +283,7 @@ def _timestamp(now: datetime | None) -> str:
 
 def _write_atomic(path: Path, text: str, mode: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, text.encode("utf-8"), mode=mode)
 
 
 def apply_edits(edits: list[FileEdit], *, now: datetime | None = None) -> list[Path]:
