@@ -46,6 +46,17 @@ def open_team() -> Iterator[Team]:
         store.close()
 
 
+def _login_name() -> str:
+    """The display name a member gets when it gives none: its login name."""
+    import getpass
+
+    try:
+        name = getpass.getuser().strip()
+    except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER in a container
+        name = ""
+    return name[:64] or "member"
+
+
 def passphrase_for(what: str, *, confirm: bool = False) -> str:
     """A passphrase from ``$SEALMEM_PASSPHRASE`` or a hidden prompt (never from argv)."""
     from sealmem.client.identity import PASSPHRASE_ENV
@@ -139,7 +150,10 @@ def invite(as_json: JsonOpt = False) -> None:
 
 def join(
     invite_text: Annotated[str, typer.Argument(metavar="INVITE", help="The invite line.")],
-    me: Annotated[str, typer.Option("--name", help="Your display name in the roster.")],
+    me: Annotated[
+        str | None,
+        typer.Option("--name", help="Your display name in the roster (default: your login name)."),
+    ] = None,
     folder: Annotated[
         Path | None, typer.Option("--folder", help="Where the shared folder is mounted here.")
     ] = None,
@@ -170,12 +184,15 @@ def join(
         key = import_member_key(home, MemberKey.import_bundle(data, passphrase_for("the bundle")))
     else:
         key = load_member_key(home)
+    me = me or _login_name()
     join_team(
-        home, inv, key, name=me, folder=None if folder is None else str(folder), hub=hub,
+        home, inv, key, name=me,
+        folder=None if folder is None else str(folder), hub=hub,
         post_request=key_bundle is None, now=now_ms(),
     )  # fmt: skip
     doc: dict[str, Any] = {
         "team": inv.team,
+        "name": me,
         "kid": key.kid,
         "fingerprint": key.public().fingerprint(),
         "root_fingerprint": inv.root_fingerprint,

@@ -119,3 +119,17 @@ def test_watch_follows_the_hub_change_feed(hub: BackgroundHub, tmp_path: Path) -
     finally:
         watcher.terminate()
         watcher.communicate(timeout=20)
+
+
+def test_join_without_a_name_uses_the_login_name(hub: BackgroundHub, tmp_path: Path) -> None:
+    admin, carol = tmp_path / "admin", tmp_path / "carol"
+    run(admin, "team", "create", "acme", "--hub", hub.url, "--operator-token", TOKEN)
+    invite = str(j(run(admin, "team", "invite", "--json"))["invite"])
+    env_user = {"USER": "carol-login", "LOGNAME": "carol-login"}
+    proc = subprocess.run(
+        [*CLI, "team", "join", invite, "--json"],
+        env={**os.environ, "SEALMEM_HOME": str(carol), **env_user},
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert json.loads(proc.stdout)["name"] == "carol-login"
+    assert "carol-login" in run(admin, "admin", "requests").stdout
