@@ -62,7 +62,7 @@ class FolderTransport(Transport):
         if not self._root.is_dir():
             raise TransportError(
                 f"the shared folder {self._root} does not exist or is not a directory; "
-                "mount it or pass the right --folder path"
+                "mount it there (or, if it moved, fix 'location' in team.json)"
             )
         self._base = self._root / "sealmem" / self._team
 

@@ -136,9 +136,15 @@ def sync(
                 for project in sorted(roster.projects):
                     if roster.can_read(team.me, project):
                         _pull_project(team, project, summary, tick)
-            if push:
+            revoked = roster.revocation(team.me)
+            if push and revoked is not None:
+                summary.warnings.append(
+                    f"this member was revoked from the team in roster v{revoked.at_version}: "
+                    "nothing is pushed, and teammates refuse what it writes; ask an admin"
+                )
+            elif push:
                 for project in sorted(roster.projects):
-                    if roster.can_write(team.me, project) and roster.revocation(team.me) is None:
+                    if roster.can_write(team.me, project):
                         _push_with_retry(team, project, summary, tick)
         finished = tick()
         with transaction(team.conn):

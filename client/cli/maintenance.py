@@ -193,8 +193,9 @@ def doctor(as_json: JsonOpt = False) -> None:
 
 
 def status(as_json: JsonOpt = False) -> None:
-    """Where the state lives, the current project, and what the store holds."""
+    """Where the state lives, the current project, what the store holds, sync health."""
     from sealmem.client.paths import current_project, home
+    from sealmem.client.team import sync_health
 
     with open_store() as store:
         doc: dict[str, Any] = {
@@ -203,11 +204,28 @@ def status(as_json: JsonOpt = False) -> None:
             "author": store.author,
             "project": current_project(),
             "stats": store.stats(),
+            "sync": sync_health(home(), store.connection),
         }
     if as_json:
         output.emit_json(doc)
-    else:
-        _print_mapping(doc)
+        return
+    sync = doc.pop("sync")
+    _print_mapping(doc)
+    typer.echo(_sync_line(sync))
+    for alarm in sync.get("alarms", []):
+        typer.echo(f"  ALARM {alarm}")
+
+
+def _sync_line(sync: Mapping[str, Any]) -> str:
+    """One line on sync health for people ('sealmem team status' has the details)."""
+    if not sync.get("configured"):
+        return f"sync: {sync.get('detail', 'not configured')}"
+    where = f"team {sync['team']} via {sync['transport']} at {sync['location']}"
+    last = sync.get("last_sync")
+    if not last:
+        return f"sync: {where}; never synced (run 'sealmem sync')"
+    when = output.format_time(int(last["finished_at"]))
+    return f"sync: {where}; last {when}: {last['summary'].get('summary', '')}"
 
 
 def register_init(app: typer.Typer) -> None:

@@ -1,0 +1,37 @@
+"""A member learns where it stands: revoked members are told so, status shows sync health."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from sealmem.client import admin
+from tests.sync.conftest import World
+
+
+def test_a_revoked_member_is_told_and_pushes_nothing(world: World) -> None:
+    adm, bob = world.nodes["admin"], world.nodes["bob"]
+    admin.revoke(adm.t, "bob", keep_data=False, now=adm.clock())
+    bob.remember("written after the revocation")
+    summary = bob.sync()
+    assert summary.pushed_versions == 0
+    assert any("revoked from the team" in w for w in summary.warnings)
+
+
+def test_status_reports_sync_health(world: World) -> None:
+    alice = world.nodes["alice"]
+    alice.remember("status check memory")
+    alice.sync()
+    env = {**os.environ, "SEALMEM_HOME": str(alice.home)}
+    cli = [sys.executable, "-m", "sealmem.client.cli", "status"]
+    doc = json.loads(
+        subprocess.run([*cli, "--json"], env=env, capture_output=True, text=True, check=True).stdout
+    )
+    assert doc["sync"]["configured"] is True
+    assert doc["sync"]["transport"] == "folder"
+    assert doc["sync"]["last_sync"]["summary"]["pushed_versions"] == 1
+    human = subprocess.run(cli, env=env, capture_output=True, text=True, check=True).stdout
+    assert "sync: team " in human
+    assert "via folder" in human
