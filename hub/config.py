@@ -27,7 +27,7 @@ _MIN_TOKEN = 16
 class HubConfig:
     data_dir: Path
     host: str = "127.0.0.1"
-    port: int = 8470
+    port: int = 8765
     operator_token: str | None = field(default=None, repr=False)
     allow_teams: frozenset[str] = frozenset()
     #: largest request body (a chunk is at most 8 MiB, a roster publish 4 MiB + keyrings)

@@ -16,7 +16,7 @@ hub_app = typer.Typer(help="Run the blind relay hub (it stores ciphertext it can
 def serve(
     data: Annotated[Path, typer.Option("--data", help="Directory for the hub database and blobs.")],
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8470,
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
     operator_token: Annotated[
         str | None,
         typer.Option(
