@@ -161,10 +161,16 @@ def _replacer(rule: Rule, counts: Counter[str]) -> Callable[[re.Match[str]], str
     return replace
 
 
+# The non-ASCII letters that re.IGNORECASE matches to an ASCII one (dotted capital I,
+# dotless i, long s, Kelvin sign): folded before the cue check, or "paſſword=..."
+# would skip the rule its pattern matches.
+_CASE_TWINS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
 def redact(text: str) -> Redacted:
     """Replace every secret the rules recognise in ``text``."""
     counts: Counter[str] = Counter()
-    lowered = text.lower()
+    lowered = text.lower() if text.isascii() else text.translate(_CASE_TWINS).lower()
     for rule in RULES:
         if rule.cues and not any(cue in lowered for cue in rule.cues):
             continue  # cheap: most texts hold no secret and skip every pattern

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
+import string
 
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.redact import redact
+from sealmem.client.redact import RULES, redact
 
 # Fake secrets, assembled here so no real-looking token sits in the source as one string.
 ALNUM = "A1b2C3d4E5f6G7h8J9k0L1m2N3p4Q5r6S7t8U9v0"
@@ -97,3 +99,67 @@ def test_two_secrets_of_a_kind_are_counted() -> None:
     assert result.found == {"aws_access_key_id": 2}
     assert a not in result.text
     assert b not in result.text
+
+
+# More spellings of the case-insensitive rules, so every alternative's cue is exercised.
+IGNORECASE_CASES = [
+    ("password", "hunter2hunter2", "passwd={}"),
+    ("password", "hunter2hunter2", "PWD: {}"),
+    ("password", "hunter2hunter2", "passphrase = {}"),
+    ("basic_auth", "dXNlcjpwYXNzd29yZA==", "Authorization: Basic {}"),
+    ("secret", ALNUM[:24], "APIKEY={}"),
+    ("secret", ALNUM[:24], "secret_key: {}"),
+    ("secret", ALNUM[:24], "client-secret={}"),
+    ("secret", ALNUM[:24], "auth_token={}"),
+    ("secret", ALNUM[:24], "access_token={}"),
+    ("secret", ALNUM[:24], "private-token={}"),
+    ("bearer_token", ALNUM[:32], "BEARER {}"),
+    ("aws_secret_access_key", ALNUM, "AWS_SECRET_ACCESS_KEY: {}"),
+]
+
+
+def _case_twins() -> dict[str, list[str]]:
+    """Each ASCII letter's non-ASCII characters that ``re.IGNORECASE`` also matches."""
+    any_letter = re.compile("[a-z]", re.IGNORECASE)
+    twins: dict[str, list[str]] = {}
+    for code in range(128, 0x110000):
+        char = chr(code)
+        if any_letter.fullmatch(char):
+            for letter in string.ascii_lowercase:
+                if re.fullmatch(letter, char, re.IGNORECASE):
+                    twins.setdefault(letter, []).append(char)
+    return twins
+
+
+def test_a_case_twin_letter_does_not_skip_a_rule() -> None:
+    """A rule's cues hold for every text its pattern matches, whatever letters spell it.
+
+    Exhaustive over Unicode: any character the regex engine folds to an ASCII letter
+    (the long s, the dotless i, the dotted capital I, the Kelvin sign) is put in place of
+    that letter, one position at a time and all at once; whenever the rule's own pattern
+    still matches, redact must still replace the secret.
+    """
+    twins = _case_twins()
+    assert twins  # the scan found the characters it is meant to test
+    by_type = {rule.type: [r for r in RULES if r.type == rule.type] for rule in RULES}
+    checked = 0
+    for kind, secret, template in CASES + IGNORECASE_CASES:
+        text = template.format(secret)
+        cut = text.index(secret)
+        head = text[:cut]  # vary the words around the secret, not the secret itself
+        variants = []
+        for i, char in enumerate(head):
+            for twin in twins.get(char.lower(), []):
+                variants.append(head[:i] + twin + head[i + 1 :])
+        for letter, chars in twins.items():
+            for twin in chars:
+                variants.append(re.sub(letter, twin, head, flags=re.IGNORECASE))
+        for variant_head in variants:
+            variant = variant_head + text[cut:]
+            if not any(rule.pattern.search(variant) for rule in by_type[kind]):
+                continue
+            checked += 1
+            result = redact(variant)
+            assert secret not in result.text, (kind, variant_head)
+            assert result.found.get(kind) == 1, (kind, variant_head)
+    assert checked > 50
