@@ -34,8 +34,11 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, exclusive: bool 
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode)
     try:
-        os.fchmod(fd, mode)  # exactly ``mode``, whatever the umask
         with os.fdopen(fd, "wb") as fh:
+            # Exactly ``mode`` whatever the umask (which can only remove bits); a share
+            # that refuses chmod (vfat, some network mounts) keeps what open() gave.
+            with contextlib.suppress(OSError):
+                os.fchmod(fh.fileno(), mode)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

@@ -13,6 +13,7 @@ change events, so the watcher also syncs every ``interval_s`` seconds.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -106,13 +107,20 @@ def _follow_feed(
     cursor = 0
     first = True
     while not stop.is_set():
+        started = time.monotonic()
         try:
             cursor, changes = hub.changes(cursor, wait_s=0 if first else wait_s)
         except SealmemError:
             stop.wait(min(wait_s, 5.0))  # hub unreachable: the interval sync reports it
             continue
+        except RuntimeError:  # the transport was closed under us while stopping
+            if stop.is_set():
+                return
+            raise
         if not first and any(c.get("writer") != me for c in changes):
             wake.set()
+        if not first and not changes and time.monotonic() - started < 1.0:
+            stop.wait(1.0)  # a hub that answers without waiting: do not spin
         first = False
 
 

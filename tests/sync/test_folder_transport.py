@@ -82,3 +82,18 @@ def test_no_temp_files_left_behind(folder: FolderTransport) -> None:
     leftovers = [p for p in folder.base.rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == []
     assert folder.keyrings("proj") == [b"k1"]
+
+
+def test_atomic_write_sets_the_exact_mode_whatever_the_umask(tmp_path: Path) -> None:
+    from sealmem.client.fsutil import atomic_write
+
+    old = os.umask(0o077)
+    try:
+        atomic_write(tmp_path / "shared.json", b"{}", mode=0o644)
+        atomic_write(tmp_path / "private.json", b"{}", mode=0o600)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "shared.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "private.json").stat().st_mode & 0o777 == 0o600
+    assert atomic_write(tmp_path / "shared.json", b"x", exclusive=True) is False
+    assert (tmp_path / "shared.json").read_bytes() == b"{}"
