@@ -156,6 +156,7 @@ def create_team(
     team = Team(Path(home_dir), store, key, config, transport)
     team.state = TrustedState.pin(SUITE, team_id, key.sign_public)
     try:
+        transport.prepare_new_team()
         _publish(team, roster, projects, now)
     except BaseException:
         transport.close()

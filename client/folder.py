@@ -76,7 +76,28 @@ class FolderTransport(Transport):
 
     # -- helpers ---------------------------------------------------------------
 
+    def _team_dir(self) -> Path:
+        """The team's directory, which only 'team create' makes.
+
+        An unmounted share usually leaves an empty mount point behind; writing there
+        would put the team's files on the local disk and show an empty team.
+        """
+        if not self._base.is_dir():
+            raise TransportError(
+                f"the team folder {self._base} is missing: is the shared folder mounted at "
+                f"{self._root}? (only 'sealmem team create' makes it)"
+            )
+        return self._base
+
+    def prepare_new_team(self) -> None:
+        """Make the team's directory (``team create``; every other write needs it to exist)."""
+        try:
+            ensure_dir(self._base, 0o755)
+        except OSError as exc:
+            raise TransportError(f"cannot create {self._base}: {exc}") from exc
+
     def _dir(self, *parts: str) -> Path:
+        self._team_dir()
         try:
             return ensure_dir(self._base.joinpath(*parts), 0o755)
         except OSError as exc:
@@ -137,7 +158,7 @@ class FolderTransport(Transport):
 
     def rosters(self, after_version: int) -> list[bytes]:
         out = []
-        for version, path in self._listing(self._base / "roster", _ROSTER):
+        for version, path in self._listing(self._team_dir() / "roster", _ROSTER):
             if version > after_version and (data := self._read(path, MAX_ROSTER_BYTES)) is not None:
                 out.append(data)
         return out

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -39,7 +40,7 @@ from sealmem.crypto import SUITE, ContentKey, random_bytes
 from sealmem.protocol import reasons
 from sealmem.protocol.chunks import open_chunk
 from sealmem.protocol.envelope import unpack
-from sealmem.protocol.errors import Rejected, StoreError
+from sealmem.protocol.errors import Rejected, SealmemError, StoreError
 from sealmem.protocol.hlc import ZERO
 from sealmem.protocol.manifest import Head, Manifest
 from sealmem.protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
@@ -124,34 +125,62 @@ def sync(
     summary = SyncSummary()
     with sync_lock(team.home):
         started = tick()
-        summary.refused += team.refresh(started)
-        roster = team.state.roster
-        if roster is None or roster.member(team.me) is None:
-            summary.warnings.append(
-                "not a member of the trusted roster yet: an admin must approve the join request"
-            )
-        else:
-            if pull:
-                _purge_revoked(team, summary, tick())
-                for project in sorted(roster.projects):
-                    if roster.can_read(team.me, project):
-                        _pull_project(team, project, summary, tick)
-            revoked = roster.revocation(team.me)
-            if push and revoked is not None:
-                summary.warnings.append(
-                    f"this member was revoked from the team in roster v{revoked.at_version}: "
-                    "nothing is pushed, and teammates refuse what it writes; ask an admin"
-                )
-            elif push:
-                for project in sorted(roster.projects):
-                    if roster.can_write(team.me, project):
-                        _push_with_retry(team, project, summary, tick)
-        finished = tick()
-        with transaction(team.conn):
-            for r in summary.refused:
-                replica.log_refusal(team.conn, finished, r.reason, r.object, r.detail)
-            replica.record_run(team.conn, started, finished, summary.to_dict())
+        try:
+            _run(team, summary, tick, started, push=push, pull=pull)
+        except SealmemError as exc:
+            # Stopped part way (folder gone, hub down): keep what was learnt, say why;
+            # a store too broken to record it must not hide the original error.
+            with contextlib.suppress(SealmemError, sqlite3.Error):
+                _record(team, summary, started, tick(), error=str(exc))
+            raise
+        _record(team, summary, started, tick())
     return summary
+
+
+def _run(
+    team: Team,
+    summary: SyncSummary,
+    tick: Callable[[], int],
+    started: int,
+    *,
+    push: bool,
+    pull: bool,
+) -> None:
+    summary.refused += team.refresh(started)
+    roster = team.state.roster
+    if roster is None or roster.member(team.me) is None:
+        summary.warnings.append(
+            "not a member of the trusted roster yet: an admin must approve the join request"
+        )
+        return
+    if pull:
+        _purge_revoked(team, summary, tick())
+        for project in sorted(roster.projects):
+            if roster.can_read(team.me, project):
+                _pull_project(team, project, summary, tick)
+    revoked = roster.revocation(team.me)
+    if push and revoked is not None:
+        summary.warnings.append(
+            f"this member was revoked from the team in roster v{revoked.at_version}: "
+            "nothing is pushed, and teammates refuse what it writes; ask an admin"
+        )
+    elif push:
+        for project in sorted(roster.projects):
+            if roster.can_write(team.me, project):
+                _push_with_retry(team, project, summary, tick)
+
+
+def _record(
+    team: Team, summary: SyncSummary, started: int, finished: int, error: str | None = None
+) -> None:
+    """Log the refusals and the run, also for a sync that stopped part way."""
+    doc = summary.to_dict()
+    if error is not None:
+        doc["error"] = error
+    with transaction(team.conn):
+        for r in summary.refused:
+            replica.log_refusal(team.conn, finished, r.reason, r.object, r.detail)
+        replica.record_run(team.conn, started, finished, doc)
 
 
 # -- pull ----------------------------------------------------------------------------

@@ -95,5 +95,8 @@ class Transport(abc.ABC):
         found = self.writer_manifests(project, writer)
         return found[0] if found else None
 
+    def prepare_new_team(self) -> None:  # noqa: B027 - optional hook
+        """Get ready to hold a team that does not exist yet (before roster v1 is published)."""
+
     def close(self) -> None:  # noqa: B027 - optional hook, most transports hold nothing open
         """Release what the transport holds."""

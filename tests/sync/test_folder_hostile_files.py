@@ -27,6 +27,7 @@ def _writer_dir(world: World, node: Node) -> Path:
 
 def test_a_huge_manifest_is_read_only_up_to_its_limit(tmp_path: Path) -> None:
     folder = FolderTransport(tmp_path, "team1")
+    folder.prepare_new_team()
     folder.push("proj", WRITER, 1, b"m1", {})
     huge = folder.base / "snapshots" / "proj" / WRITER / "manifest-000000000002.json"
     with open(huge, "wb") as fh:
@@ -39,6 +40,7 @@ def test_a_huge_manifest_is_read_only_up_to_its_limit(tmp_path: Path) -> None:
 
 def test_non_files_under_read_names_are_missing_not_errors(tmp_path: Path) -> None:
     folder = FolderTransport(tmp_path, "team1")
+    folder.prepare_new_team()
     folder.push("proj", WRITER, 1, b"m1", {})
     writer_dir = folder.base / "snapshots" / "proj" / WRITER
     (writer_dir / "manifest-000000000002.json").mkdir()

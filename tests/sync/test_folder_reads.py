@@ -12,6 +12,7 @@ OTHER = "c" * 26
 
 def test_newest_seqs_and_manifests_read_only_what_is_asked(tmp_path: Path) -> None:
     folder = FolderTransport(tmp_path, "team1")
+    folder.prepare_new_team()
     assert folder.newest_seqs("proj") == {}
     assert folder.newest_manifest("proj", WRITER) is None
     for seq in range(1, MANIFESTS_KEPT + 2):

@@ -16,7 +16,10 @@ CHUNK = "0" * 64
 
 @pytest.fixture
 def folder(tmp_path: Path) -> FolderTransport:
-    return FolderTransport(tmp_path, "team1")
+    transport = FolderTransport(tmp_path, "team1")
+    transport.prepare_new_team()  # what 'team create' does first
+    transport.put_roster(1, b"one")
+    return transport
 
 
 def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
@@ -25,13 +28,13 @@ def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_roster_chain_in_order_and_never_overwritten(folder: FolderTransport) -> None:
+    folder.put_roster(3, b"three")
     folder.put_roster(2, b"two")
-    folder.put_roster(1, b"one")
-    assert folder.rosters(0) == [b"one", b"two"]
-    assert folder.rosters(1) == [b"two"]
+    assert folder.rosters(0) == [b"one", b"two", b"three"]
+    assert folder.rosters(1) == [b"two", b"three"]
     with pytest.raises(TransportError, match="already exists"):
         folder.put_roster(2, b"other")
-    assert folder.rosters(1) == [b"two"]
+    assert folder.rosters(2) == [b"three"]
 
 
 def test_push_writes_chunks_then_manifest_and_keeps_a_few(folder: FolderTransport) -> None:
@@ -97,3 +100,20 @@ def test_atomic_write_sets_the_exact_mode_whatever_the_umask(tmp_path: Path) -> 
     assert (tmp_path / "private.json").stat().st_mode & 0o777 == 0o600
     assert atomic_write(tmp_path / "shared.json", b"x", exclusive=True) is False
     assert (tmp_path / "shared.json").read_bytes() == b"{}"
+
+
+def test_an_unmounted_share_is_an_error_not_an_empty_team(tmp_path: Path) -> None:
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    created = FolderTransport(mount, "team1")
+    created.prepare_new_team()
+    created.put_roster(1, b"one")
+    (mount / "sealmem").rename(tmp_path / "elsewhere")  # the share is gone; the mount point stays
+    folder = FolderTransport(mount, "team1")
+    with pytest.raises(TransportError, match="mounted"):
+        folder.rosters(0)
+    with pytest.raises(TransportError, match="mounted"):
+        folder.push("proj", WRITER, 2, b"m2", {CHUNK: b"c"})
+    with pytest.raises(TransportError, match="mounted"):
+        folder.post_request(WRITER, b"join")
+    assert list(mount.iterdir()) == []  # nothing written to the local disk

@@ -35,3 +35,20 @@ def test_status_reports_sync_health(world: World) -> None:
     human = subprocess.run(cli, env=env, capture_output=True, text=True, check=True).stdout
     assert "sync: team " in human
     assert "via folder" in human
+
+
+def test_a_sync_stopped_by_a_missing_share_is_recorded_with_its_reason(world: World) -> None:
+    import pytest
+
+    from sealmem.client import replica
+    from sealmem.protocol.errors import TransportError
+
+    alice = world.nodes["alice"]
+    alice.sync()
+    (world.folder / "sealmem").rename(world.root / "share-unmounted")
+    with pytest.raises(TransportError, match="mounted"):
+        alice.sync()
+    last = replica.last_run(alice.store.connection)
+    assert last is not None
+    assert "mounted" in last["summary"]["error"]
+    assert list(world.folder.iterdir()) == []
