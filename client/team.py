@@ -226,13 +226,19 @@ class Team:
         return roster
 
     def content_key(self, project: str, epoch: int) -> ContentKey | None:
-        """This member's content key for a project epoch, or None if it holds none."""
+        """This member's content key for a project epoch, or None if it holds none.
+
+        ``Rejected`` (``tampered``) if the unwrapped key is not the one the keyring's
+        ``key_id`` commits to.
+        """
         slot = (project, epoch)
         if slot not in self._keys:
             keyring = self.state.keyring(project, epoch)
             if keyring is None or self.me not in keyring.wraps:
                 return None
-            self._keys[slot] = ContentKey.unwrap(keyring.wraps[self.me], self.key)
+            key = ContentKey.unwrap(keyring.wraps[self.me], self.key)
+            keyring.check_key(key)
+            self._keys[slot] = key
         return self._keys[slot]
 
     def refresh(self, now: int) -> list[Refusal]:
