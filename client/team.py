@@ -260,8 +260,11 @@ class Team:
         for project in projects:
             if roster is None or not roster.can_read(self.me, project):
                 continue
-            if not accepted_rosters and state.keyring(project, roster.projects[project]):
+            known = state.keyring(project, roster.projects[project])
+            if not accepted_rosters and known is not None and self.me in known.wraps:
                 continue  # keyrings only change with a new roster version
+            # (a keyring without our wrap may be the one an approval re-publishes with
+            # it, seen before the update reached this transport: look again)
             for data in self.transport.keyrings(project):
                 try:
                     new_state, keyring = accept_keyring(SUITE, state, data)

@@ -99,3 +99,28 @@ def test_a_wrap_that_does_not_match_key_id_is_refused_as_tampered(world: World) 
     summary = dave.sync()
     assert reasons.TAMPERED in {r.reason for r in summary.refused}, summary.to_dict()
     assert mem.id not in dave.memories()
+
+
+def test_a_newcomer_that_first_sees_the_old_keyring_picks_up_the_update_later(
+    world: World,
+) -> None:
+    """A folder service may deliver the new roster before the re-published keyring."""
+    adm, alice = world.nodes["admin"], world.nodes["alice"]
+    mem = alice.remember("written before dave joined")
+    alice.sync()
+    epoch = adm.t.roster().projects[PROJECT]
+    path = (
+        world.folder / "sealmem" / adm.t.config.team / "keyrings" / PROJECT / f"{epoch:010d}.json"
+    )
+    old = path.read_bytes()
+    (dave,) = world.add_members("dave")
+    new = path.read_bytes()
+    path.write_bytes(old)  # the update has not arrived on dave's machine yet
+    lagging = dave.sync()
+    assert mem.id not in dave.memories()
+    assert dave.t.state.keyring(PROJECT, epoch) is not None  # the old one, without dave
+    assert dave.t.content_key(PROJECT, epoch) is None
+    assert lagging.refused == []
+    path.write_bytes(new)  # it arrives; no roster version moves in between
+    assert dave.sync().refused == []
+    assert mem.id in dave.memories()
