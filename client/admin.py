@@ -1,8 +1,11 @@
 """Admin operations (DESIGN §4): create a team, approve, issue, grant, revoke, rotate, reset.
 
-Every change is one new roster version, signed by this member's admin key, plus
-a fresh content key (a new epoch, wrapped to the readers of the new roster) for
-every project whose readers changed.  Keyrings are published before the roster
+Every change is one new roster version, signed by this member's admin key.  A
+change that only adds readers (approve, issue, a read grant) re-publishes the
+project's current keyring with wraps for the new readers (same epoch, same
+key); one that removes a reader (revoke, a grant taken back) or ``admin
+rotate`` starts a new epoch with a fresh content key.  An admin that cannot
+unwrap the current key falls back to a new epoch.  Keyrings are published before the roster
 that names their epoch, so a reader who sees the roster finds its keyrings.
 Before changing anything the admin refreshes its roster from the transport, so
 it always extends the newest version.
@@ -60,12 +63,24 @@ def _check_project(project: str) -> str:
     return project
 
 
-def _publish(team: Team, roster: Roster, rekey: Iterable[str], now: int) -> Roster:
-    """Sign and publish ``roster`` with new keyrings for ``rekey``; trust them locally."""
+def _publish(
+    team: Team, roster: Roster, rekey: Iterable[str], now: int, *, extend: Iterable[str] = ()
+) -> Roster:
+    """Sign and publish ``roster`` with new keyrings for ``rekey`` and the current key
+    re-wrapped to the readers of ``roster`` for ``extend``; trust them locally."""
     roster = roster.check(SUITE)
+    keys = {p: ContentKey.generate() for p in set(rekey)}
+    for project in set(extend) - keys.keys():
+        key = _current_key(team, roster, project)
+        if key is None:
+            raise InputError(
+                f"cannot re-wrap the key of {project!r}: this admin holds none; "
+                "rotate the project instead ('sealmem admin rotate')"
+            )
+        keys[project] = key
     keyrings = []
-    for project in sorted(set(rekey)):
-        keyring = build_keyring(ContentKey.generate(), roster, project)
+    for project in sorted(keys):
+        keyring = build_keyring(keys[project], roster, project)
         keyrings.append((project, keyring.epoch, keyring.sign(team.key)))
     roster_bytes = roster.sign(team.key)
     for project, epoch, data in keyrings:
@@ -91,6 +106,32 @@ def _admin_roster(team: Team, now: int) -> Roster:
             f"(roster v{roster.version}); ask an admin to run this command"
         )
     return roster
+
+
+def _current_key(team: Team, roster: Roster, project: str) -> ContentKey | None:
+    """This admin's key for ``project``'s epoch in ``roster``, if it holds a valid one."""
+    epoch = roster.projects.get(project)
+    if epoch is None:
+        return None
+    try:
+        return team.content_key(project, epoch)
+    except Rejected:  # a wrap that does not match key_id: never re-wrap it
+        return None
+
+
+def _added_readers(
+    team: Team, roster: Roster, projects: Iterable[str]
+) -> tuple[list[str], list[str]]:
+    """Split projects that gain readers into (extend the current epoch, rotate).
+
+    Extending needs the current key, so a project this admin cannot unwrap (or a
+    new one) gets a new epoch instead.
+    """
+    extend: list[str] = []
+    rotate: list[str] = []
+    for project in sorted(set(projects)):
+        (extend if _current_key(team, roster, project) is not None else rotate).append(project)
+    return extend, rotate
 
 
 def _bump(roster: Roster, projects: Iterable[str]) -> dict[str, int]:
@@ -248,12 +289,12 @@ def approve(
         members.append(Member(req.kid, req.name, req.sign_public, req.box_public))
         grants += _grants_for(req.kid, granted, read, write)
         done.append(Approved(req.kid, req.name, req.fingerprint))
-    rekey = granted if read else []
+    extend, rekey = _added_readers(team, roster, granted if read else [])
     new = roster.successor(
         SUITE, created_at=now, members=tuple(members), grants=tuple(grants),
         projects=_bump(roster, rekey),
     )  # fmt: skip
-    _publish(team, new, rekey, now)
+    _publish(team, new, rekey, now, extend=extend)
     for item in done:
         team.transport.remove_request(item.kid)
     return done
@@ -277,13 +318,13 @@ def issue(
     granted = sorted(set(projects) if projects else set(roster.projects))
     key = MemberKey.generate()
     member = Member(key.kid, name, key.sign_public, key.box_public, "member", True)
-    rekey = granted if read else []
+    extend, rekey = _added_readers(team, roster, granted if read else [])
     new = roster.successor(
         SUITE, created_at=now, members=(*roster.members, member),
         grants=(*roster.grants, *_grants_for(key.kid, granted, read, write)),
         projects=_bump(roster, rekey),
     )  # fmt: skip
-    _publish(team, new, rekey, now)
+    _publish(team, new, rekey, now, extend=extend)
     bundle = key.export_bundle(passphrase, kdf=kdf)
     return bundle, Approved(key.kid, name, fingerprint_of(key.sign_public, key.box_public))
 
@@ -298,12 +339,17 @@ def grant(team: Team, who: str, project: str, *, read: bool, write: bool, now: i
     if read or write:
         grants.append(Grant(member.kid, project, read, write))
     new_project = project not in roster.projects
-    readers_changed = new_project or (old is not None and old.read) != read
-    rekey = [project] if readers_changed else []
+    had_read = old is not None and old.read
+    extend: list[str] = []
+    rekey: list[str] = []
+    if new_project or (had_read and not read):
+        rekey = [project]  # a new project, or a reader removed: a new epoch
+    elif read and not had_read:
+        extend, rekey = _added_readers(team, roster, [project])
     new = roster.successor(
         SUITE, created_at=now, grants=tuple(grants), projects=_bump(roster, rekey)
     )
-    return _publish(team, new, rekey, now)
+    return _publish(team, new, rekey, now, extend=extend)
 
 
 def revoke(team: Team, who: str, *, keep_data: bool, now: int) -> Roster:

@@ -73,8 +73,9 @@ def save_roster(conn: sqlite3.Connection, version: int, data: bytes, now: int) -
 
 
 def save_keyring(conn: sqlite3.Connection, project: str, epoch: int, data: bytes, now: int) -> None:
+    """Keep the accepted keyring of (project, epoch), replacing an older one it updates."""
     conn.execute(
-        "INSERT OR IGNORE INTO team_objects (kind, name, data, accepted_at) VALUES (?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO team_objects (kind, name, data, accepted_at) VALUES (?, ?, ?, ?)",
         ("keyring", f"{project}/{epoch:010d}", data, now),
     )
 

@@ -362,7 +362,11 @@ def _push_with_retry(
 def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> None:
     roster = team.roster()
     epoch = roster.projects[project]
-    key = team.content_key(project, epoch)
+    try:
+        key = team.content_key(project, epoch)
+    except Rejected as exc:  # the wrap does not match the keyring's key_id: never write
+        summary.refused.append(Refusal(exc.reason, f"keyring {project}", exc.detail))
+        return
     if key is None:
         summary.warnings.append(
             f"no key for {project!r} epoch {epoch} yet; not pushing (sync again later)"

@@ -226,13 +226,19 @@ class Team:
         return roster
 
     def content_key(self, project: str, epoch: int) -> ContentKey | None:
-        """This member's content key for a project epoch, or None if it holds none."""
+        """This member's content key for a project epoch, or None if it holds none.
+
+        ``Rejected`` (``tampered``) if the unwrapped key is not the one the keyring's
+        ``key_id`` commits to.
+        """
         slot = (project, epoch)
         if slot not in self._keys:
             keyring = self.state.keyring(project, epoch)
             if keyring is None or self.me not in keyring.wraps:
                 return None
-            self._keys[slot] = ContentKey.unwrap(keyring.wraps[self.me], self.key)
+            key = ContentKey.unwrap(keyring.wraps[self.me], self.key)
+            keyring.check_key(key)
+            self._keys[slot] = key
         return self._keys[slot]
 
     def refresh(self, now: int) -> list[Refusal]:
@@ -254,8 +260,11 @@ class Team:
         for project in projects:
             if roster is None or not roster.can_read(self.me, project):
                 continue
-            if not accepted_rosters and state.keyring(project, roster.projects[project]):
+            known = state.keyring(project, roster.projects[project])
+            if not accepted_rosters and known is not None and self.me in known.wraps:
                 continue  # keyrings only change with a new roster version
+            # (a keyring without our wrap may be the one an approval re-publishes with
+            # it, seen before the update reached this transport: look again)
             for data in self.transport.keyrings(project):
                 try:
                     new_state, keyring = accept_keyring(SUITE, state, data)

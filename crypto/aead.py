@@ -18,6 +18,7 @@ from sealmem.protocol.errors import DecryptionError, InputError
 __all__ = ["ContentKey"]
 
 _KEY_ID_PERSON = b"sealmem-keyid-v1"
+_COMMIT_PERSON = b"sealmem-keycmt-1"
 
 
 class ContentKey:
@@ -97,6 +98,14 @@ class ContentKey:
     def key_id(self) -> str:
         """A short id derived from the key by BLAKE2b; safe to show and log."""
         return b32(blake2b(self._key, size=10, person=_KEY_ID_PERSON))
+
+    def commitment(self) -> str:
+        """The keyring's public commitment to this key: hex BLAKE2b-256, own domain.
+
+        ``key_id`` (80 bits) names a key in messages; a keyring update must not be
+        able to swap the key behind an equal commitment, so this one is 256 bits.
+        """
+        return blake2b(self._key, size=32, person=_COMMIT_PERSON).hex()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ContentKey):

@@ -7,20 +7,25 @@ roster version it names)::
     team, project   ids
     epoch           content-key epoch (>= 1), as in roster.projects
     roster_version  the roster whose readers the key is wrapped to
+    key_id          hex BLAKE2b-256 commitment to the key (``ContentKey.commitment``)
     wraps           {kid: b64url(SealedBox(key, member box_public))}
 
-Unwrapping needs a member's secret key, so it lives in ``sealmem.crypto``
-(``ContentKey.unwrap(keyring.wraps[kid], member_key)``).
+A keyring may be re-published for the same (project, epoch) with more wraps
+(a reader joined) as long as ``key_id`` stays the same; the verifier enforces
+that, and a reader checks ``key_id`` against the key it unwraps
+(:meth:`Keyring.check_key`).  Unwrapping needs a member's secret key, so it
+lives in ``sealmem.crypto`` (``ContentKey.unwrap(keyring.wraps[kid], member_key)``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sealmem.protocol import reasons
 from sealmem.protocol.encoding import (
+    HEX_HASH_RE,
     KID_RE,
     b64e,
     exact_keys,
@@ -39,7 +44,7 @@ __all__ = ["KEYRING_FORMAT", "MAX_WRAP_BYTES", "Keyring", "build_keyring"]
 
 KEYRING_FORMAT = "sealmem/keyring/v1"
 MAX_WRAP_BYTES = 256  # a SealedBox of a 32-byte key is 80 bytes
-_BODY_KEYS = frozenset({"format", "team", "project", "epoch", "roster_version", "wraps"})
+_BODY_KEYS = frozenset({"format", "team", "project", "epoch", "roster_version", "key_id", "wraps"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +53,8 @@ class Keyring:
     project: str
     epoch: int
     roster_version: int
-    wraps: Mapping[str, bytes] = field(default_factory=dict)
+    wraps: Mapping[str, bytes]
+    key_id: str
 
     def to_body(self) -> dict[str, Any]:
         return {
@@ -57,6 +63,7 @@ class Keyring:
             "project": self.project,
             "epoch": self.epoch,
             "roster_version": self.roster_version,
+            "key_id": self.key_id,
             "wraps": {kid: b64e(w) for kid, w in self.wraps.items()},
         }
 
@@ -72,6 +79,16 @@ class Keyring:
                 f"keyring {self.project!r} epoch {self.epoch} holds no key for member {kid}; "
                 "ask an admin to grant read access ('sealmem admin grant')"
             ) from None
+
+    def check_key(self, key: Wrapper) -> None:
+        """Refuse (``tampered``) an unwrapped key that is not the one ``key_id`` commits to."""
+        if key.commitment() != self.key_id:
+            raise Rejected(
+                reasons.TAMPERED,
+                f"keyring {self.project!r} epoch {self.epoch}: the key wrapped to this member "
+                "does not match the keyring's key_id; an admin key wrapped a different key. "
+                "Tell an admin, who should rotate the project ('sealmem admin rotate')",
+            )
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> Keyring:
@@ -97,6 +114,7 @@ class Keyring:
             epoch=need_int(obj["epoch"], "keyring.epoch", minimum=1),
             roster_version=need_int(obj["roster_version"], "keyring.roster_version", minimum=1),
             wraps=wraps,
+            key_id=need_str(obj["key_id"], "keyring.key_id", pattern=HEX_HASH_RE),
         )
 
 
@@ -116,4 +134,5 @@ def build_keyring(key: Wrapper, roster: Roster, project: str, epoch: int | None 
         epoch=roster.projects[project] if epoch is None else epoch,
         roster_version=roster.version,
         wraps={m.kid: key.wrap_to(m.box_public) for m in roster.readers(project)},
+        key_id=key.commitment(),
     )

@@ -55,6 +55,10 @@ class Wrapper(Protocol):
 
     def wrap_to(self, box_public: bytes) -> bytes: ...
 
+    def commitment(self) -> str:
+        """Lowercase hex BLAKE2b-256 of the key (person ``sealmem-keycmt-1``)."""
+        ...
+
 
 class RandomSource(Protocol):
     """``n`` random bytes (``sealmem.crypto.random_bytes``, or pinned bytes in vectors)."""

@@ -154,7 +154,11 @@ def accept_roster_chain(suite: Suite, state: TrustedState, chain: Iterable[bytes
 
 
 def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[TrustedState, Keyring]:
-    """Accept a project epoch's keyring signed by an admin of the roster it names."""
+    """Accept a project epoch's keyring signed by an admin of the roster it names.
+
+    A keyring for an epoch already trusted replaces it when it only adds readers:
+    same ``key_id``, a newer cited roster that still gives the project this epoch.
+    """
     env = unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES)
     _team(state, env.body, "keyring")
     keyring = Keyring.from_body(env.body)
@@ -195,9 +199,35 @@ def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trus
             suite, "keyring", keyring.to_body()
         ):
             return state, known
-        raise Rejected(reasons.FORK, f"{where}: a different keyring for this epoch is trusted")
+        _check_update(known, keyring, where)
     slot = (keyring.project, keyring.epoch)
     return state.evolve(keyrings={**state.keyrings, slot: keyring}), keyring
+
+
+def _check_update(known: Keyring, keyring: Keyring, where: str) -> None:
+    """A second keyring for a trusted (project, epoch) may only add readers.
+
+    It must commit to the same key (else ``fork``) and cite a strictly newer roster
+    than the trusted one: an older roster is ``rollback`` (the transport serves stale
+    data), the same roster with other bytes is ``fork``.
+    """
+    if keyring.key_id != known.key_id:
+        raise Rejected(
+            reasons.FORK,
+            f"{where} commits to another key than the trusted keyring of this epoch; "
+            "an admin key wrapped two keys for one epoch, or the transport mixes histories",
+        )
+    if keyring.roster_version < known.roster_version:
+        raise Rejected(
+            reasons.ROLLBACK,
+            f"{where} cites roster v{keyring.roster_version}, older than the trusted "
+            f"keyring's v{known.roster_version}; the transport is serving stale data",
+        )
+    if keyring.roster_version == known.roster_version:
+        raise Rejected(
+            reasons.FORK,
+            f"{where}: a different keyring citing roster v{keyring.roster_version} is trusted",
+        )
 
 
 # -- manifest -----------------------------------------------------------------

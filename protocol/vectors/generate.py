@@ -15,13 +15,16 @@ Each file holds::
                 "setup":  [{"kind": "roster"|"keyring"|"manifest", "data": b64url}],
                 "object": {"kind": "roster"|"keyring"|"manifest"|"snapshot",
                            "data": b64url, "project"?: str, "writer"?: str,
-                           "chunks"?: {id: b64url}, "content_key"?: b64url}},
+                           "chunks"?: {id: b64url}, "content_key"?: b64url,
+                           "reader"?: {"sign_seed": b64url, "box_seed": b64url}}},
      "expected": "accept" | {"reject": reason},
      "records"?: int}          # for an accepted snapshot: how many records open
 
 To replay a case: pin (team, root_public), accept every setup object in
 order (each must be accepted), then accept the object (for ``snapshot``:
-accept the manifest, then open its chunks with the content key).
+accept the manifest, then open its chunks with the content key; for a
+``keyring`` with a ``reader``: unwrap the reader's key with the member key of
+those seeds and check it against the keyring's ``key_id``).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ def key(n: int) -> MemberKey:
     return MemberKey.from_seeds(bytes([n]) * 32, bytes([n + 100]) * 32)
 
 
-ROOT, ALICE, BOB, MALLORY = key(1), key(2), key(3), key(4)
+ROOT, ALICE, BOB, MALLORY, CAROL = key(1), key(2), key(3), key(4), key(5)
 KEY1 = ContentKey.from_bytes(b"\x11" * 32)
 KEY2 = ContentKey.from_bytes(b"\x22" * 32)
 
@@ -181,6 +184,13 @@ DESCRIPTIONS = {
     "keyring-cross-team": "a keyring of another team",
     "keyring-signature-flip": "one bit of the signature flipped",
     "keyring-revoked-admin": "signed by an admin who has been revoked since",
+    "keyring-update-accept": "the trusted epoch re-published, citing roster v2 that adds carol",
+    "keyring-update-other-key": "an update citing roster v2 whose key_id differs",
+    "keyring-update-rollback": "the v1 keyring again after its v2 update was trusted",
+    "keyring-update-same-roster": "the same epoch and roster re-wrapped: other bytes",
+    "keyring-update-old-epoch": "an update of epoch 1 citing roster v2, which is at epoch 2",
+    "keyring-unwrap-accept": "alice unwraps the key and it matches key_id",
+    "keyring-unwrap-tampered": "alice's wrap holds another key than key_id commits to",
     "manifest-accept": "a member's first manifest",
     "manifest-again": "the trusted manifest again",
     "manifest-next": "seq 2 chaining to the trusted seq 1",
@@ -354,6 +364,43 @@ def keyring_cases() -> list[Case]:
     ]
 
 
+def reader(k: MemberKey, n: int) -> dict[str, Any]:
+    """The seeds of ``key(n)``: a vector's reader unwraps with them."""
+    if k != key(n):
+        raise ValueError(f"reader seeds do not give member {k.kid}")
+    return {"reader": {"sign_seed": b64e(bytes([n]) * 32), "box_seed": b64e(bytes([n + 100]) * 32)}}
+
+
+def keyring_update_cases() -> list[Case]:
+    grants = (*R1_ROSTER.grants, Grant(CAROL.kid, PROJECT, True, False))
+    joined = nxt(R1_ROSTER, members=(*R1_ROSTER.members, member(CAROL, "carol")), grants=grants)
+    rotated = nxt(R1_ROSTER, members=joined.members, grants=grants, projects={PROJECT: 2})
+    update = build_keyring(KEY1, joined, PROJECT).sign(ROOT)
+    with_r2: Setup = [*BASE, ("roster", joined.sign(ROOT))]
+    kr = build_keyring(KEY1, R1_ROSTER, PROJECT)
+    swapped = replace(kr, wraps={**kr.wraps, ALICE.kid: KEY2.wrap_to(ALICE.box_public)})
+    only_r1: Setup = [("roster", R1)]
+    return [
+        Case("keyring-update-accept", with_r2, update, "accept", reader(CAROL, 5)),
+        Case(
+            "keyring-update-other-key",
+            with_r2,
+            build_keyring(KEY2, joined, PROJECT).sign(ROOT),
+            "fork",
+        ),
+        Case("keyring-update-rollback", [*with_r2, ("keyring", update)], K1, "rollback"),
+        Case("keyring-update-same-roster", BASE, kr.sign(ROOT), "fork"),
+        Case(
+            "keyring-update-old-epoch",
+            [*BASE, ("roster", rotated.sign(ROOT))],
+            build_keyring(KEY1, rotated, PROJECT, epoch=1).sign(ROOT),
+            "epoch-unknown",
+        ),
+        Case("keyring-unwrap-accept", only_r1, K1, "accept", reader(ALICE, 2)),
+        Case("keyring-unwrap-tampered", only_r1, swapped.sign(ROOT), "tampered", reader(ALICE, 2)),
+    ]
+
+
 def manifest_cases() -> list[Case]:
     s1 = snap(ALICE, [record(ALICE, 1)])
     s2 = snap(ALICE, [record(ALICE, 1), record(ALICE, 2)], seq=2, prev=s1.manifest.hash(SUITE))
@@ -498,7 +545,13 @@ def snapshot_cases() -> list[Case]:
 
 
 def cases() -> list[Case]:
-    return [*roster_cases(), *keyring_cases(), *manifest_cases(), *snapshot_cases()]
+    return [
+        *roster_cases(),
+        *keyring_cases(),
+        *keyring_update_cases(),
+        *manifest_cases(),
+        *snapshot_cases(),
+    ]
 
 
 def main() -> int:

@@ -213,13 +213,14 @@ def _keyrings(b: _Builder, world: World, keys: Mapping[str, MemberKey]) -> None:
     b.serve("member-signed-keyring", reasons.NOT_ADMIN, path, rewrapped.sign(keys["alice"]))
     b.serve("cross-team-keyring", reasons.CROSS_TEAM, path,
             _forge(honest, keys["root"], "keyring", team="evil-team"))  # fmt: skip
-    ghost = Keyring(roster.team, "ghost", 1, roster.version, {})
+    ghost = Keyring(roster.team, "ghost", 1, roster.version, {}, other_key.commitment())
     b.serve("unknown-project-keyring", reasons.UNKNOWN_PROJECT, keyring_path("ghost", 1),
             ghost.sign(keys["root"]))  # fmt: skip
     out = keys["outsider"]
     leaked = Keyring(
         roster.team, "app", 3, roster.version,
         {**rewrapped.wraps, out.kid: other_key.wrap_to(out.box_public)},
+        other_key.commitment(),
     )  # fmt: skip
     b.serve("outsider-wrap-keyring", reasons.NO_READ_GRANT, path, leaked.sign(keys["root"]))
     b.serve("garbage-keyring", reasons.NOT_CANONICAL, path, garbage("keyring"))

@@ -124,7 +124,7 @@ def test_remember_sync_recall_with_provenance_and_status(team: Team) -> None:
     status = team.run("bob", "team", "status", "--json").json()
     assert status["roster_version"] == 2
     assert sorted(m["name"] for m in status["members"]) == ["alice", "bob", "root"]
-    assert status["my_access"]["webapp"] == {"read": True, "write": True, "epoch": 2, "key": True}
+    assert status["my_access"]["webapp"] == {"read": True, "write": True, "epoch": 1, "key": True}
     assert status["alarms"] == []
     people = team.run("bob", "team", "status")
     assert "alice" in people.out
