@@ -8,32 +8,20 @@ the machine is ever read or written.
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from sealmem.client.api import MemoryStore
+from tests.support.cli import Run, in_process
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
 SEALMEM = Path(sys.executable).with_name("sealmem")
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
 
 
 @dataclass
@@ -62,17 +50,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
 def cli(
     env: Env, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> Callable[..., Run]:
-    from sealmem.client.cli import main
-
-    def run(*args: str, stdin: str | None = None) -> Run:
-        capsys.readouterr()
-        if stdin is not None:
-            monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        code = main(list(args))
-        captured = capsys.readouterr()
-        return Run(code, captured.out, captured.err)
-
-    return run
+    return in_process(capsys, monkeypatch)
 
 
 @pytest.fixture
