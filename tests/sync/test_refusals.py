@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.client import replica
+from sealmem.client import Memory, replica
 from sealmem.crypto import SUITE, random_bytes
 from sealmem.protocol import reasons
 from sealmem.protocol.manifest import Head
@@ -134,6 +134,20 @@ def test_hostile_objects_are_refused_and_the_rest_still_syncs(
     reason: str,
     after_bob_pulled: bool,
 ) -> None:
+    refused_by_name_while_the_rest_syncs(world, tmp_path, attack, reason, after_bob_pulled)
+
+
+def refused_by_name_while_the_rest_syncs(
+    world: World,
+    tmp_path: Path,
+    attack: Callable[[World, Node, Path], None],
+    reason: str,
+    after_bob_pulled: bool,
+) -> Memory:
+    """alice publishes, the attack alters what bob will read, carol writes meanwhile:
+    bob's sync refuses exactly ``reason``, still gets carol's memory, and changes nothing
+    it already held.  Returns carol's memory as bob stored it (its provenance tells the
+    transport).  Shared by the folder tests here and the malicious-hub tests."""
     alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
     alice.remember("first note from alice")
     world.sync_all(1)
@@ -156,6 +170,7 @@ def test_hostile_objects_are_refused_and_the_rest_still_syncs(
     assert all("FORGED" not in m.content for m in bob.memories().values())
     logged = replica.recent_refusals(bob.store.connection)
     assert logged[0]["reason"] == reason
+    return bob.memories()[fresh.id]
 
 
 def test_a_refused_object_does_not_fail_the_sync_or_stop_later_ones(world: World) -> None:
