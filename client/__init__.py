@@ -5,8 +5,8 @@
 ...     store.remember("the CI runs 'bash .ci/check'", kind="fact")
 """
 
-from sealmem.client.api import MemoryStore
-from sealmem.client.memory import (
+from .store.api import MemoryStore
+from .store.memory import (
     DEFAULT_PROJECT,
     SHARED_PROJECT,
     Check,

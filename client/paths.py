@@ -15,10 +15,10 @@ from pathlib import Path
 
 import platformdirs
 
-from sealmem.client.fsutil import atomic_write
-from sealmem.client.memory import DEFAULT_PROJECT
-from sealmem.protocol.errors import StoreError
-from sealmem.protocol.record import MEMBER_RE, PROJECT_RE
+from ..protocol.errors import StoreError
+from ..protocol.record import MEMBER_RE, PROJECT_RE
+from .fsutil import atomic_write
+from .store.memory import DEFAULT_PROJECT
 
 __all__ = [
     "HOME_ENV",
@@ -69,7 +69,7 @@ def local_author(home_dir: Path) -> str:
     ``<home>/identity.json`` records that id the first time; a key swapped later is
     refused, since memories written under the old id would silently stop being shared.
     """
-    from sealmem.client.identity import has_member_key, member_kid  # crypto-layer key
+    from .team.identity import has_member_key, member_kid  # crypto-layer key
 
     home_dir = Path(home_dir)
     home_dir.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -10,14 +10,14 @@ Every failure raises a :class:`~sealmem.protocol.errors.CryptoError` subclass
 
 from __future__ import annotations
 
-from sealmem.crypto.aead import ContentKey
-from sealmem.crypto.hashing import blake2b, equal, kid_from_public, random_bytes
-from sealmem.crypto.keyfile import KDF_INTERACTIVE, KDF_MODERATE, KDF_SENSITIVE, KdfLimits
-from sealmem.crypto.keys import MemberKey, PublicIdentity
-from sealmem.crypto.padding import pad, padme, unpad
-from sealmem.crypto.signing import DOMAIN_PREFIX, domain_message, verify
-from sealmem.crypto.suite import SUITE, NaclSuite
-from sealmem.protocol.errors import BadSignatureError, CryptoError, DecryptionError, KeyFileError
+from ..protocol.errors import BadSignatureError, CryptoError, DecryptionError, KeyFileError
+from .aead import ContentKey
+from .hashing import blake2b, equal, kid_from_public, random_bytes
+from .keyfile import KDF_INTERACTIVE, KDF_MODERATE, KDF_SENSITIVE, KdfLimits
+from .keys import MemberKey, PublicIdentity
+from .padding import pad, padme, unpad
+from .signing import DOMAIN_PREFIX, domain_message, verify
+from .suite import SUITE, NaclSuite
 
 __all__ = [
     "DOMAIN_PREFIX",

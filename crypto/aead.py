@@ -11,9 +11,9 @@ import nacl.bindings
 import nacl.exceptions
 import nacl.public
 
-from sealmem.crypto.hashing import b32, blake2b, equal, random_bytes
-from sealmem.crypto.keys import BOX_PUBLIC_SIZE, MemberKey
-from sealmem.protocol.errors import DecryptionError, InputError
+from ..protocol.errors import DecryptionError, InputError
+from .hashing import b32, blake2b, equal, random_bytes
+from .keys import BOX_PUBLIC_SIZE, MemberKey
 
 __all__ = ["ContentKey"]
 

@@ -13,7 +13,7 @@ import hashlib
 import nacl.bindings
 import nacl.utils
 
-from sealmem.protocol.errors import InputError
+from ..protocol.errors import InputError
 
 __all__ = [
     "BLAKE2B_MAX_SIZE",

@@ -29,9 +29,9 @@ import nacl.exceptions
 import nacl.pwhash.argon2id as argon2id
 import nacl.secret
 
-from sealmem.crypto.hashing import random_bytes
-from sealmem.protocol import canonical
-from sealmem.protocol.errors import InputError, KeyFileError
+from ..protocol import canonical
+from ..protocol.errors import InputError, KeyFileError
+from .hashing import random_bytes
 
 __all__ = [
     "KDF_INTERACTIVE",

@@ -16,8 +16,9 @@ import nacl.exceptions
 import nacl.public
 import nacl.signing
 
-from sealmem.crypto.hashing import b32, blake2b, equal, kid_from_public, random_bytes
-from sealmem.crypto.keyfile import (
+from ..protocol.errors import DecryptionError, InputError, KeyFileError
+from .hashing import b32, blake2b, equal, kid_from_public, random_bytes
+from .keyfile import (
     KDF_MODERATE,
     KdfLimits,
     KeyFileContent,
@@ -26,8 +27,7 @@ from sealmem.crypto.keyfile import (
     read_key_file,
     write_private_file,
 )
-from sealmem.crypto.signing import domain_message
-from sealmem.protocol.errors import DecryptionError, InputError, KeyFileError
+from .signing import domain_message
 
 __all__ = ["BOX_PUBLIC_SIZE", "FINGERPRINT_PERSON", "MemberKey", "PublicIdentity"]
 

@@ -10,7 +10,7 @@ overhead is at most 12 % and the set of padded sizes leaks at most
 
 from __future__ import annotations
 
-from sealmem.protocol.errors import DecryptionError, InputError
+from ..protocol.errors import DecryptionError, InputError
 
 __all__ = ["pad", "padme", "unpad"]
 

@@ -14,11 +14,11 @@ stores no shared secret.
 
 from __future__ import annotations
 
-from sealmem.crypto.hashing import blake2b, random_bytes
-from sealmem.crypto.keys import MemberKey
-from sealmem.crypto.signing import verify
-from sealmem.protocol import canonical
-from sealmem.protocol.encoding import b64e
+from ..protocol import canonical
+from ..protocol.encoding import b64e
+from .hashing import blake2b, random_bytes
+from .keys import MemberKey
+from .signing import verify
 
 __all__ = [
     "HEADER_KID",

@@ -16,7 +16,7 @@ import nacl.bindings
 import nacl.exceptions
 import nacl.signing
 
-from sealmem.protocol.errors import BadSignatureError, InputError
+from ..protocol.errors import BadSignatureError, InputError
 
 __all__ = [
     "CONTEXT_RE",

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from sealmem.crypto import hashing, padding, signing
+from . import hashing, padding, signing
 
 __all__ = ["SUITE", "NaclSuite"]
 

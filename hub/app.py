@@ -26,16 +26,16 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from sealmem.hub.auth import Authenticator, ReplayGuard
-from sealmem.hub.config import HubConfig
-from sealmem.hub.errors import Refusal
-from sealmem.hub.feed import Feed
-from sealmem.hub.limits import read_body
-from sealmem.hub.metrics import Metrics, resident_bytes
-from sealmem.hub.routes import Ctx, Handler, Handlers
-from sealmem.hub.sqlite_storage import SQLiteStorage
-from sealmem.hub.storage import Storage, StorageError
-from sealmem.hub.teams import Teams
+from .auth import Authenticator, ReplayGuard
+from .config import HubConfig
+from .errors import Refusal
+from .feed import Feed
+from .limits import read_body
+from .metrics import Metrics, resident_bytes
+from .routes import Ctx, Handler, Handlers
+from .sqlite_storage import SQLiteStorage
+from .storage import Storage, StorageError
+from .teams import Teams
 
 __all__ = ["HUB_TIME_HEADER", "AccessLog", "create_app"]
 

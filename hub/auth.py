@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from sealmem.crypto.request import (
+from ..crypto.request import (
     HEADER_KID,
     HEADER_NONCE,
     HEADER_SIGNATURE,
@@ -25,12 +25,12 @@ from sealmem.crypto.request import (
     body_digest,
     verify_request,
 )
-from sealmem.hub.errors import Refusal
-from sealmem.hub.inbox import join_request_key
-from sealmem.hub.storage import Storage
-from sealmem.protocol.encoding import KID_RE, b64d
-from sealmem.protocol.errors import BadSignatureError, Rejected
-from sealmem.protocol.state import TrustedState
+from ..protocol.encoding import KID_RE, b64d
+from ..protocol.errors import BadSignatureError, Rejected
+from ..protocol.state import TrustedState
+from .errors import Refusal
+from .inbox import join_request_key
+from .storage import Storage
 
 __all__ = ["Authenticator", "Caller", "ReplayGuard", "Signed", "read_signature"]
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from sealmem.hub.storage import StorageError
+from .storage import StorageError
 
 __all__ = ["BlobDir"]
 

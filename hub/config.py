@@ -12,10 +12,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sealmem.protocol.errors import InputError
-from sealmem.protocol.manifest import MAX_CHUNK_BYTES
-from sealmem.protocol.roster import TEAM_RE
-from sealmem.protocol.verify import MAX_ROSTER_BYTES
+from ..protocol.errors import InputError
+from ..protocol.manifest import MAX_CHUNK_BYTES
+from ..protocol.roster import TEAM_RE
+from ..protocol.verify import MAX_ROSTER_BYTES
 
 __all__ = ["TOKEN_ENV", "HubConfig"]
 

@@ -17,8 +17,8 @@ says what was refused, why, and what to do.  Codes (SPEC.md, "Hub API"):
 
 from __future__ import annotations
 
-from sealmem.protocol import reasons
-from sealmem.protocol.errors import Rejected, SealmemError
+from ..protocol import reasons
+from ..protocol.errors import Rejected, SealmemError
 
 __all__ = ["Refusal", "from_rejected"]
 

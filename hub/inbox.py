@@ -8,11 +8,11 @@ teammate from a stranger (the admin compares fingerprints out of band).
 
 from __future__ import annotations
 
-from sealmem.crypto import SUITE
-from sealmem.protocol import reasons
-from sealmem.protocol.encoding import need_b64, need_kid, need_str
-from sealmem.protocol.envelope import unpack
-from sealmem.protocol.errors import Rejected
+from ..crypto import SUITE
+from ..protocol import reasons
+from ..protocol.encoding import need_b64, need_kid, need_str
+from ..protocol.envelope import unpack
+from ..protocol.errors import Rejected
 
 __all__ = ["JOIN_FORMAT", "MAX_JOIN_BYTES", "join_request_key"]
 

@@ -8,8 +8,8 @@ import threading
 
 from starlette.requests import Request
 
-from sealmem.hub.errors import Refusal
-from sealmem.hub.storage import Storage
+from .errors import Refusal
+from .storage import Storage
 
 __all__ = ["RateLimiter", "check_quota", "read_body"]
 

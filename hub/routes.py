@@ -18,22 +18,22 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response
 
-from sealmem.crypto import SUITE
-from sealmem.hub.auth import Authenticator, Caller
-from sealmem.hub.config import HubConfig
-from sealmem.hub.errors import Refusal
-from sealmem.hub.inbox import MAX_JOIN_BYTES, join_request_key
-from sealmem.hub.limits import RateLimiter, check_quota
-from sealmem.hub.storage import Storage
-from sealmem.hub.teams import Teams, genesis_signer
-from sealmem.protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
-from sealmem.protocol.errors import Rejected
-from sealmem.protocol.manifest import MAX_CHUNK_BYTES
-from sealmem.protocol.record import PROJECT_RE
-from sealmem.protocol.roster import TEAM_RE
-from sealmem.protocol.snapshot import chunk_id
-from sealmem.protocol.state import TrustedState
-from sealmem.protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
+from ..crypto import SUITE
+from ..protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
+from ..protocol.errors import Rejected
+from ..protocol.manifest import MAX_CHUNK_BYTES
+from ..protocol.record import PROJECT_RE
+from ..protocol.roster import TEAM_RE
+from ..protocol.snapshot import chunk_id
+from ..protocol.state import TrustedState
+from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
+from .auth import Authenticator, Caller
+from .config import HubConfig
+from .errors import Refusal
+from .inbox import MAX_JOIN_BYTES, join_request_key
+from .limits import RateLimiter, check_quota
+from .storage import Storage
+from .teams import Teams, genesis_signer
 
 __all__ = ["OPERATOR_HEADER", "Ctx", "Handlers"]
 

@@ -10,9 +10,9 @@ import time
 
 import uvicorn
 
-from sealmem.hub.app import create_app
-from sealmem.hub.config import HubConfig
-from sealmem.protocol.errors import SealmemError
+from ..protocol.errors import SealmemError
+from .app import create_app
+from .config import HubConfig
 
 __all__ = ["BackgroundHub", "free_port", "serve"]
 

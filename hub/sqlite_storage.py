@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sealmem.hub.blobs import BlobDir
-from sealmem.hub.storage import Change, KeyringBlob, StaleSeq, Storage, StorageError, StoredHead
+from .blobs import BlobDir
+from .storage import Change, KeyringBlob, StaleSeq, Storage, StorageError, StoredHead
 
 __all__ = ["DB_FILE", "LOCK_FILE", "SQLiteStorage"]
 

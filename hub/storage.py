@@ -19,7 +19,7 @@ import abc
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sealmem.protocol.errors import SealmemError
+from ..protocol.errors import SealmemError
 
 __all__ = ["Change", "KeyringBlob", "StaleSeq", "Storage", "StorageError", "StoredHead"]
 

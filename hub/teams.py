@@ -14,23 +14,23 @@ import logging
 import threading
 from collections.abc import Sequence
 
-from sealmem.crypto import SUITE
-from sealmem.hub.errors import Refusal, from_rejected
-from sealmem.hub.storage import KeyringBlob, StaleSeq, Storage, StorageError, StoredHead
-from sealmem.protocol import reasons
-from sealmem.protocol.envelope import unpack
-from sealmem.protocol.errors import Rejected
-from sealmem.protocol.keyring import Keyring
-from sealmem.protocol.manifest import Manifest
-from sealmem.protocol.roster import Roster
-from sealmem.protocol.state import ChainHead, TrustedState
-from sealmem.protocol.verify import (
+from ..crypto import SUITE
+from ..protocol import reasons
+from ..protocol.envelope import unpack
+from ..protocol.errors import Rejected
+from ..protocol.keyring import Keyring
+from ..protocol.manifest import Manifest
+from ..protocol.roster import Roster
+from ..protocol.state import ChainHead, TrustedState
+from ..protocol.verify import (
     MAX_KEYRING_BYTES,
     MAX_ROSTER_BYTES,
     accept_keyring,
     accept_manifest,
     accept_roster,
 )
+from .errors import Refusal, from_rejected
+from .storage import KeyringBlob, StaleSeq, Storage, StorageError, StoredHead
 
 __all__ = ["Teams", "genesis_signer"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from sealmem.protocol.errors import InputError
-from sealmem.protocol.record import PROJECT_RE
-from sealmem.protocol.roster import Grant, Member, Pin, Reset, Revocation, Roster
-from sealmem.protocol.state import TrustedState
-from sealmem.protocol.suite import Suite
+from .errors import InputError
+from .record import PROJECT_RE
+from .roster import Grant, Member, Pin, Reset, Revocation, Roster
+from .state import TrustedState
+from .suite import Suite
 
 __all__ = [
     "add_member",

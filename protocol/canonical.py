@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sealmem.protocol.errors import ProtocolError
+from .errors import ProtocolError
 
 __all__ = ["MAX_INT", "NonCanonical", "decode", "encode"]
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping
 
-from sealmem.protocol import canonical, reasons
-from sealmem.protocol.errors import DecryptionError, ProtocolError, Rejected
-from sealmem.protocol.manifest import MAX_CHUNK_BYTES, ChunkRef, Manifest
-from sealmem.protocol.record import Record
-from sealmem.protocol.snapshot import bucket_of, chunk_ad, chunk_id
-from sealmem.protocol.suite import ContentKeyLike, Suite
+from . import canonical, reasons
+from .errors import DecryptionError, ProtocolError, Rejected
+from .manifest import MAX_CHUNK_BYTES, ChunkRef, Manifest
+from .record import Record
+from .snapshot import bucket_of, chunk_ad, chunk_id
+from .suite import ContentKeyLike, Suite
 
 __all__ = ["MAX_BUCKET_PLAINTEXT", "decompress", "open_chunk", "open_snapshot"]
 

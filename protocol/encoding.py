@@ -22,9 +22,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sealmem.protocol import canonical
-from sealmem.protocol.errors import Rejected
-from sealmem.protocol.suite import Suite
+from . import canonical
+from .errors import Rejected
+from .suite import Suite
 
 __all__ = [
     "HEX_HASH_RE",

@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sealmem.protocol import canonical, reasons
-from sealmem.protocol.encoding import b64e, exact_keys, need_b64, need_dict, need_kid
-from sealmem.protocol.errors import BadSignatureError, Rejected
-from sealmem.protocol.suite import Signer, Suite
+from . import canonical, reasons
+from .encoding import b64e, exact_keys, need_b64, need_dict, need_kid
+from .errors import BadSignatureError, Rejected
+from .suite import Signer, Suite
 
 __all__ = ["CONTEXTS", "SIGNATURE_SIZE", "Envelope", "seal", "unpack"]
 

@@ -22,7 +22,7 @@ class Hlc(NamedTuple):
 
     @classmethod
     def from_wire(cls, value: object) -> Hlc:
-        from sealmem.protocol.errors import ProtocolError
+        from .errors import ProtocolError
 
         if (
             not isinstance(value, list)

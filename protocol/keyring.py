@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sealmem.protocol import reasons
-from sealmem.protocol.encoding import (
+from . import reasons
+from .encoding import (
     HEX_HASH_RE,
     KID_RE,
     b64e,
@@ -34,11 +34,11 @@ from sealmem.protocol.encoding import (
     need_int,
     need_str,
 )
-from sealmem.protocol.envelope import seal
-from sealmem.protocol.errors import InputError, Rejected
-from sealmem.protocol.record import PROJECT_RE
-from sealmem.protocol.roster import MAX_MEMBERS, TEAM_RE, Roster
-from sealmem.protocol.suite import Signer, Wrapper
+from .envelope import seal
+from .errors import InputError, Rejected
+from .record import PROJECT_RE
+from .roster import MAX_MEMBERS, TEAM_RE, Roster
+from .suite import Signer, Wrapper
 
 __all__ = ["KEYRING_FORMAT", "MAX_WRAP_BYTES", "Keyring", "build_keyring"]
 

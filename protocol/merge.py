@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from sealmem.protocol import canonical
-from sealmem.protocol.errors import InputError
-from sealmem.protocol.hlc import Hlc, receive
-from sealmem.protocol.record import Record
+from . import canonical
+from .errors import InputError
+from .hlc import Hlc, receive
+from .record import Record
 
 __all__ = [
     "DEFAULT_GRACE_MS",

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from sealmem.protocol.errors import ProtocolError
-from sealmem.protocol.hlc import Hlc
+from .errors import ProtocolError
+from .hlc import Hlc
 
 __all__ = [
     "KIND_RE",

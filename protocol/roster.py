@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sealmem.protocol import reasons
-from sealmem.protocol.encoding import (
+from . import reasons
+from .encoding import (
     HEX_HASH_RE,
     b64e,
     exact_keys,
@@ -39,10 +39,10 @@ from sealmem.protocol.encoding import (
     need_str,
     object_hash,
 )
-from sealmem.protocol.envelope import seal
-from sealmem.protocol.errors import Rejected
-from sealmem.protocol.record import PROJECT_RE
-from sealmem.protocol.suite import Signer, Suite
+from .envelope import seal
+from .errors import Rejected
+from .record import PROJECT_RE
+from .suite import Signer, Suite
 
 __all__ = [
     "MAX_MEMBERS",

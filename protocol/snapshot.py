@@ -22,11 +22,11 @@ import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from sealmem.protocol import canonical
-from sealmem.protocol.errors import InputError
-from sealmem.protocol.manifest import ChunkRef, Head, Manifest
-from sealmem.protocol.record import Record
-from sealmem.protocol.suite import ContentKeyLike, RandomSource, Signer, Suite
+from . import canonical
+from .errors import InputError
+from .manifest import ChunkRef, Head, Manifest
+from .record import Record
+from .suite import ContentKeyLike, RandomSource, Signer, Suite
 
 __all__ = [
     "MAX_SNAPSHOT_BUCKETS",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from sealmem.protocol.encoding import (
+from .encoding import (
     HEX_HASH_RE,
     b64e,
     exact_keys,
@@ -28,11 +28,11 @@ from sealmem.protocol.encoding import (
     need_list,
     need_str,
 )
-from sealmem.protocol.errors import Rejected, StoreError
-from sealmem.protocol.keyring import Keyring
-from sealmem.protocol.record import PROJECT_RE
-from sealmem.protocol.roster import TEAM_RE, Roster
-from sealmem.protocol.suite import Suite
+from .errors import Rejected, StoreError
+from .keyring import Keyring
+from .record import PROJECT_RE
+from .roster import TEAM_RE, Roster
+from .suite import Suite
 
 __all__ = ["STATE_FORMAT", "ChainHead", "TrustedState", "Witness"]
 

@@ -17,16 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sealmem.protocol import reasons
-from sealmem.protocol.chunks import open_snapshot
-from sealmem.protocol.encoding import object_hash
-from sealmem.protocol.envelope import Envelope, unpack
-from sealmem.protocol.errors import Rejected
-from sealmem.protocol.keyring import Keyring
-from sealmem.protocol.manifest import Manifest
-from sealmem.protocol.roster import Roster
-from sealmem.protocol.state import ChainHead, TrustedState, Witness
-from sealmem.protocol.suite import Suite
+from . import reasons
+from .chunks import open_snapshot
+from .encoding import object_hash
+from .envelope import Envelope, unpack
+from .errors import Rejected
+from .keyring import Keyring
+from .manifest import Manifest
+from .roster import Roster
+from .state import ChainHead, TrustedState, Witness
+from .suite import Suite
 
 __all__ = [
     "MAX_KEYRING_BYTES",

@@ -12,7 +12,7 @@ import pytest
 import typer.main
 
 from sealmem.client.cli import app
-from sealmem.client.mcp_server import create_server
+from sealmem.client.mcp.server import create_server
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

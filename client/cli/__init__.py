@@ -11,8 +11,8 @@ import sys
 
 import typer
 
-from sealmem.client.cli import admin, hosts, hub, memory, sync, team
-from sealmem.protocol.errors import SealmemError
+from ...protocol.errors import SealmemError
+from . import admin, hosts, hub, memory, sync, team
 
 __all__ = ["app", "main"]
 

@@ -11,9 +11,9 @@ from typing import Annotated, Any
 
 import typer
 
-from sealmem.client.cli import output
-from sealmem.client.cli.memory import JsonOpt
-from sealmem.client.cli.team import open_team, passphrase_for
+from . import output
+from .memory import JsonOpt
+from .team import open_team, passphrase_for
 
 __all__ = ["register"]
 
@@ -33,8 +33,8 @@ def _roster_doc(roster: Any) -> dict[str, Any]:
 
 def requests(as_json: JsonOpt = False) -> None:
     """List the join requests waiting in the team folder, with fingerprints."""
-    from sealmem.client import admin
-    from sealmem.client.team import now_ms
+    from ..team import admin
+    from ..team.session import now_ms
 
     with open_team() as team:
         team.refresh(now_ms())
@@ -62,8 +62,8 @@ def approve(
     as_json: JsonOpt = False,
 ) -> None:
     """Approve join requests: new roster + keyrings. Compare fingerprints first."""
-    from sealmem.client import admin
-    from sealmem.client.team import now_ms
+    from ..team import admin
+    from ..team.session import now_ms
 
     with open_team() as team:
         done = admin.approve(
@@ -89,9 +89,9 @@ def issue(
     as_json: JsonOpt = False,
 ) -> None:
     """Generate a member's key for them: a passphrase-sealed bundle for 'team join'."""
-    from sealmem.client import admin
-    from sealmem.client.team import now_ms
-    from sealmem.crypto.keyfile import write_private_file
+    from ...crypto.keyfile import write_private_file
+    from ..team import admin
+    from ..team.session import now_ms
 
     secret = passphrase_for(f"{name}'s key bundle", confirm=True)
     with open_team() as team:
@@ -116,8 +116,8 @@ def grant(
     as_json: JsonOpt = False,
 ) -> None:
     """Set a member's read/write access to a project."""
-    from sealmem.client import admin
-    from sealmem.client.team import now_ms
+    from ..team import admin
+    from ..team.session import now_ms
 
     with open_team() as team:
         roster = admin.grant(team, member, project, read=read, write=write, now=now_ms())
@@ -137,12 +137,12 @@ def revoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a member and rotate the key of every project it could read."""
-    from sealmem.client import admin
-    from sealmem.client.team import now_ms
+    from ..team import admin
+    from ..team.session import now_ms
 
     with open_team() as team:
         if keep_data:  # pin the newest manifests of the member: pull them first
-            from sealmem.client.sync import sync
+            from ..sync.engine import sync
 
             sync(team, push=False)
         roster = admin.revoke(team, member, keep_data=keep_data, now=now_ms())
@@ -159,8 +159,8 @@ def rotate(
     as_json: JsonOpt = False,
 ) -> None:
     """Give a project a new content key (a new epoch) for everything written from now on."""
-    from sealmem.client import admin
-    from sealmem.client.team import now_ms
+    from ..team import admin
+    from ..team.session import now_ms
 
     with open_team() as team:
         roster = admin.rotate(team, project, now=now_ms())
@@ -176,8 +176,8 @@ def reset_writer(
     as_json: JsonOpt = False,
 ) -> None:
     """Let a member who lost its store start new snapshot chains."""
-    from sealmem.client import admin
-    from sealmem.client.team import now_ms
+    from ..team import admin
+    from ..team.session import now_ms
 
     with open_team() as team:
         roster = admin.reset_writer(team, member, now=now_ms())

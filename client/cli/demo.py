@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sealmem.client.cli import output
-from sealmem.protocol.errors import SealmemError
+from ...protocol.errors import SealmemError
+from . import output
 
 if TYPE_CHECKING:
-    from sealmem.client import Hit
-    from sealmem.client.team import Team
+    from .. import Hit
+    from ..team.session import Team
 
 __all__ = ["DemoError", "demo", "register", "run_demo", "search_files"]
 
@@ -81,10 +81,10 @@ class Actor:
     @contextmanager
     def team(self) -> Iterator[Team]:
         """This member's team, with its store open (like one CLI command)."""
-        from sealmem.client import MemoryStore
-        from sealmem.client.identity import load_member_key
-        from sealmem.client.paths import local_author, store_path
-        from sealmem.client.team import Team
+        from .. import MemoryStore
+        from ..paths import local_author, store_path
+        from ..team.identity import load_member_key
+        from ..team.session import Team
 
         with self.active():
             key = load_member_key(self.home)
@@ -104,10 +104,10 @@ class Actor:
 
 def create_team(admin: Actor, hub_url: str, operator_token: str, now: int) -> str:
     """Register a new team on the hub (what 'sealmem team create --hub' does); its invite."""
-    from sealmem.client import SHARED_PROJECT, MemoryStore
-    from sealmem.client import admin as admin_ops
-    from sealmem.client.identity import load_member_key
-    from sealmem.client.paths import local_author, store_path
+    from .. import SHARED_PROJECT, MemoryStore
+    from ..paths import local_author, store_path
+    from ..team import admin as admin_ops
+    from ..team.identity import load_member_key
 
     with admin.active():
         key = load_member_key(admin.home)
@@ -124,9 +124,9 @@ def create_team(admin: Actor, hub_url: str, operator_token: str, now: int) -> st
 
 def join_team(member: Actor, invite_text: str, now: int) -> str:
     """What 'sealmem team join INVITE' does: pin the root key, post a join request."""
-    from sealmem.client.identity import load_member_key
-    from sealmem.client.invite import read_invite
-    from sealmem.client.team import join_team as join
+    from ..team.identity import load_member_key
+    from ..team.invite import read_invite
+    from ..team.session import join_team as join
 
     invite = read_invite(invite_text)
     with member.active():
@@ -139,7 +139,7 @@ def join_team(member: Actor, invite_text: str, now: int) -> str:
 
 
 def _sync(actor: Actor) -> None:
-    from sealmem.client.sync import sync
+    from ..sync.engine import sync
 
     with actor.team() as team:
         summary = sync(team)
@@ -201,9 +201,9 @@ def search_files(data_dir: Path, terms: Sequence[str]) -> dict[str, int]:
 
 
 def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
-    from sealmem.client import admin as admin_ops
-    from sealmem.client.identity import member_kid
-    from sealmem.client.team import now_ms
+    from ..team import admin as admin_ops
+    from ..team.identity import member_kid
+    from ..team.session import now_ms
 
     admin, alice, bob = (Actor(n, root / n) for n in ("admin", "alice", "bob"))
     _say(f"1. A hub runs on {hub_url}; its data directory is {hub_data}.")
@@ -279,8 +279,8 @@ def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
 
 def run_demo(*, keep: bool = False) -> None:
     """Run the narrated team demo in a temporary directory (removed unless ``keep``)."""
-    from sealmem.hub.config import HubConfig
-    from sealmem.hub.server import BackgroundHub, free_port
+    from ...hub.config import HubConfig
+    from ...hub.server import BackgroundHub, free_port
 
     root = Path(tempfile.mkdtemp(prefix="sealmem-demo-"))
     token = secrets.token_urlsafe(24)

@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from sealmem.client.cli import output
-from sealmem.client.hosts import configs, install
+from ..hosts import configs, install
+from . import output
 
 __all__ = ["register"]
 
@@ -144,7 +144,7 @@ def hook_cmd(
     name: Annotated[str, typer.Argument(help="session-start, prompt or stop.")],
 ) -> None:
     """Run a Claude Code hook (reads the hook JSON on stdin; never fails)."""
-    from sealmem.client.hosts import hooks
+    from ..hosts import hooks
 
     def read_input() -> str:
         stream = sys.stdin
@@ -156,7 +156,7 @@ def hook_cmd(
 
 
 def _scan_paths(transcripts: list[Path] | None) -> list[Path]:
-    from sealmem.client.hosts.transcripts import find_transcripts
+    from ..hosts.transcripts import find_transcripts
 
     return list(transcripts) if transcripts else find_transcripts()
 
@@ -175,10 +175,10 @@ def scan_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Propose memories from Claude Code transcripts (redacted); --store keeps them."""
-    from sealmem.client.api import MemoryStore
-    from sealmem.client.hosts import capture
-    from sealmem.client.hosts.transcripts import read_turns
-    from sealmem.client.paths import current_project
+    from ..hosts import capture
+    from ..hosts.transcripts import read_turns
+    from ..paths import current_project
+    from ..store.api import MemoryStore
 
     found = []
     with MemoryStore.open() as store:
@@ -230,8 +230,8 @@ def watch_cmd(
     ] = None,
 ) -> None:
     """Follow Claude Code transcripts as they grow and capture durable lessons."""
-    from sealmem.client.hosts import follow
-    from sealmem.client.hosts.transcripts import transcripts_root
+    from ..hosts import follow
+    from ..hosts.transcripts import transcripts_root
 
     stop = threading.Event()
 
@@ -253,7 +253,7 @@ def snippet_cmd(
     ] = "claude",
 ) -> None:
     """Print a short note for CLAUDE.md / AGENTS.md on when to recall and remember."""
-    from sealmem.client.hosts.snippet import snippet
+    from ..hosts.snippet import snippet
 
     typer.echo(snippet(flavour), nl=False)
 

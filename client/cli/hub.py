@@ -33,8 +33,8 @@ def serve(
     team_quota_mb: Annotated[int, typer.Option(help="Storage quota per team, in MiB.")] = 1024,
 ) -> None:
     """Serve the hub API under /v1 (plus /healthz and /metrics) until interrupted."""
-    from sealmem.hub.config import HubConfig
-    from sealmem.hub.server import serve as run
+    from ...hub.config import HubConfig
+    from ...hub.server import serve as run
 
     config = HubConfig(
         data_dir=data,

@@ -11,11 +11,11 @@ from typing import Annotated, Any
 
 import typer
 
-from sealmem.client import health
-from sealmem.client.cli import output
-from sealmem.client.cli.memory import JsonOpt, open_store
-from sealmem.client.fsutil import atomic_write
-from sealmem.protocol.errors import InputError, StoreError
+from ...protocol.errors import InputError, StoreError
+from ..fsutil import atomic_write
+from ..store import health
+from . import output
+from .memory import JsonOpt, open_store
 
 __all__ = ["DoctorFailed", "register", "register_init"]
 
@@ -29,7 +29,7 @@ class DoctorFailed(StoreError):
 
 def init(as_json: JsonOpt = False) -> None:
     """Create the sealmem home and the local store; print where they are."""
-    from sealmem.client.paths import ensure_home
+    from ..paths import ensure_home
 
     home = ensure_home()
     with open_store() as store:
@@ -194,8 +194,8 @@ def doctor(as_json: JsonOpt = False) -> None:
 
 def status(as_json: JsonOpt = False) -> None:
     """Where the state lives, the current project, what the store holds, sync health."""
-    from sealmem.client.paths import current_project, home
-    from sealmem.client.team import sync_health
+    from ..paths import current_project, home
+    from ..team.session import sync_health
 
     with open_store() as store:
         doc: dict[str, Any] = {

@@ -15,20 +15,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sealmem.client.cli import output
-from sealmem.client.names import author_label, member_names
-from sealmem.protocol.errors import InputError
+from ...protocol.errors import InputError
+from ..team.names import author_label, member_names
+from . import output
 
 __all__ = ["open_store", "register", "resolve_project"]
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps `sealmem --help` light
-    from sealmem.client import MemoryStore
+    from .. import MemoryStore
 
 
 @contextmanager
 def open_store() -> Iterator[MemoryStore]:
     """Open the store under the current ``SEALMEM_HOME`` for one command."""
-    from sealmem.client import MemoryStore
+    from .. import MemoryStore
 
     store = MemoryStore.open()
     try:
@@ -41,7 +41,7 @@ def resolve_project(project: str | None) -> str:
     """``--project`` as given, or the project of the current directory."""
     if project:
         return project
-    from sealmem.client.paths import current_project
+    from ..paths import current_project
 
     return current_project()
 
@@ -240,7 +240,7 @@ def forget(
 
 def register(app: typer.Typer) -> None:
     """Add the local-memory commands to ``app``."""
-    from sealmem.client.cli import demo, maintenance, serve
+    from . import demo, maintenance, serve
 
     maintenance.register_init(app)
     app.command()(remember)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from sealmem.client.names import author_label
+from ..team.names import author_label
 
 if TYPE_CHECKING:
-    from sealmem.client import Memory
+    from .. import Memory
 
 __all__ = [
     "emit_json",

@@ -20,7 +20,7 @@ def mcp(
     ] = None,
 ) -> None:
     """Run the MCP server on stdin/stdout (hosts start this; it is not interactive)."""
-    from sealmem.client.mcp_server import run_stdio
+    from ..mcp.server import run_stdio
 
     run_stdio(project=project)
 

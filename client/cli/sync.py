@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sealmem.client.cli import output
-from sealmem.client.cli.memory import JsonOpt
-from sealmem.client.cli.team import open_team
+from . import output
+from .memory import JsonOpt
+from .team import open_team
 
 if TYPE_CHECKING:
-    from sealmem.client.sync import SyncSummary
-    from sealmem.protocol.errors import SealmemError
+    from ...protocol.errors import SealmemError
+    from ..sync.engine import SyncSummary
 
 __all__ = ["register"]
 
@@ -42,13 +42,13 @@ def sync(
     as_json: JsonOpt = False,
 ) -> None:
     """Push your memories to the team and pull your teammates'."""
-    from sealmem.client import sync as engine
+    from ..sync import engine
 
     with open_team() as team:
         if not watch:
             _show(engine.sync(team), as_json)
             return
-        from sealmem.client.watch import watch as watch_loop
+        from ..sync.watch import watch as watch_loop
 
         def failed(exc: SealmemError) -> None:
             output.warn(f"sync failed, will retry: {exc}")

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sealmem.client.cli import output
-from sealmem.client.cli.memory import JsonOpt, resolve_project
+from . import output
+from .memory import JsonOpt, resolve_project
 
 if TYPE_CHECKING:
-    from sealmem.client.team import Team
+    from ..team.session import Team
 
 __all__ = ["open_team", "passphrase_for", "register"]
 
@@ -28,10 +28,10 @@ team_app = typer.Typer(help="Create or join a team and see its members and your 
 @contextmanager
 def open_team() -> Iterator[Team]:
     """The team of the current ``SEALMEM_HOME``, with its store open, for one command."""
-    from sealmem.client import MemoryStore
-    from sealmem.client.identity import load_member_key
-    from sealmem.client.paths import ensure_home
-    from sealmem.client.team import Team
+    from .. import MemoryStore
+    from ..paths import ensure_home
+    from ..team.identity import load_member_key
+    from ..team.session import Team
 
     home = ensure_home()
     key = load_member_key(home)
@@ -59,7 +59,7 @@ def _login_name() -> str:
 
 def passphrase_for(what: str, *, confirm: bool = False) -> str:
     """A passphrase from ``$SEALMEM_PASSPHRASE`` or a hidden prompt (never from argv)."""
-    from sealmem.client.identity import PASSPHRASE_ENV
+    from ..team.identity import PASSPHRASE_ENV
 
     value = os.environ.get(PASSPHRASE_ENV)
     if value:
@@ -92,11 +92,11 @@ def create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a team in a shared folder or on a hub: your key becomes its root admin key."""
-    from sealmem.client import SHARED_PROJECT, MemoryStore
-    from sealmem.client.admin import create_team
-    from sealmem.client.identity import load_member_key
-    from sealmem.client.paths import ensure_home
-    from sealmem.client.team import now_ms
+    from .. import SHARED_PROJECT, MemoryStore
+    from ..paths import ensure_home
+    from ..team.admin import create_team
+    from ..team.identity import load_member_key
+    from ..team.session import now_ms
 
     home = ensure_home()
     key = load_member_key(home)
@@ -129,8 +129,8 @@ def create(
 
 def invite(as_json: JsonOpt = False) -> None:
     """Print an invite (team id, root key fingerprint, folder) to hand to a new member."""
-    from sealmem.client import admin
-    from sealmem.client.team import now_ms
+    from ..team import admin
+    from ..team.session import now_ms
 
     with open_team() as team:
         team.refresh(now_ms())
@@ -167,12 +167,12 @@ def join(
     as_json: JsonOpt = False,
 ) -> None:
     """Join a team: make (or import) your member key and post a join request."""
-    from sealmem.client.identity import import_member_key, load_member_key
-    from sealmem.client.invite import read_invite
-    from sealmem.client.paths import ensure_home
-    from sealmem.client.team import join_team, now_ms
-    from sealmem.crypto import MemberKey
-    from sealmem.protocol.errors import InputError
+    from ...crypto import MemberKey
+    from ...protocol.errors import InputError
+    from ..paths import ensure_home
+    from ..team.identity import import_member_key, load_member_key
+    from ..team.invite import read_invite
+    from ..team.session import join_team, now_ms
 
     home = ensure_home()
     inv = read_invite(invite_text)
@@ -212,7 +212,7 @@ def join(
 
 def status(as_json: JsonOpt = False) -> None:
     """Roster version, members, grants, your access, last sync per member, alarms."""
-    from sealmem.client.team import now_ms
+    from ..team.session import now_ms
 
     with open_team() as team:
         team.refresh(now_ms())

@@ -22,11 +22,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sealmem.client.api import MemoryStore
-from sealmem.client.hosts import gate
-from sealmem.client.hosts.transcripts import Turn, read_turns
-from sealmem.client.memory import Memory
-from sealmem.client.redact import redact
+from ..store.api import MemoryStore
+from ..store.memory import Memory
+from ..store.redact import redact
+from . import gate
+from .transcripts import Turn, read_turns
 
 __all__ = [
     "ORIGIN",

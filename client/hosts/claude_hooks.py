@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sealmem.client.hosts import jsonedit
-from sealmem.protocol.errors import InputError
+from ...protocol.errors import InputError
+from . import jsonedit
 
 __all__ = [
     "EVENTS",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sealmem.protocol.errors import InputError
+from ...protocol.errors import InputError
 
 __all__ = [
     "HOSTS",

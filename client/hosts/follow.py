@@ -15,10 +15,10 @@ from pathlib import Path
 
 import watchfiles
 
-from sealmem.client import paths
-from sealmem.client.api import MemoryStore
-from sealmem.client.hosts import capture
-from sealmem.client.hosts.transcripts import find_transcripts, read_turns
+from .. import paths
+from ..store.api import MemoryStore
+from . import capture
+from .transcripts import find_transcripts, read_turns
 
 __all__ = ["Follower", "watch"]
 

@@ -39,8 +39,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sealmem.client.ranking import stems_of
-from sealmem.client.stopwords import STOP_WORDS
+from ..recall.ranking import stems_of
+from ..recall.stopwords import STOP_WORDS
 
 __all__ = [
     "DUP_THRESHOLD",

@@ -27,8 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sealmem.client import paths
-from sealmem.protocol.errors import InputError
+from ...protocol.errors import InputError
+from .. import paths
 
 __all__ = [
     "HOOK_BUDGET_S",
@@ -95,7 +95,7 @@ def _open_existing() -> Any:
     db = paths.store_path(paths.home())
     if not db.is_file():
         return None
-    from sealmem.client.api import MemoryStore
+    from ..store.api import MemoryStore
 
     return MemoryStore.open(db)
 
@@ -111,7 +111,7 @@ def _session_start(payload: dict[str, Any]) -> str:
 
 
 def _prompt(payload: dict[str, Any]) -> str:
-    from sealmem.client.hosts.gate import content_stems
+    from .gate import content_stems
 
     text = payload.get("prompt")
     if not isinstance(text, str) or not text.strip():
@@ -136,7 +136,7 @@ def _prompt(payload: dict[str, Any]) -> str:
 
 
 def _stop(payload: dict[str, Any]) -> str:
-    from sealmem.client.hosts import capture
+    from . import capture
 
     transcript = payload.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:

@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from sealmem.client.fsutil import atomic_write
-from sealmem.client.hosts import claude_hooks, jsonedit, tomlblock
-from sealmem.client.hosts.configs import SERVER_NAME, Host, hook_command
-from sealmem.protocol.errors import InputError
+from ...protocol.errors import InputError
+from ..fsutil import atomic_write
+from . import claude_hooks, jsonedit, tomlblock
+from .configs import SERVER_NAME, Host, hook_command
 
 __all__ = [
     "BACKUP_INFIX",

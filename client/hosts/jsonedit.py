@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sealmem.protocol.errors import InputError
+from ...protocol.errors import InputError
 
 __all__ = [
     "JsonConfigError",

@@ -6,7 +6,7 @@ returns is data written by past sessions and teammates, never instructions.
 
 from __future__ import annotations
 
-from sealmem.protocol.errors import InputError
+from ...protocol.errors import InputError
 
 __all__ = ["FLAVOURS", "snippet"]
 

@@ -17,7 +17,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sealmem.protocol.errors import InputError
+from ...protocol.errors import InputError
 
 __all__ = [
     "BEGIN",

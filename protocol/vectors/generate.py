@@ -36,17 +36,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sealmem.crypto import SUITE, ContentKey, MemberKey
-from sealmem.protocol import canonical
-from sealmem.protocol.chunks import MAX_BUCKET_PLAINTEXT
-from sealmem.protocol.encoding import b64d, b64e
-from sealmem.protocol.envelope import seal
-from sealmem.protocol.hlc import Hlc
-from sealmem.protocol.keyring import build_keyring
-from sealmem.protocol.manifest import MAX_RECORDS, ChunkRef, Manifest
-from sealmem.protocol.record import Record, new_memory_id
-from sealmem.protocol.roster import Grant, Member, Pin, Reset, Revocation, Roster
-from sealmem.protocol.snapshot import Snapshot, bucket_of, build_snapshot, chunk_ad, chunk_id
+from ...crypto import SUITE, ContentKey, MemberKey
+from .. import canonical
+from ..chunks import MAX_BUCKET_PLAINTEXT
+from ..encoding import b64d, b64e
+from ..envelope import seal
+from ..hlc import Hlc
+from ..keyring import build_keyring
+from ..manifest import MAX_RECORDS, ChunkRef, Manifest
+from ..record import Record, new_memory_id
+from ..roster import Grant, Member, Pin, Reset, Revocation, Roster
+from ..snapshot import Snapshot, bucket_of, build_snapshot, chunk_ad, chunk_id
 
 HERE = Path(__file__).resolve().parent
 TEAM = "acme-team"

@@ -49,7 +49,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from sealmem.client.hub_transport import HubTransport
+from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE, ContentKey, MemberKey, random_bytes
 from sealmem.hub.server import free_port
 from sealmem.protocol.envelope import unpack

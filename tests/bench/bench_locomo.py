@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from sealmem.client import MemoryStore
-from sealmem.client import recall as retrieval
-from sealmem.client.ranking import RankingWeights
-from sealmem.client.stopwords import STOP_WORDS
+from sealmem.client.recall import search as retrieval
+from sealmem.client.recall.ranking import RankingWeights
+from sealmem.client.recall.stopwords import STOP_WORDS
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo"

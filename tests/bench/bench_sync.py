@@ -4,7 +4,7 @@
     python tests/bench/bench_sync.py --quick           # 3 x 1k, growth 2..5 x 100
 
 Real members (own home, SQLite store, member key) over one real temp folder,
-each syncing through the real engine (:func:`sealmem.client.sync.sync`).  Every
+each syncing through the real engine (:func:`sealmem.client.sync.engine.sync`).  Every
 transport call is counted: bytes *moved* are bytes read from plus bytes written
 to the folder.  A "round" is every member syncing once, in turn; the first full
 sync takes two rounds (the first member to sync has nothing to pull yet).
@@ -23,13 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sealmem.client import MemoryStore
-from sealmem.client.admin import approve, create_team, invite
-from sealmem.client.identity import load_member_key
-from sealmem.client.invite import read_invite
-from sealmem.client.store import transaction
-from sealmem.client.sync import sync
-from sealmem.client.team import Team, join_team, now_ms
-from sealmem.client.transport import Transport
+from sealmem.client.store.connection import transaction
+from sealmem.client.sync.engine import sync
+from sealmem.client.sync.transport import Transport
+from sealmem.client.team.admin import approve, create_team, invite
+from sealmem.client.team.identity import load_member_key
+from sealmem.client.team.invite import read_invite
+from sealmem.client.team.session import Team, join_team, now_ms
 
 PROJECT = "webapp"
 WORDS = [

@@ -1,4 +1,4 @@
-"""MemoryStore.recall builds Hits from the retrieval engine (sealmem.client.recall)."""
+"""MemoryStore.recall builds Hits from the retrieval engine (sealmem.client.recall.search)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from sealmem.client import SHARED_PROJECT, MemoryStore
-from sealmem.client.context import estimate_tokens
+from sealmem.client.recall.context import estimate_tokens
 from sealmem.protocol.errors import InputError
 
 from .conftest import FakeClock, OpenStore

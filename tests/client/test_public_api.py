@@ -10,18 +10,18 @@ import pytest
 import sealmem.client
 
 MODULES = [
-    "api",
-    "context",
-    "health",
-    "inputs",
-    "memory",
     "paths",
-    "redact",
-    "rows",
-    "schema",
-    "store",
-    "transfer",
-    "writes",
+    "recall.context",
+    "store.api",
+    "store.connection",
+    "store.health",
+    "store.inputs",
+    "store.memory",
+    "store.redact",
+    "store.rows",
+    "store.schema",
+    "store.transfer",
+    "store.writes",
 ]
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.mcp_server import MemoryTools
-from sealmem.client.ranking import (
+from sealmem.client.mcp.server import MemoryTools
+from sealmem.client.recall.ranking import (
     QueryTerm,
     RankingWeights,
     analyse_query,
@@ -22,7 +22,7 @@ from sealmem.client.ranking import (
     is_session_origin,
     stems_of,
 )
-from sealmem.client.recall import Pool, pool_plan, search
+from sealmem.client.recall.search import Pool, pool_plan, search
 from sealmem.protocol.errors import InputError
 
 HOUR_MS = 3_600_000

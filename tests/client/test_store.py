@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.schema import MIGRATIONS, Migration, latest_version
-from sealmem.client.store import connect, migrate, schema_version, transaction
+from sealmem.client.store.connection import connect, migrate, schema_version, transaction
+from sealmem.client.store.schema import MIGRATIONS, Migration, latest_version
 from sealmem.protocol.errors import StoreError
 
 from .conftest import START_MS, OpenStore
@@ -145,7 +145,7 @@ def test_transaction_rolls_back_on_error(store: MemoryStore) -> None:
 
 
 def test_a_second_writer_waits_then_reports_lock(tmp_path: Path) -> None:
-    from sealmem.client import store as store_module
+    from sealmem.client.store import connection as store_module
 
     path = tmp_path / "s.db"
     holder = connect(path)

@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sealmem.client.api import MemoryStore
 from sealmem.client.hosts import capture, follow
 from sealmem.client.hosts.transcripts import find_transcripts, read_turns
+from sealmem.client.store.api import MemoryStore
 from tests.hosts.conftest import FIXTURES, Env, Run
 
 CLI = Callable[..., Run]

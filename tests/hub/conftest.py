@@ -4,7 +4,7 @@
 app in-process through a Starlette ``TestClient``): the admin publishes roster
 v1 and its keyrings through :class:`HubTransport` (registration with the
 operator token), members post join requests to the hub inbox and the admin
-approves them with the same code the CLI runs (``sealmem.client.admin``).
+approves them with the same code the CLI runs (``sealmem.client.team.admin``).
 Each member has its own home, key and SQLite store.
 """
 
@@ -21,12 +21,12 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from sealmem.client import Memory, MemoryStore
-from sealmem.client.admin import approve
-from sealmem.client.hub_transport import HubTransport
-from sealmem.client.identity import load_member_key
-from sealmem.client.invite import make_join_request
-from sealmem.client.sync import SyncSummary, sync
-from sealmem.client.team import Team, TeamConfig
+from sealmem.client.sync.engine import SyncSummary, sync
+from sealmem.client.sync.hub import HubTransport
+from sealmem.client.team.admin import approve
+from sealmem.client.team.identity import load_member_key
+from sealmem.client.team.invite import make_join_request
+from sealmem.client.team.session import Team, TeamConfig
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.crypto.request import sign_request
 from sealmem.hub.app import create_app

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from sealmem.client.folder import FolderTransport
+from sealmem.client.sync.folder import FolderTransport
 from sealmem.protocol.encoding import b64e
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from sealmem.client.folder import FolderTransport
-from sealmem.client.hub_transport import ConflictError, HubError, HubTransport, open_transport
-from sealmem.client.invite import make_join_request
+from sealmem.client.sync.folder import FolderTransport
+from sealmem.client.sync.hub import ConflictError, HubError, HubTransport, open_transport
+from sealmem.client.team.invite import make_join_request
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.hub.app import create_app
 from sealmem.protocol.admin import genesis

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sealmem.client.admin import revoke
+from sealmem.client.team.admin import revoke
 from sealmem.crypto import SUITE, MemberKey
 from sealmem.protocol.snapshot import chunk_id
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sealmem.client.hub_transport import ConflictError, HubTransport
-from sealmem.client.invite import make_join_request
+from sealmem.client.sync.hub import ConflictError, HubTransport
+from sealmem.client.team.invite import make_join_request
 from sealmem.hub.server import BackgroundHub
 
 from .conftest import PROJECT, TEAM, HubWorld, data_bytes

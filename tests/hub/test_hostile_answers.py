@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from sealmem.client.hub_transport import HubError, HubTransport
+from sealmem.client.sync.hub import HubError, HubTransport
 from sealmem.crypto import MemberKey
 from sealmem.hub.server import free_port
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sealmem.client import admin
+from sealmem.client.team import admin
 from sealmem.protocol.envelope import unpack
 from sealmem.protocol.keyring import Keyring
 

@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.hub_transport import HubTransport
-from sealmem.client.sync import sync
-from sealmem.client.team import Team
+from sealmem.client.sync.engine import sync
+from sealmem.client.sync.hub import HubTransport
+from sealmem.client.team.session import Team
 from sealmem.crypto import MemberKey
 from sealmem.hub.server import BackgroundHub, free_port
 from sealmem.protocol.errors import TransportError

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sealmem.client import admin
-from sealmem.client.invite import make_join_request, read_invite
-from sealmem.client.team import Team, join_team
+from sealmem.client.team import admin
+from sealmem.client.team.invite import make_join_request, read_invite
+from sealmem.client.team.session import Team, join_team
 from tests.sync.conftest import make_world
 
 

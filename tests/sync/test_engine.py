@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.client import replica
-from sealmem.client.memory import Provenance
-from sealmem.client.rows import load_row, next_hlc, record_from_row, write_version
-from sealmem.client.store import transaction
-from sealmem.client.sync import sync_lock
-from sealmem.client.team import sync_health
+from sealmem.client.store.connection import transaction
+from sealmem.client.store.memory import Provenance
+from sealmem.client.store.rows import load_row, next_hlc, record_from_row, write_version
+from sealmem.client.sync import replica
+from sealmem.client.sync.engine import sync_lock
+from sealmem.client.team.session import sync_health
 from sealmem.protocol import reasons
 from sealmem.protocol.errors import StoreError
 from tests.sync.conftest import DAY_MS, PROJECT, World, make_world

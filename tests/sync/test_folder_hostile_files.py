@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.client.folder import FolderTransport
+from sealmem.client.sync.folder import FolderTransport
 from sealmem.protocol import reasons
 from sealmem.protocol.verify import MAX_MANIFEST_BYTES
 from tests.sync.conftest import PROJECT, Node, World, make_world

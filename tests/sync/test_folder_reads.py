@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sealmem.client.folder import MANIFESTS_KEPT, FolderTransport
+from sealmem.client.sync.folder import MANIFESTS_KEPT, FolderTransport
 
 WRITER = "b" * 26
 OTHER = "c" * 26

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.client.folder import MANIFESTS_KEPT, FolderTransport
+from sealmem.client.sync.folder import MANIFESTS_KEPT, FolderTransport
 from sealmem.protocol.errors import InputError, TransportError
 
 WRITER = "a" * 26

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sealmem.client import admin, replica
+from sealmem.client.sync import replica
+from sealmem.client.team import admin
 from sealmem.crypto import SUITE, ContentKey
 from sealmem.protocol import reasons
 from sealmem.protocol.envelope import unpack

@@ -6,8 +6,8 @@ import json
 
 import anyio
 
-from sealmem.client.mcp_server import MemoryTools
-from sealmem.client.names import author_label, member_names
+from sealmem.client.mcp.server import MemoryTools
+from sealmem.client.team.names import author_label, member_names
 from tests.sync.conftest import PROJECT, World
 
 

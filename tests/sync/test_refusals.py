@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.client import Memory, replica
+from sealmem.client import Memory
+from sealmem.client.sync import replica
 from sealmem.crypto import SUITE, random_bytes
 from sealmem.protocol import reasons
 from sealmem.protocol.manifest import Head

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from sealmem.client import admin
+from sealmem.client.team import admin
 from tests.sync.conftest import World
 
 
@@ -40,7 +40,7 @@ def test_status_reports_sync_health(world: World) -> None:
 def test_a_sync_stopped_by_a_missing_share_is_recorded_with_its_reason(world: World) -> None:
     import pytest
 
-    from sealmem.client import replica
+    from sealmem.client.sync import replica
     from sealmem.protocol.errors import TransportError
 
     alice = world.nodes["alice"]

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sealmem.client.memory import Check
-from sealmem.client.schema import latest_version
-from sealmem.client.store import DIR_MODE, FILE_MODE, schema_version
+from .connection import DIR_MODE, FILE_MODE, schema_version
+from .memory import Check
+from .schema import latest_version
 
 __all__ = ["REINDEX_STEPS", "doctor", "reindex", "stats"]
 

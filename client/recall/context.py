@@ -13,7 +13,7 @@ import math
 import sqlite3
 from collections.abc import Sequence
 
-from sealmem.protocol.errors import InputError
+from ...protocol.errors import InputError
 
 __all__ = ["MAX_LINE_CHARS", "estimate_tokens", "startup_context"]
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from sealmem.client.memory import DEFAULT_PROJECT
-from sealmem.protocol.errors import InputError
-from sealmem.protocol.record import (
+from ...protocol.errors import InputError
+from ...protocol.record import (
     KIND_RE,
     MAX_KEYWORD_CHARS,
     MAX_KEYWORDS,
@@ -19,6 +18,7 @@ from sealmem.protocol.record import (
     PROJECT_RE,
     is_memory_id,
 )
+from .memory import DEFAULT_PROJECT
 
 __all__ = ["MAX_ORIGIN_CHARS", "importance", "keywords", "kind", "origin", "project", "supersedes"]
 

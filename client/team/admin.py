@@ -19,19 +19,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sealmem.client import replica
-from sealmem.client.hub_transport import is_hub_location
-from sealmem.client.invite import fingerprint_of, make_invite, read_join_request
-from sealmem.client.paths import sanitize_project
-from sealmem.client.store import transaction
-from sealmem.client.team import Team, TeamConfig, find_member, transport_for
-from sealmem.crypto import KDF_MODERATE, SUITE, ContentKey, KdfLimits, MemberKey
-from sealmem.protocol.errors import InputError, Rejected
-from sealmem.protocol.keyring import build_keyring
-from sealmem.protocol.record import PROJECT_RE
-from sealmem.protocol.roster import Grant, Member, Pin, Reset, Revocation, Roster
-from sealmem.protocol.state import TrustedState
-from sealmem.protocol.verify import accept_keyring, accept_roster
+from ...crypto import KDF_MODERATE, SUITE, ContentKey, KdfLimits, MemberKey
+from ...protocol.errors import InputError, Rejected
+from ...protocol.keyring import build_keyring
+from ...protocol.record import PROJECT_RE
+from ...protocol.roster import Grant, Member, Pin, Reset, Revocation, Roster
+from ...protocol.state import TrustedState
+from ...protocol.verify import accept_keyring, accept_roster
+from ..paths import sanitize_project
+from ..store.connection import transaction
+from ..sync import replica
+from ..sync.hub import is_hub_location
+from .invite import fingerprint_of, make_invite, read_join_request
+from .session import Team, TeamConfig, find_member, transport_for
 
 __all__ = [
     "Approved",

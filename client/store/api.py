@@ -21,8 +21,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sealmem.client import context, health, inputs, transfer, writes
-from sealmem.client.memory import (
+from ...protocol.errors import InputError, NotFoundError, StoreError
+from ...protocol.record import (
+    MAX_CONTENT_CHARS,
+    MAX_REASON_CHARS,
+    MEMBER_RE,
+    is_memory_id,
+)
+from ..paths import ensure_home, local_author, store_path
+from ..recall import context
+from . import health, inputs, transfer, writes
+from .connection import connect, sqlite_errors, transaction
+from .memory import (
     DEFAULT_PROJECT,
     SHARED_PROJECT,
     Check,
@@ -31,21 +41,12 @@ from sealmem.client.memory import (
     Memory,
     RememberResult,
 )
-from sealmem.client.paths import ensure_home, local_author, store_path
-from sealmem.client.redact import redact, redact_all, warning_for
-from sealmem.client.rows import (
+from .redact import redact, redact_all, warning_for
+from .rows import (
     MEMORY_COLUMNS,
     load_row,
     memory_from_history_row,
     memory_from_row,
-)
-from sealmem.client.store import connect, sqlite_errors, transaction
-from sealmem.protocol.errors import InputError, NotFoundError, StoreError
-from sealmem.protocol.record import (
-    MAX_CONTENT_CHARS,
-    MAX_REASON_CHARS,
-    MEMBER_RE,
-    is_memory_id,
 )
 
 __all__ = ["MAX_K", "MemoryStore"]
@@ -275,7 +276,7 @@ class MemoryStore:
         kinds: Sequence[str] | None = None,
     ) -> list[Hit]:
         """The ``k`` memories that best match ``query``; superseded ones carry replacements."""
-        from sealmem.client import recall as retrieval
+        from ..recall import search as retrieval
 
         if not isinstance(query, str) or not query.strip():
             raise InputError("the query is empty; pass words to search for")

@@ -2,10 +2,10 @@
 
 The config (``<home>/team.json``) names the team, the pinned root key and where
 the team's objects live.  What this member trusts (rosters, keyrings, chain
-heads) lives in the store (:mod:`sealmem.client.replica`), re-verified on load.
+heads) lives in the store (:mod:`sealmem.client.sync.replica`), re-verified on load.
 :class:`Team` bundles the store, the member key, the config and the transport
-for the sync engine (:mod:`sealmem.client.sync`) and the admin operations
-(:mod:`sealmem.client.admin`).
+for the sync engine (:mod:`sealmem.client.sync.engine`) and the admin operations
+(:mod:`sealmem.client.team.admin`).
 """
 
 from __future__ import annotations
@@ -16,22 +16,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sealmem.client import replica
-from sealmem.client.fsutil import atomic_write
-from sealmem.client.hub_transport import is_hub_location, open_transport
-from sealmem.client.invite import Invite, fingerprint_of, make_join_request
-from sealmem.client.store import transaction
-from sealmem.client.transport import Transport
-from sealmem.crypto import SUITE, ContentKey, MemberKey
-from sealmem.protocol import reasons
-from sealmem.protocol.encoding import b64d, b64e
-from sealmem.protocol.errors import InputError, Rejected, SealmemError, StoreError
-from sealmem.protocol.roster import Member, Roster
-from sealmem.protocol.state import TrustedState
-from sealmem.protocol.verify import accept_keyring, accept_roster
+from ...crypto import SUITE, ContentKey, MemberKey
+from ...protocol import reasons
+from ...protocol.encoding import b64d, b64e
+from ...protocol.errors import InputError, Rejected, SealmemError, StoreError
+from ...protocol.roster import Member, Roster
+from ...protocol.state import TrustedState
+from ...protocol.verify import accept_keyring, accept_roster
+from ..fsutil import atomic_write
+from ..store.connection import transaction
+from ..sync import replica
+from ..sync.hub import is_hub_location, open_transport
+from ..sync.transport import Transport
+from .invite import Invite, fingerprint_of, make_join_request
 
 if TYPE_CHECKING:  # avoids importing the store API at module load
-    from sealmem.client.api import MemoryStore
+    from ..store.api import MemoryStore
 
 __all__ = [
     "CONFIG_FILE",

@@ -1,9 +1,9 @@
 """Local writes: a new memory, a reinforced duplicate, a tombstone.
 
 Each function runs inside the caller's transaction, ticks the store's HLC for
-every new version, and writes through :func:`sealmem.client.rows.write_version`
+every new version, and writes through :func:`sealmem.client.store.rows.write_version`
 (so the replaced version lands in history).  Arguments arrive validated and
-redacted (:mod:`sealmem.client.inputs`, :mod:`sealmem.client.redact`).
+redacted (:mod:`sealmem.client.store.inputs`, :mod:`sealmem.client.store.redact`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ import os
 import sqlite3
 from collections.abc import Sequence
 
-from sealmem.client.memory import Memory, Provenance
-from sealmem.client.rows import (
+from ...protocol.errors import InputError, NotFoundError, ProtocolError, StoreError
+from ...protocol.record import MAX_KEYWORDS, MAX_SUPERSEDES, Record, new_memory_id
+from .memory import Memory, Provenance
+from .rows import (
     MEMORY_COLUMNS,
     load_row,
     memory_from_row,
@@ -21,8 +23,6 @@ from sealmem.client.rows import (
     norm_hash,
     write_version,
 )
-from sealmem.protocol.errors import InputError, NotFoundError, ProtocolError, StoreError
-from sealmem.protocol.record import MAX_KEYWORDS, MAX_SUPERSEDES, Record, new_memory_id
 
 __all__ = ["create", "find_twin", "reinforce", "require_known", "tombstone"]
 

@@ -1,6 +1,6 @@
 """Pure helpers of recall: tokenizing, query analysis and the scoring formula.
 
-Nothing here touches SQLite or the clock; :mod:`sealmem.client.recall` feeds it
+Nothing here touches SQLite or the clock; :mod:`sealmem.client.recall.search` feeds it
 rows and ``now_ms``.  Text is split the way FTS5's ``unicode61`` tokenizer
 splits it (letters and digits; case and diacritics folded) and stemmed with
 the same Porter rules, so the features below agree with the full-text index.
@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
-from sealmem.client.stemmer import stem
-from sealmem.client.stopwords import STOP_WORDS
+from .stemmer import stem
+from .stopwords import STOP_WORDS
 
 __all__ = [
     "DAY_MS",

@@ -1,10 +1,10 @@
 """Recall: find and rank the memories that answer a query (DESIGN §7).
 
 :func:`search` takes BM25 candidates from the FTS5 index, then re-ranks them in
-Python with the features of :mod:`sealmem.client.ranking`; every component of
+Python with the features of :mod:`sealmem.client.recall.ranking`; every component of
 a score is returned in ``Scored.why``.  Tombstones never come back; superseded
 memories are demoted, never hidden.  The connection is the store's: this
-module only reads (the queries are in :mod:`sealmem.client.recall_sql`).
+module only reads (the queries are in :mod:`sealmem.client.recall.sql`).
 
 Sessions.  Session context links a memory only to memories of the *same real
 session*: the same ``origin`` of the form ``"<tool>:<session id>"`` (both parts
@@ -33,7 +33,8 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sealmem.client.ranking import (
+from ...protocol.errors import InputError
+from .ranking import (
     DAY_MS,
     QueryTerm,
     RankingWeights,
@@ -48,7 +49,7 @@ from sealmem.client.ranking import (
     term_mask,
     term_shares,
 )
-from sealmem.client.recall_sql import (
+from .sql import (
     Row,
     Scope,
     bm25_pool,
@@ -57,7 +58,6 @@ from sealmem.client.recall_sql import (
     history_pool,
     neighbours,
 )
-from sealmem.protocol.errors import InputError
 
 __all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
 
@@ -252,7 +252,7 @@ def _sessions(
 
 class _Scorer:
     """The weighted parts of a candidate's score, in the order of ``_NAMES``
-    (see :mod:`sealmem.client.ranking` for what each one means)."""
+    (see :mod:`sealmem.client.recall.ranking` for what each one means)."""
 
     def __init__(
         self,

@@ -3,7 +3,7 @@
 One store is one SQLite file in WAL mode.  A connection is confined to the
 thread that opened it; several processes may share the file (WAL readers never
 block, writers take ``BEGIN IMMEDIATE`` and wait up to :data:`BUSY_TIMEOUT_MS`).
-Migrations are forward-only (:mod:`sealmem.client.schema`): a store written by
+Migrations are forward-only (:mod:`sealmem.client.store.schema`): a store written by
 a newer sealmem is refused rather than guessed at.
 
 Every ``sqlite3`` failure is translated into :class:`StoreError` at this
@@ -21,8 +21,8 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from sealmem.client.schema import MIGRATIONS, Migration
-from sealmem.protocol.errors import StoreError
+from ...protocol.errors import StoreError
+from .schema import MIGRATIONS, Migration
 
 __all__ = [
     "BUSY_TIMEOUT_MS",

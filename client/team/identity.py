@@ -13,9 +13,9 @@ import json
 import os
 from pathlib import Path
 
-from sealmem.crypto import MemberKey
-from sealmem.protocol.encoding import KID_RE
-from sealmem.protocol.errors import KeyFileError
+from ...crypto import MemberKey
+from ...protocol.encoding import KID_RE
+from ...protocol.errors import KeyFileError
 
 __all__ = [
     "KEY_FILE",

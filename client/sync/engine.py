@@ -31,23 +31,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sealmem.client import replica
-from sealmem.client.hub_transport import ConflictError
-from sealmem.client.memory import Provenance
-from sealmem.client.store import transaction
-from sealmem.client.team import Refusal, Team
-from sealmem.crypto import SUITE, ContentKey, random_bytes
-from sealmem.protocol import reasons
-from sealmem.protocol.chunks import open_chunk
-from sealmem.protocol.envelope import unpack
-from sealmem.protocol.errors import Rejected, SealmemError, StoreError
-from sealmem.protocol.hlc import ZERO
-from sealmem.protocol.manifest import Head, Manifest
-from sealmem.protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
-from sealmem.protocol.record import Record
-from sealmem.protocol.snapshot import PreviousSnapshot, build_snapshot
-from sealmem.protocol.state import TrustedState
-from sealmem.protocol.verify import MAX_MANIFEST_BYTES, accept_manifest
+from ...crypto import SUITE, ContentKey, random_bytes
+from ...protocol import reasons
+from ...protocol.chunks import open_chunk
+from ...protocol.envelope import unpack
+from ...protocol.errors import Rejected, SealmemError, StoreError
+from ...protocol.hlc import ZERO
+from ...protocol.manifest import Head, Manifest
+from ...protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
+from ...protocol.record import Record
+from ...protocol.snapshot import PreviousSnapshot, build_snapshot
+from ...protocol.state import TrustedState
+from ...protocol.verify import MAX_MANIFEST_BYTES, accept_manifest
+from ..store.connection import transaction
+from ..store.memory import Provenance
+from ..team.session import Refusal, Team
+from . import replica
+from .hub import ConflictError
 
 __all__ = ["LOCK_FILE", "LOCK_TIMEOUT_S", "SyncSummary", "sync", "sync_lock"]
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import watchfiles
 
-from sealmem.client.folder import FolderTransport
-from sealmem.client.hub_transport import HubTransport
-from sealmem.client.sync import SyncSummary, sync
-from sealmem.client.team import Team
-from sealmem.protocol.errors import SealmemError
+from ...protocol.errors import SealmemError
+from ..team.session import Team
+from .engine import SyncSummary, sync
+from .folder import FolderTransport
+from .hub import HubTransport
 
 __all__ = ["DEBOUNCE_MS", "has_unpushed", "watch"]
 

@@ -23,14 +23,14 @@ from typing import Any
 
 import httpx
 
-from sealmem.client.folder import FolderTransport
-from sealmem.client.transport import Transport
-from sealmem.crypto import MemberKey
-from sealmem.crypto.request import sign_request
-from sealmem.protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
-from sealmem.protocol.errors import InputError, TransportError
-from sealmem.protocol.record import PROJECT_RE
-from sealmem.protocol.roster import TEAM_RE
+from ...crypto import MemberKey
+from ...crypto.request import sign_request
+from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
+from ...protocol.errors import InputError, TransportError
+from ...protocol.record import PROJECT_RE
+from ...protocol.roster import TEAM_RE
+from .folder import FolderTransport
+from .transport import Transport
 
 __all__ = [
     "OPERATOR_TOKEN_ENV",

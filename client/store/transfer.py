@@ -21,9 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sealmem.client.memory import ImportResult, Provenance
-from sealmem.client.redact import redact, redact_all
-from sealmem.client.rows import (
+from ...protocol.errors import InputError, ProtocolError
+from ...protocol.hlc import ZERO
+from ...protocol.record import Record
+from .connection import get_meta, schema_version, transaction
+from .memory import ImportResult, Provenance
+from .redact import redact, redact_all
+from .rows import (
     insert_history,
     load_row,
     memory_from_history_row,
@@ -33,10 +37,6 @@ from sealmem.client.rows import (
     record_json,
     write_version,
 )
-from sealmem.client.store import get_meta, schema_version, transaction
-from sealmem.protocol.errors import InputError, ProtocolError
-from sealmem.protocol.hlc import ZERO
-from sealmem.protocol.record import Record
 
 __all__ = ["FORMAT", "VERSION", "export_document", "import_document"]
 

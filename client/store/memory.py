@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sealmem.protocol.record import Record
+from ...protocol.record import Record
 
 __all__ = [
     "DEFAULT_PROJECT",

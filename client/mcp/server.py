@@ -23,12 +23,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
-from sealmem.client.names import author_label, member_names
-from sealmem.client.team import sync_health
-from sealmem.protocol.errors import SealmemError
+from ...protocol.errors import SealmemError
+from ..team.names import author_label, member_names
+from ..team.session import sync_health
 
 if TYPE_CHECKING:
-    from sealmem.client import Memory, MemoryStore
+    from .. import Memory, MemoryStore
 
 __all__ = ["DATA_NOT_INSTRUCTIONS", "MemoryTools", "create_server", "run_stdio"]
 
@@ -266,8 +266,8 @@ def create_server(
     *, project: str | None = None, opener: Callable[[], MemoryStore] | None = None
 ) -> MCPServer[None]:
     """Build the server; ``opener`` defaults to ``MemoryStore.open`` (``SEALMEM_HOME``)."""
-    from sealmem.client import MemoryStore
-    from sealmem.client.paths import current_project
+    from .. import MemoryStore
+    from ..paths import current_project
 
     tools = MemoryTools(opener or MemoryStore.open, project or current_project())
 

@@ -1,6 +1,6 @@
 """Member names for display: who a kid is, from the newest roster this store accepted.
 
-Rosters are verified before they are saved (``client/team.py``), so reading the
+Rosters are verified before they are saved (``client/team/session.py``), so reading the
 newest one back needs no signature check; a store that never joined a team has
 no names and every author shows as its short id.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 
-from sealmem.protocol import canonical
-from sealmem.protocol.errors import ProtocolError
+from ...protocol import canonical
+from ...protocol.errors import ProtocolError
 
 __all__ = ["author_label", "member_names"]
 

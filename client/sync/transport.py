@@ -3,7 +3,7 @@
 A transport moves opaque, signed bytes; it never decides whether they are
 valid. Everything it returns is untrusted and goes through
 ``sealmem.protocol`` verification before use. Two implementations share it:
-:class:`sealmem.client.folder.FolderTransport` (a shared directory) and the
+:class:`sealmem.client.sync.folder.FolderTransport` (a shared directory) and the
 hub client; tests add a malicious one.
 
 Objects:

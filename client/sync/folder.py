@@ -26,11 +26,11 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from sealmem.client.fsutil import atomic_write, ensure_dir
-from sealmem.client.transport import Transport
-from sealmem.protocol.errors import InputError, TransportError
-from sealmem.protocol.manifest import MAX_CHUNK_BYTES
-from sealmem.protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES, MAX_ROSTER_BYTES
+from ...protocol.errors import InputError, TransportError
+from ...protocol.manifest import MAX_CHUNK_BYTES
+from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES, MAX_ROSTER_BYTES
+from ..fsutil import atomic_write, ensure_dir
+from .transport import Transport
 
 __all__ = ["MANIFESTS_KEPT", "FolderTransport"]
 

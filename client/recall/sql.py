@@ -2,7 +2,7 @@
 
 Every function here is one round trip to SQLite (the statistics are cached per
 connection until the database changes) and returns plain tuples, so that
-:mod:`sealmem.client.recall` can score them without asking again.  Nothing is
+:mod:`sealmem.client.recall.search` can score them without asking again.  Nothing is
 written: the connection is the store's.
 
 A candidate row (:data:`Row`) carries what ranking needs and nothing more:
@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sealmem.client.ranking import Span
+from .ranking import Span
 
 __all__ = [
     "Row",

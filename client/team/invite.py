@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sealmem.crypto import SUITE, MemberKey, PublicIdentity
-from sealmem.protocol import reasons
-from sealmem.protocol.encoding import b64d, b64e, exact_keys, need_b64, need_int, need_str
-from sealmem.protocol.envelope import seal, unpack
-from sealmem.protocol.errors import InputError, Rejected
-from sealmem.protocol.roster import TEAM_RE
+from ...crypto import SUITE, MemberKey, PublicIdentity
+from ...protocol import reasons
+from ...protocol.encoding import b64d, b64e, exact_keys, need_b64, need_int, need_str
+from ...protocol.envelope import seal, unpack
+from ...protocol.errors import InputError, Rejected
+from ...protocol.roster import TEAM_RE
 
 __all__ = [
     "INVITE_PREFIX",

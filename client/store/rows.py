@@ -1,7 +1,7 @@
 """Rows of the local store <-> values: reading memories, writing winning versions.
 
 This is the one place that knows the column layout of ``memories`` and
-``history`` (:mod:`sealmem.client.schema`).  The local API and the sync engine
+``history`` (:mod:`sealmem.client.store.schema`).  The local API and the sync engine
 both write through :func:`write_version`, so that a replaced version always
 lands in ``history`` and the supersede links always follow the winner.
 """
@@ -14,10 +14,10 @@ import sqlite3
 import unicodedata
 from typing import Any
 
-from sealmem.client.memory import Memory, Provenance
-from sealmem.client.store import get_meta, set_meta
-from sealmem.protocol.hlc import ZERO, Hlc, receive, tick
-from sealmem.protocol.record import Record
+from ...protocol.hlc import ZERO, Hlc, receive, tick
+from ...protocol.record import Record
+from .connection import get_meta, set_meta
+from .memory import Memory, Provenance
 
 __all__ = [
     "MEMORY_COLUMNS",

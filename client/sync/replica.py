@@ -21,9 +21,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sealmem.client.memory import Provenance
-from sealmem.client.redact import redact, redact_all
-from sealmem.client.rows import (
+from ...protocol.hlc import ZERO, Hlc
+from ...protocol.merge import effective_importance, merge
+from ...protocol.record import Record
+from ...protocol.state import ChainHead, TrustedState, Witness
+from ...protocol.suite import Suite
+from ...protocol.verify import accept_keyring, accept_roster
+from ..store.memory import Provenance
+from ..store.redact import redact, redact_all
+from ..store.rows import (
     insert_history,
     load_row,
     next_hlc,
@@ -32,12 +38,6 @@ from sealmem.client.rows import (
     record_json,
     write_version,
 )
-from sealmem.protocol.hlc import ZERO, Hlc
-from sealmem.protocol.merge import effective_importance, merge
-from sealmem.protocol.record import Record
-from sealmem.protocol.state import ChainHead, TrustedState, Witness
-from sealmem.protocol.suite import Suite
-from sealmem.protocol.verify import accept_keyring, accept_roster
 
 __all__ = [
     "ApplyResult",

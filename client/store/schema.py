@@ -2,7 +2,7 @@
 
 Rules: a migration, once released, is never edited or reordered; a change is a
 new migration appended at the end with the next version number.  The runner
-(:mod:`sealmem.client.store`) applies every missing one in its own transaction
+(:mod:`sealmem.client.store.connection`) applies every missing one in its own transaction
 and records it in ``schema_migrations``.
 
 Tables (version 1):
@@ -232,7 +232,7 @@ MIGRATIONS: list[Migration] = [
     # Recall: neighbouring memories of one session (origin, time), and the text of
     # replaced versions for include_history.
     Migration(2, "recall: origin/time index, history full-text index", _V2),
-    # Team sync (client/replica.py): trusted roster/keyring envelopes, accepted chain
+    # Team sync (client/sync/replica.py): trusted roster/keyring envelopes, accepted chain
     # heads and witnesses per (writer, project), this member's own chain, refusals, runs.
     Migration(3, "team sync: trusted objects, chain heads, own chain, refusals", _V3),
 ]

@@ -1,0 +1,1 @@
+"""The stdio MCP server."""

@@ -1,0 +1,1 @@
+"""Recall: ranking, SQL pools, stemming, the startup context."""

@@ -1,0 +1,1 @@
+"""Local store: SQLite file, migrations, rows, writes, export/import, health."""

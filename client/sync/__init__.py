@@ -1,0 +1,1 @@
+"""The sync engine, its view of the local store, and the transports."""

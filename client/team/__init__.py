@@ -1,0 +1,1 @@
+"""Team membership: session, admin operations, invites, identity, names."""
