@@ -7,7 +7,8 @@ the epoch key and the chunk's associated data (``tampered``), unpads
 the zip-bomb guard), is canonical JSON (``not-canonical``), is a list of valid
 records sorted by id (``malformed``), each edited by the writer
 (``editor-mismatch``), in the manifest's project (``cross-project``) and in the
-bucket its id hashes to (``wrong-bucket``).  The total must equal the
+bucket its id hashes to (``wrong-bucket``), with a clock not too far ahead of the
+reader's (``clock-ahead``).  The total must equal the
 manifest's record count (``tampered``).
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping
 
-from . import canonical, reasons
+from . import canonical, hlc, reasons
 from .errors import DecryptionError, ProtocolError, Rejected
 from .manifest import MAX_CHUNK_BYTES, ChunkRef, Manifest
 from .record import Record
@@ -47,9 +48,19 @@ def decompress(data: bytes, limit: int = MAX_BUCKET_PLAINTEXT) -> bytes:
 
 
 def open_chunk(
-    suite: Suite, key: ContentKeyLike, manifest: Manifest, ref: ChunkRef, data: bytes
+    suite: Suite,
+    key: ContentKeyLike,
+    manifest: Manifest,
+    ref: ChunkRef,
+    data: bytes,
+    *,
+    now_ms: int,
 ) -> list[Record]:
-    """Verify, decrypt and decode one chunk of ``manifest``; return its records."""
+    """Verify, decrypt and decode one chunk of ``manifest``; return its records.
+
+    ``now_ms`` is the reader's clock: a record whose HLC is more than
+    :data:`~sealmem.protocol.hlc.MAX_AHEAD_MS` ahead of it is ``clock-ahead``.
+    """
     where = f"chunk {ref.id[:16]} (bucket {ref.bucket}) of {manifest.writer}/{manifest.project}"
     if len(data) > MAX_CHUNK_BYTES:
         raise Rejected(reasons.TOO_LARGE, f"{where}: {len(data)} bytes; limit {MAX_CHUNK_BYTES}")
@@ -91,6 +102,13 @@ def open_chunk(
             )
         if rec.visibility != "team":
             raise Rejected(reasons.MALFORMED, f"{where}: record {rec.id} is private")
+        if hlc.too_far_ahead(rec.hlc, now_ms):
+            raise Rejected(
+                reasons.CLOCK_AHEAD,
+                f"{where}: record {rec.id} has clock {rec.hlc.wall} ms, more than "
+                f"{hlc.MAX_AHEAD_MS // 3_600_000} h ahead of this reader's {now_ms} ms; "
+                "the writer's clock is wrong (ask them to fix it and sync again)",
+            )
         if bucket_of(suite, rec.id, manifest.buckets) != ref.bucket:
             raise Rejected(reasons.WRONG_BUCKET, f"{where}: record {rec.id} is in the wrong bucket")
         records.append(rec)
@@ -98,7 +116,12 @@ def open_chunk(
 
 
 def open_snapshot(
-    suite: Suite, key: ContentKeyLike, manifest: Manifest, chunks: Mapping[str, bytes]
+    suite: Suite,
+    key: ContentKeyLike,
+    manifest: Manifest,
+    chunks: Mapping[str, bytes],
+    *,
+    now_ms: int,
 ) -> list[Record]:
     """Open every chunk of an accepted ``manifest``; all or nothing."""
     out: list[Record] = []
@@ -110,7 +133,7 @@ def open_snapshot(
                 f"chunk {ref.id} of {manifest.writer}/{manifest.project} seq {manifest.seq} "
                 "was not supplied; the transport may still be copying it, retry the sync",
             )
-        out.extend(open_chunk(suite, key, manifest, ref, data))
+        out.extend(open_chunk(suite, key, manifest, ref, data, now_ms=now_ms))
     if len(out) != manifest.records:
         raise Rejected(
             reasons.TAMPERED,

@@ -4,13 +4,46 @@ A timestamp is ``(wall, counter)``: ``wall`` is milliseconds since the Unix
 epoch, ``counter`` breaks ties within one millisecond.  Timestamps compare as
 tuples.  The caller passes the physical clock reading ``now_ms`` explicitly, so
 these functions are deterministic and testable.
+
+Clocks from outside are bounded (SPEC.md "Clocks"):
+
+- a valid timestamp has ``0 <= wall <= MAX_WALL_MS`` and ``0 <= counter <=
+  MAX_COUNTER`` (a record outside is ``malformed``), so that a timestamp always
+  fits the signed 64-bit integers of SQLite and of :func:`pack`;
+- a reader refuses a version whose ``wall`` is more than ``MAX_AHEAD_MS``
+  ahead of its own clock reading (``clock-ahead``, :func:`too_far_ahead`), so
+  a peer with a skewed or hostile clock cannot pin a memory for long;
+- :func:`tick` and :func:`receive` never leave those bounds: a counter that
+  would pass ``MAX_COUNTER`` carries into the next millisecond.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["ZERO", "Hlc", "receive", "tick"]
+__all__ = [
+    "MAX_AHEAD_MS",
+    "MAX_COUNTER",
+    "MAX_WALL_MS",
+    "ZERO",
+    "Hlc",
+    "pack",
+    "receive",
+    "tick",
+    "too_far_ahead",
+    "unpack",
+]
+
+MAX_WALL_MS = (1 << 47) - 1
+"""The greatest valid ``wall``: 2^47 - 1 ms, about the year 6429."""
+
+MAX_COUNTER = (1 << 16) - 1
+"""The greatest valid ``counter``; a tick past it carries into ``wall``."""
+
+MAX_AHEAD_MS = 2 * 24 * 60 * 60 * 1000
+"""How far (2 days) a received ``wall`` may be ahead of the reader's clock."""
+
+_COUNTER_BITS = 16
 
 
 class Hlc(NamedTuple):
@@ -28,11 +61,12 @@ class Hlc(NamedTuple):
             not isinstance(value, list)
             or len(value) != 2
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-            or value[0] < 0
-            or value[1] < 0
+            or not 0 <= value[0] <= MAX_WALL_MS
+            or not 0 <= value[1] <= MAX_COUNTER
         ):
             raise ProtocolError(
-                f"hlc must be [wall_ms, counter] of two non-negative ints: {value!r}"
+                f"hlc must be [wall_ms, counter] with 0 <= wall_ms <= {MAX_WALL_MS} "
+                f"and 0 <= counter <= {MAX_COUNTER}: {_short(value)}"
             )
         return cls(value[0], value[1])
 
@@ -40,16 +74,28 @@ class Hlc(NamedTuple):
 ZERO = Hlc(0, 0)
 
 
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _after(wall: int, counter: int) -> Hlc:
+    """``(wall, counter)``, carrying a counter past ``MAX_COUNTER`` into ``wall``."""
+    if counter > MAX_COUNTER:
+        return Hlc(min(wall + 1, MAX_WALL_MS), 0)
+    return Hlc(wall, counter)
+
+
 def tick(last: Hlc, now_ms: int) -> Hlc:
     """The timestamp for a local event (a write), after ``last``."""
     if now_ms > last.wall:
-        return Hlc(now_ms, 0)
-    return Hlc(last.wall, last.counter + 1)
+        return Hlc(min(now_ms, MAX_WALL_MS), 0)
+    return _after(last.wall, last.counter + 1)
 
 
 def receive(last: Hlc, remote: Hlc, now_ms: int) -> Hlc:
     """The local clock after seeing ``remote``: never behind either, never repeating."""
-    wall = max(last.wall, remote.wall, now_ms)
+    wall = min(max(last.wall, remote.wall, now_ms), MAX_WALL_MS)
     if wall == last.wall and wall == remote.wall:
         counter = max(last.counter, remote.counter) + 1
     elif wall == last.wall:
@@ -58,4 +104,24 @@ def receive(last: Hlc, remote: Hlc, now_ms: int) -> Hlc:
         counter = remote.counter + 1
     else:
         counter = 0
+    return _after(wall, counter)
+
+
+def too_far_ahead(stamp: Hlc, now_ms: int, max_ahead_ms: int = MAX_AHEAD_MS) -> bool:
+    """True when ``stamp`` is more than ``max_ahead_ms`` ahead of the reader's ``now_ms``."""
+    return stamp.wall - now_ms > max_ahead_ms
+
+
+def pack(stamp: Hlc) -> int:
+    """One integer that orders like the timestamp and fits a signed 64-bit column."""
+    if not (0 <= stamp.wall <= MAX_WALL_MS and 0 <= stamp.counter <= MAX_COUNTER):
+        from .errors import ProtocolError
+
+        raise ProtocolError(f"hlc {tuple(stamp)} is outside the valid range")
+    return (stamp.wall << _COUNTER_BITS) | stamp.counter
+
+
+def unpack(value: int) -> Hlc:
+    """The timestamp :func:`pack` made."""
+    wall, counter = divmod(value, 1 << _COUNTER_BITS)
     return Hlc(wall, counter)

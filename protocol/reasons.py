@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "BAD_CHUNK_ID",
     "BAD_SIGNATURE",
+    "CLOCK_AHEAD",
     "CROSS_PROJECT",
     "CROSS_TEAM",
     "EDITOR_MISMATCH",
@@ -62,6 +63,7 @@ ROSTER_NOT_EXTENDING = "roster-not-extending"  # not the next link of the truste
 ROSTER_UNKNOWN = "roster-unknown"  # names a roster version newer than the trusted one
 NOT_ADMIN = "not-admin"  # signed by a key that is not an admin where it must be
 EQUIVOCATION = "equivocation"  # a witnessed head conflicts with an accepted one
+CLOCK_AHEAD = "clock-ahead"  # a version's clock is too far ahead of the reader's clock
 
 REASONS: tuple[str, ...] = (
     BAD_SIGNATURE,
@@ -90,4 +92,5 @@ REASONS: tuple[str, ...] = (
     ROSTER_UNKNOWN,
     NOT_ADMIN,
     EQUIVOCATION,
+    CLOCK_AHEAD,
 )

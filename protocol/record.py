@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .errors import ProtocolError
-from .hlc import Hlc
+from .hlc import MAX_COUNTER, MAX_WALL_MS, Hlc
 
 __all__ = [
     "KIND_RE",
@@ -114,8 +114,10 @@ class Record:
         for name in ("author", "editor"):
             if not MEMBER_RE.fullmatch(getattr(self, name)):
                 raise _fail(f"{name} {getattr(self, name)!r} is not a member id")
-        if self.created_at < 0 or self.hlc.wall < 0 or self.hlc.counter < 0:
-            raise _fail("timestamps must be non-negative")
+        if not 0 <= self.created_at <= MAX_WALL_MS:
+            raise _fail(f"created_at must be 0..{MAX_WALL_MS} ms")
+        if not (0 <= self.hlc.wall <= MAX_WALL_MS and 0 <= self.hlc.counter <= MAX_COUNTER):
+            raise _fail(f"hlc must be within [0..{MAX_WALL_MS}, 0..{MAX_COUNTER}]")
         if len(self.supersedes) > MAX_SUPERSEDES:
             raise _fail(f"supersedes {len(self.supersedes)} ids; the limit is {MAX_SUPERSEDES}")
         for old in self.supersedes:

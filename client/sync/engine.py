@@ -241,7 +241,7 @@ def _pull_writer(team: Team, project: str, writer: str, summary: SyncSummary, no
                     "member holds no key; it will be read once the writer re-publishes"
                 )
                 return
-            records, cache = _open(team, manifest, key)
+            records, cache = _open(team, manifest, key, now)
         except Rejected as exc:
             if first_refusal:
                 summary.refused.append(Refusal(exc.reason, where, exc.detail))
@@ -251,7 +251,9 @@ def _pull_writer(team: Team, project: str, writer: str, summary: SyncSummary, no
         return
 
 
-def _open(team: Team, m: Manifest, key: ContentKey) -> tuple[list[Record], dict[str, int]]:
+def _open(
+    team: Team, m: Manifest, key: ContentKey, now: int
+) -> tuple[list[Record], dict[str, int]]:
     """Open the chunks of ``m`` not opened before; check the total record count."""
     cache = replica.chunk_cache(team.conn, m.writer, m.project)
     fresh: dict[str, int] = {}
@@ -270,7 +272,7 @@ def _open(team: Team, m: Manifest, key: ContentKey) -> tuple[list[Record], dict[
                 f"chunk {ref.id[:16]} of {m.writer}/{m.project} seq {m.seq} is missing; "
                 "the folder may still be copying it, sync again later",
             )
-        opened = open_chunk(SUITE, key, m, ref, data)
+        opened = open_chunk(SUITE, key, m, ref, data, now_ms=now)
         fresh[slot] = len(opened)
         total += len(opened)
         records.extend(opened)

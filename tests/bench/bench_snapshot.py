@@ -50,6 +50,8 @@ from tests.support.honest_world import (
     parse_path,
 )
 
+READER_NOW = 1_760_000_060_000  # the reader's clock: a minute after the test records
+
 T = TypeVar("T")
 _VOCAB = random.Random(0)
 WORDS = tuple(
@@ -135,7 +137,9 @@ def bench(world: World, state: TrustedState, n: int) -> list[str]:
     key = world.content_keys[("app", 3)]
     snap, t_build = timed(lambda: build(world, records))
     (_, manifest), t_verify = timed(lambda: accept_manifest(SUITE, state, snap.envelope))
-    opened, t_open = timed(lambda: open_snapshot(SUITE, key, manifest, snap.new_chunks))
+    opened, t_open = timed(
+        lambda: open_snapshot(SUITE, key, manifest, snap.new_chunks, now_ms=READER_NOW)
+    )
     if len(opened) != n:
         raise SystemExit(f"opened {len(opened)} records, built {n}")
     pieces = len(manifest.chunks)
@@ -157,7 +161,9 @@ def bench(world: World, state: TrustedState, n: int) -> list[str]:
             "open",
             t_open,
             plain,
-            peak_mb(lambda: open_snapshot(SUITE, key, manifest, snap.new_chunks)),
+            peak_mb(
+                lambda: open_snapshot(SUITE, key, manifest, snap.new_chunks, now_ms=READER_NOW)
+            ),
         ),
         row(n, "aead", t_aead, plain, 0.0),
         f"|         | {pieces} chunks, {plain / 1e6:.1f} MB JSON -> {chunk_bytes / 1e6:.1f} MB "

@@ -25,6 +25,8 @@ from sealmem.protocol.snapshot import (
 
 from .team_world import PROJECT, TEAM, World, make_record
 
+READER_NOW = 1_760_000_060_000  # the reader's clock: a minute after the test records
+
 
 @pytest.fixture
 def world() -> World:
@@ -59,11 +61,13 @@ def test_round_trip(world: World) -> None:
     assert m.writer == world.alice.kid
     assert set(snap.new_chunks) == {c.id for c in m.chunks}
     assert Manifest.from_body(canonical.decode(snap.envelope)["body"]) == m
-    opened = open_snapshot(SUITE, world.key1, m, snap.new_chunks)
+    opened = open_snapshot(SUITE, world.key1, m, snap.new_chunks, now_ms=READER_NOW)
     assert sorted(opened, key=lambda r: r.id) == sorted(records, key=lambda r: r.id)
     for ref in m.chunks:
         assert chunk_id(SUITE, snap.new_chunks[ref.id]) == ref.id
-        for rec in open_chunk(SUITE, world.key1, m, ref, snap.new_chunks[ref.id]):
+        for rec in open_chunk(
+            SUITE, world.key1, m, ref, snap.new_chunks[ref.id], now_ms=READER_NOW
+        ):
             assert bucket_of(SUITE, rec.id, m.buckets) == ref.bucket
 
 
@@ -89,7 +93,7 @@ def test_unchanged_buckets_keep_their_chunks(world: World) -> None:
     moved = {b for b in new if new[b] != old.get(b)}
     assert moved == {bucket_of(SUITE, records[-1].id, second.manifest.buckets)}
     everything = {**first.new_chunks, **second.new_chunks}
-    opened = open_snapshot(SUITE, world.key1, second.manifest, everything)
+    opened = open_snapshot(SUITE, world.key1, second.manifest, everything, now_ms=READER_NOW)
     assert {r.id: r.content for r in opened}[records[-1].id] == "edited"
 
 
@@ -138,22 +142,33 @@ def test_chunk_checks(world: World) -> None:
     m = snap.manifest
     ref = m.chunks[0]
     data = snap.new_chunks[ref.id]
-    assert reason_of(lambda: open_snapshot(SUITE, world.key1, m, {})) == "missing-chunk"
+    assert (
+        reason_of(lambda: open_snapshot(SUITE, world.key1, m, {}, now_ms=READER_NOW))
+        == "missing-chunk"
+    )
     flipped = bytearray(data)
     flipped[40] ^= 1
-    assert reason_of(lambda: open_chunk(SUITE, world.key1, m, ref, bytes(flipped))) == (
-        "bad-chunk-id"
-    )
+    assert reason_of(
+        lambda: open_chunk(SUITE, world.key1, m, ref, bytes(flipped), now_ms=READER_NOW)
+    ) == ("bad-chunk-id")
     # a chunk re-filed under another bucket: the id matches, the AD does not
     moved = replace(ref, bucket=(ref.bucket + 1) % m.buckets)
-    assert reason_of(lambda: open_chunk(SUITE, world.key1, m, moved, data)) == "tampered"
-    assert reason_of(lambda: open_chunk(SUITE, world.key2, m, ref, data)) == "tampered"
-    other_writer = replace(m, writer=world.bob.kid)
-    assert reason_of(lambda: open_chunk(SUITE, world.key1, other_writer, ref, data)) == ("tampered")
-    miscounted = replace(m, records=m.records + 1)
-    assert reason_of(lambda: open_snapshot(SUITE, world.key1, miscounted, snap.new_chunks)) == (
-        "tampered"
+    assert (
+        reason_of(lambda: open_chunk(SUITE, world.key1, m, moved, data, now_ms=READER_NOW))
+        == "tampered"
     )
+    assert (
+        reason_of(lambda: open_chunk(SUITE, world.key2, m, ref, data, now_ms=READER_NOW))
+        == "tampered"
+    )
+    other_writer = replace(m, writer=world.bob.kid)
+    assert reason_of(
+        lambda: open_chunk(SUITE, world.key1, other_writer, ref, data, now_ms=READER_NOW)
+    ) == ("tampered")
+    miscounted = replace(m, records=m.records + 1)
+    assert reason_of(
+        lambda: open_snapshot(SUITE, world.key1, miscounted, snap.new_chunks, now_ms=READER_NOW)
+    ) == ("tampered")
 
 
 def encrypt_bucket(world: World, plaintext: bytes, bucket: int, *, writer: str) -> bytes:
@@ -181,7 +196,9 @@ def test_authenticated_but_wrong_contents(world: World) -> None:
         chunk = encrypt_bucket(world, payload, in_bucket, writer=world.alice.kid)
         ref = replace(m.chunks[0], bucket=in_bucket, id=chunk_id(SUITE, chunk), size=len(chunk))
         return reason_of(
-            lambda: open_chunk(SUITE, world.key1, replace(m, chunks=(ref,)), ref, chunk)
+            lambda: open_chunk(
+                SUITE, world.key1, replace(m, chunks=(ref,)), ref, chunk, now_ms=READER_NOW
+            )
         )
 
     wire = rec.to_wire()

@@ -16,6 +16,8 @@ from sealmem.protocol.state import TrustedState
 from sealmem.protocol.verify import accept_keyring, accept_manifest, accept_roster, open_snapshot
 
 VECTORS = Path(__file__).resolve().parents[2] / "protocol" / "vectors"
+# The reader's clock for snapshot vectors that name none: the generator's NOW + 1 minute.
+READER_NOW = 1_760_000_060_000
 FILES = sorted(VECTORS.glob("*.json"))
 ACCEPT = {"roster": accept_roster, "keyring": accept_keyring, "manifest": accept_manifest}
 
@@ -47,7 +49,7 @@ def replay(case: dict[str, Any]) -> int | None:
         return None
     chunks = {cid: b64d(text) for cid, text in obj["chunks"].items()}
     key = ContentKey.from_bytes(b64d(obj["content_key"]))
-    return len(open_snapshot(SUITE, key, manifest, chunks))
+    return len(open_snapshot(SUITE, key, manifest, chunks, now_ms=obj.get("now_ms", READER_NOW)))
 
 
 def test_there_are_enough_vectors_and_every_reason_is_covered() -> None:

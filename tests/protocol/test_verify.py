@@ -28,6 +28,8 @@ from sealmem.protocol.verify import (
 
 from .team_world import PROJECT, World, make_record, next_roster
 
+READER_NOW = 1_760_000_060_000  # the reader's clock: a minute after the test records
+
 
 @pytest.fixture
 def world() -> World:
@@ -64,7 +66,7 @@ def test_accept_then_open(world: World) -> None:
     assert head is not None
     assert (head.seq, head.hash) == (1, m.hash(SUITE))
     assert state.head(world.alice.kid, PROJECT) is None
-    opened = open_snapshot(SUITE, world.key1, m, snap.new_chunks)
+    opened = open_snapshot(SUITE, world.key1, m, snap.new_chunks, now_ms=READER_NOW)
     assert {r.id for r in opened} == {r.id for r in records}
     again, _ = accept_manifest(SUITE, new, snap.envelope)
     assert again is new
@@ -307,7 +309,7 @@ def test_any_byte_flip_is_refused_with_a_named_reason(data: st.DataObject) -> No
         if which == "roster":
             return accept_roster(SUITE, FUZZ_STATE, bytes(blob))
         chunks = {**FUZZ_SNAP.new_chunks, ref.id: bytes(blob)}
-        return open_snapshot(SUITE, FUZZ_WORLD.key1, FUZZ_SNAP.manifest, chunks)
+        return open_snapshot(SUITE, FUZZ_WORLD.key1, FUZZ_SNAP.manifest, chunks, now_ms=READER_NOW)
 
     with pytest.raises(Rejected) as info:
         attempt()

@@ -33,6 +33,7 @@ from sealmem.protocol.verify import accept_keyring, accept_manifest, accept_rost
 __all__ = [
     "NAMES",
     "NOW",
+    "READER_NOW",
     "TEAM",
     "Slot",
     "World",
@@ -48,6 +49,7 @@ __all__ = [
 
 TEAM = "acme-team"
 NOW = 1_760_000_000_000
+READER_NOW = NOW + 60_000  # the reader's clock when it opens snapshots
 NAMES = ("root", "alice", "bob", "carol", "eve", "outsider")
 
 
@@ -267,4 +269,4 @@ def open_view(
         raise LookupError(f"no trusted keyring for {project!r} epoch {manifest.epoch}")
     member = world.keys[reader]
     key = ContentKey.unwrap(keyring.wrap_for(member.kid), member)
-    return open_snapshot(world.suite, key, manifest, chunks)
+    return open_snapshot(world.suite, key, manifest, chunks, now_ms=READER_NOW)
