@@ -1,8 +1,12 @@
 """Canonical JSON: the only byte form that is ever signed, hashed or encrypted.
 
-Rules (SPEC.md, "Canonical encoding"): UTF-8, object keys sorted by code point,
+Rules (SPEC.md, "Canonical JSON"): UTF-8, object keys sorted by code point,
 no insignificant whitespace, no floats, no NaN, integers within the signed
-64-bit range, strings as JSON escapes them with ``ensure_ascii=False``.
+64-bit range.  Strings escape ``"`` and ``\\`` and the C0 controls only
+(``\\b \\f \\n \\r \\t`` short, the others as lowercase ``\\u00xx``);
+everything else, DEL, U+2028/U+2029 and non-ASCII included, is literal UTF-8.
+A string holding a lone surrogate (U+D800..U+DFFF) has no UTF-8 form and is
+refused by both directions as :class:`NonCanonical`, never as a UnicodeError.
 :func:`decode` accepts exactly the bytes :func:`encode` produces and rejects any
 other spelling of the same value, so a signature covers one byte string only.
 """
@@ -24,7 +28,10 @@ class NonCanonical(ProtocolError):
 
 
 def _check(value: Any, path: str = "$") -> None:
-    if value is None or isinstance(value, bool | str):
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        _check_text(value, path)
         return
     if isinstance(value, int):
         if not -MAX_INT - 1 <= value <= MAX_INT:
@@ -40,9 +47,26 @@ def _check(value: Any, path: str = "$") -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise NonCanonical(f"object key {key!r} at {path} is not a string")
-            _check(item, f"{path}.{key}")
+            _check_text(key, f"{path} (an object key)")
+            _check(item, f"{path}.{_printable(key)}")
         return
     raise NonCanonical(f"value of type {type(value).__name__} at {path} cannot be encoded")
+
+
+def _printable(text: str) -> str:
+    """``text`` for an error message: short, and with surrogates escaped."""
+    short = text if len(text) <= 40 else text[:37] + "..."
+    return short.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _check_text(text: str, path: str) -> None:
+    for i, char in enumerate(text):
+        if "\ud800" <= char <= "\udfff":
+            raise NonCanonical(
+                f"string at {path} holds a lone surrogate U+{ord(char):04X} at index {i}: "
+                "it has no UTF-8 form, so canonical JSON cannot carry it "
+                f"(the string starts {_printable(text[:20])!r}); remove or replace it"
+            )
 
 
 def _fast_check(value: Any) -> bool:
@@ -79,9 +103,18 @@ def encode(value: Any) -> bytes:
     """Return the canonical bytes of ``value`` (dicts, lists, str, int, bool, None)."""
     if not _fast_check(value):
         _check(value)
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    try:
+        text = json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except RecursionError as exc:
+        raise NonCanonical("value nested too deeply to encode") from exc
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Only a lone surrogate fails here; walk the value to name where it is.
+        _check(value)
+        raise NonCanonical("a string holds a lone surrogate; it has no UTF-8 form") from None
 
 
 def _no_floats(text: str) -> Any:

@@ -2,11 +2,18 @@
 
 Run from the repository root::
 
-    python protocol/vectors/generate.py
+    python -m sealmem.protocol.vectors.generate          # write new or changed cases
+    python -m sealmem.protocol.vectors.generate --force  # rewrite every file
 
 Keys come from fixed seeds and nonces are pinned, so signatures and chunks are
 reproducible; keyring wraps (SealedBox) are randomised, which is why the
-generated files are committed and tests never regenerate them.
+generated files are committed and tests never regenerate them.  Without
+``--force`` a file whose description and expected outcome are unchanged is
+kept as it is (its randomised wraps would otherwise churn on every run).
+The building blocks on their own (canonical JSON, ids, hashes, base64,
+padding, buckets) and the objects outside the chain (invites, join requests,
+hub request signatures, merge) come from :mod:`basics`; SPEC.md "Test vectors"
+documents every object kind.
 
 Each file holds::
 
@@ -18,7 +25,8 @@ Each file holds::
                            "chunks"?: {id: b64url}, "content_key"?: b64url,
                            "reader"?: {"sign_seed": b64url, "box_seed": b64url}}},
      "expected": "accept" | {"reject": reason},
-     "records"?: int}          # for an accepted snapshot: how many records open
+     "records"?: int,          # for an accepted snapshot: how many records open
+     "output"?: {...}}         # for a derivation: the values it computes
 
 To replay a case: pin (team, root_public), accept every setup object in
 order (each must be accepted), then accept the object (for ``snapshot``:
@@ -41,17 +49,19 @@ from .. import canonical
 from ..chunks import MAX_BUCKET_PLAINTEXT
 from ..encoding import b64d, b64e
 from ..envelope import seal
-from ..hlc import Hlc
+from ..hlc import MAX_AHEAD_MS, MAX_WALL_MS, Hlc
 from ..keyring import build_keyring
 from ..manifest import MAX_RECORDS, ChunkRef, Manifest
 from ..record import Record, new_memory_id
 from ..roster import Grant, Member, Pin, Reset, Revocation, Roster
 from ..snapshot import Snapshot, bucket_of, build_snapshot, chunk_ad, chunk_id
+from .basics import Vector, basic_vectors
 
 HERE = Path(__file__).resolve().parent
 TEAM = "acme-team"
 PROJECT = "webapp"
 NOW = 1_760_000_000_000
+READER_NOW = NOW + 60_000  # the reader's clock when a snapshot vector names none
 
 
 def key(n: int) -> MemberKey:
@@ -234,6 +244,16 @@ DESCRIPTIONS = {
     "snapshot-not-canonical": "plaintext JSON with spaces",
     "snapshot-malformed-record": "a record with an unknown field",
     "snapshot-count-mismatch": "the manifest says 2 records, its chunk holds 1",
+    "snapshot-clock-ahead": "a record 2 days and 1 ms ahead of the reader's clock",
+    "snapshot-clock-ahead-limit": "a record exactly 2 days ahead of the reader's clock is kept",
+    "snapshot-hlc-out-of-range": "a record whose hlc wall is 2^47 (one past the limit)",
+    "snapshot-zlib-trailing": "bytes after the end of the zlib stream",
+    "snapshot-zlib-truncated": "a zlib stream cut short",
+    "snapshot-lone-surrogate": "a record whose content holds an escaped lone surrogate",
+    "manifest-short-signature": "a 63-byte signature",
+    "keyring-wrap-too-large": "a wrap of 257 bytes once decoded (the limit is 256)",
+    "keyring-wrap-at-limit": "a wrap of exactly 256 decoded bytes passes the size check",
+    "roster-lone-surrogate": "a member name holding an escaped lone surrogate",
 }
 
 Setup = list[tuple[str, bytes]]
@@ -538,10 +558,51 @@ def snapshot_cases() -> list[Case]:
         ),
         ("snapshot-count-mismatch", wire, b, {"records": 2}, "tampered"),
     ]
+    wild = {**one.to_wire(), "hlc": [MAX_WALL_MS + 1, 0]}
+    surrogate = wire.replace(b'"vector memory 1"', b'"vector \\ud800 memory"')
+    evil += [
+        ("snapshot-hlc-out-of-range", canonical.encode([wild]), b, {}, "malformed"),
+        ("snapshot-zlib-trailing", zlib.compress(wire) + b"\x00", b, {"compress": False},
+         "tampered"),
+        ("snapshot-zlib-truncated", zlib.compress(wire)[:-3], b, {"compress": False}, "tampered"),
+        ("snapshot-lone-surrogate", surrogate, b, {}, "not-canonical"),
+    ]  # fmt: skip
     for name, payload, bucket, kw, expected in evil:
         made = evil_chunk(ALICE, payload, bucket, **kw)
         out.append(Case(name, BASE, made.envelope, expected, with_chunks(made)))
+    for name, ahead, expected in (
+        ("snapshot-clock-ahead", MAX_AHEAD_MS + 1, "clock-ahead"),
+        ("snapshot-clock-ahead-limit", MAX_AHEAD_MS, "accept"),
+    ):
+        future = replace(record(ALICE, 1), hlc=Hlc(READER_NOW + ahead, 0))
+        made = snap(ALICE, [future])
+        extra = {**with_chunks(made), "now_ms": READER_NOW}
+        out.append(Case(name, BASE, made.envelope, expected, extra, records=1))
     return out
+
+
+def extra_envelope_cases() -> list[Case]:
+    """Envelope and field sizes; a lone surrogate in a signed body."""
+    m1 = snap(ALICE, [record(ALICE, 1)]).envelope
+    obj = canonical.decode(m1)
+    short = canonical.encode({**obj, "sig": b64e(b64d(obj["sig"])[:63])})
+    kr = build_keyring(KEY1, R1_ROSTER, PROJECT)
+    only_r1: Setup = [("roster", R1)]
+
+    def wrap_of(size: int) -> bytes:
+        return replace(kr, wraps={**kr.wraps, ALICE.kid: bytes(size)}).sign(ROOT)
+
+    return [
+        Case("manifest-short-signature", BASE, short, "malformed"),
+        Case("keyring-wrap-too-large", only_r1, wrap_of(257), "too-large"),
+        Case("keyring-wrap-at-limit", only_r1, wrap_of(256), "accept"),
+        Case(
+            "roster-lone-surrogate",
+            [],
+            R1.replace(b'"name":"bob"', b'"name":"b\\ud800"'),
+            "not-canonical",
+        ),
+    ]
 
 
 def cases() -> list[Case]:
@@ -551,20 +612,52 @@ def cases() -> list[Case]:
         *keyring_update_cases(),
         *manifest_cases(),
         *snapshot_cases(),
+        *extra_envelope_cases(),
     ]
 
 
-def main() -> int:
+def vector_json(v: Vector) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "description": v.description,
+        "inputs": {"team": TEAM, "root_public": b64e(ROOT.sign_public), "setup": [],
+                   "object": v.obj},
+        "expected": "accept" if v.expected == "accept" else {"reject": v.expected},
+    }  # fmt: skip
+    if v.output is not None:
+        out["output"] = v.output
+    return out
+
+
+def _same_case(path: Path, doc: dict[str, Any]) -> bool:
+    if not path.exists():
+        return False
+    old = json.loads(path.read_text(encoding="utf-8"))
+    return bool(
+        old.get("description") == doc["description"] and old.get("expected") == doc["expected"]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    force = "--force" in (sys.argv[1:] if argv is None else argv)
+    docs = {case.name: case.to_json() for case in cases()}
+    names = list(docs)
+    if set(names) != set(DESCRIPTIONS):
+        raise SystemExit("each case must have a description, and each description a case")
+    for v in basic_vectors():
+        if v.name in docs:
+            raise SystemExit(f"vector name {v.name} is used twice")
+        docs[v.name] = vector_json(v)
     for old in HERE.glob("*.json"):
-        old.unlink()
-    all_cases = cases()
-    names = [case.name for case in all_cases]
-    if len(set(names)) != len(names) or set(names) != set(DESCRIPTIONS):
-        raise SystemExit("case names must be unique and each must have a description")
-    for case in all_cases:
-        text = json.dumps(case.to_json(), indent=2, sort_keys=True) + "\n"
-        (HERE / f"{case.name}.json").write_text(text, encoding="utf-8")
-    print(f"wrote {len(all_cases)} vectors to {HERE}")
+        if force or old.stem not in docs:
+            old.unlink()
+    written = 0
+    for name, doc in docs.items():
+        path = HERE / f"{name}.json"
+        if not force and _same_case(path, doc):
+            continue
+        path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        written += 1
+    print(f"{len(docs)} vectors in {HERE}; wrote {written}")
     return 0
 
 

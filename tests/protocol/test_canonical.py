@@ -90,3 +90,93 @@ def test_decode_refuses_integers_over_the_digit_limit(data: bytes) -> None:
     # garbage object must still be refused as NonCanonical (a named reason).
     with pytest.raises(NonCanonical, match="digits"):
         canonical.decode(data)
+
+
+# -- lone surrogates and the escape table (SPEC.md "Canonical JSON") ----------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        ("\ud800", r"\$ holds a lone surrogate U\+D800"),
+        ({"name": "ok\udfff"}, r"\$\.name holds a lone surrogate U\+DFFF"),
+        ({"\udc00": 1}, r"\$ \(an object key\) holds a lone surrogate U\+DC00"),
+        ([1, {"k": ["fine", "a\ud83db"]}], r"\$\[1\]\.k\[1\] holds a lone surrogate U\+D83D"),
+    ],
+)
+def test_encode_refuses_lone_surrogates_by_name(value: Any, path: str) -> None:
+    with pytest.raises(NonCanonical, match=path) as info:
+        canonical.encode(value)
+    assert not isinstance(info.value, UnicodeError)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'"\\ud800"',  # a lone high surrogate, escaped
+        b'"\\udfff"',  # a lone low surrogate, escaped
+        b'{"a":"x\\udc00y"}',  # inside an object value
+        b'{"\\ud800":1}',  # as an object key
+        b'["\\udc00\\ud800"]',  # a pair in the wrong order is two lone surrogates
+        b'"\\ud83d\\ude00"',  # a valid pair, escaped where UTF-8 is canonical
+        b'"\xed\xa0\x80"',  # a surrogate encoded as UTF-8 bytes (CESU-style)
+    ],
+)
+def test_decode_refuses_surrogates_as_non_canonical(data: bytes) -> None:
+    with pytest.raises(NonCanonical):
+        canonical.decode(data)
+
+
+SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, categories=["Cs"])
+
+
+@given(st.lists(st.characters() | SURROGATES, max_size=12).map("".join))
+def test_any_string_encodes_or_is_refused_by_name(text: str) -> None:
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        with pytest.raises(NonCanonical, match="lone surrogate"):
+            canonical.encode({text: [text]})
+        return
+    assert canonical.decode(canonical.encode({text: [text]})) == {text: [text]}
+
+
+@given(st.binary(max_size=40))
+def test_decode_of_any_bytes_gives_a_value_or_non_canonical(data: bytes) -> None:
+    try:
+        value = canonical.decode(data)
+    except NonCanonical:
+        return
+    assert canonical.encode(value) == data
+
+
+@pytest.mark.parametrize(
+    ("char", "escaped"),
+    [
+        ('"', b'\\"'),
+        ("\\", b"\\\\"),
+        ("\b", b"\\b"),
+        ("\f", b"\\f"),
+        ("\n", b"\\n"),
+        ("\r", b"\\r"),
+        ("\t", b"\\t"),
+        ("\x00", b"\\u0000"),
+        ("\x1b", b"\\u001b"),
+        ("\x1f", b"\\u001f"),
+        ("/", b"/"),
+        ("\x7f", b"\x7f"),
+        ("\u2028", "\u2028".encode()),
+        ("\u2029", "\u2029".encode()),
+        ("é", "é".encode()),
+        ("\ufeff", "\ufeff".encode()),
+        ("\U0001f600", "\U0001f600".encode()),
+    ],
+)
+def test_escape_table(char: str, escaped: bytes) -> None:
+    assert canonical.encode(char) == b'"' + escaped + b'"'
+    assert canonical.decode(b'"' + escaped + b'"') == char
+
+
+def test_keys_sort_by_code_point_not_utf16_units() -> None:
+    # U+E000 < U+1F600 by code point (and by UTF-8 bytes); in UTF-16 the
+    # surrogate pair of U+1F600 (0xD83D ...) would sort before 0xE000.
+    data = canonical.encode({"\U0001f600": 1, "\ue000": 2, "z": 3, "Z": 4, "é": 5})
+    assert data == '{"Z":4,"z":3,"é":5,"\ue000":2,"\U0001f600":1}'.encode()

@@ -107,3 +107,51 @@ def test_chunk_associated_data_layout() -> None:
          "writer": "w" * 26, "epoch": 3, "bucket": 17},
         sort_keys=True, separators=(",", ":"),
     ).encode()  # fmt: skip
+
+
+def test_every_reason_has_a_row_in_the_reasons_table() -> None:
+    table = SPEC[SPEC.index("### Reasons") :]
+    table = table[: table.index("\n\n", table.index("| reason | meaning |"))]
+    rows = re.findall(r"^\| `([a-z-]+)` \|", table, flags=re.MULTILINE)
+    assert sorted(rows) == sorted(reasons.REASONS)
+
+
+def test_box_key_from_seed_is_sha512_then_x25519() -> None:
+    import nacl.bindings
+
+    seed = b"\x66" * 32
+    key = MemberKey.from_seeds(b"\x02" * 32, seed)
+    secret = hashlib.sha512(seed).digest()[:32]
+    assert nacl.bindings.crypto_scalarmult_base(secret) == key.box_public
+
+
+def test_fingerprint_pseudo_code() -> None:
+    key = MemberKey.from_seeds(b"\x05" * 32, b"\x06" * 32)
+    digest = hashlib.blake2b(
+        key.sign_public + key.box_public, digest_size=32, person=b"sealmem-fpr-v1"
+    ).digest()
+    text = base64.b32encode(digest).decode().lower()[:20]
+    assert key.public().fingerprint() == "-".join(text[i : i + 4] for i in range(0, 20, 4))
+
+
+def test_clock_bounds_are_specified() -> None:
+    from sealmem.protocol import hlc
+
+    assert hlc.MAX_AHEAD_MS == 172_800_000
+    assert "`MAX_AHEAD_MS` | 172 800 000 ms (2 days)" in SPEC
+    assert hlc.MAX_WALL_MS == 2**47 - 1
+    assert "MAX_WALL_MS = 2^47 - 1" in SPEC
+    assert hlc.MAX_COUNTER == 2**16 - 1
+    assert "MAX_COUNTER = 2^16 - 1" in SPEC
+
+
+@pytest.mark.parametrize(
+    ("char", "spelled"),
+    [("\x1b", "`\\u001b`"), ("\u2028", "U+2028"), ("\x7f", "DEL (U+007F)")],
+)
+def test_the_escape_table_says_what_encode_does(char: str, spelled: str) -> None:
+    table = SPEC[SPEC.index("| character | written as |") :]
+    assert spelled in table[: table.index("\n\n")]
+    encoded = canonical.encode(char)
+    literal = char not in "\x1b"
+    assert (encoded == b'"' + char.encode() + b'"') is literal
