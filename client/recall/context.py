@@ -35,15 +35,19 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def _line(memory: Memory, names: Mapping[str, str], me: str) -> str:
-    text = " ".join(memory.content.split())
+def _text(content: str) -> str:
+    text = " ".join(content.split())
     if len(text) > MAX_LINE_CHARS:
         text = text[: MAX_LINE_CHARS - 1].rstrip() + "…"
+    return text
+
+
+def _line(memory: Memory, names: Mapping[str, str], me: str) -> str:
     tags = [memory.kind]
     if memory.project == SHARED_PROJECT:
         tags.append("shared")
     tags.extend(memory.authorship(names, me).tags())
-    return f"- [{', '.join(tags)}] {text}"
+    return f"- [{', '.join(tags)}] {_text(memory.content)}"
 
 
 def startup_context(
@@ -70,6 +74,10 @@ def startup_context(
     names = member_names(conn)
     lines: list[str] = []
     for row in rows:
+        # "- [kind] text" is the shortest a line can be: skip what cannot fit before
+        # building the memory (authorship marks only make a line longer).
+        if used + len(f"\n- [{row['kind']}] ") + len(_text(row["content"])) > limit:
+            continue
         line = _line(memory_from_row(row), names, me)
         if used + 1 + len(line) <= limit:
             lines.append(line)
