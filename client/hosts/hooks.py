@@ -12,6 +12,8 @@ what the user typed).
 SessionStart hook's stdout to the context).  ``prompt`` recalls on the
 submitted prompt and prints the memories that share enough of its words
 (:data:`PROMPT_MIN_OVERLAP`, at least :data:`PROMPT_MIN_SHARED` content stems).
+Both mark a memory this machine did not write with its verified signer
+(:meth:`sealmem.client.store.memory.Memory.authorship`), never its claimed author.
 ``stop`` captures durable lessons from the part of the transcript not read
 before (:mod:`sealmem.client.hosts.capture`) and prints nothing.
 """
@@ -111,6 +113,7 @@ def _session_start(payload: dict[str, Any]) -> str:
 
 
 def _prompt(payload: dict[str, Any]) -> str:
+    from ..team.names import member_names
     from .gate import content_stems
 
     text = payload.get("prompt")
@@ -122,15 +125,14 @@ def _prompt(payload: dict[str, Any]) -> str:
     asked = content_stems(text)
     lines = []
     with store:
+        names = member_names(store.connection)
         for hit in store.recall(text, k=PROMPT_K, project=_project(payload)):
             record = hit.memory.record
             own = content_stems(record.content)
             shared = len(own & asked)
             if shared < PROMPT_MIN_SHARED or shared / max(len(own), 1) < PROMPT_MIN_OVERLAP:
                 continue
-            tags = [record.kind]
-            if record.author != store.author:
-                tags.append(f"from {hit.memory.provenance.signer_name or record.author}")
+            tags = [record.kind, *hit.memory.authorship(names, store.author).tags()]
             lines.append(f"- [{', '.join(tags)}] {' '.join(record.content.split())}")
     return "\n".join([_PROMPT_HEADER, *lines]) if lines else ""
 

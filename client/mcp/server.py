@@ -24,7 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 from ...protocol.errors import SealmemError
-from ..team.names import author_label, member_names
+from ..team.names import member_names
 from ..team.session import sync_health
 
 if TYPE_CHECKING:
@@ -51,9 +51,16 @@ def _dumps(document: Any) -> str:
 
 
 def _view(memory: Memory, names: Mapping[str, str], me: str) -> dict[str, Any]:
-    """The fields an agent needs, with provenance; not the full wire record."""
+    """The fields an agent needs, with provenance; not the full wire record.
+
+    ``written_by`` is who wrote this version: ``you`` only when this machine
+    wrote it, else the verified signer's roster name
+    (:meth:`~sealmem.client.store.memory.Memory.authorship`).  The record's
+    ``author`` is a claim and is shown as ``claimed_author``.
+    """
     rec = memory.record
     prov = memory.provenance
+    who = memory.authorship(names, me)
     view: dict[str, Any] = {
         "id": rec.id,
         "project": rec.project,
@@ -61,8 +68,10 @@ def _view(memory: Memory, names: Mapping[str, str], me: str) -> dict[str, Any]:
         "content": rec.content,
         "keywords": list(rec.keywords),
         "importance": rec.importance,
-        "author": rec.author,
-        "author_name": author_label(rec.author, names, me),
+        "written_by": who.writer_name,
+        "written_here": who.mine,
+        "claimed_author": who.claimed_author_name,
+        "claimed_author_id": who.claimed_author,
         "created_at": rec.created_at,
         "updated_at": memory.updated_at,
         "seen_count": memory.seen_count,
@@ -243,8 +252,10 @@ _TOOL_DOCS = {
     "recall": (
         "Search the team's memories (decisions, warnings, lessons, facts) for the current "
         "project plus the shared tier. Args: query (plain words, required), k (default "
-        "5), project, all_projects, include_history. Each hit carries its author, provenance "
-        "and why it ranked; superseded hits list their replacement. "
+        "5), project, all_projects, include_history. Each hit says who wrote it (written_by: "
+        "'you' only for this machine's own memories, else the teammate whose signature was "
+        "verified; claimed_author is only a claim), its provenance and why it ranked; "
+        "superseded hits list their replacement. "
     ),
     "remember": (
         "Store a memory for later sessions and teammates. Args: content (required), kind "

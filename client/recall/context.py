@@ -2,8 +2,10 @@
 
 Warnings first, then decisions, then everything else by importance and
 recency; memories already superseded by a live replacement are left out.
-Each line is marked with its kind, and a teammate's memory with its author,
-because recalled text is data from someone else, not an instruction.  The text
+Each line is marked with its kind and, unless this machine wrote it, with who
+did: the verified signer, named from the roster (:meth:`Memory.authorship`),
+never the record's claimed ``author``, which is shown only as a claim.  Recalled
+text is data from someone else, not an instruction.  The text
 is trimmed to a token budget (estimated as ``ceil(chars / 4)``).
 """
 
@@ -11,9 +13,12 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ...protocol.errors import InputError
+from ..store.memory import SHARED_PROJECT, Memory
+from ..store.rows import MEMORY_COLUMNS, memory_from_row
+from ..team.names import member_names
 
 __all__ = ["MAX_LINE_CHARS", "estimate_tokens", "startup_context"]
 
@@ -30,16 +35,19 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def _line(row: sqlite3.Row, me: str) -> str:
-    text = " ".join(str(row["content"]).split())
+def _text(content: str) -> str:
+    text = " ".join(content.split())
     if len(text) > MAX_LINE_CHARS:
         text = text[: MAX_LINE_CHARS - 1].rstrip() + "…"
-    tags = [str(row["kind"])]
-    if row["project"] == "shared":
+    return text
+
+
+def _line(memory: Memory, names: Mapping[str, str], me: str) -> str:
+    tags = [memory.kind]
+    if memory.project == SHARED_PROJECT:
         tags.append("shared")
-    if row["visibility"] == "team" and row["author"] != me:
-        tags.append(f"from {row['signer_name'] or row['author']}")
-    return f"- [{', '.join(tags)}] {text}"
+    tags.extend(memory.authorship(names, me).tags())
+    return f"- [{', '.join(tags)}] {_text(memory.content)}"
 
 
 def startup_context(
@@ -50,8 +58,7 @@ def startup_context(
         raise InputError(f"budget_tokens={budget_tokens} must be a positive number of tokens")
     marks = ", ".join("?" * len(projects))
     rows = conn.execute(
-        "SELECT m.kind, m.content, m.project, m.author, m.visibility, m.signer_name "
-        "FROM memories m "
+        f"SELECT {MEMORY_COLUMNS} FROM memories m "
         f"WHERE m.deleted = 0 AND m.project IN ({marks}) AND NOT EXISTS ("
         "  SELECT 1 FROM supersedes s JOIN memories r ON r.id = s.new_id "
         "  WHERE s.old_id = m.id AND r.deleted = 0) "
@@ -64,9 +71,14 @@ def startup_context(
     header = _HEADER.format(scope=", ".join(f"'{p}'" for p in projects))
     used = len(header)
     limit = budget_tokens * 4
+    names = member_names(conn)
     lines: list[str] = []
     for row in rows:
-        line = _line(row, me)
+        # "- [kind] text" is the shortest a line can be: skip what cannot fit before
+        # building the memory (authorship marks only make a line longer).
+        if used + len(f"\n- [{row['kind']}] ") + len(_text(row["content"])) > limit:
+            continue
+        line = _line(memory_from_row(row), names, me)
         if used + 1 + len(line) <= limit:
             lines.append(line)
             used += 1 + len(line)

@@ -6,6 +6,7 @@ All are frozen dataclasses with a ``to_dict`` giving a flat, JSON-friendly form
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ from ...protocol.record import Record
 __all__ = [
     "DEFAULT_PROJECT",
     "SHARED_PROJECT",
+    "Authorship",
     "Check",
     "Hit",
     "ImportResult",
@@ -56,6 +58,67 @@ class Provenance:
         }
 
 
+def _member(kid: str, names: Mapping[str, str], fallback: str | None = None) -> str:
+    """A member's display name; the short kid too when the name alone could mislead."""
+    name = names.get(kid) or fallback
+    if not name:
+        return kid[:8]
+    clash = name.casefold() == "you" or sum(1 for n in names.values() if n == name) > 1
+    return f"{name} ({kid[:8]})" if clash else name
+
+
+@dataclass(frozen=True)
+class Authorship:
+    """Who wrote a version, as a reader shows it: the one rule every renderer follows.
+
+    Only a version written on this machine (provenance transport ``local``) is
+    the reader's own (``mine``).  A version that arrived by sync was written by
+    its verified snapshot signer (``writer``, named from the accepted roster).
+    Anything else (an import, an unverified arrival) has no known writer.  The
+    record's ``author`` is only what its writer claims: it is carried as
+    ``claimed_author`` and shown when it differs from the writer, never used to
+    decide whose a memory is.
+    """
+
+    mine: bool
+    """Written on this machine (transport ``local``)."""
+    writer: str | None
+    """The kid that wrote the version: the local key, or the verified signer; None if unknown."""
+    writer_name: str
+    """``you``, the writer's roster name, or ``unverified <transport>``."""
+    verified: bool
+    """The writer is established: written here, or a verified snapshot signature."""
+    transport: str
+    claimed_author: str
+    """The record's ``author`` field: a claim by the writer, not a fact."""
+    claimed_author_name: str
+    claim_differs: bool
+    """The claimed author is not the writer (always so when the writer is unknown)."""
+
+    def tags(self) -> list[str]:
+        """Marks for a one-line rendering: none for the reader's own, unchanged claim."""
+        out = []
+        if self.writer is None:
+            out.append(f"unverified, via {self.transport}")
+        elif not self.mine:
+            out.append(f"from {self.writer_name}")
+        if self.claim_differs:
+            out.append(f"claimed author: {self.claimed_author_name}")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "written_by": self.writer_name,
+            "written_here": self.mine,
+            "writer": self.writer,
+            "verified": self.verified,
+            "transport": self.transport,
+            "claimed_author": self.claimed_author,
+            "claimed_author_name": self.claimed_author_name,
+            "claim_differs": self.claim_differs,
+        }
+
+
 @dataclass(frozen=True)
 class Memory:
     """The current (or a historical) version of one memory, with its local state."""
@@ -84,6 +147,48 @@ class Memory:
     @property
     def deleted(self) -> bool:
         return self.record.deleted
+
+    @property
+    def written_here(self) -> bool:
+        """True when this version was written on this machine: the only "mine"."""
+        return self.provenance.transport == "local"
+
+    @property
+    def verified_writer(self) -> str | None:
+        """The kid that signed this version when it arrived verified by sync, else None."""
+        prov = self.provenance
+        if self.written_here or not prov.verified or not prov.signer:
+            return None
+        return prov.signer
+
+    def authorship(
+        self, names: Mapping[str, str] | None = None, me: str | None = None
+    ) -> Authorship:
+        """Who wrote this version (see :class:`Authorship`).
+
+        ``names`` maps kids to names from the accepted roster; ``me`` is the
+        local member id, used only to call a *claimed* author "you".
+        """
+        names = names or {}
+        prov, author = self.provenance, self.record.author
+        if self.written_here:
+            writer: str | None = self.record.editor
+            writer_name = "you"
+        elif (signer := self.verified_writer) is not None:
+            writer, writer_name = signer, _member(signer, names, prov.signer_name)
+        else:
+            writer, writer_name = None, f"unverified {prov.transport}"
+        claimed = "you" if me is not None and author == me else _member(author, names)
+        return Authorship(
+            mine=self.written_here,
+            writer=writer,
+            writer_name=writer_name,
+            verified=self.written_here or self.verified_writer is not None,
+            transport=prov.transport,
+            claimed_author=author,
+            claimed_author_name=claimed,
+            claim_differs=author != writer,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out = self.record.to_wire()

@@ -84,7 +84,8 @@ def test_in_memory_every_tool(server_home: Path) -> None:
             hit = recalled["hits"][0]
             assert hit["id"] == memory_id
             assert hit["provenance"]["transport"] == "local"
-            assert hit["author"]
+            assert (hit["written_by"], hit["written_here"]) == ("you", True)
+            assert hit["claimed_author"] == "you"
             assert hit["why"]
 
             got = ok_json(await client.call_tool("get", {"id": memory_id}))

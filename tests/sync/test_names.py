@@ -26,7 +26,9 @@ def test_names_come_from_the_accepted_roster(world: World) -> None:
     tools = MemoryTools(lambda: bob.store, PROJECT)
     doc = json.loads(anyio.run(tools.recall, "payments queue FIFO"))
     (hit,) = [h for h in doc["hits"] if h["id"] == mem.id]
-    assert hit["author_name"] == "alice"
+    assert (hit["written_by"], hit["written_here"], hit["claimed_author"]) == (
+        "alice", False, "alice",
+    )  # fmt: skip
     assert hit["provenance"] == {"transport": "folder", "signer": "alice", "verified": True}
     status = json.loads(anyio.run(tools.status))
     assert status["sync"]["configured"] is True
