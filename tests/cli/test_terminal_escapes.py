@@ -15,11 +15,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from sealmem.client.cli.output import clean
 from sealmem.client.team.invite import _JOIN_FORMAT
 from sealmem.crypto import MemberKey
 from sealmem.protocol.encoding import b64e
 from sealmem.protocol.envelope import seal
+from sealmem.protocol.names import hidden_at
 from tests.support.cli import Run, in_process
 from tests.sync.conftest import PROJECT, World, make_world
 
@@ -156,3 +160,11 @@ def test_hostile_names_are_refused_at_join_and_issue(
     _no_raw(issued)
     assert "member name" in issued.err
     assert not bundle.exists()
+
+
+@given(st.text())
+def test_clean_leaves_nothing_a_terminal_acts_on(text: str) -> None:
+    shown = clean(text)
+    assert not any(hidden_at(shown, i) for i in range(len(shown)) if shown[i] not in "\n\t")
+    assert shown.count("\n") == text.count("\n")
+    assert clean(shown) == shown
