@@ -41,6 +41,7 @@ from .encoding import (
 )
 from .envelope import seal
 from .errors import Rejected
+from .names import name_problem
 from .record import PROJECT_RE
 from .suite import Signer, Suite
 
@@ -62,7 +63,6 @@ TEAM_RE = re.compile(r"[a-z0-9][a-z0-9-]{2,63}")
 ROLES = ("admin", "member")
 MAX_MEMBERS = 4096
 _MAX_LIST = 65536
-_MAX_NAME = 64
 _KEY_SIZE = 32
 
 _BODY_KEYS = frozenset(
@@ -86,6 +86,12 @@ class Member:
     role: str = "member"
     issued_by_admin: bool = False
 
+    def __post_init__(self) -> None:
+        # Every roster is made of these, so no roster can carry a name that would act
+        # on a teammate's terminal or hide text (protocol/names.py has the rule).
+        if problem := name_problem(self.name):
+            raise _bad(f"member name {self.name!r} {problem}")
+
     def to_wire(self) -> dict[str, Any]:
         return {
             "kid": self.kid,
@@ -100,8 +106,8 @@ class Member:
     def from_wire(cls, value: object, path: str) -> Member:
         obj = exact_keys(value, set(cls.__slots__), path)
         name = need_str(obj["name"], f"{path}.name")
-        if not 1 <= len(name) <= _MAX_NAME:
-            raise _bad(f"{path}.name must be 1..{_MAX_NAME} characters")
+        if problem := name_problem(name):
+            raise _bad(f"{path}.name {name!r} {problem}")
         role = need_str(obj["role"], f"{path}.role")
         if role not in ROLES:
             raise _bad(f"{path}.role {role!r} must be one of {ROLES}")

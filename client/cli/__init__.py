@@ -12,7 +12,7 @@ import sys
 import typer
 
 from ...protocol.errors import SealmemError
-from . import admin, hosts, hub, memory, sync, team
+from . import admin, hosts, hub, memory, output, sync, team
 
 __all__ = ["app", "main"]
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rc = app(args=argv, prog_name="sealmem", standalone_mode=False)
     except SealmemError as exc:
-        typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
+        typer.secho(f"error: {output.clean(str(exc))}", err=True, fg=typer.colors.RED)
         return 1
     except typer.Abort:
         typer.echo("aborted", err=True)
@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         if callable(show):
             show()
         else:
-            typer.secho(f"error: {exc.format_message()}", err=True, fg=typer.colors.RED)
+            message = output.clean(exc.format_message())
+            typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
         return int(exc.exit_code)
     return rc if isinstance(rc, int) else 0
 

@@ -39,17 +39,20 @@ def requests(as_json: JsonOpt = False) -> None:
     with open_team() as team:
         team.refresh(now_ms())
         items = admin.pending_requests(team)
+        skipped = team.transport.take_warnings()
     if as_json:
-        output.emit_json({"requests": items})
+        output.emit_json({"requests": items, "warnings": skipped})
         return
+    for note in skipped:
+        output.warn(note)
     if not items:
-        typer.echo("no join requests are waiting")
+        output.say("no join requests are waiting")
         return
     rows = [
         [i.get("name", "?"), i["kid"], i.get("fingerprint", "refused: " + i.get("refused", ""))]
         for i in items
     ]
-    typer.echo(output.table(rows, ["NAME", "KID", "FINGERPRINT"]))
+    output.say(output.table(rows, ["NAME", "KID", "FINGERPRINT"]))
 
 
 def approve(
@@ -74,8 +77,8 @@ def approve(
         output.emit_json(doc)
         return
     for a in done:
-        typer.echo(f"approved {a.name} ({a.kid}) fingerprint {a.fingerprint}")
-    typer.echo(f"roster is now v{doc['roster_version']}")
+        output.say(f"approved {a.name} ({a.kid}) fingerprint {a.fingerprint}")
+    output.say(f"roster is now v{doc['roster_version']}")
 
 
 def issue(
@@ -104,8 +107,8 @@ def issue(
     if as_json:
         output.emit_json(doc)
         return
-    typer.echo(f"issued {made.name} ({made.kid}) fingerprint {made.fingerprint}")
-    typer.echo(f"bundle: {output_file} (hand it over with the passphrase, separately)")
+    output.say(f"issued {made.name} ({made.kid}) fingerprint {made.fingerprint}")
+    output.say(f"bundle: {output_file} (hand it over with the passphrase, separately)")
 
 
 def grant(
@@ -126,7 +129,7 @@ def grant(
     if as_json:
         output.emit_json(doc)
         return
-    typer.echo(f"{member} on {project}: read={read} write={write} (roster v{roster.version})")
+    output.say(f"{member} on {project}: read={read} write={write} (roster v{roster.version})")
 
 
 def revoke(
@@ -150,8 +153,8 @@ def revoke(
     if as_json:
         output.emit_json(doc)
         return
-    typer.echo(f"revoked {member}; rotated keys (roster v{roster.version})")
-    typer.echo("note: a revoked member keeps what it already decrypted")
+    output.say(f"revoked {member}; rotated keys (roster v{roster.version})")
+    output.say("note: a revoked member keeps what it already decrypted")
 
 
 def rotate(
@@ -168,7 +171,7 @@ def rotate(
     if as_json:
         output.emit_json(doc)
         return
-    typer.echo(f"{project} is now at epoch {roster.projects[project]} (roster v{roster.version})")
+    output.say(f"{project} is now at epoch {roster.projects[project]} (roster v{roster.version})")
 
 
 def reset_writer(
@@ -185,7 +188,7 @@ def reset_writer(
     if as_json:
         output.emit_json(doc)
         return
-    typer.echo(f"{member} may start new chains from roster v{roster.version}")
+    output.say(f"{member} may start new chains from roster v{roster.version}")
 
 
 def register(app: typer.Typer) -> None:

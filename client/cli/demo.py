@@ -55,7 +55,7 @@ class DemoError(SealmemError):
 
 
 def _say(text: str = "") -> None:
-    typer.echo(text)
+    output.say(text)
 
 
 @dataclass(frozen=True)

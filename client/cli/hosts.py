@@ -55,8 +55,8 @@ def _list_hosts(as_json: bool) -> None:
         ]
         for s in rows
     ]
-    typer.echo(output.table(table, ["HOST", "DETECTED", "SEALMEM", "HOOKS", "CONFIG"]))
-    typer.echo("\nInstall with 'sealmem install HOST'; 'sealmem install generic' prints JSON.")
+    output.say(output.table(table, ["HOST", "DETECTED", "SEALMEM", "HOOKS", "CONFIG"]))
+    output.say("\nInstall with 'sealmem install HOST'; 'sealmem install generic' prints JSON.")
 
 
 def install_cmd(
@@ -127,17 +127,17 @@ def _finish(edits: list[install.FileEdit], *, show: bool, as_json: bool, done: s
         )
         return
     if show:
-        typer.echo(install.render_diff(edits) or "nothing to change", nl=not edits)
+        output.say(install.render_diff(edits) or "nothing to change", nl=not edits)
         return
     if not edits:
-        typer.echo(f"{done}; nothing to change")
+        output.say(f"{done}; nothing to change")
         return
     for edit in edits:
         verb = "removed" if edit.after is None else "updated"
-        typer.echo(f"{verb} {edit.path} ({edit.note})")
+        output.say(f"{verb} {edit.path} ({edit.note})")
     for backup in backups:
-        typer.echo(f"backup: {backup}")
-    typer.echo(done + "; restart the host for this to take effect")
+        output.say(f"backup: {backup}")
+    output.say(done + "; restart the host for this to take effect")
 
 
 def hook_cmd(
@@ -213,12 +213,12 @@ def scan_cmd(
     for path, where, result in found:
         if not result.proposed:
             continue
-        typer.echo(f"{path} (project {where}):")
+        output.say(f"{path} (project {where}):")
         for candidate in result.proposed:
-            typer.echo(f"  [{candidate.kind}] {candidate.text}")
+            output.say(f"  [{candidate.kind}] {candidate.text}")
         total += len(result.proposed)
     action = "stored" if store_them else "proposed (run with --store to keep them)"
-    typer.echo(f"{total} memories {action} from {len(found)} transcripts")
+    output.say(f"{total} memories {action} from {len(found)} transcripts")
 
 
 def watch_cmd(
@@ -237,10 +237,10 @@ def watch_cmd(
 
     def report(path: Path, candidates: list[str]) -> None:
         for text in candidates:
-            typer.echo(f"{path.name}: {text}")
+            output.say(f"{path.name}: {text}")
 
     where = root or transcripts_root()
-    typer.echo(f"following transcripts under {where} (Ctrl-C stops)", err=True)
+    output.say(f"following transcripts under {where} (Ctrl-C stops)", err=True)
     try:
         follow.watch(where, save=store_them, report=report, stop=stop)
     except KeyboardInterrupt:

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from . import output
+
 __all__ = ["register"]
 
 hub_app = typer.Typer(help="Run the blind relay hub (it stores ciphertext it cannot read).")
@@ -45,12 +47,12 @@ def serve(
         team_quota_bytes=team_quota_mb * 1024 * 1024,
     )
     if not config.registration_open:
-        typer.echo(
+        output.say(
             "note: no --operator-token or --allow-team given: teams already registered in "
             f"{data} are served, no new team can register",
             err=True,
         )
-    typer.echo(f"sealmem hub on http://{host}:{port} (data: {data})", err=True)
+    output.say(f"sealmem hub on http://{host}:{port} (data: {data})", err=True)
     run(config)
 
 

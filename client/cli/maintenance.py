@@ -37,9 +37,9 @@ def init(as_json: JsonOpt = False) -> None:
     if as_json:
         output.emit_json(doc)
         return
-    typer.echo(f"sealmem home: {doc['home']}\nstore:        {doc['store']}")
-    typer.echo(f"member id:    {doc['author']}")
-    typer.echo("next: sealmem remember 'TEXT'  or  sealmem install <host>")
+    output.say(f"sealmem home: {doc['home']}\nstore:        {doc['store']}")
+    output.say(f"member id:    {doc['author']}")
+    output.say("next: sealmem remember 'TEXT'  or  sealmem install <host>")
 
 
 def _write_private(path: Path, data: str) -> None:
@@ -57,7 +57,8 @@ def export(
     """Export every memory (with history and provenance) as one JSON document."""
     with open_store() as store:
         document = store.export()
-    text = json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    # ASCII (\u escapes): the same document on a terminal cannot act on it.
+    text = json.dumps(document, indent=2, ensure_ascii=True, sort_keys=True) + "\n"
     if output_file is None:
         sys.stdout.write(text)
         return
@@ -77,7 +78,7 @@ def export(
     if as_json:
         output.emit_json(summary)
     else:
-        typer.echo(
+        output.say(
             f"exported {summary['memories']} memories to {summary['path']} "
             f"({summary['bytes']} bytes, mode 0600)"
         )
@@ -134,7 +135,7 @@ def import_(
     if as_json:
         output.emit_json(result.to_dict())
     else:
-        typer.echo(
+        output.say(
             f"imported {source}: {result.added} added, {result.updated} updated, "
             f"{result.unchanged} unchanged, {result.skipped} skipped"
         )
@@ -153,7 +154,7 @@ def _print_mapping(data: Mapping[str, Any]) -> None:
     pairs = list(_flatten(data))
     width = max((len(k) for k, _ in pairs), default=0)
     for key, value in pairs:
-        typer.echo(f"{key.ljust(width)}  {value}")
+        output.say(f"{key.ljust(width)}  {value}")
 
 
 def stats(as_json: JsonOpt = False) -> None:
@@ -180,8 +181,8 @@ def doctor(as_json: JsonOpt = False) -> None:
         )
     else:
         rows = [["ok" if c.ok else "FAIL", c.name, c.detail] for c in checks]
-        typer.echo(output.table(rows, ["", "CHECK", "DETAIL"]))
-        typer.echo(
+        output.say(output.table(rows, ["", "CHECK", "DETAIL"]))
+        output.say(
             "\n" + (f"{len(failed)} of {len(checks)} checks failed" if failed else "all good")
         )
     if failed:
@@ -211,9 +212,9 @@ def status(as_json: JsonOpt = False) -> None:
         return
     sync = doc.pop("sync")
     _print_mapping(doc)
-    typer.echo(_sync_line(sync))
+    output.say(_sync_line(sync))
     for alarm in sync.get("alarms", []):
-        typer.echo(f"  ALARM {alarm}")
+        output.say(f"  ALARM {alarm}")
 
 
 def _sync_line(sync: Mapping[str, Any]) -> str:
@@ -247,7 +248,7 @@ def reindex(as_json: JsonOpt = False) -> None:
     if as_json:
         output.emit_json({"reindexed": counts})
     else:
-        typer.echo(
+        output.say(
             f"rebuilt the search indexes over {counts['memories']} memories "
             f"and {counts['history']} older versions"
         )

@@ -103,7 +103,7 @@ def remember(
         return
     rec = result.memory.record
     verb = "merged into existing memory" if result.merged else "remembered"
-    typer.echo(f"{verb} {rec.id} ({rec.kind}, project {rec.project})")
+    output.say(f"{verb} {rec.id} ({rec.kind}, project {rec.project})")
 
 
 def recall(
@@ -139,7 +139,7 @@ def recall(
         output.emit_json({"query": query, "hits": docs})
         return
     if not hits:
-        typer.echo(f"no memories match {query!r}")
+        output.say(f"no memories match {query!r}")
         return
     blocks = []
     for rank, hit in enumerate(hits, start=1):
@@ -155,7 +155,7 @@ def recall(
                 me=me,
             )
         )
-    typer.echo("\n\n".join(blocks))
+    output.say("\n\n".join(blocks))
 
 
 def show(
@@ -175,10 +175,10 @@ def show(
             doc = {"memory": doc, "history": [m.to_dict() for m in older]}
         output.emit_json(doc)
         return
-    typer.echo(output.memory_block(memory, full=True, names=names, me=me))
+    output.say(output.memory_block(memory, full=True, names=names, me=me))
     for version in older:
         block = output.memory_block(version, full=True, names=names, me=me)
-        typer.echo("\nolder version:\n" + block)
+        output.say("\nolder version:\n" + block)
 
 
 def list_(
@@ -201,7 +201,7 @@ def list_(
         output.emit_json({"memories": [m.to_dict() for m in memories]})
         return
     if not memories:
-        typer.echo("no memories yet; add one with: sealmem remember 'TEXT'")
+        output.say("no memories yet; add one with: sealmem remember 'TEXT'")
         return
     rows = [
         [
@@ -213,7 +213,7 @@ def list_(
         ]
         for m in memories
     ]
-    typer.echo(output.table(rows, ["ID", "UPDATED", "KIND", "AUTHOR", "CONTENT"]))
+    output.say(output.table(rows, ["ID", "UPDATED", "KIND", "AUTHOR", "CONTENT"]))
 
 
 def forget(
@@ -235,7 +235,7 @@ def forget(
     if as_json:
         output.emit_json(tombstone.to_dict())
         return
-    typer.echo(f"forgot {tombstone.record.id} (reason: {tombstone.record.delete_reason})")
+    output.say(f"forgot {tombstone.record.id} (reason: {tombstone.record.delete_reason})")
 
 
 def register(app: typer.Typer) -> None:

@@ -3,11 +3,19 @@
 Every data command takes ``--json``; it then prints exactly one JSON document on
 stdout and nothing else there.  Human output is plain text (no colour codes), so
 it reads the same in a terminal, a pipe and a test.  Warnings go to stderr.
+
+Much of what is printed came from outside (teammates' memories, names from a
+join request anyone can drop, refusal details quoting a planted file): every
+line for people goes through :func:`say` or :func:`warn`, which show control,
+format (bidi, zero-width) and separator characters as visible escapes
+(``\\x1b``, ``\\u202e``) so that nothing a teammate wrote can act on the
+terminal.  Newlines and tabs stay.  JSON is ASCII-only (``\\u`` escapes).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -15,16 +23,19 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from ...protocol.names import HIDDEN_RANGES, hidden_at
 from ..team.names import author_label
 
 if TYPE_CHECKING:
     from .. import Memory
 
 __all__ = [
+    "clean",
     "emit_json",
     "format_time",
     "memory_block",
     "provenance_label",
+    "say",
     "short_id",
     "table",
     "warn",
@@ -32,14 +43,38 @@ __all__ = [
 ]
 
 
+_HIDDEN = re.compile(
+    "[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in HIDDEN_RANGES) + "]"
+)
+_KEPT = "\n\t"
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    if ch in _KEPT or not hidden_at(match.string, match.start()):
+        return ch
+    cp = ord(ch)
+    return f"\\x{cp:02x}" if cp <= 0xFF else f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
+
+
+def clean(text: str) -> str:
+    """``text`` safe for a terminal: hidden characters shown as escapes, newlines kept."""
+    return _HIDDEN.sub(_escape, text)
+
+
+def say(text: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print ``text`` for people (on stderr with ``err``), escaped by :func:`clean`."""
+    typer.echo(clean(text), err=err, nl=nl)
+
+
 def emit_json(document: Any) -> None:
-    """Print ``document`` as one JSON document on stdout."""
-    typer.echo(json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True))
+    """Print ``document`` as one JSON document on stdout (ASCII: nothing raw reaches a tty)."""
+    typer.echo(json.dumps(document, indent=2, ensure_ascii=True, sort_keys=True))
 
 
 def warn(message: str) -> None:
     """Print a warning for people on stderr."""
-    typer.echo(f"warning: {message}", err=True)
+    say(f"warning: {message}", err=True)
 
 
 def short_id(memory_id: str) -> str:
@@ -67,9 +102,13 @@ def provenance_label(
     return label
 
 
+def _cell(text: str) -> str:
+    return clean(text).replace("\n", " ").replace("\t", " ")
+
+
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
     """Left-aligned columns separated by two spaces; the last column is not padded."""
-    cells = [list(headers), *[list(row) for row in rows]]
+    cells = [list(headers), *[[_cell(c) for c in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers) - 1)]
     lines = []
     for row in cells:

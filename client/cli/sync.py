@@ -25,7 +25,7 @@ def _show(summary: SyncSummary, as_json: bool) -> None:
     if as_json:
         output.emit_json(summary.to_dict())
         return
-    typer.echo(summary.line())
+    output.say(summary.line())
     for refusal in summary.refused:
         output.warn(f"refused {refusal.object}: {refusal.reason}: {refusal.detail}")
     for note in summary.warnings:

@@ -64,7 +64,8 @@ def passphrase_for(what: str, *, confirm: bool = False) -> str:
     value = os.environ.get(PASSPHRASE_ENV)
     if value:
         return value
-    return str(typer.prompt(f"passphrase for {what}", hide_input=True, confirmation_prompt=confirm))
+    prompt = f"passphrase for {output.clean(what)}"
+    return str(typer.prompt(prompt, hide_input=True, confirmation_prompt=confirm))
 
 
 def create(
@@ -121,10 +122,10 @@ def create(
         output.emit_json(doc)
         return
     where = "on hub" if doc["transport"] == "hub" else "in"
-    typer.echo(f"created team {doc['team']} {where} {doc['location']}")
-    typer.echo(f"projects: {', '.join(doc['projects'])}")
-    typer.echo(f"root key fingerprint: {doc['root_fingerprint']}")
-    typer.echo("next: sealmem team invite   (hand the invite to a teammate)")
+    output.say(f"created team {doc['team']} {where} {doc['location']}")
+    output.say(f"projects: {', '.join(doc['projects'])}")
+    output.say(f"root key fingerprint: {doc['root_fingerprint']}")
+    output.say("next: sealmem team invite   (hand the invite to a teammate)")
 
 
 def invite(as_json: JsonOpt = False) -> None:
@@ -144,8 +145,8 @@ def invite(as_json: JsonOpt = False) -> None:
     if as_json:
         output.emit_json(doc)
         return
-    typer.echo(text)
-    typer.echo(f"\nroot key fingerprint: {doc['root_fingerprint']} (tell the member out of band)")
+    output.say(text)
+    output.say(f"\nroot key fingerprint: {doc['root_fingerprint']} (tell the member out of band)")
 
 
 def join(
@@ -201,13 +202,13 @@ def join(
     if as_json:
         output.emit_json(doc)
         return
-    typer.echo(f"joined team {inv.team} as {me} ({key.kid})")
-    typer.echo(f"team root fingerprint: {doc['root_fingerprint']}  <- compare with the admin's")
-    typer.echo(f"your fingerprint:      {doc['fingerprint']}  <- the admin compares this")
+    output.say(f"joined team {inv.team} as {me} ({key.kid})")
+    output.say(f"team root fingerprint: {doc['root_fingerprint']}  <- compare with the admin's")
+    output.say(f"your fingerprint:      {doc['fingerprint']}  <- the admin compares this")
     if key_bundle is None:
-        typer.echo("join request posted; once an admin approves it, run: sealmem sync")
+        output.say("join request posted; once an admin approves it, run: sealmem sync")
     else:
-        typer.echo("key imported; run: sealmem sync")
+        output.say("key imported; run: sealmem sync")
 
 
 def status(as_json: JsonOpt = False) -> None:
@@ -220,8 +221,8 @@ def status(as_json: JsonOpt = False) -> None:
     if as_json:
         output.emit_json(doc)
         return
-    typer.echo(f"team {doc['team']} (roster v{doc['roster_version']}) at {doc['location']}")
-    typer.echo(f"me: {doc['me']['name']} {doc['me']['kid']}  fingerprint {doc['my_fingerprint']}")
+    output.say(f"team {doc['team']} (roster v{doc['roster_version']}) at {doc['location']}")
+    output.say(f"me: {doc['me']['name']} {doc['me']['kid']}  fingerprint {doc['my_fingerprint']}")
     rows = [
         [
             m["name"] + (" (revoked)" if m["revoked"] else ""),
@@ -233,19 +234,19 @@ def status(as_json: JsonOpt = False) -> None:
         for m in doc["members"]
     ]
     if rows:
-        typer.echo("\n" + output.table(rows, ["MEMBER", "KID", "ROLE", "FINGERPRINT", "LAST SYNC"]))
+        output.say("\n" + output.table(rows, ["MEMBER", "KID", "ROLE", "FINGERPRINT", "LAST SYNC"]))
     access = [
         [p, "read" if a["read"] else "-", "write" if a["write"] else "-", str(a["epoch"])]
         for p, a in doc["my_access"].items()
     ]
     if access:
-        typer.echo("\n" + output.table(access, ["PROJECT", "READ", "WRITE", "EPOCH"]))
+        output.say("\n" + output.table(access, ["PROJECT", "READ", "WRITE", "EPOCH"]))
     last = doc["last_sync"]
     if last:
         when = output.format_time(last["finished_at"])
-        typer.echo(f"\nlast sync {when}: {last['summary']['summary']}")
+        output.say(f"\nlast sync {when}: {last['summary']['summary']}")
     for alarm in doc["alarms"]:
-        typer.echo(f"ALARM: {alarm}")
+        output.say(f"ALARM: {alarm}")
 
 
 def register(app: typer.Typer) -> None:

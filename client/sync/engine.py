@@ -128,11 +128,13 @@ def sync(
         try:
             _run(team, summary, tick, started, push=push, pull=pull)
         except SealmemError as exc:
+            summary.warnings += team.transport.take_warnings()
             # Stopped part way (folder gone, hub down): keep what was learnt, say why;
             # a store too broken to record it must not hide the original error.
             with contextlib.suppress(SealmemError, sqlite3.Error):
                 _record(team, summary, started, tick(), error=str(exc))
             raise
+        summary.warnings += team.transport.take_warnings()
         _record(team, summary, started, tick())
     return summary
 

@@ -11,7 +11,11 @@ Layout under ``{root}/sealmem/{team}/``::
 The folder is untrusted: anyone with write access can drop or delete files,
 nobody can forge them. Names read back from the folder are checked against
 strict patterns and anything else is ignored, so a planted ``../`` or a stray
-file cannot steer a path. Every write is atomic (temp file, fsync, rename), and
+file cannot steer a path. No symbolic link below ``{root}`` is followed
+(``nofollow.py``): one in a read path is skipped with a warning, one in a write
+or delete path refuses the operation, so nothing outside the folder is
+written or deleted. ``{root}`` itself is the user's choice and may be a link.
+Every write is atomic (temp file, fsync, rename), and
 a push writes its chunks before the manifest that names them, so a reader never
 sees a manifest whose chunks are not there yet, even after a crash mid-push.
 """
@@ -23,13 +27,13 @@ import os
 import re
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ...protocol.errors import InputError, TransportError
 from ...protocol.manifest import MAX_CHUNK_BYTES
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES, MAX_ROSTER_BYTES
-from ..fsutil import atomic_write, ensure_dir
+from .nofollow import SafeDir, Symlinked
 from .transport import Transport
 
 __all__ = ["MANIFESTS_KEPT", "FolderTransport"]
@@ -65,6 +69,7 @@ class FolderTransport(Transport):
                 "mount it there (or, if it moved, fix 'location' in team.json)"
             )
         self._base = self._root / "sealmem" / self._team
+        self._notes: list[str] = []
 
     @property
     def location(self) -> str:
@@ -76,211 +81,198 @@ class FolderTransport(Transport):
 
     # -- helpers ---------------------------------------------------------------
 
-    def _team_dir(self) -> Path:
+    def take_warnings(self) -> list[str]:
+        notes, self._notes = list(dict.fromkeys(self._notes)), []
+        return notes
+
+    def _team_dir(self) -> SafeDir:
         """The team's directory, which only 'team create' makes.
 
         An unmounted share usually leaves an empty mount point behind; writing there
         would put the team's files on the local disk and show an empty team.
         """
-        if not self._base.is_dir():
+        found = SafeDir.open(self._root, ("sealmem", self._team))
+        if found is None:
             raise TransportError(
                 f"the team folder {self._base} is missing: is the shared folder mounted at "
                 f"{self._root}? (only 'sealmem team create' makes it)"
             )
-        return self._base
+        return found
 
     def prepare_new_team(self) -> None:
         """Make the team's directory (``team create``; every other write needs it to exist)."""
-        try:
-            ensure_dir(self._base, 0o755)
-        except OSError as exc:
-            raise TransportError(f"cannot create {self._base}: {exc}") from exc
+        self._open(("sealmem", self._team)).close()
 
-    def _dir(self, *parts: str) -> Path:
-        self._team_dir()
-        try:
-            return ensure_dir(self._base.joinpath(*parts), 0o755)
-        except OSError as exc:
-            raise TransportError(f"cannot create {self._base.joinpath(*parts)}: {exc}") from exc
+    def _open(self, parts: tuple[str, ...]) -> SafeDir:
+        found = SafeDir.open(self._root, parts, create=True)
+        if found is None:  # open(create=True) makes every part or raises
+            raise TransportError(f"cannot create {self._root.joinpath(*parts)}")
+        return found
 
-    def _write(self, path: Path, data: bytes, *, exclusive: bool = False) -> bool:
+    def _dir(self, *parts: str) -> SafeDir:
+        """``base/parts``, made if missing, for writing: a link on the way is refused."""
+        self._team_dir().close()
+        return self._open(("sealmem", self._team, *parts))
+
+    @contextlib.contextmanager
+    def _reading(self, *parts: str) -> Iterator[SafeDir | None]:
+        """``base/parts`` for reading, or None when it is missing.
+
+        A link on the way is not followed: what lies behind it is skipped with a
+        warning (:meth:`take_warnings`) and the rest of the sync goes on.
+        """
+        found: SafeDir | None = None
         try:
-            return atomic_write(path, data, mode=0o644, exclusive=exclusive)
-        except OSError as exc:
-            raise TransportError(f"cannot write {path}: {exc}") from exc
+            found = SafeDir.open(self._root, ("sealmem", self._team, *parts))
+        except Symlinked as exc:
+            self._notes.append(f"skipped {exc}")
+        try:
+            yield found
+        finally:
+            if found is not None:
+                found.close()
 
     @staticmethod
-    def _read(path: Path, limit: int) -> bytes | None:
-        """At most ``limit + 1`` bytes of a regular file (None if missing or not a file).
-
-        The folder is untrusted: a planted huge file, FIFO, device or directory must
-        neither exhaust memory nor block the sync.  One byte over the limit is enough
-        for the verifier to refuse the object as too large, by name.
-        """
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
-        except OSError as exc:
-            raise TransportError(f"cannot read {path}: {exc}") from exc
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            chunks: list[bytes] = []
-            left = limit + 1
-            while left > 0:
-                block = os.read(fd, min(left, 1 << 20))
-                if not block:
-                    break
-                chunks.append(block)
-                left -= len(block)
-            return b"".join(chunks)
-        except OSError as exc:
-            raise TransportError(f"cannot read {path}: {exc}") from exc
-        finally:
-            os.close(fd)
-
-    def _listing(self, directory: Path, pattern: re.Pattern[str]) -> list[tuple[int, Path]]:
-        try:
-            names = os.listdir(directory)
-        except FileNotFoundError:
+    def _listing(directory: SafeDir | None, pattern: re.Pattern[str]) -> list[tuple[int, str]]:
+        if directory is None:
             return []
-        except OSError as exc:
-            raise TransportError(f"cannot list {directory}: {exc}") from exc
         found = []
-        for name in names:
+        for name in directory.names():
             match = pattern.match(name)
             if match:
-                found.append((int(match.group(1)), directory / name))
+                found.append((int(match.group(1)), name))
         return sorted(found)
+
+    def _manifests(self, project: str, writer: str, keep: int) -> list[bytes]:
+        """A writer's newest ``keep`` manifests that are files, newest first."""
+        with self._reading("snapshots", project, writer) as writer_dir:
+            found = self._listing(writer_dir, _MANIFEST)[-keep:]
+            return [
+                d
+                for _, name in reversed(found)
+                if writer_dir and (d := writer_dir.read(name, MAX_MANIFEST_BYTES))
+            ]
+
+    def _writers(self, project: str) -> list[str]:
+        """Member ids with a directory under ``snapshots/{project}`` (anything else ignored)."""
+        with self._reading("snapshots", _name(project, "project")) as project_dir:
+            names = project_dir.names() if project_dir is not None else []
+        return sorted(w for w in names if _REQUEST.match(w + ".json"))
 
     # -- rosters and keyrings ----------------------------------------------------
 
     def rosters(self, after_version: int) -> list[bytes]:
+        self._team_dir().close()
         out = []
-        for version, path in self._listing(self._team_dir() / "roster", _ROSTER):
-            if version > after_version and (data := self._read(path, MAX_ROSTER_BYTES)) is not None:
-                out.append(data)
+        with self._reading("roster") as directory:
+            for version, name in self._listing(directory, _ROSTER):
+                if (
+                    version > after_version
+                    and directory
+                    and (data := directory.read(name, MAX_ROSTER_BYTES)) is not None
+                ):
+                    out.append(data)
         return out
 
     def put_roster(self, version: int, data: bytes) -> None:
-        path = self._dir("roster") / f"{version:010d}.json"
-        if not self._write(path, data, exclusive=True):
+        with self._dir("roster") as directory:
+            created = directory.write(f"{version:010d}.json", data, exclusive=True)
+        if not created:
             raise TransportError(
                 f"roster version {version} already exists in {self.location}; "
                 "sync to pick it up, then make the change again"
             )
 
     def keyrings(self, project: str) -> list[bytes]:
-        directory = self._base / "keyrings" / _name(project, "project")
-        return [
-            d
-            for _, p in self._listing(directory, _KEYRING)
-            if (d := self._read(p, MAX_KEYRING_BYTES))
-        ]
+        with self._reading("keyrings", _name(project, "project")) as directory:
+            return [
+                d
+                for _, name in self._listing(directory, _KEYRING)
+                if directory and (d := directory.read(name, MAX_KEYRING_BYTES))
+            ]
 
     def put_keyring(self, project: str, epoch: int, data: bytes) -> None:
-        path = self._dir("keyrings", _name(project, "project")) / f"{epoch:010d}.json"
-        self._write(path, data)
+        with self._dir("keyrings", _name(project, "project")) as directory:
+            directory.write(f"{epoch:010d}.json", data)
 
     # -- snapshots ---------------------------------------------------------------
 
     def manifests(self, project: str) -> dict[str, list[bytes]]:
-        project_dir = self._base / "snapshots" / _name(project, "project")
-        try:
-            writers = sorted(os.listdir(project_dir))
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            raise TransportError(f"cannot list {project_dir}: {exc}") from exc
         out: dict[str, list[bytes]] = {}
-        for writer in writers:
-            if not _REQUEST.match(writer + ".json"):
-                continue  # not a member id: planted or stray, ignored
-            found = self._listing(project_dir / writer, _MANIFEST)
-            newest = [
-                d
-                for _, p in reversed(found[-MANIFESTS_KEPT:])
-                if (d := self._read(p, MAX_MANIFEST_BYTES))
-            ]
-            if newest:
+        for writer in self._writers(project):
+            if newest := self._manifests(project, writer, MANIFESTS_KEPT):
                 out[writer] = newest
         return out
 
     def newest_seqs(self, project: str) -> dict[str, int] | None:
-        project_dir = self._base / "snapshots" / _name(project, "project")
-        try:
-            writers = sorted(os.listdir(project_dir))
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            raise TransportError(f"cannot list {project_dir}: {exc}") from exc
         out: dict[str, int] = {}
-        for writer in writers:
-            if _REQUEST.match(writer + ".json"):
-                found = self._listing(project_dir / writer, _MANIFEST)
-                if found:
-                    out[writer] = found[-1][0]
+        for writer in self._writers(project):
+            with self._reading("snapshots", project, writer) as writer_dir:
+                found = self._listing(writer_dir, _MANIFEST)
+            if found:
+                out[writer] = found[-1][0]
         return out
 
     def writer_manifests(self, project: str, writer: str) -> list[bytes]:
         if not _REQUEST.match(writer + ".json"):
             return []
-        writer_dir = self._base / "snapshots" / _name(project, "project") / writer
-        found = self._listing(writer_dir, _MANIFEST)
-        return [
-            d
-            for _, p in reversed(found[-MANIFESTS_KEPT:])
-            if (d := self._read(p, MAX_MANIFEST_BYTES))
-        ]
+        return self._manifests(_name(project, "project"), writer, MANIFESTS_KEPT)
 
     def newest_manifest(self, project: str, writer: str) -> bytes | None:
         if not _REQUEST.match(writer + ".json"):
             return None
-        writer_dir = self._base / "snapshots" / _name(project, "project") / writer
-        found = self._listing(writer_dir, _MANIFEST)
-        return self._read(found[-1][1], MAX_MANIFEST_BYTES) if found else None
+        with self._reading("snapshots", _name(project, "project"), writer) as writer_dir:
+            found = self._listing(writer_dir, _MANIFEST)
+            if not found or writer_dir is None:
+                return None
+            return writer_dir.read(found[-1][1], MAX_MANIFEST_BYTES)
 
     def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
         if not _CHUNK.match(chunk_id):
             return None
-        path = self._base / "snapshots" / _name(project, "project") / _name(writer, "writer")
-        return self._read(path / "chunks" / chunk_id, MAX_CHUNK_BYTES)
+        parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
+        with self._reading(*parts) as chunk_dir:
+            return chunk_dir.read(chunk_id, MAX_CHUNK_BYTES) if chunk_dir else None
 
     def push(
         self, project: str, writer: str, seq: int, manifest: bytes, chunks: Mapping[str, bytes]
     ) -> None:
-        chunk_dir = self._dir("snapshots", _name(project, "project"), _name(writer, "writer"))
-        chunk_dir = ensure_dir(chunk_dir / "chunks", 0o755)
-        for chunk_id, data in chunks.items():
-            if not _CHUNK.match(chunk_id):
-                raise InputError(f"chunk id {chunk_id!r} is not a 64-digit hex hash")
-            path = chunk_dir / chunk_id
-            if not path.exists():
-                self._write(path, data)
-        writer_dir = chunk_dir.parent
-        self._write(writer_dir / f"manifest-{seq:012d}.json", manifest)
-        for _, old in self._listing(writer_dir, _MANIFEST)[:-MANIFESTS_KEPT]:
-            old.unlink(missing_ok=True)
+        with self._dir("snapshots", _name(project, "project"), _name(writer, "writer")) as wdir:
+            with self._open(
+                ("sealmem", self._team, "snapshots", project, writer, "chunks")
+            ) as chunk_dir:
+                for chunk_id, data in chunks.items():
+                    if not _CHUNK.match(chunk_id):
+                        raise InputError(f"chunk id {chunk_id!r} is not a 64-digit hex hash")
+                    if not chunk_dir.is_file(chunk_id):
+                        chunk_dir.write(chunk_id, data)
+            wdir.write(f"manifest-{seq:012d}.json", manifest)
+            for _, old in self._listing(wdir, _MANIFEST)[:-MANIFESTS_KEPT]:
+                wdir.unlink(old)
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
-        writer_dir = self._base / "snapshots" / _name(project, "project") / _name(writer, "writer")
-        chunk_dir = writer_dir / "chunks"
-        try:
-            entries = list(os.scandir(chunk_dir))
-        except FileNotFoundError:
+        parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
+        # A delete: a link on the way is refused (Symlinked), never skipped or followed.
+        chunk_dir = SafeDir.open(self._root, ("sealmem", self._team, *parts))
+        if chunk_dir is None:
             return 0
         cutoff = time.time() - grace_ms / 1000
         removed = 0
-        for entry in entries:
-            if entry.name in keep or not _CHUNK.match(entry.name):
-                continue
-            # Anyone may drop files here: a dangling link, a directory or a chunk another
-            # process removed first is skipped, never the end of the sync.
-            with contextlib.suppress(OSError):
-                if entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                    os.unlink(entry.path)
-                    removed += 1
+        with chunk_dir:
+            for name in chunk_dir.names():
+                if name in keep or not _CHUNK.match(name):
+                    continue
+                # Anyone may drop files here: a dangling link, a directory or a chunk another
+                # process removed first is skipped, never the end of the sync.
+                with contextlib.suppress(TransportError):
+                    found = chunk_dir.lstat(name)
+                    if (
+                        found is not None
+                        and found.st_mtime < cutoff
+                        and not stat.S_ISDIR(found.st_mode)
+                    ):
+                        chunk_dir.unlink(name)
+                        removed += 1
         return removed
 
     # -- join requests -------------------------------------------------------------
@@ -288,21 +280,25 @@ class FolderTransport(Transport):
     def post_request(self, kid: str, data: bytes) -> None:
         if not _REQUEST.match(kid + ".json"):
             raise InputError(f"{kid!r} is not a member id")
-        self._write(self._dir("requests") / f"{kid}.json", data)
+        with self._dir("requests") as directory:
+            directory.write(f"{kid}.json", data)
 
     def requests(self) -> dict[str, bytes]:
-        directory = self._base / "requests"
-        try:
-            names = os.listdir(directory)
-        except FileNotFoundError:
-            return {}
         out = {}
-        for name in sorted(names):
-            match = _REQUEST.match(name)
-            if match and (data := self._read(directory / name, _MAX_REQUEST_BYTES)) is not None:
-                out[match.group(1)] = data
+        with self._reading("requests") as directory:
+            names = directory.names() if directory is not None else []
+            for name in sorted(names):
+                match = _REQUEST.match(name)
+                if (
+                    match
+                    and directory
+                    and (data := directory.read(name, _MAX_REQUEST_BYTES)) is not None
+                ):
+                    out[match.group(1)] = data
         return out
 
     def remove_request(self, kid: str) -> None:
-        if _REQUEST.match(kid + ".json"):
-            (self._base / "requests" / f"{kid}.json").unlink(missing_ok=True)
+        if not _REQUEST.match(kid + ".json"):
+            return
+        with self._dir("requests") as directory:
+            directory.unlink(f"{kid}.json")

@@ -95,6 +95,11 @@ class Transport(abc.ABC):
         found = self.writer_manifests(project, writer)
         return found[0] if found else None
 
+    def take_warnings(self) -> list[str]:
+        """What the transport skipped since the last call (e.g. a planted link), for people;
+        the list is emptied."""
+        return []
+
     def prepare_new_team(self) -> None:  # noqa: B027 - optional hook
         """Get ready to hold a team that does not exist yet (before roster v1 is published)."""
 

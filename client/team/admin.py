@@ -22,6 +22,7 @@ from typing import Any
 from ...crypto import KDF_MODERATE, SUITE, ContentKey, KdfLimits, MemberKey
 from ...protocol.errors import InputError, Rejected
 from ...protocol.keyring import build_keyring
+from ...protocol.names import name_problem
 from ...protocol.record import PROJECT_RE
 from ...protocol.roster import Grant, Member, Pin, Reset, Revocation, Roster
 from ...protocol.state import TrustedState
@@ -167,6 +168,8 @@ def create_team(
         raise InputError(f"this sealmem home ({home_dir}) is already in a team")
     if (folder is None) == (hub is None):
         raise InputError("give exactly one of --folder PATH or --hub URL")
+    if problem := name_problem(admin_name):
+        raise InputError(f"your display name {admin_name!r} {problem}; choose another with --name")
     slug = sanitize_project(name).replace(".", "-").replace("_", "-")[:50].strip("-")
     team_id = f"{slug or 'team'}-{secrets.token_hex(4)}"
     if len(team_id) < 12:
@@ -314,6 +317,8 @@ def issue(
     """Generate a member key for ``name``, add it to the roster, return the sealed bundle."""
     if len(passphrase) < 8:
         raise InputError("the bundle passphrase must be at least 8 characters")
+    if problem := name_problem(name):
+        raise InputError(f"the member name {name!r} {problem}")
     roster = _admin_roster(team, now)
     granted = sorted(set(projects) if projects else set(roster.projects))
     key = MemberKey.generate()

@@ -27,6 +27,7 @@ from ...protocol import reasons
 from ...protocol.encoding import b64d, b64e, exact_keys, need_b64, need_int, need_str
 from ...protocol.envelope import seal, unpack
 from ...protocol.errors import InputError, Rejected
+from ...protocol.names import hidden_at, name_problem
 from ...protocol.roster import TEAM_RE
 
 __all__ = [
@@ -44,6 +45,7 @@ INVITE_PREFIX = "sealmem-invite:"
 _INVITE_FORMAT = "sealmem/invite/v1"
 _JOIN_FORMAT = "sealmem/join/v1"
 _MAX_BYTES = 16 * 1024
+_TRANSPORTS = ("folder", "hub")
 
 
 def fingerprint_of(sign_public: bytes, box_public: bytes) -> str:
@@ -99,6 +101,12 @@ def read_invite(text: str) -> Invite:
             transport=need_str(body["transport"], "invite.transport"),
             created_at=need_int(body["created_at"], "invite.created_at"),
         )
+        if invite.transport not in _TRANSPORTS:
+            raise Rejected(reasons.MALFORMED, f"invite transport {invite.transport!r}")
+        if any(hidden_at(invite.location, i) for i in range(len(invite.location))):
+            raise Rejected(
+                reasons.MALFORMED, f"invite location {invite.location!r} holds control characters"
+            )
         if env.signer != SUITE.kid_from_public(invite.root_public):
             raise Rejected(reasons.SIGNER_MISMATCH, "invite is not signed by its root key")
         env.check(SUITE, "invite", invite.root_public)
@@ -122,6 +130,8 @@ class JoinRequest:
 
 
 def make_join_request(key: MemberKey, *, team: str, name: str, now: int) -> bytes:
+    if problem := name_problem(name):
+        raise InputError(f"the display name {name!r} {problem}; choose another with --name")
     body = {
         "format": _JOIN_FORMAT,
         "team": team,
@@ -151,8 +161,8 @@ def read_join_request(data: bytes, team: str) -> JoinRequest:
         box_public=need_b64(body["box_public"], "join.box_public", size=32),
         created_at=need_int(body["created_at"], "join.created_at"),
     )
-    if not 1 <= len(request.name) <= 64:
-        raise Rejected(reasons.MALFORMED, "join request name must be 1..64 characters")
+    if problem := name_problem(request.name):
+        raise Rejected(reasons.MALFORMED, f"join request name {request.name!r} {problem}")
     if SUITE.kid_from_public(request.sign_public) != request.kid or env.signer != request.kid:
         raise Rejected(reasons.SIGNER_MISMATCH, "join request kid does not match its key")
     env.check(SUITE, "join", request.sign_public)

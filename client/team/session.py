@@ -20,6 +20,7 @@ from ...crypto import SUITE, ContentKey, MemberKey
 from ...protocol import reasons
 from ...protocol.encoding import b64d, b64e
 from ...protocol.errors import InputError, Rejected, SealmemError, StoreError
+from ...protocol.names import name_problem
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_keyring, accept_roster
@@ -386,8 +387,8 @@ def join_team(
     key) leave a join request in the team folder."""
     if (Path(home_dir) / CONFIG_FILE).exists():
         raise InputError(f"this sealmem home ({home_dir}) is already in a team")
-    if not 1 <= len(name) <= 64:
-        raise InputError("your display name must be 1..64 characters")
+    if problem := name_problem(name):
+        raise InputError(f"your display name {name!r} {problem}; choose another with --name")
     config = TeamConfig(
         team=invite.team,
         root_public=invite.root_public,

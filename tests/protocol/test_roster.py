@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import sys
+import unicodedata
 from dataclasses import replace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sealmem.crypto import SUITE
 from sealmem.protocol import admin, canonical
 from sealmem.protocol.encoding import b64d, b64e
 from sealmem.protocol.envelope import seal
 from sealmem.protocol.errors import InputError, Rejected
+from sealmem.protocol.names import HIDDEN_RANGES, hidden_at, name_problem
 from sealmem.protocol.roster import Grant, Pin, Reset, Revocation, Roster
 from sealmem.protocol.state import TrustedState
 from sealmem.protocol.verify import accept_roster, accept_roster_chain
@@ -257,3 +262,69 @@ def test_admin_refusals(world: World) -> None:
     with pytest.raises(InputError, match="not an active member"):
         admin.set_grant(SUITE, v1, world.bob.kid, PROJECT, read=True, write=True, created_at=2)
     assert admin.rotate(SUITE, v1, PROJECT, created_at=2).projects == {PROJECT: 2}
+
+
+HOSTILE_NAMES = [
+    "\x1b]0;pwned\x07",  # retitles the terminal window
+    "eve\x1b[2J",  # erases the screen
+    "\u202eecila",  # right-to-left override: shows as "alice"
+    "al\u2066ice\u2069",  # isolates
+    "al\u200bice",  # zero-width space
+    "al\u200dice",  # a joiner between ASCII letters only hides
+    "\u200dalice",
+    "alice\u200c",
+    "ali\u00adce",  # soft hyphen
+    "alice\u2028bob",  # line separator
+    "alice\nbob",
+    "bob\x85",  # C1 next line
+    "bob\U000e0041",  # tag character
+    "",
+    "x" * 65,
+]
+FINE_NAMES = [
+    "alice",
+    "Ana María O'Neill",
+    "José",
+    "\u0639\u0644\u06cc\u200c\u0631\u0636\u0627",  # Persian: zero-width non-joiner between letters
+    "\U0001f469\u200d\U0001f4bb dev",  # an emoji sequence
+    "x" * 64,
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=[ascii(n) for n in HOSTILE_NAMES])
+def test_hostile_member_names_are_refused(world: World, name: str) -> None:
+    assert name_problem(name) is not None
+    key = member_key(7)
+    with pytest.raises(Rejected, match="name") as info:
+        member_of(key, name)
+    assert info.value.reason == "malformed"
+    body = world.roster_v1().to_body()
+    body["members"][1]["name"] = name
+    data = seal(body, "roster", world.root)
+    assert reject_reason(lambda: accept_roster(SUITE, world.pinned(), data)) == "malformed"
+
+
+@pytest.mark.parametrize("name", FINE_NAMES, ids=[ascii(n) for n in FINE_NAMES])
+def test_real_names_are_accepted(world: World, name: str) -> None:
+    assert name_problem(name) is None
+    body = world.roster_v1().to_body()
+    body["members"][1]["name"] = name
+    accept_roster(SUITE, world.pinned(), seal(body, "roster", world.root))
+
+
+def test_the_refused_table_holds_every_control_format_and_separator_character() -> None:
+    """The fixed table covers this Python's Cc, Cf, Zl, Zp and Cs (Unicode 15.0 or older)."""
+    for cp in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(cp)) in {"Cc", "Cf", "Zl", "Zp", "Cs"}:
+            assert hidden_at(f"a{chr(cp)}b", 1), f"U+{cp:04X}"
+
+
+@given(
+    st.text(max_size=30),
+    st.sampled_from([cp for r in HIDDEN_RANGES for cp in r if cp not in (0x200C, 0x200D)]),
+    st.text(max_size=30),
+)
+def test_a_name_with_a_hidden_character_is_refused(before: str, cp: int, after: str) -> None:
+    problem = name_problem(before + chr(cp) + after)
+    assert problem is not None
+    assert "U+" in problem
