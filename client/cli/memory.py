@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ...protocol.errors import InputError
-from ..team.names import author_label, member_names
+from ..team.names import member_names
 from . import output
 
 __all__ = ["open_store", "register", "resolve_project"]
@@ -134,8 +134,8 @@ def recall(
         names, me = member_names(store.connection), store.author
     if as_json:
         docs = [h.to_dict() for h in hits]
-        for doc in docs:
-            doc["author_name"] = author_label(doc["author"], names, me)
+        for hit, doc in zip(hits, docs, strict=True):
+            doc.update(hit.memory.authorship(names, me).to_dict())
         output.emit_json({"query": query, "hits": docs})
         return
     if not hits:
@@ -170,7 +170,7 @@ def show(
         names, me = member_names(store.connection), store.author
     if as_json:
         doc = memory.to_dict()
-        doc["author_name"] = author_label(memory.record.author, names, me)
+        doc.update(memory.authorship(names, me).to_dict())
         if history:
             doc = {"memory": doc, "history": [m.to_dict() for m in older]}
         output.emit_json(doc)
@@ -208,7 +208,7 @@ def list_(
             m.record.id,
             output.format_time(m.updated_at),
             m.record.kind,
-            author_label(m.record.author, names, me),
+            m.authorship(names, me).writer_name,
             " ".join(m.record.content.split())[:60],
         ]
         for m in memories

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ...protocol.names import HIDDEN_RANGES, hidden_at
-from ..team.names import author_label
 
 if TYPE_CHECKING:
     from .. import Memory
@@ -91,14 +90,17 @@ def format_time(ms: int | None) -> str:
 def provenance_label(
     memory: Memory, names: Mapping[str, str] | None = None, me: str | None = None
 ) -> str:
-    """Who wrote it and how it arrived, e.g. ``by alice via hub (verified)``."""
-    prov = memory.provenance
-    author = author_label(memory.record.author, names or {}, me)
-    label = f"by {author} via {prov.transport}"
-    if prov.signer_name and prov.signer_name != author:
-        label += f" (this version by {prov.signer_name})"
-    if prov.transport != "local":
-        label += " (verified)" if prov.verified else " (unverified)"
+    """Who wrote this version and how it arrived, e.g. ``by alice via hub (verified)``.
+
+    The writer is the local member or the verified signer (:meth:`Memory.authorship`),
+    never the record's claimed ``author``, which is shown only as a claim.
+    """
+    who = memory.authorship(names, me)
+    label = f"by {who.writer_name} via {who.transport}"
+    if who.claim_differs:
+        label += f" (claimed author: {who.claimed_author_name})"
+    if not who.mine:
+        label += " (verified)" if who.verified else " (unverified)"
     return label
 
 

@@ -78,7 +78,8 @@ def test_create_join_sync_recall_over_the_hub(hub: BackgroundHub, tmp_path: Path
     hits = j(run(bob, "recall", "deploy freeze friday", "-p", "webapp", "--json"))["hits"]
     assert isinstance(hits, list)
     assert hits[0]["id"] == memory_id
-    assert hits[0]["author_name"] == "alice"
+    assert hits[0]["written_by"] == "alice"
+    assert hits[0]["written_here"] is False
     assert hits[0]["provenance"]["transport"] == "hub"
     assert hits[0]["provenance"]["verified"] is True
 
