@@ -9,7 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sealmem.client.sync.hub import ConflictError, HubTransport
+from sealmem.client.sync.hub import HubTransport
+from sealmem.client.sync.transport import ConflictError
 from sealmem.client.team.invite import make_join_request
 from sealmem.hub.server import BackgroundHub
 
@@ -79,10 +80,10 @@ def test_the_change_feed_wakes_a_long_poll(world: HubWorld) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     feed = bob.t.transport
     assert isinstance(feed, HubTransport)
-    cursor, _ = feed.changes(0, wait_s=0)
+    cursor, _ = feed.feed(0, wait_s=0)
     assert cursor > 0
     result: list[tuple[int, list[dict[str, object]]]] = []
-    waiter = threading.Thread(target=lambda: result.append(feed.changes(cursor, wait_s=10)))
+    waiter = threading.Thread(target=lambda: result.append(feed.feed(cursor, wait_s=10)))
     started = time.monotonic()
     waiter.start()
     time.sleep(0.3)
@@ -95,7 +96,7 @@ def test_the_change_feed_wakes_a_long_poll(world: HubWorld) -> None:
     assert {"kind": "manifest", "project": PROJECT, "writer": alice.key.kid}.items() <= changes[
         -1
     ].items()
-    again, nothing = feed.changes(new_cursor, wait_s=0)
+    again, nothing = feed.feed(new_cursor, wait_s=0)
     assert again == new_cursor
     assert nothing == []
 
