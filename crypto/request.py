@@ -2,7 +2,7 @@
 
 The signature covers, in the domain-separated context ``request``::
 
-    canonical({"method": "PUT", "target": "/v1/teams/t/...?q=1", "body": hex BLAKE2b-256(body),
+    canonical({"method": METHOD, "target": raw path and query, "body": hex BLAKE2b-256(body),
                "time": ms, "nonce": b64url(16 random bytes), "kid": kid})
 
 and travels in four headers (``HEADER_KID``, ``HEADER_TIME``, ``HEADER_NONCE``,

@@ -67,6 +67,7 @@ __all__ = [
     "STALE_SEQ",
     "STALE_TIME",
     "STORAGE",
+    "TEMPLATES",
     "TOO_LARGE",
     "UNKNOWN_KEY",
     "UNKNOWN_TEAM",
@@ -150,6 +151,12 @@ CHUNK = _PROJECT + "/chunks/{writer}/{chunk}"
 COLLECT = _PROJECT + "/collect/{writer}"
 HEALTHZ = "/healthz"
 METRICS = "/metrics"
+
+#: Every path the hub answers.
+TEMPLATES: tuple[str, ...] = (
+    HEALTHZ, METRICS, ROSTERS, ROSTER, KEYRINGS, KEYRING, CHANGES, REQUESTS, REQUEST,
+    SEQS, MANIFESTS, WRITER_MANIFESTS, MANIFEST, CHUNK, COLLECT,
+)  # fmt: skip
 
 #: What each text path parameter must match (``:int`` ones are integers >= 0).
 PARAMS: Mapping[str, re.Pattern[str]] = {
