@@ -101,6 +101,34 @@ def test_the_change_feed_wakes_a_long_poll(world: HubWorld) -> None:
     assert nothing == []
 
 
+def test_wait_for_change_follows_the_feed_but_not_our_own_pushes(world: HubWorld) -> None:
+    alice, bob = world.nodes["alice"], world.nodes["bob"]
+    hub = bob.t.transport
+    me = bob.key.kid
+    cursor, changed = hub.wait_for_change(None, 10, ignore_writer=me)
+    assert changed is False
+    bob.remember("bob's own note")
+    bob.sync()
+    started = time.monotonic()
+    cursor, changed = hub.wait_for_change(cursor, 1.0, ignore_writer=me)
+    assert changed is False  # our own push moved the feed, but is not a change
+    assert time.monotonic() - started >= 0.9  # and it went on waiting
+    result: list[tuple[str, bool]] = []
+    waiter = threading.Thread(
+        target=lambda: result.append(hub.wait_for_change(cursor, 10, ignore_writer=me))
+    )
+    waiter.start()
+    time.sleep(0.3)
+    alice.remember("alice publishes while bob waits")
+    alice.sync()
+    waiter.join(timeout=15)
+    [(cursor, changed)] = result
+    assert changed is True
+    alice.remember("alice publishes while nobody waits")
+    alice.sync()
+    assert hub.wait_for_change(cursor, 0, ignore_writer=me)[1] is True
+
+
 def test_healthz_and_metrics(world: HubWorld, hub: BackgroundHub) -> None:
     world.nodes["alice"].remember("metrics")
     world.sync_all(1)
