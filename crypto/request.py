@@ -2,12 +2,12 @@
 
 The signature covers, in the domain-separated context ``request``::
 
-    canonical({"method": "PUT", "target": "/v1/teams/t/...?q=1", "body": hex BLAKE2b-256(body),
+    canonical({"method": METHOD, "target": raw path and query, "body": hex BLAKE2b-256(body),
                "time": ms, "nonce": b64url(16 random bytes), "kid": kid})
 
-and travels in four headers (:data:`HEADER_KID`, :data:`HEADER_TIME`,
-:data:`HEADER_NONCE`, :data:`HEADER_SIGNATURE`).  The hub checks the time
-against a replay window and remembers nonces inside it, so a captured
+and travels in four headers (``HEADER_KID``, ``HEADER_TIME``, ``HEADER_NONCE``,
+``HEADER_SIGNATURE`` of :mod:`sealmem.protocol.hubapi`).  The hub checks the
+time against a replay window and remembers nonces inside it, so a captured
 request cannot be replayed; it needs only the member's public key, so it
 stores no shared secret.
 """
@@ -16,15 +16,12 @@ from __future__ import annotations
 
 from ..protocol import canonical
 from ..protocol.encoding import b64e
+from ..protocol.hubapi import HEADER_KID, HEADER_NONCE, HEADER_SIGNATURE, HEADER_TIME
 from .hashing import blake2b, random_bytes
 from .keys import MemberKey
 from .signing import verify
 
 __all__ = [
-    "HEADER_KID",
-    "HEADER_NONCE",
-    "HEADER_SIGNATURE",
-    "HEADER_TIME",
     "NONCE_SIZE",
     "REQUEST_CONTEXT",
     "body_digest",
@@ -35,10 +32,6 @@ __all__ = [
 
 REQUEST_CONTEXT = "request"
 NONCE_SIZE = 16
-HEADER_KID = "sealmem-kid"
-HEADER_TIME = "sealmem-time"
-HEADER_NONCE = "sealmem-nonce"
-HEADER_SIGNATURE = "sealmem-signature"
 
 
 def body_digest(body: bytes) -> str:

@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..protocol import hubapi
 from .auth import Authenticator, ReplayGuard
 from .config import HubConfig
 from .errors import Refusal
@@ -37,9 +38,8 @@ from .sqlite_storage import SQLiteStorage
 from .storage import Storage, StorageError
 from .teams import Teams
 
-__all__ = ["HUB_TIME_HEADER", "AccessLog", "create_app"]
+__all__ = ["AccessLog", "create_app"]
 
-HUB_TIME_HEADER = "sealmem-hub-time"
 access_log = logging.getLogger("sealmem.hub.access")
 log = logging.getLogger("sealmem.hub")
 
@@ -68,7 +68,7 @@ class AccessLog:
             if message["type"] == "http.response.start":
                 status = int(message["status"])
                 headers = list(message.get("headers", []))
-                headers.append((HUB_TIME_HEADER.encode(), str(self.clock()).encode()))
+                headers.append((hubapi.HEADER_HUB_TIME.encode(), str(self.clock()).encode()))
                 message = {**message, "headers": headers}
             await send(message)
 
@@ -117,11 +117,11 @@ def create_app(
         ctx = _context(request, b"")
         try:
             try:
-                wait = float(request.query_params.get("wait", "0"))
+                wait = float(request.query_params.get(hubapi.QUERY_WAIT, "0"))
             except ValueError:
                 wait = math.nan
             if not math.isfinite(wait):  # nan would wait past the cap, for ever
-                raise Refusal(400, "bad-request", "query wait must be a number of seconds")
+                raise Refusal(400, hubapi.BAD_REQUEST, "query wait must be a number of seconds")
             wait = min(wait, config.long_poll_max_s)
             deadline = time.monotonic() + max(wait, 0.0)
             team, caller, since = await run_in_threadpool(handlers.changes_caller, ctx)
@@ -150,52 +150,44 @@ def create_app(
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     big = config.max_body_bytes
-    t = "/v1/teams/{team}"
-    p = t + "/projects/{project}"
     routes = [
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/metrics", metrics_text, methods=["GET"]),
-        Route(t + "/rosters", wrap(handlers.get_rosters), methods=["GET"]),
-        Route(t + "/rosters/{version:int}", wrap(handlers.put_roster, big), methods=["PUT"]),
-        Route(t + "/keyrings/{project}", wrap(handlers.get_keyrings), methods=["GET"]),
-        Route(
-            t + "/keyrings/{project}/{epoch:int}", wrap(handlers.put_keyring, big), methods=["PUT"]
-        ),
-        Route(t + "/changes", changes, methods=["GET"]),
-        Route(t + "/requests", wrap(handlers.get_requests), methods=["GET"]),
-        Route(
-            t + "/requests/{kid}",
-            wrap(handlers.post_request, config.max_join_bytes),
-            methods=["POST"],
-        ),
-        Route(t + "/requests/{kid}", wrap(handlers.delete_request), methods=["DELETE"]),
-        Route(p + "/seqs", wrap(handlers.get_seqs), methods=["GET"]),
-        Route(p + "/manifests", wrap(handlers.get_manifests), methods=["GET"]),
-        Route(p + "/manifests/{writer}", wrap(handlers.get_manifests), methods=["GET"]),
-        Route(
-            p + "/manifests/{writer}/{seq:int}", wrap(handlers.put_manifest, big), methods=["PUT"]
-        ),
-        Route(p + "/chunks/{writer}/{chunk}", wrap(handlers.get_chunk), methods=["GET"]),
-        Route(p + "/chunks/{writer}/{chunk}", wrap(handlers.put_chunk, big), methods=["PUT"]),
-        Route(p + "/collect/{writer}", wrap(handlers.collect, 1024 * 1024), methods=["POST"]),
+        Route(hubapi.HEALTHZ, healthz, methods=["GET"]),
+        Route(hubapi.METRICS, metrics_text, methods=["GET"]),
+        Route(hubapi.ROSTERS, wrap(handlers.get_rosters), methods=["GET"]),
+        Route(hubapi.ROSTER, wrap(handlers.put_roster, big), methods=["PUT"]),
+        Route(hubapi.KEYRINGS, wrap(handlers.get_keyrings), methods=["GET"]),
+        Route(hubapi.KEYRING, wrap(handlers.put_keyring, big), methods=["PUT"]),
+        Route(hubapi.CHANGES, changes, methods=["GET"]),
+        Route(hubapi.REQUESTS, wrap(handlers.get_requests), methods=["GET"]),
+        Route(hubapi.REQUEST, wrap(handlers.post_request, config.max_join_bytes), methods=["POST"]),
+        Route(hubapi.REQUEST, wrap(handlers.delete_request), methods=["DELETE"]),
+        Route(hubapi.SEQS, wrap(handlers.get_seqs), methods=["GET"]),
+        Route(hubapi.MANIFESTS, wrap(handlers.get_manifests), methods=["GET"]),
+        Route(hubapi.WRITER_MANIFESTS, wrap(handlers.get_manifests), methods=["GET"]),
+        Route(hubapi.MANIFEST, wrap(handlers.put_manifest, big), methods=["PUT"]),
+        Route(hubapi.CHUNK, wrap(handlers.get_chunk), methods=["GET"]),
+        Route(hubapi.CHUNK, wrap(handlers.put_chunk, big), methods=["PUT"]),
+        Route(hubapi.COLLECT, wrap(handlers.collect, 1024 * 1024), methods=["POST"]),
     ]
 
     async def refused(request: Request, exc: Exception) -> Response:
         if not isinstance(exc, Refusal):  # pragma: no cover - registered for Refusal only
             raise exc
         metrics.error(exc.code)
-        headers = None if exc.retry_after is None else {"retry-after": str(exc.retry_after)}
+        headers = (
+            None if exc.retry_after is None else {hubapi.HEADER_RETRY_AFTER: str(exc.retry_after)}
+        )
         return JSONResponse(exc.body(), exc.status, headers=headers)
 
     async def storage_failed(request: Request, exc: Exception) -> Response:
         log.error("storage failure: %s", exc)
-        metrics.error("storage")
-        body = {"error": "storage", "detail": "the hub could not read or write its storage"}
+        metrics.error(hubapi.STORAGE)
+        body = {"error": hubapi.STORAGE, "detail": "the hub could not read or write its storage"}
         return JSONResponse(body, 503)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
-        code = {404: "not-found", 405: "bad-method"}.get(status, "bad-request")
+        code = {404: hubapi.NOT_FOUND, 405: hubapi.BAD_METHOD}.get(status, hubapi.BAD_REQUEST)
         metrics.error(code)
         body = {"error": code, "detail": f"no such hub endpoint or method (HTTP {status})"}
         return JSONResponse(body, status)

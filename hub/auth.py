@@ -17,14 +17,8 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..crypto.request import (
-    HEADER_KID,
-    HEADER_NONCE,
-    HEADER_SIGNATURE,
-    HEADER_TIME,
-    body_digest,
-    verify_request,
-)
+from ..crypto.request import body_digest, verify_request
+from ..protocol import hubapi
 from ..protocol.encoding import KID_RE, b64d
 from ..protocol.errors import BadSignatureError, Rejected
 from ..protocol.state import TrustedState
@@ -57,26 +51,28 @@ class Caller:
 
 def read_signature(headers: Mapping[str, str]) -> Signed:
     """The signature headers, or a 401 refusal naming what is missing or malformed."""
-    names = (HEADER_KID, HEADER_TIME, HEADER_NONCE, HEADER_SIGNATURE)
+    names = (hubapi.HEADER_KID, hubapi.HEADER_TIME, hubapi.HEADER_NONCE, hubapi.HEADER_SIGNATURE)
     values = [headers.get(n) for n in names]
     if all(v is None for v in values):
         raise Refusal(
-            401, "unsigned", "this request carries no member signature; use a sealmem client"
+            401, hubapi.UNSIGNED, "this request carries no member signature; use a sealmem client"
         )
     kid, time_text, nonce, sig_text = values
     if kid is None or time_text is None or nonce is None or sig_text is None:
         missing = [n for n, v in zip(names, values, strict=True) if v is None]
-        raise Refusal(401, "bad-auth-header", f"signature headers {missing} are missing")
+        raise Refusal(401, hubapi.BAD_AUTH_HEADER, f"signature headers {missing} are missing")
     try:
         signature = b64d(sig_text)
         nonce_bytes = b64d(nonce)
         time_ms = int(time_text)
     except ValueError:
         raise Refusal(
-            401, "bad-auth-header", "the signature, nonce or time header is malformed"
+            401, hubapi.BAD_AUTH_HEADER, "the signature, nonce or time header is malformed"
         ) from None
     if KID_RE.fullmatch(kid) is None or len(signature) != 64 or not 16 <= len(nonce_bytes) <= 64:
-        raise Refusal(401, "bad-auth-header", "the member id, nonce or signature has a bad size")
+        raise Refusal(
+            401, hubapi.BAD_AUTH_HEADER, "the member id, nonce or signature has a bad size"
+        )
     return Signed(kid, time_ms, nonce, signature)
 
 
@@ -93,7 +89,7 @@ class ReplayGuard:
         if abs(now_ms - time_ms) > self.window_ms:
             raise Refusal(
                 401,
-                "stale-time",
+                hubapi.STALE_TIME,
                 f"the request is dated {(time_ms - now_ms) / 1000:+.0f} s from the hub clock; "
                 f"the window is ±{self.window_ms // 1000} s: fix this machine's clock",
             )
@@ -105,7 +101,7 @@ class ReplayGuard:
                 self._next_prune = now_ms + self.window_ms
             if (kid, nonce) in self._seen:
                 raise Refusal(
-                    401, "replayed", "this request was already received (same nonce); refused"
+                    401, hubapi.REPLAYED, "this request was already received (same nonce); refused"
                 )
             self._seen[(kid, nonce)] = now_ms + 2 * self.window_ms
 
@@ -130,7 +126,7 @@ class Authenticator:
         except BadSignatureError:
             raise Refusal(
                 401,
-                "bad-signature",
+                hubapi.BAD_SIGNATURE,
                 f"the request signature does not verify for member {signed.kid} "
                 "(altered in transit, or signed with another key)",
             ) from None
@@ -160,7 +156,9 @@ class Authenticator:
             self.verify(signed, member.sign_public, method, target, body)
             revoked = roster.revocation(signed.kid) is not None
             if revoked and not allow_revoked:
-                raise Refusal(403, "revoked", f"member {signed.kid} was revoked from team {team}")
+                raise Refusal(
+                    403, hubapi.REVOKED, f"member {signed.kid} was revoked from team {team}"
+                )
             return Caller(signed.kid, admin=roster.is_admin(signed.kid), revoked=revoked)
         if allow_pending:
             request = self._storage.request(team, signed.kid)
@@ -184,13 +182,13 @@ class Authenticator:
                 continue
             raise Refusal(
                 403,
-                "wrong-team",
+                hubapi.WRONG_TEAM,
                 f"member {signed.kid} belongs to another team, not {team}; "
                 "check the team id in your sealmem config",
             )
         raise Refusal(
             401,
-            "unknown-key",
+            hubapi.UNKNOWN_KEY,
             f"member {signed.kid} is not in team {team}'s roster"
             + (" and has no pending join request" if allow_pending else "")
             + "; ask an admin to approve your join request",

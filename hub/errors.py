@@ -2,22 +2,16 @@
 
 Every refusal is an HTTP status plus a JSON body ``{"error": code, "detail":
 sentence}``; the code is short and stable (clients branch on it), the detail
-says what was refused, why, and what to do.  Codes (SPEC.md, "Hub API"):
-
-- 400 ``bad-request``; 401 ``unsigned``, ``bad-auth-header``, ``stale-time``,
-  ``replayed``, ``bad-signature``, ``unknown-key``, ``bad-operator-token``;
-- 403 ``wrong-team``, ``revoked``, ``no-grant``, ``not-admin``, ``not-your-slot``,
-  ``registration-closed``, ``not-a-member``;
-- 404 ``unknown-team``, ``not-found``; 409 ``exists``, ``stale-seq``,
-  ``roster-unknown`` and the chain reasons (``rollback``, ``fork``, ...);
-- 413 ``too-large``; 422 a protocol reason (``bad-signature``, ``malformed``,
-  ``bad-chunk-id``, ``missing-chunk``, ...); 429 ``rate-limited``;
-  507 ``quota-exceeded``.
+says what was refused, why, and what to do.  The codes are spelled once, in
+:mod:`sealmem.protocol.hubapi` (SPEC.md, "Hub API"): a verifier's refusal keeps
+its reason as the code, with 403 for grant and admin reasons, 409 for the chain
+reasons (``rollback``, ``fork``, ...: pull, then retry), 413 for ``too-large``
+and 422 for the rest.
 """
 
 from __future__ import annotations
 
-from ..protocol import reasons
+from ..protocol import hubapi, reasons
 from ..protocol.errors import Rejected, SealmemError
 
 __all__ = ["Refusal", "from_rejected"]
@@ -54,7 +48,7 @@ def from_rejected(exc: Rejected, what: str) -> Refusal:
     if exc.reason in _FORBIDDEN:
         status = 403
     elif exc.reason in _CONFLICT:
-        status = 409
+        status = hubapi.CONFLICT_STATUS
     elif exc.reason == reasons.TOO_LARGE:
         status = 413
     else:

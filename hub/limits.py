@@ -8,6 +8,7 @@ import threading
 
 from starlette.requests import Request
 
+from ..protocol import hubapi
 from .errors import Refusal
 from .storage import Storage
 
@@ -34,7 +35,7 @@ async def read_body(request: Request, limit: int) -> bytes:
 def _too_large(size: int, limit: int) -> Refusal:
     return Refusal(
         413,
-        "too-large",
+        hubapi.TOO_LARGE,
         f"the request body is {'at least ' if size > limit else ''}{size} bytes; "
         f"this endpoint accepts at most {limit}",
     )
@@ -68,7 +69,7 @@ class RateLimiter:
                 wait = math.ceil((1.0 - tokens) / self.rate)
                 raise Refusal(
                     429,
-                    "rate-limited",
+                    hubapi.RATE_LIMITED,
                     f"too many requests from {self._what} {key[:26]}; retry in {wait} s",
                     retry_after=wait,
                 )
@@ -80,7 +81,7 @@ def check_quota(storage: Storage, team: str, incoming: int, quota: int) -> None:
     if used + incoming > quota:
         raise Refusal(
             507,
-            "quota-exceeded",
+            hubapi.QUOTA_EXCEEDED,
             f"team {team} holds {used} bytes on this hub; storing {incoming} more would pass "
             f"its quota of {quota}: ask the hub operator for more, or collect old chunks",
         )

@@ -9,7 +9,6 @@ and the storage.  SPEC.md "Hub API (messages)" lists every message.
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -19,11 +18,10 @@ from typing import Any
 from starlette.responses import JSONResponse, Response
 
 from ..crypto import SUITE
-from ..protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
+from ..protocol import hubapi
+from ..protocol.encoding import b64d, b64e
 from ..protocol.errors import Rejected
 from ..protocol.manifest import MAX_CHUNK_BYTES
-from ..protocol.record import PROJECT_RE
-from ..protocol.roster import TEAM_RE
 from ..protocol.snapshot import chunk_id
 from ..protocol.state import TrustedState
 from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
@@ -35,9 +33,8 @@ from .limits import RateLimiter, check_quota
 from .storage import Storage
 from .teams import Teams, genesis_signer
 
-__all__ = ["OPERATOR_HEADER", "Ctx", "Handlers"]
+__all__ = ["Ctx", "Handlers"]
 
-OPERATOR_HEADER = "sealmem-operator-token"
 _MAX_KEYRINGS_PER_PUBLISH = 4096
 
 Handler = Callable[["Ctx"], Response]
@@ -57,10 +54,14 @@ class Ctx:
     kid: str | None = None  # set once authenticated, for the access log
     changed: str | None = None  # team whose change feed moved
 
-    def param(self, name: str, pattern: re.Pattern[str]) -> str:
+    def param(self, name: str) -> str:
+        """A text path parameter, checked against its pattern in :data:`hubapi.PARAMS`."""
         value = str(self.params[name])
+        pattern = hubapi.PARAMS[name]
         if pattern.fullmatch(value) is None:
-            raise Refusal(400, "bad-request", f"{name} {value[:80]!r} must match {pattern.pattern}")
+            raise Refusal(
+                400, hubapi.BAD_REQUEST, f"{name} {value[:80]!r} must match {pattern.pattern}"
+            )
         return value
 
     def int_query(self, name: str, default: int) -> int:
@@ -68,7 +69,9 @@ class Ctx:
         if raw is None:
             return default
         if not raw.isdigit() or len(raw) > 18:
-            raise Refusal(400, "bad-request", f"query {name}={raw[:20]!r} must be an integer >= 0")
+            raise Refusal(
+                400, hubapi.BAD_REQUEST, f"query {name}={raw[:20]!r} must be an integer >= 0"
+            )
         return int(raw)
 
 
@@ -79,7 +82,7 @@ def _envelopes(items: list[bytes]) -> list[str]:
 def _no_grant(kid: str, project: str, what: str) -> Refusal:
     return Refusal(
         403,
-        "no-grant",
+        hubapi.NO_GRANT,
         f"member {kid} may not {what} project {project!r}; an admin can grant it "
         "('sealmem admin grant')",
     )
@@ -107,7 +110,7 @@ class Handlers:
     def _caller(
         self, ctx: Ctx, *, pending: bool = False, revoked: bool = False
     ) -> tuple[str, TrustedState, Caller]:
-        team = ctx.param("team", TEAM_RE)
+        team = ctx.param("team")
         state = self.teams.state(team)
         caller = self.auth.caller(
             team, state, ctx.method, ctx.target, ctx.headers, ctx.body,
@@ -120,13 +123,13 @@ class Handlers:
     @staticmethod
     def _admin(team: str, caller: Caller) -> None:
         if not caller.admin:
-            raise Refusal(403, "not-admin", f"only an admin of team {team} may do this")
+            raise Refusal(403, hubapi.NOT_ADMIN, f"only an admin of team {team} may do this")
 
     @staticmethod
     def _reader(state: TrustedState, caller: Caller, project: str, writer: str | None) -> None:
         roster = state.roster
         if roster is None or project not in roster.projects:
-            raise Refusal(404, "not-found", f"project {project!r} is not in the team's roster")
+            raise Refusal(404, hubapi.NOT_FOUND, f"project {project!r} is not in the team's roster")
         if writer == caller.kid or roster.can_read(caller.kid, project):
             return
         raise _no_grant(caller.kid, project, "read")
@@ -135,7 +138,7 @@ class Handlers:
     def _own_slot(state: TrustedState, caller: Caller, project: str, writer: str) -> None:
         if writer != caller.kid:
             raise Refusal(
-                403, "not-your-slot", f"member {caller.kid} may write only its own snapshot"
+                403, hubapi.NOT_YOUR_SLOT, f"member {caller.kid} may write only its own snapshot"
             )
         roster = state.roster
         if roster is None or not roster.can_write(caller.kid, project):
@@ -145,11 +148,11 @@ class Handlers:
 
     def get_rosters(self, ctx: Ctx) -> Response:
         team, _, _ = self._caller(ctx, pending=True, revoked=True)
-        after = ctx.int_query("after", 0)
+        after = ctx.int_query(hubapi.QUERY_AFTER, 0)
         return JSONResponse({"rosters": _envelopes(self.storage.rosters(team, after))})
 
     def put_roster(self, ctx: Ctx) -> Response:
-        team = ctx.param("team", TEAM_RE)
+        team = ctx.param("team")
         version = int(ctx.params["version"])
         try:
             doc = json.loads(ctx.body)
@@ -157,10 +160,10 @@ class Handlers:
             keyrings = [b64d(k) for k in doc.get("keyrings", [])]
         except (ValueError, KeyError, TypeError, AttributeError):
             raise Refusal(
-                400, "bad-request", 'the body must be {"roster": b64url, "keyrings": [b64url]}'
+                400, hubapi.BAD_REQUEST, 'the body must be {"roster": b64url, "keyrings": [b64url]}'
             ) from None
         if len(keyrings) > _MAX_KEYRINGS_PER_PUBLISH:
-            raise Refusal(413, "too-large", f"{len(keyrings)} keyrings in one publication")
+            raise Refusal(413, hubapi.TOO_LARGE, f"{len(keyrings)} keyrings in one publication")
         if self.teams.known(team):
             _, _, caller = self._caller(ctx)
             self._admin(team, caller)
@@ -169,42 +172,44 @@ class Handlers:
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         accepted, stored = self.teams.publish_roster(team, roster, keyrings, self.clock())
         if accepted.version != version:
-            raise Refusal(400, "bad-request", f"roster v{accepted.version} was sent as v{version}")
+            raise Refusal(
+                400, hubapi.BAD_REQUEST, f"roster v{accepted.version} was sent as v{version}"
+            )
         if stored:
             ctx.changed = team
         return JSONResponse({"version": accepted.version, "stored": stored}, 201 if stored else 200)
 
     def _register(self, ctx: Ctx, team: str, roster: bytes) -> None:
         """A new team: the operator's token or allow-list, and a request signed by root."""
-        token = ctx.headers.get(OPERATOR_HEADER)
+        token = ctx.headers.get(hubapi.HEADER_OPERATOR_TOKEN)
         if team not in self.config.allow_teams:
             expected = self.config.operator_token
             if expected is None:
                 raise Refusal(
                     403,
-                    "registration-closed",
+                    hubapi.REGISTRATION_CLOSED,
                     f"this hub does not accept team {team}; its operator must allow it "
                     "('sealmem hub serve --allow-team ID') or hand out an operator token",
                 )
             if token is None:
                 raise Refusal(
                     403,
-                    "registration-closed",
+                    hubapi.REGISTRATION_CLOSED,
                     "registering a team on this hub needs the operator token "
                     "(set SEALMEM_HUB_OPERATOR_TOKEN)",
                 )
             if not secrets.compare_digest(token.encode(), expected.encode()):
-                raise Refusal(401, "bad-operator-token", "the operator token is wrong")
+                raise Refusal(401, hubapi.BAD_OPERATOR_TOKEN, "the operator token is wrong")
         kid, sign_public = genesis_signer(team, roster)
         signed = self.auth.signed(ctx.headers)
         if signed.kid != kid:
-            raise Refusal(403, "not-admin", f"roster v1 must be published by its signer {kid}")
+            raise Refusal(403, hubapi.NOT_ADMIN, f"roster v1 must be published by its signer {kid}")
         self.auth.verify(signed, sign_public, ctx.method, ctx.target, ctx.body)
         ctx.kid = kid
 
     def get_keyrings(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
-        project = ctx.param("project", PROJECT_RE)
+        project = ctx.param("project")
         if not caller.admin:
             self._reader(state, caller, project, None)
         blobs = self.storage.keyrings(team, project)
@@ -213,10 +218,10 @@ class Handlers:
     def put_keyring(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)
         self._admin(team, caller)
-        project = ctx.param("project", PROJECT_RE)
+        project = ctx.param("project")
         epoch = int(ctx.params["epoch"])
         if len(ctx.body) > MAX_KEYRING_BYTES:
-            raise Refusal(413, "too-large", f"a keyring is at most {MAX_KEYRING_BYTES} bytes")
+            raise Refusal(413, hubapi.TOO_LARGE, f"a keyring is at most {MAX_KEYRING_BYTES} bytes")
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         stored = self.teams.put_keyring(team, project, epoch, ctx.body, self.clock())
         if stored:
@@ -227,28 +232,30 @@ class Handlers:
 
     def get_seqs(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
-        project = ctx.param("project", PROJECT_RE)
+        project = ctx.param("project")
         self._reader(state, caller, project, None)
         return JSONResponse({"seqs": self.storage.newest_seqs(team, project)})
 
     def get_manifests(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
-        project = ctx.param("project", PROJECT_RE)
-        writer = ctx.param("writer", KID_RE) if "writer" in ctx.params else None
+        project = ctx.param("project")
+        writer = ctx.param("writer") if "writer" in ctx.params else None
         self._reader(state, caller, project, writer)
         found = self.storage.manifests(team, project, writer)
         if writer is not None:
-            limit = ctx.int_query("limit", 0) or None
+            limit = ctx.int_query(hubapi.QUERY_LIMIT, 0) or None
             return JSONResponse({"manifests": _envelopes(found.get(writer, [])[:limit])})
         return JSONResponse({"writers": {w: _envelopes(d) for w, d in found.items()}})
 
     def put_manifest(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
-        project = ctx.param("project", PROJECT_RE)
-        writer = ctx.param("writer", KID_RE)
+        project = ctx.param("project")
+        writer = ctx.param("writer")
         self._own_slot(state, caller, project, writer)
         if len(ctx.body) > MAX_MANIFEST_BYTES:
-            raise Refusal(413, "too-large", f"a manifest is at most {MAX_MANIFEST_BYTES} bytes")
+            raise Refusal(
+                413, hubapi.TOO_LARGE, f"a manifest is at most {MAX_MANIFEST_BYTES} bytes"
+            )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         seq = int(ctx.params["seq"])
         stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
@@ -258,42 +265,46 @@ class Handlers:
 
     def get_chunk(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
-        project = ctx.param("project", PROJECT_RE)
-        writer = ctx.param("writer", KID_RE)
-        cid = ctx.param("chunk", HEX_HASH_RE)
+        project = ctx.param("project")
+        writer = ctx.param("writer")
+        cid = ctx.param("chunk")
         self._reader(state, caller, project, writer)
         data = self.storage.chunk(team, project, writer, cid)
         if data is None:
-            raise Refusal(404, "not-found", f"chunk {cid[:16]} of {writer}/{project} is not here")
+            raise Refusal(
+                404, hubapi.NOT_FOUND, f"chunk {cid[:16]} of {writer}/{project} is not here"
+            )
         return Response(data, media_type="application/octet-stream")
 
     def put_chunk(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
-        project = ctx.param("project", PROJECT_RE)
-        writer = ctx.param("writer", KID_RE)
-        cid = ctx.param("chunk", HEX_HASH_RE)
+        project = ctx.param("project")
+        writer = ctx.param("writer")
+        cid = ctx.param("chunk")
         self._own_slot(state, caller, project, writer)
         if not 0 < len(ctx.body) <= MAX_CHUNK_BYTES:
-            raise Refusal(413, "too-large", f"a chunk is 1..{MAX_CHUNK_BYTES} bytes")
+            raise Refusal(413, hubapi.TOO_LARGE, f"a chunk is 1..{MAX_CHUNK_BYTES} bytes")
         if chunk_id(SUITE, ctx.body) != cid:
-            raise Refusal(422, "bad-chunk-id", f"the body does not hash to chunk id {cid[:16]}")
+            raise Refusal(
+                422, hubapi.BAD_CHUNK_ID, f"the body does not hash to chunk id {cid[:16]}"
+            )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
         return JSONResponse({"stored": stored}, 201 if stored else 200)
 
     def collect(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)
-        project = ctx.param("project", PROJECT_RE)
-        writer = ctx.param("writer", KID_RE)
+        project = ctx.param("project")
+        writer = ctx.param("writer")
         if writer != caller.kid:
-            raise Refusal(403, "not-your-slot", "a member collects only its own chunks")
+            raise Refusal(403, hubapi.NOT_YOUR_SLOT, "a member collects only its own chunks")
         try:
             doc = json.loads(ctx.body)
             keep = {str(i) for i in doc["keep"]}
             grace_ms = int(doc["grace_ms"])
         except (ValueError, KeyError, TypeError, OverflowError):  # int(Infinity) overflows
             raise Refusal(
-                400, "bad-request", 'the body must be {"keep": [chunk ids], "grace_ms": n}'
+                400, hubapi.BAD_REQUEST, 'the body must be {"keep": [chunk ids], "grace_ms": n}'
             ) from None
         keep |= self.teams.kept_chunks(team, project, writer)
         older = self.clock() - max(0, grace_ms)
@@ -304,11 +315,13 @@ class Handlers:
 
     def post_request(self, ctx: Ctx) -> Response:
         self.join_rate.take(ctx.client, time.monotonic())
-        team = ctx.param("team", TEAM_RE)
-        kid = ctx.param("kid", KID_RE)
+        team = ctx.param("team")
+        kid = ctx.param("kid")
         self.teams.state(team)  # 404 for an unknown team
         if len(ctx.body) > MAX_JOIN_BYTES:
-            raise Refusal(413, "too-large", f"a join request is at most {MAX_JOIN_BYTES} bytes")
+            raise Refusal(
+                413, hubapi.TOO_LARGE, f"a join request is at most {MAX_JOIN_BYTES} bytes"
+            )
         try:
             join_request_key(team, kid, ctx.body)
         except Rejected as exc:
@@ -319,7 +332,7 @@ class Handlers:
         ):
             raise Refusal(
                 507,
-                "quota-exceeded",
+                hubapi.QUOTA_EXCEEDED,
                 f"team {team} already has {self.config.max_pending_requests} pending join "
                 "requests; an admin must handle them first",
             )
@@ -336,7 +349,7 @@ class Handlers:
     def delete_request(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)
         self._admin(team, caller)
-        kid = ctx.param("kid", KID_RE)
+        kid = ctx.param("kid")
         return JSONResponse({"removed": self.storage.remove_request(team, kid)})
 
     # -- change feed (the waiting part is in the app) ---------------------------------
@@ -344,7 +357,7 @@ class Handlers:
     def changes_caller(self, ctx: Ctx) -> tuple[str, Caller, int]:
         """Authenticate a change-feed read once; return (team, caller, since)."""
         team, _, caller = self._caller(ctx)
-        return team, caller, ctx.int_query("since", 0)
+        return team, caller, ctx.int_query(hubapi.QUERY_SINCE, 0)
 
     def changes(self, team: str, caller: Caller, since: int) -> dict[str, Any]:
         """The changes after ``since`` the caller may see, and the cursor to ask from next."""

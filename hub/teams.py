@@ -15,7 +15,7 @@ import threading
 from collections.abc import Sequence
 
 from ..crypto import SUITE
-from ..protocol import reasons
+from ..protocol import hubapi, reasons
 from ..protocol.envelope import unpack
 from ..protocol.errors import Rejected
 from ..protocol.keyring import Keyring
@@ -49,7 +49,7 @@ def genesis_signer(team: str, data: bytes) -> tuple[str, bytes]:
     if roster.version != 1:
         raise Refusal(
             404,
-            "unknown-team",
+            hubapi.UNKNOWN_TEAM,
             f"team {team} is not registered on this hub; publish its roster v1 first",
         )
     member = roster.member(env.signer)
@@ -81,7 +81,9 @@ class Teams:
             found = self._states.get(team) or self._load(team)
         if found is None:
             raise Refusal(
-                404, "unknown-team", f"team {team} is not registered on this hub; check the URL"
+                404,
+                hubapi.UNKNOWN_TEAM,
+                f"team {team} is not registered on this hub; check the URL",
             )
         return found
 
@@ -161,7 +163,7 @@ class Teams:
                 if exc.reason == reasons.ROSTER_UNKNOWN:
                     raise Refusal(
                         409,
-                        "roster-unknown",
+                        hubapi.ROSTER_UNKNOWN,
                         f"keyring {project}/{epoch} names a roster this hub does not hold yet; "
                         "publish it together with that roster",
                     ) from exc
@@ -169,7 +171,7 @@ class Teams:
             if (keyring.project, keyring.epoch) != (project, epoch):
                 raise Refusal(
                     400,
-                    "bad-request",
+                    hubapi.BAD_REQUEST,
                     f"the keyring is for {keyring.project}/{keyring.epoch}, "
                     f"sent as {project}/{epoch}",
                 )
@@ -193,21 +195,23 @@ class Teams:
                 raise from_rejected(exc, f"manifest {writer}/{project} seq {seq}") from exc
             if manifest.seq != seq:
                 raise Refusal(
-                    400, "bad-request", f"the manifest has seq {manifest.seq}, sent as seq {seq}"
+                    400,
+                    hubapi.BAD_REQUEST,
+                    f"the manifest has seq {manifest.seq}, sent as seq {seq}",
                 )
             if new_state is state:
                 return False
             self._check_chunks(team, manifest)
             head = new_state.head(writer, project)
             if head is None:  # accept_manifest always sets it for a new manifest
-                raise Refusal(500, "internal", "the verified manifest left no chain head")
+                raise Refusal(500, hubapi.INTERNAL, "the verified manifest left no chain head")
             stored = StoredHead(project, writer, head.seq, head.hash, head.reset_at)
             try:
                 self._storage.put_manifest(team, stored, data, self._kept, now_ms)
             except StaleSeq as exc:
                 raise Refusal(
                     409,
-                    "stale-seq",
+                    hubapi.STALE_SEQ,
                     f"{writer}/{project} already holds seq {exc.current}; pull and retry",
                 ) from exc
             self._states[team] = new_state.evolve(witnessed={})

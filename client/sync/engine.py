@@ -47,7 +47,7 @@ from ..store.connection import transaction
 from ..store.memory import Provenance
 from ..team.session import Refusal, Team
 from . import replica
-from .hub import ConflictError
+from .transport import ConflictError
 
 __all__ = ["LOCK_FILE", "LOCK_TIMEOUT_S", "SyncSummary", "sync", "sync_lock"]
 

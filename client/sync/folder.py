@@ -18,23 +18,37 @@ written or deleted. ``{root}`` itself is the user's choice and may be a link.
 Every write is atomic (temp file, fsync, rename), and
 a push writes its chunks before the manifest that names them, so a reader never
 sees a manifest whose chunks are not there yet, even after a crash mid-push.
+
+A push is compare-and-swap on ``seq``, as on the hub: two devices of one member
+cannot both land the same seq (the manifest file is created exclusively), and a
+seq at or below the writer's newest valid-looking manifest is a
+:class:`~sealmem.client.sync.transport.ConflictError`.  Valid-looking: a
+manifest envelope signed by its writer (verified when the transport holds that
+writer's key), for this project and writer, at the seq its file name says; a
+planted or stale file cannot block a writer.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ...protocol.errors import InputError, TransportError
-from ...protocol.manifest import MAX_CHUNK_BYTES
+import watchfiles
+
+from ...crypto import SUITE, MemberKey
+from ...protocol.envelope import unpack
+from ...protocol.errors import InputError, Rejected, TransportError
+from ...protocol.manifest import MAX_CHUNK_BYTES, Manifest
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES, MAX_ROSTER_BYTES
 from .nofollow import SafeDir, Symlinked
-from .transport import Transport
+from .transport import ConflictError, Transport
 
 __all__ = ["MANIFESTS_KEPT", "FolderTransport"]
 
@@ -49,6 +63,7 @@ _KEYRING = re.compile(r"^(\d{10})\.json$")
 _MANIFEST = re.compile(r"^manifest-(\d{12})\.json$")
 _REQUEST = re.compile(r"^([a-z2-7]{26})\.json$")
 _MAX_REQUEST_BYTES = 16 * 1024
+_WATCH_DEBOUNCE_MS = 400
 
 
 def _name(value: str, what: str) -> str:
@@ -60,7 +75,11 @@ def _name(value: str, what: str) -> str:
 class FolderTransport(Transport):
     kind = "folder"
 
-    def __init__(self, root: str | os.PathLike[str], team: str) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], team: str, *, key: MemberKey | None = None
+    ) -> None:
+        """``key``: the member using the folder, whose own manifests are then verified."""
+        self._own = None if key is None else (key.kid, key.sign_public)
         self._root = Path(root)
         self._team = _name(team, "team id")
         if not self._root.is_dir():
@@ -178,7 +197,7 @@ class FolderTransport(Transport):
         with self._dir("roster") as directory:
             created = directory.write(f"{version:010d}.json", data, exclusive=True)
         if not created:
-            raise TransportError(
+            raise ConflictError(
                 f"roster version {version} already exists in {self.location}; "
                 "sync to pick it up, then make the change again"
             )
@@ -234,10 +253,46 @@ class FolderTransport(Transport):
         with self._reading(*parts) as chunk_dir:
             return chunk_dir.read(chunk_id, MAX_CHUNK_BYTES) if chunk_dir else None
 
+    def _valid_looking(self, data: bytes | None, project: str, writer: str, seq: int) -> bool:
+        """A manifest its writer signed for this slot at ``seq`` (signature checked if we can)."""
+        if data is None:
+            return False
+        try:
+            env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
+            if env.signer != writer:
+                return False
+            if self._own is not None and self._own[0] == writer:
+                env.check(SUITE, "manifest", self._own[1])
+            m = Manifest.from_body(env.body)
+        except Rejected:
+            return False
+        return (m.writer, m.project, m.seq) == (writer, project, seq)
+
+    def _newest_held(self, writer_dir: SafeDir, project: str, writer: str) -> tuple[int, bytes]:
+        """The writer's newest valid-looking manifest in the folder: (seq, bytes), or (0, b"")."""
+        for number, name in reversed(self._listing(writer_dir, _MANIFEST)):
+            data = writer_dir.read(name, MAX_MANIFEST_BYTES)
+            if data is not None and self._valid_looking(data, project, writer, number):
+                return number, data
+        return 0, b""
+
+    def _conflict(self, project: str, writer: str, seq: int, held: int) -> ConflictError:
+        detail = f"{writer}/{project} already holds seq {held}"
+        return ConflictError(
+            f"cannot push seq {seq} to {self.location}: {detail} (another device with this "
+            "member key, or a restored store); sync again to build on it",
+            detail=detail,
+        )
+
     def push(
         self, project: str, writer: str, seq: int, manifest: bytes, chunks: Mapping[str, bytes]
     ) -> None:
         with self._dir("snapshots", _name(project, "project"), _name(writer, "writer")) as wdir:
+            held, held_bytes = self._newest_held(wdir, project, writer)
+            if held > seq or (held == seq and held_bytes != manifest):
+                raise self._conflict(project, writer, seq, held)
+            if held == seq:
+                return  # this very manifest is already the newest: nothing to do
             with self._open(
                 ("sealmem", self._team, "snapshots", project, writer, "chunks")
             ) as chunk_dir:
@@ -246,9 +301,31 @@ class FolderTransport(Transport):
                         raise InputError(f"chunk id {chunk_id!r} is not a 64-digit hex hash")
                     if not chunk_dir.is_file(chunk_id):
                         chunk_dir.write(chunk_id, data)
-            wdir.write(f"manifest-{seq:012d}.json", manifest)
-            for _, old in self._listing(wdir, _MANIFEST)[:-MANIFESTS_KEPT]:
-                wdir.unlink(old)
+            name = f"manifest-{seq:012d}.json"
+            if not wdir.write(name, manifest, exclusive=True):
+                # Someone wrote this seq since we looked: another device wins, a planted
+                # file that does not look like this writer's manifest is replaced.
+                there = wdir.read(name, MAX_MANIFEST_BYTES)
+                if there != manifest and self._valid_looking(there, project, writer, seq):
+                    raise self._conflict(project, writer, seq, seq)
+                if there != manifest:
+                    wdir.write(name, manifest)
+            self._prune(wdir, project, writer, seq)
+
+    def _prune(self, wdir: SafeDir, project: str, writer: str, seq: int) -> None:
+        """Keep the newest few manifests up to ``seq``; drop files above it that cannot be
+        this writer's (planted ones would otherwise hide its manifests from readers)."""
+        mine = []
+        for number, name in self._listing(wdir, _MANIFEST):
+            if number <= seq:
+                mine.append(name)
+            elif not self._valid_looking(
+                wdir.read(name, MAX_MANIFEST_BYTES), project, writer, number
+            ):
+                with contextlib.suppress(TransportError):
+                    wdir.unlink(name)
+        for old in mine[:-MANIFESTS_KEPT]:
+            wdir.unlink(old)
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
         parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
@@ -302,3 +379,78 @@ class FolderTransport(Transport):
             return
         with self._dir("requests") as directory:
             directory.unlink(f"{kid}.json")
+
+    # -- changes (for sync --watch) ------------------------------------------------------
+
+    def _fingerprint(self, ignore_writer: str | None) -> str:
+        """A digest of what a sync reads: names, sizes and mtimes of rosters, keyrings,
+        manifests (but ``ignore_writer``'s) and join requests; chunks follow manifests."""
+        digest = hashlib.blake2b(digest_size=16)
+        dirs = [d for d in (self._base / "roster", self._base / "requests") if not d.is_symlink()]
+        dirs += _subdirs(self._base / "keyrings")
+        for project_dir in _subdirs(self._base / "snapshots"):
+            dirs += [d for d in _subdirs(project_dir) if d.name != ignore_writer]
+        for directory in dirs:
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.startswith(".") or not entry.name.endswith(".json"):
+                    continue
+                with contextlib.suppress(OSError):
+                    st = entry.stat(follow_symlinks=False)
+                    rel = os.path.relpath(entry.path, self._base)
+                    digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        return digest.hexdigest()
+
+    def wait_for_change(
+        self,
+        since: str | None,
+        timeout_s: float,
+        *,
+        ignore_writer: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> tuple[str, bool]:
+        """Watch the folder with watchfiles; the cursor is a digest of what a sync reads, so
+        a change made while nobody watched (or that a network share never reported) is
+        seen on the next call."""
+        current = self._fingerprint(ignore_writer)
+        if since is None or current != since:
+            return current, since is not None
+        top = self._base if self._base.is_dir() else self._root
+        own = None if ignore_writer is None else f"{os.sep}{ignore_writer}{os.sep}"
+
+        def relevant(_change: watchfiles.Change, path: str) -> bool:
+            return not path.endswith(".tmp") and (own is None or own not in path)
+
+        deadline = time.monotonic() + timeout_s
+        try:
+            for _changes in watchfiles.watch(
+                top,
+                watch_filter=relevant,
+                debounce=_WATCH_DEBOUNCE_MS,
+                rust_timeout=max(1, int(timeout_s * 1000)),
+                yield_on_timeout=True,
+                stop_event=stop,
+                raise_interrupt=False,
+            ):
+                current = self._fingerprint(ignore_writer)
+                if current != since:
+                    return current, True
+                if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+                    break
+        except OSError as exc:
+            raise TransportError(f"cannot watch {top} for changes: {exc}") from exc
+        return since, False
+
+
+def _subdirs(directory: Path) -> list[Path]:
+    """Real subdirectories (no links) of ``directory``, by name; none if it is missing."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return []
+    return sorted(
+        Path(e.path) for e in entries if e.is_dir(follow_symlinks=False) and _NAME.match(e.name)
+    )

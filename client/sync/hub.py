@@ -3,8 +3,10 @@
 Every request is signed with the member key (:mod:`sealmem.crypto.request`);
 the hub answers refusals as ``{"error": code, "detail": sentence}``, raised here
 as :class:`HubError` (a :class:`~sealmem.protocol.errors.TransportError`) with
-the hub's reason, and as :class:`ConflictError` for 409 (a stale ``seq`` or an
-existing roster version: pull, then retry).  Keyrings that name a roster the
+the hub's reason, and for 409 (a stale ``seq`` or an existing roster version:
+pull, then retry) as :class:`HubConflictError`, which is also the interface's
+:class:`~sealmem.client.sync.transport.ConflictError`.  Paths, headers and codes
+come from :mod:`sealmem.protocol.hubapi`, which the hub routes on.  Keyrings that name a roster the
 hub does not hold yet (an admin publishes keyrings before their roster) are
 kept and sent with the next :meth:`HubTransport.put_roster`, in one request the
 hub accepts or refuses as a whole.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -25,16 +28,16 @@ import httpx
 
 from ...crypto import MemberKey
 from ...crypto.request import sign_request
+from ...protocol import hubapi
 from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
 from ...protocol.errors import InputError, TransportError
-from ...protocol.record import PROJECT_RE
 from ...protocol.roster import TEAM_RE
 from .folder import FolderTransport
-from .transport import Transport
+from .transport import ConflictError, Transport
 
 __all__ = [
     "OPERATOR_TOKEN_ENV",
-    "ConflictError",
+    "HubConflictError",
     "HubError",
     "HubTransport",
     "is_hub_location",
@@ -42,8 +45,7 @@ __all__ = [
 ]
 
 OPERATOR_TOKEN_ENV = "SEALMEM_HUB_OPERATOR_TOKEN"  # noqa: S105 - a variable name
-_OPERATOR_HEADER = "sealmem-operator-token"
-_HUB_TIME_HEADER = "sealmem-hub-time"
+_NO_BODY = "http-error"  # our code for an error answer without a hub error body
 _RETRIES_429 = 4
 _MAX_RETRY_WAIT_S = 5.0
 
@@ -58,7 +60,7 @@ class HubError(TransportError):
         self.detail = detail
 
 
-class ConflictError(HubError):
+class HubConflictError(HubError, ConflictError):
     """409: the hub holds a newer or different object here; pull, then retry."""
 
 
@@ -72,13 +74,7 @@ def open_transport(
     """A :class:`HubTransport` for an http(s) URL, else a :class:`FolderTransport`."""
     if is_hub_location(location):
         return HubTransport(location, team, key, operator_token=operator_token)
-    return FolderTransport(location, team)
-
-
-def _check(value: str, pattern: Any, what: str) -> str:
-    if pattern.fullmatch(value) is None:
-        raise InputError(f"{what} {value!r} must match {pattern.pattern}")
-    return value
+    return FolderTransport(location, team, key=key)
 
 
 class HubTransport(Transport):
@@ -98,7 +94,9 @@ class HubTransport(Transport):
         if client is None and not is_hub_location(url):
             raise InputError(f"hub URL {url!r} must start with http:// or https://")
         self._url = url.rstrip("/")
-        self._team = _check(team, TEAM_RE, "team id")
+        if TEAM_RE.fullmatch(team) is None:
+            raise InputError(f"team id {team!r} must match {TEAM_RE.pattern}")
+        self._team = team
         self._key = key
         self._token = operator_token or os.environ.get(OPERATOR_TOKEN_ENV) or None
         self._client = client or httpx.Client(base_url=self._url, timeout=timeout_s)
@@ -117,6 +115,9 @@ class HubTransport(Transport):
 
     # -- one request -----------------------------------------------------------------
 
+    def _path(self, template: str, **values: str | int) -> str:
+        return hubapi.path(template, team=self._team, **values)
+
     def _send(
         self,
         method: str,
@@ -133,7 +134,7 @@ class HubTransport(Transport):
         skew_retried = False
         for attempt in range(_RETRIES_429 + 1):
             request = self._client.build_request(
-                method, f"/v1/teams/{self._team}{path}", params=query, content=body,
+                method, path, params=query, content=body,
                 headers=headers,
                 timeout=httpx.USE_CLIENT_DEFAULT if timeout_s is None else timeout_s,
             )  # fmt: skip
@@ -150,16 +151,16 @@ class HubTransport(Transport):
                 ) from exc
             if response.status_code < 400:
                 return response
-            if response.status_code == 404 and missing_ok and _code(response) == "not-found":
+            if response.status_code == 404 and missing_ok and _code(response) == hubapi.NOT_FOUND:
                 return None
             if response.status_code == 429 and attempt < _RETRIES_429:
                 time.sleep(_retry_after(response))
                 continue
             if (
                 response.status_code == 401
-                and _code(response) == "stale-time"
+                and _code(response) == hubapi.STALE_TIME
                 and not skew_retried
-                and _is_ms(hub_time := response.headers.get(_HUB_TIME_HEADER, ""))
+                and _is_ms(hub_time := response.headers.get(hubapi.HEADER_HUB_TIME, ""))
             ):
                 self._skew_ms = int(hub_time) - self._clock()
                 skew_retried = True
@@ -190,39 +191,44 @@ class HubTransport(Transport):
     # -- rosters and keyrings --------------------------------------------------------
 
     def rosters(self, after_version: int) -> list[bytes]:
-        doc = self._json("GET", "/rosters", "read rosters", query={"after": after_version})
+        doc = self._json(
+            "GET", self._path(hubapi.ROSTERS), "read rosters",
+            query={hubapi.QUERY_AFTER: after_version},
+        )  # fmt: skip
         return self._blobs(doc.get("rosters"), "rosters")
 
     def put_roster(self, version: int, data: bytes) -> None:
         body = json.dumps(
             {"roster": b64e(data), "keyrings": [b64e(k) for k in self._pending_keyrings]}
         ).encode()
-        headers = {_OPERATOR_HEADER: self._token} if self._token and version == 1 else None
+        token = self._token if version == 1 else None
+        headers = {hubapi.HEADER_OPERATOR_TOKEN: token} if token else None
         what = f"publish roster v{version}"
+        path = self._path(hubapi.ROSTER, version=version)
         try:
-            self._send("PUT", f"/rosters/{version}", what, body=body, headers=headers)
+            self._send("PUT", path, what, body=body, headers=headers)
         finally:  # kept keyrings belong to this roster only, published or refused
             self._pending_keyrings.clear()
 
     def keyrings(self, project: str) -> list[bytes]:
-        p = _check(project, PROJECT_RE, "project")
-        doc = self._json("GET", f"/keyrings/{p}", f"read keyrings of {p}")
+        path = self._path(hubapi.KEYRINGS, project=project)
+        doc = self._json("GET", path, f"read keyrings of {project}")
         return self._blobs(doc.get("keyrings"), "keyrings")
 
     def put_keyring(self, project: str, epoch: int, data: bytes) -> None:
-        p = _check(project, PROJECT_RE, "project")
+        path = self._path(hubapi.KEYRING, project=project, epoch=epoch)
         try:
-            self._send("PUT", f"/keyrings/{p}/{epoch}", f"publish keyring {p}/{epoch}", body=data)
+            self._send("PUT", path, f"publish keyring {project}/{epoch}", body=data)
         except HubError as exc:
-            if exc.code not in {"roster-unknown", "unknown-team"}:
+            if exc.code not in {hubapi.ROSTER_UNKNOWN, hubapi.UNKNOWN_TEAM}:
                 raise
             self._pending_keyrings.append(data)  # goes with the roster that names it
 
     # -- snapshots -------------------------------------------------------------------
 
     def manifests(self, project: str) -> dict[str, list[bytes]]:
-        p = _check(project, PROJECT_RE, "project")
-        doc = self._json("GET", f"/projects/{p}/manifests", f"read manifests of {p}")
+        path = self._path(hubapi.MANIFESTS, project=project)
+        doc = self._json("GET", path, f"read manifests of {project}")
         writers = doc.get("writers")
         if not isinstance(writers, dict):
             raise TransportError(f"the hub at {self._url} answered manifests without writers")
@@ -233,8 +239,8 @@ class HubTransport(Transport):
         }
 
     def newest_seqs(self, project: str) -> dict[str, int] | None:
-        p = _check(project, PROJECT_RE, "project")
-        doc = self._json("GET", f"/projects/{p}/seqs", f"read seqs of {p}")
+        path = self._path(hubapi.SEQS, project=project)
+        doc = self._json("GET", path, f"read seqs of {project}")
         seqs = doc.get("seqs")
         if not isinstance(seqs, dict):
             raise TransportError(f"the hub at {self._url} answered seqs without a map")
@@ -245,61 +251,50 @@ class HubTransport(Transport):
         }
 
     def writer_manifests(self, project: str, writer: str) -> list[bytes]:
-        p = _check(project, PROJECT_RE, "project")
-        w = _check(writer, KID_RE, "writer")
-        doc = self._json("GET", f"/projects/{p}/manifests/{w}", f"read manifests of {w}/{p}")
+        path = self._path(hubapi.WRITER_MANIFESTS, project=project, writer=writer)
+        doc = self._json("GET", path, f"read manifests of {writer}/{project}")
         return self._blobs(doc.get("manifests"), "manifests")
 
     def newest_manifest(self, project: str, writer: str) -> bytes | None:
-        p = _check(project, PROJECT_RE, "project")
-        w = _check(writer, KID_RE, "writer")
+        path = self._path(hubapi.WRITER_MANIFESTS, project=project, writer=writer)
         doc = self._json(
-            "GET", f"/projects/{p}/manifests/{w}", f"read the newest manifest of {w}/{p}",
-            query={"limit": 1},
+            "GET", path, f"read the newest manifest of {writer}/{project}",
+            query={hubapi.QUERY_LIMIT: 1},
         )  # fmt: skip
         found = self._blobs(doc.get("manifests"), "manifests")
         return found[0] if found else None
 
     def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
-        p = _check(project, PROJECT_RE, "project")
-        w = _check(writer, KID_RE, "writer")
         if HEX_HASH_RE.fullmatch(chunk_id) is None:
             return None
-        response = self._send(
-            "GET", f"/projects/{p}/chunks/{w}/{chunk_id}", f"read a chunk of {w}/{p}",
-            missing_ok=True,
-        )  # fmt: skip
+        path = self._path(hubapi.CHUNK, project=project, writer=writer, chunk=chunk_id)
+        response = self._send("GET", path, f"read a chunk of {writer}/{project}", missing_ok=True)
         return None if response is None else response.content
 
     def push(
         self, project: str, writer: str, seq: int, manifest: bytes, chunks: Mapping[str, bytes]
     ) -> None:
-        p = _check(project, PROJECT_RE, "project")
-        w = _check(writer, KID_RE, "writer")
+        path = self._path(hubapi.MANIFEST, project=project, writer=writer, seq=seq)
         for chunk_id, data in chunks.items():
-            _check(chunk_id, HEX_HASH_RE, "chunk id")
-            self._send("PUT", f"/projects/{p}/chunks/{w}/{chunk_id}", "upload a chunk", body=data)
-        self._send(
-            "PUT", f"/projects/{p}/manifests/{w}/{seq}", f"publish manifest seq {seq}",
-            body=manifest,
-        )  # fmt: skip
+            chunk = self._path(hubapi.CHUNK, project=project, writer=writer, chunk=chunk_id)
+            self._send("PUT", chunk, "upload a chunk", body=data)
+        self._send("PUT", path, f"publish manifest seq {seq}", body=manifest)
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
-        p = _check(project, PROJECT_RE, "project")
-        w = _check(writer, KID_RE, "writer")
+        path = self._path(hubapi.COLLECT, project=project, writer=writer)
         body = json.dumps({"keep": sorted(keep), "grace_ms": grace_ms}).encode()
-        doc = self._json("POST", f"/projects/{p}/collect/{w}", "collect old chunks", body=body)
+        doc = self._json("POST", path, "collect old chunks", body=body)
         removed = doc.get("removed", 0)
         return removed if isinstance(removed, int) else 0
 
     # -- join requests ---------------------------------------------------------------
 
     def post_request(self, kid: str, data: bytes) -> None:
-        k = _check(kid, KID_RE, "member id")
-        self._send("POST", f"/requests/{k}", "post the join request", body=data, signed=False)
+        path = self._path(hubapi.REQUEST, kid=kid)
+        self._send("POST", path, "post the join request", body=data, signed=False)
 
     def requests(self) -> dict[str, bytes]:
-        doc = self._json("GET", "/requests", "read join requests")
+        doc = self._json("GET", self._path(hubapi.REQUESTS), "read join requests")
         found = doc.get("requests")
         if not isinstance(found, dict):
             raise TransportError(f"the hub at {self._url} answered requests without a map")
@@ -310,20 +305,42 @@ class HubTransport(Transport):
 
     def remove_request(self, kid: str) -> None:
         if KID_RE.fullmatch(kid):
-            self._send("DELETE", f"/requests/{kid}", "remove a join request")
+            self._send("DELETE", self._path(hubapi.REQUEST, kid=kid), "remove a join request")
 
     # -- change feed (for sync --watch) ------------------------------------------------
 
-    def changes(self, since: int, wait_s: float = 25.0) -> tuple[int, list[dict[str, Any]]]:
+    def feed(self, since: int, wait_s: float = 25.0) -> tuple[int, list[dict[str, Any]]]:
         """Block up to ``wait_s`` for changes after cursor ``since``; (new cursor, changes)."""
         doc = self._json(
-            "GET", "/changes", "read the change feed", query={"since": since, "wait": wait_s},
+            "GET", self._path(hubapi.CHANGES), "read the change feed",
+            query={hubapi.QUERY_SINCE: since, hubapi.QUERY_WAIT: wait_s},
             timeout_s=wait_s + 15.0,
         )  # fmt: skip
         cursor, changes = doc.get("cursor"), doc.get("changes")
-        if not isinstance(cursor, int) or not isinstance(changes, list):
+        if not isinstance(cursor, int) or isinstance(cursor, bool) or not isinstance(changes, list):
             raise TransportError(f"the hub at {self._url} answered the change feed badly")
         return cursor, [c for c in changes if isinstance(c, dict)]
+
+    def wait_for_change(
+        self,
+        since: str | None,
+        timeout_s: float,
+        *,
+        ignore_writer: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> tuple[str, bool]:
+        """Long-poll the hub's change feed (``stop`` is seen between polls only)."""
+        cursor = int(since) if since is not None and _is_ms(since) else 0
+        if since is None:
+            cursor, _ = self.feed(cursor, wait_s=0)
+            return str(cursor), False
+        deadline = time.monotonic() + timeout_s
+        while True:
+            cursor, changes = self.feed(cursor, wait_s=max(0.0, deadline - time.monotonic()))
+            if any(c.get("writer") != ignore_writer for c in changes):
+                return str(cursor), True
+            if not changes or time.monotonic() >= deadline or (stop and stop.is_set()):
+                return str(cursor), False
 
 
 def _code(response: httpx.Response) -> str:
@@ -340,7 +357,7 @@ def _is_ms(text: str) -> bool:
 
 
 def _retry_after(response: httpx.Response) -> float:
-    raw = response.headers.get("retry-after", "1")
+    raw = response.headers.get(hubapi.HEADER_RETRY_AFTER, "1")
     try:
         wait = float(raw)
     except ValueError:
@@ -356,8 +373,8 @@ def _error(response: httpx.Response, url: str, what: str) -> HubError:
         doc = response.json()
         code, detail = str(doc["error"]), str(doc["detail"])
     except (ValueError, KeyError, TypeError):
-        code, detail = "http-error", f"HTTP {status} without an error body"
-    cls = ConflictError if status == 409 else HubError
+        code, detail = _NO_BODY, f"HTTP {status} without an error body"
+    cls = HubConflictError if status == hubapi.CONFLICT_STATUS else HubError
     return cls(
         f"the hub at {url} refused to {what}: {detail} ({code}, HTTP {status})",
         status=status,

@@ -4,7 +4,13 @@ A transport moves opaque, signed bytes; it never decides whether they are
 valid. Everything it returns is untrusted and goes through
 ``sealmem.protocol`` verification before use. Two implementations share it:
 :class:`sealmem.client.sync.folder.FolderTransport` (a shared directory) and the
-hub client; tests add a malicious one.
+hub client; tests add an in-memory one and a malicious one.
+
+Errors belong to the interface, as in httpx: every implementation raises
+:class:`TransportError` (the root, from :mod:`sealmem.protocol.errors`) when it
+cannot do its job, and :class:`ConflictError` when a push or a publication
+loses a compare-and-swap (the transport already holds a newer or different
+object there: read it back, then retry).
 
 Objects:
 
@@ -18,9 +24,24 @@ Objects:
 from __future__ import annotations
 
 import abc
+import threading
 from collections.abc import Mapping
 
-__all__ = ["Transport"]
+from ...protocol.errors import TransportError
+
+__all__ = ["ConflictError", "Transport", "TransportError"]
+
+
+class ConflictError(TransportError):
+    """A compare-and-swap was lost: the transport holds a newer or different object there.
+
+    A push whose ``seq`` is not above the writer's newest, or a roster version
+    that exists already.  ``detail`` says what is there; pull, then retry.
+    """
+
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = message if detail is None else detail
 
 
 class Transport(abc.ABC):
@@ -62,7 +83,12 @@ class Transport(abc.ABC):
     def push(
         self, project: str, writer: str, seq: int, manifest: bytes, chunks: Mapping[str, bytes]
     ) -> None:
-        """Store new chunks, then the manifest that names them (in that order)."""
+        """Store new chunks, then the manifest that names them (in that order).
+
+        Compare-and-swap on ``seq``: raise :class:`ConflictError` when the writer's
+        newest manifest here has a ``seq`` at or above it (pushing the very manifest
+        already held at ``seq`` again is a no-op).
+        """
 
     @abc.abstractmethod
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
@@ -99,6 +125,27 @@ class Transport(abc.ABC):
         """What the transport skipped since the last call (e.g. a planted link), for people;
         the list is emptied."""
         return []
+
+    def wait_for_change(
+        self,
+        since: str | None,
+        timeout_s: float,
+        *,
+        ignore_writer: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> tuple[str, bool]:
+        """Block up to ``timeout_s`` (or until ``stop``) for the team's objects to change.
+
+        ``since`` is an opaque cursor this method returned before; None asks for the
+        current one without waiting.  Returns ``(cursor, changed)``: pass ``cursor``
+        next time; ``changed`` says that something other than ``ignore_writer``'s own
+        snapshots changed after ``since``.  This default cannot tell: it waits and
+        says nothing changed, and ``sync --watch`` falls back on its interval.
+        """
+        if since is None:
+            return "", False
+        (stop or threading.Event()).wait(timeout_s)
+        return since, False
 
     def prepare_new_team(self) -> None:  # noqa: B027 - optional hook
         """Get ready to hold a team that does not exist yet (before roster v1 is published)."""

@@ -11,7 +11,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from sealmem.client.sync.folder import FolderTransport
-from sealmem.client.sync.hub import ConflictError, HubError, HubTransport, open_transport
+from sealmem.client.sync.hub import HubError, HubTransport, open_transport
+from sealmem.client.sync.transport import ConflictError
 from sealmem.client.team.invite import make_join_request
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.hub.app import create_app

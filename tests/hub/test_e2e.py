@@ -9,7 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sealmem.client.sync.hub import ConflictError, HubTransport
+from sealmem.client.sync.hub import HubTransport
+from sealmem.client.sync.transport import ConflictError
 from sealmem.client.team.invite import make_join_request
 from sealmem.hub.server import BackgroundHub
 
@@ -79,10 +80,10 @@ def test_the_change_feed_wakes_a_long_poll(world: HubWorld) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     feed = bob.t.transport
     assert isinstance(feed, HubTransport)
-    cursor, _ = feed.changes(0, wait_s=0)
+    cursor, _ = feed.feed(0, wait_s=0)
     assert cursor > 0
     result: list[tuple[int, list[dict[str, object]]]] = []
-    waiter = threading.Thread(target=lambda: result.append(feed.changes(cursor, wait_s=10)))
+    waiter = threading.Thread(target=lambda: result.append(feed.feed(cursor, wait_s=10)))
     started = time.monotonic()
     waiter.start()
     time.sleep(0.3)
@@ -95,9 +96,37 @@ def test_the_change_feed_wakes_a_long_poll(world: HubWorld) -> None:
     assert {"kind": "manifest", "project": PROJECT, "writer": alice.key.kid}.items() <= changes[
         -1
     ].items()
-    again, nothing = feed.changes(new_cursor, wait_s=0)
+    again, nothing = feed.feed(new_cursor, wait_s=0)
     assert again == new_cursor
     assert nothing == []
+
+
+def test_wait_for_change_follows_the_feed_but_not_our_own_pushes(world: HubWorld) -> None:
+    alice, bob = world.nodes["alice"], world.nodes["bob"]
+    hub = bob.t.transport
+    me = bob.key.kid
+    cursor, changed = hub.wait_for_change(None, 10, ignore_writer=me)
+    assert changed is False
+    bob.remember("bob's own note")
+    bob.sync()
+    started = time.monotonic()
+    cursor, changed = hub.wait_for_change(cursor, 1.0, ignore_writer=me)
+    assert changed is False  # our own push moved the feed, but is not a change
+    assert time.monotonic() - started >= 0.9  # and it went on waiting
+    result: list[tuple[str, bool]] = []
+    waiter = threading.Thread(
+        target=lambda: result.append(hub.wait_for_change(cursor, 10, ignore_writer=me))
+    )
+    waiter.start()
+    time.sleep(0.3)
+    alice.remember("alice publishes while bob waits")
+    alice.sync()
+    waiter.join(timeout=15)
+    [(cursor, changed)] = result
+    assert changed is True
+    alice.remember("alice publishes while nobody waits")
+    alice.sync()
+    assert hub.wait_for_change(cursor, 0, ignore_writer=me)[1] is True
 
 
 def test_healthz_and_metrics(world: HubWorld, hub: BackgroundHub) -> None:

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from sealmem.client.sync.folder import MANIFESTS_KEPT, FolderTransport
+from sealmem.client.sync.transport import ConflictError
 from sealmem.protocol.errors import InputError, TransportError
+from tests.sync.conftest import PROJECT, make_world
 
 WRITER = "a" * 26
 CHUNK = "0" * 64
@@ -117,3 +119,41 @@ def test_an_unmounted_share_is_an_error_not_an_empty_team(tmp_path: Path) -> Non
     with pytest.raises(TransportError, match="mounted"):
         folder.post_request(WRITER, b"join")
     assert list(mount.iterdir()) == []  # nothing written to the local disk
+
+
+def test_push_is_compare_and_swap_on_the_writers_valid_looking_seq(tmp_path: Path) -> None:
+    world = make_world(tmp_path, "alice")
+    try:
+        alice = world.nodes["alice"]
+        for text in ("first", "second"):
+            alice.remember(text)
+            alice.sync()
+        mine = alice.t.transport
+        keyless = FolderTransport(world.folder, alice.t.config.team)  # checks shapes only
+        kid = alice.key.kid
+        second, first = mine.writer_manifests(PROJECT, kid)
+        slot = next(world.folder.rglob(f"{kid}/manifest-000000000002.json")).parent
+        for folder in (mine, keyless):
+            folder.push(PROJECT, kid, 2, second, {})  # the newest, again: a no-op
+            with pytest.raises(ConflictError, match="already holds seq 2") as info:
+                folder.push(PROJECT, kid, 2, first, {})  # same seq, other bytes: a fork
+            assert info.value.detail == f"{kid}/{PROJECT} already holds seq 2"
+            with pytest.raises(ConflictError):
+                folder.push(PROJECT, kid, 1, first, {})  # below the newest
+        assert (slot / "manifest-000000000002.json").read_bytes() == second
+        # planted files above the newest cannot block the writer, and are cleared away
+        (slot / "manifest-000000000090.json").write_bytes(b"\x00garbage")
+        (slot / "manifest-000000000091.json").write_bytes(first)  # a copy at the wrong seq
+        alice.remember("third")
+        summary = alice.sync()
+        assert summary.warnings == []
+        assert sorted(p.name for p in slot.glob("manifest-*")) == [
+            f"manifest-{n:012d}.json" for n in (1, 2, 3)
+        ]
+    finally:
+        world.close()
+
+
+def test_an_existing_roster_version_is_a_conflict(folder: FolderTransport) -> None:
+    with pytest.raises(ConflictError, match="already exists"):
+        folder.put_roster(1, b"another one")

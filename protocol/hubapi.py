@@ -1,0 +1,199 @@
+"""The hub's /v1 API vocabulary, spelled once for the hub and for its clients.
+
+Header names, the ``code`` strings of error bodies, query parameter names and
+path templates (in Starlette's syntax, ``{name}`` or ``{name:int}``): the hub
+routes on the templates, the client fills them with :func:`path`, and SPEC.md
+"Hub API (messages)" lists them.  Codes that are verifier reasons are the same
+strings as :mod:`sealmem.protocol.reasons` (a refused object keeps its reason on
+the wire).  Pure constants and string work: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from . import reasons
+from .encoding import HEX_HASH_RE, KID_RE
+from .errors import InputError
+from .record import PROJECT_RE
+from .roster import TEAM_RE
+
+__all__ = [
+    "BAD_AUTH_HEADER",
+    "BAD_CHUNK_ID",
+    "BAD_METHOD",
+    "BAD_OPERATOR_TOKEN",
+    "BAD_REQUEST",
+    "BAD_SIGNATURE",
+    "CHANGES",
+    "CHUNK",
+    "COLLECT",
+    "CONFLICT_STATUS",
+    "HEADER_HUB_TIME",
+    "HEADER_KID",
+    "HEADER_NONCE",
+    "HEADER_OPERATOR_TOKEN",
+    "HEADER_RETRY_AFTER",
+    "HEADER_SIGNATURE",
+    "HEADER_TIME",
+    "HEALTHZ",
+    "INTERNAL",
+    "KEYRING",
+    "KEYRINGS",
+    "MANIFEST",
+    "MANIFESTS",
+    "METRICS",
+    "NOT_ADMIN",
+    "NOT_FOUND",
+    "NOT_YOUR_SLOT",
+    "NO_GRANT",
+    "PARAMS",
+    "QUERY_AFTER",
+    "QUERY_LIMIT",
+    "QUERY_SINCE",
+    "QUERY_WAIT",
+    "QUOTA_EXCEEDED",
+    "RATE_LIMITED",
+    "REGISTRATION_CLOSED",
+    "REPLAYED",
+    "REQUEST",
+    "REQUESTS",
+    "REVOKED",
+    "ROSTER",
+    "ROSTERS",
+    "ROSTER_UNKNOWN",
+    "SEQS",
+    "STALE_SEQ",
+    "STALE_TIME",
+    "STORAGE",
+    "TEMPLATES",
+    "TOO_LARGE",
+    "UNKNOWN_KEY",
+    "UNKNOWN_TEAM",
+    "UNSIGNED",
+    "VERSION_PREFIX",
+    "WRITER_MANIFESTS",
+    "WRONG_TEAM",
+    "path",
+    "template_names",
+]
+
+# -- headers (HTTP header names are case-insensitive; these are the lowercase forms) --
+
+HEADER_KID = "sealmem-kid"
+HEADER_TIME = "sealmem-time"
+HEADER_NONCE = "sealmem-nonce"
+HEADER_SIGNATURE = "sealmem-signature"
+#: Registers a team on a hub that is not open to it (``PUT /rosters/1``).
+HEADER_OPERATOR_TOKEN = "sealmem-operator-token"  # noqa: S105 - a header name
+#: The hub clock (ms) on every answer, so a client can tell skew from a bad signature.
+HEADER_HUB_TIME = "sealmem-hub-time"
+HEADER_RETRY_AFTER = "retry-after"
+
+# -- error codes: ``{"error": code, "detail": sentence}`` ------------------------------
+
+BAD_REQUEST = "bad-request"  # 400
+BAD_METHOD = "bad-method"  # 405
+UNSIGNED = "unsigned"  # 401
+BAD_AUTH_HEADER = "bad-auth-header"  # 401
+STALE_TIME = "stale-time"  # 401
+REPLAYED = "replayed"  # 401
+BAD_SIGNATURE = reasons.BAD_SIGNATURE  # 401 for a request, 422 for an object
+UNKNOWN_KEY = "unknown-key"  # 401
+BAD_OPERATOR_TOKEN = "bad-operator-token"  # noqa: S105 - 401
+WRONG_TEAM = "wrong-team"  # 403
+REVOKED = reasons.REVOKED  # 403
+NO_GRANT = "no-grant"  # 403
+NOT_ADMIN = reasons.NOT_ADMIN  # 403
+NOT_YOUR_SLOT = "not-your-slot"  # 403
+REGISTRATION_CLOSED = "registration-closed"  # 403
+UNKNOWN_TEAM = "unknown-team"  # 404
+NOT_FOUND = "not-found"  # 404
+STALE_SEQ = "stale-seq"  # 409
+ROSTER_UNKNOWN = reasons.ROSTER_UNKNOWN  # 409
+TOO_LARGE = reasons.TOO_LARGE  # 413
+BAD_CHUNK_ID = reasons.BAD_CHUNK_ID  # 422
+RATE_LIMITED = "rate-limited"  # 429
+INTERNAL = "internal"  # 500
+STORAGE = "storage"  # 503
+QUOTA_EXCEEDED = "quota-exceeded"  # 507
+
+#: The status of every "the hub holds a newer or different object here" answer:
+#: a client reads back what is there, then retries.
+CONFLICT_STATUS = 409
+
+# -- query parameters ------------------------------------------------------------------
+
+QUERY_AFTER = "after"  # GET rosters: versions above this one
+QUERY_LIMIT = "limit"  # GET one writer's manifests: at most this many
+QUERY_SINCE = "since"  # GET changes: after this cursor
+QUERY_WAIT = "wait"  # GET changes: long-poll for at most this many seconds
+
+# -- paths -----------------------------------------------------------------------------
+
+VERSION_PREFIX = "/v1"
+_TEAM = VERSION_PREFIX + "/teams/{team}"
+_PROJECT = _TEAM + "/projects/{project}"
+
+ROSTERS = _TEAM + "/rosters"
+ROSTER = _TEAM + "/rosters/{version:int}"
+KEYRINGS = _TEAM + "/keyrings/{project}"
+KEYRING = _TEAM + "/keyrings/{project}/{epoch:int}"
+CHANGES = _TEAM + "/changes"
+REQUESTS = _TEAM + "/requests"
+REQUEST = _TEAM + "/requests/{kid}"
+SEQS = _PROJECT + "/seqs"
+MANIFESTS = _PROJECT + "/manifests"
+WRITER_MANIFESTS = _PROJECT + "/manifests/{writer}"
+MANIFEST = _PROJECT + "/manifests/{writer}/{seq:int}"
+CHUNK = _PROJECT + "/chunks/{writer}/{chunk}"
+COLLECT = _PROJECT + "/collect/{writer}"
+HEALTHZ = "/healthz"
+METRICS = "/metrics"
+
+#: Every path the hub answers.
+TEMPLATES: tuple[str, ...] = (
+    HEALTHZ, METRICS, ROSTERS, ROSTER, KEYRINGS, KEYRING, CHANGES, REQUESTS, REQUEST,
+    SEQS, MANIFESTS, WRITER_MANIFESTS, MANIFEST, CHUNK, COLLECT,
+)  # fmt: skip
+
+#: What each text path parameter must match (``:int`` ones are integers >= 0).
+PARAMS: Mapping[str, re.Pattern[str]] = {
+    "team": TEAM_RE,
+    "project": PROJECT_RE,
+    "writer": KID_RE,
+    "kid": KID_RE,
+    "chunk": HEX_HASH_RE,
+}
+
+_FIELD = re.compile(r"\{([a-z]+)(:int)?\}")
+
+
+def template_names(template: str) -> dict[str, bool]:
+    """The parameters of ``template``, each with whether it is an integer."""
+    return {m.group(1): m.group(2) is not None for m in _FIELD.finditer(template)}
+
+
+def path(template: str, **values: str | int) -> str:
+    """``template`` filled with ``values``, each checked so that none can steer the path.
+
+    >>> path(MANIFEST, team="t1abc", project="web", writer="a" * 26, seq=3)
+    '/v1/teams/t1abc/projects/web/manifests/aaaaaaaaaaaaaaaaaaaaaaaaaa/3'
+    """
+    names = template_names(template)
+    if set(values) != set(names):
+        raise InputError(f"{template} takes {sorted(names)}, not {sorted(values)}")
+
+    def fill(match: re.Match[str]) -> str:
+        name, value = match.group(1), values[match.group(1)]
+        if names[name]:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InputError(f"{name} {value!r} must be an integer >= 0")
+            return str(value)
+        pattern = PARAMS[name]
+        if not isinstance(value, str) or pattern.fullmatch(value) is None:
+            raise InputError(f"{name} {value!r} must match {pattern.pattern}")
+        return value
+
+    return _FIELD.sub(fill, template)
