@@ -28,11 +28,11 @@ from ...protocol.hlc import MAX_AHEAD_MS, Hlc, too_far_ahead
 from ...protocol.record import Record
 from ...protocol.revocation import best_remaining, dropped_writers, recovered_clock
 from ...protocol.roster import Roster
-from ..store.connection import get_meta, set_meta
-from ..store.memory import Provenance
+from ..store.connection import get_meta, set_meta, transaction
+from ..store.memory import Check, Provenance
 from ..store.rows import MEMORY_COLUMNS, archive, read_hlc, record_from_row, write_version
 
-__all__ = ["Dropped", "drop_far_ahead", "drop_revoked", "preview_writer"]
+__all__ = ["Dropped", "clock_check", "drop_far_ahead", "drop_revoked", "preview_writer"]
 
 _APPLIED_KEY = "revocations_dropped"
 """Meta key: how many revocations of the trusted roster this store has applied."""
@@ -199,3 +199,21 @@ def drop_far_ahead(conn: sqlite3.Connection, now: int, *, check_all: bool = Fals
         set_meta(conn, "hlc", f"{fixed.wall}:{fixed.counter}")
         result.clock = fixed
     return result
+
+
+def clock_check(conn: sqlite3.Connection, now: int) -> Check:
+    """``sealmem doctor``: look for far-ahead versions and clock in the whole store; mend them."""
+    with transaction(conn):
+        done = drop_far_ahead(conn, now, check_all=True)
+    if not done.affected and done.clock is None:
+        return Check("clock", True, "no version and not the store clock is more than 2 days ahead")
+    parts = []
+    if done.affected:
+        parts.append(
+            f"dropped {done.affected} pulled versions dated more than 2 days ahead "
+            f"({done.restored} memories back to an earlier version, {done.removed} "
+            "moved to history)"
+        )
+    if done.clock is not None:
+        parts.append(f"brought the store clock back to {done.clock.wall}:{done.clock.counter}")
+    return Check("clock", True, "repaired: " + "; ".join(parts))
