@@ -188,7 +188,7 @@ def _confirm_drop(team: Any, target: Any, *, yes: bool) -> None:
             "or keep its memories with --keep-data"
         )
     typer.echo(what, err=True)
-    if not typer.confirm("revoke and drop?", default=False):
+    if not typer.confirm("revoke and drop?", default=False, err=True):
         raise typer.Abort()
 
 
