@@ -24,10 +24,10 @@ def test_drop_over_the_hub_keeps_what_teammates_wrote(world: HubWorld) -> None:
     admin.revoke(adm.t, "bob", keep_data=False, now=now_ms())
     for node in (adm, alice):
         summary = node.sync()
+        assert original.id in node.team_ids()  # never lost
+        assert node.store.get(original.id).record == original.record
+        assert only_bob.id not in node.team_ids()
         assert summary.refused == []
         assert any("revoked members" in w for w in summary.warnings)
-        back = node.store.get(original.id)
-        assert back.record == original.record
-        assert only_bob.id not in node.team_ids()
     world.sync_all(1)
     assert adm.store.get(original.id).record == original.record
