@@ -1,14 +1,30 @@
 """Roster changes an admin makes, as pure functions returning the next version.
 
-Each function takes the current roster and returns its successor (``version
-+ 1``, ``prev`` = hash of the current body), already checked for consistency.
-The caller signs it (``roster.sign(admin_key)``) and, where an epoch changed,
-publishes a new keyring with :func:`sealmem.protocol.keyring.build_keyring`.
+Each change is an :data:`Edit` of the next version's body; :func:`next_roster`
+applies one or several to a roster and returns its successor (``version + 1``,
+``prev`` = hash of the current body), checked for consistency, so that one
+admin command is one new version however many edits it makes (approving two
+members and rotating a project the admin cannot re-wrap, say).  The functions
+named after a single change (:func:`add_member`, :func:`set_grant`,
+:func:`revoke`, ...) are ``next_roster`` with that one edit.
+
+The rules settled here, once, for every caller:
+
+- a member is added with read (and ``write``) grants on registered projects;
+  an admin-generated key is recorded as such (``issued_by_admin``);
+- a new project starts at epoch 1 with read/write for every admin;
+- a grant is given only to an active (known, not revoked) member;
+- revoking drops the member's grants and admin role and moves every project
+  it could read to the next epoch; its manifests stay valid only up to ``pins``;
+- the last admin cannot be revoked.
+
+The caller signs the result (``roster.sign(admin_key)``) and, where an epoch
+changed, publishes a new keyring with :func:`sealmem.protocol.keyring.build_keyring`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from .errors import InputError
@@ -18,15 +34,27 @@ from .state import TrustedState
 from .suite import Suite
 
 __all__ = [
+    "Edit",
     "add_member",
     "add_project",
+    "adding_member",
+    "adding_project",
     "genesis",
+    "next_roster",
     "pins_for",
     "reset_chain",
+    "resetting_chain",
     "revoke",
+    "revoking",
     "rotate",
+    "rotating",
     "set_grant",
+    "setting_grant",
 ]
+
+Edit = Callable[[Roster], Roster]
+"""One change of the next version's body: takes the draft (version and ``prev``
+already set) and returns it changed.  Raises ``InputError`` when it does not apply."""
 
 
 def genesis(
@@ -34,7 +62,7 @@ def genesis(
 ) -> Roster:
     """Roster v1: the root admin alone, with read/write on ``projects``."""
     root = replace(root, role="admin")
-    names = tuple(projects)
+    names = tuple(dict.fromkeys(projects))
     for name in names:
         _project_name(name)
     return Roster(
@@ -49,6 +77,121 @@ def genesis(
     ).check(suite)
 
 
+def next_roster(suite: Suite, roster: Roster, *edits: Edit, created_at: int) -> Roster:
+    """The successor of ``roster`` with ``edits`` applied in order, checked."""
+    if not edits:
+        raise InputError("a new roster version needs at least one change")
+    draft = roster.successor(suite, created_at=created_at)
+    for edit in edits:
+        draft = edit(draft)
+    return draft.check(suite)
+
+
+# -- edits -------------------------------------------------------------------------
+
+
+def adding_member(
+    member: Member, *, projects: Iterable[str] = (), read: bool = True, write: bool = True
+) -> Edit:
+    """Add ``member`` with ``read``/``write`` grants on the registered ``projects``."""
+    names = tuple(dict.fromkeys(projects))
+
+    def edit(draft: Roster) -> Roster:
+        if draft.member(member.kid) is not None:
+            raise InputError(f"member {member.kid} ({member.name}) is already in the roster")
+        for name in names:
+            _known(draft, name)
+        grants = (*draft.grants, *(Grant(member.kid, p, read, write) for p in names))
+        admins = (*draft.admins, member.kid) if member.role == "admin" else draft.admins
+        return replace(draft, members=(*draft.members, member), grants=grants, admins=admins)
+
+    return edit
+
+
+def adding_project(project: str) -> Edit:
+    """Register ``project`` at epoch 1; every admin gets read/write on it."""
+    _project_name(project)
+
+    def edit(draft: Roster) -> Roster:
+        if project in draft.projects:
+            raise InputError(f"project {project!r} is already registered")
+        return replace(
+            draft,
+            projects={**draft.projects, project: 1},
+            grants=(*draft.grants, *(Grant(kid, project) for kid in draft.admins)),
+        )
+
+    return edit
+
+
+def setting_grant(kid: str, project: str, *, read: bool, write: bool) -> Edit:
+    """Set (or with ``read=write=False`` remove) ``kid``'s grant on ``project``.
+
+    Only an active member gets a grant.  Taking read access away does not rotate
+    the key by itself; add :func:`rotating` so new snapshots are sealed from it.
+    """
+
+    def edit(draft: Roster) -> Roster:
+        _known(draft, project)
+        _active(draft, kid)
+        others = tuple(g for g in draft.grants if (g.kid, g.project) != (kid, project))
+        grants = (*others, Grant(kid, project, read, write)) if read or write else others
+        return replace(draft, grants=grants)
+
+    return edit
+
+
+def rotating(project: str) -> Edit:
+    """Move ``project`` to the next content-key epoch."""
+
+    def edit(draft: Roster) -> Roster:
+        _known(draft, project)
+        return replace(draft, projects={**draft.projects, project: draft.projects[project] + 1})
+
+    return edit
+
+
+def revoking(kid: str, *, pins: Mapping[str, Pin] | None = None) -> Edit:
+    """Revoke ``kid``: drop its grants and admin role, rotate every project it could read.
+
+    ``pins`` keeps its manifests up to a seq valid per project (see :func:`pins_for`);
+    without a pin for a project, readers drop its versions there
+    (:mod:`sealmem.protocol.revocation`).
+    """
+    kept = dict(pins or {})
+
+    def edit(draft: Roster) -> Roster:
+        _active(draft, kid)
+        if draft.admins == (kid,):
+            raise InputError("refusing to revoke the last admin; add another admin first")
+        readable = {p for p in draft.projects if draft.can_read(kid, p)}
+        return replace(
+            draft,
+            admins=tuple(a for a in draft.admins if a != kid),
+            members=tuple(replace(m, role="member") if m.kid == kid else m for m in draft.members),
+            grants=tuple(g for g in draft.grants if g.kid != kid),
+            projects={p: e + 1 if p in readable else e for p, e in draft.projects.items()},
+            revocations=(*draft.revocations, Revocation(kid, draft.version, kept)),
+        )
+
+    return edit
+
+
+def resetting_chain(kid: str, project: str) -> Edit:
+    """Let ``kid`` start a new manifest chain in ``project`` (after losing its store)."""
+
+    def edit(draft: Roster) -> Roster:
+        _known(draft, project)
+        if draft.member(kid) is None:
+            raise InputError(f"{kid} is not a member of the roster")
+        return replace(draft, resets=(*draft.resets, Reset(kid, project, draft.version)))
+
+    return edit
+
+
+# -- one change, one version -------------------------------------------------------
+
+
 def add_member(
     suite: Suite,
     roster: Roster,
@@ -56,34 +199,17 @@ def add_member(
     *,
     created_at: int,
     projects: Iterable[str] = (),
+    read: bool = True,
     write: bool = True,
 ) -> Roster:
-    """Add ``member`` with read (and ``write``) grants on ``projects``."""
-    if roster.member(member.kid) is not None:
-        raise InputError(f"member {member.kid} ({member.name}) is already in the roster")
-    names = tuple(projects)
-    for name in names:
-        _known(roster, name)
-    grants = (*roster.grants, *(Grant(member.kid, p, True, write) for p in names))
-    admins = (*roster.admins, member.kid) if member.role == "admin" else roster.admins
-    return roster.successor(
-        suite,
-        created_at=created_at,
-        members=(*roster.members, member),
-        grants=grants,
-        admins=admins,
-    ).check(suite)
+    """Add ``member`` with ``read`` (and ``write``) grants on ``projects``."""
+    edit = adding_member(member, projects=projects, read=read, write=write)
+    return next_roster(suite, roster, edit, created_at=created_at)
 
 
 def add_project(suite: Suite, roster: Roster, project: str, *, created_at: int) -> Roster:
     """Register ``project`` at epoch 1; every admin gets read/write on it."""
-    _project_name(project)
-    if project in roster.projects:
-        raise InputError(f"project {project!r} is already registered")
-    grants = (*roster.grants, *(Grant(kid, project) for kid in roster.admins))
-    return roster.successor(
-        suite, created_at=created_at, projects={**roster.projects, project: 1}, grants=grants
-    ).check(suite)
+    return next_roster(suite, roster, adding_project(project), created_at=created_at)
 
 
 def set_grant(
@@ -96,24 +222,14 @@ def set_grant(
     write: bool,
     created_at: int,
 ) -> Roster:
-    """Set (or with ``read=write=False`` remove) ``kid``'s grant on ``project``.
-
-    Taking read access away does not rotate the key by itself; call
-    :func:`rotate` too so that new snapshots are sealed from that member.
-    """
-    _known(roster, project)
-    if roster.member(kid) is None or roster.revocation(kid) is not None:
-        raise InputError(f"{kid} is not an active member of the roster")
-    others = tuple(g for g in roster.grants if (g.kid, g.project) != (kid, project))
-    grants = (*others, Grant(kid, project, read, write)) if read or write else others
-    return roster.successor(suite, created_at=created_at, grants=grants).check(suite)
+    """Set (or with ``read=write=False`` remove) ``kid``'s grant on ``project``."""
+    edit = setting_grant(kid, project, read=read, write=write)
+    return next_roster(suite, roster, edit, created_at=created_at)
 
 
 def rotate(suite: Suite, roster: Roster, project: str, *, created_at: int) -> Roster:
     """Move ``project`` to the next content-key epoch."""
-    _known(roster, project)
-    projects = {**roster.projects, project: roster.projects[project] + 1}
-    return roster.successor(suite, created_at=created_at, projects=projects).check(suite)
+    return next_roster(suite, roster, rotating(project), created_at=created_at)
 
 
 def revoke(
@@ -124,38 +240,13 @@ def revoke(
     created_at: int,
     pins: Mapping[str, Pin] | None = None,
 ) -> Roster:
-    """Revoke ``kid``: drop its grants and admin role, rotate every project it could read.
-
-    ``pins`` keeps its manifests up to a seq valid per project (see :func:`pins_for`).
-    Publish a keyring for each rotated project afterwards.
-    """
-    member = roster.member(kid)
-    if member is None or roster.revocation(kid) is not None:
-        raise InputError(f"{kid} is not an active member of the roster")
-    if roster.admins == (kid,):
-        raise InputError("refusing to revoke the last admin; add another admin first")
-    readable = [p for p in roster.projects if roster.can_read(kid, p)]
-    version = roster.version + 1
-    return roster.successor(
-        suite,
-        created_at=created_at,
-        admins=tuple(a for a in roster.admins if a != kid),
-        members=tuple(replace(m, role="member") if m.kid == kid else m for m in roster.members),
-        grants=tuple(g for g in roster.grants if g.kid != kid),
-        projects={p: e + 1 if p in readable else e for p, e in roster.projects.items()},
-        revocations=(*roster.revocations, Revocation(kid, version, dict(pins or {}))),
-    ).check(suite)
+    """Revoke ``kid`` (see :func:`revoking`); publish a keyring for each rotated project."""
+    return next_roster(suite, roster, revoking(kid, pins=pins), created_at=created_at)
 
 
 def reset_chain(suite: Suite, roster: Roster, kid: str, project: str, *, created_at: int) -> Roster:
     """Let ``kid`` start a new manifest chain in ``project`` (after losing its store)."""
-    _known(roster, project)
-    if roster.member(kid) is None:
-        raise InputError(f"{kid} is not a member of the roster")
-    reset = Reset(kid, project, roster.version + 1)
-    return roster.successor(suite, created_at=created_at, resets=(*roster.resets, reset)).check(
-        suite
-    )
+    return next_roster(suite, roster, resetting_chain(kid, project), created_at=created_at)
 
 
 def pins_for(state: TrustedState, kid: str) -> dict[str, Pin]:
@@ -171,6 +262,18 @@ def _project_name(project: str) -> None:
 def _known(roster: Roster, project: str) -> None:
     if project not in roster.projects:
         raise InputError(
-            f"project {project!r} is not registered in roster v{roster.version}; "
-            "register the project in the roster first"
+            f"project {project!r} is not registered in the roster; "
+            "'sealmem admin grant MEMBER PROJECT' registers a new project"
+        )
+
+
+def _active(roster: Roster, kid: str) -> None:
+    member = roster.member(kid)
+    if member is None:
+        raise InputError(f"{kid} is not an active member: it is not in the roster; add it first")
+    revocation = roster.revocation(kid)
+    if revocation is not None:
+        raise InputError(
+            f"{member.name} ({kid}) is not an active member: it was revoked in roster "
+            f"v{revocation.at_version}, and a revoked key is never given access again"
         )

@@ -6,6 +6,7 @@ project keys where readers changed).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -135,26 +136,63 @@ def grant(
 def revoke(
     member: Annotated[str, typer.Argument(help="Member name or id.")],
     keep_data: Annotated[
-        bool, typer.Option("--keep-data", help="Keep what it published before (pinned).")
+        bool,
+        typer.Option(
+            "--keep-data/--drop-data",
+            help="Keep what it published up to the last manifest you accepted (default), "
+            "or drop its versions: each memory goes back to the best version someone else "
+            "wrote, and one only it wrote moves to history.",
+        ),
+    ] = True,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="With --drop-data: drop without asking.")
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a member and rotate the key of every project it could read."""
+    from ..sync.engine import sync
     from ..team import admin
-    from ..team.session import now_ms
+    from ..team.session import find_member, now_ms
 
     with open_team() as team:
-        if keep_data:  # pin the newest manifests of the member: pull them first
-            from ..sync.engine import sync
-
-            sync(team, push=False)
+        # pins (and the count below) come from the manifests this admin accepted: pull first
+        sync(team, push=False)
+        if not keep_data:
+            _confirm_drop(team, find_member(team.roster(), member), yes=yes)
         roster = admin.revoke(team, member, keep_data=keep_data, now=now_ms())
     doc = {"revoked": member, "keep_data": keep_data, **_roster_doc(roster)}
     if as_json:
         output.emit_json(doc)
         return
     output.say(f"revoked {member}; rotated keys (roster v{roster.version})")
+    if not keep_data:
+        output.say("every member drops its versions on its next sync")
     output.say("note: a revoked member keeps what it already decrypted")
+
+
+def _confirm_drop(team: Any, target: Any, *, yes: bool) -> None:
+    """Say what --drop-data changes in this store; ask (or refuse without a terminal)."""
+    from ...protocol.errors import InputError
+    from ..sync.dropping import preview_writer
+
+    preview = preview_writer(team.conn, target.kid)
+    what = (
+        f"dropping the versions of {target.name} ({target.kid[:8]}) changes "
+        f"{preview.affected} memories in your store: {preview.restored} go back to the best "
+        f"version a teammate wrote, {preview.removed} that only {target.name} wrote move to "
+        "history; every member's store does the same on its next sync"
+    )
+    if yes:
+        output.say(what, err=True)
+        return
+    if not sys.stdin.isatty():
+        raise InputError(
+            f"{what}. Nothing was changed: confirm with --yes (no terminal to ask), "
+            "or keep its memories with --keep-data"
+        )
+    output.say(what, err=True)
+    if not typer.confirm("revoke and drop?", default=False, err=True):
+        raise typer.Abort()
 
 
 def rotate(

@@ -168,9 +168,17 @@ def stats(as_json: JsonOpt = False) -> None:
 
 
 def doctor(as_json: JsonOpt = False) -> None:
-    """Check the store (integrity, schema, search index, permissions); exit 1 on a failure."""
+    """Check the store (integrity, schema, search index, permissions, clock); exit 1 on a failure.
+
+    Versions dated more than 2 days ahead, and a store clock that far ahead, are mended.
+    """
+    import time
+
+    from ..sync.dropping import clock_check
+
     with open_store() as store:
         checks = store.doctor()
+        checks.append(clock_check(store.connection, time.time_ns() // 1_000_000))
     failed = [c for c in checks if not c.ok]
     if as_json:
         output.emit_json(

@@ -46,7 +46,7 @@ from ...protocol.verify import MAX_MANIFEST_BYTES, accept_manifest
 from ..store.connection import transaction
 from ..store.memory import Provenance
 from ..team.session import Refusal, Team
-from . import replica
+from . import dropping, replica
 from .transport import ConflictError
 
 __all__ = ["LOCK_FILE", "LOCK_TIMEOUT_S", "SyncSummary", "sync", "sync_lock"]
@@ -189,18 +189,29 @@ def _record(
 
 
 def _purge_revoked(team: Team, summary: SyncSummary, now: int) -> None:
+    """Before pulling: drop far-ahead versions and those of newly revoked writers.
+
+    Both keep every version written by someone else: the best remaining one wins
+    again (``protocol.revocation``).
+    """
     roster = team.state.roster
     if roster is None:
         return
-    for revocation in roster.revocations:
-        if revocation.pins or revocation.kid == team.me:
-            continue
-        with transaction(team.conn):
-            dropped = replica.purge_writer(team.conn, revocation.kid, now)
-        if dropped:
-            summary.warnings.append(
-                f"dropped {dropped} memories pulled from revoked member {revocation.kid}"
-            )
+    with transaction(team.conn):
+        ahead = dropping.drop_far_ahead(team.conn, now)
+        revoked = dropping.drop_revoked(team.conn, roster, team.me, now)
+    if ahead.affected or ahead.clock is not None:
+        summary.warnings.append(
+            f"dropped {ahead.affected} pulled versions dated more than 2 days ahead "
+            f"({ahead.restored} memories back to an earlier version)"
+            + ("; the store clock was brought back" if ahead.clock is not None else "")
+        )
+    if revoked.affected:
+        summary.warnings.append(
+            f"dropped the versions of revoked members from {revoked.affected} memories: "
+            f"{revoked.restored} back to a teammate's version, {revoked.removed} only they "
+            "wrote moved to history"
+        )
 
 
 def _pull_project(team: Team, project: str, summary: SyncSummary, tick: Callable[[], int]) -> None:

@@ -50,7 +50,6 @@ __all__ = [
     "log_refusal",
     "own_summary",
     "publishable_records",
-    "purge_writer",
     "recent_refusals",
     "record_run",
     "reredact",
@@ -250,28 +249,6 @@ def apply_versions(
     if newest != ZERO:
         observe_hlc(conn, newest, now)
     return result
-
-
-def purge_writer(conn: sqlite3.Connection, kid: str, now: int) -> int:
-    """Move every pulled winner edited by revoked ``kid`` to history; return the count."""
-    rows = conn.execute(
-        "SELECT * FROM memories WHERE editor = ? AND transport != 'local'", (kid,)
-    ).fetchall()
-    for row in rows:
-        insert_history(
-            conn,
-            record_from_row(row),
-            provenance=Provenance(
-                row["transport"], row["signer"], row["signer_name"], bool(row["verified"])
-            ),
-            local_importance=float(row["local_importance"]),
-            seen_count=int(row["seen_count"]),
-            updated_at=int(row["updated_at"]),
-            replaced_at=now,
-        )
-        conn.execute("DELETE FROM supersedes WHERE new_id = ?", (row["id"],))
-        conn.execute("DELETE FROM memories WHERE id = ?", (row["id"],))
-    return len(rows)
 
 
 # -- own versions ----------------------------------------------------------------------

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...crypto import KDF_MODERATE, SUITE, ContentKey, KdfLimits, MemberKey
+from ...protocol import admin as edits
 from ...protocol.errors import InputError, Rejected
 from ...protocol.keyring import build_keyring
 from ...protocol.names import name_problem
-from ...protocol.record import PROJECT_RE
-from ...protocol.roster import Grant, Member, Pin, Reset, Revocation, Roster
+from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_keyring, accept_roster
 from ..paths import sanitize_project
@@ -56,12 +56,6 @@ class Approved:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kid": self.kid, "name": self.name, "fingerprint": self.fingerprint}
-
-
-def _check_project(project: str) -> str:
-    if not PROJECT_RE.match(project):
-        raise InputError(f"project {project!r} must match {PROJECT_RE.pattern}")
-    return project
 
 
 def _publish(
@@ -135,17 +129,6 @@ def _added_readers(
     return extend, rotate
 
 
-def _bump(roster: Roster, projects: Iterable[str]) -> dict[str, int]:
-    epochs = dict(roster.projects)
-    for project in projects:
-        epochs[project] = epochs.get(project, 0) + 1
-    return epochs
-
-
-def _grants_for(kid: str, projects: Sequence[str], read: bool, write: bool) -> list[Grant]:
-    return [Grant(kid, p, read, write) for p in projects]
-
-
 def create_team(
     home_dir: Path,
     store: Any,
@@ -174,7 +157,7 @@ def create_team(
     team_id = f"{slug or 'team'}-{secrets.token_hex(4)}"
     if len(team_id) < 12:
         team_id = f"team-{team_id}"
-    projects = sorted({_check_project(p) for p in projects})
+    projects = sorted(set(projects))
     if hub is not None and not is_hub_location(hub):
         raise InputError(f"hub URL {hub!r} must start with http:// or https://")
     config = TeamConfig(
@@ -185,18 +168,9 @@ def create_team(
         name=admin_name,
         transport="hub" if hub is not None else "folder",
     )
-    transport = transport_for(config, key, operator_token=operator_token)
     me = Member(key.kid, admin_name, key.sign_public, key.box_public, "admin", False)
-    roster = Roster(
-        team=team_id,
-        version=1,
-        prev=None,
-        admins=(key.kid,),
-        members=(me,),
-        projects=dict.fromkeys(projects, 1),
-        grants=tuple(_grants_for(key.kid, projects, True, True)),
-        created_at=now,
-    )
+    roster = edits.genesis(SUITE, team_id, me, created_at=now, projects=projects)
+    transport = transport_for(config, key, operator_token=operator_token)
     team = Team(Path(home_dir), store, key, config, transport)
     team.state = TrustedState.pin(SUITE, team_id, key.sign_public)
     try:
@@ -273,11 +247,7 @@ def approve(
     if not chosen:
         raise InputError("no join requests are waiting in the team folder")
     granted = sorted(set(projects) if projects else set(roster.projects))
-    for p in granted:
-        if p not in roster.projects:
-            raise InputError(f"project {p!r} is not in the team; add it with 'admin grant'")
-    members = list(roster.members)
-    grants = list(roster.grants)
+    changes: list[edits.Edit] = []
     done: list[Approved] = []
     for kid in chosen:
         match = [k for k in waiting if k == kid or (len(kid) >= 8 and k.startswith(kid))]
@@ -289,15 +259,10 @@ def approve(
             raise InputError(f"join request {match[0]} is refused: {exc}") from exc
         if roster.member(req.kid) is not None:
             raise InputError(f"{req.name} ({req.kid}) is already a member")
-        members.append(Member(req.kid, req.name, req.sign_public, req.box_public))
-        grants += _grants_for(req.kid, granted, read, write)
+        member = Member(req.kid, req.name, req.sign_public, req.box_public)
+        changes.append(edits.adding_member(member, projects=granted, read=read, write=write))
         done.append(Approved(req.kid, req.name, req.fingerprint))
-    extend, rekey = _added_readers(team, roster, granted if read else [])
-    new = roster.successor(
-        SUITE, created_at=now, members=tuple(members), grants=tuple(grants),
-        projects=_bump(roster, rekey),
-    )  # fmt: skip
-    _publish(team, new, rekey, now, extend=extend)
+    _change(team, roster, changes, now, readers_added=granted if read else ())
     for item in done:
         team.transport.remove_request(item.kid)
     return done
@@ -314,7 +279,10 @@ def issue(
     now: int,
     kdf: KdfLimits = KDF_MODERATE,
 ) -> tuple[bytes, Approved]:
-    """Generate a member key for ``name``, add it to the roster, return the sealed bundle."""
+    """Generate a member key for ``name``, add it to the roster, return the sealed bundle.
+
+    The roster records that this admin generated the key (``issued_by_admin``).
+    """
     if len(passphrase) < 8:
         raise InputError("the bundle passphrase must be at least 8 characters")
     if problem := name_problem(name):
@@ -323,91 +291,78 @@ def issue(
     granted = sorted(set(projects) if projects else set(roster.projects))
     key = MemberKey.generate()
     member = Member(key.kid, name, key.sign_public, key.box_public, "member", True)
-    extend, rekey = _added_readers(team, roster, granted if read else [])
-    new = roster.successor(
-        SUITE, created_at=now, members=(*roster.members, member),
-        grants=(*roster.grants, *_grants_for(key.kid, granted, read, write)),
-        projects=_bump(roster, rekey),
-    )  # fmt: skip
-    _publish(team, new, rekey, now, extend=extend)
+    add = edits.adding_member(member, projects=granted, read=read, write=write)
+    _change(team, roster, [add], now, readers_added=granted if read else ())
     bundle = key.export_bundle(passphrase, kdf=kdf)
     return bundle, Approved(key.kid, name, fingerprint_of(key.sign_public, key.box_public))
 
 
 def grant(team: Team, who: str, project: str, *, read: bool, write: bool, now: int) -> Roster:
-    """Set ``who``'s access to ``project`` (registering the project if new)."""
-    roster = _admin_roster(team, now)
-    _check_project(project)
-    member = find_member(roster, who)
-    old = roster.grant(member.kid, project)
-    grants = [g for g in roster.grants if not (g.kid == member.kid and g.project == project)]
-    if read or write:
-        grants.append(Grant(member.kid, project, read, write))
-    new_project = project not in roster.projects
-    had_read = old is not None and old.read
-    extend: list[str] = []
-    rekey: list[str] = []
-    if new_project or (had_read and not read):
-        rekey = [project]  # a new project, or a reader removed: a new epoch
-    elif read and not had_read:
-        extend, rekey = _added_readers(team, roster, [project])
-    new = roster.successor(
-        SUITE, created_at=now, grants=tuple(grants), projects=_bump(roster, rekey)
-    )
-    return _publish(team, new, rekey, now, extend=extend)
+    """Set ``who``'s access to ``project``.
 
-
-def revoke(team: Team, who: str, *, keep_data: bool, now: int) -> Roster:
-    """Revoke a member and rotate every project it could read.
-
-    With ``keep_data`` its manifests up to the last one this admin accepted stay
-    valid (pinned); without, readers drop what they pulled from it.
+    A new project is registered first: every admin gets read/write on it, then
+    ``who`` the access asked for; its first key is wrapped to all of them.
     """
     roster = _admin_roster(team, now)
     member = find_member(roster, who)
-    if roster.revocation(member.kid) is not None:
-        raise InputError(f"{member.name} ({member.kid}) is already revoked")
-    admins = tuple(a for a in roster.admins if a != member.kid)
-    if not admins:
-        raise InputError("refusing to revoke the last admin: the team would have none")
-    pins: dict[str, Pin] = {}
-    if keep_data:
-        for (writer, project), head in team.state.heads.items():
-            if writer == member.kid:
-                pins[project] = Pin(head.seq, head.hash)
+    setting = edits.setting_grant(member.kid, project, read=read, write=write)
+    if project not in roster.projects:
+        return _change(team, roster, [edits.adding_project(project), setting], now, new=[project])
+    old = roster.grant(member.kid, project)
+    if old is not None and old.read and not read:  # a reader removed: a new epoch
+        return _change(team, roster, [setting, edits.rotating(project)], now, new=[project])
+    added = [project] if read and (old is None or not old.read) else []
+    return _change(team, roster, [setting], now, readers_added=added)
+
+
+def revoke(team: Team, who: str, *, keep_data: bool = True, now: int) -> Roster:
+    """Revoke a member and rotate every project it could read.
+
+    With ``keep_data`` (the default) its manifests up to the last one this admin
+    accepted stay valid (pinned), so readers keep what it published until then;
+    without, readers replace its versions with the best remaining version written
+    by anyone else (``protocol.revocation``), and drop a memory only it wrote.
+    """
+    roster = _admin_roster(team, now)
+    member = find_member(roster, who)
+    pins = edits.pins_for(team.state, member.kid) if keep_data else {}
     readable = [p for p in roster.projects if roster.can_read(member.kid, p)]
-    new = roster.successor(
-        SUITE, created_at=now, admins=admins,
-        revocations=(*roster.revocations, Revocation(member.kid, roster.version + 1, pins)),
-        projects=_bump(roster, readable),
-    )  # fmt: skip
-    if member.role == "admin":
-        new = replace(
-            new,
-            members=tuple(
-                replace(m, role="member") if m.kid == member.kid else m for m in new.members
-            ),
-        )
-    return _publish(team, new, readable, now)
+    return _change(team, roster, [edits.revoking(member.kid, pins=pins)], now, new=readable)
 
 
 def rotate(team: Team, project: str, *, now: int) -> Roster:
+    """Give ``project`` a new epoch (a fresh content key)."""
     roster = _admin_roster(team, now)
-    if project not in roster.projects:
-        raise InputError(f"project {project!r} is not in the team")
-    new = roster.successor(SUITE, created_at=now, projects=_bump(roster, [project]))
-    return _publish(team, new, [project], now)
+    return _change(team, roster, [edits.rotating(project)], now, new=[project])
 
 
 def reset_writer(team: Team, who: str, *, now: int) -> Roster:
     """Let a member who lost its store start new manifest chains in every project."""
     roster = _admin_roster(team, now)
     member = find_member(roster, who)
-    version = roster.version + 1
-    resets = [
-        Reset(member.kid, p, version) for p in roster.projects if roster.can_write(member.kid, p)
-    ]
-    if not resets:
+    writable = [p for p in roster.projects if roster.can_write(member.kid, p)]
+    if not writable:
         raise InputError(f"{member.name} may write no project; nothing to reset")
-    new = roster.successor(SUITE, created_at=now, resets=(*roster.resets, *resets))
-    return _publish(team, new, [], now)
+    resets = [edits.resetting_chain(member.kid, p) for p in writable]
+    return _change(team, roster, resets, now)
+
+
+def _change(
+    team: Team,
+    roster: Roster,
+    changes: Sequence[edits.Edit],
+    now: int,
+    *,
+    new: Iterable[str] = (),
+    readers_added: Iterable[str] = (),
+) -> Roster:
+    """One new roster version with ``changes`` (``protocol.admin``), published with keyrings.
+
+    ``new`` projects get a fresh key (their epoch moved, or they were just
+    registered); projects in ``readers_added`` re-publish the current key with the
+    new readers' wraps, or rotate when this admin cannot unwrap it.
+    """
+    extend, rekey = _added_readers(team, roster, set(readers_added) - set(new))
+    changes = [*changes, *(edits.rotating(p) for p in rekey)]
+    nxt = edits.next_roster(SUITE, roster, *changes, created_at=now)
+    return _publish(team, nxt, [*new, *rekey], now, extend=extend)

@@ -209,3 +209,21 @@ def test_join_is_refused_twice_and_bad_invites_are_explained(world: World, tmp_p
         read_invite(good[:-6] + ("A" if good[-6] != "A" else "B") + good[-5:])
     with pytest.raises(InputError, match="root key"):
         admin.invite(alice.t, 0)
+
+
+def test_client_revoke_grant_and_new_project_follow_protocol_admin(world: World) -> None:
+    adm, bob, carol = world.nodes["admin"], world.nodes["bob"], world.nodes["carol"]
+    roster = admin.revoke(adm.t, "carol", keep_data=True, now=adm.clock())
+    assert [g for g in roster.grants if g.kid == carol.key.kid] == []  # grants go with it
+    with pytest.raises(InputError, match="revoked in roster"):
+        admin.grant(adm.t, "carol", PROJECT, read=True, write=True, now=adm.clock())
+    assert adm.t.roster().version == roster.version  # nothing published
+
+    roster = admin.grant(adm.t, "bob", "infra", read=True, write=False, now=adm.clock())
+    assert roster.projects["infra"] == 1
+    assert roster.can_read(adm.key.kid, "infra")  # every admin gets a new project
+    assert roster.can_write(adm.key.kid, "infra")
+    assert {m.name for m in roster.readers("infra")} == {"admin", "bob"}
+    bob.sync()
+    assert adm.t.content_key("infra", 1) is not None
+    assert bob.t.content_key("infra", 1) is not None
