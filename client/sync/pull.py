@@ -21,6 +21,7 @@ stop the sync.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
@@ -148,17 +149,24 @@ def _merge_snapshot(
         SUITE, key, m, now_ms=now, opened=replica.chunk_cache(team.conn, m.writer, m.project)
     )
     result = ApplyResult()
-    with transaction(team.conn):
-        for ref in opener.needed:
-            data = team.transport.chunk(m.project, m.writer, ref.id)
-            if data is None:
-                raise opener.missing(ref)
-            result.add(apply_versions(team.conn, opener.feed(ref, data), provenance, now))
-        replica.save_head(
-            team.conn, m.writer, m.project, head, epoch=m.epoch, buckets=m.buckets,
-            chunks=opener.finish(), records=m.records, created_at=m.created_at, now=now,
-        )  # fmt: skip
-        replica.save_witnessed(team.conn, state.witnessed)
+    try:
+        with transaction(team.conn):
+            for ref in opener.needed:
+                data = team.transport.chunk(m.project, m.writer, ref.id)
+                if data is None:
+                    raise opener.missing(ref)
+                result.add(apply_versions(team.conn, opener.feed(ref, data), provenance, now))
+            replica.save_head(
+                team.conn, m.writer, m.project, head, epoch=m.epoch, buckets=m.buckets,
+                chunks=opener.finish(), records=m.records, created_at=m.created_at, now=now,
+            )  # fmt: skip
+            replica.save_witnessed(team.conn, state.witnessed)
+    except sqlite3.Error as exc:  # the local store, not the snapshot: stop the sync
+        raise StoreError(
+            f"the local store failed while merging the snapshot of {m.writer}/{m.project} "
+            f"seq {m.seq} ({exc}); nothing of it was kept. Run 'sealmem doctor' to check "
+            "the store, then sync again"
+        ) from exc
     team.state = state
     summary.pulled_new += result.new
     summary.pulled_updated += result.updated
