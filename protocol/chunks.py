@@ -8,8 +8,20 @@ the zip-bomb guard), is canonical JSON (``not-canonical``), is a list of valid
 records sorted by id (``malformed``), each edited by the writer
 (``editor-mismatch``), in the manifest's project (``cross-project``) and in the
 bucket its id hashes to (``wrong-bucket``), with a clock not too far ahead of the
-reader's (``clock-ahead``).  The total must equal the
-manifest's record count (``tampered``).
+reader's (``clock-ahead``).
+
+Across the chunks of one snapshot, :class:`SnapshotOpener` holds two budgets so
+that a small upload cannot cost a reader much: all chunks together inflate to
+at most ``MAX_SNAPSHOT_PLAINTEXT`` bytes (``too-large``), and the running record
+count may never pass the manifest's ``records`` (``tampered``, refused as soon as
+it does, before any further chunk is opened).  At the end the total must equal
+the manifest's record count (``tampered``).
+
+The opener is incremental: it starts from the chunks a reader already opened
+under an earlier manifest (the chunk cache, :func:`chunk_slot` -> record count),
+lists only the chunks still needed, and is fed them one at a time, so a reader
+can merge chunk by chunk with memory bounded by one chunk.  :func:`open_snapshot`
+is the same opener run all at once over a mapping of chunks.
 """
 
 from __future__ import annotations
@@ -18,15 +30,27 @@ import zlib
 from collections.abc import Mapping
 
 from . import canonical, hlc, reasons
-from .errors import DecryptionError, ProtocolError, Rejected
+from .errors import DecryptionError, InputError, ProtocolError, Rejected
 from .manifest import MAX_CHUNK_BYTES, ChunkRef, Manifest
 from .record import Record
 from .snapshot import bucket_of, chunk_ad, chunk_id
 from .suite import ContentKeyLike, Suite
 
-__all__ = ["MAX_BUCKET_PLAINTEXT", "decompress", "open_chunk", "open_snapshot"]
+__all__ = [
+    "MAX_BUCKET_PLAINTEXT",
+    "MAX_SNAPSHOT_PLAINTEXT",
+    "SnapshotOpener",
+    "chunk_slot",
+    "decompress",
+    "open_chunk",
+    "open_snapshot",
+]
 
 MAX_BUCKET_PLAINTEXT = 16 * 1024 * 1024
+"""The most one chunk may inflate to (bytes)."""
+
+MAX_SNAPSHOT_PLAINTEXT = 256 * 1024 * 1024
+"""The most all the chunks one reader opens for one snapshot may inflate to (bytes)."""
 
 
 def decompress(data: bytes, limit: int = MAX_BUCKET_PLAINTEXT) -> bytes:
@@ -61,6 +85,20 @@ def open_chunk(
     ``now_ms`` is the reader's clock: a record whose HLC is more than
     :data:`~sealmem.protocol.hlc.MAX_AHEAD_MS` ahead of it is ``clock-ahead``.
     """
+    return _open_chunk(suite, key, manifest, ref, data, now_ms=now_ms)[0]
+
+
+def _open_chunk(
+    suite: Suite,
+    key: ContentKeyLike,
+    manifest: Manifest,
+    ref: ChunkRef,
+    data: bytes,
+    *,
+    now_ms: int,
+    limit: int = MAX_BUCKET_PLAINTEXT,
+) -> tuple[list[Record], int]:
+    """:func:`open_chunk`, inflating to at most ``limit`` bytes; also the inflated size."""
     where = f"chunk {ref.id[:16]} (bucket {ref.bucket}) of {manifest.writer}/{manifest.project}"
     if len(data) > MAX_CHUNK_BYTES:
         raise Rejected(reasons.TOO_LARGE, f"{where}: {len(data)} bytes; limit {MAX_CHUNK_BYTES}")
@@ -76,7 +114,7 @@ def open_chunk(
         raise Rejected(
             reasons.TAMPERED, f"{where}: does not decrypt under epoch {manifest.epoch}: {exc}"
         ) from exc
-    plaintext = decompress(compressed)
+    plaintext = decompress(compressed, limit)
     try:
         value = canonical.decode(plaintext)
     except canonical.NonCanonical as exc:
@@ -112,7 +150,126 @@ def open_chunk(
         if bucket_of(suite, rec.id, manifest.buckets) != ref.bucket:
             raise Rejected(reasons.WRONG_BUCKET, f"{where}: record {rec.id} is in the wrong bucket")
         records.append(rec)
-    return records
+    return records, len(plaintext)
+
+
+def chunk_slot(manifest: Manifest, ref: ChunkRef) -> str:
+    """The chunk cache key of ``ref`` in ``manifest``: ``"epoch:buckets:bucket:id"``.
+
+    A chunk listed again under the same slot by a later manifest of the same
+    writer and project holds the same records: a reader need not open it again.
+    """
+    return f"{manifest.epoch}:{manifest.buckets}:{ref.bucket}:{ref.id}"
+
+
+class SnapshotOpener:
+    """Opens the chunks of one accepted manifest incrementally, within per-snapshot budgets.
+
+    ``opened`` is the reader's chunk cache (slot -> record count) from the last
+    manifest it merged of the same writer and project; chunks found there count
+    towards the total without being opened again.  Feed every chunk of
+    :attr:`needed` once with :meth:`feed` (each returns that chunk's records),
+    then call :meth:`finish`, which checks the total and returns the chunk cache
+    of this manifest.  Any refusal is a :class:`Rejected`; once one is raised the
+    snapshot as a whole is refused (the caller merges nothing of it).
+    """
+
+    def __init__(
+        self,
+        suite: Suite,
+        key: ContentKeyLike,
+        manifest: Manifest,
+        *,
+        now_ms: int,
+        opened: Mapping[str, int] | None = None,
+        max_plaintext: int = MAX_SNAPSHOT_PLAINTEXT,
+    ) -> None:
+        self.suite = suite
+        self.key = key
+        self.manifest = manifest
+        self.now_ms = now_ms
+        self.max_plaintext = max_plaintext
+        self.inflated = 0
+        self.count = 0
+        self._pending: dict[str, ChunkRef] = {}
+        self._opened: dict[str, int] = {}
+        cache = opened or {}
+        for ref in manifest.chunks:
+            slot = chunk_slot(manifest, ref)
+            if slot in cache:
+                self._opened[slot] = cache[slot]
+                self.count += cache[slot]
+            else:
+                self._pending[slot] = ref
+        self._check_count()
+
+    @property
+    def needed(self) -> tuple[ChunkRef, ...]:
+        """The chunks still to feed, in manifest order."""
+        return tuple(self._pending.values())
+
+    def _name(self) -> str:
+        m = self.manifest
+        return f"snapshot {m.writer}/{m.project} seq {m.seq}"
+
+    def missing(self, ref: ChunkRef) -> Rejected:
+        """The refusal for a needed chunk the transport does not have."""
+        return Rejected(
+            reasons.MISSING_CHUNK,
+            f"chunk {ref.id[:16]} of {self._name()} is missing; the transport may still "
+            "be copying it, sync again later",
+        )
+
+    def _check_count(self) -> None:
+        if self.count > self.manifest.records:
+            raise Rejected(
+                reasons.TAMPERED,
+                f"{self._name()}: its chunks hold more than the {self.manifest.records} "
+                f"records its manifest says (at least {self.count}); refused before "
+                "opening the rest",
+            )
+
+    def feed(self, ref: ChunkRef, data: bytes) -> list[Record]:
+        """Open one needed chunk; return its records, or refuse the snapshot."""
+        slot = chunk_slot(self.manifest, ref)
+        if self._pending.get(slot) != ref:
+            raise InputError(
+                f"chunk {ref.id[:16]} (bucket {ref.bucket}) is not one {self._name()} still "
+                "needs; feed each chunk of .needed exactly once"
+            )
+        room = max(self.max_plaintext - self.inflated, 0)
+        limit = min(MAX_BUCKET_PLAINTEXT, room)
+        try:
+            records, size = _open_chunk(
+                self.suite, self.key, self.manifest, ref, data, now_ms=self.now_ms, limit=limit
+            )
+        except Rejected as exc:
+            if exc.reason == reasons.TOO_LARGE and limit < MAX_BUCKET_PLAINTEXT:
+                raise Rejected(
+                    reasons.TOO_LARGE,
+                    f"{self._name()}: its chunks inflate to more than {self.max_plaintext} "
+                    "bytes in total (refused; a snapshot that large is a decompression bomb)",
+                ) from exc
+            raise
+        del self._pending[slot]
+        self._opened[slot] = len(records)
+        self.inflated += size
+        self.count += len(records)
+        self._check_count()
+        return records
+
+    def finish(self) -> dict[str, int]:
+        """Check that every chunk was fed and the total; return this manifest's chunk cache."""
+        for ref in self._pending.values():
+            raise self.missing(ref)
+        if self.count != self.manifest.records:
+            raise Rejected(
+                reasons.TAMPERED,
+                f"manifest of {self.manifest.writer}/{self.manifest.project} seq "
+                f"{self.manifest.seq} says {self.manifest.records} records, its chunks "
+                f"hold {self.count}",
+            )
+        return dict(self._opened)
 
 
 def open_snapshot(
@@ -123,21 +280,13 @@ def open_snapshot(
     *,
     now_ms: int,
 ) -> list[Record]:
-    """Open every chunk of an accepted ``manifest``; all or nothing."""
+    """Open every chunk of an accepted ``manifest``; all or nothing (:class:`SnapshotOpener`)."""
+    opener = SnapshotOpener(suite, key, manifest, now_ms=now_ms)
     out: list[Record] = []
-    for ref in manifest.chunks:
+    for ref in opener.needed:
         data = chunks.get(ref.id)
         if data is None:
-            raise Rejected(
-                reasons.MISSING_CHUNK,
-                f"chunk {ref.id} of {manifest.writer}/{manifest.project} seq {manifest.seq} "
-                "was not supplied; the transport may still be copying it, retry the sync",
-            )
-        out.extend(open_chunk(suite, key, manifest, ref, data, now_ms=now_ms))
-    if len(out) != manifest.records:
-        raise Rejected(
-            reasons.TAMPERED,
-            f"manifest of {manifest.writer}/{manifest.project} seq {manifest.seq} says "
-            f"{manifest.records} records, its chunks hold {len(out)}",
-        )
+            raise opener.missing(ref)
+        out.extend(opener.feed(ref, data))
+    opener.finish()
     return out

@@ -33,6 +33,7 @@ __all__ = [
     "read_hlc",
     "record_from_row",
     "record_json",
+    "save_hlc",
     "write_version",
 ]
 
@@ -241,3 +242,8 @@ def observe_hlc(conn: sqlite3.Connection, remote: Hlc, now_ms: int) -> Hlc:
     stamp = receive(read_hlc(conn), remote, now_ms)
     set_meta(conn, "hlc", f"{stamp.wall}:{stamp.counter}")
     return stamp
+
+
+def save_hlc(conn: sqlite3.Connection, stamp: Hlc) -> None:
+    """Store ``stamp`` as the store's clock (one a merge computed, e.g. ``MergeResult.clock``)."""
+    set_meta(conn, "hlc", f"{stamp.wall}:{stamp.counter}")

@@ -32,7 +32,14 @@ from ..store.connection import get_meta, set_meta, transaction
 from ..store.memory import Check, Provenance
 from ..store.rows import MEMORY_COLUMNS, archive, read_hlc, record_from_row, write_version
 
-__all__ = ["Dropped", "clock_check", "drop_far_ahead", "drop_revoked", "preview_writer"]
+__all__ = [
+    "Dropped",
+    "clock_check",
+    "drop_far_ahead",
+    "drop_revoked",
+    "pending",
+    "preview_writer",
+]
 
 _APPLIED_KEY = "revocations_dropped"
 """Meta key: how many revocations of the trusted roster this store has applied."""
@@ -129,6 +136,13 @@ def _pulled_by(conn: sqlite3.Connection, project: str, kids: frozenset[str]) -> 
         "AND transport != 'local' ORDER BY id",
         (project, *sorted(kids)),
     ).fetchall()
+
+
+def pending(conn: sqlite3.Connection, roster: Roster, now: int) -> bool:
+    """Whether :func:`drop_revoked` or :func:`drop_far_ahead` has work (read only, so that a
+    sync opens no write transaction when there is nothing to drop)."""
+    applied = int(get_meta(conn, _APPLIED_KEY) or 0)
+    return applied < len(roster.revocations) or too_far_ahead(read_hlc(conn), now)
 
 
 def drop_revoked(conn: sqlite3.Connection, roster: Roster, me: str, now: int) -> Dropped:

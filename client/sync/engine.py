@@ -5,9 +5,10 @@ two syncs of one store never interleave:
 
 1. **refresh**: new roster versions (chain from the pinned root), then keyrings;
 2. **pull**, per readable project and writer whose newest manifest moved:
-   verify the manifest (grant, chain, rollback, fork, witnesses), fetch only
-   the chunks not already opened, decrypt and validate them, merge the records
-   with provenance.  Chain heads and merged versions commit in one transaction;
+   verify the manifest (grant, chain, rollback, fork, witnesses), then fetch,
+   open and merge the chunks not already opened one at a time, with provenance
+   (:mod:`sealmem.client.sync.pull`).  A snapshot's merged versions, chain head
+   and chunk cache commit in one transaction: a refused snapshot merges nothing;
 3. **push**, per writable project: publishable winners (never private ones,
    redacted again), bucketed into a snapshot that reuses unchanged chunks; the
    new chunks then the manifest go to the transport, then the new chain head is
@@ -31,22 +32,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...crypto import SUITE, ContentKey, random_bytes
-from ...protocol import reasons
-from ...protocol.chunks import open_chunk
+from ...crypto import SUITE, random_bytes
 from ...protocol.envelope import unpack
 from ...protocol.errors import Rejected, SealmemError, StoreError
 from ...protocol.hlc import ZERO
 from ...protocol.manifest import Head, Manifest
 from ...protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
-from ...protocol.record import Record
 from ...protocol.snapshot import PreviousSnapshot, build_snapshot
-from ...protocol.state import TrustedState
-from ...protocol.verify import MAX_MANIFEST_BYTES, accept_manifest
+from ...protocol.verify import MAX_MANIFEST_BYTES
 from ..store.connection import transaction
-from ..store.memory import Provenance
 from ..team.session import Refusal, Team
 from . import dropping, replica
+from .pull import pull_project
 from .transport import ConflictError
 
 __all__ = ["LOCK_FILE", "LOCK_TIMEOUT_S", "SyncSummary", "sync", "sync_lock"]
@@ -159,7 +156,7 @@ def _run(
         _purge_revoked(team, summary, tick())
         for project in sorted(roster.projects):
             if roster.can_read(team.me, project):
-                _pull_project(team, project, summary, tick)
+                pull_project(team, project, summary, tick)
     revoked = roster.revocation(team.me)
     if push and revoked is not None:
         summary.warnings.append(
@@ -195,7 +192,7 @@ def _purge_revoked(team: Team, summary: SyncSummary, now: int) -> None:
     again (``protocol.revocation``).
     """
     roster = team.state.roster
-    if roster is None:
+    if roster is None or not dropping.pending(team.conn, roster, now):
         return
     with transaction(team.conn):
         ahead = dropping.drop_far_ahead(team.conn, now)
@@ -212,133 +209,6 @@ def _purge_revoked(team: Team, summary: SyncSummary, now: int) -> None:
             f"{revoked.restored} back to a teammate's version, {revoked.removed} only they "
             "wrote moved to history"
         )
-
-
-def _pull_project(team: Team, project: str, summary: SyncSummary, tick: Callable[[], int]) -> None:
-    transport = team.transport
-    seqs = transport.newest_seqs(project)
-    writers = sorted(transport.manifests(project)) if seqs is None else sorted(seqs)
-    for writer in writers:
-        if writer == team.me:
-            continue
-        head = team.state.head(writer, project)
-        if seqs is not None and head is not None and seqs[writer] == head.seq:
-            continue  # nothing new: skip reading the manifest at all
-        _pull_writer(team, project, writer, summary, tick())
-
-
-def _candidates(team: Team, project: str, writer: str) -> Iterator[bytes]:
-    """The writer's newest manifest, then (only if that one is refused) the older ones."""
-    newest = team.transport.newest_manifest(project, writer)
-    if newest is not None:
-        yield newest
-    for data in team.transport.writer_manifests(project, writer):
-        if data != newest:
-            yield data
-
-
-def _pull_writer(team: Team, project: str, writer: str, summary: SyncSummary, now: int) -> None:
-    first_refusal = True
-    for data in _candidates(team, project, writer):
-        where = f"manifest {writer[:8]}/{project}"
-        try:
-            state, manifest = accept_manifest(
-                SUITE, team.state, data, project=project, writer=writer
-            )
-            if state is team.state:
-                return  # the newest readable one is the one we already trust
-            key = team.content_key(project, manifest.epoch)
-            if key is None:
-                summary.warnings.append(
-                    f"{where} seq {manifest.seq} uses epoch {manifest.epoch}, for which this "
-                    "member holds no key; it will be read once the writer re-publishes"
-                )
-                return
-            records, cache = _open(team, manifest, key, now)
-        except Rejected as exc:
-            if first_refusal:
-                summary.refused.append(Refusal(exc.reason, where, exc.detail))
-                first_refusal = False
-            continue
-        _commit_pull(team, state, manifest, records, cache, summary, now)
-        return
-
-
-def _open(
-    team: Team, m: Manifest, key: ContentKey, now: int
-) -> tuple[list[Record], dict[str, int]]:
-    """Open the chunks of ``m`` not opened before; check the total record count."""
-    cache = replica.chunk_cache(team.conn, m.writer, m.project)
-    fresh: dict[str, int] = {}
-    records: list[Record] = []
-    total = 0
-    for ref in m.chunks:
-        slot = f"{m.epoch}:{m.buckets}:{ref.bucket}:{ref.id}"
-        if slot in cache:
-            fresh[slot] = cache[slot]
-            total += cache[slot]
-            continue
-        data = team.transport.chunk(m.project, m.writer, ref.id)
-        if data is None:
-            raise Rejected(
-                reasons.MISSING_CHUNK,
-                f"chunk {ref.id[:16]} of {m.writer}/{m.project} seq {m.seq} is missing; "
-                "the folder may still be copying it, sync again later",
-            )
-        opened = open_chunk(SUITE, key, m, ref, data, now_ms=now)
-        fresh[slot] = len(opened)
-        total += len(opened)
-        records.extend(opened)
-    if total != m.records:
-        raise Rejected(
-            reasons.TAMPERED,
-            f"manifest of {m.writer}/{m.project} seq {m.seq} says {m.records} records, "
-            f"its chunks hold {total}",
-        )
-    return records, fresh
-
-
-def _commit_pull(
-    team: Team,
-    state: TrustedState,
-    m: Manifest,
-    records: list[Record],
-    cache: dict[str, int],
-    summary: SyncSummary,
-    now: int,
-) -> None:
-    roster = team.roster()
-    member = roster.member(m.writer)
-    provenance = Provenance(
-        transport=team.transport.kind,
-        signer=m.writer,
-        signer_name=None if member is None else member.name,
-        verified=True,
-        received_at=now,
-        snapshot_seq=m.seq,
-    )
-    head = state.head(m.writer, m.project)
-    if head is None:
-        raise StoreError(f"accepted manifest of {m.writer}/{m.project} left no chain head")
-    with transaction(team.conn):
-        result = replica.apply_versions(team.conn, records, provenance, now)
-        replica.save_head(
-            team.conn, m.writer, m.project, head, epoch=m.epoch, buckets=m.buckets,
-            chunks=cache, records=m.records, created_at=m.created_at, now=now,
-        )  # fmt: skip
-        replica.save_witnessed(team.conn, state.witnessed)
-    team.state = state
-    summary.pulled_new += result.new
-    summary.pulled_updated += result.updated
-    summary.warnings.extend(result.skipped)
-    if result.redacted:
-        summary.warnings.append(
-            f"redacted what looked like secrets in {result.redacted} memories from "
-            f"{provenance.signer_name or m.writer}; "
-            "ask them to check their memories (newer sealmem redacts before pushing)"
-        )
-    if result.new or result.updated:
-        summary.members.add(m.writer)
 
 
 # -- push ----------------------------------------------------------------------------

@@ -7,8 +7,9 @@ versions it merged are committed together or not at all.
 - Trusted rosters and keyrings are kept as the signed envelopes that were
   accepted; :func:`load_state` replays them through the verifier, so a state
   read back from disk is checked again, not believed.
-- :func:`apply_versions` merges pulled versions (DESIGN §3: last-write-wins,
-  importance floors, project guard) and records their provenance.
+- :func:`chunk_cache` and :func:`save_head` keep, per (writer, project), the
+  accepted chain head and which chunks were opened (pulled versions themselves
+  are merged by :mod:`sealmem.client.sync.apply`).
 - :func:`publishable_records` reads the versions this member's next snapshot
   carries: team winners it edited, never private ones.
 """
@@ -17,32 +18,21 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ...protocol.hlc import ZERO, Hlc
-from ...protocol.merge import effective_importance, merge
 from ...protocol.record import Record
 from ...protocol.state import ChainHead, TrustedState, Witness
 from ...protocol.suite import Suite
 from ...protocol.verify import accept_keyring, accept_roster
 from ..store.memory import Provenance
 from ..store.redact import redact, redact_all
-from ..store.rows import (
-    insert_history,
-    load_row,
-    next_hlc,
-    observe_hlc,
-    record_from_row,
-    record_json,
-    write_version,
-)
+from ..store.rows import load_row, next_hlc, record_from_row, write_version
 
 __all__ = [
-    "ApplyResult",
     "OwnChain",
-    "apply_versions",
     "chunk_cache",
     "last_run",
     "load_own_chain",
@@ -111,8 +101,11 @@ def chunk_cache(conn: sqlite3.Connection, writer: str, project: str) -> dict[str
     ).fetchone()
     if row is None:
         return {}
-    value = json.loads(row[0])
-    return {str(k): int(v) for k, v in value.items()} if isinstance(value, dict) else {}
+    try:  # a damaged cache only costs fetching those chunks again
+        value = json.loads(row[0])
+        return {str(k): int(v) for k, v in value.items()} if isinstance(value, dict) else {}
+    except (TypeError, ValueError):
+        return {}
 
 
 def save_head(
@@ -160,95 +153,7 @@ def save_witnessed(conn: sqlite3.Connection, witnessed: Mapping[tuple[str, str],
     )
 
 
-# -- pulled versions -------------------------------------------------------------------
-
-
-@dataclass
-class ApplyResult:
-    """What merging one batch of pulled versions did."""
-
-    new: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    redacted: int = 0
-    skipped: list[str] = field(default_factory=list)
-
-
-def _scrub(record: Record) -> Record | None:
-    """``record`` with what the redaction rules catch replaced, or None when it is clean.
-
-    A pulled version keeps its identity (id, clock, editor) so replicas still agree on
-    the winner; only this store's copy of the text loses the secret (DESIGN §3).
-    """
-    content = redact(record.content)
-    keywords, found = redact_all(record.keywords)
-    reason = None if record.delete_reason is None else redact(record.delete_reason)
-    if not content.changed and not found and (reason is None or not reason.changed):
-        return None
-    return record.evolve(
-        content=content.text,
-        keywords=tuple(keywords),
-        delete_reason=None if reason is None else reason.text,
-    )
-
-
-def _add_loser(conn: sqlite3.Connection, record: Record, provenance: Provenance, now: int) -> None:
-    text = record_json(record)
-    seen = conn.execute(
-        "SELECT 1 FROM history WHERE id = ? AND record_json = ? LIMIT 1", (record.id, text)
-    ).fetchone()
-    if seen is None:
-        insert_history(
-            conn,
-            record,
-            provenance=provenance,
-            local_importance=record.importance,
-            seen_count=1,
-            updated_at=now,
-            replaced_at=now,
-        )
-
-
-def apply_versions(
-    conn: sqlite3.Connection, records: Iterable[Record], provenance: Provenance, now: int
-) -> ApplyResult:
-    """Merge verified versions from one snapshot; run inside a transaction."""
-    result = ApplyResult()
-    newest = ZERO
-    for incoming in records:
-        scrubbed = _scrub(incoming)
-        if scrubbed is not None:
-            incoming = scrubbed
-            result.redacted += 1
-        row = load_row(conn, incoming.id)
-        local = None if row is None else record_from_row(row)
-        floor = None if row is None else float(row["local_importance"])
-        outcome = merge(local, incoming, floor=floor)
-        if outcome.skipped_reason is not None:
-            result.skipped.append(outcome.detail)
-            continue
-        newest = max(newest, incoming.hlc)
-        if outcome.changed and outcome.winner is not None:
-            winner = outcome.winner
-            write_version(
-                conn,
-                winner,
-                provenance=provenance,
-                local_importance=effective_importance(winner, outcome.floor),
-                seen_count=1 if row is None else int(row["seen_count"]),
-                updated_at=now,
-            )
-            if row is None:
-                result.new += 1
-            else:
-                result.updated += 1
-        else:
-            result.unchanged += 1
-            if outcome.loser is not None and outcome.loser is incoming:
-                _add_loser(conn, incoming, provenance, now)
-    if newest != ZERO:
-        observe_hlc(conn, newest, now)
-    return result
+# -- pulled versions (merged by :mod:`sealmem.client.sync.apply`) -------------------
 
 
 # -- own versions ----------------------------------------------------------------------

@@ -22,40 +22,13 @@ from sealmem.protocol.merge import (
     version_key,
     wins,
 )
-from sealmem.protocol.record import Record, new_memory_id
+from sealmem.protocol.record import Record
+from tests.support.versions import IDS, version_lists, versions
 
-IDS = [new_memory_id(1_700_000_000_000 + i, bytes([i]) * 10) for i in range(4)]
-EDITORS = ["alice", "bob", "carol"]
 NOW = 1_800_000_000_000
 
 settings.register_profile("sealmem-merge", max_examples=60, deadline=None)
 settings.load_profile("sealmem-merge")
-
-
-@st.composite
-def versions(draw: st.DrawFn, ids: list[str] = IDS, project: str = "proj") -> Record:
-    """Versions from a small space, so that ids, clocks and editors collide often."""
-    rid = draw(st.sampled_from(ids))
-    deleted = draw(st.booleans())
-    return Record(
-        id=rid,
-        project=project,
-        kind=draw(st.sampled_from(["note", "decision", "warning"])),
-        content="" if deleted else draw(st.sampled_from(["a", "b", "use uv", "x" * 50])),
-        keywords=tuple(draw(st.lists(st.sampled_from(["db", "ci", "uv"]), max_size=2))),
-        importance=draw(st.integers(0, 1000)) / 1000,
-        author=draw(st.sampled_from(EDITORS)),
-        editor=draw(st.sampled_from(EDITORS)),
-        created_at=1_700_000_000_000,
-        hlc=Hlc(draw(st.integers(0, 4)), draw(st.integers(0, 2))),
-        supersedes=tuple(draw(st.lists(st.sampled_from([i for i in ids if i != rid]), max_size=2))),
-        deleted=deleted,
-        delete_reason=draw(st.sampled_from([None, "obsolete"])) if deleted else None,
-        visibility=draw(st.sampled_from(["team", "team", "private"])),
-    ).validate()
-
-
-version_lists = st.lists(versions(), max_size=24)
 
 
 def wire(state: Mapping[str, Record]) -> dict[str, object]:

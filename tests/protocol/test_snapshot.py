@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import replace
 
 import pytest
 
 from sealmem.crypto import SUITE
 from sealmem.protocol import canonical
-from sealmem.protocol.chunks import MAX_BUCKET_PLAINTEXT, decompress, open_chunk, open_snapshot
+from sealmem.protocol.chunks import (
+    MAX_BUCKET_PLAINTEXT,
+    MAX_SNAPSHOT_PLAINTEXT,
+    SnapshotOpener,
+    chunk_slot,
+    decompress,
+    open_chunk,
+    open_snapshot,
+)
 from sealmem.protocol.errors import InputError, Rejected
 from sealmem.protocol.manifest import Manifest
 from sealmem.protocol.snapshot import (
@@ -211,3 +221,105 @@ def test_authenticated_but_wrong_contents(world: World) -> None:
     assert reason_for(canonical.encode([elsewhere])) == "cross-project"
     assert reason_for(canonical.encode([wire]), (bucket + 1) % m.buckets) == "wrong-bucket"
     assert reason_for(canonical.encode([wire, wire])) == "malformed"
+
+
+def _plaintext_size(world: World, m: Manifest, chunks: dict[str, bytes]) -> int:
+    return sum(
+        len(decompress(SUITE.unpad(world.key1.decrypt(chunks[ref.id], _ad(m, ref.bucket)))))
+        for ref in m.chunks
+    )
+
+
+def _ad(m: Manifest, bucket: int) -> bytes:
+    return chunk_ad(m.team, m.project, m.writer, m.epoch, bucket)
+
+
+def _feed_until_refused(
+    opener: SnapshotOpener, chunks: Mapping[str, bytes]
+) -> tuple[int, Rejected]:
+    """Feed the needed chunks in order until one is refused: (how many were fed, why)."""
+    for fed, ref in enumerate(opener.needed, start=1):
+        try:
+            opener.feed(ref, chunks[ref.id])
+        except Rejected as exc:
+            return fed, exc
+    raise AssertionError("every chunk was accepted")
+
+
+def test_the_opener_opens_only_what_its_cache_lacks(world: World) -> None:
+    records = [make_record(world.alice, i) for i in range(300)]
+    snap = world.snapshot(world.alice, records)
+    m = snap.manifest
+    half = len(m.chunks) // 2
+    first = open_snapshot(SUITE, world.key1, m, snap.new_chunks, now_ms=READER_NOW)
+    counts = Counter(bucket_of(SUITE, r.id, m.buckets) for r in first)
+    cache = {chunk_slot(m, ref): counts[ref.bucket] for ref in m.chunks[:half]}
+    opener = SnapshotOpener(SUITE, world.key1, m, now_ms=READER_NOW, opened=cache)
+    assert opener.needed == m.chunks[half:]
+    got = [r for ref in opener.needed for r in opener.feed(ref, snap.new_chunks[ref.id])]
+    late = {ref.bucket for ref in m.chunks[half:]}
+    assert got == [r for r in first if bucket_of(SUITE, r.id, m.buckets) in late]
+    assert opener.finish() == {chunk_slot(m, ref): counts[ref.bucket] for ref in m.chunks}
+    assert opener.needed == ()
+    # an all-cached snapshot needs nothing, and still checks the total
+    assert (
+        SnapshotOpener(SUITE, world.key1, m, now_ms=READER_NOW, opened=opener.finish()).needed == ()
+    )
+    lacking = SnapshotOpener(SUITE, world.key1, m, now_ms=READER_NOW, opened=cache)
+    for ref in lacking.needed[:-1]:
+        lacking.feed(ref, snap.new_chunks[ref.id])
+    assert reason_of(lacking.finish) == "missing-chunk"
+    # a cache that miscounts a chunk fails the total
+    wrong = {**cache, chunk_slot(m, m.chunks[0]): counts[m.chunks[0].bucket] + 1}
+    off = SnapshotOpener(SUITE, world.key1, m, now_ms=READER_NOW, opened=wrong)
+    assert _feed_until_refused(off, snap.new_chunks)[1].reason == "tampered"
+
+
+def test_the_opener_stops_as_soon_as_the_records_pass_the_manifest(world: World) -> None:
+    snap = world.snapshot(world.alice, [make_record(world.alice, i) for i in range(300)])
+    lying = replace(snap.manifest, records=len(snap.manifest.chunks))  # says 64, holds 300
+    opener = SnapshotOpener(SUITE, world.key1, lying, now_ms=READER_NOW)
+    fed, refusal = _feed_until_refused(opener, snap.new_chunks)
+    assert refusal.reason == "tampered"
+    assert "more than the 64 records" in refusal.detail
+    assert fed < len(lying.chunks) // 2  # the rest was never opened
+    assert opener.count > lying.records
+    # a cache that already holds more than the manifest says is refused up front
+    cache = {chunk_slot(lying, ref): 10 for ref in lying.chunks[:7]}
+    assert (
+        reason_of(lambda: SnapshotOpener(SUITE, world.key1, lying, now_ms=READER_NOW, opened=cache))
+        == "tampered"
+    )
+
+
+def test_the_opener_caps_what_one_snapshot_inflates_to(world: World) -> None:
+    assert MAX_SNAPSHOT_PLAINTEXT == 256 * 1024 * 1024
+    snap = world.snapshot(world.alice, [make_record(world.alice, i) for i in range(300)])
+    m = snap.manifest
+    total = _plaintext_size(world, m, dict(snap.new_chunks))
+    cap = total // 2
+    opener = SnapshotOpener(SUITE, world.key1, m, now_ms=READER_NOW, max_plaintext=cap)
+    _, refusal = _feed_until_refused(opener, snap.new_chunks)
+    assert refusal.reason == "too-large"
+    assert f"more than {cap} bytes in total" in refusal.detail
+    assert opener.inflated <= cap
+    assert len(opener.needed) > 1
+    roomy = SnapshotOpener(SUITE, world.key1, m, now_ms=READER_NOW, max_plaintext=total)
+    for ref in m.chunks:
+        roomy.feed(ref, snap.new_chunks[ref.id])
+    assert roomy.inflated == total
+    assert sum(roomy.finish().values()) == 300
+
+
+def test_the_opener_is_fed_each_needed_chunk_once(world: World) -> None:
+    snap = world.snapshot(world.alice, [make_record(world.alice, i) for i in range(5)])
+    m = snap.manifest
+    ref = m.chunks[0]
+    opener = SnapshotOpener(SUITE, world.key1, m, now_ms=READER_NOW)
+    opener.feed(ref, snap.new_chunks[ref.id])
+    with pytest.raises(InputError, match="exactly once"):
+        opener.feed(ref, snap.new_chunks[ref.id])
+    stranger = replace(ref, id="0" * 64)
+    with pytest.raises(InputError, match="not one"):
+        opener.feed(stranger, snap.new_chunks[ref.id])
+    assert reason_of(lambda: opener.feed(m.chunks[1], b"\x00" * 40)) == "bad-chunk-id"

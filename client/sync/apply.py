@@ -1,0 +1,148 @@
+"""Pulled versions into the local store, through the one pure merge (DESIGN §3).
+
+:func:`apply_versions` runs one batch (the records of one chunk) in four steps:
+
+1. **scrub**: the redaction rules run again over each pulled version (client
+   policy: a teammate's older sealmem may have let a secret through);
+2. **read**: the local rows of the batch's ids, in one query, become the pure
+   merge's inputs: local winners, importance floors, and the store's clock;
+3. **merge**: :func:`sealmem.protocol.merge.merge_many`, the function the merge
+   laws are property-tested against, decides winners, losers, floors and clock;
+4. **write**: changed winners with the snapshot's provenance (the replaced local
+   version goes to ``history``), pulled versions that lost to ``history``, the
+   store's clock.
+
+It runs inside the caller's transaction, so a snapshot refused part way through
+merges nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ...protocol.merge import effective_importance, merge_many
+from ...protocol.record import Record
+from ..store.memory import Provenance
+from ..store.redact import redact, redact_all
+from ..store.rows import (
+    MEMORY_COLUMNS,
+    insert_history,
+    read_hlc,
+    record_from_row,
+    record_json,
+    save_hlc,
+    write_version,
+)
+
+__all__ = ["ApplyResult", "apply_versions"]
+
+
+@dataclass
+class ApplyResult:
+    """What merging pulled versions did (added up over the chunks of one snapshot)."""
+
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    redacted: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+    def add(self, other: ApplyResult) -> None:
+        self.new += other.new
+        self.updated += other.updated
+        self.unchanged += other.unchanged
+        self.redacted += other.redacted
+        self.skipped.extend(other.skipped)
+
+
+def _scrub(record: Record) -> Record | None:
+    """``record`` with what the redaction rules catch replaced, or None when it is clean.
+
+    A pulled version keeps its identity (id, clock, editor) so replicas still agree on
+    the winner; only this store's copy of the text loses the secret (DESIGN §3).
+    """
+    content = redact(record.content)
+    keywords, found = redact_all(record.keywords)
+    reason = None if record.delete_reason is None else redact(record.delete_reason)
+    if not content.changed and not found and (reason is None or not reason.changed):
+        return None
+    return record.evolve(
+        content=content.text,
+        keywords=tuple(keywords),
+        delete_reason=None if reason is None else reason.text,
+    )
+
+
+def _load_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3.Row]:
+    """The ``memories`` rows of ``ids`` (those that exist), in one query."""
+    rows = conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(set(ids))),),
+    ).fetchall()
+    return {str(row["id"]): row for row in rows}
+
+
+def _add_loser(conn: sqlite3.Connection, record: Record, provenance: Provenance, now: int) -> None:
+    text = record_json(record)
+    seen = conn.execute(
+        "SELECT 1 FROM history WHERE id = ? AND record_json = ? LIMIT 1", (record.id, text)
+    ).fetchone()
+    if seen is None:
+        insert_history(
+            conn,
+            record,
+            provenance=provenance,
+            local_importance=record.importance,
+            seen_count=1,
+            updated_at=now,
+            replaced_at=now,
+        )
+
+
+def apply_versions(
+    conn: sqlite3.Connection, records: Iterable[Record], provenance: Provenance, now: int
+) -> ApplyResult:
+    """Merge verified versions from one snapshot (see the module docstring)."""
+    result = ApplyResult()
+    incoming: list[Record] = []
+    for record in records:
+        scrubbed = _scrub(record)
+        if scrubbed is not None:
+            result.redacted += 1
+        incoming.append(record if scrubbed is None else scrubbed)
+    if not incoming:
+        return result
+    rows = _load_rows(conn, (r.id for r in incoming))
+    local = {rid: record_from_row(row) for rid, row in rows.items()}
+    floors = {
+        rid: float(row["local_importance"])
+        for rid, row in rows.items()
+        if float(row["local_importance"]) > float(row["importance"])
+    }
+    clock = read_hlc(conn)
+    merged = merge_many(local, incoming, now_ms=now, clock=clock, floors=floors)
+    for rid in merged.changed:
+        winner, row = merged.winners[rid], rows.get(rid)
+        write_version(  # archives the replaced local version in history
+            conn,
+            winner,
+            provenance=provenance,
+            local_importance=effective_importance(winner, merged.floors.get(rid)),
+            seen_count=1 if row is None else int(row["seen_count"]),
+            updated_at=now,
+        )
+        if row is None:
+            result.new += 1
+        else:
+            result.updated += 1
+    for loser in merged.losers:
+        if loser is not local.get(loser.id):  # a pulled version that lost
+            _add_loser(conn, loser, provenance, now)
+    result.unchanged = max(len(incoming) - len(merged.skipped) - len(merged.changed), 0)
+    result.skipped = [s.detail for s in merged.skipped]
+    if merged.clock != clock:
+        save_hlc(conn, merged.clock)
+    return result

@@ -1,0 +1,181 @@
+"""The pull half of a sync: teammates' snapshots, verified, opened and merged.
+
+Per readable project and writer whose newest manifest moved:
+
+1. the manifest is accepted by :func:`sealmem.protocol.verify.accept_manifest`
+   (grant, chain, rollback, fork, witnesses); when the newest one is refused,
+   older ones are tried, and the first refusal is reported;
+2. a :class:`~sealmem.protocol.chunks.SnapshotOpener`, started from the chunk
+   cache, names the chunks not opened before; each is fetched, opened and merged
+   (:func:`sealmem.client.sync.apply.apply_versions`) before the next is fetched,
+   so memory is bounded by one chunk and a refusal stops further fetches;
+3. everything a snapshot merges, its chain head and chunk cache commit in ONE
+   transaction: a refused snapshot merges nothing and does not move the head.
+
+Every failure while handling one object becomes a named :class:`Refusal` of that
+object, including errors the protocol did not anticipate (``malformed``); the
+rest of the sync goes on.  Local storage failures (``sqlite3.Error``,
+:class:`~sealmem.protocol.errors.StoreError`) and unreachable transports still
+stop the sync.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+from ...crypto import SUITE, ContentKey
+from ...protocol import reasons
+from ...protocol.chunks import SnapshotOpener
+from ...protocol.errors import ProtocolError, Rejected, StoreError
+from ...protocol.manifest import Manifest
+from ...protocol.state import TrustedState
+from ...protocol.verify import accept_manifest
+from ..store.connection import transaction
+from ..store.memory import Provenance
+from ..team.session import Refusal, Team
+from . import replica
+from .apply import ApplyResult, apply_versions
+
+__all__ = ["OBJECT_ERRORS", "PullSink", "pull_project"]
+
+OBJECT_ERRORS: tuple[type[BaseException], ...] = (
+    ProtocolError,
+    ValueError,
+    UnicodeError,
+    TypeError,
+    KeyError,
+    OverflowError,
+    RecursionError,
+)
+"""Errors that, raised while handling one pulled object, refuse that object only."""
+
+
+class PullSink(Protocol):
+    """Where a pull reports (:class:`~sealmem.client.sync.engine.SyncSummary` is one)."""
+
+    pulled_new: int
+    pulled_updated: int
+    members: set[str]
+    refused: list[Refusal]
+    warnings: list[str]
+
+
+def pull_project(team: Team, project: str, summary: PullSink, tick: Callable[[], int]) -> None:
+    """Pull every teammate's newest snapshot of ``project`` that moved since the last sync."""
+    transport = team.transport
+    seqs = transport.newest_seqs(project)
+    writers = sorted(transport.manifests(project)) if seqs is None else sorted(seqs)
+    for writer in writers:
+        if writer == team.me:
+            continue
+        head = team.state.head(writer, project)
+        if seqs is not None and head is not None and seqs[writer] == head.seq:
+            continue  # nothing new: skip reading the manifest at all
+        _pull_writer(team, project, writer, summary, tick())
+
+
+def _candidates(team: Team, project: str, writer: str) -> Iterator[bytes]:
+    """The writer's newest manifest, then (only if that one is refused) the older ones."""
+    newest = team.transport.newest_manifest(project, writer)
+    if newest is not None:
+        yield newest
+    for data in team.transport.writer_manifests(project, writer):
+        if data != newest:
+            yield data
+
+
+def _unexpected(where: str, exc: BaseException) -> str:
+    text = str(exc)
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return (
+        f"{where} could not be read ({type(exc).__name__}: {text}); it was skipped and "
+        "the rest of the sync went on; ask its writer to upgrade sealmem and sync again"
+    )
+
+
+def _pull_writer(team: Team, project: str, writer: str, summary: PullSink, now: int) -> None:
+    where = f"manifest {writer[:8]}/{project}"
+    refusal: Refusal | None = None
+    for data in _candidates(team, project, writer):
+        try:
+            _pull_manifest(team, project, writer, data, summary, now)
+        except Rejected as exc:
+            refusal = refusal or Refusal(exc.reason, where, exc.detail)
+        except OBJECT_ERRORS as exc:
+            refusal = refusal or Refusal(reasons.MALFORMED, where, _unexpected(where, exc))
+        else:
+            break
+    if refusal is not None:
+        summary.refused.append(refusal)
+
+
+def _pull_manifest(
+    team: Team, project: str, writer: str, data: bytes, summary: PullSink, now: int
+) -> None:
+    """Accept one manifest envelope and merge its snapshot; raise to refuse it."""
+    state, manifest = accept_manifest(SUITE, team.state, data, project=project, writer=writer)
+    if state is team.state:
+        return  # the newest readable one is the one we already trust
+    key = team.content_key(project, manifest.epoch)
+    if key is None:
+        summary.warnings.append(
+            f"manifest {writer[:8]}/{project} seq {manifest.seq} uses epoch {manifest.epoch}, "
+            "for which this member holds no key; it will be read once the writer re-publishes"
+        )
+        return
+    _merge_snapshot(team, state, manifest, key, summary, now)
+
+
+def _merge_snapshot(
+    team: Team, state: TrustedState, m: Manifest, key: ContentKey, summary: PullSink, now: int
+) -> None:
+    """Fetch, open and merge the chunks of ``m`` not opened before, in one transaction."""
+    head = state.head(m.writer, m.project)
+    if head is None:
+        raise StoreError(f"accepted manifest of {m.writer}/{m.project} left no chain head")
+    member = team.roster().member(m.writer)
+    provenance = Provenance(
+        transport=team.transport.kind,
+        signer=m.writer,
+        signer_name=None if member is None else member.name,
+        verified=True,
+        received_at=now,
+        snapshot_seq=m.seq,
+    )
+    opener = SnapshotOpener(
+        SUITE, key, m, now_ms=now, opened=replica.chunk_cache(team.conn, m.writer, m.project)
+    )
+    result = ApplyResult()
+    try:
+        with transaction(team.conn):
+            for ref in opener.needed:
+                data = team.transport.chunk(m.project, m.writer, ref.id)
+                if data is None:
+                    raise opener.missing(ref)
+                result.add(apply_versions(team.conn, opener.feed(ref, data), provenance, now))
+            replica.save_head(
+                team.conn, m.writer, m.project, head, epoch=m.epoch, buckets=m.buckets,
+                chunks=opener.finish(), records=m.records, created_at=m.created_at, now=now,
+            )  # fmt: skip
+            replica.save_witnessed(team.conn, state.witnessed)
+    except sqlite3.Error as exc:  # the local store, not the snapshot: stop the sync
+        raise StoreError(
+            f"the local store failed while merging the snapshot of {m.writer}/{m.project} "
+            f"seq {m.seq} ({exc}); nothing of it was kept. Run 'sealmem doctor' to check "
+            "the store, then sync again"
+        ) from exc
+    team.state = state
+    summary.pulled_new += result.new
+    summary.pulled_updated += result.updated
+    summary.warnings.extend(result.skipped)
+    if result.redacted:
+        summary.warnings.append(
+            f"redacted what looked like secrets in {result.redacted} memories from "
+            f"{provenance.signer_name or m.writer}; "
+            "ask them to check their memories (newer sealmem redacts before pushing)"
+        )
+    if result.new or result.updated:
+        summary.members.add(m.writer)

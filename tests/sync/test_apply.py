@@ -1,0 +1,100 @@
+"""The store's merge is the pure merge: pulled versions through a real SQLite store.
+
+``apply_versions`` (what the sync engine runs for every chunk) must decide exactly
+what :func:`sealmem.protocol.merge.merge_many` decides (the function the merge
+laws in tests/protocol/test_merge.py are property-tested against): the same
+winners, floors and clock, batch after batch, and nothing lost locally.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sealmem.protocol.merge
+from sealmem.client import MemoryStore
+from sealmem.client.store.connection import transaction
+from sealmem.client.store.memory import Provenance
+from sealmem.client.store.rows import read_hlc
+from sealmem.client.sync import apply
+from sealmem.client.sync.apply import apply_versions
+from sealmem.protocol.hlc import Hlc
+from sealmem.protocol.merge import MergeResult, merge_many
+from sealmem.protocol.record import Record
+from tests.support.versions import version_lists
+from tests.sync.conftest import World
+
+NOW = 1_800_000_000_000
+PULLED = Provenance("folder", "alice", "alice", True, NOW, 1)
+
+
+def _wire(records: Mapping[str, Record]) -> dict[str, Any]:
+    return {rid: r.to_wire() for rid, r in records.items()}
+
+
+def _stored(store: MemoryStore) -> tuple[dict[str, Any], dict[str, float], list[Any]]:
+    conn = store.connection
+    rows = conn.execute(
+        "SELECT id, importance, local_importance FROM memories ORDER BY id"
+    ).fetchall()
+    winners = {str(r[0]): store.get(str(r[0])).record.to_wire() for r in rows}
+    floors = {str(r[0]): float(r[2]) for r in rows if float(r[2]) > float(r[1])}
+    history = [json.loads(r[0]) for r in conn.execute("SELECT record_json FROM history")]
+    return winners, floors, history
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(version_lists, min_size=1, max_size=3))
+def test_the_store_merges_exactly_like_merge_many(batches: list[list[Record]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = MemoryStore.open(Path(tmp) / "store.db", author="reader", clock=lambda: NOW)
+        try:
+            conn = store.connection
+            winners: dict[str, Record] = {}
+            floors: dict[str, float] = {}
+            clock = read_hlc(conn)
+            fed: list[Record] = []
+            for batch in batches:
+                with transaction(conn):
+                    done = apply_versions(conn, batch, PULLED, NOW)
+                model = merge_many(winners, batch, now_ms=NOW, clock=clock, floors=floors)
+                winners, floors, clock = model.winners, model.floors, model.clock
+                fed.extend(batch)
+                stored, stored_floors, history = _stored(store)
+                assert stored == _wire(winners)
+                assert stored_floors == floors
+                assert read_hlc(conn) == clock
+                assert done.new + done.updated == len(model.changed)
+            # nothing is lost locally: every version fed is a winner or in history
+            kept = [*stored.values(), *history]
+            for version in fed:
+                assert version.to_wire() in kept
+        finally:
+            store.close()
+
+
+def test_the_sync_engine_merges_through_merge_many(world: World, monkeypatch: Any) -> None:
+    """A real pull calls the pure merge and writes what it returned (a call-through spy)."""
+    assert apply.merge_many is sealmem.protocol.merge.merge_many
+    seen: list[MergeResult] = []
+
+    def spy(*args: Any, **kwargs: Any) -> MergeResult:
+        result = merge_many(*args, **kwargs)
+        seen.append(result)
+        return result
+
+    monkeypatch.setattr(apply, "merge_many", spy)
+    alice, bob = world.nodes["alice"], world.nodes["bob"]
+    mem = alice.remember("the CI cache key includes the lockfile hash", importance=0.8)
+    alice.sync()
+    bob.sync()
+    assert [r.changed for r in seen] == [(mem.id,)]
+    assert bob.store.get(mem.id).record.to_wire() == seen[0].winners[mem.id].to_wire()
+    assert read_hlc(bob.store.connection) == seen[0].clock
+    assert seen[0].clock > Hlc(mem.record.hlc.wall, mem.record.hlc.counter)
