@@ -39,10 +39,12 @@ from ...protocol.errors import Rejected, SealmemError, StoreError
 from ...protocol.hlc import ZERO
 from ...protocol.manifest import Head, Manifest
 from ...protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
+from ...protocol.push import Landed, OwnHead, Publishable, needs_transport_read, plan_push
 from ...protocol.record import Record
 from ...protocol.snapshot import PreviousSnapshot, build_snapshot
 from ...protocol.state import TrustedState
 from ...protocol.verify import MAX_MANIFEST_BYTES, accept_manifest
+from ..clock import now_ms
 from ..store.connection import transaction
 from ..store.memory import Provenance
 from ..team.session import Refusal, Team
@@ -121,7 +123,7 @@ def sync(
     team: Team, *, clock: Callable[[], int] | None = None, push: bool = True, pull: bool = True
 ) -> SyncSummary:
     """Run one sync of ``team`` (see the module docstring); return its summary."""
-    tick = clock or (lambda: time.time_ns() // 1_000_000)
+    tick = clock or now_ms
     summary = SyncSummary()
     with sync_lock(team.home):
         started = tick()
@@ -331,7 +333,7 @@ def _commit_pull(
 # -- push ----------------------------------------------------------------------------
 
 
-def _own_newest(team: Team, project: str) -> tuple[int, Manifest | None, bytes]:
+def _own_newest(team: Team, project: str) -> Landed | None:
     """The newest manifest of ours in the transport that verifies under our key."""
     for data in team.transport.writer_manifests(project, team.me):
         try:
@@ -341,8 +343,8 @@ def _own_newest(team: Team, project: str) -> tuple[int, Manifest | None, bytes]:
         except Rejected:
             continue
         if manifest.writer == team.me and manifest.project == project:
-            return manifest.seq, manifest, data
-    return 0, None, b""
+            return Landed(manifest, manifest.hash(SUITE))
+    return None
 
 
 def _push_with_retry(
@@ -361,7 +363,17 @@ def _push_with_retry(
             )
 
 
+def _own_head(chain: replica.OwnChain | None) -> OwnHead | None:
+    if chain is None:
+        return None
+    manifest = Manifest.from_body(
+        unpack(chain.manifest, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body
+    )
+    return OwnHead(manifest, chain.hash, chain.pushed_wall, chain.pushed_count, chain.reset_at)
+
+
 def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> None:
+    """Redact what is about to leave, plan the push (:func:`plan_push`), carry it out."""
     roster = team.roster()
     epoch = roster.projects[project]
     try:
@@ -374,92 +386,54 @@ def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> N
             f"no key for {project!r} epoch {epoch} yet; not pushing (sync again later)"
         )
         return
-    own = replica.load_own_chain(team.conn, project)
+    chain = replica.load_own_chain(team.conn, project)
+    since = chain.pushed_wall if chain else ZERO
+    with transaction(team.conn):  # the one write before the push: newer redaction rules
+        replica.redact_pending(team.conn, team.me, project, since, now)
     listed = team.transport.newest_seqs(project)
-    folder_seq, folder_manifest, folder_bytes = 0, None, b""
-    if listed is None or listed.get(team.me, 0) > (own.seq if own else 0):
-        folder_seq, folder_manifest, folder_bytes = _own_newest(team, project)
-    adopted = folder_manifest is not None and folder_seq > (own.seq if own else 0)
-    if folder_manifest is not None and adopted:
-        # A push that was interrupted after its manifest landed: adopt it, or a new
-        # manifest at the same seq would look like a fork to everyone who saw it.
-        own = replica.OwnChain(
-            project, folder_seq, folder_manifest.hash(SUITE), folder_bytes, {},
-            own.pushed_wall if own else ZERO, own.pushed_count if own else 0,
-            own.reset_at if own else 0,
-        )  # fmt: skip
+    landed = None
+    listed_seq = None if listed is None else listed.get(team.me, 0)
+    if needs_transport_read(chain.seq if chain else 0, listed_seq):
+        landed = _own_newest(team, project)
     reset = roster.latest_reset(team.me, project)
-    resetting = reset is not None and reset.at_version > (own.reset_at if own else 0)
+    seen = team.state.witnessed.get((team.me, project))
+    count, newest, due = replica.own_summary(team.conn, team.me, project, now - DEFAULT_GRACE_MS)
+    plan = plan_push(
+        project=project, own=_own_head(chain), landed=landed, epoch=epoch,
+        reset_at=0 if reset is None else reset.at_version,
+        witnessed_seq=0 if seen is None else seen.seq,
+        publishable=Publishable(count, newest, due), now_ms=now,
+    )  # fmt: skip
+    summary.warnings.extend(plan.warnings)
+    if plan.skip is not None:
+        return
     previous = None
-    if own is not None:
-        previous = PreviousSnapshot(
-            Manifest.from_body(
-                unpack(own.manifest, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body
-            ),
-            own.digests,
-        )
-    pushed_wall = own.pushed_wall if own else ZERO
-    count, newest_local, due = replica.own_summary(
-        team.conn, team.me, project, now - DEFAULT_GRACE_MS
-    )
-    if (
-        own is not None
-        and previous is not None
-        and not adopted
-        and not resetting
-        and previous.manifest.epoch == epoch
-        and count == own.pushed_count
-        and newest_local <= pushed_wall
-        and previous.manifest.records == count - due
-    ):
-        return  # nothing of ours changed since the last push: skip the rebuild
-    with transaction(team.conn):
-        current = [
-            replica.reredact(team.conn, r, team.me, now) if r.hlc > pushed_wall else r
-            for r in replica.publishable_records(team.conn, team.me, project)
-        ]
+    if plan.base is not None:
+        digests = chain.digests if plan.adopt is None and chain is not None else {}
+        previous = PreviousSnapshot(plan.base, digests)
+    current = replica.publishable_records(team.conn, team.me, project)
     kept = collect_tombstones({r.id: r for r in current}, now).kept
     records = sorted(kept.values(), key=lambda r: r.id)
-    if own is None and not records:
-        return
-    if own is None or resetting:
-        # a new chain must not reuse a seq that teammates saw (folder or their witnesses)
-        seen = team.state.witnessed.get((team.me, project))
-        known = max(own.seq if own else 0, folder_seq, seen.seq if seen else 0)
-        seq, prev = known + 1, None
-        if own is None and known:
-            summary.warnings.append(
-                f"this store starts a new chain in {project!r}; teammates refuse it until an "
-                "admin runs 'sealmem admin reset-writer' for this member"
-            )
-    else:
-        seq, prev = own.seq + 1, own.hash
     heads = [Head(w, p, h.seq, h.hash) for (w, p), h in team.state.heads.items() if p == project]
     snap = build_snapshot(
         SUITE, key, team.key, team=team.config.team, project=project, epoch=epoch,
-        roster_version=roster.version, seq=seq, prev=prev, records=records,
+        roster_version=roster.version, seq=plan.seq, prev=plan.prev, records=records,
         random=random_bytes, heads=heads, created_at=now, previous=previous,
     )  # fmt: skip
-    if (
-        previous is not None
-        and not resetting
-        and previous.manifest.epoch == epoch
-        and previous.manifest.chunks == snap.manifest.chunks
-    ):
+    if not plan.publishes(snap.manifest):
         return  # nothing changed since our last manifest
-    team.transport.push(project, team.me, seq, snap.envelope, snap.new_chunks)
-    newest = max((r.hlc for r in records), default=pushed_wall)
+    team.transport.push(project, team.me, plan.seq, snap.envelope, snap.new_chunks)
+    newest_pushed = max((r.hlc for r in records), default=plan.pushed)
     with transaction(team.conn):
         replica.save_own_chain(
             team.conn,
             replica.OwnChain(
-                project, seq, snap.manifest.hash(SUITE), snap.envelope, dict(snap.digests),
-                max(newest, pushed_wall), len(current),
-                reset.at_version if resetting and reset else (own.reset_at if own else 0),
+                project, plan.seq, snap.manifest.hash(SUITE), snap.envelope, dict(snap.digests),
+                max(newest_pushed, plan.pushed), len(current), plan.reset_at,
             ),
             now,
         )  # fmt: skip
-    summary.pushed_versions += sum(1 for r in records if r.hlc > pushed_wall)
+    summary.pushed_versions += sum(1 for r in records if r.hlc > plan.pushed)
     summary.pushed_chunks += len(snap.new_chunks)
     summary.collected_chunks += team.transport.collect(
         project, team.me, set(snap.chunk_ids()), team.config.gc_grace_ms

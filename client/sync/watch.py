@@ -21,6 +21,7 @@ import watchfiles
 
 from ...protocol.errors import SealmemError
 from ..team.session import Team
+from . import replica
 from .engine import SyncSummary, sync
 from .folder import FolderTransport
 from .hub import HubTransport
@@ -31,15 +32,13 @@ DEBOUNCE_MS = 800
 
 
 def has_unpushed(team: Team) -> bool:
-    """True when a team memory of ours is newer than everything we pushed."""
-    conn = team.conn
-    mine = conn.execute(
-        "SELECT MAX(hlc_wall * 1048576 + MIN(hlc_counter, 1048575)) FROM memories "
-        "WHERE editor = ? AND visibility = 'team'",
-        (team.me,),
-    ).fetchone()[0]
-    pushed = conn.execute("SELECT MAX(pushed_wall) FROM own_chain").fetchone()[0]
-    return mine is not None and (pushed is None or int(mine) > int(pushed))
+    """True when a team memory of ours, in a project we may write, is newer than what we
+    pushed there (a read-only or revoked member has nothing to push)."""
+    roster = team.state.roster
+    if roster is None or roster.revocation(team.me) is not None:
+        return False
+    writable = [p for p in sorted(roster.projects) if roster.can_write(team.me, p)]
+    return replica.has_unpushed(team.conn, team.me, writable)
 
 
 def _folder_root(team: Team) -> Path:
