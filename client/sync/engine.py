@@ -8,10 +8,13 @@ two syncs of one store never interleave:
    verify the manifest (grant, chain, rollback, fork, witnesses), fetch only
    the chunks not already opened, decrypt and validate them, merge the records
    with provenance.  Chain heads and merged versions commit in one transaction;
-3. **push**, per writable project: publishable winners (never private ones,
-   redacted again), bucketed into a snapshot that reuses unchanged chunks; the
-   new chunks then the manifest go to the transport, then the new chain head is
-   recorded locally.  Old chunks are collected after the grace period.
+3. **push**, per writable project: first the versions not pushed yet are
+   redacted again (their own transaction); then the push is planned from values
+   (:func:`~sealmem.protocol.push.plan_push`) and carried out: publishable
+   winners (never private ones) bucketed into a snapshot that reuses unchanged
+   chunks; the new chunks then the manifest go to the transport, then the new
+   chain head is recorded locally (the push's only write to the store).  Old
+   chunks are collected after the grace period.
 
 Refused objects are logged with their named reason and counted in the summary;
 they never stop the sync.  Failures that do (unreachable folder, bad local
@@ -169,6 +172,7 @@ def _run(
     elif push:
         for project in sorted(roster.projects):
             if roster.can_write(team.me, project):
+                _redact_pending(team, project, tick())
                 _push_with_retry(team, project, summary, tick)
 
 
@@ -347,6 +351,16 @@ def _own_newest(team: Team, project: str) -> Landed | None:
     return None
 
 
+def _redact_pending(team: Team, project: str, now: int) -> None:
+    """Redact again, in its own transaction, what the next push would publish for the
+    first time (newer rules may catch a secret an older sealmem let in)."""
+    chain = replica.load_own_chain(team.conn, project)
+    with transaction(team.conn):
+        replica.redact_pending(
+            team.conn, team.me, project, chain.pushed_wall if chain else ZERO, now
+        )
+
+
 def _push_with_retry(
     team: Team, project: str, summary: SyncSummary, tick: Callable[[], int]
 ) -> None:
@@ -373,7 +387,8 @@ def _own_head(chain: replica.OwnChain | None) -> OwnHead | None:
 
 
 def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> None:
-    """Redact what is about to leave, plan the push (:func:`plan_push`), carry it out."""
+    """Plan the push (:func:`plan_push`) and carry it out; the only write to the store is
+    the new own chain head, recorded after the transport took the manifest."""
     roster = team.roster()
     epoch = roster.projects[project]
     try:
@@ -387,9 +402,6 @@ def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> N
         )
         return
     chain = replica.load_own_chain(team.conn, project)
-    since = chain.pushed_wall if chain else ZERO
-    with transaction(team.conn):  # the one write before the push: newer redaction rules
-        replica.redact_pending(team.conn, team.me, project, since, now)
     listed = team.transport.newest_seqs(project)
     landed = None
     listed_seq = None if listed is None else listed.get(team.me, 0)
