@@ -46,7 +46,8 @@ def test_a_push_writes_nothing_but_its_own_chain_head(world: World) -> None:
     conn = alice.store.connection
     alice.t.refresh(alice.clock())
     statements: list[str] = []
-    engine._redact_pending(alice.t, PROJECT, alice.clock())  # the step before the push
+    # without the redaction step that runs before it (see test_engine), the push itself
+    # must not write new versions: it reads, plans, publishes, records its head
     conn.set_trace_callback(statements.append)
     try:
         summary = SyncSummary()
