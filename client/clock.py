@@ -9,12 +9,8 @@ never reads a clock: it is handed ``now_ms``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
-__all__ = ["Clock", "now_ms"]
-
-Clock = Callable[[], int]
-"""A source of wall-clock milliseconds since the Unix epoch."""
+__all__ = ["now_ms"]
 
 
 def now_ms() -> int:

@@ -22,13 +22,13 @@ import contextlib
 import os
 import re
 import stat
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from ...protocol.errors import InputError, TransportError
 from ...protocol.manifest import MAX_CHUNK_BYTES
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES, MAX_ROSTER_BYTES
+from ..clock import now_ms
 from ..fsutil import atomic_write, ensure_dir
 from .transport import Transport
 
@@ -270,7 +270,7 @@ class FolderTransport(Transport):
             entries = list(os.scandir(chunk_dir))
         except FileNotFoundError:
             return 0
-        cutoff = time.time() - grace_ms / 1000
+        cutoff = (now_ms() - grace_ms) / 1000  # compared with file mtimes (s)
         removed = 0
         for entry in entries:
             if entry.name in keep or not _CHUNK.match(entry.name):
