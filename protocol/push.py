@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from .hlc import MAX_AHEAD_MS, ZERO, Hlc, too_far_ahead
 from .manifest import Manifest
+from .roster import Roster
 
 __all__ = [
     "SKIP_EMPTY",
@@ -38,6 +39,7 @@ __all__ = [
     "PushPlan",
     "needs_transport_read",
     "plan_push",
+    "writable_projects",
 ]
 
 SKIP_UNCHANGED = "unchanged"
@@ -96,6 +98,13 @@ class PushPlan:
             or self.base.epoch != built.epoch
             or self.base.chunks != built.chunks
         )
+
+
+def writable_projects(roster: Roster, me: str) -> list[str]:
+    """The projects ``me`` pushes to, sorted: those it may write, none once revoked."""
+    if roster.revocation(me) is not None:
+        return []
+    return [p for p in sorted(roster.projects) if roster.can_write(me, p)]
 
 
 def needs_transport_read(own_seq: int, listed_seq: int | None) -> bool:

@@ -42,7 +42,14 @@ from ...protocol.errors import Rejected, SealmemError, StoreError
 from ...protocol.hlc import ZERO
 from ...protocol.manifest import Head, Manifest
 from ...protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
-from ...protocol.push import Landed, OwnHead, Publishable, needs_transport_read, plan_push
+from ...protocol.push import (
+    Landed,
+    OwnHead,
+    Publishable,
+    needs_transport_read,
+    plan_push,
+    writable_projects,
+)
 from ...protocol.record import Record
 from ...protocol.snapshot import PreviousSnapshot, build_snapshot
 from ...protocol.state import TrustedState
@@ -170,10 +177,9 @@ def _run(
             "nothing is pushed, and teammates refuse what it writes; ask an admin"
         )
     elif push:
-        for project in sorted(roster.projects):
-            if roster.can_write(team.me, project):
-                _redact_pending(team, project, tick())
-                _push_with_retry(team, project, summary, tick)
+        for project in writable_projects(roster, team.me):
+            _redact_pending(team, project, tick())
+            _push_with_retry(team, project, summary, tick)
 
 
 def _record(

@@ -20,6 +20,7 @@ from pathlib import Path
 import watchfiles
 
 from ...protocol.errors import SealmemError
+from ...protocol.push import writable_projects
 from ..team.session import Team
 from . import replica
 from .engine import SyncSummary, sync
@@ -35,10 +36,9 @@ def has_unpushed(team: Team) -> bool:
     """True when a team memory of ours, in a project we may write, is newer than what we
     pushed there (a read-only or revoked member has nothing to push)."""
     roster = team.state.roster
-    if roster is None or roster.revocation(team.me) is not None:
+    if roster is None:
         return False
-    writable = [p for p in sorted(roster.projects) if roster.can_write(team.me, p)]
-    return replica.has_unpushed(team.conn, team.me, writable)
+    return replica.has_unpushed(team.conn, team.me, writable_projects(roster, team.me))
 
 
 def _folder_root(team: Team) -> Path:

@@ -19,7 +19,9 @@ from sealmem.protocol.push import (
     PushPlan,
     needs_transport_read,
     plan_push,
+    writable_projects,
 )
+from sealmem.protocol.roster import Grant, Revocation, Roster
 
 NOW = 1_800_000_000_000
 PUSHED = Hlc(NOW - 60_000, 3)
@@ -247,3 +249,30 @@ def test_a_planned_seq_is_above_every_seq_the_team_may_have_seen(
         assert plan.base is not None
         assert plan.seq == plan.base.seq + 1
     assert plan.reset_at >= (own_reset if head is not None else 0)
+
+
+def roster(grants: tuple[Grant, ...], revoked: tuple[str, ...] = ()) -> Roster:
+    return Roster(
+        "team", 3, None, ("admin",), (),
+        projects={"webapp": 1, "infra": 1, "docs": 2}, grants=grants,
+        revocations=tuple(Revocation(kid, 3) for kid in revoked),
+    )  # fmt: skip
+
+
+WRITABLE = {
+    "writer-everywhere": (
+        roster((Grant("me", "webapp"), Grant("me", "infra"), Grant("me", "docs"))),
+        ["docs", "infra", "webapp"],
+    ),
+    "read-only-is-left-out": (
+        roster((Grant("me", "webapp", write=False), Grant("me", "infra"))),
+        ["infra"],
+    ),
+    "no-grant-no-project": (roster((Grant("other", "webapp"),)), []),
+    "revoked-pushes-nowhere": (roster((Grant("me", "webapp"),), revoked=("me",)), []),
+}
+
+
+@pytest.mark.parametrize(("team_roster", "expected"), WRITABLE.values(), ids=WRITABLE.keys())
+def test_writable_projects(team_roster: Roster, expected: list[str]) -> None:
+    assert writable_projects(team_roster, "me") == expected
