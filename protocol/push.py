@@ -147,7 +147,7 @@ def plan_push(
     pushed = own.pushed if own else ZERO
     chain_reset = own.reset_at if own else 0
     resetting = reset_at > chain_reset
-    due_count = publishable.count - publishable.due
+    published = publishable.count - publishable.due
     if (
         own is not None
         and adopt is None
@@ -155,18 +155,18 @@ def plan_push(
         and own.manifest.epoch == epoch
         and publishable.count == own.pushed_count
         and publishable.newest <= pushed
-        and own.manifest.records == due_count
+        and own.manifest.records == published
     ):
         return PushPlan(SKIP_UNCHANGED)
-    if base is None and due_count <= 0:
+    if base is None and published == 0:
         return PushPlan(SKIP_EMPTY)
     warnings: list[str] = []
     if too_far_ahead(publishable.newest, now_ms):
         warnings.append(
             f"a memory of ours in {project!r} carries a clock more than "
             f"{MAX_AHEAD_MS // 3_600_000} h ahead of this machine's ({publishable.newest.wall} "
-            f"ms vs {now_ms} ms); teammates refuse this snapshot (clock-ahead) until the "
-            "clock is fixed: run 'sealmem doctor'"
+            f"ms vs {now_ms} ms); teammates refuse this snapshot (clock-ahead) while it is "
+            "that far ahead of theirs: check this machine's clock ('sealmem doctor')"
         )
     if base is None or resetting:
         known = max(
