@@ -172,13 +172,12 @@ def doctor(as_json: JsonOpt = False) -> None:
 
     Versions dated more than 2 days ahead, and a store clock that far ahead, are mended.
     """
-    import time
-
+    from ..clock import now_ms
     from ..sync.dropping import clock_check
 
     with open_store() as store:
         checks = store.doctor()
-        checks.append(clock_check(store.connection, time.time_ns() // 1_000_000))
+        checks.append(clock_check(store.connection, now_ms()))
     failed = [c for c in checks if not c.ok]
     if as_json:
         output.emit_json(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -28,6 +27,7 @@ from ...protocol.record import (
     MEMBER_RE,
     is_memory_id,
 )
+from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
 from ..recall import context
 from . import health, inputs, transfer, writes
@@ -56,10 +56,6 @@ _JOINED_COLUMNS = ", ".join("m." + column.strip() for column in MEMORY_COLUMNS.s
 MAX_K = 100
 
 
-def _wall_clock() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class MemoryStore:
     """One local memory store (a SQLite file in WAL mode); a context manager."""
 
@@ -84,7 +80,7 @@ class MemoryStore:
         ``path`` None means ``<home>/store.db``; ``author`` None means the local
         member id; ``clock`` returns milliseconds since the epoch.
         """
-        clock = clock or _wall_clock
+        clock = clock or now_ms
         where = store_path(ensure_home()) if path is None else Path(path)
         where = where.expanduser().absolute()
         if author is None:

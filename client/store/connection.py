@@ -17,11 +17,11 @@ import itertools
 import os
 import sqlite3
 import stat
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ...protocol.errors import StoreError
+from ..clock import now_ms as wall_clock
 from .schema import MIGRATIONS, Migration
 
 __all__ = [
@@ -188,7 +188,7 @@ def migrate(
             if current == known:
                 return applied
             step = migrations[current]
-            stamp = now_ms if now_ms is not None else int(time.time() * 1000)
+            stamp = now_ms if now_ms is not None else wall_clock()
             for statement in _statements(step.sql):
                 conn.execute(statement)
             conn.execute(

@@ -26,6 +26,11 @@ Tables (version 1):
 ``meta``
     key/value pairs: ``store_id``, ``hlc`` (``wall:counter`` of the last local
     write).
+
+Version 3 adds the team sync tables; ``own_chain.pushed_wall`` holds the newest
+HLC this member published in the project, packed by
+:func:`sealmem.protocol.hlc.pack` (since version 4; before, ``(wall << 20) +
+counter``).
 """
 
 from __future__ import annotations
@@ -227,6 +232,11 @@ CREATE TABLE sync_runs (
 );
 """
 
+_V4 = """
+UPDATE own_chain
+SET pushed_wall = ((pushed_wall >> 20) << 16) | MIN(pushed_wall & 1048575, 65535);
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
@@ -235,6 +245,9 @@ MIGRATIONS: list[Migration] = [
     # Team sync (client/sync/replica.py): trusted roster/keyring envelopes, accepted chain
     # heads and witnesses per (writer, project), this member's own chain, refusals, runs.
     Migration(3, "team sync: trusted objects, chain heads, own chain, refusals", _V3),
+    # own_chain.pushed_wall was packed as (wall << 20) + counter, which overflows a signed
+    # 64-bit integer for a far-future wall; it is now protocol.hlc.pack (16 counter bits).
+    Migration(4, "own chain: pushed_wall in the one HLC packing", _V4),
 ]
 
 

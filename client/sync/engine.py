@@ -9,10 +9,13 @@ two syncs of one store never interleave:
    open and merge the chunks not already opened one at a time, with provenance
    (:mod:`sealmem.client.sync.pull`).  A snapshot's merged versions, chain head
    and chunk cache commit in one transaction: a refused snapshot merges nothing;
-3. **push**, per writable project: publishable winners (never private ones,
-   redacted again), bucketed into a snapshot that reuses unchanged chunks; the
-   new chunks then the manifest go to the transport, then the new chain head is
-   recorded locally.  Old chunks are collected after the grace period.
+3. **push**, per writable project: first the versions not pushed yet are
+   redacted again (their own transaction); then the push is planned from values
+   (:func:`~sealmem.protocol.push.plan_push`) and carried out: publishable
+   winners (never private ones) bucketed into a snapshot that reuses unchanged
+   chunks; the new chunks then the manifest go to the transport, then the new
+   chain head is recorded locally (the push's only write to the store).  Old
+   chunks are collected after the grace period.
 
 Refused objects are logged with their named reason and counted in the summary;
 they never stop the sync.  Failures that do (unreachable folder, bad local
@@ -38,8 +41,17 @@ from ...protocol.errors import Rejected, SealmemError, StoreError
 from ...protocol.hlc import ZERO
 from ...protocol.manifest import Head, Manifest
 from ...protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
+from ...protocol.push import (
+    Landed,
+    OwnHead,
+    Publishable,
+    needs_transport_read,
+    plan_push,
+    writable_projects,
+)
 from ...protocol.snapshot import PreviousSnapshot, build_snapshot
 from ...protocol.verify import MAX_MANIFEST_BYTES
+from ..clock import now_ms
 from ..store.connection import transaction
 from ..team.session import Refusal, Team
 from . import dropping, replica
@@ -118,7 +130,7 @@ def sync(
     team: Team, *, clock: Callable[[], int] | None = None, push: bool = True, pull: bool = True
 ) -> SyncSummary:
     """Run one sync of ``team`` (see the module docstring); return its summary."""
-    tick = clock or (lambda: time.time_ns() // 1_000_000)
+    tick = clock or now_ms
     summary = SyncSummary()
     with sync_lock(team.home):
         started = tick()
@@ -164,9 +176,9 @@ def _run(
             "nothing is pushed, and teammates refuse what it writes; ask an admin"
         )
     elif push:
-        for project in sorted(roster.projects):
-            if roster.can_write(team.me, project):
-                _push_with_retry(team, project, summary, tick)
+        for project in writable_projects(roster, team.me):
+            _redact_pending(team, project, tick())
+            _push_with_retry(team, project, summary, tick)
 
 
 def _record(
@@ -214,7 +226,7 @@ def _purge_revoked(team: Team, summary: SyncSummary, now: int) -> None:
 # -- push ----------------------------------------------------------------------------
 
 
-def _own_newest(team: Team, project: str) -> tuple[int, Manifest | None, bytes]:
+def _own_newest(team: Team, project: str) -> Landed | None:
     """The newest manifest of ours in the transport that verifies under our key."""
     for data in team.transport.writer_manifests(project, team.me):
         try:
@@ -224,8 +236,18 @@ def _own_newest(team: Team, project: str) -> tuple[int, Manifest | None, bytes]:
         except Rejected:
             continue
         if manifest.writer == team.me and manifest.project == project:
-            return manifest.seq, manifest, data
-    return 0, None, b""
+            return Landed(manifest, manifest.hash(SUITE))
+    return None
+
+
+def _redact_pending(team: Team, project: str, now: int) -> None:
+    """Redact again, in its own transaction, what the next push would publish for the
+    first time (newer rules may catch a secret an older sealmem let in)."""
+    chain = replica.load_own_chain(team.conn, project)
+    with transaction(team.conn):
+        replica.redact_pending(
+            team.conn, team.me, project, chain.pushed_wall if chain else ZERO, now
+        )
 
 
 def _push_with_retry(
@@ -244,7 +266,18 @@ def _push_with_retry(
             )
 
 
+def _own_head(chain: replica.OwnChain | None) -> OwnHead | None:
+    if chain is None:
+        return None
+    manifest = Manifest.from_body(
+        unpack(chain.manifest, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body
+    )
+    return OwnHead(manifest, chain.hash, chain.pushed_wall, chain.pushed_count, chain.reset_at)
+
+
 def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> None:
+    """Plan the push (:func:`plan_push`) and carry it out; the only write to the store is
+    the new own chain head, recorded after the transport took the manifest."""
     roster = team.roster()
     epoch = roster.projects[project]
     try:
@@ -257,92 +290,51 @@ def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> N
             f"no key for {project!r} epoch {epoch} yet; not pushing (sync again later)"
         )
         return
-    own = replica.load_own_chain(team.conn, project)
+    chain = replica.load_own_chain(team.conn, project)
     listed = team.transport.newest_seqs(project)
-    folder_seq, folder_manifest, folder_bytes = 0, None, b""
-    if listed is None or listed.get(team.me, 0) > (own.seq if own else 0):
-        folder_seq, folder_manifest, folder_bytes = _own_newest(team, project)
-    adopted = folder_manifest is not None and folder_seq > (own.seq if own else 0)
-    if folder_manifest is not None and adopted:
-        # A push that was interrupted after its manifest landed: adopt it, or a new
-        # manifest at the same seq would look like a fork to everyone who saw it.
-        own = replica.OwnChain(
-            project, folder_seq, folder_manifest.hash(SUITE), folder_bytes, {},
-            own.pushed_wall if own else ZERO, own.pushed_count if own else 0,
-            own.reset_at if own else 0,
-        )  # fmt: skip
+    landed = None
+    listed_seq = None if listed is None else listed.get(team.me, 0)
+    if needs_transport_read(chain.seq if chain else 0, listed_seq):
+        landed = _own_newest(team, project)
     reset = roster.latest_reset(team.me, project)
-    resetting = reset is not None and reset.at_version > (own.reset_at if own else 0)
+    seen = team.state.witnessed.get((team.me, project))
+    count, newest, due = replica.own_summary(team.conn, team.me, project, now - DEFAULT_GRACE_MS)
+    plan = plan_push(
+        project=project, own=_own_head(chain), landed=landed, epoch=epoch,
+        reset_at=0 if reset is None else reset.at_version,
+        witnessed_seq=0 if seen is None else seen.seq,
+        publishable=Publishable(count, newest, due), now_ms=now,
+    )  # fmt: skip
+    summary.warnings.extend(plan.warnings)
+    if plan.skip is not None:
+        return
     previous = None
-    if own is not None:
-        previous = PreviousSnapshot(
-            Manifest.from_body(
-                unpack(own.manifest, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body
-            ),
-            own.digests,
-        )
-    pushed_wall = own.pushed_wall if own else ZERO
-    count, newest_local, due = replica.own_summary(
-        team.conn, team.me, project, now - DEFAULT_GRACE_MS
-    )
-    if (
-        own is not None
-        and previous is not None
-        and not adopted
-        and not resetting
-        and previous.manifest.epoch == epoch
-        and count == own.pushed_count
-        and newest_local <= pushed_wall
-        and previous.manifest.records == count - due
-    ):
-        return  # nothing of ours changed since the last push: skip the rebuild
-    with transaction(team.conn):
-        current = [
-            replica.reredact(team.conn, r, team.me, now) if r.hlc > pushed_wall else r
-            for r in replica.publishable_records(team.conn, team.me, project)
-        ]
+    if plan.base is not None:
+        digests = chain.digests if plan.adopt is None and chain is not None else {}
+        previous = PreviousSnapshot(plan.base, digests)
+    current = replica.publishable_records(team.conn, team.me, project)
     kept = collect_tombstones({r.id: r for r in current}, now).kept
     records = sorted(kept.values(), key=lambda r: r.id)
-    if own is None and not records:
-        return
-    if own is None or resetting:
-        # a new chain must not reuse a seq that teammates saw (folder or their witnesses)
-        seen = team.state.witnessed.get((team.me, project))
-        known = max(own.seq if own else 0, folder_seq, seen.seq if seen else 0)
-        seq, prev = known + 1, None
-        if own is None and known:
-            summary.warnings.append(
-                f"this store starts a new chain in {project!r}; teammates refuse it until an "
-                "admin runs 'sealmem admin reset-writer' for this member"
-            )
-    else:
-        seq, prev = own.seq + 1, own.hash
     heads = [Head(w, p, h.seq, h.hash) for (w, p), h in team.state.heads.items() if p == project]
     snap = build_snapshot(
         SUITE, key, team.key, team=team.config.team, project=project, epoch=epoch,
-        roster_version=roster.version, seq=seq, prev=prev, records=records,
+        roster_version=roster.version, seq=plan.seq, prev=plan.prev, records=records,
         random=random_bytes, heads=heads, created_at=now, previous=previous,
     )  # fmt: skip
-    if (
-        previous is not None
-        and not resetting
-        and previous.manifest.epoch == epoch
-        and previous.manifest.chunks == snap.manifest.chunks
-    ):
+    if not plan.publishes(snap.manifest):
         return  # nothing changed since our last manifest
-    team.transport.push(project, team.me, seq, snap.envelope, snap.new_chunks)
-    newest = max((r.hlc for r in records), default=pushed_wall)
+    team.transport.push(project, team.me, plan.seq, snap.envelope, snap.new_chunks)
+    newest_pushed = max((r.hlc for r in records), default=plan.pushed)
     with transaction(team.conn):
         replica.save_own_chain(
             team.conn,
             replica.OwnChain(
-                project, seq, snap.manifest.hash(SUITE), snap.envelope, dict(snap.digests),
-                max(newest, pushed_wall), len(current),
-                reset.at_version if resetting and reset else (own.reset_at if own else 0),
+                project, plan.seq, snap.manifest.hash(SUITE), snap.envelope, dict(snap.digests),
+                max(newest_pushed, plan.pushed), len(current), plan.reset_at,
             ),
             now,
         )  # fmt: skip
-    summary.pushed_versions += sum(1 for r in records if r.hlc > pushed_wall)
+    summary.pushed_versions += sum(1 for r in records if r.hlc > plan.pushed)
     summary.pushed_chunks += len(snap.new_chunks)
     summary.collected_chunks += team.transport.collect(
         project, team.me, set(snap.chunk_ids()), team.config.gc_grace_ms

@@ -47,6 +47,7 @@ from ...protocol.envelope import unpack
 from ...protocol.errors import InputError, Rejected, TransportError
 from ...protocol.manifest import MAX_CHUNK_BYTES, Manifest
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES, MAX_ROSTER_BYTES
+from ..clock import now_ms
 from .nofollow import SafeDir, Symlinked
 from .transport import ConflictError, Transport
 
@@ -333,7 +334,7 @@ class FolderTransport(Transport):
         chunk_dir = SafeDir.open(self._root, ("sealmem", self._team, *parts))
         if chunk_dir is None:
             return 0
-        cutoff = time.time() - grace_ms / 1000
+        cutoff = (now_ms() - grace_ms) / 1000  # compared with file mtimes (s)
         removed = 0
         with chunk_dir:
             for name in chunk_dir.names():

@@ -32,6 +32,7 @@ from ...protocol import hubapi
 from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
 from ...protocol.errors import InputError, TransportError
 from ...protocol.roster import TEAM_RE
+from ..clock import now_ms
 from .folder import FolderTransport
 from .transport import ConflictError, Transport
 
@@ -101,7 +102,7 @@ class HubTransport(Transport):
         self._token = operator_token or os.environ.get(OPERATOR_TOKEN_ENV) or None
         self._client = client or httpx.Client(base_url=self._url, timeout=timeout_s)
         self._owns_client = client is None
-        self._clock = clock or (lambda: time.time_ns() // 1_000_000)
+        self._clock = clock or now_ms
         self._skew_ms = 0
         self._pending_keyrings: list[bytes] = []
 

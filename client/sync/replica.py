@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...protocol.hlc import ZERO, Hlc
+from ...protocol.hlc import ZERO, Hlc, pack, unpack
 from ...protocol.record import Record
 from ...protocol.state import ChainHead, TrustedState, Witness
 from ...protocol.suite import Suite
@@ -34,6 +34,7 @@ from ..store.rows import load_row, next_hlc, record_from_row, write_version
 __all__ = [
     "OwnChain",
     "chunk_cache",
+    "has_unpushed",
     "last_run",
     "load_own_chain",
     "load_state",
@@ -42,6 +43,7 @@ __all__ = [
     "publishable_records",
     "recent_refusals",
     "record_run",
+    "redact_pending",
     "reredact",
     "save_head",
     "save_keyring",
@@ -159,14 +161,47 @@ def save_witnessed(conn: sqlite3.Connection, witnessed: Mapping[tuple[str, str],
 # -- own versions ----------------------------------------------------------------------
 
 
+_PUBLISHABLE = "FROM memories WHERE project = ? AND editor = ? AND visibility = 'team'"
+
+
 def publishable_records(conn: sqlite3.Connection, me: str, project: str) -> list[Record]:
     """Team winners of ``project`` edited by ``me``, tombstones included, sorted by id."""
-    rows = conn.execute(
-        "SELECT * FROM memories WHERE project = ? AND editor = ? AND visibility = 'team' "
-        "ORDER BY id",
-        (project, me),
-    ).fetchall()
+    rows = conn.execute(f"SELECT * {_PUBLISHABLE} ORDER BY id", (project, me)).fetchall()
     return [record_from_row(row) for row in rows]
+
+
+def has_unpushed(conn: sqlite3.Connection, me: str, projects: Iterable[str]) -> bool:
+    """True when a publishable version of ``me`` in one of ``projects`` (those it may
+    write) is newer than everything its chain there has published."""
+    for project in projects:
+        own = load_own_chain(conn, project)
+        since = ZERO if own is None else own.pushed_wall
+        newer = conn.execute(
+            f"SELECT 1 {_PUBLISHABLE} AND (hlc_wall, hlc_counter) > (?, ?) LIMIT 1",
+            (project, me, since.wall, since.counter),
+        ).fetchone()
+        if newer is not None:
+            return True
+    return False
+
+
+def redact_pending(conn: sqlite3.Connection, me: str, project: str, since: Hlc, now: int) -> int:
+    """Redact again the publishable versions of ``me`` newer than ``since`` (not pushed
+    yet); a changed one is stored as a new local version.  Return how many changed.
+
+    Run in its own transaction before a push is planned, so that the push itself only
+    reads the store (newer rules may catch a secret an older sealmem let in).
+    """
+    rows = conn.execute(
+        f"SELECT * {_PUBLISHABLE} AND (hlc_wall, hlc_counter) > (?, ?) ORDER BY id",
+        (project, me, since.wall, since.counter),
+    ).fetchall()
+    changed = 0
+    for row in rows:
+        record = record_from_row(row)
+        if reredact(conn, record, me, now) is not record:
+            changed += 1
+    return changed
 
 
 def own_summary(
@@ -239,15 +274,13 @@ def load_own_chain(conn: sqlite3.Connection, project: str) -> OwnChain | None:
     if row is None:
         return None
     digests = {int(k): str(v) for k, v in json.loads(row[3]).items()}
-    wall, counter = divmod(int(row[4]), 1 << 20)
     return OwnChain(
-        project, int(row[0]), str(row[1]), bytes(row[2]), digests, Hlc(wall, counter),
+        project, int(row[0]), str(row[1]), bytes(row[2]), digests, unpack(int(row[4])),
         int(row[5]), int(row[6]),
     )  # fmt: skip
 
 
 def save_own_chain(conn: sqlite3.Connection, chain: OwnChain, now: int) -> None:
-    packed = (chain.pushed_wall.wall << 20) + min(chain.pushed_wall.counter, (1 << 20) - 1)
     conn.execute(
         "INSERT INTO own_chain (project, seq, hash, manifest, digests_json, pushed_wall, "
         "pushed_count, reset_at, pushed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -261,7 +294,7 @@ def save_own_chain(conn: sqlite3.Connection, chain: OwnChain, now: int) -> None:
             chain.hash,
             chain.manifest,
             json.dumps({str(k): v for k, v in chain.digests.items()}, sort_keys=True),
-            packed,
+            pack(chain.pushed_wall),
             chain.pushed_count,
             chain.reset_at,
             now,

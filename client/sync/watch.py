@@ -20,7 +20,9 @@ from pathlib import Path
 import watchfiles
 
 from ...protocol.errors import SealmemError
+from ...protocol.push import writable_projects
 from ..team.session import Team
+from . import replica
 from .engine import SyncSummary, sync
 from .transport import Transport
 
@@ -30,15 +32,12 @@ DEBOUNCE_MS = 800
 
 
 def has_unpushed(team: Team) -> bool:
-    """True when a team memory of ours is newer than everything we pushed."""
-    conn = team.conn
-    mine = conn.execute(
-        "SELECT MAX(hlc_wall * 1048576 + MIN(hlc_counter, 1048575)) FROM memories "
-        "WHERE editor = ? AND visibility = 'team'",
-        (team.me,),
-    ).fetchone()[0]
-    pushed = conn.execute("SELECT MAX(pushed_wall) FROM own_chain").fetchone()[0]
-    return mine is not None and (pushed is None or int(mine) > int(pushed))
+    """True when a team memory of ours, in a project we may write, is newer than what we
+    pushed there (a read-only or revoked member has nothing to push)."""
+    roster = team.state.roster
+    if roster is None:
+        return False
+    return replica.has_unpushed(team.conn, team.me, writable_projects(roster, team.me))
 
 
 def watch(

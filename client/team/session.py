@@ -11,7 +11,6 @@ for the sync engine (:mod:`sealmem.client.sync.engine`) and the admin operations
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +23,7 @@ from ...protocol.names import name_problem
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_keyring, accept_roster
+from ..clock import now_ms
 from ..fsutil import atomic_write
 from ..store.connection import transaction
 from ..sync import replica
@@ -51,10 +51,6 @@ __all__ = [
 CONFIG_FILE = "team.json"
 DEFAULT_GC_GRACE_MS = 24 * 60 * 60 * 1000
 """Unreferenced chunks stay this long so that readers a little behind still find them."""
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True)

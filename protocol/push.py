@@ -1,0 +1,189 @@
+"""What a writer's next push does, as a pure function over values (DESIGN §5).
+
+The sync engine gathers the inputs (its own chain head as recorded locally, its
+newest manifest found in the transport, the roster's epoch and latest reset for
+it, the seq teammates witnessed, a summary of its publishable versions), calls
+:func:`plan_push`, and carries the plan out: build the snapshot, push it, record
+the new head.  Every decision is here, so each branch is one row of a table test:
+
+- **skip** when nothing of ours changed since the last push, or when a store
+  that never pushed has nothing to publish;
+- **adopt** our own manifest found in the transport with a seq above the local
+  record: a push interrupted after its manifest landed.  A new manifest at the
+  same seq would look like a fork to everyone who saw it;
+- **continue** the chain (``seq + 1``, ``prev`` = hash of the head);
+- **start a new chain** (``prev`` None) when this store never pushed, or after
+  an admin's reset of our chain (``reset-writer``), at a seq above every one
+  teammates may have seen: ours in the transport and the one they witnessed.
+  Starting a new chain without a reset is refused by teammates (``fork``), so
+  the plan warns;
+- an epoch change (rotation) or a reset forces a rebuild: unchanged chunks are
+  not reused, and the snapshot is published even when its chunks match
+  (:meth:`PushPlan.publishes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .hlc import MAX_AHEAD_MS, ZERO, Hlc, too_far_ahead
+from .manifest import Manifest
+from .roster import Roster
+
+__all__ = [
+    "SKIP_EMPTY",
+    "SKIP_UNCHANGED",
+    "Landed",
+    "OwnHead",
+    "Publishable",
+    "PushPlan",
+    "needs_transport_read",
+    "plan_push",
+    "writable_projects",
+]
+
+SKIP_UNCHANGED = "unchanged"
+"""Nothing of ours changed since the manifest we last published."""
+SKIP_EMPTY = "empty"
+"""This store never pushed in the project and has nothing to publish."""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnHead:
+    """The last manifest this writer published in a project, as recorded locally."""
+
+    manifest: Manifest
+    hash: str
+    pushed: Hlc  # the newest HLC published in this chain
+    pushed_count: int  # publishable versions (due tombstones included) at that push
+    reset_at: int  # roster version of the admin reset this chain answers (0: none)
+
+
+@dataclass(frozen=True, slots=True)
+class Landed:
+    """Our newest manifest found in the transport, already verified under our key."""
+
+    manifest: Manifest
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class Publishable:
+    """This writer's publishable versions in a project, as counted in the store."""
+
+    count: int  # team winners it edited, tombstones included
+    newest: Hlc  # the newest HLC among them (ZERO when none)
+    due: int  # tombstones past the grace period: collected, not published
+
+
+@dataclass(frozen=True, slots=True)
+class PushPlan:
+    """What to push: nothing (``skip`` says why), or a manifest at ``seq`` after ``prev``."""
+
+    skip: str | None
+    seq: int = 0
+    prev: str | None = None
+    adopt: Landed | None = None
+    base: Manifest | None = None  # the manifest whose unchanged chunks may be reused
+    force: bool = False  # publish even if the chunks did not change (a reset)
+    pushed: Hlc = ZERO  # the newest HLC already published, before this push
+    reset_at: int = 0  # record with the new head
+    warnings: tuple[str, ...] = ()
+
+    def publishes(self, built: Manifest) -> bool:
+        """False when ``built`` would publish the very chunks of the base manifest again."""
+        return (
+            self.force
+            or self.base is None
+            or self.base.epoch != built.epoch
+            or self.base.chunks != built.chunks
+        )
+
+
+def writable_projects(roster: Roster, me: str) -> list[str]:
+    """The projects ``me`` pushes to, sorted: those it may write, none once revoked."""
+    if roster.revocation(me) is not None:
+        return []
+    return [p for p in sorted(roster.projects) if roster.can_write(me, p)]
+
+
+def needs_transport_read(own_seq: int, listed_seq: int | None) -> bool:
+    """Whether to read our own manifests back from the transport before planning.
+
+    ``listed_seq`` is our newest seq as the transport lists it cheaply (None when
+    it cannot).  Only a seq above ``own_seq`` (what we recorded) is worth reading.
+    """
+    return listed_seq is None or listed_seq > own_seq
+
+
+def plan_push(
+    *,
+    project: str,
+    own: OwnHead | None,
+    landed: Landed | None,
+    epoch: int,
+    reset_at: int,
+    witnessed_seq: int,
+    publishable: Publishable,
+    now_ms: int,
+) -> PushPlan:
+    """The plan for this writer's next push in ``project``, at ``epoch``.
+
+    The caller holds the content key of ``epoch`` (without it nothing can be
+    built: it warns and does not plan).
+    ``reset_at`` is the roster version of the latest admin reset of our chain in
+    the project (0: none); ``witnessed_seq`` the seq of ours that teammates' heads
+    carry (0: none); ``now_ms`` this writer's clock.
+    """
+    adopt = None
+    if landed is not None and landed.manifest.seq > (own.manifest.seq if own else 0):
+        adopt = landed
+    base: Manifest | None = None
+    base_hash: str | None = None
+    if adopt is not None:
+        base, base_hash = adopt.manifest, adopt.hash
+    elif own is not None:
+        base, base_hash = own.manifest, own.hash
+    pushed = own.pushed if own else ZERO
+    chain_reset = own.reset_at if own else 0
+    resetting = reset_at > chain_reset
+    published = publishable.count - publishable.due
+    if (
+        own is not None
+        and adopt is None
+        and not resetting
+        and own.manifest.epoch == epoch
+        and publishable.count == own.pushed_count
+        and publishable.newest <= pushed
+        and own.manifest.records == published
+    ):
+        return PushPlan(SKIP_UNCHANGED)
+    if base is None and published == 0:
+        return PushPlan(SKIP_EMPTY)
+    warnings: list[str] = []
+    if too_far_ahead(publishable.newest, now_ms):
+        warnings.append(
+            f"a memory of ours in {project!r} carries a clock more than "
+            f"{MAX_AHEAD_MS // 3_600_000} h ahead of this machine's ({publishable.newest.wall} "
+            f"ms vs {now_ms} ms); teammates refuse this snapshot (clock-ahead) while it is "
+            "that far ahead of theirs: check this machine's clock ('sealmem doctor')"
+        )
+    if base is None or resetting:
+        known = max(
+            base.seq if base is not None else 0,
+            landed.manifest.seq if landed is not None else 0,
+            witnessed_seq,
+        )
+        if base is None and known:
+            warnings.append(
+                f"this store starts a new chain in {project!r}; teammates refuse it until an "
+                "admin runs 'sealmem admin reset-writer' for this member"
+            )
+        return PushPlan(
+            None, known + 1, None, adopt, base, force=resetting, pushed=pushed,
+            reset_at=reset_at if resetting else chain_reset, warnings=tuple(warnings),
+        )  # fmt: skip
+    return PushPlan(
+        None, base.seq + 1, base_hash, adopt, base, pushed=pushed, reset_at=chain_reset,
+        warnings=tuple(warnings),
+    )  # fmt: skip

@@ -1,0 +1,165 @@
+"""The push side of the engine over a real folder: what it writes locally, the packed
+own-chain clock and its migration, re-redaction as its own step, grants in watch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sealmem.client import MemoryStore
+from sealmem.client.store.connection import connect, transaction
+from sealmem.client.store.memory import Provenance
+from sealmem.client.store.rows import load_row, next_hlc, record_from_row, write_version
+from sealmem.client.store.schema import MIGRATIONS
+from sealmem.client.sync import engine, replica
+from sealmem.client.sync.engine import SyncSummary
+from sealmem.client.sync.watch import has_unpushed
+from sealmem.client.team import admin
+from sealmem.client.team.session import Team
+from sealmem.protocol.hlc import MAX_COUNTER, MAX_WALL_MS, ZERO, Hlc, pack
+from tests.sync.conftest import PROJECT, Node, World
+
+SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+def leak(node: Node, text: str) -> str:
+    """A team memory of ``node`` whose current version holds a secret (an older rule set)."""
+    mem = node.remember(text)
+    conn = node.store.connection
+    with transaction(conn):
+        row = load_row(conn, mem.id)
+        assert row is not None
+        leaked = record_from_row(row).evolve(
+            content=f"{text} with token {SECRET}", hlc=next_hlc(conn, node.clock())
+        )
+        write_version(
+            conn, leaked, provenance=Provenance.local(), local_importance=0.5,
+            seen_count=1, updated_at=node.clock(),
+        )  # fmt: skip
+    return mem.id
+
+
+def test_a_push_writes_nothing_but_its_own_chain_head(world: World) -> None:
+    alice = world.nodes["alice"]
+    alice.remember("a plain note")
+    leak(alice, "deploy notes")
+    conn = alice.store.connection
+    alice.t.refresh(alice.clock())
+    statements: list[str] = []
+    # without the redaction step that runs before it (see test_engine), the push itself
+    # must not write new versions: it reads, plans, publishes, records its head
+    conn.set_trace_callback(statements.append)
+    try:
+        summary = SyncSummary()
+        engine._push_project(alice.t, PROJECT, summary, alice.clock())
+    finally:
+        conn.set_trace_callback(None)
+    writes = [s for s in statements if s.lstrip().upper().startswith(WRITES)]
+    assert summary.pushed_versions == 2
+    assert writes  # the new head is recorded
+    assert all("own_chain" in s for s in writes), writes
+
+
+def test_redact_pending_redacts_only_what_was_not_pushed_and_once(world: World) -> None:
+    alice = world.nodes["alice"]
+    conn = alice.store.connection
+    mid = leak(alice, "deploy notes")
+    before = alice.store.get(mid).record.hlc
+    with transaction(conn):
+        assert replica.redact_pending(conn, alice.key.kid, PROJECT, before, alice.clock()) == 0
+    assert SECRET in alice.store.get(mid).content  # already pushed (as far as `since` says)
+    with transaction(conn):
+        assert replica.redact_pending(conn, alice.key.kid, PROJECT, ZERO, alice.clock()) == 1
+    cleaned = alice.store.get(mid)
+    assert SECRET not in cleaned.content
+    assert "[REDACTED:github_token]" in cleaned.content
+    assert cleaned.record.hlc > before  # a new local version, newer than the leaked one
+    assert cleaned.record.editor == alice.key.kid
+    with transaction(conn):
+        assert replica.redact_pending(conn, alice.key.kid, PROJECT, ZERO, alice.clock()) == 0
+
+
+def test_own_chain_keeps_a_far_future_clock_in_the_one_packing(world: World) -> None:
+    alice = world.nodes["alice"]
+    alice.remember("a note")
+    alice.sync()
+    conn = alice.store.connection
+    own = replica.load_own_chain(conn, PROJECT)
+    assert own is not None
+    far = Hlc(MAX_WALL_MS, MAX_COUNTER)
+    with transaction(conn):  # (wall << 20) + counter overflowed SQLite's int64 here
+        replica.save_own_chain(conn, replica.OwnChain(
+            own.project, own.seq, own.hash, own.manifest, own.digests, far, own.pushed_count,
+            own.reset_at,
+        ), alice.clock())  # fmt: skip
+    raw = conn.execute("SELECT pushed_wall FROM own_chain WHERE project = ?", (PROJECT,))
+    assert raw.fetchone()[0] == pack(far)
+    loaded = replica.load_own_chain(conn, PROJECT)
+    assert loaded is not None
+    assert loaded.pushed_wall == far
+
+
+def test_migration_converts_the_old_own_chain_packing(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = connect(path, migrations=MIGRATIONS[:3])  # a store written by the previous release
+    rows = {"webapp": (1_800_000_000_123, 7), "infra": (1_700_000_000_000, 0),
+            "clamped": (1_750_000_000_000, 70_000)}  # fmt: skip
+    with transaction(conn):
+        for project, (wall, counter) in rows.items():
+            conn.execute(
+                "INSERT INTO own_chain (project, seq, hash, manifest, digests_json, pushed_wall, "
+                "pushed_count, reset_at, pushed_at) VALUES (?, 1, 'h', x'00', '{}', ?, 1, 0, 0)",
+                (project, (wall << 20) + min(counter, (1 << 20) - 1)),
+            )
+    conn.close()
+    conn = connect(path)
+    try:
+        raw = dict(conn.execute("SELECT project, pushed_wall FROM own_chain").fetchall())
+        assert raw["webapp"] == pack(Hlc(1_800_000_000_123, 7))
+        assert raw["infra"] == pack(Hlc(1_700_000_000_000, 0))
+        assert raw["clamped"] == pack(Hlc(1_750_000_000_000, MAX_COUNTER))
+        own = replica.load_own_chain(conn, "webapp")
+        assert own is not None
+        assert own.pushed_wall == Hlc(1_800_000_000_123, 7)
+    finally:
+        conn.close()
+
+
+def test_a_store_migrated_from_the_old_packing_pushes_what_is_new(world: World) -> None:
+    alice = world.nodes["alice"]
+    alice.remember("pushed before the upgrade")
+    alice.sync()
+    conn = alice.store.connection
+    own = replica.load_own_chain(conn, PROJECT)
+    assert own is not None
+    wall, counter = own.pushed_wall
+    with transaction(conn):  # as the previous release left it
+        conn.execute("UPDATE own_chain SET pushed_wall = ?", ((wall << 20) + counter,))
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 4")
+    alice.store.close()
+    alice.store = MemoryStore.open(alice.home / "store.db", author=alice.key.kid,
+                                   clock=alice.clock)  # fmt: skip
+    alice.team = Team.open(alice.home, alice.store, alice.key)
+    assert alice.sync().pushed_versions == 0  # nothing new: the migrated watermark holds
+    alice.remember("written after the upgrade")
+    assert alice.sync().pushed_versions == 1  # read in the old packing it looked pushed
+    assert world.nodes["bob"].sync().pulled_new == 2
+
+
+def test_a_member_without_write_grant_has_nothing_to_push(world: World) -> None:
+    adm, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
+    admin.grant(adm.t, "alice", PROJECT, read=True, write=False, now=adm.clock())
+    alice.sync()
+    bob.sync()
+    assert not alice.t.roster().can_write(alice.key.kid, PROJECT)
+    alice.remember("alice may read webapp but not write it")
+    assert not has_unpushed(alice.t)  # a sync would push nothing: no reason to run one
+    assert alice.sync().pushed_versions == 0
+    alice.remember("alice still writes the shared project", project="shared")
+    assert has_unpushed(alice.t)
+    alice.sync()
+    assert not has_unpushed(alice.t)
+    bob.remember("bob writes webapp")
+    assert has_unpushed(bob.t)
+    bob.sync()
+    assert not has_unpushed(bob.t)
