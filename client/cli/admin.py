@@ -38,7 +38,7 @@ def requests(as_json: JsonOpt = False) -> None:
     from ..team.session import now_ms
 
     with open_team() as team:
-        team.refresh(now_ms())
+        team.refresh(team.trusted(), now_ms())
         items = admin.pending_requests(team)
         skipped = team.transport.take_warnings()
     if as_json:

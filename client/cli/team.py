@@ -134,7 +134,7 @@ def invite(as_json: JsonOpt = False) -> None:
     from ..team.session import now_ms
 
     with open_team() as team:
-        team.refresh(now_ms())
+        team.refresh(team.trusted(), now_ms())
         text = admin.invite(team, now_ms())
         doc = {
             "invite": text,
@@ -216,7 +216,7 @@ def status(as_json: JsonOpt = False) -> None:
     from ..team.session import now_ms
 
     with open_team() as team:
-        team.refresh(now_ms())
+        team.refresh(team.trusted(), now_ms())
         doc = team.status()
     if as_json:
         output.emit_json(doc)

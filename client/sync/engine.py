@@ -49,11 +49,13 @@ from ...protocol.push import (
     plan_push,
     writable_projects,
 )
+from ...protocol.roster import Roster
 from ...protocol.snapshot import PreviousSnapshot, build_snapshot
+from ...protocol.state import TrustedState
 from ...protocol.verify import MAX_MANIFEST_BYTES
 from ..clock import now_ms
 from ..store.connection import transaction
-from ..team.session import Refusal, Team
+from ..team.session import Refusal, Team, trusted_roster
 from . import dropping, replica
 from .pull import pull_project
 from .transport import ConflictError
@@ -157,18 +159,19 @@ def _run(
     push: bool,
     pull: bool,
 ) -> None:
-    summary.refused += team.refresh(started)
-    roster = team.state.roster
+    state, refused = team.refresh(team.trusted(), started)
+    summary.refused += refused
+    roster = state.roster
     if roster is None or roster.member(team.me) is None:
         summary.warnings.append(
             "not a member of the trusted roster yet: an admin must approve the join request"
         )
         return
     if pull:
-        _purge_revoked(team, summary, tick())
+        _purge_revoked(team, roster, summary, tick())
         for project in sorted(roster.projects):
             if roster.can_read(team.me, project):
-                pull_project(team, project, summary, tick)
+                state = pull_project(team, state, project, summary, tick)
     revoked = roster.revocation(team.me)
     if push and revoked is not None:
         summary.warnings.append(
@@ -178,7 +181,7 @@ def _run(
     elif push:
         for project in writable_projects(roster, team.me):
             _redact_pending(team, project, tick())
-            _push_with_retry(team, project, summary, tick)
+            _push_with_retry(team, state, project, summary, tick)
 
 
 def _record(
@@ -197,14 +200,13 @@ def _record(
 # -- pull ----------------------------------------------------------------------------
 
 
-def _purge_revoked(team: Team, summary: SyncSummary, now: int) -> None:
+def _purge_revoked(team: Team, roster: Roster, summary: SyncSummary, now: int) -> None:
     """Before pulling: drop far-ahead versions and those of newly revoked writers.
 
     Both keep every version written by someone else: the best remaining one wins
     again (``protocol.revocation``).
     """
-    roster = team.state.roster
-    if roster is None or not dropping.pending(team.conn, roster, now):
+    if not dropping.pending(team.conn, roster, now):
         return
     with transaction(team.conn):
         ahead = dropping.drop_far_ahead(team.conn, now)
@@ -251,14 +253,18 @@ def _redact_pending(team: Team, project: str, now: int) -> None:
 
 
 def _push_with_retry(
-    team: Team, project: str, summary: SyncSummary, tick: Callable[[], int]
+    team: Team,
+    state: TrustedState,
+    project: str,
+    summary: SyncSummary,
+    tick: Callable[[], int],
 ) -> None:
-    """Push; when the hub says our seq is stale (409), read our newest chain back and retry."""
+    """Push; when the transport says our seq is stale, read our newest chain back and retry."""
     try:
-        _push_project(team, project, summary, tick())
+        _push_project(team, state, project, summary, tick())
     except ConflictError as first:
         try:
-            _push_project(team, project, summary, tick())
+            _push_project(team, state, project, summary, tick())
         except ConflictError as second:
             summary.warnings.append(
                 f"push to {project!r} refused twice as stale ({first.detail}; {second.detail}); "
@@ -275,13 +281,15 @@ def _own_head(chain: replica.OwnChain | None) -> OwnHead | None:
     return OwnHead(manifest, chain.hash, chain.pushed_wall, chain.pushed_count, chain.reset_at)
 
 
-def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> None:
+def _push_project(
+    team: Team, state: TrustedState, project: str, summary: SyncSummary, now: int
+) -> None:
     """Plan the push (:func:`plan_push`) and carry it out; the only write to the store is
     the new own chain head, recorded after the transport took the manifest."""
-    roster = team.roster()
+    roster = trusted_roster(state)
     epoch = roster.projects[project]
     try:
-        key = team.content_key(project, epoch)
+        key = team.content_key(state, project, epoch)
     except Rejected as exc:  # the wrap does not match the keyring's key_id: never write
         summary.refused.append(Refusal(exc.reason, f"keyring {project}", exc.detail))
         return
@@ -297,7 +305,7 @@ def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> N
     if needs_transport_read(chain.seq if chain else 0, listed_seq):
         landed = _own_newest(team, project)
     reset = roster.latest_reset(team.me, project)
-    seen = team.state.witnessed.get((team.me, project))
+    seen = state.witnessed.get((team.me, project))
     count, newest, due = replica.own_summary(team.conn, team.me, project, now - DEFAULT_GRACE_MS)
     plan = plan_push(
         project=project, own=_own_head(chain), landed=landed, epoch=epoch,
@@ -315,7 +323,7 @@ def _push_project(team: Team, project: str, summary: SyncSummary, now: int) -> N
     current = replica.publishable_records(team.conn, team.me, project)
     kept = collect_tombstones({r.id: r for r in current}, now).kept
     records = sorted(kept.values(), key=lambda r: r.id)
-    heads = [Head(w, p, h.seq, h.hash) for (w, p), h in team.state.heads.items() if p == project]
+    heads = [Head(w, p, h.seq, h.hash) for (w, p), h in state.heads.items() if p == project]
     snap = build_snapshot(
         SUITE, key, team.key, team=team.config.team, project=project, epoch=epoch,
         roster_version=roster.version, seq=plan.seq, prev=plan.prev, records=records,

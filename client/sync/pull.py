@@ -34,7 +34,7 @@ from ...protocol.state import TrustedState
 from ...protocol.verify import accept_manifest
 from ..store.connection import transaction
 from ..store.memory import Provenance
-from ..team.session import Refusal, Team
+from ..team.session import Refusal, Team, trusted_roster
 from . import replica
 from .apply import ApplyResult, apply_versions
 
@@ -62,18 +62,22 @@ class PullSink(Protocol):
     warnings: list[str]
 
 
-def pull_project(team: Team, project: str, summary: PullSink, tick: Callable[[], int]) -> None:
-    """Pull every teammate's newest snapshot of ``project`` that moved since the last sync."""
+def pull_project(
+    team: Team, state: TrustedState, project: str, summary: PullSink, tick: Callable[[], int]
+) -> TrustedState:
+    """Pull every teammate's newest snapshot of ``project`` that moved since the last sync;
+    return the trusted state with the heads accepted (already committed to the store)."""
     transport = team.transport
     seqs = transport.newest_seqs(project)
     writers = sorted(transport.manifests(project)) if seqs is None else sorted(seqs)
     for writer in writers:
         if writer == team.me:
             continue
-        head = team.state.head(writer, project)
+        head = state.head(writer, project)
         if seqs is not None and head is not None and seqs[writer] == head.seq:
             continue  # nothing new: skip reading the manifest at all
-        _pull_writer(team, project, writer, summary, tick())
+        state = _pull_writer(team, state, project, writer, summary, tick())
+    return state
 
 
 def _candidates(team: Team, project: str, writer: str) -> Iterator[bytes]:
@@ -96,12 +100,14 @@ def _unexpected(where: str, exc: BaseException) -> str:
     )
 
 
-def _pull_writer(team: Team, project: str, writer: str, summary: PullSink, now: int) -> None:
+def _pull_writer(
+    team: Team, state: TrustedState, project: str, writer: str, summary: PullSink, now: int
+) -> TrustedState:
     where = f"manifest {writer[:8]}/{project}"
     refusal: Refusal | None = None
     for data in _candidates(team, project, writer):
         try:
-            _pull_manifest(team, project, writer, data, summary, now)
+            state = _pull_manifest(team, state, project, writer, data, summary, now)
         except Rejected as exc:
             refusal = refusal or Refusal(exc.reason, where, exc.detail)
         except OBJECT_ERRORS as exc:
@@ -110,23 +116,34 @@ def _pull_writer(team: Team, project: str, writer: str, summary: PullSink, now: 
             break
     if refusal is not None:
         summary.refused.append(refusal)
+    return state
 
 
 def _pull_manifest(
-    team: Team, project: str, writer: str, data: bytes, summary: PullSink, now: int
-) -> None:
-    """Accept one manifest envelope and merge its snapshot; raise to refuse it."""
-    state, manifest = accept_manifest(SUITE, team.state, data, project=project, writer=writer)
-    if state is team.state:
-        return  # the newest readable one is the one we already trust
-    key = team.content_key(project, manifest.epoch)
+    team: Team,
+    trusted: TrustedState,
+    project: str,
+    writer: str,
+    data: bytes,
+    summary: PullSink,
+    now: int,
+) -> TrustedState:
+    """Accept one manifest envelope and merge its snapshot; raise to refuse it.
+
+    Returns the state with the new head once the snapshot is merged and committed
+    (``trusted`` unchanged when there was nothing new or no key yet)."""
+    state, manifest = accept_manifest(SUITE, trusted, data, project=project, writer=writer)
+    if state is trusted:
+        return trusted  # the newest readable one is the one we already trust
+    key = team.content_key(state, project, manifest.epoch)
     if key is None:
         summary.warnings.append(
             f"manifest {writer[:8]}/{project} seq {manifest.seq} uses epoch {manifest.epoch}, "
             "for which this member holds no key; it will be read once the writer re-publishes"
         )
-        return
+        return trusted
     _merge_snapshot(team, state, manifest, key, summary, now)
+    return state
 
 
 def _merge_snapshot(
@@ -136,7 +153,7 @@ def _merge_snapshot(
     head = state.head(m.writer, m.project)
     if head is None:
         raise StoreError(f"accepted manifest of {m.writer}/{m.project} left no chain head")
-    member = team.roster().member(m.writer)
+    member = trusted_roster(state).member(m.writer)
     provenance = Provenance(
         transport=team.transport.kind,
         signer=m.writer,
@@ -167,7 +184,6 @@ def _merge_snapshot(
             f"seq {m.seq} ({exc}); nothing of it was kept. Run 'sealmem doctor' to check "
             "the store, then sync again"
         ) from exc
-    team.state = state
     summary.pulled_new += result.new
     summary.pulled_updated += result.updated
     summary.warnings.extend(result.skipped)

@@ -34,7 +34,7 @@ DEBOUNCE_MS = 800
 def has_unpushed(team: Team) -> bool:
     """True when a team memory of ours, in a project we may write, is newer than what we
     pushed there (a read-only or revoked member has nothing to push)."""
-    roster = team.state.roster
+    roster = team.trusted().roster
     if roster is None:
         return False
     return replica.has_unpushed(team.conn, team.me, writable_projects(roster, team.me))

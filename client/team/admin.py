@@ -32,7 +32,7 @@ from ..store.connection import transaction
 from ..sync import replica
 from ..sync.hub import is_hub_location
 from .invite import fingerprint_of, make_invite, read_join_request
-from .session import Team, TeamConfig, find_member, transport_for
+from .session import Team, TeamConfig, find_member, transport_for, trusted_roster
 
 __all__ = [
     "Approved",
@@ -59,14 +59,21 @@ class Approved:
 
 
 def _publish(
-    team: Team, roster: Roster, rekey: Iterable[str], now: int, *, extend: Iterable[str] = ()
+    team: Team,
+    state: TrustedState,
+    roster: Roster,
+    rekey: Iterable[str],
+    now: int,
+    *,
+    extend: Iterable[str] = (),
 ) -> Roster:
     """Sign and publish ``roster`` with new keyrings for ``rekey`` and the current key
-    re-wrapped to the readers of ``roster`` for ``extend``; trust them locally."""
+    re-wrapped to the readers of ``roster`` for ``extend``; trust them locally (the
+    store then holds the new state: :meth:`Team.trusted` reads it back)."""
     roster = roster.check(SUITE)
     keys = {p: ContentKey.generate() for p in set(rekey)}
     for project in set(extend) - keys.keys():
-        key = _current_key(team, roster, project)
+        key = _current_key(team, state, roster, project)
         if key is None:
             raise InputError(
                 f"cannot re-wrap the key of {project!r}: this admin holds none; "
@@ -81,41 +88,43 @@ def _publish(
     for project, epoch, data in keyrings:
         team.transport.put_keyring(project, epoch, data)
     team.transport.put_roster(roster.version, roster_bytes)
-    state, _ = accept_roster(SUITE, team.state, roster_bytes)
+    state, _ = accept_roster(SUITE, state, roster_bytes)
     with transaction(team.conn):
         replica.save_roster(team.conn, roster.version, roster_bytes, now)
         for project, epoch, data in keyrings:
             if roster.can_read(team.me, project):
                 state, _ = accept_keyring(SUITE, state, data)
                 replica.save_keyring(team.conn, project, epoch, data, now)
-    team.state = state
     return roster
 
 
-def _admin_roster(team: Team, now: int) -> Roster:
-    team.refresh(now)
-    roster = team.roster()
+def _admin_roster(team: Team, now: int) -> tuple[TrustedState, Roster]:
+    """The refreshed trusted state and its roster, which must name this member an admin."""
+    state, _ = team.refresh(team.trusted(), now)
+    roster = trusted_roster(state)
     if not roster.is_admin(team.me):
         raise InputError(
             f"member {team.me} is not an admin of team {team.config.team} "
             f"(roster v{roster.version}); ask an admin to run this command"
         )
-    return roster
+    return state, roster
 
 
-def _current_key(team: Team, roster: Roster, project: str) -> ContentKey | None:
+def _current_key(
+    team: Team, state: TrustedState, roster: Roster, project: str
+) -> ContentKey | None:
     """This admin's key for ``project``'s epoch in ``roster``, if it holds a valid one."""
     epoch = roster.projects.get(project)
     if epoch is None:
         return None
     try:
-        return team.content_key(project, epoch)
+        return team.content_key(state, project, epoch)
     except Rejected:  # a wrap that does not match key_id: never re-wrap it
         return None
 
 
 def _added_readers(
-    team: Team, roster: Roster, projects: Iterable[str]
+    team: Team, state: TrustedState, roster: Roster, projects: Iterable[str]
 ) -> tuple[list[str], list[str]]:
     """Split projects that gain readers into (extend the current epoch, rotate).
 
@@ -125,7 +134,8 @@ def _added_readers(
     extend: list[str] = []
     rotate: list[str] = []
     for project in sorted(set(projects)):
-        (extend if _current_key(team, roster, project) is not None else rotate).append(project)
+        has_key = _current_key(team, state, roster, project) is not None
+        (extend if has_key else rotate).append(project)
     return extend, rotate
 
 
@@ -172,10 +182,9 @@ def create_team(
     roster = edits.genesis(SUITE, team_id, me, created_at=now, projects=projects)
     transport = transport_for(config, key, operator_token=operator_token)
     team = Team(Path(home_dir), store, key, config, transport)
-    team.state = TrustedState.pin(SUITE, team_id, key.sign_public)
     try:
         transport.prepare_new_team()
-        _publish(team, roster, projects, now)
+        _publish(team, TrustedState.pin(SUITE, team_id, key.sign_public), roster, projects, now)
     except BaseException:
         transport.close()
         raise
@@ -184,7 +193,7 @@ def create_team(
 
 
 def invite(team: Team, now: int) -> str:
-    if team.me != team.state.root_kid:
+    if team.me != team.trusted().root_kid:
         raise InputError(
             "an invite is signed by the team root key; ask the admin who created the team"
         )
@@ -200,7 +209,7 @@ def invite(team: Team, now: int) -> str:
 def pending_requests(team: Team) -> list[dict[str, Any]]:
     """Join requests in the folder, checked, with fingerprints (refused ones say why)."""
     out: list[dict[str, Any]] = []
-    roster = team.state.roster
+    roster = team.trusted().roster
     for kid, data in team.transport.requests().items():
         try:
             req = read_join_request(data, team.config.team)
@@ -241,7 +250,7 @@ def approve(
     now: int,
 ) -> list[Approved]:
     """Add the members of these join requests (``kids`` empty: every valid one)."""
-    roster = _admin_roster(team, now)
+    state, roster = _admin_roster(team, now)
     waiting = team.transport.requests()
     chosen = list(kids) or _valid_newcomers(waiting, roster, team.config.team)
     if not chosen:
@@ -262,7 +271,7 @@ def approve(
         member = Member(req.kid, req.name, req.sign_public, req.box_public)
         changes.append(edits.adding_member(member, projects=granted, read=read, write=write))
         done.append(Approved(req.kid, req.name, req.fingerprint))
-    _change(team, roster, changes, now, readers_added=granted if read else ())
+    _change(team, state, changes, now, readers_added=granted if read else ())
     for item in done:
         team.transport.remove_request(item.kid)
     return done
@@ -287,12 +296,12 @@ def issue(
         raise InputError("the bundle passphrase must be at least 8 characters")
     if problem := name_problem(name):
         raise InputError(f"the member name {name!r} {problem}")
-    roster = _admin_roster(team, now)
+    state, roster = _admin_roster(team, now)
     granted = sorted(set(projects) if projects else set(roster.projects))
     key = MemberKey.generate()
     member = Member(key.kid, name, key.sign_public, key.box_public, "member", True)
     add = edits.adding_member(member, projects=granted, read=read, write=write)
-    _change(team, roster, [add], now, readers_added=granted if read else ())
+    _change(team, state, [add], now, readers_added=granted if read else ())
     bundle = key.export_bundle(passphrase, kdf=kdf)
     return bundle, Approved(key.kid, name, fingerprint_of(key.sign_public, key.box_public))
 
@@ -303,16 +312,16 @@ def grant(team: Team, who: str, project: str, *, read: bool, write: bool, now: i
     A new project is registered first: every admin gets read/write on it, then
     ``who`` the access asked for; its first key is wrapped to all of them.
     """
-    roster = _admin_roster(team, now)
+    state, roster = _admin_roster(team, now)
     member = find_member(roster, who)
     setting = edits.setting_grant(member.kid, project, read=read, write=write)
     if project not in roster.projects:
-        return _change(team, roster, [edits.adding_project(project), setting], now, new=[project])
+        return _change(team, state, [edits.adding_project(project), setting], now, new=[project])
     old = roster.grant(member.kid, project)
     if old is not None and old.read and not read:  # a reader removed: a new epoch
-        return _change(team, roster, [setting, edits.rotating(project)], now, new=[project])
+        return _change(team, state, [setting, edits.rotating(project)], now, new=[project])
     added = [project] if read and (old is None or not old.read) else []
-    return _change(team, roster, [setting], now, readers_added=added)
+    return _change(team, state, [setting], now, readers_added=added)
 
 
 def revoke(team: Team, who: str, *, keep_data: bool = True, now: int) -> Roster:
@@ -323,33 +332,33 @@ def revoke(team: Team, who: str, *, keep_data: bool = True, now: int) -> Roster:
     without, readers replace its versions with the best remaining version written
     by anyone else (``protocol.revocation``), and drop a memory only it wrote.
     """
-    roster = _admin_roster(team, now)
+    state, roster = _admin_roster(team, now)
     member = find_member(roster, who)
-    pins = edits.pins_for(team.state, member.kid) if keep_data else {}
+    pins = edits.pins_for(state, member.kid) if keep_data else {}
     readable = [p for p in roster.projects if roster.can_read(member.kid, p)]
-    return _change(team, roster, [edits.revoking(member.kid, pins=pins)], now, new=readable)
+    return _change(team, state, [edits.revoking(member.kid, pins=pins)], now, new=readable)
 
 
 def rotate(team: Team, project: str, *, now: int) -> Roster:
     """Give ``project`` a new epoch (a fresh content key)."""
-    roster = _admin_roster(team, now)
-    return _change(team, roster, [edits.rotating(project)], now, new=[project])
+    state, _ = _admin_roster(team, now)
+    return _change(team, state, [edits.rotating(project)], now, new=[project])
 
 
 def reset_writer(team: Team, who: str, *, now: int) -> Roster:
     """Let a member who lost its store start new manifest chains in every project."""
-    roster = _admin_roster(team, now)
+    state, roster = _admin_roster(team, now)
     member = find_member(roster, who)
     writable = [p for p in roster.projects if roster.can_write(member.kid, p)]
     if not writable:
         raise InputError(f"{member.name} may write no project; nothing to reset")
     resets = [edits.resetting_chain(member.kid, p) for p in writable]
-    return _change(team, roster, resets, now)
+    return _change(team, state, resets, now)
 
 
 def _change(
     team: Team,
-    roster: Roster,
+    state: TrustedState,
     changes: Sequence[edits.Edit],
     now: int,
     *,
@@ -362,7 +371,8 @@ def _change(
     registered); projects in ``readers_added`` re-publish the current key with the
     new readers' wraps, or rotate when this admin cannot unwrap it.
     """
-    extend, rekey = _added_readers(team, roster, set(readers_added) - set(new))
+    roster = trusted_roster(state)
+    extend, rekey = _added_readers(team, state, roster, set(readers_added) - set(new))
     changes = [*changes, *(edits.rotating(p) for p in rekey)]
     nxt = edits.next_roster(SUITE, roster, *changes, created_at=now)
-    return _publish(team, nxt, [*new, *rekey], now, extend=extend)
+    return _publish(team, state, nxt, [*new, *rekey], now, extend=extend)

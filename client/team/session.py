@@ -11,7 +11,7 @@ for the sync engine (:mod:`sealmem.client.sync.engine`) and the admin operations
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,7 @@ __all__ = [
     "now_ms",
     "sync_health",
     "transport_for",
+    "trusted_roster",
 ]
 
 CONFIG_FILE = "team.json"
@@ -155,6 +156,16 @@ def transport_for(
     return open_transport(config.location, config.team, key, operator_token=operator_token)
 
 
+def trusted_roster(state: TrustedState) -> Roster:
+    """The newest trusted roster; an error saying what to do when there is none yet."""
+    if state.roster is None:
+        raise InputError(
+            "no roster is trusted yet; run 'sealmem sync' (an admin may still have to "
+            "approve your join request)"
+        )
+    return state.roster
+
+
 def find_member(roster: Roster, who: str) -> Member:
     """A member by kid, kid prefix (8+ characters) or unique name."""
     exact = roster.member(who)
@@ -170,17 +181,21 @@ def find_member(roster: Roster, who: str) -> Member:
     raise InputError(f"{who!r} {why} of roster v{roster.version}; members: {names}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Team:
-    """One member's view of its team: store, key, config, transport, trusted state."""
+    """One member's team session: store, key, config and transport, and nothing mutable.
+
+    What the member trusts (:class:`TrustedState`) is not held here: it is read
+    back from the store, re-verified (:meth:`trusted`), then passed to every step
+    and returned by every step that changes it (:meth:`refresh`, the pull, the
+    admin operations), which commit the change to the store in the same breath.
+    """
 
     home: Path
     store: MemoryStore
     key: MemberKey
     config: TeamConfig
     transport: Transport
-    _state: TrustedState | None = None
-    _keys: dict[tuple[str, int], ContentKey] = field(default_factory=dict)
 
     @classmethod
     def open(cls, home_dir: Path, store: MemoryStore, key: MemberKey) -> Team:
@@ -195,53 +210,35 @@ class Team:
     def conn(self) -> Any:
         return self.store.connection
 
-    @property
-    def state(self) -> TrustedState:
-        if self._state is None:
-            try:
-                self._state = replica.load_state(
-                    self.conn, SUITE, self.config.team, self.config.root_public
-                )
-            except Rejected as exc:
-                raise StoreError(
-                    f"the trusted team state in {self.store.path} no longer verifies ({exc}); "
-                    "the store was altered: restore it or join the team again"
-                ) from exc
-        return self._state
-
-    @state.setter
-    def state(self, value: TrustedState) -> None:
-        self._state = value
+    def trusted(self) -> TrustedState:
+        """The trusted state of this store, re-verified from the accepted envelopes."""
+        try:
+            return replica.load_state(self.conn, SUITE, self.config.team, self.config.root_public)
+        except Rejected as exc:
+            raise StoreError(
+                f"the trusted team state in {self.store.path} no longer verifies ({exc}); "
+                "the store was altered: restore it or join the team again"
+            ) from exc
 
     def roster(self) -> Roster:
-        roster = self.state.roster
-        if roster is None:
-            raise InputError(
-                "no roster is trusted yet; run 'sealmem sync' (an admin may still have to "
-                "approve your join request)"
-            )
-        return roster
+        """The newest roster this store trusts (read back from the store)."""
+        return trusted_roster(self.trusted())
 
-    def content_key(self, project: str, epoch: int) -> ContentKey | None:
-        """This member's content key for a project epoch, or None if it holds none.
+    def content_key(self, state: TrustedState, project: str, epoch: int) -> ContentKey | None:
+        """This member's content key for a project epoch in ``state``, or None if it holds
+        none.  ``Rejected`` (``tampered``) if the unwrapped key is not the one the
+        keyring's ``key_id`` commits to."""
+        keyring = state.keyring(project, epoch)
+        if keyring is None or self.me not in keyring.wraps:
+            return None
+        key = ContentKey.unwrap(keyring.wraps[self.me], self.key)
+        keyring.check_key(key)
+        return key
 
-        ``Rejected`` (``tampered``) if the unwrapped key is not the one the keyring's
-        ``key_id`` commits to.
-        """
-        slot = (project, epoch)
-        if slot not in self._keys:
-            keyring = self.state.keyring(project, epoch)
-            if keyring is None or self.me not in keyring.wraps:
-                return None
-            key = ContentKey.unwrap(keyring.wraps[self.me], self.key)
-            keyring.check_key(key)
-            self._keys[slot] = key
-        return self._keys[slot]
-
-    def refresh(self, now: int) -> list[Refusal]:
-        """Pull and verify new roster versions, then keyrings of readable projects."""
+    def refresh(self, state: TrustedState, now: int) -> tuple[TrustedState, list[Refusal]]:
+        """Pull and verify new roster versions, then keyrings of readable projects; store
+        what was accepted and return the new state with what was refused."""
         refusals: list[Refusal] = []
-        state = self.state
         current = state.roster.version if state.roster is not None else 0
         accepted_rosters: list[tuple[int, bytes]] = []
         for data in self.transport.rosters(current):
@@ -278,14 +275,13 @@ class Team:
                     replica.save_roster(self.conn, version, data, now)
                 for project, epoch, data in accepted_keyrings:
                     replica.save_keyring(self.conn, project, epoch, data, now)
-        self._state = state
-        return refusals
+        return state, refusals
 
     # -- status --------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
+    def status(self, state: TrustedState | None = None) -> dict[str, Any]:
         """Roster, members, grants, my access, last sync per member, alarms."""
-        state = self.state
+        state = self.trusted() if state is None else state
         roster = state.roster
         doc: dict[str, Any] = {
             "team": self.config.team,
@@ -330,7 +326,7 @@ class Team:
                 "read": roster.can_read(self.me, project),
                 "write": roster.can_write(self.me, project) and roster.revocation(self.me) is None,
                 "epoch": epoch,
-                "key": self.content_key(project, epoch) is not None,
+                "key": self.content_key(state, project, epoch) is not None,
             }
         doc["alarms"] = self.alarms(roster)
         return doc

@@ -13,6 +13,7 @@ sync takes two rounds (the first member to sync has nothing to pull yet).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 import time
@@ -167,7 +168,7 @@ def build_team(root: Path, members: int, memories: int) -> list[Member]:
             join_team(home, inv, key, name=f"m{n}", now=now_ms())
             team = Team.open(home, store, key)
         wire = Counting(team.transport)
-        team.transport = wire
+        team = dataclasses.replace(team, transport=wire)
         out.append(Member(f"m{n}", store, team, wire))
     approve(out[0].team, [], projects=None, read=True, write=True, now=now_ms())
     return out

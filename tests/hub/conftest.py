@@ -36,7 +36,6 @@ from sealmem.hub.storage import Storage
 from sealmem.protocol.admin import genesis
 from sealmem.protocol.keyring import build_keyring
 from sealmem.protocol.roster import Member
-from sealmem.protocol.state import TrustedState
 
 TOKEN = "operator-token-for-tests-0123456789"
 TEAM = "acme-hub-team"
@@ -105,7 +104,6 @@ class HubWorld:
         )  # fmt: skip
         config.save(node.home)
         team = Team(node.home, node.store, node.key, config, self.transport_for(node.key))
-        team.state = TrustedState.pin(SUITE, self.team, root.sign_public)
         return team
 
     def create(self, projects: tuple[str, ...] = (PROJECT, "shared"), name: str = "admin") -> Node:
@@ -119,7 +117,7 @@ class HubWorld:
             keyring = build_keyring(ContentKey.generate(), roster, project)
             transport.put_keyring(project, keyring.epoch, keyring.sign(admin.key))
         transport.put_roster(1, roster.sign(admin.key))
-        assert not admin.t.refresh(now_ms())
+        assert not admin.t.refresh(admin.t.trusted(), now_ms())[1]
         return admin
 
     def join(

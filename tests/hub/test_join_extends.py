@@ -39,7 +39,7 @@ def test_a_member_approved_on_the_hub_reads_existing_data_after_one_sync(
     assert first.refused == [], first.to_dict()
     assert mem.id in dave.team_ids()
     assert bob.sync().refused == []
-    assert bob.t.state.keyring(PROJECT, epoch) == stored
+    assert bob.t.trusted().keyring(PROJECT, epoch) == stored
 
     roster = admin.revoke(adm.t, "dave", keep_data=False, now=now_ms())
     assert roster.projects[PROJECT] == epoch + 1
@@ -47,4 +47,4 @@ def test_a_member_approved_on_the_hub_reads_existing_data_after_one_sync(
     alice.sync()
     dave.sync()
     assert later.id not in dave.team_ids()
-    assert dave.t.content_key(PROJECT, epoch + 1) is None
+    assert dave.t.content_key(dave.t.trusted(), PROJECT, epoch + 1) is None

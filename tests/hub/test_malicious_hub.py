@@ -3,6 +3,7 @@ refusal tests, now served by a hub that checks nothing, are refused by name."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -66,7 +67,8 @@ def test_a_malicious_hub_is_caught(
     folder = alice.t.transport
     assert isinstance(folder, FolderTransport)
     with _Server(folder) as url:
-        bob.t.transport = HubTransport(url, bob.t.config.team, bob.key)  # bob reads via the hub
+        hub = HubTransport(url, bob.t.config.team, bob.key)
+        bob.team = dataclasses.replace(bob.t, transport=hub)  # bob reads via the hub
         try:
             fresh = refused_by_name_while_the_rest_syncs(
                 world, tmp_path, attack, reason, after_bob_pulled

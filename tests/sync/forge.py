@@ -58,10 +58,12 @@ def publish(node: Node, plaintexts: Mapping[int, bytes], *, records: int, seq: i
     """Encrypt ``plaintexts`` (bucket -> bytes) as ``node``'s chunks and push a manifest
     claiming ``records`` records (seq ``seq``, no previous manifest)."""
     team = node.t
-    assert team.refresh(node.clock()) == []  # trust the newest roster and keyrings
+    assert (
+        team.refresh(team.trusted(), node.clock())[1] == []
+    )  # trust the newest roster and keyrings
     roster = team.roster()
     epoch = roster.projects[PROJECT]
-    key = team.content_key(PROJECT, epoch)
+    key = team.content_key(team.trusted(), PROJECT, epoch)
     assert key is not None
     refs: list[ChunkRef] = []
     chunks: dict[str, bytes] = {}

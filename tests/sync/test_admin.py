@@ -28,7 +28,7 @@ def test_revoked_member_cannot_read_new_writes_and_its_writes_are_refused(world:
     world.sync_all(1)
     assert before.id in carol.memories()
     old_epoch = carol.t.roster().projects[PROJECT]
-    old_key = carol.t.content_key(PROJECT, old_epoch)
+    old_key = carol.t.content_key(carol.t.trusted(), PROJECT, old_epoch)
     assert old_key is not None
 
     roster = admin.revoke(adm.t, "carol", keep_data=True, now=adm.clock())
@@ -37,12 +37,12 @@ def test_revoked_member_cannot_read_new_writes_and_its_writes_are_refused(world:
     alice.sync()
     carol.sync()
     assert after.id not in carol.memories()  # cannot decrypt anything written after
-    assert carol.t.state.keyring(PROJECT, old_epoch + 1) is None  # a non-reader skips it
+    assert carol.t.trusted().keyring(PROJECT, old_epoch + 1) is None  # a non-reader skips it
     newest = carol.t.transport.keyrings(PROJECT)[-1]
     keyring = Keyring.from_body(unpack(newest, what="keyring", max_bytes=1 << 20).body)
     assert keyring.epoch == old_epoch + 1
     assert carol.key.kid not in keyring.wraps
-    assert carol.t.content_key(PROJECT, old_epoch + 1) is None
+    assert carol.t.content_key(carol.t.trusted(), PROJECT, old_epoch + 1) is None
     for wrapped in keyring.wraps.values():
         with pytest.raises(DecryptionError):
             ContentKey.unwrap(wrapped, carol.key)
@@ -225,5 +225,5 @@ def test_client_revoke_grant_and_new_project_follow_protocol_admin(world: World)
     assert roster.can_write(adm.key.kid, "infra")
     assert {m.name for m in roster.readers("infra")} == {"admin", "bob"}
     bob.sync()
-    assert adm.t.content_key("infra", 1) is not None
-    assert bob.t.content_key("infra", 1) is not None
+    assert adm.t.content_key(adm.t.trusted(), "infra", 1) is not None
+    assert bob.t.content_key(bob.t.trusted(), "infra", 1) is not None

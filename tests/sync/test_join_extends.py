@@ -44,12 +44,14 @@ def test_a_member_approved_after_data_exists_reads_it_after_its_own_first_sync(
 
     # an existing member takes the re-published keyring, and keeps it across a reload
     assert bob.sync().refused == []
-    assert bob.t.state.keyring(PROJECT, epoch) == after
+    assert bob.t.trusted().keyring(PROJECT, epoch) == after
     reloaded = replica.load_state(
         bob.store.connection, SUITE, bob.t.config.team, bob.t.config.root_public
     )
     assert reloaded.keyring(PROJECT, epoch) == after
-    assert bob.t.content_key(PROJECT, epoch) == dave.t.content_key(PROJECT, epoch)
+    assert bob.t.content_key(bob.t.trusted(), PROJECT, epoch) == dave.t.content_key(
+        dave.t.trusted(), PROJECT, epoch
+    )
 
 
 def test_revoking_the_newcomer_still_rotates_and_it_cannot_read_later_writes(
@@ -67,7 +69,7 @@ def test_revoking_the_newcomer_still_rotates_and_it_cannot_read_later_writes(
     alice.sync()
     dave.sync()
     assert later.id not in dave.memories()
-    assert dave.t.content_key(PROJECT, epoch + 1) is None
+    assert dave.t.content_key(dave.t.trusted(), PROJECT, epoch + 1) is None
     newest = _folder_keyring(world, epoch + 1)
     assert dave.key.kid not in newest.wraps
     assert newest.key_id != _folder_keyring(world, epoch).key_id
@@ -77,7 +79,7 @@ def test_an_admin_without_the_current_key_falls_back_to_a_new_epoch(world: World
     adm = world.nodes["admin"]
     admin.grant(adm.t, "admin", "shared", read=False, write=False, now=adm.clock())
     shared = adm.t.roster().projects["shared"]
-    assert adm.t.content_key("shared", shared) is None
+    assert adm.t.content_key(adm.t.trusted(), "shared", shared) is None
     webapp = adm.t.roster().projects[PROJECT]
     world.add_members("dave")
     roster = adm.t.roster()
@@ -119,8 +121,8 @@ def test_a_newcomer_that_first_sees_the_old_keyring_picks_up_the_update_later(
     path.write_bytes(old)  # the update has not arrived on dave's machine yet
     lagging = dave.sync()
     assert mem.id not in dave.memories()
-    assert dave.t.state.keyring(PROJECT, epoch) is not None  # the old one, without dave
-    assert dave.t.content_key(PROJECT, epoch) is None
+    assert dave.t.trusted().keyring(PROJECT, epoch) is not None  # the old one, without dave
+    assert dave.t.content_key(dave.t.trusted(), PROJECT, epoch) is None
     assert lagging.refused == []
     path.write_bytes(new)  # it arrives; no roster version moves in between
     assert dave.sync().refused == []

@@ -44,14 +44,14 @@ def test_a_push_writes_nothing_but_its_own_chain_head(world: World) -> None:
     alice.remember("a plain note")
     leak(alice, "deploy notes")
     conn = alice.store.connection
-    alice.t.refresh(alice.clock())
+    state, _ = alice.t.refresh(alice.t.trusted(), alice.clock())
     statements: list[str] = []
     # without the redaction step that runs before it (see test_engine), the push itself
     # must not write new versions: it reads, plans, publishes, records its head
     conn.set_trace_callback(statements.append)
     try:
         summary = SyncSummary()
-        engine._push_project(alice.t, PROJECT, summary, alice.clock())
+        engine._push_project(alice.t, state, PROJECT, summary, alice.clock())
     finally:
         conn.set_trace_callback(None)
     writes = [s for s in statements if s.lstrip().upper().startswith(WRITES)]

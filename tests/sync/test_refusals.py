@@ -59,7 +59,7 @@ def _fork(world: World, alice: Node, _tmp: Path) -> None:
     team = alice.t
     roster = team.roster()
     epoch = roster.projects[PROJECT]
-    key = team.content_key(PROJECT, epoch)
+    key = team.content_key(team.trusted(), PROJECT, epoch)
     assert key is not None
     records = replica.publishable_records(team.conn, alice.key.kid, PROJECT)
     forged = [r.evolve(content="FORGED history") if i == 0 else r for i, r in enumerate(records)]
@@ -79,7 +79,7 @@ def _equivocate(world: World, alice: Node, _tmp: Path) -> None:
     team = adm.t
     roster = team.roster()
     epoch = roster.projects[PROJECT]
-    key = team.content_key(PROJECT, epoch)
+    key = team.content_key(team.trusted(), PROJECT, epoch)
     assert key is not None
     own = replica.load_own_chain(alice.store.connection, PROJECT)
     assert own is not None

@@ -3,6 +3,7 @@ compare-and-swap on seq (two devices of one member never fork its chain) and wai
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sqlite3
 import threading
@@ -27,7 +28,7 @@ def team(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
     if request.param == "memory":
         shared = MemoryTransport.copy_of(world.nodes["admin"].t.transport, [PROJECT, "shared"])
         for node in world.nodes.values():
-            node.t.transport = shared
+            node.team = dataclasses.replace(node.t, transport=shared)
     try:
         yield world
     finally:
@@ -46,7 +47,7 @@ def second_device(world: World, node: Node, name: str) -> Node:
     store = MemoryStore.open(home / "store.db", author=key.kid, clock=node.clock)
     device = Node(name, home, key, store, node.offset_ms, Team.open(home, store, key))
     if isinstance(node.t.transport, MemoryTransport):
-        device.t.transport = node.t.transport
+        device.team = dataclasses.replace(device.t, transport=node.t.transport)
     world.nodes[name] = device
     return device
 
@@ -87,7 +88,7 @@ def test_a_memory_travels_through_the_in_memory_transport(tmp_path: Path) -> Non
         shared = MemoryTransport.copy_of(world.nodes["admin"].t.transport, [PROJECT, "shared"])
         shutil.rmtree(world.folder)  # nothing may touch the folder from here on
         for node in world.nodes.values():
-            node.t.transport = shared
+            node.team = dataclasses.replace(node.t, transport=shared)
         alice, bob = world.nodes["alice"], world.nodes["bob"]
         mem = alice.remember("deploys freeze on Fridays after 15:00", kind="decision")
         assert alice.sync().pushed_versions == 1
