@@ -35,6 +35,8 @@ from .conftest import (
     signed,
 )
 
+ANY_INVITE = "A" * 22  # the hub cannot know invites: any well-formed id passes
+
 
 def _roster_v1(key: MemberKey, team: str = TEAM) -> bytes:
     me = Member(key.kid, "root", key.sign_public, key.box_public, "admin")
@@ -168,15 +170,19 @@ def test_join_inbox(team: HubWorld, inproc: InProcess) -> None:
     assert garbage.status_code == 422
     wrong_kid = inproc.client.post(
         f"/v1/teams/{TEAM}/requests/{MemberKey.generate().kid}",
-        content=make_join_request(carol, team=TEAM, name="carol", now=1),
+        content=make_join_request(carol, team=TEAM, name="carol", invite_id=ANY_INVITE, now=1),
     )
     assert (wrong_kid.status_code, wrong_kid.json()["error"]) == (422, "signer-mismatch")
     unknown = inproc.client.post(
         f"/v1/teams/no-such-team/requests/{carol.kid}",
-        content=make_join_request(carol, team="no-such-team", name="carol", now=1),
+        content=make_join_request(
+            carol, team="no-such-team", name="carol", invite_id=ANY_INVITE, now=1
+        ),
     )
     assert (unknown.status_code, unknown.json()["error"]) == (404, "unknown-team")
-    ok = inproc.client.post(path, content=make_join_request(carol, team=TEAM, name="carol", now=1))
+    ok = inproc.client.post(
+        path, content=make_join_request(carol, team=TEAM, name="carol", invite_id=ANY_INVITE, now=1)
+    )
     assert ok.status_code == 201
     # a pending member may read the rosters (to learn it was approved), nothing else
     pending = HubTransport(IN_PROCESS_URL, TEAM, carol, client=inproc.client)
