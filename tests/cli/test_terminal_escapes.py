@@ -19,10 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sealmem.client.cli.output import clean
-from sealmem.protocol.invite import JOIN_FORMAT
 from sealmem.crypto import MemberKey
 from sealmem.protocol.encoding import b64e
 from sealmem.protocol.envelope import seal
+from sealmem.protocol.invite import JOIN_FORMAT
 from sealmem.protocol.names import hidden_at
 from tests.support.cli import Run, in_process
 from tests.sync.conftest import PROJECT, World, make_world

@@ -21,7 +21,7 @@ from sealmem.crypto.request import body_digest, request_message, sign_request, v
 from sealmem.protocol import canonical, reasons
 from sealmem.protocol.admission import InviteRecord, check_request_against_invite
 from sealmem.protocol.encoding import b64d, b64e, need_b64, object_hash
-from sealmem.protocol.errors import BadSignatureError, DecryptionError, InputError, Rejected
+from sealmem.protocol.errors import BadSignatureError, DecryptionError, Rejected
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.invite import read_invite, read_join_request
 from sealmem.protocol.merge import merge_many
