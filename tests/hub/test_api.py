@@ -18,7 +18,9 @@ from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.hub.app import create_app
 from sealmem.protocol.admin import genesis
 from sealmem.protocol.encoding import b64e
+from sealmem.protocol.envelope import seal
 from sealmem.protocol.errors import InputError
+from sealmem.protocol.invite import JOIN_FORMAT
 from sealmem.protocol.keyring import build_keyring
 from sealmem.protocol.roster import Member
 from sealmem.protocol.snapshot import chunk_id
@@ -256,4 +258,25 @@ def test_collect_refuses_a_grace_that_is_not_a_number(
     before = inproc.dump()
     answer = inproc.client.post(path, headers=signed(alice, "POST", path, body), content=body)
     assert (answer.status_code, answer.json()["error"]) == (400, "bad-request")
+    assert inproc.dump() == before
+
+
+def test_the_hub_refuses_join_requests_that_name_no_invite(
+    team: HubWorld, inproc: InProcess
+) -> None:
+    """The hub runs the protocol's request check: an old v1 request or one without an
+    invite id is refused by name, and nothing is stored."""
+    carol = MemberKey.generate()
+    path = f"/v1/teams/{TEAM}/requests/{carol.kid}"
+    body = {
+        "format": "sealmem/join/v1", "team": TEAM, "kid": carol.kid, "name": "carol",
+        "sign_public": b64e(carol.sign_public), "box_public": b64e(carol.box_public),
+        "created_at": 1,
+    }  # fmt: skip
+    before = inproc.dump()
+    old = inproc.client.post(path, content=seal(body, "join", carol))
+    assert (old.status_code, old.json()["error"]) == (422, "unknown-format")
+    no_id = inproc.client.post(path, content=seal({**body, "format": JOIN_FORMAT}, "join", carol))
+    assert (no_id.status_code, no_id.json()["error"]) == (422, "malformed")
+    assert "invite_id" in no_id.json()["detail"]
     assert inproc.dump() == before
