@@ -16,6 +16,10 @@ __all__ = [
     "EPOCH_UNKNOWN",
     "EQUIVOCATION",
     "FORK",
+    "INVITE_EXPIRED",
+    "INVITE_NAME_MISMATCH",
+    "INVITE_UNKNOWN",
+    "INVITE_USED",
     "MALFORMED",
     "MISSING_CHUNK",
     "NOT_ADMIN",
@@ -64,6 +68,10 @@ ROSTER_UNKNOWN = "roster-unknown"  # names a roster version newer than the trust
 NOT_ADMIN = "not-admin"  # signed by a key that is not an admin where it must be
 EQUIVOCATION = "equivocation"  # a witnessed head conflicts with an accepted one
 CLOCK_AHEAD = "clock-ahead"  # a version's clock is too far ahead of the reader's clock
+INVITE_UNKNOWN = "invite-unknown"  # a join request names an invite this admin never issued
+INVITE_EXPIRED = "invite-expired"  # the invite's expires_at has passed
+INVITE_USED = "invite-used"  # a single-use invite was already used by another key
+INVITE_NAME_MISMATCH = "invite-name-mismatch"  # a --for NAME invite, requested under another name
 
 REASONS: tuple[str, ...] = (
     BAD_SIGNATURE,
@@ -93,4 +101,8 @@ REASONS: tuple[str, ...] = (
     NOT_ADMIN,
     EQUIVOCATION,
     CLOCK_AHEAD,
+    INVITE_UNKNOWN,
+    INVITE_EXPIRED,
+    INVITE_USED,
+    INVITE_NAME_MISMATCH,
 )

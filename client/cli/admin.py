@@ -39,7 +39,7 @@ def requests(as_json: JsonOpt = False) -> None:
 
     with open_team() as team:
         team.refresh(team.trusted(), now_ms())
-        items = admin.pending_requests(team)
+        items = admin.pending_requests(team, now_ms())
         skipped = team.transport.take_warnings()
     if as_json:
         output.emit_json({"requests": items, "warnings": skipped})
@@ -50,10 +50,18 @@ def requests(as_json: JsonOpt = False) -> None:
         output.say("no join requests are waiting")
         return
     rows = [
-        [i.get("name", "?"), i["kid"], i.get("fingerprint", "refused: " + i.get("refused", ""))]
+        [
+            i["name"] or "?",
+            i["kid"],
+            i["fingerprint"] or "-",
+            "refused: " + i["refused"] if "refused" in i else ("member" if i["member"] else "ok"),
+        ]
         for i in items
     ]
-    output.say(output.table(rows, ["NAME", "KID", "FINGERPRINT"]))
+    output.say(output.table(rows, ["NAME", "KID", "FINGERPRINT", "STATUS"]))
+    for i in items:
+        if "refused" in i:
+            output.say(f"{i['kid']}: {i['detail']}")
 
 
 def approve(

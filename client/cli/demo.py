@@ -128,7 +128,7 @@ def join_team(member: Actor, invite_text: str, now: int) -> str:
     from ..team.invite import read_invite
     from ..team.session import join_team as join
 
-    invite = read_invite(invite_text)
+    invite = read_invite(invite_text, now=now)
     with member.active():
         key = load_member_key(member.home)
         join(member.home, invite, key, name=member.name, now=now)

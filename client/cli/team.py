@@ -20,7 +20,7 @@ from .memory import JsonOpt, resolve_project
 if TYPE_CHECKING:
     from ..team.session import Team
 
-__all__ = ["open_team", "passphrase_for", "register"]
+__all__ = ["open_team", "parse_duration", "passphrase_for", "register"]
 
 team_app = typer.Typer(help="Create or join a team and see its members and your access.")
 
@@ -128,16 +128,57 @@ def create(
     output.say("next: sealmem team invite   (hand the invite to a teammate)")
 
 
-def invite(as_json: JsonOpt = False) -> None:
-    """Print an invite (team id, root key fingerprint, folder) to hand to a new member."""
+_DURATION_UNITS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000}
+
+
+def parse_duration(text: str) -> int:
+    """``7d``, ``12h`` or ``90m`` in milliseconds; :class:`InputError` for anything else."""
+    from ...protocol.errors import InputError
+
+    value = text.strip().lower()
+    number, unit = value[:-1], value[-1:]
+    if unit not in _DURATION_UNITS or not number.isdigit() or int(number) == 0:
+        raise InputError(
+            f"--expires {text!r} is not a duration: write a whole number of days, hours or "
+            "minutes such as 7d, 12h or 90m"
+        )
+    return int(number) * _DURATION_UNITS[unit]
+
+
+def invite(
+    expires: Annotated[
+        str,
+        typer.Option("--expires", help="How long the invite is valid (e.g. 7d, 12h; max 30d)."),
+    ] = "7d",
+    for_name: Annotated[
+        str | None,
+        typer.Option("--for", help="Single-use invite for this member name only."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print an invite (team id, root key fingerprint, location) to hand to a new member."""
+    from ...protocol.errors import InputError
+    from ...protocol.invite import DAY_MS, MAX_INVITE_MS
     from ..team import admin
+    from ..team.invite import read_invite
     from ..team.session import now_ms
 
+    lifetime = parse_duration(expires)
+    if lifetime > MAX_INVITE_MS:
+        raise InputError(
+            f"--expires {expires} is too long: an invite is valid for at most "
+            f"{MAX_INVITE_MS // DAY_MS} days"
+        )
     with open_team() as team:
-        team.refresh(team.trusted(), now_ms())
-        text = admin.invite(team, now_ms())
+        now = now_ms()
+        team.refresh(team.trusted(), now)
+        text = admin.invite(team, now, lifetime_ms=lifetime, for_name=for_name)
+        made = read_invite(text, now=now)
         doc = {
             "invite": text,
+            "invite_id": made.invite_id,
+            "expires_at": made.expires_at,
+            "for": made.for_name,
             "team": team.config.team,
             "root_fingerprint": team.config.root_fingerprint,
             "location": team.config.location,
@@ -147,6 +188,8 @@ def invite(as_json: JsonOpt = False) -> None:
         return
     output.say(text)
     output.say(f"\nroot key fingerprint: {doc['root_fingerprint']} (tell the member out of band)")
+    who = f" for {for_name} only (single use)" if for_name else ""
+    output.say(f"invite {made.invite_id}{who}, valid until {output.format_time(made.expires_at)}")
 
 
 def join(
@@ -172,11 +215,11 @@ def join(
     from ...protocol.errors import InputError
     from ..paths import ensure_home
     from ..team.identity import import_member_key, load_member_key
-    from ..team.invite import read_invite
+    from ..team.invite import read_invite, root_fingerprint
     from ..team.session import join_team, now_ms
 
     home = ensure_home()
-    inv = read_invite(invite_text)
+    inv = read_invite(invite_text, now=now_ms())
     if key_bundle is not None:
         try:
             data = key_bundle.read_bytes()
@@ -185,7 +228,7 @@ def join(
         key = import_member_key(home, MemberKey.import_bundle(data, passphrase_for("the bundle")))
     else:
         key = load_member_key(home)
-    me = me or _login_name()
+    me = me or inv.for_name or _login_name()
     join_team(
         home, inv, key, name=me,
         folder=None if folder is None else str(folder), hub=hub,
@@ -196,7 +239,8 @@ def join(
         "name": me,
         "kid": key.kid,
         "fingerprint": key.public().fingerprint(),
-        "root_fingerprint": inv.root_fingerprint,
+        "root_fingerprint": root_fingerprint(inv),
+        "invite_id": inv.invite_id,
         "request_posted": key_bundle is None,
     }
     if as_json:

@@ -21,7 +21,9 @@ from typing import Any
 
 from ...crypto import KDF_MODERATE, SUITE, ContentKey, KdfLimits, MemberKey
 from ...protocol import admin as edits
+from ...protocol.admission import check_request_against_invite
 from ...protocol.errors import InputError, Rejected
+from ...protocol.invite import DEFAULT_INVITE_MS
 from ...protocol.keyring import build_keyring
 from ...protocol.names import name_problem
 from ...protocol.roster import Member, Roster
@@ -31,7 +33,15 @@ from ..paths import sanitize_project
 from ..store.connection import transaction
 from ..sync import replica
 from ..sync.hub import is_hub_location
-from .invite import fingerprint_of, make_invite, read_join_request
+from .invite import (
+    InviteRecord,
+    RequestView,
+    classify_requests,
+    fingerprint_of,
+    make_invite,
+    mark_invite_used,
+)
+from .registry import load_registry, update_registry
 from .session import Team, TeamConfig, find_member, transport_for, trusted_roster
 
 __all__ = [
@@ -43,6 +53,7 @@ __all__ = [
     "issue",
     "pending_requests",
     "reset_writer",
+    "review_requests",
     "revoke",
     "rotate",
 ]
@@ -192,52 +203,41 @@ def create_team(
     return team
 
 
-def invite(team: Team, now: int) -> str:
+def invite(
+    team: Team, now: int, *, lifetime_ms: int = DEFAULT_INVITE_MS, for_name: str | None = None
+) -> str:
+    """A new invite (recorded in this admin's invite registry), as its text line."""
     if team.me != team.trusted().root_kid:
         raise InputError(
             "an invite is signed by the team root key; ask the admin who created the team"
         )
-    return make_invite(
+    text, made = make_invite(
         team.key,
         team=team.config.team,
         location=team.config.location,
         transport=team.config.transport,
         now=now,
+        lifetime_ms=lifetime_ms,
+        for_name=for_name,
+    )
+    update_registry(team.home, lambda reg: {**reg, made.invite_id: InviteRecord.of(made)})
+    return text
+
+
+def review_requests(team: Team, now: int) -> list[RequestView]:
+    """The waiting join requests, checked against this admin's invites at ``now``."""
+    return classify_requests(
+        team.transport.requests(),
+        load_registry(team.home),
+        team.trusted().roster,
+        team.config.team,
+        now,
     )
 
 
-def pending_requests(team: Team) -> list[dict[str, Any]]:
-    """Join requests in the folder, checked, with fingerprints (refused ones say why)."""
-    out: list[dict[str, Any]] = []
-    roster = team.trusted().roster
-    for kid, data in team.transport.requests().items():
-        try:
-            req = read_join_request(data, team.config.team)
-        except Rejected as exc:
-            out.append({"kid": kid, "refused": exc.reason, "detail": exc.detail})
-            continue
-        known = roster is not None and roster.member(req.kid) is not None
-        out.append(
-            {"kid": req.kid, "name": req.name, "fingerprint": req.fingerprint, "member": known}
-        )
-    return out
-
-
-def _valid_newcomers(waiting: dict[str, bytes], roster: Roster, team: str) -> list[str]:
-    """Requests that verify and name a key not yet in the roster.
-
-    Anyone can drop a file into an untrusted folder: a garbage or replayed request
-    must not block approving the real ones ('admin requests' lists what was refused).
-    """
-    chosen: list[str] = []
-    for kid, data in waiting.items():
-        try:
-            req = read_join_request(data, team)
-        except Rejected:
-            continue
-        if req.kid == kid and roster.member(req.kid) is None:
-            chosen.append(kid)
-    return chosen
+def pending_requests(team: Team, now: int) -> list[dict[str, Any]]:
+    """Join requests waiting, checked, with fingerprints (refused ones say why)."""
+    return [view.to_dict() for view in review_requests(team, now)]
 
 
 def approve(
@@ -249,32 +249,62 @@ def approve(
     write: bool,
     now: int,
 ) -> list[Approved]:
-    """Add the members of these join requests (``kids`` empty: every valid one)."""
+    """Add the members of these join requests (``kids`` empty: every admissible one).
+
+    A request that is refused (SPEC "Admission": an unknown, expired, used or
+    mismatched invite, or an invalid request) is never approved.
+    """
     state, roster = _admin_roster(team, now)
-    waiting = team.transport.requests()
-    chosen = list(kids) or _valid_newcomers(waiting, roster, team.config.team)
-    if not chosen:
-        raise InputError("no join requests are waiting in the team folder")
+    views = {v.kid: v for v in review_requests(team, now)}
+    if kids:
+        chosen = []
+        for kid in kids:
+            match = [k for k in views if k == kid or (len(kid) >= 8 and k.startswith(kid))]
+            if len(match) != 1:
+                raise InputError(
+                    f"no single join request matches {kid!r}; 'admin requests' lists them"
+                )
+            chosen.append(views[match[0]])
+    else:
+        # Anyone can drop a file into an untrusted folder: a garbage or replayed request
+        # must not block approving the real ones ('admin requests' lists what was refused).
+        chosen = [v for v in views.values() if v.refused is None and not v.member]
+        if not chosen:
+            raise InputError("no admissible join requests are waiting ('admin requests')")
     granted = sorted(set(projects) if projects else set(roster.projects))
     changes: list[edits.Edit] = []
-    done: list[Approved] = []
-    for kid in chosen:
-        match = [k for k in waiting if k == kid or (len(kid) >= 8 and k.startswith(kid))]
-        if len(match) != 1:
-            raise InputError(f"no single join request matches {kid!r}; 'admin requests' lists them")
-        try:
-            req = read_join_request(waiting[match[0]], team.config.team)
-        except Rejected as exc:
-            raise InputError(f"join request {match[0]} is refused: {exc}") from exc
+    done: list[tuple[Approved, str]] = []
+    registry = load_registry(team.home)
+    for view in chosen:
+        req = view.request
+        if view.refused is not None or req is None:
+            reason, detail = view.refused or ("malformed", "unreadable")
+            raise InputError(f"join request {view.kid} is refused ({reason}): {detail}")
         if roster.member(req.kid) is not None:
             raise InputError(f"{req.name} ({req.kid}) is already a member")
+        try:  # two requests in one approval may race for one single-use invite
+            check_request_against_invite(req, registry.get(req.invite_id), now)
+        except Rejected as exc:
+            raise InputError(
+                f"join request {view.kid} is refused ({exc.reason}): {exc.detail}"
+            ) from exc
+        registry = mark_invite_used(registry, req.invite_id, req.kid)
         member = Member(req.kid, req.name, req.sign_public, req.box_public)
         changes.append(edits.adding_member(member, projects=granted, read=read, write=write))
-        done.append(Approved(req.kid, req.name, req.fingerprint))
+        done.append((Approved(req.kid, req.name, str(view.fingerprint)), req.invite_id))
+    update_registry(team.home, lambda reg: _mark_all(reg, done))
     _change(team, state, changes, now, readers_added=granted if read else ())
-    for item in done:
+    for item, _ in done:
         team.transport.remove_request(item.kid)
-    return done
+    return [item for item, _ in done]
+
+
+def _mark_all(
+    registry: dict[str, InviteRecord], done: Sequence[tuple[Approved, str]]
+) -> dict[str, InviteRecord]:
+    for item, invite_id in done:
+        registry = mark_invite_used(registry, invite_id, item.kid)
+    return registry
 
 
 def issue(

@@ -1,86 +1,86 @@
-"""Invites and join requests (DESIGN §4): the two signed notes that let a member in.
+"""Invites and join requests, client side: the text form, and sealing with the member key.
 
-An **invite** is made by the team root key (context ``invite``) and handed over
-out of band as one line of text::
+The rules (fields, expiry, single use, what a joiner, the hub and an admin
+check) live in :mod:`sealmem.protocol.invite` and :mod:`sealmem.protocol.admission`;
+this module only signs with a :class:`~sealmem.crypto.MemberKey`, reads the
+clock and the CSPRNG, and turns refusals into messages for people.  An invite
+travels as one line::
 
     sealmem-invite:<base64url(envelope)>
-    body = {"format": "sealmem/invite/v1", "team", "root_public", "location",
-            "transport", "created_at"}
 
 The member compares the root fingerprint it prints with the admin's, then pins
-``root_public``.  A **join request** is self-signed by the new member key
-(context ``join``) and left in the folder's ``requests/``::
-
-    body = {"format": "sealmem/join/v1", "team", "kid", "name", "sign_public",
-            "box_public", "created_at"}
-
-The admin shows its fingerprint and approves it only after comparing it with
-the member out of band: the folder is untrusted, anyone could post a request.
+``root_public``.  The admin shows a request's fingerprint and approves it only
+after comparing it with the member out of band: the folder is untrusted,
+anyone could post a request.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 
-from ...crypto import SUITE, MemberKey, PublicIdentity
-from ...protocol import reasons
-from ...protocol.encoding import b64d, b64e, exact_keys, need_b64, need_int, need_str
-from ...protocol.envelope import seal, unpack
+from ...crypto import SUITE, MemberKey, PublicIdentity, random_bytes
+from ...protocol import admission, reasons
+from ...protocol.admission import InviteRecord, RequestView, mark_invite_used
+from ...protocol.encoding import b64d, b64e
 from ...protocol.errors import InputError, Rejected
-from ...protocol.names import hidden_at, name_problem
-from ...protocol.roster import TEAM_RE
+from ...protocol.invite import Invite, JoinRequest, new_invite_id, seal_invite, seal_join_request
+from ...protocol.invite import read_invite as check_invite
+from ...protocol.roster import Roster
 
 __all__ = [
     "INVITE_PREFIX",
     "Invite",
+    "InviteRecord",
     "JoinRequest",
+    "RequestView",
+    "classify_requests",
     "fingerprint_of",
     "make_invite",
     "make_join_request",
+    "mark_invite_used",
     "read_invite",
-    "read_join_request",
+    "root_fingerprint",
 ]
 
 INVITE_PREFIX = "sealmem-invite:"
-_INVITE_FORMAT = "sealmem/invite/v1"
-_JOIN_FORMAT = "sealmem/join/v1"
-_MAX_BYTES = 16 * 1024
-_TRANSPORTS = ("folder", "hub")
 
 
 def fingerprint_of(sign_public: bytes, box_public: bytes) -> str:
     return PublicIdentity.from_public_keys(sign_public, box_public).fingerprint()
 
 
-@dataclass(frozen=True)
-class Invite:
-    team: str
-    root_public: bytes
-    root_box_public: bytes
-    location: str
-    transport: str
-    created_at: int
-
-    @property
-    def root_fingerprint(self) -> str:
-        return fingerprint_of(self.root_public, self.root_box_public)
+def root_fingerprint(invite: Invite) -> str:
+    return fingerprint_of(invite.root_public, invite.root_box_public)
 
 
-def make_invite(root: MemberKey, *, team: str, location: str, transport: str, now: int) -> str:
-    body = {
-        "format": _INVITE_FORMAT,
-        "team": team,
-        "root_public": b64e(root.sign_public),
-        "root_box_public": b64e(root.box_public),
-        "location": location,
-        "transport": transport,
-        "created_at": now,
-    }
-    return INVITE_PREFIX + b64e(seal(body, "invite", root))
+def make_invite(
+    root: MemberKey,
+    *,
+    team: str,
+    location: str,
+    transport: str,
+    now: int,
+    lifetime_ms: int,
+    for_name: str | None = None,
+    invite_id: str | None = None,
+) -> tuple[str, Invite]:
+    """A fresh invite (a random id unless given) and its text form."""
+    invite = Invite(
+        team=team,
+        root_public=root.sign_public,
+        root_box_public=root.box_public,
+        location=location,
+        transport=transport,
+        created_at=now,
+        expires_at=now + lifetime_ms,
+        invite_id=invite_id or new_invite_id(random_bytes),
+        for_name=for_name,
+    )
+    return INVITE_PREFIX + b64e(seal_invite(invite, root)), invite
 
 
-def read_invite(text: str) -> Invite:
-    """Parse and check an invite line; :class:`InputError` says what is wrong with it."""
+def read_invite(text: str, *, now: int) -> Invite:
+    """Parse and check an invite line at ``now``; :class:`InputError` says what is wrong."""
     text = text.strip()
     if not text.startswith(INVITE_PREFIX):
         raise InputError(
@@ -88,82 +88,43 @@ def read_invite(text: str) -> Invite:
             "ask the admin for the output of 'sealmem team invite'"
         )
     try:
-        env = unpack(b64d(text[len(INVITE_PREFIX) :]), what="invite", max_bytes=_MAX_BYTES)
-        keys = {"format", "team", "root_public", "root_box_public", "location", "transport"}
-        body = exact_keys(env.body, keys | {"created_at"}, "invite")
-        if body["format"] != _INVITE_FORMAT:
-            raise Rejected(reasons.UNKNOWN_FORMAT, f"invite format {body['format']!r}")
-        invite = Invite(
-            team=need_str(body["team"], "invite.team", pattern=TEAM_RE),
-            root_public=need_b64(body["root_public"], "invite.root_public", size=32),
-            root_box_public=need_b64(body["root_box_public"], "invite.root_box_public", size=32),
-            location=need_str(body["location"], "invite.location"),
-            transport=need_str(body["transport"], "invite.transport"),
-            created_at=need_int(body["created_at"], "invite.created_at"),
-        )
-        if invite.transport not in _TRANSPORTS:
-            raise Rejected(reasons.MALFORMED, f"invite transport {invite.transport!r}")
-        if any(hidden_at(invite.location, i) for i in range(len(invite.location))):
-            raise Rejected(
-                reasons.MALFORMED, f"invite location {invite.location!r} holds control characters"
-            )
-        if env.signer != SUITE.kid_from_public(invite.root_public):
-            raise Rejected(reasons.SIGNER_MISMATCH, "invite is not signed by its root key")
-        env.check(SUITE, "invite", invite.root_public)
-    except (ValueError, Rejected) as exc:
+        data = b64d(text[len(INVITE_PREFIX) :])
+    except ValueError as exc:
+        raise InputError("the invite is damaged (not base64url); ask the admin again") from exc
+    try:
+        return check_invite(SUITE, data, now_ms=now)
+    except Rejected as exc:
+        if exc.reason in (reasons.INVITE_EXPIRED, reasons.UNKNOWN_FORMAT, reasons.CLOCK_AHEAD):
+            raise InputError(f"the invite is refused: {exc.detail}") from exc
         raise InputError(f"the invite is damaged or forged ({exc}); ask the admin again") from exc
-    return invite
 
 
-@dataclass(frozen=True)
-class JoinRequest:
-    team: str
-    kid: str
-    name: str
-    sign_public: bytes
-    box_public: bytes
-    created_at: int
-
-    @property
-    def fingerprint(self) -> str:
-        return fingerprint_of(self.sign_public, self.box_public)
-
-
-def make_join_request(key: MemberKey, *, team: str, name: str, now: int) -> bytes:
-    if problem := name_problem(name):
-        raise InputError(f"the display name {name!r} {problem}; choose another with --name")
-    body = {
-        "format": _JOIN_FORMAT,
-        "team": team,
-        "kid": key.kid,
-        "name": name,
-        "sign_public": b64e(key.sign_public),
-        "box_public": b64e(key.box_public),
-        "created_at": now,
-    }
-    return seal(body, "join", key)
-
-
-def read_join_request(data: bytes, team: str) -> JoinRequest:
-    """Check a join request's shape, team and self-signature; raise ``Rejected``."""
-    env = unpack(data, what="join request", max_bytes=_MAX_BYTES)
-    keys = {"format", "team", "kid", "name", "sign_public", "box_public", "created_at"}
-    body = exact_keys(env.body, keys, "join request")
-    if body["format"] != _JOIN_FORMAT:
-        raise Rejected(reasons.UNKNOWN_FORMAT, f"join request format {body['format']!r}")
-    if body["team"] != team:
-        raise Rejected(reasons.CROSS_TEAM, f"join request is for team {body['team']!r}")
+def make_join_request(key: MemberKey, *, team: str, name: str, invite_id: str, now: int) -> bytes:
+    """A join request for ``team`` answering invite ``invite_id``, self-signed by ``key``."""
     request = JoinRequest(
         team=team,
-        kid=need_str(body["kid"], "join.kid"),
-        name=need_str(body["name"], "join.name"),
-        sign_public=need_b64(body["sign_public"], "join.sign_public", size=32),
-        box_public=need_b64(body["box_public"], "join.box_public", size=32),
-        created_at=need_int(body["created_at"], "join.created_at"),
+        kid=key.kid,
+        name=name,
+        sign_public=key.sign_public,
+        box_public=key.box_public,
+        created_at=now,
+        invite_id=invite_id,
     )
-    if problem := name_problem(request.name):
-        raise Rejected(reasons.MALFORMED, f"join request name {request.name!r} {problem}")
-    if SUITE.kid_from_public(request.sign_public) != request.kid or env.signer != request.kid:
-        raise Rejected(reasons.SIGNER_MISMATCH, "join request kid does not match its key")
-    env.check(SUITE, "join", request.sign_public)
-    return request
+    return seal_join_request(request, key)
+
+
+def classify_requests(
+    waiting: Mapping[str, bytes],
+    registry: Mapping[str, InviteRecord],
+    roster: Roster | None,
+    team: str,
+    now: int,
+) -> list[RequestView]:
+    """Every waiting join request (kid -> bytes) as the admin sees it, refused ones by name.
+
+    ``registry`` is this admin's invites (``registry.load_registry``); after an
+    approval, store ``mark_invite_used(registry, view.invite_id, view.kid)``.
+    """
+    return admission.classify_requests(
+        SUITE, waiting, registry, roster, team, now, fingerprint=fingerprint_of
+    )

@@ -381,6 +381,11 @@ def join_team(
         raise InputError(f"this sealmem home ({home_dir}) is already in a team")
     if problem := name_problem(name):
         raise InputError(f"your display name {name!r} {problem}; choose another with --name")
+    if post_request and invite.for_name is not None and name != invite.for_name:
+        raise InputError(
+            f"this invite is for {invite.for_name!r}: join with --name {invite.for_name!r}, "
+            "or ask the admin for an invite for you"
+        )
     config = TeamConfig(
         team=invite.team,
         root_public=invite.root_public,
@@ -390,7 +395,9 @@ def join_team(
         transport="hub" if hub or (not folder and invite.transport == "hub") else "folder",
     )
     if post_request:
-        request = make_join_request(key, team=invite.team, name=name, now=now)
+        request = make_join_request(
+            key, team=invite.team, name=name, invite_id=invite.invite_id, now=now
+        )
         transport = transport_for(config, key)
         try:
             transport.post_request(key.kid, request)

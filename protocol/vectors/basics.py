@@ -4,7 +4,8 @@ Each builder returns :class:`Vector` values; ``generate.py`` writes them in the
 same file format as the chain vectors (SPEC.md "Test vectors").  A derivation
 case (``kid``, ``object-hash``, ``padme``, ``bucket``, ``request``, ``merge``)
 names its computed values in ``output``; a parse case (``canonical``,
-``base64``, ``unpad``, ``invite``, ``join``) is accepted or refused by name.
+``base64``, ``unpad``) is accepted or refused by name.  Invites, join
+requests and their admission are in :mod:`invites`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from ...crypto import SUITE, MemberKey
 from ...crypto.request import request_message, sign_request
 from .. import canonical
 from ..encoding import b64d, b64e, object_hash
-from ..envelope import seal
 from ..hlc import Hlc
 from ..merge import merge_many
 from ..record import Record, new_memory_id
@@ -205,78 +205,6 @@ def bucket_vectors() -> list[Vector]:
     ]
 
 
-def _invite_body(root: MemberKey, **changes: Any) -> dict[str, Any]:
-    body = {
-        "format": "sealmem/invite/v1", "team": TEAM, "root_public": b64e(root.sign_public),
-        "root_box_public": b64e(root.box_public), "location": "/mnt/nas/team",
-        "transport": "folder", "created_at": NOW,
-    }  # fmt: skip
-    return {**body, **changes}
-
-
-def invite_vectors() -> list[Vector]:
-    root, alice = _key(1), _key(2)
-    good = seal(_invite_body(root), "invite", root)
-    flipped = bytearray(good)
-    flipped[good.index(b"/mnt/nas") + 1] ^= 0x01
-    cases = [
-        ("invite-accept", "an invite signed by the team root key", good, "accept"),
-        ("invite-signer-mismatch", "an invite naming the root key, signed by another key",
-         seal(_invite_body(root), "invite", alice), "signer-mismatch"),
-        ("invite-bad-signature", "the location changed after signing", bytes(flipped),
-         "bad-signature"),
-        ("invite-wrong-context", "an invite body signed as a join request",
-         seal(_invite_body(root), "join", root), "wrong-context"),
-        ("invite-unknown-format", "a future invite format",
-         seal(_invite_body(root, format="sealmem/invite/v2"), "invite", root), "unknown-format"),
-        ("invite-malformed", "an unknown field",
-         seal(_invite_body(root, expires_at=NOW), "invite", root), "malformed"),
-    ]  # fmt: skip
-    return [
-        Vector(n, d, {"kind": "invite", "data": b64e(data)}, e,
-               {"root_fingerprint": root.public().fingerprint()} if e == "accept" else None)
-        for n, d, data, e in cases
-    ]  # fmt: skip
-
-
-def _join_body(k: MemberKey, **changes: Any) -> dict[str, Any]:
-    body = {
-        "format": "sealmem/join/v1", "team": TEAM, "kid": k.kid, "name": "carol",
-        "sign_public": b64e(k.sign_public), "box_public": b64e(k.box_public), "created_at": NOW,
-    }  # fmt: skip
-    return {**body, **changes}
-
-
-def join_vectors() -> list[Vector]:
-    carol, mallory = _key(5), _key(4)
-    good = seal(_join_body(carol), "join", carol)
-    cases = [
-        ("join-accept", "a join request self-signed by the key it introduces", good, "accept"),
-        ("join-cross-team", "a request for another team",
-         seal(_join_body(carol, team="other-team"), "join", carol), "cross-team"),
-        ("join-signer-mismatch", "carol's identity, signed by another key",
-         seal(_join_body(carol), "join", mallory), "signer-mismatch"),
-        ("join-kid-mismatch", "a kid that is not the one of sign_public",
-         seal(_join_body(carol, kid=mallory.kid), "join", carol), "signer-mismatch"),
-        ("join-bad-signature", "the name changed after signing",
-         good.replace(b'"carol"', b'"carl!"'), "bad-signature"),
-        ("join-wrong-context", "a join body signed as an invite",
-         seal(_join_body(carol), "invite", carol), "wrong-context"),
-        ("join-unknown-format", "a future join format",
-         seal(_join_body(carol, format="sealmem/join/v2"), "join", carol), "unknown-format"),
-        ("join-name-too-long", "a name of 65 characters",
-         seal(_join_body(carol, name="c" * 65), "join", carol), "malformed"),
-        ("join-lone-surrogate", "a name holding an escaped lone surrogate",
-         good.replace(b'"carol"', b'"car\\ud800"'), "not-canonical"),
-    ]  # fmt: skip
-    return [
-        Vector(n, d, {"kind": "join", "data": b64e(data)}, e,
-               {"kid": carol.kid, "fingerprint": carol.public().fingerprint()}
-               if e == "accept" else None)
-        for n, d, data, e in cases
-    ]  # fmt: skip
-
-
 def request_vectors() -> list[Vector]:
     alice = _key(2)
     target = f"/v1/teams/{TEAM}/projects/{PROJECT}/manifests/{alice.kid}/7?limit=2"
@@ -371,8 +299,6 @@ def basic_vectors() -> list[Vector]:
         *base64_vectors(),
         *padding_vectors(),
         *bucket_vectors(),
-        *invite_vectors(),
-        *join_vectors(),
         *request_vectors(),
         *merge_vectors(),
     ]

@@ -11,8 +11,9 @@ generated files are committed and tests never regenerate them.  Without
 ``--force`` a file whose description and expected outcome are unchanged is
 kept as it is (its randomised wraps would otherwise churn on every run).
 The building blocks on their own (canonical JSON, ids, hashes, base64,
-padding, buckets) and the objects outside the chain (invites, join requests,
-hub request signatures, merge) come from :mod:`basics`; SPEC.md "Test vectors"
+padding, buckets) and the objects outside the chain (hub request signatures,
+merge) come from :mod:`basics`, invites, join requests and their admission from
+:mod:`invites`; SPEC.md "Test vectors"
 documents every object kind.
 
 Each file holds::
@@ -56,6 +57,7 @@ from ..record import Record, new_memory_id
 from ..roster import Grant, Member, Pin, Reset, Revocation, Roster
 from ..snapshot import Snapshot, bucket_of, build_snapshot, chunk_ad, chunk_id
 from .basics import Vector, basic_vectors
+from .invites import invite_family
 
 HERE = Path(__file__).resolve().parent
 TEAM = "acme-team"
@@ -643,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(docs)
     if set(names) != set(DESCRIPTIONS):
         raise SystemExit("each case must have a description, and each description a case")
-    for v in basic_vectors():
+    for v in [*basic_vectors(), *invite_family()]:
         if v.name in docs:
             raise SystemExit(f"vector name {v.name} is used twice")
         docs[v.name] = vector_json(v)

@@ -163,7 +163,7 @@ def build_team(root: Path, members: int, memories: int) -> list[Member]:
                 home, store, key, name="bench", folder=str(folder), projects=[PROJECT],
                 admin_name="m0", now=now_ms(),
             )  # fmt: skip
-            inv = read_invite(invite(team, now_ms()))
+            inv = read_invite(invite(team, now_ms()), now=now_ms())
         else:
             join_team(home, inv, key, name=f"m{n}", now=now_ms())
             team = Team.open(home, store, key)

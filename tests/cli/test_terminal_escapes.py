@@ -19,10 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sealmem.client.cli.output import clean
-from sealmem.client.team.invite import _JOIN_FORMAT
 from sealmem.crypto import MemberKey
 from sealmem.protocol.encoding import b64e
 from sealmem.protocol.envelope import seal
+from sealmem.protocol.invite import JOIN_FORMAT
 from sealmem.protocol.names import hidden_at
 from tests.support.cli import Run, in_process
 from tests.sync.conftest import PROJECT, World, make_world
@@ -103,9 +103,9 @@ def _plant_request(world: World, name: str) -> MemberKey:
     eve = MemberKey.generate()
     team = world.nodes["admin"].t.config.team
     body = {
-        "format": _JOIN_FORMAT, "team": team, "kid": eve.kid, "name": name,
+        "format": JOIN_FORMAT, "team": team, "kid": eve.kid, "name": name,
         "sign_public": b64e(eve.sign_public), "box_public": b64e(eve.box_public),
-        "created_at": 1,
+        "created_at": 1, "invite_id": "A" * 22,
     }  # fmt: skip
     path = world.folder / "sealmem" / team / "requests" / f"{eve.kid}.json"
     path.write_bytes(seal(body, "join", eve))

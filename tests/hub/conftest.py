@@ -23,9 +23,9 @@ from starlette.testclient import TestClient
 from sealmem.client import Memory, MemoryStore
 from sealmem.client.sync.engine import SyncSummary, sync
 from sealmem.client.sync.hub import HubTransport
-from sealmem.client.team.admin import approve
+from sealmem.client.team.admin import approve, invite
 from sealmem.client.team.identity import load_member_key
-from sealmem.client.team.invite import make_join_request
+from sealmem.client.team.invite import make_join_request, read_invite
 from sealmem.client.team.session import Team, TeamConfig
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.crypto.request import sign_request
@@ -125,10 +125,13 @@ class HubWorld:
     ) -> list[Node]:
         """Members post join requests to the hub inbox; the admin approves them all."""
         root = self.nodes[admin]
+        inv = read_invite(invite(root.t, now_ms()), now=now_ms())
         added = []
         for name in names:
             node = self.node(name)
-            request = make_join_request(node.key, team=self.team, name=name, now=now_ms())
+            request = make_join_request(
+                node.key, team=self.team, name=name, invite_id=inv.invite_id, now=now_ms()
+            )
             node.team = self._team(node, root.key)
             node.t.transport.post_request(node.key.kid, request)
             added.append(node)

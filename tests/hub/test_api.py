@@ -18,7 +18,9 @@ from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.hub.app import create_app
 from sealmem.protocol.admin import genesis
 from sealmem.protocol.encoding import b64e
+from sealmem.protocol.envelope import seal
 from sealmem.protocol.errors import InputError
+from sealmem.protocol.invite import JOIN_FORMAT
 from sealmem.protocol.keyring import build_keyring
 from sealmem.protocol.roster import Member
 from sealmem.protocol.snapshot import chunk_id
@@ -34,6 +36,8 @@ from .conftest import (
     now_ms,
     signed,
 )
+
+ANY_INVITE = "A" * 22  # the hub cannot know invites: any well-formed id passes
 
 
 def _roster_v1(key: MemberKey, team: str = TEAM) -> bytes:
@@ -168,15 +172,19 @@ def test_join_inbox(team: HubWorld, inproc: InProcess) -> None:
     assert garbage.status_code == 422
     wrong_kid = inproc.client.post(
         f"/v1/teams/{TEAM}/requests/{MemberKey.generate().kid}",
-        content=make_join_request(carol, team=TEAM, name="carol", now=1),
+        content=make_join_request(carol, team=TEAM, name="carol", invite_id=ANY_INVITE, now=1),
     )
     assert (wrong_kid.status_code, wrong_kid.json()["error"]) == (422, "signer-mismatch")
     unknown = inproc.client.post(
         f"/v1/teams/no-such-team/requests/{carol.kid}",
-        content=make_join_request(carol, team="no-such-team", name="carol", now=1),
+        content=make_join_request(
+            carol, team="no-such-team", name="carol", invite_id=ANY_INVITE, now=1
+        ),
     )
     assert (unknown.status_code, unknown.json()["error"]) == (404, "unknown-team")
-    ok = inproc.client.post(path, content=make_join_request(carol, team=TEAM, name="carol", now=1))
+    ok = inproc.client.post(
+        path, content=make_join_request(carol, team=TEAM, name="carol", invite_id=ANY_INVITE, now=1)
+    )
     assert ok.status_code == 201
     # a pending member may read the rosters (to learn it was approved), nothing else
     pending = HubTransport(IN_PROCESS_URL, TEAM, carol, client=inproc.client)
@@ -250,4 +258,25 @@ def test_collect_refuses_a_grace_that_is_not_a_number(
     before = inproc.dump()
     answer = inproc.client.post(path, headers=signed(alice, "POST", path, body), content=body)
     assert (answer.status_code, answer.json()["error"]) == (400, "bad-request")
+    assert inproc.dump() == before
+
+
+def test_the_hub_refuses_join_requests_that_name_no_invite(
+    team: HubWorld, inproc: InProcess
+) -> None:
+    """The hub runs the protocol's request check: an old v1 request or one without an
+    invite id is refused by name, and nothing is stored."""
+    carol = MemberKey.generate()
+    path = f"/v1/teams/{TEAM}/requests/{carol.kid}"
+    body = {
+        "format": "sealmem/join/v1", "team": TEAM, "kid": carol.kid, "name": "carol",
+        "sign_public": b64e(carol.sign_public), "box_public": b64e(carol.box_public),
+        "created_at": 1,
+    }  # fmt: skip
+    before = inproc.dump()
+    old = inproc.client.post(path, content=seal(body, "join", carol))
+    assert (old.status_code, old.json()["error"]) == (422, "unknown-format")
+    no_id = inproc.client.post(path, content=seal({**body, "format": JOIN_FORMAT}, "join", carol))
+    assert (no_id.status_code, no_id.json()["error"]) == (422, "malformed")
+    assert "invite_id" in no_id.json()["detail"]
     assert inproc.dump() == before

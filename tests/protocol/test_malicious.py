@@ -97,5 +97,8 @@ def test_the_variants_cover_every_kind_of_attack() -> None:
         # reasons that need a chunk re-encrypted by a key holder: covered by the vectors
         reasons.TAMPERED, reasons.EDITOR_MISMATCH, reasons.WRONG_BUCKET, reasons.MALFORMED,
         reasons.CLOCK_AHEAD,
+        # the admin's check of a join request against its invites: not a synced object
+        reasons.INVITE_UNKNOWN, reasons.INVITE_EXPIRED, reasons.INVITE_USED,
+        reasons.INVITE_NAME_MISMATCH,
     }  # fmt: skip
     assert expected <= {v.reason for v in VARIANTS}

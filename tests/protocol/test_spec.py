@@ -19,6 +19,7 @@ from sealmem.crypto import SUITE, MemberKey, padme
 from sealmem.protocol import canonical, merge, reasons, verify
 from sealmem.protocol.encoding import object_hash
 from sealmem.protocol.envelope import CONTEXTS
+from sealmem.protocol.invite import INVITE_FORMAT, JOIN_FORMAT, MAX_INVITE_MS
 from sealmem.protocol.keyring import KEYRING_FORMAT
 from sealmem.protocol.manifest import MANIFEST_FORMAT, MAX_BUCKETS, MAX_CHUNK_BYTES, MAX_HEADS
 from sealmem.protocol.roster import ROSTER_FORMAT
@@ -33,7 +34,8 @@ def test_every_rejection_reason_is_specified(reason: str) -> None:
 
 
 def test_formats_contexts_and_limits_are_specified() -> None:
-    for fmt in (ROSTER_FORMAT, KEYRING_FORMAT, MANIFEST_FORMAT, SNAPSHOT_FORMAT):
+    for fmt in (ROSTER_FORMAT, KEYRING_FORMAT, MANIFEST_FORMAT, SNAPSHOT_FORMAT, INVITE_FORMAT,
+                JOIN_FORMAT):  # fmt: skip
         assert f'"{fmt}"' in SPEC, fmt
     for context in CONTEXTS:
         assert f'b"sealmem/v1/{context}\\x00"' in SPEC, context
@@ -44,6 +46,7 @@ def test_formats_contexts_and_limits_are_specified() -> None:
     assert f"`MAX_BUCKETS` | {MAX_BUCKETS}" in SPEC
     assert f"`MAX_HEADS` | {MAX_HEADS:,}".replace(",", " ") in SPEC
     assert f"`{merge.SKIP_OTHER_PROJECT}`" in SPEC
+    assert f"`MAX_INVITE_MS` is {MAX_INVITE_MS:,} ms".replace(",", " ") in SPEC
     assert merge.DEFAULT_GRACE_MS == 180 * 86_400_000
     assert "default 180 days" in SPEC
 

@@ -15,13 +15,15 @@ from typing import Any
 
 import pytest
 
-from sealmem.client.team.invite import INVITE_PREFIX, read_invite, read_join_request
+from sealmem.client.team.invite import fingerprint_of
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.crypto.request import body_digest, request_message, sign_request, verify_request
 from sealmem.protocol import canonical, reasons
+from sealmem.protocol.admission import InviteRecord, check_request_against_invite
 from sealmem.protocol.encoding import b64d, b64e, need_b64, object_hash
-from sealmem.protocol.errors import BadSignatureError, DecryptionError, InputError, Rejected
+from sealmem.protocol.errors import BadSignatureError, DecryptionError, Rejected
 from sealmem.protocol.hlc import Hlc
+from sealmem.protocol.invite import read_invite, read_join_request
 from sealmem.protocol.merge import merge_many
 from sealmem.protocol.record import Record
 from sealmem.protocol.snapshot import bucket_count, bucket_of
@@ -37,7 +39,7 @@ ACCEPT = {"roster": accept_roster, "keyring": accept_keyring, "manifest": accept
 
 KINDS = {
     "roster", "keyring", "manifest", "snapshot", "canonical", "kid", "object-hash", "base64",
-    "padme", "unpad", "bucket", "invite", "join", "request", "merge",
+    "padme", "unpad", "bucket", "invite", "join", "admission", "request", "merge",
 }  # fmt: skip
 
 
@@ -76,16 +78,23 @@ def derive(obj: dict[str, Any]) -> dict[str, Any]:
             "of": [bucket_of(SUITE, obj["id"], b) for b in obj["buckets"]],
         }
     if kind == "invite":
-        try:
-            invite = read_invite(INVITE_PREFIX + obj["data"])
-        except InputError as exc:
-            if not isinstance(exc.__cause__, Rejected):
-                raise
-            raise exc.__cause__ from exc
-        return {"root_fingerprint": invite.root_fingerprint}
+        invite = read_invite(SUITE, b64d(obj["data"]), now_ms=obj["now_ms"])
+        return {
+            "root_fingerprint": fingerprint_of(invite.root_public, invite.root_box_public),
+            "invite_id": invite.invite_id, "expires_at": invite.expires_at,
+            "for": invite.for_name,
+        }  # fmt: skip
     if kind == "join":
-        request = read_join_request(b64d(obj["data"]), TEAM_OF_VECTORS)
-        return {"kid": request.kid, "fingerprint": request.fingerprint}
+        request = read_join_request(SUITE, b64d(obj["data"]), TEAM_OF_VECTORS)
+        return {
+            "kid": request.kid, "invite_id": request.invite_id,
+            "fingerprint": fingerprint_of(request.sign_public, request.box_public),
+        }  # fmt: skip
+    if kind == "admission":
+        request = read_join_request(SUITE, b64d(obj["data"]), TEAM_OF_VECTORS)
+        registry = {r.invite_id: r for r in map(InviteRecord.from_json, obj["registry"])}
+        check_request_against_invite(request, registry.get(request.invite_id), obj["now_ms"])
+        return {}
     if kind == "request":
         return replay_request(obj)
     if kind == "merge":

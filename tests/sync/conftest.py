@@ -83,7 +83,7 @@ class World:
 
     def add_members(self, *names: str, offsets: dict[str, int] | None = None) -> list[Node]:
         admin = self.nodes["admin"]
-        inv = read_invite(invite(admin.t, admin.clock()))
+        inv = read_invite(invite(admin.t, admin.clock()), now=admin.clock())
         added = []
         for name in names:
             node = self.node(name, (offsets or {}).get(name, 0))

@@ -124,7 +124,7 @@ def test_issued_key_bundle_joins_without_a_request(world: World) -> None:
         MemberKey.import_bundle(bundle, "wrong passphrase")
     key = import_member_key(home, MemberKey.import_bundle(bundle, "correct horse battery"))
     assert key.kid == made.kid
-    inv = read_invite(admin.invite(adm.t, adm.clock()))
+    inv = read_invite(admin.invite(adm.t, adm.clock()), now=adm.clock())
     join_team(home, inv, key, name="dave", post_request=False, now=adm.clock())
     assert adm.t.transport.requests() == {}
     store = MemoryStore.open(home / "store.db", author=key.kid)
@@ -199,14 +199,15 @@ def test_old_chunks_are_collected_only_after_the_grace_period(world: World) -> N
 
 def test_join_is_refused_twice_and_bad_invites_are_explained(world: World, tmp_path: Path) -> None:
     alice = world.nodes["alice"]
-    inv = read_invite(admin.invite(world.nodes["admin"].t, 0))
+    now = world.nodes["admin"].clock()
+    inv = read_invite(admin.invite(world.nodes["admin"].t, now), now=now)
     with pytest.raises(InputError, match="already in a team"):
-        join_team(alice.home, inv, alice.key, name="alice", now=0)
+        join_team(alice.home, inv, alice.key, name="alice", now=now)
     with pytest.raises(InputError, match="not a sealmem invite"):
-        read_invite("hello")
-    good = admin.invite(world.nodes["admin"].t, 0)
+        read_invite("hello", now=now)
+    good = admin.invite(world.nodes["admin"].t, now)
     with pytest.raises(InputError, match="damaged or forged"):
-        read_invite(good[:-6] + ("A" if good[-6] != "A" else "B") + good[-5:])
+        read_invite(good[:-6] + ("A" if good[-6] != "A" else "B") + good[-5:], now=now)
     with pytest.raises(InputError, match="root key"):
         admin.invite(alice.t, 0)
 

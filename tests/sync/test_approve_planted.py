@@ -22,10 +22,12 @@ def test_approve_all_skips_garbage_and_replayed_requests(tmp_path: Path) -> None
         (requests / ("a" * 26 + ".json")).write_bytes(b"not a join request")
         assert boss.t.transport.requests() == {"a" * 26: b"not a join request"}
         dave = world.node("dave")
-        inv = read_invite(admin.invite(boss.t, boss.clock()))
+        inv = read_invite(admin.invite(boss.t, boss.clock()), now=dave.clock())
         join_team(dave.home, inv, dave.key, name="dave", now=dave.clock())
         # a member's valid request replayed, and dave's request under a name not its kid
-        replayed = make_join_request(alice.key, team=boss.t.config.team, name="alice", now=0)
+        replayed = make_join_request(
+            alice.key, team=boss.t.config.team, name="alice", invite_id=inv.invite_id, now=0
+        )
         (requests / f"{alice.key.kid}.json").write_bytes(replayed)
         dave_request = (requests / f"{dave.key.kid}.json").read_bytes()
         (requests / ("b" * 26 + ".json")).write_bytes(dave_request)
