@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...crypto import SUITE, ContentKey, MemberKey
-from ...protocol import reasons
+from ...protocol import hubapi, reasons
 from ...protocol.encoding import b64d, b64e
 from ...protocol.errors import InputError, Rejected, SealmemError, StoreError
 from ...protocol.names import name_problem
@@ -181,6 +181,8 @@ class Team:
     transport: Transport
     _state: TrustedState | None = None
     _keys: dict[tuple[str, int], ContentKey] = field(default_factory=dict)
+    #: what the transport said of our join request at the last refresh, while not a member
+    join_status: str | None = None
 
     @classmethod
     def open(cls, home_dir: Path, store: MemoryStore, key: MemberKey) -> Team:
@@ -242,6 +244,12 @@ class Team:
         """Pull and verify new roster versions, then keyrings of readable projects."""
         refusals: list[Refusal] = []
         state = self.state
+        self.join_status = None
+        if state.roster is None or state.roster.member(self.me) is None:
+            # a hub shows a pending joiner its request's state, not the team's rosters
+            self.join_status = self.transport.join_status(self.me)
+            if self.join_status in (hubapi.REQUEST_PENDING, hubapi.REQUEST_UNKNOWN):
+                return refusals
         current = state.roster.version if state.roster is not None else 0
         accepted_rosters: list[tuple[int, bytes]] = []
         for data in self.transport.rosters(current):
