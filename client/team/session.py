@@ -360,6 +360,7 @@ class Team:
             waiting = [k for k in pending if roster.member(k) is None]
             if waiting:
                 out.append(f"{len(waiting)} join request(s) wait: 'sealmem admin approve KID'")
+            out += self.transport.take_warnings()  # e.g. a flooded join inbox on a hub
         return out
 
 

@@ -199,6 +199,10 @@ def test_a_flood_cannot_silently_block_a_real_join(tmp_path: Path) -> None:
         refused = doc["door"]["refused"]["by_code"]  # type: ignore[index]
         assert refused == {"inbox-full": 1, "inbox-full-for-address": 1}
 
+        admin_team = door.world.nodes["admin"].t
+        alarms = admin_team.alarms(admin_team.roster())  # what 'sealmem team status' shows
+        assert any("holds 6 of 6 requests" in a for a in alarms)
+
         # the admin clears the flood; the real joiner gets in
         for kid in waiting:
             admin.remove_request(kid)
