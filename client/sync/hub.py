@@ -318,6 +318,8 @@ class HubTransport(Transport):
         except HubError as exc:
             if exc.code == hubapi.NO_REQUEST:
                 return hubapi.REQUEST_UNKNOWN
+            if exc.status in (404, 405):  # a hub (or proxy) without this endpoint
+                return None
             raise
         status = doc.get("status")
         if status not in hubapi.REQUEST_STATES:
