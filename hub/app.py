@@ -95,7 +95,8 @@ def create_app(
     tick = clock or _now_ms
     store: Storage = storage if storage is not None else SQLiteStorage(config.data_dir)
     teams = Teams(store, manifests_kept=config.manifests_kept)
-    auth = Authenticator(store, ReplayGuard(config.replay_window_ms), tick)
+    guard = ReplayGuard(config.replay_window_ms)
+    auth = Authenticator(store, guard, tick, request_ttl_ms=config.request_ttl_ms)
     handlers = Handlers(config, store, teams, auth, tick)
     metrics = Metrics()
     feed = Feed()
@@ -160,6 +161,7 @@ def create_app(
         Route(hubapi.CHANGES, changes, methods=["GET"]),
         Route(hubapi.REQUESTS, wrap(handlers.get_requests), methods=["GET"]),
         Route(hubapi.REQUEST, wrap(handlers.post_request, config.max_join_bytes), methods=["POST"]),
+        Route(hubapi.REQUEST, wrap(handlers.get_request), methods=["GET"]),
         Route(hubapi.REQUEST, wrap(handlers.delete_request), methods=["DELETE"]),
         Route(hubapi.SEQS, wrap(handlers.get_seqs), methods=["GET"]),
         Route(hubapi.MANIFESTS, wrap(handlers.get_manifests), methods=["GET"]),

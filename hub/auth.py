@@ -4,11 +4,12 @@ A request is signed by a member key over (method, target, body hash, time,
 nonce) in context ``request`` (:mod:`sealmem.crypto.request`).  The hub checks,
 in order: the four headers are there and well formed (``unsigned``,
 ``bad-auth-header``), the time is within the replay window (``stale-time``),
-the key is known (the team's trusted roster, or a pending join request for
-reading rosters; else ``unknown-key``, or ``wrong-team`` for a key of another
-team), the signature verifies (``bad-signature``), the nonce was not seen
-inside the window (``replayed``).  All of these are 401 except ``wrong-team``
-and ``revoked`` (403).  Only public keys are involved: nothing secret is stored.
+the key is known (the team's trusted roster, or a live pending join request
+where the route allows it: roster v1 and the request's own state; else
+``unknown-key``, or ``wrong-team`` for a key of another team), the signature
+verifies (``bad-signature``), the nonce was not seen inside the window
+(``replayed``).  All of these are 401 except ``wrong-team`` and ``revoked``
+(403).  Only public keys are involved: nothing secret is stored.
 """
 
 from __future__ import annotations
@@ -109,10 +110,18 @@ class ReplayGuard:
 class Authenticator:
     """Resolve the caller of a signed request against a team's trusted state."""
 
-    def __init__(self, storage: Storage, guard: ReplayGuard, clock: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        guard: ReplayGuard,
+        clock: Callable[[], int],
+        *,
+        request_ttl_ms: int | None = None,
+    ) -> None:
         self._storage = storage
         self._guard = guard
         self._clock = clock
+        self._request_ttl_ms = request_ttl_ms
 
     def verify(
         self, signed: Signed, sign_public: bytes, method: str, target: str, body: bytes
@@ -161,7 +170,10 @@ class Authenticator:
                 )
             return Caller(signed.kid, admin=roster.is_admin(signed.kid), revoked=revoked)
         if allow_pending:
-            request = self._storage.request(team, signed.kid)
+            live_after = (
+                None if self._request_ttl_ms is None else self._clock() - self._request_ttl_ms
+            )
+            request = self._storage.request(team, signed.kid, live_after)
             if request is not None:
                 try:
                     key = join_request_key(team, signed.kid, request)

@@ -37,10 +37,17 @@ class HubConfig:
     #: per member: sustained requests per second and burst
     member_rate: float = 50.0
     member_burst: int = 400
-    #: per client address, for unauthenticated join requests: per minute and burst
+    #: join posts (unauthenticated), per client address: per minute and burst
     join_rate_per_min: float = 10.0
     join_burst: int = 10
+    #: join posts to one team from all addresses together: per minute and burst
+    team_join_rate_per_min: float = 30.0
+    team_join_burst: int = 30
+    #: pending join requests a team's inbox holds, and how many of them one address may fill
     max_pending_requests: int = 256
+    max_pending_per_address: int = 16
+    #: a join request no admin handled within this many ms expires (frees its slot)
+    request_ttl_ms: int = 7 * 24 * 60 * 60 * 1000
     team_quota_bytes: int = 1024 * 1024 * 1024
     #: a signed request must be dated within this many ms of the hub clock
     replay_window_ms: int = 5 * 60 * 1000
@@ -56,6 +63,18 @@ class HubConfig:
                 f"{_MIN_TOKEN} random ones (e.g. 'python -c \"import secrets; "
                 "print(secrets.token_urlsafe(32))\"')"
             )
+        positive = {
+            "join_rate_per_min": self.join_rate_per_min,
+            "join_burst": self.join_burst,
+            "team_join_rate_per_min": self.team_join_rate_per_min,
+            "team_join_burst": self.team_join_burst,
+            "max_pending_requests": self.max_pending_requests,
+            "max_pending_per_address": self.max_pending_per_address,
+            "request_ttl_ms": self.request_ttl_ms,
+        }
+        for name, value in positive.items():
+            if not value > 0:
+                raise InputError(f"hub setting {name} is {value!r}; it must be above 0")
         for team in self.allow_teams:
             if TEAM_RE.fullmatch(team) is None:
                 raise InputError(

@@ -20,15 +20,14 @@ from starlette.responses import JSONResponse, Response
 from ..crypto import SUITE
 from ..protocol import hubapi
 from ..protocol.encoding import b64d, b64e
-from ..protocol.errors import Rejected
 from ..protocol.manifest import MAX_CHUNK_BYTES
 from ..protocol.snapshot import chunk_id
 from ..protocol.state import TrustedState
 from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from .auth import Authenticator, Caller
 from .config import HubConfig
+from .door import Door
 from .errors import Refusal
-from .inbox import MAX_JOIN_BYTES, join_request_key
 from .limits import RateLimiter, check_quota
 from .storage import Storage
 from .teams import Teams, genesis_signer
@@ -103,7 +102,7 @@ class Handlers:
         self.auth = auth
         self.clock = clock
         self.member_rate = RateLimiter(config.member_rate, config.member_burst, "member")
-        self.join_rate = RateLimiter(config.join_rate_per_min / 60.0, config.join_burst, "address")
+        self.door = Door(config, storage, teams, clock)
 
     # -- shared steps ----------------------------------------------------------------
 
@@ -147,9 +146,12 @@ class Handlers:
     # -- rosters and keyrings --------------------------------------------------------
 
     def get_rosters(self, ctx: Ctx) -> Response:
-        team, _, _ = self._caller(ctx, pending=True, revoked=True)
+        team, _, caller = self._caller(ctx, pending=True, revoked=True)
         after = ctx.int_query(hubapi.QUERY_AFTER, 0)
-        return JSONResponse({"rosters": _envelopes(self.storage.rosters(team, after))})
+        found = self.storage.rosters(team, after)
+        if caller.pending:  # the root of trust only: no members, grants or history
+            found = found[:1] if after == 0 else []
+        return JSONResponse({"rosters": _envelopes(found)})
 
     def put_roster(self, ctx: Ctx) -> Response:
         team = ctx.param("team")
@@ -314,37 +316,51 @@ class Handlers:
     # -- join requests ---------------------------------------------------------------
 
     def post_request(self, ctx: Ctx) -> Response:
-        self.join_rate.take(ctx.client, time.monotonic())
         team = ctx.param("team")
         kid = ctx.param("kid")
-        self.teams.state(team)  # 404 for an unknown team
-        if len(ctx.body) > MAX_JOIN_BYTES:
-            raise Refusal(
-                413, hubapi.TOO_LARGE, f"a join request is at most {MAX_JOIN_BYTES} bytes"
-            )
-        try:
-            join_request_key(team, kid, ctx.body)
-        except Rejected as exc:
-            raise Refusal(422, exc.reason, f"join request refused: {exc.detail}") from exc
-        if (
-            self.storage.request(team, kid) is None
-            and self.storage.request_count(team) >= self.config.max_pending_requests
-        ):
-            raise Refusal(
-                507,
-                hubapi.QUOTA_EXCEEDED,
-                f"team {team} already has {self.config.max_pending_requests} pending join "
-                "requests; an admin must handle them first",
-            )
-        self.storage.put_request(team, kid, ctx.body, self.clock())
+        self.door.admit(team, kid, ctx.body, ctx.client)
         ctx.kid = kid
         return JSONResponse({"stored": True}, 201)
+
+    def get_request(self, ctx: Ctx) -> Response:
+        """A join request's state, for its own key (or an admin): pending, approved, revoked."""
+        kid = ctx.param("kid")
+        try:
+            team, state, caller = self._caller(ctx, pending=True, revoked=True)
+        except Refusal as exc:
+            if exc.code != hubapi.UNKNOWN_KEY or ctx.headers.get(hubapi.HEADER_KID) != kid:
+                raise
+            days = self.config.request_ttl_ms / (24 * 60 * 60 * 1000)
+            raise Refusal(
+                404,
+                hubapi.NO_REQUEST,
+                f"team {ctx.param('team')} holds no join request from {kid} and has no such "
+                f"member: an admin rejected it, or no admin handled it within {days:g} days "
+                "(it expired), or it never arrived; ask an admin, then join again",
+            ) from None
+        if caller.kid != kid and not caller.admin:
+            raise Refusal(403, hubapi.NOT_ADMIN, "only the requester or an admin may read this")
+        roster = state.roster
+        if roster is not None and roster.member(kid) is not None:
+            revoked = roster.revocation(kid) is not None
+            status = hubapi.REQUEST_REVOKED if revoked else hubapi.REQUEST_APPROVED
+            return JSONResponse({"status": status, "roster_version": roster.version})
+        if self.storage.request(team, kid, self.door.live_after()) is None:
+            raise Refusal(404, hubapi.NO_REQUEST, f"team {team} holds no join request from {kid}")
+        return JSONResponse({"status": hubapi.REQUEST_PENDING})
 
     def get_requests(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)
         self._admin(team, caller)
-        found = self.storage.requests(team)
-        return JSONResponse({"requests": {k: b64e(d) for k, d in found.items()}})
+        found = self.storage.requests(team, self.door.live_after())
+        oldest = min((r.posted_at for r in found), default=None)
+        return JSONResponse(
+            {
+                "requests": {r.kid: b64e(r.data) for r in found},
+                "posted_at": {r.kid: r.posted_at for r in found},
+                "door": self.door.report(team, len(found), oldest),
+            }
+        )
 
     def delete_request(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)

@@ -25,7 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from .blobs import BlobDir
-from .storage import Change, KeyringBlob, StaleSeq, Storage, StorageError, StoredHead
+from .storage import (
+    Admission,
+    Change,
+    KeyringBlob,
+    PendingRequest,
+    StaleSeq,
+    Storage,
+    StorageError,
+    StoredHead,
+)
 
 __all__ = ["DB_FILE", "LOCK_FILE", "SQLiteStorage"]
 
@@ -52,12 +61,26 @@ CREATE TABLE IF NOT EXISTS chunks (
     size INTEGER NOT NULL, stored_at INTEGER NOT NULL, PRIMARY KEY (team, project, writer, id));
 CREATE TABLE IF NOT EXISTS requests (
     team TEXT NOT NULL, kid TEXT NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
-    PRIMARY KEY (team, kid));
+    address TEXT NOT NULL DEFAULT '', PRIMARY KEY (team, kid));
 CREATE TABLE IF NOT EXISTS changes (
     cursor INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT NOT NULL, kind TEXT NOT NULL,
     project TEXT, writer TEXT, seq INTEGER, at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS changes_team ON changes (team, cursor);
 """
+
+
+_NEVER = -(2**63)  # an expiry bound no request is posted at or before
+
+#: Columns added after a table first shipped: (table, column, definition).
+_ADDED_COLUMNS = (("requests", "address", "TEXT NOT NULL DEFAULT ''"),)
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Bring a data directory written by an older hub up to date (forward only)."""
+    for table, column, definition in _ADDED_COLUMNS:
+        have = {str(row[1]) for row in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
 
 class SQLiteStorage(Storage):
@@ -84,7 +107,9 @@ class SQLiteStorage(Storage):
         self._conns_lock = threading.Lock()
         try:
             with self._write:
-                self._conn().executescript(_SCHEMA)
+                conn = self._conn()
+                conn.executescript(_SCHEMA)
+                _add_missing_columns(conn)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot set up {self._dir / DB_FILE}: {exc}") from exc
 
@@ -373,27 +398,63 @@ class SQLiteStorage(Storage):
 
     # -- join requests ---------------------------------------------------------------
 
-    def put_request(self, team: str, kid: str, data: bytes, now_ms: int) -> None:
+    def offer_request(
+        self,
+        team: str,
+        kid: str,
+        data: bytes,
+        address: str,
+        now_ms: int,
+        *,
+        live_after_ms: int,
+        max_pending: int,
+        max_per_address: int,
+    ) -> Admission:
         with self._tx() as conn:
+            expired = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM requests "
+                "WHERE team = ? AND stored_at <= ?",
+                (team, live_after_ms),
+            ).fetchone()
+            if expired[0]:
+                conn.execute(
+                    "DELETE FROM requests WHERE team = ? AND stored_at <= ?", (team, live_after_ms)
+                )
+                self._add_usage(conn, team, -int(expired[1]))
+            pending, from_address, oldest = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(address = ?), 0), MIN(stored_at) FROM requests "
+                "WHERE team = ? AND kid != ?",
+                (address, team, kid),
+            ).fetchone()
             old = conn.execute(
                 "SELECT LENGTH(data) FROM requests WHERE team = ? AND kid = ?", (team, kid)
             ).fetchone()
+            oldest_at = None if oldest is None else int(oldest)
+            if old is None and (pending >= max_pending or from_address >= max_per_address):
+                return Admission(False, int(pending), int(from_address), oldest_at)
             conn.execute(
-                "INSERT OR REPLACE INTO requests (team, kid, data, stored_at) VALUES (?, ?, ?, ?)",
-                (team, kid, data, now_ms),
+                "INSERT OR REPLACE INTO requests (team, kid, data, stored_at, address) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (team, kid, data, now_ms, address),
             )
             self._add_usage(conn, team, len(data) - (int(old[0]) if old else 0))
+        oldest_at = now_ms if oldest_at is None else min(oldest_at, now_ms)
+        return Admission(True, int(pending) + 1, int(from_address) + 1, oldest_at)
 
-    def request(self, team: str, kid: str) -> bytes | None:
-        rows = self._read("SELECT data FROM requests WHERE team = ? AND kid = ?", (team, kid))
+    def request(self, team: str, kid: str, live_after_ms: int | None = None) -> bytes | None:
+        rows = self._read(
+            "SELECT data FROM requests WHERE team = ? AND kid = ? AND stored_at > ?",
+            (team, kid, _NEVER if live_after_ms is None else live_after_ms),
+        )
         return bytes(rows[0][0]) if rows else None
 
-    def requests(self, team: str) -> dict[str, bytes]:
-        rows = self._read("SELECT kid, data FROM requests WHERE team = ? ORDER BY kid", (team,))
-        return {str(k): bytes(d) for k, d in rows}
-
-    def request_count(self, team: str) -> int:
-        return int(self._read("SELECT COUNT(*) FROM requests WHERE team = ?", (team,))[0][0])
+    def requests(self, team: str, live_after_ms: int | None = None) -> list[PendingRequest]:
+        rows = self._read(
+            "SELECT kid, data, stored_at FROM requests WHERE team = ? AND stored_at > ? "
+            "ORDER BY kid",
+            (team, _NEVER if live_after_ms is None else live_after_ms),
+        )
+        return [PendingRequest(str(k), bytes(d), int(t)) for k, d, t in rows]
 
     def remove_request(self, team: str, kid: str) -> bool:
         with self._tx() as conn:

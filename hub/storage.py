@@ -21,7 +21,16 @@ from dataclasses import dataclass
 
 from ..protocol.errors import SealmemError
 
-__all__ = ["Change", "KeyringBlob", "StaleSeq", "Storage", "StorageError", "StoredHead"]
+__all__ = [
+    "Admission",
+    "Change",
+    "KeyringBlob",
+    "PendingRequest",
+    "StaleSeq",
+    "Storage",
+    "StorageError",
+    "StoredHead",
+]
 
 
 class StorageError(SealmemError):
@@ -52,6 +61,29 @@ class KeyringBlob:
     project: str
     epoch: int
     data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRequest:
+    """A join request in a team's inbox, and when it was posted (hub clock, ms)."""
+
+    kid: str
+    data: bytes
+    posted_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What a team's inbox held when a join request was offered to it.
+
+    ``stored`` False: the inbox (``pending`` live requests) or this address's
+    share of it (``from_address``) was full, and nothing changed.
+    """
+
+    stored: bool
+    pending: int
+    from_address: int
+    oldest_at: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,17 +202,33 @@ class Storage(abc.ABC):
 
     # -- join requests ---------------------------------------------------------------
 
-    @abc.abstractmethod
-    def put_request(self, team: str, kid: str, data: bytes, now_ms: int) -> None: ...
+    # A request posted at or before ``live_after_ms`` has expired: it is not returned,
+    # authenticates nobody, holds no slot, and the next offer deletes it.
 
     @abc.abstractmethod
-    def request(self, team: str, kid: str) -> bytes | None: ...
+    def offer_request(
+        self,
+        team: str,
+        kid: str,
+        data: bytes,
+        address: str,
+        now_ms: int,
+        *,
+        live_after_ms: int,
+        max_pending: int,
+        max_per_address: int,
+    ) -> Admission:
+        """In one transaction: delete the team's expired requests; then store this one if
+        ``kid`` already has a live request (replaced in its own slot) or the inbox holds
+        fewer than ``max_pending`` live requests, fewer than ``max_per_address`` of them
+        posted from ``address``."""
 
     @abc.abstractmethod
-    def requests(self, team: str) -> dict[str, bytes]: ...
+    def request(self, team: str, kid: str, live_after_ms: int | None = None) -> bytes | None: ...
 
     @abc.abstractmethod
-    def request_count(self, team: str) -> int: ...
+    def requests(self, team: str, live_after_ms: int | None = None) -> list[PendingRequest]:
+        """The team's live requests, by kid."""
 
     @abc.abstractmethod
     def remove_request(self, team: str, kid: str) -> bool: ...

@@ -38,6 +38,8 @@ __all__ = [
     "HEADER_SIGNATURE",
     "HEADER_TIME",
     "HEALTHZ",
+    "INBOX_FULL",
+    "INBOX_FULL_FOR_ADDRESS",
     "INTERNAL",
     "KEYRING",
     "KEYRINGS",
@@ -48,6 +50,7 @@ __all__ = [
     "NOT_FOUND",
     "NOT_YOUR_SLOT",
     "NO_GRANT",
+    "NO_REQUEST",
     "PARAMS",
     "QUERY_AFTER",
     "QUERY_LIMIT",
@@ -59,6 +62,11 @@ __all__ = [
     "REPLAYED",
     "REQUEST",
     "REQUESTS",
+    "REQUEST_APPROVED",
+    "REQUEST_PENDING",
+    "REQUEST_REVOKED",
+    "REQUEST_STATES",
+    "REQUEST_UNKNOWN",
     "REVOKED",
     "ROSTER",
     "ROSTERS",
@@ -67,6 +75,7 @@ __all__ = [
     "STALE_SEQ",
     "STALE_TIME",
     "STORAGE",
+    "TEAM_RATE_LIMITED",
     "TEMPLATES",
     "TOO_LARGE",
     "UNKNOWN_KEY",
@@ -110,14 +119,31 @@ NOT_YOUR_SLOT = "not-your-slot"  # 403
 REGISTRATION_CLOSED = "registration-closed"  # 403
 UNKNOWN_TEAM = "unknown-team"  # 404
 NOT_FOUND = "not-found"  # 404
+#: ``GET /requests/{kid}``: no live join request from that key (expired, rejected, never sent)
+NO_REQUEST = "no-request"  # 404
 STALE_SEQ = "stale-seq"  # 409
 ROSTER_UNKNOWN = reasons.ROSTER_UNKNOWN  # 409
 TOO_LARGE = reasons.TOO_LARGE  # 413
 BAD_CHUNK_ID = reasons.BAD_CHUNK_ID  # 422
-RATE_LIMITED = "rate-limited"  # 429
+RATE_LIMITED = "rate-limited"  # 429: per member, or join posts per client address
+#: Join posts to one team, from all addresses together, came too fast.
+TEAM_RATE_LIMITED = "team-rate-limited"  # 429
 INTERNAL = "internal"  # 500
 STORAGE = "storage"  # 503
 QUOTA_EXCEEDED = "quota-exceeded"  # 507
+#: The team's join inbox holds its maximum of pending requests: an admin must handle some.
+INBOX_FULL = "inbox-full"  # 507
+#: This client address already has its maximum of pending requests for the team.
+INBOX_FULL_FOR_ADDRESS = "inbox-full-for-address"  # 507
+
+# -- join request states (``GET /requests/{kid}`` answers ``{"status": state}``) --------
+
+REQUEST_PENDING = "pending"  # waiting for an admin
+REQUEST_APPROVED = "approved"  # the key is in the team's newest roster: read as a member
+REQUEST_REVOKED = "revoked"  # the key is in the roster, revoked
+#: Not an answer of the hub (it says 404 ``no-request``): what a client calls that case.
+REQUEST_UNKNOWN = "unknown"
+REQUEST_STATES = frozenset({REQUEST_PENDING, REQUEST_APPROVED, REQUEST_REVOKED, REQUEST_UNKNOWN})
 
 #: The status of every "the hub holds a newer or different object here" answer:
 #: a client reads back what is there, then retries.

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ...crypto import SUITE, random_bytes
+from ...protocol import hubapi
 from ...protocol.envelope import unpack
 from ...protocol.errors import Rejected, SealmemError, StoreError
 from ...protocol.hlc import ZERO
@@ -163,9 +164,7 @@ def _run(
     summary.refused += refused
     roster = state.roster
     if roster is None or roster.member(team.me) is None:
-        summary.warnings.append(
-            "not a member of the trusted roster yet: an admin must approve the join request"
-        )
+        summary.warnings.append(_not_a_member(team.join_status(state)))
         return
     if pull:
         _purge_revoked(team, roster, summary, tick())
@@ -182,6 +181,20 @@ def _run(
         for project in writable_projects(roster, team.me):
             _redact_pending(team, project, tick())
             _push_with_retry(team, state, project, summary, tick)
+
+
+def _not_a_member(join_status: str | None) -> str:
+    if join_status == hubapi.REQUEST_PENDING:
+        return (
+            "waiting for an admin to approve the join request (the hub holds it; nothing "
+            "of the team is read until then): ask an admin to run 'sealmem admin approve'"
+        )
+    if join_status == hubapi.REQUEST_UNKNOWN:
+        return (
+            "the hub holds no join request from this member: an admin rejected it, or it "
+            "expired unhandled; ask an admin, then join again"
+        )
+    return "not a member of the trusted roster yet: an admin must approve the join request"
 
 
 def _record(

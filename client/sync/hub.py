@@ -41,6 +41,7 @@ __all__ = [
     "HubConflictError",
     "HubError",
     "HubTransport",
+    "door_warnings",
     "is_hub_location",
     "open_transport",
 ]
@@ -105,6 +106,7 @@ class HubTransport(Transport):
         self._clock = clock or now_ms
         self._skew_ms = 0
         self._pending_keyrings: list[bytes] = []
+        self._warnings: list[str] = []
 
     @property
     def location(self) -> str:
@@ -300,9 +302,35 @@ class HubTransport(Transport):
         if not isinstance(found, dict):
             raise TransportError(f"the hub at {self._url} answered requests without a map")
         try:
-            return {str(k): b64d(v) for k, v in found.items() if KID_RE.fullmatch(str(k))}
+            out = {str(k): b64d(v) for k, v in found.items() if KID_RE.fullmatch(str(k))}
         except ValueError as exc:
             raise TransportError(f"the hub at {self._url} sent a bad join request") from exc
+        door = doc.get("door")
+        if isinstance(door, dict):
+            self._warnings += door_warnings(door, self._clock())
+        return out
+
+    def join_status(self, kid: str) -> str | None:
+        """Ask the hub about our own join request; reads no roster (see the interface)."""
+        path = self._path(hubapi.REQUEST, kid=kid)
+        try:
+            doc = self._json("GET", path, "read the state of the join request")
+        except HubError as exc:
+            if exc.code == hubapi.NO_REQUEST:
+                return hubapi.REQUEST_UNKNOWN
+            if exc.status in (404, 405):  # a hub (or proxy) without this endpoint
+                return None
+            raise
+        status = doc.get("status")
+        if status not in hubapi.REQUEST_STATES:
+            raise TransportError(
+                f"the hub at {self._url} answered the join request state with {status!r}"
+            )
+        return str(status)
+
+    def take_warnings(self) -> list[str]:
+        out, self._warnings = self._warnings, []
+        return out
 
     def remove_request(self, kid: str) -> None:
         if KID_RE.fullmatch(kid):
@@ -342,6 +370,49 @@ class HubTransport(Transport):
                 return str(cursor), True
             if not changes or time.monotonic() >= deadline or (stop and stop.is_set()):
                 return str(cursor), False
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def door_warnings(door: Mapping[str, Any], now: int) -> list[str]:
+    """What an admin must know about the team's door: a full inbox, refused join posts."""
+    out: list[str] = []
+    pending, capacity = _int(door.get("pending")), _int(door.get("capacity"))
+    expires, oldest = _int(door.get("expires_after_ms")), _int(door.get("oldest_posted_at"))
+    fix = "approve or reject them ('sealmem admin approve KID' / 'sealmem admin reject KID')"
+    if pending is not None and capacity and pending * 4 >= capacity * 3:
+        age = "" if oldest is None else f", the oldest posted {_ago(now - oldest)} ago"
+        ttl = "" if expires is None else f"; unhandled ones expire after {_ago(expires)}"
+        out.append(
+            f"the hub's join inbox for this team holds {pending} of {capacity} requests"
+            f"{age}{ttl}: {fix}, or new join requests are refused"
+        )
+    refused = door.get("refused")
+    if isinstance(refused, dict) and isinstance(by_code := refused.get("by_code"), dict):
+        counts = {str(k): n for k, v in by_code.items() if (n := _int(v))}
+        if counts:
+            total = sum(counts.values())
+            since = _int(door.get("counted_since"))
+            last = _int(refused.get("last_at"))
+            when = "" if since is None else f" in the last {_ago(now - since)}"
+            latest = "" if last is None else f", the last {_ago(now - last)} ago"
+            parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items()))
+            out.append(
+                f"the hub refused {total} join post(s) to this team{when} ({parts}{latest}): "
+                f"a stranger may be flooding the team's door; a teammate who cannot join may "
+                f"be among them: {fix}"
+            )
+    return out
+
+
+def _ago(ms: int) -> str:
+    seconds = max(0, ms) // 1000
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
 
 
 def _code(response: httpx.Response) -> str:

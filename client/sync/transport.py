@@ -106,6 +106,12 @@ class Transport(abc.ABC):
     def remove_request(self, kid: str) -> None:
         """Drop a handled join request."""
 
+    def join_status(self, kid: str) -> str | None:
+        """The state of ``kid``'s join request where the transport keeps it apart (a hub):
+        ``hubapi.REQUEST_PENDING`` (read nothing yet), ``..._UNKNOWN`` (expired, rejected),
+        ``..._APPROVED`` or ``..._REVOKED``; None: it cannot tell, read the rosters."""
+        return None
+
     def newest_seqs(self, project: str) -> dict[str, int] | None:
         """Per writer of ``project``, the seq of its newest manifest, if the transport can
         tell without reading them (None: it cannot; callers read :meth:`manifests`)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...crypto import SUITE, ContentKey, MemberKey
-from ...protocol import reasons
+from ...protocol import hubapi, reasons
 from ...protocol.encoding import b64d, b64e
 from ...protocol.errors import InputError, Rejected, SealmemError, StoreError
 from ...protocol.names import name_problem
@@ -235,10 +235,25 @@ class Team:
         keyring.check_key(key)
         return key
 
+    def join_status(self, state: TrustedState) -> str | None:
+        """While this member is not in the trusted roster, what the transport says of its
+        join request (a hub: ``pending``, ``unknown``, ...); None for a member, or when the
+        transport cannot tell (a folder)."""
+        if state.roster is not None and state.roster.member(self.me) is not None:
+            return None
+        return self.transport.join_status(self.me)
+
+    def waiting_for_approval(self, state: TrustedState) -> bool:
+        """True while a hub holds this member's join request unanswered (or holds none):
+        nothing of the team is read until an admin approves it."""
+        return self.join_status(state) in (hubapi.REQUEST_PENDING, hubapi.REQUEST_UNKNOWN)
+
     def refresh(self, state: TrustedState, now: int) -> tuple[TrustedState, list[Refusal]]:
         """Pull and verify new roster versions, then keyrings of readable projects; store
         what was accepted and return the new state with what was refused."""
         refusals: list[Refusal] = []
+        if self.waiting_for_approval(state):
+            return state, refusals  # a hub shows a pending joiner its request, not rosters
         current = state.roster.version if state.roster is not None else 0
         accepted_rosters: list[tuple[int, bytes]] = []
         for data in self.transport.rosters(current):
@@ -348,6 +363,7 @@ class Team:
             waiting = [k for k in pending if roster.member(k) is None]
             if waiting:
                 out.append(f"{len(waiting)} join request(s) wait: 'sealmem admin approve KID'")
+            out += self.transport.take_warnings()  # e.g. a flooded join inbox on a hub
         return out
 
 

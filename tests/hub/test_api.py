@@ -186,9 +186,10 @@ def test_join_inbox(team: HubWorld, inproc: InProcess) -> None:
         path, content=make_join_request(carol, team=TEAM, name="carol", invite_id=ANY_INVITE, now=1)
     )
     assert ok.status_code == 201
-    # a pending member may read the rosters (to learn it was approved), nothing else
+    # a pending joiner reads its request's state and roster v1 (the root), nothing else
     pending = HubTransport(IN_PROCESS_URL, TEAM, carol, client=inproc.client)
-    assert len(pending.rosters(0)) == 2  # v1, and v2 adding alice and bob
+    assert pending.join_status(carol.kid) == "pending"
+    assert len(pending.rosters(0)) == 1  # not v2, which names alice and bob
     with pytest.raises(HubError) as info:
         pending.newest_seqs(PROJECT)
     assert info.value.code == "unknown-key"

@@ -63,6 +63,8 @@ def test_create_join_sync_recall_over_the_hub(hub: BackgroundHub, tmp_path: Path
     for home, name in ((alice, "alice"), (bob, "bob")):
         joined = j(run(home, "team", "join", invite, "--name", name, "--json"))
         assert joined["team"] == created["team"]
+    pending = run(alice, "sync")  # the hub shows a pending joiner its request's state only
+    assert "waiting for an admin to approve" in pending.stdout + pending.stderr
     waiting = run(admin, "admin", "requests").stdout
     assert "alice" in waiting
     assert "bob" in waiting

@@ -30,8 +30,10 @@ CODES = {
     if name.isupper()
     and isinstance(value, str)
     and re.fullmatch(r"[a-z]+(-[a-z]+)*", value)
-    and not name.startswith(("HEADER_", "QUERY_"))
+    and not name.startswith(("HEADER_", "QUERY_", "REQUEST_"))
 }
+#: The states ``GET /requests/{kid}`` answers (words, not error codes).
+STATES = {v for n, v in vars(hubapi).items() if n.startswith("REQUEST_") and isinstance(v, str)}
 
 
 def test_the_hub_routes_on_the_templates_and_nothing_else(tmp_path: Path) -> None:
@@ -85,6 +87,7 @@ def test_spec_lists_every_path_and_code() -> None:
     for name, template in TEMPLATES.items():
         spec_form = re.sub(r":int\}", "}", template).removeprefix("/v1/teams/{team}")
         assert f" {spec_form}" in section or f"{spec_form}`" in section, name
+    assert {s for s in STATES if f"`{s}`" not in section} == set()
     undocumented = {c for c in CODES if f"`{c}`" not in section}
     assert undocumented == {
         "bad-request",

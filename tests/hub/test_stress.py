@@ -30,7 +30,9 @@ EACH = 2
 
 
 def test_twenty_concurrent_members_converge(tmp_path: Path) -> None:
-    config = hub_config(tmp_path / "hub-data", port=free_port(), join_burst=MEMBERS)
+    config = hub_config(
+        tmp_path / "hub-data", port=free_port(), join_burst=MEMBERS, max_pending_per_address=MEMBERS
+    )
     hub = BackgroundHub(config).start()
     homes = tmp_path / "homes"
     homes.mkdir()
