@@ -70,10 +70,8 @@ class LocalOnly:
 
     def message(self) -> str:
         """One line: how many stay local in which project, why, and the fix."""
-        what = "team memory" if self.count == 1 else "team memories"
-        return (
-            f"{self.count} {what} in {self.project!r} stay on this machine: {self.why}; {self.fix}"
-        )
+        what = "team memory stays" if self.count == 1 else "team memories stay"
+        return f"{self.count} {what} in {self.project!r} on this machine: {self.why}; {self.fix}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -48,7 +48,7 @@ def as_bob(monkeypatch: pytest.MonkeyPatch, bob: Node) -> None:
 
 
 def local_warnings(summary: SyncSummary) -> list[str]:
-    return [w for w in summary.warnings if "stay on this machine" in w]
+    return [w for w in summary.warnings if " on this machine: " in w]
 
 
 def test_cli_remember_notes_a_project_bob_may_not_write(
@@ -60,7 +60,7 @@ def test_cli_remember_notes_a_project_bob_may_not_write(
     assert "remembered" in done.out
     notes = [line for line in done.err.splitlines() if line.startswith("note: ")]
     assert len(notes) == 1, done.err
-    assert f"1 team memory in {PROJECT!r} stay on this machine" in notes[0]
+    assert f"1 team memory stays in {PROJECT!r} on this machine" in notes[0]
     assert "you may read 'webapp' but not write it" in notes[0]
     assert GRANT_FIX in notes[0]
 
@@ -105,13 +105,13 @@ def test_sync_warns_once_per_project_with_the_count(
     as_bob(monkeypatch, bob)
     done = cli("sync")
     assert done.code == 0, done
-    lines = [line for line in done.err.splitlines() if "stay on this machine" in line]
+    lines = [line for line in done.err.splitlines() if " on this machine: " in line]
     assert len(lines) == 2, done.err  # one per project, not one per memory
     webapp = next(line for line in lines if f"in {PROJECT!r}" in line)
-    assert webapp.startswith("warning: 3 team memories in 'webapp' stay on this machine")
+    assert webapp.startswith("warning: 3 team memories stay in 'webapp' on this machine: ")
     assert GRANT_FIX in webapp
     scratch = next(line for line in lines if "'scratchpad'" in line)
-    assert "1 team memory in 'scratchpad'" in scratch
+    assert "1 team memory stays in 'scratchpad'" in scratch
     assert "not registered in the team" in scratch
 
     doc = cli("sync", "--json").json()
@@ -166,7 +166,7 @@ def test_mcp_remember_says_the_memory_stays_local(read_only_bob: Node) -> None:
             doc = json.loads(text)
             assert doc["stays_local"]["reason"] == "read-only"
             assert doc["stays_local"]["count"] == 1
-            assert "stay on this machine" in doc["stays_local"]["message"]
+            assert "stays in 'webapp' on this machine" in doc["stays_local"]["message"]
             assert GRANT_FIX in doc["stays_local"]["fix"]
             shared = await client.call_tool(
                 "remember", {"content": "shared knowledge", "project": "shared"}
@@ -236,6 +236,6 @@ def test_watch_repeats_the_warning_only_when_the_count_changes(read_only_bob: No
     assert len(summaries) >= 6
     shown = [w for s in summaries for w in local_warnings(s)]
     assert len(shown) == 2, shown
-    assert shown[0].startswith("1 team memory in 'webapp'")
-    assert shown[1].startswith("2 team memories in 'webapp'")
+    assert shown[0].startswith("1 team memory stays in 'webapp'")
+    assert shown[1].startswith("2 team memories stay in 'webapp'")
     assert all(s.local_only for s in summaries)  # the structured state is always there
