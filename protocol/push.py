@@ -31,6 +31,12 @@ from .manifest import Manifest
 from .roster import Roster
 
 __all__ = [
+    "LOCAL_NOT_MEMBER",
+    "LOCAL_NO_GRANT",
+    "LOCAL_READ_ONLY",
+    "LOCAL_REASONS",
+    "LOCAL_REVOKED",
+    "LOCAL_UNREGISTERED",
     "SKIP_EMPTY",
     "SKIP_UNCHANGED",
     "Landed",
@@ -39,6 +45,7 @@ __all__ = [
     "PushPlan",
     "needs_transport_read",
     "plan_push",
+    "why_local",
     "writable_projects",
 ]
 
@@ -46,6 +53,25 @@ SKIP_UNCHANGED = "unchanged"
 """Nothing of ours changed since the manifest we last published."""
 SKIP_EMPTY = "empty"
 """This store never pushed in the project and has nothing to publish."""
+
+# Why a member's team memories in a project stay on its machine (:func:`why_local`).
+LOCAL_NOT_MEMBER = "not-member"
+"""No trusted roster lists this member yet: its join request waits for an admin."""
+LOCAL_REVOKED = "revoked"
+"""The member is revoked: it pushes nowhere, and teammates refuse what it writes."""
+LOCAL_UNREGISTERED = "unregistered-project"
+"""The project is not registered in the roster: nobody pushes to it."""
+LOCAL_READ_ONLY = "read-only"
+"""The member may read the project but holds no write grant for it."""
+LOCAL_NO_GRANT = "no-grant"
+"""The member holds no grant at all for the project."""
+LOCAL_REASONS: tuple[str, ...] = (
+    LOCAL_NOT_MEMBER,
+    LOCAL_REVOKED,
+    LOCAL_UNREGISTERED,
+    LOCAL_READ_ONLY,
+    LOCAL_NO_GRANT,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +126,26 @@ class PushPlan:
         )
 
 
+def why_local(roster: Roster | None, me: str, project: str) -> str | None:
+    """None when ``me`` pushes its team memories of ``project``; else why they stay on its
+    machine (one of :data:`LOCAL_REASONS`).  ``roster`` is the newest one ``me`` trusts
+    (None: none yet).  The one rule behind :func:`writable_projects`."""
+    if roster is None:
+        return LOCAL_NOT_MEMBER
+    if roster.revocation(me) is not None:
+        return LOCAL_REVOKED
+    if project in roster.projects and roster.can_write(me, project):
+        return None
+    if roster.member(me) is None:
+        return LOCAL_NOT_MEMBER
+    if project not in roster.projects:
+        return LOCAL_UNREGISTERED
+    return LOCAL_READ_ONLY if roster.can_read(me, project) else LOCAL_NO_GRANT
+
+
 def writable_projects(roster: Roster, me: str) -> list[str]:
     """The projects ``me`` pushes to, sorted: those it may write, none once revoked."""
-    if roster.revocation(me) is not None:
-        return []
-    return [p for p in sorted(roster.projects) if roster.can_write(me, p)]
+    return [p for p in sorted(roster.projects) if why_local(roster, me, p) is None]
 
 
 def needs_transport_read(own_seq: int, listed_seq: int | None) -> bool:

@@ -96,14 +96,23 @@ def remember(
             private=private,
             origin="cli",
         )
+        rec = result.memory.record
+        local = None
+        if rec.visibility == "team":
+            from ..team.local_only import stays_local
+
+            local = stays_local(store.connection, store.author, rec.project)
     for message in result.warnings:
         output.warn(message)
     if as_json:
-        output.emit_json(result.to_dict())
+        doc = result.to_dict()
+        doc["stays_local"] = None if local is None else local.to_dict()
+        output.emit_json(doc)
         return
-    rec = result.memory.record
     verb = "merged into existing memory" if result.merged else "remembered"
     output.say(f"{verb} {rec.id} ({rec.kind}, project {rec.project})")
+    if local is not None:
+        output.say(f"note: {local.message()}", err=True)
 
 
 def recall(

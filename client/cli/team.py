@@ -256,7 +256,7 @@ def join(
 
 
 def status(as_json: JsonOpt = False) -> None:
-    """Roster version, members, grants, your access, last sync per member, alarms."""
+    """Roster version, members, grants, your access, what stays local, last sync, alarms."""
     from ..team.session import now_ms
 
     with open_team() as team:
@@ -285,6 +285,10 @@ def status(as_json: JsonOpt = False) -> None:
     ]
     if access:
         output.say("\n" + output.table(access, ["PROJECT", "READ", "WRITE", "EPOCH"]))
+    if doc["local_only"]:
+        output.say("\nyour team memories that stay on this machine:")
+        for item in doc["local_only"]:
+            output.say(f"  {item['project']}: {item['count']} ({item['why']}); {item['fix']}")
     last = doc["last_sync"]
     if last:
         when = output.format_time(last["finished_at"])

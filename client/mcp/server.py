@@ -24,6 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 from ...protocol.errors import SealmemError
+from ..team.local_only import stays_local
 from ..team.names import member_names
 from ..team.session import sync_health
 
@@ -176,19 +177,22 @@ class MemoryTools:
                 private=private,
                 origin=self.origin,
             )
+            rec = result.memory.record
+            local = None
+            if rec.visibility == "team":
+                local = stays_local(self.store().connection, self.store().author, rec.project)
         except SealmemError as exc:
             raise ToolError(str(exc)) from exc
-        rec = result.memory.record
-        return _dumps(
-            {
-                "id": rec.id,
-                "project": rec.project,
-                "kind": rec.kind,
-                "created": result.created,
-                "merged": result.merged,
-                "warnings": list(result.warnings),
-            }
-        )
+        doc: dict[str, Any] = {
+            "id": rec.id,
+            "project": rec.project,
+            "kind": rec.kind,
+            "created": result.created,
+            "merged": result.merged,
+            "warnings": list(result.warnings),
+            "stays_local": None if local is None else local.to_dict(),
+        }
+        return _dumps(doc)
 
     async def get(self, id: str) -> str:
         try:
@@ -261,7 +265,9 @@ _TOOL_DOCS = {
         "Store a memory for later sessions and teammates. Args: content (required), kind "
         "(note, decision, warning, lesson, fact, preference), keywords (search words), "
         "importance (0..1), supersedes (ids this corrects), private (never shared), project. "
-        "Secrets are redacted before storing. Repeating a memory merges it."
+        "Secrets are redacted before storing. Repeating a memory merges it. When this member "
+        "may not write the project in its team, the result's stays_local says the memory "
+        "stays on this machine, why, and the fix."
     ),
     "get": "Fetch one memory by its full id, with provenance. ",
     "recent": "List the most recent memories. Args: limit (default 10), project, all_projects. ",

@@ -15,7 +15,10 @@ two syncs of one store never interleave:
    winners (never private ones) bucketed into a snapshot that reuses unchanged
    chunks; the new chunks then the manifest go to the transport, then the new
    chain head is recorded locally (the push's only write to the store).  Old
-   chunks are collected after the grace period.
+   chunks are collected after the grace period;
+4. **local only**: per project whose team memories of ours are not pushed (no
+   write grant, unregistered project, revoked, not approved yet), one warning
+   with the count, why and the fix (:mod:`sealmem.client.team.local_only`).
 
 Refused objects are logged with their named reason and counted in the summary;
 they never stop the sync.  Failures that do (unreachable folder, bad local
@@ -56,6 +59,7 @@ from ...protocol.state import TrustedState
 from ...protocol.verify import MAX_MANIFEST_BYTES
 from ..clock import now_ms
 from ..store.connection import transaction
+from ..team.local_only import LocalOnly, local_only
 from ..team.session import Refusal, Team, trusted_roster
 from . import dropping, replica
 from .pull import pull_project
@@ -102,6 +106,7 @@ class SyncSummary:
     refused: list[Refusal] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     collected_chunks: int = 0
+    local_only: list[LocalOnly] = field(default_factory=list)  # team memories not pushed
 
     def line(self) -> str:
         counts = Counter(r.reason for r in self.refused)
@@ -125,6 +130,7 @@ class SyncSummary:
             ],
             "warnings": list(self.warnings),
             "collected_chunks": self.collected_chunks,
+            "local_only": [entry.to_dict() for entry in self.local_only],
             "summary": self.line(),
         }
 
@@ -165,6 +171,7 @@ def _run(
     roster = state.roster
     if roster is None or roster.member(team.me) is None:
         summary.warnings.append(_not_a_member(team.join_status(state)))
+        _note_local_only(team, roster, summary)
         return
     if pull:
         _purge_revoked(team, roster, summary, tick())
@@ -181,6 +188,13 @@ def _run(
         for project in writable_projects(roster, team.me):
             _redact_pending(team, project, tick())
             _push_with_retry(team, state, project, summary, tick)
+    _note_local_only(team, roster, summary)
+
+
+def _note_local_only(team: Team, roster: Roster | None, summary: SyncSummary) -> None:
+    """One warning per project whose team memories of ours stay here, with the count."""
+    summary.local_only = local_only(team.conn, roster, team.me)
+    summary.warnings += [entry.message() for entry in summary.local_only]
 
 
 def _not_a_member(join_status: str | None) -> str:

@@ -40,6 +40,7 @@ __all__ = [
     "load_state",
     "log_refusal",
     "own_summary",
+    "own_team_counts",
     "publishable_records",
     "recent_refusals",
     "record_run",
@@ -168,6 +169,21 @@ def publishable_records(conn: sqlite3.Connection, me: str, project: str) -> list
     """Team winners of ``project`` edited by ``me``, tombstones included, sorted by id."""
     rows = conn.execute(f"SELECT * {_PUBLISHABLE} ORDER BY id", (project, me)).fetchall()
     return [record_from_row(row) for row in rows]
+
+
+def own_team_counts(
+    conn: sqlite3.Connection, me: str, project: str | None = None
+) -> dict[str, int]:
+    """``{project: n}``: the live team memories (not forgotten, never private ones) whose
+    winning version ``me`` wrote, per project (only ``project`` when given)."""
+    sql = (
+        "SELECT project, COUNT(*) FROM memories WHERE editor = ? AND visibility = 'team' "
+        "AND deleted = 0"
+    )
+    args: tuple[str, ...] = (me,)
+    if project is not None:
+        sql, args = sql + " AND project = ?", (me, project)
+    return {str(p): int(n) for p, n in conn.execute(sql + " GROUP BY project", args)}
 
 
 def has_unpushed(conn: sqlite3.Connection, me: str, projects: Iterable[str]) -> bool:

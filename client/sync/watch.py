@@ -8,6 +8,10 @@ triggers a sync when a team memory of ours has not been pushed yet, so a sync's
 own writes never trigger the next one.  Network shares do not always deliver
 change events and a transport may not report changes at all, so the watcher
 also syncs every ``interval_s`` seconds.
+
+The warning that team memories of ours stay local in a project (no write grant)
+would come back on every cycle: it is passed on once, and again only when its
+count or reason changes (:func:`quiet_repeats`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from . import replica
 from .engine import SyncSummary, sync
 from .transport import Transport
 
-__all__ = ["DEBOUNCE_MS", "has_unpushed", "watch"]
+__all__ = ["DEBOUNCE_MS", "has_unpushed", "quiet_repeats", "watch"]
 
 DEBOUNCE_MS = 800
 
@@ -38,6 +42,15 @@ def has_unpushed(team: Team) -> bool:
     if roster is None:
         return False
     return replica.has_unpushed(team.conn, team.me, writable_projects(roster, team.me))
+
+
+def quiet_repeats(summary: SyncSummary, shown: set[str]) -> set[str]:
+    """Drop from ``summary.warnings`` the local-only warnings already in ``shown`` (what
+    the previous sync said); return what this sync says, for the next call.
+    ``summary.local_only`` keeps them all."""
+    said = {entry.message() for entry in summary.local_only}
+    summary.warnings = [w for w in summary.warnings if w not in (said & shown)]
+    return said
 
 
 def watch(
@@ -64,12 +77,18 @@ def watch(
     def relevant(_change: watchfiles.Change, path: str) -> bool:
         return Path(path).name.startswith(store_name) and not path.endswith(".tmp")
 
+    shown: set[str] = set()
+
     def run() -> None:
+        nonlocal shown
         wake.clear()
         try:
-            on_sync(sync(team))
+            summary = sync(team)
         except SealmemError as exc:
             on_error(exc)
+            return
+        shown = quiet_repeats(summary, shown)
+        on_sync(summary)
 
     run()
     waited_ms = 0

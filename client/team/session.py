@@ -30,6 +30,7 @@ from ..sync import replica
 from ..sync.hub import is_hub_location, open_transport
 from ..sync.transport import Transport
 from .invite import Invite, fingerprint_of, make_join_request
+from .local_only import local_only
 
 if TYPE_CHECKING:  # avoids importing the store API at module load
     from ..store.api import MemoryStore
@@ -295,7 +296,8 @@ class Team:
     # -- status --------------------------------------------------------------
 
     def status(self, state: TrustedState | None = None) -> dict[str, Any]:
-        """Roster, members, grants, my access, last sync per member, alarms."""
+        """Roster, members, grants, my access, my team memories that stay local (per
+        project: how many, why, the fix), last sync per member, alarms."""
         state = self.trusted() if state is None else state
         roster = state.roster
         doc: dict[str, Any] = {
@@ -311,6 +313,7 @@ class Team:
             "my_access": {},
             "alarms": [],
             "last_sync": replica.last_run(self.conn),
+            "local_only": [x.to_dict() for x in local_only(self.conn, roster, self.me)],
         }
         if roster is None:
             doc["alarms"].append("no trusted roster yet: waiting for an admin to approve")
