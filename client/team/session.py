@@ -236,8 +236,9 @@ class Team:
         return key
 
     def refresh(self, state: TrustedState, now: int) -> tuple[TrustedState, list[Refusal]]:
-        """Pull and verify new roster versions, then keyrings of readable projects; store
-        what was accepted and return the new state with what was refused."""
+        """Pull and verify new roster versions, then keyrings of readable projects (every
+        epoch: an approval may re-publish older ones with our wrap); store what was
+        accepted and return the new state with what was refused."""
         refusals: list[Refusal] = []
         current = state.roster.version if state.roster is not None else 0
         accepted_rosters: list[tuple[int, bytes]] = []
@@ -255,10 +256,13 @@ class Team:
             if roster is None or not roster.can_read(self.me, project):
                 continue
             known = state.keyring(project, roster.projects[project])
-            if not accepted_rosters and known is not None and self.me in known.wraps:
+            held = [k for (p, _), k in state.keyrings.items() if p == project]
+            complete = known is not None and all(self.me in k.wraps for k in held)
+            if not accepted_rosters and complete:
                 continue  # keyrings only change with a new roster version
-            # (a keyring without our wrap may be the one an approval re-publishes with
-            # it, seen before the update reached this transport: look again)
+            # (a keyring without our wrap, of the current epoch or an older one, may be
+            # one an approval re-publishes with it, seen before the update reached this
+            # transport: look again)
             for data in self.transport.keyrings(project):
                 try:
                     new_state, keyring = accept_keyring(SUITE, state, data)
