@@ -40,6 +40,20 @@ def _roster_doc(roster: Any) -> dict[str, Any]:
     return {"roster_version": roster.version, "projects": dict(roster.projects)}
 
 
+def _reads(team: Any, who: str, project: str) -> bool:
+    """Whether ``who`` may already read ``project`` in the roster this store trusts."""
+    from ...protocol.errors import InputError
+    from ..team.session import find_member
+
+    roster = team.trusted().roster
+    if roster is None:
+        return False
+    try:
+        return bool(roster.can_read(find_member(roster, who).kid, project))
+    except InputError:  # not a member yet here: the grant itself says what is wrong
+        return False
+
+
 def _history_gaps(
     team: Any, projects: list[str] | None, *, read: bool, from_now: bool
 ) -> list[str]:
@@ -50,8 +64,8 @@ def _history_gaps(
         return []
     return [
         f"epoch(s) {', '.join(map(str, epochs))} of {project!r} were not wrapped to the new "
-        "reader: this admin holds no key for them. What was written under them stays "
-        "unreadable to it until its writers re-publish under the current epoch (at their "
+        "readers: you hold no key for them. What was written under them stays unreadable "
+        "to the new readers until its writers re-publish under the current epoch (at their "
         "next sync); an admin who holds those keys can approve or grant instead"
         for project, epochs in admin.missing_history(team, projects).items()
     ]
@@ -161,10 +175,11 @@ def grant(
     from ..team.session import now_ms
 
     with open_team() as team:
+        reader = _reads(team, member, project)
         roster = admin.grant(
             team, member, project, read=read, write=write, now=now_ms(), from_now=from_now
         )
-        gaps = _history_gaps(team, [project], read=read, from_now=from_now)
+        gaps = _history_gaps(team, [project], read=read and not reader, from_now=from_now)
         doc: dict[str, Any] = {"member": member, "project": project, "read": read}
         doc.update({"write": write, "warnings": gaps, **_roster_doc(roster)})
     if as_json:
