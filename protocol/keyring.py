@@ -11,15 +11,17 @@ roster version it names)::
     wraps           {kid: b64url(SealedBox(key, member box_public))}
 
 A keyring may be re-published for the same (project, epoch) with more wraps
-(a reader joined) as long as ``key_id`` stays the same; the verifier enforces
-that, and a reader checks ``key_id`` against the key it unwraps
+(a reader joined) as long as ``key_id`` stays the same, citing a newer roster;
+the epoch may be the cited roster's current one or an older one the project had
+(:func:`extend_keyring`: a newcomer is wrapped the history it is granted).  The
+verifier enforces that, and a reader checks ``key_id`` against the key it unwraps
 (:meth:`Keyring.check_key`).  Unwrapping needs a member's secret key, so it
 lives in ``sealmem.crypto`` (``ContentKey.unwrap(keyring.wraps[kid], member_key)``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +42,7 @@ from .record import PROJECT_RE
 from .roster import MAX_MEMBERS, TEAM_RE, Roster
 from .suite import Signer, Wrapper
 
-__all__ = ["KEYRING_FORMAT", "MAX_WRAP_BYTES", "Keyring", "build_keyring"]
+__all__ = ["KEYRING_FORMAT", "MAX_WRAP_BYTES", "Keyring", "build_keyring", "extend_keyring"]
 
 KEYRING_FORMAT = "sealmem/keyring/v1"
 MAX_WRAP_BYTES = 256  # a SealedBox of a 32-byte key is 80 bytes
@@ -135,4 +137,44 @@ def build_keyring(key: Wrapper, roster: Roster, project: str, epoch: int | None 
         roster_version=roster.version,
         wraps={m.kid: key.wrap_to(m.box_public) for m in roster.readers(project)},
         key_id=key.commitment(),
+    )
+
+
+def extend_keyring(
+    keyring: Keyring, key: Wrapper, roster: Roster, readers: Iterable[str]
+) -> Keyring:
+    """``keyring`` re-published citing ``roster``, with ``key`` also wrapped to ``readers``.
+
+    Works for any epoch the project had, the current one or an older one.  The
+    update keeps every wrap of a member who may still read the project in
+    ``roster`` and drops the others (revoked, or read grant taken back); it never
+    changes the key.  ``InputError`` if ``key`` is not the one ``key_id`` commits
+    to, ``roster`` is not newer than the cited one, or a kid in ``readers`` may
+    not read the project in ``roster``.
+    """
+    where = f"keyring {keyring.project!r} epoch {keyring.epoch}"
+    if key.commitment() != keyring.key_id:
+        raise InputError(f"{where}: the key given is not the one its key_id commits to")
+    if roster.version <= keyring.roster_version:
+        raise InputError(
+            f"{where} already cites roster v{keyring.roster_version}; "
+            f"an update must cite a newer one than v{roster.version}"
+        )
+    wraps = {k: w for k, w in keyring.wraps.items() if roster.can_read(k, keyring.project)}
+    for kid in readers:
+        member = roster.member(kid)
+        if member is None or not roster.can_read(kid, keyring.project):
+            raise InputError(
+                f"{where}: member {kid} may not read {keyring.project!r} in roster "
+                f"v{roster.version}; grant it read access first"
+            )
+        if kid not in wraps:
+            wraps[kid] = key.wrap_to(member.box_public)
+    return Keyring(
+        team=keyring.team,
+        project=keyring.project,
+        epoch=keyring.epoch,
+        roster_version=roster.version,
+        wraps=wraps,
+        key_id=keyring.key_id,
     )

@@ -156,8 +156,11 @@ def accept_roster_chain(suite: Suite, state: TrustedState, chain: Iterable[bytes
 def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[TrustedState, Keyring]:
     """Accept a project epoch's keyring signed by an admin of the roster it names.
 
-    A keyring for an epoch already trusted replaces it when it only adds readers:
-    same ``key_id``, a newer cited roster that still gives the project this epoch.
+    The epoch is the cited roster's epoch for the project, or an older epoch of it
+    (an admin wraps the history to new readers).  A keyring for an epoch already
+    trusted replaces it when it only adds readers: same ``key_id``, a newer cited
+    roster, every trusted wrap of a member who may still read kept.  An older
+    epoch's keyring never changes which epoch is current: that is the roster's.
     """
     env = unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES)
     _team(state, env.body, "keyring")
@@ -182,12 +185,7 @@ def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trus
     env.check(suite, "keyring", signer.sign_public)
     if current.revocation(env.signer) is not None:
         raise Rejected(reasons.REVOKED, f"{where} is signed by revoked admin {env.signer}")
-    if cited.projects.get(keyring.project) != keyring.epoch:
-        raise Rejected(
-            reasons.EPOCH_UNKNOWN,
-            f"{where}: roster v{cited.version} has epoch "
-            f"{cited.projects.get(keyring.project)} for this project",
-        )
+    _check_epoch(state, cited, keyring, where)
     for kid in keyring.wraps:
         if not cited.can_read(kid, keyring.project):
             raise Rejected(
@@ -199,17 +197,41 @@ def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trus
             suite, "keyring", keyring.to_body()
         ):
             return state, known
-        _check_update(known, keyring, where)
+        _check_update(known, keyring, cited, where)
     slot = (keyring.project, keyring.epoch)
     return state.evolve(keyrings={**state.keyrings, slot: keyring}), keyring
 
 
-def _check_update(known: Keyring, keyring: Keyring, where: str) -> None:
+def _check_epoch(state: TrustedState, cited: Roster, keyring: Keyring, where: str) -> None:
+    """The keyring's epoch is the cited roster's epoch for the project, or an older one
+    the project had in a trusted roster up to the cited one (an admin re-publishing an
+    older epoch to wrap it to new readers); anything else is ``epoch-unknown``."""
+    current = cited.projects.get(keyring.project)
+    if current == keyring.epoch:
+        return
+    if current is not None and keyring.epoch < current:
+        had = any(
+            r.projects.get(keyring.project) == keyring.epoch
+            for v, r in state.rosters.items()
+            if v <= cited.version
+        )
+        if had:
+            return
+    raise Rejected(
+        reasons.EPOCH_UNKNOWN,
+        f"{where}: roster v{cited.version} has epoch {current} for this project, and no "
+        f"trusted roster up to v{cited.version} gave it epoch {keyring.epoch}",
+    )
+
+
+def _check_update(known: Keyring, keyring: Keyring, cited: Roster, where: str) -> None:
     """A second keyring for a trusted (project, epoch) may only add readers.
 
     It must commit to the same key (else ``fork``) and cite a strictly newer roster
     than the trusted one: an older roster is ``rollback`` (the transport serves stale
-    data), the same roster with other bytes is ``fork``.
+    data), the same roster with other bytes is ``fork``.  It keeps the wrap of every
+    member of the trusted keyring who may still read the project in the cited roster
+    (else ``fork``): only a member who lost its read grant or was revoked loses it.
     """
     if keyring.key_id != known.key_id:
         raise Rejected(
@@ -227,6 +249,17 @@ def _check_update(known: Keyring, keyring: Keyring, where: str) -> None:
         raise Rejected(
             reasons.FORK,
             f"{where}: a different keyring citing roster v{keyring.roster_version} is trusted",
+        )
+    dropped = sorted(
+        kid
+        for kid in known.wraps
+        if kid not in keyring.wraps and cited.can_read(kid, keyring.project)
+    )
+    if dropped:
+        raise Rejected(
+            reasons.FORK,
+            f"{where} drops the wrap of {', '.join(dropped)}, who may still read the project "
+            f"in roster v{cited.version}; an update only adds readers",
         )
 
 

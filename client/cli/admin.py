@@ -26,10 +26,49 @@ ProjectsOpt = Annotated[
 ]
 ReadOpt = Annotated[bool, typer.Option("--read/--no-read", help="May read the project.")]
 WriteOpt = Annotated[bool, typer.Option("--write/--no-write", help="May write the project.")]
+FromNowOpt = Annotated[
+    bool,
+    typer.Option(
+        "--from-now",
+        help="Wrap only the current epoch: a new reader does not read what was written "
+        "before the last rotation (default: it is wrapped every older epoch you hold).",
+    ),
+]
 
 
 def _roster_doc(roster: Any) -> dict[str, Any]:
     return {"roster_version": roster.version, "projects": dict(roster.projects)}
+
+
+def _reads(team: Any, who: str, project: str) -> bool:
+    """Whether ``who`` may already read ``project`` in the roster this store trusts."""
+    from ...protocol.errors import InputError
+    from ..team.session import find_member
+
+    roster = team.trusted().roster
+    if roster is None:
+        return False
+    try:
+        return bool(roster.can_read(find_member(roster, who).kid, project))
+    except InputError:  # not a member yet here: the grant itself says what is wrong
+        return False
+
+
+def _history_gaps(
+    team: Any, projects: list[str] | None, *, read: bool, from_now: bool
+) -> list[str]:
+    """Warnings naming the older epochs this admin could not wrap to a new reader."""
+    from ..team import admin
+
+    if not read or from_now:
+        return []
+    return [
+        f"epoch(s) {', '.join(map(str, epochs))} of {project!r} were not wrapped to the new "
+        "readers: you hold no key for them. What was written under them stays unreadable "
+        "to the new readers until its writers re-publish under the current epoch (at their "
+        "next sync); an admin who holds those keys can approve or grant instead"
+        for project, epochs in admin.missing_history(team, projects).items()
+    ]
 
 
 def requests(as_json: JsonOpt = False) -> None:
@@ -71,6 +110,7 @@ def approve(
     project: ProjectsOpt = None,
     read: ReadOpt = True,
     write: WriteOpt = True,
+    from_now: FromNowOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Approve join requests: new roster + keyrings. Compare fingerprints first."""
@@ -79,12 +119,17 @@ def approve(
 
     with open_team() as team:
         done = admin.approve(
-            team, request or [], projects=project, read=read, write=write, now=now_ms()
-        )
+            team, request or [], projects=project, read=read, write=write, now=now_ms(),
+            from_now=from_now,
+        )  # fmt: skip
+        gaps = _history_gaps(team, project, read=read, from_now=from_now)
         doc = {"approved": [a.to_dict() for a in done], **_roster_doc(team.roster())}
+    doc["warnings"] = gaps
     if as_json:
         output.emit_json(doc)
         return
+    for note in gaps:
+        output.warn(note)
     for a in done:
         output.say(f"approved {a.name} ({a.kid}) fingerprint {a.fingerprint}")
     output.say(f"roster is now v{doc['roster_version']}")
@@ -98,6 +143,7 @@ def issue(
     project: ProjectsOpt = None,
     read: ReadOpt = True,
     write: WriteOpt = True,
+    from_now: FromNowOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Generate a member's key for them: a passphrase-sealed bundle for 'team join'."""
@@ -109,13 +155,17 @@ def issue(
     with open_team() as team:
         bundle, made = admin.issue(
             team, name, passphrase=secret, projects=project, read=read, write=write,
-            now=now_ms(),
+            now=now_ms(), from_now=from_now,
         )  # fmt: skip
         write_private_file(output_file, bundle)
+        gaps = _history_gaps(team, project, read=read, from_now=from_now)
         doc = {"issued": made.to_dict(), "bundle": str(output_file), **_roster_doc(team.roster())}
+    doc["warnings"] = gaps
     if as_json:
         output.emit_json(doc)
         return
+    for note in gaps:
+        output.warn(note)
     output.say(f"issued {made.name} ({made.kid}) fingerprint {made.fingerprint}")
     output.say(f"bundle: {output_file} (hand it over with the passphrase, separately)")
 
@@ -125,6 +175,7 @@ def grant(
     project: Annotated[str, typer.Argument(help="Project (registered if new).")],
     read: ReadOpt = True,
     write: WriteOpt = True,
+    from_now: FromNowOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Set a member's read/write access to a project."""
@@ -132,12 +183,18 @@ def grant(
     from ..team.session import now_ms
 
     with open_team() as team:
-        roster = admin.grant(team, member, project, read=read, write=write, now=now_ms())
-        doc = {"member": member, "project": project, "read": read, "write": write}
-        doc.update(_roster_doc(roster))
+        reader = _reads(team, member, project)
+        roster = admin.grant(
+            team, member, project, read=read, write=write, now=now_ms(), from_now=from_now
+        )
+        gaps = _history_gaps(team, [project], read=read and not reader, from_now=from_now)
+        doc: dict[str, Any] = {"member": member, "project": project, "read": read}
+        doc.update({"write": write, "warnings": gaps, **_roster_doc(roster)})
     if as_json:
         output.emit_json(doc)
         return
+    for note in gaps:
+        output.warn(note)
     output.say(f"{member} on {project}: read={read} write={write} (roster v{roster.version})")
 
 

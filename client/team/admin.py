@@ -5,7 +5,11 @@ change that only adds readers (approve, issue, a read grant) re-publishes the
 project's current keyring with wraps for the new readers (same epoch, same
 key); one that removes a reader (revoke, a grant taken back) or ``admin
 rotate`` starts a new epoch with a fresh content key.  An admin that cannot
-unwrap the current key falls back to a new epoch.  Keyrings are published before the roster
+unwrap the current key falls back to a new epoch.  A new reader is also wrapped
+every older epoch of its projects this admin holds (the older keyrings are
+re-published citing the new roster), so it reads what the team already wrote;
+``from_now`` wraps only the current epoch, and :func:`missing_history` names the
+older epochs this admin cannot unwrap.  Keyrings are published before the roster
 that names their epoch, so a reader who sees the roster finds its keyrings.
 Before changing anything the admin refreshes its roster from the transport, so
 it always extends the newest version.
@@ -14,7 +18,7 @@ it always extends the newest version.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +28,7 @@ from ...protocol import admin as edits
 from ...protocol.admission import check_request_against_invite
 from ...protocol.errors import InputError, Rejected
 from ...protocol.invite import DEFAULT_INVITE_MS
-from ...protocol.keyring import build_keyring
+from ...protocol.keyring import Keyring, build_keyring, extend_keyring
 from ...protocol.names import name_problem
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
@@ -51,6 +55,7 @@ __all__ = [
     "grant",
     "invite",
     "issue",
+    "missing_history",
     "pending_requests",
     "reset_writer",
     "review_requests",
@@ -77,10 +82,12 @@ def _publish(
     now: int,
     *,
     extend: Iterable[str] = (),
+    history: Mapping[str, Collection[str]] | None = None,
 ) -> Roster:
-    """Sign and publish ``roster`` with new keyrings for ``rekey`` and the current key
-    re-wrapped to the readers of ``roster`` for ``extend``; trust them locally (the
-    store then holds the new state: :meth:`Team.trusted` reads it back)."""
+    """Sign and publish ``roster`` with new keyrings for ``rekey``, the current key
+    re-wrapped to the readers of ``roster`` for ``extend``, and every older epoch this
+    admin holds re-wrapped to the kids ``history`` names per project; trust them
+    locally (the store then holds the new state: :meth:`Team.trusted` reads it back)."""
     roster = roster.check(SUITE)
     keys = {p: ContentKey.generate() for p in set(rekey)}
     for project in set(extend) - keys.keys():
@@ -95,6 +102,9 @@ def _publish(
     for project in sorted(keys):
         keyring = build_keyring(keys[project], roster, project)
         keyrings.append((project, keyring.epoch, keyring.sign(team.key)))
+    for project, kids in sorted((history or {}).items()):
+        for keyring in _older_keyrings(team, state, roster, project, kids):
+            keyrings.append((project, keyring.epoch, keyring.sign(team.key)))
     roster_bytes = roster.sign(team.key)
     for project, epoch, data in keyrings:
         team.transport.put_keyring(project, epoch, data)
@@ -132,6 +142,58 @@ def _current_key(
         return team.content_key(state, project, epoch)
     except Rejected:  # a wrap that does not match key_id: never re-wrap it
         return None
+
+
+def _older_epochs(state: TrustedState, roster: Roster, project: str) -> list[int]:
+    """The epochs ``project`` had before its epoch in ``roster``, oldest first."""
+    current = roster.projects.get(project)
+    if current is None:
+        return []
+    seen = {r.projects[project] for r in state.rosters.values() if project in r.projects}
+    seen |= {epoch for (p, epoch) in state.keyrings if p == project}
+    return sorted(e for e in seen if e < current)
+
+
+def _older_key(team: Team, state: TrustedState, project: str, epoch: int) -> ContentKey | None:
+    try:
+        return team.content_key(state, project, epoch)
+    except Rejected:  # a wrap that does not match key_id: never re-wrap it
+        return None
+
+
+def _older_keyrings(
+    team: Team, state: TrustedState, roster: Roster, project: str, kids: Collection[str]
+) -> list[Keyring]:
+    """Each older epoch of ``project`` this admin holds, re-published citing ``roster``
+    and wrapped to ``kids`` too (an epoch where they all hold a wrap already is left
+    as it is); epochs this admin cannot unwrap are skipped (:func:`missing_history`)."""
+    out: list[Keyring] = []
+    for epoch in _older_epochs(state, roster, project):
+        known = state.keyring(project, epoch)
+        key = _older_key(team, state, project, epoch)
+        if known is None or key is None or set(kids) <= set(known.wraps):
+            continue
+        out.append(extend_keyring(known, key, roster, sorted(kids)))
+    return out
+
+
+def missing_history(team: Team, projects: Iterable[str] | None = None) -> dict[str, list[int]]:
+    """Per project, the older epochs this admin cannot wrap to a new reader (it holds
+    no valid key for them): members it adds do not read what was written under them.
+
+    ``projects`` defaults to every project of the trusted roster.
+    """
+    state = team.trusted()
+    roster = trusted_roster(state)
+    gaps: dict[str, list[int]] = {}
+    for project in sorted(roster.projects if projects is None else set(projects)):
+        if project not in roster.projects:
+            continue
+        epochs = _older_epochs(state, roster, project)
+        lost = [e for e in epochs if _older_key(team, state, project, e) is None]
+        if lost:
+            gaps[project] = lost
+    return gaps
 
 
 def _added_readers(
@@ -248,11 +310,15 @@ def approve(
     read: bool,
     write: bool,
     now: int,
+    from_now: bool = False,
 ) -> list[Approved]:
     """Add the members of these join requests (``kids`` empty: every admissible one).
 
     A request that is refused (SPEC "Admission": an unknown, expired, used or
     mismatched invite, or an invalid request) is never approved.
+
+    Readers are wrapped every older epoch of their projects this admin holds, so
+    they read what the team already wrote; ``from_now`` wraps only the current one.
     """
     state, roster = _admin_roster(team, now)
     views = {v.kid: v for v in review_requests(team, now)}
@@ -293,7 +359,7 @@ def approve(
         changes.append(edits.adding_member(member, projects=granted, read=read, write=write))
         done.append((Approved(req.kid, req.name, str(view.fingerprint)), req.invite_id))
     update_registry(team.home, lambda reg: _mark_all(reg, done))
-    _change(team, state, changes, now, readers_added=granted if read else ())
+    _change(team, state, changes, now, readers_added=granted if read else (), from_now=from_now)
     for item, _ in done:
         team.transport.remove_request(item.kid)
     return [item for item, _ in done]
@@ -317,10 +383,12 @@ def issue(
     write: bool,
     now: int,
     kdf: KdfLimits = KDF_MODERATE,
+    from_now: bool = False,
 ) -> tuple[bytes, Approved]:
     """Generate a member key for ``name``, add it to the roster, return the sealed bundle.
 
     The roster records that this admin generated the key (``issued_by_admin``).
+    Older epochs are wrapped to it as in :func:`approve` unless ``from_now``.
     """
     if len(passphrase) < 8:
         raise InputError("the bundle passphrase must be at least 8 characters")
@@ -331,16 +399,19 @@ def issue(
     key = MemberKey.generate()
     member = Member(key.kid, name, key.sign_public, key.box_public, "member", True)
     add = edits.adding_member(member, projects=granted, read=read, write=write)
-    _change(team, state, [add], now, readers_added=granted if read else ())
+    _change(team, state, [add], now, readers_added=granted if read else (), from_now=from_now)
     bundle = key.export_bundle(passphrase, kdf=kdf)
     return bundle, Approved(key.kid, name, fingerprint_of(key.sign_public, key.box_public))
 
 
-def grant(team: Team, who: str, project: str, *, read: bool, write: bool, now: int) -> Roster:
+def grant(
+    team: Team, who: str, project: str, *, read: bool, write: bool, now: int, from_now: bool = False
+) -> Roster:
     """Set ``who``'s access to ``project``.
 
     A new project is registered first: every admin gets read/write on it, then
-    ``who`` the access asked for; its first key is wrapped to all of them.
+    ``who`` the access asked for; its first key is wrapped to all of them.  A new
+    reader is wrapped the older epochs this admin holds too, unless ``from_now``.
     """
     state, roster = _admin_roster(team, now)
     member = find_member(roster, who)
@@ -351,7 +422,7 @@ def grant(team: Team, who: str, project: str, *, read: bool, write: bool, now: i
     if old is not None and old.read and not read:  # a reader removed: a new epoch
         return _change(team, state, [setting, edits.rotating(project)], now, new=[project])
     added = [project] if read and (old is None or not old.read) else []
-    return _change(team, state, [setting], now, readers_added=added)
+    return _change(team, state, [setting], now, readers_added=added, from_now=from_now)
 
 
 def revoke(team: Team, who: str, *, keep_data: bool = True, now: int) -> Roster:
@@ -394,15 +465,25 @@ def _change(
     *,
     new: Iterable[str] = (),
     readers_added: Iterable[str] = (),
+    from_now: bool = False,
 ) -> Roster:
     """One new roster version with ``changes`` (``protocol.admin``), published with keyrings.
 
     ``new`` projects get a fresh key (their epoch moved, or they were just
     registered); projects in ``readers_added`` re-publish the current key with the
-    new readers' wraps, or rotate when this admin cannot unwrap it.
+    new readers' wraps, or rotate when this admin cannot unwrap it, and (unless
+    ``from_now``) re-publish every older epoch this admin holds with wraps for the
+    members who can read the project in the new roster and could not before.
     """
     roster = trusted_roster(state)
     extend, rekey = _added_readers(team, state, roster, set(readers_added) - set(new))
     changes = [*changes, *(edits.rotating(p) for p in rekey)]
     nxt = edits.next_roster(SUITE, roster, *changes, created_at=now)
-    return _publish(team, state, nxt, [*new, *rekey], now, extend=extend)
+    history: dict[str, Collection[str]] = {}
+    if not from_now:
+        for project in set(readers_added):
+            before = {m.kid for m in roster.readers(project)}
+            added = {m.kid for m in nxt.readers(project)} - before
+            if added:
+                history[project] = added
+    return _publish(team, state, nxt, [*new, *rekey], now, extend=extend, history=history)

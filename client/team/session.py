@@ -250,8 +250,9 @@ class Team:
         return self.join_status(state) in (hubapi.REQUEST_PENDING, hubapi.REQUEST_UNKNOWN)
 
     def refresh(self, state: TrustedState, now: int) -> tuple[TrustedState, list[Refusal]]:
-        """Pull and verify new roster versions, then keyrings of readable projects; store
-        what was accepted and return the new state with what was refused."""
+        """Pull and verify new roster versions, then keyrings of readable projects (every
+        epoch: an approval may re-publish older ones with our wrap); store what was
+        accepted and return the new state with what was refused."""
         refusals: list[Refusal] = []
         if self.waiting_for_approval(state):
             return state, refusals  # a hub shows a pending joiner its request, not rosters
@@ -271,10 +272,13 @@ class Team:
             if roster is None or not roster.can_read(self.me, project):
                 continue
             known = state.keyring(project, roster.projects[project])
-            if not accepted_rosters and known is not None and self.me in known.wraps:
+            held = [k for (p, _), k in state.keyrings.items() if p == project]
+            complete = known is not None and all(self.me in k.wraps for k in held)
+            if not accepted_rosters and complete:
                 continue  # keyrings only change with a new roster version
-            # (a keyring without our wrap may be the one an approval re-publishes with
-            # it, seen before the update reached this transport: look again)
+            # (a keyring without our wrap, of the current epoch or an older one, may be
+            # one an approval re-publishes with it, seen before the update reached this
+            # transport: look again)
             for data in self.transport.keyrings(project):
                 try:
                     new_state, keyring = accept_keyring(SUITE, state, data)

@@ -51,7 +51,7 @@ from ..chunks import MAX_BUCKET_PLAINTEXT
 from ..encoding import b64d, b64e
 from ..envelope import seal
 from ..hlc import MAX_AHEAD_MS, MAX_WALL_MS, Hlc
-from ..keyring import build_keyring
+from ..keyring import build_keyring, extend_keyring
 from ..manifest import MAX_RECORDS, ChunkRef, Manifest
 from ..record import Record, new_memory_id
 from ..roster import Grant, Member, Pin, Reset, Revocation, Roster
@@ -200,7 +200,14 @@ DESCRIPTIONS = {
     "keyring-update-other-key": "an update citing roster v2 whose key_id differs",
     "keyring-update-rollback": "the v1 keyring again after its v2 update was trusted",
     "keyring-update-same-roster": "the same epoch and roster re-wrapped: other bytes",
-    "keyring-update-old-epoch": "an update of epoch 1 citing roster v2, which is at epoch 2",
+    "keyring-history-accept": "epoch 1 re-published citing roster v2 (at epoch 2) with carol",
+    "keyring-history-newcomer": "the same, to a reader that never trusted an epoch 1 keyring",
+    "keyring-history-revoked": "an older epoch citing a roster that revoked bob keeps his wrap",
+    "keyring-history-dropped-reader": "an older epoch re-published without alice, still a reader",
+    "keyring-history-other-key": "an older epoch re-published with another key_id",
+    "keyring-history-rollback": "epoch 1 citing v2 after its update citing v3 was trusted",
+    "keyring-history-future-epoch": "epoch 3 citing roster v2, which is at epoch 2",
+    "keyring-history-never-epoch": "epoch 2 of a project that went from epoch 1 to 3",
     "keyring-unwrap-accept": "alice unwraps the key and it matches key_id",
     "keyring-unwrap-tampered": "alice's wrap holds another key than key_id commits to",
     "manifest-accept": "a member's first manifest",
@@ -396,7 +403,6 @@ def reader(k: MemberKey, n: int) -> dict[str, Any]:
 def keyring_update_cases() -> list[Case]:
     grants = (*R1_ROSTER.grants, Grant(CAROL.kid, PROJECT, True, False))
     joined = nxt(R1_ROSTER, members=(*R1_ROSTER.members, member(CAROL, "carol")), grants=grants)
-    rotated = nxt(R1_ROSTER, members=joined.members, grants=grants, projects={PROJECT: 2})
     update = build_keyring(KEY1, joined, PROJECT).sign(ROOT)
     with_r2: Setup = [*BASE, ("roster", joined.sign(ROOT))]
     kr = build_keyring(KEY1, R1_ROSTER, PROJECT)
@@ -412,14 +418,69 @@ def keyring_update_cases() -> list[Case]:
         ),
         Case("keyring-update-rollback", [*with_r2, ("keyring", update)], K1, "rollback"),
         Case("keyring-update-same-roster", BASE, kr.sign(ROOT), "fork"),
-        Case(
-            "keyring-update-old-epoch",
-            [*BASE, ("roster", rotated.sign(ROOT))],
-            build_keyring(KEY1, rotated, PROJECT, epoch=1).sign(ROOT),
-            "epoch-unknown",
-        ),
         Case("keyring-unwrap-accept", only_r1, K1, "accept", reader(ALICE, 2)),
         Case("keyring-unwrap-tampered", only_r1, swapped.sign(ROOT), "tampered", reader(ALICE, 2)),
+    ]
+
+
+def keyring_history_cases() -> list[Case]:
+    """An older epoch re-published citing a newer roster (a newcomer reads the history)."""
+    base = build_keyring(KEY1, R1_ROSTER, PROJECT)
+    grants = (*R1_ROSTER.grants, Grant(CAROL.kid, PROJECT, True, False))
+    members = (*R1_ROSTER.members, member(CAROL, "carol"))
+    r2 = nxt(R1_ROSTER, members=members, grants=grants, projects={PROJECT: 2})
+    r3 = nxt(r2, revocations=(Revocation(BOB.kid, 3),), projects={PROJECT: 3})
+    history2 = extend_keyring(base, KEY1, r2, [CAROL.kid])
+    history3 = extend_keyring(history2, KEY1, r3, [])
+    with_r2: Setup = [*BASE, ("roster", r2.sign(ROOT))]
+    with_r3: Setup = [*with_r2, ("roster", r3.sign(ROOT))]
+    no_alice = {k: w for k, w in history2.wraps.items() if k != ALICE.kid}
+    jumped = nxt(R1_ROSTER, projects={PROJECT: 3})
+    return [
+        Case("keyring-history-accept", with_r2, history2.sign(ROOT), "accept", reader(CAROL, 5)),
+        Case(
+            "keyring-history-newcomer",
+            [("roster", R1), ("roster", r2.sign(ROOT))],
+            history2.sign(ROOT),
+            "accept",
+            reader(CAROL, 5),
+        ),
+        Case(
+            "keyring-history-revoked",
+            with_r3,
+            replace(history3, wraps=history2.wraps).sign(ROOT),
+            "no-read-grant",
+        ),
+        Case(
+            "keyring-history-dropped-reader",
+            with_r2,
+            replace(history2, wraps=no_alice).sign(ROOT),
+            "fork",
+        ),
+        Case(
+            "keyring-history-other-key",
+            with_r2,
+            replace(history2, key_id=KEY2.commitment()).sign(ROOT),
+            "fork",
+        ),
+        Case(
+            "keyring-history-rollback",
+            [*with_r3, ("keyring", history3.sign(ROOT))],
+            history2.sign(ROOT),
+            "rollback",
+        ),
+        Case(
+            "keyring-history-future-epoch",
+            with_r2,
+            replace(history2, epoch=3).sign(ROOT),
+            "epoch-unknown",
+        ),
+        Case(
+            "keyring-history-never-epoch",
+            [*BASE, ("roster", jumped.sign(ROOT))],
+            replace(extend_keyring(base, KEY1, jumped, []), epoch=2).sign(ROOT),
+            "epoch-unknown",
+        ),
     ]
 
 
@@ -612,6 +673,7 @@ def cases() -> list[Case]:
         *roster_cases(),
         *keyring_cases(),
         *keyring_update_cases(),
+        *keyring_history_cases(),
         *manifest_cases(),
         *snapshot_cases(),
         *extra_envelope_cases(),

@@ -8,8 +8,8 @@ import pytest
 
 from sealmem.crypto import SUITE, ContentKey
 from sealmem.protocol.errors import DecryptionError, InputError, Rejected
-from sealmem.protocol.keyring import Keyring, build_keyring
-from sealmem.protocol.roster import Grant, Revocation
+from sealmem.protocol.keyring import Keyring, build_keyring, extend_keyring
+from sealmem.protocol.roster import Grant, Revocation, Roster
 from sealmem.protocol.verify import accept_keyring, accept_roster
 
 from .team_world import PROJECT, World, member_of, next_roster
@@ -127,3 +127,52 @@ def test_unknown_project_and_cross_team(world: World) -> None:
     )
     with pytest.raises(InputError, match="not registered"):
         build_keyring(world.key1, roster, "elsewhere")
+
+
+# -- older epochs re-published for new readers ---------------------------------------
+
+
+def _rotated_with_carol(world: World) -> tuple[Roster, Roster]:
+    """v2: carol joins as a reader and the project moves to epoch 2 (bob revoked)."""
+    v1 = world.roster_v1()
+    carol = member_of(world.mallory, "carol")
+    return v1, next_roster(
+        v1,
+        members=(*v1.members, carol),
+        grants=(*v1.grants, Grant(carol.kid, PROJECT, read=True, write=False)),
+        projects={PROJECT: 2},
+        revocations=(Revocation(world.bob.kid, 2),),
+    )
+
+
+def test_an_older_epoch_is_re_published_for_a_new_reader_and_stays_older(world: World) -> None:
+    _, v2 = _rotated_with_carol(world)
+    state = world.state()  # v1 and its epoch 1 keyring
+    old = state.keyring(PROJECT, 1)
+    assert old is not None
+    state, _ = accept_roster(SUITE, state, v2.sign(world.root))
+    current = build_keyring(world.key2, v2, PROJECT)
+    state, _ = accept_keyring(SUITE, state, current.sign(world.root))
+    history = extend_keyring(old, world.key1, v2, [world.mallory.kid])
+    assert history.key_id == old.key_id
+    assert history.roster_version == 2
+    assert world.bob.kid in old.wraps
+    assert world.bob.kid not in history.wraps  # revoked
+    assert world.mallory.kid in history.wraps
+    state, accepted = accept_keyring(SUITE, state, history.sign(world.root))
+    assert state.keyring(PROJECT, 1) == accepted == history
+    assert state.keyring(PROJECT, 2) == current  # the current epoch is the roster's
+    assert state.roster is not None
+    assert state.roster.projects[PROJECT] == 2
+    assert ContentKey.unwrap(history.wrap_for(world.mallory.kid), world.mallory) == world.key1
+
+
+def test_extend_keyring_refuses_what_the_verifier_would(world: World) -> None:
+    v1, v2 = _rotated_with_carol(world)
+    old = world.keyring(v1)
+    with pytest.raises(InputError, match="key_id"):
+        extend_keyring(old, world.key2, v2, [])
+    with pytest.raises(InputError, match="may not read"):
+        extend_keyring(old, world.key1, v2, [world.bob.kid])
+    with pytest.raises(InputError, match="newer"):
+        extend_keyring(old, world.key1, v1, [])
