@@ -66,7 +66,7 @@ def test_create_join_sync_recall_over_the_hub(hub: BackgroundHub, tmp_path: Path
     waiting = run(admin, "admin", "requests").stdout
     assert "alice" in waiting
     assert "bob" in waiting
-    run(admin, "admin", "approve")
+    run(admin, "admin", "approve", "--yes")
 
     mem = j(
         run(alice, "remember", "Deploys freeze on Fridays after 15:00", "--kind", "warning",
@@ -97,7 +97,7 @@ def test_watch_follows_the_hub_change_feed(hub: BackgroundHub, tmp_path: Path) -
     invite = str(j(run(admin, "team", "invite", "--json"))["invite"])
     run(alice, "team", "join", invite, "--name", "alice")
     run(bob, "team", "join", invite, "--name", "bob")
-    run(admin, "admin", "approve")
+    run(admin, "admin", "approve", "alice", "bob")
     run(alice, "sync")
     run(bob, "sync")
 
