@@ -134,3 +134,33 @@ def test_join_without_a_name_uses_the_login_name(hub: BackgroundHub, tmp_path: P
     )  # fmt: skip
     assert json.loads(proc.stdout)["name"] == "carol-login"
     assert "carol-login" in run(admin, "admin", "requests").stdout
+
+
+def test_a_stranger_posting_after_admin_requests_still_waits(
+    hub: BackgroundHub, tmp_path: Path
+) -> None:
+    admin, alice, mallory = (tmp_path / n for n in ("admin", "alice", "mallory"))
+    run(admin, "team", "create", "acme", "--hub", hub.url, "--operator-token", TOKEN,
+        "-p", "webapp")  # fmt: skip
+    invite = str(j(run(admin, "team", "invite", "--json"))["invite"])
+    joined = j(run(alice, "team", "join", invite, "--name", "alice", "--json"))
+    shown = run(admin, "admin", "requests").stdout
+    assert "alice" in shown
+    assert str(joined["fingerprint"]) in shown
+    stranger = j(run(mallory, "team", "join", invite, "--name", "mallory", "--json"))
+
+    done = j(run(admin, "admin", "approve", "--yes", "--json"))
+    assert [a["kid"] for a in done["approved"]] == [joined["kid"]]  # type: ignore[union-attr]
+    assert done["left_waiting"] == [{"kid": stranger["kid"], "name": "mallory"}]
+    waiting = j(run(admin, "admin", "requests", "--json"))["requests"]
+    assert [r["kid"] for r in waiting] == [stranger["kid"]]  # type: ignore[union-attr]
+    members = j(run(admin, "team", "status", "--json"))["members"]
+    assert stranger["kid"] not in [m["kid"] for m in members]  # type: ignore[union-attr]
+    run(alice, "sync")
+    assert j(run(alice, "team", "status", "--json"))["my_access"]["webapp"]["key"]  # type: ignore[index]
+    refused = j(run(mallory, "team", "status", "--json"))
+    assert refused["roster_version"] is not None
+    assert "you are not in the roster yet" in str(refused["alarms"])
+    gone = run(admin, "admin", "reject", "mallory").stdout
+    assert f"removed the join request of mallory ({stranger['kid']})" in gone
+    assert j(run(admin, "admin", "requests", "--json"))["requests"] == []
