@@ -1,4 +1,4 @@
-"""``sealmem admin``: approve, issue, grant, revoke, rotate, reset-writer, requests.
+"""``sealmem admin``: requests, approve, reject, issue, grant, revoke, rotate, reset-writer.
 
 Each command publishes one new roster version signed by your admin key (and new
 project keys where readers changed).
@@ -71,17 +71,35 @@ def _history_gaps(
     ]
 
 
+def _age(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    minutes = ms // 60_000
+    if minutes < 60:
+        return f"{minutes}m"
+    return f"{minutes // 60}h" if minutes < 48 * 60 else f"{minutes // (24 * 60)}d"
+
+
+def _status(item: dict[str, Any]) -> str:
+    if "refused" in item:
+        return "refused: " + str(item["refused"])
+    if item["member"]:
+        return "member"
+    return "ok, name clash" if item["clash"] else "ok"
+
+
 def requests(as_json: JsonOpt = False) -> None:
-    """List the join requests waiting in the team folder, with fingerprints."""
+    """List the join requests waiting, with fingerprints; 'admin approve' approves these."""
     from ..team import admin
     from ..team.session import now_ms
 
     with open_team() as team:
         team.refresh(team.trusted(), now_ms())
-        items = admin.pending_requests(team, now_ms())
+        items, shown = admin.show_requests(team, now_ms())
         skipped = team.transport.take_warnings()
     if as_json:
-        output.emit_json({"requests": items, "warnings": skipped})
+        doc = {"kids": sorted(shown.requests), "at": shown.shown_at, "digest": shown.digest}
+        output.emit_json({"requests": items, "warnings": skipped, "shown": doc})
         return
     for note in skipped:
         output.warn(note)
@@ -93,37 +111,104 @@ def requests(as_json: JsonOpt = False) -> None:
             i["name"] or "?",
             i["kid"],
             i["fingerprint"] or "-",
-            "refused: " + i["refused"] if "refused" in i else ("member" if i["member"] else "ok"),
+            i["invite_id"] or "-",
+            _age(i["age_ms"]),
+            _status(i),
         ]
         for i in items
     ]
-    output.say(output.table(rows, ["NAME", "KID", "FINGERPRINT", "STATUS"]))
+    headers = ["NAME", "KID", "FINGERPRINT", "INVITE", "AGE", "STATUS"]
+    output.say(output.table(rows, headers))
     for i in items:
         if "refused" in i:
             output.say(f"{i['kid']}: {i['detail']}")
+        elif i["clash"] and not i["member"]:
+            output.say(f"{i['kid']}: the name {i['name']!r} looks like {i['clash']}")
+    if shown.requests:
+        output.say(
+            f"\nafter comparing fingerprints: 'sealmem admin approve' approves these "
+            f"{len(shown.requests)} (within the hour), or name them: 'sealmem admin approve NAME'"
+        )
+
+
+def _confirm_shown(plan: Any, *, yes: bool) -> None:
+    """List what approving the shown requests does; ask (or refuse without a terminal)."""
+    from ...protocol.errors import InputError
+
+    for view in plan.left:
+        why = (
+            f"refused ({view.refused[0]})"
+            if view.refused
+            else "arrived or changed after 'admin requests'"
+        )
+        output.say(f"left waiting: {view.name or '?'} ({view.kid}): {why}", err=True)
+    for kid in plan.gone:
+        output.say(f"no longer waiting: {kid}", err=True)
+    if not plan.approve:
+        raise InputError(
+            "none of the join requests last shown by 'sealmem admin requests' can be "
+            "approved now; run it again"
+        )
+    names = "\n".join(f"  {v.name} ({v.kid}) fingerprint {v.fingerprint}" for v in plan.approve)
+    what = f"approve these {len(plan.approve)} join request(s), as shown:\n{names}"
+    output.say(what, err=True)
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise InputError(
+            "nothing was approved: confirm with --yes (no terminal to ask), or name the "
+            "requests ('sealmem admin approve NAME')"
+        )
+    if not typer.confirm("approve?", default=False, err=True):
+        raise typer.Abort()
 
 
 def approve(
     request: Annotated[
-        list[str] | None, typer.Argument(metavar="[KID]...", help="Requests (default: all).")
+        list[str] | None,
+        typer.Argument(
+            metavar="[NAME|KID]...",
+            help="Requests by name or id (default: those the last 'admin requests' showed).",
+        ),
     ] = None,
     project: ProjectsOpt = None,
     read: ReadOpt = True,
     write: WriteOpt = True,
     from_now: FromNowOpt = False,
+    rename: Annotated[
+        str | None,
+        typer.Option("--as", help="Approve the one request named under this member name."),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Approve the shown requests without asking.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Approve join requests: new roster + keyrings. Compare fingerprints first."""
+    from ...protocol.errors import InputError
     from ..team import admin
+    from ..team.inbox import load_shown
     from ..team.session import now_ms
 
     with open_team() as team:
+        expect = None
+        left: list[dict[str, Any]] = []
+        if not request:
+            if rename is not None:
+                raise InputError("--as renames one request: name it ('admin approve KID --as X')")
+            team.refresh(team.trusted(), now_ms())
+            shown = load_shown(team.home, team=team.config.team, now=now_ms())
+            plan = admin.plan_shown(team, shown, now_ms())
+            _confirm_shown(plan, yes=yes)
+            request, expect = [v.kid for v in plan.approve], shown.requests
+            left = [{"kid": v.kid, "name": v.name} for v in plan.left]
         done = admin.approve(
-            team, request or [], projects=project, read=read, write=write, now=now_ms(),
-            from_now=from_now,
+            team, request, projects=project, read=read, write=write, now=now_ms(),
+            rename=rename, expect=expect, from_now=from_now,
         )  # fmt: skip
         gaps = _history_gaps(team, project, read=read, from_now=from_now)
         doc = {"approved": [a.to_dict() for a in done], **_roster_doc(team.roster())}
+        doc["left_waiting"] = left
     doc["warnings"] = gaps
     if as_json:
         output.emit_json(doc)
@@ -133,6 +218,35 @@ def approve(
     for a in done:
         output.say(f"approved {a.name} ({a.kid}) fingerprint {a.fingerprint}")
     output.say(f"roster is now v{doc['roster_version']}")
+
+
+def reject(
+    request: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[NAME|KID]...", help="Requests to remove, by name or id."),
+    ] = None,
+    all_refused: Annotated[
+        bool,
+        typer.Option("--all-refused", help="Also remove every refused or expired request."),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove join requests from the folder or hub without approving them."""
+    from ..team import admin
+    from ..team.session import now_ms
+
+    with open_team() as team:
+        team.refresh(team.trusted(), now_ms())
+        gone = admin.reject(team, request or [], all_refused=all_refused, now=now_ms())
+    items = [{"kid": v.kid, "name": v.name, "refused": (v.refused or (None,))[0]} for v in gone]
+    if as_json:
+        output.emit_json({"rejected": items})
+        return
+    if not items:
+        output.say("no join request was removed")
+    for i in items:
+        why = f" (refused: {i['refused']})" if i["refused"] else ""
+        output.say(f"removed the join request of {i['name'] or '?'} ({i['kid']}){why}")
 
 
 def issue(
@@ -172,10 +286,13 @@ def issue(
 
 def grant(
     member: Annotated[str, typer.Argument(help="Member name or id.")],
-    project: Annotated[str, typer.Argument(help="Project (registered if new).")],
+    project: Annotated[str, typer.Argument(help="Project (must exist unless --create).")],
     read: ReadOpt = True,
     write: WriteOpt = True,
     from_now: FromNowOpt = False,
+    create: Annotated[
+        bool, typer.Option("--create", help="Register the project if the team has none.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Set a member's read/write access to a project."""
@@ -185,8 +302,9 @@ def grant(
     with open_team() as team:
         reader = _reads(team, member, project)
         roster = admin.grant(
-            team, member, project, read=read, write=write, now=now_ms(), from_now=from_now
-        )
+            team, member, project, read=read, write=write, now=now_ms(), create=create,
+            from_now=from_now,
+        )  # fmt: skip
         gaps = _history_gaps(team, [project], read=read and not reader, from_now=from_now)
         doc: dict[str, Any] = {"member": member, "project": project, "read": read}
         doc.update({"write": write, "warnings": gaps, **_roster_doc(roster)})
@@ -297,6 +415,7 @@ def reset_writer(
 def register(app: typer.Typer) -> None:
     admin_app.command()(requests)
     admin_app.command()(approve)
+    admin_app.command()(reject)
     admin_app.command()(issue)
     admin_app.command()(grant)
     admin_app.command()(revoke)

@@ -219,7 +219,8 @@ def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
 
     _say("\n3. admin compares the fingerprints (out of band) and approves both:")
     with admin.team() as team:
-        done = admin_ops.approve(team, [], projects=None, read=True, write=True, now=now_ms())
+        names = [alice.name, bob.name]
+        done = admin_ops.approve(team, names, projects=None, read=True, write=True, now=now_ms())
         version = team.roster().version
     for item in done:
         _say(f"   approved {item.name} ({item.kid[:8]}) fingerprint {item.fingerprint}")

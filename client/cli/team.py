@@ -196,7 +196,11 @@ def join(
     invite_text: Annotated[str, typer.Argument(metavar="INVITE", help="The invite line.")],
     me: Annotated[
         str | None,
-        typer.Option("--name", help="Your display name in the roster (default: your login name)."),
+        typer.Option(
+            "--name",
+            help="Your display name in the roster (default: the invite's --for name or your "
+            "login name; with --key-bundle, the name the key was issued for).",
+        ),
     ] = None,
     folder: Annotated[
         Path | None, typer.Option("--folder", help="Where the shared folder is mounted here.")
@@ -228,12 +232,12 @@ def join(
         key = import_member_key(home, MemberKey.import_bundle(data, passphrase_for("the bundle")))
     else:
         key = load_member_key(home)
-    me = me or inv.for_name or _login_name()
-    join_team(
-        home, inv, key, name=me,
+    config = join_team(
+        home, inv, key, name=me, default_name=_login_name(),
         folder=None if folder is None else str(folder), hub=hub,
         post_request=key_bundle is None, now=now_ms(),
     )  # fmt: skip
+    me = config.name
     doc: dict[str, Any] = {
         "team": inv.team,
         "name": me,

@@ -37,6 +37,7 @@ from ..paths import sanitize_project
 from ..store.connection import transaction
 from ..sync import replica
 from ..sync.hub import is_hub_location
+from .inbox import Inbox, Shown, check_name_free, name_key, resolve, save_shown
 from .invite import (
     InviteRecord,
     RequestView,
@@ -50,6 +51,7 @@ from .session import Team, TeamConfig, find_member, transport_for, trusted_roste
 
 __all__ = [
     "Approved",
+    "ShownPlan",
     "approve",
     "create_team",
     "grant",
@@ -57,10 +59,13 @@ __all__ = [
     "issue",
     "missing_history",
     "pending_requests",
+    "plan_shown",
+    "reject",
     "reset_writer",
     "review_requests",
     "revoke",
     "rotate",
+    "show_requests",
 ]
 
 
@@ -286,20 +291,56 @@ def invite(
     return text
 
 
+def _inbox(team: Team, now: int) -> Inbox:
+    """The waiting requests, checked against this admin's invites at ``now``."""
+    waiting = team.transport.requests()
+    roster = team.trusted().roster
+    views = classify_requests(waiting, load_registry(team.home), roster, team.config.team, now)
+    return Inbox.of(waiting, views, roster)
+
+
 def review_requests(team: Team, now: int) -> list[RequestView]:
     """The waiting join requests, checked against this admin's invites at ``now``."""
-    return classify_requests(
-        team.transport.requests(),
-        load_registry(team.home),
-        team.trusted().roster,
-        team.config.team,
-        now,
-    )
+    return _inbox(team, now).views
 
 
 def pending_requests(team: Team, now: int) -> list[dict[str, Any]]:
-    """Join requests waiting, checked, with fingerprints (refused ones say why)."""
-    return [view.to_dict() for view in review_requests(team, now)]
+    """Join requests waiting, checked, with fingerprints (refused ones say why), age and
+    name clashes."""
+    return _inbox(team, now).to_dicts(now)
+
+
+def show_requests(team: Team, now: int) -> tuple[list[dict[str, Any]], Shown]:
+    """:func:`pending_requests`, and record the admissible ones as shown at ``now``: what
+    ``admin approve`` with no argument approves (:mod:`.inbox`)."""
+    inbox = _inbox(team, now)
+    shown = Shown(team.config.team, now, {v.kid: inbox.hashes[v.kid] for v in inbox.admissible()})
+    save_shown(team.home, shown)
+    return inbox.to_dicts(now), shown
+
+
+@dataclass(frozen=True)
+class ShownPlan:
+    """What approving the shown set does now: who is approved, who is left waiting (arrived
+    or changed since, or refused now) and which shown requests are gone."""
+
+    approve: list[RequestView]
+    left: list[RequestView]
+    gone: list[str]
+
+
+def plan_shown(team: Team, shown: Shown, now: int) -> ShownPlan:
+    """Match the waiting requests against ``shown`` (:func:`~.inbox.load_shown`)."""
+    inbox = _inbox(team, now)
+    chosen: list[RequestView] = []
+    left: list[RequestView] = []
+    for view in inbox.views:
+        if view.member:
+            continue
+        same = shown.requests.get(view.kid) == inbox.hashes.get(view.kid)
+        (chosen if same and view.refused is None else left).append(view)
+    gone = sorted(set(shown.requests) - {v.kid for v in inbox.views})
+    return ShownPlan(chosen, left, gone)
 
 
 def approve(
@@ -311,32 +352,37 @@ def approve(
     write: bool,
     now: int,
     from_now: bool = False,
+    rename: str | None = None,
+    expect: Mapping[str, str] | None = None,
 ) -> list[Approved]:
-    """Add the members of these join requests (``kids`` empty: every admissible one).
+    """Add the members of the join requests ``kids`` names (kids, kid prefixes of 8+
+    characters, or names unique among the waiting requests).
 
-    A request that is refused (SPEC "Admission": an unknown, expired, used or
-    mismatched invite, or an invalid request) is never approved.
+    All or nothing.  A request that is refused (SPEC "Admission": an unknown,
+    expired, used or mismatched invite, or an invalid request) is never
+    approved, nor one whose name looks like a member's or another waiting
+    request's, unless ``rename`` gives the one request chosen a new name.  With
+    ``expect`` (kid -> request hash, what the admin was shown), a request whose
+    bytes differ is refused.
 
     Readers are wrapped every older epoch of their projects this admin holds, so
     they read what the team already wrote; ``from_now`` wraps only the current one.
     """
+    if not kids:
+        raise InputError(
+            "name the join requests to approve (names or ids); 'sealmem admin requests' lists them"
+        )
+    if rename is not None and len(kids) != 1:
+        raise InputError("--as renames one request: approve that one alone")
+    if rename is not None and (problem := name_problem(rename)):
+        raise InputError(f"the member name {rename!r} {problem}")
     state, roster = _admin_roster(team, now)
-    views = {v.kid: v for v in review_requests(team, now)}
-    if kids:
-        chosen = []
-        for kid in kids:
-            match = [k for k in views if k == kid or (len(kid) >= 8 and k.startswith(kid))]
-            if len(match) != 1:
-                raise InputError(
-                    f"no single join request matches {kid!r}; 'admin requests' lists them"
-                )
-            chosen.append(views[match[0]])
-    else:
-        # Anyone can drop a file into an untrusted folder: a garbage or replayed request
-        # must not block approving the real ones ('admin requests' lists what was refused).
-        chosen = [v for v in views.values() if v.refused is None and not v.member]
-        if not chosen:
-            raise InputError("no admissible join requests are waiting ('admin requests')")
+    inbox = _inbox(team, now)
+    chosen: list[RequestView] = []
+    for selector in kids:
+        view = resolve(inbox.views, selector)
+        if view not in chosen:
+            chosen.append(view)
     granted = sorted(set(projects) if projects else set(roster.projects))
     changes: list[edits.Edit] = []
     done: list[tuple[Approved, str]] = []
@@ -348,6 +394,14 @@ def approve(
             raise InputError(f"join request {view.kid} is refused ({reason}): {detail}")
         if roster.member(req.kid) is not None:
             raise InputError(f"{req.name} ({req.kid}) is already a member")
+        if expect is not None and expect.get(req.kid) != inbox.hashes.get(req.kid):
+            raise InputError(
+                f"the join request of {req.name!r} ({req.kid}) changed since it was shown; "
+                "run 'sealmem admin requests' again"
+            )
+        name = rename or req.name
+        taken = [a.name for a, _ in done]
+        check_name_free(name, req.kid, roster, inbox.views, taken, renamed=rename is not None)
         try:  # two requests in one approval may race for one single-use invite
             check_request_against_invite(req, registry.get(req.invite_id), now)
         except Rejected as exc:
@@ -355,14 +409,34 @@ def approve(
                 f"join request {view.kid} is refused ({exc.reason}): {exc.detail}"
             ) from exc
         registry = mark_invite_used(registry, req.invite_id, req.kid)
-        member = Member(req.kid, req.name, req.sign_public, req.box_public)
+        member = Member(req.kid, name, req.sign_public, req.box_public)
         changes.append(edits.adding_member(member, projects=granted, read=read, write=write))
-        done.append((Approved(req.kid, req.name, str(view.fingerprint)), req.invite_id))
+        done.append((Approved(req.kid, name, str(view.fingerprint)), req.invite_id))
     update_registry(team.home, lambda reg: _mark_all(reg, done))
     _change(team, state, changes, now, readers_added=granted if read else (), from_now=from_now)
     for item, _ in done:
         team.transport.remove_request(item.kid)
     return [item for item, _ in done]
+
+
+def reject(
+    team: Team, kids: Sequence[str], *, all_refused: bool = False, now: int
+) -> list[RequestView]:
+    """Remove the join requests ``kids`` names (as :func:`approve` resolves them) and, with
+    ``all_refused``, every refused one and every one of a key that is already a member."""
+    if not kids and not all_refused:
+        raise InputError("name the join requests to reject (names or ids), or give --all-refused")
+    views = _inbox(team, now).views
+    chosen: list[RequestView] = []
+    for selector in kids:
+        view = resolve(views, selector)
+        if view not in chosen:
+            chosen.append(view)
+    if all_refused:
+        chosen += [v for v in views if (v.refused is not None or v.member) and v not in chosen]
+    for view in chosen:
+        team.transport.remove_request(view.kid)
+    return chosen
 
 
 def _mark_all(
@@ -395,6 +469,11 @@ def issue(
     if problem := name_problem(name):
         raise InputError(f"the member name {name!r} {problem}")
     state, roster = _admin_roster(team, now)
+    if same := [m for m in roster.members if name_key(m.name) == name_key(name)]:
+        raise InputError(
+            f"the member name {name!r} looks like that of member {same[0].name!r} "
+            f"({same[0].kid[:8]}); issue the key under another name"
+        )
     granted = sorted(set(projects) if projects else set(roster.projects))
     key = MemberKey.generate()
     member = Member(key.kid, name, key.sign_public, key.box_public, "member", True)
@@ -405,18 +484,34 @@ def issue(
 
 
 def grant(
-    team: Team, who: str, project: str, *, read: bool, write: bool, now: int, from_now: bool = False
+    team: Team,
+    who: str,
+    project: str,
+    *,
+    read: bool,
+    write: bool,
+    now: int,
+    create: bool = False,
+    from_now: bool = False,
 ) -> Roster:
     """Set ``who``'s access to ``project``.
 
-    A new project is registered first: every admin gets read/write on it, then
-    ``who`` the access asked for; its first key is wrapped to all of them.  A new
-    reader is wrapped the older epochs this admin holds too, unless ``from_now``.
+    A project the roster does not register is refused unless ``create``: then
+    it is registered first, every admin gets read/write on it, then ``who`` the
+    access asked for; its first key is wrapped to all of them.  A new reader is
+    wrapped the older epochs this admin holds too, unless ``from_now``.
     """
     state, roster = _admin_roster(team, now)
     member = find_member(roster, who)
     setting = edits.setting_grant(member.kid, project, read=read, write=write)
     if project not in roster.projects:
+        if not create:
+            known = ", ".join(sorted(roster.projects)) or "none"
+            raise InputError(
+                f"project {project!r} is not registered in roster v{roster.version} "
+                f"(projects: {known}); to register it, run "
+                f"'sealmem admin grant {who} {project} --create'"
+            )
         return _change(team, state, [edits.adding_project(project), setting], now, new=[project])
     old = roster.grant(member.kid, project)
     if old is not None and old.read and not read:  # a reader removed: a new epoch

@@ -306,7 +306,7 @@ class Team:
         roster = state.roster
         doc: dict[str, Any] = {
             "team": self.config.team,
-            "me": {"kid": self.me, "name": self.config.name},
+            "me": {"kid": self.me, "name": _my_name(self.config, roster, self.me)},
             "my_fingerprint": self.key.public().fingerprint(),
             "root_fingerprint": self.config.root_fingerprint,
             "location": self.config.location,
@@ -374,6 +374,12 @@ class Team:
         return out
 
 
+def _my_name(config: TeamConfig, roster: Roster | None, kid: str) -> str:
+    """This member's name in the roster (the admin's choice), else the one it joined with."""
+    member = None if roster is None else roster.member(kid)
+    return config.name if member is None else member.name
+
+
 def _join_location(invite: Invite, *, folder: str | None, hub: str | None) -> str:
     """Where this member reaches the team: the invite's location unless overridden."""
     if folder and hub:
@@ -392,16 +398,36 @@ def join_team(
     invite: Invite,
     key: MemberKey,
     *,
-    name: str,
+    name: str | None,
+    default_name: str | None = None,
     folder: str | None = None,
     hub: str | None = None,
     post_request: bool = True,
     now: int,
 ) -> TeamConfig:
     """Pin the invite's root key, save the team config and (unless the admin issued our
-    key) leave a join request in the team folder."""
+    key) leave a join request in the team folder.
+
+    The display name is ``name``, else the invite's ``--for`` name, else
+    ``default_name``.  A key the admin issued (``post_request=False``) is already in
+    the roster under the name it was issued for: that name is taken from the
+    verified roster (a different ``name`` is refused).
+    """
     if (Path(home_dir) / CONFIG_FILE).exists():
         raise InputError(f"this sealmem home ({home_dir}) is already in a team")
+    location = _join_location(invite, folder=folder, hub=hub)
+    transport_kind = "hub" if hub or (not folder and invite.transport == "hub") else "folder"
+    if not post_request:
+        issued = _issued_name(invite, key, location, transport_kind)
+        if issued is not None and name is not None and name != issued:
+            raise InputError(
+                f"this key was issued for {issued!r}: join without --name (or with "
+                f"--name {issued!r}); the admin changes names"
+            )
+        name = issued or name
+    name = name or invite.for_name or default_name
+    if name is None:
+        raise InputError("give your display name with --name")
     if problem := name_problem(name):
         raise InputError(f"your display name {name!r} {problem}; choose another with --name")
     if post_request and invite.for_name is not None and name != invite.for_name:
@@ -413,9 +439,9 @@ def join_team(
         team=invite.team,
         root_public=invite.root_public,
         root_box_public=invite.root_box_public,
-        location=_join_location(invite, folder=folder, hub=hub),
+        location=location,
         name=name,
-        transport="hub" if hub or (not folder and invite.transport == "hub") else "folder",
+        transport=transport_kind,
     )
     if post_request:
         request = make_join_request(
@@ -428,3 +454,25 @@ def join_team(
             transport.close()
     config.save(home_dir)
     return config
+
+
+def _issued_name(invite: Invite, key: MemberKey, location: str, kind: str) -> str | None:
+    """The name ``key`` has in the team's newest roster that verifies from the invite's root
+    key, or None when the transport holds none naming it (or cannot be reached)."""
+    config = TeamConfig(
+        invite.team, invite.root_public, invite.root_box_public, location, "-", kind
+    )
+    state = TrustedState.pin(SUITE, invite.team, invite.root_public)
+    try:
+        transport = transport_for(config, key)
+    except SealmemError:
+        return None
+    try:
+        for data in transport.rosters(0):
+            state, _ = accept_roster(SUITE, state, data)
+    except SealmemError:  # unreachable, or a broken chain: keep what verified so far
+        pass
+    finally:
+        transport.close()
+    member = None if state.roster is None else state.roster.member(key.kid)
+    return None if member is None else member.name

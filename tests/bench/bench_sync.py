@@ -170,7 +170,14 @@ def build_team(root: Path, members: int, memories: int) -> list[Member]:
         wire = Counting(team.transport)
         team = dataclasses.replace(team, transport=wire)
         out.append(Member(f"m{n}", store, team, wire))
-    approve(out[0].team, [], projects=None, read=True, write=True, now=now_ms())
+    approve(
+        out[0].team,
+        [m.team.me for m in out[1:]],
+        projects=None,
+        read=True,
+        write=True,
+        now=now_ms(),
+    )
     return out
 
 

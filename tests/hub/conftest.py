@@ -135,7 +135,14 @@ class HubWorld:
             node.team = self._team(node, root.key)
             node.t.transport.post_request(node.key.kid, request)
             added.append(node)
-        approve(root.t, [], projects=projects, read=True, write=True, now=now_ms())
+        approve(
+            root.t,
+            [n.key.kid for n in added],
+            projects=projects,
+            read=True,
+            write=True,
+            now=now_ms(),
+        )
         return added
 
     def sync_all(self, rounds: int = 2) -> None:

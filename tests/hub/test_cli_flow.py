@@ -68,7 +68,7 @@ def test_create_join_sync_recall_over_the_hub(hub: BackgroundHub, tmp_path: Path
     waiting = run(admin, "admin", "requests").stdout
     assert "alice" in waiting
     assert "bob" in waiting
-    run(admin, "admin", "approve")
+    run(admin, "admin", "approve", "--yes")
 
     mem = j(
         run(alice, "remember", "Deploys freeze on Fridays after 15:00", "--kind", "warning",
@@ -99,7 +99,7 @@ def test_watch_follows_the_hub_change_feed(hub: BackgroundHub, tmp_path: Path) -
     invite = str(j(run(admin, "team", "invite", "--json"))["invite"])
     run(alice, "team", "join", invite, "--name", "alice")
     run(bob, "team", "join", invite, "--name", "bob")
-    run(admin, "admin", "approve")
+    run(admin, "admin", "approve", "alice", "bob")
     run(alice, "sync")
     run(bob, "sync")
 
@@ -136,3 +136,33 @@ def test_join_without_a_name_uses_the_login_name(hub: BackgroundHub, tmp_path: P
     )  # fmt: skip
     assert json.loads(proc.stdout)["name"] == "carol-login"
     assert "carol-login" in run(admin, "admin", "requests").stdout
+
+
+def test_a_stranger_posting_after_admin_requests_still_waits(
+    hub: BackgroundHub, tmp_path: Path
+) -> None:
+    admin, alice, mallory = (tmp_path / n for n in ("admin", "alice", "mallory"))
+    run(admin, "team", "create", "acme", "--hub", hub.url, "--operator-token", TOKEN,
+        "-p", "webapp")  # fmt: skip
+    invite = str(j(run(admin, "team", "invite", "--json"))["invite"])
+    joined = j(run(alice, "team", "join", invite, "--name", "alice", "--json"))
+    shown = run(admin, "admin", "requests").stdout
+    assert "alice" in shown
+    assert str(joined["fingerprint"]) in shown
+    stranger = j(run(mallory, "team", "join", invite, "--name", "mallory", "--json"))
+
+    done = j(run(admin, "admin", "approve", "--yes", "--json"))
+    assert [a["kid"] for a in done["approved"]] == [joined["kid"]]  # type: ignore[union-attr]
+    assert done["left_waiting"] == [{"kid": stranger["kid"], "name": "mallory"}]
+    waiting = j(run(admin, "admin", "requests", "--json"))["requests"]
+    assert [r["kid"] for r in waiting] == [stranger["kid"]]  # type: ignore[union-attr]
+    members = j(run(admin, "team", "status", "--json"))["members"]
+    assert stranger["kid"] not in [m["kid"] for m in members]  # type: ignore[union-attr]
+    run(alice, "sync")
+    assert j(run(alice, "team", "status", "--json"))["my_access"]["webapp"]["key"]  # type: ignore[index]
+    refused = j(run(mallory, "team", "status", "--json"))
+    assert refused["roster_version"] is None  # a pending joiner reads no roster history
+    assert "waiting for an admin to approve" in str(refused["alarms"])
+    gone = run(admin, "admin", "reject", "mallory").stdout
+    assert f"removed the join request of mallory ({stranger['kid']})" in gone
+    assert j(run(admin, "admin", "requests", "--json"))["requests"] == []

@@ -108,7 +108,8 @@ def test_a_strangers_join_post_buys_roster_v1_and_its_own_state_only(door: Door)
         status, doc = door.get(stranger, target)
         assert (status, doc["error"]) in {(401, "unknown-key"), (403, "not-admin")}, target
     # approved, it reads as a member
-    approve(door.world.nodes["admin"].t, [], projects=None, read=True, write=True, now=now_ms())
+    admin = door.world.nodes["admin"].t
+    approve(admin, [stranger.kid], projects=None, read=True, write=True, now=now_ms())
     status, doc = door.get(stranger, f"/requests/{stranger.kid}")
     assert (status, doc["status"]) == (200, "approved")
     status, doc = door.get(stranger, "/rosters?after=0")
@@ -134,7 +135,8 @@ def test_a_pending_joiner_syncs_without_reading_the_team(
     assert not [m for m in mine if "/rosters" in m]  # no roster history read while pending
     assert carol.t.trusted().roster is None
 
-    approve(door.world.nodes["admin"].t, [], projects=None, read=True, write=True, now=now_ms())
+    admin = door.world.nodes["admin"].t
+    approve(admin, [carol.key.kid], projects=None, read=True, write=True, now=now_ms())
     summary = carol.sync()
     assert not [w for w in summary.warnings if "approve" in w]
     roster = carol.t.trusted().roster

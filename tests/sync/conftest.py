@@ -89,7 +89,14 @@ class World:
             node = self.node(name, (offsets or {}).get(name, 0))
             join_team(node.home, inv, node.key, name=name, now=node.clock())
             added.append(node)
-        approve(admin.t, [], projects=None, read=True, write=True, now=admin.clock())
+        approve(
+            admin.t,
+            [n.key.kid for n in added],
+            projects=None,
+            read=True,
+            write=True,
+            now=admin.clock(),
+        )
         for node in added:
             node.team = Team.open(node.home, node.store, node.key)
         return added

@@ -99,7 +99,7 @@ def test_rotate_and_grant_change_epochs_and_access(world: World) -> None:
     assert own is not None
     assert f'"epoch":{epoch}' in own.manifest.decode()
 
-    admin.grant(adm.t, "bob", "infra", read=True, write=False, now=adm.clock())
+    admin.grant(adm.t, "bob", "infra", read=True, write=False, now=adm.clock(), create=True)
     bob.sync()
     access = bob.t.status()["my_access"]["infra"]
     assert (access["read"], access["write"], access["key"]) == (True, False, True)
@@ -220,7 +220,9 @@ def test_client_revoke_grant_and_new_project_follow_protocol_admin(world: World)
         admin.grant(adm.t, "carol", PROJECT, read=True, write=True, now=adm.clock())
     assert adm.t.roster().version == roster.version  # nothing published
 
-    roster = admin.grant(adm.t, "bob", "infra", read=True, write=False, now=adm.clock())
+    roster = admin.grant(
+        adm.t, "bob", "infra", read=True, write=False, now=adm.clock(), create=True
+    )
     assert roster.projects["infra"] == 1
     assert roster.can_read(adm.key.kid, "infra")  # every admin gets a new project
     assert roster.can_write(adm.key.kid, "infra")

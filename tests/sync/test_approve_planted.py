@@ -1,4 +1,5 @@
-"""``admin approve`` with no ids approves every valid request, whatever else lies in requests/.
+"""Approving what ``admin requests`` showed approves every valid request shown, whatever else
+lies in requests/.
 
 The team folder is untrusted: a garbage file or a replayed request of a member
 under a request-shaped name must not stop the admin approving a real newcomer.
@@ -14,7 +15,7 @@ from sealmem.client.team.session import Team, join_team
 from tests.sync.conftest import make_world
 
 
-def test_approve_all_skips_garbage_and_replayed_requests(tmp_path: Path) -> None:
+def test_approving_the_shown_set_skips_garbage_and_replayed_requests(tmp_path: Path) -> None:
     world = make_world(tmp_path, "alice")
     try:
         boss, alice = world.nodes["admin"], world.nodes["alice"]
@@ -31,7 +32,15 @@ def test_approve_all_skips_garbage_and_replayed_requests(tmp_path: Path) -> None
         (requests / f"{alice.key.kid}.json").write_bytes(replayed)
         dave_request = (requests / f"{dave.key.kid}.json").read_bytes()
         (requests / ("b" * 26 + ".json")).write_bytes(dave_request)
-        done = admin.approve(boss.t, [], projects=None, read=True, write=True, now=boss.clock())
+        _, shown = admin.show_requests(boss.t, boss.clock())
+        assert set(shown.requests) == {dave.key.kid}
+        plan = admin.plan_shown(boss.t, shown, boss.clock())
+        assert [v.kid for v in plan.approve] == [dave.key.kid]
+        kids = [v.kid for v in plan.approve]
+        done = admin.approve(
+            boss.t, kids, projects=None, read=True, write=True, now=boss.clock(),
+            expect=shown.requests,
+        )  # fmt: skip
         assert [a.kid for a in done] == [dave.key.kid]
         dave.team = Team.open(dave.home, dave.store, dave.key)
         dave.sync()

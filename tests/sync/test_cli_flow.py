@@ -93,7 +93,7 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Team:
     assert {r["name"]: r["fingerprint"] for r in waiting} == {
         who: doc["fingerprint"] for who, doc in joined.items()
     }
-    approved = t.run("admin", "admin", "approve", "--json").json()
+    approved = t.run("admin", "admin", "approve", "--yes", "--json").json()
     assert sorted(a["fingerprint"] for a in approved["approved"]) == sorted(
         doc["fingerprint"] for doc in joined.values()
     )
@@ -194,7 +194,8 @@ def test_sync_watch_pulls_and_pushes_on_change(team: Team) -> None:
 
 
 def test_admin_grant_rotate_revoke_from_the_cli(team: Team) -> None:
-    granted = team.run("admin", "admin", "grant", "bob", "infra", "--no-write", "--json").json()
+    granted = team.run("admin", "admin", "grant", "bob", "infra", "--no-write", "--create",
+                       "--json").json()  # fmt: skip
     assert (granted["read"], granted["write"]) == (True, False)
     assert "infra" in granted["projects"]
     rotated = team.run("admin", "admin", "rotate", "webapp", "--json").json()

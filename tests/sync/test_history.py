@@ -148,7 +148,7 @@ def test_a_read_grant_wraps_the_history_of_that_project(world: World) -> None:
     erin = world.node("erin")
     inv = read_invite(admin.invite(adm.t, adm.clock()), now=adm.clock())
     join_team(erin.home, inv, erin.key, name="erin", now=erin.clock())
-    admin.approve(adm.t, [], projects=["shared"], read=True, write=True, now=adm.clock())
+    admin.approve(adm.t, ["erin"], projects=["shared"], read=True, write=True, now=adm.clock())
     erin.team = Team.open(erin.home, erin.store, erin.key)
     assert erin.key.kid not in _keyring_file(world, 1).wraps
     erin.sync()

@@ -96,18 +96,26 @@ def test_a_single_use_invite_admits_its_one_member_and_an_open_one_several(
         mallory.kid: None,
     }
     assert waiting[alice["kid"]]["fingerprint"] == alice["fingerprint"]
+    # two waiting requests named alice: the admin cannot tell them apart by name
+    clash = cli("admin", "admin", "approve", alice["kid"], code=1)
+    assert f"looks like the waiting request of 'alice' ({mallory.kid[:8]})" in clash.err
+    assert "admin reject" in clash.err
+    cli("admin", "admin", "reject", mallory.kid)
     cli("admin", "admin", "approve", alice["kid"])
     assert load_registry(tmp_path / "admin")[made["invite_id"]].used_by == (alice["kid"],)
+    _plant(tmp_path, team_id, mallory, request)  # posted again
     assert _requests(cli)[mallory.kid]["refused"] == "invite-used"
     again = cli("admin", "admin", "approve", mallory.kid, code=1)
     assert "invite-used" in again.err
 
-    # an open invite lets bob in; approving "all" skips mallory and approves bob
+    # an open invite lets bob in; approving what was shown skips mallory and approves bob
     opened = cli("admin", "team", "invite", "--json").json()
     assert opened["for"] is None
     bob = cli("bob", "team", "join", opened["invite"], "--name", "bob", "--json").json()
-    approved = cli("admin", "admin", "approve", "--json").json()["approved"]
-    assert [a["kid"] for a in approved] == [bob["kid"]]
+    assert _requests(cli)[bob["kid"]].get("refused") is None
+    done = cli("admin", "admin", "approve", "--yes", "--json").json()
+    assert [a["kid"] for a in done["approved"]] == [bob["kid"]]
+    assert done["left_waiting"] == [{"kid": mallory.kid, "name": "alice"}]
     cli("admin", "remember", "deploys go out on Tuesdays", "--kind", "decision")
     cli("admin", "sync")
     for who in ("alice", "bob"):
@@ -186,7 +194,7 @@ def test_requests_answering_no_valid_invite_are_refused_by_name(
     shown = cli("admin", "admin", "requests").out
     assert "refused: invite-name-mismatch" in shown
     assert "--name 'carol'" in shown
-    assert "no admissible join requests" in cli("admin", "admin", "approve", code=1).err
+    assert "can be approved now" in cli("admin", "admin", "approve", "--yes", code=1).err
     for kid in waiting:
         done = cli("admin", "admin", "approve", kid, code=1)
         assert waiting[kid]["refused"] in done.err
