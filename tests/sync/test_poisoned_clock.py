@@ -200,3 +200,42 @@ def test_an_import_from_the_far_future_does_not_cut_a_member_off(world: World) -
     pulled = alice.sync()
     assert pulled.refused == []
     assert mine.id in alice.memories()
+
+
+def test_doctor_stamps_own_versions_again_and_keeps_revocations(
+    world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sealmem doctor`` applies the whole drop rule (it reads the trusted roster): a
+    far-ahead winner does not bring back the tombstone of a member revoked with
+    --drop-data; bob's own far-ahead memory is stamped again; the clock is in bounds."""
+    from sealmem.client.team import admin
+
+    adm, alice, bob, carol = (world.nodes[n] for n in ("admin", "alice", "bob", "carol"))
+    mem = alice.remember("staging db lives on host db-7")
+    world.sync_all(1)
+    carol.store.forget(mem.id, reason="obsolete")
+    carol.sync()
+    bob.sync()
+    admin.revoke(adm.t, carol.key.kid, keep_data=False, now=adm.clock())
+    bob.sync()
+    far = bob.clock() + YEAR_MS
+    conn = sqlite3.connect(bob.store.path)
+    with conn:  # as an old sealmem left it
+        conn.execute("UPDATE memories SET hlc_wall = ? WHERE id = ?", (far, mem.id))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'hlc'", (f"{far}:0",))
+    conn.close()
+    own = bob.remember("bob wrote this while his clock was poisoned")
+
+    monkeypatch.setenv("SEALMEM_HOME", str(bob.home))
+    run: Callable[..., Run] = in_process(capsys, monkeypatch)
+    done = run("doctor", "--json")
+    assert done.code == 0, done.err
+    detail = next(c for c in done.json()["checks"] if c["name"] == "clock")["detail"]
+    assert "stamped 1 of your memories" in detail
+    assert "brought the store clock back" in detail
+    assert carol.key.kid not in {row[3] for row in bob.winners().values()}
+    assert _sane(_clock(bob)[0])
+    assert _sane(bob.memories()[own.id].record.hlc.wall)
+    bob.sync()
+    assert [r.object for r in alice.sync().refused if r.reason == "clock-ahead"] == []
+    assert own.id in alice.memories()
