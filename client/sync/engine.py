@@ -216,18 +216,17 @@ def _purge_revoked(
         ahead = dropping.drop_far_ahead(team.conn, now, me=team.me, roster=roster)
         revoked = dropping.drop_revoked(team.conn, roster, team.me, now)
     if ahead.affected or ahead.clock is not None:
-        summary.warnings.append(
+        parts = [
             f"dropped {ahead.affected} pulled versions dated more than 2 days ahead "
             f"({ahead.restored} memories back to an earlier version)"
-            + (f"; {ahead.restamped} of ours stamped again" if ahead.restamped else "")
-            + (
-                "; the store clock is still more than 2 days ahead: check this machine's clock"
-                if ahead.still_ahead
-                else "; the store clock was brought back"
-                if ahead.clock is not None
-                else ""
-            )
-        )
+        ]
+        if ahead.restamped:
+            parts.append(f"{ahead.restamped} of ours stamped again with the current time")
+        if ahead.still_ahead:
+            parts.append("the store clock is still more than 2 days ahead: check this clock")
+        elif ahead.clock is not None:
+            parts.append("the store clock was brought back")
+        summary.warnings.append("; ".join(parts))
     if revoked.affected:
         summary.warnings.append(
             f"dropped the versions of revoked members from {revoked.affected} memories: "
