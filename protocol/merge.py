@@ -121,6 +121,8 @@ def merge(local: Record | None, incoming: Record, *, floor: float | None = None)
             f"memory {incoming.id} from {incoming.editor} is in project {incoming.project!r}, "
             f"but this replica holds it in project {local.project!r}; it was skipped",
         )
+    if incoming == local:  # the same version again (a re-pull, a re-import): cheap to see
+        return MergeOutcome(local, False, None, floor)
     if not wins(incoming, local):
         same = canonical.encode(incoming.to_wire()) == canonical.encode(local.to_wire())
         return MergeOutcome(local, False, None if same else incoming, floor)

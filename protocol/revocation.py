@@ -1,16 +1,28 @@
 """Dropping versions a replica must no longer hold, without losing anyone else's.
 
-Two cases share one rule (DESIGN §4 "Revocation", SPEC.md "Dropping versions"):
+One predicate for every drop (DESIGN §4 "Revocation", SPEC.md "Dropping versions"):
+in a project, a version is **dropped** when
 
-- a writer was **revoked** without a pin for the project: its versions go;
-- a version's clock is **too far ahead** (``protocol.hlc.too_far_ahead``), as a
-  store that merged it before clocks were bounded may still hold.
+- its clock is **too far ahead** (``protocol.hlc.too_far_ahead``), as a store
+  that merged it before clocks were bounded may still hold; or
+- its editor was **revoked without a pin** for the project; or
+- its editor was **revoked with a pin** for the project and it arrived in a
+  snapshot of that writer **after the pin** (a reader that merged past the pin
+  before the revocation reached it must not keep what a stolen key may have
+  written).
 
-For each affected memory id the new winner is the greatest version under
-:func:`sealmem.protocol.merge.version_key` among the versions the replica holds
-(the current winner and its local history) that are not dropped; ``None`` when
-every version is dropped (the memory leaves the winners; the replica keeps it in
-history).  Nothing written by anyone else is ever lost.
+:class:`DropRule` is that predicate (:func:`drop_rule` builds it from the trusted
+roster).  For each affected memory id the new winner is the greatest version
+under :func:`sealmem.protocol.merge.version_key` among the versions the replica
+holds (the current winner and its local history) that are not dropped; ``None``
+when every version is dropped (the memory leaves the winners; the replica keeps
+it in history).  Nothing written by anyone else is ever lost.
+
+A replica that wrote while its own clock was far ahead does not drop its own
+versions: :func:`restamp` makes each a new version of the same memory, stamped
+from the recovered clock (:func:`recovered_clock`), so that teammates accept it.
+A reader whose chain head for a pinned writer is past the pin forgets that head
+(:func:`heads_past_pins`) and accepts the pinned manifest again.
 
 Pure functions over values: the caller reads the versions and writes the result.
 """
@@ -18,20 +30,71 @@ Pure functions over values: the caller reads the versions and writes the result.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Set
+from dataclasses import dataclass, field
 
-from .hlc import MAX_AHEAD_MS, Hlc, too_far_ahead
+from .hlc import MAX_AHEAD_MS, Hlc, receive, tick, too_far_ahead
 from .merge import version_key
 from .record import Record
 from .roster import Roster
+from .state import ChainHead
 
 __all__ = [
+    "DropRule",
+    "Held",
     "best_remaining",
     "drop_ahead",
+    "drop_rule",
     "drop_versions",
     "drop_writer",
     "dropped_writers",
+    "heads_past_pins",
+    "pinned_seqs",
     "recovered_clock",
+    "restamp",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A version a replica holds, with the seq of the writer's snapshot it arrived in
+    (``None``: not pulled, i.e. written or imported here)."""
+
+    record: Record
+    snapshot_seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DropRule:
+    """The one predicate of every drop, for one project (see the module docstring).
+
+    ``writers``: revoked without a pin here, every version of theirs goes;
+    ``pins``: revoked with a pin here, writer -> the pinned seq, versions that
+    arrived in a later snapshot go.  The clock bound holds for every version.
+    """
+
+    now_ms: int
+    writers: frozenset[str] = frozenset()
+    pins: Mapping[str, int] = field(default_factory=dict)
+    max_ahead_ms: int = MAX_AHEAD_MS
+
+    def drops(self, held: Held) -> bool:
+        record = held.record
+        if too_far_ahead(record.hlc, self.now_ms, self.max_ahead_ms):
+            return True
+        if record.editor in self.writers:
+            return True
+        pin = self.pins.get(record.editor)
+        return pin is not None and held.snapshot_seq is not None and held.snapshot_seq > pin
+
+    def best(self, versions: Iterable[Held]) -> Held | None:
+        """The greatest version (``version_key``) this rule keeps; None if none is left."""
+        kept = [v for v in versions if not self.drops(v)]
+        return max(kept, key=lambda v: version_key(v.record)) if kept else None
+
+    @property
+    def editors(self) -> frozenset[str]:
+        """Editors some of whose versions this rule drops whatever their clock."""
+        return self.writers | frozenset(self.pins)
 
 
 def best_remaining(versions: Iterable[Record], dropped: Callable[[Record], bool]) -> Record | None:
@@ -74,14 +137,84 @@ def dropped_writers(roster: Roster, project: str, me: str) -> frozenset[str]:
     return frozenset(r.kid for r in roster.revocations if r.kid != me and project not in r.pins)
 
 
+def pinned_seqs(roster: Roster, project: str, me: str) -> dict[str, int]:
+    """Revoked writers with a pin in ``project`` (not ``me``) -> the pinned seq."""
+    return {
+        r.kid: r.pins[project].seq for r in roster.revocations if r.kid != me and project in r.pins
+    }
+
+
+def drop_rule(
+    roster: Roster | None, project: str, me: str, now_ms: int, max_ahead_ms: int = MAX_AHEAD_MS
+) -> DropRule:
+    """The drop rule of member ``me`` in ``project``; only the clock bound without a roster
+    (a store in no team)."""
+    if roster is None:
+        return DropRule(now_ms, max_ahead_ms=max_ahead_ms)
+    return DropRule(
+        now_ms,
+        dropped_writers(roster, project, me),
+        pinned_seqs(roster, project, me),
+        max_ahead_ms,
+    )
+
+
+def heads_past_pins(
+    roster: Roster, heads: Mapping[tuple[str, str], ChainHead], me: str
+) -> list[tuple[str, str]]:
+    """The (writer, project) chain heads of a reader that are at or past a pin of that
+    writer but are not the pinned manifest, sorted.
+
+    The reader forgets each such head, so that its next pull accepts the pinned
+    manifest again (the only one of the writer that verifies) and merges what it
+    holds: every reader ends at the pin, whatever it had merged before.
+    """
+    out = []
+    for revocation in roster.revocations:
+        if revocation.kid == me:
+            continue
+        for project, pin in revocation.pins.items():
+            head = heads.get((revocation.kid, project))
+            if head is None or head.seq < pin.seq:
+                continue  # not there yet: its next pull stops at the pin
+            if (head.seq, head.hash) != (pin.seq, pin.manifest_hash):
+                out.append((revocation.kid, project))
+    return sorted(out)
+
+
 def recovered_clock(
     clock: Hlc, winners: Iterable[Hlc], now_ms: int, max_ahead_ms: int = MAX_AHEAD_MS
 ) -> Hlc | None:
     """The store clock to use instead of ``clock`` when it is too far ahead; else None.
 
-    It goes back to the greatest of ``now_ms`` and the remaining winners' clocks,
-    so a later local edit still wins over every version the replica holds.
+    It goes back to the greatest of ``now_ms`` and the winners' clocks that are
+    within the bound (the others are dropped or stamped again), so a later local
+    edit still wins over every version the replica keeps.
     """
     if not too_far_ahead(clock, now_ms, max_ahead_ms):
         return None
-    return max((Hlc(now_ms, 0), *winners))
+    kept = (w for w in winners if not too_far_ahead(w, now_ms, max_ahead_ms))
+    return max((Hlc(now_ms, 0), *kept))
+
+
+def restamp(
+    record: Record,
+    clock: Hlc,
+    held: Iterable[Hlc],
+    *,
+    me: str,
+    now_ms: int,
+    max_ahead_ms: int = MAX_AHEAD_MS,
+) -> tuple[Record, Hlc]:
+    """A far-ahead version this replica wrote, as a new version of ``me`` after ``clock``.
+
+    ``held`` are the clocks of the other versions of that memory the replica keeps;
+    the new version is stamped after each of them that is within the bound, so it
+    still wins over every version it had replaced.  Same id, content and links.
+    Returns the new version and the store clock after it.
+    """
+    for stamp in held:
+        if not too_far_ahead(stamp, now_ms, max_ahead_ms):
+            clock = receive(clock, stamp, now_ms)
+    stamp = tick(clock, now_ms)
+    return record.evolve(hlc=stamp, editor=me), stamp

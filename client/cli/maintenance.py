@@ -167,6 +167,22 @@ def stats(as_json: JsonOpt = False) -> None:
         _print_mapping(data)
 
 
+def _trusted_roster(conn: Any) -> Any:
+    """The roster this store trusts when a team is configured (None: no team, or a team
+    state that no longer verifies; then only the clock rule applies)."""
+    from ...crypto import SUITE
+    from ...protocol.errors import SealmemError
+    from ..paths import home
+    from ..sync.replica import load_state
+    from ..team.session import TeamConfig
+
+    try:
+        config = TeamConfig.load(home())
+        return load_state(conn, SUITE, config.team, config.root_public).roster
+    except SealmemError:
+        return None
+
+
 def doctor(as_json: JsonOpt = False) -> None:
     """Check the store (integrity, schema, search index, permissions, clock); exit 1 on a failure.
 
@@ -177,7 +193,8 @@ def doctor(as_json: JsonOpt = False) -> None:
 
     with open_store() as store:
         checks = store.doctor()
-        checks.append(clock_check(store.connection, now_ms()))
+        roster = _trusted_roster(store.connection)
+        checks.append(clock_check(store.connection, now_ms(), me=store.author, roster=roster))
     failed = [c for c in checks if not c.ok]
     if as_json:
         output.emit_json(

@@ -6,9 +6,13 @@ provenance, every historical version, and the supersede links.  Records are in
 their wire form (importance in thousandths), so ids, clocks and authors survive
 a round trip exactly.
 
-Import merges by last-write-wins per id (DESIGN §3), keeps the higher local
-importance (importance floor), and puts losing versions in history: importing
-the same document twice changes nothing the second time.  The whole document is
+Import merges through the protocol merge (:func:`sealmem.protocol.merge.merge`,
+DESIGN §3: last-write-wins per id under ``version_key``), keeps the higher local
+importance (importance floor, the export's local one included), and puts losing
+versions in history: importing the same document twice changes nothing the
+second time.  Records dated more than ``MAX_AHEAD_MS`` ahead of this machine's
+clock are not imported (a pull refuses them too): their clock would become the
+store's, and teammates refuse a snapshot that carries it.  The whole document is
 validated before anything is written; a bad entry refuses the import.
 Imported versions get provenance ``transport="import"``, ``verified=False``:
 a file cannot prove who signed what.
@@ -22,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...protocol.errors import InputError, ProtocolError
-from ...protocol.hlc import ZERO
+from ...protocol.hlc import MAX_AHEAD_MS, ZERO, too_far_ahead
+from ...protocol.merge import effective_importance, merge
 from ...protocol.record import Record
 from .connection import get_meta, schema_version, transaction
 from .memory import ImportResult, Provenance
@@ -179,41 +184,46 @@ def _parse_document(document: object, now_ms: int) -> tuple[list[_Entry], list[_
 
 
 def _merge(conn: sqlite3.Connection, entry: _Entry, warnings: list[str]) -> str:
-    """Apply one current record; return 'added', 'updated', 'unchanged' or 'skipped'."""
+    """Apply one current record through the protocol merge; return 'added', 'updated',
+    'unchanged' or 'skipped'.
+
+    The winner is the one :func:`~sealmem.protocol.merge.merge` keeps; the importance
+    floor is the greatest of this store's, the export's local one and the pure rule's.
+    """
     incoming = entry.record
     row = load_row(conn, incoming.id)
-    if row is None:
-        write_version(
-            conn,
-            incoming,
-            provenance=entry.provenance,
-            local_importance=max(entry.local_importance, incoming.importance),
-            seen_count=entry.seen_count,
-            updated_at=entry.updated_at,
-        )
-        return "added"
-    current = record_from_row(row)
-    if current.project != incoming.project:
+    local = None if row is None else record_from_row(row)
+    here = 0.0 if row is None else float(row["local_importance"])
+    floor = here if local is not None and here > local.importance else None
+    outcome = merge(local, incoming, floor=floor)
+    if outcome.skipped_reason is not None:
         warnings.append(
             f"skipped {incoming.id}: it belongs to project {incoming.project!r} in the export "
-            f"but to {current.project!r} here"
+            f"but to {local.project if local else '?'!r} here"
         )
         return "skipped"
-    floor = max(float(row["local_importance"]), entry.local_importance)
-    if incoming.order_key > current.order_key:
+    winner = outcome.winner if outcome.winner is not None else incoming
+    importance = max(effective_importance(winner, outcome.floor), entry.local_importance)
+    if row is None or outcome.changed:
         write_version(
             conn,
-            incoming,
+            winner,
             provenance=entry.provenance,
-            local_importance=max(floor, incoming.importance),
-            seen_count=max(int(row["seen_count"]), entry.seen_count),
-            updated_at=max(int(row["updated_at"]), entry.updated_at),
+            local_importance=importance,
+            seen_count=entry.seen_count
+            if row is None
+            else max(int(row["seen_count"]), entry.seen_count),
+            updated_at=entry.updated_at
+            if row is None
+            else max(int(row["updated_at"]), entry.updated_at),
         )
-        return "updated"
-    if incoming != current:
+        return "added" if row is None else "updated"
+    if outcome.loser is not None:
         _add_history(conn, entry, entry.updated_at)
-    if floor > float(row["local_importance"]):
-        conn.execute("UPDATE memories SET local_importance = ? WHERE id = ?", (floor, incoming.id))
+    if importance > here:
+        conn.execute(
+            "UPDATE memories SET local_importance = ? WHERE id = ?", (importance, incoming.id)
+        )
         return "updated"
     return "unchanged"
 
@@ -237,6 +247,26 @@ def _add_history(conn: sqlite3.Connection, entry: _Entry, replaced_at: int) -> N
     )
 
 
+def _too_far_ahead(entries: list[_Entry], now_ms: int) -> tuple[list[_Entry], list[str]]:
+    """The entries within the clock bound, and the ids of those beyond it."""
+    kept, refused = [], []
+    for entry in entries:
+        if too_far_ahead(entry.record.hlc, now_ms):
+            refused.append(entry.record.id)
+        else:
+            kept.append(entry)
+    return kept, refused
+
+
+def _refused_note(ids: list[str]) -> str:
+    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return (
+        f"{len(ids)} records dated more than {MAX_AHEAD_MS // 86_400_000} days ahead were not "
+        f"imported ({shown}): their clock would pin them and this store's clock; check the "
+        "clock of the machine that exported them, export again and import that file"
+    )
+
+
 def import_document(
     conn: sqlite3.Connection,
     document: dict[str, Any],
@@ -244,10 +274,19 @@ def import_document(
     now_ms: int,
     progress: Callable[[int, int], None] | None = None,
 ) -> ImportResult:
-    """Merge an export into the store in one transaction; see the module docstring."""
+    """Merge an export into the store in one transaction; see the module docstring.
+
+    Records dated more than ``MAX_AHEAD_MS`` ahead of ``now_ms`` are not imported
+    (counted as skipped, named in a warning), as a pull refuses them (``clock-ahead``).
+    """
     memories, history, warnings = _parse_document(document, now_ms)
+    memories, refused = _too_far_ahead(memories, now_ms)
+    history, refused_history = _too_far_ahead(history, now_ms)
+    refused += refused_history
+    if refused:
+        warnings.append(_refused_note(refused))
     total = len(memories) + len(history)
-    counts = {"added": 0, "updated": 0, "unchanged": 0, "skipped": 0}
+    counts = {"added": 0, "updated": 0, "unchanged": 0, "skipped": len(refused)}
     done = 0
     with transaction(conn):
         newest = ZERO

@@ -1,36 +1,58 @@
 """Dropping versions this store must no longer hold, with the rule of ``protocol.revocation``.
 
-Two callers, one mechanism:
+One predicate (:class:`~sealmem.protocol.revocation.DropRule`: too far ahead, or by a
+writer revoked without a pin, or by a pinned writer past its pin), two callers:
 
-- :func:`drop_revoked`: the versions of writers revoked without a pin for the
-  project (run once per new revocation, at the start of a sync's pull);
-- :func:`drop_far_ahead`: pulled versions whose clock is more than
+- :func:`drop_revoked`: the winners the revocations of the trusted roster drop
+  (run once per new revocation, at the start of a sync's pull); a chain head
+  past a pin is forgotten, so the pull that follows accepts the pinned manifest
+  again and every reader ends at the pin;
+- :func:`drop_far_ahead`: pulled winners whose clock is more than
   ``MAX_AHEAD_MS`` ahead (a store that merged them before clocks were bounded),
-  and the store clock brought back (at the start of each pull, and by
+  the store clock brought back over the versions within the bound, and this
+  member's own far-ahead winners (written while the clock was poisoned) stamped
+  again from it and published again (at the start of each pull, and by
   ``sealmem doctor``).
 
-For each affected id the replica's versions (the winner and its ``history``
-rows) go through the pure rule; the best remaining version becomes the winner
-again with the provenance it arrived with, and the dropped winner moves to
-history.  A memory with no remaining version leaves the winners, and stays in
-history.  Run inside the caller's transaction.
+For each dropped winner the replica's versions (the winner and its ``history``
+rows) go through the rule; the best remaining version becomes the winner again
+with the provenance it arrived with, and the dropped winner moves to history.
+A memory with no remaining version leaves the winners, and stays in history.
+Run inside the caller's transaction.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ...protocol.errors import SealmemError
 from ...protocol.hlc import MAX_AHEAD_MS, Hlc, too_far_ahead
 from ...protocol.record import Record
-from ...protocol.revocation import best_remaining, dropped_writers, recovered_clock
+from ...protocol.revocation import (
+    DropRule,
+    Held,
+    drop_rule,
+    heads_past_pins,
+    recovered_clock,
+    restamp,
+)
 from ...protocol.roster import Roster
+from ...protocol.state import ChainHead
+from ..clock import now_ms
 from ..store.connection import get_meta, set_meta, transaction
 from ..store.memory import Check, Provenance
-from ..store.rows import MEMORY_COLUMNS, archive, read_hlc, record_from_row, write_version
+from ..store.rows import (
+    MEMORY_COLUMNS,
+    archive,
+    read_hlc,
+    record_from_row,
+    save_hlc,
+    write_version,
+)
+from . import replica
 
 __all__ = [
     "Dropped",
@@ -41,8 +63,10 @@ __all__ = [
     "preview_writer",
 ]
 
-_APPLIED_KEY = "revocations_dropped"
-"""Meta key: how many revocations of the trusted roster this store has applied."""
+_APPLIED_KEY = "revocations_applied"
+"""Meta key: how many revocations of the trusted roster this store has applied (pins
+included; an older store that counted under ``revocations_dropped`` applies them again
+once, which changes nothing but what a pin drops)."""
 
 
 @dataclass
@@ -52,11 +76,19 @@ class Dropped:
     restored: int = 0
     removed: int = 0
     ids: list[str] = field(default_factory=list)
-    clock: Hlc | None = None
+    clock: Hlc | None = None  # the store clock after a recovery
+    still_ahead: bool = False  # ... and it is still more than MAX_AHEAD_MS ahead
+    restamped: int = 0  # own versions stamped again from the recovered clock
+    rewound: list[tuple[str, str]] = field(default_factory=list)  # chain heads forgotten
 
     @property
     def affected(self) -> int:
         return self.restored + self.removed
+
+    def add(self, other: Dropped) -> None:
+        self.restored += other.restored
+        self.removed += other.removed
+        self.ids += other.ids
 
 
 @dataclass(frozen=True)
@@ -66,30 +98,33 @@ class _Step:
     source: sqlite3.Row | None  # the history row ``best`` comes from
 
 
-def _history(conn: sqlite3.Connection, memory_id: str) -> list[tuple[Record, sqlite3.Row]]:
-    out: list[tuple[Record, sqlite3.Row]] = []
+def _held(row: sqlite3.Row) -> Held:
+    seq = row["snapshot_seq"]
+    return Held(record_from_row(row), None if seq is None else int(seq))
+
+
+def _history(conn: sqlite3.Connection, memory_id: str) -> list[tuple[Held, sqlite3.Row]]:
+    out: list[tuple[Held, sqlite3.Row]] = []
     for hrow in conn.execute("SELECT * FROM history WHERE id = ? ORDER BY seq", (memory_id,)):
         try:
-            out.append((Record.from_wire(json.loads(hrow["record_json"])), hrow))
+            record = Record.from_wire(json.loads(hrow["record_json"]))
         except (SealmemError, ValueError):  # a version no longer valid cannot come back
             continue
+        seq = hrow["snapshot_seq"]
+        out.append((Held(record, None if seq is None else int(seq)), hrow))
     return out
 
 
-def _plan(
-    rows: Iterable[sqlite3.Row], conn: sqlite3.Connection, dropped: Callable[[Record], bool]
-) -> list[_Step]:
+def _plan(rows: Iterable[sqlite3.Row], conn: sqlite3.Connection, rule: DropRule) -> list[_Step]:
     steps: list[_Step] = []
     for row in rows:
-        winner = record_from_row(row)
-        if not dropped(winner):
+        winner = _held(row)
+        if not rule.drops(winner):
             continue
-        history = _history(conn, winner.id)
-        best = best_remaining([winner, *(r for r, _ in history)], dropped)
-        source = None
-        if best is not None:
-            source = next(h for r, h in reversed(history) if r == best)
-        steps.append(_Step(row, best, source))
+        history = _history(conn, winner.record.id)
+        best = rule.best([winner, *(h for h, _ in history)])
+        source = None if best is None else next(r for h, r in history if h is best)
+        steps.append(_Step(row, None if best is None else best.record, source))
     return steps
 
 
@@ -125,10 +160,6 @@ def _apply(conn: sqlite3.Connection, steps: list[_Step], now: int) -> Dropped:
     return result
 
 
-def _by_any_of(kids: frozenset[str]) -> Callable[[Record], bool]:
-    return lambda record: record.editor in kids
-
-
 def _pulled_by(conn: sqlite3.Connection, project: str, kids: frozenset[str]) -> list[sqlite3.Row]:
     marks = ", ".join("?" * len(kids))
     return conn.execute(
@@ -136,6 +167,13 @@ def _pulled_by(conn: sqlite3.Connection, project: str, kids: frozenset[str]) -> 
         "AND transport != 'local' ORDER BY id",
         (project, *sorted(kids)),
     ).fetchall()
+
+
+def _heads(conn: sqlite3.Connection) -> dict[tuple[str, str], ChainHead]:
+    return {
+        (str(r[0]), str(r[1])): ChainHead(int(r[2]), str(r[3]), int(r[4]))
+        for r in conn.execute("SELECT writer, project, seq, hash, reset_at FROM chain_heads")
+    }
 
 
 def pending(conn: sqlite3.Connection, roster: Roster, now: int) -> bool:
@@ -151,6 +189,7 @@ def drop_revoked(conn: sqlite3.Connection, roster: Roster, me: str, now: int) ->
     Later versions of a revoked writer are refused by the verifier (only a pinned
     manifest stays valid, and what it holds is kept), so each revocation needs
     applying once; the count of applied ones is kept in the ``meta`` table.
+    ``rewound`` lists the chain heads forgotten because they were past a pin.
     """
     applied = int(get_meta(conn, _APPLIED_KEY) or 0)
     if applied >= len(roster.revocations):
@@ -158,27 +197,29 @@ def drop_revoked(conn: sqlite3.Connection, roster: Roster, me: str, now: int) ->
     result = Dropped()
     projects = {p for (p,) in conn.execute("SELECT DISTINCT project FROM memories")}
     for project in sorted(projects):
-        kids = dropped_writers(roster, project, me)
-        if not kids:
+        rule = drop_rule(roster, project, me, now)
+        if not rule.editors:
             continue
-        rows = _pulled_by(conn, project, kids)
-        done = _apply(conn, _plan(rows, conn, _by_any_of(kids)), now)
-        result.restored += done.restored
-        result.removed += done.removed
-        result.ids += done.ids
+        rows = _pulled_by(conn, project, rule.editors)
+        result.add(_apply(conn, _plan(rows, conn, rule), now))
+    for writer, project in heads_past_pins(roster, _heads(conn), me):
+        replica.forget_head(conn, writer, project)
+        result.rewound.append((writer, project))
     set_meta(conn, _APPLIED_KEY, str(len(roster.revocations)))
     return result
 
 
-def preview_writer(conn: sqlite3.Connection, kid: str) -> Dropped:
-    """What dropping every pulled version of ``kid`` would do here (nothing is written)."""
+def preview_writer(conn: sqlite3.Connection, kid: str, now: int | None = None) -> Dropped:
+    """What dropping every pulled version of ``kid`` would do here (nothing is written);
+    ``now`` (default: this machine's clock) bounds the versions that may come back."""
     rows = conn.execute(
         f"SELECT {MEMORY_COLUMNS} FROM memories WHERE editor = ? AND transport != 'local' "
         "ORDER BY id",
         (kid,),
     ).fetchall()
     result = Dropped()
-    for step in _plan(rows, conn, lambda r: r.editor == kid):
+    rule = DropRule(now_ms() if now is None else now, frozenset((kid,)))
+    for step in _plan(rows, conn, rule):
         result.ids.append(step.row["id"])
         if step.best is None:
             result.removed += 1
@@ -187,38 +228,88 @@ def preview_writer(conn: sqlite3.Connection, kid: str) -> Dropped:
     return result
 
 
-def drop_far_ahead(conn: sqlite3.Connection, now: int, *, check_all: bool = False) -> Dropped:
-    """Drop pulled winners more than ``MAX_AHEAD_MS`` ahead of ``now``; fix the store clock.
+def _drop_pulled_ahead(
+    conn: sqlite3.Connection, roster: Roster | None, me: str, now: int
+) -> Dropped:
+    rows = conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE hlc_wall > ? AND transport != 'local' "
+        "ORDER BY project, id",
+        (now + MAX_AHEAD_MS,),
+    ).fetchall()
+    result = Dropped()
+    for project in sorted({str(r["project"]) for r in rows}):
+        rule = drop_rule(roster, project, me, now)
+        mine = [r for r in rows if r["project"] == project]
+        result.add(_apply(conn, _plan(mine, conn, rule), now))
+    return result
 
-    The store clock is never behind a version it holds, so a clock within bounds
-    means there is nothing to drop: a sync checks only that, unless ``check_all``
-    (``sealmem doctor``).
+
+def _restamp_own(conn: sqlite3.Connection, me: str, now: int) -> int:
+    """Stamp this store's own far-ahead winners again from the store clock (oldest first,
+    so they keep their order); the far-ahead version goes to history."""
+    rows = conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE hlc_wall > ? AND transport = 'local' "
+        "ORDER BY hlc_wall, hlc_counter, id",
+        (now + MAX_AHEAD_MS,),
+    ).fetchall()
+    for row in rows:
+        held = [h.record.hlc for h, _ in _history(conn, str(row["id"]))]
+        record, clock = restamp(record_from_row(row), read_hlc(conn), held, me=me, now_ms=now)
+        write_version(
+            conn,
+            record,
+            provenance=Provenance.local(),
+            local_importance=float(row["local_importance"]),
+            seen_count=int(row["seen_count"]),
+            updated_at=now,
+        )
+        save_hlc(conn, clock)
+    return len(rows)
+
+
+def drop_far_ahead(
+    conn: sqlite3.Connection,
+    now: int,
+    *,
+    me: str,
+    roster: Roster | None = None,
+    check_all: bool = False,
+) -> Dropped:
+    """Drop pulled winners more than ``MAX_AHEAD_MS`` ahead of ``now``; fix the store clock;
+    stamp again (as ``me``) the winners this store wrote while its clock was that far ahead.
+
+    ``roster`` (the trusted one; None for a store in no team) gives the rest of the
+    drop rule, so that no version a revocation dropped comes back as the best
+    remaining one.  The store clock is never behind a version it holds, so a clock
+    within bounds means there is nothing to do: a sync checks only that, unless
+    ``check_all`` (``sealmem doctor``).
     """
     clock = read_hlc(conn)
     if not check_all and not too_far_ahead(clock, now):
         return Dropped()
-    rows = conn.execute(
-        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE hlc_wall > ? AND transport != 'local' "
-        "ORDER BY id",
-        (now + MAX_AHEAD_MS,),
-    ).fetchall()
-    result = _apply(conn, _plan(rows, conn, lambda r: too_far_ahead(r.hlc, now)), now)
+    result = _drop_pulled_ahead(conn, roster, me, now)
     top = conn.execute(
-        "SELECT hlc_wall, hlc_counter FROM memories ORDER BY hlc_wall DESC, hlc_counter DESC "
-        "LIMIT 1"
+        "SELECT hlc_wall, hlc_counter FROM memories WHERE hlc_wall <= ? "
+        "ORDER BY hlc_wall DESC, hlc_counter DESC LIMIT 1",
+        (now + MAX_AHEAD_MS,),
     ).fetchone()
-    winners = [] if top is None else [Hlc(int(top[0]), int(top[1]))]
-    fixed = recovered_clock(clock, winners, now)
+    fixed = recovered_clock(clock, [] if top is None else [Hlc(int(top[0]), int(top[1]))], now)
     if fixed is not None:
-        set_meta(conn, "hlc", f"{fixed.wall}:{fixed.counter}")
-        result.clock = fixed
+        save_hlc(conn, fixed)
+        replica.rewind_pushed(conn, fixed)  # else the push skips what is stamped again
+    result.restamped = _restamp_own(conn, me, now)
+    if fixed is not None or result.restamped:
+        result.clock = read_hlc(conn)
+        result.still_ahead = too_far_ahead(result.clock, now)
     return result
 
 
-def clock_check(conn: sqlite3.Connection, now: int) -> Check:
+def clock_check(
+    conn: sqlite3.Connection, now: int, *, me: str, roster: Roster | None = None
+) -> Check:
     """``sealmem doctor``: look for far-ahead versions and clock in the whole store; mend them."""
     with transaction(conn):
-        done = drop_far_ahead(conn, now, check_all=True)
+        done = drop_far_ahead(conn, now, me=me, roster=roster, check_all=True)
     if not done.affected and done.clock is None:
         return Check("clock", True, "no version and not the store clock is more than 2 days ahead")
     parts = []
@@ -228,6 +319,19 @@ def clock_check(conn: sqlite3.Connection, now: int) -> Check:
             f"({done.restored} memories back to an earlier version, {done.removed} "
             "moved to history)"
         )
-    if done.clock is not None:
+    if done.restamped:
+        parts.append(
+            f"stamped {done.restamped} of your memories written while the clock was ahead "
+            "with the current time (the next sync publishes them)"
+        )
+    if done.clock is not None and not done.still_ahead:
         parts.append(f"brought the store clock back to {done.clock.wall}:{done.clock.counter}")
+    elif done.clock is not None:
+        return Check(
+            "clock",
+            False,
+            "; ".join(parts) + f"; the store clock is still at {done.clock.wall} ms, more "
+            "than 2 days ahead of this machine: check the system clock, then run "
+            "'sealmem doctor' again",
+        )
     return Check("clock", True, "repaired: " + "; ".join(parts))

@@ -174,7 +174,7 @@ def _run(
         _note_local_only(team, roster, summary)
         return
     if pull:
-        _purge_revoked(team, roster, summary, tick())
+        state = _purge_revoked(team, state, roster, summary, tick())
         for project in sorted(roster.projects):
             if roster.can_read(team.me, project):
                 state = pull_project(team, state, project, summary, tick)
@@ -227,29 +227,43 @@ def _record(
 # -- pull ----------------------------------------------------------------------------
 
 
-def _purge_revoked(team: Team, roster: Roster, summary: SyncSummary, now: int) -> None:
-    """Before pulling: drop far-ahead versions and those of newly revoked writers.
+def _purge_revoked(
+    team: Team, state: TrustedState, roster: Roster, summary: SyncSummary, now: int
+) -> TrustedState:
+    """Before pulling: drop far-ahead versions and those newly revoked writers may no longer
+    hold here, bring the store clock back, stamp our own far-ahead versions again.
 
-    Both keep every version written by someone else: the best remaining one wins
-    again (``protocol.revocation``).
+    Every drop keeps the versions written by someone else: the best remaining one wins
+    again (``protocol.revocation``).  Returns ``state`` without the chain heads that
+    were past a revocation pin (the pull then accepts the pinned manifest again).
     """
     if not dropping.pending(team.conn, roster, now):
-        return
+        return state
     with transaction(team.conn):
-        ahead = dropping.drop_far_ahead(team.conn, now)
+        ahead = dropping.drop_far_ahead(team.conn, now, me=team.me, roster=roster)
         revoked = dropping.drop_revoked(team.conn, roster, team.me, now)
     if ahead.affected or ahead.clock is not None:
-        summary.warnings.append(
+        parts = [
             f"dropped {ahead.affected} pulled versions dated more than 2 days ahead "
             f"({ahead.restored} memories back to an earlier version)"
-            + ("; the store clock was brought back" if ahead.clock is not None else "")
-        )
+        ]
+        if ahead.restamped:
+            parts.append(f"{ahead.restamped} of ours stamped again with the current time")
+        if ahead.still_ahead:
+            parts.append("the store clock is still more than 2 days ahead: check this clock")
+        elif ahead.clock is not None:
+            parts.append("the store clock was brought back")
+        summary.warnings.append("; ".join(parts))
     if revoked.affected:
         summary.warnings.append(
             f"dropped the versions of revoked members from {revoked.affected} memories: "
             f"{revoked.restored} back to a teammate's version, {revoked.removed} only they "
             "wrote moved to history"
         )
+    if not revoked.rewound:
+        return state
+    gone = set(revoked.rewound)
+    return state.evolve(heads={k: h for k, h in state.heads.items() if k not in gone})
 
 
 # -- push ----------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from ..store.rows import load_row, next_hlc, record_from_row, write_version
 __all__ = [
     "OwnChain",
     "chunk_cache",
+    "forget_head",
     "has_unpushed",
     "last_run",
     "load_own_chain",
@@ -46,6 +47,7 @@ __all__ = [
     "record_run",
     "redact_pending",
     "reredact",
+    "rewind_pushed",
     "save_head",
     "save_keyring",
     "save_own_chain",
@@ -145,6 +147,13 @@ def save_head(
             now,
         ),
     )
+
+
+def forget_head(conn: sqlite3.Connection, writer: str, project: str) -> None:
+    """Forget the accepted chain head of (writer, project) and its chunk cache: the next
+    pull accepts that writer's manifest as if for the first time (what the verifier
+    lets through then is the caller's reason to forget, e.g. only a revocation pin)."""
+    conn.execute("DELETE FROM chain_heads WHERE writer = ? AND project = ?", (writer, project))
 
 
 def save_witnessed(conn: sqlite3.Connection, witnessed: Mapping[tuple[str, str], Witness]) -> None:
@@ -316,6 +325,15 @@ def save_own_chain(conn: sqlite3.Connection, chain: OwnChain, now: int) -> None:
             now,
         ),
     )
+
+
+def rewind_pushed(conn: sqlite3.Connection, to: Hlc) -> int:
+    """Record every own chain as having published nothing newer than ``to`` (when it says
+    more): versions stamped again after ``to`` are then pushed.  Return how many changed."""
+    cur = conn.execute(
+        "UPDATE own_chain SET pushed_wall = ? WHERE pushed_wall > ?", (pack(to), pack(to))
+    )
+    return int(cur.rowcount)
 
 
 # -- refusals and runs -----------------------------------------------------------------

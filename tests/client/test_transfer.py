@@ -83,7 +83,8 @@ def test_import_moves_the_clock_forward(
     populate(store)
     doc = store.export()
     newest = max(tuple(m["record"]["hlc"]) for m in doc["memories"])
-    other = open_store(tmp_path / "other.db", clock=lambda: 1_000)  # a clock far behind
+    behind = newest[0] - 24 * 60 * 60 * 1000  # a clock a day behind (within the bound)
+    other = open_store(tmp_path / "other.db", clock=lambda: behind)
     other.import_(doc)
     fresh = other.remember("written after the import").memory
     assert tuple(fresh.record.hlc) > newest

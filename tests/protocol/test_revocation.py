@@ -12,12 +12,17 @@ from sealmem.protocol.hlc import MAX_AHEAD_MS, Hlc
 from sealmem.protocol.merge import version_key
 from sealmem.protocol.record import Record
 from sealmem.protocol.revocation import (
+    Held,
     drop_ahead,
+    drop_rule,
     drop_writer,
     dropped_writers,
+    heads_past_pins,
     recovered_clock,
+    restamp,
 )
-from sealmem.protocol.roster import Pin
+from sealmem.protocol.roster import Pin, Roster
+from sealmem.protocol.state import ChainHead
 from tests.protocol.team_world import NOW, PROJECT, TEAM, make_record, member_key, member_of
 
 ALICE, BOB, CAROL = member_key(2), member_key(3), member_key(4)
@@ -113,3 +118,74 @@ def test_drop_writer_properties(by_id: dict[str, list[Record]]) -> None:
         assert all(version_key(best) >= version_key(v) for v in others)  # the greatest
     again = drop_writer({k: [v] if v else [] for k, v in result.items()}, CAROL.kid)
     assert again == result  # idempotent
+
+
+# -- one rule for every drop ---------------------------------------------------------
+
+
+def _revoked_roster() -> Roster:
+    v1 = admin.genesis(SUITE, TEAM, member_of(member_key(1), "root"), created_at=1,
+                       projects=[PROJECT, "docs"])  # fmt: skip
+    v2 = admin.add_member(SUITE, v1, member_of(ALICE, "alice"), created_at=2,
+                          projects=[PROJECT, "docs"])  # fmt: skip
+    v3 = admin.add_member(SUITE, v2, member_of(BOB, "bob"), created_at=3, projects=[PROJECT])
+    v4 = admin.add_member(SUITE, v3, member_of(CAROL, "carol"), created_at=4, projects=[PROJECT])
+    v5 = admin.revoke(SUITE, v4, ALICE.kid, created_at=5, pins={PROJECT: Pin(3, "cd" * 32)})
+    return admin.revoke(SUITE, v5, BOB.kid, created_at=6)
+
+
+def test_drop_rule_is_one_predicate() -> None:
+    roster = _revoked_roster()
+    rule = drop_rule(roster, PROJECT, CAROL.kid, NOW)
+    assert rule.writers == {BOB.kid}
+    assert rule.pins == {ALICE.kid: 3}
+    far = NOW + MAX_AHEAD_MS + 1
+    cases = [
+        (Held(version(CAROL.kid, far)), True),  # too far ahead, whoever wrote it
+        (Held(version(CAROL.kid, NOW + MAX_AHEAD_MS), 9), False),  # on the bound
+        (Held(version(BOB.kid, NOW), 1), True),  # revoked without a pin
+        (Held(version(ALICE.kid, NOW), 3), False),  # up to the pin: kept
+        (Held(version(ALICE.kid, NOW), 4), True),  # after the pin: dropped
+        (Held(version(ALICE.kid, NOW), None), False),  # not pulled (imported): no seq to judge
+    ]
+    assert [rule.drops(h) for h, _ in cases] == [want for _, want in cases]
+    # the best remaining version is the greatest that no part of the rule drops
+    held = [h for h, _ in cases]
+    assert rule.best(held) == held[1]
+    assert rule.best([held[0], held[2], held[4]]) is None
+    # a revoked member never drops its own versions; no roster: only the clock bound
+    assert drop_rule(roster, PROJECT, ALICE.kid, NOW).pins == {}
+    clock_only = drop_rule(None, PROJECT, CAROL.kid, NOW)
+    assert not clock_only.drops(Held(version(BOB.kid, NOW), 1))
+    assert clock_only.drops(Held(version(CAROL.kid, far)))
+
+
+def test_heads_past_pins() -> None:
+    roster = _revoked_roster()
+    pin = ChainHead(3, "cd" * 32)
+    heads = {
+        (ALICE.kid, PROJECT): ChainHead(4, "ab" * 32),
+        (CAROL.kid, PROJECT): ChainHead(9, "ab" * 32),  # not revoked
+    }
+    assert heads_past_pins(roster, heads, CAROL.kid) == [(ALICE.kid, PROJECT)]
+    assert heads_past_pins(roster, heads, ALICE.kid) == []
+    for head in (pin, ChainHead(2, "ab" * 32)):  # at the pin, or behind it: nothing to do
+        assert heads_past_pins(roster, {(ALICE.kid, PROJECT): head}, CAROL.kid) == []
+    forked = {(ALICE.kid, PROJECT): ChainHead(3, "ef" * 32)}
+    assert heads_past_pins(roster, forked, CAROL.kid) == [(ALICE.kid, PROJECT)]
+
+
+def test_recovered_clock_ignores_winners_beyond_the_bound() -> None:
+    far = Hlc(NOW + MAX_AHEAD_MS + 1, 0)
+    assert recovered_clock(Hlc(2**62, 0), [far, Hlc(NOW - 5, 0)], NOW) == Hlc(NOW, 0)
+
+
+def test_restamp_wins_over_what_it_replaced() -> None:
+    poisoned = version(CAROL.kid, NOW + 365 * 86_400_000)
+    kept = Hlc(NOW + 1000, 4)  # a teammate's version within the bound, in history
+    record, clock = restamp(poisoned, Hlc(NOW, 0), [kept, poisoned.hlc], me=CAROL.kid, now_ms=NOW)
+    assert record.hlc == clock
+    assert kept < record.hlc < Hlc(NOW + MAX_AHEAD_MS, 0)
+    assert record.evolve(hlc=poisoned.hlc) == poisoned  # same memory, only a new clock
+    again, _ = restamp(poisoned, Hlc(NOW, 0), [], me=ALICE.kid, now_ms=NOW + 50)
+    assert (again.editor, again.hlc) == (ALICE.kid, Hlc(NOW + 50, 0))

@@ -10,9 +10,10 @@ from collections.abc import Callable
 
 import pytest
 
-from sealmem.protocol.hlc import MAX_AHEAD_MS
+from sealmem.client.sync.engine import SyncSummary, _push_project
+from sealmem.protocol.hlc import MAX_AHEAD_MS, MAX_WALL_MS
 from tests.support.cli import Run, in_process
-from tests.sync.conftest import Node, World
+from tests.sync.conftest import PROJECT, Node, World
 
 FAR_WALL = 10**13  # year 2286
 POISONED_CLOCK = 2**62
@@ -105,3 +106,136 @@ def test_doctor_reports_and_mends_a_poisoned_store(
     again = run("doctor", "--json")
     assert "no version" in next(c for c in again.json()["checks"] if c["name"] == "clock")["detail"]
     assert bob.remember("works again").record.hlc.wall < FAR_WALL
+
+
+YEAR_MS = 365 * 24 * 60 * 60 * 1000
+
+
+def _sane(wall: int) -> bool:
+    now = time.time_ns() // 1_000_000
+    return now - 600_000 <= wall <= now + MAX_AHEAD_MS
+
+
+def test_a_member_who_wrote_while_poisoned_is_read_again(world: World) -> None:
+    """Local versions written while the store clock was far ahead are stamped again from
+    the recovered clock and published: teammates no longer refuse the snapshot."""
+    alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
+    mem = alice.remember("the API keys rotate every 90 days")
+    world.sync_all(1)
+    far = time.time_ns() // 1_000_000 + YEAR_MS
+    conn = sqlite3.connect(bob.store.path)
+    with conn:  # as an old sealmem left it: a pulled version a year ahead, the clock after it
+        conn.execute(
+            "UPDATE memories SET hlc_wall = ?, editor = ?, signer = ?, transport = 'folder' "
+            "WHERE id = ?",
+            (far, carol.key.kid, carol.key.kid, mem.id),
+        )
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'hlc'", (f"{far}:0",))
+    conn.close()
+    poisoned = bob.remember("bob wrote this while his clock was poisoned")
+    assert poisoned.record.hlc.wall >= far  # ticked from the poisoned clock
+
+    summary = bob.sync()
+    assert any("store clock was brought back" in w for w in summary.warnings), summary.warnings
+    assert _sane(_clock(bob)[0])
+    again = bob.memories()[poisoned.id]
+    assert again.record.content == poisoned.record.content  # same memory, same text ...
+    assert again.record.editor == bob.key.kid
+    assert _sane(again.record.hlc.wall)  # ... a fresh clock
+    assert again.provenance.transport == "local"
+    old = bob.store.connection.execute(
+        "SELECT record_json FROM history WHERE id = ?", (poisoned.id,)
+    ).fetchall()
+    assert [json.loads(r[0])["hlc"][0] for r in old] == [poisoned.record.hlc.wall]
+    fresh = bob.remember("written after the recovery")
+    assert _sane(fresh.record.hlc.wall)
+    bob.sync()
+
+    pulled = alice.sync()
+    assert [r for r in pulled.refused if r.reason == "clock-ahead"] == []
+    assert pulled.refused == []
+    mems = alice.memories()
+    for mid in (poisoned.id, fresh.id):
+        assert mid in mems
+        assert _sane(mems[mid].record.hlc.wall)
+        assert mems[mid].provenance.signer == bob.key.kid
+
+
+def test_a_poisoned_push_is_published_again(world: World) -> None:
+    """A version pushed while poisoned (teammates refused that snapshot) is published again
+    once stamped anew: what the own chain recorded as pushed is reset."""
+    alice, bob = world.nodes["alice"], world.nodes["bob"]
+    world.sync_all(1)
+    far = time.time_ns() // 1_000_000 + YEAR_MS
+    conn = sqlite3.connect(bob.store.path)
+    with conn:
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)", (f"{far}:0",))
+    conn.close()
+    poisoned = bob.remember("pushed by an old sealmem with a poisoned clock")
+    assert poisoned.record.hlc.wall >= far
+    # an old sealmem pushed it without bringing the store clock back first
+    _push_project(bob.t, bob.t.trusted(), PROJECT, SyncSummary(), bob.clock())
+    refused = alice.sync().refused
+    assert [r.reason for r in refused] == ["clock-ahead"]
+
+    bob.sync()
+    pulled = alice.sync()
+    assert pulled.refused == []
+    assert poisoned.id in alice.memories()
+    assert _sane(alice.memories()[poisoned.id].record.hlc.wall)
+
+
+def test_an_import_from_the_far_future_does_not_cut_a_member_off(world: World) -> None:
+    alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
+    tip = carol.remember("handy tip from carol's export")
+    doc = carol.store.export()
+    for item in doc["memories"]:
+        item["record"]["hlc"] = [MAX_WALL_MS, 0]  # a hostile or broken export file
+    result = bob.store.import_(doc)
+    assert result.skipped == 1
+    assert tip.id not in bob.memories()
+    mine = bob.remember("bob writes after importing")
+    assert _sane(mine.record.hlc.wall)
+    bob.sync()
+    pulled = alice.sync()
+    assert pulled.refused == []
+    assert mine.id in alice.memories()
+
+
+def test_doctor_stamps_own_versions_again_and_keeps_revocations(
+    world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sealmem doctor`` applies the whole drop rule (it reads the trusted roster): a
+    far-ahead winner does not bring back the tombstone of a member revoked with
+    --drop-data; bob's own far-ahead memory is stamped again; the clock is in bounds."""
+    from sealmem.client.team import admin
+
+    adm, alice, bob, carol = (world.nodes[n] for n in ("admin", "alice", "bob", "carol"))
+    mem = alice.remember("staging db lives on host db-7")
+    world.sync_all(1)
+    carol.store.forget(mem.id, reason="obsolete")
+    carol.sync()
+    bob.sync()
+    admin.revoke(adm.t, carol.key.kid, keep_data=False, now=adm.clock())
+    bob.sync()
+    far = bob.clock() + YEAR_MS
+    conn = sqlite3.connect(bob.store.path)
+    with conn:  # as an old sealmem left it
+        conn.execute("UPDATE memories SET hlc_wall = ? WHERE id = ?", (far, mem.id))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'hlc'", (f"{far}:0",))
+    conn.close()
+    own = bob.remember("bob wrote this while his clock was poisoned")
+
+    monkeypatch.setenv("SEALMEM_HOME", str(bob.home))
+    run: Callable[..., Run] = in_process(capsys, monkeypatch)
+    done = run("doctor", "--json")
+    assert done.code == 0, done.err
+    detail = next(c for c in done.json()["checks"] if c["name"] == "clock")["detail"]
+    assert "stamped 1 of your memories" in detail
+    assert "brought the store clock back" in detail
+    assert carol.key.kid not in {row[3] for row in bob.winners().values()}
+    assert _sane(_clock(bob)[0])
+    assert _sane(bob.memories()[own.id].record.hlc.wall)
+    bob.sync()
+    assert [r.object for r in alice.sync().refused if r.reason == "clock-ahead"] == []
+    assert own.id in alice.memories()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sqlite3
 import sys
 from collections.abc import Callable
 
@@ -12,7 +13,7 @@ from sealmem.client.sync import dropping
 from sealmem.client.team import admin
 from sealmem.client.team.session import Team
 from tests.support.cli import Run, in_process
-from tests.sync.conftest import Node, World
+from tests.sync.conftest import PROJECT, Node, World
 
 TEXT = "deploys go through 'make release', never by hand"
 
@@ -151,3 +152,83 @@ def test_cli_drop_data_with_yes_needs_no_terminal(
     assert "changes 2 memories" in done.err
     assert _revoked(world)
     assert "every member drops its versions on its next sync" in done.out
+
+
+# -- a pin holds on readers that merged past it --------------------------------------
+
+
+def test_a_pin_holds_on_a_reader_that_merged_past_it(world: World) -> None:
+    """Keep-data revocation pins the admin's head (seq 1); bob had merged carol's seq 2.
+    Bob drops what seq 2 brought, keeps what the pinned manifest holds, and his chain
+    head for carol goes back to the pin: every replica agrees."""
+    adm, alice, bob, carol = (world.nodes[n] for n in ("admin", "alice", "bob", "carol"))
+    first = carol.remember("carol's first note")
+    carol.sync()
+    adm.sync()  # the admin's head for carol: seq 1
+    stolen = carol.remember("written with carol's stolen key: run ./fix.sh as root")
+    carol.sync()
+    bob.sync()  # bob merges carol's seq 2 (his first look at carol: both memories at seq 2)
+    assert {first.id, stolen.id} <= set(bob.memories())
+
+    admin.revoke(adm.t, carol.key.kid, keep_data=True, now=adm.clock())
+    pin = adm.t.roster().revocation(carol.key.kid).pins[PROJECT]  # type: ignore[union-attr]
+    assert pin.seq == 1
+    for node in (adm, alice, bob):
+        node.sync()
+
+    for node in (adm, alice, bob):
+        mems = node.memories()
+        assert first.id in mems, node.name  # the pinned manifest's memories are kept
+        assert stolen.id not in mems, node.name  # nobody keeps what came after the pin
+    assert _history(bob, stolen.id)  # moved to history, not deleted from the file
+    head = bob.store.connection.execute(
+        "SELECT seq, hash FROM chain_heads WHERE writer = ? AND project = ?",
+        (carol.key.kid, PROJECT),
+    ).fetchone()
+    assert tuple(head) == (pin.seq, pin.manifest_hash)
+    world.sync_all(1)
+    assert bob.winners() == alice.winners()
+
+
+def test_a_teammates_version_comes_back_when_a_post_pin_version_goes(world: World) -> None:
+    adm, alice, bob, carol = (world.nodes[n] for n in ("admin", "alice", "bob", "carol"))
+    mem = alice.remember(TEXT, keywords=["deploy"])
+    carol.remember("carol's own note about the staging database")
+    world.sync_all(1)
+    adm.sync()  # the admin's head for carol: seq 1
+    carol.store.forget(mem.id, reason="stolen key deletes a teammate's memory")
+    carol.sync()
+    bob.sync()
+    assert bob.memories().get(mem.id) is None or bob.winners()[mem.id][6]  # deleted at bob
+    admin.revoke(adm.t, carol.key.kid, keep_data=True, now=adm.clock())
+    assert adm.t.roster().revocation(carol.key.kid).pins[PROJECT].seq == 1  # type: ignore[union-attr]
+    bob.sync()
+    back = bob.memories()[mem.id]
+    assert (back.record.editor, back.record.deleted) == (alice.key.kid, False)
+
+
+# -- one predicate for every drop ----------------------------------------------------
+
+
+def test_far_ahead_drop_never_restores_a_dropped_writers_version(world: World) -> None:
+    """Revoked with --drop-data, carol's tombstone of alice's memory went to history; a far
+    -ahead winner dropped later must not bring that tombstone back."""
+    adm, alice, bob, carol = (world.nodes[n] for n in ("admin", "alice", "bob", "carol"))
+    mem = alice.remember("staging db lives on host db-7")
+    world.sync_all(1)
+    carol.store.forget(mem.id, reason="obsolete")
+    carol.sync()
+    bob.sync()
+    assert bob.winners()[mem.id][3] == carol.key.kid
+    admin.revoke(adm.t, carol.key.kid, keep_data=False, now=adm.clock())
+    bob.sync()
+    assert bob.winners()[mem.id][3] == alice.key.kid  # carol's tombstone dropped
+    far = bob.clock() + 30 * 86_400_000
+    conn = sqlite3.connect(bob.store.path)
+    with conn:  # as an old sealmem left it: alice's winner a month ahead, and the clock too
+        conn.execute("UPDATE memories SET hlc_wall = ? WHERE id = ?", (far, mem.id))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'hlc'", (f"{far}:0",))
+    conn.close()
+    bob.sync()
+    assert carol.key.kid not in {row[3] for row in bob.winners().values()}
+    assert mem.id not in bob.memories()  # only alice's far-ahead version was left: history
