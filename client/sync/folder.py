@@ -97,6 +97,8 @@ class FolderTransport(Transport):
             )
         self._base = self._root / "sealmem" / self._team
         self._notes: list[str] = []
+        #: chunk files found intact: (project, writer, id) -> (size, inode, mtime, ctime)
+        self._verified: dict[tuple[str, str, str], tuple[int, int, int, int]] = {}
 
     @property
     def location(self) -> str:
@@ -361,13 +363,32 @@ class FolderTransport(Transport):
         return data is not None and hash_chunk(SUITE, data) == chunk_id
 
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
+        """Chunks missing or not hashing to their id.  A file is hashed once per change:
+        while its size, inode, mtime and ctime stay as when it last verified (in this
+        process), it is taken as intact without being read again."""
         parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
+        damaged = set()
         with self._reading(*parts) as chunk_dir:
-            return {
-                c
-                for c in chunk_ids
-                if not _CHUNK.match(c) or chunk_dir is None or not self._intact(chunk_dir, c)
-            }
+            for c in chunk_ids:
+                if not _CHUNK.match(c) or chunk_dir is None:
+                    damaged.add(c)
+                    continue
+                try:
+                    found = chunk_dir.lstat(c)
+                except Unusable:
+                    found = None
+                if found is None or not stat.S_ISREG(found.st_mode):
+                    damaged.add(c)
+                    continue
+                key = (project, writer, c)
+                stamp = (found.st_size, found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
+                if self._verified.get(key) == stamp:
+                    continue
+                if self._intact(chunk_dir, c):
+                    self._verified[key] = stamp
+                else:
+                    damaged.add(c)
+        return damaged
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
         parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
