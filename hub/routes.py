@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from ..crypto import SUITE
 from ..protocol import hubapi
 from ..protocol.encoding import b64d, b64e
+from ..protocol.hlc import MAX_WALL_MS
 from ..protocol.manifest import MAX_CHUNK_BYTES
 from ..protocol.snapshot import chunk_id
 from ..protocol.state import TrustedState
@@ -35,6 +36,8 @@ from .teams import Teams, genesis_signer
 __all__ = ["Ctx", "Handlers"]
 
 _MAX_KEYRINGS_PER_PUBLISH = 4096
+#: a collect request's grace period: 0..2^47 ms, the range of an HLC wall clock
+MAX_GRACE_MS = MAX_WALL_MS + 1
 
 Handler = Callable[["Ctx"], Response]
 
@@ -85,6 +88,29 @@ def _no_grant(kid: str, project: str, what: str) -> Refusal:
         f"member {kid} may not {what} project {project!r}; an admin can grant it "
         "('sealmem admin grant')",
     )
+
+
+def _collect_body(body: bytes) -> tuple[set[str], int]:
+    """``{"keep": [chunk ids], "grace_ms": n}``, n an integer in 0..2^47; else 400."""
+    try:
+        doc = json.loads(body)
+    except ValueError:  # bad JSON, bad UTF-8, an integer of more than 4300 digits
+        doc = None
+    keep = doc.get("keep") if isinstance(doc, dict) else None
+    grace = doc.get("grace_ms") if isinstance(doc, dict) else None
+    if (
+        not isinstance(keep, list)
+        or not all(isinstance(k, str) for k in keep)
+        or type(grace) is not int
+        or not 0 <= grace <= MAX_GRACE_MS
+    ):
+        raise Refusal(
+            400,
+            hubapi.BAD_REQUEST,
+            'the body must be {"keep": [chunk ids], "grace_ms": n} with n an integer '
+            f"from 0 to {MAX_GRACE_MS} (ms)",
+        )
+    return set(keep), grace
 
 
 class Handlers:
@@ -300,16 +326,9 @@ class Handlers:
         writer = ctx.param("writer")
         if writer != caller.kid:
             raise Refusal(403, hubapi.NOT_YOUR_SLOT, "a member collects only its own chunks")
-        try:
-            doc = json.loads(ctx.body)
-            keep = {str(i) for i in doc["keep"]}
-            grace_ms = int(doc["grace_ms"])
-        except (ValueError, KeyError, TypeError, OverflowError):  # int(Infinity) overflows
-            raise Refusal(
-                400, hubapi.BAD_REQUEST, 'the body must be {"keep": [chunk ids], "grace_ms": n}'
-            ) from None
+        keep, grace_ms = _collect_body(ctx.body)
         keep |= self.teams.kept_chunks(team, project, writer)
-        older = self.clock() - max(0, grace_ms)
+        older = self.clock() - grace_ms
         removed = self.storage.collect(team, project, writer, keep, older)
         return JSONResponse({"removed": removed})
 

@@ -22,13 +22,29 @@ hide, and are refused.
 
 :func:`hidden_at` is the same rule for one position of any text: the CLI uses it
 to escape what it prints.
+
+A name also holds no Hangul filler (``U+115F``, ``U+1160``, ``U+3164``,
+``U+FFA0``: letters that render blank), and neither starts nor ends with
+whitespace: ``"alice\u3164"`` or ``"alice "`` would show as ``alice``.
+
+Names that merely *look* alike stay writable (``Alice``, Cyrillic ``аlice``) but
+must not pass for one another: :func:`name_skeleton` folds a name to what a
+reader sees (NFKC, case folded, whitespace and invisible characters removed,
+common Cyrillic and Greek look-alikes of Latin letters replaced), and a reader
+shows the short member id next to every name whose skeleton another member's
+name (or ``you``) shares.  The fold is deliberately small, not Unicode's full
+confusables table (UTS #39): it catches the look-alikes of Latin names that an
+impostor reaches for first, not every homoglyph of every script; the short id
+is what tells members apart.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
+import unicodedata
 
-__all__ = ["HIDDEN_RANGES", "MAX_NAME", "hidden_at", "name_problem"]
+__all__ = ["FILLERS", "HIDDEN_RANGES", "MAX_NAME", "hidden_at", "name_problem", "name_skeleton"]
 
 MAX_NAME = 64
 
@@ -44,6 +60,26 @@ HIDDEN_RANGES: tuple[tuple[int, int], ...] = (
 )  # fmt: skip
 _STARTS = [start for start, _ in HIDDEN_RANGES]
 _JOINERS = frozenset({0x200C, 0x200D})
+
+#: Hangul fillers: letters (category Lo) that render as blank space.
+FILLERS = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0})
+
+#: Cyrillic and Greek letters (after case folding) that look like a Latin letter.
+_LOOKALIKES = str.maketrans(
+    {
+        # Cyrillic
+        "а": "a", "в": "b", "с": "c", "ԁ": "d", "е": "e", "ё": "ë", "һ": "h", "н": "h",
+        "і": "i", "ї": "ï", "ј": "j", "к": "k", "ӏ": "l", "м": "m", "о": "o", "р": "p",
+        "ԛ": "q", "г": "r", "ѕ": "s", "т": "t", "у": "y", "ү": "y", "ѵ": "v", "ԝ": "w",
+        "х": "x",
+        # Greek
+        "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "ί": "í", "κ": "k", "μ": "m",
+        "ν": "v", "ο": "o", "ό": "ó", "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "γ": "y",
+        "ζ": "z", "ω": "w",
+        # Latin look-alikes of other Latin letters
+        "ı": "i", "ɑ": "a", "ɡ": "g",
+    }
+)  # fmt: skip
 
 
 def _in_table(cp: int) -> bool:
@@ -76,4 +112,29 @@ def name_problem(name: str) -> str | None:
                 f"holds U+{ord(name[i]):04X} at position {i + 1}: names may not contain "
                 "control, format (bidi, zero-width) or line separator characters"
             )
+        if ord(name[i]) in FILLERS:
+            return (
+                f"holds U+{ord(name[i]):04X} at position {i + 1}: names may not contain "
+                "Hangul fillers, which show as blank space"
+            )
+    if name[0].isspace() or name[-1].isspace():
+        return "starts or ends with whitespace; remove it"
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def name_skeleton(name: str) -> str:
+    """What ``name`` looks like to a reader: two names with one skeleton may be mistaken.
+
+    NFKC (full-width and styled letters become plain ones), case folded,
+    whitespace, control and format characters and Hangul fillers removed, and
+    common Cyrillic/Greek look-alikes of Latin letters replaced by the Latin
+    letter.  A small fold, not UTS #39: see the module docstring.  It follows the
+    Unicode version of the running Python (it only decides when to show a short
+    member id, or whether an admin is warned of a duplicate name).
+    """
+    text = unicodedata.normalize("NFKC", name).casefold()
+    kept = "".join(
+        ch for ch in text if not (ch.isspace() or ord(ch) in FILLERS or _in_table(ord(ch)))
+    )
+    return unicodedata.normalize("NFC", kept.translate(_LOOKALIKES))

@@ -6,8 +6,9 @@ it, the seq teammates witnessed, a summary of its publishable versions), calls
 :func:`plan_push`, and carries the plan out: build the snapshot, push it, record
 the new head.  Every decision is here, so each branch is one row of a table test:
 
-- **skip** when nothing of ours changed since the last push, or when a store
-  that never pushed has nothing to publish;
+- **skip** when nothing of ours changed since the last push (and the transport
+  still holds every chunk of our last manifest intact), or when a store that
+  never pushed has nothing to publish;
 - **adopt** our own manifest found in the transport with a seq above the local
   record: a push interrupted after its manifest landed.  A new manifest at the
   same seq would look like a fork to everyone who saw it;
@@ -167,6 +168,7 @@ def plan_push(
     witnessed_seq: int,
     publishable: Publishable,
     now_ms: int,
+    repair: bool = False,
 ) -> PushPlan:
     """The plan for this writer's next push in ``project``, at ``epoch``.
 
@@ -174,7 +176,10 @@ def plan_push(
     built: it warns and does not plan).
     ``reset_at`` is the roster version of the latest admin reset of our chain in
     the project (0: none); ``witnessed_seq`` the seq of ours that teammates' heads
-    carry (0: none); ``now_ms`` this writer's clock.
+    carry (0: none); ``now_ms`` this writer's clock.  ``repair`` says that chunks of
+    our last manifest are missing or damaged in the transport: even with nothing
+    new the chain continues (the caller rebuilds those buckets, so that readers
+    can open the snapshot again).
     """
     adopt = None
     if landed is not None and landed.manifest.seq > (own.manifest.seq if own else 0):
@@ -192,6 +197,7 @@ def plan_push(
     if (
         own is not None
         and adopt is None
+        and not repair
         and not resetting
         and own.manifest.epoch == epoch
         and publishable.count == own.pushed_count

@@ -152,7 +152,9 @@ def hook_cmd(
 
     text = hooks.run(name, read_input)
     if text:
-        typer.echo(text)
+        # Teammates' text, on its way to a host that may show it in a terminal: escaped
+        # like everything else the CLI prints (newlines kept).
+        output.say(text)
 
 
 def _scan_paths(transcripts: list[Path] | None) -> list[Path]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...protocol.names import name_skeleton
 from ...protocol.record import Record
 
 __all__ = [
@@ -59,11 +60,15 @@ class Provenance:
 
 
 def _member(kid: str, names: Mapping[str, str], fallback: str | None = None) -> str:
-    """A member's display name; the short kid too when the name alone could mislead."""
+    """A member's display name; the short kid too when the name alone could mislead:
+    when it looks like ``you`` or like another member's name (:func:`name_skeleton`)."""
     name = names.get(kid) or fallback
     if not name:
         return kid[:8]
-    clash = name.casefold() == "you" or sum(1 for n in names.values() if n == name) > 1
+    looks = name_skeleton(name)
+    clash = looks in ("you", "") or any(
+        k != kid and name_skeleton(n) == looks for k, n in names.items()
+    )
     return f"{name} ({kid[:8]})" if clash else name
 
 

@@ -348,11 +348,17 @@ def _push_project(
     reset = roster.latest_reset(team.me, project)
     seen = state.witnessed.get((team.me, project))
     count, newest, due = replica.own_summary(team.conn, team.me, project, now - DEFAULT_GRACE_MS)
+    own = _own_head(chain)
+    damaged = (
+        set()
+        if own is None
+        else team.transport.damaged_chunks(project, team.me, [c.id for c in own.manifest.chunks])
+    )
     plan = plan_push(
-        project=project, own=_own_head(chain), landed=landed, epoch=epoch,
+        project=project, own=own, landed=landed, epoch=epoch,
         reset_at=0 if reset is None else reset.at_version,
         witnessed_seq=0 if seen is None else seen.seq,
-        publishable=Publishable(count, newest, due), now_ms=now,
+        publishable=Publishable(count, newest, due), now_ms=now, repair=bool(damaged),
     )  # fmt: skip
     summary.warnings.extend(plan.warnings)
     if plan.skip is not None:
@@ -360,7 +366,8 @@ def _push_project(
     previous = None
     if plan.base is not None:
         digests = chain.digests if plan.adopt is None and chain is not None else {}
-        previous = PreviousSnapshot(plan.base, digests)
+        lost = {c.bucket for c in plan.base.chunks if c.id in damaged}  # encrypted again
+        previous = PreviousSnapshot(plan.base, {b: d for b, d in digests.items() if b not in lost})
     current = replica.publishable_records(team.conn, team.me, project)
     kept = collect_tombstones({r.id: r for r in current}, now).kept
     records = sorted(kept.values(), key=lambda r: r.id)

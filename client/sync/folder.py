@@ -15,9 +15,15 @@ file cannot steer a path. No symbolic link below ``{root}`` is followed
 (``nofollow.py``): one in a read path is skipped with a warning, one in a write
 or delete path refuses the operation, so nothing outside the folder is
 written or deleted. ``{root}`` itself is the user's choice and may be a link.
+An entry that cannot be opened or read (a planted socket, a file nobody may
+read) is skipped with a warning too; only an unreachable team folder stops a
+sync (:class:`~sealmem.client.sync.transport.Unreachable`).
 Every write is atomic (temp file, fsync, rename), and
 a push writes its chunks before the manifest that names them, so a reader never
 sees a manifest whose chunks are not there yet, even after a crash mid-push.
+A chunk file is reused only when its bytes hash to its name; anyone may have
+overwritten it (:meth:`FolderTransport.damaged_chunks` lets the writer find
+the damaged ones its manifest lists and publish those buckets again).
 
 A push is compare-and-swap on ``seq``, as on the hub: two devices of one member
 cannot both land the same seq (the manifest file is created exclusively), and a
@@ -37,7 +43,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import watchfiles
@@ -46,10 +52,11 @@ from ...crypto import SUITE, MemberKey
 from ...protocol.envelope import unpack
 from ...protocol.errors import InputError, Rejected, TransportError
 from ...protocol.manifest import MAX_CHUNK_BYTES, Manifest
+from ...protocol.snapshot import chunk_id as hash_chunk
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES, MAX_ROSTER_BYTES
 from ..clock import now_ms
-from .nofollow import SafeDir, Symlinked
-from .transport import ConflictError, Transport
+from .nofollow import SafeDir, Symlinked, Unusable
+from .transport import ConflictError, Transport, Unreachable
 
 __all__ = ["MANIFESTS_KEPT", "FolderTransport"]
 
@@ -90,6 +97,8 @@ class FolderTransport(Transport):
             )
         self._base = self._root / "sealmem" / self._team
         self._notes: list[str] = []
+        #: chunk files found intact: (project, writer, id) -> (size, inode, mtime, ctime)
+        self._verified: dict[tuple[str, str, str], tuple[int, int, int, int]] = {}
 
     @property
     def location(self) -> str:
@@ -111,9 +120,12 @@ class FolderTransport(Transport):
         An unmounted share usually leaves an empty mount point behind; writing there
         would put the team's files on the local disk and show an empty team.
         """
-        found = SafeDir.open(self._root, ("sealmem", self._team))
+        try:
+            found = SafeDir.open(self._root, ("sealmem", self._team))
+        except Unusable as exc:
+            raise Unreachable(f"cannot open the team folder: {exc}") from exc
         if found is None:
-            raise TransportError(
+            raise Unreachable(
                 f"the team folder {self._base} is missing: is the shared folder mounted at "
                 f"{self._root}? (only 'sealmem team create' makes it)"
             )
@@ -138,13 +150,14 @@ class FolderTransport(Transport):
     def _reading(self, *parts: str) -> Iterator[SafeDir | None]:
         """``base/parts`` for reading, or None when it is missing.
 
-        A link on the way is not followed: what lies behind it is skipped with a
-        warning (:meth:`take_warnings`) and the rest of the sync goes on.
+        A link on the way is not followed: what lies behind it (or a directory that
+        cannot be opened) is skipped with a warning (:meth:`take_warnings`) and the
+        rest of the sync goes on.
         """
         found: SafeDir | None = None
         try:
             found = SafeDir.open(self._root, ("sealmem", self._team, *parts))
-        except Symlinked as exc:
+        except (Symlinked, Unusable) as exc:
             self._notes.append(f"skipped {exc}")
         try:
             yield found
@@ -152,12 +165,31 @@ class FolderTransport(Transport):
             if found is not None:
                 found.close()
 
-    @staticmethod
-    def _listing(directory: SafeDir | None, pattern: re.Pattern[str]) -> list[tuple[int, str]]:
+    def _names(self, directory: SafeDir | None) -> list[str]:
+        """The entries of ``directory`` (none, with a warning, when it cannot be listed)."""
         if directory is None:
             return []
+        try:
+            return directory.names()
+        except Unusable as exc:
+            self._notes.append(f"skipped {exc}")
+            return []
+
+    def _read(self, directory: SafeDir | None, name: str, limit: int) -> bytes | None:
+        """``directory.read``; an entry that cannot be opened or read is no file (warned)."""
+        if directory is None:
+            return None
+        try:
+            return directory.read(name, limit)
+        except Unusable as exc:
+            self._notes.append(f"skipped {exc}")
+            return None
+
+    def _listing(
+        self, directory: SafeDir | None, pattern: re.Pattern[str]
+    ) -> list[tuple[int, str]]:
         found = []
-        for name in directory.names():
+        for name in self._names(directory):
             match = pattern.match(name)
             if match:
                 found.append((int(match.group(1)), name))
@@ -170,13 +202,13 @@ class FolderTransport(Transport):
             return [
                 d
                 for _, name in reversed(found)
-                if writer_dir and (d := writer_dir.read(name, MAX_MANIFEST_BYTES))
+                if (d := self._read(writer_dir, name, MAX_MANIFEST_BYTES))
             ]
 
     def _writers(self, project: str) -> list[str]:
         """Member ids with a directory under ``snapshots/{project}`` (anything else ignored)."""
         with self._reading("snapshots", _name(project, "project")) as project_dir:
-            names = project_dir.names() if project_dir is not None else []
+            names = self._names(project_dir)
         return sorted(w for w in names if _REQUEST.match(w + ".json"))
 
     # -- rosters and keyrings ----------------------------------------------------
@@ -188,8 +220,7 @@ class FolderTransport(Transport):
             for version, name in self._listing(directory, _ROSTER):
                 if (
                     version > after_version
-                    and directory
-                    and (data := directory.read(name, MAX_ROSTER_BYTES)) is not None
+                    and (data := self._read(directory, name, MAX_ROSTER_BYTES)) is not None
                 ):
                     out.append(data)
         return out
@@ -208,7 +239,7 @@ class FolderTransport(Transport):
             return [
                 d
                 for _, name in self._listing(directory, _KEYRING)
-                if directory and (d := directory.read(name, MAX_KEYRING_BYTES))
+                if (d := self._read(directory, name, MAX_KEYRING_BYTES))
             ]
 
     def put_keyring(self, project: str, epoch: int, data: bytes) -> None:
@@ -243,16 +274,14 @@ class FolderTransport(Transport):
             return None
         with self._reading("snapshots", _name(project, "project"), writer) as writer_dir:
             found = self._listing(writer_dir, _MANIFEST)
-            if not found or writer_dir is None:
-                return None
-            return writer_dir.read(found[-1][1], MAX_MANIFEST_BYTES)
+            return self._read(writer_dir, found[-1][1], MAX_MANIFEST_BYTES) if found else None
 
     def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
         if not _CHUNK.match(chunk_id):
             return None
         parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
         with self._reading(*parts) as chunk_dir:
-            return chunk_dir.read(chunk_id, MAX_CHUNK_BYTES) if chunk_dir else None
+            return self._read(chunk_dir, chunk_id, MAX_CHUNK_BYTES)
 
     def _valid_looking(self, data: bytes | None, project: str, writer: str, seq: int) -> bool:
         """A manifest its writer signed for this slot at ``seq`` (signature checked if we can)."""
@@ -272,7 +301,7 @@ class FolderTransport(Transport):
     def _newest_held(self, writer_dir: SafeDir, project: str, writer: str) -> tuple[int, bytes]:
         """The writer's newest valid-looking manifest in the folder: (seq, bytes), or (0, b"")."""
         for number, name in reversed(self._listing(writer_dir, _MANIFEST)):
-            data = writer_dir.read(name, MAX_MANIFEST_BYTES)
+            data = self._read(writer_dir, name, MAX_MANIFEST_BYTES)
             if data is not None and self._valid_looking(data, project, writer, number):
                 return number, data
         return 0, b""
@@ -300,13 +329,13 @@ class FolderTransport(Transport):
                 for chunk_id, data in chunks.items():
                     if not _CHUNK.match(chunk_id):
                         raise InputError(f"chunk id {chunk_id!r} is not a 64-digit hex hash")
-                    if not chunk_dir.is_file(chunk_id):
+                    if not self._intact(chunk_dir, chunk_id):
                         chunk_dir.write(chunk_id, data)
             name = f"manifest-{seq:012d}.json"
             if not wdir.write(name, manifest, exclusive=True):
                 # Someone wrote this seq since we looked: another device wins, a planted
                 # file that does not look like this writer's manifest is replaced.
-                there = wdir.read(name, MAX_MANIFEST_BYTES)
+                there = self._read(wdir, name, MAX_MANIFEST_BYTES)
                 if there != manifest and self._valid_looking(there, project, writer, seq):
                     raise self._conflict(project, writer, seq, seq)
                 if there != manifest:
@@ -321,12 +350,45 @@ class FolderTransport(Transport):
             if number <= seq:
                 mine.append(name)
             elif not self._valid_looking(
-                wdir.read(name, MAX_MANIFEST_BYTES), project, writer, number
+                self._read(wdir, name, MAX_MANIFEST_BYTES), project, writer, number
             ):
                 with contextlib.suppress(TransportError):
                     wdir.unlink(name)
         for old in mine[:-MANIFESTS_KEPT]:
             wdir.unlink(old)
+
+    def _intact(self, chunk_dir: SafeDir, chunk_id: str) -> bool:
+        """Whether ``chunk_id`` is a file whose bytes hash to its name (a reusable chunk)."""
+        data = self._read(chunk_dir, chunk_id, MAX_CHUNK_BYTES)
+        return data is not None and hash_chunk(SUITE, data) == chunk_id
+
+    def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
+        """Chunks missing or not hashing to their id.  A file is hashed once per change:
+        while its size, inode, mtime and ctime stay as when it last verified (in this
+        process), it is taken as intact without being read again."""
+        parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
+        damaged = set()
+        with self._reading(*parts) as chunk_dir:
+            for c in chunk_ids:
+                if not _CHUNK.match(c) or chunk_dir is None:
+                    damaged.add(c)
+                    continue
+                try:
+                    found = chunk_dir.lstat(c)
+                except Unusable:
+                    found = None
+                if found is None or not stat.S_ISREG(found.st_mode):
+                    damaged.add(c)
+                    continue
+                key = (project, writer, c)
+                stamp = (found.st_size, found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
+                if self._verified.get(key) == stamp:
+                    continue
+                if self._intact(chunk_dir, c):
+                    self._verified[key] = stamp
+                else:
+                    damaged.add(c)
+        return damaged
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
         parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
@@ -337,7 +399,7 @@ class FolderTransport(Transport):
         cutoff = (now_ms() - grace_ms) / 1000  # compared with file mtimes (s)
         removed = 0
         with chunk_dir:
-            for name in chunk_dir.names():
+            for name in self._names(chunk_dir):
                 if name in keep or not _CHUNK.match(name):
                     continue
                 # Anyone may drop files here: a dangling link, a directory or a chunk another
@@ -364,14 +426,9 @@ class FolderTransport(Transport):
     def requests(self) -> dict[str, bytes]:
         out = {}
         with self._reading("requests") as directory:
-            names = directory.names() if directory is not None else []
-            for name in sorted(names):
+            for name in sorted(self._names(directory)):
                 match = _REQUEST.match(name)
-                if (
-                    match
-                    and directory
-                    and (data := directory.read(name, _MAX_REQUEST_BYTES)) is not None
-                ):
+                if match and (data := self._read(directory, name, _MAX_REQUEST_BYTES)) is not None:
                     out[match.group(1)] = data
         return out
 

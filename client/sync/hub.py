@@ -34,7 +34,7 @@ from ...protocol.errors import InputError, TransportError
 from ...protocol.roster import TEAM_RE
 from ..clock import now_ms
 from .folder import FolderTransport
-from .transport import ConflictError, Transport
+from .transport import ConflictError, Transport, Unreachable
 
 __all__ = [
     "OPERATOR_TOKEN_ENV",
@@ -148,7 +148,7 @@ class HubTransport(Transport):
             try:
                 response = self._client.send(request)
             except httpx.HTTPError as exc:
-                raise TransportError(
+                raise Unreachable(
                     f"cannot reach the hub at {self._url} to {what}: {exc}; check the URL "
                     "and that the hub is running"
                 ) from exc

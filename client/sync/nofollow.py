@@ -8,6 +8,11 @@ component is opened relative to its parent's descriptor with ``O_NOFOLLOW``,
 and every file too: a link is refused wherever it is, including one swapped in
 between a check and a use.  Reads of a file that is a link (or a FIFO, device,
 directory) see no file; a link in place of a directory is :class:`Symlinked`.
+
+One entry the share holds but that cannot be opened or read (a planted unix
+socket: ENXIO; a file or directory nobody may read: EACCES; an I/O error) is
+:class:`Unusable`: the caller skips that entry with a warning.  Only the root
+itself failing is :class:`~sealmem.client.sync.transport.Unreachable`.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from pathlib import Path
 from types import TracebackType
 
 from ...protocol.errors import TransportError
+from .transport import Unreachable
 
-__all__ = ["SafeDir", "Symlinked"]
+__all__ = ["SafeDir", "Symlinked", "Unusable"]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _FILE = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
@@ -38,6 +44,17 @@ class Symlinked(TransportError):
             f"{path} is a symbolic link inside the team folder; sealmem never follows links "
             "there (anyone with access to the share could point one at your own files). "
             f"Remove it (rm {path}) and sync again"
+        )
+
+
+class Unusable(TransportError):
+    """One entry inside the team folder cannot be opened or read (skip it, warn)."""
+
+    def __init__(self, path: Path, exc: OSError) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} cannot be used ({exc.strerror or exc}); it is not a file sealmem wrote "
+            f"or the share denies access to it. Remove it (rm {path}) or fix its permissions"
         )
 
 
@@ -58,7 +75,7 @@ class SafeDir:
         try:
             fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)  # the user's own choice: followed
         except OSError as exc:
-            raise TransportError(f"cannot open {root}: {exc.strerror}") from exc
+            raise Unreachable(f"cannot open {root}: {exc.strerror}") from exc
         here: SafeDir | None = cls(fd, root)
         try:
             for part in parts:
@@ -97,7 +114,7 @@ class SafeDir:
             return None
         except OSError as exc:
             if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
-                raise TransportError(f"cannot open {path}: {exc.strerror}") from exc
+                raise Unusable(path, exc) from exc
             if self.is_link(name):
                 raise Symlinked(path) from exc
             return None  # a plain file where a directory belongs: nothing to read there
@@ -108,7 +125,7 @@ class SafeDir:
         try:
             return os.listdir(self._fd)
         except OSError as exc:
-            raise TransportError(f"cannot list {self.path}: {exc.strerror}") from exc
+            raise Unusable(self.path, exc) from exc
 
     def lstat(self, name: str) -> os.stat_result | None:
         try:
@@ -116,7 +133,7 @@ class SafeDir:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise TransportError(f"cannot stat {self.path / name}: {exc.strerror}") from exc
+            raise Unusable(self.path / name, exc) from exc
 
     def is_link(self, name: str) -> bool:
         found = self.lstat(name)
@@ -132,6 +149,8 @@ class SafeDir:
         A link, FIFO, device or directory under a file's name is no file: a planted
         one must neither steer the read elsewhere, exhaust memory nor block the sync.
         One byte over the limit is enough for the verifier to refuse it by name.
+        Any other failure to open or read it (a socket, no permission, an I/O error)
+        is :class:`Unusable`, about this entry only.
         """
         path = self.path / name
         try:
@@ -141,7 +160,7 @@ class SafeDir:
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 return None
-            raise TransportError(f"cannot read {path}: {exc.strerror}") from exc
+            raise Unusable(path, exc) from exc
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return None
@@ -155,7 +174,7 @@ class SafeDir:
                 left -= len(block)
             return b"".join(chunks)
         except OSError as exc:
-            raise TransportError(f"cannot read {path}: {exc.strerror}") from exc
+            raise Unusable(path, exc) from exc
         finally:
             os.close(fd)
 

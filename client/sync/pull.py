@@ -14,9 +14,11 @@ Per readable project and writer whose newest manifest moved:
 
 Every failure while handling one object becomes a named :class:`Refusal` of that
 object, including errors the protocol did not anticipate (``malformed``); the
-rest of the sync goes on.  Local storage failures (``sqlite3.Error``,
-:class:`~sealmem.protocol.errors.StoreError`) and unreachable transports still
-stop the sync.
+rest of the sync goes on.  A transport that fails to fetch one writer's manifest
+or chunk (a planted entry the folder cannot read, a hub error for that object)
+skips that writer with a warning.  Local storage failures (``sqlite3.Error``,
+:class:`~sealmem.protocol.errors.StoreError`) and an unreachable team folder or
+hub (:class:`~sealmem.client.sync.transport.Unreachable`) still stop the sync.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Protocol
 from ...crypto import SUITE, ContentKey
 from ...protocol import reasons
 from ...protocol.chunks import SnapshotOpener
-from ...protocol.errors import ProtocolError, Rejected, StoreError
+from ...protocol.errors import ProtocolError, Rejected, StoreError, TransportError
 from ...protocol.manifest import Manifest
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_manifest
@@ -37,6 +39,7 @@ from ..store.memory import Provenance
 from ..team.session import Refusal, Team, trusted_roster
 from . import replica
 from .apply import ApplyResult, apply_versions
+from .transport import ConflictError, Unreachable
 
 __all__ = ["OBJECT_ERRORS", "PullSink", "pull_project"]
 
@@ -105,15 +108,22 @@ def _pull_writer(
 ) -> TrustedState:
     where = f"manifest {writer[:8]}/{project}"
     refusal: Refusal | None = None
-    for data in _candidates(team, project, writer):
-        try:
-            state = _pull_manifest(team, state, project, writer, data, summary, now)
-        except Rejected as exc:
-            refusal = refusal or Refusal(exc.reason, where, exc.detail)
-        except OBJECT_ERRORS as exc:
-            refusal = refusal or Refusal(reasons.MALFORMED, where, _unexpected(where, exc))
-        else:
-            break
+    try:
+        for data in _candidates(team, project, writer):
+            try:
+                state = _pull_manifest(team, state, project, writer, data, summary, now)
+            except Rejected as exc:
+                refusal = refusal or Refusal(exc.reason, where, exc.detail)
+            except OBJECT_ERRORS as exc:
+                refusal = refusal or Refusal(reasons.MALFORMED, where, _unexpected(where, exc))
+            else:
+                break
+    except (Unreachable, ConflictError):
+        raise
+    except TransportError as exc:  # this writer's objects only: nothing of it was kept
+        summary.warnings.append(
+            f"{where} was skipped: {exc}; the rest of the sync went on (sync again later)"
+        )
     if refusal is not None:
         summary.refused.append(refusal)
     return state

@@ -8,9 +8,11 @@ hub client; tests add an in-memory one and a malicious one.
 
 Errors belong to the interface, as in httpx: every implementation raises
 :class:`TransportError` (the root, from :mod:`sealmem.protocol.errors`) when it
-cannot do its job, and :class:`ConflictError` when a push or a publication
-loses a compare-and-swap (the transport already holds a newer or different
-object there: read it back, then retry).
+cannot do its job, :class:`Unreachable` when it cannot reach the team at all
+(the folder is not mounted, the hub does not answer: the sync stops; any other
+failure to fetch one object skips that object only), and :class:`ConflictError`
+when a push or a publication loses a compare-and-swap (the transport already
+holds a newer or different object there: read it back, then retry).
 
 Objects:
 
@@ -25,11 +27,15 @@ from __future__ import annotations
 
 import abc
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from ...protocol.errors import TransportError
 
-__all__ = ["ConflictError", "Transport", "TransportError"]
+__all__ = ["ConflictError", "Transport", "TransportError", "Unreachable"]
+
+
+class Unreachable(TransportError):
+    """The team's folder or hub cannot be reached at all: nothing can be read or written."""
 
 
 class ConflictError(TransportError):
@@ -126,6 +132,13 @@ class Transport(abc.ABC):
         :meth:`writer_manifests` when it is refused)."""
         found = self.writer_manifests(project, writer)
         return found[0] if found else None
+
+    def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
+        """Which of ``writer``'s chunks ``chunk_ids`` are missing here or hold bytes that do
+        not hash to their id (the writer then publishes those buckets again).  This
+        default finds none: a transport that checks chunk ids on upload (the hub) keeps
+        no damaged chunk."""
+        return set()
 
     def take_warnings(self) -> list[str]:
         """What the transport skipped since the last call (e.g. a planted link), for people;

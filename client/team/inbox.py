@@ -19,7 +19,6 @@ kid, kid prefix (8+ characters) or a name unique among those waiting.
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 from ...crypto import blake2b
 from ...protocol.admission import RequestView
 from ...protocol.errors import InputError
+from ...protocol.names import name_skeleton
 from ...protocol.roster import Roster
 from ..fsutil import atomic_write
 
@@ -59,9 +59,10 @@ def request_hash(data: bytes) -> str:
 
 
 def name_key(name: str) -> str:
-    """What two display names are compared by: NFKC, then case folded ("Alice" is "alice",
-    a full-width "ａｌｉｃｅ" too)."""
-    return unicodedata.normalize("NFKC", name).casefold()
+    """What two display names are compared by: their skeleton (``protocol.names``: NFKC,
+    case folded, invisible characters removed, common look-alike letters folded), so
+    "Alice", a full-width "ａｌｉｃｅ" and a Cyrillic "аlice" are all "alice"."""
+    return name_skeleton(name)
 
 
 def _waiting(views: Iterable[RequestView]) -> list[RequestView]:

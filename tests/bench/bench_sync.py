@@ -17,7 +17,7 @@ import dataclasses
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,6 +121,9 @@ class Counting(Transport):
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
         return self.inner.collect(project, writer, keep, grace_ms)
+
+    def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
+        return self.inner.damaged_chunks(project, writer, chunk_ids)
 
     def post_request(self, kid: str, data: bytes) -> None:
         self.written += len(data)

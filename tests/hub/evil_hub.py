@@ -7,6 +7,8 @@ through it with :class:`HubTransport` must refuse every bad object by itself.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -16,7 +18,9 @@ from sealmem.client.sync.folder import FolderTransport
 from sealmem.protocol.encoding import b64e
 
 
-def evil_app(folder: FolderTransport) -> Starlette:
+def evil_app(folder: FolderTransport, *, failing: Collection[str] = ()) -> Starlette:
+    """``failing``: chunk ids answered with a 500, as a broken hub or proxy would."""
+
     def blobs(items: list[bytes]) -> list[str]:
         return [b64e(i) for i in items]
 
@@ -41,6 +45,8 @@ def evil_app(folder: FolderTransport) -> Starlette:
 
     async def chunk(request: Request) -> Response:
         p = request.path_params
+        if p["chunk"] in failing:
+            return JSONResponse({"error": "internal", "detail": "the hub failed"}, 500)
         data = folder.chunk(p["project"], p["writer"], p["chunk"])
         if data is None:
             return JSONResponse({"error": "not-found", "detail": "no such chunk here"}, 404)

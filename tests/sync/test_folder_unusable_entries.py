@@ -1,0 +1,160 @@
+"""Entries of the shared folder that cannot be opened or read stop nobody's sync.
+
+Anyone with write access to the share can plant a unix socket (opening it fails
+with ENXIO) or a file nobody may read (EACCES) under a manifest's or a chunk's
+name.  Each is "not a usable file": skipped with a warning naming it, and the
+rest of the sync goes on, for readers and for the writer whose folder it is (whose
+push also removes a planted manifest above its own seq).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import socket
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from sealmem.client.sync.folder import FolderTransport
+from sealmem.protocol import reasons
+from tests.sync.conftest import PROJECT, Node, World
+
+WRITER = "b" * 26
+NOBODY = 65534
+T = TypeVar("T")
+
+
+def _writer_dir(world: World, node: Node) -> Path:
+    team = world.nodes["admin"].t.config.team
+    return world.folder / "sealmem" / team / "snapshots" / PROJECT / node.key.kid
+
+
+def _plant_socket(directory: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> socket.socket:
+    """A listening unix socket at ``directory/name`` (bound relative: paths may be long)."""
+    sock = socket.socket(socket.AF_UNIX)
+    with monkeypatch.context() as m:
+        m.chdir(directory)
+        sock.bind(name)
+    return sock
+
+
+@pytest.fixture
+def sockets() -> Iterator[list[socket.socket]]:
+    opened: list[socket.socket] = []
+    yield opened
+    for sock in opened:
+        sock.close()
+
+
+def test_a_socket_as_a_teammates_manifest_and_chunk_does_not_stop_the_sync(
+    world: World, monkeypatch: pytest.MonkeyPatch, sockets: list[socket.socket]
+) -> None:
+    alice, bob, carol = (world.nodes[n] for n in ("alice", "bob", "carol"))
+    carol.remember("carol writes the release notes")
+    carol.sync()
+    bob.remember("bob owns the staging database")
+    bob.sync()
+    carol_dir = _writer_dir(world, carol)
+    sockets.append(_plant_socket(carol_dir, "manifest-999999999999.json", monkeypatch))
+    bob_chunks = sorted((_writer_dir(world, bob) / "chunks").iterdir())
+    for chunk in bob_chunks:
+        chunk.unlink()
+    sockets.append(_plant_socket(bob_chunks[0].parent, bob_chunks[0].name, monkeypatch))
+
+    summary = alice.sync()
+
+    contents = {m.content for m in alice.memories().values()}
+    assert "carol writes the release notes" in contents  # carol's older manifest was read
+    assert "bob owns the staging database" not in contents
+    assert [r.reason for r in summary.refused] == [reasons.MISSING_CHUNK]
+    planted = [carol_dir / "manifest-999999999999.json", bob_chunks[0]]
+    for path in planted:
+        assert any(str(path) in w for w in summary.warnings), (path, summary.warnings)
+
+
+def test_the_writer_pushes_past_a_planted_socket_and_removes_it(
+    world: World, monkeypatch: pytest.MonkeyPatch, sockets: list[socket.socket]
+) -> None:
+    alice, carol = world.nodes["alice"], world.nodes["carol"]
+    carol.remember("carol writes the release notes")
+    carol.sync()
+    carol_dir = _writer_dir(world, carol)
+    planted = carol_dir / "manifest-999999999999.json"
+    sockets.append(_plant_socket(carol_dir, planted.name, monkeypatch))
+    carol.remember("the release is on thursday")
+
+    summary = carol.sync()
+
+    assert summary.pushed_versions == 1
+    assert not planted.exists()
+    assert not planted.is_symlink()
+    alice.sync()
+    assert "the release is on thursday" in {m.content for m in alice.memories().values()}
+
+
+def _as_nobody(fn: Callable[[], T]) -> T:
+    """``fn()`` in a forked child that runs as user ``nobody`` (root reads every file)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(read_end)
+        status = 0
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            out = ("ok", fn())
+        except BaseException as exc:
+            out, status = ("error", repr(exc)), 1
+        with os.fdopen(write_end, "wb") as pipe:
+            pickle.dump(out, pipe)
+        os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        kind, value = pickle.load(pipe)
+    os.waitpid(pid, 0)
+    assert kind == "ok", value
+    return value  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def open_root() -> Iterator[Path]:
+    """A folder outside pytest's private tmp dir, which user ``nobody`` can reach."""
+    root = Path(tempfile.mkdtemp(prefix="sealmem-unreadable-"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root)
+
+
+def test_an_unreadable_manifest_or_chunk_is_no_file_with_a_warning(open_root: Path) -> None:
+    root = open_root
+    folder = FolderTransport(root, "team1")
+    folder.prepare_new_team()
+    chunk_id = "a" * 64
+    folder.push("proj", WRITER, 1, b"m1", {chunk_id: b"chunk"})
+    writer_dir = folder.base / "snapshots" / "proj" / WRITER
+    for path in folder.base.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    locked = [writer_dir / "manifest-000000000002.json", writer_dir / "chunks" / chunk_id]
+    locked[0].write_bytes(b"m2")
+    for path in locked:
+        path.chmod(0)
+
+    def read() -> tuple[bytes | None, list[bytes], bytes | None, list[str]]:
+        reader = FolderTransport(root, "team1")
+        return (
+            reader.newest_manifest("proj", WRITER),
+            reader.writer_manifests("proj", WRITER),
+            reader.chunk("proj", WRITER, chunk_id),
+            reader.take_warnings(),
+        )
+
+    newest, kept, chunk, warnings = _as_nobody(read) if os.geteuid() == 0 else read()
+    assert (newest, kept, chunk) == (None, [b"m1"], None)
+    for path in locked:
+        assert any(str(path) in w for w in warnings), (path, warnings)
