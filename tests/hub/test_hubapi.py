@@ -89,8 +89,4 @@ def test_spec_lists_every_path_and_code() -> None:
         assert f" {spec_form}" in section or f"{spec_form}`" in section, name
     assert {s for s in STATES if f"`{s}`" not in section} == set()
     undocumented = {c for c in CODES if f"`{c}`" not in section}
-    assert undocumented == {
-        "bad-request",
-        "bad-method",
-        "internal",
-    }  # not in SPEC.md yet: text proposed
+    assert undocumented == set()
