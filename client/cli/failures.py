@@ -39,7 +39,8 @@ def _home() -> str:
 def _store() -> str:
     from ..paths import store_path
 
-    return str(store_path(Path(_home()))) if _home() != "SEALMEM_HOME" else "the local store"
+    where = _home()
+    return "the local store" if where == "SEALMEM_HOME" else str(store_path(Path(where)))
 
 
 def _os_error(exc: OSError) -> str:
