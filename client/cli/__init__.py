@@ -2,17 +2,23 @@
 
 Each noun group lives in its own module with a ``register(app)`` function.
 Errors are turned into one message and an exit code here, in one place: an
-expected failure (any :class:`SealmemError`) never shows a traceback.
+expected failure (any :class:`SealmemError`) never shows a traceback.  A
+``sqlite3.Error`` or ``OSError`` that no lower layer translated (a full disk,
+a read-only file system, a permission) is phrased for people by
+:mod:`~sealmem.client.cli.failures`, as a last line of defence.  With
+``SEALMEM_DEBUG=1`` these errors are raised with their traceback instead;
+any other exception is a bug and always shows its traceback.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 
 import typer
 
 from ...protocol.errors import SealmemError
-from . import admin, hosts, hub, memory, output, sync, team
+from . import admin, failures, hosts, hub, memory, output, sync, team
 
 __all__ = ["app", "main"]
 
@@ -32,12 +38,23 @@ sync.register(app)
 hub.register(app)
 
 
+def _fail(message: str) -> None:
+    typer.secho(f"error: {output.clean(message)}", err=True, fg=typer.colors.RED)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (1 for an expected failure)."""
     try:
         rc = app(args=argv, prog_name="sealmem", standalone_mode=False)
     except SealmemError as exc:
-        typer.secho(f"error: {output.clean(str(exc))}", err=True, fg=typer.colors.RED)
+        if failures.debugging():
+            raise
+        _fail(str(exc))
+        return 1
+    except (sqlite3.Error, OSError) as exc:
+        if failures.debugging():
+            raise
+        _fail(failures.describe(exc))
         return 1
     except typer.Abort:
         typer.echo("aborted", err=True)

@@ -5,12 +5,16 @@ from __future__ import annotations
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ...protocol.errors import InputError
 from ..hosts import configs, install
 from . import output
+
+if TYPE_CHECKING:
+    from ..hosts.transcripts import Turn
 
 __all__ = ["register"]
 
@@ -158,9 +162,36 @@ def hook_cmd(
 
 
 def _scan_paths(transcripts: list[Path] | None) -> list[Path]:
+    """The transcripts to scan, each checked to be a readable file before any is read."""
     from ..hosts.transcripts import find_transcripts
 
-    return list(transcripts) if transcripts else find_transcripts()
+    if not transcripts:
+        return find_transcripts()
+    for path in transcripts:
+        if path.is_dir():
+            raise InputError(
+                f"{path} is a directory, not a transcript: give its .jsonl files "
+                f"(sealmem scan {path}/*.jsonl), or no path to scan every transcript"
+            )
+        if not path.is_file():
+            raise InputError(
+                f"transcript {path} does not exist: check the path, or give no path to "
+                "scan every transcript under ~/.claude/projects"
+            )
+    return list(transcripts)
+
+
+def _read_transcript(path: Path) -> list[Turn]:
+    from ..hosts.transcripts import read_turns
+
+    try:
+        turns, _ = read_turns(path)
+    except OSError as exc:
+        raise InputError(
+            f"cannot read transcript {path}: {exc.strerror or exc}; check its owner and "
+            "mode (ls -l), then scan again; nothing was stored"
+        ) from exc
+    return turns
 
 
 def scan_cmd(
@@ -178,14 +209,14 @@ def scan_cmd(
 ) -> None:
     """Propose memories from Claude Code transcripts (redacted); --store keeps them."""
     from ..hosts import capture
-    from ..hosts.transcripts import read_turns
     from ..paths import current_project
     from ..store.api import MemoryStore
 
     found = []
+    paths = _scan_paths(transcripts)
     with MemoryStore.open() as store:
-        for path in _scan_paths(transcripts):
-            turns, _ = read_turns(path)
+        for path in paths:
+            turns = _read_transcript(path)
             where = project or current_project(
                 Path(turns[0].cwd) if turns and turns[0].cwd else None
             )
@@ -223,6 +254,32 @@ def scan_cmd(
     output.say(f"{total} memories {action} from {len(found)} transcripts")
 
 
+def _watch_root(root: Path | None) -> Path:
+    """``--root`` if it is a directory (refused otherwise); else the host's transcript
+    directory, created when the host has written none yet."""
+    from ..hosts.transcripts import transcripts_root
+
+    if root is not None:
+        if not root.is_dir():
+            what = "is not a directory" if root.exists() else "does not exist"
+            raise InputError(
+                f"--root {root} {what}: give the directory the host writes transcripts to "
+                f"(default {transcripts_root()})"
+            )
+        return root
+    where = transcripts_root()
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(
+            f"cannot create the transcript directory {where}: {exc.strerror or exc}; "
+            "give an existing one with --root DIR"
+        ) from exc
+    if not where.is_dir():
+        raise InputError(f"{where} is not a directory: give the transcript directory with --root")
+    return where
+
+
 def watch_cmd(
     store_them: Annotated[
         bool, typer.Option("--store", help="Remember what passes the gate (default: print it).")
@@ -233,7 +290,6 @@ def watch_cmd(
 ) -> None:
     """Follow Claude Code transcripts as they grow and capture durable lessons."""
     from ..hosts import follow
-    from ..hosts.transcripts import transcripts_root
 
     stop = threading.Event()
 
@@ -241,7 +297,7 @@ def watch_cmd(
         for text in candidates:
             output.say(f"{path.name}: {text}")
 
-    where = root or transcripts_root()
+    where = _watch_root(root)
     output.say(f"following transcripts under {where} (Ctrl-C stops)", err=True)
     try:
         follow.watch(where, save=store_them, report=report, stop=stop)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import watchfiles
 
+from ...protocol.errors import InputError
 from .. import paths
 from ..store.api import MemoryStore
 from . import capture
@@ -98,9 +99,11 @@ def watch(
     ready: threading.Event | None = None,
     store_path: Path | None = None,
 ) -> None:
-    """Follow ``root`` until ``stop`` is set; ``ready`` is set once changes are seen."""
+    """Follow the directory ``root`` until ``stop`` is set; ``ready`` is set once changes
+    are seen.  ``InputError`` if ``root`` is not a directory (nothing would ever arrive)."""
+    if not root.is_dir():
+        raise InputError(f"{root} is not a directory: cannot follow transcripts there")
     home = paths.home()
-    root.mkdir(parents=True, exist_ok=True)
     follower = Follower(home, save=save, report=report)
     follower.prime(root)
     for changes in watchfiles.watch(

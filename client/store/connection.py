@@ -30,8 +30,10 @@ __all__ = [
     "FILE_MODE",
     "StoreLockedError",
     "connect",
+    "describe",
     "get_meta",
     "migrate",
+    "read_text",
     "schema_version",
     "set_meta",
     "sqlite_errors",
@@ -49,8 +51,37 @@ class StoreLockedError(StoreError):
     """Another process held the store's write lock for longer than the busy timeout."""
 
 
-def _describe(path: Path | str, exc: sqlite3.Error) -> StoreError:
+def read_text(data: bytes) -> str:
+    """The connection's text factory: UTF-8, with U+FFFD for bytes that do not decode.
+
+    A row whose text is not valid UTF-8 (written by another tool, or a damaged
+    disk) is then read instead of failing every query that touches it;
+    ``sealmem doctor`` names such rows (:mod:`sealmem.client.store.health`).
+    """
+    return str(data, "utf-8", "replace")
+
+
+def describe(path: Path | str, exc: sqlite3.Error) -> StoreError:
+    """A :class:`StoreError` saying what ``exc`` means for the store at ``path``, and the fix."""
     text = str(exc)
+    code = getattr(exc, "sqlite_errorname", "")
+    if code == "SQLITE_FULL" or "disk is full" in text:
+        return StoreError(
+            f"the disk holding the store {path} is full ({text}): free some space and "
+            "run the command again; nothing was lost"
+        )
+    if code.startswith("SQLITE_READONLY") or "readonly database" in text:
+        return StoreError(
+            f"the store {path} cannot be written ({text}): check that its disk is not "
+            "mounted read-only and that this user owns the file, or set SEALMEM_HOME to "
+            "a writable directory; nothing was lost"
+        )
+    if code.startswith("SQLITE_IOERR") or "disk I/O error" in text:
+        return StoreError(
+            f"the disk holding the store {path} failed to read or write ({text}): check "
+            "the disk (and free space), then run the command again; 'sealmem doctor' "
+            "checks the store"
+        )
     if "locked" in text or "busy" in text:
         return StoreLockedError(
             f"the store {path} is locked by another sealmem process ({text}); "
@@ -73,7 +104,7 @@ def sqlite_errors(path: Path | str) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as exc:
-        raise _describe(path, exc) from exc
+        raise describe(path, exc) from exc
 
 
 def _create_file(path: Path) -> None:
@@ -116,6 +147,7 @@ def connect(
     try:
         with sqlite_errors(path):
             conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn.text_factory = read_text
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":

@@ -103,6 +103,39 @@ def _schema(conn: sqlite3.Connection) -> tuple[bool, str]:
     return False, f"schema version {have}, this sealmem expects {want}"
 
 
+_TEXT_TABLES = ("memories", "history")
+_SHOWN = 10
+
+
+def _text_columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    rows = conn.execute(f"PRAGMA table_info({table})").fetchall()
+    return [str(r[1]) for r in rows if str(r[2]).upper() == "TEXT"]
+
+
+def _damaged_text(conn: sqlite3.Connection) -> tuple[bool, str]:
+    """Rows whose text is not valid UTF-8 (read with U+FFFD in its place), by memory id."""
+    damaged: dict[str, list[str]] = {}
+    for table in _TEXT_TABLES:
+        columns = _text_columns(conn, table)
+        blobs = ", ".join(f"CAST({c} AS BLOB)" for c in columns)
+        for row in conn.execute(f"SELECT id, {blobs} FROM {table}"):
+            for column, value in zip(columns, row[1:], strict=True):
+                try:
+                    (value or b"").decode("utf-8")
+                except UnicodeDecodeError:
+                    damaged.setdefault(str(row[0]), []).append(f"{table}.{column}")
+    if not damaged:
+        return True, "all memory text is valid UTF-8"
+    shown = "; ".join(f"{i} ({', '.join(c)})" for i, c in list(damaged.items())[:_SHOWN])
+    more = f" and {len(damaged) - _SHOWN} more" if len(damaged) > _SHOWN else ""
+    count = f"{len(damaged)} {'memory holds' if len(damaged) == 1 else 'memories hold'}"
+    return False, (
+        f"{count} text that is not valid UTF-8 (read with U+FFFD in place of the bad "
+        f"bytes): {shown}{more}; check each with 'sealmem show ID', then correct it "
+        "(sealmem remember 'TEXT' --supersedes ID) or drop it (sealmem forget ID --reason 'WHY')"
+    )
+
+
 def doctor(conn: sqlite3.Connection, path: Path) -> list[Check]:
     """Run every check; none raises, each reports ok and what it saw."""
     checks = [
@@ -110,6 +143,7 @@ def doctor(conn: sqlite3.Connection, path: Path) -> list[Check]:
         _check("fts", lambda: _fts(conn)),
         _check("wal", lambda: _wal(conn)),
         _check("schema", lambda: _schema(conn)),
+        _check("text", lambda: _damaged_text(conn)),
     ]
     try:
         checks.append(Check("file_modes", *_modes(path)))

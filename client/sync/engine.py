@@ -22,7 +22,10 @@ two syncs of one store never interleave:
 
 Refused objects are logged with their named reason and counted in the summary;
 they never stop the sync.  Failures that do (unreachable folder, bad local
-state) raise :class:`~sealmem.protocol.errors.SealmemError`.
+state, a full disk) raise :class:`~sealmem.protocol.errors.SealmemError`: a
+``sqlite3.Error`` becomes a :class:`~sealmem.protocol.errors.StoreError` that
+says what happened and the fix; every step commits in its own transaction, so
+a sync stopped part way loses nothing and the next one carries on.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ from ...protocol.snapshot import PreviousSnapshot, build_snapshot
 from ...protocol.state import TrustedState
 from ...protocol.verify import MAX_MANIFEST_BYTES
 from ..clock import now_ms
-from ..store.connection import transaction
+from ..store.connection import sqlite_errors, transaction
 from ..team.local_only import LocalOnly, local_only
 from ..team.session import Refusal, Team, trusted_roster
 from . import dropping, replica
@@ -144,7 +147,8 @@ def sync(
     with sync_lock(team.home):
         started = tick()
         try:
-            _run(team, summary, tick, started, push=push, pull=pull)
+            with sqlite_errors(team.store.path):  # disk full, read-only, I/O: one sentence
+                _run(team, summary, tick, started, push=push, pull=pull)
         except SealmemError as exc:
             summary.warnings += team.transport.take_warnings()
             # Stopped part way (folder gone, hub down): keep what was learnt, say why;
@@ -153,7 +157,8 @@ def sync(
                 _record(team, summary, started, tick(), error=str(exc))
             raise
         summary.warnings += team.transport.take_warnings()
-        _record(team, summary, started, tick())
+        with sqlite_errors(team.store.path):
+            _record(team, summary, started, tick())
     return summary
 
 

@@ -34,7 +34,7 @@ from ...protocol.errors import ProtocolError, Rejected, StoreError, TransportErr
 from ...protocol.manifest import Manifest
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_manifest
-from ..store.connection import transaction
+from ..store.connection import describe, transaction
 from ..store.memory import Provenance
 from ..team.session import Refusal, Team, trusted_roster
 from . import replica
@@ -191,8 +191,7 @@ def _merge_snapshot(
     except sqlite3.Error as exc:  # the local store, not the snapshot: stop the sync
         raise StoreError(
             f"the local store failed while merging the snapshot of {m.writer}/{m.project} "
-            f"seq {m.seq} ({exc}); nothing of it was kept. Run 'sealmem doctor' to check "
-            "the store, then sync again"
+            f"seq {m.seq}, and kept nothing of it: {describe(team.store.path, exc)}"
         ) from exc
     summary.pulled_new += result.new
     summary.pulled_updated += result.updated
