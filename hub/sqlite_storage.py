@@ -16,13 +16,13 @@ with ``synchronous=FULL`` so a committed manifest survives power loss.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+import filelock
 
 from .blobs import BlobDir
 from .storage import (
@@ -90,16 +90,20 @@ class SQLiteStorage(Storage):
         self._dir = Path(data_dir)
         try:
             self._dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._lock_fd = os.open(self._dir / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o600)
         except OSError as exc:
             raise StorageError(f"cannot use the hub data directory {self._dir}: {exc}") from exc
+        # Held until close(), which may run on another thread: not thread-local.
+        self._lock: filelock.FileLock | None = filelock.FileLock(
+            self._dir / LOCK_FILE, mode=0o600, blocking=False, thread_local=False
+        )
         try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock_fd)
+            self._lock.acquire()
+        except filelock.Timeout:
             raise StorageError(
                 f"another hub is serving {self._dir} ({LOCK_FILE} is locked); stop it first"
             ) from None
+        except OSError as exc:
+            raise StorageError(f"cannot lock {self._dir / LOCK_FILE}: {exc}") from exc
         self._blobs = BlobDir(self._dir / "blobs")
         self._local = threading.local()
         self._write = threading.Lock()
@@ -159,9 +163,9 @@ class SQLiteStorage(Storage):
                 conn.close()
             self._conns.clear()
         self._local = threading.local()
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)  # releases the flock
-            self._lock_fd = -1
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     @staticmethod
     def _add_usage(conn: sqlite3.Connection, team: str, delta: int) -> None:

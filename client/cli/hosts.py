@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -146,9 +147,16 @@ def _finish(edits: list[install.FileEdit], *, show: bool, as_json: bool, done: s
 
 def hook_cmd(
     name: Annotated[str, typer.Argument(help="session-start, prompt or stop.")],
+    home: Annotated[
+        Path | None, typer.Option("--home", help="The sealmem home (instead of SEALMEM_HOME).")
+    ] = None,
 ) -> None:
     """Run a Claude Code hook (reads the hook JSON on stdin; never fails)."""
     from ..hosts import hooks
+    from ..paths import HOME_ENV
+
+    if home is not None:
+        os.environ[HOME_ENV] = str(home)
 
     def read_input() -> str:
         stream = sys.stdin

@@ -4,7 +4,8 @@ Claude Code reads ``"hooks": {"<Event>": [{"matcher": ..., "hooks": [{"type":
 "command", "command": ..., "timeout": seconds}]}]}``.  We add one group per
 event, without a matcher (so SessionStart fires on startup, resume, clear and
 compact alike), and recognise our commands by their shape (``... sealmem hook
-<name>``) so that uninstall removes them and nothing else.
+<name> [--home DIR]``, and the older ``SEALMEM_HOME=... sealmem hook <name>``)
+so that uninstall removes them and nothing else.
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ __all__ = [
 
 EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop"}
 HOOK_TIMEOUT_S = 10  # what Claude Code allows the command; our own watchdog is shorter
-_OURS = re.compile(r"(?:^|[\s/\\'\"])sealmem(?:\.exe)?['\"]? hook (session-start|prompt|stop)\s*$")
+# Ours: ``[VAR=value ...] <...>sealmem[.exe] hook EVENT [--home DIR]``, quoted either way.
+_OURS = re.compile(
+    r"(?:^|[\s/\\'\"])sealmem(?:\.exe)?['\"]? hook (session-start|prompt|stop)"
+    r"(?:\s+--home\s+\S.*)?\s*$"
+)
 _NEW = "{\n}\n"
 
 

@@ -13,7 +13,10 @@ windsurf       ``~/.codeium/windsurf/mcp_config.json``          ``mcpServers.sea
 ``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME`` relocate those hosts' files as the
 hosts themselves do.  The server entry names the sealmem executable by its
 absolute path (hosts start servers without the user's shell ``PATH``) and
-carries ``SEALMEM_HOME`` only when it is set.
+carries ``SEALMEM_HOME`` only when it is set, in the ``env`` mapping every host
+documents (``command`` + ``args`` + ``env``: no shell is involved).  Claude Code's
+hooks are one command string: :func:`hook_command` quotes it for the platform and
+passes the home as ``--home``, so no shell syntax to set a variable is needed.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Literal
 
 from ...protocol.errors import InputError
@@ -33,10 +37,13 @@ __all__ = [
     "HOSTS",
     "SERVER_NAME",
     "Host",
+    "Platform",
     "get_host",
+    "hook_argv",
     "hook_command",
     "sealmem_executable",
     "server_env",
+    "this_platform",
 ]
 
 SERVER_NAME = "sealmem"
@@ -161,7 +168,39 @@ def sealmem_executable() -> Path:
     )
 
 
-def hook_command(executable: Path, event: str, env: Mapping[str, str]) -> str:
-    """The shell command a Claude Code hook runs: ``[VAR=value ...] /abs/sealmem hook EVENT``."""
-    prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in env.items())
-    return f"{prefix}{shlex.quote(str(executable))} hook {event}"
+Platform = Literal["posix", "windows"]
+
+
+def this_platform() -> Platform:
+    return "windows" if os.name == "nt" else "posix"
+
+
+def hook_argv(executable: PurePath | str, event: str, env: Mapping[str, str]) -> list[str]:
+    """The arguments of a hook: ``[/abs/sealmem, hook, EVENT, --home, DIR]``.
+
+    ``SEALMEM_HOME`` goes as ``--home`` (no shell syntax to set a variable, which
+    differs between sh, cmd and PowerShell); it is the only variable sealmem sets.
+    """
+    unknown = sorted(set(env) - {"SEALMEM_HOME"})
+    if unknown:
+        raise InputError(f"a hook command cannot carry {', '.join(unknown)}; only SEALMEM_HOME")
+    home = env.get("SEALMEM_HOME")
+    return [str(executable), "hook", event, *(["--home", home] if home else [])]
+
+
+def hook_command(
+    executable: PurePath | str,
+    event: str,
+    env: Mapping[str, str],
+    *,
+    platform: Platform | None = None,
+) -> str:
+    """The command line a Claude Code hook runs (its ``command`` is one string).
+
+    Quoted for the platform's rules: POSIX shell quoting, or Windows' (the
+    rules of ``CommandLineToArgvW``, as :func:`subprocess.list2cmdline` writes them).
+    """
+    argv = hook_argv(executable, event, env)
+    if (platform or this_platform()) == "windows":
+        return subprocess.list2cmdline(argv)
+    return shlex.join(argv)

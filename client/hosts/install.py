@@ -24,7 +24,7 @@ from typing import Any, Literal
 from ...protocol.errors import InputError
 from ..fsutil import atomic_write
 from . import claude_hooks, jsonedit, tomlblock
-from .configs import SERVER_NAME, Host, hook_command
+from .configs import SERVER_NAME, Host, Platform, hook_command
 
 __all__ = [
     "BACKUP_INFIX",
@@ -176,11 +176,13 @@ def plan_install(
     *,
     repair: bool = False,
     hooks: Collection[str] = (),
+    platform: Platform | None = None,
 ) -> list[FileEdit]:
     """Edits that put the server entry (and, for Claude Code, the named hooks) in place.
 
     ``hooks`` names hooks from :data:`claude_hooks.EVENTS`; with ``repair``
     the sealmem hooks already present are brought up to date as well.
+    ``platform`` picks how hook commands are quoted (default: this machine's).
     """
     entry = host.entry(executable, env)
     edits = [_plan_server(host, entry, repair=repair)]
@@ -193,7 +195,9 @@ def plan_install(
             if repair and before is not None:
                 names |= set(claude_hooks.our_hooks(before, where=str(settings)))
             ordered = [name for name in claude_hooks.EVENTS if name in names]
-            commands = {name: hook_command(executable, name, env) for name in ordered}
+            commands = {
+                name: hook_command(executable, name, env, platform=platform) for name in ordered
+            }
             after = claude_hooks.add_hooks(before, commands, repair=repair, where=str(settings))
         except claude_hooks.StaleHookError as exc:
             raise StaleInstallError(

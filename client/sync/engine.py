@@ -31,15 +31,14 @@ a sync stopped part way loses nothing and the next one carries on.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import sqlite3
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import filelock
 
 from ...crypto import SUITE, random_bytes
 from ...protocol import hubapi
@@ -76,25 +75,24 @@ LOCK_TIMEOUT_S = 120.0
 
 @contextlib.contextmanager
 def sync_lock(home_dir: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-    """Hold the exclusive sync lock of a sealmem home (``fcntl.flock``)."""
+    """Hold the exclusive sync lock of a sealmem home (an OS file lock, on any platform)."""
     path = Path(home_dir) / LOCK_FILE
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    lock = filelock.FileLock(path, timeout=timeout_s, mode=0o600, thread_local=False)
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise StoreError(
-                        f"another sync of {home_dir} has held {path} for over {timeout_s:.0f} s; "
-                        "wait for it to finish (or stop 'sealmem sync --watch') and retry"
-                    ) from None
-                time.sleep(0.05)
+        lock.acquire()
+    except filelock.Timeout:
+        raise StoreError(
+            f"another sync of {home_dir} has held {path} for over {timeout_s:.0f} s; "
+            "wait for it to finish (or stop 'sealmem sync --watch') and retry"
+        ) from None
+    except OSError as exc:
+        raise StoreError(
+            f"cannot lock {path}: {exc.strerror or exc}; check that {home_dir} is writable"
+        ) from exc
+    try:
         yield
     finally:
-        os.close(fd)  # closing releases the lock
+        lock.release()
 
 
 @dataclass

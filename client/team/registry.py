@@ -8,12 +8,12 @@ two commands of one admin cannot lose an invite.  The rules that read it live in
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+
+import filelock
 
 from ...protocol.admission import MAX_INVITES, InviteRecord
 from ...protocol.errors import InputError, Rejected
@@ -61,12 +61,17 @@ def _save(home: Path, registry: Mapping[str, InviteRecord]) -> None:
 
 @contextmanager
 def _locked(home: Path) -> Iterator[None]:
-    fd = os.open(Path(home) / "invites.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    lock = filelock.FileLock(Path(home) / "invites.lock", mode=0o600, thread_local=False)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        lock.acquire()
+    except OSError as exc:
+        raise InputError(
+            f"cannot lock {lock.lock_file}: {exc.strerror or exc}; check that {home} is writable"
+        ) from exc
+    try:
         yield
     finally:
-        os.close(fd)  # releases the lock
+        lock.release()
 
 
 def update_registry(home: Path, change: Callable[[Registry], Registry]) -> Registry:

@@ -180,9 +180,9 @@ def test_claude_hooks_are_added_beside_the_users_and_removed_exactly(cli: CLI, e
         event: [h["command"] for g in groups for h in g["hooks"] if exe in h["command"]]
         for event, groups in hooks.items()
     }
-    assert ours["SessionStart"] == [f"SEALMEM_HOME={env.state} {exe} hook session-start"]
-    assert ours["UserPromptSubmit"] == [f"SEALMEM_HOME={env.state} {exe} hook prompt"]
-    assert ours["Stop"] == [f"SEALMEM_HOME={env.state} {exe} hook stop"]
+    assert ours["SessionStart"] == [f"{exe} hook session-start --home {env.state}"]
+    assert ours["UserPromptSubmit"] == [f"{exe} hook prompt --home {env.state}"]
+    assert ours["Stop"] == [f"{exe} hook stop --home {env.state}"]
     assert ours["PostToolUse"] == []
     assert hooks["SessionStart"][0]["hooks"][0]["command"] == "cat ~/notes/today.md"
     status = {h["host"]: h for h in cli("install", "--json").json()["hosts"]}["claude-code"]

@@ -1,0 +1,36 @@
+"""Team features run on Windows too: no module of the package imports ``fcntl``.
+
+``fcntl`` exists only on POSIX; importing it at module level made ``sync`` and
+``hub serve`` fail to start on Windows.  File locks go through ``filelock``.
+(``lint-imports`` holds the same rule for the import graph; this test also
+sees imports the graph tools skip, such as ones under ``if TYPE_CHECKING``.)
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("client", "hub", "crypto", "protocol")
+POSIX_ONLY = {"fcntl", "termios", "pwd", "grp", "resource"}
+
+
+def _imported(tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_no_module_imports_a_posix_only_module() -> None:
+    modules = [p for top in PACKAGES for p in (ROOT / top).rglob("*.py")]
+    assert len(modules) > 50  # the walk really sees the package
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(_imported(ast.parse(path.read_text())) & POSIX_ONLY)
+        for path in modules
+    }
+    assert {path: names for path, names in offenders.items() if names} == {}
