@@ -14,7 +14,8 @@ import typer
 from ...protocol.errors import InputError, StoreError
 from ..fsutil import atomic_write
 from ..store import health
-from . import output
+from ..store.memory import Check
+from . import output, recover
 from .memory import JsonOpt, open_store
 
 __all__ = ["DoctorFailed", "register", "register_init"]
@@ -42,9 +43,20 @@ def init(as_json: JsonOpt = False) -> None:
     output.say("next: sealmem remember 'TEXT'  or  sealmem install <host>")
 
 
-def _write_private(path: Path, data: str) -> None:
-    """Write ``data`` to ``path`` atomically, readable by the owner only (it holds memories)."""
-    atomic_write(path, data.encode("utf-8"), mode=0o600)
+def _exists(path: Path) -> InputError:
+    return InputError(
+        f"{path} already exists (an earlier export or backup?); nothing was written. "
+        "Choose a new path with --output, or add --force to replace it"
+    )
+
+
+def _write_private(path: Path, data: str, *, force: bool) -> None:
+    """Write ``data`` to ``path`` atomically, readable by the owner only (it holds memories).
+
+    Without ``force`` an existing file is never replaced (checked at the link itself).
+    """
+    if not atomic_write(path, data.encode("utf-8"), mode=0o600, exclusive=not force):
+        raise _exists(path)
 
 
 def export(
@@ -52,18 +64,29 @@ def export(
         Path | None,
         typer.Option("--output", "-o", help="Write to this file (mode 0600) instead of stdout."),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace the --output file if it already exists.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Export every memory (with history and provenance) as one JSON document."""
-    with open_store() as store:
-        document = store.export()
+    if output_file is not None and output_file.exists() and not force:
+        raise _exists(output_file)
+    with open_store(readonly=True) as store:
+        try:
+            document = store.export()
+        except StoreError as exc:
+            raise StoreError(
+                f"export stopped: it could not read every memory of {store.path} ({exc}); "
+                "nothing was written"
+            ) from exc
     # ASCII (\u escapes): the same document on a terminal cannot act on it.
     text = json.dumps(document, indent=2, ensure_ascii=True, sort_keys=True) + "\n"
     if output_file is None:
         sys.stdout.write(text)
         return
     try:
-        _write_private(output_file, text)
+        _write_private(output_file, text, force=force)
     except OSError as exc:
         raise InputError(
             f"cannot write the export to {output_file}: {exc.strerror}; "
@@ -159,7 +182,7 @@ def _print_mapping(data: Mapping[str, Any]) -> None:
 
 def stats(as_json: JsonOpt = False) -> None:
     """Counts per kind and project, the schema version and the store size."""
-    with open_store() as store:
+    with open_store(readonly=True) as store:
         data = store.stats()
     if as_json:
         output.emit_json(data)
@@ -188,13 +211,15 @@ def doctor(as_json: JsonOpt = False) -> None:
 
     Versions dated more than 2 days ahead, and a store clock that far ahead, are mended.
     """
-    from ..clock import now_ms
-    from ..sync.dropping import clock_check
+    from ..paths import ensure_home, store_path
 
-    with open_store() as store:
-        checks = store.doctor()
-        roster = _trusted_roster(store.connection)
-        checks.append(clock_check(store.connection, now_ms(), me=store.author, roster=roster))
+    path = store_path(ensure_home())
+    if path.exists():
+        checks = health.doctor_file(path)
+    else:
+        with open_store(readonly=True) as store:
+            checks = store.doctor()
+    checks.append(_clock(path, usable=all(c.ok for c in checks if c.name in _READABLE)))
     failed = [c for c in checks if not c.ok]
     if as_json:
         output.emit_json(
@@ -217,12 +242,32 @@ def doctor(as_json: JsonOpt = False) -> None:
         )
 
 
+#: Checks that must pass before doctor opens the store to mend far-ahead clocks.
+_READABLE = ("open", "integrity", "schema", "writable")
+
+
+def _clock(path: Path, *, usable: bool) -> Check:
+    """Find and mend versions dated far ahead; only in a sound, writable store."""
+    from ..clock import now_ms
+    from ..sync.dropping import clock_check
+
+    if not usable:
+        return Check(
+            "clock",
+            True,
+            "not checked: the store is damaged, read-only or needs a migration (see above)",
+        )
+    with open_store() as store:
+        roster = _trusted_roster(store.connection)
+        return clock_check(store.connection, now_ms(), me=store.author, roster=roster)
+
+
 def status(as_json: JsonOpt = False) -> None:
     """Where the state lives, the current project, what the store holds, sync health."""
     from ..paths import current_project, home
     from ..team.session import sync_health
 
-    with open_store() as store:
+    with open_store(readonly=True) as store:
         doc: dict[str, Any] = {
             "home": str(home()),
             "store": str(store.path),
@@ -279,10 +324,11 @@ def reindex(as_json: JsonOpt = False) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add export, import, stats, doctor, reindex and status to ``app``."""
+    """Add export, import, stats, doctor, reindex, status and recover to ``app``."""
     app.command()(export)
     app.command("import")(import_)
     app.command()(stats)
     app.command()(doctor)
     app.command()(reindex)
     app.command()(status)
+    recover.register(app)

@@ -26,11 +26,15 @@ if TYPE_CHECKING:  # imported lazily at run time: keeps `sealmem --help` light
 
 
 @contextmanager
-def open_store() -> Iterator[MemoryStore]:
-    """Open the store under the current ``SEALMEM_HOME`` for one command."""
+def open_store(*, readonly: bool = False) -> Iterator[MemoryStore]:
+    """Open the store under the current ``SEALMEM_HOME`` for one command.
+
+    Commands that only read pass ``readonly``: no migration, no write, so a store on
+    a read-only file or directory can still be read.
+    """
     from .. import MemoryStore
 
-    store = MemoryStore.open()
+    store = MemoryStore.open(readonly=readonly)
     try:
         yield store
     finally:
@@ -158,7 +162,7 @@ def recall(
     as_json: JsonOpt = False,
 ) -> None:
     """Search memories; show why each hit ranked and who wrote it."""
-    with open_store() as store:
+    with open_store(readonly=True) as store:
         hits = store.recall(
             query,
             k=k,
@@ -200,7 +204,7 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """Show one memory in full, with its provenance."""
-    with open_store() as store:
+    with open_store(readonly=True) as store:
         memory = store.get(memory_id)
         older = store.history(memory_id) if history else []
         names, me = member_names(store.connection), store.author
@@ -226,7 +230,7 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List the most recent memories."""
-    with open_store() as store:
+    with open_store(readonly=True) as store:
         memories = store.recent(
             limit=limit,
             project=None if all_projects else resolve_project(project),

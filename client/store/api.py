@@ -31,7 +31,7 @@ from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
 from ..recall import context
 from . import health, inputs, transfer, writes
-from .connection import connect, sqlite_errors, transaction
+from .connection import connect, connect_readonly, sqlite_errors, transaction
 from .memory import (
     DEFAULT_PROJECT,
     SHARED_PROJECT,
@@ -60,12 +60,19 @@ class MemoryStore:
     """One local memory store (a SQLite file in WAL mode); a context manager."""
 
     def __init__(
-        self, conn: sqlite3.Connection, path: Path, author: str, clock: Callable[[], int]
+        self,
+        conn: sqlite3.Connection,
+        path: Path,
+        author: str,
+        clock: Callable[[], int],
+        *,
+        readonly: bool = False,
     ) -> None:
         self._conn = conn
         self.path = path
         self.author = author
         self._clock = clock
+        self.readonly = readonly
 
     @classmethod
     def open(
@@ -74,11 +81,16 @@ class MemoryStore:
         *,
         author: str | None = None,
         clock: Callable[[], int] | None = None,
+        readonly: bool = False,
     ) -> MemoryStore:
         """Open (creating and migrating if needed) the store at ``path``.
 
         ``path`` None means ``<home>/store.db``; ``author`` None means the local
-        member id; ``clock`` returns milliseconds since the epoch.
+        member id; ``clock`` returns milliseconds since the epoch.  ``readonly``
+        opens an existing store without migrating or writing it (a read-only
+        file or directory can be read); an absent store is created first, as
+        there is nothing in it to lose.  Writes through a read-only store raise
+        :class:`StoreError`.
         """
         clock = clock or now_ms
         where = store_path(ensure_home()) if path is None else Path(path)
@@ -90,9 +102,14 @@ class MemoryStore:
                 f"author {author!r} is not a member id (lower-case letters, digits, '_.-', "
                 "at most 64 characters)"
             )
-        conn = connect(where, now_ms=clock())
+        if readonly:
+            if not where.exists():
+                connect(where, now_ms=clock()).close()
+            conn = connect_readonly(where)
+        else:
+            conn = connect(where, now_ms=clock())
         conn.row_factory = sqlite3.Row
-        return cls(conn, where, author, clock)
+        return cls(conn, where, author, clock, readonly=readonly)
 
     def close(self) -> None:
         self._conn.close()
@@ -109,7 +126,8 @@ class MemoryStore:
         self.close()
 
     def __repr__(self) -> str:
-        return f"MemoryStore({str(self.path)!r}, author={self.author!r})"
+        mode = ", readonly=True" if self.readonly else ""
+        return f"MemoryStore({str(self.path)!r}, author={self.author!r}{mode})"
 
     @property
     def connection(self) -> sqlite3.Connection:

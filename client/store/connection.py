@@ -6,6 +6,13 @@ block, writers take ``BEGIN IMMEDIATE`` and wait up to :data:`BUSY_TIMEOUT_MS`).
 Migrations are forward-only (:mod:`sealmem.client.store.schema`): a store written by
 a newer sealmem is refused rather than guessed at.
 
+A store is created only where no file exists, and atomically (initialised
+under a temporary name, then linked into place), so an existing ``store.db``
+always begins with the SQLite header: a 0-byte file or one that is not SQLite
+is refused (:class:`DamagedStoreError`), never silently turned into an empty
+store.  ``readonly=True`` opens with ``mode=ro``: no migration, no write, so a
+store on a read-only file or directory can still be read.
+
 Every ``sqlite3`` failure is translated into :class:`StoreError` at this
 boundary, with the path and what to do about it.
 """
@@ -15,10 +22,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import secrets
 import sqlite3
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 from ...protocol.errors import StoreError
 from ..clock import now_ms as wall_clock
@@ -28,8 +37,13 @@ __all__ = [
     "BUSY_TIMEOUT_MS",
     "DIR_MODE",
     "FILE_MODE",
+    "SQLITE_HEADER",
+    "DamagedStoreError",
+    "MigrationNeededError",
     "StoreLockedError",
+    "check_file",
     "connect",
+    "connect_readonly",
     "describe",
     "get_meta",
     "migrate",
@@ -43,12 +57,30 @@ __all__ = [
 BUSY_TIMEOUT_MS = 5_000
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+#: The first 16 bytes of every SQLite 3 database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 _savepoints = itertools.count(1)
 
 
 class StoreLockedError(StoreError):
     """Another process held the store's write lock for longer than the busy timeout."""
+
+
+class DamagedStoreError(StoreError):
+    """The store file is empty, not SQLite, or SQLite reports it corrupt."""
+
+
+class MigrationNeededError(StoreError):
+    """A read-only open found a store whose schema is older than this sealmem's."""
+
+
+def _damaged(path: Path | str, what: str) -> DamagedStoreError:
+    return DamagedStoreError(
+        f"the store {path} {what}; nothing was changed. Run 'sealmem recover' to salvage "
+        "what is readable into a new store (the damaged file is kept beside it), or move "
+        "the file aside and restore a backup with 'sealmem import <export.json>'"
+    )
 
 
 def read_text(data: bytes) -> str:
@@ -90,10 +122,12 @@ def describe(path: Path | str, exc: sqlite3.Error) -> StoreError:
     if isinstance(exc, sqlite3.DatabaseError) and (
         "not a database" in text or "malformed" in text or "corrupt" in text
     ):
+        return _damaged(path, f"is not a usable SQLite database ({text})")
+    if "readonly" in text or "read-only" in text:
         return StoreError(
-            f"the store {path} is not a usable SQLite database ({text}); move the file "
-            "aside, then restore it with 'sealmem import <export.json>' or start afresh "
-            "with 'sealmem init'; 'sealmem doctor' shows what is wrong"
+            f"the store {path} is read-only ({text}); reading commands (list, recall, show, "
+            "export, stats, doctor) still work; to write, make the file and its directory "
+            "writable by this user"
         )
     return StoreError(f"the store {path} failed: {text}; 'sealmem doctor' checks it")
 
@@ -107,7 +141,37 @@ def sqlite_errors(path: Path | str) -> Iterator[None]:
         raise describe(path, exc) from exc
 
 
-def _create_file(path: Path) -> None:
+def check_file(path: Path) -> bool:
+    """Whether a store file exists at ``path``; raise if what is there is not a store.
+
+    A 0-byte file, a file too short for the header or not starting with
+    :data:`SQLITE_HEADER` raises :class:`DamagedStoreError` naming the way out.
+    """
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StoreError(f"cannot look at the store {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise StoreError(f"the store path {path} exists but is not a file; choose another path")
+    if info.st_size == 0:
+        raise _damaged(path, "is an empty file (0 bytes), not a sealmem store")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read the store {path}: {exc.strerror}; check its owner and mode"
+        ) from exc
+    if head != SQLITE_HEADER:
+        raise _damaged(
+            path, "is not a usable SQLite database (it does not start with the SQLite header)"
+        )
+    return True
+
+
+def _make_dirs(path: Path) -> None:
     missing: list[Path] = []
     parent = path.parent
     while not parent.exists():
@@ -117,32 +181,59 @@ def _create_file(path: Path) -> None:
         with contextlib.suppress(FileExistsError):
             directory.mkdir(mode=DIR_MODE)
             os.chmod(directory, DIR_MODE)
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
-    except FileExistsError:
-        return
+
+
+def _create_store(path: Path) -> None:
+    """Create an empty WAL store at ``path`` unless a file is already there.
+
+    The file is initialised under a temporary name and then hard-linked into place,
+    so ``path`` never exists as a 0-byte file (a crash leaves only the temporary).
+    """
+    _make_dirs(path)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.new")
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
     os.close(fd)
-    os.chmod(path, FILE_MODE)
+    try:
+        os.chmod(tmp, FILE_MODE)
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")  # writes the header page
+        finally:
+            conn.close()
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
 
 
 def connect(
-    path: Path, *, now_ms: int | None = None, migrations: Sequence[Migration] = MIGRATIONS
+    path: Path,
+    *,
+    now_ms: int | None = None,
+    migrations: Sequence[Migration] = MIGRATIONS,
+    create: bool = True,
 ) -> sqlite3.Connection:
-    """Open (creating if needed) the store at ``path`` and bring its schema up to date.
+    """Open the store at ``path`` (created if absent, with ``create``); migrate its schema.
 
     New directories get mode 0700 and a new file 0600 (SQLite gives its ``-wal``
-    and ``-shm`` files the database's mode).
+    and ``-shm`` files the database's mode).  An existing file that is not a
+    store raises :class:`DamagedStoreError`.
     """
     path = Path(path)
-    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
-        raise StoreError(f"the store path {path} exists but is not a file; choose another path")
-    try:
-        _create_file(path)
-    except OSError as exc:
-        raise StoreError(
-            f"cannot create the store {path}: {exc.strerror}; check the directory's "
-            "permissions or set SEALMEM_HOME to a writable directory"
-        ) from exc
+    if not check_file(path):
+        if not create:
+            raise StoreError(f"there is no store at {path}; 'sealmem init' creates one")
+        try:
+            _create_store(path)
+        except (OSError, sqlite3.Error) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise StoreError(
+                f"cannot create the store {path}: {reason}; check the directory's "
+                "permissions or set SEALMEM_HOME to a writable directory"
+            ) from exc
+        check_file(path)
     conn: sqlite3.Connection | None = None
     try:
         with sqlite_errors(path):
@@ -167,6 +258,56 @@ def connect(
             conn.close()
         raise
     return conn
+
+
+def connect_readonly(
+    path: Path, *, migrations: Sequence[Migration] = MIGRATIONS, check_schema: bool = True
+) -> sqlite3.Connection:
+    """Open the existing store at ``path`` read-only (``mode=ro``): no migration, no write.
+
+    With ``check_schema``, a store that needs a migration raises
+    :class:`MigrationNeededError` (a write command applies it) and one from a newer
+    sealmem :class:`StoreError`.  In a directory this user cannot write, where SQLite
+    cannot make the ``-shm`` file a WAL reader needs, the file is opened immutable
+    (nobody can be writing it there: a writer needs that directory too).
+    """
+    path = Path(path)
+    if not check_file(path):
+        raise StoreError(f"there is no store at {path}; 'sealmem init' creates one")
+    uri = f"file:{quote(str(path))}?mode=ro"
+    if not os.access(path.parent, os.W_OK) and not Path(f"{path}-shm").exists():
+        uri += "&immutable=1"
+    conn: sqlite3.Connection | None = None
+    try:
+        with sqlite_errors(path):
+            conn = sqlite3.connect(
+                uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+            )
+            conn.text_factory = read_text
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if check_schema:
+                _require_current(conn, path, migrations)
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        raise
+    return conn
+
+
+def _require_current(conn: sqlite3.Connection, path: Path, migrations: Sequence[Migration]) -> None:
+    current = schema_version(conn)
+    known = migrations[-1].version if migrations else 0
+    if current > known:
+        raise StoreError(
+            f"the store {path} has schema version {current}, but this sealmem knows "
+            f"versions up to {known}; upgrade sealmem ('pip install -U sealmem') to open it"
+        )
+    if current < known:
+        raise MigrationNeededError(
+            f"the store {path} has schema version {current} and this sealmem reads "
+            f"version {known}; a read-only open does not migrate it: run a write command "
+            "('sealmem init') once to apply the migration, then read again"
+        )
 
 
 def schema_version(conn: sqlite3.Connection) -> int:

@@ -1,7 +1,13 @@
-"""Store statistics and the ``doctor`` checks."""
+"""Store statistics and the ``doctor`` checks.
+
+:func:`doctor_file` never raises for a bad store: a file that is empty, not
+SQLite, or that SQLite cannot open is reported as a failed check naming
+``sealmem recover``, like a failed ``integrity_check``.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
@@ -9,11 +15,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .connection import DIR_MODE, FILE_MODE, schema_version
+from ...protocol.errors import StoreError
+from .connection import DIR_MODE, FILE_MODE, check_file, connect_readonly, schema_version
 from .memory import Check
 from .schema import latest_version
 
-__all__ = ["REINDEX_STEPS", "doctor", "reindex", "stats"]
+__all__ = [
+    "RECOVER_HINT",
+    "REINDEX_STEPS",
+    "doctor",
+    "doctor_file",
+    "reindex",
+    "stats",
+    "writable",
+]
+
+RECOVER_HINT = (
+    "run 'sealmem recover' to salvage what is readable into a new store (the damaged "
+    "file is kept), or restore a backup with 'sealmem import <export.json>'"
+)
 
 
 def _files(path: Path) -> list[Path]:
@@ -54,7 +74,7 @@ def _check(name: str, run: Callable[[], tuple[bool, str]]) -> Check:
     try:
         ok, detail = run()
     except sqlite3.Error as exc:
-        return Check(name, False, f"{exc}; move the store aside and restore from an export")
+        return Check(name, False, f"{exc}; {RECOVER_HINT}")
     return Check(name, bool(ok), str(detail))
 
 
@@ -62,12 +82,25 @@ def _integrity(conn: sqlite3.Connection) -> tuple[bool, str]:
     rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall()]
     if rows == ["ok"]:
         return True, "SQLite integrity_check: ok"
-    return False, "SQLite integrity_check: " + "; ".join(rows[:5])
+    return False, "SQLite integrity_check: " + "; ".join(rows[:5]) + f"; {RECOVER_HINT}"
 
 
-def _fts(conn: sqlite3.Connection) -> tuple[bool, str]:
+_FTS_CHECK = "INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)"
+
+
+def _fts(conn: sqlite3.Connection, path: Path) -> tuple[bool, str]:
     try:
-        conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
+        try:
+            conn.execute(_FTS_CHECK)
+        except sqlite3.OperationalError as exc:
+            if "readonly" not in str(exc):
+                raise
+            # FTS5 runs its check as an INSERT, which a read-only connection refuses;
+            # it writes nothing, so a plain connection does it where the store is writable.
+            if not writable(path):
+                return True, "not checked: the store is read-only (the check needs write access)"
+            with contextlib.closing(sqlite3.connect(str(path), timeout=5)) as plain:
+                plain.execute(_FTS_CHECK)
     except sqlite3.DatabaseError as exc:
         return False, (
             f"full-text index out of step with memories ({exc}); rebuild it with 'sealmem reindex'"
@@ -100,7 +133,12 @@ def _schema(conn: sqlite3.Connection) -> tuple[bool, str]:
     have, want = schema_version(conn), latest_version()
     if have == want:
         return True, f"schema version {have} (current)"
-    return False, f"schema version {have}, this sealmem expects {want}"
+    if have > want:
+        return False, f"schema version {have} is newer than {want}: upgrade sealmem"
+    return False, (
+        f"schema version {have}, this sealmem expects {want}; a write command "
+        "('sealmem init') applies the migration"
+    )
 
 
 _TEXT_TABLES = ("memories", "history")
@@ -140,7 +178,7 @@ def doctor(conn: sqlite3.Connection, path: Path) -> list[Check]:
     """Run every check; none raises, each reports ok and what it saw."""
     checks = [
         _check("integrity", lambda: _integrity(conn)),
-        _check("fts", lambda: _fts(conn)),
+        _check("fts", lambda: _fts(conn, path)),
         _check("wal", lambda: _wal(conn)),
         _check("schema", lambda: _schema(conn)),
         _check("text", lambda: _damaged_text(conn)),
@@ -149,12 +187,38 @@ def doctor(conn: sqlite3.Connection, path: Path) -> list[Check]:
         checks.append(Check("file_modes", *_modes(path)))
     except OSError as exc:
         checks.append(Check("file_modes", False, f"cannot stat the store files: {exc}"))
-    checks.append(
-        Check("writable", os.access(path, os.W_OK), f"{path} is writable by this user")
-        if os.access(path, os.W_OK)
-        else Check("writable", False, f"{path} is not writable by this user; fix its owner")
-    )
+    checks.append(_writable(path))
     return checks
+
+
+def writable(path: Path) -> bool:
+    """Whether this user can write the store (its file, and its directory for the WAL)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _writable(path: Path) -> Check:
+    if writable(path):
+        return Check("writable", True, f"{path} and its directory are writable by this user")
+    return Check(
+        "writable",
+        False,
+        f"{path} or its directory is not writable by this user: reading works, writing "
+        "does not; make both writable by their owner (chmod u+w) to write again",
+    )
+
+
+def doctor_file(path: Path) -> list[Check]:
+    """Open ``path`` read-only and run :func:`doctor`; a store that cannot be opened is one
+    failed ``open`` check (with the file checks that still apply)."""
+    try:
+        check_file(path)
+        conn = connect_readonly(path, check_schema=False)
+    except StoreError as exc:
+        return [Check("open", False, str(exc)), _writable(path)]
+    try:
+        return doctor(conn, path)
+    finally:
+        conn.close()
 
 
 REINDEX_STEPS = (

@@ -53,7 +53,7 @@ def test_memory_store_signatures() -> None:
     assert list(inspect.signature(store.recall).parameters) == [
         "self", "query", "k", "project", "all_projects", "include_history", "kinds",
     ]  # fmt: skip
-    assert list(inspect.signature(store.open).parameters) == ["path", "author", "clock"]
+    assert list(inspect.signature(store.open).parameters) == ["path", "author", "clock", "readonly"]
     for method in ("get", "recent", "forget", "history", "startup_context", "export",
                    "import_", "stats", "doctor", "close"):  # fmt: skip
         assert callable(getattr(store, method))

@@ -1,0 +1,52 @@
+"""``sealmem recover``: salvage what is readable from a damaged store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from . import output
+from .memory import JsonOpt
+
+__all__ = ["recover", "register"]
+
+
+def recover(
+    output_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the salvaged store here (must not exist) and leave the damaged one "
+            "as it is; default: replace the store, keeping the damaged file beside it.",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Salvage the readable memories of a damaged store into a new store; print what was lost."""
+    from ..clock import now_ms
+    from ..paths import ensure_home, store_path
+    from ..store.recover import recover as salvage
+
+    path = store_path(ensure_home())
+    result = salvage(path, output=output_file, now_ms=now_ms())
+    if as_json:
+        output.emit_json(result.to_dict())
+        return
+    memories, lost = result.recovered.get("memories", 0), result.lost.get("memories", 0)
+    output.say(f"recovered {memories} memories into {result.output}; {lost} unreadable")
+    rows = [
+        [table, str(count), str(result.lost.get(table, 0))]
+        for table, count in sorted(result.recovered.items())
+    ]
+    rows += [[table, "-", "whole table"] for table in result.unreadable_tables]
+    output.say(output.table(rows, ["TABLE", "RECOVERED", "LOST"]))
+    if result.damaged is not None:
+        output.say(f"the damaged store is kept as {result.damaged}")
+    output.say("next: 'sealmem doctor' checks the new store; 'sealmem sync' fetches the team's")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(recover)

@@ -1,0 +1,257 @@
+"""Salvage what SQLite can still read from a damaged store into a new one.
+
+Python's ``sqlite3`` has no ``.recover`` (that is the ``sqlite3`` shell's), and the
+shell is not a dependency of sealmem, so the salvage reads the damaged file
+itself, read-only and immutable:
+
+* a table with rowids is read in rowid ranges; a range that raises is read again
+  row by row, and a row that still raises is counted as lost;
+* a ``WITHOUT ROWID`` table is read in key order from both ends, up to the first
+  row that raises from each side;
+* rows go into a freshly created store of the current schema (columns matched by
+  name, ``INSERT OR IGNORE``), then the full-text indexes are rebuilt from them.
+
+The new store replaces the damaged one only when complete: the damaged file (and
+its ``-wal``) is renamed ``store.db.damaged-<time>`` first and never written.
+What cannot be read at all (a damaged header or schema page) is refused with the
+advice to restore a backup: nothing is changed then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ...protocol.errors import StoreError
+from ..fsutil import fsync_dir
+from . import health
+from .connection import check_file, connect, schema_version, transaction
+
+__all__ = ["BATCH", "RecoverResult", "recover"]
+
+#: Rows read per rowid range before falling back to one row at a time.
+BATCH = 256
+
+#: Tables the new store fills itself (its migrations) or derives (indexes).
+_SKIPPED = ("schema_migrations",)
+
+
+@dataclass
+class RecoverResult:
+    """What a salvage kept and lost, per table."""
+
+    source: Path
+    output: Path
+    damaged: Path | None
+    recovered: dict[str, int] = field(default_factory=dict)
+    lost: dict[str, int] = field(default_factory=dict)
+    unreadable_tables: list[str] = field(default_factory=list)
+    source_schema: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": str(self.source),
+            "output": str(self.output),
+            "damaged_copy": None if self.damaged is None else str(self.damaged),
+            "recovered": dict(self.recovered),
+            "lost": dict(self.lost),
+            "unreadable_tables": list(self.unreadable_tables),
+            "source_schema_version": self.source_schema,
+        }
+
+
+def _open_damaged(path: Path) -> sqlite3.Connection:
+    # Read-only, with its WAL (committed rows may still live there); immutable only
+    # where SQLite could not create the -shm file a WAL reader needs.
+    uri = f"file:{quote(str(path))}?mode=ro"
+    if not os.access(path.parent, os.W_OK) and not Path(f"{path}-shm").exists():
+        uri += "&immutable=1"
+    conn = sqlite3.connect(uri, uri=True)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def _tables(conn: sqlite3.Connection) -> dict[str, bool]:
+    """Ordinary tables of the new store: ``{name: has_rowid}`` (FTS and its shadows left out)."""
+    rows = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    ).fetchall()
+    virtual = [name for name, sql in rows if str(sql).upper().startswith("CREATE VIRTUAL")]
+    found = {}
+    for name, sql in rows:
+        if name in _SKIPPED or name in virtual or any(name.startswith(v + "_") for v in virtual):
+            continue
+        found[name] = "WITHOUT ROWID" not in str(sql).upper()
+    return found
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [str(r[1]) for r in conn.execute(f'PRAGMA table_info("{table}")')]
+
+
+def _key(conn: sqlite3.Connection, table: str) -> list[str]:
+    rows = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
+    return [str(r[1]) for r in sorted((r for r in rows if r[5]), key=lambda r: r[5])]
+
+
+def _rowid_rows(
+    src: sqlite3.Connection, table: str, cols: str, lost: list[int]
+) -> Iterator[tuple[Any, ...]]:
+    try:
+        top = src.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
+    except sqlite3.DatabaseError:
+        top = None
+    if top is None:  # empty, or the right edge is unreadable: scan what a full read gives
+        yield from _scan(src, f'SELECT {cols} FROM "{table}" ORDER BY rowid', lost)
+        return
+    try:
+        low = min(1, int(src.execute(f'SELECT min(rowid) FROM "{table}"').fetchone()[0] or 1))
+    except sqlite3.DatabaseError:
+        low = 1
+    one = f'SELECT {cols} FROM "{table}" WHERE rowid = ?'
+    for start in range(low, int(top) + 1, BATCH):
+        end = min(start + BATCH - 1, int(top))
+        try:
+            batch = src.execute(
+                f'SELECT {cols} FROM "{table}" WHERE rowid BETWEEN ? AND ?', (start, end)
+            ).fetchall()
+        except sqlite3.DatabaseError:
+            batch = []
+            for rowid in range(start, end + 1):
+                try:
+                    row = src.execute(one, (rowid,)).fetchone()
+                except sqlite3.DatabaseError:
+                    lost[0] += 1
+                    continue
+                if row is not None:
+                    batch.append(row)
+        yield from batch
+
+
+def _scan(src: sqlite3.Connection, sql: str, lost: list[int]) -> Iterator[tuple[Any, ...]]:
+    cursor = src.execute(sql)
+    while True:
+        try:
+            row = cursor.fetchone()
+        except sqlite3.DatabaseError:
+            lost[0] += 1
+            return
+        if row is None:
+            return
+        yield row
+
+
+def _keyed_rows(
+    src: sqlite3.Connection, table: str, cols: str, key: list[str], lost: list[int]
+) -> Iterator[tuple[Any, ...]]:
+    order = ", ".join(f'"{k}"' for k in key)
+    yield from _scan(src, f'SELECT {cols} FROM "{table}" ORDER BY {order}', lost)
+    if lost[0]:  # the rest, read from the other end up to the same damage
+        yield from _scan(
+            src, f'SELECT {cols} FROM "{table}" ORDER BY {order.replace(",", " DESC,")} DESC', lost
+        )
+
+
+def _copy(src: sqlite3.Connection, dst: sqlite3.Connection, result: RecoverResult) -> None:
+    have = {
+        str(r[0])
+        for r in src.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    }
+    for table, has_rowid in _tables(dst).items():
+        if table not in have:
+            continue
+        try:
+            wanted = _columns(dst, table)
+            common = [c for c in _columns(src, table) if c in wanted]
+        except sqlite3.DatabaseError:
+            result.unreadable_tables.append(table)
+            continue
+        cols = ", ".join(f'"{c}"' for c in common)
+        insert = (
+            f'INSERT OR {"REPLACE" if table == "meta" else "IGNORE"} INTO "{table}" ({cols}) '
+            f"VALUES ({', '.join('?' * len(common))})"
+        )
+        lost = [0]
+        rows = (
+            _rowid_rows(src, table, cols, lost)
+            if has_rowid
+            else _keyed_rows(src, table, cols, _key(dst, table), lost)
+        )
+        kept = 0
+        for row in rows:
+            try:
+                kept += dst.execute(insert, row).rowcount
+            except sqlite3.DatabaseError:  # a row that breaks the schema's rules
+                lost[0] += 1
+        result.recovered[table] = kept
+        result.lost[table] = lost[0]
+
+
+def _stamp(now_ms: int) -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ms / 1000))
+
+
+def _fresh_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.recover-{os.getpid()}")
+
+
+def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverResult:
+    """Salvage the store at ``path`` into ``output`` (default: in place, at ``path``).
+
+    In place, the damaged file moves to ``<path>.damaged-<time>`` (with its
+    ``-wal``/``-shm``) and the salvaged store takes its name; with ``output`` the
+    damaged file stays where it is and ``output`` must not exist yet.
+    """
+    path = Path(path).absolute()
+    if not path.exists():
+        raise StoreError(f"there is no store at {path} to recover")
+    if output is not None and Path(output).exists():
+        raise StoreError(f"{output} already exists; choose a new path with --output")
+    target = path if output is None else Path(output).absolute()
+    result = RecoverResult(path, target, None)
+    try:
+        check_file(path)
+        src = _open_damaged(path)
+        result.source_schema = schema_version(src)
+    except (StoreError, sqlite3.DatabaseError) as exc:
+        raise StoreError(
+            f"SQLite cannot read the header or schema of {path} ({exc}), so nothing can be "
+            "salvaged from it by sealmem; nothing was changed. Restore a backup with "
+            "'sealmem import <export.json>' (after moving the file aside), or try the "
+            "'sqlite3' shell's '.recover' command on a copy"
+        ) from exc
+    fresh = _fresh_path(target)
+    for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()
+    try:
+        dst = connect(fresh, now_ms=now_ms)
+        try:
+            dst.execute("PRAGMA foreign_keys = OFF")
+            with transaction(dst):
+                _copy(src, dst, result)
+                health.reindex(dst)
+            dst.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            dst.close()
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            fresh.unlink()
+        raise
+    finally:
+        src.close()
+    if output is None:
+        result.damaged = path.with_name(f"{path.name}.damaged-{_stamp(now_ms)}")
+        for suffix in ("-wal", "-shm", ""):
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(f"{path}{suffix}", f"{result.damaged}{suffix}")
+    os.rename(fresh, target)
+    fsync_dir(target.parent)
+    return result
