@@ -4,6 +4,13 @@ This is the one place that knows the column layout of ``memories`` and
 ``history`` (:mod:`sealmem.client.store.schema`).  The local API and the sync engine
 both write through :func:`write_version`, so that a replaced version always
 lands in ``history`` and the supersede links always follow the winner.
+
+A forgotten memory keeps no text: while a tombstone is the winner of an id, the
+``history`` of that id holds no version with content (:func:`purge_history`;
+:func:`insert_history` refuses to add one).  Only earlier tombstones stay, so a
+dropped tombstone can give way to another one.  What the deleted rows leave in
+free pages, full-text segments and the WAL is wiped by
+:func:`sealmem.client.store.scrub.settle`.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ __all__ = [
     "norm_hash",
     "normalize",
     "observe_hlc",
+    "purge_history",
     "read_hlc",
     "record_from_row",
     "record_json",
@@ -120,6 +128,25 @@ def record_json(record: Record) -> str:
     return json.dumps(record.to_wire(), sort_keys=True, ensure_ascii=False)
 
 
+def purge_history(conn: sqlite3.Connection, memory_id: str) -> int:
+    """Delete every version of ``memory_id`` in ``history`` that has content; return how many.
+
+    Earlier tombstones (no content, no keywords) stay.  The ``history_fts`` rows go
+    with them (trigger); :func:`sealmem.client.store.scrub.settle` wipes the rest.
+    """
+    cur = conn.execute(
+        "DELETE FROM history WHERE id = ? "
+        "AND coalesce(json_extract(record_json, '$.deleted'), 0) = 0",
+        (memory_id,),
+    )
+    return max(cur.rowcount, 0)
+
+
+def _forgotten(conn: sqlite3.Connection, memory_id: str) -> bool:
+    row = conn.execute("SELECT deleted FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    return row is not None and bool(row[0])
+
+
 def insert_history(
     conn: sqlite3.Connection,
     record: Record,
@@ -129,8 +156,12 @@ def insert_history(
     seen_count: int,
     updated_at: int,
     replaced_at: int,
-) -> None:
-    """Add one replaced version to ``history``."""
+) -> bool:
+    """Add one replaced version to ``history``; False (nothing added) for a version with
+    content of a memory whose winner is a tombstone: a forgotten text never comes back
+    through a teammate's late version or an old export."""
+    if not record.deleted and _forgotten(conn, record.id):
+        return False
     conn.execute(
         "INSERT INTO history (id, record_json, local_importance, seen_count, updated_at, "
         "transport, signer, signer_name, verified, received_at, snapshot_seq, replaced_at) "
@@ -150,6 +181,7 @@ def insert_history(
             replaced_at,
         ),
     )
+    return True
 
 
 def archive(conn: sqlite3.Connection, row: sqlite3.Row, replaced_at: int) -> None:
@@ -173,8 +205,13 @@ def write_version(
     local_importance: float,
     seen_count: int,
     updated_at: int,
-) -> None:
+) -> int:
     """Make ``record`` the winner for its id: archive any previous version, relink.
+
+    A tombstone is not archived over: the previous version's text is dropped and the
+    history of the id purged (:func:`purge_history`).  Returns how many versions with
+    content left the store that way (0 for any other write); when it is not 0, run
+    :func:`sealmem.client.store.scrub.settle` after the transaction commits.
 
     The caller decides that ``record`` wins (LWW, importance floor); this only
     writes.  Run it inside a transaction.
@@ -205,20 +242,27 @@ def write_version(
         **{f: v for f, v in provenance.to_dict().items() if f != "verified"},
         "verified": int(provenance.verified),
     }
+    purged = 0
     if previous is None:
         names = ", ".join(values)
         marks = ", ".join(f":{name}" for name in values)
         conn.execute(f"INSERT INTO memories ({names}) VALUES ({marks})", values)
     else:
-        archive(conn, previous, updated_at)
+        if not record.deleted or previous["deleted"]:
+            archive(conn, previous, updated_at)
+        else:
+            purged = 1 + purge_history(conn, record.id)
         sets = ", ".join(f"{name} = :{name}" for name in values if name != "id")
         conn.execute(f"UPDATE memories SET {sets} WHERE id = :id", values)
+    if record.deleted and previous is None:
+        purged = purge_history(conn, record.id)  # a memory dropped earlier, kept in history
     conn.execute("DELETE FROM supersedes WHERE new_id = ?", (record.id,))
     if not record.deleted:
         conn.executemany(
             "INSERT OR IGNORE INTO supersedes (old_id, new_id) VALUES (?, ?)",
             [(old, record.id) for old in record.supersedes],
         )
+    return purged
 
 
 def read_hlc(conn: sqlite3.Connection) -> Hlc:

@@ -34,6 +34,7 @@ from ...protocol.errors import ProtocolError, Rejected, StoreError, TransportErr
 from ...protocol.manifest import Manifest
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_manifest
+from ..store import scrub
 from ..store.connection import transaction
 from ..store.memory import Provenance
 from ..team.session import Refusal, Team, trusted_roster
@@ -194,6 +195,15 @@ def _merge_snapshot(
             f"seq {m.seq} ({exc}); nothing of it was kept. Run 'sealmem doctor' to check "
             "the store, then sync again"
         ) from exc
+    if result.purged:  # a tombstone won: wipe the forgotten text from the files too
+        try:
+            scrub.settle(team.conn)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"merged the snapshot of {m.writer}/{m.project} seq {m.seq}, but wiping the "
+                f"text of forgotten memories from the store's files failed ({exc}); run "
+                "'sealmem doctor', then sync again"
+            ) from exc
     summary.pulled_new += result.new
     summary.pulled_updated += result.updated
     summary.warnings.extend(result.skipped)
