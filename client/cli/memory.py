@@ -264,7 +264,7 @@ def forget(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Forget a memory: its content is removed, the reason is kept."""
+    """Forget a memory: the text of every version is erased, the reason is kept."""
     if reason is None:
         raise InputError(
             f"forget refused: give --reason 'WHY' (e.g. sealmem forget {memory_id} "

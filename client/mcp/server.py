@@ -272,7 +272,8 @@ _TOOL_DOCS = {
     "get": "Fetch one memory by its full id, with provenance. ",
     "recent": "List the most recent memories. Args: limit (default 10), project, all_projects. ",
     "forget": (
-        "Forget a memory: its content is removed, the reason you give is kept and shared. "
+        "Forget a memory: the content and keywords of every version are erased here and, "
+        "as they sync, on teammates' machines; the reason you give is kept and shared. "
         "Args: id, reason (required)."
     ),
     "status": "Where the store lives, the current project, counts, and sync state.",

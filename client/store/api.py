@@ -30,7 +30,7 @@ from ...protocol.record import (
 from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
 from ..recall import context
-from . import health, inputs, transfer, writes
+from . import health, inputs, scrub, transfer, writes
 from .connection import connect, connect_readonly, sqlite_errors, transaction
 from .memory import (
     DEFAULT_PROJECT,
@@ -206,7 +206,13 @@ class MemoryStore:
         return RememberResult(memory, created=False, merged=True, warnings=warnings)
 
     def forget(self, memory_id: str, *, reason: str) -> Memory:
-        """Replace a memory by a tombstone keeping ``reason``; the old version goes to history."""
+        """Replace a memory by a tombstone keeping ``reason``; purge the text of every version.
+
+        The tombstone keeps the metadata (id, kind, project, author, times) and the
+        reason (redacted); the content and keywords of the memory and of every older
+        version leave the tables, the full-text indexes, exports and the store's files
+        (:mod:`sealmem.client.store.scrub`).
+        """
         if not isinstance(reason, str) or not reason.strip():
             raise InputError("forget needs a reason (why this memory is wrong or unwanted)")
         reason = redact(reason.strip()).text
@@ -219,7 +225,10 @@ class MemoryStore:
             row = load_row(self._conn, self.get(memory_id).id)
             if row is None:
                 raise NotFoundError(f"memory {memory_id} vanished; retry")
-            return writes.tombstone(self._conn, row, author=self.author, now=now, reason=reason)
+            tomb = writes.tombstone(self._conn, row, author=self.author, now=now, reason=reason)
+        with sqlite_errors(self.path):
+            scrub.settle(self._conn)
+        return tomb
 
     # -- reading ---------------------------------------------------------------
 
@@ -363,9 +372,12 @@ class MemoryStore:
     ) -> ImportResult:
         """Merge an export into this store (last-write-wins per id); idempotent."""
         with sqlite_errors(self.path):
-            return transfer.import_document(
+            result = transfer.import_document(
                 self._conn, document, now_ms=self._clock(), progress=progress
             )
+            if result.updated:  # an imported tombstone may have purged a memory's text
+                scrub.settle(self._conn)
+        return result
 
     def stats(self) -> dict[str, Any]:
         """Counts by kind and project, sizes, schema version."""

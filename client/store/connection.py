@@ -248,7 +248,11 @@ def connect(
                 )
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
-            migrate(conn, migrations, now_ms=now_ms, path=path)
+            # Deleted rows (a forgotten memory's versions) are overwritten, not left in
+            # free space: see sealmem.client.store.scrub.
+            conn.execute("PRAGMA secure_delete = ON")
+            if migrate(conn, migrations, now_ms=now_ms, path=path):
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             if get_meta(conn, "store_id") is None:
                 with transaction(conn):
                     if get_meta(conn, "store_id") is None:

@@ -4,6 +4,19 @@ This is the one place that knows the column layout of ``memories`` and
 ``history`` (:mod:`sealmem.client.store.schema`).  The local API and the sync engine
 both write through :func:`write_version`, so that a replaced version always
 lands in ``history`` and the supersede links always follow the winner.
+
+A forgotten memory keeps no text that its forgetter may erase.  While a tombstone
+is the winner of an id, the ``history`` of that id holds no version with content
+that the tombstone *covers* (:func:`purge_history`; :func:`insert_history`
+refuses to add one): a tombstone written here (``sealmem forget``) covers every
+version, one pulled from a teammate covers the versions that teammate wrote.
+A teammate's tombstone therefore never erases what others wrote from this
+store (DESIGN §3: nothing is lost locally), so a hostile or stolen key cannot
+destroy the team's text, and a revocation that drops its tombstone brings the
+best remaining version back.  Earlier tombstones stay, so a dropped tombstone
+can give way to another one.  What the deleted rows leave in
+free pages, full-text segments and the WAL is wiped by
+:func:`sealmem.client.store.scrub.settle`.
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ from .memory import Memory, Provenance
 __all__ = [
     "MEMORY_COLUMNS",
     "archive",
+    "covers",
     "insert_history",
     "load_row",
     "memory_from_history_row",
@@ -30,6 +44,7 @@ __all__ = [
     "norm_hash",
     "normalize",
     "observe_hlc",
+    "purge_history",
     "read_hlc",
     "record_from_row",
     "record_json",
@@ -120,6 +135,40 @@ def record_json(record: Record) -> str:
     return json.dumps(record.to_wire(), sort_keys=True, ensure_ascii=False)
 
 
+def purge_history(conn: sqlite3.Connection, memory_id: str, editor: str | None = None) -> int:
+    """Delete the versions of ``memory_id`` in ``history`` that have content (only those
+    ``editor`` wrote, when given); return how many.
+
+    Earlier tombstones (no content, no keywords) stay.  The ``history_fts`` rows go
+    with them (trigger); :func:`sealmem.client.store.scrub.settle` wipes the rest.
+    """
+    sql = (
+        "DELETE FROM history WHERE id = ? "
+        "AND coalesce(json_extract(record_json, '$.deleted'), 0) = 0"
+    )
+    if editor is None:
+        cur = conn.execute(sql, (memory_id,))
+    else:
+        cur = conn.execute(
+            sql + " AND json_extract(record_json, '$.editor') = ?", (memory_id, editor)
+        )
+    return max(cur.rowcount, 0)
+
+
+def covers(tombstone_editor: str, tombstone_transport: str, version_editor: str) -> bool:
+    """Whether a tombstone erases a version's text: one written here (``forget``) erases
+    every version, a teammate's only the versions that teammate wrote."""
+    return tombstone_transport == "local" or version_editor == tombstone_editor
+
+
+def _forgotten_by(conn: sqlite3.Connection, memory_id: str) -> tuple[str, str] | None:
+    """(editor, transport) of the winning tombstone of ``memory_id``, or None."""
+    row = conn.execute(
+        "SELECT editor, transport FROM memories WHERE id = ? AND deleted = 1", (memory_id,)
+    ).fetchone()
+    return None if row is None else (str(row[0]), str(row[1]))
+
+
 def insert_history(
     conn: sqlite3.Connection,
     record: Record,
@@ -129,8 +178,13 @@ def insert_history(
     seen_count: int,
     updated_at: int,
     replaced_at: int,
-) -> None:
-    """Add one replaced version to ``history``."""
+) -> bool:
+    """Add one replaced version to ``history``; False (nothing added) for a version with
+    content that the memory's winning tombstone covers (:func:`covers`): a forgotten
+    text never comes back through a late version or an old export."""
+    by = None if record.deleted else _forgotten_by(conn, record.id)
+    if by is not None and covers(*by, record.editor):
+        return False
     conn.execute(
         "INSERT INTO history (id, record_json, local_importance, seen_count, updated_at, "
         "transport, signer, signer_name, verified, received_at, snapshot_seq, replaced_at) "
@@ -150,6 +204,7 @@ def insert_history(
             replaced_at,
         ),
     )
+    return True
 
 
 def archive(conn: sqlite3.Connection, row: sqlite3.Row, replaced_at: int) -> None:
@@ -173,8 +228,14 @@ def write_version(
     local_importance: float,
     seen_count: int,
     updated_at: int,
-) -> None:
+) -> int:
     """Make ``record`` the winner for its id: archive any previous version, relink.
+
+    A tombstone is not archived over the text it covers (:func:`covers`): the
+    previous version's text is dropped if covered, and the covered history of the
+    id purged (:func:`purge_history`).  Returns how many versions with
+    content left the store that way (0 for any other write); when it is not 0, run
+    :func:`sealmem.client.store.scrub.settle` after the transaction commits.
 
     The caller decides that ``record`` wins (LWW, importance floor); this only
     writes.  Run it inside a transaction.
@@ -205,20 +266,34 @@ def write_version(
         **{f: v for f, v in provenance.to_dict().items() if f != "verified"},
         "verified": int(provenance.verified),
     }
+    purged = 0
+    # whose text a tombstone erases here: every version (forget), or its writer's own
+    only = None if provenance.transport == "local" else record.editor
     if previous is None:
         names = ", ".join(values)
         marks = ", ".join(f":{name}" for name in values)
         conn.execute(f"INSERT INTO memories ({names}) VALUES ({marks})", values)
     else:
-        archive(conn, previous, updated_at)
+        covered = record.deleted and not previous["deleted"]
+        if covered and only is not None and previous["editor"] != only:
+            covered = False  # a teammate's tombstone keeps what others wrote
+        if not covered:
+            archive(conn, previous, updated_at)
+        else:
+            purged = 1
+        if record.deleted:
+            purged += purge_history(conn, record.id, only)
         sets = ", ".join(f"{name} = :{name}" for name in values if name != "id")
         conn.execute(f"UPDATE memories SET {sets} WHERE id = :id", values)
+    if record.deleted and previous is None:
+        purged = purge_history(conn, record.id, only)  # a memory dropped earlier
     conn.execute("DELETE FROM supersedes WHERE new_id = ?", (record.id,))
     if not record.deleted:
         conn.executemany(
             "INSERT OR IGNORE INTO supersedes (old_id, new_id) VALUES (?, ?)",
             [(old, record.id) for old in record.supersedes],
         )
+    return purged
 
 
 def read_hlc(conn: sqlite3.Connection) -> Hlc:

@@ -31,6 +31,12 @@ Version 3 adds the team sync tables; ``own_chain.pushed_wall`` holds the newest
 HLC this member published in the project, packed by
 :func:`sealmem.protocol.hlc.pack` (since version 4; before, ``(wall << 20) +
 counter``).
+
+Version 5 purges what earlier versions kept of forgotten memories: the versions
+with content in ``history`` that the winning tombstone of their id covers (all of
+them for a tombstone written here, the tombstone writer's own for a pulled one;
+since then :mod:`sealmem.client.store.rows` never keeps them), and the deleted
+tokens in both full-text indexes.
 """
 
 from __future__ import annotations
@@ -237,6 +243,20 @@ UPDATE own_chain
 SET pushed_wall = ((pushed_wall >> 20) << 16) | MIN(pushed_wall & 1048575, 65535);
 """
 
+_V5 = """
+DELETE FROM history
+WHERE coalesce(json_extract(record_json, '$.deleted'), 0) = 0
+  AND EXISTS (
+    SELECT 1 FROM memories m
+    WHERE m.id = history.id AND m.deleted = 1
+      AND (m.transport = 'local' OR m.editor = json_extract(history.record_json, '$.editor'))
+  );
+
+INSERT INTO memories_fts (memories_fts) VALUES ('optimize');
+
+INSERT INTO history_fts (history_fts) VALUES ('optimize');
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
@@ -248,6 +268,8 @@ MIGRATIONS: list[Migration] = [
     # own_chain.pushed_wall was packed as (wall << 20) + counter, which overflows a signed
     # 64-bit integer for a far-future wall; it is now protocol.hlc.pack (16 counter bits).
     Migration(4, "own chain: pushed_wall in the one HLC packing", _V4),
+    # forget removes the text of every version: purge what older stores kept in history.
+    Migration(5, "forget: purge the history of forgotten memories", _V5),
 ]
 
 

@@ -149,9 +149,23 @@ def reinforce(
 def tombstone(
     conn: sqlite3.Connection, row: sqlite3.Row, *, author: str, now: int, reason: str
 ) -> Memory:
-    """Replace the memory in ``row`` by a tombstone: no content or keywords, reason kept."""
+    """Replace the memory in ``row`` by a tombstone: no content or keywords, reason kept.
+
+    A memory a teammate forgot can be forgotten again here while this store still
+    holds text of it (a teammate's tombstone erases only that teammate's own text):
+    the new tombstone erases every version here, and on teammates' stores the
+    versions this member wrote.
+    """
     current = memory_from_row(row).record
-    if current.deleted:
+    if current.deleted and (
+        row["transport"] == "local"
+        or conn.execute(
+            "SELECT 1 FROM history WHERE id = ? "
+            "AND coalesce(json_extract(record_json, '$.deleted'), 0) = 0 LIMIT 1",
+            (current.id,),
+        ).fetchone()
+        is None
+    ):
         raise InputError(f"memory {current.id} is already forgotten ({current.delete_reason})")
     record = current.evolve(
         content="",

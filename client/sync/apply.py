@@ -10,7 +10,11 @@
    laws are property-tested against, decides winners, losers, floors and clock;
 4. **write**: changed winners with the snapshot's provenance (the replaced local
    version goes to ``history``), pulled versions that lost to ``history``, the
-   store's clock.
+   store's clock.  A tombstone that wins purges the text of the memory's versions
+   here too (:func:`sealmem.client.store.rows.write_version`; ``ApplyResult.purged``
+   counts them, and the caller runs :func:`sealmem.client.store.scrub.settle` after
+   committing), and a pulled version with content that loses to a tombstone is
+   not kept.
 
 It runs inside the caller's transaction, so a snapshot refused part way through
 merges nothing.
@@ -48,6 +52,7 @@ class ApplyResult:
     updated: int = 0
     unchanged: int = 0
     redacted: int = 0
+    purged: int = 0  # versions with content removed because a tombstone won
     skipped: list[str] = field(default_factory=list)
 
     def add(self, other: ApplyResult) -> None:
@@ -55,6 +60,7 @@ class ApplyResult:
         self.updated += other.updated
         self.unchanged += other.unchanged
         self.redacted += other.redacted
+        self.purged += other.purged
         self.skipped.extend(other.skipped)
 
 
@@ -86,6 +92,8 @@ def _load_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite
 
 
 def _add_loser(conn: sqlite3.Connection, record: Record, provenance: Provenance, now: int) -> None:
+    """Keep a pulled version that lost in history (not one with content of a memory
+    forgotten here: :func:`~sealmem.client.store.rows.insert_history` refuses it)."""
     text = record_json(record)
     seen = conn.execute(
         "SELECT 1 FROM history WHERE id = ? AND record_json = ? LIMIT 1", (record.id, text)
@@ -126,7 +134,7 @@ def apply_versions(
     merged = merge_many(local, incoming, now_ms=now, clock=clock, floors=floors)
     for rid in merged.changed:
         winner, row = merged.winners[rid], rows.get(rid)
-        write_version(  # archives the replaced local version in history
+        result.purged += write_version(  # archives the replaced local version in history
             conn,
             winner,
             provenance=provenance,

@@ -34,6 +34,7 @@ from ...protocol.errors import ProtocolError, Rejected, StoreError, TransportErr
 from ...protocol.manifest import Manifest
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_manifest
+from ..store import scrub
 from ..store.connection import describe, transaction
 from ..store.memory import Provenance
 from ..team.session import Refusal, Team, trusted_roster
@@ -193,6 +194,15 @@ def _merge_snapshot(
             f"the local store failed while merging the snapshot of {m.writer}/{m.project} "
             f"seq {m.seq}, and kept nothing of it: {describe(team.store.path, exc)}"
         ) from exc
+    if result.purged:  # a tombstone won: wipe the forgotten text from the files too
+        try:
+            scrub.settle(team.conn)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"merged the snapshot of {m.writer}/{m.project} seq {m.seq}, but wiping the "
+                f"text of forgotten memories from the store's files failed ({exc}); run "
+                "'sealmem doctor', then sync again"
+            ) from exc
     summary.pulled_new += result.new
     summary.pulled_updated += result.updated
     summary.warnings.extend(result.skipped)

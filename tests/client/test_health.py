@@ -12,7 +12,8 @@ def test_stats_counts(store: MemoryStore) -> None:
     store.remember("one", kind="fact", project="a")
     store.remember("two", kind="fact", project="b", private=True)
     gone = store.remember("three", kind="warning", project="a").memory
-    store.forget(gone.id, reason="no")
+    store.forget(gone.id, reason="no")  # its history is purged
+    store.remember("one", kind="fact", project="a", keywords=["again"])  # a new version
     stats = store.stats()
     assert stats["memories"] == 2
     assert stats["private"] == 1

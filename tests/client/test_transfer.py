@@ -45,7 +45,7 @@ def test_export_document_shape(store: MemoryStore) -> None:
     tomb = next(m for m in doc["memories"] if m["record"]["id"] == ids["d"])
     assert tomb["record"]["deleted"] is True
     assert tomb["record"]["delete_reason"] == "it was wrong"
-    assert len(doc["history"]) == 2  # the merged alpha and the forgotten delta
+    assert len(doc["history"]) == 1  # the merged alpha (forget purged delta's text)
     assert doc["supersedes"] == [[ids["b"], ids["c"]]]
     json.dumps(doc)  # JSON-able
 

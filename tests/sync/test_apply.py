@@ -3,7 +3,8 @@
 ``apply_versions`` (what the sync engine runs for every chunk) must decide exactly
 what :func:`sealmem.protocol.merge.merge_many` decides (the function the merge
 laws in tests/protocol/test_merge.py are property-tested against): the same
-winners, floors and clock, batch after batch, and nothing lost locally.
+winners, floors and clock, batch after batch, and nothing lost locally but the text
+of forgotten memories.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sealmem.client.store.rows import read_hlc
 from sealmem.client.sync import apply
 from sealmem.client.sync.apply import apply_versions
 from sealmem.protocol.hlc import Hlc
-from sealmem.protocol.merge import MergeResult, merge_many
+from sealmem.protocol.merge import MergeResult, merge_many, version_key
 from sealmem.protocol.record import Record
 from tests.support.versions import version_lists
 from tests.sync.conftest import World
@@ -71,10 +72,29 @@ def test_the_store_merges_exactly_like_merge_many(batches: list[list[Record]]) -
                 assert stored_floors == floors
                 assert read_hlc(conn) == clock
                 assert done.new + done.updated == len(model.changed)
-            # nothing is lost locally: every version fed is a winner or in history
+            # nothing is lost locally but forgotten text: every version fed is a winner or
+            # in history, unless a newer tombstone of its id by the same writer was fed (a
+            # pulled tombstone erases only its own writer's text) ...
             kept = [*stored.values(), *history]
             for version in fed:
-                assert version.to_wire() in kept
+                forgotten = any(
+                    t.deleted
+                    and t.id == version.id
+                    and t.editor == version.editor
+                    and version_key(t) > version_key(version)
+                    for t in fed
+                )
+                assert version.to_wire() in kept or (forgotten and not version.deleted)
+            # ... and while a tombstone wins, no version of its id with content by the
+            # tombstone's writer is kept
+            for rid, winner in stored.items():
+                if winner["deleted"]:
+                    covered = [
+                        h
+                        for h in history
+                        if h["id"] == rid and not h["deleted"] and h["editor"] == winner["editor"]
+                    ]
+                    assert covered == []
         finally:
             store.close()
 

@@ -206,14 +206,14 @@ def test_doctor_stamps_own_versions_again_and_keeps_revocations(
     world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``sealmem doctor`` applies the whole drop rule (it reads the trusted roster): a
-    far-ahead winner does not bring back the tombstone of a member revoked with
+    far-ahead winner does not bring back the edit of a member revoked with
     --drop-data; bob's own far-ahead memory is stamped again; the clock is in bounds."""
     from sealmem.client.team import admin
 
     adm, alice, bob, carol = (world.nodes[n] for n in ("admin", "alice", "bob", "carol"))
     mem = alice.remember("staging db lives on host db-7")
     world.sync_all(1)
-    carol.store.forget(mem.id, reason="obsolete")
+    carol.remember("staging db lives on host db-7", keywords=["carol-edit"])
     carol.sync()
     bob.sync()
     admin.revoke(adm.t, carol.key.kid, keep_data=False, now=adm.clock())

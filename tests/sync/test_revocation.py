@@ -196,33 +196,54 @@ def test_a_teammates_version_comes_back_when_a_post_pin_version_goes(world: Worl
     carol.remember("carol's own note about the staging database")
     world.sync_all(1)
     adm.sync()  # the admin's head for carol: seq 1
-    carol.store.forget(mem.id, reason="stolen key deletes a teammate's memory")
+    carol.remember(TEXT, keywords=["stolen-key-edit"])  # carol's edit of alice's memory
     carol.sync()
     bob.sync()
-    assert bob.memories().get(mem.id) is None or bob.winners()[mem.id][6]  # deleted at bob
+    assert bob.winners()[mem.id][3] == carol.key.kid
     admin.revoke(adm.t, carol.key.kid, keep_data=True, now=adm.clock())
     assert adm.t.roster().revocation(carol.key.kid).pins[PROJECT].seq == 1  # type: ignore[union-attr]
     bob.sync()
     back = bob.memories()[mem.id]
-    assert (back.record.editor, back.record.deleted) == (alice.key.kid, False)
+    assert (back.record.editor, back.record.keywords) == (alice.key.kid, ("deploy",))
+
+
+def test_a_revoked_members_forget_is_undone_by_the_revocation(world: World) -> None:
+    """A pulled tombstone erases only its own writer's text: carol (a stolen key) forgets
+    alice's memory, and once carol is revoked past that tombstone, alice's version comes
+    back everywhere (nothing written by others is lost to a hostile member)."""
+    adm, alice, bob, carol = (world.nodes[n] for n in ("admin", "alice", "bob", "carol"))
+    mem = alice.remember(TEXT, keywords=["deploy"])
+    carol.remember("carol's own note about the staging database")
+    world.sync_all(1)
+    adm.sync()
+    carol.store.forget(mem.id, reason="stolen key deletes a teammate's memory")
+    carol.sync()
+    bob.sync()
+    assert bob.winners()[mem.id][6]  # deleted at bob
+    assert bob.store.recall("make release", all_projects=True) == []
+    admin.revoke(adm.t, carol.key.kid, keep_data=True, now=adm.clock())
+    bob.sync()
+    assert bob.store.get(mem.id).content == TEXT
+    assert bob.store.get(mem.id).record.editor == alice.key.kid
+    assert [h.memory.id for h in bob.store.recall("make release", all_projects=True)] == [mem.id]
 
 
 # -- one predicate for every drop ----------------------------------------------------
 
 
 def test_far_ahead_drop_never_restores_a_dropped_writers_version(world: World) -> None:
-    """Revoked with --drop-data, carol's tombstone of alice's memory went to history; a far
-    -ahead winner dropped later must not bring that tombstone back."""
+    """Revoked with --drop-data, carol's edit of alice's memory went to history; a far
+    -ahead winner dropped later must not bring that edit back."""
     adm, alice, bob, carol = (world.nodes[n] for n in ("admin", "alice", "bob", "carol"))
     mem = alice.remember("staging db lives on host db-7")
     world.sync_all(1)
-    carol.store.forget(mem.id, reason="obsolete")
+    carol.remember("staging db lives on host db-7", keywords=["carol-edit"])
     carol.sync()
     bob.sync()
     assert bob.winners()[mem.id][3] == carol.key.kid
     admin.revoke(adm.t, carol.key.kid, keep_data=False, now=adm.clock())
     bob.sync()
-    assert bob.winners()[mem.id][3] == alice.key.kid  # carol's tombstone dropped
+    assert bob.winners()[mem.id][3] == alice.key.kid  # carol's edit dropped
     far = bob.clock() + 30 * 86_400_000
     conn = sqlite3.connect(bob.store.path)
     with conn:  # as an old sealmem left it: alice's winner a month ahead, and the clock too
