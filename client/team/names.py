@@ -8,12 +8,11 @@ no names and every author shows as its short id.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
 
 from ...protocol import canonical
 from ...protocol.errors import ProtocolError
 
-__all__ = ["author_label", "member_names"]
+__all__ = ["member_names"]
 
 
 def member_names(conn: sqlite3.Connection) -> dict[str, str]:
@@ -31,10 +30,3 @@ def member_names(conn: sqlite3.Connection) -> dict[str, str]:
         return {m["kid"]: m["name"] for m in members}
     except (ProtocolError, KeyError, TypeError):
         return {}
-
-
-def author_label(kid: str, names: Mapping[str, str], me: str | None = None) -> str:
-    """``you``, a teammate's name, or the first 8 characters of an unknown kid."""
-    if me is not None and kid == me:
-        return "you"
-    return names.get(kid) or kid[:8]
