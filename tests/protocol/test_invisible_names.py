@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from sealmem.client.cli.output import clean, one_line
+from sealmem.client.cli import output
+from sealmem.client.cli.output import clean
 from sealmem.protocol.names import name_problem, name_skeleton
 
 INVISIBLE = [
@@ -36,5 +37,5 @@ def test_a_variation_selector_after_an_emoji_or_ideograph_stays() -> None:
 
 
 def test_one_line_escapes_newlines_and_tabs_too() -> None:
-    assert one_line("a\nNOTICE\tb\x1b") == "a\\nNOTICE\\tb\\x1b"
+    assert output.one_line("a\nNOTICE\tb\x1b") == "a\\nNOTICE\\tb\\x1b"
     assert "\n" in clean("a\nb")  # clean keeps the lines of a memory
