@@ -6,11 +6,14 @@ Latin letter, a Khmer inherent vowel, a Mongolian selector, a tag or U+2800.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from sealmem.client.cli import output
 from sealmem.client.cli.output import clean
-from sealmem.protocol.names import name_problem, name_skeleton
+from sealmem.protocol.names import FILLERS, HIDDEN_RANGES, name_problem, name_skeleton
 
 INVISIBLE = [
     0x034F, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x2065, 0x2800, 0xFE00,
@@ -39,3 +42,15 @@ def test_a_variation_selector_after_an_emoji_or_ideograph_stays() -> None:
 def test_one_line_escapes_newlines_and_tabs_too() -> None:
     assert output.one_line("a\nNOTICE\tb\x1b") == "a\\nNOTICE\\tb\\x1b"
     assert "\n" in clean("a\nb")  # clean keeps the lines of a memory
+
+
+def test_the_spec_names_table_is_the_code_table() -> None:
+    spec = (Path(__file__).parents[2] / "protocol" / "SPEC.md").read_text(encoding="utf-8")
+    block = spec.split("**Names.**", 1)[1].split("except that", 1)[0]
+    listed: set[int] = set()
+    for first, last in re.findall(r"U\+([0-9A-F]{4,6})(?:-([0-9A-F]{4,6}))?", block):
+        start = int(first, 16)
+        end = int(first[: len(first) - len(last)] + last, 16) if last else start
+        listed |= set(range(start, end + 1))
+    coded = {cp for a, b in HIDDEN_RANGES for cp in range(a, b + 1)} | set(FILLERS)
+    assert listed == coded
