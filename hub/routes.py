@@ -342,21 +342,14 @@ class Handlers:
         return JSONResponse({"stored": True}, 201)
 
     def get_request(self, ctx: Ctx) -> Response:
-        """A join request's state, for its own key (or an admin): pending, approved, revoked."""
+        """A join request's state, for its own key (or an admin): pending, approved, revoked.
+
+        Only a caller whose signature verifies learns anything: a key the hub holds
+        neither in the roster nor in a live request gets the 401 ``unknown-key`` of every
+        route (its signature cannot be checked), never a 404 that a member's key with a
+        bad signature would not get."""
         kid = ctx.param("kid")
-        try:
-            team, state, caller = self._caller(ctx, pending=True, revoked=True)
-        except Refusal as exc:
-            if exc.code != hubapi.UNKNOWN_KEY or ctx.headers.get(hubapi.HEADER_KID) != kid:
-                raise
-            days = self.config.request_ttl_ms / (24 * 60 * 60 * 1000)
-            raise Refusal(
-                404,
-                hubapi.NO_REQUEST,
-                f"team {ctx.param('team')} holds no join request from {kid} and has no such "
-                f"member: an admin rejected it, or no admin handled it within {days:g} days "
-                "(it expired), or it never arrived; ask an admin, then join again",
-            ) from None
+        team, state, caller = self._caller(ctx, pending=True, revoked=True)
         if caller.kid != kid and not caller.admin:
             raise Refusal(403, hubapi.NOT_ADMIN, "only the requester or an admin may read this")
         roster = state.roster

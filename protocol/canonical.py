@@ -14,6 +14,7 @@ other spelling of the same value, so a signature covers one byte string only.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .errors import ProtocolError
@@ -48,9 +49,21 @@ def _check(value: Any, path: str = "$") -> None:
             if not isinstance(key, str):
                 raise NonCanonical(f"object key {key!r} at {path} is not a string")
             _check_text(key, f"{path} (an object key)")
-            _check(item, f"{path}.{_printable(key)}")
+            _check(item, path + _key_step(key))
         return
     raise NonCanonical(f"value of type {type(value).__name__} at {path} cannot be encoded")
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
+
+def _key_step(key: str) -> str:
+    """``.key`` for a plain key, else ``['...']`` escaped (a key from outside may hold a
+    newline or a terminal control: an error message carries no raw character of it)."""
+    if _PLAIN_KEY.fullmatch(key):
+        return f".{key}"
+    short = key if len(key) <= 40 else key[:37] + "..."
+    return f"[{short!a}]"
 
 
 def _printable(text: str) -> str:

@@ -10,7 +10,11 @@ terminal acts on or that hides text from the reader:
 - format characters (Unicode general category Cf): the soft hyphen, bidi marks,
   embeddings, overrides and isolates ``U+202A..U+202E``, ``U+2066..U+2069``, the
   zero-width space, word joiner, invisible operators, BOM, tags, ...;
-- the line and paragraph separators ``U+2028``, ``U+2029``; surrogates.
+- the line and paragraph separators ``U+2028``, ``U+2029``; surrogates;
+- the rest of Unicode's default-ignorable code points (they render as nothing:
+  the combining grapheme joiner ``U+034F``, variation selectors, Khmer
+  inherent vowels, Mongolian selectors, ``U+E0000..U+E0FFF``, ...), and the
+  blank braille pattern ``U+2800`` and musical null notehead ``U+1D159``.
 
 The set is the fixed table :data:`HIDDEN_RANGES` (Unicode 15.0), not the Unicode
 version of the running Python, so every member draws the line in the same place.
@@ -18,7 +22,8 @@ One exception keeps real names writable: the zero-width non-joiner and joiner
 ``U+200C``/``U+200D`` are allowed *between two non-ASCII characters that are
 neither hidden nor whitespace* (Persian and Indic spellings, emoji sequences);
 at an end, next to ASCII, a space or another hidden character they could only
-hide, and are refused.
+hide, and are refused.  Likewise a variation selector is allowed right after such a
+character (an emoji's presentation, an ideograph's variant) and refused elsewhere.
 
 :func:`hidden_at` is the same rule for one position of any text: the CLI uses it
 to escape what it prints.
@@ -42,24 +47,44 @@ from __future__ import annotations
 
 import bisect
 import functools
+import re
 import unicodedata
+from collections.abc import Iterable
 
-__all__ = ["FILLERS", "HIDDEN_RANGES", "MAX_NAME", "hidden_at", "name_problem", "name_skeleton"]
+__all__ = [
+    "FILLERS",
+    "HIDDEN_RANGES",
+    "MAX_NAME",
+    "MIN_ID_PREFIX",
+    "hidden_at",
+    "id_like",
+    "name_problem",
+    "name_skeleton",
+    "select",
+]
 
 MAX_NAME = 64
 
 #: Inclusive code point ranges refused in names and escaped on a terminal:
-#: Cc, Cf, Zl, Zp and Cs of Unicode 15.0.
+#: Cc, Cf, Zl, Zp and Cs of Unicode 15.0, the rest of its Default_Ignorable_Code_Point
+#: set but the Hangul fillers (:data:`FILLERS`), and code points that render as nothing:
+#: U+2800 (the blank braille pattern) and U+1D159 (a musical null notehead).
 HIDDEN_RANGES: tuple[tuple[int, int], ...] = (
-    (0x0000, 0x001F), (0x007F, 0x009F), (0x00AD, 0x00AD), (0x0600, 0x0605),
-    (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891),
-    (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x2028, 0x202E),
-    (0x2060, 0x2064), (0x2066, 0x206F), (0xD800, 0xDFFF), (0xFEFF, 0xFEFF),
-    (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F),
-    (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+    (0x0000, 0x001F), (0x007F, 0x009F), (0x00AD, 0x00AD), (0x034F, 0x034F),
+    (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
+    (0x0890, 0x0891), (0x08E2, 0x08E2), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x200B, 0x200F), (0x2028, 0x202E), (0x2060, 0x206F), (0x2800, 0x2800),
+    (0xD800, 0xDFFF), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFF0, 0xFFFB),
+    (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3),
+    (0x1D159, 0x1D159), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 )  # fmt: skip
 _STARTS = [start for start, _ in HIDDEN_RANGES]
 _JOINERS = frozenset({0x200C, 0x200D})
+#: Variation selectors (standardized, Mongolian, ideographic): they pick the glyph of the
+#: character before them, so they are allowed right after a visible non-ASCII one.
+_SELECTORS: tuple[tuple[int, int], ...] = (
+    (0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF),
+)  # fmt: skip
 
 #: Hangul fillers: letters (category Lo) that render as blank space.
 FILLERS = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0})
@@ -99,6 +124,8 @@ def hidden_at(text: str, i: int) -> bool:
         return False
     if cp in _JOINERS and 0 < i < len(text) - 1:
         return not (_joinable(text[i - 1]) and _joinable(text[i + 1]))
+    if i > 0 and any(a <= cp <= b for a, b in _SELECTORS):
+        return not _joinable(text[i - 1])
     return True
 
 
@@ -110,7 +137,7 @@ def name_problem(name: str) -> str | None:
         if hidden_at(name, i):
             return (
                 f"holds U+{ord(name[i]):04X} at position {i + 1}: names may not contain "
-                "control, format (bidi, zero-width) or line separator characters"
+                "control, format (bidi, zero-width), invisible or line separator characters"
             )
         if ord(name[i]) in FILLERS:
             return (
@@ -138,3 +165,41 @@ def name_skeleton(name: str) -> str:
         ch for ch in text if not (ch.isspace() or ord(ch) in FILLERS or _in_table(ord(ch)))
     )
     return unicodedata.normalize("NFC", kept.translate(_LOOKALIKES))
+
+
+MIN_ID_PREFIX = 8
+"""The shortest start of a member id that names a member (``admin grant 3xk7q2mz ...``)."""
+
+_ID_SHAPE = re.compile(r"[a-z2-7]{26}")
+
+
+def id_like(name: str, kids: Iterable[str]) -> str | None:
+    """The member id ``name`` reads as, when it would (else None): a new name must not be
+    the start (8+ characters) of a member's or waiting request's id, nor shaped like a
+    full member id, or ``admin grant NAME`` would mean two members to two people."""
+    if _ID_SHAPE.fullmatch(name):
+        return name
+    if len(name) >= MIN_ID_PREFIX:
+        return next((kid for kid in kids if kid.startswith(name)), None)
+    return None
+
+
+def select(selector: str, entries: Iterable[tuple[str, str | None]]) -> tuple[list[str], list[str]]:
+    """Who ``selector`` names among ``entries`` (kid, name): the kids it is (a full id wins
+    alone) or starts (8+ characters), and the kids whose name has its skeleton.
+
+    Callers take the one kid both lists agree on and refuse anything else as
+    ambiguous: a name that is another member's short id never wins over the id.
+    """
+    entries = list(entries)
+    exact = [kid for kid, _ in entries if kid == selector]
+    if exact:
+        return exact, []
+    by_id = (
+        [kid for kid, _ in entries if kid.startswith(selector)]
+        if len(selector) >= MIN_ID_PREFIX
+        else []
+    )
+    key = name_skeleton(selector)
+    by_name = [kid for kid, name in entries if name is not None and name_skeleton(name) == key]
+    return by_id, by_name

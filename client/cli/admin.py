@@ -85,7 +85,12 @@ def _status(item: dict[str, Any]) -> str:
         return "refused: " + str(item["refused"])
     if item["member"]:
         return "member"
-    return "ok, name clash" if item["clash"] else "ok"
+    flags = ["ok"]
+    if item["clash"]:
+        flags.append("name clash")
+    if item.get("rejected_before") is not None:
+        flags.append("rejected before")
+    return ", ".join(flags)
 
 
 def requests(as_json: JsonOpt = False) -> None:
@@ -121,9 +126,15 @@ def requests(as_json: JsonOpt = False) -> None:
     output.say(output.table(rows, headers))
     for i in items:
         if "refused" in i:
-            output.say(f"{i['kid']}: {i['detail']}")
-        elif i["clash"] and not i["member"]:
+            output.say(f"{i['kid']}: {output.one_line(str(i['detail']))}")
+            continue
+        if i["clash"] and not i["member"]:
             output.say(f"{i['kid']}: the name {i['name']!r} looks like {i['clash']}")
+        if i.get("rejected_before") is not None and not i["member"]:
+            output.say(
+                f"{i['kid']}: you rejected a join request of this key before "
+                f"({output.format_time(i['rejected_before'])}); approve it only if you mean to"
+            )
     if shown.requests:
         output.say(
             f"\nafter comparing fingerprints: 'sealmem admin approve' approves these "
@@ -139,6 +150,8 @@ def _confirm_shown(plan: Any, *, yes: bool) -> None:
         why = (
             f"refused ({view.refused[0]})"
             if view.refused
+            else "you rejected it after 'admin requests'"
+            if view.kid in plan.rejected
             else "arrived or changed after 'admin requests'"
         )
         output.say(f"left waiting: {view.name or '?'} ({view.kid}): {why}", err=True)
@@ -191,20 +204,28 @@ def approve(
     from ..team.session import now_ms
 
     with open_team() as team:
-        expect = None
         left: list[dict[str, Any]] = []
+        if rename is not None and len(request or []) != 1:
+            raise InputError(
+                "--as renames one request: approve that one alone ('admin approve KID --as X')"
+            )
+        team.refresh(team.trusted(), now_ms())
+        shown = load_shown(team.home, team=team.config.team, now=now_ms())
         if not request:
-            if rename is not None:
-                raise InputError("--as renames one request: name it ('admin approve KID --as X')")
-            team.refresh(team.trusted(), now_ms())
-            shown = load_shown(team.home, team=team.config.team, now=now_ms())
             plan = admin.plan_shown(team, shown, now_ms())
             _confirm_shown(plan, yes=yes)
-            request, expect = [v.kid for v in plan.approve], shown.requests
+            request = [v.kid for v in plan.approve]
             left = [{"kid": v.kid, "name": v.name} for v in plan.left]
+        else:  # by name or id: still one of those shown, and say which key it is
+            for view in admin.chosen_requests(team, request, now_ms()):
+                fingerprint = view.fingerprint or "-"
+                output.say(
+                    f"approving {view.name or '?'} ({view.kid}) fingerprint {fingerprint}",
+                    err=True,
+                )
         done = admin.approve(
             team, request, projects=project, read=read, write=write, now=now_ms(),
-            rename=rename, expect=expect, from_now=from_now,
+            rename=rename, expect=shown, from_now=from_now,
         )  # fmt: skip
         gaps = _history_gaps(team, project, read=read, from_now=from_now)
         doc = {"approved": [a.to_dict() for a in done], **_roster_doc(team.roster())}

@@ -33,6 +33,7 @@ __all__ = [
     "emit_json",
     "format_time",
     "memory_block",
+    "one_line",
     "provenance_label",
     "say",
     "short_id",
@@ -59,6 +60,12 @@ def _escape(match: re.Match[str]) -> str:
 def clean(text: str) -> str:
     """``text`` safe for a terminal: hidden characters shown as escapes, newlines kept."""
     return _HIDDEN.sub(_escape, text)
+
+
+def one_line(text: str) -> str:
+    """``text`` from outside (a refusal detail quoting a planted file) as one line:
+    :func:`clean`, and newlines and tabs shown as ``\\n`` and ``\\t`` too."""
+    return clean(text).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def say(text: str = "", *, err: bool = False, nl: bool = True) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -316,7 +317,7 @@ class HubTransport(Transport):
         try:
             doc = self._json("GET", path, "read the state of the join request")
         except HubError as exc:
-            if exc.code == hubapi.NO_REQUEST:
+            if exc.code in (hubapi.NO_REQUEST, hubapi.UNKNOWN_KEY):  # older hubs: 404
                 return hubapi.REQUEST_UNKNOWN
             if exc.status in (404, 405):  # a hub (or proxy) without this endpoint
                 return None
@@ -376,8 +377,16 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+_DOOR_CODE = re.compile(r"[a-z][a-z0-9-]{0,40}")
+_MAX_DOOR_CODES = 16
+
+
 def door_warnings(door: Mapping[str, Any], now: int) -> list[str]:
-    """What an admin must know about the team's door: a full inbox, refused join posts."""
+    """What an admin must know about the team's door: a full inbox, refused join posts.
+
+    The hub is not trusted with the admin's terminal: only refusal codes shaped like
+    the hub's own (``^[a-z][a-z0-9-]{0,40}$``) with a sane count are named, the 16
+    most frequent at most."""
     out: list[str] = []
     pending, capacity = _int(door.get("pending")), _int(door.get("capacity"))
     expires, oldest = _int(door.get("expires_after_ms")), _int(door.get("oldest_posted_at"))
@@ -391,7 +400,15 @@ def door_warnings(door: Mapping[str, Any], now: int) -> list[str]:
         )
     refused = door.get("refused")
     if isinstance(refused, dict) and isinstance(by_code := refused.get("by_code"), dict):
-        counts = {str(k): n for k, v in by_code.items() if (n := _int(v))}
+        valid = [
+            (n, k)
+            for k, v in by_code.items()
+            if isinstance(k, str) and _DOOR_CODE.fullmatch(k)
+            if (n := _int(v)) is not None and 0 < n < 10**12
+        ]
+        counts = dict(
+            sorted((k, n) for n, k in sorted(valid, key=lambda x: (-x[0], x[1]))[:_MAX_DOOR_CODES])
+        )
         if counts:
             total = sum(counts.values())
             since = _int(door.get("counted_since"))

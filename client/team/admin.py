@@ -29,7 +29,7 @@ from ...protocol.admission import check_request_against_invite
 from ...protocol.errors import InputError, Rejected
 from ...protocol.invite import DEFAULT_INVITE_MS
 from ...protocol.keyring import Keyring, build_keyring, extend_keyring
-from ...protocol.names import name_problem
+from ...protocol.names import id_like, name_problem
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_keyring, accept_roster
@@ -37,7 +37,18 @@ from ..paths import sanitize_project
 from ..store.connection import transaction
 from ..sync import replica
 from ..sync.hub import is_hub_location
-from .inbox import Inbox, Shown, check_name_free, name_key, resolve, save_shown
+from .inbox import (
+    Inbox,
+    RejectedLog,
+    Shown,
+    check_name_free,
+    forget_shown,
+    load_rejected,
+    name_key,
+    record_rejected,
+    resolve,
+    save_shown,
+)
 from .invite import (
     InviteRecord,
     RequestView,
@@ -53,6 +64,7 @@ __all__ = [
     "Approved",
     "ShownPlan",
     "approve",
+    "chosen_requests",
     "create_team",
     "grant",
     "invite",
@@ -311,36 +323,57 @@ def pending_requests(team: Team, now: int) -> list[dict[str, Any]]:
 
 
 def show_requests(team: Team, now: int) -> tuple[list[dict[str, Any]], Shown]:
-    """:func:`pending_requests`, and record the admissible ones as shown at ``now``: what
-    ``admin approve`` with no argument approves (:mod:`.inbox`)."""
+    """:func:`pending_requests` (each flagged when this admin rejected that key before),
+    and record the admissible ones as shown at ``now``: what ``admin approve`` approves
+    (:mod:`.inbox`)."""
     inbox = _inbox(team, now)
+    rejected = load_rejected(team.home, team=team.config.team)
     shown = Shown(team.config.team, now, {v.kid: inbox.hashes[v.kid] for v in inbox.admissible()})
     save_shown(team.home, shown)
-    return inbox.to_dicts(now), shown
+    return inbox.to_dicts(now, rejected), shown
 
 
 @dataclass(frozen=True)
 class ShownPlan:
     """What approving the shown set does now: who is approved, who is left waiting (arrived
-    or changed since, or refused now) and which shown requests are gone."""
+    or changed since, rejected since, or refused now) and which shown requests are gone."""
 
     approve: list[RequestView]
     left: list[RequestView]
     gone: list[str]
+    rejected: frozenset[str] = frozenset()
+    """Kids of ``left`` that this admin rejected after they were shown."""
 
 
 def plan_shown(team: Team, shown: Shown, now: int) -> ShownPlan:
     """Match the waiting requests against ``shown`` (:func:`~.inbox.load_shown`)."""
     inbox = _inbox(team, now)
+    rejected = load_rejected(team.home, team=team.config.team)
     chosen: list[RequestView] = []
     left: list[RequestView] = []
+    again = set()
     for view in inbox.views:
         if view.member:
             continue
         same = shown.requests.get(view.kid) == inbox.hashes.get(view.kid)
+        if rejected.after(view.kid, shown.shown_at):
+            again.add(view.kid)
+            same = False
         (chosen if same and view.refused is None else left).append(view)
     gone = sorted(set(shown.requests) - {v.kid for v in inbox.views})
-    return ShownPlan(chosen, left, gone)
+    return ShownPlan(chosen, left, gone, frozenset(again))
+
+
+def chosen_requests(team: Team, selectors: Sequence[str], now: int) -> list[RequestView]:
+    """The waiting requests ``selectors`` name, as :func:`approve` resolves them (to show
+    their fingerprints before approving)."""
+    views = _inbox(team, now).views
+    chosen: list[RequestView] = []
+    for selector in selectors:
+        view = resolve(views, selector, admissible=True)
+        if view not in chosen:
+            chosen.append(view)
+    return chosen
 
 
 def approve(
@@ -353,7 +386,7 @@ def approve(
     now: int,
     from_now: bool = False,
     rename: str | None = None,
-    expect: Mapping[str, str] | None = None,
+    expect: Shown | None = None,
 ) -> list[Approved]:
     """Add the members of the join requests ``kids`` names (kids, kid prefixes of 8+
     characters, or names unique among the waiting requests).
@@ -362,8 +395,9 @@ def approve(
     expired, used or mismatched invite, or an invalid request) is never
     approved, nor one whose name looks like a member's or another waiting
     request's, unless ``rename`` gives the one request chosen a new name.  With
-    ``expect`` (kid -> request hash, what the admin was shown), a request whose
-    bytes differ is refused.
+    ``expect`` (what ``admin requests`` showed: kid -> request hash, and when), a
+    request that was not shown, whose bytes differ, or that this admin rejected
+    since is refused; without, a request this admin ever rejected is refused.
 
     Readers are wrapped every older epoch of their projects this admin holds, so
     they read what the team already wrote; ``from_now`` wraps only the current one.
@@ -378,9 +412,10 @@ def approve(
         raise InputError(f"the member name {rename!r} {problem}")
     state, roster = _admin_roster(team, now)
     inbox = _inbox(team, now)
+    rejected = load_rejected(team.home, team=team.config.team)
     chosen: list[RequestView] = []
     for selector in kids:
-        view = resolve(inbox.views, selector)
+        view = resolve(inbox.views, selector, admissible=True)
         if view not in chosen:
             chosen.append(view)
     granted = sorted(set(projects) if projects else set(roster.projects))
@@ -394,11 +429,7 @@ def approve(
             raise InputError(f"join request {view.kid} is refused ({reason}): {detail}")
         if roster.member(req.kid) is not None:
             raise InputError(f"{req.name} ({req.kid}) is already a member")
-        if expect is not None and expect.get(req.kid) != inbox.hashes.get(req.kid):
-            raise InputError(
-                f"the join request of {req.name!r} ({req.kid}) changed since it was shown; "
-                "run 'sealmem admin requests' again"
-            )
+        _check_shown(req.name, req.kid, inbox.hashes.get(req.kid), expect, rejected)
         name = rename or req.name
         taken = [a.name for a, _ in done]
         check_name_free(name, req.kid, roster, inbox.views, taken, renamed=rename is not None)
@@ -419,14 +450,42 @@ def approve(
     return [item for item, _ in done]
 
 
+def _check_shown(
+    name: str, kid: str, digest: str | None, expect: Shown | None, rejected: RejectedLog
+) -> None:
+    """Refuse a request ``expect`` did not show as it is now, or rejected since."""
+    again = "run 'sealmem admin requests' again, compare its fingerprint, then approve"
+    if rejected.after(kid, None if expect is None else expect.shown_at):
+        raise InputError(
+            f"you rejected the join request of {name!r} ({kid}) after it was shown; if it "
+            f"was posted again and you mean to let it in: {again}"
+        )
+    if expect is None:
+        return
+    if kid not in expect.requests:
+        raise InputError(
+            f"the join request of {name!r} ({kid}) is not one the last 'sealmem admin "
+            f"requests' showed (it arrived since, or another key took that name): {again}"
+        )
+    if expect.requests[kid] != digest:
+        raise InputError(
+            f"the join request of {name!r} ({kid}) changed since it was shown: {again}"
+        )
+
+
 def reject(
     team: Team, kids: Sequence[str], *, all_refused: bool = False, now: int
 ) -> list[RequestView]:
     """Remove the join requests ``kids`` names (as :func:`approve` resolves them) and, with
-    ``all_refused``, every refused one and every one of a key that is already a member."""
+    ``all_refused``, every refused one and every one of a key that is already a member.
+
+    The rejected requests leave the record of what ``admin requests`` showed, and
+    are noted (kid, request hash) so the same request posted again is not approved
+    before ``admin requests`` shows it again, flagged (:mod:`.inbox`)."""
     if not kids and not all_refused:
         raise InputError("name the join requests to reject (names or ids), or give --all-refused")
-    views = _inbox(team, now).views
+    inbox = _inbox(team, now)
+    views = inbox.views
     chosen: list[RequestView] = []
     for selector in kids:
         view = resolve(views, selector)
@@ -434,6 +493,9 @@ def reject(
             chosen.append(view)
     if all_refused:
         chosen += [v for v in views if (v.refused is not None or v.member) and v not in chosen]
+    noted = {v.kid: inbox.hashes[v.kid] for v in chosen if v.kid in inbox.hashes}
+    record_rejected(team.home, team=team.config.team, requests=noted, now=now)
+    forget_shown(team.home, noted)
     for view in chosen:
         team.transport.remove_request(view.kid)
     return chosen
@@ -469,6 +531,11 @@ def issue(
     if problem := name_problem(name):
         raise InputError(f"the member name {name!r} {problem}")
     state, roster = _admin_roster(team, now)
+    if looks := id_like(name, [m.kid for m in roster.members]):
+        raise InputError(
+            f"the member name {name!r} reads as the member id {looks}: 'admin grant "
+            f"{name}' could mean either; issue the key under another name"
+        )
     if same := [m for m in roster.members if name_key(m.name) == name_key(name)]:
         raise InputError(
             f"the member name {name!r} looks like that of member {same[0].name!r} "

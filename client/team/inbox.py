@@ -8,7 +8,13 @@ moment.  So an approval is bound to what the admin looked at:
   ``<home>/requests-shown.json``;
 - ``admin approve`` with no argument approves only those, and only while the
   bytes are unchanged and the record is younger than :data:`SHOWN_MAX_AGE_MS`;
-  a request that arrived or changed since is left waiting and reported.
+  a request that arrived or changed since is left waiting and reported;
+  ``admin approve NAME|KID`` approves a request only if it is one of those too;
+- ``admin reject`` takes the requests it removes out of that record and notes
+  them (kid, request hash, time) in ``<home>/requests-rejected.json``
+  (:class:`RejectedLog`): the same bytes posted again are not approved on the
+  strength of an earlier listing, and the next ``admin requests`` flags them as
+  rejected before.
 
 Names are shown to the admin, who tells members apart by them: a request whose
 name looks like (:func:`name_key`) a member's or another waiting request's is
@@ -27,19 +33,24 @@ from typing import Any
 from ...crypto import blake2b
 from ...protocol.admission import RequestView
 from ...protocol.errors import InputError
-from ...protocol.names import name_skeleton
+from ...protocol.names import id_like, name_skeleton, select
 from ...protocol.roster import Roster
 from ..fsutil import atomic_write
 
 __all__ = [
+    "REJECTED_FILE",
     "SHOWN_FILE",
     "SHOWN_MAX_AGE_MS",
     "Inbox",
+    "RejectedLog",
     "Shown",
     "check_name_free",
+    "forget_shown",
+    "load_rejected",
     "load_shown",
     "name_clashes",
     "name_key",
+    "record_rejected",
     "request_hash",
     "resolve",
     "save_shown",
@@ -50,7 +61,9 @@ SHOWN_MAX_AGE_MS = 60 * 60 * 1000
 """How long what ``admin requests`` showed may be approved without looking again."""
 
 _FORMAT = "sealmem/requests-shown/v1"
-_MIN_PREFIX = 8
+REJECTED_FILE = "requests-rejected.json"
+_REJECTED_FORMAT = "sealmem/requests-rejected/v1"
+_MAX_REJECTED = 4096
 
 
 def request_hash(data: bytes) -> str:
@@ -66,8 +79,9 @@ def name_key(name: str) -> str:
 
 
 def _waiting(views: Iterable[RequestView]) -> list[RequestView]:
-    """Readable requests of keys that are not members (a member's is a replay)."""
-    return [v for v in views if v.name is not None and not v.member]
+    """Admissible requests of keys that are not members (a member's is a replay): a
+    refused one (no valid invite, say) can never be approved, so it blocks no name."""
+    return [v for v in views if v.name is not None and v.refused is None and not v.member]
 
 
 def name_clashes(views: Sequence[RequestView], roster: Roster | None) -> dict[str, str]:
@@ -86,6 +100,9 @@ def name_clashes(views: Sequence[RequestView], roster: Roster | None) -> dict[st
             if o.kid != view.kid and name_key(str(o.name)) == key
         ]
         found = [*members.get(key, []), *others]
+        kids = [*(m.kid for m in roster.members), *(o.kid for o in waiting)] if roster else []
+        if looks := id_like(str(view.name), kids or [o.kid for o in waiting]):
+            found.append(f"the member id {looks}")
         if found:
             out[view.kid] = ", ".join(found)
     return out
@@ -109,13 +126,17 @@ class Inbox:
     def admissible(self) -> list[RequestView]:
         return [v for v in self.views if v.refused is None and not v.member]
 
-    def to_dicts(self, now: int) -> list[dict[str, Any]]:
+    def to_dicts(self, now: int, rejected: RejectedLog | None = None) -> list[dict[str, Any]]:
+        """For people and ``--json``; ``rejected_before`` is when this admin last rejected
+        a request of that key (ms), or None."""
         out = []
         for view in self.views:
             doc = view.to_dict()
             created = view.created_at
             doc["age_ms"] = None if created is None else max(0, now - created)
             doc["clash"] = self.clashes.get(view.kid)
+            before = rejected.entries.get(view.kid) if rejected is not None else None
+            doc["rejected_before"] = None if before is None else before[1]
             out.append(doc)
         return out
 
@@ -146,6 +167,83 @@ class Shown:
 def save_shown(home: Path, shown: Shown) -> None:
     text = json.dumps(shown.to_json(), indent=2, sort_keys=True) + "\n"
     atomic_write(Path(home) / SHOWN_FILE, text.encode("utf-8"), mode=0o600)
+
+
+def forget_shown(home: Path, kids: Iterable[str]) -> None:
+    """Take ``kids`` out of the shown record (a rejected request is no longer "shown")."""
+    path = Path(home) / SHOWN_FILE
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        shown = Shown(str(doc["team"]), int(doc["shown_at"]), dict(doc["requests"]))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        path.unlink(missing_ok=True)  # unreadable: approving needs a new listing anyway
+        return
+    drop = set(kids)
+    if drop & set(shown.requests):
+        kept = {k: h for k, h in shown.requests.items() if k not in drop}
+        save_shown(home, Shown(shown.team, shown.shown_at, kept))
+
+
+@dataclass(frozen=True)
+class RejectedLog:
+    """The join requests this admin rejected: kid -> (request hash, when), per team."""
+
+    team: str
+    entries: Mapping[str, tuple[str, int]]
+
+    def after(self, kid: str, since: int | None) -> bool:
+        """Whether a request of ``kid`` was rejected at or after ``since`` (None: ever)."""
+        entry = self.entries.get(kid)
+        return entry is not None and (since is None or entry[1] >= since)
+
+
+def load_rejected(home: Path, *, team: str) -> RejectedLog:
+    """What ``admin reject`` noted for ``team`` in this home (empty when nothing was)."""
+    path = Path(home) / REJECTED_FILE
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return RejectedLog(team, {})
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            f"{path} is unreadable ({exc}): it lists the join requests you rejected; "
+            "restore it, or remove it and check 'sealmem admin requests' before approving"
+        ) from exc
+    try:
+        if doc.get("format") != _REJECTED_FORMAT:
+            raise ValueError(f"format {doc.get('format')!r}")
+        found = doc["teams"].get(team, {})
+        entries = {str(k): (str(v["hash"]), int(v["at"])) for k, v in found.items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(
+            f"{path} is damaged ({exc}): it lists the join requests you rejected; "
+            "restore it, or remove it and check 'sealmem admin requests' before approving"
+        ) from exc
+    return RejectedLog(team, entries)
+
+
+def record_rejected(home: Path, *, team: str, requests: Mapping[str, str], now: int) -> None:
+    """Note the rejected ``requests`` (kid -> request hash) at ``now``; the oldest notes
+    beyond :data:`_MAX_REJECTED` per team are dropped."""
+    if not requests:
+        return
+    path = Path(home) / REJECTED_FILE
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        teams = {str(t): dict(e) for t, e in doc["teams"].items()}
+    except FileNotFoundError:
+        teams = {}
+    else:
+        load_rejected(home, team=team)  # refuses a damaged file rather than overwrite it
+    entries = {**teams.get(team, {})}
+    entries.update({kid: {"hash": h, "at": now} for kid, h in requests.items()})
+    newest = sorted(entries.items(), key=lambda item: -int(item[1]["at"]))[:_MAX_REJECTED]
+    teams[team] = dict(sorted(newest))
+    doc = {"format": _REJECTED_FORMAT, "teams": teams}
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    atomic_write(path, text.encode("utf-8"), mode=0o600)
 
 
 _RUN_REQUESTS = "run 'sealmem admin requests', compare the fingerprints, then approve"
@@ -192,16 +290,20 @@ def check_name_free(
     *,
     renamed: bool,
 ) -> None:
-    """Refuse a new member name that looks like a member's, another waiting request's or
-    one approved in the same change."""
+    """Refuse a new member name that looks like a member's, another admissible waiting
+    request's or one approved in the same change, or that reads as a member id."""
     key = name_key(name)
+    waiting = [v for v in _waiting(views) if v.kid != kid]
     clash = [f"member {m.name!r} ({m.kid[:8]})" for m in roster.members if name_key(m.name) == key]
     clash += [
         f"the waiting request of {v.name!r} ({v.kid[:8]})"
-        for v in views
-        if v.kid != kid and v.name is not None and not v.member and name_key(v.name) == key
+        for v in waiting
+        if name_key(str(v.name)) == key
     ]
     clash += [f"{t!r}, approved with it" for t in taken if name_key(t) == key]
+    kids = [kid, *(m.kid for m in roster.members), *(v.kid for v in waiting)]
+    if looks := id_like(name, kids):
+        clash.append(f"the member id {looks}")
     if not clash:
         return
     fix = (
@@ -216,27 +318,40 @@ def check_name_free(
     )
 
 
-def resolve(views: Sequence[RequestView], selector: str) -> RequestView:
+def resolve(
+    views: Sequence[RequestView], selector: str, *, admissible: bool = False
+) -> RequestView:
     """The one waiting request ``selector`` names: a kid, a kid prefix of 8+ characters, or
-    a display name that is unique (:func:`name_key`) among the waiting requests."""
-    by_kid = [v for v in views if v.kid == selector]
-    if not by_kid and len(selector) >= _MIN_PREFIX:
-        by_kid = [v for v in views if v.kid.startswith(selector)]
-    if len(by_kid) == 1:
-        return by_kid[0]
-    if by_kid:
+    a display name that is unique (:func:`name_key`) among the waiting requests; a
+    selector that is one request's name and the start of another's id is refused
+    (``protocol.names.select``, the precedence of ``find_member`` too).
+
+    With ``admissible``, a name is looked up among the admissible requests only (a
+    refused request can be named by its id), so a refused look-alike blocks nothing.
+    """
+    named = _waiting(views) if admissible else [v for v in views if v.name is not None]
+    by_id, _ = select(selector, [(v.kid, None) for v in views])
+    _, by_name = select(selector, [(v.kid, v.name) for v in named])
+    if selector in by_id:
+        by_name = []
+    found = [v for v in views if v.kid in {*by_id, *by_name}]
+    if len(found) == 1:
+        return found[0]
+    if by_id and by_name:
+        both = ", ".join(f"{v.name!r} {v.kid}" for v in found)
+        raise InputError(
+            f"{selector!r} is both the name of a join request and the start of another's id "
+            f"({both}); give the full id ('sealmem admin requests' lists them)"
+        )
+    if by_id:
         raise InputError(
             f"{selector!r} is the start of several request ids; give more of it "
             "('sealmem admin requests' lists them)"
         )
-    key = name_key(selector)
-    by_name = [v for v in views if v.name is not None and name_key(v.name) == key]
-    if len(by_name) == 1:
-        return by_name[0]
-    if by_name:
-        kids = ", ".join(f"{v.name!r} {v.kid}" for v in by_name)
+    if found:
+        kids = ", ".join(f"{v.name!r} {v.kid}" for v in found)
         raise InputError(
-            f"{len(by_name)} waiting join requests are named like {selector!r} ({kids}); "
+            f"{len(found)} waiting join requests are named like {selector!r} ({kids}); "
             "compare fingerprints ('sealmem admin requests') and choose one by its id"
         )
     raise InputError(

@@ -19,7 +19,7 @@ from ...crypto import SUITE, ContentKey, MemberKey
 from ...protocol import hubapi, reasons
 from ...protocol.encoding import b64d, b64e
 from ...protocol.errors import InputError, Rejected, SealmemError, StoreError
-from ...protocol.names import name_problem
+from ...protocol.names import name_problem, select
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_keyring, accept_roster
@@ -168,18 +168,29 @@ def trusted_roster(state: TrustedState) -> Roster:
 
 
 def find_member(roster: Roster, who: str) -> Member:
-    """A member by kid, kid prefix (8+ characters) or unique name."""
-    exact = roster.member(who)
-    if exact is not None:
-        return exact
-    found = [m for m in roster.members if m.name == who]
-    if not found and len(who) >= 8:
-        found = [m for m in roster.members if m.kid.startswith(who)]
+    """A member by kid, kid prefix (8+ characters) or a name unique by its skeleton; a
+    selector that is one member's name and the start of another's id is refused
+    (``protocol.names.select``, the precedence ``admin approve`` uses too)."""
+    by_id, by_name = select(who, [(m.kid, m.name) for m in roster.members])
+    found = {*by_id, *by_name}
     if len(found) == 1:
-        return found[0]
-    names = ", ".join(f"{m.name} ({m.kid[:8]})" for m in roster.members)
+        return _member(roster, found.pop())
+    names = ", ".join(f"{m.name!r} ({m.kid[:8]})" for m in roster.members)
+    if by_id and by_name:
+        both = ", ".join(f"{_member(roster, k).name!r} ({k})" for k in sorted(found))
+        raise InputError(
+            f"{who!r} is both a member's name and the start of another member's id ({both}); "
+            "give the member's full id"
+        )
     why = "matches several members" if found else "is not a member"
     raise InputError(f"{who!r} {why} of roster v{roster.version}; members: {names}")
+
+
+def _member(roster: Roster, kid: str) -> Member:
+    member = roster.member(kid)
+    if member is None:  # select() only returns kids of the roster
+        raise InputError(f"member {kid} is not in roster v{roster.version}")
+    return member
 
 
 @dataclass(frozen=True)

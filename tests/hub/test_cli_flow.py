@@ -99,6 +99,7 @@ def test_watch_follows_the_hub_change_feed(hub: BackgroundHub, tmp_path: Path) -
     invite = str(j(run(admin, "team", "invite", "--json"))["invite"])
     run(alice, "team", "join", invite, "--name", "alice")
     run(bob, "team", "join", invite, "--name", "bob")
+    run(admin, "admin", "requests")  # an approval is bound to what was shown
     run(admin, "admin", "approve", "alice", "bob")
     run(alice, "sync")
     run(bob, "sync")

@@ -174,7 +174,9 @@ def test_pending_requests_expire_and_free_their_slot(tmp_path: Path) -> None:
         assert list(admin.requests()) == [carol.kid]
         door.clock.now += 1  # seven days after carol's last post
         assert admin.requests() == {}
-        assert door.get(carol, f"/requests/{carol.kid}")[1]["error"] == "no-request"
+        # a key the hub no longer knows: the 401 of every route, not a 404 (no oracle)
+        status, doc = door.get(carol, f"/requests/{carol.kid}")
+        assert (status, doc["error"]) == (401, "unknown-key")
         assert door.get(carol, "/rosters")[1]["error"] == "unknown-key"
         pending = door.transport(carol)
         assert pending.join_status(carol.kid) == "unknown"

@@ -132,6 +132,7 @@ def test_approve_by_name_and_ambiguous_names(cli: Cli, invite: str) -> None:
     alice = _join(cli, invite, "alice")
     bob = _join(cli, invite, "bob")
     bob2 = _join(cli, invite, "bob2", name="Bob")  # looks like bob
+    cli("admin", "admin", "requests")
     done = cli("admin", "admin", "approve", "alice", "--json").json()
     assert [a["kid"] for a in done["approved"]] == [alice["kid"]]
     ambiguous = cli("admin", "admin", "approve", "bob", code=1)
@@ -153,6 +154,7 @@ def test_approve_by_name_and_ambiguous_names(cli: Cli, invite: str) -> None:
 
 def test_a_name_like_a_members_is_refused_unless_renamed(cli: Cli, invite: str) -> None:
     alice = _join(cli, invite, "alice")
+    cli("admin", "admin", "requests")
     cli("admin", "admin", "approve", "alice")
     fake = _join(cli, invite, "fake", name="ALICE")
     assert "member 'alice'" in _waiting(cli)[fake["kid"]]["clash"]
@@ -197,6 +199,7 @@ def test_reject_removes_requests_by_name_and_all_refused(
 
 def test_grant_on_an_unknown_project_needs_create(cli: Cli, invite: str) -> None:
     _join(cli, invite, "alice")
+    cli("admin", "admin", "requests")
     cli("admin", "admin", "approve", "alice")
     version = cli("admin", "team", "status", "--json").json()["roster_version"]
     typo = cli("admin", "admin", "grant", "alice", "webap", code=1)

@@ -39,7 +39,7 @@ def test_approving_the_shown_set_skips_garbage_and_replayed_requests(tmp_path: P
         kids = [v.kid for v in plan.approve]
         done = admin.approve(
             boss.t, kids, projects=None, read=True, write=True, now=boss.clock(),
-            expect=shown.requests,
+            expect=shown,
         )  # fmt: skip
         assert [a.kid for a in done] == [dave.key.kid]
         dave.team = Team.open(dave.home, dave.store, dave.key)

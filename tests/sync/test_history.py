@@ -238,6 +238,7 @@ def test_cli_approve_from_now_and_the_warning_for_epochs_it_cannot_wrap(
     run = as_admin
 
     dave = _request(world, "dave")
+    assert run("admin", "requests").code == 0  # an approval is bound to what was shown
     done = run("admin", "approve", dave.key.kid, "--from-now", "--json")
     assert done.code == 0, done.err
     assert done.json()["warnings"] == []  # --from-now: nothing older was to be wrapped
@@ -246,6 +247,7 @@ def test_cli_approve_from_now_and_the_warning_for_epochs_it_cannot_wrap(
     assert old not in dave.memories()
 
     erin = _request(world, "erin")
+    assert run("admin", "requests").code == 0
     done = run("admin", "approve", erin.key.kid, "-p", PROJECT)
     assert done.code == 0, done.err
     assert "warning" not in done.err  # this admin holds every epoch of webapp
@@ -261,6 +263,7 @@ def test_cli_approve_from_now_and_the_warning_for_epochs_it_cannot_wrap(
     assert again.json()["warnings"] == []
 
     frank = _request(world, "frank")
+    assert run("admin", "requests").code == 0
     done = run("admin", "approve", frank.key.kid)
     assert done.code == 0, done.err
     assert "epoch(s) 2 of 'shared' were not wrapped" in done.err

@@ -38,6 +38,7 @@ def test_admin_requests_and_sync_survive_a_planted_lone_surrogate(
     team_dir = folder / "sealmem" / made["team"]
     invite = run("admin", "team", "invite", "--json").json()["invite"]
     run("alice", "team", "join", invite, "--name", "alice")
+    run("admin", "admin", "requests")
     run("admin", "admin", "approve", "alice")
     run("alice", "remember", "deploys go out on Tuesdays", "--kind", "decision")
     run("alice", "sync")
