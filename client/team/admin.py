@@ -1,41 +1,28 @@
-"""Admin operations (DESIGN §4): create a team, approve, issue, grant, revoke, rotate, reset.
+"""Admin operations (DESIGN §4): create a team, invite, review and approve or reject
+join requests, issue, grant, revoke, rotate, reset.
 
-Every change is one new roster version, signed by this member's admin key.  A
-change that only adds readers (approve, issue, a read grant) re-publishes the
-project's current keyring with wraps for the new readers (same epoch, same
-key); one that removes a reader (revoke, a grant taken back) or ``admin
-rotate`` starts a new epoch with a fresh content key.  An admin that cannot
-unwrap the current key falls back to a new epoch.  A new reader is also wrapped
-every older epoch of its projects this admin holds (the older keyrings are
-re-published citing the new roster), so it reads what the team already wrote;
-``from_now`` wraps only the current epoch, and :func:`missing_history` names the
-older epochs this admin cannot unwrap.  Keyrings are published before the roster
-that names their epoch, so a reader who sees the roster finds its keyrings.
-Before changing anything the admin refreshes its roster from the transport, so
-it always extends the newest version.
+Each operation decides its roster edits (``protocol.admin``) and hands them to
+:mod:`sealmem.client.team.publish`, which publishes one new roster version with
+the keyrings it needs.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...crypto import KDF_MODERATE, SUITE, ContentKey, KdfLimits, MemberKey
+from ...crypto import KDF_MODERATE, SUITE, KdfLimits, MemberKey
 from ...protocol import admin as edits
 from ...protocol.admission import check_request_against_invite
 from ...protocol.errors import InputError, Rejected
 from ...protocol.invite import DEFAULT_INVITE_MS
-from ...protocol.keyring import Keyring, build_keyring, extend_keyring
 from ...protocol.names import id_like, name_problem
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
-from ...protocol.verify import accept_keyring, accept_roster
 from ..paths import sanitize_project
-from ..store.connection import transaction
-from ..sync import replica
 from ..sync.hub import is_hub_location
 from .inbox import (
     Inbox,
@@ -57,8 +44,9 @@ from .invite import (
     make_invite,
     mark_invite_used,
 )
+from .publish import admin_state, change, missing_history, publish
 from .registry import load_registry, update_registry
-from .session import Team, TeamConfig, find_member, transport_for, trusted_roster
+from .session import Team, TeamConfig, find_member, transport_for
 
 __all__ = [
     "Approved",
@@ -89,144 +77,6 @@ class Approved:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kid": self.kid, "name": self.name, "fingerprint": self.fingerprint}
-
-
-def _publish(
-    team: Team,
-    state: TrustedState,
-    roster: Roster,
-    rekey: Iterable[str],
-    now: int,
-    *,
-    extend: Iterable[str] = (),
-    history: Mapping[str, Collection[str]] | None = None,
-) -> Roster:
-    """Sign and publish ``roster`` with new keyrings for ``rekey``, the current key
-    re-wrapped to the readers of ``roster`` for ``extend``, and every older epoch this
-    admin holds re-wrapped to the kids ``history`` names per project; trust them
-    locally (the store then holds the new state: :meth:`Team.trusted` reads it back)."""
-    roster = roster.check(SUITE)
-    keys = {p: ContentKey.generate() for p in set(rekey)}
-    for project in set(extend) - keys.keys():
-        key = _current_key(team, state, roster, project)
-        if key is None:
-            raise InputError(
-                f"cannot re-wrap the key of {project!r}: this admin holds none; "
-                "rotate the project instead ('sealmem admin rotate')"
-            )
-        keys[project] = key
-    keyrings = []
-    for project in sorted(keys):
-        keyring = build_keyring(keys[project], roster, project)
-        keyrings.append((project, keyring.epoch, keyring.sign(team.key)))
-    for project, kids in sorted((history or {}).items()):
-        for keyring in _older_keyrings(team, state, roster, project, kids):
-            keyrings.append((project, keyring.epoch, keyring.sign(team.key)))
-    roster_bytes = roster.sign(team.key)
-    for project, epoch, data in keyrings:
-        team.transport.put_keyring(project, epoch, data)
-    team.transport.put_roster(roster.version, roster_bytes)
-    state, _ = accept_roster(SUITE, state, roster_bytes)
-    with transaction(team.conn):
-        replica.save_roster(team.conn, roster.version, roster_bytes, now)
-        for project, epoch, data in keyrings:
-            if roster.can_read(team.me, project):
-                state, _ = accept_keyring(SUITE, state, data)
-                replica.save_keyring(team.conn, project, epoch, data, now)
-    return roster
-
-
-def _admin_roster(team: Team, now: int) -> tuple[TrustedState, Roster]:
-    """The refreshed trusted state and its roster, which must name this member an admin."""
-    state, _ = team.refresh(team.trusted(), now)
-    roster = trusted_roster(state)
-    if not roster.is_admin(team.me):
-        raise InputError(
-            f"member {team.me} is not an admin of team {team.config.team} "
-            f"(roster v{roster.version}); ask an admin to run this command"
-        )
-    return state, roster
-
-
-def _current_key(
-    team: Team, state: TrustedState, roster: Roster, project: str
-) -> ContentKey | None:
-    """This admin's key for ``project``'s epoch in ``roster``, if it holds a valid one."""
-    epoch = roster.projects.get(project)
-    if epoch is None:
-        return None
-    try:
-        return team.content_key(state, project, epoch)
-    except Rejected:  # a wrap that does not match key_id: never re-wrap it
-        return None
-
-
-def _older_epochs(state: TrustedState, roster: Roster, project: str) -> list[int]:
-    """The epochs ``project`` had before its epoch in ``roster``, oldest first."""
-    current = roster.projects.get(project)
-    if current is None:
-        return []
-    seen = {r.projects[project] for r in state.rosters.values() if project in r.projects}
-    seen |= {epoch for (p, epoch) in state.keyrings if p == project}
-    return sorted(e for e in seen if e < current)
-
-
-def _older_key(team: Team, state: TrustedState, project: str, epoch: int) -> ContentKey | None:
-    try:
-        return team.content_key(state, project, epoch)
-    except Rejected:  # a wrap that does not match key_id: never re-wrap it
-        return None
-
-
-def _older_keyrings(
-    team: Team, state: TrustedState, roster: Roster, project: str, kids: Collection[str]
-) -> list[Keyring]:
-    """Each older epoch of ``project`` this admin holds, re-published citing ``roster``
-    and wrapped to ``kids`` too (an epoch where they all hold a wrap already is left
-    as it is); epochs this admin cannot unwrap are skipped (:func:`missing_history`)."""
-    out: list[Keyring] = []
-    for epoch in _older_epochs(state, roster, project):
-        known = state.keyring(project, epoch)
-        key = _older_key(team, state, project, epoch)
-        if known is None or key is None or set(kids) <= set(known.wraps):
-            continue
-        out.append(extend_keyring(known, key, roster, sorted(kids)))
-    return out
-
-
-def missing_history(team: Team, projects: Iterable[str] | None = None) -> dict[str, list[int]]:
-    """Per project, the older epochs this admin cannot wrap to a new reader (it holds
-    no valid key for them): members it adds do not read what was written under them.
-
-    ``projects`` defaults to every project of the trusted roster.
-    """
-    state = team.trusted()
-    roster = trusted_roster(state)
-    gaps: dict[str, list[int]] = {}
-    for project in sorted(roster.projects if projects is None else set(projects)):
-        if project not in roster.projects:
-            continue
-        epochs = _older_epochs(state, roster, project)
-        lost = [e for e in epochs if _older_key(team, state, project, e) is None]
-        if lost:
-            gaps[project] = lost
-    return gaps
-
-
-def _added_readers(
-    team: Team, state: TrustedState, roster: Roster, projects: Iterable[str]
-) -> tuple[list[str], list[str]]:
-    """Split projects that gain readers into (extend the current epoch, rotate).
-
-    Extending needs the current key, so a project this admin cannot unwrap (or a
-    new one) gets a new epoch instead.
-    """
-    extend: list[str] = []
-    rotate: list[str] = []
-    for project in sorted(set(projects)):
-        has_key = _current_key(team, state, roster, project) is not None
-        (extend if has_key else rotate).append(project)
-    return extend, rotate
 
 
 def create_team(
@@ -274,7 +124,7 @@ def create_team(
     team = Team(Path(home_dir), store, key, config, transport)
     try:
         transport.prepare_new_team()
-        _publish(team, TrustedState.pin(SUITE, team_id, key.sign_public), roster, projects, now)
+        publish(team, TrustedState.pin(SUITE, team_id, key.sign_public), roster, projects, now)
     except BaseException:
         transport.close()
         raise
@@ -410,7 +260,7 @@ def approve(
         raise InputError("--as renames one request: approve that one alone")
     if rename is not None and (problem := name_problem(rename)):
         raise InputError(f"the member name {rename!r} {problem}")
-    state, roster = _admin_roster(team, now)
+    state, roster = admin_state(team, now)
     inbox = _inbox(team, now)
     rejected = load_rejected(team.home, team=team.config.team)
     chosen: list[RequestView] = []
@@ -444,7 +294,7 @@ def approve(
         changes.append(edits.adding_member(member, projects=granted, read=read, write=write))
         done.append((Approved(req.kid, name, str(view.fingerprint)), req.invite_id))
     update_registry(team.home, lambda reg: _mark_all(reg, done))
-    _change(team, state, changes, now, readers_added=granted if read else (), from_now=from_now)
+    change(team, state, changes, now, readers_added=granted if read else (), from_now=from_now)
     for item, _ in done:
         team.transport.remove_request(item.kid)
     return [item for item, _ in done]
@@ -530,7 +380,7 @@ def issue(
         raise InputError("the bundle passphrase must be at least 8 characters")
     if problem := name_problem(name):
         raise InputError(f"the member name {name!r} {problem}")
-    state, roster = _admin_roster(team, now)
+    state, roster = admin_state(team, now)
     if looks := id_like(name, [m.kid for m in roster.members]):
         raise InputError(
             f"the member name {name!r} reads as the member id {looks}: 'admin grant "
@@ -545,7 +395,7 @@ def issue(
     key = MemberKey.generate()
     member = Member(key.kid, name, key.sign_public, key.box_public, "member", True)
     add = edits.adding_member(member, projects=granted, read=read, write=write)
-    _change(team, state, [add], now, readers_added=granted if read else (), from_now=from_now)
+    change(team, state, [add], now, readers_added=granted if read else (), from_now=from_now)
     bundle = key.export_bundle(passphrase, kdf=kdf)
     return bundle, Approved(key.kid, name, fingerprint_of(key.sign_public, key.box_public))
 
@@ -568,7 +418,7 @@ def grant(
     access asked for; its first key is wrapped to all of them.  A new reader is
     wrapped the older epochs this admin holds too, unless ``from_now``.
     """
-    state, roster = _admin_roster(team, now)
+    state, roster = admin_state(team, now)
     member = find_member(roster, who)
     setting = edits.setting_grant(member.kid, project, read=read, write=write)
     if project not in roster.projects:
@@ -579,12 +429,12 @@ def grant(
                 f"(projects: {known}); to register it, run "
                 f"'sealmem admin grant {who} {project} --create'"
             )
-        return _change(team, state, [edits.adding_project(project), setting], now, new=[project])
+        return change(team, state, [edits.adding_project(project), setting], now, new=[project])
     old = roster.grant(member.kid, project)
     if old is not None and old.read and not read:  # a reader removed: a new epoch
-        return _change(team, state, [setting, edits.rotating(project)], now, new=[project])
+        return change(team, state, [setting, edits.rotating(project)], now, new=[project])
     added = [project] if read and (old is None or not old.read) else []
-    return _change(team, state, [setting], now, readers_added=added, from_now=from_now)
+    return change(team, state, [setting], now, readers_added=added, from_now=from_now)
 
 
 def revoke(team: Team, who: str, *, keep_data: bool = True, now: int) -> Roster:
@@ -595,57 +445,25 @@ def revoke(team: Team, who: str, *, keep_data: bool = True, now: int) -> Roster:
     without, readers replace its versions with the best remaining version written
     by anyone else (``protocol.revocation``), and drop a memory only it wrote.
     """
-    state, roster = _admin_roster(team, now)
+    state, roster = admin_state(team, now)
     member = find_member(roster, who)
     pins = edits.pins_for(state, member.kid) if keep_data else {}
     readable = [p for p in roster.projects if roster.can_read(member.kid, p)]
-    return _change(team, state, [edits.revoking(member.kid, pins=pins)], now, new=readable)
+    return change(team, state, [edits.revoking(member.kid, pins=pins)], now, new=readable)
 
 
 def rotate(team: Team, project: str, *, now: int) -> Roster:
     """Give ``project`` a new epoch (a fresh content key)."""
-    state, _ = _admin_roster(team, now)
-    return _change(team, state, [edits.rotating(project)], now, new=[project])
+    state, _ = admin_state(team, now)
+    return change(team, state, [edits.rotating(project)], now, new=[project])
 
 
 def reset_writer(team: Team, who: str, *, now: int) -> Roster:
     """Let a member who lost its store start new manifest chains in every project."""
-    state, roster = _admin_roster(team, now)
+    state, roster = admin_state(team, now)
     member = find_member(roster, who)
     writable = [p for p in roster.projects if roster.can_write(member.kid, p)]
     if not writable:
         raise InputError(f"{member.name} may write no project; nothing to reset")
     resets = [edits.resetting_chain(member.kid, p) for p in writable]
-    return _change(team, state, resets, now)
-
-
-def _change(
-    team: Team,
-    state: TrustedState,
-    changes: Sequence[edits.Edit],
-    now: int,
-    *,
-    new: Iterable[str] = (),
-    readers_added: Iterable[str] = (),
-    from_now: bool = False,
-) -> Roster:
-    """One new roster version with ``changes`` (``protocol.admin``), published with keyrings.
-
-    ``new`` projects get a fresh key (their epoch moved, or they were just
-    registered); projects in ``readers_added`` re-publish the current key with the
-    new readers' wraps, or rotate when this admin cannot unwrap it, and (unless
-    ``from_now``) re-publish every older epoch this admin holds with wraps for the
-    members who can read the project in the new roster and could not before.
-    """
-    roster = trusted_roster(state)
-    extend, rekey = _added_readers(team, state, roster, set(readers_added) - set(new))
-    changes = [*changes, *(edits.rotating(p) for p in rekey)]
-    nxt = edits.next_roster(SUITE, roster, *changes, created_at=now)
-    history: dict[str, Collection[str]] = {}
-    if not from_now:
-        for project in set(readers_added):
-            before = {m.kid for m in roster.readers(project)}
-            added = {m.kid for m in nxt.readers(project)} - before
-            if added:
-                history[project] = added
-    return _publish(team, state, nxt, [*new, *rekey], now, extend=extend, history=history)
+    return change(team, state, resets, now)
