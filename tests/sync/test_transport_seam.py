@@ -109,7 +109,7 @@ def _wait_in_thread(
 ) -> tuple[threading.Thread, list[tuple[str, bool]]]:
     result: list[tuple[str, bool]] = []
     waiter = threading.Thread(
-        target=lambda: result.append(transport.wait_for_change(cursor, 10, ignore_writer=me))
+        target=lambda: result.append(transport.wait_for_change(cursor, 60, ignore_writer=me))
     )
     waiter.start()
     return waiter, result
@@ -127,14 +127,12 @@ def test_wait_for_change_wakes_on_a_teammates_push_not_on_ours(team: World) -> N
     assert changed is False  # our own push is not a change
 
     waiter, result = _wait_in_thread(watched, cursor, me)
-    started = time.monotonic()
     time.sleep(0.3)
     alice.remember("alice publishes while bob waits")
     alice.sync()
-    waiter.join(timeout=15)
-    assert time.monotonic() - started < 8
+    waiter.join(timeout=90)
     [(cursor, changed)] = result
-    assert changed is True
+    assert changed is True  # woken by alice's push (a 60 s timeout would say False)
 
     alice.remember("alice publishes while nobody waits")
     alice.sync()
