@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -230,7 +229,7 @@ def test_the_mcp_server_remembers_with_a_per_process_session(
     assert re.fullmatch(r"mcp:[0-9a-f]{12}", first.origin)
     assert first.origin != second.origin
     made = [
-        json.loads(asyncio.run(tools.remember(text)))["id"]
+        asyncio.run(tools.remember(text)).id
         for tools, text in ((first, "deploy freeze starts friday"), (second, "lunch at noon"))
     ]
     assert [mem.get(i).record.origin for i in made] == [first.origin, second.origin]

@@ -160,7 +160,8 @@ def test_argument_errors_name_the_parameter_and_the_allowed_values(
                 assert part in message, message
             assert "pydantic" not in message
             assert "validation error" not in message
-            assert "\n" not in message and len(message) < 300, message
+            assert "\n" not in message, message
+            assert len(message) < 300, message
 
     run(session)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import anyio
 
 from sealmem.client.mcp.server import MemoryTools
@@ -21,13 +19,13 @@ def test_names_come_from_the_accepted_roster(world: World) -> None:
     assert names[bob.key.kid] == "bob"
 
     tools = MemoryTools(lambda: bob.store, PROJECT)
-    doc = json.loads(anyio.run(tools.recall, "payments queue FIFO"))
+    doc = anyio.run(tools.recall, "payments queue FIFO").model_dump()
     (hit,) = [h for h in doc["hits"] if h["id"] == mem.id]
     assert (hit["written_by"], hit["written_here"], hit["claimed_author"]) == (
         "alice", False, "alice",
     )  # fmt: skip
     assert hit["provenance"] == {"transport": "folder", "signer": "alice", "verified": True}
-    status = json.loads(anyio.run(tools.status))
+    status = anyio.run(tools.status).model_dump()
     assert status["sync"]["configured"] is True
     assert status["sync"]["last_sync"] is not None
 
