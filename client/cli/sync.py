@@ -39,6 +39,13 @@ def sync(
     interval: Annotated[
         float, typer.Option(help="With --watch: also sync every this many seconds.")
     ] = 60.0,
+    max_backoff: Annotated[
+        float,
+        typer.Option(
+            help="With --watch: after failed syncs, wait at most this many seconds between "
+            "attempts (random, doubling from 1 s)."
+        ),
+    ] = 300.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Push your memories to the team and pull your teammates'."""
@@ -48,12 +55,28 @@ def sync(
         if not watch:
             _show(engine.sync(team), as_json)
             return
+        from ..sync.backoff import BACKOFF_START_S, Backoff
         from ..sync.watch import watch as watch_loop
 
-        def failed(exc: SealmemError) -> None:
-            output.warn(f"sync failed, will retry: {exc}")
+        backoff = Backoff(max_s=max(max_backoff, BACKOFF_START_S))
 
-        watch_loop(team, on_sync=lambda s: _show(s, as_json), on_error=failed, interval_s=interval)
+        def failed(exc: SealmemError) -> None:
+            output.warn(
+                f"sync failed: {exc}; retrying with a growing, random wait (up to "
+                f"{backoff.max_s:g} s between attempts); nothing more is printed until this changes"
+            )
+
+        def recovered(attempts: int) -> None:
+            output.say(f"sync works again after {attempts} failed attempts", err=True)
+
+        watch_loop(
+            team,
+            on_sync=lambda s: _show(s, as_json),
+            on_error=failed,
+            on_recovered=recovered,
+            interval_s=interval,
+            backoff=backoff,
+        )
 
 
 def register(app: typer.Typer) -> None:
