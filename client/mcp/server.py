@@ -159,12 +159,13 @@ class MemoryTools:
     async def remember(
         self,
         content: str,
-        kind: str = "note",
+        kind: str | None = None,
         keywords: list[str] | None = None,
         importance: float = 0.5,
         supersedes: list[str] | None = None,
         private: bool = False,
         project: str | None = None,
+        new_kind: bool = False,
     ) -> str:
         try:
             result = self.store().remember(
@@ -176,6 +177,7 @@ class MemoryTools:
                 supersedes=supersedes or (),
                 private=private,
                 origin=self.origin,
+                new_kind=new_kind,
             )
             rec = result.memory.record
             local = None
@@ -263,13 +265,18 @@ _TOOL_DOCS = {
     ),
     "remember": (
         "Store a memory for later sessions and teammates. Args: content (required), kind "
-        "(note, decision, warning, lesson, fact, preference), keywords (search words), "
-        "importance (0..1), supersedes (ids this corrects), private (never shared), project. "
-        "Secrets are redacted before storing. Repeating a memory merges it. When this member "
+        "(note, decision, warning, lesson, fact, preference, trace, or one used before; "
+        "new_kind=true to start another), keywords (search words), importance (0..1), "
+        "supersedes (ids this corrects), private (never shared), project. Secrets are "
+        "redacted before storing. Repeating a memory merges it (a kind given replaces the "
+        "old one in a new version). When this member "
         "may not write the project in its team, the result's stays_local says the memory "
         "stays on this machine, why, and the fix."
     ),
-    "get": "Fetch one memory by its full id, with provenance. ",
+    "get": (
+        "Fetch one memory by its id (or at least 8 hex digits that start or end it), "
+        "with provenance. "
+    ),
     "recent": "List the most recent memories. Args: limit (default 10), project, all_projects. ",
     "forget": (
         "Forget a memory: the content and keywords of every version are erased here and, "
