@@ -36,7 +36,8 @@ def same_minute(cli: CliFn, *texts: str) -> list[str]:
 def test_the_printed_suffix_works_for_show_forget_and_supersedes(cli: CliFn) -> None:
     first = str(remember(cli, "The API listens on port 8000.")["id"])
     suffix = short_id(first)
-    assert len(suffix) == 12 and suffix in first
+    assert len(suffix) == 12
+    assert suffix in first
 
     assert cli("show", suffix, "--json").json()["id"] == first
     assert cli("show", suffix, "--history").code == 0
@@ -54,10 +55,13 @@ def test_an_ambiguous_prefix_lists_the_candidates_and_the_way_out(cli: CliFn) ->
     for command in (["show", a[:8]], ["forget", a[:8], "--reason", "x"]):
         run = cli(*command)
         assert run.code == 1
-        assert a in run.err and b in run.err  # every candidate, in full
+        assert a in run.err
+        assert b in run.err
         assert "last 12" in run.err  # and how to pick one
     refused = cli("remember", "correction", "--supersedes", a[:8])
-    assert refused.code == 1 and a in refused.err and b in refused.err
+    assert refused.code == 1
+    assert a in refused.err
+    assert b in refused.err
     assert cli("show", a[:8] + a[9:13]).code == 1  # still the shared timestamp
     assert cli("show", short_id(b), "--json").json()["id"] == b
     assert len(cli("list", "--json").json()["memories"]) == 2  # nothing was stored
@@ -66,11 +70,14 @@ def test_an_ambiguous_prefix_lists_the_candidates_and_the_way_out(cli: CliFn) ->
 def test_too_short_and_non_hex_ids_say_what_is_accepted(cli: CliFn) -> None:
     memory_id = str(remember(cli, "something worth keeping")["id"])
     short = cli("show", memory_id[-6:])
-    assert short.code == 1 and "at least 8" in short.err
+    assert short.code == 1
+    assert "at least 8" in short.err
     garbage = cli("show", "not-an-id")
-    assert garbage.code == 1 and "is not a memory id" in garbage.err
+    assert garbage.code == 1
+    assert "is not a memory id" in garbage.err
     missing = cli("show", "ffffffffffff")
-    assert missing.code == 1 and "no memory" in missing.err
+    assert missing.code == 1
+    assert "no memory" in missing.err
 
 
 def test_a_typo_in_a_kind_is_refused_with_a_suggestion(cli: CliFn) -> None:
