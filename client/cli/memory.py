@@ -59,6 +59,7 @@ ProjectOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+_ID_HELP = "The memory id: the full id, or at least 8 hex digits that start or end it."
 
 
 _CONVERT = "convert it to UTF-8 first (e.g. iconv -f latin1 -t utf-8 FILE | sealmem remember -)"
@@ -97,8 +98,12 @@ def _read_content(text: str) -> str:
 def remember(
     text: Annotated[str, typer.Argument(help="The memory text, or '-' to read it from stdin.")],
     kind: Annotated[
-        str, typer.Option(help="note, decision, warning, lesson, fact, preference, ...")
-    ] = "note",
+        str | None,
+        typer.Option(
+            help="note (default), decision, warning, lesson, fact, preference, trace, or a "
+            "kind used before in this store; for the same text again, the new kind.",
+        ),
+    ] = None,
     keyword: Annotated[
         list[str] | None,
         typer.Option("--keyword", "-k", help="A search word for this memory (repeatable)."),
@@ -107,10 +112,16 @@ def remember(
     project: ProjectOpt = None,
     supersedes: Annotated[
         list[str] | None,
-        typer.Option(help="Id of a memory this one corrects (repeatable)."),
+        typer.Option(
+            help="Id (or its last 12 hex digits) of a memory this one corrects (repeatable)."
+        ),
     ] = None,
     private: Annotated[
         bool, typer.Option("--private", help="Never share this memory with the team.")
+    ] = False,
+    kind_new: Annotated[
+        bool,
+        typer.Option("--kind-new", help="Accept a --kind this store has never used."),
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -126,6 +137,7 @@ def remember(
             supersedes=supersedes or (),
             private=private,
             origin="cli",
+            new_kind=kind_new,
         )
         rec = result.memory.record
         local = None
@@ -199,14 +211,14 @@ def recall(
 
 
 def show(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory id.")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help=_ID_HELP)],
     history: Annotated[bool, typer.Option("--history", help="Also show older versions.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Show one memory in full, with its provenance."""
     with open_store(readonly=True) as store:
         memory = store.get(memory_id)
-        older = store.history(memory_id) if history else []
+        older = store.history(memory.id) if history else []
         names, me = member_names(store.connection), store.author
     if as_json:
         doc = memory.to_dict()
@@ -257,7 +269,7 @@ def list_(
 
 
 def forget(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory id.")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help=_ID_HELP)],
     reason: Annotated[
         str | None,
         typer.Option("--reason", help="Required: why it is forgotten (kept in the tombstone)."),

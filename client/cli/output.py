@@ -84,7 +84,9 @@ def warn(message: str) -> None:
 
 
 def short_id(memory_id: str) -> str:
-    """The last 12 hex digits, for narration; commands take the full id."""
+    """The last 12 hex digits: random, so unique in practice, and every command taking an
+    id accepts them (:meth:`MemoryStore.resolve_id`).  Not the first 8: a UUIDv7 starts
+    with its timestamp, so memories of the same minute share them."""
     return memory_id[-12:]
 
 

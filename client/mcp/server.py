@@ -171,7 +171,13 @@ class MemoryTools:
         content: Annotated[
             str, Field(description="The memory: one self-contained fact, decision or lesson.")
         ],
-        kind: Annotated[Kind, Field(description="What sort of memory this is.")] = "note",
+        kind: Annotated[
+            Kind | None,
+            Field(
+                description="What sort of memory this is (default: note for a new memory; "
+                "a repeat keeps its kind unless one is given)."
+            ),
+        ] = None,
         keywords: Annotated[
             list[str] | None, Field(description="Short search words a later query may use.")
         ] = None,
@@ -295,10 +301,14 @@ _TOOL_DOCS = {
     "remember": (
         "Store a memory for later sessions and teammates; use `supersedes` when it corrects "
         "older memories. Secrets are redacted before storing. Repeating a memory merges "
-        "it. When this member may not write the project in its team, the result's "
-        "stays_local says the memory stays on this machine, why, and the fix."
+        "it (a kind given replaces the old one in a new version). When this member may "
+        "not write the project in its team, the result's stays_local says the memory "
+        "stays on this machine, why, and the fix."
     ),
-    "get": "Fetch one memory by its full id, with provenance. ",
+    "get": (
+        "Fetch one memory by its id (or at least 8 hex digits that start or end it), "
+        "with provenance. "
+    ),
     "recent": "List the most recent memories. ",
     "forget": (
         "Forget a memory: the content and keywords of every version are erased here and, "

@@ -25,12 +25,11 @@ from ...protocol.record import (
     MAX_CONTENT_CHARS,
     MAX_REASON_CHARS,
     MEMBER_RE,
-    is_memory_id,
 )
 from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
 from ..recall import context
-from . import health, inputs, scrub, transfer, writes
+from . import health, ids, inputs, scrub, transfer, writes
 from .connection import connect, connect_readonly, sqlite_errors, transaction
 from .memory import (
     DEFAULT_PROJECT,
@@ -140,17 +139,25 @@ class MemoryStore:
         self,
         content: str,
         *,
-        kind: str = "note",
+        kind: str | None = None,
         keywords: Sequence[str] = (),
         importance: float = 0.5,
         project: str | None = None,
         supersedes: Sequence[str] = (),
         private: bool = False,
         origin: str = "api",
+        new_kind: bool = False,
     ) -> RememberResult:
-        """Store a memory, or reinforce the same one if the project already holds it."""
+        """Store a memory, or reinforce the same one if the project already holds it.
+
+        ``kind`` None means ``note`` for a new memory and "keep its kind" for a
+        repeat; a kind given for a repeat makes a new version of that kind.  A kind
+        that is neither built in (:data:`inputs.BUILTIN_KINDS`) nor used in this
+        store before is refused unless ``new_kind`` (a typo is not a new kind).
+        ``supersedes`` entries may be any form :meth:`resolve_id` accepts.
+        """
         project = inputs.project(project)
-        kind = inputs.kind(kind)
+        given_kind = None if kind is None else inputs.kind(kind)
         importance = inputs.importance(importance)
         origin = inputs.origin(origin)
         if not isinstance(content, str) or not content.strip():
@@ -167,7 +174,9 @@ class MemoryStore:
         old_ids = inputs.supersedes(supersedes)
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
-            writes.require_known(self._conn, old_ids)
+            if given_kind is not None:
+                inputs.known_kind(given_kind, self._kinds_like(given_kind), new_kind=new_kind)
+            old_ids = writes.resolve_links(self._conn, old_ids)
             twin = writes.find_twin(self._conn, project, cleaned.text, self.author)
             if twin is None:
                 memory = writes.create(
@@ -175,7 +184,7 @@ class MemoryStore:
                     author=self.author,
                     now=now,
                     project=project,
-                    kind=kind,
+                    kind=given_kind or "note",
                     content=cleaned.text,
                     keywords=words,
                     importance=importance,
@@ -187,6 +196,7 @@ class MemoryStore:
             # A private repeat of a team memory must not publish what came with it
             # (keywords, importance, kind, links): it only counts as seen, locally.
             shared_twin = private and twin["visibility"] == "team"
+            old_kind = str(twin["kind"])
             memory = writes.reinforce(
                 self._conn,
                 twin,
@@ -194,8 +204,14 @@ class MemoryStore:
                 now=now,
                 keywords=() if shared_twin else words,
                 importance=0.0 if shared_twin else importance,
-                kind="note" if shared_twin else kind,
+                kind=None if shared_twin else given_kind,
                 supersedes=() if shared_twin else old_ids,
+            )
+        if memory.record.kind != old_kind:
+            warnings.append(
+                f"the same text was stored as a {old_kind}; it is a {memory.record.kind} now "
+                f"(a new version; the {old_kind} version is kept in history: "
+                f"sealmem show {memory.record.id} --history)"
             )
         wanted = "private" if private else "team"
         if memory.record.visibility != wanted:
@@ -232,27 +248,30 @@ class MemoryStore:
 
     # -- reading ---------------------------------------------------------------
 
-    def get(self, memory_id: str) -> Memory:
-        """The current version of a memory (a unique prefix of 8+ characters will do)."""
-        if not isinstance(memory_id, str) or not memory_id.strip():
-            raise InputError("a memory id is required")
-        memory_id = memory_id.strip().lower()
+    def resolve_id(self, text: str) -> str:
+        """The full id of the memory ``text`` names: the full id, or at least 8 hex digits
+        that start or end it (the last 12, as the CLI prints them, are unique).
+
+        Raises :class:`NotFoundError` when no memory matches and :class:`InputError`
+        when several do (they are listed) or ``text`` is not an id.
+        """
         with sqlite_errors(self.path):
-            row = load_row(self._conn, memory_id)
-            if row is None and len(memory_id) >= 8 and not is_memory_id(memory_id):
-                like = memory_id.replace("\\", "").replace("%", "").replace("_", "")
-                rows = self._conn.execute(
-                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id LIKE ? LIMIT 2",
-                    (like + "%",),
-                ).fetchall()
-                if len(rows) > 1:
-                    raise InputError(f"id prefix {memory_id!r} matches several memories")
-                row = rows[0] if rows else None
+            return ids.resolve(self._conn, text, where=f"the store {self.path}")
+
+    def get(self, memory_id: str) -> Memory:
+        """The current version of a memory (any form :meth:`resolve_id` accepts)."""
+        full = self.resolve_id(memory_id)
+        with sqlite_errors(self.path):
+            row = load_row(self._conn, full)
         if row is None:
-            raise NotFoundError(
-                f"no memory {memory_id!r} in the store {self.path}; 'sealmem list' shows ids"
-            )
+            raise NotFoundError(f"memory {full} vanished; retry")
         return memory_from_row(row)
+
+    def _kinds_like(self, kind: str) -> list[str]:
+        """``[kind]`` if a memory of this store has it, else every kind the store holds."""
+        if self._conn.execute("SELECT 1 FROM memories WHERE kind = ? LIMIT 1", (kind,)).fetchone():
+            return [kind]
+        return [str(r[0]) for r in self._conn.execute("SELECT DISTINCT kind FROM memories")]
 
     def _memory(self, memory_id: str) -> Memory:
         row = load_row(self._conn, memory_id)

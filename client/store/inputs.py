@@ -6,8 +6,9 @@ what was refused and what would be accepted.
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ...protocol.errors import InputError
 from ...protocol.record import (
@@ -16,13 +17,26 @@ from ...protocol.record import (
     MAX_KEYWORDS,
     MAX_SUPERSEDES,
     PROJECT_RE,
-    is_memory_id,
 )
 from .memory import DEFAULT_PROJECT
 
-__all__ = ["MAX_ORIGIN_CHARS", "importance", "keywords", "kind", "origin", "project", "supersedes"]
+__all__ = [
+    "BUILTIN_KINDS",
+    "MAX_ORIGIN_CHARS",
+    "importance",
+    "keywords",
+    "kind",
+    "known_kind",
+    "origin",
+    "project",
+    "supersedes",
+]
 
 MAX_ORIGIN_CHARS = 64
+
+# The kinds every store knows; any other one must have been used in the store before,
+# or be asked for on purpose (``new_kind``, CLI ``--kind-new``), so a typo is not a kind.
+BUILTIN_KINDS = ("note", "decision", "warning", "lesson", "fact", "preference", "trace")
 
 
 def project(project: str | None) -> str:
@@ -43,6 +57,24 @@ def kind(kind: str) -> str:
             "warning, lesson, fact, preference or trace"
         )
     return value
+
+
+def known_kind(value: str, used: Iterable[str], *, new_kind: bool = False) -> str:
+    """``value`` (already :func:`kind`-checked) if built in, used before, or ``new_kind``.
+
+    Otherwise :class:`InputError` listing the known kinds, with the nearest one
+    as a suggestion.
+    """
+    known = sorted(set(BUILTIN_KINDS) | set(used))
+    if new_kind or value in known:
+        return value
+    near = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    raise InputError(
+        f"unknown kind {value!r}: {hint}known kinds are {', '.join(known)}; to start a new "
+        "kind on purpose, repeat with --kind-new (new_kind=True in the API and MCP tool); "
+        "nothing was stored"
+    )
 
 
 def importance(value: float) -> float:
@@ -88,8 +120,8 @@ def supersedes(ids: Sequence[str]) -> list[str]:
     out: list[str] = []
     for raw in ids:
         value = str(raw).strip().lower()
-        if not is_memory_id(value):
-            raise InputError(f"supersedes entry {raw!r} is not a memory id (a UUIDv7)")
+        if not value:
+            raise InputError("a supersedes entry is empty; give a memory id")
         if value not in out:
             out.append(value)
     if len(out) > MAX_SUPERSEDES:

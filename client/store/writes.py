@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ...protocol.errors import InputError, NotFoundError, ProtocolError, StoreError
 from ...protocol.record import MAX_KEYWORDS, MAX_SUPERSEDES, Record, new_memory_id
+from . import ids as memory_ids
 from .memory import Memory, Provenance
 from .rows import (
     MEMORY_COLUMNS,
@@ -24,17 +25,26 @@ from .rows import (
     write_version,
 )
 
-__all__ = ["create", "find_twin", "reinforce", "require_known", "tombstone"]
+__all__ = ["create", "find_twin", "reinforce", "resolve_links", "tombstone"]
 
 
-def require_known(conn: sqlite3.Connection, ids: Sequence[str]) -> None:
-    """Raise :class:`NotFoundError` for the first id the store does not hold."""
-    for old in ids:
-        if load_row(conn, old) is None:
+def resolve_links(conn: sqlite3.Connection, ids: Sequence[str]) -> list[str]:
+    """The full ids ``ids`` name (full ids or fragments, :mod:`.ids`), without repeats.
+
+    Raises :class:`NotFoundError` for the first one the store does not hold.
+    """
+    out: list[str] = []
+    for given in ids:
+        try:
+            full = memory_ids.resolve(conn, given)
+        except NotFoundError:
             raise NotFoundError(
-                f"supersedes names {old}, which is not in this store; nothing was stored: "
+                f"supersedes names {given}, which is not in this store; nothing was stored: "
                 "check the id with 'sealmem show'"
-            )
+            ) from None
+        if full not in out:
+            out.append(full)
+    return out
 
 
 def find_twin(
@@ -111,13 +121,14 @@ def reinforce(
     now: int,
     keywords: Sequence[str],
     importance: float,
-    kind: str,
+    kind: str | None,
     supersedes: Sequence[str],
 ) -> Memory:
     """Merge a repeated memory into ``twin``: seen_count + 1, keywords union, importance max.
 
-    A plain ``note`` takes the more specific kind of the repeat; supersede links
-    are united.  Only when the record itself changes is a new version written.
+    A ``kind`` given takes over (the caller asked for it; the old version stays in
+    history); None keeps the twin's kind.  Supersede links are united.  Only when
+    the record itself changes is a new version written.
     """
     current = memory_from_row(twin).record
     merged_kw = list(current.keywords)
@@ -131,7 +142,7 @@ def reinforce(
     changed = current.evolve(
         keywords=tuple(merged_kw),
         importance=max(current.importance, importance),
-        kind=kind if current.kind == "note" else current.kind,
+        kind=kind or current.kind,
         supersedes=tuple(links[:MAX_SUPERSEDES]),
     )
     seen_count = int(twin["seen_count"]) + 1

@@ -48,13 +48,13 @@ def test_memory_store_signatures() -> None:
     params = inspect.signature(store.remember).parameters
     assert list(params) == [
         "self", "content", "kind", "keywords", "importance", "project", "supersedes",
-        "private", "origin",
+        "private", "origin", "new_kind",
     ]  # fmt: skip
     assert list(inspect.signature(store.recall).parameters) == [
         "self", "query", "k", "project", "all_projects", "include_history", "kinds",
     ]  # fmt: skip
     assert list(inspect.signature(store.open).parameters) == ["path", "author", "clock", "readonly"]
-    for method in ("get", "recent", "forget", "history", "startup_context", "export",
+    for method in ("get", "resolve_id", "recent", "forget", "history", "startup_context", "export",
                    "import_", "stats", "doctor", "close"):  # fmt: skip
         assert callable(getattr(store, method))
 

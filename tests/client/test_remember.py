@@ -144,7 +144,7 @@ def test_supersedes_links_and_unknown_id_stores_nothing(store: MemoryStore) -> N
         ({"project": "bad project/name"}, "project"),
         ({"keywords": ["k"] * 1 + [f"k{i}" for i in range(MAX_KEYWORDS)]}, "limit is 32"),
         ({"keywords": ["x" * 65]}, "limit is 64"),
-        ({"supersedes": ["not-an-id"]}, "UUIDv7"),
+        ({"supersedes": ["not-an-id"]}, "is not a memory id"),
         ({"origin": ""}, "origin"),
     ],
 )

@@ -192,3 +192,28 @@ def test_stdio_subprocess_recalls_what_the_cli_stored(tmp_path: Path) -> None:
 
     run(session)
     assert "Traceback" not in errlog_path.read_text()
+
+
+def test_agents_use_short_ids_and_get_kind_suggestions(server_home: Path) -> None:
+    server = create_server(project="webshop")
+
+    async def session() -> None:
+        async with Client(server) as client:
+            typo = await client.call_tool("remember", {"content": "x", "kind": "warnign"})
+            assert typo.is_error
+            assert "warning" in text_of(typo)  # the allowed kinds are named
+            made = ok_json(
+                await client.call_tool("remember", {"content": "rotate keys", "kind": "lesson"})
+            )
+            assert made["kind"] == "lesson"
+            suffix = made["id"][-12:]
+            got = ok_json(await client.call_tool("get", {"id": suffix}))
+            assert got["memory"]["id"] == made["id"]
+            fixed = ok_json(
+                await client.call_tool("remember", {"content": "fixed", "supersedes": [suffix]})
+            )
+            assert fixed["created"] is True
+            gone = ok_json(await client.call_tool("forget", {"id": suffix, "reason": "done"}))
+            assert gone["forgotten"] == made["id"]
+
+    run(session)

@@ -59,7 +59,9 @@ def check_listed(tools: dict[str, Tool]) -> None:
         for param, prop in tool.input_schema.get("properties", {}).items():
             assert prop.get("description"), f"{name}.{param} has no description"
     remember = tools["remember"].input_schema["properties"]
-    assert remember["kind"]["enum"] == list(KINDS)
+    kind = remember["kind"]
+    enums = [k["enum"] for k in kind.get("anyOf", [kind]) if "enum" in k]
+    assert enums == [list(KINDS)]  # one of the kinds, or left out (null)
     assert (remember["importance"]["minimum"], remember["importance"]["maximum"]) == (0, 1)
     recall = tools["recall"].input_schema["properties"]
     assert (recall["k"]["minimum"], recall["k"]["maximum"]) == (1, MAX_K)
