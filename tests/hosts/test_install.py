@@ -44,7 +44,7 @@ def _place(env: Env, rel: str, fixture: str) -> tuple[Path, bytes]:
 
 
 def _backups(path: Path) -> list[Path]:
-    return sorted(path.parent.glob(path.name + ".sealmem-backup-*"))
+    return sorted(path.parent.glob(path.name + ".sealmem-backup*"))
 
 
 @pytest.mark.parametrize(("host", "rel", "fixture", "other"), HOSTS, ids=[h[0] for h in HOSTS])
@@ -141,7 +141,7 @@ def test_install_into_missing_config_and_uninstall_removes_the_file(
     cli: CLI, env: Env, host: str, rel: str, fixture: str, other: str
 ) -> None:
     path = env.home / rel
-    assert cli("install", host).code == 0
+    assert cli("install", host, "--create").code == 0
     assert _servers(path)["sealmem"]["command"] == str(SEALMEM.absolute())
     assert os.stat(path).st_mode & 0o777 == 0o600
     assert cli("uninstall", host).code == 0
@@ -239,7 +239,7 @@ def test_no_env_when_sealmem_home_is_unset(
     cli: CLI, env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("SEALMEM_HOME")
-    assert cli("install", "windsurf").code == 0
+    assert cli("install", "windsurf", "--create").code == 0
     entry = _servers(env.home / ".codeium/windsurf/mcp_config.json")["sealmem"]
     assert "env" not in entry
 
@@ -255,8 +255,8 @@ def test_relocated_host_dirs_are_respected(
 ) -> None:
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-dir"))
-    assert cli("install", "codex").code == 0
-    assert cli("install", "claude-code", "--hooks").code == 0
+    assert cli("install", "codex", "--create").code == 0
+    assert cli("install", "claude-code", "--hooks", "--create").code == 0
     assert "sealmem" in _servers(tmp_path / "codex-home" / "config.toml")
     assert "sealmem" in _servers(tmp_path / "claude-dir" / ".claude.json")
     assert "Stop" in _parse(tmp_path / "claude-dir" / "settings.json")["hooks"]
