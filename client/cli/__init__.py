@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
+    except SystemExit as exc:  # typer's --show-completion/--install-completion exit this way
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
         return 130
     except typer.TyperException as exc:

@@ -262,3 +262,44 @@ def test_relocated_host_dirs_are_respected(
     assert "Stop" in _parse(tmp_path / "claude-dir" / "settings.json")["hooks"]
     assert not (env.home / ".codex").exists()
     assert not (env.home / ".claude.json").exists()
+
+
+@pytest.mark.parametrize(("host", "rel", "fixture", "other"), HOSTS, ids=[h[0] for h in HOSTS])
+def test_install_into_an_absent_host_is_refused_without_create(
+    cli: CLI, env: Env, host: str, rel: str, fixture: str, other: str
+) -> None:
+    for args in ((), ("--print",)):
+        run = cli("install", host, *args)
+        assert run.code == 1
+        assert f"sealmem install {host} --create" in run.err
+        assert "nothing was changed" in run.err
+    assert list(env.home.iterdir()) == []
+    assert cli("install", host, "--create").code == 0
+    assert "sealmem" in _servers(env.home / rel)
+
+
+def test_one_backup_per_config_file_holds_the_users_own_config(cli: CLI, env: Env) -> None:
+    config, original = _place(env, ".claude.json", "claude.json")
+    settings, original_settings = _place(env, ".claude/settings.json", "claude_settings.json")
+    assert cli("install", "claude-code").code == 0
+    assert cli("install", "claude-code", "--auto-recall").code == 0
+    assert cli("install", "claude-code", "--hooks").code == 0
+    assert cli("uninstall", "claude-code").code == 0
+    assert _backups(config) == [config.with_name(".claude.json.sealmem-backup")]
+    assert _backups(config)[0].read_bytes() == original  # the user's file, not ours
+    assert _backups(settings) == [settings.with_name("settings.json.sealmem-backup")]
+    assert _backups(settings)[0].read_bytes() == original_settings
+    assert (config.read_bytes(), settings.read_bytes()) == (original, original_settings)
+    # A later install onto the user's changed (clean) file refreshes the backup.
+    config.write_text(config.read_text(encoding="utf-8").replace("github", "gh"), "utf-8")
+    changed = config.read_bytes()
+    assert cli("install", "claude-code").code == 0
+    assert _backups(config)[0].read_bytes() == changed
+
+
+def test_uninstall_generic_says_there_is_nothing_to_remove(cli: CLI, env: Env) -> None:
+    run = cli("uninstall", "generic")
+    assert run.code == 0, run.err
+    assert "nothing to uninstall for generic" in run.out
+    assert "unknown host" not in run.out + run.err
+    assert list(env.home.iterdir()) == []
