@@ -14,21 +14,51 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from typing import Annotated
 
 import typer
 
 from ...protocol.errors import SealmemError
 from . import admin, failures, hosts, hub, memory, output, sync, team
+from .readable import ReadableGroup
 
 __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="sealmem",
+    cls=ReadableGroup,
     help="Signed, end-to-end encrypted team memory for coding agents.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"sealmem {_installed_version()}")
+        raise typer.Exit()
+
+
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sealmem")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Signed, end-to-end encrypted team memory for coding agents."""
+
 
 memory.register(app)
 hosts.register(app)
@@ -61,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
+    except SystemExit as exc:  # typer's --show-completion/--install-completion exit this way
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
         return 130
     except typer.TyperException as exc:

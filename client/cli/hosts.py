@@ -85,9 +85,15 @@ def install_cmd(
             "--auto-recall", help="Claude Code: recall on every prompt (UserPromptSubmit)."
         ),
     ] = False,
+    create: Annotated[
+        bool,
+        typer.Option(
+            "--create", help="Write the config even if the host's directory does not exist."
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Add the sealmem MCP server to an agent host's config (with a backup first)."""
+    """Add the sealmem MCP server to an agent host's config (one backup kept per file)."""
     if host is None:
         _list_hosts(as_json)
         return
@@ -102,16 +108,31 @@ def install_cmd(
         raise install.ConfigRefusedError(
             f"--hooks and --auto-recall are for claude-code, not {host}"
         )
+    install.require_host(target, create=create)
     edits = install.plan_install(target, executable, env, repair=repair, hooks=names)
     _finish(edits, show=show, as_json=as_json, done=f"sealmem is installed in {target.title}")
 
 
 def uninstall_cmd(
-    host: Annotated[str, typer.Argument(help="claude-code, codex, cursor or windsurf.")],
+    host: Annotated[
+        str, typer.Argument(help="claude-code, codex, cursor or windsurf (generic: nothing).")
+    ],
     show: PrintOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Remove exactly what 'sealmem install' added to a host's config."""
+    if host == "generic":
+        # 'install generic' only prints a snippet: there is nothing of ours to take out.
+        message = (
+            "nothing to uninstall for generic: 'sealmem install generic' only prints a "
+            "snippet and writes no file; remove the 'sealmem' entry from the config you "
+            "pasted it into"
+        )
+        if as_json:
+            output.emit_json({"changed": [], "written": False, "backups": [], "note": message})
+        else:
+            output.say(message)
+        return
     target = configs.get_host(host)
     edits = install.plan_uninstall(target)
     _finish(edits, show=show, as_json=as_json, done=f"sealmem is not in {target.title}")

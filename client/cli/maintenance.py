@@ -279,11 +279,30 @@ def status(as_json: JsonOpt = False) -> None:
     if as_json:
         output.emit_json(doc)
         return
-    sync = doc.pop("sync")
-    _print_mapping(doc)
-    output.say(_sync_line(sync))
-    for alarm in sync.get("alarms", []):
-        output.say(f"  ALARM {alarm}")
+    output.say(_status_text(doc))
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in counts.items()) or "-"
+
+
+def _status_text(doc: Mapping[str, Any]) -> str:
+    """``status`` for people: where things are, what the store holds, sync health."""
+    stats, sync = doc["stats"], doc["sync"]
+    size_kib = (int(stats["db_bytes"]) + 1023) // 1024
+    lines = [
+        f"home:      {doc['home']}",
+        f"store:     {doc['store']} (schema {stats['schema_version']}, {size_kib} KiB)",
+        f"you:       {doc['author']}",
+        f"project:   {doc['project']}",
+        f"memories:  {stats['memories']} ({stats['private']} private), "
+        f"{stats['tombstones']} forgotten, {stats['history_versions']} older versions",
+        f"  by kind:    {_counts(stats['by_kind'])}",
+        f"  by project: {_counts(stats['by_project'])}",
+        _sync_line(sync),
+    ]
+    lines += [f"  ALARM {alarm}" for alarm in sync.get("alarms", [])]
+    return "\n".join(lines)
 
 
 def _sync_line(sync: Mapping[str, Any]) -> str:

@@ -250,11 +250,19 @@ def join(
     if as_json:
         output.emit_json(doc)
         return
-    output.say(f"joined team {inv.team} as {me} ({key.kid})")
+    if key_bundle is None:
+        # Not a member yet: the request waits for an admin (DESIGN 4, invite / join).
+        output.say(
+            "join request posted; waiting for an admin to approve it "
+            f"(fingerprint {doc['fingerprint']})"
+        )
+        output.say(f"team {inv.team}, as {me} ({key.kid})")
+    else:
+        output.say(f"joined team {inv.team} as {me} ({key.kid}) with the key an admin issued")
     output.say(f"team root fingerprint: {doc['root_fingerprint']}  <- compare with the admin's")
     output.say(f"your fingerprint:      {doc['fingerprint']}  <- the admin compares this")
     if key_bundle is None:
-        output.say("join request posted; once an admin approves it, run: sealmem sync")
+        output.say("once an admin approves it, run: sealmem sync")
     else:
         output.say("key imported; run: sealmem sync")
 

@@ -3,9 +3,20 @@
 Planning is separate from writing: :func:`plan_install` and
 :func:`plan_uninstall` read the host's files and return :class:`FileEdit`
 values (before/after text); ``--print`` shows them as a diff and
-:func:`apply_edits` writes them.  Writing backs the file up first
-(``<file>.sealmem-backup-<UTC timestamp>``), refuses if the host changed the
-file meanwhile, and replaces it atomically with its mode kept.
+:func:`apply_edits` writes them.  Writing refuses if the host changed the file
+meanwhile, and replaces it atomically with its mode kept.  Installing into a host
+that is not there (its config directory is missing) is refused unless asked for
+(:class:`HostAbsentError`, ``--create``), so a host never gets a stray config.
+
+**One backup per config file**, ``<file>.sealmem-backup``: the file as it was
+the last time sealmem found it *without* anything of ours in it (an install onto
+a clean file refreshes it).  An edit of a file that already holds sealmem's
+entries (a second install with ``--auto-recall``, ``--repair``, ``uninstall``)
+keeps that backup as it is, writing one only if there is none yet.  So the
+backup is always the user's own config, never a copy of sealmem's changes, and
+backups do not pile up.  Older versions of sealmem left timestamped
+``<file>.sealmem-backup-<UTC>`` copies; they are read (uninstall compares with
+them) but never written or removed.
 
 A config that cannot be parsed is never touched: :class:`ConfigRefusedError`
 carries the block to add by hand.
@@ -17,7 +28,6 @@ import difflib
 import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,21 +37,24 @@ from . import claude_hooks, jsonedit, tomlblock
 from .configs import SERVER_NAME, Host, Platform, hook_command
 
 __all__ = [
-    "BACKUP_INFIX",
+    "BACKUP_SUFFIX",
     "ConfigRefusedError",
     "FileEdit",
+    "HostAbsentError",
     "HostStatus",
     "StaleInstallError",
     "apply_edits",
+    "backup_path",
     "generic_snippet",
     "host_status",
     "manual_block",
     "plan_install",
     "plan_uninstall",
     "render_diff",
+    "require_host",
 ]
 
-BACKUP_INFIX = ".sealmem-backup-"
+BACKUP_SUFFIX = ".sealmem-backup"
 _NEW_JSON = "{\n}\n"
 
 
@@ -53,6 +66,10 @@ class StaleInstallError(InputError):
     """sealmem is in the host config already, but with another command or settings."""
 
 
+class HostAbsentError(InputError):
+    """The host's config directory does not exist and ``--create`` was not given."""
+
+
 @dataclass(frozen=True)
 class FileEdit:
     """One file's text before and after; ``after`` None deletes a file we created."""
@@ -61,6 +78,7 @@ class FileEdit:
     before: str | None
     after: str | None
     note: str
+    pristine: bool = False  # ``before`` holds nothing sealmem added: worth a backup
 
     @property
     def changes(self) -> bool:
@@ -150,7 +168,7 @@ def _plan_server(host: Host, entry: dict[str, Any], *, repair: bool) -> FileEdit
             raise _refuse(host, entry, f"{path} cannot take a new table at its end") from exc
         if check.get("mcp_servers", {}).get(SERVER_NAME) != entry:
             raise _refuse(host, entry, f"{path} did not read back the entry we added")
-        return FileEdit(path, before, after, "MCP server")
+        return FileEdit(path, before, after, "MCP server", current is None and not has_block)
     text = before if before is not None else _NEW_JSON
     try:
         doc = jsonedit.parse_object(text, where=str(path))
@@ -166,7 +184,7 @@ def _plan_server(host: Host, entry: dict[str, Any], *, repair: bool) -> FileEdit
         after = jsonedit.replace_value(text, key, entry)
     else:
         raise _stale(host, path, current)
-    return FileEdit(path, before, after, "MCP server")
+    return FileEdit(path, before, after, "MCP server", current is None)
 
 
 def plan_install(
@@ -191,7 +209,10 @@ def plan_install(
         before = _read(settings)
         names = set(hooks)
         commands: dict[str, str] = {}
+        pristine = True
         try:
+            if before is not None:
+                pristine = not claude_hooks.our_hooks(before, where=str(settings))
             if repair and before is not None:
                 names |= set(claude_hooks.our_hooks(before, where=str(settings)))
             ordered = [name for name in claude_hooks.EVENTS if name in names]
@@ -208,17 +229,38 @@ def plan_install(
                 f"{exc}. Nothing was changed. Add the hooks by hand:\n"
                 + claude_hooks.manual_hooks(commands)
             ) from exc
-        edits.append(FileEdit(settings, before, after, "hooks"))
+        edits.append(FileEdit(settings, before, after, "hooks", pristine))
     return [edit for edit in edits if edit.changes]
 
 
+def require_host(host: Host, *, create: bool) -> None:
+    """Refuse to write into a host that is not there, unless ``create``."""
+    where = host.detect_dir()
+    if create or where.is_dir() or host.config_path().exists():
+        return
+    raise HostAbsentError(
+        f"{host.title} does not look installed for this user: {where} does not exist. "
+        f"Start {host.title} once (it creates it) and retry, or run 'sealmem install "
+        f"{host.name} --create' to write {host.config_path()} anyway; nothing was changed"
+    )
+
+
+def backup_path(path: Path) -> Path:
+    """The one backup sealmem keeps of a host config file."""
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
 def _backups(path: Path) -> list[Path]:
-    return sorted(path.parent.glob(path.name + BACKUP_INFIX + "*"))
+    """Our backup of ``path`` and any timestamped ones older versions left."""
+    return sorted(path.parent.glob(path.name + BACKUP_SUFFIX + "*"))
 
 
 def _pre_install_backup(path: Path, has_ours: Callable[[Any], bool]) -> Any:
-    """Parsed newest backup of ``path`` that holds nothing of ours, or None."""
-    for backup in reversed(_backups(path)):
+    """Parsed backup of ``path`` that holds nothing of ours (ours first, then older
+    sealmem's timestamped ones, newest first), or None."""
+    ours = backup_path(path)
+    legacy = [b for b in reversed(_backups(path)) if b != ours]
+    for backup in [ours, *legacy]:
         try:
             doc = json.loads(backup.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -281,17 +323,13 @@ def plan_uninstall(host: Host) -> list[FileEdit]:
     return [edit for edit in edits if edit.changes]
 
 
-def _timestamp(now: datetime | None) -> str:
-    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S%fZ")
-
-
 def _write_atomic(path: Path, text: str, mode: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, text.encode("utf-8"), mode=mode)
 
 
-def apply_edits(edits: list[FileEdit], *, now: datetime | None = None) -> list[Path]:
-    """Back up and write each edit; return the backups made."""
+def apply_edits(edits: list[FileEdit]) -> list[Path]:
+    """Back up (see the module docstring) and write each edit; return the backups made."""
     backups: list[Path] = []
     for edit in edits:
         current = _read(edit.path)
@@ -306,9 +344,10 @@ def apply_edits(edits: list[FileEdit], *, now: datetime | None = None) -> list[P
             if edit.after is None:
                 edit.path.unlink()
                 continue
-            backup = edit.path.with_name(edit.path.name + BACKUP_INFIX + _timestamp(now))
-            _write_atomic(backup, edit.before, mode)
-            backups.append(backup)
+            backup = backup_path(edit.path)
+            if edit.pristine or not backup.exists():
+                _write_atomic(backup, edit.before, mode)
+                backups.append(backup)
         if edit.after is not None:
             _write_atomic(edit.path, edit.after, mode)
     return backups

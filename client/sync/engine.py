@@ -95,6 +95,11 @@ def sync_lock(home_dir: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[Non
         lock.release()
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 version``, ``2 versions``, ``0 versions``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 @dataclass
 class SyncSummary:
     """What one sync did; :meth:`line` is the one-line summary the CLI prints."""
@@ -113,10 +118,11 @@ class SyncSummary:
         counts = Counter(r.reason for r in self.refused)
         why = ", ".join(f"{reason} x{n}" for reason, n in sorted(counts.items()))
         return (
-            f"pushed {self.pushed_versions} versions in {self.pushed_chunks} chunks; "
+            f"pushed {_count(self.pushed_versions, 'version')} in "
+            f"{_count(self.pushed_chunks, 'chunk')}; "
             f"pulled {self.pulled_new} new + {self.pulled_updated} updated from "
-            f"{len(self.members)} members; refused {len(self.refused)} objects"
-            + (f": {why}" if why else "")
+            f"{_count(len(self.members), 'member')}; "
+            f"refused {_count(len(self.refused), 'object')}" + (f": {why}" if why else "")
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -44,7 +44,7 @@ def _place(env: Env, rel: str, fixture: str) -> tuple[Path, bytes]:
 
 
 def _backups(path: Path) -> list[Path]:
-    return sorted(path.parent.glob(path.name + ".sealmem-backup-*"))
+    return sorted(path.parent.glob(path.name + ".sealmem-backup*"))
 
 
 @pytest.mark.parametrize(("host", "rel", "fixture", "other"), HOSTS, ids=[h[0] for h in HOSTS])
@@ -141,7 +141,7 @@ def test_install_into_missing_config_and_uninstall_removes_the_file(
     cli: CLI, env: Env, host: str, rel: str, fixture: str, other: str
 ) -> None:
     path = env.home / rel
-    assert cli("install", host).code == 0
+    assert cli("install", host, "--create").code == 0
     assert _servers(path)["sealmem"]["command"] == str(SEALMEM.absolute())
     assert os.stat(path).st_mode & 0o777 == 0o600
     assert cli("uninstall", host).code == 0
@@ -239,7 +239,7 @@ def test_no_env_when_sealmem_home_is_unset(
     cli: CLI, env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("SEALMEM_HOME")
-    assert cli("install", "windsurf").code == 0
+    assert cli("install", "windsurf", "--create").code == 0
     entry = _servers(env.home / ".codeium/windsurf/mcp_config.json")["sealmem"]
     assert "env" not in entry
 
@@ -255,10 +255,51 @@ def test_relocated_host_dirs_are_respected(
 ) -> None:
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-dir"))
-    assert cli("install", "codex").code == 0
-    assert cli("install", "claude-code", "--hooks").code == 0
+    assert cli("install", "codex", "--create").code == 0
+    assert cli("install", "claude-code", "--hooks", "--create").code == 0
     assert "sealmem" in _servers(tmp_path / "codex-home" / "config.toml")
     assert "sealmem" in _servers(tmp_path / "claude-dir" / ".claude.json")
     assert "Stop" in _parse(tmp_path / "claude-dir" / "settings.json")["hooks"]
     assert not (env.home / ".codex").exists()
     assert not (env.home / ".claude.json").exists()
+
+
+@pytest.mark.parametrize(("host", "rel", "fixture", "other"), HOSTS, ids=[h[0] for h in HOSTS])
+def test_install_into_an_absent_host_is_refused_without_create(
+    cli: CLI, env: Env, host: str, rel: str, fixture: str, other: str
+) -> None:
+    for args in ((), ("--print",)):
+        run = cli("install", host, *args)
+        assert run.code == 1
+        assert f"sealmem install {host} --create" in run.err
+        assert "nothing was changed" in run.err
+    assert list(env.home.iterdir()) == []
+    assert cli("install", host, "--create").code == 0
+    assert "sealmem" in _servers(env.home / rel)
+
+
+def test_one_backup_per_config_file_holds_the_users_own_config(cli: CLI, env: Env) -> None:
+    config, original = _place(env, ".claude.json", "claude.json")
+    settings, original_settings = _place(env, ".claude/settings.json", "claude_settings.json")
+    assert cli("install", "claude-code").code == 0
+    assert cli("install", "claude-code", "--auto-recall").code == 0
+    assert cli("install", "claude-code", "--hooks").code == 0
+    assert cli("uninstall", "claude-code").code == 0
+    assert _backups(config) == [config.with_name(".claude.json.sealmem-backup")]
+    assert _backups(config)[0].read_bytes() == original  # the user's file, not ours
+    assert _backups(settings) == [settings.with_name("settings.json.sealmem-backup")]
+    assert _backups(settings)[0].read_bytes() == original_settings
+    assert (config.read_bytes(), settings.read_bytes()) == (original, original_settings)
+    # A later install onto the user's changed (clean) file refreshes the backup.
+    config.write_text(config.read_text(encoding="utf-8").replace("github", "gh"), "utf-8")
+    changed = config.read_bytes()
+    assert cli("install", "claude-code").code == 0
+    assert _backups(config)[0].read_bytes() == changed
+
+
+def test_uninstall_generic_says_there_is_nothing_to_remove(cli: CLI, env: Env) -> None:
+    run = cli("uninstall", "generic")
+    assert run.code == 0, run.err
+    assert "nothing to uninstall for generic" in run.out
+    assert "unknown host" not in run.out + run.err
+    assert list(env.home.iterdir()) == []

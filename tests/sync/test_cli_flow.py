@@ -108,7 +108,7 @@ def test_remember_sync_recall_with_provenance_and_status(team: Team) -> None:
     team.run("alice", "remember", "never run migrations on Fridays", "--kind", "decision")
     pushed = team.run("alice", "sync")
     assert pushed.out.strip() == (
-        "pushed 1 versions in 1 chunks; pulled 0 new + 0 updated from 0 members; refused 0 objects"
+        "pushed 1 version in 1 chunk; pulled 0 new + 0 updated from 0 members; refused 0 objects"
     )
     pulled = team.run("bob", "sync", "--json").json()
     assert (pulled["pulled_new"], pulled["refused"]) == (1, [])
@@ -221,7 +221,7 @@ def test_refused_objects_do_not_fail_the_sync_but_an_unreachable_folder_does(tea
     slot = next(team.folder.rglob(f"{member_kid(team.root / 'alice')}/manifest-*.json")).parent
     (slot / "manifest-000000000099.json").write_bytes(b"\x00garbage\xff" * 40)
     synced = team.run("bob", "sync")
-    assert "refused 1 objects: not-canonical x1" in synced.out
+    assert "refused 1 object: not-canonical x1" in synced.out
     assert "not-canonical" in synced.err
     team.folder.rename(team.root / "nas-unmounted")
     try:

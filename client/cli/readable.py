@@ -1,0 +1,79 @@
+"""Help that reads like a man page: ``--kind KIND``, ``TEXT``, flags with no type.
+
+typer shows each parameter's Python type (``<str>``, ``<list[str]>``, and
+``<bool>`` beside every flag).  :class:`ReadableGroup` is the top command group;
+when typer builds the command tree it gives each parameter that has no
+``metavar`` of its own a conventional one, as argparse does: an option takes
+its long name in capitals (``--project PROJECT``), an argument its name
+(``TEXT``, ``IDS...``), a flag none.  Choices keep typer's ``a|b|c``, which
+already names the values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import typer
+from typer.core import TyperArgument, TyperGroup, TyperOption
+
+__all__ = ["ReadableGroup", "metavar_for"]
+
+
+def metavar_for(param: Any) -> str | None:
+    """The metavar ``param`` should show, or None to leave typer's."""
+    if param.metavar is not None:
+        return None
+    if isinstance(param, TyperOption):
+        if param.is_flag:
+            return ""  # a flag takes no value: show none
+        if param.type_descriptor.is_choice:
+            return None
+        longs = [o for o in param.opts if o.startswith("--")]
+        name = (longs[0] if longs else param.opts[0]).lstrip("-")
+        return name.replace("-", "_").upper()
+    if isinstance(param, TyperArgument):
+        return (param.name or "value").upper()  # typer adds the "..." of a list itself
+    return None
+
+
+def _no_type(ctx: Any) -> None:
+    """An argument's type column: its metavar already says what it is."""
+    return None
+
+
+def _commands(command: Any) -> Iterator[Any]:
+    yield command
+    for sub in getattr(command, "commands", {}).values():
+        yield from _commands(sub)
+
+
+def _readable_params(params: Iterable[Any]) -> None:
+    for param in params:
+        metavar = metavar_for(param)
+        if metavar is not None:
+            param.metavar = metavar
+        if isinstance(param, TyperArgument) and not param.type_descriptor.is_choice:
+            param.display_type_rich = _no_type  # type: ignore[method-assign]
+
+
+def _readable(command: Any) -> None:
+    _readable_params(command.params)
+    help_option = command.get_help_option(typer.Context(command))
+    if help_option is not None:
+        _readable_params([help_option])
+
+
+class ReadableGroup(TyperGroup):
+    """The top-level group: gives every command below it readable metavars."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        for command in _commands(self):
+            _readable(command)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        # typer adds --install-completion and --show-completion after __init__
+        params: list[Any] = super().get_params(ctx)
+        _readable_params(params)
+        return params
