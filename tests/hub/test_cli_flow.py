@@ -75,7 +75,7 @@ def test_create_join_sync_recall_over_the_hub(hub: BackgroundHub, tmp_path: Path
             "-p", "webapp", "--json")
     )  # fmt: skip
     memory_id = mem["memory"]["id"]  # type: ignore[index]
-    assert "pushed 1 versions" in run(alice, "sync").stdout
+    assert "pushed 1 version in" in run(alice, "sync").stdout
     assert "pulled 1 new" in run(bob, "sync").stdout
     hits = j(run(bob, "recall", "deploy freeze friday", "-p", "webapp", "--json"))["hits"]
     assert isinstance(hits, list)
