@@ -116,7 +116,9 @@ def _git_root(start: Path) -> Path | None:
 
 
 def current_project(cwd: Path | None = None) -> str:
-    """The project for a call made in ``cwd``: its git root's name, else its own name."""
+    """The project for a call made in ``cwd``: the name of its git repository's root
+    directory, or outside git the name of ``cwd`` itself (not of a parent), both
+    through :func:`sanitize_project`.  ``--project`` pins another name per command."""
     here = Path(cwd if cwd is not None else Path.cwd()).absolute()
     root = _git_root(here) or here
     return sanitize_project(root.name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any
@@ -137,22 +137,7 @@ def import_(
     """Import an export document; importing the same file twice changes nothing."""
     document = _load_document(source)
     with ExitStack() as stack, open_store() as store:
-        bar: list[Any] = []
-
-        def progress(done: int, total: int) -> None:
-            if total < PROGRESS_THRESHOLD:
-                return
-            if not bar:
-                bar.append(
-                    stack.enter_context(
-                        typer.progressbar(length=total, label="importing", file=sys.stderr)
-                    )
-                )
-                bar.append(0)
-            bar[0].update(done - bar[1])
-            bar[1] = done
-
-        result = store.import_(document, progress=progress)
+        result = store.import_(document, progress=_import_progress(stack))
     for message in result.warnings:
         output.warn(message)
     if as_json:
@@ -162,6 +147,38 @@ def import_(
             f"imported {source}: {result.added} added, {result.updated} updated, "
             f"{result.unchanged} unchanged, {result.skipped} skipped"
         )
+
+
+def _import_progress(stack: ExitStack) -> Callable[[int, int], None] | None:
+    """A rich progress bar on stderr for a large import, only when stderr is a terminal.
+
+    Elsewhere (a pipe, a log file, a test) nothing is drawn: the summary line on stdout
+    says what happened.
+    """
+    if sys.stderr is None or not sys.stderr.isatty():
+        return None
+    task: list[Any] = []
+
+    def progress(done: int, total: int) -> None:
+        if total < PROGRESS_THRESHOLD:
+            return
+        if not task:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            bar = Progress(
+                "importing",
+                BarColumn(),
+                MofNCompleteColumn(),
+                "versions",
+                TimeElapsedColumn(),
+                console=Console(file=sys.stderr),
+            )
+            stack.enter_context(bar)
+            task.extend([bar, bar.add_task("import", total=total)])
+        task[0].update(task[1], completed=done)
+
+    return progress
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:

@@ -239,15 +239,25 @@ def list_(
     all_projects: Annotated[
         bool, typer.Option("--all-projects", help="List every project, not one.")
     ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Every line of the content, not only the first.")
+    ] = False,
+    forgotten: Annotated[
+        bool, typer.Option("--forgotten", help="Also list forgotten memories (tombstones).")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """List the most recent memories."""
+    """List the most recent memories: the first line of each, wrapped to the terminal."""
+    from . import listing
+
     with open_store(readonly=True) as store:
         memories = store.recent(
             limit=limit,
             project=None if all_projects else resolve_project(project),
             all_projects=all_projects,
+            forgotten=forgotten,
         )
+        replaced = store.superseded_by([m.id for m in memories])
         names, me = member_names(store.connection), store.author
     if as_json:
         output.emit_json({"memories": [m.to_dict() for m in memories]})
@@ -255,17 +265,8 @@ def list_(
     if not memories:
         output.say("no memories yet; add one with: sealmem remember 'TEXT'")
         return
-    rows = [
-        [
-            m.record.id,
-            output.format_time(m.updated_at),
-            m.record.kind,
-            m.authorship(names, me).writer_name,
-            " ".join(m.record.content.split())[:60],
-        ]
-        for m in memories
-    ]
-    output.say(output.table(rows, ["ID", "UPDATED", "KIND", "AUTHOR", "CONTENT"]))
+    width = listing.terminal_width()
+    output.say(listing.render(memories, replaced, names=names, me=me, width=width, full=full))
 
 
 def forget(

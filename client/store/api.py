@@ -289,12 +289,18 @@ class MemoryStore:
         return [memory_from_history_row(row) for row in rows]
 
     def recent(
-        self, *, limit: int = 20, project: str | None = None, all_projects: bool = False
+        self,
+        *,
+        limit: int = 20,
+        project: str | None = None,
+        all_projects: bool = False,
+        forgotten: bool = False,
     ) -> list[Memory]:
-        """Live memories, most recently updated first, in the project (+ shared) scope."""
+        """Live memories (and tombstones with ``forgotten``), most recently updated first,
+        in the project (+ shared) scope."""
         if not 1 <= limit <= 10_000:
             raise InputError(f"limit {limit} must be between 1 and 10000")
-        where, params = "deleted = 0", []
+        where, params = "1" if forgotten else "deleted = 0", []
         scope = self._scope(project, all_projects)
         if scope is not None:
             where += f" AND project IN ({', '.join('?' * len(scope))})"
@@ -343,24 +349,34 @@ class MemoryStore:
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})", ids
                 )
             }
-            replaced: dict[str, list[sqlite3.Row]] = {}
-            for row in self._conn.execute(
-                f"SELECT s.old_id AS replaced_id, {_JOINED_COLUMNS} "
-                "FROM supersedes s JOIN memories m ON m.id = s.new_id "
-                f"WHERE s.old_id IN ({marks}) AND m.deleted = 0 ORDER BY m.updated_at DESC",
-                ids,
-            ):
-                replaced.setdefault(row["replaced_id"], []).append(row)
+            replaced = self._superseded_by(ids)
         return [
             Hit(
                 memory=memory_from_row(rows[item.id]),
                 score=float(item.score),
                 why=dict(item.why),
-                superseded_by=[memory_from_row(r) for r in replaced.get(item.id, ())],
+                superseded_by=replaced.get(item.id, []),
             )
             for item in scored
             if item.id in rows
         ]
+
+    def superseded_by(self, ids: Sequence[str]) -> dict[str, list[Memory]]:
+        """For each of ``ids`` that a live memory corrects: those memories, newest first."""
+        with sqlite_errors(self.path):
+            return self._superseded_by(list(ids))
+
+    def _superseded_by(self, ids: list[str]) -> dict[str, list[Memory]]:
+        replaced: dict[str, list[Memory]] = {}
+        for row in self._conn.execute(
+            f"SELECT s.old_id AS replaced_id, {_JOINED_COLUMNS} "
+            "FROM supersedes s JOIN memories m ON m.id = s.new_id "
+            f"WHERE s.old_id IN ({', '.join('?' * len(ids))}) AND m.deleted = 0 "
+            "ORDER BY m.updated_at DESC",
+            ids,
+        ):
+            replaced.setdefault(row["replaced_id"], []).append(memory_from_row(row))
+        return replaced
 
     def startup_context(self, *, project: str | None = None, budget_tokens: int = 1200) -> str:
         """Text for the start of an agent session: warnings and decisions first; "" if none."""

@@ -154,7 +154,7 @@ def test_list_newest_first_with_limit(cli: CliFn) -> None:
     assert len(cli("list", "--limit", "2", "--json").json()["memories"]) == 2
     table = cli("list").out
     assert table.splitlines()[0].split() == ["ID", "UPDATED", "KIND", "AUTHOR", "CONTENT"]
-    assert ids[0] in table
+    assert ids[0][-12:] in table  # the short id: room for the content
 
 
 def test_forget_requires_reason_and_keeps_it(cli: CliFn) -> None:
@@ -213,7 +213,7 @@ def test_import_refuses_bad_files(cli: CliFn, tmp_path: Path) -> None:
     assert cli("import", str(tmp_path / "missing.json")).code == 1
 
 
-def test_big_import_shows_progress(cli: CliFn, tmp_path: Path) -> None:
+def test_big_import_outside_a_terminal_draws_no_progress(cli: CliFn, tmp_path: Path) -> None:
     for n in range(3):
         remember(cli, f"seed {n}")
     document = json.loads(cli("export").out)
@@ -231,7 +231,7 @@ def test_big_import_shows_progress(cli: CliFn, tmp_path: Path) -> None:
     if run.code != 0:
         pytest.fail(run.err)
     assert run.json()["added"] == 250
-    assert "importing" in run.err
+    assert run.err == ""  # the bar is drawn on a terminal only (tests/cli/test_list_view.py)
 
 
 def test_stats_status_doctor(cli: CliFn, home: Path) -> None:

@@ -79,3 +79,15 @@ def test_sanitize_project(raw: str, expected: str) -> None:
     result = sanitize_project(raw)
     assert result == expected
     assert PROJECT_RE.match(result)
+
+
+def test_outside_git_the_project_is_the_directory_itself(tmp_path: Path) -> None:
+    """What the README says: the cwd's own name, not a parent's; git's top dir inside git."""
+    notes = tmp_path / "Notes" / "Ideas 2024"
+    notes.mkdir(parents=True)
+    assert current_project(notes) == "ideas-2024"
+    assert current_project(notes.parent) == "notes"
+    worktree = tmp_path / "Shop-Feature"
+    (worktree / "src").mkdir(parents=True)
+    (worktree / ".git").write_text("gitdir: /elsewhere/.git/worktrees/shop-feature\n")
+    assert current_project(worktree / "src") == "shop-feature"  # a worktree's .git file
