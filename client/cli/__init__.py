@@ -19,7 +19,7 @@ from typing import Annotated
 import typer
 
 from ...protocol.errors import SealmemError
-from . import admin, failures, hosts, hub, memory, output, sync, team
+from . import admin, captured, failures, hosts, hub, memory, output, sync, team
 from .readable import ReadableGroup
 
 __all__ = ["app", "main"]
@@ -62,6 +62,7 @@ def _root(
 
 memory.register(app)
 hosts.register(app)
+captured.register(app)
 team.register(app)
 admin.register(app)
 sync.register(app)

@@ -229,7 +229,11 @@ def scan_cmd(
         typer.Argument(help="Transcript files; default every ~/.claude/projects/*/*.jsonl."),
     ] = None,
     store_them: Annotated[
-        bool, typer.Option("--store", help="Remember the proposals instead of only listing them.")
+        bool,
+        typer.Option(
+            "--store",
+            help="Remember the proposals, privately until 'sealmem captured accept'.",
+        ),
     ] = False,
     project: Annotated[
         str | None, typer.Option("--project", help="Project to search and store in.")
@@ -279,7 +283,11 @@ def scan_cmd(
         for candidate in result.proposed:
             output.say(f"  [{candidate.kind}] {candidate.text}")
         total += len(result.proposed)
-    action = "stored" if store_them else "proposed (run with --store to keep them)"
+    action = (
+        "stored privately (review and share them with 'sealmem captured')"
+        if store_them
+        else "proposed (run with --store to keep them)"
+    )
     output.say(f"{total} memories {action} from {len(found)} transcripts")
 
 
@@ -311,7 +319,12 @@ def _watch_root(root: Path | None) -> Path:
 
 def watch_cmd(
     store_them: Annotated[
-        bool, typer.Option("--store", help="Remember what passes the gate (default: print it).")
+        bool,
+        typer.Option(
+            "--store",
+            help="Remember what passes the gate, privately until 'sealmem captured accept' "
+            "(default: print it).",
+        ),
     ] = False,
     root: Annotated[
         Path | None, typer.Option("--root", help="Transcript directory to follow.")

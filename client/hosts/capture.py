@@ -8,6 +8,11 @@ already stored (recall finds the closest stored memories; :func:`gate.overlap`
 decides).  A line right after a failed tool call is marked ``after_error``,
 which is where fixes are explained.
 
+What is stored is **private** (origin :data:`ORIGIN`): a transcript holds what
+a person typed and what the agent saw, so nothing captured leaves the machine
+until someone reviews it and accepts it (``sealmem captured accept``, which
+makes a team version through :meth:`MemoryStore.share`) or discards it.
+
 Followers (the Stop hook, ``sealmem watch``) remember how far they read each
 transcript in ``<home>/capture/<hash>.json``, so a turn is considered once.
 """
@@ -126,7 +131,8 @@ def _stored_like(store: MemoryStore, text: str, project: str) -> list[str]:
 def capture(
     store: MemoryStore, turns: Iterable[Turn], *, project: str, save: bool
 ) -> CaptureResult:
-    """Propose memories from ``turns``; with ``save``, remember those not already stored."""
+    """Propose memories from ``turns``; with ``save``, remember those not already stored,
+    as private memories (shared only once accepted: ``sealmem captured accept``)."""
     proposed, duplicates = propose(turns)
     result = CaptureResult(duplicates=duplicates)
     for candidate in proposed:
@@ -140,6 +146,7 @@ def capture(
                 kind=candidate.kind,
                 importance=candidate.importance,
                 project=project,
+                private=True,
                 origin=ORIGIN,
             )
             result.stored.append(outcome.memory)

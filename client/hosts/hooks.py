@@ -15,7 +15,9 @@ submitted prompt and prints the memories that share enough of its words
 Both mark a memory this machine did not write with its verified signer
 (:meth:`sealmem.client.store.memory.Memory.authorship`), never its claimed author.
 ``stop`` captures durable lessons from the part of the transcript not read
-before (:mod:`sealmem.client.hosts.capture`) and prints nothing.
+before (:mod:`sealmem.client.hosts.capture`) and prints nothing.  What it
+stores is private: no sync shares it until it is accepted with
+``sealmem captured accept``.
 """
 
 from __future__ import annotations

@@ -246,6 +246,37 @@ class MemoryStore:
             scrub.settle(self._conn)
         return tomb
 
+    def share(self, memory_id: str) -> Memory:
+        """Share a private memory with the team: a new version with ``visibility="team"``.
+
+        The text and keywords are redacted again, as :meth:`remember` does (the rules
+        may have grown since it was stored), and validated; the private version stays
+        in the local history.  A memory already shared is returned as it is; a
+        forgotten one is refused (:class:`InputError`).
+        """
+        now = self._clock()
+        with sqlite_errors(self.path), transaction(self._conn):
+            row = load_row(self._conn, self.get(memory_id).id)
+            if row is None:
+                raise NotFoundError(f"memory {memory_id} vanished; retry")
+            current = memory_from_row(row).record
+            if current.deleted:
+                raise InputError(
+                    f"memory {current.id} is forgotten ({current.delete_reason}): there is "
+                    "no text left to share"
+                )
+            if current.visibility == "team":
+                return memory_from_row(row)
+            words, _ = redact_all(current.keywords)
+            return writes.share(
+                self._conn,
+                row,
+                author=self.author,
+                now=now,
+                content=redact(current.content).text,
+                keywords=words,
+            )
+
     # -- reading ---------------------------------------------------------------
 
     def resolve_id(self, text: str) -> str:

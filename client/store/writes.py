@@ -25,7 +25,7 @@ from .rows import (
     write_version,
 )
 
-__all__ = ["create", "find_twin", "reinforce", "resolve_links", "tombstone"]
+__all__ = ["create", "find_twin", "reinforce", "resolve_links", "share", "tombstone"]
 
 
 def resolve_links(conn: sqlite3.Connection, ids: Sequence[str]) -> list[str]:
@@ -155,6 +155,27 @@ def reinforce(
     record = changed.evolve(editor=author, hlc=next_hlc(conn, now))
     floor = max(float(twin["local_importance"]), record.importance)
     return _write(conn, record, floor, seen_count, now)
+
+
+def share(
+    conn: sqlite3.Connection,
+    row: sqlite3.Row,
+    *,
+    author: str,
+    now: int,
+    content: str,
+    keywords: Sequence[str],
+) -> Memory:
+    """A team version of the private memory in ``row``, with ``content`` and ``keywords``
+    (redacted again by the caller); the private version stays in history."""
+    record = memory_from_row(row).record.evolve(
+        content=content,
+        keywords=tuple(keywords),
+        visibility="team",
+        editor=author,
+        hlc=next_hlc(conn, now),
+    )
+    return _write(conn, record, float(row["local_importance"]), int(row["seen_count"]), now)
 
 
 def tombstone(

@@ -85,8 +85,11 @@ def test_scan_proposes_then_stores_once(cli: CLI, env: Env, store: MemoryStore) 
 
     stored = cli("scan", str(path), "--store", "--project", "webshop")
     assert stored.code == 0, stored.err
-    assert "3 memories stored" in stored.out
-    assert len(store.recent(project="webshop")) == 4
+    assert "3 memories stored privately" in stored.out
+    assert "sealmem captured" in stored.out
+    kept = store.recent(project="webshop")
+    assert len(kept) == 4
+    assert sorted(m.record.visibility for m in kept) == ["private", "private", "private", "team"]
     again = cli("scan", str(path), "--store", "--project", "webshop", "--json").json()
     assert again["transcripts"][0]["proposed"] == []
     assert len(store.recent(project="webshop")) == 4
@@ -112,8 +115,8 @@ def test_follower_reads_only_new_turns(env: Env, store: MemoryStore) -> None:
         handle.write(_assistant(env, "Warning: never run the load tests against production."))
     result = follower.process(store, old)
     assert result is not None
-    assert [m.record.content for m in result.stored] == [
-        "Never run the load tests against production."
+    assert [(m.record.content, m.record.visibility) for m in result.stored] == [
+        ("Never run the load tests against production.", "private")
     ]
     assert seen == ["Never run the load tests against production."]
     assert find_transcripts(root) == [old]
@@ -147,5 +150,6 @@ def test_watch_captures_a_new_transcript(env: Env, store: MemoryStore) -> None:
         worker.join(5)
     assert not worker.is_alive()
     assert len(seen) == 4
-    assert len(store.recent(project="webshop")) == 4
+    watched = store.recent(project="webshop")
+    assert [m.record.visibility for m in watched] == ["private"] * 4
     assert capture.was_read(env.state, path)

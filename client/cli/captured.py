@@ -1,0 +1,191 @@
+"""``sealmem captured``: review what the hooks captured before the team sees it.
+
+The Stop hook, ``sealmem scan --store`` and ``sealmem watch --store`` store
+what they capture from transcripts as *private* memories (origin
+:data:`sealmem.client.hosts.capture.ORIGIN`): no sync shares them.  This noun
+lists them, ``accept`` makes a team version of each (the next sync shares
+it), ``discard`` forgets them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ...protocol.errors import InputError
+from . import output
+from .memory import JsonOpt, open_store
+
+if TYPE_CHECKING:
+    from .. import Memory, MemoryStore
+
+__all__ = ["DISCARD_REASON", "register"]
+
+DISCARD_REASON = "discarded capture"
+
+captured_app = typer.Typer(
+    help="Review captured memories: private until accepted, then shared with the team."
+)
+
+IdsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="ID...",
+        help="Ids of captured memories (the full id, or at least 8 hex digits of it).",
+    ),
+]
+AllOpt = Annotated[bool, typer.Option("--all", help="Every captured memory waiting.")]
+
+
+def _waiting(store: MemoryStore, project: str | None = None) -> list[Memory]:
+    """Live private memories the transcript capture stored, oldest first."""
+    from ..hosts.capture import ORIGIN
+    from ..store.rows import MEMORY_COLUMNS, memory_from_row
+
+    where = "origin = ? AND visibility = 'private' AND deleted = 0"
+    params: list[Any] = [ORIGIN]
+    if project is not None:
+        where += " AND project = ?"
+        params.append(project)
+    rows = store.connection.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, id", params
+    ).fetchall()
+    return [memory_from_row(row) for row in rows]
+
+
+def _first_line(text: str) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= 72 else line[:69] + "..."
+
+
+def _row(memory: Memory) -> dict[str, Any]:
+    record = memory.record
+    return {
+        "id": record.id,
+        "created_at": record.created_at,
+        "project": record.project,
+        "kind": record.kind,
+        "first_line": _first_line(record.content),
+        "content": record.content,
+        "visibility": record.visibility,
+    }
+
+
+@captured_app.callback(invoke_without_command=True)
+def list_captured(
+    ctx: typer.Context,
+    project: Annotated[
+        str | None, typer.Option("--project", "-p", help="Only this project (default: all).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List captured memories waiting for review (private: no sync shares them)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with open_store(readonly=True) as store:
+        waiting = _waiting(store, project)
+    if as_json:
+        output.emit_json({"captured": [_row(m) for m in waiting]})
+        return
+    if not waiting:
+        output.say("no captured memories waiting for review")
+        return
+    rows = [
+        [
+            output.short_id(m.record.id),
+            output.format_time(m.record.created_at),
+            m.record.project,
+            m.record.kind,
+            _first_line(m.record.content),
+        ]
+        for m in waiting
+    ]
+    output.say(output.table(rows, ["ID", "CAPTURED", "PROJECT", "KIND", "FIRST LINE"]))
+    output.say(
+        f"\n{len(waiting)} private; share with 'sealmem captured accept ID...' (or --all), "
+        "drop with 'sealmem captured discard ID...'"
+    )
+
+
+def _chosen(store: MemoryStore, ids: list[str] | None, every: bool, verb: str) -> list[Memory]:
+    """The captured memories ``ids`` name (each checked before any is changed), or all."""
+    from ..hosts.capture import ORIGIN
+
+    if every and ids:
+        raise InputError(f"give ids or --all, not both (sealmem captured {verb} --all)")
+    if every:
+        return _waiting(store)
+    if not ids:
+        raise InputError(
+            f"name the memories to {verb} (sealmem captured {verb} ID...), or give --all; "
+            "'sealmem captured' lists them"
+        )
+    chosen: list[Memory] = []
+    for given in ids:
+        memory = store.get(given)
+        if memory.record.origin != ORIGIN:
+            raise InputError(
+                f"memory {memory.id} was not captured from a transcript (origin "
+                f"{memory.record.origin!r}); nothing was changed: "
+                "'sealmem captured' lists the captured ones"
+            )
+        if memory.id not in {m.id for m in chosen}:
+            chosen.append(memory)
+    return chosen
+
+
+def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) -> None:
+    """Share captured memories with the team: the next sync sends them."""
+    done: list[dict[str, Any]] = []
+    with open_store() as store:
+        chosen = _chosen(store, ids, every, "accept")
+        for memory in chosen:
+            if memory.record.deleted:
+                raise InputError(
+                    f"memory {memory.id} was discarded ({memory.record.delete_reason}); "
+                    "nothing was changed: there is no text left to share"
+                )
+        for memory in chosen:
+            was = memory.record.visibility
+            shared = store.share(memory.id)
+            done.append({**_row(shared), "already_shared": was == "team"})
+    if as_json:
+        output.emit_json({"accepted": done})
+        return
+    for row in done:
+        note = "already shared" if row["already_shared"] else "shared with the team"
+        output.say(f"{output.short_id(row['id'])}  {note}: {row['first_line']}")
+    output.say(f"{len(done)} accepted; 'sealmem sync' sends them")
+
+
+def discard(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) -> None:
+    """Forget captured memories that were never shared (reason "discarded capture")."""
+    done: list[dict[str, Any]] = []
+    with open_store() as store:
+        chosen = _chosen(store, ids, every, "discard")
+        for memory in chosen:
+            if memory.record.visibility == "team":
+                raise InputError(
+                    f"memory {memory.id} was accepted and is shared with the team; nothing "
+                    f"was changed: forget it with 'sealmem forget {output.short_id(memory.id)} "
+                    "--reason WHY'"
+                )
+        for memory in chosen:
+            if memory.record.deleted:
+                continue
+            store.forget(memory.id, reason=DISCARD_REASON)
+            done.append(_row(memory))
+    if as_json:
+        output.emit_json({"discarded": [row["id"] for row in done]})
+        return
+    for row in done:
+        output.say(f"{output.short_id(row['id'])}  discarded: {row['first_line']}")
+    output.say(f"{len(done)} discarded")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``captured`` (list, ``accept``, ``discard``) to ``app``."""
+    captured_app.command()(accept)
+    captured_app.command()(discard)
+    app.add_typer(captured_app, name="captured")
