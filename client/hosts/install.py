@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from ...protocol.errors import InputError
 from ..fsutil import atomic_write
-from . import claude_hooks, jsonedit, tomlblock
+from . import claude_hooks, jsonedit, tomledit
 from .configs import SERVER_NAME, Host, Platform, hook_command
 
 __all__ = [
@@ -107,7 +107,7 @@ def _read(path: Path) -> str | None:
 def manual_block(host: Host, entry: Mapping[str, Any]) -> str:
     """What to add to the host config by hand when we refuse to edit it."""
     if host.fmt == "toml":
-        return tomlblock.render_table((*host.table_path, SERVER_NAME), entry)
+        return tomledit.render_table((*host.table_path, SERVER_NAME), entry)
     return json.dumps({host.table_path[0]: {SERVER_NAME: entry}}, indent=2)
 
 
@@ -143,32 +143,18 @@ def _plan_server(host: Host, entry: dict[str, Any], *, repair: bool) -> FileEdit
     before = _read(path)
     if host.fmt == "toml":
         text = before or ""
+        table, where = host.table_path[0], str(path)
         try:
-            doc = tomlblock.parse_toml(text, where=str(path))
-        except tomlblock.TomlConfigError as exc:
-            raise _refuse(host, entry, str(exc)) from exc
-        current = _servers(host, doc, path, entry)
-        block = tomlblock.render_table((*host.table_path, SERVER_NAME), entry)
-        has_block = tomlblock.find_block(text) is not None
-        if current is not None and not has_block:
-            raise _refuse(
-                host, entry, f"{path} has a [mcp_servers.sealmem] table sealmem did not add"
-            )
-        if current is None:
-            after = tomlblock.add_block(text, block)
-        elif current == entry:
+            current = tomledit.parse_config(text, where=where).get(table, {})
+            current = current.get(SERVER_NAME) if isinstance(current, dict) else None
+            if current is not None and current != entry and not repair:
+                raise _stale(host, path, current)
             after = text
-        elif repair:
-            after = tomlblock.replace_block(text, block)
-        else:
-            raise _stale(host, path, current)
-        try:
-            check = tomlblock.parse_toml(after, where=str(path))
-        except tomlblock.TomlConfigError as exc:
-            raise _refuse(host, entry, f"{path} cannot take a new table at its end") from exc
-        if check.get("mcp_servers", {}).get(SERVER_NAME) != entry:
-            raise _refuse(host, entry, f"{path} did not read back the entry we added")
-        return FileEdit(path, before, after, "MCP server", current is None and not has_block)
+            if current != entry:
+                after = tomledit.set_entry(text, table, SERVER_NAME, entry, where=where)
+        except tomledit.TomlConfigError as exc:
+            raise _refuse(host, entry, str(exc)) from exc
+        return FileEdit(path, before, after, "MCP server", current is None)
     text = before if before is not None else _NEW_JSON
     try:
         doc = jsonedit.parse_object(text, where=str(path))
@@ -290,7 +276,7 @@ def plan_uninstall(host: Host) -> list[FileEdit]:
     before = _read(path)
     edits: list[FileEdit] = []
     if before is not None and host.fmt == "toml":
-        after = tomlblock.remove_block(before)
+        after = tomledit.remove_entry(before, host.table_path[0], SERVER_NAME, where=str(path))
         if after is not None:
             gone = after == "" and not _backups(path)  # we created the file: take it away
             edits.append(FileEdit(path, before, None if gone else after, "MCP server"))
@@ -378,7 +364,7 @@ def host_status(host: Host, entry: Mapping[str, Any]) -> HostStatus:
         text = _read(path)
         if text is not None:
             doc = (
-                tomlblock.parse_toml(text, where=str(path))
+                tomledit.parse_config(text, where=str(path))
                 if host.fmt == "toml"
                 else jsonedit.parse_object(text, where=str(path))
             )

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sealmem.client.hosts import jsonedit, tomlblock
+from sealmem.client.hosts import jsonedit, tomledit
 
 ENTRY = {"command": "/opt/sealmem/bin/sealmem", "args": ["mcp"], "env": {"SEALMEM_HOME": "/s"}}
 
@@ -90,21 +90,35 @@ def test_shape_errors_are_refused() -> None:
         jsonedit.add_member('{"mcpServers": [1]}', ["mcpServers"], "sealmem", {})
 
 
+toml_prefixes = st.sampled_from(
+    ["", "a = 1", "a = 1\n", "a = 1\n\n", "# c\n[p]\nq = 'x'  # why\n\n# next\n"]
+)
+
+
 @settings(max_examples=150, deadline=None)
-@given(st.text(max_size=60), st.text(st.characters(codec="utf-8", exclude_categories=["Cs"])))
-def test_toml_block_round_trip(prefix: str, value: str) -> None:
+@given(toml_prefixes, st.text(st.characters(codec="utf-8", exclude_categories=["Cs"])))
+def test_toml_entry_round_trip(prefix: str, value: str) -> None:
     entry = {"command": value, "args": ["mcp", value], "env": {"SEALMEM_HOME": value}}
-    block = tomlblock.render_table(("mcp_servers", "sealmem"), entry)
+    block = tomledit.render_table(("mcp_servers", "sealmem"), entry)
     assert tomllib.loads(block)["mcp_servers"]["sealmem"] == entry
-    added = tomlblock.add_block(prefix, block)
-    assert tomlblock.remove_block(added) == prefix
-    assert tomlblock.remove_block(prefix) is None or tomlblock.BEGIN in prefix
+    added = tomledit.set_entry(prefix, "mcp_servers", "sealmem", entry, where="c.toml")
+    assert added.startswith(prefix)
+    assert tomllib.loads(added)["mcp_servers"]["sealmem"] == entry
+    removed = tomledit.remove_entry(added, "mcp_servers", "sealmem", where="c.toml")
+    assert removed == (prefix if prefix.endswith("\n") or not prefix else prefix + "\n")
+    assert tomledit.remove_entry(prefix, "mcp_servers", "sealmem", where="c.toml") is None
 
 
-def test_codex_block_keeps_comments_and_layout() -> None:
+def test_codex_entry_keeps_comments_and_layout() -> None:
     text = '# mine\nmodel = "x"  # why\n\n[mcp_servers.docs]\ncommand = "npx"\n'
-    added = tomlblock.add_block(text, tomlblock.render_table(("mcp_servers", "sealmem"), ENTRY))
+    added = tomledit.set_entry(text, "mcp_servers", "sealmem", ENTRY, where="c.toml")
     assert added.startswith(text)
     doc = tomllib.loads(added)
     assert set(doc["mcp_servers"]) == {"docs", "sealmem"}
-    assert tomlblock.remove_block(added) == text
+    assert tomledit.remove_entry(added, "mcp_servers", "sealmem", where="c.toml") == text
+
+
+def test_removing_a_hand_written_table_keeps_the_comment_of_the_next_one() -> None:
+    text = '[mcp_servers.sealmem]\ncommand = "x"\n\n# fast profile\n[profiles.fast]\nq = 1\n'
+    after = tomledit.remove_entry(text, "mcp_servers", "sealmem", where="c.toml")
+    assert after == "\n# fast profile\n[profiles.fast]\nq = 1\n"
