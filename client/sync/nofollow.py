@@ -134,9 +134,9 @@ class SafeDir:
             return found
         target, at = self._at(name)
         try:
-            os.mkdir(target, 0o755, dir_fd=at)
-        except FileExistsError:
-            pass  # made meanwhile by another member: open it like any other
+            # one made meanwhile by another member is opened like any other
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(target, 0o755, dir_fd=at)
         except OSError as exc:
             raise TransportError(f"cannot create {path}: {exc.strerror}") from exc
         found = self._open_dir(name, path)

@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,3 +40,22 @@ def in_process(
         return Run(code, captured.out, captured.err)
 
     return run
+
+
+def per_home(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Run]:
+    """``cli(who, *args, code=0)``: the CLI in the home ``root/who`` (run from
+    ``root/webapp``), with its exit code checked."""
+    cwd = root / "webapp"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    run = in_process(capsys, monkeypatch)
+
+    def as_(who: str, *args: str, code: int = 0) -> Run:
+        monkeypatch.setenv("SEALMEM_HOME", str(root / who))
+        done = run(*args)
+        assert done.code == code, done
+        return done
+
+    return as_

@@ -24,7 +24,7 @@ from sealmem.protocol.encoding import b64e
 from sealmem.protocol.envelope import seal
 from sealmem.protocol.errors import InputError
 from sealmem.protocol.invite import DAY_MS
-from tests.support.cli import Run, in_process
+from tests.support.cli import Run, per_home
 
 Cli = Callable[..., Run]
 
@@ -36,18 +36,7 @@ def _now() -> int:
 @pytest.fixture
 def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
     """``cli(who, *args)``: the sealmem CLI in the home ``tmp_path/who``, checked exit code."""
-    cwd = tmp_path / "webapp"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
-    run = in_process(capsys, monkeypatch)
-
-    def as_(who: str, *args: str, code: int = 0) -> Run:
-        monkeypatch.setenv("SEALMEM_HOME", str(tmp_path / who))
-        done = run(*args)
-        assert done.code == code, done
-        return done
-
-    return as_
+    return per_home(tmp_path, capsys, monkeypatch)
 
 
 @pytest.fixture
