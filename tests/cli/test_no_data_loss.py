@@ -12,7 +12,6 @@ import hashlib
 import io
 import json
 import os
-import pickle
 import random
 import shutil
 import tempfile
@@ -22,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import Run, in_process
+from tests.support.nobody import NOBODY, as_nobody
 
-NOBODY = 65534
 PAGE = 4096
 
 
@@ -59,29 +58,7 @@ def _unprivileged(calls: list[tuple[str, ...]]) -> list[Run]:
             runs.append(Run(code, out.getvalue(), err.getvalue()))
         return runs
 
-    if os.geteuid() != 0:
-        return run_all()
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.close(read_end)
-        status = 0
-        try:
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            result: tuple[str, object] = ("ok", run_all())
-        except BaseException as exc:
-            result, status = ("error", repr(exc)), 1
-        with os.fdopen(write_end, "wb") as pipe:
-            pickle.dump(result, pipe)
-        os._exit(status)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        kind, value = pickle.load(pipe)
-    os.waitpid(pid, 0)
-    assert kind == "ok", value
-    return value  # type: ignore[no-any-return]
+    return as_nobody(run_all)
 
 
 def _give_to_nobody(paths: list[Path]) -> None:

@@ -9,24 +9,20 @@ push also removes a planted manifest above its own seq).
 
 from __future__ import annotations
 
-import os
-import pickle
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 from sealmem.client.sync.folder import FolderTransport
 from sealmem.protocol import reasons
+from tests.support.nobody import as_nobody
 from tests.sync.conftest import PROJECT, Node, World
 
 WRITER = "b" * 26
-NOBODY = 65534
-T = TypeVar("T")
 
 
 def _writer_dir(world: World, node: Node) -> Path:
@@ -97,31 +93,6 @@ def test_the_writer_pushes_past_a_planted_socket_and_removes_it(
     assert "the release is on thursday" in {m.content for m in alice.memories().values()}
 
 
-def _as_nobody(fn: Callable[[], T]) -> T:
-    """``fn()`` in a forked child that runs as user ``nobody`` (root reads every file)."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.close(read_end)
-        status = 0
-        try:
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            out = ("ok", fn())
-        except BaseException as exc:
-            out, status = ("error", repr(exc)), 1
-        with os.fdopen(write_end, "wb") as pipe:
-            pickle.dump(out, pipe)
-        os._exit(status)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        kind, value = pickle.load(pipe)
-    os.waitpid(pid, 0)
-    assert kind == "ok", value
-    return value  # type: ignore[no-any-return]
-
-
 @pytest.fixture
 def open_root() -> Iterator[Path]:
     """A folder outside pytest's private tmp dir, which user ``nobody`` can reach."""
@@ -154,7 +125,7 @@ def test_an_unreadable_manifest_or_chunk_is_no_file_with_a_warning(open_root: Pa
             reader.take_warnings(),
         )
 
-    newest, kept, chunk, warnings = _as_nobody(read) if os.geteuid() == 0 else read()
+    newest, kept, chunk, warnings = as_nobody(read)
     assert (newest, kept, chunk) == (None, [b"m1"], None)
     for path in locked:
         assert any(str(path) in w for w in warnings), (path, warnings)
