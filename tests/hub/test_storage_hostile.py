@@ -157,3 +157,18 @@ def test_a_feed_holds_nothing_for_a_team_nobody_waits_on() -> None:
     held = feed.event("t")
     feed.notify("t")
     assert held.is_set()
+
+
+def test_the_janitor_runs_by_itself(tmp_path: Path, make_hub: type[Hub]) -> None:
+    config = hub_config(tmp_path / "hub", unreferenced_ttl_s=0.2, janitor_interval_s=0.1)
+    hub = make_hub(config)
+    world = hub.world()
+    alice = world.nodes["alice"]
+    stray = os.urandom(500)
+    assert hub.put_chunk(alice.key, stray).status_code == 201
+    cid = chunk_id(SUITE, stray)
+    deadline = time.monotonic() + 10
+    while not hub.storage.missing_chunks(TEAM, PROJECT, alice.key.kid, [cid]):
+        assert time.monotonic() < deadline, "the janitor never expired the stray chunk"
+        time.sleep(0.05)
+    world.close()
