@@ -16,7 +16,7 @@ In order, for every HTTP request:
    bodies are at most :data:`MAX_FORM_BYTES`.
 4. Every response carries a strict Content-Security-Policy (no inline
    script or style, no framing, forms only to this origin), ``nosniff``,
-   ``no-referrer`` and ``no-store``.
+   ``same-origin`` referrers (nothing leaves for another site) and ``no-store``.
 
 Secrets are compared in constant time and never logged.
 """
@@ -42,7 +42,7 @@ CSP = (
 _HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer would make Chromium send Origin: null
     (b"cache-control", b"no-store"),
     (b"x-frame-options", b"DENY"),
     (b"cross-origin-opener-policy", b"same-origin"),

@@ -111,7 +111,7 @@ def test_every_response_carries_the_security_headers(client: TestClient, seeded:
     for res in responses:
         assert res.headers["content-security-policy"] == CSP
         assert res.headers["x-content-type-options"] == "nosniff"
-        assert res.headers["referrer-policy"] == "no-referrer"
+        assert res.headers["referrer-policy"] == "same-origin"
         assert res.headers["x-frame-options"] == "DENY"
     assert "'unsafe-inline'" not in CSP
     assert "frame-ancestors 'none'" in CSP
@@ -272,3 +272,20 @@ def test_captured_memories_are_accepted_or_discarded(
     with _store(seeded) as store:
         assert store.get(seeded.captured).record.visibility == "team"
     assert "nothing waiting" in client.get("/captured").text
+
+
+def test_the_forms_on_the_pages_carry_the_csrf_token(
+    client: TestClient, secrets: Secrets, seeded: Seeded
+) -> None:
+    """What a browser posts is what the page holds: scrape the form, post it back."""
+    html = client.get(f"/m/{seeded.new}").text
+    forms = re.findall(r'<form method="post" action="([^"]+)"', html)
+    assert set(forms) >= {"/importance", "/correct", "/forget"}
+    tokens = re.findall(r'name="csrf" value="([^"]*)"', html)
+    assert len(tokens) == len(forms)
+    assert set(tokens) == {secrets.csrf}
+    form = {"csrf": tokens[0], "id": seeded.new, "importance": "0.7"}
+    assert client.post("/importance", data=form, headers=ORIGIN).status_code == 303
+    for path in ("/", "/captured"):
+        page = client.get(path).text
+        assert set(re.findall(r'name="csrf" value="([^"]*)"', page)) == {secrets.csrf}, path
