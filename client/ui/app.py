@@ -9,6 +9,7 @@ in a worker thread.  Writes answer 303 to the page that shows their result.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,13 @@ def create_app(
     def refused(request: Request, exc: SealmemError) -> HTMLResponse:
         status = 404 if isinstance(exc, NotFoundError) else 400
         return page("error.html", request, {"message": str(exc)}, status)
+
+    async def failed(request: Request, exc: Exception) -> Response:
+        """A store or file failure no lower layer translated: one sentence, no traceback."""
+        from ..cli.failures import describe
+
+        message = describe(exc) if isinstance(exc, sqlite3.Error | OSError) else str(exc)
+        return page("error.html", request, {"message": message}, 503)
 
     async def render(request: Request, name: str, build: Callable[[MemoryStore], Any]) -> Response:
         def run() -> Any:
@@ -227,4 +235,9 @@ def create_app(
         Route("/captured/discard", posting(_review("discard")), methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    return Guard(Starlette(routes=routes), secrets=secrets, hosts=hosts)
+    handlers = {sqlite3.Error: failed, OSError: failed}
+    return Guard(
+        Starlette(routes=routes, exception_handlers=handlers),
+        secrets=secrets,
+        hosts=hosts,
+    )

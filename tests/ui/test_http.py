@@ -289,3 +289,17 @@ def test_the_forms_on_the_pages_carry_the_csrf_token(
     for path in ("/", "/captured"):
         page = client.get(path).text
         assert set(re.findall(r'name="csrf" value="([^"]*)"', page)) == {secrets.csrf}, path
+
+
+def test_a_damaged_store_is_one_sentence_not_a_traceback(
+    client: TestClient, seeded: Seeded
+) -> None:
+    db = store_path(seeded.home)
+    for extra in (db.with_name("store.db-wal"), db.with_name("store.db-shm")):
+        extra.unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    res = client.get("/")
+    assert res.status_code in (400, 503)
+    assert "Traceback" not in res.text
+    assert "sealmem" in res.text
+    assert "refused" in res.text
