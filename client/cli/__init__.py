@@ -19,7 +19,7 @@ from typing import Annotated
 import typer
 
 from ...protocol.errors import SealmemError
-from . import admin, captured, failures, hosts, hub, memory, output, sync, team
+from . import admin, captured, failures, hosts, hub, memory, output, sync, team, ui
 from .readable import ReadableGroup
 
 __all__ = ["app", "main"]
@@ -67,6 +67,7 @@ team.register(app)
 admin.register(app)
 sync.register(app)
 hub.register(app)
+ui.register(app)
 
 
 def _fail(message: str) -> None:

@@ -20,9 +20,8 @@ from .memory import JsonOpt, open_store
 if TYPE_CHECKING:
     from .. import Memory, MemoryStore
 
-__all__ = ["DISCARD_REASON", "register"]
+__all__ = ["register"]
 
-DISCARD_REASON = "discarded capture"
 
 captured_app = typer.Typer(
     help="Review captured memories: private until accepted, then shared with the team."
@@ -39,19 +38,9 @@ AllOpt = Annotated[bool, typer.Option("--all", help="Every captured memory waiti
 
 
 def _waiting(store: MemoryStore, project: str | None = None) -> list[Memory]:
-    """Live private memories the transcript capture stored, oldest first."""
-    from ..hosts.capture import ORIGIN
-    from ..store.rows import MEMORY_COLUMNS, memory_from_row
+    from ..hosts.review import waiting
 
-    where = "origin = ? AND visibility = 'private' AND deleted = 0"
-    params: list[Any] = [ORIGIN]
-    if project is not None:
-        where += " AND project = ?"
-        params.append(project)
-    rows = store.connection.execute(
-        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, id", params
-    ).fetchall()
-    return [memory_from_row(row) for row in rows]
+    return waiting(store, project)
 
 
 def _first_line(text: str) -> str:
@@ -110,46 +99,22 @@ def list_captured(
 
 def _chosen(store: MemoryStore, ids: list[str] | None, every: bool, verb: str) -> list[Memory]:
     """The captured memories ``ids`` name (each checked before any is changed), or all."""
-    from ..hosts.capture import ORIGIN
+    from ..hosts.review import choose
 
     if every and ids:
         raise InputError(f"give ids or --all, not both (sealmem captured {verb} --all)")
-    if every:
-        return _waiting(store)
-    if not ids:
-        raise InputError(
-            f"name the memories to {verb} (sealmem captured {verb} ID...), or give --all; "
-            "'sealmem captured' lists them"
-        )
-    chosen: list[Memory] = []
-    for given in ids:
-        memory = store.get(given)
-        if memory.record.origin != ORIGIN:
-            raise InputError(
-                f"memory {memory.id} was not captured from a transcript (origin "
-                f"{memory.record.origin!r}); nothing was changed: "
-                "'sealmem captured' lists the captured ones"
-            )
-        if memory.id not in {m.id for m in chosen}:
-            chosen.append(memory)
-    return chosen
+    return _waiting(store) if every else choose(store, ids or [], verb)
 
 
 def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) -> None:
     """Share captured memories with the team: the next sync sends them."""
     done: list[dict[str, Any]] = []
+    from ..hosts import review
+
     with open_store() as store:
         chosen = _chosen(store, ids, every, "accept")
-        for memory in chosen:
-            if memory.record.deleted:
-                raise InputError(
-                    f"memory {memory.id} was discarded ({memory.record.delete_reason}); "
-                    "nothing was changed: there is no text left to share"
-                )
-        for memory in chosen:
-            was = memory.record.visibility
-            shared = store.share(memory.id)
-            done.append({**_row(shared), "already_shared": was == "team"})
+        for shared, already in review.accept(store, chosen):
+            done.append({**_row(shared), "already_shared": already})
     if as_json:
         output.emit_json({"accepted": done})
         return
@@ -162,20 +127,11 @@ def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) 
 def discard(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) -> None:
     """Forget captured memories that were never shared (reason "discarded capture")."""
     done: list[dict[str, Any]] = []
+    from ..hosts import review
+
     with open_store() as store:
         chosen = _chosen(store, ids, every, "discard")
-        for memory in chosen:
-            if memory.record.visibility == "team":
-                raise InputError(
-                    f"memory {memory.id} was accepted and is shared with the team; nothing "
-                    f"was changed: forget it with 'sealmem forget {output.short_id(memory.id)} "
-                    "--reason WHY'"
-                )
-        for memory in chosen:
-            if memory.record.deleted:
-                continue
-            store.forget(memory.id, reason=DISCARD_REASON)
-            done.append(_row(memory))
+        done = [_row(memory) for memory in review.discard(store, chosen)]
     if as_json:
         output.emit_json({"discarded": [row["id"] for row in done]})
         return

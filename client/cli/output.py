@@ -15,7 +15,6 @@ terminal.  Newlines and tabs stay.  JSON is ASCII-only (``\\u`` escapes).
 from __future__ import annotations
 
 import json
-import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ...protocol.names import HIDDEN_RANGES, hidden_at
+from ..textsafe import visible
 
 if TYPE_CHECKING:
     from .. import Memory
@@ -43,23 +42,9 @@ __all__ = [
 ]
 
 
-_HIDDEN = re.compile(
-    "[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in HIDDEN_RANGES) + "]"
-)
-_KEPT = "\n\t"
-
-
-def _escape(match: re.Match[str]) -> str:
-    ch = match.group()
-    if ch in _KEPT or not hidden_at(match.string, match.start()):
-        return ch
-    cp = ord(ch)
-    return f"\\x{cp:02x}" if cp <= 0xFF else f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
-
-
 def clean(text: str) -> str:
     """``text`` safe for a terminal: hidden characters shown as escapes, newlines kept."""
-    return _HIDDEN.sub(_escape, text)
+    return visible(text)
 
 
 def one_line(text: str) -> str:
@@ -84,10 +69,10 @@ def warn(message: str) -> None:
 
 
 def short_id(memory_id: str) -> str:
-    """The last 12 hex digits: random, so unique in practice, and every command taking an
-    id accepts them (:meth:`MemoryStore.resolve_id`).  Not the first 8: a UUIDv7 starts
-    with its timestamp, so memories of the same minute share them."""
-    return memory_id[-12:]
+    """The short form of a memory id (:func:`sealmem.client.store.ids.short_id`)."""
+    from ..store.ids import short_id as short
+
+    return short(memory_id)
 
 
 def format_time(ms: int | None) -> str:

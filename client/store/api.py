@@ -277,6 +277,20 @@ class MemoryStore:
                 keywords=words,
             )
 
+    def set_importance(self, memory_id: str, importance: float) -> Memory:
+        """Set a memory's importance (0..1) as a new version; a forgotten one is refused."""
+        importance = inputs.importance(importance)
+        now = self._clock()
+        with sqlite_errors(self.path), transaction(self._conn):
+            row = load_row(self._conn, self.get(memory_id).id)
+            if row is None:
+                raise NotFoundError(f"memory {memory_id} vanished; retry")
+            if memory_from_row(row).record.deleted:
+                raise InputError(f"memory {row['id']} is forgotten: it has no importance to set")
+            return writes.set_importance(
+                self._conn, row, author=self.author, now=now, importance=importance
+            )
+
     # -- reading ---------------------------------------------------------------
 
     def resolve_id(self, text: str) -> str:

@@ -17,7 +17,15 @@ from collections.abc import Sequence
 from ...protocol.errors import InputError, NotFoundError
 from ...protocol.record import is_memory_id
 
-__all__ = ["MAX_LISTED", "MIN_FRAGMENT", "resolve"]
+__all__ = ["MAX_LISTED", "MIN_FRAGMENT", "resolve", "short_id"]
+
+
+def short_id(memory_id: str) -> str:
+    """The last 12 hex digits: random, so unique in practice, and every command taking an
+    id accepts them (:func:`resolve`).  Not the first 8: a UUIDv7 starts with its
+    timestamp, so memories of the same minute share them."""
+    return memory_id[-12:]
+
 
 MIN_FRAGMENT = 8
 MAX_LISTED = 5

@@ -209,3 +209,15 @@ def tombstone(
         hlc=next_hlc(conn, now),
     )
     return _write(conn, record, float(row["local_importance"]), int(row["seen_count"]), now)
+
+
+def set_importance(
+    conn: sqlite3.Connection, row: sqlite3.Row, *, author: str, now: int, importance: float
+) -> Memory:
+    """A new version of the memory in ``row`` with ``importance``; the local floor follows
+    the person's choice (they may lower it: a teammate's version never does)."""
+    current = memory_from_row(row).record
+    if current.importance == importance and float(row["local_importance"]) == importance:
+        return memory_from_row(row)
+    record = current.evolve(importance=importance, editor=author, hlc=next_hlc(conn, now))
+    return _write(conn, record, importance, int(row["seen_count"]), now)

@@ -1,0 +1,58 @@
+"""``sealmem ui``: the local web viewer (see :mod:`sealmem.client.ui`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from . import output
+
+__all__ = ["register", "ui"]
+
+
+def ui(
+    port: Annotated[
+        int, typer.Option("--port", help="Port on 127.0.0.1 (0: a free one).", min=0, max=65535)
+    ] = 0,
+    no_open: Annotated[
+        bool, typer.Option("--no-open", help="Print the URL only; do not open a browser.")
+    ] = False,
+) -> None:
+    """Look at your and your team's memory in a browser (127.0.0.1 only; Ctrl-C stops)."""
+    import socket
+    import webbrowser
+
+    import uvicorn
+
+    from ..paths import ensure_home
+    from ..ui.app import allowed_hosts, create_app
+    from ..ui.guard import Secrets
+
+    home = ensure_home()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise typer.BadParameter(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
+    bound = sock.getsockname()[1]
+    secrets = Secrets()
+    app = create_app(home, secrets, allowed_hosts(bound))
+    url = f"http://127.0.0.1:{bound}/?token={secrets.token}"
+    output.say(f"sealmem ui: {url}")
+    output.say("the link signs this browser in for this run; Ctrl-C stops the viewer")
+    if not no_open:
+        webbrowser.open(url)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``ui`` to ``app``."""
+    app.command()(ui)

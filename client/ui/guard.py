@@ -1,0 +1,192 @@
+"""The viewer's access control: one ASGI middleware in front of every route.
+
+In order, for every HTTP request:
+
+1. **Host** must be the address the viewer is bound to (``127.0.0.1:PORT`` or
+   ``localhost:PORT``): a page on another site that rebinds its DNS name to
+   127.0.0.1 sends its own name and is refused (421).
+2. **Token**: a ``?token=`` equal to the per-run token sets an HttpOnly,
+   SameSite=Strict cookie holding a separate per-run session secret and
+   redirects to the same path without the token (it leaves the address bar
+   and the history).  Without the cookie every route but ``/static`` answers
+   401 with how to get in.
+3. **Writes** (every method but GET/HEAD) need an ``Origin`` equal to the
+   viewer's own (a cross-site form post carries the attacker's origin) and a
+   ``csrf`` form field equal to the per-run CSRF token that the pages embed;
+   bodies are at most :data:`MAX_FORM_BYTES`.
+4. Every response carries a strict Content-Security-Policy (no inline
+   script or style, no framing, forms only to this origin), ``nosniff``,
+   ``same-origin`` referrers (nothing leaves for another site) and ``no-store``.
+
+Secrets are compared in constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
+from urllib.parse import parse_qsl, quote, urlencode
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["COOKIE", "CSP", "MAX_FORM_BYTES", "Guard", "Secrets"]
+
+COOKIE = "sealmem_ui"
+MAX_FORM_BYTES = 256 * 1024
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; connect-src 'self'"
+)
+_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer would make Chromium send Origin: null
+    (b"cache-control", b"no-store"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+_SAFE = {"GET", "HEAD"}
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """The per-run secrets: the URL token, the cookie's session value, the CSRF token."""
+
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    session: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+
+
+def _same(a: str | None, b: str) -> bool:
+    return a is not None and hmac.compare_digest(a.encode(), b.encode())
+
+
+class Guard:
+    """ASGI middleware enforcing the rules of the module docstring."""
+
+    def __init__(self, app: ASGIApp, *, secrets: Secrets, hosts: frozenset[str]) -> None:
+        self.app = app
+        self.secrets = secrets
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+        async def secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *_HEADERS]}
+            await send(message)
+
+        host = headers.get("host", "")
+        if host not in self.hosts:
+            await _plain(secured, 421, "unknown host: open the URL that 'sealmem ui' printed")
+            return
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        path = scope["path"]
+        if "token" in query:
+            if not _same(query["token"], self.secrets.token):
+                await _plain(secured, 401, "wrong token: open the URL that 'sealmem ui' printed")
+                return
+            rest = urlencode({k: v for k, v in query.items() if k != "token"})
+            here = "/" + quote(path.lstrip("/"), safe="/")  # never "//host": no open redirect
+            await _redirect(secured, here + (f"?{rest}" if rest else ""), self.secrets.session)
+            return
+        if path.startswith("/static/"):
+            await self.app(scope, receive, secured)
+            return
+        cookie = SimpleCookie()
+        try:
+            cookie.load(headers.get("cookie", ""))
+        except Exception:
+            cookie = SimpleCookie()
+        morsel = cookie.get(COOKIE)
+        if not _same(morsel.value if morsel else None, self.secrets.session):
+            await _plain(
+                secured,
+                401,
+                "not signed in: open the URL (with its token) that 'sealmem ui' printed",
+            )
+            return
+        if scope["method"] not in _SAFE:
+            origin = headers.get("origin")
+            if origin is None or origin.removeprefix("http://") not in self.hosts:
+                await _plain(secured, 403, "cross-site request refused (Origin is not this viewer)")
+                return
+            body, too_big = await _body(receive)
+            if too_big:
+                await _plain(secured, 413, f"form larger than {MAX_FORM_BYTES} bytes refused")
+                return
+            form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+            if not _same(form.get("csrf"), self.secrets.csrf):
+                await _plain(secured, 403, "missing or wrong CSRF token: reload the page")
+                return
+            scope = {**scope, "sealmem.form": form}
+            receive = _replay(body)
+        await self.app(scope, receive, secured)
+
+
+async def _body(receive: Receive) -> tuple[bytes, bool]:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_FORM_BYTES:
+            return b"", True
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks), False
+
+
+def _replay(body: bytes) -> Receive:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+async def _plain(send: Send, status: int, text: str) -> None:
+    body = text.encode() + b"\n"
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _redirect(send: Send, location: str, session: str) -> None:
+    cookie = f"{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/"
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 303,
+            "headers": [
+                (b"location", location.encode("latin-1", "replace")),
+                (b"set-cookie", cookie.encode()),
+                (b"content-length", b"0"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": b""})

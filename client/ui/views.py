@@ -1,0 +1,223 @@
+"""What each page shows, read from the store: plain data for the templates.
+
+Nothing here renders or escapes (the templates do); nothing here writes.
+Authorship is :meth:`Memory.authorship` (the one rule every renderer follows):
+the writer is the local member or the verified signer, never the claimed author.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.errors import NotFoundError, SealmemError
+from ..store.ids import short_id
+from ..store.rows import MEMORY_COLUMNS, memory_from_row
+from ..team.names import member_names
+from .charts import stacked_bars
+
+if TYPE_CHECKING:
+    from ..store.api import MemoryStore
+    from ..store.memory import Authorship, Memory
+
+__all__ = [
+    "Card",
+    "captured_page",
+    "day",
+    "memory_page",
+    "search_page",
+    "store_page",
+    "team_page",
+    "timeline_page",
+]
+
+TIMELINE_LIMIT = 500
+
+
+def day(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d")
+
+
+def when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _week(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%G-W%V")
+
+
+@dataclass(frozen=True)
+class Card:
+    """One memory as a list shows it."""
+
+    memory: Memory
+    by: Authorship
+    short: str
+    replaced_by: list[Memory]
+
+    @property
+    def first_line(self) -> str:
+        text = self.memory.content or f"(forgotten: {self.memory.record.delete_reason})"
+        line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+        return line if len(line) <= 160 else line[:157] + "..."
+
+
+def _cards(store: MemoryStore, memories: list[Memory]) -> list[Card]:
+    names, me = member_names(store.connection), store.author
+    replaced = store.superseded_by([m.id for m in memories])
+    return [
+        Card(m, m.authorship(names, me), short_id(m.id), replaced.get(m.id, [])) for m in memories
+    ]
+
+
+def search_page(
+    store: MemoryStore, query: str, project: str | None, kind: str | None
+) -> dict[str, Any]:
+    """Recall (the same ranking as the CLI and MCP, with its "why"), or the most recent."""
+    kinds = [kind] if kind else None
+    if query.strip():
+        hits = store.recall(query, k=30, project=project, all_projects=project is None, kinds=kinds)
+        cards = _cards(store, [h.memory for h in hits])
+        results = [
+            {"card": c, "score": h.score, "why": sorted(h.why.items(), key=lambda kv: -kv[1])}
+            for c, h in zip(cards, hits, strict=True)
+        ]
+    else:
+        recent = store.recent(limit=50, project=project, all_projects=project is None)
+        if kind:
+            recent = [m for m in recent if m.kind == kind]
+        results = [{"card": c, "score": None, "why": []} for c in _cards(store, recent)]
+    return {"query": query, "project": project or "", "kind": kind or "", "results": results}
+
+
+def memory_page(store: MemoryStore, given: str) -> dict[str, Any]:
+    """One memory: full text, fields, authorship, history, what it replaced and what replaced it."""
+    memory = store.get(given)
+    names, me = member_names(store.connection), store.author
+    replaced: list[dict[str, Any]] = []
+    for old_id in memory.record.supersedes:
+        try:
+            old = store.get(old_id)
+        except (NotFoundError, SealmemError):
+            replaced.append({"id": old_id, "short": short_id(old_id), "memory": None})
+            continue
+        replaced.append({"id": old.id, "short": short_id(old.id), "memory": old})
+    successors = store.superseded_by([memory.id]).get(memory.id, [])
+    history = store.history(memory.id)
+    return {
+        "memory": memory,
+        "short": short_id(memory.id),
+        "by": memory.authorship(names, me),
+        "supersedes": replaced,
+        "superseded_by": [
+            {"memory": m, "short": short_id(m.id), "by": m.authorship(names, me)}
+            for m in successors
+        ],
+        "history": [
+            {"memory": m, "by": m.authorship(names, me)}
+            for m in history
+            if (m.record.hlc, m.content) != (memory.record.hlc, memory.content)
+        ],
+    }
+
+
+def timeline_page(store: MemoryStore, project: str | None, kind: str | None) -> dict[str, Any]:
+    """Memories by day (newest first), and a chart of memories per week per writer."""
+    where, params = ["deleted = 0"], []
+    if project:
+        where.append("project = ?")
+        params.append(project)
+    if kind:
+        where.append("kind = ?")
+        params.append(kind)
+    rows = store.connection.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "
+        "ORDER BY created_at DESC, id LIMIT ?",
+        (*params, TIMELINE_LIMIT),
+    ).fetchall()
+    cards = _cards(store, [memory_from_row(r) for r in rows])
+    days: dict[str, list[Card]] = defaultdict(list)
+    weeks: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for card in cards:
+        days[day(card.memory.record.created_at)].append(card)
+        weeks[_week(card.memory.record.created_at)][card.by.writer_name] += 1
+    columns = sorted(weeks.items())[-26:]
+    projects = [r[0] for r in store.connection.execute("SELECT DISTINCT project FROM memories")]
+    kinds = [r[0] for r in store.connection.execute("SELECT DISTINCT kind FROM memories")]
+    return {
+        "project": project or "",
+        "kind": kind or "",
+        "projects": sorted(projects),
+        "kinds": sorted(kinds),
+        "days": list(days.items()),
+        "limit": TIMELINE_LIMIT,
+        "truncated": len(cards) == TIMELINE_LIMIT,
+        "chart": stacked_bars("memories per week, by writer", columns),
+    }
+
+
+def team_page(home: Path, store: MemoryStore) -> dict[str, Any]:
+    """Roster, members, grants, last sync, alarms, refusals; sync and refusal charts."""
+    from ..sync import replica
+    from ..team.session import sync_health
+
+    conn = store.connection
+    health = sync_health(home, conn)
+    doc: dict[str, Any] = {
+        "health": health,
+        "status": None,
+        "problem": None,
+        "names": member_names(conn),
+    }
+    if health.get("configured"):
+        doc["status"], doc["problem"] = _team_status(home, store)
+    refusals = replica.recent_refusals(conn, limit=200)
+    doc["refusals"] = refusals[:50]
+    by_day: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in refusals:
+        by_day[day(r["at"])][r["reason"]] += 1
+    doc["refusal_chart"] = stacked_bars("refusals per day, by reason", sorted(by_day.items())[-30:])
+    runs: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for (finished,) in conn.execute("SELECT finished_at FROM sync_runs ORDER BY seq"):
+        runs[day(int(finished))]["syncs"] += 1
+    doc["sync_chart"] = stacked_bars("syncs per day", sorted(runs.items())[-30:])
+    return doc
+
+
+def _team_status(home: Path, store: MemoryStore) -> tuple[dict[str, Any] | None, str | None]:
+    """The team's status from the trusted state in the store (no network)."""
+    from ..team.identity import load_member_key
+    from ..team.session import Team
+
+    try:
+        key = load_member_key(home, create=False)
+        team = Team.open(home, store, key)
+    except SealmemError as exc:
+        return None, str(exc)
+    try:
+        return team.status(), None
+    except SealmemError as exc:
+        return None, str(exc)
+    finally:
+        with contextlib.suppress(Exception):
+            team.transport.close()
+
+
+def store_page(store: MemoryStore) -> dict[str, Any]:
+    """Counts, sizes and the doctor's checks."""
+    return {"stats": store.stats(), "checks": store.doctor(), "db_path": str(store.path)}
+
+
+def captured_page(store: MemoryStore) -> dict[str, Any]:
+    """Captured memories waiting for review (private until accepted)."""
+    from ..hosts.review import waiting
+
+    return {"cards": _cards(store, waiting(store))}

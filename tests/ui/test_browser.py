@@ -1,0 +1,132 @@
+"""The viewer in a real headless Chromium (Debian's package), driven by Playwright.
+
+`sealmem ui --no-open` runs as a subprocess in its own home; the browser opens
+the printed URL (the token becomes a cookie), loads every page, searches,
+follows a supersede link, forgets a memory through the confirm dialog, and
+saves a screenshot of each page under the test's temp dir.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import Seeded
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _need_chromium() -> None:
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail(
+                "Debian's chromium is missing: .ci/run installs it (apt-get install chromium)"
+            )
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+
+
+@pytest.fixture
+def viewer(seeded: Seeded) -> Iterator[str]:
+    env = {**os.environ, "SEALMEM_HOME": str(seeded.home)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sealmem.client.cli", "ui", "--no-open"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        found = re.search(r"(http://127\.0\.0\.1:\d+/\?token=\S+)", line)
+        assert found, (line, proc.stderr.read() if proc.poll() is not None else "")
+        yield found.group(1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def test_every_page_in_a_real_browser(viewer: str, seeded: Seeded, tmp_path: Path) -> None:
+    _need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    shots = Path(os.environ.get("SEALMEM_UI_SHOTS", tmp_path / "screenshots"))
+    shots.mkdir(parents=True, exist_ok=True)
+    base = viewer.split("/?")[0]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 900})
+            blocked: list[str] = []
+            page.on("console", lambda m: blocked.append(m.text) if m.type == "error" else None)
+            page.goto(viewer)
+            assert page.url == base + "/"  # the token left the address bar
+            assert "recent memories" in page.content()
+            page.screenshot(path=shots / "search.png", full_page=True)
+
+            page.fill("input[name=q]", "orders postgresql")
+            page.click("form.search button")
+            page.wait_for_url(re.compile(r".*q=orders.*"))
+            assert "why:" in page.inner_text("main")
+            page.screenshot(path=shots / "results.png", full_page=True)
+
+            page.goto(f"{base}/m/{seeded.old}")
+            assert "superseded" in page.inner_text("h1")
+            page.click("a.successor")
+            page.wait_for_url(f"{base}/m/{seeded.new}")
+            assert "PostgreSQL 16" in page.inner_text("pre.content")
+            page.screenshot(path=shots / "memory.png", full_page=True)
+
+            page.goto(f"{base}/m/{seeded.hostile}")
+            text = page.inner_text("pre.content")
+            assert "<script>alert('x')</script>" in text  # shown as text, never run
+            assert "\\u202e" in text
+            assert not [m for m in blocked if "alert" in m]
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.fill("form[action='/forget'] input[name=reason]", "planted text")
+            page.click("form[action='/forget'] button")
+            page.wait_for_load_state()
+            assert "forgotten" in page.inner_text("h1")
+
+            for name in ("timeline", "team", "store", "captured"):
+                page.goto(f"{base}/{name}")
+                assert page.title().startswith(name)
+                if name == "timeline":
+                    assert page.locator("svg.chart").count() == 1
+                page.screenshot(path=shots / f"{name}.png", full_page=True)
+        finally:
+            browser.close()
+    made = sorted(p.name for p in shots.iterdir())
+    assert made == sorted(
+        [
+            "search.png",
+            "results.png",
+            "memory.png",
+            "timeline.png",
+            "team.png",
+            "store.png",
+            "captured.png",
+        ]
+    )
+    assert all((shots / n).stat().st_size > 5000 for n in made)
