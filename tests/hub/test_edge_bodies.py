@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from sealmem.client.sync.hub import HubTransport
@@ -190,3 +191,22 @@ def test_stalled_bodies_fill_the_readers_then_free_them(
             assert (status, doc["error"]) == (408, "slow-body")
     w.nodes["alice"].remember("the readers are free again")
     assert w.nodes["alice"].sync().pushed_versions == 1  # chunk and manifest bodies read
+
+
+def test_connections_over_the_limit_get_503(tmp_path: Path) -> None:
+    """uvicorn's own limit: with three connections open (idle), a fourth is told 503 at
+    once instead of costing the hub another connection's buffers."""
+    config = hub_config(tmp_path / "hub-data", port=free_port(), max_connections=3)
+    with BackgroundHub(config) as hub:
+        idle = [_connect(hub) for _ in range(3)]
+        time.sleep(0.2)  # accepted by the server
+        try:
+            with _connect(hub) as sock:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: hub\r\n\r\n")
+                status = int(sock.recv(65536).split(b" ", 2)[1])
+            assert status == 503
+        finally:
+            for sock in idle:
+                sock.close()
+        time.sleep(0.2)
+        assert httpx.get(hub.url + "/healthz").status_code == 200
