@@ -48,7 +48,16 @@ access_log = logging.getLogger("sealmem.hub.access")
 log = logging.getLogger("sealmem.hub")
 
 
-_SECONDS = re.compile(r"[0-9]{1,9}(\.[0-9]{1,9})?")
+#: a client's float as Python writes it ("25.0", "0.912", "1.2e-05"), in ASCII only
+_SECONDS = re.compile(r"[0-9.eE+-]{1,32}")
+
+
+def _seconds(raw: str) -> float:
+    """``raw`` as seconds, or nan: float() alone takes '٣', '1_0', 'nan' and 'inf'."""
+    try:
+        return float(raw) if _SECONDS.fullmatch(raw) else math.nan
+    except ValueError:
+        return math.nan
 
 
 def _now_ms() -> int:
@@ -141,9 +150,7 @@ def create_app(
     async def changes(request: Request) -> Response:
         ctx = _context(request, b"")
         try:
-            raw = request.query_params.get(hubapi.QUERY_WAIT, "0")
-            # ASCII only: float() takes '٣', '1_0' and 'nan' (which would wait for ever)
-            wait = float(raw) if _SECONDS.fullmatch(raw) else math.nan
+            wait = _seconds(request.query_params.get(hubapi.QUERY_WAIT, "0"))
             if not math.isfinite(wait):
                 raise Refusal(400, hubapi.BAD_REQUEST, "query wait must be a number of seconds")
             wait = min(wait, config.long_poll_max_s)

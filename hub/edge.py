@@ -202,14 +202,15 @@ class Edge:
         except Exception:
             route = scope.get("route")
             template = getattr(route, "name", None) or "unmatched"
-            log.exception("unexpected error answering %s %s", scope.get("method"), template)
+            method = str(scope.get("method"))[:16]
+            log.exception("unexpected error answering %s %s", method, template)
             if started:
                 return  # the answer is under way; the server closes the connection
             answer = JSONResponse(
                 {
                     "error": hubapi.INTERNAL,
-                    "detail": "the hub failed to answer this request; its operator's log "
-                    "has the details",
+                    "detail": "the hub failed to answer this request (a hub bug: please "
+                    "report it; the hub operator's log has the details)",
                 },
                 500,
             )

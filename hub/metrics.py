@@ -29,7 +29,17 @@ from prometheus_client.registry import Collector
 
 from ..protocol import hubapi, reasons
 
-__all__ = ["BUCKETS", "CONTENT_TYPE", "METHODS", "Metrics", "resident_bytes"]
+__all__ = [
+    "BUCKETS",
+    "CONTENT_TYPE",
+    "METHODS",
+    "Metrics",
+    "code_label",
+    "method_label",
+    "resident_bytes",
+    "route_label",
+    "status_label",
+]
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 CONTENT_TYPE = CONTENT_TYPE_LATEST

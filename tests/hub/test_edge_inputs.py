@@ -115,6 +115,13 @@ def test_numbers_are_ascii_within_int64(hub: _World, method: str, target: str, s
     assert isinstance(doc.get("detail"), str)
 
 
+def test_wait_takes_the_floats_a_client_writes(hub: _World) -> None:
+    for wait in ("0", "25.0", "0.9123456789012345", "1.2e-05"):
+        target = f"{TEAM_PATH}/changes?since=0&wait={wait}"
+        status, doc = hub.send("GET", target, key=hub.alice)
+        assert (status, sorted(doc)) == (200, ["changes", "cursor"]), wait
+
+
 def test_the_time_header_is_ascii_digits_only(hub: _World) -> None:
     """``int()`` takes ' 1_7 ' for 17: a time header is digits and nothing else."""
     target = f"{TEAM_PATH}/rosters"
