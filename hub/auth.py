@@ -7,11 +7,19 @@ in order: the four headers are there and well formed (``unsigned``,
 the key is known (the team's trusted roster, or a live pending join request
 where the route allows it: roster v1 and the request's own state; else
 ``unknown-key``, or ``wrong-team`` for a key of another team), the signature
-verifies (``bad-signature``), the nonce was not seen inside the window
-(``replayed``).  All of these are 401 except ``wrong-team`` and ``revoked``
-(403).  A signature that does not verify under the key the team holds is
-answered as an unknown key (401 ``unknown-key``): the answer does not tell a
-stranger whether a kid is in the team.  Only public keys are involved: nothing secret is stored.
+verifies, the nonce was not seen inside the window (``replayed``).  All of
+these are 401 except ``wrong-team`` and ``revoked`` (403).  Only public keys
+are involved: nothing secret is stored.
+
+A signature that does not verify under the key the team holds is answered as
+an unknown key (401 ``unknown-key``, the same sentence): the answer does not
+tell a stranger whether a kid it names is in the team.  One difference is left,
+by design: on a route with a body, a kid the hub holds no key for is refused
+before the body is read, while a member's kid has its body read (within the
+route's limit) and then refused.  Who watches when the answer comes can tell
+the two apart; closing that would mean reading every stranger's body, which is
+what the edge exists to avoid.  A kid is a 128-bit hash of a public key: only
+who already has that key's public half can ask.
 """
 
 from __future__ import annotations
