@@ -117,20 +117,26 @@ def create_app(
     handlers = Handlers(config, store, teams, auth, tick)
     metrics = Metrics()
     feed = Feed()
-    bodies = BodyReader(
-        BodyPolicy(
-            idle_s=config.body_idle_s,
-            grace_s=config.body_grace_s,
-            min_rate=config.body_min_rate,
-            max_reads=config.max_body_reads,
+
+    def reader(max_reads: int) -> BodyReader:
+        return BodyReader(
+            BodyPolicy(
+                idle_s=config.body_idle_s,
+                grace_s=config.body_grace_s,
+                min_rate=config.body_min_rate,
+                max_reads=max_reads,
+            )
         )
-    )
+
+    # signed bodies and unsigned join requests have readers of their own
+    readers = {True: reader(config.max_body_reads), False: reader(config.max_join_reads)}
 
     def wrap(
         handler: Handler, limit: int = 0, *, signed: bool = True, registering: bool = False
     ) -> Callable[[Request], Any]:
         """An endpoint; with ``limit``, a body read only after the headers name a known key."""
         limit = min(limit, config.max_body_bytes)
+        bodies = readers[signed]
 
         async def endpoint(request: Request) -> Response:
             ctx = _context(request, b"")

@@ -63,8 +63,11 @@ class HubConfig:
     #: after body_grace_s, a body must come at least body_min_rate bytes/s on average
     body_grace_s: float = 5.0
     body_min_rate: int = 16 * 1024
-    #: request bodies read at the same time (from identified keys only); more get 503
+    #: signed request bodies read at the same time (keys the hub holds); more get 503
     max_body_reads: int = 32
+    #: unsigned join requests read at the same time (a pool of their own, so that
+    #: strangers cannot take the members' readers); more get 503
+    max_join_reads: int = 8
     #: connections uvicorn serves at once; more get 503 from uvicorn itself
     max_connections: int = 1024
 
@@ -86,6 +89,7 @@ class HubConfig:
             "body_idle_s": self.body_idle_s,
             "body_min_rate": self.body_min_rate,
             "max_body_reads": self.max_body_reads,
+            "max_join_reads": self.max_join_reads,
             "max_connections": self.max_connections,
         }
         for name, value in positive.items():

@@ -210,3 +210,39 @@ def test_connections_over_the_limit_get_503(tmp_path: Path) -> None:
                 sock.close()
         time.sleep(0.2)
         assert httpx.get(hub.url + "/healthz").status_code == 200
+
+
+def test_stalled_join_posts_do_not_take_the_members_readers(tmp_path: Path) -> None:
+    """Strangers may post join requests unsigned; their stalled bodies fill a pool of
+    their own (503 for the next stranger), and a member's push is still read."""
+    config = hub_config(
+        tmp_path / "hub-data", port=free_port(), body_idle_s=30.0, body_grace_s=30.0,
+        max_body_reads=2, max_join_reads=2,
+    )  # fmt: skip
+    with BackgroundHub(config) as hub:
+        homes = tmp_path / "homes"
+        homes.mkdir()
+        w = HubWorld(
+            homes, hub.url, lambda key: HubTransport(hub.url, TEAM, key, operator_token=TOKEN)
+        )
+        w.create()
+        w.join("alice")
+        try:
+            stalled = []
+            for _ in range(2):
+                path = f"/v1/teams/{TEAM}/requests/{MemberKey.generate().kid}"
+                sock = _connect(hub)
+                sock.sendall(_head(hub, "POST", path, {}, 4000) + b"{")
+                stalled.append(sock)
+            time.sleep(0.2)  # both are being read
+            path = f"/v1/teams/{TEAM}/requests/{MemberKey.generate().kid}"
+            with _connect(hub) as sock:
+                sock.sendall(_head(hub, "POST", path, {}, 4000))
+                status, _, doc = _answer(sock)
+            assert (status, doc["error"]) == (503, "hub-busy")
+            w.nodes["alice"].remember("members are read while strangers stall")
+            assert w.nodes["alice"].sync().pushed_versions == 1
+        finally:
+            for sock in stalled:
+                sock.close()
+            w.close()
