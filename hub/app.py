@@ -180,6 +180,8 @@ def create_app(
             "sealmem_hub_teams": ("Registered teams.", store.team_count()),
             "sealmem_hub_stored_bytes": ("Bytes held for all teams.", store.total_usage()),
             "sealmem_hub_resident_memory_bytes": ("Hub process RSS.", resident_bytes()),
+            "sealmem_hub_body_reads": ("Signed request bodies being read.", readers[True].reading),
+            "sealmem_hub_join_reads": ("Join requests being read.", readers[False].reading),
         }
 
     metrics.gauges(gauges)

@@ -93,6 +93,11 @@ class BodyReader:
         self.policy = policy
         self._reading = 0  # one event loop: no lock needed
 
+    @property
+    def reading(self) -> int:
+        """Bodies being read right now."""
+        return self._reading
+
     async def read(self, request: Request, limit: int) -> bytes:
         declared = _content_length(request.headers)
         if declared is not None and declared > limit:

@@ -87,6 +87,17 @@ def _answer(sock: socket.socket) -> tuple[int, dict[str, str], dict[str, object]
     return int(status_line.split()[1]), headers, json.loads(rest[:length] or b"{}")
 
 
+def _wait_reading(hub: BackgroundHub, gauge: str, n: int) -> None:
+    """Until the hub's metrics say ``n`` bodies are being read in ``gauge``'s pool."""
+    deadline = time.monotonic() + PROMPT_S
+    while time.monotonic() < deadline:
+        text = httpx.get(hub.url + "/metrics").text
+        if f"{gauge} {float(n)}" in text:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the hub never read {n} bodies at once ({gauge})")
+
+
 def _manifest_path(kid: str, seq: int = 99) -> str:
     return f"/v1/teams/{TEAM}/projects/{PROJECT}/manifests/{kid}/{seq}"
 
@@ -178,7 +189,7 @@ def test_stalled_bodies_fill_the_readers_then_free_them(
         sock = _connect(hub)
         sock.sendall(_head(hub, "PUT", path, signed(key, "PUT", path), 1000) + b"half")
         stalled.append(sock)
-    time.sleep(0.2)  # both are being read
+    _wait_reading(hub, "sealmem_hub_body_reads", 2)
     path = _manifest_path(alice.kid, 100)
     with _connect(hub) as sock:
         sock.sendall(_head(hub, "PUT", path, signed(alice, "PUT", path), 1000))
@@ -199,17 +210,25 @@ def test_connections_over_the_limit_get_503(tmp_path: Path) -> None:
     config = hub_config(tmp_path / "hub-data", port=free_port(), max_connections=3)
     with BackgroundHub(config) as hub:
         idle = [_connect(hub) for _ in range(3)]
-        time.sleep(0.2)  # accepted by the server
         try:
-            with _connect(hub) as sock:
-                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: hub\r\n\r\n")
-                status = int(sock.recv(65536).split(b" ", 2)[1])
-            assert status == 503
+            assert _healthz_until(hub, 503) == 503
         finally:
             for sock in idle:
                 sock.close()
-        time.sleep(0.2)
-        assert httpx.get(hub.url + "/healthz").status_code == 200
+        assert _healthz_until(hub, 200) == 200
+
+
+def _healthz_until(hub: BackgroundHub, wanted: int) -> int:
+    """``GET /healthz`` on a new connection until it answers ``wanted`` (the server
+    accepts and forgets connections on its own time), or :data:`PROMPT_S` passed."""
+    deadline = time.monotonic() + PROMPT_S
+    while True:
+        with _connect(hub) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: hub\r\nConnection: close\r\n\r\n")
+            status = int(sock.recv(65536).split(b" ", 2)[1])
+        if status == wanted or time.monotonic() > deadline:
+            return status
+        time.sleep(0.05)
 
 
 def test_stalled_join_posts_do_not_take_the_members_readers(tmp_path: Path) -> None:
@@ -234,7 +253,7 @@ def test_stalled_join_posts_do_not_take_the_members_readers(tmp_path: Path) -> N
                 sock = _connect(hub)
                 sock.sendall(_head(hub, "POST", path, {}, 4000) + b"{")
                 stalled.append(sock)
-            time.sleep(0.2)  # both are being read
+            _wait_reading(hub, "sealmem_hub_join_reads", 2)
             path = f"/v1/teams/{TEAM}/requests/{MemberKey.generate().kid}"
             with _connect(hub) as sock:
                 sock.sendall(_head(hub, "POST", path, {}, 4000))
