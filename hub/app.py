@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -27,17 +28,20 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..protocol import hubapi
+from ..protocol.invite import MAX_JOIN_BYTES
+from ..protocol.manifest import MAX_CHUNK_BYTES
+from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from .auth import Authenticator, ReplayGuard
 from .backends import open_storage
 from .config import HubConfig
+from .edge import BodyPolicy, BodyReader, Edge, route_path
 from .errors import Refusal
-from .limits import read_body
-from .metrics import Metrics, resident_bytes
+from .metrics import CONTENT_TYPE, Metrics, resident_bytes
 from .routes import Ctx, Handler, Handlers
 from .storage import QuotaExceeded, Storage, StorageError
 from .teams import Teams
@@ -46,6 +50,18 @@ __all__ = ["AccessLog", "create_app", "run_janitor"]
 
 access_log = logging.getLogger("sealmem.hub.access")
 log = logging.getLogger("sealmem.hub")
+
+
+#: a client's float as Python writes it ("25.0", "0.912", "1.2e-05"), in ASCII only
+_SECONDS = re.compile(r"[0-9.eE+-]{1,32}")
+
+
+def _seconds(raw: str) -> float:
+    """``raw`` as seconds, or nan: float() alone takes '٣', '1_0', 'nan' and 'inf'."""
+    try:
+        return float(raw) if _SECONDS.fullmatch(raw) else math.nan
+    except ValueError:
+        return math.nan
 
 
 def _now_ms() -> int:
@@ -81,11 +97,12 @@ class AccessLog:
         finally:
             seconds = time.perf_counter() - started
             route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
+            template = getattr(route, "name", None) or "unmatched"
             self.metrics.observe(template, scope["method"], status, seconds)
             access_log.info(
                 "%s %s %d %.1fms member=%s",
-                scope["method"], template, status, seconds * 1000, scope.get("sealmem.kid") or "-",
+                scope["method"][:8], template, status, seconds * 1000,
+                scope.get("sealmem.kid") or "-",
             )  # fmt: skip
 
 
@@ -109,11 +126,33 @@ def create_app(
     metrics = Metrics()
     feed = store.feed()
 
-    def wrap(handler: Handler, max_body: int = 0) -> Callable[[Request], Any]:
+    def reader(max_reads: int) -> BodyReader:
+        return BodyReader(
+            BodyPolicy(
+                idle_s=config.body_idle_s,
+                grace_s=config.body_grace_s,
+                min_rate=config.body_min_rate,
+                max_reads=max_reads,
+            )
+        )
+
+    # signed bodies and unsigned join requests have readers of their own
+    readers = {True: reader(config.max_body_reads), False: reader(config.max_join_reads)}
+
+    def wrap(
+        handler: Handler, limit: int = 0, *, signed: bool = True, registering: bool = False
+    ) -> Callable[[Request], Any]:
+        """An endpoint; with ``limit``, a body read only after the headers name a known key."""
+        limit = min(limit, config.max_body_bytes)
+        bodies = readers[signed]
+
         async def endpoint(request: Request) -> Response:
-            body = await read_body(request, max_body) if max_body else b""
-            ctx = _context(request, body)
+            ctx = _context(request, b"")
             try:
+                if limit:
+                    if signed:
+                        await run_in_threadpool(handlers.gate, ctx, registering=registering)
+                    ctx.body = await bodies.read(request, limit)
                 return await run_in_threadpool(handler, ctx)
             finally:
                 request.scope["sealmem.kid"] = ctx.kid
@@ -125,11 +164,8 @@ def create_app(
     async def changes(request: Request) -> Response:
         ctx = _context(request, b"")
         try:
-            try:
-                wait = float(request.query_params.get(hubapi.QUERY_WAIT, "0"))
-            except ValueError:
-                wait = math.nan
-            if not math.isfinite(wait):  # nan would wait past the cap, for ever
+            wait = _seconds(request.query_params.get(hubapi.QUERY_WAIT, "0"))
+            if not math.isfinite(wait):
                 raise Refusal(400, hubapi.BAD_REQUEST, "query wait must be a number of seconds")
             wait = min(wait, config.long_poll_max_s)
             deadline = time.monotonic() + max(wait, 0.0)
@@ -147,37 +183,49 @@ def create_app(
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
+    def gauges() -> dict[str, tuple[str, float]]:
+        return {
+            "sealmem_hub_teams": ("Registered teams.", store.team_count()),
+            "sealmem_hub_stored_bytes": ("Bytes held for all teams.", store.total_usage()),
+            "sealmem_hub_resident_memory_bytes": ("Hub process RSS.", resident_bytes()),
+            "sealmem_hub_body_reads": ("Signed request bodies being read.", readers[True].reading),
+            "sealmem_hub_join_reads": ("Join requests being read.", readers[False].reading),
+        }
+
+    metrics.gauges(gauges)
+
     async def metrics_text(request: Request) -> Response:
-        def gauges() -> dict[str, tuple[str, float]]:
-            return {
-                "sealmem_hub_teams": ("Registered teams.", store.team_count()),
-                "sealmem_hub_stored_bytes": ("Bytes held for all teams.", store.total_usage()),
-                "sealmem_hub_resident_memory_bytes": ("Hub process RSS.", resident_bytes()),
-            }
+        text = await run_in_threadpool(metrics.render)
+        return Response(text, media_type=CONTENT_TYPE)
 
-        text = metrics.render(await run_in_threadpool(gauges))
-        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+    def route(template: str, endpoint: Callable[[Request], Any], method: str) -> Route:
+        # named by its hubapi template: the access log's and the metrics' route label
+        return Route(route_path(template), endpoint, methods=[method], name=template)
 
-    big = config.max_body_bytes
+    join = min(config.max_join_bytes, MAX_JOIN_BYTES)
     routes = [
-        Route(hubapi.HEALTHZ, healthz, methods=["GET"]),
-        Route(hubapi.METRICS, metrics_text, methods=["GET"]),
-        Route(hubapi.ROSTERS, wrap(handlers.get_rosters), methods=["GET"]),
-        Route(hubapi.ROSTER, wrap(handlers.put_roster, big), methods=["PUT"]),
-        Route(hubapi.KEYRINGS, wrap(handlers.get_keyrings), methods=["GET"]),
-        Route(hubapi.KEYRING, wrap(handlers.put_keyring, big), methods=["PUT"]),
-        Route(hubapi.CHANGES, changes, methods=["GET"]),
-        Route(hubapi.REQUESTS, wrap(handlers.get_requests), methods=["GET"]),
-        Route(hubapi.REQUEST, wrap(handlers.post_request, config.max_join_bytes), methods=["POST"]),
-        Route(hubapi.REQUEST, wrap(handlers.get_request), methods=["GET"]),
-        Route(hubapi.REQUEST, wrap(handlers.delete_request), methods=["DELETE"]),
-        Route(hubapi.SEQS, wrap(handlers.get_seqs), methods=["GET"]),
-        Route(hubapi.MANIFESTS, wrap(handlers.get_manifests), methods=["GET"]),
-        Route(hubapi.WRITER_MANIFESTS, wrap(handlers.get_manifests), methods=["GET"]),
-        Route(hubapi.MANIFEST, wrap(handlers.put_manifest, big), methods=["PUT"]),
-        Route(hubapi.CHUNK, wrap(handlers.get_chunk), methods=["GET"]),
-        Route(hubapi.CHUNK, wrap(handlers.put_chunk, big), methods=["PUT"]),
-        Route(hubapi.COLLECT, wrap(handlers.collect, 1024 * 1024), methods=["POST"]),
+        route(hubapi.HEALTHZ, healthz, "GET"),
+        route(hubapi.METRICS, metrics_text, "GET"),
+        route(hubapi.ROSTERS, wrap(handlers.get_rosters), "GET"),
+        route(
+            hubapi.ROSTER,
+            wrap(handlers.put_roster, hubapi.MAX_ROSTER_PUBLISH_BYTES, registering=True),
+            "PUT",
+        ),
+        route(hubapi.KEYRINGS, wrap(handlers.get_keyrings), "GET"),
+        route(hubapi.KEYRING, wrap(handlers.put_keyring, MAX_KEYRING_BYTES), "PUT"),
+        route(hubapi.CHANGES, changes, "GET"),
+        route(hubapi.REQUESTS, wrap(handlers.get_requests), "GET"),
+        route(hubapi.REQUEST, wrap(handlers.post_request, join, signed=False), "POST"),
+        route(hubapi.REQUEST, wrap(handlers.get_request), "GET"),
+        route(hubapi.REQUEST, wrap(handlers.delete_request), "DELETE"),
+        route(hubapi.SEQS, wrap(handlers.get_seqs), "GET"),
+        route(hubapi.MANIFESTS, wrap(handlers.get_manifests), "GET"),
+        route(hubapi.WRITER_MANIFESTS, wrap(handlers.get_manifests), "GET"),
+        route(hubapi.MANIFEST, wrap(handlers.put_manifest, MAX_MANIFEST_BYTES), "PUT"),
+        route(hubapi.CHUNK, wrap(handlers.get_chunk), "GET"),
+        route(hubapi.CHUNK, wrap(handlers.put_chunk, MAX_CHUNK_BYTES), "PUT"),
+        route(hubapi.COLLECT, wrap(handlers.collect, hubapi.MAX_COLLECT_BYTES), "POST"),
     ]
 
     async def refused(request: Request, exc: Exception) -> Response:
@@ -229,6 +277,7 @@ def create_app(
         },
         lifespan=lifespan,
     )
+    app.add_middleware(Edge)  # inside the access log, so that its 500s are counted
     app.add_middleware(AccessLog, metrics=metrics, clock=tick)
     app.state.storage = store
     app.state.teams = teams

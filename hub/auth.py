@@ -7,9 +7,19 @@ in order: the four headers are there and well formed (``unsigned``,
 the key is known (the team's trusted roster, or a live pending join request
 where the route allows it: roster v1 and the request's own state; else
 ``unknown-key``, or ``wrong-team`` for a key of another team), the signature
-verifies (``bad-signature``), the nonce was not seen inside the window
-(``replayed``).  All of these are 401 except ``wrong-team`` and ``revoked``
-(403).  Only public keys are involved: nothing secret is stored.
+verifies, the nonce was not seen inside the window (``replayed``).  All of
+these are 401 except ``wrong-team`` and ``revoked`` (403).  Only public keys
+are involved: nothing secret is stored.
+
+A signature that does not verify under the key the team holds is answered as
+an unknown key (401 ``unknown-key``, the same sentence): the answer does not
+tell a stranger whether a kid it names is in the team.  One difference is left,
+by design: on a route with a body, a kid the hub holds no key for is refused
+before the body is read, while a member's kid has its body read (within the
+route's limit) and then refused.  Who watches when the answer comes can tell
+the two apart; closing that would mean reading every stranger's body, which is
+what the edge exists to avoid.  A kid is a 128-bit hash of a public key: only
+who already has that key's public half can ask.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from ..crypto.request import body_digest, verify_request
 from ..protocol import hubapi
 from ..protocol.encoding import KID_RE, b64d
 from ..protocol.errors import BadSignatureError, Rejected
+from ..protocol.hubapi import parse_number
 from ..protocol.state import TrustedState
 from .errors import Refusal
 from .inbox import join_request_key
@@ -62,7 +73,7 @@ def read_signature(headers: Mapping[str, str]) -> Signed:
     try:
         signature = b64d(sig_text)
         nonce_bytes = b64d(nonce)
-        time_ms = int(time_text)
+        time_ms = parse_number(time_text, "time")
     except ValueError:
         raise Refusal(
             401, hubapi.BAD_AUTH_HEADER, "the signature, nonce or time header is malformed"
@@ -99,7 +110,13 @@ class ReplayGuard:
 
 
 class Authenticator:
-    """Resolve the caller of a signed request against a team's trusted state."""
+    """Resolve the caller of a signed request against a team's trusted state.
+
+    In two steps, so that a body is read only for a key the hub can check:
+    :meth:`claim` looks at the headers alone (well formed, in the window, a key
+    this team holds, or a key of another team on this hub); :meth:`caller` then
+    verifies the signature over the body and says who called.
+    """
 
     def __init__(
         self,
@@ -115,7 +132,14 @@ class Authenticator:
         self._request_ttl_ms = request_ttl_ms
 
     def verify(
-        self, signed: Signed, sign_public: bytes, method: str, target: str, body: bytes
+        self,
+        signed: Signed,
+        sign_public: bytes,
+        method: str,
+        target: str,
+        body: bytes,
+        *,
+        refusal: Refusal | None = None,
     ) -> None:
         """Signature, then the nonce (only a valid request may burn a nonce)."""
         try:
@@ -124,7 +148,7 @@ class Authenticator:
                 signed.kid, signed.signature,
             )  # fmt: skip
         except BadSignatureError:
-            raise Refusal(
+            raise refusal or Refusal(
                 401,
                 hubapi.BAD_SIGNATURE,
                 f"the request signature does not verify for member {signed.kid} "
@@ -136,6 +160,48 @@ class Authenticator:
         signed = read_signature(headers)
         self._guard.check_time(signed.time_ms, self._clock())
         return signed
+
+    def _team_key(
+        self, team: str, state: TrustedState, kid: str, allow_pending: bool
+    ) -> tuple[bytes, Caller] | None:
+        """The key ``team`` holds for ``kid`` and who that is, before any signature check."""
+        roster = state.roster
+        member = roster.member(kid) if roster is not None else None
+        if member is not None and roster is not None:
+            caller = Caller(
+                kid, admin=roster.is_admin(kid), revoked=roster.revocation(kid) is not None
+            )
+            return member.sign_public, caller
+        if allow_pending:
+            live_after = (
+                None if self._request_ttl_ms is None else self._clock() - self._request_ttl_ms
+            )
+            request = self._storage.request(team, kid, live_after)
+            if request is not None:
+                try:
+                    return join_request_key(team, kid, request), Caller(kid, pending=True)
+                except Rejected:
+                    return None
+        return None
+
+    def claim(
+        self,
+        team: str,
+        state: TrustedState,
+        headers: Mapping[str, str],
+        *,
+        allow_pending: bool = False,
+    ) -> Signed:
+        """The headers' claim, refused unless the key is one the hub could verify it with.
+
+        Nothing here reads the body: a key that neither this team nor any other
+        team on the hub holds is refused before the first body byte."""
+        signed = self.signed(headers)
+        if self._team_key(team, state, signed.kid, allow_pending) is not None:
+            return signed
+        if any(other != team for other, _ in self._storage.keys_of(signed.kid)):
+            return signed  # perhaps wrong-team: that needs the signature over the body
+        raise _unknown_key(team, signed.kid, allow_pending)
 
     def caller(
         self,
@@ -149,30 +215,22 @@ class Authenticator:
         allow_pending: bool = False,
         allow_revoked: bool = False,
     ) -> Caller:
+        """Who sent this request, once its signature over ``body`` verifies.
+
+        A key the team holds whose signature does not verify gets the same 401
+        ``unknown-key`` as a key the team does not hold: a stranger who names a kid
+        learns nothing from the answer about that kid's membership."""
         signed = self.signed(headers)
-        roster = state.roster
-        member = roster.member(signed.kid) if roster is not None else None
-        if member is not None and roster is not None:
-            self.verify(signed, member.sign_public, method, target, body)
-            revoked = roster.revocation(signed.kid) is not None
-            if revoked and not allow_revoked:
+        unknown = _unknown_key(team, signed.kid, allow_pending)
+        found = self._team_key(team, state, signed.kid, allow_pending)
+        if found is not None:
+            key, caller = found
+            self.verify(signed, key, method, target, body, refusal=unknown)
+            if caller.revoked and not allow_revoked:
                 raise Refusal(
                     403, hubapi.REVOKED, f"member {signed.kid} was revoked from team {team}"
                 )
-            return Caller(signed.kid, admin=roster.is_admin(signed.kid), revoked=revoked)
-        if allow_pending:
-            live_after = (
-                None if self._request_ttl_ms is None else self._clock() - self._request_ttl_ms
-            )
-            request = self._storage.request(team, signed.kid, live_after)
-            if request is not None:
-                try:
-                    key = join_request_key(team, signed.kid, request)
-                except Rejected:
-                    key = None
-                if key is not None:
-                    self.verify(signed, key, method, target, body)
-                    return Caller(signed.kid, pending=True)
+            return caller
         for other, key in self._storage.keys_of(signed.kid):
             if other == team:
                 continue
@@ -189,10 +247,15 @@ class Authenticator:
                 f"member {signed.kid} belongs to another team, not {team}; "
                 "check the team id in your sealmem config",
             )
-        raise Refusal(
-            401,
-            hubapi.UNKNOWN_KEY,
-            f"member {signed.kid} is not in team {team}'s roster"
-            + (" and has no pending join request" if allow_pending else "")
-            + "; ask an admin to approve your join request",
-        )
+        raise unknown
+
+
+def _unknown_key(team: str, kid: str, allow_pending: bool) -> Refusal:
+    pending = " nor its pending join request" if allow_pending else ""
+    return Refusal(
+        401,
+        hubapi.UNKNOWN_KEY,
+        f"no key of member {kid} in team {team}'s roster{pending} verifies this request: "
+        "if you joined, ask an admin to approve your join request; if you are a member, "
+        "the request was altered in transit or signed with another key",
+    )

@@ -41,7 +41,8 @@ class HubConfig:
     port: int = 8765
     operator_token: str | None = field(default=None, repr=False)
     allow_teams: frozenset[str] = frozenset()
-    #: largest request body (a chunk is at most 8 MiB, a roster publish 4 MiB + keyrings)
+    #: largest request body on any route; each route has its own, lower limit too
+    #: (hubapi: a chunk 8 MiB, a roster publish about 6.7 MiB, a manifest or keyring 1 MiB)
     max_body_bytes: int = MAX_ROSTER_BYTES + MAX_CHUNK_BYTES
     #: join requests: small, unauthenticated
     max_join_bytes: int = 16 * 1024
@@ -76,6 +77,20 @@ class HubConfig:
     #: orphan blobs (written but never committed) younger than this are left alone
     orphan_min_age_s: float = 3600.0
 
+    # -- the HTTP edge: how patiently request bodies are read (hub/edge.py) --
+    #: longest wait for the next piece of a request body (s); then 408
+    body_idle_s: float = 15.0
+    #: after body_grace_s, a body must come at least body_min_rate bytes/s on average
+    body_grace_s: float = 5.0
+    body_min_rate: int = 16 * 1024
+    #: signed request bodies read at the same time (keys the hub holds); more get 503
+    max_body_reads: int = 32
+    #: unsigned join requests read at the same time (a pool of their own, so that
+    #: strangers cannot take the members' readers); more get 503
+    max_join_reads: int = 8
+    #: connections uvicorn serves at once; more get 503 from uvicorn itself
+    max_connections: int = 1024
+
     def __post_init__(self) -> None:
         if self.operator_token is not None and len(self.operator_token) < _MIN_TOKEN:
             raise InputError(
@@ -94,6 +109,11 @@ class HubConfig:
             "team_quota_bytes": self.team_quota_bytes,
             "unreferenced_ttl_s": self.unreferenced_ttl_s,
             "janitor_interval_s": self.janitor_interval_s,
+            "body_idle_s": self.body_idle_s,
+            "body_min_rate": self.body_min_rate,
+            "max_body_reads": self.max_body_reads,
+            "max_join_reads": self.max_join_reads,
+            "max_connections": self.max_connections,
         }
         for name, value in positive.items():
             if not value > 0:

@@ -1,41 +1,15 @@
-"""Limits, each answered with a clear JSON error: body size (413), request rate (429),
-team storage quota (507)."""
+"""Limits, each answered with a clear JSON error: request rate (429), team storage
+quota (507).  Body sizes and read rates are the edge's (:mod:`sealmem.hub.edge`)."""
 
 from __future__ import annotations
 
 import math
 
-from starlette.requests import Request
-
 from ..protocol import hubapi
 from .errors import Refusal
 from .storage import Storage
 
-__all__ = ["RateLimiter", "check_quota", "read_body"]
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it is known to exceed ``limit``."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _too_large(int(declared), limit)
-    chunks: list[bytes] = []
-    size = 0
-    async for part in request.stream():
-        size += len(part)
-        if size > limit:
-            raise _too_large(size, limit)
-        chunks.append(part)
-    return b"".join(chunks)
-
-
-def _too_large(size: int, limit: int) -> Refusal:
-    return Refusal(
-        413,
-        hubapi.TOO_LARGE,
-        f"the request body is {'at least ' if size > limit else ''}{size} bytes; "
-        f"this endpoint accepts at most {limit}",
-    )
+__all__ = ["RateLimiter", "check_quota"]
 
 
 class RateLimiter:

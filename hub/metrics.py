@@ -1,18 +1,55 @@
-"""Counters and latency histograms, rendered in the Prometheus text format (0.0.4).
+"""Counters, latency histograms and process metrics, through ``prometheus_client``.
 
-Labels are route templates, methods, statuses and error codes: never ids,
-paths with ids, or anything a member sent.
+Every label has a fixed set of values, whatever a client sends: ``route`` is a
+template of :data:`sealmem.protocol.hubapi.TEMPLATES` or ``unmatched``,
+``method`` one of GET, PUT, POST, DELETE or ``other``, ``status`` a class
+(``2xx`` ... ``5xx``), ``code`` an error code the hub itself names or
+``other``.  Never ids, paths, or anything else a member sent.  Each app has its
+own registry (several hubs may run in one process), with the client library's
+process, platform and garbage-collector collectors.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 
-__all__ = ["BUCKETS", "Metrics", "resident_bytes"]
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ..protocol import hubapi, reasons
+
+__all__ = [
+    "BUCKETS",
+    "CONTENT_TYPE",
+    "METHODS",
+    "Metrics",
+    "code_label",
+    "method_label",
+    "resident_bytes",
+    "route_label",
+    "status_label",
+]
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+METHODS = frozenset({"GET", "PUT", "POST", "DELETE"})
+_ROUTES = frozenset(hubapi.TEMPLATES)
+_CODES = frozenset(
+    v for m in (hubapi, reasons) for k, v in vars(m).items() if k.isupper() and isinstance(v, str)
+)
+
+Gauges = Callable[[], Mapping[str, tuple[str, float]]]
 
 
 def resident_bytes() -> int:
@@ -24,64 +61,68 @@ def resident_bytes() -> int:
         return 0
 
 
-def _labels(pairs: Mapping[str, str]) -> str:
-    inner = ",".join(
-        f'{k}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
-        for k, v in pairs.items()
-    )
-    return "{" + inner + "}"
+def route_label(template: str | None) -> str:
+    return template if template in _ROUTES else "unmatched"
+
+
+def method_label(method: str) -> str:
+    return method if method in METHODS else "other"
+
+
+def status_label(status: int) -> str:
+    return f"{status // 100}xx" if 100 <= status <= 599 else "other"
+
+
+def code_label(code: str) -> str:
+    return code if code in _CODES else "other"
+
+
+class _GaugeCollector(Collector):
+    """Gauges read at scrape time (teams, stored bytes, RSS)."""
+
+    def __init__(self, gauges: Gauges) -> None:
+        self._gauges = gauges
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        for name, (help_text, value) in sorted(self._gauges().items()):
+            yield GaugeMetricFamily(name, help_text, value=value)
 
 
 class Metrics:
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._requests: dict[tuple[str, str, str], int] = {}
-        self._errors: dict[str, int] = {}
-        self._hist: dict[str, list[int]] = {}
-        self._sums: dict[str, float] = {}
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        self._requests = Counter(
+            "sealmem_hub_requests",
+            "Requests answered, by route template, method and status class.",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        self._errors = Counter(
+            "sealmem_hub_errors", "Refusals, by error code.", ["code"], registry=self.registry
+        )
+        self._duration = Histogram(
+            "sealmem_hub_request_duration_seconds",
+            "Time to answer, by route template.",
+            ["route"],
+            buckets=BUCKETS,
+            registry=self.registry,
+        )
 
-    def observe(self, route: str, method: str, status: int, seconds: float) -> None:
-        with self._lock:
-            key = (route, method, str(status))
-            self._requests[key] = self._requests.get(key, 0) + 1
-            counts = self._hist.setdefault(route, [0] * (len(BUCKETS) + 1))
-            for i, bound in enumerate(BUCKETS):
-                if seconds <= bound:
-                    counts[i] += 1
-            counts[-1] += 1
-            self._sums[route] = self._sums.get(route, 0.0) + seconds
+    def gauges(self, gauges: Gauges) -> None:
+        """Add gauges computed at each scrape."""
+        self.registry.register(_GaugeCollector(gauges))
+
+    def observe(self, template: str | None, method: str, status: int, seconds: float) -> None:
+        route = route_label(template)
+        self._requests.labels(route, method_label(method), status_label(status)).inc()
+        self._duration.labels(route).observe(seconds)
 
     def error(self, code: str) -> None:
-        with self._lock:
-            self._errors[code] = self._errors.get(code, 0) + 1
+        self._errors.labels(code_label(code)).inc()
 
-    def render(self, gauges: Mapping[str, tuple[str, float]]) -> str:
-        """The exposition text; ``gauges`` maps a metric name to (help, value)."""
-        out: list[str] = []
-        with self._lock:
-            out += [
-                "# HELP sealmem_hub_requests_total Requests answered, by route template.",
-                "# TYPE sealmem_hub_requests_total counter",
-            ]
-            for (route, method, status), n in sorted(self._requests.items()):
-                labels = _labels({"route": route, "method": method, "status": status})
-                out.append(f"sealmem_hub_requests_total{labels} {n}")
-            out += [
-                "# HELP sealmem_hub_errors_total Refusals, by error code.",
-                "# TYPE sealmem_hub_errors_total counter",
-            ]
-            for code, n in sorted(self._errors.items()):
-                out.append(f"sealmem_hub_errors_total{_labels({'code': code})} {n}")
-            out += [
-                "# HELP sealmem_hub_request_duration_seconds Time to answer, by route template.",
-                "# TYPE sealmem_hub_request_duration_seconds histogram",
-            ]
-            name = "sealmem_hub_request_duration_seconds"
-            for route, counts in sorted(self._hist.items()):
-                for bound, n in zip((*map(str, BUCKETS), "+Inf"), counts, strict=True):
-                    out.append(f"{name}_bucket{_labels({'route': route, 'le': bound})} {n}")
-                out.append(f"{name}_sum{_labels({'route': route})} {self._sums[route]:.6f}")
-                out.append(f"{name}_count{_labels({'route': route})} {counts[-1]}")
-        for metric, (help_text, value) in sorted(gauges.items()):
-            out += [f"# HELP {metric} {help_text}", f"# TYPE {metric} gauge", f"{metric} {value:g}"]
-        return "\n".join(out) + "\n"
+    def render(self) -> bytes:
+        """The exposition text (blocking: gauges may read storage)."""
+        return generate_latest(self.registry)

@@ -27,6 +27,7 @@ from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from .auth import Authenticator, Caller
 from .config import HubConfig
 from .door import Door
+from .edge import number
 from .errors import Refusal
 from .limits import RateLimiter, check_quota
 from .storage import Storage
@@ -65,15 +66,13 @@ class Ctx:
             )
         return value
 
+    def number(self, name: str) -> int:
+        """A number path parameter (routed as ASCII digits), within int64; else 400."""
+        return number(self.params[name], name)
+
     def int_query(self, name: str, default: int) -> int:
         raw = self.query.get(name)
-        if raw is None:
-            return default
-        if not raw.isdigit() or len(raw) > 18:
-            raise Refusal(
-                400, hubapi.BAD_REQUEST, f"query {name}={raw[:20]!r} must be an integer >= 0"
-            )
-        return int(raw)
+        return default if raw is None else number(raw, f"query {name}")
 
 
 def _envelopes(items: list[bytes]) -> list[str]:
@@ -131,6 +130,21 @@ class Handlers:
 
     # -- shared steps ----------------------------------------------------------------
 
+    def gate(self, ctx: Ctx, *, registering: bool = False) -> None:
+        """Before a signed body is read: the headers alone must name a key the hub holds.
+
+        The team exists (else 404), the signature headers are well formed and in
+        the window, and the kid is a member's (or another team's: that answer needs
+        the body); a team that is not registered yet takes ``PUT /rosters/1`` with
+        the operator's token or allow-list only.  The signature itself is checked
+        over the body, in the handler."""
+        team = ctx.param("team")
+        if registering and not self.teams.known(team):
+            self._may_register(ctx, team)
+            self.auth.signed(ctx.headers)
+            return
+        self.auth.claim(team, self.teams.state(team), ctx.headers)
+
     def _caller(
         self, ctx: Ctx, *, pending: bool = False, revoked: bool = False
     ) -> tuple[str, TrustedState, Caller]:
@@ -180,7 +194,7 @@ class Handlers:
 
     def put_roster(self, ctx: Ctx) -> Response:
         team = ctx.param("team")
-        version = int(ctx.params["version"])
+        version = ctx.number("version")
         try:
             doc = json.loads(ctx.body)
             roster = b64d(doc["roster"])
@@ -195,6 +209,7 @@ class Handlers:
             _, _, caller = self._caller(ctx)
             self._admin(team, caller)
         else:
+            self._may_register(ctx, team)
             self._register(ctx, team, roster)
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         accepted, stored = self.teams.publish_roster(team, roster, keyrings, self.clock())
@@ -206,8 +221,8 @@ class Handlers:
             ctx.changed = team
         return JSONResponse({"version": accepted.version, "stored": stored}, 201 if stored else 200)
 
-    def _register(self, ctx: Ctx, team: str, roster: bytes) -> None:
-        """A new team: the operator's token or allow-list, and a request signed by root."""
+    def _may_register(self, ctx: Ctx, team: str) -> None:
+        """A new team: the operator's token or allow-list (headers only)."""
         token = ctx.headers.get(hubapi.HEADER_OPERATOR_TOKEN)
         if team not in self.config.allow_teams:
             expected = self.config.operator_token
@@ -227,6 +242,9 @@ class Handlers:
                 )
             if not secrets.compare_digest(token.encode(), expected.encode()):
                 raise Refusal(401, hubapi.BAD_OPERATOR_TOKEN, "the operator token is wrong")
+
+    def _register(self, ctx: Ctx, team: str, roster: bytes) -> None:
+        """A new team's roster v1, in a request signed by its root key."""
         kid, sign_public = genesis_signer(team, roster)
         signed = self.auth.signed(ctx.headers)
         if signed.kid != kid:
@@ -246,7 +264,7 @@ class Handlers:
         team, _, caller = self._caller(ctx)
         self._admin(team, caller)
         project = ctx.param("project")
-        epoch = int(ctx.params["epoch"])
+        epoch = ctx.number("epoch")
         if len(ctx.body) > MAX_KEYRING_BYTES:
             raise Refusal(413, hubapi.TOO_LARGE, f"a keyring is at most {MAX_KEYRING_BYTES} bytes")
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
@@ -284,7 +302,7 @@ class Handlers:
                 413, hubapi.TOO_LARGE, f"a manifest is at most {MAX_MANIFEST_BYTES} bytes"
             )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
-        seq = int(ctx.params["seq"])
+        seq = ctx.number("seq")
         stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
         if stored:
             ctx.changed = team

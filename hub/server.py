@@ -14,9 +14,13 @@ from ..protocol.errors import SealmemError
 from .app import create_app
 from .config import HubConfig
 
-__all__ = ["BackgroundHub", "free_port", "serve"]
+__all__ = ["KEEP_ALIVE_S", "MAX_HEAD_BYTES", "BackgroundHub", "free_port", "serve"]
 
 _GRACEFUL_S = 3
+#: an idle kept-alive connection is closed after this many seconds
+KEEP_ALIVE_S = 5
+#: the request line and headers of one request, at most (h11 refuses more with 400)
+MAX_HEAD_BYTES = 16 * 1024
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -35,6 +39,11 @@ def _uvicorn_config(config: HubConfig, access_log: bool) -> uvicorn.Config:
         log_level="info" if access_log else "warning",
         timeout_graceful_shutdown=_GRACEFUL_S,
         server_header=False,
+        # the edge (hub/edge.py) reads bodies; these bound what comes before them
+        http="h11",  # the protocol whose head-size bound is set below (httptools has none)
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        limit_concurrency=config.max_connections,  # more connections get 503 at once
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
 
 

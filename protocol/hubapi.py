@@ -14,10 +14,13 @@ import re
 from collections.abc import Mapping
 
 from . import reasons
+from .canonical import MAX_INT
 from .encoding import HEX_HASH_RE, KID_RE
 from .errors import InputError
+from .manifest import MAX_BUCKETS
 from .record import PROJECT_RE
 from .roster import TEAM_RE
+from .verify import MAX_KEYRING_BYTES, MAX_ROSTER_BYTES
 
 __all__ = [
     "BAD_AUTH_HEADER",
@@ -26,6 +29,7 @@ __all__ = [
     "BAD_OPERATOR_TOKEN",
     "BAD_REQUEST",
     "BAD_SIGNATURE",
+    "BUSY",
     "CHANGES",
     "CHUNK",
     "COLLECT",
@@ -45,6 +49,9 @@ __all__ = [
     "KEYRINGS",
     "MANIFEST",
     "MANIFESTS",
+    "MAX_COLLECT_BYTES",
+    "MAX_NUMBER",
+    "MAX_ROSTER_PUBLISH_BYTES",
     "METRICS",
     "NOT_ADMIN",
     "NOT_FOUND",
@@ -72,6 +79,7 @@ __all__ = [
     "ROSTERS",
     "ROSTER_UNKNOWN",
     "SEQS",
+    "SLOW_BODY",
     "STALE_SEQ",
     "STALE_TIME",
     "STORAGE",
@@ -84,6 +92,7 @@ __all__ = [
     "VERSION_PREFIX",
     "WRITER_MANIFESTS",
     "WRONG_TEAM",
+    "parse_number",
     "path",
     "template_names",
 ]
@@ -128,8 +137,12 @@ BAD_CHUNK_ID = reasons.BAD_CHUNK_ID  # 422
 RATE_LIMITED = "rate-limited"  # 429: per member, or join posts per client address
 #: Join posts to one team, from all addresses together, came too fast.
 TEAM_RATE_LIMITED = "team-rate-limited"  # 429
+#: The request body came slower than the hub's minimum rate, or stalled.
+SLOW_BODY = "slow-body"  # 408
 INTERNAL = "internal"  # 500
 STORAGE = "storage"  # 503
+#: The hub reads as many request bodies at once as it may: retry after ``Retry-After``.
+BUSY = "hub-busy"  # 503
 QUOTA_EXCEEDED = "quota-exceeded"  # 507
 #: The team's join inbox holds its maximum of pending requests: an admin must handle some.
 INBOX_FULL = "inbox-full"  # 507
@@ -155,6 +168,37 @@ QUERY_AFTER = "after"  # GET rosters: versions above this one
 QUERY_LIMIT = "limit"  # GET one writer's manifests: at most this many
 QUERY_SINCE = "since"  # GET changes: after this cursor
 QUERY_WAIT = "wait"  # GET changes: long-poll for at most this many seconds
+
+# -- numbers and body sizes ------------------------------------------------------------
+
+#: The largest number in a path or query: the canonical encoding's int64 bound.
+MAX_NUMBER = MAX_INT
+_NUMBER = re.compile(r"[0-9]{1,19}")  # ASCII only (``str.isdigit`` and ``int`` take ``٣``)
+
+
+def parse_number(text: str, what: str) -> int:
+    """``text`` as an integer in ``0..MAX_NUMBER``: ASCII digits only, at most 19 of them.
+
+    >>> parse_number("42", "seq")
+    42
+    """
+    if _NUMBER.fullmatch(text) is None or int(text) > MAX_NUMBER:
+        raise InputError(
+            f"{what} {text[:24]!r} must be a number of ASCII digits from 0 to {MAX_NUMBER}"
+        )
+    return int(text)
+
+
+def _b64_size(n: int) -> int:
+    return 4 * ((n + 2) // 3)
+
+
+#: ``PUT /rosters/{version}``: a roster (base64) and the keyrings that cite it (base64),
+#: in JSON.  One full-size keyring beside a full-size roster, plus the JSON around them.
+MAX_ROSTER_PUBLISH_BYTES = _b64_size(MAX_ROSTER_BYTES) + _b64_size(MAX_KEYRING_BYTES) + 64 * 1024
+#: ``POST /collect/{writer}``: the chunk ids of one snapshot (at most ``MAX_BUCKETS``), each
+#: a 64-digit hex string quoted in a JSON list, and ``grace_ms``.
+MAX_COLLECT_BYTES = MAX_BUCKETS * (64 + 4) + 1024
 
 # -- paths -----------------------------------------------------------------------------
 

@@ -1,0 +1,222 @@
+"""The hub's HTTP edge: what a request must pass before the handlers see it.
+
+- :func:`route_path` turns a :mod:`~sealmem.protocol.hubapi` template into the
+  Starlette path the hub routes on: a number in a path is any run of ASCII
+  digits, handed over as text and parsed by :func:`number` (400 beyond int64,
+  never a 500 from a 5000-digit ``int()``).
+- :class:`BodyReader` reads a request body within the route's limit, at a
+  minimum rate, with at most ``max_reads`` bodies read at once: 413 for a body
+  over the limit (at once for a declared ``Content-Length``), 408 for a body
+  that stalls or trickles, 503 ``busy`` with ``Retry-After`` when full.  It runs
+  only after the caller was identified from the headers (see
+  :meth:`sealmem.hub.routes.Handlers.gate`).
+- :class:`Edge` (ASGI middleware) turns any unexpected exception into a JSON
+  500 ``internal`` without a traceback (logged on the hub, with the route
+  template only: no body, no query, no headers), and closes the connection
+  after an answer sent before the request body was read, so that an unread body
+  is never parsed as the next request nor waited for.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+import anyio
+from starlette.convertors import CONVERTOR_TYPES, Convertor, register_url_convertor
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..protocol import hubapi
+from ..protocol.errors import InputError
+from .errors import Refusal
+
+__all__ = ["BodyPolicy", "BodyReader", "Edge", "number", "route_path"]
+
+log = logging.getLogger("sealmem.hub")
+
+_DIGITS = "sealmem_digits"
+
+
+class _Digits(Convertor[str]):
+    """A path number as its text: any run of ASCII digits (``[0-9]`` is ASCII in ``re``)."""
+
+    regex: ClassVar[str] = "[0-9]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+if _DIGITS not in CONVERTOR_TYPES:
+    register_url_convertor(_DIGITS, _Digits())
+
+
+def route_path(template: str) -> str:
+    """``template`` with each ``{name:int}`` routed as text and parsed by :func:`number`."""
+    return template.replace(":int}", f":{_DIGITS}}}")
+
+
+def number(value: object, what: str) -> int:
+    """A number from a path or query: ASCII digits within int64, else 400 ``bad-request``."""
+    try:
+        return hubapi.parse_number(str(value), what)
+    except InputError as exc:
+        raise Refusal(400, hubapi.BAD_REQUEST, str(exc)) from None
+
+
+@dataclass(frozen=True)
+class BodyPolicy:
+    """How patiently the hub reads a request body.
+
+    A body must keep coming: no wait longer than ``idle_s`` for its next piece,
+    and after ``grace_s`` at least ``min_rate`` bytes per second on average.
+    At most ``max_reads`` bodies are read at the same time.
+    """
+
+    idle_s: float = 15.0
+    grace_s: float = 5.0
+    min_rate: int = 16 * 1024
+    max_reads: int = 32
+
+
+class BodyReader:
+    """Request bodies within a limit, a minimum rate and a number of concurrent reads."""
+
+    def __init__(self, policy: BodyPolicy) -> None:
+        self.policy = policy
+        self._reading = 0  # one event loop: no lock needed
+
+    @property
+    def reading(self) -> int:
+        """Bodies being read right now."""
+        return self._reading
+
+    async def read(self, request: Request, limit: int) -> bytes:
+        declared = _content_length(request.headers)
+        if declared is not None and declared > limit:
+            raise _too_large(declared, limit)
+        if self._reading >= self.policy.max_reads:
+            raise Refusal(
+                503,
+                hubapi.BUSY,
+                f"the hub is reading {self._reading} request bodies already; retry in a second",
+                retry_after=1,
+            )
+        self._reading += 1
+        try:
+            return await self._read(request.receive, limit)
+        finally:
+            self._reading -= 1
+
+    async def _read(self, receive: Receive, limit: int) -> bytes:
+        policy = self.policy
+        started = time.monotonic()
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            # the next byte is due by the time the minimum rate asks for it
+            due = started + policy.grace_s + (size + 1) / policy.min_rate
+            wait = min(policy.idle_s, due - time.monotonic())
+            message: Message | None = None
+            with anyio.move_on_after(max(wait, 0.0)):
+                message = await receive()
+            if message is None:
+                parts.clear()
+                raise Refusal(
+                    408,
+                    hubapi.SLOW_BODY,
+                    f"the request body stalled or came slower than {policy.min_rate} bytes/s "
+                    f"({size} bytes in {time.monotonic() - started:.1f} s); send it again",
+                )
+            if message["type"] == "http.disconnect":
+                raise Refusal(400, hubapi.BAD_REQUEST, "the client went away mid-body")
+            part = message.get("body", b"")
+            size += len(part)
+            if size > limit:
+                parts.clear()
+                raise _too_large(size, limit)
+            parts.append(part)
+            if not message.get("more_body", False):
+                return b"".join(parts)
+
+
+def _content_length(headers: Mapping[str, str]) -> int | None:
+    raw = headers.get("content-length")
+    if raw is None:
+        return None
+    return number(raw.strip(), "Content-Length")
+
+
+def _too_large(size: int, limit: int) -> Refusal:
+    return Refusal(
+        413,
+        hubapi.TOO_LARGE,
+        f"the request body is at least {size} bytes; this endpoint accepts at most {limit}",
+    )
+
+
+def _has_body(scope: Scope) -> bool:
+    for name, value in scope.get("headers", []):
+        if name == b"transfer-encoding":
+            return True
+        if name == b"content-length":
+            return value.strip() not in (b"0", b"")
+    return False
+
+
+class Edge:
+    """ASGI middleware: JSON 500 for the unexpected; close after an unread body."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body_done = not _has_body(scope)
+        started = False
+
+        async def receive_wrapper() -> Message:
+            nonlocal body_done
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_done = True
+            return message
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                if not body_done:
+                    headers = [
+                        (k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"
+                    ]
+                    message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        try:
+            await self.app(scope, receive_wrapper, send_wrapper)
+        except Exception:
+            route = scope.get("route")
+            template = getattr(route, "name", None) or "unmatched"
+            method = str(scope.get("method"))[:16]
+            log.exception("unexpected error answering %s %s", method, template)
+            if started:
+                return  # the answer is under way; the server closes the connection
+            answer = JSONResponse(
+                {
+                    "error": hubapi.INTERNAL,
+                    "detail": "the hub failed to answer this request (a hub bug: please "
+                    "report it; the hub operator's log has the details)",
+                },
+                500,
+            )
+            await answer(scope, receive_wrapper, send_wrapper)
