@@ -33,9 +33,6 @@ CODES = {
     and re.fullmatch(r"[a-z]+(-[a-z]+)*", value)
     and not name.startswith(("HEADER_", "QUERY_", "REQUEST_"))
 }
-#: Codes of the hardened edge whose SPEC.md rows are proposed and not merged yet (SPEC.md
-#: is edited on another branch): delete this set when "Errors" lists them.
-SPEC_PENDING = {"slow-body", "hub-busy"}
 #: The states ``GET /requests/{kid}`` answers (words, not error codes).
 STATES = {v for n, v in vars(hubapi).items() if n.startswith("REQUEST_") and isinstance(v, str)}
 
@@ -94,5 +91,5 @@ def test_spec_lists_every_path_and_code() -> None:
         spec_form = re.sub(r":int\}", "}", template).removeprefix("/v1/teams/{team}")
         assert f" {spec_form}" in section or f"{spec_form}`" in section, name
     assert {s for s in STATES if f"`{s}`" not in section} == set()
-    undocumented = {c for c in CODES - SPEC_PENDING if f"`{c}`" not in section}
+    undocumented = {c for c in CODES if f"`{c}`" not in section}
     assert undocumented == set()
