@@ -48,7 +48,7 @@ MIN_BUCKETS = 64
 MAX_SNAPSHOT_BUCKETS = 1024
 RECORDS_PER_BUCKET = 64
 NONCE_SIZE = 24
-_ZLIB_LEVEL = 6
+_ZLIB_LEVEL = 3  # measured: tests/bench/bench_push.py (zlib levels)
 
 
 def bucket_count(records: int, previous: int | None = None) -> int:
