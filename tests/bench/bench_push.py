@@ -25,6 +25,7 @@ measured in the same run, with the load average (the machine is shared).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -32,9 +33,11 @@ import sys
 import tempfile
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
+
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,15 +46,16 @@ from bench_snapshot import READER_NOW, build, make_records, trusting
 from bench_sync import PROJECT, Member, build_team, change_one
 
 from sealmem.client.store.connection import transaction
-from sealmem.client.sync import replica
 from sealmem.client.sync.engine import sync
 from sealmem.client.sync.outgoing import EVERY_BUCKET
 from sealmem.crypto import SUITE
-from sealmem.protocol import canonical
+from sealmem.protocol import canonical, snapshot
 from sealmem.protocol.chunks import open_snapshot
+from sealmem.protocol.record import Record
 from sealmem.protocol.snapshot import _ZLIB_LEVEL
+from sealmem.protocol.state import TrustedState
 from sealmem.protocol.verify import accept_manifest
-from tests.support.honest_world import build_world
+from tests.support.honest_world import World, build_world
 
 T = TypeVar("T")
 
@@ -61,10 +65,16 @@ def load() -> str:
     return f"load {one:.2f} / {five:.2f}"
 
 
-def timed(fn: Callable[[], T]) -> tuple[T, float]:
-    start = time.perf_counter()
+def timed(fn: Callable[[], T], clock: Callable[[], float] = time.perf_counter) -> tuple[T, float]:
+    start = clock()
     value = fn()
-    return value, time.perf_counter() - start
+    return value, clock() - start
+
+
+def cpu(fn: Callable[[], T]) -> tuple[T, float]:
+    """CPU seconds of this process: steadier than wall time on a shared, loaded machine
+    (the codec and snapshot work is one thread of pure computation)."""
+    return timed(fn, time.process_time)
 
 
 def verdict(ok: bool) -> str:
@@ -74,14 +84,16 @@ def verdict(ok: bool) -> str:
 # -- 1. one change -----------------------------------------------------------------------
 
 
-def _sync(member: Member) -> float:
+def _sync(member: Member) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one sync: wall includes fsyncs and waiting for a core."""
+    start = time.process_time()
     summary, seconds = timed(lambda: sync(member.team))
     if summary.refused:
         raise SystemExit(f"unexpected refusal: {summary.refused}")
-    return seconds * 1000
+    return seconds * 1000, (time.process_time() - start) * 1000
 
 
-def _change(writer: Member, reader: Member, n: int, *, full: bool) -> tuple[float, float, int]:
+def _change(writer: Member, reader: Member, n: int, *, full: bool) -> list[float]:
     if full:  # the old cost: every bucket read and encoded again
         with transaction(writer.store.connection):
             writer.store.connection.execute(
@@ -89,37 +101,41 @@ def _change(writer: Member, reader: Member, n: int, *, full: bool) -> tuple[floa
             )
     change_one(writer, n)
     before = writer.wire.written
-    writer_ms = _sync(writer)
+    moved = writer.wire.read + writer.wire.written + reader.wire.read + reader.wire.written
+    w_wall, w_cpu = _sync(writer)
     written = writer.wire.written - before
-    reader_ms = _sync(reader)
-    return writer_ms, reader_ms, written
+    r_wall, r_cpu = _sync(reader)
+    moved = writer.wire.read + writer.wire.written + reader.wire.read + reader.wire.written - moved
+    return [w_wall, w_cpu, r_wall, r_cpu, written, moved]
 
 
 def one_change(n: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         (writer, reader), setup = timed(lambda: build_team(Path(tmp), 2, n))
         _sync(writer)
-        first = writer.wire.written
+        first = writer.wire.written  # the writer's whole snapshot
         _sync(reader)
         _sync(writer)
         _sync(reader)
-        chain = replica.load_own_chain(writer.store.connection, PROJECT)
-        assert chain is not None
-        rows: dict[bool, list[tuple[float, float, int]]] = {False: [], True: []}
-        for i in range(10):
+        first_moved = sum(m.wire.read + m.wire.written for m in (writer, reader))
+        runs: dict[bool, list[list[float]]] = {False: [], True: []}
+        for i in range(10):  # interleaved: incremental, full rebuild, incremental, ...
             full = i % 2 == 1
-            rows[full].append(_change(writer, reader, 100 + i, full=full))
-        inc, old = rows[False], rows[True]
-        w = statistics.median(r[0] for r in inc)
-        r = statistics.median(r[1] for r in inc)
-        b = 100 * statistics.median(r[2] for r in inc) / first
-        bytes_ok = f" ({verdict(b < 1)})" if n >= 10_000 else ""  # the target is for 10k
-        w_old = statistics.median(r[0] for r in old)
-        r_old = statistics.median(r[1] for r in old)
+            runs[full].append(_change(writer, reader, 100 + i, full=full))
+
+        def med(full: bool, col: int) -> float:
+            return statistics.median(r[col] for r in runs[full])
+
+        w, r = med(False, 0), med(False, 2)
+        rewrite = 100 * med(False, 4) / first
+        moved = 100 * med(False, 5) / first_moved
+        bytes_ok = f" ({verdict(moved < 1)})" if n >= 10_000 else ""  # the target is for 10k
         print(
-            f"| {n:>7,} | {w:7.1f} ms ({verdict(w <= 50)}) | {w_old:7.1f} ms | "
-            f"{r:6.1f} ms ({verdict(r <= 20)}) | {r_old:6.1f} ms | {b:.3f} %{bytes_ok} | "
-            f"{setup:5.0f} s | {load()} |"
+            f"| {n:>7,} | {w:6.1f} ({verdict(w <= 50)}) / {med(False, 1):5.1f} | "
+            f"{med(True, 0):7.1f} / {med(True, 1):7.1f} | "
+            f"{r:5.1f} ({verdict(r <= 20)}) / {med(False, 3):5.1f} | "
+            f"{med(True, 2):5.1f} / {med(True, 3):5.1f} | {rewrite:.2f} % | "
+            f"{moved:.2f} %{bytes_ok} | {setup:4.0f} s | {load()} |"
         )
         writer.store.close()
         reader.store.close()
@@ -128,33 +144,54 @@ def one_change(n: int) -> None:
 # -- 2. snapshot build and open -----------------------------------------------------------
 
 
+@contextlib.contextmanager
+def as_before() -> Iterator[None]:
+    """The codec paths before issue 11, kept in the code as fallbacks and references: the
+    stdlib encoder, the strict decoder, the field-by-field ``from_wire``, zlib level 6."""
+    saved = (canonical._ORJSON, canonical.decode, Record.from_wire, snapshot._ZLIB_LEVEL)
+    canonical._ORJSON = False
+    canonical.decode = canonical._decode_strict  # type: ignore[assignment]
+    Record.from_wire = Record._from_wire_checked  # type: ignore[method-assign]
+    snapshot._ZLIB_LEVEL = 6
+    try:
+        yield
+    finally:
+        canonical._ORJSON, canonical.decode, Record.from_wire, snapshot._ZLIB_LEVEL = saved
+
+
+def _rates(world: World, state: TrustedState, records: list[Record]) -> tuple[float, float]:
+    n = len(records)
+    key = world.content_keys[("app", 3)]
+    builds, opens = [], []
+    for _ in range(3):
+        snap, t = cpu(lambda: build(world, records))
+        builds.append(t)
+        _, manifest = accept_manifest(SUITE, state, snap.envelope)
+        opened, t = cpu(
+            lambda: open_snapshot(SUITE, key, manifest, snap.new_chunks, now_ms=READER_NOW)  # noqa: B023
+        )
+        opens.append(t)
+        assert len(opened) == n
+    return n / min(builds), n / min(opens)
+
+
 def snapshot_rates(n: int = 10_000) -> list[bytes]:
     world = build_world()
     state = trusting(world)
     records = make_records(world.kid("alice"), n)
     key = world.content_keys[("app", 3)]
-    builds, opens = [], []
-    snap = None
-    for _ in range(3):
-        snap, t = timed(lambda: build(world, records))
-        builds.append(t)
-        _, manifest = accept_manifest(SUITE, state, snap.envelope)
-        opened, t = timed(
-            lambda: open_snapshot(SUITE, key, manifest, snap.new_chunks, now_ms=READER_NOW)  # noqa: B023
-        )
-        opens.append(t)
-        assert len(opened) == n
-    assert snap is not None
+    b, o = _rates(world, state, records)
+    with as_before():
+        b_old, o_old = _rates(world, state, records)
     plain = [canonical.encode([r.to_wire() for r in records[i : i + 40]]) for i in range(0, n, 40)]
     total = sum(map(len, plain))
-    _, t_aead = timed(lambda: [key.encrypt(p, b"x" * 120) for p in plain])
-    b, o = n / min(builds), n / min(opens)
-    print(
-        f"| build | {b:>9,.0f} | 40,000 ({verdict(b >= 40_000)}) | AEAD alone {n / t_aead:,.0f} |"
-    )
-    print(f"| open  | {o:>9,.0f} | 30,000 ({verdict(o >= 30_000)}) | {load()} |")
-    print(f"({n:,} records, {total / 1e6:.1f} MB of canonical JSON, best of 3; zlib level "
-          f"{_ZLIB_LEVEL})")  # fmt: skip
+    _, t_aead = cpu(lambda: [key.encrypt(p, b"x" * 120) for p in plain])
+    print(f"| build | {b:>9,.0f} | 40,000 ({verdict(b >= 40_000)}) | {b_old:>9,.0f} | "
+          f"AEAD alone {n / t_aead:,.0f} |")  # fmt: skip
+    print(f"| open  | {o:>9,.0f} | 30,000 ({verdict(o >= 30_000)}) | {o_old:>9,.0f} | "
+          f"{load()} |")  # fmt: skip
+    print(f"({n:,} records, {total / 1e6:.1f} MB of canonical JSON; CPU time, best of 3; "
+          f"zlib level {_ZLIB_LEVEL})")  # fmt: skip
     return plain
 
 
@@ -167,8 +204,8 @@ def zlib_levels(plain: list[bytes], n: int) -> None:
     sizes: dict[int, int] = {}
     for _ in range(3):  # interleaved, best of 3: the machine is shared
         for level in levels:
-            comp, tc = timed(lambda: [zlib.compress(p, level) for p in plain])  # noqa: B023
-            _, td = timed(lambda: [zlib.decompress(c) for c in comp])  # noqa: B023
+            comp, tc = cpu(lambda: [zlib.compress(p, level) for p in plain])  # noqa: B023
+            _, td = cpu(lambda: [zlib.decompress(c) for c in comp])  # noqa: B023
             best[level] = [min(best[level][0], tc), min(best[level][1], td)]
             sizes[level] = sum(len(SUITE.pad(c)) for c in comp)
     for level in levels:
@@ -194,15 +231,24 @@ def codec(plain: list[bytes]) -> None:
         for p in plain:
             json.loads(p)
 
+    def check() -> None:
+        for v in values:
+            canonical._fast_check(v)
+
+    def orjson_alone() -> None:
+        for v in values:
+            orjson.dumps(v, option=orjson.OPT_SORT_KEYS)
+
     rows = [
+        ("type check", check, "orjson encoding alone", orjson_alone),
         ("encode", lambda: [canonical.encode(v) for v in values], "json.dumps", dumps),
         ("decode", lambda: [canonical.decode(p) for p in plain], "json.loads", loads),
         ("decode", lambda: [canonical.decode(p) for p in plain], "strict decoder (before)",
          lambda: [canonical._decode_strict(p) for p in plain]),
     ]  # fmt: skip
     for name, fn, base_name, base in rows:
-        t = min(timed(fn)[1] for _ in range(3))
-        tb = min(timed(base)[1] for _ in range(3))
+        t = min(cpu(fn)[1] for _ in range(5))
+        tb = min(cpu(base)[1] for _ in range(5))
         print(f"| {name} | {mb / t:7.1f} MB/s | {base_name} {mb / tb:7.1f} MB/s | "
               f"x{tb / t:.2f} |")  # fmt: skip
     print(load())
@@ -215,16 +261,19 @@ def main() -> None:
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} cores, {load()}\n")
     if not args.no_stores:
-        print("One change (median of 5; baseline: the same change through a full rebuild)")
+        print("One change, ms wall / CPU (median of 5; baseline: the same change through a "
+              "full rebuild); bytes: the writer's new bytes / its snapshot, and bytes moved "
+              "/ the first full sync's (2 members)")  # fmt: skip
         print("| memories | writer | writer, full rebuild | reader | reader, full rebuild "
-              "| bytes | setup | load |")  # fmt: skip
-        print("|---:|---:|---:|---:|---:|---:|---:|---|")
+              "| rewrite | moved | setup | load |")  # fmt: skip
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for n in args.sizes:
             one_change(n)
         print()
-    print("Snapshot build and open (records/s; limit from issue 11)")
-    print("| phase | records/s | limit | beside |")
-    print("|---|---:|---:|---|")
+    print("Snapshot build and open (records/s; limit from issue 11; before: the previous "
+          "codec paths, in this run)")  # fmt: skip
+    print("| phase | records/s | limit | before | beside |")
+    print("|---|---:|---:|---:|---|")
     plain = snapshot_rates()
     print("\nzlib levels on the same bucket plaintexts (records/s; padded chunk bytes)")
     print("| level | compress | inflate | padded bytes | vs level 6 |")

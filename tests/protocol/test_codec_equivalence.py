@@ -1,4 +1,9 @@
-"""The fast canonical decode and ``Record.from_wire`` agree with their strict paths.
+"""The fast canonical codec and ``Record.from_wire`` agree with their strict paths.
+
+``canonical.encode`` hands values of plain JSON types to orjson: its bytes must be
+``json.dumps``'s with the canonical options (kept here as the reference), for
+every value and every code point.  Both fast decode paths (orjson, and the
+stdlib one used without it) are checked.
 
 ``canonical._decode_strict`` is the decoder as it was before the fast path (a
 duplicate-key hook on every object, then the full encode compared): every input
@@ -13,7 +18,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import example, given
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sealmem.protocol import canonical
@@ -35,6 +40,63 @@ json_values = st.recursive(
 )
 
 
+def reference(value: Any) -> bytes:
+    """Canonical bytes as the encoder made them before orjson (the specification's)."""
+    text = json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return text.encode("utf-8")
+
+
+@pytest.fixture(params=["orjson", "stdlib"])
+def codec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test with orjson, then with the stdlib fast path alone."""
+    if request.param == "stdlib":
+        monkeypatch.setattr(canonical, "_ORJSON", False)
+    else:
+        assert canonical._ORJSON, "orjson is a dependency: install it"
+    return str(request.param)
+
+
+plain_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-MAX_INT - 1, max_value=MAX_INT)
+    | st.text(st.characters(exclude_categories=["Cs"]), max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(st.characters(exclude_categories=["Cs"]), max_size=6),
+                          children, max_size=4)
+    ),
+    max_leaves=25,
+)  # fmt: skip
+
+
+@given(plain_values)
+def test_encode_is_byte_identical_to_the_reference(value: Any) -> None:
+    assert canonical.encode(value) == reference(value)
+
+
+def test_every_code_point_encodes_as_the_reference() -> None:
+    text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    assert canonical.encode(text) == reference(text)
+    assert canonical.encode({text[:5000]: [text[-5000:]]}) == reference(
+        {text[:5000]: [text[-5000:]]}
+    )
+    for c in range(0x800):  # one by one where the escapes are
+        assert canonical.encode(chr(c)) == reference(chr(c))
+
+
+def test_deep_values_and_surrogates_take_the_stdlib_path() -> None:
+    deep: Any = 1
+    for _ in range(400):  # deeper than orjson encodes
+        deep = [deep]
+    assert canonical.encode(deep) == reference(deep)
+    assert canonical.decode(reference(deep)) == deep
+    with pytest.raises(NonCanonical, match="surrogate"):
+        canonical.encode({"a": "\ud800"})
+
+
 def _outcome(decoder: Any, data: bytes) -> tuple[str, Any]:
     try:
         return "ok", decoder(data)
@@ -53,20 +115,25 @@ def _spellings(value: Any) -> list[bytes]:
     return [canon, spaced, ascii_, b" " + canon, canon + b"\n"]
 
 
+ONE_CODEC = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # constant
+
+
+@ONE_CODEC
 @given(json_values)
 @example({"a": 2**63})
 @example({"a": -(2**63) - 1})
 @example({"a": 10**18, "b": "1234567890123456789012"})
 @example("\ud800")
 @example({"x": [-0, 0]})
-def test_decode_matches_the_strict_decoder_on_every_spelling(value: Any) -> None:
+def test_decode_matches_the_strict_decoder_on_every_spelling(codec: str, value: Any) -> None:
     for data in _spellings(value):
         assert _outcome(canonical.decode, data) == _outcome(canonical._decode_strict, data)
 
 
+@ONE_CODEC
 @given(json_values, st.integers(min_value=0), st.binary(min_size=0, max_size=3))
 def test_decode_matches_the_strict_decoder_on_damaged_bytes(
-    value: Any, at: int, junk: bytes
+    codec: str, value: Any, at: int, junk: bytes
 ) -> None:
     try:
         data = canonical.encode(value)
@@ -87,9 +154,13 @@ def test_decode_matches_the_strict_decoder_on_damaged_bytes(
         b'{"s":"\\ud800"}',
         b'{"s":"\\u007f"}',
         b'{"n":9223372036854775807,"m":-9223372036854775808}',
+        b'{"n":18446744073709551616}',
+        b'{"n":1.0}',
+        b'{"n":NaN}',
+        b"[" * 2000 + b"]" * 2000,
     ],
 )
-def test_decode_edge_cases_match(data: bytes) -> None:
+def test_decode_edge_cases_match(codec: str, data: bytes) -> None:
     assert _outcome(canonical.decode, data) == _outcome(canonical._decode_strict, data)
 
 
