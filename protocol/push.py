@@ -25,11 +25,13 @@ the new head.  Every decision is here, so each branch is one row of a table test
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from .hlc import MAX_AHEAD_MS, ZERO, Hlc, too_far_ahead
 from .manifest import Manifest
 from .roster import Roster
+from .snapshot import BUCKET_KEYS, Rebuild, bucket_count
 
 __all__ = [
     "LOCAL_NOT_MEMBER",
@@ -46,6 +48,7 @@ __all__ = [
     "PushPlan",
     "needs_transport_read",
     "plan_push",
+    "plan_rebuild",
     "why_local",
     "writable_projects",
 ]
@@ -234,3 +237,38 @@ def plan_push(
         None, base.seq + 1, base_hash, adopt, base, pushed=pushed, reset_at=chain_reset,
         warnings=tuple(warnings),
     )  # fmt: skip
+
+
+def plan_rebuild(
+    plan: PushPlan,
+    *,
+    epoch: int,
+    published: int,
+    digests: Mapping[int, str],
+    dirty: Iterable[int],
+    lost: Collection[int] = (),
+) -> Rebuild | None:
+    """Which buckets of ``plan.base`` the push builds again; None: build every bucket.
+
+    ``published`` is how many records the new snapshot carries (publishable, due
+    tombstones left out); ``digests`` the plaintext digests kept from our last push
+    (bucket -> digest); ``dirty`` the bucket keys
+    (:func:`~sealmem.protocol.snapshot.bucket_key`) of every memory whose published
+    fields were written since, and of tombstones that came due or stopped being due;
+    ``lost`` the buckets whose chunks the transport lost or damaged.
+
+    Only a continued chain under the same epoch and bucket count rebuilds part of
+    the snapshot: no base, an adopted manifest (its digests are not ours), a reset,
+    an epoch change or a new bucket count rebuild everything.  Besides the dirty
+    buckets, a bucket whose digest is unknown or whose chunk was lost is rebuilt.
+    """
+    base = plan.base
+    if base is None or plan.force or plan.adopt is not None or base.epoch != epoch:
+        return None
+    buckets = base.buckets
+    if BUCKET_KEYS % buckets or bucket_count(published, buckets) != buckets:
+        return None
+    only = {key % buckets for key in dirty}
+    only.update(lost)
+    only.update(c.bucket for c in base.chunks if c.bucket not in digests)
+    return Rebuild(frozenset(only), buckets, published)

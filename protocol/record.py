@@ -50,6 +50,9 @@ _WIRE_KEYS = frozenset(
 )  # fmt: skip
 
 
+_ONLY_STR = frozenset({str})
+
+
 def new_memory_id(now_ms: int, rand: bytes) -> str:
     """A UUIDv7 (RFC 9562) from a millisecond timestamp and 10 random bytes."""
     if len(rand) < 10:
@@ -160,7 +163,49 @@ class Record:
 
     @classmethod
     def from_wire(cls, data: object) -> Record:
-        """Build and validate a record from its wire form; unknown keys are refused."""
+        """Build and validate a record from its wire form; unknown keys are refused.
+
+        A record whose fields all hold their exact JSON types (what a canonical
+        decode gives) takes a short path; anything else goes through the field by
+        field checks that name what is wrong.  Both end in :meth:`validate`.
+        """
+        if type(data) is dict and data.keys() == _WIRE_KEYS:
+            d = data
+            importance, created_at, stamp = d["importance"], d["created_at"], d["hlc"]
+            keywords, supersedes, reason = d["keywords"], d["supersedes"], d["delete_reason"]
+            if (
+                type(d["id"]) is str
+                and type(d["project"]) is str
+                and type(d["kind"]) is str
+                and type(d["content"]) is str
+                and type(d["author"]) is str
+                and type(d["editor"]) is str
+                and type(d["origin"]) is str
+                and type(d["deleted"]) is bool
+                and type(importance) is int
+                and type(created_at) is int
+                and (reason is None or type(reason) is str)
+                and type(keywords) is list
+                and set(map(type, keywords)) <= _ONLY_STR
+                and type(supersedes) is list
+                and set(map(type, supersedes)) <= _ONLY_STR
+                and type(stamp) is list
+                and len(stamp) == 2
+                and type(stamp[0]) is int
+                and type(stamp[1]) is int
+                and 0 <= stamp[0] <= MAX_WALL_MS
+                and 0 <= stamp[1] <= MAX_COUNTER
+            ):
+                return cls(
+                    d["id"], d["project"], d["kind"], d["content"], tuple(keywords),
+                    importance / 1000, d["author"], d["editor"], created_at,
+                    Hlc(stamp[0], stamp[1]), tuple(supersedes), d["deleted"], reason,
+                    d["origin"], d["visibility"],
+                ).validate()  # fmt: skip
+        return cls._from_wire_checked(data)
+
+    @classmethod
+    def _from_wire_checked(cls, data: object) -> Record:
         if not isinstance(data, dict):
             raise _fail("a record must be a JSON object")
         missing = _WIRE_KEYS - data.keys()

@@ -29,14 +29,17 @@ from .record import Record
 from .suite import ContentKeyLike, RandomSource, Signer, Suite
 
 __all__ = [
+    "BUCKET_KEYS",
     "MAX_SNAPSHOT_BUCKETS",
     "MIN_BUCKETS",
     "NONCE_SIZE",
     "RECORDS_PER_BUCKET",
     "SNAPSHOT_FORMAT",
     "PreviousSnapshot",
+    "Rebuild",
     "Snapshot",
     "bucket_count",
+    "bucket_key",
     "bucket_of",
     "build_snapshot",
     "chunk_ad",
@@ -48,7 +51,7 @@ MIN_BUCKETS = 64
 MAX_SNAPSHOT_BUCKETS = 1024
 RECORDS_PER_BUCKET = 64
 NONCE_SIZE = 24
-_ZLIB_LEVEL = 6
+_ZLIB_LEVEL = 3  # measured: tests/bench/bench_push.py (zlib levels)
 
 
 def bucket_count(records: int, previous: int | None = None) -> int:
@@ -74,6 +77,17 @@ def bucket_of(suite: Suite, record_id: str, buckets: int) -> int:
     """The bucket of ``record_id``: BLAKE2b of a domain-separated id, mod ``buckets``."""
     digest = suite.blake2b(b"sealmem/v1/bucket\x00" + record_id.encode("utf-8"), size=8)
     return int.from_bytes(digest, "big") % buckets
+
+
+BUCKET_KEYS = 1 << 16
+"""How many bucket keys there are: every bucket count a writer uses divides it."""
+
+
+def bucket_key(suite: Suite, record_id: str) -> int:
+    """The bucket hash of ``record_id`` mod :data:`BUCKET_KEYS`, for a store to keep:
+    ``bucket_key(...) % buckets == bucket_of(..., buckets)`` for every power-of-two
+    ``buckets`` up to :data:`BUCKET_KEYS`."""
+    return bucket_of(suite, record_id, BUCKET_KEYS)
 
 
 def chunk_ad(team: str, project: str, writer: str, epoch: int, bucket: int) -> bytes:
@@ -107,6 +121,16 @@ class PreviousSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class Rebuild:
+    """Which buckets of the previous snapshot to build again (:func:`build_snapshot`'s
+    ``only``): the rest keep their chunks.  ``records`` is the new snapshot's total."""
+
+    buckets: frozenset[int]
+    buckets_total: int  # the bucket count, the previous snapshot's
+    records: int
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     manifest: Manifest
     envelope: bytes  # the signed manifest, as published
@@ -133,8 +157,15 @@ def build_snapshot(
     heads: Iterable[Head] = (),
     created_at: int = 0,
     previous: PreviousSnapshot | None = None,
+    only: Rebuild | None = None,
 ) -> Snapshot:
-    """Bucket, compress, pad, encrypt and sign ``records`` (all written by ``signer``)."""
+    """Bucket, compress, pad, encrypt and sign ``records`` (all written by ``signer``).
+
+    With ``only`` (a :class:`Rebuild` of ``previous``), ``records`` are the records of
+    the buckets in ``only.buckets`` alone, and every other bucket keeps its chunk and
+    digest from ``previous`` unread: the snapshot equals the one built from all the
+    records, provided no bucket outside ``only.buckets`` changed since ``previous``.
+    """
     writer = signer.kid
     by_id: dict[str, Record] = {}
     for rec in records:
@@ -153,7 +184,15 @@ def build_snapshot(
         previous.manifest.epoch,
     ) == (team, project, writer, epoch)
     old_buckets = previous.manifest.buckets if previous is not None and reuse else None
-    buckets = bucket_count(len(by_id), old_buckets)
+    if only is not None:
+        if previous is None or not reuse or only.buckets_total != old_buckets:
+            raise InputError(
+                "a partial rebuild needs the previous snapshot of the same writer, project, "
+                "epoch and bucket count; build from every record instead"
+            )
+        buckets, total = old_buckets, only.records
+    else:
+        buckets, total = bucket_count(len(by_id), old_buckets), len(by_id)
     if buckets != old_buckets:
         reuse = False
     grouped: dict[int, list[Record]] = {}
@@ -164,6 +203,22 @@ def build_snapshot(
     refs: list[ChunkRef] = []
     new_chunks: dict[str, bytes] = {}
     digests: dict[int, str] = {}
+    if only is not None:
+        stray = set(grouped) - only.buckets
+        if stray:
+            raise InputError(
+                f"records of bucket {min(stray)} were passed to a rebuild of buckets "
+                f"{sorted(only.buckets)[:8]}: pass the records of the rebuilt buckets only"
+            )
+        if total < len(by_id):
+            raise InputError(f"a snapshot of {total} records cannot hold {len(by_id)} rebuilt ones")
+        for bucket, ref in old_refs.items():
+            if bucket in only.buckets:
+                continue
+            if bucket not in old_digests:
+                raise InputError(f"bucket {bucket} is kept but its digest is unknown; rebuild it")
+            refs.append(ref)
+            digests[bucket] = old_digests[bucket]
     for bucket in sorted(grouped):
         plaintext = canonical.encode([r.to_wire() for r in grouped[bucket]])
         digest = digests[bucket] = _digest(suite, plaintext)
@@ -177,6 +232,7 @@ def build_snapshot(
         cid = chunk_id(suite, chunk)
         new_chunks[cid] = chunk
         refs.append(ChunkRef(bucket, cid, len(chunk)))
+    refs.sort(key=lambda ref: ref.bucket)
     manifest = Manifest(
         team=team,
         project=project,
@@ -187,7 +243,7 @@ def build_snapshot(
         roster_version=roster_version,
         buckets=buckets,
         chunks=tuple(refs),
-        records=len(by_id),
+        records=total,
         heads=tuple(sorted(heads, key=lambda h: (h.writer, h.project))),
         created_at=created_at,
     )

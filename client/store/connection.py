@@ -29,7 +29,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from ...crypto import SUITE
 from ...protocol.errors import StoreError
+from ...protocol.snapshot import bucket_key
 from ..clock import now_ms as wall_clock
 from .schema import MIGRATIONS, Migration
 
@@ -208,6 +210,10 @@ def _create_store(path: Path) -> None:
                 os.unlink(leftover)
 
 
+def _bucket_key(memory_id: object) -> int | None:
+    return bucket_key(SUITE, memory_id) if isinstance(memory_id, str) else None
+
+
 def connect(
     path: Path,
     *,
@@ -251,6 +257,8 @@ def connect(
             # Deleted rows (a forgotten memory's versions) are overwritten, not left in
             # free space: see sealmem.client.store.scrub.
             conn.execute("PRAGMA secure_delete = ON")
+            # Version 7 fills memories.bucket_key with it (sealmem.client.sync.outgoing).
+            conn.create_function("sealmem_bucket_key", 1, _bucket_key, deterministic=True)
             if migrate(conn, migrations, now_ms=now_ms, path=path):
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             if get_meta(conn, "store_id") is None:

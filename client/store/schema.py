@@ -37,6 +37,16 @@ with content in ``history`` that the winning tombstone of their id covers (all o
 them for a tombstone written here, the tombstone writer's own for a pulled one;
 since then :mod:`sealmem.client.store.rows` never keeps them), and the deleted
 tokens in both full-text indexes.
+
+Version 7 makes a push cost what changed (:mod:`sealmem.client.sync.outgoing`):
+``memories.bucket_key`` holds the low 16 bits of a memory's snapshot bucket hash
+(:func:`sealmem.protocol.snapshot.bucket_key`; the bucket is ``bucket_key %
+buckets``), filled by the migration and, for rows written since (NULL), by the
+next push; ``push_dirty`` logs the ids of team rows whose published fields were
+written (triggers, so every write path logs), cleared by the push that carried
+them (an id ``*``, logged by the migration for every chain pushed before, stands
+for every bucket); indexes serve the writer's own summary, its live team counts and
+its rows by bucket.
 """
 
 from __future__ import annotations
@@ -257,6 +267,55 @@ INSERT INTO memories_fts (memories_fts) VALUES ('optimize');
 INSERT INTO history_fts (history_fts) VALUES ('optimize');
 """
 
+_V6 = """
+SELECT 1;
+"""
+
+_V7 = """
+ALTER TABLE memories ADD COLUMN bucket_key INTEGER;
+
+UPDATE memories SET bucket_key = sealmem_bucket_key(id);
+
+CREATE INDEX memories_own
+ON memories (project, editor, visibility, hlc_wall, hlc_counter, deleted);
+
+CREATE INDEX memories_own_live ON memories (editor, visibility, deleted, project);
+
+CREATE INDEX memories_own_bucket ON memories (project, editor, bucket_key)
+WHERE visibility = 'team';
+
+CREATE INDEX memories_no_bucket ON memories (project) WHERE bucket_key IS NULL;
+
+CREATE TABLE push_dirty (
+    seq     INTEGER PRIMARY KEY,
+    project TEXT    NOT NULL,
+    id      TEXT    NOT NULL
+);
+CREATE INDEX push_dirty_project ON push_dirty (project, seq);
+
+INSERT INTO push_dirty (project, id) SELECT project, '*' FROM own_chain;
+
+CREATE TRIGGER memories_push_insert AFTER INSERT ON memories
+WHEN new.visibility = 'team' BEGIN
+    INSERT INTO push_dirty (project, id) VALUES (new.project, new.id);
+END;
+
+CREATE TRIGGER memories_push_delete AFTER DELETE ON memories
+WHEN old.visibility = 'team' BEGIN
+    INSERT INTO push_dirty (project, id) VALUES (old.project, old.id);
+END;
+
+CREATE TRIGGER memories_push_update AFTER UPDATE OF
+    id, project, kind, content, keywords, keywords_json, importance, author, editor,
+    created_at, hlc_wall, hlc_counter, supersedes_json, deleted, delete_reason, origin,
+    visibility
+ON memories WHEN old.visibility = 'team' OR new.visibility = 'team' BEGIN
+    INSERT INTO push_dirty (project, id) VALUES (old.project, old.id);
+    INSERT INTO push_dirty (project, id) SELECT new.project, new.id
+    WHERE new.project IS NOT old.project OR new.id IS NOT old.id;
+END;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
@@ -270,6 +329,10 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "own chain: pushed_wall in the one HLC packing", _V4),
     # forget removes the text of every version: purge what older stores kept in history.
     Migration(5, "forget: purge the history of forgotten memories", _V5),
+    # Placeholder for the batched-merge migration developed in parallel; replaced by it.
+    Migration(6, "reserved", _V6),
+    # Incremental push: stored bucket key, a log of written team rows, own-rows indexes.
+    Migration(7, "push: bucket key, dirty log, own-rows indexes", _V7),
 ]
 
 

@@ -25,7 +25,15 @@ from .rows import (
     write_version,
 )
 
-__all__ = ["create", "find_twin", "reinforce", "resolve_links", "share", "tombstone"]
+__all__ = [
+    "create",
+    "find_twin",
+    "reinforce",
+    "resolve_links",
+    "set_importance",
+    "share",
+    "tombstone",
+]
 
 
 def resolve_links(conn: sqlite3.Connection, ids: Sequence[str]) -> list[str]:

@@ -53,6 +53,7 @@ from ...protocol.push import (
     Publishable,
     needs_transport_read,
     plan_push,
+    plan_rebuild,
     writable_projects,
 )
 from ...protocol.roster import Roster
@@ -63,7 +64,7 @@ from ..clock import now_ms
 from ..store.connection import sqlite_errors, transaction
 from ..team.local_only import LocalOnly, local_only
 from ..team.session import Refusal, Team, trusted_roster
-from . import dropping, replica
+from . import dropping, outgoing, replica
 from .pull import pull_project
 from .transport import ConflictError
 
@@ -197,6 +198,8 @@ def _run(
         for project in writable_projects(roster, team.me):
             _redact_pending(team, project, tick())
             _push_with_retry(team, state, project, summary, tick)
+        with transaction(team.conn):
+            outgoing.drop_unused_dirty(team.conn)
     _note_local_only(team, roster, summary)
 
 
@@ -356,49 +359,71 @@ def _push_project(
         landed = _own_newest(team, project)
     reset = roster.latest_reset(team.me, project)
     seen = state.witnessed.get((team.me, project))
-    count, newest, due = replica.own_summary(team.conn, team.me, project, now - DEFAULT_GRACE_MS)
     own = _own_head(chain)
     damaged = (
         set()
         if own is None
         else team.transport.damaged_chunks(project, team.me, [c.id for c in own.manifest.chunks])
     )
-    plan = plan_push(
-        project=project, own=own, landed=landed, epoch=epoch,
-        reset_at=0 if reset is None else reset.at_version,
-        witnessed_seq=0 if seen is None else seen.seq,
-        publishable=Publishable(count, newest, due), now_ms=now, repair=bool(damaged),
-    )  # fmt: skip
+    with transaction(team.conn):  # one consistent read of what we publish
+        outgoing.fill_bucket_keys(team.conn, project)
+        count, newest, due = replica.own_summary(
+            team.conn, team.me, project, now - DEFAULT_GRACE_MS
+        )
+        plan = plan_push(
+            project=project, own=own, landed=landed, epoch=epoch,
+            reset_at=0 if reset is None else reset.at_version,
+            witnessed_seq=0 if seen is None else seen.seq,
+            publishable=Publishable(count, newest, due), now_ms=now, repair=bool(damaged),
+        )  # fmt: skip
+        if plan.skip is not None:
+            summary.warnings.extend(plan.warnings)
+            outgoing.compact_dirty(team.conn, project)
+            return
+        dirty = outgoing.dirty_since(team.conn, team.me, project, now, DEFAULT_GRACE_MS)
+        previous = None
+        rebuild = None
+        if plan.base is not None:
+            digests = chain.digests if plan.adopt is None and chain is not None else {}
+            lost = {c.bucket for c in plan.base.chunks if c.id in damaged}  # encrypted again
+            previous = PreviousSnapshot(
+                plan.base, {b: d for b, d in digests.items() if b not in lost}
+            )
+            rebuild = plan_rebuild(
+                plan, epoch=epoch, published=count - due, digests=previous.digests,
+                dirty=dirty.keys, lost=lost,
+            )  # fmt: skip
+        if rebuild is None:
+            current = replica.publishable_records(team.conn, team.me, project)
+        else:
+            current = outgoing.records_in_buckets(
+                team.conn, team.me, project, rebuild.buckets, rebuild.buckets_total
+            )
     summary.warnings.extend(plan.warnings)
-    if plan.skip is not None:
-        return
-    previous = None
-    if plan.base is not None:
-        digests = chain.digests if plan.adopt is None and chain is not None else {}
-        lost = {c.bucket for c in plan.base.chunks if c.id in damaged}  # encrypted again
-        previous = PreviousSnapshot(plan.base, {b: d for b, d in digests.items() if b not in lost})
-    current = replica.publishable_records(team.conn, team.me, project)
     kept = collect_tombstones({r.id: r for r in current}, now).kept
     records = sorted(kept.values(), key=lambda r: r.id)
     heads = [Head(w, p, h.seq, h.hash) for (w, p), h in state.heads.items() if p == project]
     snap = build_snapshot(
         SUITE, key, team.key, team=team.config.team, project=project, epoch=epoch,
         roster_version=roster.version, seq=plan.seq, prev=plan.prev, records=records,
-        random=random_bytes, heads=heads, created_at=now, previous=previous,
+        random=random_bytes, heads=heads, created_at=now, previous=previous, only=rebuild,
     )  # fmt: skip
-    if not plan.publishes(snap.manifest):
-        return  # nothing changed since our last manifest
+    if not plan.publishes(snap.manifest):  # nothing changed since our last manifest
+        with transaction(team.conn):
+            outgoing.clear_dirty(team.conn, project, dirty.upto)
+        return
     team.transport.push(project, team.me, plan.seq, snap.envelope, snap.new_chunks)
-    newest_pushed = max((r.hlc for r in records), default=plan.pushed)
+    newest_pushed = max(max((r.hlc for r in records), default=plan.pushed), newest)
     with transaction(team.conn):
         replica.save_own_chain(
             team.conn,
             replica.OwnChain(
                 project, plan.seq, snap.manifest.hash(SUITE), snap.envelope, dict(snap.digests),
-                max(newest_pushed, plan.pushed), len(current), plan.reset_at,
+                max(newest_pushed, plan.pushed), count, plan.reset_at,
             ),
             now,
         )  # fmt: skip
+        outgoing.clear_dirty(team.conn, project, dirty.upto)
     summary.pushed_versions += sum(1 for r in records if r.hlc > plan.pushed)
     summary.pushed_chunks += len(snap.new_chunks)
     summary.collected_chunks += team.transport.collect(

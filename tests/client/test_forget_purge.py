@@ -12,6 +12,7 @@ import pytest
 from sealmem.client import MemoryStore
 from sealmem.client.store.connection import connect
 from sealmem.client.store.schema import MIGRATIONS
+from tests.support.old_schema import rewind_schema
 from tests.support.traces import CONTENT, KEYWORD, LATER, MARKERS, traces
 
 from .conftest import OpenStore
@@ -125,7 +126,7 @@ def test_a_store_that_forgot_before_the_purge_is_purged_on_open(
         old.execute(
             f"INSERT INTO history ({', '.join(values)}) VALUES ({marks})", [*values.values()]
         )
-        old.execute("DELETE FROM schema_migrations WHERE version >= 5")
+        rewind_schema(old, 5)
     old.close()
     assert traces(path)
     reopened = open_store(path)

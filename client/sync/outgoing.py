@@ -1,0 +1,137 @@
+"""What this member's next push carries, read so that a push costs what changed.
+
+Schema version 7 keeps, per memory, its bucket key (``memories.bucket_key``,
+:func:`~sealmem.protocol.snapshot.bucket_key`) and logs in ``push_dirty`` the id
+of every team row whose published fields were written, by triggers, so that every
+write path (local writes, pulls, forget and purge, drops) logs without knowing it.
+
+A push then (:func:`sealmem.client.sync.engine._push_project`), in one transaction:
+fills the keys of rows written since the last push (:func:`fill_bucket_keys`),
+reads the log (:func:`dirty_since`), and after the plan
+(:func:`~sealmem.protocol.push.plan_rebuild`) reads the records of the rebuilt
+buckets only (:func:`records_in_buckets`).  Once the transport holds the new
+manifest, the log up to what was read is cleared (:func:`clear_dirty`) with the
+new chain head.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ...crypto import SUITE
+from ...protocol.record import Record
+from ...protocol.snapshot import BUCKET_KEYS, bucket_key
+from ..store.rows import record_from_row
+
+__all__ = [
+    "EVERY_BUCKET",
+    "Dirty",
+    "clear_dirty",
+    "compact_dirty",
+    "dirty_since",
+    "drop_unused_dirty",
+    "fill_bucket_keys",
+    "records_in_buckets",
+]
+
+EVERY_BUCKET = "*"
+"""The id logged for a chain whose buckets must all be read again (schema version 7
+logs it for every chain pushed before the log existed)."""
+_COMPACT_ABOVE = 10_000  # log rows of one project kept before duplicates are dropped
+_OWN = "FROM memories WHERE project = ? AND editor = ? AND visibility = 'team'"
+_IN_ONE_QUERY = 4096  # bucket keys listed in one query; above, read every own row
+
+
+@dataclass(frozen=True, slots=True)
+class Dirty:
+    """The bucket keys written since the last push, and the log position read."""
+
+    keys: frozenset[int]
+    upto: int  # clear the log up to this seq once the push landed (0: nothing read)
+
+
+def fill_bucket_keys(conn: sqlite3.Connection, project: str) -> int:
+    """Give the rows of ``project`` written without a bucket key theirs; return how many."""
+    ids = [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT id FROM memories WHERE project = ? AND bucket_key IS NULL", (project,)
+        )
+    ]
+    conn.executemany(
+        "UPDATE memories SET bucket_key = ? WHERE id = ?",
+        [(bucket_key(SUITE, mid), mid) for mid in ids],
+    )
+    return len(ids)
+
+
+def dirty_since(conn: sqlite3.Connection, me: str, project: str, now: int, grace_ms: int) -> Dirty:
+    """The bucket keys of ``project`` written since the last push, and of our tombstones
+    that came due for collection (or stopped being due, the clock moved back) since."""
+    rows = conn.execute(
+        "SELECT seq, id FROM push_dirty WHERE project = ? ORDER BY seq", (project,)
+    ).fetchall()
+    ids = {str(row[1]) for row in rows}
+    upto = int(rows[-1][0]) if rows else 0
+    last = conn.execute("SELECT pushed_at FROM own_chain WHERE project = ?", (project,)).fetchone()
+    if last is not None:
+        low, high = sorted((int(last[0]) - grace_ms, now - grace_ms))
+        ids.update(
+            str(row[0])
+            for row in conn.execute(
+                f"SELECT id {_OWN} AND deleted = 1 AND hlc_wall > ? AND hlc_wall <= ?",
+                (project, me, low, high),
+            )
+        )
+    if EVERY_BUCKET in ids:
+        return Dirty(frozenset(range(BUCKET_KEYS)), upto)
+    return Dirty(frozenset(bucket_key(SUITE, mid) for mid in ids), upto)
+
+
+def records_in_buckets(
+    conn: sqlite3.Connection, me: str, project: str, buckets: Iterable[int], total: int
+) -> list[Record]:
+    """Our publishable records (team winners we edited, tombstones included) in ``buckets``
+    of a ``total``-bucket snapshot, sorted by id."""
+    wanted = set(buckets)
+    keys = [k for b in sorted(wanted) for k in range(b, BUCKET_KEYS, total)]
+    if len(keys) <= _IN_ONE_QUERY:
+        rows = conn.execute(
+            f"SELECT * {_OWN} AND bucket_key IN (SELECT value FROM json_each(?)) ORDER BY id",
+            (project, me, json.dumps(keys)),
+        ).fetchall()
+    else:
+        rows = [
+            row
+            for row in conn.execute(f"SELECT * {_OWN} ORDER BY id", (project, me))
+            if row["bucket_key"] % total in wanted
+        ]
+    return [record_from_row(row) for row in rows]
+
+
+def clear_dirty(conn: sqlite3.Connection, project: str, upto: int) -> None:
+    """Forget the log of ``project`` up to ``upto``: a push carried those writes."""
+    conn.execute("DELETE FROM push_dirty WHERE project = ? AND seq <= ?", (project, upto))
+
+
+def compact_dirty(conn: sqlite3.Connection, project: str) -> None:
+    """Keep one log row per id of ``project`` once the log grows long (a member that only
+    reads logs every pulled version, and a push that finds nothing to publish keeps them)."""
+    long = conn.execute(
+        "SELECT 1 FROM push_dirty WHERE project = ? LIMIT 1 OFFSET ?", (project, _COMPACT_ABOVE)
+    ).fetchone()
+    if long is not None:
+        conn.execute(
+            "DELETE FROM push_dirty WHERE project = ? AND seq NOT IN "
+            "(SELECT MAX(seq) FROM push_dirty WHERE project = ? GROUP BY id)",
+            (project, project),
+        )
+
+
+def drop_unused_dirty(conn: sqlite3.Connection) -> None:
+    """Forget the log of projects this member never pushed to: their first push builds
+    every bucket, and the log of a project we only read would otherwise only grow."""
+    conn.execute("DELETE FROM push_dirty WHERE project NOT IN (SELECT project FROM own_chain)")

@@ -1,0 +1,27 @@
+"""Make a store look as an older sealmem left it, for the tests of a migration."""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["rewind_schema"]
+
+
+def rewind_schema(conn: sqlite3.Connection, before: int) -> None:
+    """Forget the migrations from version ``before`` on, and undo those that cannot run
+    twice (version 7 adds a column), so that opening the store runs them again."""
+    conn.execute("DELETE FROM schema_migrations WHERE version >= ?", (before,))
+    if before <= 7:
+        for name in ("insert", "update", "delete"):
+            conn.execute(f"DROP TRIGGER IF EXISTS memories_push_{name}")
+        for index in (
+            "memories_own",
+            "memories_own_live",
+            "memories_own_bucket",
+            "memories_no_bucket",
+        ):
+            conn.execute(f"DROP INDEX IF EXISTS {index}")
+        conn.execute("DROP TABLE IF EXISTS push_dirty")
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(memories)")]
+        if "bucket_key" in columns:
+            conn.execute("ALTER TABLE memories DROP COLUMN bucket_key")
