@@ -1,7 +1,11 @@
 """The hub as a Starlette app: routes, error bodies, access log and metrics.
 
 :func:`create_app` wires a :class:`~sealmem.hub.config.HubConfig` and a
-:class:`~sealmem.hub.storage.Storage` (SQLite by default) into an ASGI app.
+:class:`~sealmem.hub.storage.Storage` (opened from the config's URLs, SQLite
+and a blob directory by default) into an ASGI app.  While it runs, a janitor
+task deletes chunks no manifest names once ``unreferenced_ttl_s`` old, then
+blobs no row names once ``orphan_min_age_s`` old (never younger: another
+replica may be writing them).
 Refusals become ``{"error": code, "detail": sentence}`` with their status;
 every response carries the hub clock in ``Sealmem-Hub-Time`` so a client can
 tell a skewed clock from a bad signature.  The access log (logger
@@ -11,6 +15,7 @@ member id: no bodies, no query strings, no ids in paths, no secrets.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import math
@@ -28,17 +33,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..protocol import hubapi
 from .auth import Authenticator, ReplayGuard
+from .backends import open_storage
 from .config import HubConfig
 from .errors import Refusal
-from .feed import Feed
 from .limits import read_body
 from .metrics import Metrics, resident_bytes
 from .routes import Ctx, Handler, Handlers
-from .sqlite_storage import SQLiteStorage
-from .storage import Storage, StorageError
+from .storage import QuotaExceeded, Storage, StorageError
 from .teams import Teams
 
-__all__ = ["AccessLog", "create_app"]
+__all__ = ["AccessLog", "create_app", "run_janitor"]
 
 access_log = logging.getLogger("sealmem.hub.access")
 log = logging.getLogger("sealmem.hub")
@@ -91,15 +95,19 @@ def create_app(
     *,
     clock: Callable[[], int] | None = None,
 ) -> Starlette:
-    """The hub app; it owns ``storage`` (opened from ``config.data_dir`` if not given)."""
+    """The hub app; it owns ``storage`` (opened from the config's URLs if not given)."""
     tick = clock or _now_ms
-    store: Storage = storage if storage is not None else SQLiteStorage(config.data_dir)
+    store: Storage = (
+        storage
+        if storage is not None
+        else open_storage(config.metadata_url, config.blobs_url, config.quota)
+    )
     teams = Teams(store, manifests_kept=config.manifests_kept)
-    guard = ReplayGuard(config.replay_window_ms)
+    guard = ReplayGuard(config.replay_window_ms, store)
     auth = Authenticator(store, guard, tick, request_ttl_ms=config.request_ttl_ms)
     handlers = Handlers(config, store, teams, auth, tick)
     metrics = Metrics()
-    feed = Feed()
+    feed = store.feed()
 
     def wrap(handler: Handler, max_body: int = 0) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
@@ -187,6 +195,10 @@ def create_app(
         body = {"error": hubapi.STORAGE, "detail": "the hub could not read or write its storage"}
         return JSONResponse(body, 503)
 
+    async def over_quota(request: Request, exc: Exception) -> Response:
+        metrics.error(hubapi.QUOTA_EXCEEDED)
+        return JSONResponse({"error": hubapi.QUOTA_EXCEEDED, "detail": str(exc)}, 507)
+
     async def http_error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         code = {404: hubapi.NOT_FOUND, 405: hubapi.BAD_METHOD}.get(status, hubapi.BAD_REQUEST)
@@ -196,18 +208,22 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        removed = await run_in_threadpool(store.collect_orphans, 0.0)
-        if removed:
-            log.info("collected %d orphan blob(s) left by an interrupted write", removed)
+        await feed.start()
+        task = asyncio.create_task(_janitor(store, config, tick), name="sealmem-hub-janitor")
         try:
             yield
         finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await feed.close()
             store.close()
 
     app = Starlette(
         routes=routes,
         exception_handlers={
             Refusal: refused,
+            QuotaExceeded: over_quota,
             StorageError: storage_failed,
             HTTPException: http_error,
         },
@@ -217,6 +233,26 @@ def create_app(
     app.state.storage = store
     app.state.teams = teams
     return app
+
+
+def run_janitor(store: Storage, config: HubConfig, now_ms: int) -> tuple[int, int]:
+    """One pass: chunks no kept manifest names past their TTL, then orphan blobs."""
+    expired = store.expire_unreferenced(now_ms - int(config.unreferenced_ttl_s * 1000))
+    orphans = store.collect_orphans(config.orphan_min_age_s)
+    if expired or orphans:
+        log.info("janitor: %d unreferenced chunk(s) expired, %d orphan blob(s) collected",
+                 expired, orphans)  # fmt: skip
+    return expired, orphans
+
+
+async def _janitor(store: Storage, config: HubConfig, clock: Callable[[], int]) -> None:
+    """Run :func:`run_janitor` every ``janitor_interval_s`` (first after one interval)."""
+    while True:
+        await asyncio.sleep(config.janitor_interval_s)
+        try:
+            await run_in_threadpool(run_janitor, store, config, clock())
+        except StorageError as exc:
+            log.error("janitor: storage failure: %s", exc)
 
 
 def _context(request: Request, body: bytes) -> Ctx:

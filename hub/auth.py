@@ -14,7 +14,6 @@ verifies (``bad-signature``), the nonce was not seen inside the window
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -28,8 +27,6 @@ from .inbox import join_request_key
 from .storage import Storage
 
 __all__ = ["Authenticator", "Caller", "ReplayGuard", "Signed", "read_signature"]
-
-_MAX_NONCES = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,13 +75,12 @@ def read_signature(headers: Mapping[str, str]) -> Signed:
 
 
 class ReplayGuard:
-    """The replay window and the nonces seen inside it (in memory)."""
+    """The replay window, and the nonces seen inside it (kept by the storage, so that
+    every replica refuses a replay and a restart forgets nothing)."""
 
-    def __init__(self, window_ms: int) -> None:
+    def __init__(self, window_ms: int, storage: Storage) -> None:
         self.window_ms = window_ms
-        self._seen: dict[tuple[str, str], int] = {}
-        self._lock = threading.Lock()
-        self._next_prune = 0
+        self._storage = storage
 
     def check_time(self, time_ms: int, now_ms: int) -> None:
         if abs(now_ms - time_ms) > self.window_ms:
@@ -96,15 +92,10 @@ class ReplayGuard:
             )
 
     def remember(self, kid: str, nonce: str, now_ms: int) -> None:
-        with self._lock:
-            if now_ms >= self._next_prune or len(self._seen) > _MAX_NONCES:
-                self._seen = {k: exp for k, exp in self._seen.items() if exp > now_ms}
-                self._next_prune = now_ms + self.window_ms
-            if (kid, nonce) in self._seen:
-                raise Refusal(
-                    401, hubapi.REPLAYED, "this request was already received (same nonce); refused"
-                )
-            self._seen[(kid, nonce)] = now_ms + 2 * self.window_ms
+        if not self._storage.remember_nonce(kid, nonce, now_ms + 2 * self.window_ms, now_ms):
+            raise Refusal(
+                401, hubapi.REPLAYED, "this request was already received (same nonce); refused"
+            )
 
 
 class Authenticator:

@@ -1,7 +1,10 @@
-"""A directory of chunk blobs, ``{root}/{team}/{project}/{writer}/{chunk id}``.
+"""The blob store as a directory: ``{root}/{team}/{project}/{writer}/{chunk id}``.
 
 Writes are durable before they return: temp file in the same directory,
-fsync, rename, fsync of the directory.  Names are validated by the caller.
+fsync, rename over the old file (an overwrite refreshes the age), fsync of the
+directory.  A blob's age is the time since its file was last renamed into
+place (mtime).  Temp files of interrupted writes are removed by
+:meth:`BlobDir.sweep` once old enough.  Names are validated by the caller.
 """
 
 from __future__ import annotations
@@ -9,10 +12,11 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-from .storage import StorageError
+from .blobstore import BlobEntry, BlobKey, BlobStore
+from .stored import StorageError
 
 __all__ = ["BlobDir"]
 
@@ -27,20 +31,20 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-class BlobDir:
+class BlobDir(BlobStore):
     def __init__(self, root: Path) -> None:
-        self.root = root
+        self.root = Path(root)
         try:
-            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise StorageError(f"cannot create the blob directory {root}: {exc}") from exc
 
-    def path(self, team: str, project: str, writer: str, chunk_id: str) -> Path:
-        return self.root / team / project / writer / chunk_id
+    def path(self, key: BlobKey) -> Path:
+        return self.root.joinpath(*key.parts())
 
-    def write(self, path: Path, data: bytes) -> None:
-        """Write ``data`` at ``path`` durably (the blob survives a crash once this returns)."""
-        tmp = path.with_name(f"{TEMP_PREFIX}{path.name}-{threading.get_ident()}")
+    def put(self, key: BlobKey, data: bytes) -> None:
+        path = self.path(key)
+        tmp = path.with_name(f"{TEMP_PREFIX}{path.name}-{os.getpid()}-{threading.get_ident()}")
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             with open(tmp, "wb") as fh:
@@ -53,38 +57,44 @@ class BlobDir:
             tmp.unlink(missing_ok=True)
             raise StorageError(f"cannot write a chunk blob under {self.root}: {exc}") from exc
 
-    @staticmethod
-    def read(path: Path) -> bytes | None:
+    def get(self, key: BlobKey) -> bytes | None:
         try:
-            return path.read_bytes()
+            return self.path(key).read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise StorageError(f"cannot read a chunk blob: {exc}") from exc
+            raise StorageError(f"cannot read a chunk blob under {self.root}: {exc}") from exc
 
-    def files(self, min_age_s: float) -> Iterator[tuple[tuple[str, ...], Path]]:
-        """(relative parts of the directory, file) for files older than ``min_age_s``."""
-        cutoff = time.time() - min_age_s
+    def delete(self, key: BlobKey) -> None:
+        try:
+            self.path(key).unlink(missing_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot delete a chunk blob under {self.root}: {exc}") from exc
+
+    def _files(self) -> Iterator[tuple[tuple[str, ...], Path, float]]:
+        """(relative directory parts, file, age in seconds) of every file."""
+        now = time.time()
         for root, _dirs, names in os.walk(self.root):
             rel = Path(root).relative_to(self.root).parts
             for name in names:
                 path = Path(root) / name
                 try:
-                    if path.stat().st_mtime <= cutoff:
-                        yield rel, path
+                    age = now - path.stat().st_mtime
                 except FileNotFoundError:
                     continue
+                yield rel, path, age
 
-    def remove_unnamed(self, min_age_s: float, named: Callable[[str, str, str, str], bool]) -> int:
-        """Delete temp files and blobs for which ``named(team, project, writer, id)`` is false."""
+    def entries(self) -> Iterator[BlobEntry]:
+        for rel, path, age in self._files():
+            if len(rel) == 3 and not path.name.startswith(TEMP_PREFIX):
+                yield BlobEntry(BlobKey(rel[0], rel[1], rel[2], path.name), age)
+
+    def sweep(self, min_age_s: float) -> int:
+        """Remove temp files and stray files (not at blob depth) older than ``min_age_s``."""
         removed = 0
-        for rel, path in list(self.files(min_age_s)):
-            keep = (
-                len(rel) == 3
-                and not path.name.startswith(TEMP_PREFIX)
-                and named(rel[0], rel[1], rel[2], path.name)
-            )
-            if not keep:
+        for rel, path, age in list(self._files()):
+            stray = len(rel) != 3 or path.name.startswith(TEMP_PREFIX)
+            if stray and age >= min_age_s:
                 path.unlink(missing_ok=True)
                 removed += 1
         return removed

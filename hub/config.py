@@ -16,16 +16,27 @@ from ..protocol.errors import InputError
 from ..protocol.manifest import MAX_CHUNK_BYTES
 from ..protocol.roster import TEAM_RE
 from ..protocol.verify import MAX_ROSTER_BYTES
+from .stored import Quota
 
-__all__ = ["TOKEN_ENV", "HubConfig"]
+__all__ = ["BLOBS_ENV", "DB_ENV", "MIN_ORPHAN_AGE_S", "TOKEN_ENV", "HubConfig"]
 
 TOKEN_ENV = "SEALMEM_HUB_OPERATOR_TOKEN"  # noqa: S105 - the variable's name, not a token
+DB_ENV = "SEALMEM_HUB_DB"
+BLOBS_ENV = "SEALMEM_HUB_BLOBS"
+#: the least age (s) at which a blob no row names may be collected: a put in flight on
+#: another replica (blob written, row not yet committed) must never look like an orphan
+MIN_ORPHAN_AGE_S = 60.0
 _MIN_TOKEN = 16
 
 
 @dataclass(frozen=True)
 class HubConfig:
-    data_dir: Path
+    #: the embedded layout (hub.db + blobs/); ``db_url``/``blobs_url`` override it
+    data_dir: Path | None = None
+    #: metadata backend: sqlite:///path/hub.db (or a directory), postgresql://...
+    db_url: str | None = field(default=None, repr=False)
+    #: blob backend: file:///dir, s3://bucket/prefix?endpoint=...; default beside SQLite
+    blobs_url: str | None = field(default=None, repr=False)
     host: str = "127.0.0.1"
     port: int = 8765
     operator_token: str | None = field(default=None, repr=False)
@@ -49,12 +60,21 @@ class HubConfig:
     #: a join request no admin handled within this many ms expires (frees its slot)
     request_ttl_ms: int = 7 * 24 * 60 * 60 * 1000
     team_quota_bytes: int = 1024 * 1024 * 1024
+    #: of the team quota, kept for rosters and keyrings (so a full team can still revoke);
+    #: None: an eighth of the quota, at most 16 MiB
+    quota_reserve_bytes: int | None = None
+    #: one member's chunks and manifests; None: the team's quota less the reserve
+    member_quota_bytes: int | None = None
+    #: a chunk no kept manifest names is deleted this long after it was (last) uploaded
+    unreferenced_ttl_s: float = 15 * 60.0
+    #: how often the storage janitor runs (unreferenced chunks, then orphan blobs)
+    janitor_interval_s: float = 60.0
     #: a signed request must be dated within this many ms of the hub clock
     replay_window_ms: int = 5 * 60 * 1000
     long_poll_max_s: float = 30.0
     manifests_kept: int = 3
     #: orphan blobs (written but never committed) younger than this are left alone
-    orphan_min_age_s: float = 600.0
+    orphan_min_age_s: float = 3600.0
 
     def __post_init__(self) -> None:
         if self.operator_token is not None and len(self.operator_token) < _MIN_TOKEN:
@@ -71,10 +91,28 @@ class HubConfig:
             "max_pending_requests": self.max_pending_requests,
             "max_pending_per_address": self.max_pending_per_address,
             "request_ttl_ms": self.request_ttl_ms,
+            "team_quota_bytes": self.team_quota_bytes,
+            "unreferenced_ttl_s": self.unreferenced_ttl_s,
+            "janitor_interval_s": self.janitor_interval_s,
         }
         for name, value in positive.items():
             if not value > 0:
                 raise InputError(f"hub setting {name} is {value!r}; it must be above 0")
+        if self.orphan_min_age_s < MIN_ORPHAN_AGE_S:
+            raise InputError(
+                f"hub setting orphan_min_age_s is {self.orphan_min_age_s!r}; it must be at "
+                f"least {MIN_ORPHAN_AGE_S:.0f} s (a younger blob may be a write in flight)"
+            )
+        reserve = self.quota_reserve_bytes
+        if reserve is not None and not 0 <= reserve < self.team_quota_bytes:
+            raise InputError(
+                f"hub setting quota_reserve_bytes is {reserve}; it must be "
+                f"0 or more and below the team quota ({self.team_quota_bytes})"
+            )
+        if self.db_url is None and self.data_dir is None:
+            raise InputError(
+                f"the hub needs a place to keep its data: --data DIR, or --db URL (or {DB_ENV})"
+            )
         for team in self.allow_teams:
             if TEAM_RE.fullmatch(team) is None:
                 raise InputError(
@@ -84,6 +122,20 @@ class HubConfig:
     @property
     def registration_open(self) -> bool:
         return self.operator_token is not None or bool(self.allow_teams)
+
+    @property
+    def metadata_url(self) -> str:
+        """The metadata backend's URL (the data directory by default)."""
+        if self.db_url is not None:
+            return self.db_url
+        return str(self.data_dir)
+
+    @property
+    def quota(self) -> Quota:
+        reserve = self.quota_reserve_bytes
+        if reserve is None:
+            reserve = min(16 * 1024 * 1024, self.team_quota_bytes // 8)
+        return Quota(self.team_quota_bytes, reserve, self.member_quota_bytes)
 
     @classmethod
     def token_from_env(cls) -> str | None:

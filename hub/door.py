@@ -11,7 +11,6 @@ do) and start again at zero when it restarts; ``since`` says from when.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -76,10 +75,10 @@ class Door:
         self.clock = clock
         self.log = DoorLog(clock())
         self.per_address = RateLimiter(
-            config.join_rate_per_min / 60.0, config.join_burst, "address"
+            storage, config.join_rate_per_min / 60.0, config.join_burst, "address"
         )
         self.per_team = RateLimiter(
-            config.team_join_rate_per_min / 60.0, config.team_join_burst, "team"
+            storage, config.team_join_rate_per_min / 60.0, config.team_join_burst, "team"
         )
 
     def live_after(self) -> int:
@@ -93,14 +92,14 @@ class Door:
     def admit(self, team: str, kid: str, body: bytes, address: str) -> None:
         """Store a join request, or raise the refusal that says why and what to do."""
         try:
-            self.per_address.take(address, time.monotonic())
+            self.per_address.take(address, self.clock())
         except Refusal as exc:
             if self.teams.known(team):
                 raise self._refuse(team, exc) from None
             raise
         self.teams.state(team)  # 404 for an unknown team
         try:
-            self.per_team.take(team, time.monotonic())
+            self.per_team.take(team, self.clock())
         except Refusal as exc:
             raise self._refuse(
                 team,

@@ -4,7 +4,6 @@ team storage quota (507)."""
 from __future__ import annotations
 
 import math
-import threading
 
 from starlette.requests import Request
 
@@ -13,8 +12,6 @@ from .errors import Refusal
 from .storage import Storage
 
 __all__ = ["RateLimiter", "check_quota", "read_body"]
-
-_MAX_BUCKETS = 100_000
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -42,38 +39,26 @@ def _too_large(size: int, limit: int) -> Refusal:
 
 
 class RateLimiter:
-    """Token buckets per key: ``rate`` tokens per second, at most ``burst`` saved up."""
+    """Token buckets per key, kept by the storage (shared by every replica):
+    ``rate`` tokens per second, at most ``burst`` saved up."""
 
-    def __init__(self, rate: float, burst: int, what: str) -> None:
+    def __init__(self, storage: Storage, rate: float, burst: int, what: str) -> None:
         self.rate = rate
         self.burst = burst
+        self._storage = storage
         self._what = what
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
 
-    def take(self, key: str, now_s: float) -> None:
+    def take(self, key: str, now_ms: int) -> None:
         """Spend one token of ``key``; raise 429 with a retry delay when none is left."""
-        with self._lock:
-            if len(self._buckets) > _MAX_BUCKETS:
-                full = [
-                    k
-                    for k, (t, at) in self._buckets.items()
-                    if t + (now_s - at) * self.rate >= self.burst
-                ]
-                for k in full:
-                    del self._buckets[k]
-            tokens, at = self._buckets.get(key, (float(self.burst), now_s))
-            tokens = min(float(self.burst), tokens + (now_s - at) * self.rate)
-            if tokens < 1.0:
-                self._buckets[key] = (tokens, now_s)
-                wait = math.ceil((1.0 - tokens) / self.rate)
-                raise Refusal(
-                    429,
-                    hubapi.RATE_LIMITED,
-                    f"too many requests from {self._what} {key[:26]}; retry in {wait} s",
-                    retry_after=wait,
-                )
-            self._buckets[key] = (tokens - 1.0, now_s)
+        wait_s = self._storage.take_token(f"{self._what}:{key}", self.rate, self.burst, now_ms)
+        if wait_s > 0:
+            wait = max(math.ceil(wait_s), 1)
+            raise Refusal(
+                429,
+                hubapi.RATE_LIMITED,
+                f"too many requests from {self._what} {key[:26]}; retry in {wait} s",
+                retry_after=wait,
+            )
 
 
 def check_quota(storage: Storage, team: str, incoming: int, quota: int) -> None:

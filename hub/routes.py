@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -127,7 +126,7 @@ class Handlers:
         self.teams = teams
         self.auth = auth
         self.clock = clock
-        self.member_rate = RateLimiter(config.member_rate, config.member_burst, "member")
+        self.member_rate = RateLimiter(storage, config.member_rate, config.member_burst, "member")
         self.door = Door(config, storage, teams, clock)
 
     # -- shared steps ----------------------------------------------------------------
@@ -142,7 +141,7 @@ class Handlers:
             allow_pending=pending, allow_revoked=revoked,
         )  # fmt: skip
         ctx.kid = caller.kid
-        self.member_rate.take(caller.kid, time.monotonic())
+        self.member_rate.take(caller.kid, self.clock())
         return team, state, caller
 
     @staticmethod

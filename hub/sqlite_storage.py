@@ -1,16 +1,20 @@
-"""The embedded storage: SQLite (WAL) for metadata, a directory of blobs for chunks.
+"""The embedded storage: SQLite (WAL) for metadata over a blob store (a directory).
 
-Layout of the data directory::
+Layout of the data directory (``--data DIR``, or ``--db sqlite:///DIR/hub.db``)::
 
-    hub.db                                   metadata, objects, change feed
-    blobs/{team}/{project}/{writer}/{id}     one encrypted chunk per file
-    hub.lock                                 held while a hub serves this directory
+    hub.db                                   metadata, objects, change feed, nonces
+    blobs/{team}/{project}/{writer}/{id}     one encrypted chunk per file (default)
+    hub.lock                                 held while a hub serves this database
 
-Crash safety: a chunk's blob is written to a temp file, fsynced, renamed and
-the directory fsynced *before* the row naming it commits; deleting goes the
-other way (row first, then the blob).  A crash therefore leaves at worst a blob
-no row names, which :meth:`SQLiteStorage.collect_orphans` removes.  SQLite runs
-with ``synchronous=FULL`` so a committed manifest survives power loss.
+One process serves a database (``hub.lock``), so rate-limit buckets live in
+its memory (:mod:`sealmem.hub.buckets`); everything else that must survive a
+restart is in ``hub.db``.  A team's write lock is SQLite's own: every write is a
+``BEGIN IMMEDIATE`` transaction.  SQLite runs with ``synchronous=FULL`` so a
+committed manifest survives power loss; the nonce table is written on a second
+connection with ``synchronous=NORMAL`` (a power loss may forget the nonces of
+the last moments, not corrupt anything).  The schema and its upgraders are in
+:mod:`sealmem.hub.sqlite_schema`; the blob ordering rules in
+:class:`sealmem.hub.storage.Storage`.
 """
 
 from __future__ import annotations
@@ -25,120 +29,104 @@ from typing import Any
 import filelock
 
 from .blobs import BlobDir
+from .blobstore import BlobKey, BlobStore
+from .buckets import TokenBuckets
+from .sqlite_schema import set_up
+from .sqlite_write import SQLiteTeamWrite, charge
 from .storage import (
+    TEAM_OWNER,
     Admission,
     Change,
     KeyringBlob,
     PendingRequest,
-    StaleSeq,
+    Quota,
     Storage,
     StorageError,
     StoredHead,
+    TeamWrite,
 )
 
 __all__ = ["DB_FILE", "LOCK_FILE", "SQLiteStorage"]
 
 DB_FILE = "hub.db"
 LOCK_FILE = "hub.lock"
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS teams (team TEXT PRIMARY KEY, registered_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS usage (team TEXT PRIMARY KEY, bytes INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS rosters (
-    team TEXT NOT NULL, version INTEGER NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
-    PRIMARY KEY (team, version));
-CREATE TABLE IF NOT EXISTS members (
-    team TEXT NOT NULL, kid TEXT NOT NULL, sign_public BLOB NOT NULL, PRIMARY KEY (team, kid));
-CREATE INDEX IF NOT EXISTS members_kid ON members (kid);
-CREATE TABLE IF NOT EXISTS keyrings (
-    team TEXT NOT NULL, project TEXT NOT NULL, epoch INTEGER NOT NULL, data BLOB NOT NULL,
-    stored_at INTEGER NOT NULL, PRIMARY KEY (team, project, epoch));
-CREATE TABLE IF NOT EXISTS manifests (
-    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq INTEGER NOT NULL,
-    hash TEXT NOT NULL, reset_at INTEGER NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
-    PRIMARY KEY (team, project, writer, seq));
-CREATE TABLE IF NOT EXISTS chunks (
-    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
-    size INTEGER NOT NULL, stored_at INTEGER NOT NULL, PRIMARY KEY (team, project, writer, id));
-CREATE TABLE IF NOT EXISTS requests (
-    team TEXT NOT NULL, kid TEXT NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
-    address TEXT NOT NULL DEFAULT '', PRIMARY KEY (team, kid));
-CREATE TABLE IF NOT EXISTS changes (
-    cursor INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT NOT NULL, kind TEXT NOT NULL,
-    project TEXT, writer TEXT, seq INTEGER, at INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS changes_team ON changes (team, cursor);
-"""
-
-
 _NEVER = -(2**63)  # an expiry bound no request is posted at or before
-
-#: Columns added after a table first shipped: (table, column, definition).
-_ADDED_COLUMNS = (("requests", "address", "TEXT NOT NULL DEFAULT ''"),)
-
-
-def _add_missing_columns(conn: sqlite3.Connection) -> None:
-    """Bring a data directory written by an older hub up to date (forward only)."""
-    for table, column, definition in _ADDED_COLUMNS:
-        have = {str(row[1]) for row in conn.execute(f"PRAGMA table_info({table})")}
-        if column not in have:
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+_NONCE_PURGE_MS = 60_000
 
 
 class SQLiteStorage(Storage):
-    """See the module docstring.  One instance per data directory and process."""
+    """See the module docstring.  One instance per database and process."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        blobs: BlobStore | None = None,
+        *,
+        quota: Quota | None = None,
+        db_name: str = DB_FILE,
+    ) -> None:
         self._dir = Path(data_dir)
+        self._db = self._dir / db_name
         try:
             self._dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise StorageError(f"cannot use the hub data directory {self._dir}: {exc}") from exc
+        lock_path = self._dir / (LOCK_FILE if db_name == DB_FILE else f"{db_name}.lock")
         # Held until close(), which may run on another thread: not thread-local.
         self._lock: filelock.FileLock | None = filelock.FileLock(
-            self._dir / LOCK_FILE, mode=0o600, blocking=False, thread_local=False
+            lock_path, mode=0o600, blocking=False, thread_local=False
         )
         try:
             self._lock.acquire()
         except filelock.Timeout:
             raise StorageError(
-                f"another hub is serving {self._dir} ({LOCK_FILE} is locked); stop it first"
+                f"another hub is serving {self._db} ({lock_path.name} is locked); stop it first"
             ) from None
         except OSError as exc:
-            raise StorageError(f"cannot lock {self._dir / LOCK_FILE}: {exc}") from exc
-        self._blobs = BlobDir(self._dir / "blobs")
+            raise StorageError(f"cannot lock {lock_path}: {exc}") from exc
+        try:
+            super().__init__(blobs if blobs is not None else BlobDir(self._dir / "blobs"), quota)
+        except BaseException:
+            self._lock.release()
+            raise
         self._local = threading.local()
         self._write = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
+        self._buckets = TokenBuckets()
+        self._next_purge = 0
         try:
             with self._write:
-                conn = self._conn()
-                conn.executescript(_SCHEMA)
-                _add_missing_columns(conn)
+                set_up(self._conn())
         except sqlite3.Error as exc:
-            raise StorageError(f"cannot set up {self._dir / DB_FILE}: {exc}") from exc
+            self.close()
+            raise StorageError(f"cannot set up {self._db}: {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
 
     # -- connections -----------------------------------------------------------------
 
-    def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+    def _conn(self, *, nonces: bool = False) -> sqlite3.Connection:
+        name = "nonces" if nonces else "conn"
+        conn: sqlite3.Connection | None = getattr(self._local, name, None)
         if conn is None:
             try:
                 conn = sqlite3.connect(
-                    self._dir / DB_FILE, isolation_level=None, check_same_thread=False,
-                    timeout=30.0,
-                )  # fmt: skip
+                    self._db, isolation_level=None, check_same_thread=False, timeout=30.0
+                )
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=FULL")
+                conn.execute(f"PRAGMA synchronous={'NORMAL' if nonces else 'FULL'}")
             except sqlite3.Error as exc:
-                raise StorageError(f"cannot open {self._dir / DB_FILE}: {exc}") from exc
-            self._local.conn = conn
+                raise StorageError(f"cannot open {self._db}: {exc}") from exc
+            setattr(self._local, name, conn)
             with self._conns_lock:
                 self._conns.append(conn)
         return conn
 
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
+    def _tx(self, *, nonces: bool = False) -> Iterator[sqlite3.Connection]:
+        conn = self._conn(nonces=nonces)
         with self._write:
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -163,27 +151,10 @@ class SQLiteStorage(Storage):
                 conn.close()
             self._conns.clear()
         self._local = threading.local()
+        super().close()
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-
-    @staticmethod
-    def _add_usage(conn: sqlite3.Connection, team: str, delta: int) -> None:
-        conn.execute(
-            "INSERT INTO usage (team, bytes) VALUES (?, ?) "
-            "ON CONFLICT (team) DO UPDATE SET bytes = bytes + excluded.bytes",
-            (team, delta),
-        )
-
-    @staticmethod
-    def _change(
-        conn: sqlite3.Connection, team: str, kind: str, now_ms: int,
-        project: str | None = None, writer: str | None = None, seq: int | None = None,
-    ) -> None:  # fmt: skip
-        conn.execute(
-            "INSERT INTO changes (team, kind, project, writer, seq, at) VALUES (?, ?, ?, ?, ?, ?)",
-            (team, kind, project, writer, seq, now_ms),
-        )
 
     # -- teams, rosters, keyrings ----------------------------------------------------
 
@@ -193,6 +164,15 @@ class SQLiteStorage(Storage):
     def team_count(self) -> int:
         return int(self._read("SELECT COUNT(*) FROM teams")[0][0])
 
+    def generation(self, team: str) -> int | None:
+        rows = self._read("SELECT generation FROM teams WHERE team = ?", (team,))
+        return int(rows[0][0]) if rows else None
+
+    @contextlib.contextmanager
+    def write(self, team: str) -> Iterator[TeamWrite]:
+        with self._tx() as conn:
+            yield SQLiteTeamWrite(conn, team, self.quota)
+
     def rosters(self, team: str, after_version: int) -> list[bytes]:
         rows = self._read(
             "SELECT data FROM rosters WHERE team = ? AND version > ? ORDER BY version",
@@ -200,78 +180,22 @@ class SQLiteStorage(Storage):
         )
         return [bytes(r[0]) for r in rows]
 
-    def put_roster(
-        self,
-        team: str,
-        version: int,
-        data: bytes,
-        members: Sequence[tuple[str, bytes]],
-        keyrings: Sequence[KeyringBlob],
-        now_ms: int,
-    ) -> None:
-        with self._tx() as conn:
-            if version == 1:
-                conn.execute(
-                    "INSERT INTO teams (team, registered_at) VALUES (?, ?)", (team, now_ms)
-                )
-            conn.execute(
-                "INSERT INTO rosters (team, version, data, stored_at) VALUES (?, ?, ?, ?)",
-                (team, version, data, now_ms),
-            )
-            conn.executemany(
-                "INSERT OR REPLACE INTO members (team, kid, sign_public) VALUES (?, ?, ?)",
-                [(team, kid, pub) for kid, pub in members],
-            )
-            size = len(data)
-            for k in keyrings:
-                conn.execute(
-                    "INSERT OR REPLACE INTO keyrings (team, project, epoch, data, stored_at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (team, k.project, k.epoch, k.data, now_ms),
-                )
-                size += len(k.data)
-                self._change(conn, team, "keyring", now_ms, k.project, None, k.epoch)
-            self._add_usage(conn, team, size)
-            self._change(conn, team, "roster", now_ms, None, None, version)
-
     def keyrings(self, team: str, project: str | None = None) -> list[KeyringBlob]:
+        sql = "SELECT project, epoch, data, roster_version FROM keyrings WHERE team = ?"
         if project is None:
-            rows = self._read(
-                "SELECT project, epoch, data FROM keyrings WHERE team = ? ORDER BY project, epoch",
-                (team,),
-            )
+            rows = self._read(sql + " ORDER BY project, epoch", (team,))
         else:
-            rows = self._read(
-                "SELECT project, epoch, data FROM keyrings WHERE team = ? AND project = ? "
-                "ORDER BY epoch",
-                (team, project),
-            )
-        return [KeyringBlob(str(p), int(e), bytes(d)) for p, e, d in rows]
-
-    def put_keyring(self, team: str, keyring: KeyringBlob, now_ms: int) -> None:
-        with self._tx() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO keyrings (team, project, epoch, data, stored_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (team, keyring.project, keyring.epoch, keyring.data, now_ms),
-            )
-            self._add_usage(conn, team, len(keyring.data))
-            self._change(conn, team, "keyring", now_ms, keyring.project, None, keyring.epoch)
+            rows = self._read(sql + " AND project = ? ORDER BY epoch", (team, project))
+        return [KeyringBlob(str(p), int(e), bytes(d), int(v)) for p, e, d, v in rows]
 
     def keys_of(self, kid: str) -> list[tuple[str, bytes]]:
         rows = self._read("SELECT team, sign_public FROM members WHERE kid = ?", (kid,))
         return [(str(t), bytes(p)) for t, p in rows]
 
-    # -- manifests and chunks --------------------------------------------------------
+    # -- manifests -------------------------------------------------------------------
 
     def heads(self, team: str) -> list[StoredHead]:
-        rows = self._read(
-            "SELECT project, writer, seq, hash, reset_at FROM manifests m WHERE team = ? AND "
-            "seq = (SELECT MAX(seq) FROM manifests n WHERE n.team = m.team AND "
-            "n.project = m.project AND n.writer = m.writer)",
-            (team,),
-        )
-        return [StoredHead(str(p), str(w), int(s), str(h), int(r)) for p, w, s, h, r in rows]
+        return SQLiteTeamWrite.read_heads(self._conn(), team)
 
     def manifests(
         self, team: str, project: str, writer: str | None = None
@@ -300,101 +224,14 @@ class SQLiteStorage(Storage):
         )
         return {str(w): int(s) for w, s in rows}
 
-    def put_manifest(
-        self, team: str, head: StoredHead, data: bytes, keep: int, now_ms: int
-    ) -> None:
-        slot = (team, head.project, head.writer)
-        with self._tx() as conn:
-            row = conn.execute(
-                "SELECT MAX(seq) FROM manifests WHERE team = ? AND project = ? AND writer = ?",
-                slot,
-            ).fetchone()
-            if row[0] is not None and int(row[0]) >= head.seq:
-                raise StaleSeq(int(row[0]))
-            conn.execute(
-                "INSERT INTO manifests (team, project, writer, seq, hash, reset_at, data, "
-                "stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (*slot, head.seq, head.hash, head.reset_at, data, now_ms),
-            )
-            old = conn.execute(
-                "SELECT seq, LENGTH(data) FROM manifests WHERE team = ? AND project = ? AND "
-                "writer = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
-                (*slot, keep),
-            ).fetchall()
-            conn.executemany(
-                "DELETE FROM manifests WHERE team = ? AND project = ? AND writer = ? AND seq = ?",
-                [(*slot, seq) for seq, _ in old],
-            )
-            self._add_usage(conn, team, len(data) - sum(int(n) for _, n in old))
-            self._change(conn, team, "manifest", now_ms, head.project, head.writer, head.seq)
-
-    def missing_chunks(self, team: str, project: str, writer: str, ids: Iterable[str]) -> list[str]:
-        wanted = sorted(set(ids))
-        have: set[str] = set()
-        for i in range(0, len(wanted), 500):
-            part = wanted[i : i + 500]
-            marks = ",".join("?" * len(part))
-            rows = self._read(
-                f"SELECT id FROM chunks WHERE team = ? AND project = ? AND writer = ? "
-                f"AND id IN ({marks})",
-                (team, project, writer, *part),
-            )
-            have.update(str(r[0]) for r in rows)
-        return [i for i in wanted if i not in have]
-
-    def put_chunk(
-        self, team: str, project: str, writer: str, chunk_id: str, data: bytes, now_ms: int
-    ) -> bool:
-        if not self.missing_chunks(team, project, writer, [chunk_id]):
-            return False
-        self._blobs.write(self._blobs.path(team, project, writer, chunk_id), data)
-        with self._tx() as conn:
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO chunks (team, project, writer, id, size, stored_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (team, project, writer, chunk_id, len(data), now_ms),
-            )
-            if cur.rowcount:
-                self._add_usage(conn, team, len(data))
-        return bool(cur.rowcount)
-
-    def chunk(self, team: str, project: str, writer: str, chunk_id: str) -> bytes | None:
-        if self.missing_chunks(team, project, writer, [chunk_id]):
-            return None
-        return self._blobs.read(self._blobs.path(team, project, writer, chunk_id))
-
-    def collect(
-        self, team: str, project: str, writer: str, keep: set[str], older_than_ms: int
-    ) -> int:
-        with self._tx() as conn:
-            rows = conn.execute(
-                "SELECT id, size FROM chunks WHERE team = ? AND project = ? AND writer = ? "
-                "AND stored_at < ?",
-                (team, project, writer, older_than_ms),
-            ).fetchall()
-            gone = [(str(i), int(n)) for i, n in rows if i not in keep]
-            conn.executemany(
-                "DELETE FROM chunks WHERE team = ? AND project = ? AND writer = ? AND id = ?",
-                [(team, project, writer, i) for i, _ in gone],
-            )
-            self._add_usage(conn, team, -sum(n for _, n in gone))
-        for chunk_id, _ in gone:  # rows first, then blobs: a crash leaves only orphans
-            self._blobs.path(team, project, writer, chunk_id).unlink(missing_ok=True)
-        return len(gone)
-
-    def collect_orphans(self, min_age_s: float) -> int:
-        def named(team: str, project: str, writer: str, chunk_id: str) -> bool:
-            return bool(
-                self._read(
-                    "SELECT 1 FROM chunks WHERE team = ? AND project = ? AND writer = ? AND id = ?",
-                    (team, project, writer, chunk_id),
-                )
-            )
-
-        return self._blobs.remove_unnamed(min_age_s, named)
+    # -- usage -----------------------------------------------------------------------
 
     def usage(self, team: str) -> int:
-        rows = self._read("SELECT bytes FROM usage WHERE team = ?", (team,))
+        rows = self._read("SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = ?", (team,))
+        return int(rows[0][0])
+
+    def member_usage(self, team: str, member: str) -> int:
+        rows = self._read("SELECT bytes FROM usage WHERE team = ? AND member = ?", (team, member))
         return int(rows[0][0]) if rows else 0
 
     def total_usage(self) -> int:
@@ -424,7 +261,7 @@ class SQLiteStorage(Storage):
                 conn.execute(
                     "DELETE FROM requests WHERE team = ? AND stored_at <= ?", (team, live_after_ms)
                 )
-                self._add_usage(conn, team, -int(expired[1]))
+                charge(conn, None, team, TEAM_OWNER, -int(expired[1]))
             pending, from_address, oldest = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(address = ?), 0), MIN(stored_at) FROM requests "
                 "WHERE team = ? AND kid != ?",
@@ -441,7 +278,7 @@ class SQLiteStorage(Storage):
                 "VALUES (?, ?, ?, ?, ?)",
                 (team, kid, data, now_ms, address),
             )
-            self._add_usage(conn, team, len(data) - (int(old[0]) if old else 0))
+            charge(conn, None, team, TEAM_OWNER, len(data) - (int(old[0]) if old else 0))
         oldest_at = now_ms if oldest_at is None else min(oldest_at, now_ms)
         return Admission(True, int(pending) + 1, int(from_address) + 1, oldest_at)
 
@@ -468,7 +305,7 @@ class SQLiteStorage(Storage):
             if old is None:
                 return False
             conn.execute("DELETE FROM requests WHERE team = ? AND kid = ?", (team, kid))
-            self._add_usage(conn, team, -int(old[0]))
+            charge(conn, None, team, TEAM_OWNER, -int(old[0]))
         return True
 
     # -- change feed -----------------------------------------------------------------
@@ -482,5 +319,137 @@ class SQLiteStorage(Storage):
         return [Change(int(c), str(k), p, w, s) for c, k, p, w, s in rows]
 
     def cursor(self, team: str) -> int:
-        rows = self._read("SELECT COALESCE(MAX(cursor), 0) FROM changes WHERE team = ?", (team,))
-        return int(rows[0][0])
+        rows = self._read("SELECT cursor FROM teams WHERE team = ?", (team,))
+        return int(rows[0][0]) if rows else 0
+
+    # -- shared state ----------------------------------------------------------------
+
+    def remember_nonce(self, kid: str, nonce: str, expires_ms: int, now_ms: int) -> bool:
+        with self._tx(nonces=True) as conn:
+            if now_ms >= self._next_purge:
+                conn.execute("DELETE FROM nonces WHERE expires_ms <= ?", (now_ms,))
+                self._next_purge = now_ms + _NONCE_PURGE_MS
+            cur = conn.execute(
+                "INSERT INTO nonces (kid, nonce, expires_ms) VALUES (?, ?, ?) "
+                "ON CONFLICT (kid, nonce) DO UPDATE SET expires_ms = excluded.expires_ms "
+                "WHERE nonces.expires_ms <= ?",
+                (kid, nonce, expires_ms, now_ms),
+            )
+            return cur.rowcount > 0
+
+    def take_token(self, key: str, rate_per_s: float, burst: int, now_ms: int) -> float:
+        return self._buckets.take(key, rate_per_s, burst, now_ms)
+
+    # -- chunk rows ------------------------------------------------------------------
+
+    def missing_chunks(self, team: str, project: str, writer: str, ids: Iterable[str]) -> list[str]:
+        wanted = sorted(set(ids))
+        have: set[str] = set()
+        for i in range(0, len(wanted), 500):
+            part = wanted[i : i + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._read(
+                f"SELECT id FROM chunks WHERE team = ? AND project = ? AND writer = ? "
+                f"AND id IN ({marks})",
+                (team, project, writer, *part),
+            )
+            have.update(str(r[0]) for r in rows)
+        return [i for i in wanted if i not in have]
+
+    def chunk_row_add(self, key: BlobKey, size: int, now_ms: int) -> bool:
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE chunks SET stored_at = MAX(stored_at, ?) "
+                "WHERE team = ? AND project = ? AND writer = ? AND id = ?",
+                (now_ms, *key.parts()),
+            )
+            if cur.rowcount:
+                return False
+            charge(conn, self.quota, key.team, key.writer, size)
+            conn.execute(
+                "INSERT INTO chunks (team, project, writer, id, size, stored_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (*key.parts(), size, now_ms),
+            )
+            return True
+
+    def chunk_rows(self, after: BlobKey | None, limit: int) -> list[tuple[BlobKey, int]]:
+        start = after.parts() if after is not None else ("", "", "", "")
+        rows = self._read(
+            "SELECT team, project, writer, id, size FROM chunks "
+            "WHERE (team, project, writer, id) > (?, ?, ?, ?) "
+            "ORDER BY team, project, writer, id LIMIT ?",
+            (*start, limit),
+        )
+        return [(BlobKey(str(t), str(p), str(w), str(i)), int(n)) for t, p, w, i, n in rows]
+
+    def chunk_rows_named(self, keys: Sequence[BlobKey]) -> set[BlobKey]:
+        conn = self._conn()
+        found: set[BlobKey] = set()
+        try:
+            for key in keys:
+                row = conn.execute(
+                    "SELECT 1 FROM chunks WHERE team = ? AND project = ? AND writer = ? AND id = ?",
+                    key.parts(),
+                ).fetchone()
+                if row is not None:
+                    found.add(key)
+        except sqlite3.Error as exc:
+            raise StorageError(f"hub database read failed: {exc}") from exc
+        return found
+
+    def chunk_rows_of_writer(
+        self, team: str, project: str, writer: str, stored_before_ms: int
+    ) -> list[str]:
+        rows = self._read(
+            "SELECT id FROM chunks WHERE team = ? AND project = ? AND writer = ? AND stored_at < ?",
+            (team, project, writer, stored_before_ms),
+        )
+        return [str(r[0]) for r in rows]
+
+    def chunk_rows_unreferenced(
+        self,
+        stored_before_ms: int,
+        *,
+        team: str | None = None,
+        writer: str | None = None,
+        limit: int = 500,
+    ) -> list[BlobKey]:
+        rows = self._read(
+            "SELECT c.team, c.project, c.writer, c.id FROM chunks c "
+            "WHERE c.stored_at < ? AND (? IS NULL OR c.team = ?) AND (? IS NULL OR c.writer = ?) "
+            "AND NOT EXISTS (SELECT 1 FROM manifest_chunks r WHERE r.team = c.team AND "
+            "r.project = c.project AND r.writer = c.writer AND r.id = c.id) LIMIT ?",
+            (stored_before_ms, team, team, writer, writer, limit),
+        )
+        return [BlobKey(str(t), str(p), str(w), str(i)) for t, p, w, i in rows]
+
+    def chunk_rows_remove(
+        self, keys: Sequence[BlobKey], *, stored_before_ms: int, unreferenced: bool
+    ) -> list[BlobKey]:
+        gone: list[BlobKey] = []
+        with self._tx() as conn:
+            for key in keys:
+                row = conn.execute(
+                    "SELECT size, stored_at FROM chunks "
+                    "WHERE team = ? AND project = ? AND writer = ? AND id = ?",
+                    key.parts(),
+                ).fetchone()
+                if row is None or int(row[1]) >= stored_before_ms:
+                    continue
+                if (
+                    unreferenced
+                    and conn.execute(
+                        "SELECT 1 FROM manifest_chunks WHERE team = ? AND project = ? "
+                        "AND writer = ? AND id = ? LIMIT 1",
+                        key.parts(),
+                    ).fetchone()
+                ):
+                    continue
+                conn.execute(
+                    "DELETE FROM chunks WHERE team = ? AND project = ? AND writer = ? AND id = ?",
+                    key.parts(),
+                )
+                charge(conn, None, key.team, key.writer, -int(row[0]))
+                gone.append(key)
+        return gone

@@ -3,15 +3,25 @@
 The hub is a reader like any member: it keeps a :class:`TrustedState` per team
 (pinned to the key that signed roster v1 when the operator let the team
 register) and runs every roster, keyring and manifest through
-``sealmem.protocol.verify`` before storing it.  Writes to one team are
-serialized by a per-team lock, so compare-and-swap on a writer's ``seq`` is
-exact.  The state is rebuilt from storage on first use after a restart.
+``sealmem.protocol.verify`` before storing it.
+
+Several replicas may serve one storage, so this process's copy of a team's
+state is only a cache: each request compares it with the team's generation in
+storage (one cheap read; rosters and keyrings bump it) and reloads it when
+another replica changed the team.  Every verified write happens inside
+:meth:`Storage.write`, the team's write lock across processes: the state is
+re-checked there, the writer's chain head read there, and the object stored in
+the same transaction, so compare-and-swap on a writer's ``seq`` is exact and a
+member revoked through one replica is refused by all at their next request.
+The cache holds at most :data:`MAX_CACHED_TEAMS` teams (least recently used
+go); there is no per-team lock object in memory.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from ..crypto import SUITE
@@ -30,9 +40,20 @@ from ..protocol.verify import (
     accept_roster,
 )
 from .errors import Refusal, from_rejected
-from .storage import KeyringBlob, StaleSeq, Storage, StorageError, StoredHead
+from .storage import (
+    Conflict,
+    KeyringBlob,
+    MissingChunks,
+    StaleSeq,
+    Storage,
+    StorageError,
+    StoredHead,
+    TeamWrite,
+)
 
-__all__ = ["Teams", "genesis_signer"]
+__all__ = ["MAX_CACHED_TEAMS", "Teams", "genesis_signer"]
+
+MAX_CACHED_TEAMS = 4096
 
 log = logging.getLogger("sealmem.hub")
 
@@ -59,26 +80,49 @@ def genesis_signer(team: str, data: bytes) -> tuple[str, bytes]:
 
 
 class Teams:
-    """Trusted state per team, cached in memory, changed only through verification."""
+    """Trusted state per team, cached per process, changed only through verification."""
 
-    def __init__(self, storage: Storage, *, manifests_kept: int = 3) -> None:
+    def __init__(
+        self, storage: Storage, *, manifests_kept: int = 3, max_cached: int = MAX_CACHED_TEAMS
+    ) -> None:
         self._storage = storage
         self._kept = manifests_kept
-        self._states: dict[str, TrustedState] = {}
-        self._locks: dict[str, threading.Lock] = {}
+        self._max = max_cached
+        self._cache: OrderedDict[str, tuple[int, TrustedState]] = OrderedDict()
         self._guard = threading.Lock()
 
-    def _lock(self, team: str) -> threading.Lock:
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    # -- the cache -------------------------------------------------------------------
+
+    def _cached(self, team: str, generation: int) -> TrustedState | None:
         with self._guard:
-            return self._locks.setdefault(team, threading.Lock())
+            found = self._cache.get(team)
+            if found is None or found[0] != generation:
+                return None
+            self._cache.move_to_end(team)
+            return found[1]
+
+    def _keep(self, team: str, generation: int, state: TrustedState) -> None:
+        with self._guard:
+            self._cache[team] = (generation, state)
+            self._cache.move_to_end(team)
+            while len(self._cache) > self._max:
+                self._cache.popitem(last=False)
+
+    def _fresh(self, team: str, generation: int | None) -> TrustedState | None:
+        """The state at ``generation`` (cached, else loaded); None: not registered."""
+        if generation is None:
+            return None
+        state = self._cached(team, generation) or self._load(team)
+        if state is not None:
+            self._keep(team, generation, state)
+        return state
 
     def state(self, team: str) -> TrustedState:
         """The team's trusted state; 404 ``unknown-team`` if it never registered."""
-        found = self._states.get(team)
-        if found is not None:
-            return found
-        with self._lock(team):
-            found = self._states.get(team) or self._load(team)
+        found = self._fresh(team, self._storage.generation(team))
         if found is None:
             raise Refusal(
                 404,
@@ -88,7 +132,7 @@ class Teams:
         return found
 
     def known(self, team: str) -> bool:
-        return team in self._states or self._storage.team_exists(team)
+        return self._storage.team_exists(team)
 
     def _load(self, team: str) -> TrustedState | None:
         rosters = self._storage.rosters(team, 0)
@@ -107,13 +151,12 @@ class Teams:
             except Rejected as exc:  # e.g. signed by an admin revoked since: readers still judge
                 log.warning("team %s: stored keyring %s/%s skipped: %s", team, blob.project,
                             blob.epoch, exc.reason)  # fmt: skip
-        heads = {
-            (h.writer, h.project): ChainHead(h.seq, h.hash, h.reset_at)
-            for h in self._storage.heads(team)
-        }
-        state = state.evolve(heads=heads)
-        self._states[team] = state
         return state
+
+    @staticmethod
+    def _with_heads(state: TrustedState, tx: TeamWrite) -> TrustedState:
+        heads = {(h.writer, h.project): ChainHead(h.seq, h.hash, h.reset_at) for h in tx.heads()}
+        return state.evolve(heads=heads, witnessed={})
 
     # -- verified writes -------------------------------------------------------------
 
@@ -122,8 +165,10 @@ class Teams:
     ) -> tuple[Roster, bool]:
         """Accept a roster version (v1 registers the team) and the keyrings that cite it,
         all or nothing; return it and whether anything was stored."""
-        with self._lock(team):
-            state = self._states.get(team) or self._load(team)
+        revoked: list[str] = []
+        with self._storage.write(team) as tx:
+            generation = tx.generation
+            state = self._fresh(team, generation)
             if state is None:
                 _, root = genesis_signer(team, data)
                 state = TrustedState.pin(SUITE, team, root)
@@ -133,24 +178,47 @@ class Teams:
                 for item in keyrings:
                     after, keyring = accept_keyring(SUITE, new_state, item)
                     if after is not new_state:
-                        blobs.append(KeyringBlob(keyring.project, keyring.epoch, item))
+                        blobs.append(
+                            KeyringBlob(
+                                keyring.project, keyring.epoch, item, keyring.roster_version
+                            )
+                        )
                     new_state = after
             except Rejected as exc:
                 raise from_rejected(exc, "roster publication") from exc
             if new_state is state:
                 return roster, False
             members = [(m.kid, m.sign_public) for m in roster.members]
-            if state.roster is not None and roster.version == state.roster.version:
-                for blob in blobs:
-                    self._storage.put_keyring(team, blob, now_ms)
-            else:
-                self._storage.put_roster(team, roster.version, data, members, blobs, now_ms)
-            self._states[team] = new_state
-            return roster, True
+            try:
+                if state.roster is not None and roster.version == state.roster.version:
+                    for blob in blobs:
+                        tx.put_keyring(blob, now_ms)
+                else:
+                    tx.put_roster(roster.version, data, members, blobs, now_ms)
+                    before = state.roster
+                    for r in roster.revocations:
+                        if before is None or before.revocation(r.kid) is None:
+                            tx.drop_writer(r.kid, {p: pin.seq for p, pin in r.pins.items()})
+                            revoked.append(r.kid)
+            except Conflict as exc:
+                raise _conflict(f"roster v{roster.version} of team {team}", exc) from exc
+            committed = (tx.generation or 0, new_state)
+        self._keep(team, *committed)  # only once committed: a rollback reuses the generation
+        for kid in revoked:  # after the commit: rows first, then blobs
+            dropped = self._storage.drop_unreferenced(team, kid)
+            if dropped:
+                log.info("team %s: dropped %d chunk(s) of revoked writer %s", team, dropped, kid)
+        return roster, True
 
     def put_keyring(self, team: str, project: str, epoch: int, data: bytes, now_ms: int) -> bool:
-        with self._lock(team):
-            state = self.state(team)
+        with self._storage.write(team) as tx:
+            state = self._fresh(team, tx.generation)
+            if state is None:
+                raise Refusal(
+                    404,
+                    hubapi.UNKNOWN_TEAM,
+                    f"team {team} is not registered on this hub; check the URL",
+                )
             try:
                 cited = Keyring.from_body(
                     unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES).body
@@ -177,16 +245,27 @@ class Teams:
                 )
             if new_state is state:
                 return False
-            self._storage.put_keyring(team, KeyringBlob(project, epoch, data), now_ms)
-            self._states[team] = new_state
-            return True
+            try:
+                tx.put_keyring(KeyringBlob(project, epoch, data, keyring.roster_version), now_ms)
+            except Conflict as exc:
+                raise _conflict(f"keyring {project}/{epoch}", exc) from exc
+            committed = (tx.generation or 0, new_state)
+        self._keep(team, *committed)
+        return True
 
     def put_manifest(
         self, team: str, project: str, writer: str, seq: int, data: bytes, now_ms: int
     ) -> bool:
         """Verify and store a writer's manifest (compare-and-swap on ``seq``)."""
-        with self._lock(team):
-            state = self.state(team)
+        with self._storage.write(team) as tx:
+            cached = self._fresh(team, tx.generation)
+            if cached is None:
+                raise Refusal(
+                    404,
+                    hubapi.UNKNOWN_TEAM,
+                    f"team {team} is not registered on this hub; check the URL",
+                )
+            state = self._with_heads(cached, tx)
             try:
                 new_state, manifest = accept_manifest(
                     SUITE, state, data, project=project, writer=writer
@@ -201,32 +280,27 @@ class Teams:
                 )
             if new_state is state:
                 return False
-            self._check_chunks(team, manifest)
             head = new_state.head(writer, project)
             if head is None:  # accept_manifest always sets it for a new manifest
                 raise Refusal(500, hubapi.INTERNAL, "the verified manifest left no chain head")
             stored = StoredHead(project, writer, head.seq, head.hash, head.reset_at)
+            ids = [c.id for c in manifest.chunks]
             try:
-                self._storage.put_manifest(team, stored, data, self._kept, now_ms)
+                tx.put_manifest(stored, data, ids, self._kept, now_ms)
             except StaleSeq as exc:
                 raise Refusal(
                     409,
                     hubapi.STALE_SEQ,
                     f"{writer}/{project} already holds seq {exc.current}; pull and retry",
                 ) from exc
-            self._states[team] = new_state.evolve(witnessed={})
+            except MissingChunks as exc:
+                raise Refusal(
+                    422,
+                    reasons.MISSING_CHUNK,
+                    f"the manifest names {len(exc.ids)} chunk(s) this hub does not hold "
+                    f"(first {exc.ids[0][:16]}); upload the chunks before the manifest",
+                ) from exc
             return True
-
-    def _check_chunks(self, team: str, manifest: Manifest) -> None:
-        ids = [c.id for c in manifest.chunks]
-        missing = self._storage.missing_chunks(team, manifest.project, manifest.writer, ids)
-        if missing:
-            raise Refusal(
-                422,
-                reasons.MISSING_CHUNK,
-                f"the manifest names {len(missing)} chunk(s) this hub does not hold "
-                f"(first {missing[0][:16]}); upload the chunks before the manifest",
-            )
 
     def kept_chunks(self, team: str, project: str, writer: str) -> set[str]:
         """Chunk ids named by the writer's kept manifests (never collected)."""
@@ -238,3 +312,13 @@ class Teams:
             except Rejected:
                 continue
         return out
+
+
+def _conflict(what: str, exc: Conflict) -> Refusal:
+    """409 ``rollback`` (what is stored is newer) or ``fork`` (another object is stored
+    for this version): the verifier's words for the same situations."""
+    return Refusal(
+        409,
+        reasons.ROLLBACK if exc.stale else reasons.FORK,
+        f"{what}: {exc} (written meanwhile, perhaps through another hub replica); pull and retry",
+    )

@@ -1,4 +1,9 @@
-"""``sealmem hub serve``: run the blind relay hub on this machine."""
+"""``sealmem hub serve`` and ``sealmem hub scrub``: run and check the blind relay hub.
+
+Storage is chosen by URL: ``--data DIR`` (SQLite + a blob directory, the
+embedded default), or ``--db URL`` and ``--blobs URL`` (also from
+``SEALMEM_HUB_DB`` and ``SEALMEM_HUB_BLOBS``).
+"""
 
 from __future__ import annotations
 
@@ -8,15 +13,50 @@ from typing import Annotated
 import typer
 
 from . import output
+from .memory import JsonOpt
 
 __all__ = ["register"]
 
 hub_app = typer.Typer(help="Run the blind relay hub (it stores ciphertext it cannot read).")
 
+DataOpt = Annotated[
+    Path | None,
+    typer.Option("--data", help="Directory for the hub database and blobs (the embedded layout)."),
+]
+DbOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        envvar="SEALMEM_HUB_DB",
+        show_envvar=True,
+        help="Metadata URL: sqlite:///path/hub.db (default: in --data) or postgresql://...",
+    ),
+]
+BlobsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--blobs",
+        envvar="SEALMEM_HUB_BLOBS",
+        show_envvar=True,
+        help="Blob URL: file:///dir (default: blobs/ beside an SQLite database) or s3://...",
+    ),
+]
+
+
+def _where(data: Path | None, db: str | None, blobs: str | None) -> str:
+    shown = [f"data: {data}"] if data is not None and db is None else []
+    if db is not None:
+        shown.append(f"db: {db.split('@')[-1]}")  # never print a password
+    if blobs is not None:
+        shown.append(f"blobs: {blobs.split('@')[-1]}")
+    return ", ".join(shown)
+
 
 @hub_app.command()
 def serve(
-    data: Annotated[Path, typer.Option("--data", help="Directory for the hub database and blobs.")],
+    data: DataOpt = None,
+    db: DbOpt = None,
+    blobs: BlobsOpt = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
     operator_token: Annotated[
@@ -40,6 +80,8 @@ def serve(
 
     config = HubConfig(
         data_dir=data,
+        db_url=db,
+        blobs_url=blobs,
         host=host,
         port=port,
         operator_token=operator_token,
@@ -48,12 +90,46 @@ def serve(
     )
     if not config.registration_open:
         output.say(
-            "note: no --operator-token or --allow-team given: teams already registered in "
-            f"{data} are served, no new team can register",
+            "note: no --operator-token or --allow-team given: teams already registered on "
+            "this hub are served, no new team can register",
             err=True,
         )
-    output.say(f"sealmem hub on http://{host}:{port} (data: {data})", err=True)
+    output.say(f"sealmem hub on http://{host}:{port} ({_where(data, db, blobs)})", err=True)
     run(config)
+
+
+@hub_app.command()
+def scrub(
+    data: DataOpt = None, db: DbOpt = None, blobs: BlobsOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Re-hash every stored chunk against its id; drop the damaged and missing ones so
+    that their writers upload them again at their next sync.  An SQLite hub must be
+    stopped first (it holds hub.lock)."""
+    from ...crypto import SUITE
+    from ...hub.backends import open_storage
+    from ...hub.blobstore import BlobKey
+    from ...hub.config import HubConfig
+    from ...protocol.snapshot import chunk_id
+
+    config = HubConfig(data_dir=data, db_url=db, blobs_url=blobs)
+
+    def verify(key: BlobKey, blob: bytes) -> bool:
+        return chunk_id(SUITE, blob) == key.chunk_id
+
+    storage = open_storage(config.metadata_url, config.blobs_url, config.quota)
+    try:
+        report = storage.scrub(verify)
+    finally:
+        storage.close()
+    if as_json:
+        output.emit_json(
+            {"checked": report.checked, "damaged": report.damaged, "missing": report.missing}
+        )
+        return
+    output.say(
+        f"checked {report.checked} chunk(s): {report.damaged} damaged, {report.missing} "
+        "missing, dropped; their writers upload them again at their next sync"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,127 @@
+"""Open a hub's storage from URLs: which backend serves metadata, which keeps blobs.
+
+Metadata (``--db``, ``SEALMEM_HUB_DB``):
+
+- ``sqlite:///abs/path/hub.db``, or a plain path: a database file; a path that
+  is a directory (or does not end in ``.db``) is a data directory holding
+  ``hub.db`` (the embedded default, the layout of ``--data DIR``);
+- ``postgresql://...``: registered by the PostgreSQL backend.
+
+Blobs (``--blobs``, ``SEALMEM_HUB_BLOBS``):
+
+- ``file:///abs/dir``, or a plain path: a directory (:class:`BlobDir`);
+  by default ``blobs/`` beside an SQLite database;
+- ``s3://bucket/prefix?endpoint=...``: registered by the S3 backend.
+
+A backend registers a factory per URL scheme in :data:`METADATA` or
+:data:`BLOBS`; an unknown scheme is refused by name, with the known ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from ..protocol.errors import InputError
+from .blobs import BlobDir
+from .blobstore import BlobStore
+from .storage import Quota, Storage
+
+__all__ = [
+    "BLOBS",
+    "METADATA",
+    "default_blobs_url",
+    "open_blobs",
+    "open_metadata",
+    "open_storage",
+]
+
+MetadataFactory = Callable[[str, BlobStore, Quota], Storage]
+BlobsFactory = Callable[[str], BlobStore]
+
+DB_FILE = "hub.db"
+
+
+def _scheme(url: str) -> str:
+    """The URL's scheme, or "" for a plain path (a Windows drive letter is a path)."""
+    scheme = urlsplit(url).scheme
+    return "" if len(scheme) <= 1 else scheme.lower()
+
+
+def _path(url: str, what: str) -> Path:
+    parts = urlsplit(url)
+    if _scheme(url) == "":
+        return Path(url).expanduser()
+    if parts.netloc not in ("", "localhost") or not parts.path:
+        raise InputError(
+            f"{what} URL {url!r} must name a local path, e.g. {parts.scheme}:///srv/sealmem/..."
+        )
+    return Path(unquote(parts.path))
+
+
+def sqlite_location(url: str) -> tuple[Path, str]:
+    """(data directory, database file name) of an SQLite URL or path."""
+    path = _path(url, "--db")
+    if path.is_dir() or path.suffix != ".db":
+        return path, DB_FILE
+    return path.parent, path.name
+
+
+def _sqlite(url: str, blobs: BlobStore, quota: Quota) -> Storage:
+    from .sqlite_storage import SQLiteStorage
+
+    data_dir, name = sqlite_location(url)
+    return SQLiteStorage(data_dir, blobs, quota=quota, db_name=name)
+
+
+def _file(url: str) -> BlobStore:
+    return BlobDir(_path(url, "--blobs"))
+
+
+#: URL scheme -> factory; "" is a plain path.  Other backends add theirs.
+METADATA: dict[str, MetadataFactory] = {"sqlite": _sqlite, "": _sqlite}
+BLOBS: dict[str, BlobsFactory] = {"file": _file, "": _file}
+
+
+def _unknown(what: str, url: str, known: dict[str, object]) -> InputError:
+    names = ", ".join(f"{s}://" for s in sorted(known) if s)
+    shown = url.split("@")[-1] if "@" in url else url  # never echo a password
+    return InputError(f"{what} {shown!r}: unknown scheme {_scheme(url)!r}; use one of {names}")
+
+
+def default_blobs_url(db_url: str) -> str:
+    """Blobs beside an SQLite database; other metadata backends need ``--blobs``."""
+    if _scheme(db_url) in ("sqlite", ""):
+        data_dir, _ = sqlite_location(db_url)
+        return str(data_dir / "blobs")
+    raise InputError(
+        f"--db {_scheme(db_url)}://... keeps no blobs: give --blobs "
+        "(file:///dir or s3://bucket/prefix?endpoint=...)"
+    )
+
+
+def open_blobs(url: str) -> BlobStore:
+    factory = BLOBS.get(_scheme(url))
+    if factory is None:
+        raise _unknown("--blobs", url, dict(BLOBS))
+    return factory(url)
+
+
+def open_metadata(url: str, blobs: BlobStore, quota: Quota | None = None) -> Storage:
+    factory = METADATA.get(_scheme(url))
+    if factory is None:
+        raise _unknown("--db", url, dict(METADATA))
+    return factory(url, blobs, quota or Quota())
+
+
+def open_storage(db_url: str, blobs_url: str | None = None, quota: Quota | None = None) -> Storage:
+    """Metadata over blobs, both from URLs (blobs default: beside an SQLite database)."""
+    if _scheme(db_url) not in METADATA:
+        raise _unknown("--db", db_url, dict(METADATA))
+    blobs = open_blobs(blobs_url or default_blobs_url(db_url))
+    try:
+        return open_metadata(db_url, blobs, quota)
+    except BaseException:
+        blobs.close()
+        raise

@@ -1,0 +1,206 @@
+"""The SQLite hub's schema, versioned in ``PRAGMA user_version``, and its upgraders.
+
+- version 1 (no ``user_version``): the first hub's layout; one global change
+  cursor, usage per team only, keyrings without their roster version.
+- version 2: per-team cursor and generation on the team row; changes keyed by
+  (team, cursor); usage per (team, member); keyrings with the roster version
+  they cite; which chunks each kept manifest names; a nonce table.
+
+Upgrades are forward only, one transaction each.  Cursors already handed out
+are kept: a team's counter goes on from its newest, so a reader's cursor stays
+valid.  Values the old layout lacked are recomputed from the stored objects.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ..protocol.envelope import unpack
+from ..protocol.errors import Rejected
+from ..protocol.keyring import Keyring
+from ..protocol.manifest import Manifest
+from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
+from .stored import TEAM_OWNER, StorageError
+
+__all__ = ["SCHEMA_VERSION", "set_up"]
+
+SCHEMA_VERSION = 2
+
+#: The first hub's tables, as it created them (``IF NOT EXISTS``): an old data
+#: directory is completed to this, then upgraded.
+_TABLES_V1 = """
+CREATE TABLE IF NOT EXISTS teams (team TEXT PRIMARY KEY, registered_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS usage (team TEXT PRIMARY KEY, bytes INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS rosters (
+    team TEXT NOT NULL, version INTEGER NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
+    PRIMARY KEY (team, version));
+CREATE TABLE IF NOT EXISTS members (
+    team TEXT NOT NULL, kid TEXT NOT NULL, sign_public BLOB NOT NULL, PRIMARY KEY (team, kid));
+CREATE INDEX IF NOT EXISTS members_kid ON members (kid);
+CREATE TABLE IF NOT EXISTS keyrings (
+    team TEXT NOT NULL, project TEXT NOT NULL, epoch INTEGER NOT NULL, data BLOB NOT NULL,
+    stored_at INTEGER NOT NULL, PRIMARY KEY (team, project, epoch));
+CREATE TABLE IF NOT EXISTS manifests (
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq INTEGER NOT NULL,
+    hash TEXT NOT NULL, reset_at INTEGER NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
+    PRIMARY KEY (team, project, writer, seq));
+CREATE TABLE IF NOT EXISTS chunks (
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
+    size INTEGER NOT NULL, stored_at INTEGER NOT NULL, PRIMARY KEY (team, project, writer, id));
+CREATE TABLE IF NOT EXISTS requests (
+    team TEXT NOT NULL, kid TEXT NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
+    PRIMARY KEY (team, kid));
+CREATE TABLE IF NOT EXISTS changes (
+    cursor INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT NOT NULL, kind TEXT NOT NULL,
+    project TEXT, writer TEXT, seq INTEGER, at INTEGER NOT NULL);
+"""
+
+_TABLES_V2 = """
+CREATE TABLE teams (
+    team TEXT PRIMARY KEY, registered_at INTEGER NOT NULL,
+    cursor INTEGER NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE usage (
+    team TEXT NOT NULL, member TEXT NOT NULL, bytes INTEGER NOT NULL,
+    PRIMARY KEY (team, member));
+CREATE TABLE rosters (
+    team TEXT NOT NULL, version INTEGER NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
+    PRIMARY KEY (team, version));
+CREATE TABLE members (
+    team TEXT NOT NULL, kid TEXT NOT NULL, sign_public BLOB NOT NULL, PRIMARY KEY (team, kid));
+CREATE INDEX members_kid ON members (kid);
+CREATE TABLE keyrings (
+    team TEXT NOT NULL, project TEXT NOT NULL, epoch INTEGER NOT NULL, data BLOB NOT NULL,
+    stored_at INTEGER NOT NULL, roster_version INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (team, project, epoch));
+CREATE TABLE manifests (
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq INTEGER NOT NULL,
+    hash TEXT NOT NULL, reset_at INTEGER NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
+    PRIMARY KEY (team, project, writer, seq));
+CREATE TABLE manifest_chunks (
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
+    seq INTEGER NOT NULL, PRIMARY KEY (team, project, writer, id, seq)) WITHOUT ROWID;
+CREATE TABLE chunks (
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
+    size INTEGER NOT NULL, stored_at INTEGER NOT NULL, PRIMARY KEY (team, project, writer, id));
+CREATE INDEX chunks_stored ON chunks (stored_at);
+CREATE TABLE requests (
+    team TEXT NOT NULL, kid TEXT NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
+    address TEXT NOT NULL DEFAULT '', PRIMARY KEY (team, kid));
+CREATE TABLE changes (
+    team TEXT NOT NULL, cursor INTEGER NOT NULL, kind TEXT NOT NULL,
+    project TEXT, writer TEXT, seq INTEGER, at INTEGER NOT NULL,
+    PRIMARY KEY (team, cursor)) WITHOUT ROWID;
+CREATE TABLE nonces (
+    kid TEXT NOT NULL, nonce TEXT NOT NULL, expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (kid, nonce)) WITHOUT ROWID;
+CREATE INDEX nonces_expiry ON nonces (expires_ms);
+"""
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    return {str(r[0]) for r in rows}
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def set_up(conn: sqlite3.Connection) -> None:
+    """Create the schema, or bring an older one up to :data:`SCHEMA_VERSION`."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise StorageError(
+            f"the hub database is at schema version {version}, newer than this hub "
+            f"({SCHEMA_VERSION}); run the newer sealmem hub, or restore a backup"
+        )
+    if version == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if version == 0 and _tables(conn) - {"sqlite_sequence"}:
+            for statement in _statements(_TABLES_V1):
+                conn.execute(statement)
+            _upgrade_1_to_2(conn)
+        elif version == 0:
+            for statement in _statements(_TABLES_V2):
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _keyring_roster_version(data: bytes) -> int:
+    try:
+        return Keyring.from_body(
+            unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES).body
+        ).roster_version
+    except Rejected:
+        return 0
+
+
+def _manifest_chunks(data: bytes) -> list[str]:
+    try:
+        body = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body
+        return [c.id for c in Manifest.from_body(body).chunks]
+    except Rejected:
+        return []
+
+
+def _upgrade_1_to_2(conn: sqlite3.Connection) -> None:
+    old = {str(row[1]) for row in conn.execute("PRAGMA table_info(requests)")}
+    if "address" not in old:  # a data directory of the very first hub
+        conn.execute("ALTER TABLE requests ADD COLUMN address TEXT NOT NULL DEFAULT ''")
+    for table in ("teams", "usage", "keyrings", "changes"):
+        conn.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
+    for name in ("members_kid", "changes_team"):
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
+    wanted = ("teams", "usage", "keyrings", "manifest_chunks", "changes", "nonces")
+    for statement in _statements(_TABLES_V2):
+        table = statement.split("(")[0].split()[-1]
+        if statement.startswith("CREATE TABLE") and table in wanted:
+            conn.execute(statement)
+        elif statement.startswith("CREATE INDEX"):
+            conn.execute(statement.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS"))
+    conn.execute(
+        "INSERT INTO changes (team, cursor, kind, project, writer, seq, at) "
+        "SELECT team, cursor, kind, project, writer, seq, at FROM old_changes"
+    )
+    conn.execute(
+        "INSERT INTO teams (team, registered_at, cursor, generation) "
+        "SELECT t.team, t.registered_at, "
+        "COALESCE((SELECT MAX(cursor) FROM old_changes c WHERE c.team = t.team), 0), 1 "
+        "FROM old_teams t"
+    )
+    for team, project, epoch, data, stored_at in conn.execute(
+        "SELECT team, project, epoch, data, stored_at FROM old_keyrings"
+    ).fetchall():
+        conn.execute(
+            "INSERT INTO keyrings (team, project, epoch, data, stored_at, roster_version) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (team, project, epoch, data, stored_at, _keyring_roster_version(bytes(data))),
+        )
+    for team, project, writer, seq, data in conn.execute(
+        "SELECT team, project, writer, seq, data FROM manifests"
+    ).fetchall():
+        conn.executemany(
+            "INSERT OR IGNORE INTO manifest_chunks (team, project, writer, id, seq) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(team, project, writer, i, seq) for i in _manifest_chunks(bytes(data))],
+        )
+    # usage per member, recomputed from what is stored (the old table had team totals)
+    conn.execute(
+        "INSERT INTO usage (team, member, bytes) "
+        "SELECT team, member, SUM(n) FROM ("
+        " SELECT team, ? AS member, LENGTH(data) AS n FROM rosters"
+        " UNION ALL SELECT team, ?, LENGTH(data) FROM keyrings"
+        " UNION ALL SELECT team, ?, LENGTH(data) FROM requests"
+        " UNION ALL SELECT team, writer, LENGTH(data) FROM manifests"
+        " UNION ALL SELECT team, writer, size FROM chunks"
+        ") GROUP BY team, member",
+        (TEAM_OWNER, TEAM_OWNER, TEAM_OWNER),
+    )
+    for table in ("teams", "usage", "keyrings", "changes"):
+        conn.execute(f"DROP TABLE old_{table}")

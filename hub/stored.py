@@ -1,0 +1,161 @@
+"""Values and errors of the hub's storage seam (see :mod:`sealmem.hub.storage`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..protocol.errors import SealmemError
+
+__all__ = [
+    "Admission",
+    "Change",
+    "Conflict",
+    "KeyringBlob",
+    "MissingChunks",
+    "PendingRequest",
+    "Quota",
+    "QuotaExceeded",
+    "ScrubReport",
+    "StaleSeq",
+    "StorageError",
+    "StoredHead",
+]
+
+#: a team-level object (roster, keyring, join request) in per-member usage
+TEAM_OWNER = ""
+
+
+class StorageError(SealmemError):
+    """The hub's storage failed (disk full, corrupt database, unreachable engine, ...)."""
+
+
+class StaleSeq(SealmemError):
+    """Compare-and-swap lost: the slot already holds this seq or a newer one."""
+
+    def __init__(self, current: int) -> None:
+        super().__init__(f"the slot already holds seq {current}")
+        self.current = current
+
+
+class Conflict(SealmemError):
+    """Another writer got there first: the roster version is taken, or the stored
+    keyring cites a newer roster (``stale``) or the same one with other bytes."""
+
+    def __init__(self, detail: str, *, stale: bool = False) -> None:
+        super().__init__(detail)
+        self.stale = stale
+
+
+class MissingChunks(SealmemError):
+    """A manifest names chunks the writer's slot does not hold."""
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        super().__init__(f"{len(ids)} chunk(s) are not stored (first {ids[0][:16]})")
+        self.ids = list(ids)
+
+
+class QuotaExceeded(SealmemError):
+    """Storing this would pass the team's (or the member's) quota; nothing changed."""
+
+    def __init__(self, team: str, member: str, used: int, incoming: int, limit: int) -> None:
+        who = f"team {team}" if member == TEAM_OWNER else f"member {member} of team {team}"
+        super().__init__(
+            f"{who} holds {used} bytes on this hub; storing {incoming} more would pass "
+            f"its limit of {limit}: collect old chunks, or ask the hub operator for more"
+        )
+        self.used = used
+        self.incoming = incoming
+        self.limit = limit
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """Space per team, checked inside the transaction that stores.
+
+    Rosters and keyrings (``control`` objects) may use the whole ``team_bytes``;
+    everything else (chunks, manifests, join requests) stops ``reserve_bytes``
+    short of it, so that a full team can still publish a revocation.  One
+    member's chunks and manifests stop at ``member_bytes`` (``None``: no limit of
+    its own).
+    """
+
+    team_bytes: int = 2**62
+    reserve_bytes: int = 0
+    member_bytes: int | None = None
+
+    def data_limit(self) -> int:
+        return max(self.team_bytes - self.reserve_bytes, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredHead:
+    """The newest manifest of one (writer, project) as the hub accepted it."""
+
+    project: str
+    writer: str
+    seq: int
+    hash: str
+    reset_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeyringBlob:
+    """A verified keyring: compare-and-swapped on (project, epoch, roster_version)."""
+
+    project: str
+    epoch: int
+    data: bytes
+    roster_version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRequest:
+    """A join request in a team's inbox, and when it was posted (hub clock, ms)."""
+
+    kid: str
+    data: bytes
+    posted_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What a team's inbox held when a join request was offered to it.
+
+    ``stored`` False: the inbox (``pending`` live requests) or this address's
+    share of it (``from_address``) was full, and nothing changed.
+    """
+
+    stored: bool
+    pending: int
+    from_address: int
+    oldest_at: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One entry of a team's change feed; ``cursor`` counts per team from 1."""
+
+    cursor: int
+    kind: str  # "roster" | "keyring" | "manifest"
+    project: str | None
+    writer: str | None
+    seq: int | None
+
+    def to_wire(self) -> dict[str, object]:
+        return {
+            "cursor": self.cursor,
+            "kind": self.kind,
+            "project": self.project,
+            "writer": self.writer,
+            "seq": self.seq,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScrubReport:
+    """What a scrub found: blobs checked, and the damaged or missing ones removed."""
+
+    checked: int = 0
+    damaged: int = 0
+    missing: int = 0
