@@ -9,9 +9,12 @@ above the last one known here) is refused rather than guessed at.
 
 Every team's metadata hangs off its ``teams`` row: ``cursor`` is the team's
 change-feed position (allocated under that row's lock, so feed order is commit
-order within a team and says nothing about other teams), ``bytes`` its usage.
-``slots`` holds each writer's newest seq: the compare-and-swap target of a
-manifest write.  ``nonces`` and ``rate_buckets`` are shared by every replica.
+order within a team and says nothing about other teams), ``generation`` counts
+its roster and keyring writes (a replica's cached trusted state is stale when
+it differs).  ``usage`` is per (team, member); ``slots`` holds each writer's
+newest seq, the compare-and-swap target of a manifest write;
+``manifest_chunks`` which chunks the kept manifests name.  ``nonces`` and
+``rate_buckets`` are shared by every replica.
 """
 
 from __future__ import annotations
@@ -32,7 +35,13 @@ CREATE TABLE teams (
     team TEXT PRIMARY KEY,
     registered_at BIGINT NOT NULL,
     cursor BIGINT NOT NULL DEFAULT 0,
-    bytes BIGINT NOT NULL DEFAULT 0
+    generation BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE usage (
+    team TEXT NOT NULL,
+    member TEXT NOT NULL,
+    bytes BIGINT NOT NULL,
+    PRIMARY KEY (team, member)
 );
 CREATE TABLE rosters (
     team TEXT NOT NULL,
@@ -75,6 +84,14 @@ CREATE TABLE manifests (
     stored_at BIGINT NOT NULL,
     PRIMARY KEY (team, project, writer, seq)
 );
+CREATE TABLE manifest_chunks (
+    team TEXT NOT NULL,
+    project TEXT NOT NULL,
+    writer TEXT NOT NULL,
+    id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    PRIMARY KEY (team, project, writer, id, seq)
+);
 CREATE TABLE chunks (
     team TEXT NOT NULL,
     project TEXT NOT NULL,
@@ -84,6 +101,7 @@ CREATE TABLE chunks (
     stored_at BIGINT NOT NULL,
     PRIMARY KEY (team, project, writer, id)
 );
+CREATE INDEX chunks_stored ON chunks (stored_at);
 CREATE TABLE requests (
     team TEXT NOT NULL,
     kid TEXT NOT NULL,
@@ -105,14 +123,14 @@ CREATE TABLE changes (
 CREATE TABLE nonces (
     kid TEXT NOT NULL,
     nonce TEXT NOT NULL,
-    expires_at BIGINT NOT NULL,
+    expires_ms BIGINT NOT NULL,
     PRIMARY KEY (kid, nonce)
 );
-CREATE INDEX nonces_expiry ON nonces (expires_at);
+CREATE INDEX nonces_expiry ON nonces (expires_ms);
 CREATE TABLE rate_buckets (
     key TEXT PRIMARY KEY,
     tokens DOUBLE PRECISION NOT NULL,
-    at DOUBLE PRECISION NOT NULL
+    at_ms BIGINT NOT NULL
 );
 """
 

@@ -1,82 +1,63 @@
-"""Hub metadata in PostgreSQL, chunk blobs in an S3-compatible bucket: for several
-stateless hub replicas.
+"""Hub metadata in PostgreSQL (``--db postgresql://...``), for several stateless replicas.
 
 Nothing that matters lives in one process: every replica reads and writes the
-same rows, so compare-and-swap, quotas, nonces, rate limits and the per-team
-change cursor hold across replicas.
+same rows, so compare-and-swap, quotas, nonces, rate limits, the per-team
+change cursor and the team's generation hold across replicas.  Blobs live in
+the blob store given beside it (an S3-compatible bucket, typically).
 
-- A writer's slot is compare-and-swapped in **one statement** (``INSERT ... ON
-  CONFLICT ... DO UPDATE ... WHERE excluded.seq > slots.seq``): of two replicas
-  storing the same seq, exactly one row count is 1.
-- A keyring is replaced only by one citing a newer roster version; a roster
-  version is inserted once.  Losing either race raises :class:`StaleSeq`.
-- A team's change cursor is allocated by ``UPDATE teams SET cursor = cursor + 1
-  ... RETURNING cursor`` in the writing transaction, which holds the team row's
-  lock until commit: within a team, cursor order is commit order.
-- Every change sends ``NOTIFY sealmem_changes, team`` (delivered on commit);
-  :meth:`PgStorage.listen` runs one listener thread per process that hands the
-  team to a callback, which wakes that replica's long-polling readers.
-- :meth:`PgStorage.team_lock` is a per-team lock across processes (a
-  session-level advisory lock on a pooled connection, released when the
-  block ends or, if the process dies, when its connection closes).
+- :meth:`PgStorage.write` is a transaction holding the team's advisory lock
+  (:func:`~sealmem.hub.pg_write.lock_team`), the lock every replica takes to
+  verify-and-write that team; see :mod:`sealmem.hub.pg_write` for the
+  compare-and-swaps inside it.
+- Chunk rows are added and removed under the same lock, so a quota check and
+  the usage it guards are one decision, and a chunk cannot vanish between a
+  manifest's "all chunks held" check and its commit.
+- Nonces are rows with a unique key: a replay sent to another replica inside
+  the window is refused, and a restart forgets nothing.
+- Rate-limit buckets are rows updated in one statement each.
+- Wake-ups go through LISTEN/NOTIFY (:class:`~sealmem.hub.pg_feed.PgFeed`).
 
-Blobs follow the embedded backend's order: the blob is written (and durable)
-before the row naming it commits; a row is deleted before its blob.
+Connections come from a ``psycopg_pool.ConnectionPool``; errors of the engine
+become :class:`StorageError` with a one-line reason and never the password.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import logging
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-from ..protocol.envelope import unpack
-from ..protocol.errors import Rejected
-from ..protocol.keyring import Keyring
-from ..protocol.verify import MAX_KEYRING_BYTES
-from .pg_schema import NOTIFY_CHANNEL, upgrade
-from .s3_blobs import S3Blobs
+from .blobstore import BlobKey, BlobStore
+from .feed import Feed
+from .pg_feed import PgFeed
+from .pg_schema import upgrade
+from .pg_write import PgTeamWrite, charge, lock_team, read_heads
 from .storage import (
+    TEAM_OWNER,
     Admission,
     Change,
     KeyringBlob,
     PendingRequest,
-    StaleSeq,
+    Quota,
     Storage,
     StorageError,
     StoredHead,
+    TeamWrite,
 )
 
-__all__ = ["PgStorage"]
-
-log = logging.getLogger("sealmem.hub")
+__all__ = ["PgStorage", "redact"]
 
 _NEVER = -(2**63)
-
-
-def _keyring_roster_version(blob: KeyringBlob) -> int:
-    """The roster version a (verified) keyring cites: its compare-and-swap key."""
-    try:
-        body = unpack(blob.data, what="keyring", max_bytes=MAX_KEYRING_BYTES).body
-        return Keyring.from_body(body).roster_version
-    except Rejected as exc:  # the caller verified it: this would be a bug upstream
-        raise StorageError(f"keyring {blob.project}/{blob.epoch} does not parse: {exc}") from exc
-
-
-def _lock_key(team: str) -> int:
-    """A signed 64-bit advisory lock key for ``team``."""
-    digest = hashlib.blake2b(f"sealmem/team-lock\x00{team}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
+_NONCE_PURGE_MS = 60_000
 
 
 class PgStorage(Storage):
     """See the module docstring.  Any number of instances (replicas) per database."""
 
-    def __init__(self, dsn: str, blobs: S3Blobs, *, pool_size: int = 16) -> None:
+    def __init__(
+        self, dsn: str, blobs: BlobStore, quota: Quota | None = None, *, pool_size: int = 16
+    ) -> None:
         try:
             import psycopg
             from psycopg_pool import ConnectionPool
@@ -84,17 +65,15 @@ class PgStorage(Storage):
             raise StorageError(
                 "the PostgreSQL backend needs psycopg: pip install 'sealmem[hub-scale]'"
             ) from None
+        super().__init__(blobs, quota)
         self._psycopg = psycopg
         self._dsn = dsn
-        self._blobs = blobs
-        self._where = _redact(dsn)
+        self.where = redact(dsn)
         try:  # one direct connection first: a wrong DSN fails now, with a clear message
             with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
                 upgrade(conn)
         except psycopg.Error as exc:
-            raise StorageError(
-                f"cannot use the hub database {self._where}: {_brief(exc)}"
-            ) from None
+            raise StorageError(f"cannot use the hub database {self.where}: {_brief(exc)}") from None
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
@@ -107,22 +86,26 @@ class PgStorage(Storage):
             self._pool.open(wait=True, timeout=30)
         except Exception as exc:
             self._pool.close()
-            raise StorageError(f"cannot open connections to {self._where}: {exc}") from None
-        self._listener: threading.Thread | None = None
-        self._stopping = threading.Event()
-        self._next_prune = 0
+            raise StorageError(f"cannot open connections to {self.where}: {exc}") from None
+        self._feed = PgFeed(dsn)
+        self._next_purge = 0
 
     # -- plumbing --------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[Any]:
+    def _tx(self, *lock: str) -> Iterator[Any]:
+        """A transaction, holding the locks of the teams in ``lock`` (taken sorted)."""
         try:
             with self._pool.connection() as conn, conn.transaction():
+                for team in sorted(set(lock)):
+                    lock_team(conn, team)
                 yield conn
         except self._psycopg.Error as exc:
             raise StorageError(f"hub database write failed: {_brief(exc)}") from exc
 
-    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+    def _read(
+        self, sql: str, args: Sequence[object] | Mapping[str, object] = ()
+    ) -> list[tuple[Any, ...]]:
         try:
             with self._pool.connection() as conn:
                 return list(conn.execute(sql, args).fetchall())
@@ -130,34 +113,11 @@ class PgStorage(Storage):
             raise StorageError(f"hub database read failed: {_brief(exc)}") from exc
 
     def close(self) -> None:
-        self._stopping.set()
         self._pool.close()
-        if self._listener is not None:
-            self._listener.join(timeout=5)
+        super().close()
 
-    @staticmethod
-    def _add_usage(conn: Any, team: str, delta: int) -> None:
-        if delta:
-            conn.execute("UPDATE teams SET bytes = bytes + %s WHERE team = %s", (delta, team))
-
-    @staticmethod
-    def _change(
-        conn: Any, team: str, kind: str, now_ms: int,
-        project: str | None = None, writer: str | None = None, seq: int | None = None,
-    ) -> int:  # fmt: skip
-        row = conn.execute(
-            "UPDATE teams SET cursor = cursor + 1 WHERE team = %s RETURNING cursor", (team,)
-        ).fetchone()
-        if row is None:
-            raise StorageError(f"team {team} has no row: a change cannot be recorded")
-        cursor = int(row[0])
-        conn.execute(
-            "INSERT INTO changes (team, cursor, kind, project, writer, seq, at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            (team, cursor, kind, project, writer, seq, now_ms),
-        )
-        conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, team))
-        return cursor
+    def feed(self) -> Feed:
+        return self._feed
 
     # -- teams, rosters, keyrings ----------------------------------------------------
 
@@ -167,6 +127,15 @@ class PgStorage(Storage):
     def team_count(self) -> int:
         return int(self._read("SELECT COUNT(*) FROM teams")[0][0])
 
+    def generation(self, team: str) -> int | None:
+        rows = self._read("SELECT generation FROM teams WHERE team = %s", (team,))
+        return int(rows[0][0]) if rows else None
+
+    @contextlib.contextmanager
+    def write(self, team: str) -> Iterator[TeamWrite]:
+        with self._tx(team) as conn:
+            yield PgTeamWrite(conn, team, self.quota)
+
     def rosters(self, team: str, after_version: int) -> list[bytes]:
         rows = self._read(
             "SELECT data FROM rosters WHERE team = %s AND version > %s ORDER BY version",
@@ -174,97 +143,26 @@ class PgStorage(Storage):
         )
         return [bytes(r[0]) for r in rows]
 
-    def put_roster(
-        self,
-        team: str,
-        version: int,
-        data: bytes,
-        members: Sequence[tuple[str, bytes]],
-        keyrings: Sequence[KeyringBlob],
-        now_ms: int,
-    ) -> None:
-        with self._tx() as conn:
-            if version == 1:
-                fresh = conn.execute(
-                    "INSERT INTO teams (team, registered_at) VALUES (%s, %s) "
-                    "ON CONFLICT (team) DO NOTHING",
-                    (team, now_ms),
-                )
-                if fresh.rowcount != 1:
-                    raise StaleSeq(1)
-            cur = conn.execute(
-                "INSERT INTO rosters (team, version, data, stored_at) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (team, version) DO NOTHING",
-                (team, version, data, now_ms),
-            )
-            if cur.rowcount != 1:
-                raise StaleSeq(version)
-            with conn.cursor() as c:
-                c.executemany(
-                    "INSERT INTO members (team, kid, sign_public) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (team, kid) DO UPDATE SET sign_public = excluded.sign_public",
-                    [(team, kid, pub) for kid, pub in members],
-                )
-            size = len(data)
-            for k in keyrings:
-                size += self._store_keyring(conn, team, k, now_ms)
-            self._add_usage(conn, team, size)
-            self._change(conn, team, "roster", now_ms, None, None, version)
-
-    def _store_keyring(self, conn: Any, team: str, k: KeyringBlob, now_ms: int) -> int:
-        """Insert a keyring or replace one citing an older roster (compare-and-swap on
-        the roster version); the usage delta, or :class:`StaleSeq` if it lost."""
-        cited = _keyring_roster_version(k)
-        old = conn.execute(
-            "SELECT octet_length(data) FROM keyrings WHERE team = %s AND project = %s "
-            "AND epoch = %s",
-            (team, k.project, k.epoch),
-        ).fetchone()
-        cur = conn.execute(
-            "INSERT INTO keyrings (team, project, epoch, roster_version, data, stored_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (team, project, epoch) DO UPDATE "
-            "SET roster_version = excluded.roster_version, data = excluded.data, "
-            "stored_at = excluded.stored_at "
-            "WHERE excluded.roster_version > keyrings.roster_version",
-            (team, k.project, k.epoch, cited, k.data, now_ms),
-        )
-        if cur.rowcount != 1:
-            raise StaleSeq(cited)
-        self._change(conn, team, "keyring", now_ms, k.project, None, k.epoch)
-        return len(k.data) - (int(old[0]) if old else 0)
-
     def keyrings(self, team: str, project: str | None = None) -> list[KeyringBlob]:
+        sql = "SELECT project, epoch, data, roster_version FROM keyrings WHERE team = %s"
         if project is None:
-            rows = self._read(
-                "SELECT project, epoch, data FROM keyrings WHERE team = %s ORDER BY project, epoch",
-                (team,),
-            )
+            rows = self._read(sql + " ORDER BY project, epoch", (team,))
         else:
-            rows = self._read(
-                "SELECT project, epoch, data FROM keyrings WHERE team = %s AND project = %s "
-                "ORDER BY epoch",
-                (team, project),
-            )
-        return [KeyringBlob(str(p), int(e), bytes(d)) for p, e, d in rows]
-
-    def put_keyring(self, team: str, keyring: KeyringBlob, now_ms: int) -> None:
-        with self._tx() as conn:
-            self._add_usage(conn, team, self._store_keyring(conn, team, keyring, now_ms))
+            rows = self._read(sql + " AND project = %s ORDER BY epoch", (team, project))
+        return [KeyringBlob(str(p), int(e), bytes(d), int(v)) for p, e, d, v in rows]
 
     def keys_of(self, kid: str) -> list[tuple[str, bytes]]:
         rows = self._read("SELECT team, sign_public FROM members WHERE kid = %s", (kid,))
         return [(str(t), bytes(p)) for t, p in rows]
 
-    # -- manifests and chunks --------------------------------------------------------
+    # -- manifests -------------------------------------------------------------------
 
     def heads(self, team: str) -> list[StoredHead]:
-        rows = self._read(
-            "SELECT m.project, m.writer, m.seq, m.hash, m.reset_at FROM slots s "
-            "JOIN manifests m ON (m.team, m.project, m.writer, m.seq) = "
-            "(s.team, s.project, s.writer, s.seq) WHERE s.team = %s",
-            (team,),
-        )
-        return [StoredHead(str(p), str(w), int(s), str(h), int(r)) for p, w, s, h, r in rows]
+        try:
+            with self._pool.connection() as conn:
+                return read_heads(conn, team)
+        except self._psycopg.Error as exc:
+            raise StorageError(f"hub database read failed: {_brief(exc)}") from exc
 
     def manifests(
         self, team: str, project: str, writer: str | None = None
@@ -288,133 +186,24 @@ class PgStorage(Storage):
 
     def newest_seqs(self, team: str, project: str) -> dict[str, int]:
         rows = self._read(
-            "SELECT writer, seq FROM slots WHERE team = %s AND project = %s", (team, project)
+            "SELECT writer, MAX(seq) FROM manifests WHERE team = %s AND project = %s "
+            "GROUP BY writer",
+            (team, project),
         )
         return {str(w): int(s) for w, s in rows}
 
-    def put_manifest(
-        self, team: str, head: StoredHead, data: bytes, keep: int, now_ms: int
-    ) -> None:
-        slot = (team, head.project, head.writer)
-        with self._tx() as conn:
-            swapped = conn.execute(
-                "INSERT INTO slots (team, project, writer, seq) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (team, project, writer) DO UPDATE SET seq = excluded.seq "
-                "WHERE excluded.seq > slots.seq",
-                (*slot, head.seq),
-            )
-            if swapped.rowcount != 1:
-                row = conn.execute(
-                    "SELECT seq FROM slots WHERE team = %s AND project = %s AND writer = %s",
-                    slot,
-                ).fetchone()
-                raise StaleSeq(int(row[0]) if row else head.seq)
-            conn.execute(
-                "INSERT INTO manifests (team, project, writer, seq, hash, reset_at, data, "
-                "stored_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (*slot, head.seq, head.hash, head.reset_at, data, now_ms),
-            )
-            old = conn.execute(
-                "DELETE FROM manifests WHERE (team, project, writer, seq) IN ("
-                "SELECT team, project, writer, seq FROM manifests WHERE team = %s AND "
-                "project = %s AND writer = %s ORDER BY seq DESC OFFSET %s) "
-                "RETURNING octet_length(data)",
-                (*slot, keep),
-            ).fetchall()
-            self._add_usage(conn, team, len(data) - sum(int(n) for (n,) in old))
-            self._change(conn, team, "manifest", now_ms, head.project, head.writer, head.seq)
-
-    def missing_chunks(self, team: str, project: str, writer: str, ids: Iterable[str]) -> list[str]:
-        wanted = sorted(set(ids))
-        if not wanted:
-            return []
-        rows = self._read(
-            "SELECT id FROM chunks WHERE team = %s AND project = %s AND writer = %s "
-            "AND id = ANY(%s)",
-            (team, project, writer, wanted),
-        )
-        have = {str(r[0]) for r in rows}
-        return [i for i in wanted if i not in have]
-
-    def put_chunk(
-        self, team: str, project: str, writer: str, chunk_id: str, data: bytes, now_ms: int
-    ) -> bool:
-        key = (team, project, writer, chunk_id)
-        with self._tx() as conn:  # already there: refresh its age, keep the blob
-            again = conn.execute(
-                "UPDATE chunks SET stored_at = GREATEST(stored_at, %s) WHERE team = %s "
-                "AND project = %s AND writer = %s AND id = %s",
-                (now_ms, *key),
-            )
-        if again.rowcount:
-            return False
-        self._blobs.put(*key, data)  # durable before the row that names it
-        with self._tx() as conn:
-            cur = conn.execute(
-                "INSERT INTO chunks (team, project, writer, id, size, stored_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (*key, len(data), now_ms),
-            )
-            if cur.rowcount:
-                self._add_usage(conn, team, len(data))
-        return bool(cur.rowcount)
-
-    def chunk(self, team: str, project: str, writer: str, chunk_id: str) -> bytes | None:
-        if self.missing_chunks(team, project, writer, [chunk_id]):
-            return None
-        return self._blobs.get(team, project, writer, chunk_id)
-
-    def collect(
-        self, team: str, project: str, writer: str, keep: set[str], older_than_ms: int
-    ) -> int:
-        with self._tx() as conn:
-            rows = conn.execute(
-                "SELECT id, size FROM chunks WHERE team = %s AND project = %s AND writer = %s "
-                "AND stored_at < %s FOR UPDATE",
-                (team, project, writer, older_than_ms),
-            ).fetchall()
-            gone = [(str(i), int(n)) for i, n in rows if i not in keep]
-            if gone:
-                conn.execute(
-                    "DELETE FROM chunks WHERE team = %s AND project = %s AND writer = %s "
-                    "AND id = ANY(%s)",
-                    (team, project, writer, [i for i, _ in gone]),
-                )
-                self._add_usage(conn, team, -sum(n for _, n in gone))
-        for chunk_id, _ in gone:  # rows first, then blobs: a crash leaves only orphans
-            self._blobs.delete(team, project, writer, chunk_id)
-        return len(gone)
-
-    def collect_orphans(self, min_age_s: float) -> int:
-        removed = 0
-        batch: list[tuple[str, str, str, str]] = []
-
-        def sweep() -> int:
-            named: set[tuple[str, str, str, str]] = set()
-            for team, project, writer in {b[:3] for b in batch}:
-                ids = [b[3] for b in batch if b[:3] == (team, project, writer)]
-                missing = set(self.missing_chunks(team, project, writer, ids))
-                named.update((team, project, writer, i) for i in ids if i not in missing)
-            count = 0
-            for item in batch:
-                if item not in named:
-                    self._blobs.delete(*item)
-                    count += 1
-            batch.clear()
-            return count
-
-        for blob in self._blobs.listing(min_age_s):
-            batch.append((blob.team, blob.project, blob.writer, blob.chunk_id))
-            if len(batch) >= 500:
-                removed += sweep()
-        return removed + sweep()
+    # -- usage -----------------------------------------------------------------------
 
     def usage(self, team: str) -> int:
-        rows = self._read("SELECT bytes FROM teams WHERE team = %s", (team,))
+        rows = self._read("SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = %s", (team,))
+        return int(rows[0][0])
+
+    def member_usage(self, team: str, member: str) -> int:
+        rows = self._read("SELECT bytes FROM usage WHERE team = %s AND member = %s", (team, member))
         return int(rows[0][0]) if rows else 0
 
     def total_usage(self) -> int:
-        return int(self._read("SELECT COALESCE(SUM(bytes), 0) FROM teams")[0][0])
+        return int(self._read("SELECT COALESCE(SUM(bytes), 0) FROM usage")[0][0])
 
     # -- join requests ---------------------------------------------------------------
 
@@ -430,15 +219,13 @@ class PgStorage(Storage):
         max_pending: int,
         max_per_address: int,
     ) -> Admission:
-        with self._tx() as conn:
-            # the team row serializes offers to one team across replicas
-            conn.execute("SELECT 1 FROM teams WHERE team = %s FOR UPDATE", (team,))
+        with self._tx(team) as conn:  # the team lock: the inbox limits hold across replicas
             expired = conn.execute(
                 "DELETE FROM requests WHERE team = %s AND stored_at <= %s "
                 "RETURNING octet_length(data)",
                 (team, live_after_ms),
             ).fetchall()
-            self._add_usage(conn, team, -sum(int(n) for (n,) in expired))
+            charge(conn, None, team, TEAM_OWNER, -sum(int(n) for (n,) in expired))
             pending, from_address, oldest = conn.execute(
                 "SELECT COUNT(*), COUNT(*) FILTER (WHERE address = %s), MIN(stored_at) "
                 "FROM requests WHERE team = %s AND kid <> %s",
@@ -457,7 +244,7 @@ class PgStorage(Storage):
                 "data = excluded.data, stored_at = excluded.stored_at, address = excluded.address",
                 (team, kid, data, now_ms, address),
             )
-            self._add_usage(conn, team, len(data) - (int(old[0]) if old else 0))
+            charge(conn, None, team, TEAM_OWNER, len(data) - (int(old[0]) if old else 0))
         oldest_at = now_ms if oldest_at is None else min(oldest_at, now_ms)
         return Admission(True, int(pending) + 1, int(from_address) + 1, oldest_at)
 
@@ -477,14 +264,14 @@ class PgStorage(Storage):
         return [PendingRequest(str(k), bytes(d), int(t)) for k, d, t in rows]
 
     def remove_request(self, team: str, kid: str) -> bool:
-        with self._tx() as conn:
+        with self._tx(team) as conn:
             gone = conn.execute(
                 "DELETE FROM requests WHERE team = %s AND kid = %s RETURNING octet_length(data)",
                 (team, kid),
             ).fetchone()
             if gone is None:
                 return False
-            self._add_usage(conn, team, -int(gone[0]))
+            charge(conn, None, team, TEAM_OWNER, -int(gone[0]))
         return True
 
     # -- change feed -----------------------------------------------------------------
@@ -505,101 +292,157 @@ class PgStorage(Storage):
 
     # -- state shared by replicas ----------------------------------------------------
 
-    def remember_nonce(self, kid: str, nonce: str, now_ms: int, expires_at_ms: int) -> bool:
-        """Record a request nonce; False when a live one was already recorded (a replay,
-        whichever replica received the first)."""
+    def remember_nonce(self, kid: str, nonce: str, expires_ms: int, now_ms: int) -> bool:
         with self._tx() as conn:
-            if now_ms >= self._next_prune:
-                conn.execute("DELETE FROM nonces WHERE expires_at <= %s", (now_ms,))
-                self._next_prune = now_ms + 60_000
+            if now_ms >= self._next_purge:
+                conn.execute("DELETE FROM nonces WHERE expires_ms <= %s", (now_ms,))
+                self._next_purge = now_ms + _NONCE_PURGE_MS
             cur = conn.execute(
-                "INSERT INTO nonces (kid, nonce, expires_at) VALUES (%s, %s, %s) "
-                "ON CONFLICT (kid, nonce) DO UPDATE SET expires_at = excluded.expires_at "
-                "WHERE nonces.expires_at <= %s",
-                (kid, nonce, expires_at_ms, now_ms),
+                "INSERT INTO nonces (kid, nonce, expires_ms) VALUES (%s, %s, %s) "
+                "ON CONFLICT (kid, nonce) DO UPDATE SET expires_ms = excluded.expires_ms "
+                "WHERE nonces.expires_ms <= %s",
+                (kid, nonce, expires_ms, now_ms),
             )
-        return bool(cur.rowcount)
+            return bool(cur.rowcount)
 
-    def take_token(self, key: str, rate: float, burst: int, now_s: float) -> float:
-        """Spend one token of the shared bucket ``key``; 0 when spent, else the seconds
-        until one is available (nothing spent)."""
+    def take_token(self, key: str, rate_per_s: float, burst: int, now_ms: int) -> float:
+        args = {"k": key, "burst": float(burst), "now": now_ms, "rate": rate_per_s / 1000.0}
+        refill = "LEAST(%(burst)s, b.tokens + GREATEST(0, %(now)s - b.at_ms) * %(rate)s)"
         with self._tx() as conn:
-            row = conn.execute(
-                "INSERT INTO rate_buckets AS b (key, tokens, at) VALUES (%(k)s, %(burst)s - 1, "
-                "%(now)s) ON CONFLICT (key) DO UPDATE SET tokens = LEAST(%(burst)s, b.tokens + "
-                "GREATEST(0, %(now)s - b.at) * %(rate)s) - 1, at = GREATEST(b.at, %(now)s) "
-                "WHERE LEAST(%(burst)s, b.tokens + GREATEST(0, %(now)s - b.at) * %(rate)s) >= 1 "
-                "RETURNING tokens",
-                {"k": key, "burst": float(burst), "now": now_s, "rate": rate},
+            spent = conn.execute(
+                "INSERT INTO rate_buckets AS b (key, tokens, at_ms) "
+                "VALUES (%(k)s, %(burst)s - 1, %(now)s) ON CONFLICT (key) DO UPDATE SET "
+                f"tokens = {refill} - 1, at_ms = GREATEST(b.at_ms, %(now)s) "
+                f"WHERE {refill} >= 1 RETURNING tokens",
+                args,
             ).fetchone()
-            if row is not None:
+            if spent is not None:
                 return 0.0
-            left = conn.execute("SELECT tokens, at FROM rate_buckets WHERE key = %s", (key,))
-            tokens, at = left.fetchone()
-        have = min(float(burst), float(tokens) + max(0.0, now_s - float(at)) * rate)
-        return max((1.0 - have) / rate, 0.001)
+            tokens, at_ms = conn.execute(
+                "SELECT tokens, at_ms FROM rate_buckets WHERE key = %s", (key,)
+            ).fetchone()
+        have = min(float(burst), float(tokens) + max(0, now_ms - int(at_ms)) * rate_per_s / 1000)
+        return max((1.0 - have) / rate_per_s, 0.001)
 
-    @contextlib.contextmanager
-    def team_lock(self, team: str) -> Iterator[None]:
-        """Hold ``team``'s lock, shared by every process on this database."""
-        key = _lock_key(team)
-        try:
-            with self._pool.connection() as conn:
-                conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-                try:
-                    yield
-                finally:
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-        except self._psycopg.Error as exc:
-            raise StorageError(f"hub database lock failed: {_brief(exc)}") from exc
+    # -- chunk rows ------------------------------------------------------------------
 
-    def listen(self, callback: Callable[[str | None], None]) -> None:
-        """Call ``callback(team)`` from a background thread whenever any replica records a
-        change for ``team``; ``callback(None)`` after a reconnect (changes may have been
-        missed: wake everyone)."""
-        if self._listener is not None:
-            raise StorageError("this storage already has a change listener")
-        self._listener = threading.Thread(
-            target=self._listen, args=(callback,), name="sealmem-hub-listen", daemon=True
+    def missing_chunks(self, team: str, project: str, writer: str, ids: Iterable[str]) -> list[str]:
+        wanted = sorted(set(ids))
+        if not wanted:
+            return []
+        rows = self._read(
+            "SELECT id FROM chunks WHERE team = %s AND project = %s AND writer = %s "
+            "AND id = ANY(%s)",
+            (team, project, writer, wanted),
         )
-        self._listener.start()
+        have = {str(r[0]) for r in rows}
+        return [i for i in wanted if i not in have]
 
-    def _listen(self, callback: Callable[[str | None], None]) -> None:
-        psycopg = self._psycopg
-        delay = 0.1
-        first = True
-        while not self._stopping.is_set():
-            try:
-                with psycopg.connect(self._dsn, autocommit=True) as conn:
-                    conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                    if not first:
-                        callback(None)
-                    first, delay = False, 0.1
-                    while not self._stopping.is_set():
-                        for note in conn.notifies(timeout=0.5):
-                            callback(note.payload)
-            except psycopg.Error as exc:
-                if self._stopping.is_set():
-                    return
-                log.warning("change listener lost the database (%s); reconnecting", _brief(exc))
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
+    def chunk_row_add(self, key: BlobKey, size: int, now_ms: int) -> bool:
+        with self._tx(key.team) as conn:
+            again = conn.execute(
+                "UPDATE chunks SET stored_at = GREATEST(stored_at, %s) "
+                "WHERE team = %s AND project = %s AND writer = %s AND id = %s",
+                (now_ms, *key.parts()),
+            )
+            if again.rowcount:
+                return False
+            charge(conn, self.quota, key.team, key.writer, size)
+            conn.execute(
+                "INSERT INTO chunks (team, project, writer, id, size, stored_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                (*key.parts(), size, now_ms),
+            )
+            return True
+
+    def chunk_rows(self, after: BlobKey | None, limit: int) -> list[tuple[BlobKey, int]]:
+        start = after.parts() if after is not None else ("", "", "", "")
+        rows = self._read(
+            "SELECT team, project, writer, id, size FROM chunks "
+            "WHERE (team, project, writer, id) > (%s, %s, %s, %s) "
+            "ORDER BY team, project, writer, id LIMIT %s",
+            (*start, limit),
+        )
+        return [(BlobKey(str(t), str(p), str(w), str(i)), int(n)) for t, p, w, i, n in rows]
+
+    def chunk_rows_named(self, keys: Sequence[BlobKey]) -> set[BlobKey]:
+        if not keys:
+            return set()
+        rows = self._read(
+            "SELECT c.team, c.project, c.writer, c.id FROM chunks c JOIN "
+            "unnest(%s::text[], %s::text[], %s::text[], %s::text[]) "
+            "AS k(team, project, writer, id) "
+            "ON c.team = k.team AND c.project = k.project AND c.writer = k.writer AND c.id = k.id",
+            tuple(list(col) for col in zip(*(k.parts() for k in keys), strict=True)),
+        )
+        return {BlobKey(str(t), str(p), str(w), str(i)) for t, p, w, i in rows}
+
+    def chunk_rows_of_writer(
+        self, team: str, project: str, writer: str, stored_before_ms: int
+    ) -> list[str]:
+        rows = self._read(
+            "SELECT id FROM chunks WHERE team = %s AND project = %s AND writer = %s "
+            "AND stored_at < %s",
+            (team, project, writer, stored_before_ms),
+        )
+        return [str(r[0]) for r in rows]
+
+    def chunk_rows_unreferenced(
+        self,
+        stored_before_ms: int,
+        *,
+        team: str | None = None,
+        writer: str | None = None,
+        limit: int = 500,
+    ) -> list[BlobKey]:
+        rows = self._read(
+            "SELECT c.team, c.project, c.writer, c.id FROM chunks c "
+            "WHERE c.stored_at < %(before)s AND (%(team)s::text IS NULL OR c.team = %(team)s) "
+            "AND (%(writer)s::text IS NULL OR c.writer = %(writer)s) "
+            "AND NOT EXISTS (SELECT 1 FROM manifest_chunks r WHERE r.team = c.team AND "
+            "r.project = c.project AND r.writer = c.writer AND r.id = c.id) LIMIT %(limit)s",
+            {"before": stored_before_ms, "team": team, "writer": writer, "limit": limit},
+        )
+        return [BlobKey(str(t), str(p), str(w), str(i)) for t, p, w, i in rows]
+
+    def chunk_rows_remove(
+        self, keys: Sequence[BlobKey], *, stored_before_ms: int, unreferenced: bool
+    ) -> list[BlobKey]:
+        gone: list[BlobKey] = []
+        if not keys:
+            return gone
+        with self._tx(*(k.team for k in keys)) as conn:
+            for key in keys:
+                row = conn.execute(
+                    "DELETE FROM chunks c WHERE team = %s AND project = %s AND writer = %s "
+                    "AND id = %s AND stored_at < %s AND (NOT %s OR NOT EXISTS ("
+                    "SELECT 1 FROM manifest_chunks r WHERE r.team = c.team AND "
+                    "r.project = c.project AND r.writer = c.writer AND r.id = c.id)) "
+                    "RETURNING size",
+                    (*key.parts(), stored_before_ms, unreferenced),
+                ).fetchone()
+                if row is not None:
+                    charge(conn, None, key.team, key.writer, -int(row[0]))
+                    gone.append(key)
+        return gone
 
 
 def _brief(exc: BaseException) -> str:
     """A database error in one line, without connection parameters."""
     sqlstate = getattr(exc, "sqlstate", None)
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"{text} (SQLSTATE {sqlstate})" if sqlstate else text
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return f"{line} (SQLSTATE {sqlstate})" if sqlstate else line
 
 
-def _redact(dsn: str) -> str:
-    """The DSN with any password removed, for messages."""
-    from urllib.parse import urlsplit, urlunsplit
-
+def redact(dsn: str) -> str:
+    """The DSN without its password, for messages and logs."""
     parts = urlsplit(dsn)
+    if not parts.scheme:  # a libpq key=value string: show no part of it
+        return "(the configured PostgreSQL database)"
+    if "password" in parts.query.lower():
+        parts = parts._replace(query="")
     if parts.password is None:
-        return dsn if "password" not in dsn else "(the configured database)"
-    host = parts.hostname or ""
-    netloc = f"{parts.username}@{host}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts)
+    netloc = f"{parts.username}@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))

@@ -26,9 +26,10 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..protocol.errors import InputError
+from .blobstore import BlobEntry, BlobKey, BlobStore
 from .storage import StorageError
 
-__all__ = ["S3Blobs", "S3Location", "StoredBlob"]
+__all__ = ["S3Blobs", "S3Location"]
 
 _SCHEME = "s3"
 
@@ -70,19 +71,8 @@ class S3Location:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class StoredBlob:
-    """One blob found by :meth:`S3Blobs.listing`."""
-
-    team: str
-    project: str
-    writer: str
-    chunk_id: str
-    modified_s: float
-
-
-class S3Blobs:
-    """Put, get, delete and list chunk blobs in one bucket (thread-safe)."""
+class S3Blobs(BlobStore):
+    """Chunk blobs in one bucket (thread-safe: one boto3 client, its own pool)."""
 
     def __init__(self, url: str) -> None:
         self.location = S3Location.parse(url)
@@ -106,24 +96,21 @@ class S3Blobs:
             region_name=self.location.region,
             config=config,
         )
+        self._prefix = f"{self.location.prefix}/" if self.location.prefix else ""
 
     @property
     def bucket(self) -> str:
         return self.location.bucket
 
-    def key(self, team: str, project: str, writer: str, chunk_id: str) -> str:
-        parts = [team, project, writer, chunk_id]
-        return "/".join([self.location.prefix, *parts] if self.location.prefix else parts)
+    def name(self, key: BlobKey) -> str:
+        """The object key of a blob: ``PREFIX/team/project/writer/chunk id``."""
+        return self._prefix + "/".join(key.parts())
 
     def _failed(self, what: str, exc: Exception) -> StorageError:
-        code = ""
-        response = getattr(exc, "response", None)
-        if isinstance(response, dict):
-            code = str(response.get("Error", {}).get("Code", ""))
-        reason = code or type(exc).__name__
+        reason = _code(exc) or type(exc).__name__
         return StorageError(
-            f"S3 bucket {self.bucket!r}: {what} failed ({reason}); check the bucket exists, "
-            "the endpoint answers and the hub's AWS credentials may use it"
+            f"S3 bucket {self.bucket!r}: {what} failed ({reason}); check that the bucket "
+            "exists, the endpoint answers and the hub's AWS credentials may use it"
         )
 
     def check(self) -> None:
@@ -133,53 +120,69 @@ class S3Blobs:
         except Exception as exc:
             raise self._failed("opening the bucket", exc) from None
 
-    def put(self, team: str, project: str, writer: str, chunk_id: str, data: bytes) -> None:
-        """Store (or replace, refreshing its age) one blob; durable once this returns."""
+    def put(self, key: BlobKey, data: bytes) -> None:
         try:
-            self._client.put_object(
-                Bucket=self.bucket, Key=self.key(team, project, writer, chunk_id), Body=data
-            )
+            self._client.put_object(Bucket=self.bucket, Key=self.name(key), Body=data)
         except Exception as exc:
             raise self._failed("writing a chunk", exc) from None
 
-    def get(self, team: str, project: str, writer: str, chunk_id: str) -> bytes | None:
-        """The blob, or None when the bucket has no such key."""
+    def get(self, key: BlobKey) -> bytes | None:
         try:
-            answer = self._client.get_object(
-                Bucket=self.bucket, Key=self.key(team, project, writer, chunk_id)
-            )
+            answer = self._client.get_object(Bucket=self.bucket, Key=self.name(key))
             return bytes(answer["Body"].read())
         except Exception as exc:
             if _code(exc) in ("NoSuchKey", "404", "NotFound"):
                 return None
             raise self._failed("reading a chunk", exc) from None
 
-    def delete(self, team: str, project: str, writer: str, chunk_id: str) -> None:
+    def delete(self, key: BlobKey) -> None:
         try:
-            self._client.delete_object(
-                Bucket=self.bucket, Key=self.key(team, project, writer, chunk_id)
-            )
+            self._client.delete_object(Bucket=self.bucket, Key=self.name(key))
         except Exception as exc:
             raise self._failed("deleting a chunk", exc) from None
 
-    def listing(self, min_age_s: float = 0.0) -> Iterator[StoredBlob]:
-        """Every blob last written at least ``min_age_s`` ago (keys not shaped like a
-        chunk's are skipped: they are not the hub's)."""
-        cutoff = time.time() - min_age_s
-        prefix = f"{self.location.prefix}/" if self.location.prefix else ""
+    def entries(self) -> Iterator[BlobEntry]:
+        """Every blob and its age (by the hub's clock against the store's LastModified;
+        keys not shaped like a chunk's are skipped: they are not the hub's)."""
         try:
             pages = self._client.get_paginator("list_objects_v2").paginate(
-                Bucket=self.bucket, Prefix=prefix
+                Bucket=self.bucket, Prefix=self._prefix
             )
             for page in pages:
+                now = time.time()
                 for item in page.get("Contents", []):
-                    parts = str(item["Key"])[len(prefix) :].split("/")
-                    modified = float(item["LastModified"].timestamp())
-                    if len(parts) == 4 and all(parts) and modified <= cutoff:
-                        team, project, writer, chunk_id = parts
-                        yield StoredBlob(team, project, writer, chunk_id, modified)
+                    parts = str(item["Key"])[len(self._prefix) :].split("/")
+                    if len(parts) != 4 or not all(parts):
+                        continue
+                    age = max(0.0, now - float(item["LastModified"].timestamp()))
+                    yield BlobEntry(BlobKey(*parts), age)
+        except StorageError:
+            raise
         except Exception as exc:
             raise self._failed("listing chunks", exc) from None
+
+    def sweep(self, min_age_s: float) -> int:
+        """Abort multipart uploads older than ``min_age_s`` (the hub makes none, but an
+        interrupted tool or a proxy may have left some, and they hold space)."""
+        aborted = 0
+        try:
+            pages = self._client.get_paginator("list_multipart_uploads").paginate(
+                Bucket=self.bucket, Prefix=self._prefix
+            )
+            now = time.time()
+            for page in pages:
+                for upload in page.get("Uploads", []):
+                    if now - float(upload["Initiated"].timestamp()) >= min_age_s:
+                        self._client.abort_multipart_upload(
+                            Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                        )
+                        aborted += 1
+        except Exception as exc:
+            raise self._failed("removing unfinished uploads", exc) from None
+        return aborted
+
+    def close(self) -> None:
+        self._client.close()
 
 
 def _code(exc: Exception) -> str:

@@ -8,58 +8,79 @@ threads racing where a race is the point.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
 
 from sealmem.crypto import SUITE, ContentKey, MemberKey
+from sealmem.hub.backends import open_storage
+from sealmem.hub.blobstore import BlobKey
+from sealmem.hub.pg_feed import PgFeed
 from sealmem.hub.pg_schema import MIGRATIONS, upgrade
-from sealmem.hub.pg_storage import PgStorage
+from sealmem.hub.pg_storage import PgStorage, redact
 from sealmem.hub.s3_blobs import S3Blobs
 from sealmem.hub.server import free_port
-from sealmem.hub.storage import KeyringBlob, StaleSeq, StorageError, StoredHead
+from sealmem.hub.storage import (
+    Conflict,
+    KeyringBlob,
+    MissingChunks,
+    Quota,
+    QuotaExceeded,
+    StaleSeq,
+    StorageError,
+    StoredHead,
+)
 from sealmem.protocol.admin import genesis
 from sealmem.protocol.keyring import build_keyring
-from sealmem.protocol.roster import Member
+from sealmem.protocol.roster import Member, Roster
 
 TEAM = "acme-pg-team"
 OTHER = "other-pg-team"
+WRITER = "w" * 26
 
 
 @pytest.fixture
 def replicas(pg_dsn: str, s3_url: str) -> Iterator[list[PgStorage]]:
+    """Three storages over one database and one bucket, as three hub replicas hold."""
     made = [PgStorage(pg_dsn, S3Blobs(s3_url)) for _ in range(3)]
     yield made
     for store in made:
         store.close()
 
 
-def _roster(team: str = TEAM) -> tuple[bytes, MemberKey, object]:
+def _roster(team: str = TEAM) -> tuple[bytes, MemberKey, Roster]:
     key = MemberKey.generate()
     me = Member(key.kid, "admin", key.sign_public, key.box_public, "admin")
     roster = genesis(SUITE, team, me, created_at=1, projects=["webapp"])
     return roster.sign(key), key, roster
 
 
-def _register(store: PgStorage, team: str = TEAM) -> tuple[MemberKey, object]:
+def _register(store: PgStorage, team: str = TEAM) -> tuple[MemberKey, Roster]:
     data, key, roster = _roster(team)
-    store.put_roster(team, 1, data, [(key.kid, key.sign_public)], [], 1)
+    with store.write(team) as w:
+        w.put_roster(1, data, [(key.kid, key.sign_public)], [], 1)
     return key, roster
 
 
-def _race(n: int, fn: object) -> list[object]:
-    """Run ``fn(i)`` for i in range(n) on n threads released at once; results or errors."""
+def _manifest(store: PgStorage, seq: int, data: bytes, writer: str = WRITER, keep: int = 3) -> None:
+    with store.write(TEAM) as w:
+        w.put_manifest(StoredHead("webapp", writer, seq, f"h{seq}", 0), data, [], keep, 10)
+
+
+def _race(n: int, fn: Callable[[int], object]) -> list[object]:
+    """``fn(i)`` for i in range(n) on n threads released at once: results or errors."""
     barrier = threading.Barrier(n)
     out: list[object] = [None] * n
 
     def run(i: int) -> None:
         barrier.wait()
         try:
-            out[i] = fn(i)  # type: ignore[operator]
+            out[i] = fn(i)
         except Exception as exc:
             out[i] = exc
 
@@ -71,14 +92,18 @@ def _race(n: int, fn: object) -> list[object]:
     return out
 
 
-def test_two_replicas_upgrading_at_once_make_one_schema(pg_dsn: str) -> None:
+# -- schema ------------------------------------------------------------------------------
+
+
+def test_replicas_upgrading_at_once_make_one_schema(pg_dsn: str) -> None:
     def open_and_upgrade(_: int) -> int:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             return upgrade(conn)
 
     assert _race(4, open_and_upgrade) == [len(MIGRATIONS)] * 4
     with psycopg.connect(pg_dsn) as conn:
-        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
+        rows = conn.execute("SELECT version FROM schema_version").fetchall()
+    assert rows == [(len(MIGRATIONS),)]
 
 
 def test_a_database_from_a_newer_hub_is_refused(pg_dsn: str, s3_url: str) -> None:
@@ -89,43 +114,65 @@ def test_a_database_from_a_newer_hub_is_refused(pg_dsn: str, s3_url: str) -> Non
         PgStorage(pg_dsn, S3Blobs(s3_url))
 
 
-def test_same_seq_through_three_replicas_is_stored_once(replicas: list[PgStorage]) -> None:
+def test_opened_by_url_through_the_backend_registry(pg_dsn: str, s3_url: str) -> None:
+    store = open_storage(pg_dsn, s3_url, Quota(team_bytes=10_000))
+    try:
+        assert isinstance(store, PgStorage)
+        assert isinstance(store.blobs, S3Blobs)
+        assert isinstance(store.feed(), PgFeed)
+        assert store.quota.team_bytes == 10_000
+    finally:
+        store.close()
+
+
+# -- compare-and-swap --------------------------------------------------------------------
+
+
+def test_the_same_seq_through_three_replicas_is_stored_once(replicas: list[PgStorage]) -> None:
     _register(replicas[0])
-
-    def put(i: int) -> None:
-        head = StoredHead("webapp", "w" * 26, 5, f"hash-{i}", 0)
-        replicas[i].put_manifest(TEAM, head, f"manifest-{i}".encode(), 3, 10)
-
-    results = _race(3, put)
+    results = _race(3, lambda i: _manifest(replicas[i], 5, f"manifest-{i}".encode()))
     assert sum(r is None for r in results) == 1
     assert all(isinstance(r, StaleSeq) and r.current == 5 for r in results if r is not None)
-    kept = replicas[1].manifests(TEAM, "webapp")["w" * 26]
-    assert len(kept) == 1
+    assert len(replicas[1].manifests(TEAM, "webapp")[WRITER]) == 1
     assert [h.seq for h in replicas[2].heads(TEAM)] == [5]
 
 
 def test_a_lower_seq_loses_and_old_manifests_are_trimmed(replicas: list[PgStorage]) -> None:
     a, b, _ = replicas
     _register(a)
-    writer = "w" * 26
     for seq in (1, 2, 3, 4):
-        (a if seq % 2 else b).put_manifest(
-            TEAM, StoredHead("webapp", writer, seq, f"h{seq}", 0), b"m%d" % seq, 2, 10
-        )
+        _manifest(a if seq % 2 else b, seq, b"m%d" % seq, keep=2)
     with pytest.raises(StaleSeq) as lost:
-        b.put_manifest(TEAM, StoredHead("webapp", writer, 3, "h", 0), b"late", 2, 10)
+        _manifest(b, 3, b"late", keep=2)
     assert lost.value.current == 4
-    assert a.manifests(TEAM, "webapp", writer) == {writer: [b"m4", b"m3"]}
-    assert a.newest_seqs(TEAM, "webapp") == {writer: 4}
-    assert a.usage(TEAM) == b.usage(TEAM) > 0
+    assert a.manifests(TEAM, "webapp", WRITER) == {WRITER: [b"m4", b"m3"]}
+    assert a.newest_seqs(TEAM, "webapp") == {WRITER: 4}
+    assert a.member_usage(TEAM, WRITER) == len(b"m4m3")
+
+
+def test_a_manifest_needs_its_chunks_in_the_same_transaction(replicas: list[PgStorage]) -> None:
+    a, b, _ = replicas
+    _register(a)
+    b.put_chunk(TEAM, "webapp", WRITER, "c1", b"x", 1)
+    with pytest.raises(MissingChunks) as missing, a.write(TEAM) as w:
+        w.put_manifest(StoredHead("webapp", WRITER, 1, "h", 0), b"m", ["c1", "c2"], 3, 2)
+    assert missing.value.ids == ["c2"]
+    assert a.heads(TEAM) == []  # nothing of the refused write stayed
+    with a.write(TEAM) as w:
+        w.put_manifest(StoredHead("webapp", WRITER, 1, "h", 0), b"m", ["c1"], 3, 2)
+    assert b.chunk_rows_unreferenced(10**12) == []  # c1 is named by a kept manifest
 
 
 def test_a_roster_version_is_stored_once(replicas: list[PgStorage]) -> None:
     data, key, _ = _roster()
-    member = [(key.kid, key.sign_public)]
-    results = _race(3, lambda i: replicas[i].put_roster(TEAM, 1, data, member, [], 1))
+
+    def publish(i: int) -> None:
+        with replicas[i].write(TEAM) as w:
+            w.put_roster(1, data, [(key.kid, key.sign_public)], [], 1)
+
+    results = _race(3, publish)
     assert sum(r is None for r in results) == 1
-    assert all(isinstance(r, StaleSeq) for r in results if r is not None)
+    assert all(isinstance(r, Conflict) for r in results if r is not None)
     assert replicas[0].team_count() == 1
     assert replicas[0].rosters(TEAM, 0) == [data]
 
@@ -133,72 +180,101 @@ def test_a_roster_version_is_stored_once(replicas: list[PgStorage]) -> None:
 def test_keyrings_are_swapped_on_roster_version(replicas: list[PgStorage]) -> None:
     a, b, _ = replicas
     key, roster = _register(a)
-    content = ContentKey.generate()
-    first = build_keyring(content, roster, "webapp")  # type: ignore[arg-type]
+    first = build_keyring(ContentKey.generate(), roster, "webapp")
     newer = dataclasses.replace(first, roster_version=2)
-    a.put_keyring(TEAM, KeyringBlob("webapp", first.epoch, first.sign(key)), 2)
-    b.put_keyring(TEAM, KeyringBlob("webapp", first.epoch, newer.sign(key)), 3)
-    with pytest.raises(StaleSeq):  # citing the older roster again: refused, not written
-        a.put_keyring(TEAM, KeyringBlob("webapp", first.epoch, first.sign(key)), 4)
-    assert [k.data for k in b.keyrings(TEAM, "webapp")] == [newer.sign(key)]
+    old_blob = KeyringBlob("webapp", first.epoch, first.sign(key), 1)
+    new_blob = KeyringBlob("webapp", first.epoch, newer.sign(key), 2)
+    generation = a.generation(TEAM)
+    with a.write(TEAM) as w:
+        w.put_keyring(old_blob, 2)
+    with b.write(TEAM) as w:
+        w.put_keyring(new_blob, 3)
+    with pytest.raises(Conflict) as stale, a.write(TEAM) as w:
+        w.put_keyring(old_blob, 4)
+    assert stale.value.stale
+    assert b.keyrings(TEAM, "webapp") == [new_blob]
+    assert a.generation(TEAM) == (generation or 0) + 2  # each keyring write bumps it
+
+
+# -- the change feed ----------------------------------------------------------------------
 
 
 def test_the_change_cursor_is_per_team_and_gapless(replicas: list[PgStorage]) -> None:
     a, b, c = replicas
     _register(a, TEAM)
     _register(b, OTHER)
-    writer = "w" * 26
-
-    def push(i: int) -> None:
-        store = replicas[i % 3]
-        store.put_manifest(TEAM, StoredHead("webapp", f"{writer[:-2]}{i:02d}", 1, "h", 0),
-                           b"m", 3, 10)  # fmt: skip
-
-    assert all(r is None for r in _race(9, push))
-    cursors = [ch.cursor for ch in c.changes(TEAM, 0)]
-    assert cursors == list(range(1, 11))  # roster v1, then nine manifests
+    assert all(
+        r is None
+        for r in _race(
+            9, lambda i: _manifest(replicas[i % 3], 1, b"m", writer=f"{'w' * 24}{i:02d}")
+        )
+    )
+    assert [ch.cursor for ch in c.changes(TEAM, 0)] == list(range(1, 11))  # roster + 9
     assert c.cursor(TEAM) == 10
-    assert [ch.cursor for ch in c.changes(OTHER, 0)] == [1]  # nothing of the other team leaks
+    assert [ch.cursor for ch in c.changes(OTHER, 0)] == [1]  # no other team's activity
+
+
+def test_a_change_on_one_replica_wakes_a_reader_on_another(replicas: list[PgStorage]) -> None:
+    a, b, _ = replicas
+
+    async def wait_for_push() -> bool:
+        feed = b.feed()
+        await feed.start()
+        try:
+            assert isinstance(feed, PgFeed)
+            assert await asyncio.to_thread(feed.listening.wait, 10)
+            event = feed.event(TEAM)
+            await asyncio.to_thread(_register, a)
+            return await feed.wait(event, 10)
+        finally:
+            await feed.close()
+
+    assert asyncio.run(wait_for_push())
+
+
+# -- shared state -------------------------------------------------------------------------
 
 
 def test_a_nonce_seen_by_one_replica_is_refused_by_another(replicas: list[PgStorage]) -> None:
     a, b, c = replicas
-    assert a.remember_nonce("k" * 26, "nonce-1", 1_000, 601_000)
-    assert not b.remember_nonce("k" * 26, "nonce-1", 2_000, 602_000)
-    assert c.remember_nonce("j" * 26, "nonce-1", 2_000, 602_000)  # another member's nonce
-    results = _race(3, lambda i: replicas[i].remember_nonce("k" * 26, "nonce-2", 3_000, 603_000))
+    kid = "k" * 26
+    assert a.remember_nonce(kid, "nonce-1", 601_000, 1_000)
+    assert not b.remember_nonce(kid, "nonce-1", 602_000, 2_000)
+    assert c.remember_nonce("j" * 26, "nonce-1", 602_000, 2_000)  # another member's nonce
+    results = _race(3, lambda i: replicas[i].remember_nonce(kid, "nonce-2", 603_000, 3_000))
     assert sorted(results) == [False, False, True]  # type: ignore[type-var]
 
 
 def test_nonces_survive_a_restart(pg_dsn: str, s3_url: str) -> None:
+    kid = "k" * 26
     first = PgStorage(pg_dsn, S3Blobs(s3_url))
-    assert first.remember_nonce("k" * 26, "n", 1_000, 601_000)
+    assert first.remember_nonce(kid, "n", 601_000, 1_000)
     first.close()
     again = PgStorage(pg_dsn, S3Blobs(s3_url))
     try:
-        assert not again.remember_nonce("k" * 26, "n", 5_000, 605_000)
-        assert again.remember_nonce("k" * 26, "n", 700_000, 1_300_000)  # expired: reusable
+        assert not again.remember_nonce(kid, "n", 605_000, 5_000)
+        assert again.remember_nonce(kid, "n", 1_300_000, 700_000)  # expired: reusable
     finally:
         again.close()
 
 
 def test_rate_limit_buckets_are_shared(replicas: list[PgStorage]) -> None:
-    spent = _race(3, lambda i: [replicas[i].take_token("m:k", 1.0, 5, 100.0) for _ in range(3)])
-    waits = [w for batch in spent for w in batch]  # type: ignore[attr-defined]
-    assert sorted(waits)[:5] == [0.0] * 5
-    assert all(w > 0 for w in sorted(waits)[5:])
+    spent = _race(3, lambda i: [replicas[i].take_token("m:k", 1.0, 5, 100_000) for _ in range(3)])
+    waits = sorted(w for batch in spent for w in batch)  # type: ignore[attr-defined]
+    assert waits[:5] == [0.0] * 5
+    assert all(w > 0 for w in waits[5:])
     assert len(waits) == 9
-    assert replicas[0].take_token("m:k", 1.0, 5, 101.0) == 0.0  # one token refilled a second on
+    assert replicas[0].take_token("m:k", 1.0, 5, 101_000) == 0.0  # refilled a second later
 
 
-def test_team_lock_excludes_other_replicas(replicas: list[PgStorage]) -> None:
-    inside = 0
-    peak = 0
+def test_the_team_write_lock_excludes_other_replicas(replicas: list[PgStorage]) -> None:
+    _register(replicas[0])
+    inside = peak = 0
     guard = threading.Lock()
 
     def hold(i: int) -> None:
         nonlocal inside, peak
-        with replicas[i].team_lock(TEAM):
+        with replicas[i].write(TEAM):
             with guard:
                 inside += 1
                 peak = max(peak, inside)
@@ -208,30 +284,55 @@ def test_team_lock_excludes_other_replicas(replicas: list[PgStorage]) -> None:
 
     assert _race(3, hold) == [None] * 3
     assert peak == 1
-    with replicas[0].team_lock(TEAM), replicas[1].team_lock(OTHER):  # other teams: independent
+    with replicas[0].write(TEAM), replicas[1].write(OTHER):  # another team: not blocked
         pass
 
 
-def test_a_change_on_one_replica_wakes_the_others(replicas: list[PgStorage]) -> None:
-    a, b, _c = replicas
-    woken: list[str | None] = []
-    ready = threading.Event()
+def test_the_quota_holds_across_replicas(pg_dsn: str, s3_url: str) -> None:
+    quota = Quota(team_bytes=10_000, reserve_bytes=0)
+    stores = [PgStorage(pg_dsn, S3Blobs(s3_url), quota) for _ in range(3)]
+    try:
+        _register(stores[0])
+        room = 10_000 - stores[0].usage(TEAM)
+        size = room // 4 + 1  # three fit, the fourth does not
 
-    def heard(team: str | None) -> None:
-        woken.append(team)
-        ready.set()
+        def put(i: int) -> bool:
+            return stores[i % 3].put_chunk(TEAM, "webapp", WRITER, f"c{i}", b"x" * size, 5)
 
-    b.listen(heard)
-    time.sleep(0.5)  # the listener is connected
-    _register(a)
-    assert ready.wait(10)
-    assert woken == [TEAM]
+        results = _race(6, put)
+        assert sum(r is True for r in results) == 3
+        assert all(isinstance(r, QuotaExceeded) for r in results if r is not True)
+        assert stores[1].usage(TEAM) <= 10_000
+        assert len(list(stores[2].blobs.entries())) == 3  # refused blobs were removed
+    finally:
+        for store in stores:
+            store.close()
 
 
-def test_chunks_blob_first_and_collection(replicas: list[PgStorage]) -> None:
+def test_join_requests_fill_the_inbox_once_across_replicas(replicas: list[PgStorage]) -> None:
     a, b, _ = replicas
     _register(a)
-    args = (TEAM, "webapp", "w" * 26)
+
+    def offer(i: int) -> bool:
+        admission = replicas[i].offer_request(
+            TEAM, f"{'k' * 24}{i:02d}", b"req", "1.2.3.4", 10,
+            live_after_ms=0, max_pending=2, max_per_address=5,
+        )  # fmt: skip
+        return admission.stored
+
+    assert sorted(_race(3, offer)) == [False, True, True]  # type: ignore[type-var]
+    kid = b.requests(TEAM)[0].kid
+    assert a.remove_request(TEAM, kid)
+    assert not b.remove_request(TEAM, kid)
+
+
+# -- chunks and blobs ---------------------------------------------------------------------
+
+
+def test_chunks_refresh_and_collect_across_replicas(replicas: list[PgStorage]) -> None:
+    a, b, _ = replicas
+    _register(a)
+    args = (TEAM, "webapp", WRITER)
     assert a.put_chunk(*args, "c1", b"x" * 100, 1_000)
     assert not b.put_chunk(*args, "c1", b"x" * 100, 5_000)  # already there: refreshed
     assert b.chunk(*args, "c1") == b"x" * 100
@@ -240,7 +341,7 @@ def test_chunks_blob_first_and_collection(replicas: list[PgStorage]) -> None:
     assert a.missing_chunks(*args, ["c1", "c2", "c3"]) == ["c3"]
     assert b.collect(*args, {"c1"}, 6_000) == 1
     assert a.chunk(*args, "c2") is None
-    assert a.usage(TEAM) == len(a.rosters(TEAM, 0)[0]) + 100
+    assert a.member_usage(TEAM, WRITER) == 100
 
 
 def test_orphans_are_collected_only_past_the_minimum_age(
@@ -248,36 +349,16 @@ def test_orphans_are_collected_only_past_the_minimum_age(
 ) -> None:
     a, _, _ = replicas
     _register(a)
-    blobs = S3Blobs(s3_url)
-    blobs.put(TEAM, "webapp", "w" * 26, "orphan", b"o")  # a replica died before its row
-    assert a.put_chunk(TEAM, "webapp", "w" * 26, "named", b"n", 1)
-    assert a.collect_orphans(600.0) == 0  # too young: maybe another replica's commit pending
+    orphan = BlobKey(TEAM, "webapp", WRITER, "orphan")
+    a.blobs.put(orphan, b"o")  # a replica died between the blob and its row
+    assert a.put_chunk(TEAM, "webapp", WRITER, "named", b"n", 1)
+    assert a.collect_orphans(600.0) == 0  # young: maybe another replica's put in flight
     assert a.collect_orphans(0.0) == 1
-    assert blobs.get(TEAM, "webapp", "w" * 26, "orphan") is None
-    assert a.chunk(TEAM, "webapp", "w" * 26, "named") == b"n"
+    assert a.blobs.get(orphan) is None
+    assert a.chunk(TEAM, "webapp", WRITER, "named") == b"n"
 
 
-def test_join_requests_across_replicas(replicas: list[PgStorage]) -> None:
-    a, b, _ = replicas
-    _register(a)
-    results = _race(
-        3,
-        lambda i: replicas[i].offer_request(
-            TEAM,
-            f"{'k' * 24}{i:02d}",
-            b"req",
-            "1.2.3.4",
-            10,
-            live_after_ms=0,
-            max_pending=2,
-            max_per_address=5,
-        ),
-    )
-    assert sorted(r.stored for r in results) == [False, True, True]  # type: ignore[attr-defined]
-    assert len(b.requests(TEAM)) == 2
-    kid = b.requests(TEAM)[0].kid
-    assert a.remove_request(TEAM, kid)
-    assert not b.remove_request(TEAM, kid)
+# -- errors -------------------------------------------------------------------------------
 
 
 def test_database_errors_name_no_password(s3_url: str) -> None:
@@ -286,3 +367,15 @@ def test_database_errors_name_no_password(s3_url: str) -> None:
         PgStorage(dsn, S3Blobs(s3_url))
     assert "hunter2" not in str(failed.value)
     assert "someone@127.0.0.1" in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    ("dsn", "shown"),
+    [
+        ("postgresql://u:pw@db:5432/hub", "postgresql://u@db:5432/hub"),
+        ("postgresql://u@db/hub?password=pw", "postgresql://u@db/hub"),
+        ("host=db password=pw", "(the configured PostgreSQL database)"),
+    ],
+)
+def test_redact(dsn: str, shown: str) -> None:
+    assert redact(dsn) == shown

@@ -6,50 +6,55 @@ import time
 
 import pytest
 
+from sealmem.hub.blobstore import BlobKey
 from sealmem.hub.s3_blobs import S3Blobs, S3Location
 from sealmem.hub.storage import StorageError
 from sealmem.protocol.errors import InputError
 from tests.support.s3 import CREDENTIALS, S3Server
 
-ARGS = ("team-a", "webapp", "w" * 26)
+C1 = BlobKey("team-a", "webapp", "w" * 26, "c1")
+C2 = BlobKey("team-a", "webapp", "w" * 26, "c2")
 
 
 def test_put_get_delete_and_list(s3_url: str) -> None:
     blobs = S3Blobs(s3_url)
     blobs.check()
-    assert blobs.get(*ARGS, "c1") is None
-    blobs.put(*ARGS, "c1", b"one")
-    blobs.put(*ARGS, "c2", b"two")
-    assert blobs.get(*ARGS, "c1") == b"one"
-    assert blobs.key(*ARGS, "c1") == f"hub/team-a/webapp/{'w' * 26}/c1"
-    assert sorted(b.chunk_id for b in blobs.listing()) == ["c1", "c2"]
-    assert list(blobs.listing(min_age_s=3600)) == []  # all younger than an hour
-    blobs.delete(*ARGS, "c1")
-    blobs.delete(*ARGS, "c1")  # deleting a missing blob is not an error
-    assert blobs.get(*ARGS, "c1") is None
-    assert [b.chunk_id for b in blobs.listing()] == ["c2"]
+    assert blobs.get(C1) is None
+    blobs.put(C1, b"one")
+    blobs.put(C2, b"two")
+    assert blobs.get(C1) == b"one"
+    assert blobs.name(C1) == f"hub/team-a/webapp/{'w' * 26}/c1"
+    entries = list(blobs.entries())
+    assert sorted(e.key for e in entries) == [C1, C2]
+    assert all(0 <= e.age_s < 3600 for e in entries)
+    blobs.delete(C1)
+    blobs.delete(C1)  # deleting a missing blob is not an error
+    assert blobs.get(C1) is None
+    assert [e.key for e in blobs.entries()] == [C2]
+    assert blobs.sweep(0.0) == 0  # no unfinished multipart upload
 
 
 def test_writing_again_refreshes_the_age(s3_url: str) -> None:
     blobs = S3Blobs(s3_url)
-    blobs.put(*ARGS, "c1", b"one")
-    first = next(iter(blobs.listing())).modified_s
-    time.sleep(1.1)  # S3 LastModified has a one-second resolution
-    blobs.put(*ARGS, "c1", b"one")
-    assert next(iter(blobs.listing())).modified_s > first
+    blobs.put(C1, b"one")
+    time.sleep(2.1)  # S3 LastModified has a one-second resolution
+    aged = next(iter(blobs.entries())).age_s
+    assert aged >= 1.0
+    blobs.put(C1, b"one")
+    assert next(iter(blobs.entries())).age_s < aged
 
 
 def test_keys_of_other_shapes_are_left_alone(s3_server: S3Server, s3_url: str) -> None:
     blobs = S3Blobs(s3_url)
     blobs._client.put_object(Bucket=blobs.bucket, Key="hub/README", Body=b"x")
     blobs._client.put_object(Bucket=blobs.bucket, Key="elsewhere/a/b/c/d", Body=b"x")
-    assert list(blobs.listing()) == []
+    assert list(blobs.entries()) == []
 
 
 def test_a_missing_bucket_is_named_without_credentials(s3_server: S3Server) -> None:
     blobs = S3Blobs(s3_server.url("no-such-bucket"))
     with pytest.raises(StorageError, match="'no-such-bucket'") as failed:
-        blobs.put(*ARGS, "c1", b"one")
+        blobs.put(C1, b"one")
     for secret in CREDENTIALS.values():
         if "secret" in secret or "access" in secret:
             assert secret not in str(failed.value)
