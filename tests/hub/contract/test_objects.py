@@ -1,0 +1,164 @@
+"""Contract: rosters, keyrings and manifests are compare-and-swapped; each team has
+its own change cursor and generation."""
+
+from __future__ import annotations
+
+import pytest
+
+from sealmem.hub.storage import (
+    Conflict,
+    KeyringBlob,
+    MissingChunks,
+    StaleSeq,
+    Storage,
+    StoredHead,
+)
+
+from .conftest import Backend
+from .world import ALICE, BOB, PROJECT, T0, chunk, manifest, roster, team
+
+
+def test_seq_is_compare_and_swapped(store: Storage) -> None:
+    team(store, "t1")
+    a = chunk(store, "t1", ALICE, b"one")
+    manifest(store, "t1", ALICE, 1, [a])
+    for stale in (1, 0):
+        with pytest.raises(StaleSeq) as caught:
+            manifest(store, "t1", ALICE, stale, [a])
+        assert caught.value.current == 1
+    manifest(store, "t1", ALICE, 5, [a])  # gaps are allowed
+    assert store.newest_seqs("t1", PROJECT) == {ALICE: 5}
+    assert [h.seq for h in store.heads("t1")] == [5]
+
+
+def test_only_the_newest_manifests_are_kept(store: Storage) -> None:
+    team(store, "t1")
+    a = chunk(store, "t1", ALICE, b"one")
+    for seq in range(1, 6):
+        manifest(store, "t1", ALICE, seq, [a], keep=2)
+    kept = store.manifests("t1", PROJECT, ALICE)[ALICE]
+    assert kept == [b"manifest-5", b"manifest-4"]
+
+
+def test_a_manifest_naming_a_chunk_the_slot_lacks_stores_nothing(store: Storage) -> None:
+    team(store, "t1")
+    a = chunk(store, "t1", ALICE, b"one")
+    b = chunk(store, "t1", BOB, b"bob's")  # in another writer's slot: not alice's
+    before = (store.cursor("t1"), store.usage("t1"))
+    with pytest.raises(MissingChunks) as caught:
+        manifest(store, "t1", ALICE, 1, [a, b])
+    assert caught.value.ids == [b]
+    assert store.manifests("t1", PROJECT) == {}
+    assert (store.cursor("t1"), store.usage("t1")) == before
+
+
+def test_a_duplicate_roster_version_is_a_conflict(store: Storage) -> None:
+    team(store, "t1")
+    roster(store, "t1", 2)
+    with pytest.raises(Conflict):
+        roster(store, "t1", 2)
+    with pytest.raises(Conflict):
+        team(store, "t1")  # v1 again: the team is registered
+    with pytest.raises(Conflict):
+        roster(store, "nobody", 2)  # no v1
+    assert store.rosters("t1", 0) == [b"roster-1-of-t1", b"roster-2"]
+
+
+def _keyring(store: Storage, data: bytes, roster_version: int) -> None:
+    with store.write("t1") as tx:
+        tx.put_keyring(KeyringBlob(PROJECT, 1, data, roster_version), T0)
+
+
+def test_keyrings_are_compare_and_swapped_on_the_roster_version(store: Storage) -> None:
+    team(store, "t1", T0, KeyringBlob(PROJECT, 1, b"kr-v1", 1))
+    _keyring(store, b"kr-v3", 3)
+    with pytest.raises(Conflict) as stale:
+        _keyring(store, b"kr-v2", 2)  # a writer that had not seen v3: last-writer-wins no more
+    assert stale.value.stale
+    with pytest.raises(Conflict) as fork:
+        _keyring(store, b"other-v3", 3)
+    assert not fork.value.stale
+    cursor = store.cursor("t1")
+    _keyring(store, b"kr-v3", 3)  # the same one again: nothing happens
+    assert store.cursor("t1") == cursor
+    _keyring(store, b"kr-v4", 4)
+    assert [(k.data, k.roster_version) for k in store.keyrings("t1", PROJECT)] == [(b"kr-v4", 4)]
+
+
+def test_a_failed_write_leaves_nothing(store: Storage) -> None:
+    team(store, "t1")
+    before = (store.cursor("t1"), store.generation("t1"), store.rosters("t1", 0))
+
+    def refused_after_writing() -> None:
+        with store.write("t1") as tx:
+            tx.put_roster(2, b"roster-2", [], [], T0)
+            raise RuntimeError("the verifier refused something after the write")
+
+    with pytest.raises(RuntimeError):
+        refused_after_writing()
+    assert (store.cursor("t1"), store.generation("t1"), store.rosters("t1", 0)) == before
+
+
+def test_cursors_count_per_team(store: Storage) -> None:
+    team(store, "ta", T0, KeyringBlob(PROJECT, 1, b"kr", 1))
+    team(store, "tb")
+    a = chunk(store, "ta", ALICE, b"one")
+    manifest(store, "ta", ALICE, 1, [a])
+    roster(store, "ta", 2)
+    assert store.cursor("ta") == 4  # keyring, roster v1, manifest, roster v2
+    assert store.cursor("tb") == 1  # team A's activity is not in team B's cursor
+    assert [c.cursor for c in store.changes("ta", 0)] == [1, 2, 3, 4]
+    assert [(c.cursor, c.kind, c.seq) for c in store.changes("tb", 0)] == [(1, "roster", 1)]
+    assert [c.kind for c in store.changes("ta", 2)] == ["manifest", "roster"]
+    assert store.changes("tb", 1) == []
+    assert store.cursor("unknown") == 0
+
+
+def test_the_generation_moves_with_rosters_and_keyrings_only(store: Storage) -> None:
+    assert store.generation("t1") is None
+    team(store, "t1")
+    first = store.generation("t1")
+    assert first is not None
+    a = chunk(store, "t1", ALICE, b"one")
+    manifest(store, "t1", ALICE, 1, [a])
+    assert store.generation("t1") == first
+    _keyring(store, b"kr", 1)
+    after_keyring = store.generation("t1")
+    assert after_keyring is not None
+    assert after_keyring > first
+    roster(store, "t1", 2)
+    now = store.generation("t1")
+    assert now is not None
+    assert now > after_keyring
+    with store.write("t1") as tx:
+        assert tx.generation == now
+
+
+def test_a_revoked_writer_keeps_only_its_pinned_manifest(store: Storage) -> None:
+    team(store, "t1")
+    a = chunk(store, "t1", ALICE, b"one")
+    for seq in (1, 2, 3):
+        manifest(store, "t1", ALICE, seq, [a])
+    manifest(store, "t1", BOB, 1, [chunk(store, "t1", BOB, b"bob")])
+    with store.write("t1") as tx:
+        assert tx.drop_writer(ALICE, {PROJECT: 2}) == 2
+    assert store.manifests("t1", PROJECT, ALICE) == {ALICE: [b"manifest-2"]}
+    assert list(store.manifests("t1", PROJECT, BOB)) == [BOB]
+
+
+def test_everything_survives_reopening(storage_backend: Backend) -> None:
+    store = storage_backend.open()
+    team(store, "t1", T0, KeyringBlob(PROJECT, 1, b"kr", 1))
+    a = chunk(store, "t1", ALICE, b"one")
+    manifest(store, "t1", ALICE, 1, [a])
+    seen = (store.cursor("t1"), store.generation("t1"), store.usage("t1"), store.heads("t1"))
+    store.close()
+    again = storage_backend.open()
+    assert (
+        again.cursor("t1"),
+        again.generation("t1"),
+        again.usage("t1"),
+        again.heads("t1"),
+    ) == seen
+    assert again.chunk("t1", PROJECT, ALICE, a) == b"one"
+    assert again.heads("t1") == [StoredHead(PROJECT, ALICE, 1, f"{1:064x}", 0)]
