@@ -145,6 +145,8 @@ class PgTeamWrite(TeamWrite):
             )
             if fresh.rowcount != 1:
                 raise Conflict(f"team {team} is already registered")
+        elif self.generation is None:
+            raise Conflict(f"team {team} is not registered; roster v{version} needs v1 first")
         charge(conn, self._quota, team, TEAM_OWNER, len(data), control=True)
         stored = conn.execute(
             "INSERT INTO rosters (team, version, data, stored_at) VALUES (%s, %s, %s, %s) "
