@@ -379,3 +379,31 @@ def test_database_errors_name_no_password(s3_url: str) -> None:
 )
 def test_redact(dsn: str, shown: str) -> None:
     assert redact(dsn) == shown
+
+
+def test_the_feed_listener_reconnects_and_wakes_everyone(
+    replicas: list[PgStorage], pg_dsn: str
+) -> None:
+    a, b, _ = replicas
+
+    async def survive_a_lost_connection() -> tuple[bool, bool]:
+        feed = b.feed()
+        await feed.start()
+        try:
+            assert isinstance(feed, PgFeed)
+            assert await asyncio.to_thread(feed.listening.wait, 10)
+            event = feed.event(TEAM)
+            with psycopg.connect(pg_dsn, autocommit=True) as conn:  # the database drops it
+                conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE query LIKE 'LISTEN%%' AND pid <> pg_backend_pid()"
+                )
+            woken_by_reconnect = await feed.wait(event, 15)  # missed changes: wake everyone
+            assert await asyncio.to_thread(feed.listening.wait, 10)
+            event = feed.event(TEAM)
+            await asyncio.to_thread(_register, a)
+            return woken_by_reconnect, await feed.wait(event, 10)
+        finally:
+            await feed.close()
+
+    assert asyncio.run(survive_a_lost_connection()) == (True, True)
