@@ -235,24 +235,32 @@ def create_app(
     return app
 
 
-def run_janitor(store: Storage, config: HubConfig, now_ms: int) -> tuple[int, int]:
-    """One pass: chunks no kept manifest names past their TTL, then orphan blobs."""
+def run_janitor(
+    store: Storage, config: HubConfig, now_ms: int, *, orphans: bool = True
+) -> tuple[int, int]:
+    """One pass: chunks no kept manifest names past their TTL, then (if ``orphans``)
+    blobs no row names past the minimum age."""
     expired = store.expire_unreferenced(now_ms - int(config.unreferenced_ttl_s * 1000))
-    orphans = store.collect_orphans(config.orphan_min_age_s)
-    if expired or orphans:
+    collected = store.collect_orphans(config.orphan_min_age_s) if orphans else 0
+    if expired or collected:
         log.info("janitor: %d unreferenced chunk(s) expired, %d orphan blob(s) collected",
-                 expired, orphans)  # fmt: skip
-    return expired, orphans
+                 expired, collected)  # fmt: skip
+    return expired, collected
 
 
 async def _janitor(store: Storage, config: HubConfig, clock: Callable[[], int]) -> None:
-    """Run :func:`run_janitor` every ``janitor_interval_s`` (first after one interval)."""
+    """Run :func:`run_janitor` every ``janitor_interval_s`` (first after one interval);
+    the orphan pass walks every blob, so it runs only every half minimum age."""
+    next_walk = time.monotonic() + config.orphan_min_age_s / 2
     while True:
         await asyncio.sleep(config.janitor_interval_s)
+        walk = time.monotonic() >= next_walk
         try:
-            await run_in_threadpool(run_janitor, store, config, clock())
+            await run_in_threadpool(run_janitor, store, config, clock(), orphans=walk)
         except StorageError as exc:
             log.error("janitor: storage failure: %s", exc)
+        if walk:
+            next_walk = time.monotonic() + config.orphan_min_age_s / 2
 
 
 def _context(request: Request, body: bytes) -> Ctx:

@@ -66,7 +66,7 @@ class HubConfig:
     #: one member's chunks and manifests; None: the team's quota less the reserve
     member_quota_bytes: int | None = None
     #: a chunk no kept manifest names is deleted this long after it was (last) uploaded
-    unreferenced_ttl_s: float = 15 * 60.0
+    unreferenced_ttl_s: float = 30 * 60.0
     #: how often the storage janitor runs (unreferenced chunks, then orphan blobs)
     janitor_interval_s: float = 60.0
     #: a signed request must be dated within this many ms of the hub clock

@@ -9,28 +9,24 @@ Layout of the data directory (``--data DIR``, or ``--db sqlite:///DIR/hub.db``):
 One process serves a database (``hub.lock``), so rate-limit buckets live in
 its memory (:mod:`sealmem.hub.buckets`); everything else that must survive a
 restart is in ``hub.db``.  A team's write lock is SQLite's own: every write is a
-``BEGIN IMMEDIATE`` transaction.  SQLite runs with ``synchronous=FULL`` so a
-committed manifest survives power loss; the nonce table is written on a second
-connection with ``synchronous=NORMAL`` (a power loss may forget the nonces of
-the last moments, not corrupt anything).  The schema and its upgraders are in
-:mod:`sealmem.hub.sqlite_schema`; the blob ordering rules in
-:class:`sealmem.hub.storage.Storage`.
+``BEGIN IMMEDIATE`` transaction (:mod:`sealmem.hub.sqlite_db`: connections,
+durability).  The schema and its upgraders are in
+:mod:`sealmem.hub.sqlite_schema`, a team's write transaction in
+:mod:`sealmem.hub.sqlite_write`, the blob ordering rules in
+:mod:`sealmem.hub.chunk_rules`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
-
-import filelock
 
 from .blobs import BlobDir
 from .blobstore import BlobKey, BlobStore
 from .buckets import TokenBuckets
+from .sqlite_db import SQLiteDb
 from .sqlite_schema import set_up
 from .sqlite_write import SQLiteTeamWrite, charge
 from .storage import (
@@ -65,116 +61,41 @@ class SQLiteStorage(Storage):
         quota: Quota | None = None,
         db_name: str = DB_FILE,
     ) -> None:
-        self._dir = Path(data_dir)
-        self._db = self._dir / db_name
+        data_dir = Path(data_dir)
+        lock_name = LOCK_FILE if db_name == DB_FILE else f"{db_name}.lock"
+        self._sql = SQLiteDb(data_dir / db_name, data_dir / lock_name)
         try:
-            self._dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError as exc:
-            raise StorageError(f"cannot use the hub data directory {self._dir}: {exc}") from exc
-        lock_path = self._dir / (LOCK_FILE if db_name == DB_FILE else f"{db_name}.lock")
-        # Held until close(), which may run on another thread: not thread-local.
-        self._lock: filelock.FileLock | None = filelock.FileLock(
-            lock_path, mode=0o600, blocking=False, thread_local=False
-        )
-        try:
-            self._lock.acquire()
-        except filelock.Timeout:
-            raise StorageError(
-                f"another hub is serving {self._db} ({lock_path.name} is locked); stop it first"
-            ) from None
-        except OSError as exc:
-            raise StorageError(f"cannot lock {lock_path}: {exc}") from exc
-        try:
-            super().__init__(blobs if blobs is not None else BlobDir(self._dir / "blobs"), quota)
+            super().__init__(blobs if blobs is not None else BlobDir(data_dir / "blobs"), quota)
+            self._sql.set_up(set_up)
         except BaseException:
-            self._lock.release()
+            self._sql.close()
             raise
-        self._local = threading.local()
-        self._write = threading.Lock()
-        self._conns: list[sqlite3.Connection] = []
-        self._conns_lock = threading.Lock()
         self._buckets = TokenBuckets()
         self._next_purge = 0
-        try:
-            with self._write:
-                set_up(self._conn())
-        except sqlite3.Error as exc:
-            self.close()
-            raise StorageError(f"cannot set up {self._db}: {exc}") from exc
-        except BaseException:
-            self.close()
-            raise
-
-    # -- connections -----------------------------------------------------------------
-
-    def _conn(self, *, nonces: bool = False) -> sqlite3.Connection:
-        name = "nonces" if nonces else "conn"
-        conn: sqlite3.Connection | None = getattr(self._local, name, None)
-        if conn is None:
-            try:
-                conn = sqlite3.connect(
-                    self._db, isolation_level=None, check_same_thread=False, timeout=30.0
-                )
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute(f"PRAGMA synchronous={'NORMAL' if nonces else 'FULL'}")
-            except sqlite3.Error as exc:
-                raise StorageError(f"cannot open {self._db}: {exc}") from exc
-            setattr(self._local, name, conn)
-            with self._conns_lock:
-                self._conns.append(conn)
-        return conn
-
-    @contextlib.contextmanager
-    def _tx(self, *, nonces: bool = False) -> Iterator[sqlite3.Connection]:
-        conn = self._conn(nonces=nonces)
-        with self._write:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                raise StorageError(f"hub database write failed: {exc}") from exc
-
-    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        try:
-            return list(self._conn().execute(sql, args))
-        except sqlite3.Error as exc:
-            raise StorageError(f"hub database read failed: {exc}") from exc
 
     def close(self) -> None:
-        with self._conns_lock:
-            for conn in self._conns:
-                conn.close()
-            self._conns.clear()
-        self._local = threading.local()
+        self._sql.close()
         super().close()
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
 
     # -- teams, rosters, keyrings ----------------------------------------------------
 
     def team_exists(self, team: str) -> bool:
-        return bool(self._read("SELECT 1 FROM teams WHERE team = ?", (team,)))
+        return bool(self._sql.read("SELECT 1 FROM teams WHERE team = ?", (team,)))
 
     def team_count(self) -> int:
-        return int(self._read("SELECT COUNT(*) FROM teams")[0][0])
+        return int(self._sql.read("SELECT COUNT(*) FROM teams")[0][0])
 
     def generation(self, team: str) -> int | None:
-        rows = self._read("SELECT generation FROM teams WHERE team = ?", (team,))
+        rows = self._sql.read("SELECT generation FROM teams WHERE team = ?", (team,))
         return int(rows[0][0]) if rows else None
 
     @contextlib.contextmanager
     def write(self, team: str) -> Iterator[TeamWrite]:
-        with self._tx() as conn:
+        with self._sql.tx() as conn:
             yield SQLiteTeamWrite(conn, team, self.quota)
 
     def rosters(self, team: str, after_version: int) -> list[bytes]:
-        rows = self._read(
+        rows = self._sql.read(
             "SELECT data FROM rosters WHERE team = ? AND version > ? ORDER BY version",
             (team, after_version),
         )
@@ -183,31 +104,31 @@ class SQLiteStorage(Storage):
     def keyrings(self, team: str, project: str | None = None) -> list[KeyringBlob]:
         sql = "SELECT project, epoch, data, roster_version FROM keyrings WHERE team = ?"
         if project is None:
-            rows = self._read(sql + " ORDER BY project, epoch", (team,))
+            rows = self._sql.read(sql + " ORDER BY project, epoch", (team,))
         else:
-            rows = self._read(sql + " AND project = ? ORDER BY epoch", (team, project))
+            rows = self._sql.read(sql + " AND project = ? ORDER BY epoch", (team, project))
         return [KeyringBlob(str(p), int(e), bytes(d), int(v)) for p, e, d, v in rows]
 
     def keys_of(self, kid: str) -> list[tuple[str, bytes]]:
-        rows = self._read("SELECT team, sign_public FROM members WHERE kid = ?", (kid,))
+        rows = self._sql.read("SELECT team, sign_public FROM members WHERE kid = ?", (kid,))
         return [(str(t), bytes(p)) for t, p in rows]
 
     # -- manifests -------------------------------------------------------------------
 
     def heads(self, team: str) -> list[StoredHead]:
-        return SQLiteTeamWrite.read_heads(self._conn(), team)
+        return SQLiteTeamWrite.read_heads(self._sql.conn(), team)
 
     def manifests(
         self, team: str, project: str, writer: str | None = None
     ) -> dict[str, list[bytes]]:
         if writer is None:
-            rows = self._read(
+            rows = self._sql.read(
                 "SELECT writer, data FROM manifests WHERE team = ? AND project = ? "
                 "ORDER BY writer, seq DESC",
                 (team, project),
             )
         else:
-            rows = self._read(
+            rows = self._sql.read(
                 "SELECT writer, data FROM manifests WHERE team = ? AND project = ? AND writer = ? "
                 "ORDER BY seq DESC",
                 (team, project, writer),
@@ -218,7 +139,7 @@ class SQLiteStorage(Storage):
         return out
 
     def newest_seqs(self, team: str, project: str) -> dict[str, int]:
-        rows = self._read(
+        rows = self._sql.read(
             "SELECT writer, MAX(seq) FROM manifests WHERE team = ? AND project = ? GROUP BY writer",
             (team, project),
         )
@@ -227,15 +148,17 @@ class SQLiteStorage(Storage):
     # -- usage -----------------------------------------------------------------------
 
     def usage(self, team: str) -> int:
-        rows = self._read("SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = ?", (team,))
+        rows = self._sql.read("SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = ?", (team,))
         return int(rows[0][0])
 
     def member_usage(self, team: str, member: str) -> int:
-        rows = self._read("SELECT bytes FROM usage WHERE team = ? AND member = ?", (team, member))
+        rows = self._sql.read(
+            "SELECT bytes FROM usage WHERE team = ? AND member = ?", (team, member)
+        )
         return int(rows[0][0]) if rows else 0
 
     def total_usage(self) -> int:
-        return int(self._read("SELECT COALESCE(SUM(bytes), 0) FROM usage")[0][0])
+        return int(self._sql.read("SELECT COALESCE(SUM(bytes), 0) FROM usage")[0][0])
 
     # -- join requests ---------------------------------------------------------------
 
@@ -251,7 +174,7 @@ class SQLiteStorage(Storage):
         max_pending: int,
         max_per_address: int,
     ) -> Admission:
-        with self._tx() as conn:
+        with self._sql.tx() as conn:
             expired = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM requests "
                 "WHERE team = ? AND stored_at <= ?",
@@ -283,14 +206,14 @@ class SQLiteStorage(Storage):
         return Admission(True, int(pending) + 1, int(from_address) + 1, oldest_at)
 
     def request(self, team: str, kid: str, live_after_ms: int | None = None) -> bytes | None:
-        rows = self._read(
+        rows = self._sql.read(
             "SELECT data FROM requests WHERE team = ? AND kid = ? AND stored_at > ?",
             (team, kid, _NEVER if live_after_ms is None else live_after_ms),
         )
         return bytes(rows[0][0]) if rows else None
 
     def requests(self, team: str, live_after_ms: int | None = None) -> list[PendingRequest]:
-        rows = self._read(
+        rows = self._sql.read(
             "SELECT kid, data, stored_at FROM requests WHERE team = ? AND stored_at > ? "
             "ORDER BY kid",
             (team, _NEVER if live_after_ms is None else live_after_ms),
@@ -298,7 +221,7 @@ class SQLiteStorage(Storage):
         return [PendingRequest(str(k), bytes(d), int(t)) for k, d, t in rows]
 
     def remove_request(self, team: str, kid: str) -> bool:
-        with self._tx() as conn:
+        with self._sql.tx() as conn:
             old = conn.execute(
                 "SELECT LENGTH(data) FROM requests WHERE team = ? AND kid = ?", (team, kid)
             ).fetchone()
@@ -311,7 +234,7 @@ class SQLiteStorage(Storage):
     # -- change feed -----------------------------------------------------------------
 
     def changes(self, team: str, since: int, limit: int = 1000) -> list[Change]:
-        rows = self._read(
+        rows = self._sql.read(
             "SELECT cursor, kind, project, writer, seq FROM changes WHERE team = ? AND cursor > ? "
             "ORDER BY cursor LIMIT ?",
             (team, since, limit),
@@ -319,13 +242,13 @@ class SQLiteStorage(Storage):
         return [Change(int(c), str(k), p, w, s) for c, k, p, w, s in rows]
 
     def cursor(self, team: str) -> int:
-        rows = self._read("SELECT cursor FROM teams WHERE team = ?", (team,))
+        rows = self._sql.read("SELECT cursor FROM teams WHERE team = ?", (team,))
         return int(rows[0][0]) if rows else 0
 
     # -- shared state ----------------------------------------------------------------
 
     def remember_nonce(self, kid: str, nonce: str, expires_ms: int, now_ms: int) -> bool:
-        with self._tx(nonces=True) as conn:
+        with self._sql.tx(nonces=True) as conn:
             if now_ms >= self._next_purge:
                 conn.execute("DELETE FROM nonces WHERE expires_ms <= ?", (now_ms,))
                 self._next_purge = now_ms + _NONCE_PURGE_MS
@@ -348,7 +271,7 @@ class SQLiteStorage(Storage):
         for i in range(0, len(wanted), 500):
             part = wanted[i : i + 500]
             marks = ",".join("?" * len(part))
-            rows = self._read(
+            rows = self._sql.read(
                 f"SELECT id FROM chunks WHERE team = ? AND project = ? AND writer = ? "
                 f"AND id IN ({marks})",
                 (team, project, writer, *part),
@@ -357,7 +280,7 @@ class SQLiteStorage(Storage):
         return [i for i in wanted if i not in have]
 
     def chunk_row_add(self, key: BlobKey, size: int, now_ms: int) -> bool:
-        with self._tx() as conn:
+        with self._sql.tx() as conn:
             cur = conn.execute(
                 "UPDATE chunks SET stored_at = MAX(stored_at, ?) "
                 "WHERE team = ? AND project = ? AND writer = ? AND id = ?",
@@ -375,7 +298,7 @@ class SQLiteStorage(Storage):
 
     def chunk_rows(self, after: BlobKey | None, limit: int) -> list[tuple[BlobKey, int]]:
         start = after.parts() if after is not None else ("", "", "", "")
-        rows = self._read(
+        rows = self._sql.read(
             "SELECT team, project, writer, id, size FROM chunks "
             "WHERE (team, project, writer, id) > (?, ?, ?, ?) "
             "ORDER BY team, project, writer, id LIMIT ?",
@@ -384,7 +307,7 @@ class SQLiteStorage(Storage):
         return [(BlobKey(str(t), str(p), str(w), str(i)), int(n)) for t, p, w, i, n in rows]
 
     def chunk_rows_named(self, keys: Sequence[BlobKey]) -> set[BlobKey]:
-        conn = self._conn()
+        conn = self._sql.conn()
         found: set[BlobKey] = set()
         try:
             for key in keys:
@@ -401,7 +324,7 @@ class SQLiteStorage(Storage):
     def chunk_rows_of_writer(
         self, team: str, project: str, writer: str, stored_before_ms: int
     ) -> list[str]:
-        rows = self._read(
+        rows = self._sql.read(
             "SELECT id FROM chunks WHERE team = ? AND project = ? AND writer = ? AND stored_at < ?",
             (team, project, writer, stored_before_ms),
         )
@@ -415,7 +338,7 @@ class SQLiteStorage(Storage):
         writer: str | None = None,
         limit: int = 500,
     ) -> list[BlobKey]:
-        rows = self._read(
+        rows = self._sql.read(
             "SELECT c.team, c.project, c.writer, c.id FROM chunks c "
             "WHERE c.stored_at < ? AND (? IS NULL OR c.team = ?) AND (? IS NULL OR c.writer = ?) "
             "AND NOT EXISTS (SELECT 1 FROM manifest_chunks r WHERE r.team = c.team AND "
@@ -428,7 +351,7 @@ class SQLiteStorage(Storage):
         self, keys: Sequence[BlobKey], *, stored_before_ms: int, unreferenced: bool
     ) -> list[BlobKey]:
         gone: list[BlobKey] = []
-        with self._tx() as conn:
+        with self._sql.tx() as conn:
             for key in keys:
                 row = conn.execute(
                     "SELECT size, stored_at FROM chunks "

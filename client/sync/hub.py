@@ -19,17 +19,18 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
 
-from ...crypto import MemberKey
+from ...crypto import SUITE, MemberKey
 from ...crypto.request import sign_request
-from ...protocol import hubapi
+from ...protocol import hubapi, snapshot
 from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
 from ...protocol.errors import InputError, TransportError
 from ...protocol.roster import TEAM_RE
@@ -50,6 +51,10 @@ __all__ = [
 OPERATOR_TOKEN_ENV = "SEALMEM_HUB_OPERATOR_TOKEN"  # noqa: S105 - a variable name
 _NO_BODY = "http-error"  # our code for an error answer without a hub error body
 _RETRIES_429 = 4
+#: own chunks read back per project and sync to find ones the hub lost or holds damaged
+#: (a scrub dropped them, a disk flipped a bit); a larger snapshot is sampled, so a
+#: damaged chunk is found within a few syncs without reading every chunk every time
+CHECKED_CHUNKS = 8
 _MAX_RETRY_WAIT_S = 5.0
 
 
@@ -274,6 +279,20 @@ class HubTransport(Transport):
         path = self._path(hubapi.CHUNK, project=project, writer=writer, chunk=chunk_id)
         response = self._send("GET", path, f"read a chunk of {writer}/{project}", missing_ok=True)
         return None if response is None else response.content
+
+    def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
+        """Read back up to :data:`CHECKED_CHUNKS` of the writer's chunks (a random sample of
+        a larger snapshot): those the hub does not have or serves with bytes that do not
+        hash to their id are damaged (the writer publishes their buckets again)."""
+        ids = sorted({c for c in chunk_ids if HEX_HASH_RE.fullmatch(c)})
+        if len(ids) > CHECKED_CHUNKS:
+            ids = random.sample(ids, CHECKED_CHUNKS)
+        damaged = set()
+        for cid in ids:
+            data = self.chunk(project, writer, cid)
+            if data is None or snapshot.chunk_id(SUITE, data) != cid:
+                damaged.add(cid)
+        return damaged
 
     def push(
         self, project: str, writer: str, seq: int, manifest: bytes, chunks: Mapping[str, bytes]

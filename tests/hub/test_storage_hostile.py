@@ -12,83 +12,16 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
-import pytest
-from starlette.testclient import TestClient
-
-from sealmem.client.sync.hub import HubTransport
 from sealmem.client.team import admin as team_admin
 from sealmem.crypto import SUITE, MemberKey
-from sealmem.hub.app import create_app, run_janitor
-from sealmem.hub.config import HubConfig
+from sealmem.hub.app import run_janitor
 from sealmem.hub.feed import LocalFeed
-from sealmem.hub.storage import Storage
 from sealmem.protocol.snapshot import chunk_id
 
-from .conftest import IN_PROCESS_URL, PROJECT, TEAM, TOKEN, HubWorld, hub_config, now_ms, signed
-
-
-class Hub:
-    """The app in process, restartable over the same data directory."""
-
-    def __init__(self, config: HubConfig, homes: Path) -> None:
-        self.config = config
-        self.homes = homes
-        self.client: TestClient | None = None
-        self.start()
-
-    def start(self) -> None:
-        self.client = TestClient(create_app(self.config), base_url=IN_PROCESS_URL)
-        self.client.__enter__()
-
-    def stop(self) -> None:
-        if self.client is not None:
-            self.client.__exit__(None, None, None)
-            self.client = None
-
-    @property
-    def c(self) -> TestClient:
-        assert self.client is not None
-        return self.client
-
-    @property
-    def storage(self) -> Storage:
-        store: Storage = self.c.app.state.storage  # type: ignore[attr-defined]
-        return store
-
-    def world(self) -> HubWorld:
-        w = HubWorld(
-            self.homes,
-            IN_PROCESS_URL,
-            lambda k: HubTransport(IN_PROCESS_URL, TEAM, k, operator_token=TOKEN, client=self.c),
-        )
-        w.create()
-        w.join("alice", "bob")
-        return w
-
-    def put_chunk(self, key: MemberKey, data: bytes) -> httpx.Response:
-        cid = chunk_id(SUITE, data)
-        path = f"/v1/teams/{TEAM}/projects/{PROJECT}/chunks/{key.kid}/{cid}"
-        return self.c.put(path, headers=signed(key, "PUT", path, data), content=data)
-
-
-@pytest.fixture
-def make_hub(tmp_path: Path) -> Iterator[type[Hub]]:
-    hubs: list[Hub] = []
-    homes = tmp_path / "homes"
-    homes.mkdir()
-
-    class Made(Hub):
-        def __init__(self, config: HubConfig) -> None:
-            super().__init__(config, homes)
-            hubs.append(self)
-
-    yield Made
-    for hub in hubs:
-        hub.stop()
+from .conftest import PROJECT, TEAM, hub_config, now_ms, signed
+from .restartable import Hub, make_hub_fixture  # noqa: F401 - the make_hub fixture
 
 
 def test_a_member_filling_the_quota_cannot_stop_its_revocation(
@@ -224,3 +157,18 @@ def test_a_feed_holds_nothing_for_a_team_nobody_waits_on() -> None:
     held = feed.event("t")
     feed.notify("t")
     assert held.is_set()
+
+
+def test_the_janitor_runs_by_itself(tmp_path: Path, make_hub: type[Hub]) -> None:
+    config = hub_config(tmp_path / "hub", unreferenced_ttl_s=0.2, janitor_interval_s=0.1)
+    hub = make_hub(config)
+    world = hub.world()
+    alice = world.nodes["alice"]
+    stray = os.urandom(500)
+    assert hub.put_chunk(alice.key, stray).status_code == 201
+    cid = chunk_id(SUITE, stray)
+    deadline = time.monotonic() + 10
+    while not hub.storage.missing_chunks(TEAM, PROJECT, alice.key.kid, [cid]):
+        assert time.monotonic() < deadline, "the janitor never expired the stray chunk"
+        time.sleep(0.05)
+    world.close()

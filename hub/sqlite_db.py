@@ -1,0 +1,106 @@
+"""An SQLite database file for one hub process: its lock, connections and transactions.
+
+``hub.lock`` (or ``NAME.db.lock``) is held from open to close, so two hubs never
+serve one database.  Each thread has its own connection (WAL, ``synchronous=
+FULL``) and a second one for the nonce table (``synchronous=NORMAL``: a power
+loss may forget the newest nonces, never corrupt anything).  Writes take one
+process-wide lock and ``BEGIN IMMEDIATE``; every ``sqlite3`` error becomes a
+:class:`~sealmem.hub.stored.StorageError` naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from .stored import StorageError
+
+__all__ = ["SQLiteDb"]
+
+
+class SQLiteDb:
+    def __init__(self, path: Path, lock_path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise StorageError(f"cannot use the hub data directory {path.parent}: {exc}") from exc
+        # Held until close(), which may run on another thread: not thread-local.
+        self._lock: filelock.FileLock | None = filelock.FileLock(
+            lock_path, mode=0o600, blocking=False, thread_local=False
+        )
+        try:
+            self._lock.acquire()
+        except filelock.Timeout:
+            raise StorageError(
+                f"another hub is serving {path} ({lock_path.name} is locked); stop it first"
+            ) from None
+        except OSError as exc:
+            raise StorageError(f"cannot lock {lock_path}: {exc}") from exc
+        self._local = threading.local()
+        self._write = threading.Lock()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+
+    def set_up(self, schema: Callable[[sqlite3.Connection], None]) -> None:
+        """Run ``schema`` (create or upgrade) under the write lock."""
+        try:
+            with self._write:
+                schema(self.conn())
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot set up {self.path}: {exc}") from exc
+
+    def conn(self, *, nonces: bool = False) -> sqlite3.Connection:
+        name = "nonces" if nonces else "conn"
+        conn: sqlite3.Connection | None = getattr(self._local, name, None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(
+                    self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+                )
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(f"PRAGMA synchronous={'NORMAL' if nonces else 'FULL'}")
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot open {self.path}: {exc}") from exc
+            setattr(self._local, name, conn)
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def tx(self, *, nonces: bool = False) -> Iterator[sqlite3.Connection]:
+        """A write transaction (not reentrant: never open one inside another)."""
+        conn = self.conn(nonces=nonces)
+        with self._write:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StorageError(f"hub database write failed: {exc}") from exc
+
+    def read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return list(self.conn().execute(sql, args))
+        except sqlite3.Error as exc:
+            raise StorageError(f"hub database read failed: {exc}") from exc
+
+    def close(self) -> None:
+        with self._conns_lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+        self._local = threading.local()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
