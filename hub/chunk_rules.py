@@ -8,6 +8,12 @@ metadata backend provides (``chunk_row_*``, ``chunk_rows_*``,
 :class:`~sealmem.hub.blobstore.BlobStore`.  The primitives MUST re-check their
 conditions inside their own transaction: a row refreshed or referenced
 meanwhile is kept.  See :mod:`sealmem.hub.storage` for the whole seam.
+
+One race is left on purpose, because it heals: a blob deleted (as an orphan,
+or after its row) at the moment the same chunk is uploaded again can leave a
+row without its blob.  :meth:`ChunkRules.chunk` then drops the row, the hub
+reports the chunk missing, and the writer, which reads back a sample of its
+chunks at every sync, publishes that bucket again.
 """
 
 from __future__ import annotations

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from sealmem.client.sync.hub import HubTransport
 from sealmem.hub.backends import default_blobs_url, open_storage
 from sealmem.hub.blobs import BlobDir
 from sealmem.hub.config import HubConfig
+from sealmem.hub.server import free_port
 from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.protocol.errors import InputError
 from tests.support.cli import in_process
 
+from .conftest import TEAM, TOKEN, HubWorld, wait_healthy
 from .contract.world import ALICE, PROJECT, chunk, team
 
 
@@ -98,3 +104,39 @@ def test_scrub_takes_its_storage_from_the_environment(
     assert refused.code != 0
     assert "--data DIR, or --db URL" in refused.err
     assert "Traceback" not in refused.err
+
+
+@pytest.mark.slow
+def test_hub_serve_places_its_storage_where_the_urls_say(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    db, blobs = tmp_path / "meta" / "hub.db", tmp_path / "chunks"
+    db.parent.mkdir()
+    env = {
+        **os.environ,
+        "SEALMEM_HUB_OPERATOR_TOKEN": TOKEN,
+        "SEALMEM_HUB_DB": f"sqlite://{db}",
+        "SEALMEM_HUB_BLOBS": f"file://{blobs}",
+    }
+    code = "import sys; from sealmem.client.cli import main; sys.exit(main())"
+    cmd = [sys.executable, "-c", code, "hub", "serve", "--port", str(port)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    homes = tmp_path / "homes"
+    homes.mkdir()
+    world = HubWorld(homes, url, lambda k: HubTransport(url, TEAM, k, operator_token=TOKEN))
+    try:
+        wait_healthy(url)
+        world.create()
+        world.join("alice", "bob")
+        world.nodes["alice"].remember("a note through a hub configured by URL")
+        world.sync_all(2)
+        assert "a note through a hub configured by URL" in {
+            m.content for m in world.nodes["bob"].store.recent(limit=10, all_projects=True)
+        }
+    finally:
+        world.close()
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert db.is_file()
+    assert (blobs / TEAM / PROJECT).is_dir()
+    assert not (db.parent / "blobs").exists()
