@@ -88,7 +88,9 @@ def _postgresql(url: str, blobs: BlobStore, quota: Quota) -> Storage:
 def _s3(url: str) -> BlobStore:
     from .s3_blobs import S3Blobs
 
-    return S3Blobs(url)
+    blobs = S3Blobs(url)
+    blobs.check()  # a missing bucket or bad credentials fail at start, by name
+    return blobs
 
 
 #: URL scheme -> factory; "" is a plain path.  Other backends add theirs.

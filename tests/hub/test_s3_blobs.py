@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from sealmem.hub.backends import open_blobs
 from sealmem.hub.blobstore import BlobKey
 from sealmem.hub.s3_blobs import S3Blobs, S3Location
 from sealmem.hub.storage import StorageError
@@ -80,3 +81,8 @@ def test_bad_urls_are_refused_by_name(url: str, message: str) -> None:
 def test_a_url_with_endpoint_region_and_prefix() -> None:
     where = S3Location.parse("s3://chunks/sealmem/hub?endpoint=http://127.0.0.1:9000&region=eu")
     assert where == S3Location("chunks", "sealmem/hub", "http://127.0.0.1:9000", "eu")
+
+
+def test_a_hub_opened_on_a_missing_bucket_fails_at_once(s3_server: S3Server) -> None:
+    with pytest.raises(StorageError, match=r"'not-created'.*opening the bucket"):
+        open_blobs(s3_server.url("not-created"))
