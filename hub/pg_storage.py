@@ -50,6 +50,9 @@ __all__ = ["PgStorage", "redact"]
 
 _NEVER = -(2**63)
 _NONCE_PURGE_MS = 60_000
+#: a rate-limit bucket untouched this long has refilled (every hub rate refills its
+#: burst within minutes): its row is deleted, which is the same as a full bucket
+BUCKET_IDLE_MS = 60 * 60 * 1000
 
 
 class PgStorage(Storage):
@@ -89,6 +92,7 @@ class PgStorage(Storage):
             raise StorageError(f"cannot open connections to {self.where}: {exc}") from None
         self._feed = PgFeed(dsn)
         self._next_purge = 0
+        self._next_bucket_purge = 0
 
     # -- plumbing --------------------------------------------------------------------
 
@@ -309,6 +313,11 @@ class PgStorage(Storage):
         args = {"k": key, "burst": float(burst), "now": now_ms, "rate": rate_per_s / 1000.0}
         refill = "LEAST(%(burst)s, b.tokens + GREATEST(0, %(now)s - b.at_ms) * %(rate)s)"
         with self._tx() as conn:
+            if now_ms >= self._next_bucket_purge:
+                conn.execute(
+                    "DELETE FROM rate_buckets WHERE at_ms < %s", (now_ms - BUCKET_IDLE_MS,)
+                )
+                self._next_bucket_purge = now_ms + _NONCE_PURGE_MS
             spent = conn.execute(
                 "INSERT INTO rate_buckets AS b (key, tokens, at_ms) "
                 "VALUES (%(k)s, %(burst)s - 1, %(now)s) ON CONFLICT (key) DO UPDATE SET "

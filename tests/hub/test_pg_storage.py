@@ -22,7 +22,7 @@ from sealmem.hub.backends import open_storage
 from sealmem.hub.blobstore import BlobKey
 from sealmem.hub.pg_feed import PgFeed
 from sealmem.hub.pg_schema import MIGRATIONS, upgrade
-from sealmem.hub.pg_storage import PgStorage, redact
+from sealmem.hub.pg_storage import BUCKET_IDLE_MS, PgStorage, redact
 from sealmem.hub.s3_blobs import S3Blobs
 from sealmem.hub.server import free_port
 from sealmem.hub.storage import (
@@ -407,3 +407,13 @@ def test_the_feed_listener_reconnects_and_wakes_everyone(
             await feed.close()
 
     assert asyncio.run(survive_a_lost_connection()) == (True, True)
+
+
+def test_idle_rate_limit_buckets_are_purged(replicas: list[PgStorage], pg_dsn: str) -> None:
+    a, b, _ = replicas
+    for i in range(5):
+        a.take_token(f"address:10.0.0.{i}", 1.0, 5, 1_000)
+    b.take_token("member:k", 1.0, 5, 1_000 + BUCKET_IDLE_MS + 120_000)  # an hour on
+    with psycopg.connect(pg_dsn) as conn:
+        keys = [r[0] for r in conn.execute("SELECT key FROM rate_buckets").fetchall()]
+    assert keys == ["member:k"]
