@@ -17,8 +17,7 @@ the blob store given beside it (an S3-compatible bucket, typically).
 - Rate-limit buckets are rows updated in one statement each.
 - Wake-ups go through LISTEN/NOTIFY (:class:`~sealmem.hub.pg_feed.PgFeed`).
 
-Connections come from a ``psycopg_pool.ConnectionPool``; errors of the engine
-become :class:`StorageError` with a one-line reason and never the password.
+Connections, transactions and error translation are :mod:`sealmem.hub.pg_db`.
 """
 
 from __future__ import annotations
@@ -26,13 +25,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from .blobstore import BlobKey, BlobStore
 from .feed import Feed
+from .pg_db import Database, redact
 from .pg_feed import PgFeed
-from .pg_schema import upgrade
-from .pg_write import PgTeamWrite, charge, lock_team, read_heads
+from .pg_write import PgTeamWrite, charge, read_heads
 from .storage import (
     TEAM_OWNER,
     Admission,
@@ -41,7 +39,6 @@ from .storage import (
     PendingRequest,
     Quota,
     Storage,
-    StorageError,
     StoredHead,
     TeamWrite,
 )
@@ -61,63 +58,25 @@ class PgStorage(Storage):
     def __init__(
         self, dsn: str, blobs: BlobStore, quota: Quota | None = None, *, pool_size: int = 16
     ) -> None:
-        try:
-            import psycopg
-            from psycopg_pool import ConnectionPool
-        except ImportError:  # pragma: no cover - the hub-scale extra is not installed
-            raise StorageError(
-                "the PostgreSQL backend needs psycopg: pip install 'sealmem[hub-scale]'"
-            ) from None
         super().__init__(blobs, quota)
-        self._psycopg = psycopg
-        self._dsn = dsn
-        self.where = redact(dsn)
-        try:  # one direct connection first: a wrong DSN fails now, with a clear message
-            with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
-                upgrade(conn)
-        except psycopg.Error as exc:
-            raise StorageError(f"cannot use the hub database {self.where}: {_brief(exc)}") from None
-        self._pool = ConnectionPool(
-            dsn,
-            min_size=1,
-            max_size=pool_size,
-            kwargs={"autocommit": True},
-            open=False,
-            name="sealmem-hub",
-        )
-        try:
-            self._pool.open(wait=True, timeout=30)
-        except Exception as exc:
-            self._pool.close()
-            raise StorageError(f"cannot open connections to {self.where}: {exc}") from None
+        self._db = Database(dsn, pool_size=pool_size)
+        self.where = self._db.where
         self._feed = PgFeed(dsn)
         self._next_purge = 0
         self._next_bucket_purge = 0
 
     # -- plumbing --------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _tx(self, *lock: str) -> Iterator[Any]:
-        """A transaction, holding the locks of the teams in ``lock`` (taken sorted)."""
-        try:
-            with self._pool.connection() as conn, conn.transaction():
-                for team in sorted(set(lock)):
-                    lock_team(conn, team)
-                yield conn
-        except self._psycopg.Error as exc:
-            raise StorageError(f"hub database write failed: {_brief(exc)}") from exc
+    def _tx(self, *lock: str) -> contextlib.AbstractContextManager[Any]:
+        return self._db.tx(*lock)
 
     def _read(
         self, sql: str, args: Sequence[object] | Mapping[str, object] = ()
     ) -> list[tuple[Any, ...]]:
-        try:
-            with self._pool.connection() as conn:
-                return list(conn.execute(sql, args).fetchall())
-        except self._psycopg.Error as exc:
-            raise StorageError(f"hub database read failed: {_brief(exc)}") from exc
+        return self._db.read(sql, args)
 
     def close(self) -> None:
-        self._pool.close()
+        self._db.close()
         super().close()
 
     def feed(self) -> Feed:
@@ -162,11 +121,8 @@ class PgStorage(Storage):
     # -- manifests -------------------------------------------------------------------
 
     def heads(self, team: str) -> list[StoredHead]:
-        try:
-            with self._pool.connection() as conn:
-                return read_heads(conn, team)
-        except self._psycopg.Error as exc:
-            raise StorageError(f"hub database read failed: {_brief(exc)}") from exc
+        with self._db.reading() as conn:
+            return read_heads(conn, team)
 
     def manifests(
         self, team: str, project: str, writer: str | None = None
@@ -434,24 +390,3 @@ class PgStorage(Storage):
                     charge(conn, None, key.team, key.writer, -int(row[0]))
                     gone.append(key)
         return gone
-
-
-def _brief(exc: BaseException) -> str:
-    """A database error in one line, without connection parameters."""
-    sqlstate = getattr(exc, "sqlstate", None)
-    text = str(exc).strip()
-    line = text.splitlines()[0] if text else type(exc).__name__
-    return f"{line} (SQLSTATE {sqlstate})" if sqlstate else line
-
-
-def redact(dsn: str) -> str:
-    """The DSN without its password, for messages and logs."""
-    parts = urlsplit(dsn)
-    if not parts.scheme:  # a libpq key=value string: show no part of it
-        return "(the configured PostgreSQL database)"
-    if "password" in parts.query.lower():
-        parts = parts._replace(query="")
-    if parts.password is None:
-        return urlunsplit(parts)
-    netloc = f"{parts.username}@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
