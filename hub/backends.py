@@ -79,9 +79,28 @@ def _file(url: str) -> BlobStore:
     return BlobDir(_path(url, "--blobs"))
 
 
+def _postgresql(url: str, blobs: BlobStore, quota: Quota) -> Storage:
+    from .pg_storage import PgStorage  # needs the hub-scale extra: imported when asked for
+
+    return PgStorage(url, blobs, quota)
+
+
+def _s3(url: str) -> BlobStore:
+    from .s3_blobs import S3Blobs
+
+    blobs = S3Blobs(url)
+    blobs.check()  # a missing bucket or bad credentials fail at start, by name
+    return blobs
+
+
 #: URL scheme -> factory; "" is a plain path.  Other backends add theirs.
-METADATA: dict[str, MetadataFactory] = {"sqlite": _sqlite, "": _sqlite}
-BLOBS: dict[str, BlobsFactory] = {"file": _file, "": _file}
+METADATA: dict[str, MetadataFactory] = {
+    "sqlite": _sqlite,
+    "": _sqlite,
+    "postgresql": _postgresql,
+    "postgres": _postgresql,
+}
+BLOBS: dict[str, BlobsFactory] = {"file": _file, "": _file, "s3": _s3}
 
 
 def _unknown(what: str, url: str, known: dict[str, object]) -> InputError:

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 import pytest
 
+# Real servers for the scale-out hub backend, started only by tests that ask for them.
+from tests.support.postgres import pg_dsn, pg_server
+from tests.support.s3 import s3_server, s3_url
+
+__all__ = ["pg_dsn", "pg_server", "s3_server", "s3_url"]
+
 
 @pytest.fixture(autouse=True)
 def _isolated_home(

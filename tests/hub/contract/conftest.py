@@ -42,13 +42,27 @@ def _sqlite(tmp_path: Path) -> Callable[[Quota], Storage]:
     return lambda quota: open_storage(db, blobs, quota)
 
 
+def _postgresql_s3(request: pytest.FixtureRequest) -> Callable[[Quota], Storage]:
+    """A fresh database of the session's PostgreSQL and a fresh bucket of moto's S3
+    server (tests/support/postgres.py and s3.py: skipped without PostgreSQL unless CI)."""
+    dsn: str = request.getfixturevalue("pg_dsn")
+    blobs: str = request.getfixturevalue("s3_url")
+    return lambda quota: open_storage(dsn, blobs, quota)
+
+
 #: parameter -> factory of an opener over fresh storage in ``tmp_path``
 BACKENDS: dict[str, Callable[[Path], Callable[[Quota], Storage]]] = {"sqlite": _sqlite}
+#: parameter -> factory of an opener over an engine the test session starts
+ENGINES: dict[str, Callable[[pytest.FixtureRequest], Callable[[Quota], Storage]]] = {
+    "postgresql+s3": _postgresql_s3,
+}
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(params=sorted([*BACKENDS, *ENGINES]))
 def storage_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    backend = Backend(request.param, BACKENDS[request.param](tmp_path))
+    name = request.param
+    opener = BACKENDS[name](tmp_path) if name in BACKENDS else ENGINES[name](request)
+    backend = Backend(name, opener)
     try:
         yield backend
     finally:
