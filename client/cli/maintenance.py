@@ -260,7 +260,7 @@ def doctor(as_json: JsonOpt = False) -> None:
 
 
 #: Checks that must pass before doctor opens the store to mend far-ahead clocks.
-_READABLE = ("open", "integrity", "schema", "writable")
+_READABLE = ("open", "integrity", "journal", "schema", "writable")
 
 
 def _clock(path: Path, *, usable: bool) -> Check:
