@@ -63,7 +63,7 @@ from ..clock import now_ms
 from ..store.connection import sqlite_errors, transaction
 from ..team.local_only import LocalOnly, local_only
 from ..team.session import Refusal, Team, trusted_roster
-from . import dropping, replica
+from . import clockhealth, dropping, replica
 from .pull import pull_project
 from .transport import ConflictError
 
@@ -158,10 +158,13 @@ def sync(
             # Stopped part way (folder gone, hub down): keep what was learnt, say why;
             # a store too broken to record it must not hide the original error.
             with contextlib.suppress(SealmemError, sqlite3.Error):
+                clockhealth.note(team.conn, team.transport, tick())
                 _record(team, summary, started, tick(), error=str(exc))
             raise
         summary.warnings += team.transport.take_warnings()
         with sqlite_errors(team.store.path):
+            if (clock_off := clockhealth.note(team.conn, team.transport, tick())) is not None:
+                summary.warnings.append(clock_off)
             _record(team, summary, started, tick())
     return summary
 
