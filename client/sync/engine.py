@@ -366,11 +366,17 @@ def _push_project(
         if own is None
         else team.transport.damaged_chunks(project, team.me, [c.id for c in own.manifest.chunks])
     )
+    # A manifest of ours damaged or gone in the folder: publish the snapshot again.
+    lost_manifest = (
+        chain is not None
+        and landed is None
+        and team.transport.damaged_manifest(project, team.me, chain.seq, chain.manifest)
+    )
     plan = plan_push(
         project=project, own=own, landed=landed, epoch=epoch,
         reset_at=0 if reset is None else reset.at_version,
-        witnessed_seq=0 if seen is None else seen.seq,
-        publishable=Publishable(count, newest, due), now_ms=now, repair=bool(damaged),
+        witnessed_seq=0 if seen is None else seen.seq, publishable=Publishable(count, newest, due),
+        now_ms=now, repair=bool(damaged) or lost_manifest,
     )  # fmt: skip
     summary.warnings.extend(plan.warnings)
     if plan.skip is not None:

@@ -375,6 +375,11 @@ class FolderTransport(Transport):
         data = self._read(chunk_dir, chunk_id, MAX_CHUNK_BYTES)
         return data is not None and hash_chunk(SUITE, data) == chunk_id
 
+    def damaged_manifest(self, project: str, writer: str, seq: int, manifest: bytes) -> bool:
+        """Whether the file of manifest ``seq`` is gone or not these bytes (one small read)."""
+        with self._reading("snapshots", _name(project, "project"), _name(writer, "writer")) as d:
+            return self._read(d, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES) != manifest
+
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
         """Chunks missing or not hashing to their id.  A file is hashed once per change:
         while its size, inode, mtime and ctime stay as when it last verified (in this

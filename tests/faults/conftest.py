@@ -44,6 +44,13 @@ def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
+def timed(home: Path, *args: str) -> float:
+    """Seconds one whole run of ``sealmem ARGS`` takes here (to aim the kills inside one)."""
+    began = time.monotonic()
+    run(home, *args)
+    return time.monotonic() - began
+
+
 def kill_after(proc: subprocess.Popen[str], delay_s: float) -> bool:
     """SIGKILL ``proc`` after ``delay_s`` unless it ended; True when it was killed."""
     try:
@@ -86,13 +93,15 @@ def winners(store: MemoryStore) -> dict[str, tuple[object, ...]]:
     return {r[0]: tuple(r) for r in rows}
 
 
-def converged(nodes: Iterable[Member], expected: set[str]) -> None:
-    """Every member holds the same winners, ``expected`` are all there, none twice."""
+def converged(nodes: Iterable[Member], expected: set[str], gone: Iterable[str] = ()) -> None:
+    """Every member holds the same winners, ``expected`` are all there alive, none twice,
+    and ``gone`` (forgotten) are not."""
     nodes = list(nodes)
     first = winners(nodes[0].store)
     for node in nodes[1:]:
         assert winners(node.store) == first, f"{node.name} differs from {nodes[0].name}"
-    contents = [str(row[4]) for row in first.values()]
+    contents = [str(row[4]) for row in first.values() if not row[6]]  # live ones
+    assert not set(gone) & set(contents), set(gone) & set(contents)
     assert expected <= set(contents), sorted(expected - set(contents))[:5]
     assert len(contents) == len(set(contents)), "a memory is there twice"
 
