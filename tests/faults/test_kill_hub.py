@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,7 +68,11 @@ def test_hub_killed_mid_push(tmp_path: Path, hub: HubProcess) -> None:
     try:
         world.create()
         alice, bob = world.join("alice", "bob")
-        written: set[str] = set()
+        alice.remember("alice's first note syncs whole")
+        began = time.monotonic()
+        alice.sync()
+        whole = time.monotonic() - began  # one push, to aim the kills inside one
+        written = {"alice's first note syncs whole"}
         failed = 0
         for n in range(ROUNDS):
             for who in (alice, bob):
@@ -75,7 +80,7 @@ def test_hub_killed_mid_push(tmp_path: Path, hub: HubProcess) -> None:
                     text = f"{who.name} round {n} note {i}: the hub fault suite"
                     who.remember(text)
                     written.add(text)
-            killer = threading.Timer(rng.uniform(0.0, 0.4), hub.kill)
+            killer = threading.Timer(rng.uniform(0.0, 1.5) * whole, hub.kill)
             killer.start()
             for who in (alice, bob):
                 try:

@@ -13,7 +13,7 @@ from sealmem.hub.server import BackgroundHub, free_port
 from tests.hub.conftest import TEAM, TOKEN, HubWorld, hub_config
 from tests.sync.conftest import make_world
 
-from .conftest import converged, kill_after, seeded, sound, start
+from .conftest import converged, kill_after, seeded, sound, start, timed
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +25,9 @@ def test_sync_killed_at_random_over_a_folder(tmp_path: Path) -> None:
     world = make_world(tmp_path, "alice", "bob")
     try:
         alice, bob = world.nodes["alice"], world.nodes["bob"]
-        written: set[str] = set()
+        alice.remember("alice's first note syncs whole")
+        whole = timed(alice.home, "sync")  # to aim the kills inside a run
+        written = {"alice's first note syncs whole"}
         killed = 0
         for n in range(ROUNDS):
             for who in (alice, bob):
@@ -33,7 +35,7 @@ def test_sync_killed_at_random_over_a_folder(tmp_path: Path) -> None:
                 who.remember(text)
                 written.add(text)
             victim = (alice, bob)[n % 2]
-            killed += kill_after(start(victim.home, "sync"), rng.uniform(0.2, 2.5))
+            killed += kill_after(start(victim.home, "sync"), rng.uniform(0.3, 1.0) * whole)
         assert killed >= 3, "the kills should land mostly inside a sync"
         sound(node.home for node in world.nodes.values())
         world.sync_all(rounds=2)
@@ -56,7 +58,9 @@ def test_sync_killed_at_random_over_a_hub(tmp_path: Path, hub: BackgroundHub) ->
     try:
         world.create()
         alice, bob = world.join("alice", "bob")
-        written: set[str] = set()
+        alice.remember("alice's first note syncs whole")
+        whole = timed(alice.home, "sync")  # to aim the kills inside a run
+        written = {"alice's first note syncs whole"}
         killed = 0
         for n in range(ROUNDS):
             for who in (alice, bob):
@@ -64,7 +68,7 @@ def test_sync_killed_at_random_over_a_hub(tmp_path: Path, hub: BackgroundHub) ->
                 who.remember(text)
                 written.add(text)
             victim = (alice, bob)[n % 2]
-            killed += kill_after(start(victim.home, "sync"), rng.uniform(0.2, 2.5))
+            killed += kill_after(start(victim.home, "sync"), rng.uniform(0.3, 1.0) * whole)
         assert killed >= 3, "the kills should land mostly inside a sync"
         sound(node.home for node in world.nodes.values())
         world.sync_all(rounds=2)
