@@ -106,7 +106,7 @@ def read_text(data: bytes) -> str:
 
 def describe(path: Path | str, exc: sqlite3.Error) -> StoreError:
     """A :class:`StoreError` saying what ``exc`` means for the store at ``path``, and the fix."""
-    text = str(exc)
+    text = " ".join(str(exc).split())  # one line, also when SQLite quotes a multi-line schema
     code = getattr(exc, "sqlite_errorname", "")
     if code == "SQLITE_FULL" or "disk is full" in text:
         return StoreError(

@@ -193,14 +193,23 @@ def _journal(conn: sqlite3.Connection, path: Path) -> tuple[bool, str]:
 
 def _mark_damaged(conn: sqlite3.Connection, path: Path, integrity: Check) -> None:
     """A store SQLite calls corrupt refuses writes from now on (see :mod:`.journal`)."""
+    before, damage = journal.read(path)
     try:
         tally = journal.measure(conn)
-    except sqlite3.Error:
-        return  # too damaged to read its id: no write can open it either
-    before, damage = journal.read(path)
+    except sqlite3.Error:  # the rows are damaged; the store's id may still be read
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        except sqlite3.Error:
+            return  # too damaged to read its id: no write can open it either
+        if row is None:
+            return
+        kept = before if before is not None and before.store_id == str(row[0]) else None
+        tally = journal.Tally(
+            str(row[0]), kept.commits if kept else 0, kept.memories if kept else 0, 0
+        )
     if damage is None or before is None or before.store_id != tally.store_id:
         first = integrity.detail.split(f"; {RECOVER_HINT}")[0]
-        journal.mark(path, tally, f"damaged: {first}")
+        journal.mark(path, tally, f"damaged: SQLite's integrity check failed ({first})")
 
 
 def doctor(conn: sqlite3.Connection, path: Path) -> list[Check]:

@@ -4,6 +4,8 @@ comes back with ``sealmem recover``: the issue saw 54 of 60 vanish while doctor 
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -90,3 +92,30 @@ def test_a_sound_store_passes(cli: Callable[..., Run], home: Path) -> None:
     checks = {c["name"]: c for c in doctor.json()["checks"]}
     assert checks["journal"]["ok"]
     assert "5 memories" in checks["journal"]["detail"], checks["journal"]
+
+
+def test_a_store_sqlite_calls_corrupt_is_marked_by_doctor(
+    cli: Callable[..., Run], home: Path
+) -> None:
+    for i in range(30):
+        assert cli("remember", f"lesson {i}: " + "the build cache moved " * 20).code == 0
+    store = home / "store.db"
+    with contextlib.closing(sqlite3.connect(store)) as conn:
+        page = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'memories_kind'"
+        ).fetchone()
+    data = bytearray(store.read_bytes())
+    end = int(root) * page  # the index's one page: its cells sit at the end of it
+    for offset in range(end - 400, end - 8, 37):
+        data[offset] ^= 0x5A
+    store.write_bytes(bytes(data))
+    doctor = cli("doctor", "--json")
+    assert doctor.code == 1
+    checks = {c["name"]: c for c in doctor.json()["checks"]}
+    assert not checks["integrity"]["ok"]
+    _tally, damage = journal.read(store)
+    assert damage is not None  # marked: every write is refused from now on
+    assert "integrity check failed" in damage.why
+    line = one_line(cli("remember", "one more"))
+    assert "sealmem recover" in line
