@@ -43,16 +43,16 @@ def damaged_store(cli: Callable[..., Run], home: Path) -> int:
 
 def test_lost_memories_are_named_and_writes_refused(cli: Callable[..., Run], home: Path) -> None:
     left = damaged_store(cli, home)
-    line = one_line(cli("remember", "a new lesson"))
-    assert f"{COMMITTED - left} memories missing since" in line
-    assert "sealmem recover" in line
-    assert "reading still works" in line
-
-    doctor = cli("doctor", "--json")
+    doctor = cli("doctor", "--json")  # the doctor said "all good" here
     assert doctor.code == 1
     checks = {c["name"]: c for c in doctor.json()["checks"]}
     assert not checks["journal"]["ok"]
     assert f"{COMMITTED - left} memories missing" in checks["journal"]["detail"]
+
+    line = one_line(cli("remember", "a new lesson"))
+    assert f"{COMMITTED - left} memories missing since" in line
+    assert "sealmem recover" in line
+    assert "reading still works" in line
 
     # Reads keep working; every write is refused, import included.
     export = home.parent / "export.json"
