@@ -32,13 +32,25 @@ from ...protocol.hlc import MAX_AHEAD_MS
 from ..store.connection import get_meta, set_meta, transaction
 from .transport import Transport
 
-__all__ = ["META_KEY", "WARN_SKEW_MS", "Skew", "load", "measure", "note", "record", "span"]
+__all__ = [
+    "META_KEY",
+    "WARNING_PREFIX",
+    "WARN_SKEW_MS",
+    "Skew",
+    "load",
+    "measure",
+    "note",
+    "record",
+    "span",
+]
 
 META_KEY = "clock_skew"
 #: A skew above this (either way) is reported at sync, in status and in the MCP status tool.
 WARN_SKEW_MS = 5 * 60 * 1000
 
 _FIX = "fix the system clock (timedatectl / NTP)"
+#: How every clock warning begins (``sync --watch`` says it again only when it changes).
+WARNING_PREFIX = "your clock is "
 
 
 def span(ms: int) -> str:
@@ -74,7 +86,7 @@ class Skew:
         if self.ok:
             return None
         way = "ahead of" if self.skew_ms > 0 else "behind"
-        line = f"your clock is {span(self.skew_ms)} {way} {self.what()}: {_FIX}"
+        line = f"{WARNING_PREFIX}{span(self.skew_ms)} {way} {self.what()}: {_FIX}"
         if self.skew_ms > 0:
             line += "; until then your edits win over teammates' later ones" + (
                 ", and teammates refuse them as dated in the future (clock-ahead)"

@@ -15,8 +15,9 @@ import uvicorn
 
 from sealmem.client.mcp.server import MemoryTools
 from sealmem.client.sync import clockhealth
-from sealmem.client.sync.engine import sync
+from sealmem.client.sync.engine import SyncSummary, sync
 from sealmem.client.sync.hub import HubTransport
+from sealmem.client.sync.watch import quiet_repeats
 from sealmem.client.team.session import Team, sync_health
 from sealmem.hub.app import create_app
 from sealmem.hub.server import free_port
@@ -140,3 +141,17 @@ def test_a_hub_a_day_ahead_tells_every_member(
         assert cli("alice", "status", "--json").json()["sync"]["clock"]["source"] == "hub"
     finally:
         world.close()
+
+
+def test_watch_says_a_clock_warning_once_until_it_changes() -> None:
+    clock_off = "your clock is 1 day ahead of the hub at http://hub: fix the system clock"
+    first = SyncSummary(warnings=[clock_off, "another warning"])
+    shown = quiet_repeats(first, set())
+    assert first.warnings == [clock_off, "another warning"]
+    again = SyncSummary(warnings=[clock_off, "another warning"])
+    shown = quiet_repeats(again, shown)
+    assert again.warnings == ["another warning"]
+    changed = "your clock is 2 days ahead of the hub at http://hub: fix the system clock"
+    later = SyncSummary(warnings=[changed])
+    quiet_repeats(later, shown)
+    assert later.warnings == [changed]
