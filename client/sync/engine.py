@@ -367,7 +367,7 @@ def _push_project(
         else team.transport.damaged_chunks(project, team.me, [c.id for c in own.manifest.chunks])
     )
     # A manifest of ours damaged or gone in the folder: publish the snapshot again.
-    lost_manifest = (
+    repair = bool(damaged) or (
         chain is not None
         and landed is None
         and team.transport.damaged_manifest(project, team.me, chain.seq, chain.manifest)
@@ -375,8 +375,8 @@ def _push_project(
     plan = plan_push(
         project=project, own=own, landed=landed, epoch=epoch,
         reset_at=0 if reset is None else reset.at_version,
-        witnessed_seq=0 if seen is None else seen.seq, publishable=Publishable(count, newest, due),
-        now_ms=now, repair=bool(damaged) or lost_manifest,
+        witnessed_seq=0 if seen is None else seen.seq,
+        publishable=Publishable(count, newest, due), now_ms=now, repair=repair,
     )  # fmt: skip
     summary.warnings.extend(plan.warnings)
     if plan.skip is not None:
