@@ -438,9 +438,11 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         return
     journal_of = None
     if isinstance(conn, StoreConnection):
+        journal_of = conn.store_path
+        if conn.refusal is None and journal_of is not None:
+            conn.refusal = journal.refusal(journal_of)  # marked meanwhile by another process
         if conn.refusal is not None:
             raise DamagedStoreError(conn.refusal)
-        journal_of = conn.store_path
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn

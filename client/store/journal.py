@@ -46,6 +46,7 @@ __all__ = [
     "measure",
     "read",
     "record",
+    "refusal",
     "when",
 ]
 
@@ -200,6 +201,12 @@ def inspect(conn: sqlite3.Connection, store: Path, *, adopt: bool) -> Damage | N
         return damage
     why = _lost(before, now)
     return None if why is None else mark(store, before, why)
+
+
+def refusal(store: Path) -> str | None:
+    """The refusal of writes to a store marked damaged (by any process), or None."""
+    _tally, damage = read(store)
+    return None if damage is None else damaged_message(store, damage)
 
 
 def damaged_message(store: Path, damage: Damage) -> str:

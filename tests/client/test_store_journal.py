@@ -91,3 +91,15 @@ def test_sync_refuses_a_store_put_back_from_an_older_copy(tmp_path: Path) -> Non
             sync(team, clock=alice.clock)
     finally:
         world.close()
+
+
+def test_a_store_marked_by_another_process_refuses_an_open_connection(tmp_path: Path) -> None:
+    """A long-lived writer (an MCP server) stops writing once doctor marks the store."""
+    path = tmp_path / "store.db"
+    with MemoryStore.open(path, author=AUTHOR) as server:
+        server.remember("before the damage was found", project="webapp")
+        with MemoryStore.open(path, author=AUTHOR, readonly=True) as doctor:
+            journal.mark(path, journal.measure(doctor.connection), "damaged: found by doctor")
+        with pytest.raises(DamagedStoreError, match="found by doctor"):
+            server.remember("after", project="webapp")
+        assert len(server.recent(limit=10, all_projects=True)) == 1
