@@ -234,8 +234,8 @@ def plan_push(
             reset_at=reset_at if resetting else chain_reset, warnings=tuple(warnings),
         )  # fmt: skip
     return PushPlan(
-        None, base.seq + 1, base_hash, adopt, base, pushed=pushed, reset_at=chain_reset,
-        warnings=tuple(warnings),
+        None, base.seq + 1, base_hash, adopt, base, force=repair, pushed=pushed,
+        reset_at=chain_reset, warnings=tuple(warnings),
     )  # fmt: skip
 
 

@@ -260,7 +260,7 @@ def doctor(as_json: JsonOpt = False) -> None:
 
 
 #: Checks that must pass before doctor opens the store to mend far-ahead clocks.
-_READABLE = ("open", "integrity", "schema", "writable")
+_READABLE = ("open", "integrity", "journal", "schema", "writable")
 
 
 def _clock(path: Path, *, usable: bool) -> Check:
@@ -318,6 +318,8 @@ def _status_text(doc: Mapping[str, Any]) -> str:
         f"  by project: {_counts(stats['by_project'])}",
         _sync_line(sync),
     ]
+    if sync.get("clock"):
+        lines.append(_clock_line(sync["clock"]))
     lines += [f"  ALARM {alarm}" for alarm in sync.get("alarms", [])]
     return "\n".join(lines)
 
@@ -332,6 +334,19 @@ def _sync_line(sync: Mapping[str, Any]) -> str:
         return f"sync: {where}; never synced (run 'sealmem sync')"
     when = output.format_time(int(last["finished_at"]))
     return f"sync: {where}; last {when}: {last['summary'].get('summary', '')}"
+
+
+def _clock_line(clock: Mapping[str, Any]) -> str:
+    """The clock against the team's hub or folder, as the last sync that measured it saw."""
+    from ..sync.clockhealth import WARN_SKEW_MS, span
+
+    when = output.format_time(int(clock["measured_at"]))
+    where = "hub" if clock["source"] == "hub" else "shared folder"
+    skew = int(clock["skew_ms"])
+    if abs(skew) <= WARN_SKEW_MS:
+        return f"clock: within {span(WARN_SKEW_MS)} of the {where} (measured {when})"
+    way = "ahead of" if skew > 0 else "behind"
+    return f"clock: {span(skew)} {way} the {where}, measured {when} (see the ALARM line)"
 
 
 def register_init(app: typer.Typer) -> None:

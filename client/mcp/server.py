@@ -314,7 +314,10 @@ _TOOL_DOCS = {
         "Forget a memory: the content and keywords of every version are erased here and, "
         "as they sync, on teammates' machines; the reason you give is kept and shared."
     ),
-    "status": "Where the store lives, the current project, counts, and sync state.",
+    "status": (
+        "Where the store lives, the current project, counts, and sync state (with alarms, "
+        "and this machine's clock against the team's hub or folder)."
+    ),
 }
 
 

@@ -126,7 +126,14 @@ class SyncState(BaseModel):
     location: str | None = None
     last_sync: dict[str, Any] | None = None
     recent_refusals: list[dict[str, Any]] = []
-    alarms: list[str] = Field(default=[], description="Refusals that need a person's look.")
+    clock: dict[str, Any] | None = Field(
+        default=None,
+        description="This machine's clock against the hub's or shared folder's at the last "
+        "sync that measured it: skew_ms (positive: ours ahead), ok, and a warning with the fix.",
+    )
+    alarms: list[str] = Field(
+        default=[], description="What needs a person's look: serious refusals, a wrong clock."
+    )
 
 
 class Status(BaseModel):

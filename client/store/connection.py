@@ -33,6 +33,7 @@ from ...crypto import SUITE
 from ...protocol.errors import StoreError
 from ...protocol.snapshot import bucket_key
 from ..clock import now_ms as wall_clock
+from . import journal
 from .schema import MIGRATIONS, Migration
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "SQLITE_HEADER",
     "DamagedStoreError",
     "MigrationNeededError",
+    "StoreConnection",
     "StoreLockedError",
     "check_file",
     "connect",
@@ -77,6 +79,15 @@ class MigrationNeededError(StoreError):
     """A read-only open found a store whose schema is older than this sealmem's."""
 
 
+class StoreConnection(sqlite3.Connection):
+    """A writable store's connection (:func:`connect`): where its write journal lives
+    (:mod:`sealmem.client.store.journal`), and why writes are refused when the store is
+    known to be damaged (:func:`transaction` raises :class:`DamagedStoreError`)."""
+
+    store_path: Path | None = None
+    refusal: str | None = None
+
+
 def _damaged(path: Path | str, what: str) -> DamagedStoreError:
     return DamagedStoreError(
         f"the store {path} {what}; nothing was changed. Run 'sealmem recover' to salvage "
@@ -97,7 +108,7 @@ def read_text(data: bytes) -> str:
 
 def describe(path: Path | str, exc: sqlite3.Error) -> StoreError:
     """A :class:`StoreError` saying what ``exc`` means for the store at ``path``, and the fix."""
-    text = str(exc)
+    text = " ".join(str(exc).split())  # one line, also when SQLite quotes a multi-line schema
     code = getattr(exc, "sqlite_errorname", "")
     if code == "SQLITE_FULL" or "disk is full" in text:
         return StoreError(
@@ -220,12 +231,15 @@ def connect(
     now_ms: int | None = None,
     migrations: Sequence[Migration] = MIGRATIONS,
     create: bool = True,
+    journaled: bool = True,
 ) -> sqlite3.Connection:
     """Open the store at ``path`` (created if absent, with ``create``); migrate its schema.
 
     New directories get mode 0700 and a new file 0600 (SQLite gives its ``-wal``
     and ``-shm`` files the database's mode).  An existing file that is not a
-    store raises :class:`DamagedStoreError`.
+    store raises :class:`DamagedStoreError`.  With ``journaled`` every write is
+    counted in the store's journal and checked against it on open: a store that
+    lost committed writes is marked damaged and this connection refuses writes.
     """
     path = Path(path)
     if not check_file(path):
@@ -243,7 +257,12 @@ def connect(
     conn: sqlite3.Connection | None = None
     try:
         with sqlite_errors(path):
-            conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn = sqlite3.connect(
+                str(path),
+                isolation_level=None,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                factory=StoreConnection,
+            )
             conn.text_factory = read_text
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -259,17 +278,27 @@ def connect(
             conn.execute("PRAGMA secure_delete = ON")
             # Version 7 fills memories.bucket_key with it (sealmem.client.sync.outgoing).
             conn.create_function("sealmem_bucket_key", 1, _bucket_key, deterministic=True)
-            if migrate(conn, migrations, now_ms=now_ms, path=path):
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            migrated = migrate(conn, migrations, now_ms=now_ms, path=path)
             if get_meta(conn, "store_id") is None:
                 with transaction(conn):
                     if get_meta(conn, "store_id") is None:
                         set_meta(conn, "store_id", os.urandom(16).hex())
+            if migrated:  # a new store's id too is in the main file, not only the WAL
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if journaled:
+                _attach_journal(conn, path)
     except BaseException:
         if conn is not None:
             conn.close()
         raise
     return conn
+
+
+def _attach_journal(conn: StoreConnection, path: Path) -> None:
+    damage = journal.inspect(conn, path, adopt=True)
+    conn.store_path = path
+    if damage is not None:
+        conn.refusal = journal.damaged_message(path, damage)
 
 
 def connect_readonly(
@@ -415,15 +444,26 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             raise
         conn.execute(f"RELEASE {name}")
         return
+    journal_of = None
+    if isinstance(conn, StoreConnection):
+        journal_of = conn.store_path
+        if conn.refusal is None and journal_of is not None:
+            conn.refusal = journal.refusal(journal_of)  # marked meanwhile by another process
+        if conn.refusal is not None:
+            raise DamagedStoreError(conn.refusal)
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
+        if journal_of is not None:
+            journal.count_commit(conn)
     except BaseException:
         # SQLite may already have rolled back (e.g. after a disk-full error).
         with contextlib.suppress(sqlite3.OperationalError):
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+    if journal_of is not None:
+        journal.record(conn, journal_of)
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...protocol.errors import StoreError
+from . import journal
 from .connection import DIR_MODE, FILE_MODE, check_file, connect_readonly, schema_version
 from .memory import Check
 from .schema import latest_version
@@ -174,10 +175,55 @@ def _damaged_text(conn: sqlite3.Connection) -> tuple[bool, str]:
     )
 
 
+def _journal(conn: sqlite3.Connection, path: Path) -> tuple[bool, str]:
+    """Committed writes gone missing since the journal last counted them (a damaged WAL,
+    an older copy put back): the store is marked damaged, so writes are refused."""
+    damage = journal.inspect(conn, path, adopt=False)
+    if damage is not None:
+        return False, journal.damaged_message(path, damage)
+    tally, _ = journal.read(path)
+    now = journal.measure(conn)
+    if tally is None or tally.store_id != now.store_id:
+        return True, "no journal of this store yet: its next write starts one"
+    return True, (
+        f"{now.memories} memories after write {now.commits}; its journal counted "
+        f"{tally.memories} after write {tally.commits} ({journal.when(tally.at)}): none lost"
+    )
+
+
+def _mark_damaged(conn: sqlite3.Connection, path: Path, integrity: Check) -> None:
+    """A store SQLite calls corrupt refuses writes from now on (see :mod:`.journal`)."""
+    before, damage = journal.read(path)
+    try:
+        tally = journal.measure(conn)
+    except sqlite3.Error:  # the rows are damaged; the store's id may still be read
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        except sqlite3.Error:
+            return  # too damaged to read its id: no write can open it either
+        if row is None:
+            return
+        kept = before if before is not None and before.store_id == str(row[0]) else None
+        tally = journal.Tally(
+            str(row[0]), kept.commits if kept else 0, kept.memories if kept else 0, 0
+        )
+    if damage is None or before is None or before.store_id != tally.store_id:
+        first = integrity.detail.split(f"; {RECOVER_HINT}")[0]
+        journal.mark(path, tally, f"damaged: SQLite's integrity check failed ({first})")
+
+
 def doctor(conn: sqlite3.Connection, path: Path) -> list[Check]:
-    """Run every check; none raises, each reports ok and what it saw."""
+    """Run every check; none raises, each reports ok and what it saw.
+
+    A store found damaged (integrity, or writes lost against its journal) is marked:
+    writes to it are refused until ``sealmem recover`` or a restore.
+    """
+    integrity = _check("integrity", lambda: _integrity(conn))
+    if not integrity.ok:
+        _mark_damaged(conn, path, integrity)
     checks = [
-        _check("integrity", lambda: _integrity(conn)),
+        integrity,
+        _check("journal", lambda: _journal(conn, path)),
         _check("fts", lambda: _fts(conn, path)),
         _check("wal", lambda: _wal(conn)),
         _check("schema", lambda: _schema(conn)),

@@ -31,7 +31,7 @@ from urllib.parse import quote
 
 from ...protocol.errors import StoreError
 from ..fsutil import fsync_dir
-from . import health
+from . import health, journal
 from .connection import check_file, connect, schema_version, transaction
 
 __all__ = ["BATCH", "RecoverResult", "recover"]
@@ -232,7 +232,7 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
         with contextlib.suppress(FileNotFoundError):
             leftover.unlink()
     try:
-        dst = connect(fresh, now_ms=now_ms)
+        dst = connect(fresh, now_ms=now_ms, journaled=False)
         try:
             dst.execute("PRAGMA foreign_keys = OFF")
             with transaction(dst):
@@ -253,5 +253,8 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
             with contextlib.suppress(FileNotFoundError):
                 os.rename(f"{path}{suffix}", f"{result.damaged}{suffix}")
     os.rename(fresh, target)
+    # The salvaged store starts a new write journal: what it lost is known and shown.
+    with contextlib.suppress(FileNotFoundError):
+        journal.journal_path(target).unlink()
     fsync_dir(target.parent)
     return result

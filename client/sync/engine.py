@@ -64,7 +64,7 @@ from ..clock import now_ms
 from ..store.connection import sqlite_errors, transaction
 from ..team.local_only import LocalOnly, local_only
 from ..team.session import Refusal, Team, trusted_roster
-from . import dropping, outgoing, replica
+from . import clockhealth, dropping, outgoing, replica
 from .pull import pull_project
 from .transport import ConflictError
 
@@ -159,10 +159,13 @@ def sync(
             # Stopped part way (folder gone, hub down): keep what was learnt, say why;
             # a store too broken to record it must not hide the original error.
             with contextlib.suppress(SealmemError, sqlite3.Error):
+                clockhealth.note(team.conn, team.transport, tick())
                 _record(team, summary, started, tick(), error=str(exc))
             raise
         summary.warnings += team.transport.take_warnings()
         with sqlite_errors(team.store.path):
+            if (clock_off := clockhealth.note(team.conn, team.transport, tick())) is not None:
+                summary.warnings.append(clock_off)
             _record(team, summary, started, tick())
     return summary
 
@@ -365,6 +368,12 @@ def _push_project(
         if own is None
         else team.transport.damaged_chunks(project, team.me, [c.id for c in own.manifest.chunks])
     )
+    # A manifest of ours damaged or gone in the folder: publish the snapshot again.
+    repair = bool(damaged) or (
+        chain is not None
+        and landed is None
+        and team.transport.damaged_manifest(project, team.me, chain.seq, chain.manifest)
+    )
     with transaction(team.conn):  # one consistent read of what we publish
         outgoing.fill_bucket_keys(team.conn, project)
         count, newest, due = replica.own_summary(
@@ -374,7 +383,7 @@ def _push_project(
             project=project, own=own, landed=landed, epoch=epoch,
             reset_at=0 if reset is None else reset.at_version,
             witnessed_seq=0 if seen is None else seen.seq,
-            publishable=Publishable(count, newest, due), now_ms=now, repair=bool(damaged),
+            publishable=Publishable(count, newest, due), now_ms=now, repair=repair,
         )  # fmt: skip
         if plan.skip is not None:
             summary.warnings.extend(plan.warnings)

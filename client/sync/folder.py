@@ -99,6 +99,8 @@ class FolderTransport(Transport):
         self._notes: list[str] = []
         #: chunk files found intact: (project, writer, id) -> (size, inode, mtime, ctime)
         self._verified: dict[tuple[str, str, str], tuple[int, int, int, int]] = {}
+        #: the mtime the file server gave our newest manifest, and when we saw it
+        self._server_time: tuple[int, float] | None = None
 
     @property
     def location(self) -> str:
@@ -340,7 +342,18 @@ class FolderTransport(Transport):
                     raise self._conflict(project, writer, seq, seq)
                 if there != manifest:
                     wdir.write(name, manifest)
+            self._note_server_time(wdir, name)
             self._prune(wdir, project, writer, seq)
+
+    def _note_server_time(self, wdir: SafeDir, name: str) -> None:
+        """The file server's clock, read from the mtime it gave the file just written."""
+        seen = time.monotonic()
+        found = wdir.lstat(name)
+        if found is not None:
+            self._server_time = (found.st_mtime_ns // 1_000_000, seen)
+
+    def reference_time(self) -> tuple[int, float] | None:
+        return self._server_time
 
     def _prune(self, wdir: SafeDir, project: str, writer: str, seq: int) -> None:
         """Keep the newest few manifests up to ``seq``; drop files above it that cannot be
@@ -361,6 +374,11 @@ class FolderTransport(Transport):
         """Whether ``chunk_id`` is a file whose bytes hash to its name (a reusable chunk)."""
         data = self._read(chunk_dir, chunk_id, MAX_CHUNK_BYTES)
         return data is not None and hash_chunk(SUITE, data) == chunk_id
+
+    def damaged_manifest(self, project: str, writer: str, seq: int, manifest: bytes) -> bool:
+        """Whether the file of manifest ``seq`` is gone or not these bytes (one small read)."""
+        with self._reading("snapshots", _name(project, "project"), _name(writer, "writer")) as d:
+            return self._read(d, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES) != manifest
 
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
         """Chunks missing or not hashing to their id.  A file is hashed once per change:

@@ -111,6 +111,7 @@ class HubTransport(Transport):
         self._owns_client = client is None
         self._clock = clock or now_ms
         self._skew_ms = 0
+        self._hub_time: tuple[int, float] | None = None
         self._pending_keyrings: list[bytes] = []
         self._warnings: list[str] = []
 
@@ -158,6 +159,8 @@ class HubTransport(Transport):
                     f"cannot reach the hub at {self._url} to {what}: {exc}; check the URL "
                     "and that the hub is running"
                 ) from exc
+            if _is_ms(told := response.headers.get(hubapi.HEADER_HUB_TIME, "")):
+                self._hub_time = (int(told), time.monotonic())
             if response.status_code < 400:
                 return response
             if response.status_code == 404 and missing_ok and _code(response) == hubapi.NOT_FOUND:
@@ -347,6 +350,9 @@ class HubTransport(Transport):
                 f"the hub at {self._url} answered the join request state with {status!r}"
             )
         return str(status)
+
+    def reference_time(self) -> tuple[int, float] | None:
+        return self._hub_time
 
     def take_warnings(self) -> list[str]:
         out, self._warnings = self._warnings, []

@@ -140,6 +140,21 @@ class Transport(abc.ABC):
         no damaged chunk."""
         return set()
 
+    def damaged_manifest(self, project: str, writer: str, seq: int, manifest: bytes) -> bool:
+        """Whether ``writer``'s manifest ``seq`` is missing here or holds other bytes than
+        ``manifest`` (the writer then publishes its snapshot again, as ``seq + 1``).  This
+        default finds none: a transport that verifies manifests on upload (the hub) keeps
+        no damaged one."""
+        return False
+
+    def reference_time(self) -> tuple[int, float] | None:
+        """The newest time the transport's own clock told, in ms since the epoch, with
+        the ``time.monotonic()`` at which it was seen (the hub's ``Sealmem-Hub-Time``
+        answer header; the mtime the folder's file server gave a file this member just
+        wrote); None: none seen yet.  :mod:`sealmem.client.sync.clockhealth` compares
+        it with the member's clock."""
+        return None
+
     def take_warnings(self) -> list[str]:
         """What the transport skipped since the last call (e.g. a planted link), for people;
         the list is emptied."""

@@ -26,9 +26,9 @@ once.  A success resets it.  ``on_error`` hears of a failure once, and again
 only when the error changes; ``on_recovered`` once when syncing works again: one
 line per change of state, not per attempt.
 
-The warning that team memories of ours stay local in a project (no write grant)
-would come back on every cycle: it is passed on once, and again only when its
-count or reason changes (:func:`quiet_repeats`).
+The warning that team memories of ours stay local in a project (no write grant),
+and the one that this machine's clock is off, would come back on every cycle:
+each is passed on once, and again only when it changes (:func:`quiet_repeats`).
 
 The clock, the wait and the randomness are parameters, so that a test can run
 the loop over a simulated timeline.
@@ -48,7 +48,7 @@ import watchfiles
 from ...protocol.errors import SealmemError
 from ...protocol.push import writable_projects
 from ..team.session import Team
-from . import replica
+from . import clockhealth, replica
 from .backoff import Backoff
 from .engine import SyncSummary, sync
 from .transport import Transport
@@ -91,6 +91,7 @@ def quiet_repeats(summary: SyncSummary, shown: set[str]) -> set[str]:
     the previous sync said); return what this sync says, for the next call.
     ``summary.local_only`` keeps them all."""
     said = {entry.message() for entry in summary.local_only}
+    said |= {w for w in summary.warnings if w.startswith(clockhealth.WARNING_PREFIX)}
     summary.warnings = [w for w in summary.warnings if w not in (said & shown)]
     return said
 

@@ -26,7 +26,7 @@ from ...protocol.verify import accept_keyring, accept_roster
 from ..clock import now_ms
 from ..fsutil import atomic_write
 from ..store.connection import transaction
-from ..sync import replica
+from ..sync import clockhealth, replica
 from ..sync.hub import is_hub_location, open_transport
 from ..sync.transport import Transport
 from .invite import Invite, fingerprint_of, make_join_request
@@ -125,18 +125,22 @@ def sync_health(home_dir: Path, conn: Any) -> dict[str, Any]:
     except InputError:
         return {"configured": False, "detail": "not in a team (local only)"}
     refusals = replica.recent_refusals(conn, limit=10)
+    skew = clockhealth.load(conn)
+    clock_off = None if skew is None else skew.warning()
     return {
         "configured": True,
         "team": config.team,
         "transport": config.transport,
         "location": config.location,
         "last_sync": replica.last_run(conn),
+        "clock": None if skew is None else skew.to_dict(),
         "recent_refusals": refusals,
         "alarms": [
             f"{r['reason']}: {r['object']}: {r['detail']}"
             for r in refusals
             if r["reason"] in SERIOUS
-        ],
+        ]
+        + ([] if clock_off is None else [clock_off]),
     }
 
 

@@ -1,0 +1,220 @@
+"""A small journal beside the store that notices committed writes gone missing.
+
+SQLite drops a damaged write-ahead-log frame *and every frame after it* when it
+next opens the store, silently: memories committed minutes ago are gone and the
+store still looks sound (``integrity_check`` says ok).  To notice, every write
+transaction of the store counts itself in the ``meta`` row ``commits``, and
+after it commits the count (with the number of memories and the time) is copied
+to a sidecar file, ``store.db.counts.json``.  A store whose ``commits`` is
+*below* the sidecar's lost committed writes: only damage (a bad WAL, a file
+copied back from an older backup) takes a counter back.
+
+The sidecar is read before the store (a write committed in between only makes
+the store look newer, never older), written without fsync (it is no more
+durable than the WAL it watches), and ignored when it belongs to another store
+(``store_id`` differs: a new or recovered store adopts it).  A store found
+damaged gets a *marker* in the sidecar: its connections refuse writes
+(:class:`~sealmem.client.store.connection.DamagedStoreError`) and reading goes on,
+until ``sealmem recover`` (a new store, a new ``store_id``) or a restore into a
+new store replaces it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..clock import now_ms
+
+__all__ = [
+    "COMMITS_KEY",
+    "SUFFIX",
+    "Damage",
+    "Tally",
+    "count_commit",
+    "damaged_message",
+    "inspect",
+    "journal_path",
+    "mark",
+    "measure",
+    "read",
+    "record",
+    "refusal",
+    "when",
+]
+
+SUFFIX = ".counts.json"
+COMMITS_KEY = "commits"
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What the store held after a write: its id, write count and memory rows, and when."""
+
+    store_id: str | None
+    commits: int
+    memories: int
+    at: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "store_id": self.store_id,
+            "commits": self.commits,
+            "memories": self.memories,
+            "at": self.at,
+        }
+
+
+@dataclass(frozen=True)
+class Damage:
+    """The marker of a store known to be damaged: why, and since when it is known."""
+
+    why: str
+    detected_at: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"why": self.why, "detected_at": self.detected_at}
+
+
+def journal_path(store: Path) -> Path:
+    return store.with_name(store.name + SUFFIX)
+
+
+def when(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ms / 1000))
+
+
+def count_commit(conn: sqlite3.Connection) -> None:
+    """Inside a write transaction: count it in the store (``meta.commits``)."""
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) "
+        "DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+        (COMMITS_KEY,),
+    )
+
+
+def measure(conn: sqlite3.Connection) -> Tally:
+    """The store's tally now (outside a transaction: the newest committed state)."""
+    meta = dict(
+        conn.execute(
+            "SELECT key, value FROM meta WHERE key IN ('store_id', ?)", (COMMITS_KEY,)
+        ).fetchall()
+    )
+    commits = str(meta.get(COMMITS_KEY, "0"))
+    memories = int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+    return Tally(
+        store_id=None if meta.get("store_id") is None else str(meta["store_id"]),
+        commits=int(commits) if commits.isdigit() else 0,
+        memories=memories,
+        at=now_ms(),
+    )
+
+
+def read(store: Path) -> tuple[Tally | None, Damage | None]:
+    """The sidecar's tally and damage marker; (None, None) when absent or unreadable."""
+    try:
+        doc = json.loads(journal_path(store).read_text(encoding="utf-8"))
+        tally = Tally(
+            store_id=doc["store_id"],
+            commits=int(doc["commits"]),
+            memories=int(doc["memories"]),
+            at=int(doc["at"]),
+        )
+        marker = doc.get("damaged")
+        damage = (
+            None
+            if not isinstance(marker, dict)
+            else Damage(str(marker["why"]), int(marker["detected_at"]))
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
+    return tally, damage
+
+
+def _write(store: Path, tally: Tally, damage: Damage | None) -> None:
+    doc = tally.to_dict() | {"damaged": None if damage is None else damage.to_dict()}
+    target = journal_path(store)
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(doc, sort_keys=True))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def record(conn: sqlite3.Connection, store: Path) -> None:
+    """After a commit: copy the store's tally to the sidecar.  Never raises: the write
+    it follows is committed, and a sidecar that cannot be written only stays older."""
+    with contextlib.suppress(OSError, sqlite3.Error):
+        _tally, damage = read(store)
+        if damage is None:
+            _write(store, measure(conn), None)
+
+
+def mark(store: Path, tally: Tally, why: str) -> Damage:
+    """Record that the store is damaged (kept until a new store replaces it)."""
+    damage = Damage(why, now_ms())
+    with contextlib.suppress(OSError):
+        _write(store, tally, damage)
+    return damage
+
+
+def _lost(before: Tally, now: Tally) -> str | None:
+    """Why ``now`` lost writes that ``before`` saw committed, or None."""
+    if before.store_id != now.store_id or now.commits >= before.commits:
+        return None
+    writes = before.commits - now.commits
+    missing = before.memories - now.memories
+    what = f"{missing} memories missing" if missing > 0 else "memories changed since then lost"
+    return (
+        f"damaged: {what} since {when(before.at)} ({writes} committed write(s) are gone: "
+        f"its journal counted {before.memories} memories after write {before.commits}, "
+        f"the store holds {now.memories} at write {now.commits})"
+    )
+
+
+def inspect(conn: sqlite3.Connection, store: Path, *, adopt: bool) -> Damage | None:
+    """Compare the store with its journal; mark and return the damage found, if any.
+
+    ``adopt``: write the store's tally when the sidecar is absent or another store's
+    (a writable open; doctor on a read-only store only compares).
+    """
+    before, damage = read(store)  # first the sidecar, then the store: see the docstring
+    now = measure(conn)
+    if before is None or before.store_id != now.store_id:
+        if adopt:
+            with contextlib.suppress(OSError):
+                _write(store, now, None)
+        return None
+    if damage is not None:
+        return damage
+    why = _lost(before, now)
+    return None if why is None else mark(store, before, why)
+
+
+def refusal(store: Path) -> str | None:
+    """The refusal of writes to a store marked damaged (by any process), or None."""
+    _tally, damage = read(store)
+    return None if damage is None else damaged_message(store, damage)
+
+
+def damaged_message(store: Path, damage: Damage) -> str:
+    """The one line that refuses a write to a damaged store, with the fix."""
+    return (
+        f"the store {store} is {damage.why}; found {when(damage.detected_at)}. Writing is "
+        "refused until it is mended, reading still works: run 'sealmem recover' to salvage "
+        "what is readable into a new store (the damaged file is kept beside it), or move "
+        "the store aside and restore a backup with 'sealmem import <export.json>'; team "
+        "memories come back with 'sealmem sync' afterwards"
+    )
