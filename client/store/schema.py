@@ -37,6 +37,12 @@ with content in ``history`` that the winning tombstone of their id covers (all o
 them for a tombstone written here, the tombstone writer's own for a pulled one;
 since then :mod:`sealmem.client.store.rows` never keeps them), and the deleted
 tokens in both full-text indexes.
+
+Version 6 lets a batch writer fill ``memories_fts`` itself, once per batch: while
+``fts_batch`` holds a row (only ever inside the writer's transaction), the insert
+and update triggers of ``memories_fts`` stand aside
+(:func:`sealmem.client.store.batch.write_versions`).  Single writes still go
+through the triggers.
 """
 
 from __future__ import annotations
@@ -257,6 +263,30 @@ INSERT INTO memories_fts (memories_fts) VALUES ('optimize');
 INSERT INTO history_fts (history_fts) VALUES ('optimize');
 """
 
+_V6 = """
+CREATE TABLE IF NOT EXISTS fts_batch (
+    one INTEGER PRIMARY KEY CHECK (one = 1)
+);
+
+DROP TRIGGER IF EXISTS memories_fts_insert;
+
+DROP TRIGGER IF EXISTS memories_fts_update;
+
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories
+WHEN NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
+    INSERT INTO memories_fts (rowid, content, keywords)
+    VALUES (new.rowid, new.content, new.keywords);
+END;
+
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, keywords ON memories
+WHEN NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, keywords)
+    VALUES ('delete', old.rowid, old.content, old.keywords);
+    INSERT INTO memories_fts (rowid, content, keywords)
+    VALUES (new.rowid, new.content, new.keywords);
+END;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
@@ -270,6 +300,8 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "own chain: pushed_wall in the one HLC packing", _V4),
     # forget removes the text of every version: purge what older stores kept in history.
     Migration(5, "forget: purge the history of forgotten memories", _V5),
+    # Batched merge and import: the batch writer fills memories_fts once per batch.
+    Migration(6, "batch writes: memories_fts filled once per batch", _V6),
 ]
 
 

@@ -11,7 +11,8 @@
 4. **write**: changed winners with the snapshot's provenance (the replaced local
    version goes to ``history``), pulled versions that lost to ``history``, the
    store's clock.  A tombstone that wins purges the text of the memory's versions
-   here too (:func:`sealmem.client.store.rows.write_version`; ``ApplyResult.purged``
+   here too (:func:`sealmem.client.store.batch.write_versions`, a few statements
+   per batch; ``ApplyResult.purged``
    counts them, and the caller runs :func:`sealmem.client.store.scrub.settle` after
    committing), and a pulled version with content that loses to a tombstone is
    not kept.
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 
 from ...protocol.merge import effective_importance, merge_many
 from ...protocol.record import Record
+from ..store.batch import Write, write_versions
 from ..store.memory import Provenance
 from ..store.redact import redact, redact_all
 from ..store.rows import (
@@ -38,7 +40,6 @@ from ..store.rows import (
     record_from_row,
     record_json,
     save_hlc,
-    write_version,
 )
 
 __all__ = ["ApplyResult", "apply_versions"]
@@ -132,20 +133,21 @@ def apply_versions(
     }
     clock = read_hlc(conn)
     merged = merge_many(local, incoming, now_ms=now, clock=clock, floors=floors)
-    for rid in merged.changed:
-        winner, row = merged.winners[rid], rows.get(rid)
-        result.purged += write_version(  # archives the replaced local version in history
-            conn,
-            winner,
-            provenance=provenance,
-            local_importance=effective_importance(winner, merged.floors.get(rid)),
-            seen_count=1 if row is None else int(row["seen_count"]),
-            updated_at=now,
+    writes = [
+        Write(
+            merged.winners[rid],
+            provenance,
+            effective_importance(merged.winners[rid], merged.floors.get(rid)),
+            1 if rows.get(rid) is None else int(rows[rid]["seen_count"]),
+            now,
+            rows.get(rid),
         )
-        if row is None:
-            result.new += 1
-        else:
-            result.updated += 1
+        for rid in merged.changed
+    ]
+    # archives each replaced local version in history
+    result.purged += write_versions(conn, writes)
+    result.new = sum(1 for w in writes if w.previous is None)
+    result.updated = len(writes) - result.new
     for loser in merged.losers:
         if loser is not local.get(loser.id):  # a pulled version that lost
             _add_loser(conn, loser, provenance, now)
