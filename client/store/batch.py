@@ -14,6 +14,10 @@ few statements per batch instead of four per version:
   one statement each;
 - supersede links are touched only for the rows whose links changed.
 
+:func:`keep_versions` adds versions that did not win to ``history`` the same way
+(:func:`keep_each` is its reference), and :func:`redact_version` is the one place
+where a batch runs the redaction rules over a version from outside.
+
 A tombstone goes through :func:`~sealmem.client.store.rows.write_version` itself
 (rare, and it purges covered text), after the versions before it are written,
 so the order of effects is the caller's order.  Every id appears at most once in
@@ -25,15 +29,36 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ...protocol.errors import StoreError
 from ...protocol.record import Record
 from .memory import Provenance
-from .rows import HISTORY_INSERT, archived_values, memory_values, write_version
+from .redact import redact, redact_all
+from .rows import (
+    HISTORY_INSERT,
+    MEMORY_COLUMNS,
+    archived_values,
+    covers,
+    history_values,
+    insert_history,
+    memory_values,
+    record_from_row,
+    record_json,
+    write_version,
+)
 
-__all__ = ["Write", "write_each", "write_versions"]
+__all__ = [
+    "Keep",
+    "Write",
+    "keep_each",
+    "keep_versions",
+    "load_rows",
+    "redact_version",
+    "write_each",
+    "write_versions",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,3 +169,119 @@ def _relink(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
         links.extend((old, record.id) for old in record.supersedes)
     conn.executemany("DELETE FROM supersedes WHERE new_id = ?", stale)
     conn.executemany("INSERT OR IGNORE INTO supersedes (old_id, new_id) VALUES (?, ?)", links)
+
+
+def load_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3.Row]:
+    """The ``memories`` rows of ``ids`` (those that exist), in one query."""
+    rows = conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(set(ids))),),
+    ).fetchall()
+    return {str(row["id"]): row for row in rows}
+
+
+def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
+    """``record`` with what the redaction rules catch replaced, and the types found
+    (empty: it was clean and ``record`` itself is returned).
+
+    The one call site of the rules for pulled and imported versions.  A version keeps
+    its identity (id, clock, editor) so replicas still agree on the winner; only this
+    store's copy of the text loses the secret (DESIGN §3).  Where the rules can tell
+    that a text was already redacted by this store's rules version, that check goes
+    here, before any rule runs.
+    """
+    content = redact(record.content)
+    keywords, found = redact_all(record.keywords)
+    reason = None if record.delete_reason is None else redact(record.delete_reason)
+    if not content.changed and not found and (reason is None or not reason.changed):
+        return record, {}
+    types = dict(content.found)
+    for kind, n in [*found.items(), *(reason.found.items() if reason else [])]:
+        types[kind] = types.get(kind, 0) + n
+    cleaned = record.evolve(
+        content=content.text,
+        keywords=tuple(keywords),
+        delete_reason=None if reason is None else reason.text,
+    )
+    return cleaned, types
+
+
+@dataclass(frozen=True, slots=True)
+class Keep:
+    """A version that did not win, for ``history``, with its local state."""
+
+    record: Record
+    provenance: Provenance
+    local_importance: float
+    seen_count: int
+    updated_at: int
+    replaced_at: int
+
+
+def keep_each(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool) -> int:
+    """The reference: each version added to ``history`` in turn unless the same version
+    is there already (or, with ``skip_winner``, is the memory's winner), or its text is
+    covered by the winning tombstone; returns how many were added."""
+    added = 0
+    for k in keeps:
+        text = record_json(k.record)
+        seen = conn.execute(
+            "SELECT 1 FROM history WHERE id = ? AND record_json = ? LIMIT 1", (k.record.id, text)
+        ).fetchone()
+        if seen is not None:
+            continue
+        if skip_winner:
+            current = load_rows(conn, [k.record.id]).get(k.record.id)
+            if current is not None and record_from_row(current) == k.record:
+                continue
+        added += insert_history(
+            conn,
+            k.record,
+            provenance=k.provenance,
+            local_importance=k.local_importance,
+            seen_count=k.seen_count,
+            updated_at=k.updated_at,
+            replaced_at=k.replaced_at,
+        )
+    return added
+
+
+def keep_versions(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool) -> int:
+    """:func:`keep_each`, with one read of the winners and of the kept versions of the
+    batch's ids and one ``executemany``; returns how many were added."""
+    if not keeps:
+        return 0
+    ids = sorted({k.record.id for k in keeps})
+    current = load_rows(conn, ids)
+    seen = {
+        (str(r[0]), str(r[1]))
+        for r in conn.execute(
+            "SELECT id, record_json FROM history WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        )
+    }
+    values = []
+    for k in keeps:
+        key = (k.record.id, record_json(k.record))
+        if key in seen:
+            continue
+        row = current.get(k.record.id)
+        if row is not None:
+            if skip_winner and record_from_row(row) == k.record:
+                continue
+            tomb = bool(row["deleted"]) and not k.record.deleted
+            if tomb and covers(str(row["editor"]), str(row["transport"]), k.record.editor):
+                continue
+        seen.add(key)
+        values.append(
+            history_values(
+                k.record,
+                provenance=k.provenance,
+                local_importance=k.local_importance,
+                seen_count=k.seen_count,
+                updated_at=k.updated_at,
+                replaced_at=k.replaced_at,
+            )
+        )
+    conn.executemany(HISTORY_INSERT, values)
+    return len(values)

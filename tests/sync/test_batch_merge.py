@@ -4,7 +4,8 @@
 :func:`sealmem.client.store.batch.write_versions` (a few statements per batch, the
 full-text index filled once).  The reference is the per-version path,
 :func:`sealmem.client.store.batch.write_each` (one ``write_version`` per winner,
-the per-row triggers).  Over random version sequences (ties, tombstones, importance
+the per-row triggers) and :func:`~sealmem.client.store.batch.keep_each` (the pulled
+versions that lost, one at a time).  Over random version sequences (ties, tombstones, importance
 floors, supersedes, local versions already there) both stores must hold the same
 rows byte for byte: memories (row ids included), history (sequence included),
 supersede links, the clock, and the same full-text answers.
@@ -108,6 +109,7 @@ def test_the_batched_merge_stores_what_the_per_version_merge_stores(
                 with transaction(batched.connection):
                     fast = apply_versions(batched.connection, pulled, PULLED, NOW)
                 patch.setattr(apply, "write_versions", batch.write_each)
+                patch.setattr(apply, "keep_versions", batch.keep_each)
                 with transaction(reference.connection):
                     slow = apply_versions(reference.connection, pulled, PULLED, NOW)
                 patch.undo()
