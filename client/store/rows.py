@@ -71,6 +71,12 @@ HISTORY_INSERT = (
 )
 
 
+# json.dumps(..., ensure_ascii=False) builds an encoder per call; these are built once
+# (same output: the defaults of json.dumps otherwise).
+_TEXT = json.JSONEncoder(ensure_ascii=False).encode
+_SORTED_TEXT = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+
+
 def normalize(content: str) -> str:
     """The form two memories share when they say the same thing: NFKC, casefold, spaces."""
     return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
@@ -144,7 +150,7 @@ def load_row(conn: sqlite3.Connection, memory_id: str) -> sqlite3.Row | None:
 
 def record_json(record: Record) -> str:
     """The text form of a record in ``history`` (its wire form, keys sorted)."""
-    return json.dumps(record.to_wire(), sort_keys=True, ensure_ascii=False)
+    return _SORTED_TEXT(record.to_wire())
 
 
 def purge_history(conn: sqlite3.Connection, memory_id: str, editor: str | None = None) -> int:
@@ -239,7 +245,7 @@ def memory_values(
         "kind": record.kind,
         "content": record.content,
         "keywords": " ".join(record.keywords),
-        "keywords_json": json.dumps(list(record.keywords), ensure_ascii=False),
+        "keywords_json": _TEXT(list(record.keywords)),
         "importance": record.importance,
         "local_importance": local_importance,
         "author": record.author,

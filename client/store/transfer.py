@@ -222,6 +222,7 @@ class _Importer:
         self.newest: Hlc = ZERO
         self.done = 0
         self._memories: list[_Entry] = []
+        self._batch_ids: set[str] = set()
         self._history: list[_Entry] = []
 
     def _accept(self, item: object, where: str, *, history: bool) -> _Entry | None:
@@ -247,9 +248,10 @@ class _Importer:
         entry = self._accept(item, where, history=False)
         if entry is None:
             return
-        if any(e.record.id == entry.record.id for e in self._memories):
+        if entry.record.id in self._batch_ids:
             self.flush_memories()  # one id per batch: the second sees the first's result
         self._memories.append(entry)
+        self._batch_ids.add(entry.record.id)
         if len(self._memories) >= BATCH:
             self.flush_memories()
 
@@ -263,6 +265,7 @@ class _Importer:
 
     def flush_memories(self) -> None:
         batch, self._memories = self._memories, []
+        self._batch_ids.clear()
         if not batch:
             return
         rows = load_rows(self.conn, (e.record.id for e in batch))
