@@ -8,10 +8,10 @@ few statements per batch instead of four per version:
 - the replaced versions go to ``history`` with one ``executemany``;
 - new rows are inserted and changed rows updated with one ``executemany`` each,
   in the order given, so row ids and history sequence numbers come out the same;
-- ``memories_fts`` is filled once for the whole batch: while ``fts_batch`` holds
-  a row its per-row triggers stand aside (schema version 6), the old entries of
-  updated rows are deleted and the new text of every written row is indexed by
-  one statement each;
+- ``memories_fts`` and ``history_fts`` are filled once for the whole batch: while
+  ``fts_batch`` holds a row their per-row triggers stand aside (schema version 6),
+  the old entries of updated rows are deleted and the new text of every written
+  row and every added history row is indexed by one statement each;
 - supersede links are touched only for the rows whose links changed.
 
 :func:`keep_versions` adds versions that did not win to ``history`` the same way
@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ...protocol.errors import StoreError
@@ -124,8 +125,7 @@ def _flush(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
     names = list(values[0])
     added = [v for v, w in zip(values, run, strict=True) if w.previous is None]
     changed = [(v, w.previous) for v, w in zip(values, run, strict=True) if w.previous is not None]
-    conn.execute("INSERT INTO fts_batch (one) VALUES (1)")
-    try:
+    with _triggers_aside(conn):
         # the replaced versions, in order (a live version never covers text: archive all)
         conn.executemany(
             HISTORY_INSERT,
@@ -148,9 +148,29 @@ def _flush(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
             "WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps([v["id"] for v in values]),),
         )
+    _relink(conn, run)
+
+
+_HISTORY_FTS_FILL = """
+INSERT INTO history_fts (rowid, content, keywords)
+SELECT seq,
+       coalesce(json_extract(record_json, '$.content'), ''),
+       coalesce((SELECT group_concat(value, ' ') FROM json_each(record_json, '$.keywords')), '')
+FROM history WHERE seq > ?
+"""
+
+
+@contextmanager
+def _triggers_aside(conn: sqlite3.Connection) -> Iterator[None]:
+    """The per-row full-text triggers stand aside (``fts_batch``); the caller fills
+    ``memories_fts``, and the ``history`` rows added meanwhile are indexed here, at once."""
+    (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM history").fetchone()
+    conn.execute("INSERT INTO fts_batch (one) VALUES (1)")
+    try:
+        yield
     finally:
         conn.execute("DELETE FROM fts_batch")
-    _relink(conn, run)
+    conn.execute(_HISTORY_FTS_FILL, (last,))
 
 
 def _relink(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
@@ -283,5 +303,7 @@ def keep_versions(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winne
                 replaced_at=k.replaced_at,
             )
         )
-    conn.executemany(HISTORY_INSERT, values)
+    if values:
+        with _triggers_aside(conn):
+            conn.executemany(HISTORY_INSERT, values)
     return len(values)

@@ -38,9 +38,9 @@ them for a tombstone written here, the tombstone writer's own for a pulled one;
 since then :mod:`sealmem.client.store.rows` never keeps them), and the deleted
 tokens in both full-text indexes.
 
-Version 6 lets a batch writer fill ``memories_fts`` itself, once per batch: while
-``fts_batch`` holds a row (only ever inside the writer's transaction), the insert
-and update triggers of ``memories_fts`` stand aside
+Version 6 lets a batch writer fill ``memories_fts`` and ``history_fts`` itself, once
+per batch: while ``fts_batch`` holds a row (only ever inside the writer's
+transaction), their insert and update triggers stand aside
 (:func:`sealmem.client.store.batch.write_versions`).  Single writes still go
 through the triggers.
 """
@@ -285,6 +285,19 @@ WHEN NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
     INSERT INTO memories_fts (rowid, content, keywords)
     VALUES (new.rowid, new.content, new.keywords);
 END;
+
+DROP TRIGGER IF EXISTS history_fts_insert;
+
+CREATE TRIGGER history_fts_insert AFTER INSERT ON history
+WHEN NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
+    INSERT INTO history_fts (rowid, content, keywords)
+    VALUES (
+        new.seq,
+        coalesce(json_extract(new.record_json, '$.content'), ''),
+        coalesce((SELECT group_concat(value, ' ')
+                  FROM json_each(new.record_json, '$.keywords')), '')
+    );
+END;
 """
 
 MIGRATIONS: list[Migration] = [
@@ -301,7 +314,7 @@ MIGRATIONS: list[Migration] = [
     # forget removes the text of every version: purge what older stores kept in history.
     Migration(5, "forget: purge the history of forgotten memories", _V5),
     # Batched merge and import: the batch writer fills memories_fts once per batch.
-    Migration(6, "batch writes: memories_fts filled once per batch", _V6),
+    Migration(6, "batch writes: full-text indexes filled once per batch", _V6),
 ]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import tempfile
 import time
@@ -270,8 +271,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.members, args.memories, args.growth, args.growth_memories = 3, 1000, "2,5", 100
-    print(f"Python {sys.version.split()[0]}")
+    print(f"Python {sys.version.split()[0]}; load average {os.getloadavg()}")
     main_bench(args.members, args.memories)
+    print(f"load average after the main run: {os.getloadavg()}")
     growth([int(x) for x in args.growth.split(",")], args.growth_memories)
 
 
