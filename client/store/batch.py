@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from ...protocol.errors import StoreError
 from ...protocol.record import Record
 from .memory import Provenance
-from .redact import redact, redact_all
+from .redact import Redacted, redact
 from .rows import (
     HISTORY_INSERT,
     MEMORY_COLUMNS,
@@ -211,19 +211,39 @@ def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
     here, before any rule runs.
     """
     content = redact(record.content)
-    keywords, found = redact_all(record.keywords)
+    words = [_redact_word(word) for word in record.keywords]
     reason = None if record.delete_reason is None else redact(record.delete_reason)
+    found = any(w.changed for w in words)
     if not content.changed and not found and (reason is None or not reason.changed):
         return record, {}
     types = dict(content.found)
-    for kind, n in [*found.items(), *(reason.found.items() if reason else [])]:
-        types[kind] = types.get(kind, 0) + n
+    for part in [*words, *([reason] if reason else [])]:
+        for kind, n in part.found.items():
+            types[kind] = types.get(kind, 0) + n
     cleaned = record.evolve(
         content=content.text,
-        keywords=tuple(keywords),
+        keywords=tuple(w.text for w in words),
         delete_reason=None if reason is None else reason.text,
     )
     return cleaned, types
+
+
+_CLEAN_WORDS: set[str] = set()
+_CLEAN_WORDS_MAX = 8192
+
+
+def _redact_word(word: str) -> Redacted:
+    """:func:`redact` of one keyword, remembering the clean ones: the same few hundred
+    keywords come back in every batch (the rules are a pure function of the text).  A
+    keyword with a secret is not remembered, so no secret outlives its batch here."""
+    if word in _CLEAN_WORDS:
+        return Redacted(word)
+    result = redact(word)
+    if not result.changed:
+        if len(_CLEAN_WORDS) >= _CLEAN_WORDS_MAX:
+            _CLEAN_WORDS.clear()
+        _CLEAN_WORDS.add(word)
+    return result
 
 
 @dataclass(frozen=True, slots=True)

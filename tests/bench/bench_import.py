@@ -134,18 +134,19 @@ MEASURE = """
 import resource, subprocess, sys, time
 start = time.perf_counter()
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
-print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(time.perf_counter() - start, use.ru_maxrss, use.ru_utime + use.ru_stime)
 """
 
 
-def child(argv: list[str], home: Path) -> tuple[float, int]:
+def child(argv: list[str], home: Path) -> tuple[float, int, float]:
     """Wall time and peak RSS (bytes) of one command, measured by a wrapper process whose
     only child it is (``RUSAGE_CHILDREN`` keeps the largest child's peak)."""
     env = {**os.environ, "SEALMEM_HOME": str(home)}
     out = subprocess.run(
         [sys.executable, "-c", MEASURE, *argv], env=env, check=True, capture_output=True, text=True
     ).stdout.split()
-    return float(out[0]), int(out[1]) * 1024  # Linux: ru_maxrss in KiB
+    return float(out[0]), int(out[1]) * 1024, float(out[2])  # Linux: ru_maxrss in KiB
 
 
 def main() -> None:
@@ -160,24 +161,29 @@ def main() -> None:
         write_export(source, n)
         mb = source.stat().st_size / 1e6
         print(f"{n} memories, export file {mb:.0f} MB; load average {os.getloadavg()}")
-        floor_s, floor_rss = child([sys.executable, "-c", FLOOR, str(root)], root / "h0")
-        limit_s, limit_rss = child(
+        floor_s, floor_rss, _ = child([sys.executable, "-c", FLOOR, str(root)], root / "h0")
+        limit_s, limit_rss, limit_cpu = child(
             [sys.executable, "-c", LIMIT_IMPORT, str(source), str(root / "limit.db")], root / "h1"
         )
-        imp_s, imp_rss = child([*sealmem, "import", str(source)], root / "h2")
-        exp_s, exp_rss = child([*sealmem, "export", "-o", str(root / "out.json")], root / "h2")
+        imp_s, imp_rss, imp_cpu = child([*sealmem, "import", str(source)], root / "h2")
+        exp_s, exp_rss, exp_cpu = child(
+            [*sealmem, "export", "-o", str(root / "out.json")], root / "h2"
+        )
         exported = sum(1 for line in (root / "out.json").open() if line.startswith('{"local"'))
         if exported != n:
             raise SystemExit(f"export holds {exported} memories, expected {n}")
-    print(f"  {'':<46} {'records/s':>10} {'seconds':>8} {'peak RSS':>9}")
-    print(f"  {'floor: python + sealmem, open a store':<46} {'':>10} {floor_s:>8.1f} "
+    print(f"  {'':<46} {'records/s':>10} {'per CPU s':>10} {'seconds':>8} {'peak RSS':>9}")
+    print(f"  {'floor: python + sealmem, open a store':<46} {'':>10} {'':>10} {floor_s:>8.1f} "
           f"{floor_rss / 1e6:>6.0f} MB")  # fmt: skip
-    for name, seconds, rss in (
-        ("limit: json.loads + FTS5 executemany (import)", limit_s, limit_rss),
-        ("sealmem import (CLI, streamed, batched)", imp_s, imp_rss),
-        ("sealmem export -o (CLI, streamed)", exp_s, exp_rss),
+    for name, seconds, rss, cpu in (
+        ("limit: json.loads + FTS5 executemany (import)", limit_s, limit_rss, limit_cpu),
+        ("sealmem import (CLI, streamed, batched)", imp_s, imp_rss, imp_cpu),
+        ("sealmem export -o (CLI, streamed)", exp_s, exp_rss, exp_cpu),
     ):
-        print(f"  {name:<46} {n / seconds:>10,.0f} {seconds:>8.1f} {rss / 1e6:>6.0f} MB")
+        print(
+            f"  {name:<46} {n / seconds:>10,.0f} {n / cpu:>10,.0f} {seconds:>8.1f} "
+            f"{rss / 1e6:>6.0f} MB"
+        )
     print(f"load average after: {os.getloadavg()}")
 
 

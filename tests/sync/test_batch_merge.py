@@ -181,3 +181,24 @@ def test_a_single_remember_still_goes_through_the_triggers(tmp_path: Path) -> No
         ).fetchall()
         assert [r[0] for r in found] == [mem.id]
         assert store.connection.execute("SELECT count(*) FROM fts_batch").fetchone()[0] == 0
+
+
+def test_a_secret_in_a_keyword_is_redacted_in_every_batch_and_not_remembered(
+    tmp_path: Path,
+) -> None:
+    """Clean keywords are remembered between batches (they repeat); one holding a secret
+    is redacted every time it comes, and never kept in the process."""
+    secret = "ghp_" + "a1B2c3D4" * 5
+    first, second = _new_versions(2)
+    with _store(tmp_path, "reader") as store:
+        conn = store.connection
+        for record in (first, second):
+            with transaction(conn):
+                done = apply_versions(
+                    conn, [record.evolve(keywords=("cache", secret))], PULLED, NOW
+                )
+            assert done.redacted == 1
+        stored = conn.execute("SELECT keywords_json FROM memories").fetchall()
+        assert all(secret not in row[0] and "[REDACTED:github_token]" in row[0] for row in stored)
+        assert "cache" in batch._CLEAN_WORDS
+        assert secret not in batch._CLEAN_WORDS
