@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
@@ -124,16 +123,11 @@ def import_(
     """Import an export document; importing the same file twice changes nothing."""
     try:  # read one entry at a time: memory stays bounded whatever the file's size
         with ExitStack() as stack:
-            if source == "-":
-                stream: TextIO = sys.stdin
-                size = None
-            else:
+            stream: TextIO = sys.stdin
+            if source != "-":
                 stream = stack.enter_context(Path(source).open(encoding="utf-8"))
-                size = os.fstat(stream.fileno()).st_size
             store = stack.enter_context(open_store())
-            result = store.import_stream(
-                stream, size=size, name=source, progress=_import_progress(stack)
-            )
+            result = store.import_stream(stream, name=source, progress=_import_progress(stack))
     except OSError as exc:
         raise InputError(f"cannot read {source}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:

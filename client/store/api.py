@@ -444,18 +444,16 @@ class MemoryStore:
         self,
         stream: TextIO,
         *,
-        size: int | None = None,
         name: str = "the document",
         progress: Callable[[int, int], None] | None = None,
     ) -> ImportResult:
         """:meth:`import_` for an export read from ``stream`` one entry at a time
-        (``size`` in characters when known, for progress; ``name`` for messages)."""
+        (``name`` says what it is in messages)."""
         with sqlite_errors(self.path):
             result = transfer.import_stream(
                 self._conn,
                 stream,
                 now_ms=self._clock(),
-                size=size,
                 name=name,
                 progress=progress,
             )

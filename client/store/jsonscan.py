@@ -33,7 +33,7 @@ class JsonScanner:
         self._pos = 0
         self._eof = False
         self.consumed = 0
-        """Characters read and parsed so far (for progress)."""
+        """Characters dropped from the buffer so far (positions in messages)."""
 
     def _fill(self, size: int = _CHUNK) -> bool:
         if self._eof:

@@ -394,12 +394,26 @@ def import_document(
         return importer.finish()
 
 
+def _count_entries(stream: TextIO, name: str) -> int:
+    """How many memories and history entries ``stream`` holds (0 when it cannot be read
+    again from its start, e.g. a pipe); the stream is left at its start."""
+    if not stream.seekable():
+        return 0
+    start = stream.tell()
+    try:
+        scanned = scan(JsonScanner(stream, name), ("memories", "history"))
+        return sum(1 for kind, _, _ in scanned if kind == "item")
+    except InputError:
+        return 0  # the import itself reports what is wrong, where
+    finally:
+        stream.seek(start)
+
+
 def import_stream(
     conn: sqlite3.Connection,
     stream: TextIO,
     *,
     now_ms: int,
-    size: int | None = None,
     name: str = "the document",
     progress: Callable[[int, int], None] | None = None,
 ) -> ImportResult:
@@ -408,14 +422,14 @@ def import_stream(
     Memory stays bounded by the largest entry: memories are merged as they are read;
     history entries that come before the memories in the document are held in a
     temporary file until the memories are merged (history is merged after them, as
-    :func:`import_document` does).  ``size`` (characters, when known) lets ``progress``
-    be given an estimated total."""
+    :func:`import_document` does).  ``progress`` is given the number of entries when
+    ``stream`` can be read twice (a file: its entries are counted first), else none."""
+    total = _count_entries(stream, name) if progress is not None else 0
     scanner = JsonScanner(stream, name)
 
     def report(done: int) -> None:
-        if progress is not None and size:
-            seen = max(scanner.consumed, 1)
-            progress(done, max(done, round(done * size / seen)))
+        if progress is not None and total:
+            progress(done, total)
 
     seen_keys: set[str] = set()
     with transaction(conn), tempfile.TemporaryFile("w+", encoding="utf-8") as held:

@@ -11,6 +11,8 @@ Rows, each on a fresh store (real SQLite file, WAL), the same synthetic versions
 - the same without redaction (the rules swapped for a no-op in this process):
   what the merge and the store cost, apart from the redaction rules;
 - ``apply_versions`` again over the same versions (a re-pull: nothing changes);
+- the per-version writer the batch replaced (one ``write_version`` per winner, the
+  per-row triggers), the same merge and redaction around it: the code before;
 - a second pull where every version is newer (updates: history, FTS replace);
 - limits on plain ``sqlite3``, same schema: one ``executemany`` per batch with the
   per-row FTS trigger, and ``executemany`` with the FTS index filled once per batch.
@@ -33,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sealmem.client import MemoryStore
+from sealmem.client.store import batch
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.rows import memory_values
@@ -170,6 +173,15 @@ def main() -> None:
             )
         finally:
             apply.redact_version = real
+        store.close()
+        store = MemoryStore.open(root / "e.db", author="bob", clock=lambda: NOW)
+        writers = apply.write_versions, apply.keep_versions
+        apply.write_versions, apply.keep_versions = batch.write_each, batch.keep_each
+        try:
+            rows.append(("before: one write_version per winner, new ids",
+                         timed(lambda: pull(store, first))))  # fmt: skip
+        finally:
+            apply.write_versions, apply.keep_versions = writers
         store.close()
         rows.append(("limit: sqlite3 executemany, per-row FTS trigger",
                      plain(root / "c.db", first, fts_once=False)))  # fmt: skip

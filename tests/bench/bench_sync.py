@@ -224,9 +224,11 @@ def main_bench(members: int, memories: int) -> None:
         team = build_team(Path(tmp), members, memories)
         setup_s = time.perf_counter() - t0
         print(f"setup: {members} members x {memories:,} memories in {setup_s:.1f} s")
+        cpu = time.process_time()
         first_s, first_b = round_(team, 2)
+        cpu = time.process_time() - cpu
         total = members * memories
-        print(f"first full sync (2 rounds): {first_s:.1f} s, {mb(first_b)} moved "
+        print(f"first full sync (2 rounds): {first_s:.1f} s ({cpu:.1f} CPU s), {mb(first_b)} moved "
               f"({total:,} memories, each member ends with {total:,})")  # fmt: skip
         idle_s, idle_b = round_(team)
         print(f"idle round (nothing changed): {idle_s:.2f} s, {idle_b:,} bytes")
