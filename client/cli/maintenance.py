@@ -105,12 +105,9 @@ def _export_to(store: MemoryStore, out: TextIO) -> int:
     try:
         return store.export_to(out)
     except StoreError as exc:
+        done = "what was printed is incomplete" if out is sys.stdout else "nothing was written"
         raise StoreError(
-            f"export stopped: it could not read every memory of {store.path} ({exc}); "
-            "the file written is incomplete: delete it"
-            if out is sys.stdout
-            else f"export stopped: it could not read every memory of {store.path} ({exc}); "
-            "nothing was written"
+            f"export stopped: it could not read every memory of {store.path} ({exc}); {done}"
         ) from exc
 
 
