@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 __all__ = ["atomic_write", "ensure_dir", "fsync_dir"]
 
@@ -25,8 +27,17 @@ def ensure_dir(path: Path, mode: int = 0o700) -> Path:
     return path
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, exclusive: bool = False) -> bool:
+def atomic_write(
+    path: Path,
+    data: bytes | Callable[[BinaryIO], object],
+    *,
+    mode: int = 0o600,
+    exclusive: bool = False,
+) -> bool:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half.
+
+    ``data`` may be a function that writes the content to the file it is given
+    (a large content, written as it is produced).
 
     With ``exclusive`` the file is only created if absent (link, not rename), and the
     return value says whether this call created it.
@@ -39,7 +50,10 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, exclusive: bool 
             # that refuses chmod (vfat, some network mounts) keeps what open() gave.
             with contextlib.suppress(OSError):
                 os.fchmod(fh.fileno(), mode)
-            fh.write(data)
+            if callable(data):
+                data(fh)
+            else:
+                fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         if exclusive:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
+import io
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TextIO
 
 import typer
 
@@ -17,6 +17,9 @@ from ..store import health
 from ..store.memory import Check
 from . import output, recover
 from .memory import JsonOpt, open_store
+
+if TYPE_CHECKING:
+    from .. import MemoryStore
 
 __all__ = ["DoctorFailed", "register", "register_init"]
 
@@ -50,15 +53,6 @@ def _exists(path: Path) -> InputError:
     )
 
 
-def _write_private(path: Path, data: str, *, force: bool) -> None:
-    """Write ``data`` to ``path`` atomically, readable by the owner only (it holds memories).
-
-    Without ``force`` an existing file is never replaced (checked at the link itself).
-    """
-    if not atomic_write(path, data.encode("utf-8"), mode=0o600, exclusive=not force):
-        raise _exists(path)
-
-
 def export(
     output_file: Annotated[
         Path | None,
@@ -73,30 +67,30 @@ def export(
     if output_file is not None and output_file.exists() and not force:
         raise _exists(output_file)
     with open_store(readonly=True) as store:
+        # streamed, one entry per line: memory stays bounded whatever the store's size
+        if output_file is None:
+            _export_to(store, sys.stdout)
+            return
+        count: list[int] = []
+
+        def write(fh: BinaryIO) -> None:
+            text = io.TextIOWrapper(fh, encoding="ascii", newline="\n", write_through=False)
+            count.append(_export_to(store, text))
+            text.flush()
+            text.detach()
+
         try:
-            document = store.export()
-        except StoreError as exc:
-            raise StoreError(
-                f"export stopped: it could not read every memory of {store.path} ({exc}); "
-                "nothing was written"
+            if not atomic_write(output_file, write, mode=0o600, exclusive=not force):
+                raise _exists(output_file)
+        except OSError as exc:
+            raise InputError(
+                f"cannot write the export to {output_file}: {exc.strerror}; "
+                "choose a writable path with --output"
             ) from exc
-    # ASCII (\u escapes): the same document on a terminal cannot act on it.
-    text = json.dumps(document, indent=2, ensure_ascii=True, sort_keys=True) + "\n"
-    if output_file is None:
-        sys.stdout.write(text)
-        return
-    try:
-        _write_private(output_file, text, force=force)
-    except OSError as exc:
-        raise InputError(
-            f"cannot write the export to {output_file}: {exc.strerror}; "
-            "choose a writable path with --output"
-        ) from exc
-    memories = document.get("memories")
     summary = {
         "path": str(output_file),
-        "bytes": len(text.encode("utf-8")),
-        "memories": len(memories) if isinstance(memories, list) else None,
+        "bytes": output_file.stat().st_size,
+        "memories": count[0] if count else None,
     }
     if as_json:
         output.emit_json(summary)
@@ -107,25 +101,14 @@ def export(
         )
 
 
-def _load_document(source: str) -> dict[str, Any]:
+def _export_to(store: MemoryStore, out: TextIO) -> int:
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {source}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{source} is not UTF-8 text; pass a file made by 'sealmem export'"
+        return store.export_to(out)
+    except StoreError as exc:
+        done = "what was printed is incomplete" if out is sys.stdout else "nothing was written"
+        raise StoreError(
+            f"export stopped: it could not read every memory of {store.path} ({exc}); {done}"
         ) from exc
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{source} is not JSON ({exc.msg} at line {exc.lineno}); "
-            "pass a file made by 'sealmem export'"
-        ) from exc
-    if not isinstance(document, dict):
-        raise InputError(f"{source} holds a JSON {type(document).__name__}, not an export document")
-    return document
 
 
 def import_(
@@ -135,9 +118,19 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Import an export document; importing the same file twice changes nothing."""
-    document = _load_document(source)
-    with ExitStack() as stack, open_store() as store:
-        result = store.import_(document, progress=_import_progress(stack))
+    try:  # read one entry at a time: memory stays bounded whatever the file's size
+        with ExitStack() as stack:
+            stream: TextIO = sys.stdin
+            if source != "-":
+                stream = stack.enter_context(Path(source).open(encoding="utf-8"))
+            store = stack.enter_context(open_store())
+            result = store.import_stream(stream, name=source, progress=_import_progress(stack))
+    except OSError as exc:
+        raise InputError(f"cannot read {source}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{source} is not UTF-8 text; pass a file made by 'sealmem export'"
+        ) from exc
     for message in result.warnings:
         output.warn(message)
     if as_json:

@@ -18,7 +18,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TextIO
 
 from ...protocol.errors import InputError, NotFoundError, StoreError
 from ...protocol.record import (
@@ -443,6 +443,37 @@ class MemoryStore:
         """Every record (tombstones, private ones, history, links) as a JSON-able document."""
         with sqlite_errors(self.path):
             return transfer.export_document(self._conn, now_ms=self._clock())
+
+    def export_to(self, out: TextIO) -> int:
+        """Write the export document to ``out`` one entry at a time (memory bounded
+        whatever the store's size); return how many memories it holds."""
+        with sqlite_errors(self.path):
+            self._conn.execute("BEGIN")  # one consistent read of the whole store
+            try:
+                return transfer.write_export(self._conn, out, now_ms=self._clock())
+            finally:
+                self._conn.execute("COMMIT")
+
+    def import_stream(
+        self,
+        stream: TextIO,
+        *,
+        name: str = "the document",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportResult:
+        """:meth:`import_` for an export read from ``stream`` one entry at a time
+        (``name`` says what it is in messages)."""
+        with sqlite_errors(self.path):
+            result = transfer.import_stream(
+                self._conn,
+                stream,
+                now_ms=self._clock(),
+                name=name,
+                progress=progress,
+            )
+            if result.updated:  # an imported tombstone may have purged a memory's text
+                scrub.settle(self._conn)
+        return result
 
     def import_(
         self,

@@ -33,17 +33,22 @@ from .connection import get_meta, set_meta
 from .memory import Memory, Provenance
 
 __all__ = [
+    "HISTORY_INSERT",
     "MEMORY_COLUMNS",
     "archive",
+    "archived_values",
     "covers",
+    "history_values",
     "insert_history",
     "load_row",
     "memory_from_history_row",
     "memory_from_row",
+    "memory_values",
     "next_hlc",
     "norm_hash",
     "normalize",
     "observe_hlc",
+    "provenance_of",
     "purge_history",
     "read_hlc",
     "record_from_row",
@@ -58,6 +63,18 @@ MEMORY_COLUMNS = (
     "deleted, delete_reason, origin, visibility, seen_count, updated_at, norm_hash, "
     "transport, signer, signer_name, verified, received_at, snapshot_seq"
 )
+
+HISTORY_INSERT = (
+    "INSERT INTO history (id, record_json, local_importance, seen_count, updated_at, "
+    "transport, signer, signer_name, verified, received_at, snapshot_seq, replaced_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+# json.dumps(..., ensure_ascii=False) builds an encoder per call; these are built once
+# (same output: the defaults of json.dumps otherwise).
+_TEXT = json.JSONEncoder(ensure_ascii=False).encode
+_SORTED_TEXT = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
 
 
 def normalize(content: str) -> str:
@@ -93,7 +110,8 @@ def record_from_row(row: sqlite3.Row) -> Record:
     )
 
 
-def _provenance(row: sqlite3.Row) -> Provenance:
+def provenance_of(row: sqlite3.Row) -> Provenance:
+    """The provenance of the version held by a ``memories`` or ``history`` row."""
     return Provenance(
         transport=row["transport"],
         signer=row["signer"],
@@ -110,7 +128,7 @@ def memory_from_row(row: sqlite3.Row) -> Memory:
         record=record_from_row(row),
         seen_count=int(row["seen_count"]),
         updated_at=int(row["updated_at"]),
-        provenance=_provenance(row),
+        provenance=provenance_of(row),
     )
 
 
@@ -120,7 +138,7 @@ def memory_from_history_row(row: sqlite3.Row) -> Memory:
         record=Record.from_wire(json.loads(row["record_json"])),
         seen_count=int(row["seen_count"]),
         updated_at=int(row["updated_at"]),
-        provenance=_provenance(row),
+        provenance=provenance_of(row),
     )
 
 
@@ -132,7 +150,7 @@ def load_row(conn: sqlite3.Connection, memory_id: str) -> sqlite3.Row | None:
 
 def record_json(record: Record) -> str:
     """The text form of a record in ``history`` (its wire form, keys sorted)."""
-    return json.dumps(record.to_wire(), sort_keys=True, ensure_ascii=False)
+    return _SORTED_TEXT(record.to_wire())
 
 
 def purge_history(conn: sqlite3.Connection, memory_id: str, editor: str | None = None) -> int:
@@ -186,22 +204,14 @@ def insert_history(
     if by is not None and covers(*by, record.editor):
         return False
     conn.execute(
-        "INSERT INTO history (id, record_json, local_importance, seen_count, updated_at, "
-        "transport, signer, signer_name, verified, received_at, snapshot_seq, replaced_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            record.id,
-            record_json(record),
-            local_importance,
-            seen_count,
-            updated_at,
-            provenance.transport,
-            provenance.signer,
-            provenance.signer_name,
-            int(provenance.verified),
-            provenance.received_at,
-            provenance.snapshot_seq,
-            replaced_at,
+        HISTORY_INSERT,
+        history_values(
+            record,
+            provenance=provenance,
+            local_importance=local_importance,
+            seen_count=seen_count,
+            updated_at=updated_at,
+            replaced_at=replaced_at,
         ),
     )
     return True
@@ -212,7 +222,85 @@ def archive(conn: sqlite3.Connection, row: sqlite3.Row, replaced_at: int) -> Non
     insert_history(
         conn,
         record_from_row(row),
-        provenance=_provenance(row),
+        provenance=provenance_of(row),
+        local_importance=float(row["local_importance"]),
+        seen_count=int(row["seen_count"]),
+        updated_at=int(row["updated_at"]),
+        replaced_at=replaced_at,
+    )
+
+
+def memory_values(
+    record: Record,
+    *,
+    provenance: Provenance,
+    local_importance: float,
+    seen_count: int,
+    updated_at: int,
+) -> dict[str, Any]:
+    """The ``memories`` columns (all but ``rowid``) of a row holding ``record``."""
+    return {
+        "id": record.id,
+        "project": record.project,
+        "kind": record.kind,
+        "content": record.content,
+        "keywords": " ".join(record.keywords),
+        "keywords_json": _TEXT(list(record.keywords)),
+        "importance": record.importance,
+        "local_importance": local_importance,
+        "author": record.author,
+        "editor": record.editor,
+        "created_at": record.created_at,
+        "hlc_wall": record.hlc.wall,
+        "hlc_counter": record.hlc.counter,
+        "supersedes_json": json.dumps(list(record.supersedes)),
+        "deleted": int(record.deleted),
+        "delete_reason": record.delete_reason,
+        "origin": record.origin,
+        "visibility": record.visibility,
+        "seen_count": seen_count,
+        "updated_at": updated_at,
+        "norm_hash": None if record.deleted else norm_hash(record.content),
+        "transport": provenance.transport,
+        "signer": provenance.signer,
+        "signer_name": provenance.signer_name,
+        "received_at": provenance.received_at,
+        "snapshot_seq": provenance.snapshot_seq,
+        "verified": int(provenance.verified),
+    }
+
+
+def history_values(
+    record: Record,
+    *,
+    provenance: Provenance,
+    local_importance: float,
+    seen_count: int,
+    updated_at: int,
+    replaced_at: int,
+) -> tuple[Any, ...]:
+    """The ``history`` columns of one replaced version, in :data:`HISTORY_INSERT` order."""
+    return (
+        record.id,
+        record_json(record),
+        local_importance,
+        seen_count,
+        updated_at,
+        provenance.transport,
+        provenance.signer,
+        provenance.signer_name,
+        int(provenance.verified),
+        provenance.received_at,
+        provenance.snapshot_seq,
+        replaced_at,
+    )
+
+
+def archived_values(row: sqlite3.Row, replaced_at: int) -> tuple[Any, ...]:
+    """The ``history`` columns that :func:`archive` writes for a ``memories`` row."""
+    return history_values(
+        record_from_row(row),
+        provenance=provenance_of(row),
         local_importance=float(row["local_importance"]),
         seen_count=int(row["seen_count"]),
         updated_at=int(row["updated_at"]),
@@ -241,31 +329,13 @@ def write_version(
     writes.  Run it inside a transaction.
     """
     previous = load_row(conn, record.id)
-    values: dict[str, Any] = {
-        "id": record.id,
-        "project": record.project,
-        "kind": record.kind,
-        "content": record.content,
-        "keywords": " ".join(record.keywords),
-        "keywords_json": json.dumps(list(record.keywords), ensure_ascii=False),
-        "importance": record.importance,
-        "local_importance": local_importance,
-        "author": record.author,
-        "editor": record.editor,
-        "created_at": record.created_at,
-        "hlc_wall": record.hlc.wall,
-        "hlc_counter": record.hlc.counter,
-        "supersedes_json": json.dumps(list(record.supersedes)),
-        "deleted": int(record.deleted),
-        "delete_reason": record.delete_reason,
-        "origin": record.origin,
-        "visibility": record.visibility,
-        "seen_count": seen_count,
-        "updated_at": updated_at,
-        "norm_hash": None if record.deleted else norm_hash(record.content),
-        **{f: v for f, v in provenance.to_dict().items() if f != "verified"},
-        "verified": int(provenance.verified),
-    }
+    values = memory_values(
+        record,
+        provenance=provenance,
+        local_importance=local_importance,
+        seen_count=seen_count,
+        updated_at=updated_at,
+    )
     purged = 0
     # whose text a tombstone erases here: every version (forget), or its writer's own
     only = None if provenance.transport == "local" else record.editor

@@ -38,6 +38,12 @@ them for a tombstone written here, the tombstone writer's own for a pulled one;
 since then :mod:`sealmem.client.store.rows` never keeps them), and the deleted
 tokens in both full-text indexes.
 
+Version 6 lets a batch writer fill ``memories_fts`` and ``history_fts`` itself, once
+per batch: while ``fts_batch`` holds a row (only ever inside the writer's
+transaction), their insert and update triggers stand aside
+(:func:`sealmem.client.store.batch.write_versions`).  Single writes still go
+through the triggers.
+
 Version 7 makes a push cost what changed (:mod:`sealmem.client.sync.outgoing`):
 ``memories.bucket_key`` holds the low 16 bits of a memory's snapshot bucket hash
 (:func:`sealmem.protocol.snapshot.bucket_key`; the bucket is ``bucket_key %
@@ -268,7 +274,40 @@ INSERT INTO history_fts (history_fts) VALUES ('optimize');
 """
 
 _V6 = """
-SELECT 1;
+CREATE TABLE IF NOT EXISTS fts_batch (
+    one INTEGER PRIMARY KEY CHECK (one = 1)
+);
+
+DROP TRIGGER IF EXISTS memories_fts_insert;
+
+DROP TRIGGER IF EXISTS memories_fts_update;
+
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories
+WHEN NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
+    INSERT INTO memories_fts (rowid, content, keywords)
+    VALUES (new.rowid, new.content, new.keywords);
+END;
+
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, keywords ON memories
+WHEN NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, keywords)
+    VALUES ('delete', old.rowid, old.content, old.keywords);
+    INSERT INTO memories_fts (rowid, content, keywords)
+    VALUES (new.rowid, new.content, new.keywords);
+END;
+
+DROP TRIGGER IF EXISTS history_fts_insert;
+
+CREATE TRIGGER history_fts_insert AFTER INSERT ON history
+WHEN NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
+    INSERT INTO history_fts (rowid, content, keywords)
+    VALUES (
+        new.seq,
+        coalesce(json_extract(new.record_json, '$.content'), ''),
+        coalesce((SELECT group_concat(value, ' ')
+                  FROM json_each(new.record_json, '$.keywords')), '')
+    );
+END;
 """
 
 _V7 = """
@@ -329,8 +368,8 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "own chain: pushed_wall in the one HLC packing", _V4),
     # forget removes the text of every version: purge what older stores kept in history.
     Migration(5, "forget: purge the history of forgotten memories", _V5),
-    # Placeholder for the batched-merge migration developed in parallel; replaced by it.
-    Migration(6, "reserved", _V6),
+    # Batched merge and import: the batch writer fills memories_fts once per batch.
+    Migration(6, "batch writes: full-text indexes filled once per batch", _V6),
     # Incremental push: stored bucket key, a log of written team rows, own-rows indexes.
     Migration(7, "push: bucket key, dirty log, own-rows indexes", _V7),
 ]

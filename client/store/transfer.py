@@ -1,99 +1,60 @@
-"""Export and import: the whole store as one JSON document, and back.
+"""Export and import: the whole store as one JSON document, and back, streamed.
 
 The document (``format`` ``sealmem-export``, ``version`` 1) holds every current
 record (tombstones and private ones included) with its local state and
 provenance, every historical version, and the supersede links.  Records are in
 their wire form (importance in thousandths), so ids, clocks and authors survive
-a round trip exactly.
+a round trip exactly.  :func:`~sealmem.client.store.export.write_export` writes it
+one entry per line from a cursor over the store, so memory stays bounded whatever
+the store's size; :func:`import_stream` reads any such document (any whitespace or key order)
+one entry at a time (:mod:`sealmem.client.store.jsonscan`).
 
 Import merges through the protocol merge (:func:`sealmem.protocol.merge.merge`,
 DESIGN §3: last-write-wins per id under ``version_key``), keeps the higher local
 importance (importance floor, the export's local one included), and puts losing
 versions in history: importing the same document twice changes nothing the
-second time.  Records dated more than ``MAX_AHEAD_MS`` ahead of this machine's
-clock are not imported (a pull refuses them too): their clock would become the
-store's, and teammates refuse a snapshot that carries it.  The whole document is
-validated before anything is written; a bad entry refuses the import.
-Imported versions get provenance ``transport="import"``, ``verified=False``:
-a file cannot prove who signed what.
+second time.  Entries are merged in batches (one read of the batch's rows, the
+batched writers of :mod:`sealmem.client.store.batch`), in document order, with
+the same outcome as one entry at a time.  Records dated more than
+``MAX_AHEAD_MS`` ahead of this machine's clock are not imported (a pull refuses
+them too): their clock would become the store's, and teammates refuse a snapshot
+that carries it.  The whole import is one transaction: a bad entry anywhere
+refuses the import and nothing is written.  Imported versions get provenance
+``transport="import"``, ``verified=False``: a file cannot prove who signed what.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from ...protocol.errors import InputError, ProtocolError
-from ...protocol.hlc import MAX_AHEAD_MS, ZERO, too_far_ahead
+from ...protocol.hlc import MAX_AHEAD_MS, ZERO, Hlc, too_far_ahead
 from ...protocol.merge import effective_importance, merge
 from ...protocol.record import Record
-from .connection import get_meta, schema_version, transaction
+from .batch import Keep, Write, keep_versions, load_rows, redact_version, write_versions
+from .connection import transaction
+from .export import FORMAT, VERSION, export_document, write_export
+from .jsonscan import JsonScanner, scan
 from .memory import ImportResult, Provenance
-from .redact import redact, redact_all
-from .rows import (
-    insert_history,
-    load_row,
-    memory_from_history_row,
-    memory_from_row,
-    observe_hlc,
-    record_from_row,
-    record_json,
-    write_version,
-)
+from .rows import observe_hlc, record_from_row
 
-__all__ = ["FORMAT", "VERSION", "export_document", "import_document"]
+__all__ = [
+    "BATCH",
+    "FORMAT",
+    "VERSION",
+    "export_document",
+    "import_document",
+    "import_stream",
+    "write_export",
+]
 
-FORMAT = "sealmem-export"
-VERSION = 1
-
-
-def _local(memory_row: sqlite3.Row) -> dict[str, Any]:
-    return {
-        "local_importance": float(memory_row["local_importance"]),
-        "seen_count": int(memory_row["seen_count"]),
-        "updated_at": int(memory_row["updated_at"]),
-    }
-
-
-def export_document(conn: sqlite3.Connection, *, now_ms: int) -> dict[str, Any]:
-    """Everything in the store, as a JSON-able document."""
-    memories = []
-    for row in conn.execute("SELECT * FROM memories ORDER BY rowid"):
-        memory = memory_from_row(row)
-        memories.append(
-            {
-                "record": memory.record.to_wire(),
-                "local": _local(row),
-                "provenance": memory.provenance.to_dict(),
-            }
-        )
-    history = []
-    for row in conn.execute("SELECT * FROM history ORDER BY seq"):
-        memory = memory_from_history_row(row)
-        history.append(
-            {
-                "record": memory.record.to_wire(),
-                "local": _local(row),
-                "provenance": memory.provenance.to_dict(),
-                "replaced_at": int(row["replaced_at"]),
-            }
-        )
-    links = [
-        [str(r[0]), str(r[1])]
-        for r in conn.execute("SELECT old_id, new_id FROM supersedes ORDER BY old_id, new_id")
-    ]
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "exported_at": now_ms,
-        "store_id": get_meta(conn, "store_id"),
-        "schema_version": schema_version(conn),
-        "memories": memories,
-        "history": history,
-        "supersedes": links,
-    }
+BATCH = 500
+"""Entries merged per batch on import."""
 
 
 @dataclass(frozen=True)
@@ -123,18 +84,10 @@ def _parse(item: object, where: str, now_ms: int, *, history: bool) -> tuple[_En
     prov = item.get("provenance") or {}
     if not isinstance(local, dict) or not isinstance(prov, dict):
         raise InputError(f"{where}: 'local' and 'provenance' must be objects")
-    content = redact(record.content)
-    keywords, found_kw = redact_all(record.keywords)
-    reason = None if record.delete_reason is None else redact(record.delete_reason)
     warnings = []
-    if content.changed or found_kw or (reason is not None and reason.changed):
-        record = record.evolve(
-            content=content.text,
-            keywords=tuple(keywords),
-            delete_reason=None if reason is None else reason.text,
-        )
-        types = sorted({*content.found, *found_kw, *(reason.found if reason else {})})
-        warnings.append(f"{where} ({record.id}): redacted {', '.join(types)}")
+    record, found = redact_version(record)
+    if found:
+        warnings.append(f"{where} ({record.id}): redacted {', '.join(sorted(found))}")
     signer = prov.get("signer")
     signer_name = prov.get("signer_name")
     replaced_at = item.get("replaced_at") if history else None
@@ -159,112 +112,176 @@ def _parse(item: object, where: str, now_ms: int, *, history: bool) -> tuple[_En
     return entry, warnings
 
 
-def _parse_document(document: object, now_ms: int) -> tuple[list[_Entry], list[_Entry], list[str]]:
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
+def _check_header(key: str, value: object) -> None:
+    """Refuse a document that is not an export this sealmem reads (``format``, ``version``)."""
+    if key == "format" and value != FORMAT:
         raise InputError(f"not a sealmem export: the document's 'format' must be {FORMAT!r}")
-    version = document.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise InputError("the export's 'version' must be a positive integer")
-    if version > VERSION:
-        raise InputError(
-            f"the export has version {version}; this sealmem reads up to {VERSION}: "
-            "upgrade sealmem ('pip install -U sealmem')"
+    if key == "version":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InputError("the export's 'version' must be a positive integer")
+        if value > VERSION:
+            raise InputError(
+                f"the export has version {value}; this sealmem reads up to {VERSION}: "
+                "upgrade sealmem ('pip install -U sealmem')"
+            )
+
+
+class _Importer:
+    """Merges entries in document order, a batch at a time (see the module docstring)."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, now_ms: int, progress: Callable[[int], None] | None
+    ) -> None:
+        self.conn, self.now_ms, self.progress = conn, now_ms, progress
+        self.warnings: list[str] = []
+        self.counts = {"added": 0, "updated": 0, "unchanged": 0, "skipped": 0}
+        self.refused: list[str] = []  # the first few ids beyond the clock bound
+        self.newest: Hlc = ZERO
+        self.done = 0
+        self._memories: list[_Entry] = []
+        self._batch_ids: set[str] = set()
+        self._history: list[_Entry] = []
+
+    def _accept(self, item: object, where: str, *, history: bool) -> _Entry | None:
+        entry, notes = _parse(item, where, self.now_ms, history=history)
+        self.warnings.extend(notes)
+        if too_far_ahead(entry.record.hlc, self.now_ms):
+            self.counts["skipped"] += 1
+            if len(self.refused) < 5:
+                self.refused.append(entry.record.id)
+            self._step(1)
+            return None
+        return entry
+
+    def _step(self, n: int) -> None:
+        if self.progress is None:
+            self.done += n
+            return
+        for _ in range(n):  # one call per entry, as when entries were merged one by one
+            self.done += 1
+            self.progress(self.done)
+
+    def memory(self, item: object, where: str) -> None:
+        entry = self._accept(item, where, history=False)
+        if entry is None:
+            return
+        if entry.record.id in self._batch_ids:
+            self.flush_memories()  # one id per batch: the second sees the first's result
+        self._memories.append(entry)
+        self._batch_ids.add(entry.record.id)
+        if len(self._memories) >= BATCH:
+            self.flush_memories()
+
+    def history(self, item: object, where: str) -> None:
+        entry = self._accept(item, where, history=True)
+        if entry is None:
+            return
+        self._history.append(entry)
+        if len(self._history) >= BATCH:
+            self.flush_history()
+
+    def flush_memories(self) -> None:
+        batch, self._memories = self._memories, []
+        self._batch_ids.clear()
+        if not batch:
+            return
+        rows = load_rows(self.conn, (e.record.id for e in batch))
+        writes: list[Write] = []
+        keeps: list[Keep] = []
+        raised: list[tuple[float, str]] = []
+        for entry in batch:
+            self.counts[self._decide(entry, rows.get(entry.record.id), writes, keeps, raised)] += 1
+            self.newest = max(self.newest, entry.record.hlc)
+        write_versions(self.conn, writes)
+        keep_versions(self.conn, keeps, skip_winner=True)
+        self.conn.executemany("UPDATE memories SET local_importance = ? WHERE id = ?", raised)
+        self._step(len(batch))
+
+    def _decide(
+        self,
+        entry: _Entry,
+        row: sqlite3.Row | None,
+        writes: list[Write],
+        keeps: list[Keep],
+        raised: list[tuple[float, str]],
+    ) -> str:
+        """What one current record does (through the protocol merge): 'added', 'updated',
+        'unchanged' or 'skipped'.  The winner is the one :func:`~sealmem.protocol.merge.merge`
+        keeps; the importance floor is the greatest of this store's, the export's local
+        one and the pure rule's."""
+        incoming = entry.record
+        local = None if row is None else record_from_row(row)
+        here = 0.0 if row is None else float(row["local_importance"])
+        floor = here if local is not None and here > local.importance else None
+        outcome = merge(local, incoming, floor=floor)
+        if outcome.skipped_reason is not None:
+            self.warnings.append(
+                f"skipped {incoming.id}: it belongs to project {incoming.project!r} in the "
+                f"export but to {local.project if local else '?'!r} here"
+            )
+            return "skipped"
+        winner = outcome.winner if outcome.winner is not None else incoming
+        importance = max(effective_importance(winner, outcome.floor), entry.local_importance)
+        if row is None or outcome.changed:
+            seen = (
+                entry.seen_count if row is None else max(int(row["seen_count"]), entry.seen_count)
+            )
+            when = (
+                entry.updated_at if row is None else max(int(row["updated_at"]), entry.updated_at)
+            )
+            writes.append(Write(winner, entry.provenance, importance, seen, when, row))
+            return "added" if row is None else "updated"
+        if outcome.loser is not None:
+            keeps.append(_keep(entry, entry.updated_at))
+        if importance > here:
+            raised.append((importance, incoming.id))
+            return "updated"
+        return "unchanged"
+
+    def flush_history(self) -> None:
+        batch, self._history = self._history, []
+        keep_versions(
+            self.conn,
+            [_keep(e, e.replaced_at or self.now_ms) for e in batch],
+            skip_winner=True,
         )
-    warnings: list[str] = []
-    parsed: dict[str, list[_Entry]] = {"memories": [], "history": []}
-    for key in ("memories", "history"):
-        items = document.get(key, [])
-        if not isinstance(items, list):
-            raise InputError(f"the export's {key!r} must be a list")
-        for i, item in enumerate(items):
-            entry, notes = _parse(item, f"{key}[{i}]", now_ms, history=key == "history")
-            parsed[key].append(entry)
-            warnings.extend(notes)
-    return parsed["memories"], parsed["history"], warnings
+        self._step(len(batch))
+
+    def finish(self) -> ImportResult:
+        self.flush_memories()
+        self.flush_history()
+        if self.newest != ZERO:
+            observe_hlc(self.conn, self.newest, self.now_ms)
+        if self.refused:
+            self.warnings.append(_refused_note(self.refused, self.counts["skipped"]))
+        return ImportResult(**self.counts, warnings=self.warnings)
 
 
-def _merge(conn: sqlite3.Connection, entry: _Entry, warnings: list[str]) -> str:
-    """Apply one current record through the protocol merge; return 'added', 'updated',
-    'unchanged' or 'skipped'.
-
-    The winner is the one :func:`~sealmem.protocol.merge.merge` keeps; the importance
-    floor is the greatest of this store's, the export's local one and the pure rule's.
-    """
-    incoming = entry.record
-    row = load_row(conn, incoming.id)
-    local = None if row is None else record_from_row(row)
-    here = 0.0 if row is None else float(row["local_importance"])
-    floor = here if local is not None and here > local.importance else None
-    outcome = merge(local, incoming, floor=floor)
-    if outcome.skipped_reason is not None:
-        warnings.append(
-            f"skipped {incoming.id}: it belongs to project {incoming.project!r} in the export "
-            f"but to {local.project if local else '?'!r} here"
-        )
-        return "skipped"
-    winner = outcome.winner if outcome.winner is not None else incoming
-    importance = max(effective_importance(winner, outcome.floor), entry.local_importance)
-    if row is None or outcome.changed:
-        write_version(
-            conn,
-            winner,
-            provenance=entry.provenance,
-            local_importance=importance,
-            seen_count=entry.seen_count
-            if row is None
-            else max(int(row["seen_count"]), entry.seen_count),
-            updated_at=entry.updated_at
-            if row is None
-            else max(int(row["updated_at"]), entry.updated_at),
-        )
-        return "added" if row is None else "updated"
-    if outcome.loser is not None:
-        _add_history(conn, entry, entry.updated_at)
-    if importance > here:
-        conn.execute(
-            "UPDATE memories SET local_importance = ? WHERE id = ?", (importance, incoming.id)
-        )
-        return "updated"
-    return "unchanged"
-
-
-def _add_history(conn: sqlite3.Connection, entry: _Entry, replaced_at: int) -> None:
-    text = record_json(entry.record)
-    seen = conn.execute(
-        "SELECT 1 FROM history WHERE id = ? AND record_json = ? LIMIT 1", (entry.record.id, text)
-    ).fetchone()
-    current = load_row(conn, entry.record.id)
-    if seen is not None or (current is not None and record_from_row(current) == entry.record):
-        return
-    insert_history(
-        conn,
+def _keep(entry: _Entry, replaced_at: int) -> Keep:
+    return Keep(
         entry.record,
-        provenance=entry.provenance,
-        local_importance=entry.local_importance,
-        seen_count=entry.seen_count,
-        updated_at=entry.updated_at,
-        replaced_at=replaced_at,
+        entry.provenance,
+        entry.local_importance,
+        entry.seen_count,
+        entry.updated_at,
+        replaced_at,
     )
 
 
-def _too_far_ahead(entries: list[_Entry], now_ms: int) -> tuple[list[_Entry], list[str]]:
-    """The entries within the clock bound, and the ids of those beyond it."""
-    kept, refused = [], []
-    for entry in entries:
-        if too_far_ahead(entry.record.hlc, now_ms):
-            refused.append(entry.record.id)
-        else:
-            kept.append(entry)
-    return kept, refused
-
-
-def _refused_note(ids: list[str]) -> str:
-    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+def _refused_note(ids: list[str], count: int) -> str:
+    shown = ", ".join(ids[:5]) + (f" and {count - 5} more" if count > 5 else "")
     return (
-        f"{len(ids)} records dated more than {MAX_AHEAD_MS // 86_400_000} days ahead were not "
+        f"{count} records dated more than {MAX_AHEAD_MS // 86_400_000} days ahead were not "
         f"imported ({shown}): their clock would pin them and this store's clock; check the "
         "clock of the machine that exported them, export again and import that file"
     )
+
+
+def _list(document: dict[str, Any], key: str) -> list[Any]:
+    items = document.get(key, [])
+    if not isinstance(items, list):
+        raise InputError(f"the export's {key!r} must be a list")
+    return items
 
 
 def import_document(
@@ -274,39 +291,90 @@ def import_document(
     now_ms: int,
     progress: Callable[[int, int], None] | None = None,
 ) -> ImportResult:
-    """Merge an export into the store in one transaction; see the module docstring.
-
-    Records dated more than ``MAX_AHEAD_MS`` ahead of ``now_ms`` are not imported
-    (counted as skipped, named in a warning), as a pull refuses them (``clock-ahead``).
-    """
-    memories, history, warnings = _parse_document(document, now_ms)
-    memories, refused = _too_far_ahead(memories, now_ms)
-    history, refused_history = _too_far_ahead(history, now_ms)
-    refused += refused_history
-    if refused:
-        warnings.append(_refused_note(refused))
+    """Merge an export held in memory into the store in one transaction; see the module
+    docstring.  Records dated more than ``MAX_AHEAD_MS`` ahead of ``now_ms`` are not
+    imported (counted as skipped, named in a warning), as a pull refuses them."""
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        _check_header("format", None)
+    _check_header("version", document.get("version"))
+    memories, history = _list(document, "memories"), _list(document, "history")
     total = len(memories) + len(history)
-    counts = {"added": 0, "updated": 0, "unchanged": 0, "skipped": len(refused)}
-    done = 0
     with transaction(conn):
-        newest = ZERO
-        for entry in memories:
-            counts[_merge(conn, entry, warnings)] += 1
-            newest = max(newest, entry.record.hlc)
-            done += 1
-            if progress is not None:
-                progress(done, total)
-        for entry in history:
-            _add_history(conn, entry, entry.replaced_at or now_ms)
-            done += 1
-            if progress is not None:
-                progress(done, total)
-        if newest != ZERO:
-            observe_hlc(conn, newest, now_ms)
-    return ImportResult(
-        added=counts["added"],
-        updated=counts["updated"],
-        unchanged=counts["unchanged"],
-        skipped=counts["skipped"],
-        warnings=warnings,
-    )
+        importer = _Importer(
+            conn, now_ms, None if progress is None else lambda done: progress(done, total)
+        )
+        for i, item in enumerate(memories):
+            importer.memory(item, f"memories[{i}]")
+        importer.flush_memories()
+        for i, item in enumerate(history):
+            importer.history(item, f"history[{i}]")
+        return importer.finish()
+
+
+def _count_entries(stream: TextIO, name: str) -> int:
+    """How many memories and history entries ``stream`` holds (0 when it cannot be read
+    again from its start, e.g. a pipe); the stream is left at its start."""
+    if not stream.seekable():
+        return 0
+    start = stream.tell()
+    try:
+        scanned = scan(JsonScanner(stream, name), ("memories", "history"))
+        return sum(1 for kind, _, _ in scanned if kind == "item")
+    except InputError:
+        return 0  # the import itself reports what is wrong, where
+    finally:
+        stream.seek(start)
+
+
+def import_stream(
+    conn: sqlite3.Connection,
+    stream: TextIO,
+    *,
+    now_ms: int,
+    name: str = "the document",
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportResult:
+    """:func:`import_document` for a document read from ``stream`` one entry at a time.
+
+    Memory stays bounded by the largest entry: memories are merged as they are read;
+    history entries that come before the memories in the document are held in a
+    temporary file until the memories are merged (history is merged after them, as
+    :func:`import_document` does).  ``progress`` is given the number of entries when
+    ``stream`` can be read twice (a file: its entries are counted first), else none."""
+    total = _count_entries(stream, name) if progress is not None else 0
+    scanner = JsonScanner(stream, name)
+
+    def report(done: int) -> None:
+        if progress is not None and total:
+            progress(done, total)
+
+    seen_keys: set[str] = set()
+    with transaction(conn), tempfile.TemporaryFile("w+", encoding="utf-8") as held:
+        importer = _Importer(conn, now_ms, report)
+        memory_count = held_count = 0
+        for kind, key, value in scan(scanner, ("memories", "history")):
+            if kind == "value":
+                _check_header(key, value)
+                if key in ("memories", "history"):
+                    raise InputError(f"the export's {key!r} must be a list")
+                seen_keys.add(key)
+            elif key == "memories":
+                seen_keys.add(key)
+                importer.memory(value, f"memories[{memory_count}]")
+                memory_count += 1
+            elif "memories" in seen_keys:
+                importer.flush_memories()
+                importer.history(value, f"history[{held_count}]")
+                held_count += 1
+            else:
+                held.write(json.dumps(value) + "\n")
+                held_count += 1
+        if "format" not in seen_keys:
+            _check_header("format", None)
+        if "version" not in seen_keys:
+            _check_header("version", None)
+        importer.flush_memories()
+        held.seek(0)
+        for i, line in enumerate(held):
+            importer.history(json.loads(line), f"history[{i}]")
+        return importer.finish()

@@ -11,7 +11,8 @@
 4. **write**: changed winners with the snapshot's provenance (the replaced local
    version goes to ``history``), pulled versions that lost to ``history``, the
    store's clock.  A tombstone that wins purges the text of the memory's versions
-   here too (:func:`sealmem.client.store.rows.write_version`; ``ApplyResult.purged``
+   here too (:func:`sealmem.client.store.batch.write_versions`, a few statements
+   per batch; ``ApplyResult.purged``
    counts them, and the caller runs :func:`sealmem.client.store.scrub.settle` after
    committing), and a pulled version with content that loses to a tombstone is
    not kept.
@@ -22,23 +23,18 @@ merges nothing.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ...protocol.merge import effective_importance, merge_many
 from ...protocol.record import Record
+from ..store.batch import Keep, Write, keep_versions, load_rows, redact_version, write_versions
 from ..store.memory import Provenance
-from ..store.redact import redact, redact_all
 from ..store.rows import (
-    MEMORY_COLUMNS,
-    insert_history,
     read_hlc,
     record_from_row,
-    record_json,
     save_hlc,
-    write_version,
 )
 
 __all__ = ["ApplyResult", "apply_versions"]
@@ -64,52 +60,6 @@ class ApplyResult:
         self.skipped.extend(other.skipped)
 
 
-def _scrub(record: Record) -> Record | None:
-    """``record`` with what the redaction rules catch replaced, or None when it is clean.
-
-    A pulled version keeps its identity (id, clock, editor) so replicas still agree on
-    the winner; only this store's copy of the text loses the secret (DESIGN §3).
-    """
-    content = redact(record.content)
-    keywords, found = redact_all(record.keywords)
-    reason = None if record.delete_reason is None else redact(record.delete_reason)
-    if not content.changed and not found and (reason is None or not reason.changed):
-        return None
-    return record.evolve(
-        content=content.text,
-        keywords=tuple(keywords),
-        delete_reason=None if reason is None else reason.text,
-    )
-
-
-def _load_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3.Row]:
-    """The ``memories`` rows of ``ids`` (those that exist), in one query."""
-    rows = conn.execute(
-        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(set(ids))),),
-    ).fetchall()
-    return {str(row["id"]): row for row in rows}
-
-
-def _add_loser(conn: sqlite3.Connection, record: Record, provenance: Provenance, now: int) -> None:
-    """Keep a pulled version that lost in history (not one with content of a memory
-    forgotten here: :func:`~sealmem.client.store.rows.insert_history` refuses it)."""
-    text = record_json(record)
-    seen = conn.execute(
-        "SELECT 1 FROM history WHERE id = ? AND record_json = ? LIMIT 1", (record.id, text)
-    ).fetchone()
-    if seen is None:
-        insert_history(
-            conn,
-            record,
-            provenance=provenance,
-            local_importance=record.importance,
-            seen_count=1,
-            updated_at=now,
-            replaced_at=now,
-        )
-
-
 def apply_versions(
     conn: sqlite3.Connection, records: Iterable[Record], provenance: Provenance, now: int
 ) -> ApplyResult:
@@ -117,13 +67,12 @@ def apply_versions(
     result = ApplyResult()
     incoming: list[Record] = []
     for record in records:
-        scrubbed = _scrub(record)
-        if scrubbed is not None:
-            result.redacted += 1
-        incoming.append(record if scrubbed is None else scrubbed)
+        cleaned, found = redact_version(record)
+        result.redacted += bool(found)
+        incoming.append(cleaned)
     if not incoming:
         return result
-    rows = _load_rows(conn, (r.id for r in incoming))
+    rows = load_rows(conn, (r.id for r in incoming))
     local = {rid: record_from_row(row) for rid, row in rows.items()}
     floors = {
         rid: float(row["local_importance"])
@@ -132,23 +81,27 @@ def apply_versions(
     }
     clock = read_hlc(conn)
     merged = merge_many(local, incoming, now_ms=now, clock=clock, floors=floors)
-    for rid in merged.changed:
-        winner, row = merged.winners[rid], rows.get(rid)
-        result.purged += write_version(  # archives the replaced local version in history
-            conn,
-            winner,
-            provenance=provenance,
-            local_importance=effective_importance(winner, merged.floors.get(rid)),
-            seen_count=1 if row is None else int(row["seen_count"]),
-            updated_at=now,
+    writes = [
+        Write(
+            merged.winners[rid],
+            provenance,
+            effective_importance(merged.winners[rid], merged.floors.get(rid)),
+            1 if rows.get(rid) is None else int(rows[rid]["seen_count"]),
+            now,
+            rows.get(rid),
         )
-        if row is None:
-            result.new += 1
-        else:
-            result.updated += 1
-    for loser in merged.losers:
-        if loser is not local.get(loser.id):  # a pulled version that lost
-            _add_loser(conn, loser, provenance, now)
+        for rid in merged.changed
+    ]
+    # archives each replaced local version in history
+    result.purged += write_versions(conn, writes)
+    result.new = sum(1 for w in writes if w.previous is None)
+    result.updated = len(writes) - result.new
+    pulled_losers = [loser for loser in merged.losers if loser is not local.get(loser.id)]
+    keep_versions(
+        conn,
+        [Keep(loser, provenance, loser.importance, 1, now, now) for loser in pulled_losers],
+        skip_winner=False,
+    )
     result.unchanged = max(len(incoming) - len(merged.skipped) - len(merged.changed), 0)
     result.skipped = [s.detail for s in merged.skipped]
     if merged.clock != clock:

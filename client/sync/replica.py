@@ -27,8 +27,8 @@ from ...protocol.record import Record
 from ...protocol.state import ChainHead, TrustedState, Witness
 from ...protocol.suite import Suite
 from ...protocol.verify import accept_keyring, accept_roster
+from ..store.batch import redact_version
 from ..store.memory import Provenance
-from ..store.redact import redact, redact_all
 from ..store.rows import load_row, next_hlc, record_from_row, write_version
 
 __all__ = [
@@ -252,19 +252,11 @@ def own_summary(
 
 def reredact(conn: sqlite3.Connection, record: Record, me: str, now: int) -> Record:
     """``record`` with secrets redacted again; a changed one is stored as a new local version."""
-    content = redact(record.content)
-    keywords, found = redact_all(record.keywords)
-    reason = None if record.delete_reason is None else redact(record.delete_reason)
-    if not content.changed and not found and (reason is None or not reason.changed):
+    redacted, found = redact_version(record)  # the one call site of the rules
+    if not found:
         return record
     row = load_row(conn, record.id)
-    cleaned = record.evolve(
-        content=content.text,
-        keywords=tuple(keywords),
-        delete_reason=None if reason is None else reason.text,
-        editor=me,
-        hlc=next_hlc(conn, now),
-    )
+    cleaned = redacted.evolve(editor=me, hlc=next_hlc(conn, now))
     write_version(
         conn,
         cleaned,

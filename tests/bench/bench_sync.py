@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import tempfile
 import time
@@ -223,9 +224,11 @@ def main_bench(members: int, memories: int) -> None:
         team = build_team(Path(tmp), members, memories)
         setup_s = time.perf_counter() - t0
         print(f"setup: {members} members x {memories:,} memories in {setup_s:.1f} s")
+        cpu = time.process_time()
         first_s, first_b = round_(team, 2)
+        cpu = time.process_time() - cpu
         total = members * memories
-        print(f"first full sync (2 rounds): {first_s:.1f} s, {mb(first_b)} moved "
+        print(f"first full sync (2 rounds): {first_s:.1f} s ({cpu:.1f} CPU s), {mb(first_b)} moved "
               f"({total:,} memories, each member ends with {total:,})")  # fmt: skip
         idle_s, idle_b = round_(team)
         print(f"idle round (nothing changed): {idle_s:.2f} s, {idle_b:,} bytes")
@@ -270,8 +273,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.members, args.memories, args.growth, args.growth_memories = 3, 1000, "2,5", 100
-    print(f"Python {sys.version.split()[0]}")
+    print(f"Python {sys.version.split()[0]}; load average {os.getloadavg()}")
     main_bench(args.members, args.memories)
+    print(f"load average after the main run: {os.getloadavg()}")
     growth([int(x) for x in args.growth.split(",")], args.growth_memories)
 
 

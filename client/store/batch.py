@@ -1,0 +1,329 @@
+"""Many winning versions written at once: what a pull or an import stores per batch.
+
+:func:`write_versions` stores exactly what one :func:`~sealmem.client.store.rows.write_version`
+per version stores (:func:`write_each`, the reference the property tests compare
+it with: the same rows, row ids, history sequence and full-text index), with a
+few statements per batch instead of four per version:
+
+- the replaced versions go to ``history`` with one ``executemany``;
+- new rows are inserted and changed rows updated with one ``executemany`` each,
+  in the order given, so row ids and history sequence numbers come out the same;
+- ``memories_fts`` and ``history_fts`` are filled once for the whole batch: while
+  ``fts_batch`` holds a row their per-row triggers stand aside (schema version 6),
+  the old entries of updated rows are deleted and the new text of every written
+  row and every added history row is indexed by one statement each;
+- supersede links are touched only for the rows whose links changed.
+
+:func:`keep_versions` adds versions that did not win to ``history`` the same way
+(:func:`keep_each` is its reference), and :func:`redact_version` is the one place
+where a batch runs the redaction rules over a version from outside.
+
+A tombstone goes through :func:`~sealmem.client.store.rows.write_version` itself
+(rare, and it purges covered text), after the versions before it are written,
+so the order of effects is the caller's order.  Every id appears at most once in
+a batch, and ``previous`` is its ``memories`` row as read in the same
+transaction.  Run inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ...protocol.errors import StoreError
+from ...protocol.record import Record
+from .memory import Provenance
+from .redact import Redacted, redact
+from .rows import (
+    HISTORY_INSERT,
+    MEMORY_COLUMNS,
+    archived_values,
+    covers,
+    history_values,
+    insert_history,
+    memory_values,
+    record_from_row,
+    record_json,
+    write_version,
+)
+
+__all__ = [
+    "Keep",
+    "Write",
+    "keep_each",
+    "keep_versions",
+    "load_rows",
+    "redact_version",
+    "write_each",
+    "write_versions",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One version to make the winner of its id, with its local state."""
+
+    record: Record
+    provenance: Provenance
+    local_importance: float
+    seen_count: int
+    updated_at: int
+    previous: sqlite3.Row | None
+    """The ``memories`` row of ``record.id`` before this write (None: there is none)."""
+
+
+def write_each(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
+    """The reference: one :func:`write_version` per write; returns versions purged."""
+    purged = 0
+    for w in writes:
+        purged += write_version(
+            conn,
+            w.record,
+            provenance=w.provenance,
+            local_importance=w.local_importance,
+            seen_count=w.seen_count,
+            updated_at=w.updated_at,
+        )
+    return purged
+
+
+def write_versions(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
+    """Write ``writes`` in order, batched (see the module docstring); returns versions
+    purged (when not 0, run :func:`sealmem.client.store.scrub.settle` after committing)."""
+    purged = 0
+    run: list[Write] = []
+    for w in writes:
+        if w.record.deleted:
+            _flush(conn, run)
+            run = []
+            purged += write_each(conn, [w])
+        else:
+            run.append(w)
+    _flush(conn, run)
+    return purged
+
+
+def _flush(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
+    """Write live versions (no tombstone among them) with a few statements."""
+    if not run:
+        return
+    if len({w.record.id for w in run}) != len(run):
+        raise StoreError("a batch of writes names one memory id twice; write it in two batches")
+    values = [
+        memory_values(
+            w.record,
+            provenance=w.provenance,
+            local_importance=w.local_importance,
+            seen_count=w.seen_count,
+            updated_at=w.updated_at,
+        )
+        for w in run
+    ]
+    names = list(values[0])
+    added = [v for v, w in zip(values, run, strict=True) if w.previous is None]
+    changed = [(v, w.previous) for v, w in zip(values, run, strict=True) if w.previous is not None]
+    with _triggers_aside(conn):
+        # the replaced versions, in order (a live version never covers text: archive all)
+        conn.executemany(
+            HISTORY_INSERT,
+            [archived_values(prev, v["updated_at"]) for v, prev in changed],
+        )
+        if added:
+            marks = ", ".join(f":{name}" for name in names)
+            conn.executemany(f"INSERT INTO memories ({', '.join(names)}) VALUES ({marks})", added)
+        if changed:
+            conn.executemany(
+                "INSERT INTO memories_fts (memories_fts, rowid, content, keywords) "
+                "VALUES ('delete', ?, ?, ?)",
+                [(p["rowid"], p["content"], p["keywords"]) for _, p in changed],
+            )
+            sets = ", ".join(f"{name} = :{name}" for name in names if name != "id")
+            conn.executemany(f"UPDATE memories SET {sets} WHERE id = :id", [v for v, _ in changed])
+        conn.execute(
+            "INSERT INTO memories_fts (rowid, content, keywords) "
+            "SELECT rowid, content, keywords FROM memories "
+            "WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps([v["id"] for v in values]),),
+        )
+    _relink(conn, run)
+
+
+_HISTORY_FTS_FILL = """
+INSERT INTO history_fts (rowid, content, keywords)
+SELECT seq,
+       coalesce(json_extract(record_json, '$.content'), ''),
+       coalesce((SELECT group_concat(value, ' ') FROM json_each(record_json, '$.keywords')), '')
+FROM history WHERE seq > ?
+"""
+
+
+@contextmanager
+def _triggers_aside(conn: sqlite3.Connection) -> Iterator[None]:
+    """The per-row full-text triggers stand aside (``fts_batch``); the caller fills
+    ``memories_fts``, and the ``history`` rows added meanwhile are indexed here, at once."""
+    (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM history").fetchone()
+    conn.execute("INSERT INTO fts_batch (one) VALUES (1)")
+    try:
+        yield
+    finally:
+        conn.execute("DELETE FROM fts_batch")
+    conn.execute(_HISTORY_FTS_FILL, (last,))
+
+
+def _relink(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
+    """Supersede links of live winners: only the rows whose links changed are touched."""
+    stale: list[tuple[str]] = []
+    links: list[tuple[str, str]] = []
+    for w in run:
+        record, prev = w.record, w.previous
+        if prev is not None:
+            same = not prev["deleted"] and json.loads(prev["supersedes_json"]) == list(
+                record.supersedes
+            )
+            if same:
+                continue
+            stale.append((record.id,))
+        links.extend((old, record.id) for old in record.supersedes)
+    conn.executemany("DELETE FROM supersedes WHERE new_id = ?", stale)
+    conn.executemany("INSERT OR IGNORE INTO supersedes (old_id, new_id) VALUES (?, ?)", links)
+
+
+def load_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3.Row]:
+    """The ``memories`` rows of ``ids`` (those that exist), in one query."""
+    rows = conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(set(ids))),),
+    ).fetchall()
+    return {str(row["id"]): row for row in rows}
+
+
+def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
+    """``record`` with what the redaction rules catch replaced, and the types found
+    (empty: it was clean and ``record`` itself is returned).
+
+    The one call site of the rules for pulled and imported versions.  A version keeps
+    its identity (id, clock, editor) so replicas still agree on the winner; only this
+    store's copy of the text loses the secret (DESIGN §3).  Where the rules can tell
+    that a text was already redacted by this store's rules version, that check goes
+    here, before any rule runs.
+    """
+    content = redact(record.content)
+    words = [_redact_word(word) for word in record.keywords]
+    reason = None if record.delete_reason is None else redact(record.delete_reason)
+    found = any(w.changed for w in words)
+    if not content.changed and not found and (reason is None or not reason.changed):
+        return record, {}
+    types = dict(content.found)
+    for part in [*words, *([reason] if reason else [])]:
+        for kind, n in part.found.items():
+            types[kind] = types.get(kind, 0) + n
+    cleaned = record.evolve(
+        content=content.text,
+        keywords=tuple(w.text for w in words),
+        delete_reason=None if reason is None else reason.text,
+    )
+    return cleaned, types
+
+
+_CLEAN_WORDS: set[str] = set()
+_CLEAN_WORDS_MAX = 8192
+
+
+def _redact_word(word: str) -> Redacted:
+    """:func:`redact` of one keyword, remembering the clean ones: the same few hundred
+    keywords come back in every batch (the rules are a pure function of the text).  A
+    keyword with a secret is not remembered, so no secret outlives its batch here."""
+    if word in _CLEAN_WORDS:
+        return Redacted(word)
+    result = redact(word)
+    if not result.changed:
+        if len(_CLEAN_WORDS) >= _CLEAN_WORDS_MAX:
+            _CLEAN_WORDS.clear()
+        _CLEAN_WORDS.add(word)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Keep:
+    """A version that did not win, for ``history``, with its local state."""
+
+    record: Record
+    provenance: Provenance
+    local_importance: float
+    seen_count: int
+    updated_at: int
+    replaced_at: int
+
+
+def keep_each(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool) -> int:
+    """The reference: each version added to ``history`` in turn unless the same version
+    is there already (or, with ``skip_winner``, is the memory's winner), or its text is
+    covered by the winning tombstone; returns how many were added."""
+    added = 0
+    for k in keeps:
+        text = record_json(k.record)
+        seen = conn.execute(
+            "SELECT 1 FROM history WHERE id = ? AND record_json = ? LIMIT 1", (k.record.id, text)
+        ).fetchone()
+        if seen is not None:
+            continue
+        if skip_winner:
+            current = load_rows(conn, [k.record.id]).get(k.record.id)
+            if current is not None and record_from_row(current) == k.record:
+                continue
+        added += insert_history(
+            conn,
+            k.record,
+            provenance=k.provenance,
+            local_importance=k.local_importance,
+            seen_count=k.seen_count,
+            updated_at=k.updated_at,
+            replaced_at=k.replaced_at,
+        )
+    return added
+
+
+def keep_versions(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool) -> int:
+    """:func:`keep_each`, with one read of the winners and of the kept versions of the
+    batch's ids and one ``executemany``; returns how many were added."""
+    if not keeps:
+        return 0
+    ids = sorted({k.record.id for k in keeps})
+    current = load_rows(conn, ids)
+    seen = {
+        (str(r[0]), str(r[1]))
+        for r in conn.execute(
+            "SELECT id, record_json FROM history WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        )
+    }
+    values = []
+    for k in keeps:
+        key = (k.record.id, record_json(k.record))
+        if key in seen:
+            continue
+        row = current.get(k.record.id)
+        if row is not None:
+            if skip_winner and record_from_row(row) == k.record:
+                continue
+            tomb = bool(row["deleted"]) and not k.record.deleted
+            if tomb and covers(str(row["editor"]), str(row["transport"]), k.record.editor):
+                continue
+        seen.add(key)
+        values.append(
+            history_values(
+                k.record,
+                provenance=k.provenance,
+                local_importance=k.local_importance,
+                seen_count=k.seen_count,
+                updated_at=k.updated_at,
+                replaced_at=k.replaced_at,
+            )
+        )
+    if values:
+        with _triggers_aside(conn):
+            conn.executemany(HISTORY_INSERT, values)
+    return len(values)

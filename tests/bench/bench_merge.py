@@ -1,0 +1,197 @@
+"""Merging pulled versions into a store (``apply_versions``), beside its limits, same run.
+
+    python tests/bench/bench_merge.py                 # 20k versions, batches of 500
+    python tests/bench/bench_merge.py --versions 5000
+
+Rows, each on a fresh store (real SQLite file, WAL), the same synthetic versions
+(~170 characters of text, 2 keywords, one in three with a supersede link):
+
+- ``apply_versions``: what a pull runs per chunk (redaction of each version, one
+  read of the batch's rows, the pure merge, the batched writers);
+- the same without redaction (the rules swapped for a no-op in this process):
+  what the merge and the store cost, apart from the redaction rules;
+- ``apply_versions`` again over the same versions (a re-pull: nothing changes);
+- the per-version writer the batch replaced (one ``write_version`` per winner, the
+  per-row triggers), the same merge and redaction around it: the code before;
+- a second pull where every version is newer (updates: history, FTS replace);
+- limits on plain ``sqlite3``, same schema: one ``executemany`` per batch with the
+  per-row FTS trigger, and ``executemany`` with the FTS index filled once per batch.
+
+Prints versions/s and the load average (2 shared cores: compare rows of one run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from sealmem.client import MemoryStore
+from sealmem.client.store import batch
+from sealmem.client.store.connection import transaction
+from sealmem.client.store.memory import Provenance
+from sealmem.client.store.rows import memory_values
+from sealmem.client.store.schema import MIGRATIONS
+from sealmem.client.sync import apply
+from sealmem.protocol.hlc import Hlc
+from sealmem.protocol.record import Record, new_memory_id
+
+NOW = time.time_ns() // 1_000_000
+PULLED = Provenance("folder", "alice", "alice", True, NOW, 1)
+WORDS = [
+    "deploy",
+    "cache",
+    "schema",
+    "index",
+    "retry",
+    "queue",
+    "worker",
+    "token",
+    "vendor",
+    "build",
+    "release",
+    "migration",
+    "latency",
+    "budget",
+    "alert",
+    "rollback",
+    "feature",
+    "flag",
+    "shard",
+    "replica",
+    "backup",
+    "vault",
+    "proxy",
+    "gateway",
+]
+
+
+def versions(n: int, wall: int) -> list[Record]:
+    out = []
+    for i in range(n):
+        text = " ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(22))
+        out.append(
+            Record(
+                id=new_memory_id(NOW - 100_000_000 + i, i.to_bytes(10, "big")),
+                project="webapp",
+                kind="note",
+                content=f"{text} (item {i})",
+                keywords=(WORDS[i % len(WORDS)], WORDS[(i + 5) % len(WORDS)]),
+                importance=0.5,
+                author="alice",
+                editor="alice",
+                created_at=NOW - 100_000_000,
+                hlc=Hlc(wall, i % 60_000),
+                supersedes=(new_memory_id(NOW - 200_000_000, bytes(10)),) if i % 3 == 0 else (),
+            )
+        )
+    return out
+
+
+def batches(records: list[Record], size: int) -> list[list[Record]]:
+    return [records[k : k + size] for k in range(0, len(records), size)]
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """Wall and CPU seconds of ``fn`` (CPU time is what a loaded machine distorts least)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+def pull(store: MemoryStore, chunks: list[list[Record]]) -> None:
+    conn = store.connection
+    for chunk in chunks:
+        with transaction(conn):
+            apply.apply_versions(conn, chunk, PULLED, NOW)
+
+
+def plain(path: Path, chunks: list[list[Record]], *, fts_once: bool) -> tuple[float, float]:
+    """The limit: the same rows into the same schema with plain sqlite3."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    for migration in MIGRATIONS[:1]:  # memories, supersedes, history, the FTS triggers
+        conn.executescript(migration.sql)
+    if fts_once:
+        conn.execute("DROP TRIGGER memories_fts_insert")
+    rows = [
+        [
+            memory_values(r, provenance=PULLED, local_importance=0.5, seen_count=1, updated_at=NOW)
+            for r in chunk
+        ]
+        for chunk in chunks
+    ]
+    names = list(rows[0][0])
+    sql = f"INSERT INTO memories ({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})"
+    start, cpu = time.perf_counter(), time.process_time()
+    for chunk in rows:
+        conn.execute("BEGIN")
+        conn.executemany(sql, chunk)
+        if fts_once:
+            conn.execute(
+                "INSERT INTO memories_fts (rowid, content, keywords) SELECT rowid, content, "
+                "keywords FROM memories WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps([v["id"] for v in chunk]),),
+            )
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start, time.process_time() - cpu
+    conn.close()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--versions", type=int, default=20_000)
+    parser.add_argument("--batch", type=int, default=500)
+    args = parser.parse_args()
+    n = args.versions
+    first = batches(versions(n, NOW - 100_000), args.batch)
+    newer = batches(versions(n, NOW - 50_000), args.batch)
+    print(f"{n} versions in batches of {args.batch}; load average {os.getloadavg()}")
+    rows: list[tuple[str, tuple[float, float]]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        store = MemoryStore.open(root / "a.db", author="bob", clock=lambda: NOW)
+        rows.append(("apply_versions, new ids (sealmem)", timed(lambda: pull(store, first))))
+        rows.append(("apply_versions, the same again (re-pull)", timed(lambda: pull(store, first))))
+        rows.append(("apply_versions, every id newer (updates)", timed(lambda: pull(store, newer))))
+        store.close()
+        store = MemoryStore.open(root / "b.db", author="bob", clock=lambda: NOW)
+        real = apply.redact_version
+        apply.redact_version = lambda record: (record, {})  # type: ignore[assignment]
+        try:
+            rows.append(
+                ("apply_versions, new ids, redaction off", timed(lambda: pull(store, first)))
+            )
+        finally:
+            apply.redact_version = real
+        store.close()
+        store = MemoryStore.open(root / "e.db", author="bob", clock=lambda: NOW)
+        writers = apply.write_versions, apply.keep_versions
+        apply.write_versions, apply.keep_versions = batch.write_each, batch.keep_each
+        try:
+            rows.append(("before: one write_version per winner, new ids",
+                         timed(lambda: pull(store, first))))  # fmt: skip
+        finally:
+            apply.write_versions, apply.keep_versions = writers
+        store.close()
+        rows.append(("limit: sqlite3 executemany, per-row FTS trigger",
+                     plain(root / "c.db", first, fts_once=False)))  # fmt: skip
+        rows.append(("limit: sqlite3 executemany, FTS once per batch",
+                     plain(root / "d.db", first, fts_once=True)))  # fmt: skip
+    print(f"  {'':<50} {'versions/s':>10} {'per CPU s':>10} {'wall s':>7}")
+    for name, (wall, cpu) in rows:
+        print(f"  {name:<50} {n / wall:>10,.0f} {n / cpu:>10,.0f} {wall:>7.2f}")
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
