@@ -1,0 +1,161 @@
+"""The gitleaks default rules, read from ``gitleaks.toml`` (data, MIT licence) and run here.
+
+The file is the upstream rule set unchanged; this module gives it gitleaks'
+meaning: a rule runs only when the lower-cased text holds one of its
+``keywords``; the secret is the first non-empty capture group (else the whole
+match); a rule with ``entropy`` needs a secret at least that random, and the
+``generic-*`` rules need a digit in it (as gitleaks does); a finding is dropped
+when an allowlist of the rule (or the global one) matches it: ``regexes``
+against the secret, the match or the line (``regexTarget``), ``stopwords``
+contained in the secret, combined by ``condition`` (OR unless AND).  Path
+allowlists and path-only rules do not apply to memories and are skipped.
+
+Go's regular expressions differ from Python's in two ways these rules use: a
+``(?i)`` in mid-pattern (Go: case-insensitive to the end of the group) and
+``\\z``.  :func:`go_regex` rewrites both.  Patterns compile with ``re.ASCII``, as
+Go's classes are ASCII.  Each rule compiles the first time its keywords show up,
+so a process that never meets one pays nothing for it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from .rules import entropy
+
+__all__ = ["GITLEAKS_VERSION", "Allowlist", "Spec", "go_regex", "specs"]
+
+GITLEAKS_VERSION = "8.30.0"
+"""The gitleaks release whose default rules ``gitleaks.toml`` holds (see its header)."""
+
+
+@dataclass(frozen=True)
+class Allowlist:
+    regexes: tuple[re.Pattern[str], ...]
+    target: str  # "secret", "match" or "line"
+    stopwords: tuple[str, ...]
+    all_of: bool  # condition = "AND"
+
+    def allows(self, secret: str, match: str, line: str) -> bool:
+        subject = {"match": match, "line": line}.get(self.target, secret)
+        checks: list[bool] = []
+        if self.regexes:
+            checks.append(any(rx.search(subject) for rx in self.regexes))
+        if self.stopwords:
+            low = secret.lower()
+            checks.append(any(word in low for word in self.stopwords))
+        if not checks:
+            return False
+        return all(checks) if self.all_of else any(checks)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One gitleaks rule as written in the data file; :meth:`pattern` compiles it."""
+
+    id: str
+    description: str
+    regex: str
+    keywords: tuple[str, ...]
+    min_entropy: float
+    allowlists: tuple[Allowlist, ...]
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(go_regex(self.regex), re.ASCII)
+
+    def accepts(self, secret: str, match: str, line: str, global_allow: Allowlist) -> bool:
+        """Whether a match of this rule is a finding (gitleaks' entropy and allowlists)."""
+        if self.min_entropy and entropy(secret) < self.min_entropy:
+            return False
+        if self.id.startswith("generic") and not any(c.isdigit() for c in secret):
+            return False
+        if global_allow.allows(secret, match, line):
+            return False
+        return not any(allow.allows(secret, match, line) for allow in self.allowlists)
+
+
+def go_regex(source: str) -> str:
+    """``source`` (Go RE2 syntax) as a Python pattern with the same meaning.
+
+    ``(?i)`` after the start becomes ``(?i:`` closed at the end of its group (and
+    around each ``|`` alternative that follows it in that group); ``\\z`` becomes ``\\Z``.
+    """
+    out: list[str] = []
+    opened = [0]  # per open group: how many "(?i:" this level has open
+    in_class = False
+    i, n = 0, len(source)
+    while i < n:
+        char = source[i]
+        if char == "\\":
+            pair = source[i : i + 2]
+            out.append("\\Z" if pair == "\\z" and not in_class else pair)
+            i += 2
+        elif in_class:
+            in_class = char != "]"
+            out.append(char)
+            i += 1
+        elif char == "[":
+            in_class = True
+            out.append(char)
+            i += 1
+            for literal in ("^", "]"):  # "[^]...]" and "[]...]": a first ] is literal
+                if source.startswith(literal, i):
+                    out.append(literal)
+                    i += 1
+        elif i > 0 and source.startswith("(?i)", i):
+            out.append("(?i:")
+            opened[-1] += 1
+            i += 4
+        elif char == "(":
+            opened.append(0)
+            out.append(char)
+            i += 1
+        elif char == ")":
+            out.append(")" * opened.pop() + ")")
+            i += 1
+        elif char == "|" and opened[-1]:
+            out.append(")" * opened[-1] + "|" + "(?i:" * opened[-1])
+            i += 1
+        else:
+            out.append(char)
+            i += 1
+    out.append(")" * opened.pop())
+    return "".join(out)
+
+
+def _allowlist(entry: dict[str, Any]) -> Allowlist:
+    return Allowlist(
+        regexes=tuple(re.compile(go_regex(rx), re.ASCII) for rx in entry.get("regexes", ())),
+        target=str(entry.get("regexTarget", "secret")),
+        stopwords=tuple(str(w).lower() for w in entry.get("stopwords", ())),
+        all_of=str(entry.get("condition", "OR")).upper() == "AND",
+    )
+
+
+@functools.cache
+def specs() -> tuple[tuple[Spec, ...], Allowlist]:
+    """The rules of the data file (those with a pattern) and its global allowlist."""
+    data = tomllib.loads(resources.files(__package__).joinpath("gitleaks.toml").read_text("utf-8"))
+    rules = tuple(
+        Spec(
+            id=str(rule["id"]),
+            description=str(rule.get("description", rule["id"])),
+            regex=str(rule["regex"]),
+            keywords=tuple(str(k).lower() for k in rule.get("keywords", ())),
+            min_entropy=float(rule.get("entropy", 0)),
+            allowlists=tuple(
+                _allowlist(a)
+                for a in rule.get("allowlists", ())
+                if set(a) - {"paths", "description"}
+            ),
+        )
+        for rule in data["rules"]
+        if "regex" in rule
+    )
+    return rules, _allowlist(data.get("allowlist", {}))
