@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -173,20 +171,12 @@ def hook_cmd(
     ] = None,
 ) -> None:
     """Run a Claude Code hook (reads the hook JSON on stdin; never fails)."""
-    from ..hosts import hooks
-    from ..paths import HOME_ENV
+    # `sealmem hook NAME` is answered by sealmem.client.launch before typer loads; this
+    # command serves `python -m sealmem.client.cli hook ...` and the in-process tests.
+    from ..launch import run_hook
 
-    if home is not None:
-        os.environ[HOME_ENV] = str(home)
-
-    def read_input() -> str:
-        stream = sys.stdin
-        return "" if stream is None or stream.isatty() else stream.read()
-
-    text = hooks.run(name, read_input)
+    text = run_hook(name, home)
     if text:
-        # Teammates' text, on its way to a host that may show it in a terminal: escaped
-        # like everything else the CLI prints (newlines kept).
         output.say(text)
 
 

@@ -14,7 +14,6 @@ inside a bearer header is one ``jwt``, and redacting twice changes nothing.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -210,10 +209,11 @@ def warning_for(found: dict[str, int], where: str = "content") -> list[str]:
 
 def rules_fingerprint() -> str:
     """12 hex digits over our rules' patterns and the gitleaks data file."""
-    digest = hashlib.sha256()
-    for rule in RULES:
-        digest.update(f"{rule.type}\0{rule.pattern.pattern}\0{rule.pattern.flags}\0".encode())
+    import hashlib
     from importlib import resources
 
+    digest = hashlib.sha256()
+    for rule in RULES:
+        digest.update(f"{rule.type}\0{rule.source}\0{rule.flags}\0".encode())
     digest.update(resources.files(gitleaks.__package__).joinpath("gitleaks.toml").read_bytes())
     return digest.hexdigest()[:12]

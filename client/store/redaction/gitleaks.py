@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from .rules import entropy
@@ -154,6 +152,9 @@ def _allowlist(entry: dict[str, Any]) -> Allowlist:
 @functools.cache
 def specs() -> tuple[tuple[Spec, ...], Allowlist]:
     """The rules of the data file (those with a pattern) and its global allowlist."""
+    import tomllib  # here: only a process that redacts reads the data file
+    from importlib import resources
+
     data = tomllib.loads(resources.files(__package__).joinpath("gitleaks.toml").read_text("utf-8"))
     rules = tuple(
         Spec(

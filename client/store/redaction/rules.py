@@ -18,6 +18,7 @@ Three rules are not about one vendor's format:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -33,11 +34,17 @@ class Rule:
 
     type: str
     label: str
-    pattern: re.Pattern[str]
+    source: str
+    flags: int = 0
     cues: tuple[str, ...] = ()
     """Lower-case substrings every match contains: a text holding none skips the rule."""
     accept: Callable[[str], bool] | None = None
     """Given the secret, False drops the match (a placeholder, code, a plain word)."""
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """Compiled on first use: a process that never redacts (a hook) never pays for it."""
+        return re.compile(self.source, self.flags)
 
 
 def _rule(
@@ -48,7 +55,7 @@ def _rule(
     cues: tuple[str, ...] = (),
     accept: Callable[[str], bool] | None = None,
 ) -> Rule:
-    return Rule(type_, label, re.compile(pattern, flags), cues, accept)
+    return Rule(type_, label, pattern, flags, cues, accept)
 
 
 def entropy(text: str) -> float:
