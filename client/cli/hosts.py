@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ...protocol.errors import InputError
-from ..hosts import configs, install
 from . import output
 
 if TYPE_CHECKING:
+    from ..hosts import install
     from ..hosts.transcripts import Turn
 
 __all__ = ["register"]
@@ -24,6 +24,8 @@ PrintOpt = Annotated[
 
 
 def _list_hosts(as_json: bool) -> None:
+    from ..hosts import configs, install  # here: tomlkit and the host editors load on use
+
     executable = configs.sealmem_executable()
     env = configs.server_env()
     rows = []
@@ -92,6 +94,8 @@ def install_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Add the sealmem MCP server to an agent host's config (one backup kept per file)."""
+    from ..hosts import configs, install
+
     if host is None:
         _list_hosts(as_json)
         return
@@ -131,12 +135,16 @@ def uninstall_cmd(
         else:
             output.say(message)
         return
+    from ..hosts import configs, install
+
     target = configs.get_host(host)
     edits = install.plan_uninstall(target)
     _finish(edits, show=show, as_json=as_json, done=f"sealmem is not in {target.title}")
 
 
 def _finish(edits: list[install.FileEdit], *, show: bool, as_json: bool, done: str) -> None:
+    from ..hosts import install
+
     backups: list[Path] = []
     if edits and not show:
         backups = install.apply_edits(edits)
