@@ -1,6 +1,6 @@
 """Start-up time of the CLI: each light command as a whole process, against ``python -c pass``.
 
-    python tests/bench/bench_startup.py [--runs 15]
+    python tests/bench/bench_startup.py [--runs 15] [--baseline-ref main]
 
 Every command runs in a fresh ``SEALMEM_HOME`` holding a small store (20 memories),
 through the installed ``sealmem`` script beside this Python.  The first run of each
@@ -9,6 +9,11 @@ yet); then ``--runs`` repeated runs give median and p95.  The baseline rows
 (``python -c pass``, ``import sealmem.client.cli``) run in the same loop, so load
 affects every row alike; the load average is printed beside the figures.  Targets
 (issue 12): ``hook prompt`` under 150 ms, the other light commands under 300 ms.
+
+With ``--baseline-ref REF`` the same commands also run from the source of REF
+(``git archive`` into a temporary directory, imported through ``PYTHONPATH`` with the
+same interpreter and packages; entry point as REF's pyproject names it), row by row
+in the same loop.  Both sides then start as ``python -c 'import ENTRY; main()'``.
 
 At the end, ``python -X importtime`` of ``hook prompt`` and of ``list``: the modules
 that cost the most (self time), and which heavy packages were imported at all.
@@ -24,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 PY = sys.executable
@@ -32,16 +38,52 @@ HEAVY = ("nacl", "httpx", "starlette", "uvicorn", "mcp", "pydantic", "typer", "r
 PROMPT = json.dumps({"prompt": "how do we run the tests?", "session_id": "bench", "cwd": "/tmp"})
 
 
+ROOT = Path(__file__).resolve().parents[2]
+LIGHT: list[tuple[list[str], str | None]] = [
+    (["--version"], None),
+    (["--help"], None),
+    (["hook", "prompt"], PROMPT),
+    (["list"], None),
+    (["recall", "tests"], None),
+]
+
+
 def commands() -> list[tuple[str, list[str], str | None]]:
     return [
         ("python -c pass (baseline)", [PY, "-c", "pass"], None),
         ("import sealmem.client.cli", [PY, "-c", "import sealmem.client.cli"], None),
-        ("sealmem --version", [SEALMEM, "--version"], None),
-        ("sealmem --help", [SEALMEM, "--help"], None),
-        ("sealmem hook prompt", [SEALMEM, "hook", "prompt"], PROMPT),
-        ("sealmem list", [SEALMEM, "list"], None),
-        ("sealmem recall tests", [SEALMEM, "recall", "tests"], None),
+        *((f"sealmem {' '.join(args)}", [SEALMEM, *args], stdin) for args, stdin in LIGHT),
     ]
+
+
+def _entry(pyproject: str) -> str:
+    module, _, func = tomllib.loads(pyproject)["project"]["scripts"]["sealmem"].partition(":")
+    return f"import sys; from {module} import {func} as m; sys.exit(m())"
+
+
+def ref_commands(ref: str) -> tuple[list[tuple[str, list[str], str | None]], dict[str, str]]:
+    """The light commands run from ``ref``'s source, and the PYTHONPATH that finds it."""
+    base = Path(tempfile.mkdtemp())
+    src, pkg = base / "src", base / "path" / "sealmem"
+    src.mkdir()
+    pkg.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    for name in ("client", "hub", "crypto", "protocol"):
+        (pkg / name).symlink_to(src / name)
+    code = _entry((src / "pyproject.toml").read_text())
+    rows = [(f"{ref}: sealmem {' '.join(a)}", [PY, "-c", code, *a], stdin) for a, stdin in LIGHT]
+    here = [
+        (
+            f"this: sealmem {' '.join(a)}",
+            [PY, "-c", _entry((ROOT / "pyproject.toml").read_text()), *a],
+            stdin,
+        )
+        for a, stdin in LIGHT
+    ]
+    return here + rows, {"PYTHONPATH": str(base / "path")}
 
 
 def run(argv: list[str], stdin: str | None, env: dict[str, str]) -> float:
@@ -53,7 +95,7 @@ def run(argv: list[str], stdin: str | None, env: dict[str, str]) -> float:
 def importtime(
     argv: list[str], stdin: str | None, env: dict[str, str]
 ) -> list[tuple[int, int, str]]:
-    cmd = [PY, "-X", "importtime", "-m", "sealmem.client.cli", *argv[1:]]
+    cmd = [PY, "-X", "importtime", "-c", _entry((ROOT / "pyproject.toml").read_text()), *argv[1:]]
     err = subprocess.run(cmd, input=stdin, env=env, capture_output=True, text=True).stderr
     rows = []
     for line in err.splitlines():
@@ -66,6 +108,7 @@ def importtime(
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--baseline-ref", default=None)
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp()) / "home"
     env = {**os.environ, "SEALMEM_HOME": str(home)}
@@ -78,11 +121,17 @@ def main() -> None:
         )
     print(f"load average before: {os.getloadavg()}")
     table = commands()
-    first = {name: run(argv, stdin, env) for name, argv, stdin in table}
+    envs = {name: env for name, _, _ in table}
+    if args.baseline_ref:
+        extra, path_env = ref_commands(args.baseline_ref)
+        table += extra
+        for name, _, _ in extra:
+            envs[name] = {**env, **path_env} if name.startswith(args.baseline_ref) else env
+    first = {name: run(argv, stdin, envs[name]) for name, argv, stdin in table}
     times: dict[str, list[float]] = {name: [] for name, _, _ in table}
     for _ in range(args.runs):  # interleaved: every row sees the same load
         for name, argv, stdin in table:
-            times[name].append(run(argv, stdin, env))
+            times[name].append(run(argv, stdin, envs[name]))
     print(f"\n{args.runs} runs each, interleaved; load average after: {os.getloadavg()}")
     print("| command | first (ms) | median (ms) | p95 (ms) |")
     print("|---|---|---|---|")
