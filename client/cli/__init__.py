@@ -1,4 +1,4 @@
-"""The ``sealmem`` command line (typer); the app and its error boundary are in :mod:`.app`.
+"""The ``sealmem`` command line (typer); the app and its error boundary are in :mod:`.root`.
 
 Importing this package costs nothing: typer (with click and pydantic) loads only
 when a command runs through the app, so modules here that need no typer (the
@@ -20,14 +20,14 @@ __all__ = ["app", "main"]
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (1 for an expected failure)."""
-    from .app import main as run
+    from .root import main as run
 
     return run(argv)
 
 
 def __getattr__(name: str) -> Any:
     if name == "app":
-        from .app import app
+        from .root import app
 
         return app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

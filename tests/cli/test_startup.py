@@ -88,3 +88,13 @@ def test_only_a_plain_hook_line_takes_the_fast_path(
     args: list[str], expected: tuple[str, Path | None] | None
 ) -> None:
     assert _hook_args(args) == expected
+
+
+def test_the_app_is_still_reachable_from_the_cli_package() -> None:
+    import typer
+
+    import sealmem.client.cli.root
+    from sealmem.client.cli import app
+
+    assert isinstance(app, typer.Typer)
+    assert app is sealmem.client.cli.root.app
