@@ -28,6 +28,7 @@ def test_every_gitleaks_rule_compiles_under_python() -> None:
     for spec in specs:
         assert spec.pattern.pattern  # compiles; a Go-only construct would raise here
         assert spec.keywords, spec.id  # every rule has a prefilter cue
+        assert all(k.isascii() for k in spec.keywords), spec.id  # the prefilter scans bytes
 
 
 @pytest.mark.parametrize(
@@ -59,6 +60,25 @@ def test_the_prefilter_finds_overlapping_and_nested_cue_words() -> None:
     cues = engine._cues_in("x sk-ant-api03 y", index)
     assert {"sk-", "sk-ant-"} <= cues  # the Anthropic rule and the OpenAI rule both wake
     assert engine._cues_in("nothing to see in these words", index) == set()
+
+
+def test_the_generic_rule_gate_holds_for_every_generic_match() -> None:
+    """The gate is a necessary condition: on every corpus line the rule matches, it does."""
+    (spec,) = [s for s in gitleaks.specs()[0] if s.id == "generic-api-key"]
+    assert spec.gate is not None
+    matched = 0
+    for line in corpus.load():
+        if spec.pattern.search(line.text):
+            matched += 1
+            assert spec.gate.search(line.text), line.text
+    assert matched > 20
+
+
+def test_non_ascii_text_is_scanned_like_ascii() -> None:
+    secret = "glpat-" + "xK3mP9qR2tV5wY8zA1bC"
+    result = redact(f"Schlüssel für GitLab: {secret} \ud800 ende")
+    assert secret not in result.text
+    assert result.found == {"gitlab-pat": 1}
 
 
 def test_text_without_a_cue_word_is_returned_as_is() -> None:

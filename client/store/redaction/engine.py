@@ -67,8 +67,8 @@ def _trie_pattern(words: Iterable[str]) -> str:
 class _Index:
     """The prefilter and, per cue word, the rules it wakes."""
 
-    prefilter: re.Pattern[str]
-    contained: dict[str, frozenset[str]]  # cue -> the cues it holds (itself included)
+    prefilter: re.Pattern[bytes]
+    contained: dict[bytes, frozenset[str]]  # cue -> the cues it holds (itself included)
     own: dict[str, tuple[int, ...]]  # cue -> indices into RULES
     leaks: dict[str, tuple[int, ...]]  # cue -> indices into gitleaks.specs()
     always: tuple[int, ...]  # gitleaks rules with no keywords
@@ -87,8 +87,8 @@ def _index() -> _Index:
             leaks.setdefault(cue, []).append(i)
     cues = set(own) | set(leaks)
     return _Index(
-        prefilter=re.compile(_trie_pattern(cues)),
-        contained={c: frozenset(d for d in cues if d in c) for c in cues},
+        prefilter=re.compile(_trie_pattern(cues).encode("ascii")),
+        contained={c.encode("ascii"): frozenset(d for d in cues if d in c) for c in cues},
         own={c: tuple(v) for c, v in own.items()},
         leaks={c: tuple(v) for c, v in leaks.items()},
         always=tuple(i for i, spec in enumerate(specs) if not spec.keywords),
@@ -96,13 +96,19 @@ def _index() -> _Index:
 
 
 def _cues_in(lowered: str, index: _Index) -> set[str]:
-    """Every cue word that occurs in ``lowered``, overlapping ones included."""
+    """Every cue word that occurs in ``lowered``, overlapping ones included.
+
+    The scan runs over the UTF-8 bytes (about twice as fast as over ``str``); the cues
+    are ASCII, and no byte of a multi-byte UTF-8 character is ASCII, so the same cues
+    are found.
+    """
+    data = lowered.encode("utf-8", "surrogatepass")
     found: set[str] = set()
     prefilter = index.prefilter
-    for match in prefilter.finditer(lowered):
+    for match in prefilter.finditer(data):
         found |= index.contained[match.group()]
         for start in range(match.start() + 1, match.end()):  # a cue starting inside this one
-            inner = prefilter.match(lowered, start)
+            inner = prefilter.match(data, start)
             if inner:
                 found |= index.contained[inner.group()]
     return found
@@ -131,6 +137,8 @@ def _own_spans(rule: Rule, text: str) -> Iterator[tuple[int, int]]:
 
 def _gitleaks_spans(spec: gitleaks.Spec, text: str) -> Iterator[tuple[int, int]]:
     _, global_allow = gitleaks.specs()
+    if spec.gate is not None and spec.gate.search(text) is None:
+        return
     for match in spec.pattern.finditer(text):
         start, end = _secret_span(match)
         if end > start and spec.accepts(
