@@ -139,7 +139,7 @@ def _gitleaks_spans(spec: gitleaks.Spec, text: str) -> Iterator[tuple[int, int]]
     _, global_allow = gitleaks.specs()
     if spec.gate is not None and spec.gate.search(text) is None:
         return
-    for match in spec.pattern.finditer(text):
+    for match in spec.finditer(text):
         start, end = _secret_span(match)
         if end > start and spec.accepts(
             text[start:end], match.group(), _line(text, *match.span()), global_allow
