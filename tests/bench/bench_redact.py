@@ -118,9 +118,7 @@ def main() -> None:
         for t in prose
     ]
     secrets = [x.text for x in lines if x.family != "clean"]
-    print(
-        f"\nthroughput over {args.rounds} rounds (MB/s, µs per text); load {os.getloadavg()}"
-    )
+    print(f"\nthroughput over {args.rounds} rounds (MB/s, µs per text); load {os.getloadavg()}")
     print("| texts | count | baseline | sealmem |")
     print("|---|---|---|---|")
     for label, texts in [
