@@ -38,9 +38,11 @@ def test_wheel_contains_every_module(tmp_path: Path) -> None:
     missing = _source_modules() - names
     assert not missing, f"modules missing from the wheel (list them in pyproject.toml): {missing}"
     assert "sealmem/protocol/py.typed" in names
+    assert "sealmem/client/store/redaction/gitleaks.toml" in names  # the rules, as data
+    assert "sealmem/client/store/redaction/LICENSE-gitleaks" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     with zipfile.ZipFile(wheel) as zf:
-        assert "sealmem = sealmem.client.cli:main" in zf.read(entry_points).decode()
+        assert "sealmem = sealmem.client.launch:main" in zf.read(entry_points).decode()
 
 
 def test_no_top_level_modules_outside_the_namespace() -> None:

@@ -1,113 +1,33 @@
-"""The ``sealmem`` command line (typer).
+"""The ``sealmem`` command line (typer); the app and its error boundary are in :mod:`.root`.
 
-Each noun group lives in its own module with a ``register(app)`` function.
-Errors are turned into one message and an exit code here, in one place: an
-expected failure (any :class:`SealmemError`) never shows a traceback.  A
-``sqlite3.Error`` or ``OSError`` that no lower layer translated (a full disk,
-a read-only file system, a permission) is phrased for people by
-:mod:`~sealmem.client.cli.failures`, as a last line of defence.  With
-``SEALMEM_DEBUG=1`` these errors are raised with their traceback instead;
-any other exception is a bug and always shows its traceback.
+Importing this package costs nothing: typer (with click and pydantic) loads only
+when a command runs through the app, so modules here that need no typer (the
+output helpers the hooks use) import quickly.  ``sealmem hook ...`` does not load
+it at all (:mod:`sealmem.client.launch`).
 """
 
 from __future__ import annotations
 
-import sqlite3
-import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Any
 
-import typer
+if TYPE_CHECKING:
+    import typer
 
-from ...protocol.errors import SealmemError
-from . import admin, captured, failures, hosts, hub, memory, output, sync, team, ui
-from .readable import ReadableGroup
+    app: typer.Typer
 
 __all__ = ["app", "main"]
-
-app = typer.Typer(
-    name="sealmem",
-    cls=ReadableGroup,
-    help="Signed, end-to-end encrypted team memory for coding agents.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"sealmem {_installed_version()}")
-        raise typer.Exit()
-
-
-def _installed_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("sealmem")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "0+unknown"
-
-
-@app.callback()
-def _root(
-    show_version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_version, is_eager=True, help="Print the version and exit."
-        ),
-    ] = False,
-) -> None:
-    """Signed, end-to-end encrypted team memory for coding agents."""
-
-
-memory.register(app)
-hosts.register(app)
-captured.register(app)
-team.register(app)
-admin.register(app)
-sync.register(app)
-hub.register(app)
-ui.register(app)
-
-
-def _fail(message: str) -> None:
-    typer.secho(f"error: {output.clean(message)}", err=True, fg=typer.colors.RED)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (1 for an expected failure)."""
-    try:
-        rc = app(args=argv, prog_name="sealmem", standalone_mode=False)
-    except SealmemError as exc:
-        if failures.debugging():
-            raise
-        _fail(str(exc))
-        return 1
-    except (sqlite3.Error, OSError) as exc:
-        if failures.debugging():
-            raise
-        _fail(failures.describe(exc))
-        return 1
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        return 1
-    except typer.Exit as exc:
-        return int(exc.exit_code or 0)
-    except SystemExit as exc:  # typer's --show-completion/--install-completion exit this way
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except KeyboardInterrupt:
-        return 130
-    except typer.TyperException as exc:
-        # Usage errors (missing option, bad value): click's own message, no traceback.
-        show = getattr(exc, "show", None)
-        if callable(show):
-            show()
-        else:
-            message = output.clean(exc.format_message())
-            typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
-        return int(exc.exit_code)
-    return rc if isinstance(rc, int) else 0
+    from .root import main as run
+
+    return run(argv)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from .root import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,9 +20,6 @@ checks its own story: when something does not behave as narrated it raises
 from __future__ import annotations
 
 import os
-import secrets
-import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -280,6 +277,10 @@ def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
 
 def run_demo(*, keep: bool = False) -> None:
     """Run the narrated team demo in a temporary directory (removed unless ``keep``)."""
+    import secrets
+    import shutil
+    import tempfile
+
     from ...hub.config import HubConfig
     from ...hub.server import BackgroundHub, free_port
 

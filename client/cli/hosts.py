@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -11,10 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ...protocol.errors import InputError
-from ..hosts import configs, install
 from . import output
 
 if TYPE_CHECKING:
+    from ..hosts import install
     from ..hosts.transcripts import Turn
 
 __all__ = ["register"]
@@ -26,6 +24,8 @@ PrintOpt = Annotated[
 
 
 def _list_hosts(as_json: bool) -> None:
+    from ..hosts import configs, install  # here: tomlkit and the host editors load on use
+
     executable = configs.sealmem_executable()
     env = configs.server_env()
     rows = []
@@ -94,6 +94,8 @@ def install_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Add the sealmem MCP server to an agent host's config (one backup kept per file)."""
+    from ..hosts import configs, install
+
     if host is None:
         _list_hosts(as_json)
         return
@@ -133,12 +135,16 @@ def uninstall_cmd(
         else:
             output.say(message)
         return
+    from ..hosts import configs, install
+
     target = configs.get_host(host)
     edits = install.plan_uninstall(target)
     _finish(edits, show=show, as_json=as_json, done=f"sealmem is not in {target.title}")
 
 
 def _finish(edits: list[install.FileEdit], *, show: bool, as_json: bool, done: str) -> None:
+    from ..hosts import install
+
     backups: list[Path] = []
     if edits and not show:
         backups = install.apply_edits(edits)
@@ -173,20 +179,12 @@ def hook_cmd(
     ] = None,
 ) -> None:
     """Run a Claude Code hook (reads the hook JSON on stdin; never fails)."""
-    from ..hosts import hooks
-    from ..paths import HOME_ENV
+    # `sealmem hook NAME` is answered by sealmem.client.launch before typer loads; this
+    # command serves `python -m sealmem.client.cli hook ...` and the in-process tests.
+    from ..launch import run_hook
 
-    if home is not None:
-        os.environ[HOME_ENV] = str(home)
-
-    def read_input() -> str:
-        stream = sys.stdin
-        return "" if stream is None or stream.isatty() else stream.read()
-
-    text = hooks.run(name, read_input)
+    text = run_hook(name, home)
     if text:
-        # Teammates' text, on its way to a host that may show it in a terminal: escaped
-        # like everything else the CLI prints (newlines kept).
         output.say(text)
 
 

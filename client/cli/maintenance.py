@@ -143,33 +143,47 @@ def import_(
 
 
 def _import_progress(stack: ExitStack) -> Callable[[int, int], None] | None:
-    """A rich progress bar on stderr for a large import, only when stderr is a terminal.
+    """Progress of an import of at least :data:`PROGRESS_THRESHOLD` versions."""
+    return _stderr_progress(stack, "importing", "versions", minimum=PROGRESS_THRESHOLD)
+
+
+def _stderr_progress(
+    stack: ExitStack, label: str, unit: str, *, minimum: int = 0
+) -> Callable[..., None] | None:
+    """A rich progress bar on stderr for a long command, only when stderr is a terminal.
 
     Elsewhere (a pipe, a log file, a test) nothing is drawn: the summary line on stdout
-    says what happened.
+    says what happened.  The callback takes ``(done, total)`` and, optionally, the name
+    of the step under way.
     """
     if sys.stderr is None or not sys.stderr.isatty():
         return None
     task: list[Any] = []
 
-    def progress(done: int, total: int) -> None:
-        if total < PROGRESS_THRESHOLD:
+    def progress(done: int, total: int, step: str = "") -> None:
+        if total < minimum:
             return
         if not task:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
             bar = Progress(
-                "importing",
+                TextColumn("{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
-                "versions",
+                unit,
                 TimeElapsedColumn(),
                 console=Console(file=sys.stderr),
             )
             stack.enter_context(bar)
-            task.extend([bar, bar.add_task("import", total=total)])
-        task[0].update(task[1], completed=done)
+            task.extend([bar, bar.add_task(label, total=total)])
+        task[0].update(task[1], completed=done, description=f"{label} {step}".rstrip())
 
     return progress
 
@@ -350,14 +364,7 @@ def register_init(app: typer.Typer) -> None:
 def reindex(as_json: JsonOpt = False) -> None:
     """Rebuild the search indexes from the stored memories (when 'doctor' asks for it)."""
     with ExitStack() as stack, open_store() as store:
-        bar = stack.enter_context(
-            typer.progressbar(length=len(health.REINDEX_STEPS), label="reindexing", file=sys.stderr)
-        )
-
-        def progress(done: int, _total: int, _step: str) -> None:
-            bar.update(done - bar.pos)
-
-        counts = store.reindex(progress=progress)
+        counts = store.reindex(progress=_stderr_progress(stack, "reindexing", "steps"))
     if as_json:
         output.emit_json({"reindexed": counts})
     else:

@@ -20,8 +20,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import typer
-
 from ..textsafe import visible
 
 if TYPE_CHECKING:
@@ -55,11 +53,15 @@ def one_line(text: str) -> str:
 
 def say(text: str = "", *, err: bool = False, nl: bool = True) -> None:
     """Print ``text`` for people (on stderr with ``err``), escaped by :func:`clean`."""
+    import typer  # here, not at the top: the hooks use clean() without typer
+
     typer.echo(clean(text), err=err, nl=nl)
 
 
 def emit_json(document: Any) -> None:
     """Print ``document`` as one JSON document on stdout (ASCII: nothing raw reaches a tty)."""
+    import typer
+
     typer.echo(json.dumps(document, indent=2, ensure_ascii=True, sort_keys=True))
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sealmem.client import MemoryStore
 
 CLI = [sys.executable, "-m", "sealmem.client.cli"]
@@ -47,3 +49,31 @@ def test_doctor_finds_a_drifted_index_and_reindex_mends_it(tmp_path: Path) -> No
     assert run(home, "doctor").returncode == 0
     hits = json.loads(run(home, "recall", "drained queue", "-p", "p", "--json").stdout)["hits"]
     assert [h["id"] for h in hits] == [kept.id]
+
+
+# -- progress: the project's own (rich, on a terminal only), not click's bar --------------
+
+
+def test_reindex_outside_a_terminal_prints_only_the_summary(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with MemoryStore.open(home / "store.db") as store:
+        store.remember("a note to index", project="p")
+    done = run(home, "reindex")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no bare "reindexing" label on a log or a pipe
+    assert done.stdout.startswith("rebuilt the search indexes over 1 ")
+
+
+@pytest.mark.slow
+def test_reindex_on_a_terminal_shows_the_progress_import_shows(tmp_path: Path) -> None:
+    from tests.cli.test_list_view import _run_with_stderr_on_a_tty
+
+    home = tmp_path / "home"
+    with MemoryStore.open(home / "store.db") as store:
+        store.remember("a note to index", project="p")
+    code, out, err = _run_with_stderr_on_a_tty([*CLI, "reindex"], home)
+    assert code == 0, err
+    assert "reindexing" in err
+    assert "4/4 steps" in err  # how far, in the same columns as import's bar
+    assert "[####" not in err  # click's bar is gone
+    assert out.startswith("rebuilt the search indexes over 1 ")

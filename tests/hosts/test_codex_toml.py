@@ -159,3 +159,49 @@ def test_servers_that_are_not_a_table_are_refused(cli: CLI, env: Env) -> None:
     assert run.code == 1
     assert "not a table of servers" in run.err
     assert path.read_text(encoding="utf-8") == 'mcp_servers = "none"\n'
+
+
+# What installs before tomlkit wrote: the entry between two marker comments, appended
+# after a newline (tomlblock.add_block: text + "\n" + block + "\n").
+OLD_BEGIN = "# >>> sealmem: added by 'sealmem install codex'; 'sealmem uninstall codex' removes it"
+OLD_END = "# <<< sealmem"
+
+
+def _old_install(text: str, env: Env) -> str:
+    command = str(SEALMEM.absolute())
+    block = "\n".join(
+        [
+            OLD_BEGIN,
+            "[mcp_servers.sealmem]",
+            f'command = "{command}"',
+            'args = ["mcp"]',
+            f'env = {{ SEALMEM_HOME = "{env.state}" }}',
+            OLD_END,
+        ]
+    )
+    return text + "\n" + block + "\n"
+
+
+@pytest.mark.parametrize("style", ["standard tables", "no servers", "servers last"])
+def test_uninstall_of_an_older_install_leaves_no_marker_comments(
+    cli: CLI, env: Env, style: str
+) -> None:
+    original = STYLES[style]
+    path = _config(env, _old_install(original, env))
+    assert "sealmem" in _doc(path)["mcp_servers"]
+
+    run = cli("uninstall", "codex")
+    assert run.code == 0, run.err
+    text = path.read_text(encoding="utf-8")
+    assert "# >>> sealmem" not in text
+    assert "# <<< sealmem" not in text
+    assert text == original  # the user's file as it was before that install, byte for byte
+
+
+def test_a_marker_the_user_wrote_about_something_else_stays(cli: CLI, env: Env) -> None:
+    mine = "# <<< sealmem notes: see the wiki\n"
+    original = STYLES["no servers"] + mine
+    path = _config(env, _old_install(original, env))
+    run = cli("uninstall", "codex")
+    assert run.code == 0, run.err
+    assert path.read_text(encoding="utf-8") == original

@@ -1,0 +1,34 @@
+"""Secret redaction: applied to content, keywords and reasons before they are stored.
+
+Two rule sets, run as one: sealmem's own rules (:mod:`.rules`: vendor formats,
+a keyword rule and an entropy rule) and the gitleaks default rules, loaded as
+data (:mod:`.gitleaks`, ``gitleaks.toml``).  :mod:`.engine` prefilters a text in
+one pass and runs only the rules whose cue words it holds.
+
+Each match is replaced with ``[REDACTED:<type>]``.  Callers get back the cleaned
+text and the *types* found, never the secrets themselves, so warnings and logs
+are safe to show.  :data:`RULES_VERSION` names the rule set: text redacted under
+the same version need not be redacted again.
+"""
+
+from __future__ import annotations
+
+from .engine import Redacted, redact, redact_all, rules_fingerprint, warning_for
+from .gitleaks import GITLEAKS_VERSION
+from .rules import RULES, Rule
+
+__all__ = [
+    "GITLEAKS_VERSION",
+    "RULES",
+    "RULES_VERSION",
+    "Redacted",
+    "Rule",
+    "redact",
+    "redact_all",
+    "rules_fingerprint",
+    "warning_for",
+]
+
+RULES_VERSION = "sealmem-2+gitleaks-8.30.0@9f40907a3607"
+"""The rule set's name and version.  It changes whenever a rule or the data file does
+(the part after ``@`` is :func:`rules_fingerprint`; a test holds them equal)."""

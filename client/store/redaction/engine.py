@@ -1,0 +1,227 @@
+"""Run the rules over a text: one prefilter pass, then only the rules it names.
+
+The prefilter is one regular expression over every rule's cue words (ours and
+the gitleaks keywords), built as a trie so the engine tests one branch per
+character.  A text with no cue word costs that one scan and a lower-casing;
+a text with some runs only the rules whose cues it holds.
+
+Every rule reports spans on the original text.  Rules are taken in order (ours
+first, most specific first, then gitleaks' in file order); a span overlapping
+one already taken, or a placeholder already in the text, is dropped.  So a JWT
+inside a bearer header is one ``jwt``, and redacting twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from . import gitleaks
+from .rules import RULES, Rule
+
+__all__ = ["Redacted", "redact", "redact_all", "rules_fingerprint", "warning_for"]
+
+_EXISTING = re.compile(r"\[REDACTED:[\w.-]+\]")
+
+# The non-ASCII letters that re.IGNORECASE matches to an ASCII one (dotted capital I,
+# dotless i, long s, Kelvin sign): folded before the cue check, or "paſſword=..."
+# would skip the rule its pattern matches.
+_CASE_TWINS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+@dataclass(frozen=True)
+class Redacted:
+    """Cleaned text and how many secrets of each type were replaced."""
+
+    text: str
+    found: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.found)
+
+
+def _trie_pattern(words: Iterable[str]) -> str:
+    """One alternation over ``words`` as a trie: longer words tried before their prefixes."""
+    trie: dict[str, dict[str, object]] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})  # type: ignore[assignment]
+        node[""] = {}
+
+    def emit(node: dict[str, dict[str, object]]) -> str:
+        branches = [re.escape(c) + emit(child) for c, child in sorted(node.items()) if c]  # type: ignore[arg-type]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return "(?:" + body + ")?" if "" in node else body
+
+    return emit(trie)
+
+
+@dataclass(frozen=True)
+class _Index:
+    """The prefilter and, per cue word, the rules it wakes."""
+
+    prefilter: re.Pattern[bytes]
+    contained: dict[bytes, frozenset[str]]  # cue -> the cues it holds (itself included)
+    own: dict[str, tuple[int, ...]]  # cue -> indices into RULES
+    leaks: dict[str, tuple[int, ...]]  # cue -> indices into gitleaks.specs()
+    always: tuple[int, ...]  # gitleaks rules with no keywords
+
+
+@functools.cache
+def _index() -> _Index:
+    specs, _ = gitleaks.specs()
+    own: dict[str, list[int]] = {}
+    leaks: dict[str, list[int]] = {}
+    for i, rule in enumerate(RULES):
+        for cue in rule.cues:
+            own.setdefault(cue, []).append(i)
+    for i, spec in enumerate(specs):
+        for cue in spec.keywords:
+            leaks.setdefault(cue, []).append(i)
+    cues = set(own) | set(leaks)
+    return _Index(
+        prefilter=re.compile(_trie_pattern(cues).encode("ascii")),
+        contained={c.encode("ascii"): frozenset(d for d in cues if d in c) for c in cues},
+        own={c: tuple(v) for c, v in own.items()},
+        leaks={c: tuple(v) for c, v in leaks.items()},
+        always=tuple(i for i, spec in enumerate(specs) if not spec.keywords),
+    )
+
+
+def _cues_in(lowered: str, index: _Index) -> set[str]:
+    """Every cue word that occurs in ``lowered``, overlapping ones included.
+
+    The scan runs over the UTF-8 bytes (about twice as fast as over ``str``); the cues
+    are ASCII, and no byte of a multi-byte UTF-8 character is ASCII, so the same cues
+    are found.
+    """
+    data = lowered.encode("utf-8", "surrogatepass")
+    found: set[str] = set()
+    prefilter = index.prefilter
+    for match in prefilter.finditer(data):
+        found |= index.contained[match.group()]
+        for start in range(match.start() + 1, match.end()):  # a cue starting inside this one
+            inner = prefilter.match(data, start)
+            if inner:
+                found |= index.contained[inner.group()]
+    return found
+
+
+def _secret_span(match: re.Match[str]) -> tuple[int, int]:
+    if "secret" in match.re.groupindex:
+        return match.span("secret")
+    for group in range(1, (match.re.groups or 0) + 1):
+        start, end = match.span(group)
+        if end > start:
+            return start, end
+    return match.span()
+
+
+def _line(text: str, start: int, end: int) -> str:
+    return text[text.rfind("\n", 0, start) + 1 : (text.find("\n", end) + 1 or len(text) + 1) - 1]
+
+
+def _own_spans(rule: Rule, text: str) -> Iterator[tuple[int, int]]:
+    for match in rule.pattern.finditer(text):
+        start, end = _secret_span(match)
+        if end > start and (rule.accept is None or rule.accept(text[start:end])):
+            yield start, end
+
+
+def _gitleaks_spans(spec: gitleaks.Spec, text: str) -> Iterator[tuple[int, int]]:
+    _, global_allow = gitleaks.specs()
+    if spec.gate is not None and spec.gate.search(text) is None:
+        return
+    for match in spec.finditer(text):
+        start, end = _secret_span(match)
+        if end > start and spec.accepts(
+            text[start:end], match.group(), _line(text, *match.span()), global_allow
+        ):
+            yield start, end
+
+
+def _candidates(text: str, cues: set[str], index: _Index) -> Iterator[tuple[str, int, int]]:
+    """(type, start, end) of every match, in rule order."""
+    own = {i for cue in cues for i in index.own.get(cue, ())}
+    for i, rule in enumerate(RULES):
+        if rule.cues and i not in own:
+            continue
+        for start, end in _own_spans(rule, text):
+            yield rule.type, start, end
+    specs, _ = gitleaks.specs()
+    for i in sorted({i for cue in cues for i in index.leaks.get(cue, ())} | set(index.always)):
+        for start, end in _gitleaks_spans(specs[i], text):
+            yield specs[i].id, start, end
+
+
+def redact(text: str) -> Redacted:
+    """Replace every secret the rules recognise in ``text`` with ``[REDACTED:<type>]``."""
+    index = _index()
+    lowered = text.lower() if text.isascii() else text.translate(_CASE_TWINS).lower()
+    cues = _cues_in(lowered, index)
+    if not cues:
+        return Redacted(text)  # cheap: most texts hold no cue word at all
+    taken: list[tuple[int, int, str | None]] = []
+    if "[redacted:" in lowered:
+        taken = [(m.start(), m.end(), None) for m in _EXISTING.finditer(text)]
+    for type_, start, end in _candidates(text, cues, index):
+        if all(end <= s or start >= e for s, e, _ in taken):
+            taken.append((start, end, type_))
+    spans = sorted((s, e, t) for s, e, t in taken if t is not None)
+    if not spans:
+        return Redacted(text)
+    parts: list[str] = []
+    pos = 0
+    for start, end, type_ in spans:
+        parts += [text[pos:start], f"[REDACTED:{type_}]"]
+        pos = end
+    parts.append(text[pos:])
+    return Redacted("".join(parts), dict(Counter(t for _, _, t in spans)))
+
+
+def redact_all(texts: Iterable[str]) -> tuple[list[str], dict[str, int]]:
+    """Redact several texts; return them and the summed counts per type."""
+    total: Counter[str] = Counter()
+    out: list[str] = []
+    for text in texts:
+        result = redact(text)
+        out.append(result.text)
+        total.update(result.found)
+    return out, dict(total)
+
+
+@functools.cache
+def _labels() -> dict[str, str]:
+    labels = {spec.id: f"gitleaks {spec.id} secret" for spec in gitleaks.specs()[0]}
+    labels.update({rule.type: rule.label for rule in RULES})
+    return labels
+
+
+def warning_for(found: dict[str, int], where: str = "content") -> list[str]:
+    """One warning per secret type found, naming the type and count, never the secret."""
+    labels = _labels()
+    return [
+        f"redacted {count} {labels.get(type_, type_)}{'s' if count > 1 else ''} from the "
+        f"{where} (replaced with [REDACTED:{type_}]); keep secrets in a secret manager, "
+        "not in memories"
+        for type_, count in sorted(found.items())
+    ]
+
+
+def rules_fingerprint() -> str:
+    """12 hex digits over our rules' patterns and the gitleaks data file."""
+    import hashlib
+    from importlib import resources
+
+    digest = hashlib.sha256()
+    for rule in RULES:
+        digest.update(f"{rule.type}\0{rule.source}\0{rule.flags}\0".encode())
+    digest.update(resources.files(gitleaks.__package__).joinpath("gitleaks.toml").read_bytes())
+    return digest.hexdigest()[:12]

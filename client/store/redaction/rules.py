@@ -1,0 +1,255 @@
+"""sealmem's own redaction rules: credentials and phrasings the gitleaks rules miss.
+
+Each rule finds one kind of credential; its group ``secret`` (or the whole match)
+is what gets replaced.  Rules run before the gitleaks rules and win where both
+match, so these type names (``[REDACTED:password]``, ...) stay stable.
+
+Three rules are not about one vendor's format:
+
+- ``password`` and ``secret`` are *keyword* rules: an assignment to a name that
+  ends in a secret word (``DB_PASSWORD=``, ``db_password = '...'``,
+  ``API_SECRET:``), and the prose "the password is ...".  The keyword is preceded
+  by anything but a letter or digit, so ``_`` counts as a boundary (``\\b`` does
+  not hold between ``_`` and ``P``).
+- ``high_entropy_secret`` is the *entropy* rule: a token of 16+ characters mixing
+  upper case, lower case and digits, with Shannon entropy >= 3.5 bits a
+  character, at most 40 characters after a secret word.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["RULES", "Rule", "entropy"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``pattern`` finds a secret; group ``secret`` (or the whole match) is replaced."""
+
+    type: str
+    label: str
+    source: str
+    flags: int = 0
+    cues: tuple[str, ...] = ()
+    """Lower-case substrings every match contains: a text holding none skips the rule."""
+    accept: Callable[[str], bool] | None = None
+    """Given the secret, False drops the match (a placeholder, code, a plain word)."""
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """Compiled on first use: a process that never redacts (a hook) never pays for it."""
+        return re.compile(self.source, self.flags)
+
+
+def _rule(
+    type_: str,
+    label: str,
+    pattern: str,
+    flags: int = 0,
+    cues: tuple[str, ...] = (),
+    accept: Callable[[str], bool] | None = None,
+) -> Rule:
+    return Rule(type_, label, pattern, flags, cues, accept)
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy of ``text`` in bits per character."""
+    if not text:
+        return 0.0
+    size = len(text)
+    return -sum(n / size * math.log2(n / size) for n in Counter(text).values())
+
+
+_PLACEHOLDER = r"(?![\[<{$*%]|x{4}|\.\.\.)"  # not already redacted, a placeholder or a $VAR
+
+# A value that is code, not a secret: ``os.environ["X"]``, ``settings.db_password``,
+# ``get_secret()``, ``process.env.API_SECRET``, a ``{{ template }}``.
+_CODE_VALUE = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:[(\[].*)?|.*[{}].*", re.ASCII)
+_WORDS_ONLY = re.compile(r"[A-Za-z][a-z]*(?:[ _-][A-Za-z][a-z]*)*", re.ASCII)
+_VALUE_WORDS = frozenset({
+    "none", "null", "true", "false", "undefined", "required", "changeme", "raise", "return",
+    "self", "this", "str", "string", "bytes", "optional", "secretstr", "await", "lambda",
+})  # fmt: skip
+
+
+def _assigned_value(secret: str) -> bool:
+    """An assigned value is a secret unless it is code, a constant or a plain word."""
+    bare = secret.strip("\"'`")
+    if bare.lower() in _VALUE_WORDS:
+        return False
+    if any(ch.isdigit() for ch in bare) and "(" not in bare and "[" not in bare:
+        return True
+    code = _CODE_VALUE.fullmatch(bare) is not None
+    return not (code and any(mark in bare for mark in ".([{"))
+
+
+def _spoken_password(secret: str) -> bool:
+    """After "the password is": quoted text, or a word with a digit or a symbol."""
+    if secret[:1] in "\"'`":
+        return True
+    return not _WORDS_ONLY.fullmatch(secret) and not secret.startswith(("http", "/", "$"))
+
+
+_TOKEN_CHARS = "A-Za-z0-9+/=_-"  # noqa: S105 (a character class, not a password)
+_HEX_OR_UUID = re.compile(r"[0-9a-fA-F-]+")
+
+
+def _random_token(secret: str) -> bool:
+    """Mixed case and digits, high entropy; not a hash, a UUID, a path or an assignment."""
+    if _HEX_OR_UUID.fullmatch(secret) or secret.count("/") > 1 or "=" in secret.rstrip("="):
+        return False
+    kinds = (
+        any(c.islower() for c in secret),
+        any(c.isupper() for c in secret),
+        any(c.isdigit() for c in secret),
+    )
+    return all(kinds) and entropy(secret) >= 3.5
+
+
+_KEY_START = r"(?<![A-Za-z0-9])"  # a boundary that holds after "_": DB_PASSWORD, API_SECRET
+_ASSIGN = r"[\"']?\s*(?:=|:=|:|=>)\s*[\"'`]?"
+
+RULES: tuple[Rule, ...] = (
+    _rule(
+        "gcp_private_key",
+        "GCP service-account private key",
+        r"(?P<pre>\"private_key\"\s*:\s*\")" + _PLACEHOLDER + r"(?P<secret>(?:[^\"\\]|\\.)+)(?=\")",
+        cues=("private_key",),
+    ),
+    _rule(
+        "pem_private_key",
+        "PEM private key block",
+        r"(?P<secret>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*\Z))",
+        re.DOTALL,
+        cues=("private key",),
+    ),
+    _rule(
+        "anthropic_api_key", "Anthropic API key", r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}",
+        cues=("sk-ant-",),
+    ),
+    _rule(
+        "openai_api_key", "OpenAI API key", r"(?<![\w-])sk-(?!ant-)[A-Za-z0-9_-]{20,}",
+        cues=("sk-",),
+    ),
+    _rule(
+        "github_token", "GitHub token", r"(?<!\w)(?:gh[pousr]_[A-Za-z0-9]{30,})(?!\w)",
+        cues=("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    _rule(
+        "github_token", "GitHub token", r"(?<!\w)github_pat_[A-Za-z0-9_]{22,}",
+        cues=("github_pat_",),
+    ),
+    _rule(
+        "slack_token", "Slack token", r"(?<![\w-])xox[abposrce]-[A-Za-z0-9-]{10,}",
+        cues=("xox",),
+    ),
+    _rule(
+        "stripe_key", "Stripe secret key", r"(?<!\w)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+        cues=("_live_", "_test_"),
+    ),
+    _rule(
+        "aws_access_key_id",
+        "AWS access key id",
+        r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])",
+        cues=("akia", "asia"),
+    ),
+    _rule(
+        "aws_secret_access_key",
+        "AWS secret access key",
+        r"(?P<pre>aws_secret_access_key[\"']?\s*[=:]\s*[\"']?)" + _PLACEHOLDER +
+        r"(?P<secret>[A-Za-z0-9/+=]{30,})",
+        re.IGNORECASE,
+        cues=("aws_secret_access_key",),
+    ),
+    _rule(
+        "azure_storage_key",
+        "Azure storage account key",
+        r"(?P<pre>(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)\s*=\s*)" + _PLACEHOLDER +
+        r"(?P<secret>[A-Za-z0-9+/]{20,}={0,2})",
+        re.IGNORECASE,
+        cues=("accountkey", "sharedaccesskey"),
+    ),
+    _rule(
+        "discord_webhook",
+        "Discord webhook URL",
+        r"(?P<pre>https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/webhooks/\d+/)" +
+        _PLACEHOLDER + r"(?P<secret>[A-Za-z0-9_-]{20,})",
+        re.IGNORECASE,
+        cues=("discord",),
+    ),
+    _rule(
+        "jwt",
+        "JSON Web Token",
+        r"(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        cues=("eyj",),
+    ),
+    _rule(
+        "url_password",
+        "password in a URL",
+        r"(?P<pre>\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)" + _PLACEHOLDER +
+        r"(?P<secret>[^\s@/]+)(?=@)",
+        re.IGNORECASE,
+        cues=("://",),
+    ),
+    _rule(
+        "bearer_token",
+        "bearer token",
+        r"(?P<pre>\bbearer\s+)" + _PLACEHOLDER + r"(?P<secret>[A-Za-z0-9._~+/=-]{16,})",
+        re.IGNORECASE,
+        cues=("bearer",),
+    ),
+    _rule(
+        "basic_auth",
+        "HTTP basic credentials",
+        r"(?P<pre>\bauthorization\s*:\s*basic\s+)(?P<secret>[A-Za-z0-9+/=]{8,})",
+        re.IGNORECASE,
+        cues=("authorization",),
+    ),
+    _rule(
+        "password",
+        "password assignment",
+        r"(?P<pre>(?:" + _KEY_START + r"(?:pwd|pw)|password|passwd|passphrase)" + _ASSIGN + r")" +
+        _PLACEHOLDER + r"(?P<secret>[^\s\"'`,;]{4,})",
+        re.IGNORECASE,
+        cues=("password", "passwd", "pw", "passphrase"),
+        accept=_assigned_value,
+    ),
+    _rule(
+        "password",
+        "password assignment",
+        r"(?P<pre>" + _KEY_START + r"(?:password|passwd|passphrase)(?:\s+for\s+[^\s:]{1,40})?"
+        r"(?:\s+(?:is|was|is set to)\s*:?|\s*:)\s*)" + _PLACEHOLDER +
+        r"(?P<secret>\"[^\"\n]{4,}\"|'[^'\n]{4,}'|`[^`\n]{4,}`|[^\s\"'`]{3,}[^\s\"'`.,;:!?)\]])",
+        re.IGNORECASE,
+        cues=("password", "passwd", "passphrase"),
+        accept=_spoken_password,
+    ),
+    _rule(
+        "secret",
+        "secret assignment",
+        r"(?P<pre>" + _KEY_START + r"(?:api[_-]?key|apikey|secret(?:[_-]?key)?|client[_-]?secret|"
+        r"auth[_-]?token|access[_-]?token|private[_-]?token|api[_-]?token)" + _ASSIGN + r")" +
+        _PLACEHOLDER + r"(?P<secret>[^\s\"'`,;]{8,})",
+        re.IGNORECASE,
+        cues=("api", "secret", "token"),
+        accept=_assigned_value,
+    ),
+    _rule(
+        "high_entropy_secret",
+        "high-entropy token near a secret word",
+        r"(?P<pre>" + _KEY_START + r"(?:secret|token|api[_ -]?key|key|password|passwd|passphrase|"
+        r"credentials?|creds)[^\n]{0,40}?)"
+        r"(?<![" + _TOKEN_CHARS + r"])" + r"(?P<secret>[" + _TOKEN_CHARS + r"]{16,})"
+        r"(?![" + _TOKEN_CHARS + r"])",
+        re.IGNORECASE,
+        cues=("secret", "token", "key", "passw", "passphrase", "cred"),
+        accept=_random_token,
+    ),
+)  # fmt: skip

@@ -1,0 +1,113 @@
+"""The secrets that leaked past redaction (issue 12) are redacted, with a warning.
+
+Each fake secret is assembled from a seeded generator, so no real-looking token sits
+in the source as one string; none is real.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+import random
+import string
+
+import pytest
+
+from sealmem.client import MemoryStore
+from sealmem.client.store import redact as redact_module
+from sealmem.client.store.redact import Redacted, redact, redact_all, warning_for
+
+_rng = random.Random(12)
+
+
+def _rand(n: int, alphabet: str = string.ascii_letters + string.digits) -> str:
+    return "".join(_rng.choice(alphabet) for _ in range(n))
+
+
+_PW = "Harbor" + "7731" + "!kQ"
+_LEAKS = [
+    ("DB_PASSWORD", _PW, "DB_PASSWORD={}"),
+    ("db_password quoted", _PW, "db_password = '{}'"),
+    ("API_SECRET", _rand(32), "API_SECRET={}"),
+    ("the password is", _PW, "for staging the password is {} (ask ops to rotate)"),
+    ("POSTGRES_PASSWORD", _PW, "docker run -e POSTGRES_PASSWORD={} postgres:16"),
+    ("Google AIza", "AIza" + _rand(35), "maps key {} in the web app"),
+    ("GitLab glpat-", "glpat-" + _rand(20), "runner uses {}"),
+    ("npm npm_", "npm_" + _rand(36), "//registry.npmjs.org/:_authToken={}"),
+    ("Hugging Face hf_", "hf_" + _rand(34, string.ascii_letters), "hf login --token {}"),
+    ("SendGrid SG.", "SG." + _rand(22) + "." + _rand(43), "mail goes out with {}"),
+    (
+        "Azure AccountKey=",
+        base64.b64encode(_rng.randbytes(64)).decode(),
+        "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={};EndpointSuffix=x",
+    ),
+    (
+        "Slack webhook",
+        "https://hooks.slack.com/services/T" + _rand(8).upper() + "/B" + _rand(8).upper() + "/"
+        + _rand(24),
+        "alerts post to {}",
+    ),
+    (
+        "Discord webhook",
+        _rand(68),
+        "https://discord.com/api/webhooks/" + "123456789012345678" + "/{}",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "secret", "template"), _LEAKS, ids=[n for n, _, _ in _LEAKS])
+def test_a_leaked_kind_is_redacted(name: str, secret: str, template: str) -> None:
+    text = template.format(secret)
+    result = redact(text)
+    assert secret not in result.text, name
+    assert result.changed
+    assert "[REDACTED:" in result.text
+    assert redact(result.text).text == result.text  # a second pass changes nothing
+
+
+@pytest.mark.parametrize(("name", "secret", "template"), _LEAKS, ids=[n for n, _, _ in _LEAKS])
+def test_a_leaked_kind_is_kept_out_of_the_store_with_a_warning(
+    store: MemoryStore, name: str, secret: str, template: str
+) -> None:
+    result = store.remember(template.format(secret), keywords=["deploy"])
+    assert secret not in result.memory.content
+    assert result.warnings
+    assert any("[REDACTED:" in w for w in result.warnings)
+    assert all(secret not in w for w in result.warnings)
+    assert secret not in json.dumps(store.export())
+
+
+def test_prose_about_passwords_and_code_is_left_alone() -> None:
+    for text in [
+        "We use the password reset flow of the auth service.",
+        "The password is hashed with argon2id before it is stored.",
+        "password = os.environ['DB_PASSWORD']",
+        "client_secret = settings.CLIENT_SECRET",
+        "if not password: raise ValueError('password required')",
+        "PASSWORD_MIN_LENGTH=12 and PASSWORD_HASHERS=argon2",
+    ]:
+        assert redact(text) == Redacted(text), text
+
+
+def test_the_redact_api_callers_use_still_works() -> None:
+    """capture, apply, replica, api and transfer call these with these shapes."""
+    assert list(inspect.signature(redact).parameters) == ["text"]
+    assert list(inspect.signature(redact_all).parameters) == ["texts"]
+    assert list(inspect.signature(warning_for).parameters) == ["found", "where"]
+    secret = "DB_PASSWORD=" + _PW
+    result = redact(secret)
+    assert isinstance(result, Redacted)
+    assert isinstance(result.text, str)
+    assert result.found == {"password": 1}
+    assert result.changed
+    texts, found = redact_all(["clean words", secret, secret])
+    assert texts == ["clean words"] + ["DB_PASSWORD=[REDACTED:password]"] * 2
+    assert found == {"password": 2}
+    assert warning_for(found, where="keywords") == [
+        "redacted 2 password assignments from the keywords (replaced with "
+        "[REDACTED:password]); keep secrets in a secret manager, not in memories"
+    ]
+    for name in ("RULES", "Redacted", "Rule", "redact", "redact_all", "warning_for"):
+        assert name in redact_module.__all__
+    assert all(rule.type and rule.pattern.pattern for rule in redact_module.RULES)
