@@ -21,7 +21,9 @@ reported in ``why``:
                sentence) that the memory holds; present when the query has any
 ``context``    from the memory's neighbours in its session (the same session origin
                "<tool>:<session id>" and project, up to ``context_window`` steps away,
-               within ``context_gap_ms``; see ``recall``): the best neighbour's BM25,
+               within ``context_gap_ms``; without a session id, the same origin, author
+               and project within ``session_gap_ms``; see ``recall``): the best
+               neighbour's BM25,
                plus the query terms only the neighbours hold; a neighbour of a strong
                hit is a candidate even if it matches nothing
 ``date``       the memory was written in a period the query names ("in May 2023",
@@ -84,7 +86,8 @@ class RankingWeights:
     context: float = 0.8  # the best neighbour's BM25
     context_terms: float = 0.35  # query terms only the neighbours hold
     context_decay: float = 1.0  # factor per step of distance beyond the first
-    context_gap_ms: int = 3_600_000  # neighbours: same origin, at most this far apart
+    context_gap_ms: int = 3_600_000  # neighbours: same session origin, at most this far apart
+    session_gap_ms: int = 1_800_000  # no session id: same origin and author, this far apart
     context_window: int = 2
     context_seeds: int = 10  # best BM25 hits whose neighbours are considered
     context_seed_floor: float = 0.3  # ... if their BM25 is at least this share of the best

@@ -6,14 +6,16 @@ a score is returned in ``Scored.why``.  Tombstones never come back; superseded
 memories are demoted, never hidden.  The connection is the store's: this
 module only reads (the queries are in :mod:`sealmem.client.recall.sql`).
 
-Sessions.  Session context links a memory only to memories of the *same real
-session*: the same ``origin`` of the form ``"<tool>:<session id>"`` (both parts
-non-empty, e.g. ``"mcp:3f2a9c01b7de"`` from one MCP server process, or
-``"locomo:session_4"``), the same project, and written at most
-``context_gap_ms`` apart.  An origin without a session part (``"cli"``,
-``"mcp"``, ``"api"``, ``"demo"``, ``"import"``) names a tool, not a session:
-such memories have no neighbours, however close in time (two unrelated CLI
-commands are not one conversation).
+Sessions.  Session context links a memory to memories written in the same
+session.  An ``origin`` of the form ``"<tool>:<session id>"`` (both parts
+non-empty: ``"claude-code:<host session>"`` from the hooks, ``"mcp:3f2a9c01b7de"``
+from one MCP server process or the session its client names, ``"cli:<id>"`` from
+``SEALMEM_SESSION``, ``"locomo:session_4"``) names one: its memories of the same
+project within ``context_gap_ms`` are neighbours.  An origin without a session
+part (``"cli"``, ``"mcp"``, ``"api"``, ``"import"``: old memories, imports, the
+CLI without ``SEALMEM_SESSION``) falls back on a time-gap rule: memories of the
+same origin, author and project written at most ``session_gap_ms`` apart are
+one session (two memories a teammate wrote an hour apart are not).
 
 Cost.  A recall is at most four round trips on the common path: the term
 statistics (cached per connection until the database changes), one BM25 pool
@@ -231,13 +233,16 @@ def _sessions(
     candidates with a BM25 of 0: they compete on their context."""
     floor = weights.context_seed_floor * max(bm25.values())
     best = sorted(
-        (r for r in bm25 if bm25[r] >= floor and is_session_origin(rows[r][2])),
+        (r for r in bm25 if bm25[r] >= floor and _session_gap(rows[r], weights)),
         key=bm25.__getitem__,
     )
     seeds = [rows[r] for r in reversed(best[-weights.context_seeds :])] if best else []
     near: dict[int, dict[int, int]] = {}
     found = neighbours(
-        conn, seeds, scope, gap_ms=int(weights.context_gap_ms), window=int(weights.context_window)
+        conn,
+        [(row, _session_gap(row, weights), not is_session_origin(row[2])) for row in seeds],
+        scope,
+        window=int(weights.context_window),
     )
     for seed, steps, row in found:
         rowid = row[0]
@@ -248,6 +253,15 @@ def _sessions(
             links = near.setdefault(a, {})
             links[b] = min(links.get(b, steps), steps)
     return near
+
+
+def _session_gap(row: Row, weights: RankingWeights) -> int:
+    """How far apart two memories of ``row``'s session may be (0: it has none): an
+    origin naming a session links within ``context_gap_ms``; a bare origin (no session
+    id) links only memories of the same author within ``session_gap_ms``."""
+    if is_session_origin(row[2]):
+        return int(weights.context_gap_ms)
+    return int(weights.session_gap_ms)
 
 
 class _Scorer:
