@@ -129,10 +129,18 @@ def _stored_like(store: MemoryStore, text: str, project: str) -> list[str]:
 
 
 def capture(
-    store: MemoryStore, turns: Iterable[Turn], *, project: str, save: bool
+    store: MemoryStore,
+    turns: Iterable[Turn],
+    *,
+    project: str,
+    save: bool,
+    origin: str = ORIGIN,
 ) -> CaptureResult:
     """Propose memories from ``turns``; with ``save``, remember those not already stored,
-    as private memories (shared only once accepted: ``sealmem captured accept``)."""
+    as private memories (shared only once accepted: ``sealmem captured accept``).
+    ``origin`` names the session they come from (``claude-code:<session id>``, see
+    :func:`sealmem.client.recall.sessions.host_origin`); the bare :data:`ORIGIN` when
+    it is not known."""
     proposed, duplicates = propose(turns)
     result = CaptureResult(duplicates=duplicates)
     for candidate in proposed:
@@ -147,7 +155,7 @@ def capture(
                 importance=candidate.importance,
                 project=project,
                 private=True,
-                origin=ORIGIN,
+                origin=origin,
             )
             result.stored.append(outcome.memory)
     return result

@@ -15,7 +15,9 @@ submitted prompt and prints the memories that share enough of its words
 Both mark a memory this machine did not write with its verified signer
 (:meth:`sealmem.client.store.memory.Memory.authorship`), never its claimed author.
 ``stop`` captures durable lessons from the part of the transcript not read
-before (:mod:`sealmem.client.hosts.capture`) and prints nothing.  What it
+before (:mod:`sealmem.client.hosts.capture`) and prints nothing; they carry the
+host's session, origin ``claude-code:<session_id>`` (the hook input's
+``session_id``), so recall links what one session wrote.  What it
 stores is private: no sync shares it until it is accepted with
 ``sealmem captured accept``.
 """
@@ -139,6 +141,18 @@ def _prompt(payload: dict[str, Any]) -> str:
     return "\n".join([_PROMPT_HEADER, *lines]) if lines else ""
 
 
+def _session(payload: dict[str, Any], transcript: Path | None = None) -> str:
+    """The origin of what this hook writes: ``claude-code:<session_id>`` from the
+    hook's input (Claude Code names the transcript ``<session_id>.jsonl`` too)."""
+    from ..recall.sessions import host_origin
+    from .capture import ORIGIN
+
+    session = payload.get("session_id")
+    if not (isinstance(session, str) and session.strip()) and transcript is not None:
+        session = transcript.stem
+    return host_origin(ORIGIN, session)
+
+
 def _stop(payload: dict[str, Any]) -> str:
     from . import capture
 
@@ -153,7 +167,9 @@ def _stop(payload: dict[str, Any]) -> str:
     with store:
         turns, offset = capture.unread_turns(home, path)
         if turns:
-            capture.capture(store, turns, project=_project(payload), save=True)
+            capture.capture(
+                store, turns, project=_project(payload), save=True, origin=_session(payload, path)
+            )
         capture.mark_read(home, path, offset)
     return ""
 
