@@ -43,8 +43,8 @@ def _waiting(store: MemoryStore, project: str | None = None) -> list[Memory]:
     from ..hosts.capture import ORIGIN
     from ..store.rows import MEMORY_COLUMNS, memory_from_row
 
-    where = "origin = ? AND visibility = 'private' AND deleted = 0"
-    params: list[Any] = [ORIGIN]
+    where = "(origin = ? OR origin LIKE ?) AND visibility = 'private' AND deleted = 0"
+    params: list[Any] = [ORIGIN, ORIGIN + ":%"]  # with or without the host's session
     if project is not None:
         where += " AND project = ?"
         params.append(project)
@@ -110,7 +110,7 @@ def list_captured(
 
 def _chosen(store: MemoryStore, ids: list[str] | None, every: bool, verb: str) -> list[Memory]:
     """The captured memories ``ids`` name (each checked before any is changed), or all."""
-    from ..hosts.capture import ORIGIN
+    from ..hosts.capture import is_captured
 
     if every and ids:
         raise InputError(f"give ids or --all, not both (sealmem captured {verb} --all)")
@@ -124,7 +124,7 @@ def _chosen(store: MemoryStore, ids: list[str] | None, every: bool, verb: str) -
     chosen: list[Memory] = []
     for given in ids:
         memory = store.get(given)
-        if memory.record.origin != ORIGIN:
+        if not is_captured(memory.record.origin):
             raise InputError(
                 f"memory {memory.id} was not captured from a transcript (origin "
                 f"{memory.record.origin!r}); nothing was changed: "

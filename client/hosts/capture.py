@@ -39,6 +39,7 @@ __all__ = [
     "CaptureResult",
     "candidate_lines",
     "capture",
+    "is_captured",
     "mark_read",
     "propose",
     "unread_turns",
@@ -54,6 +55,12 @@ _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _EMPHASIS = re.compile(r"\*\*|__")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 _ERROR_TEXT = re.compile(r"Traceback \(most recent call last\)|^error\b|\bexit code [1-9]", re.I)
+
+
+def is_captured(origin: str) -> bool:
+    """Whether a memory of this origin was captured from a transcript: :data:`ORIGIN`,
+    alone or with the host's session (``claude-code:<session id>``)."""
+    return origin == ORIGIN or origin.startswith(ORIGIN + ":")
 
 
 @dataclass(frozen=True)
