@@ -49,6 +49,7 @@ from .stemmer import stem
 from .stopwords import STOP_WORDS
 
 __all__ = [
+    "DATE_WORDS",
     "DAY_MS",
     "QueryTerm",
     "RankingWeights",
@@ -57,6 +58,7 @@ __all__ = [
     "date_spans",
     "fts_match_expression",
     "fts_phrase",
+    "is_date_word",
     "is_session_origin",
     "mask_share",
     "prefix_mask",
@@ -249,7 +251,9 @@ def _ms(moment: datetime) -> int:
 
 def date_spans(query: str, now_ms: int) -> list[Span]:
     """Periods the query names: ISO dates, month names (with or without a year),
-    years, and today / yesterday / last week / last month relative to ``now_ms``.
+    years, and relative to ``now_ms`` (UTC days): today, yesterday, last / this week
+    (the last seven days), last month (31 days), this month, this year, last year,
+    "N days ago", "N weeks ago", "last N days", "past N weeks".
 
     A month without a year means that month in each of the last three years.
     """
@@ -260,7 +264,7 @@ def date_spans(query: str, now_ms: int) -> list[Span]:
         except ValueError:
             continue
         spans.append(Span(_ms(day), _ms(day + timedelta(days=1))))
-    words = tokens(query)
+    words = tokens(_ISO_RE.sub(" ", query))  # an ISO date's year is not the whole year
     now = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
     years = [int(w) for w in words if _YEAR_RE.match(w)]
     months = [_MONTHS[w] for w in words if w in _MONTHS and (w != "may" or _may_is_month(query))]
@@ -272,15 +276,41 @@ def date_spans(query: str, now_ms: int) -> list[Span]:
         spans.extend(Span(_month_span(y, 1).start, _month_span(y, 12).end) for y in years)
     today = _ms(now.replace(hour=0, minute=0, second=0, microsecond=0))
     text = " ".join(words)
+    month_start = _month_span(now.year, now.month).start
     relative = {
         "today": (today, today + DAY_MS),
         "yesterday": (today - DAY_MS, today),
         "last week": (today - 7 * DAY_MS, today + DAY_MS),
         "this week": (today - 7 * DAY_MS, today + DAY_MS),
         "last month": (today - 31 * DAY_MS, today + DAY_MS),
+        "this month": (month_start, today + DAY_MS),
+        "this year": (_month_span(now.year, 1).start, today + DAY_MS),
+        "last year": (_month_span(now.year - 1, 1).start, _month_span(now.year, 1).start),
     }
-    spans.extend(Span(s, e) for phrase, (s, e) in relative.items() if phrase in text)
+    spans.extend(Span(s, e) for phrase, (s, e) in relative.items() if f" {phrase} " in f" {text} ")
+    for n, unit in _AGO_RE.findall(text):
+        width = 7 if unit.startswith("week") else 1
+        start = today - min(int(n), 3660) * width * DAY_MS
+        spans.append(Span(start, start + width * DAY_MS))
+    for n, unit in _LAST_N_RE.findall(text):
+        days = min(int(n), 3660) * (7 if unit.startswith("week") else 1)
+        spans.append(Span(today - days * DAY_MS, today + DAY_MS))
     return spans
+
+
+# Words that only say when: a query made of these (and stop words) asks for a period.
+DATE_WORDS = frozenset(
+    {"today", "yesterday", "last", "past", "week", "weeks", "month", "months", "year", "years"}
+    | {"ago", "day", "days", "recent", "recently", "happened", "written", "wrote", "remembered"}
+    | set(_MONTHS)
+)
+_AGO_RE = re.compile(r"\b(\d{1,4}) (days?|weeks?) ago\b")
+_LAST_N_RE = re.compile(r"\b(?:last|past) (\d{1,4}) (days?|weeks?)\b")
+
+
+def is_date_word(word: str) -> bool:
+    """Whether a query word only names a time (``DATE_WORDS``, or a number)."""
+    return word in DATE_WORDS or word.isdigit()
 
 
 _MAY_RE = re.compile(

@@ -44,6 +44,7 @@ from .ranking import (
     analyse_query,
     date_spans,
     fts_phrase,
+    is_date_word,
     is_session_origin,
     mask_share,
     prefix_mask,
@@ -59,6 +60,7 @@ from .sql import (
     fetch,
     history_pool,
     neighbours,
+    newest_in,
 )
 
 __all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
@@ -152,6 +154,10 @@ def search(
     if not 1 <= k <= _MAX_K:
         raise InputError(f"k={k} is out of range; ask for 1 to {_MAX_K} results")
     terms = analyse_query(query)
+    spans = date_spans(query, now_ms) if weights.date > 0 else []
+    asked = [t.stem for t in terms if not is_date_word(t.word)] if spans else []
+    if spans and not asked:  # "last week", "yesterday", "in March", "2023-05-08"
+        return _period(conn, Scope(projects, kinds, spans), k, now_ms, weights)
     if not terms:
         return []
     stems = [t.stem for t in terms]
@@ -163,6 +169,8 @@ def search(
     wide = [s for i, s in enumerate(stems) if prefixed >> i & 1]
     n_docs, counts, longer = document_frequencies(conn, stems, include_history, wide)
     df = {s: max(counts[s], counts.get(s + "*", 0)) for s in stems}
+    if spans and not any(df[s] for s in asked):  # "what happened yesterday", words unknown
+        return _period(conn, Scope(projects, kinds, spans), k, now_ms, weights)
     phrases = [fts_phrase(t.word, bool(prefixed >> i & 1)) for i, t in enumerate(terms)]
     plan = pool_plan(terms, phrases, df, n_docs, weights)
     if not plan:
@@ -170,7 +178,6 @@ def search(
     scope = Scope(projects, kinds)
     rows: dict[int, Row] = {}
     bm25: dict[int, float] = {}
-    spans = date_spans(query, now_ms) if weights.date > 0 else []
     pools = [(pool.expression, scope, pool.newest) for pool in plan]
     if spans:  # the period the query names gets its own candidates
         pools.append((plan[0].expression, Scope(projects, kinds, spans), plan[0].newest))
@@ -253,6 +260,24 @@ def _sessions(
             links = near.setdefault(a, {})
             links[b] = min(links.get(b, steps), steps)
     return near
+
+
+def _period(
+    conn: sqlite3.Connection, scope: Scope, k: int, now_ms: int, weights: RankingWeights
+) -> list[Scored]:
+    """A query that only names a period: the memories written then, newest first
+    (recency and importance still count; a corrected memory is demoted)."""
+    decay = math.log(2) / (weights.recency_half_life_days * DAY_MS)
+    out = []
+    for row in newest_in(conn, scope, max(k, weights.pool)):
+        recency = weights.recency * math.exp(-decay * max(0, now_ms - row[4]))
+        importance = weights.importance * (row[5] - 0.5) * 2
+        superseded = -weights.superseded * weights.date if row[8] else 0.0
+        why = {"date": weights.date, "recency": recency, "importance": importance}
+        why["superseded"] = superseded
+        out.append(Scored(row[1], sum(why.values()), why))
+    out.sort(key=lambda s: -s.score)
+    return out[:k]
 
 
 def _session_gap(row: Row, weights: RankingWeights) -> int:

@@ -27,6 +27,7 @@ __all__ = [
     "fetch",
     "history_pool",
     "neighbours",
+    "newest_in",
 ]
 
 Row = tuple[int, str, str, str, int, float, str, str, int, str]
@@ -217,6 +218,15 @@ def fetch(conn: sqlite3.Connection, rowids: Iterable[int]) -> list[Row]:
         return []
     sql = f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid IN ({_marks(len(wanted))})"
     return list(_cursor(conn).execute(sql, wanted))
+
+
+def newest_in(conn: sqlite3.Connection, scope: Scope, limit: int) -> list[Row]:
+    """The ``limit`` newest memories in scope (a scope with spans: written then)."""
+    sql = (
+        f"SELECT {_COLUMNS} FROM memories m WHERE {scope.sql} "
+        "ORDER BY m.created_at DESC, m.rowid DESC LIMIT ?"
+    )
+    return list(_cursor(conn).execute(sql, [*scope.args, limit]))
 
 
 def neighbours(
