@@ -236,6 +236,10 @@ def is_session_origin(origin: str) -> bool:
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_name) if name})
 _YEAR_RE = re.compile(r"^(19|20)\d\d$")
+# Something in the query may name a time: a digit, a month, or a relative-date word.
+_DATE_CUE_RE = re.compile(
+    r"\d|\b(?:today|yesterday|week|month|year|" + "|".join(sorted(_MONTHS)) + r")", re.I
+)
 _ISO_RE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 
 
@@ -258,6 +262,8 @@ def date_spans(query: str, now_ms: int) -> list[Span]:
     A month without a year means that month in each of the last three years.
     """
     spans: list[Span] = []
+    if not _DATE_CUE_RE.search(query):  # most queries name no time: no work
+        return spans
     for y, m, d in _ISO_RE.findall(query):
         try:
             day = datetime(int(y), int(m), int(d), tzinfo=UTC)

@@ -200,7 +200,8 @@ def search(
         return []
     context = weights.context > 0 or weights.context_terms > 0
     near = _sessions(conn, rows, bm25, scope, weights) if context else {}
-    share_list = [term_shares(terms, df, n_docs, weights.entity_boost)[s] for s in stems]
+    shares = term_shares(terms, df, n_docs, weights.entity_boost)
+    share_list = [shares[s] for s in stems]
     extensions = [longer.get(s) for s in stems]
     masks: dict[int, int] = {}
     partial: dict[int, int] = {}
@@ -239,10 +240,8 @@ def _sessions(
     that come from a session (see the module's docstring); new neighbours join the
     candidates with a BM25 of 0: they compete on their context."""
     floor = weights.context_seed_floor * max(bm25.values())
-    best = sorted(
-        (r for r in bm25 if bm25[r] >= floor and _session_gap(rows[r], weights)),
-        key=bm25.__getitem__,
-    )
+    best = sorted((r for r in bm25 if bm25[r] >= floor), key=bm25.__getitem__)
+    best = [r for r in best if _session_gap(rows[r], weights)]
     seeds = [rows[r] for r in reversed(best[-weights.context_seeds :])] if best else []
     near: dict[int, dict[int, int]] = {}
     found = neighbours(
