@@ -241,6 +241,12 @@ _DATE_CUE_RE = re.compile(
     r"\d|\b(?:today|yesterday|week|month|year|" + "|".join(sorted(_MONTHS)) + r")", re.I
 )
 _ISO_RE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTH_NAMES = "|".join(name for name in calendar.month_name if name)
+_DAY_RE = re.compile(
+    rf"\b(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)? (?P<m1>{_MONTH_NAMES})|"
+    rf"(?P<m2>{_MONTH_NAMES}) (?P<d2>\d{{1,2}})(?:st|nd|rd|th)?),? (?P<y>(?:19|20)\d\d)\b",
+    re.I,
+)
 
 
 def _month_span(year: int, month: int) -> Span:
@@ -270,6 +276,15 @@ def date_spans(query: str, now_ms: int) -> list[Span]:
         except ValueError:
             continue
         spans.append(Span(_ms(day), _ms(day + timedelta(days=1))))
+    for match in _DAY_RE.finditer(query):  # "9 October, 2022", "October 9, 2022"
+        day_text = match.group("d1") or match.group("d2")
+        month = _MONTHS[(match.group("m1") or match.group("m2")).lower()]
+        try:
+            day = datetime(int(match.group("y")), month, int(day_text), tzinfo=UTC)
+        except ValueError:
+            continue
+        # the day named and the next (what happened is often written down the day after)
+        spans.append(Span(_ms(day), _ms(day + timedelta(days=2))))
     words = tokens(_ISO_RE.sub(" ", query))  # an ISO date's year is not the whole year
     now = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
     years = [int(w) for w in words if _YEAR_RE.match(w)]

@@ -340,7 +340,8 @@ class _Scorer:
             gain = self.share(around & ~mask)
             context = w.context_terms * gain + w.context * strongest / self.best
         created = row[4]
-        dated = w.date if any(s.start <= created < s.end for s in self.spans) else 0.0
+        # a memory of a day the query names is also in its month: it counts twice
+        dated = w.date * min(2, sum(s.start <= created < s.end for s in self.spans))
         relevance = lexical + covered + entity + context + dated
         recency = w.recency * math.exp(-self.decay * max(0, self.now_ms - created))
         importance = w.importance * (row[5] - 0.5) * 2

@@ -85,3 +85,24 @@ def test_relative_dates_are_computed_from_the_given_now() -> None:
     assert date_spans("this month", NOW) == [Span(_ms(2025, 5, 1), today + DAY_MS)]
     assert date_spans("2 weeks ago", NOW) == [Span(today - 14 * DAY_MS, today - 7 * DAY_MS)]
     assert date_spans("deploy notes", NOW) == []
+
+
+def test_a_named_day_is_parsed_in_both_orders() -> None:
+    day = _ms(2022, 10, 9)
+    for query in ("the game on 9 October, 2022", "the game on October 9th 2022"):
+        assert Span(day, day + 2 * DAY_MS) in date_spans(query, NOW)
+    assert all(s.end - s.start > 2 * DAY_MS for s in date_spans("in October 2022", NOW))
+
+
+def test_a_named_day_ranks_its_memories_above_the_rest_of_its_month(tmp_path: Path) -> None:
+    clock = Clock()
+    with MemoryStore.open(tmp_path / "s.db", author="tester", clock=clock) as store:
+        made = {}
+        for day in (3, 9, 20):
+            clock.now = _ms(2022, 10, day, 12)
+            text = f"Played a strategy board game at the convention, round {day}"
+            made[day] = store.remember(text, project="app", origin=f"t:{day}").memory.id
+        clock.now = NOW
+        hits = store.recall("Which game was played on 9 October, 2022?", project="app", k=3)
+        assert hits[0].memory.id == made[9]
+        assert hits[0].why["date"] > hits[1].why["date"] > 0
