@@ -264,8 +264,8 @@ def _sessions(
 def _period(
     conn: sqlite3.Connection, scope: Scope, k: int, now_ms: int, weights: RankingWeights
 ) -> list[Scored]:
-    """A query that only names a period: the memories written then, newest first
-    (recency and importance still count; a corrected memory is demoted)."""
+    """A query that only names a period: the memories written then (the newest
+    ``pool`` of them), ranked by recency and importance; a corrected memory is demoted."""
     decay = math.log(2) / (weights.recency_half_life_days * DAY_MS)
     out = []
     for row in newest_in(conn, scope, max(k, weights.pool)):
