@@ -221,10 +221,14 @@ def fetch(conn: sqlite3.Connection, rowids: Iterable[int]) -> list[Row]:
 
 
 def newest_in(conn: sqlite3.Connection, scope: Scope, limit: int) -> list[Row]:
-    """The ``limit`` newest memories in scope (a scope with spans: written then)."""
+    """The ``limit`` memories in scope stored last (a scope with spans: written then).
+
+    Rowid order, which SQLite walks from the end without sorting: a recent period
+    ("yesterday") is found among the last rows stored, whatever the store's size; a
+    memory pulled late with an older date counts as stored late."""
     sql = (
-        f"SELECT {_COLUMNS} FROM memories m WHERE {scope.sql} "
-        "ORDER BY m.created_at DESC, m.rowid DESC LIMIT ?"
+        f"SELECT {_COLUMNS} FROM memories AS m NOT INDEXED WHERE {scope.sql} "
+        "ORDER BY m.rowid DESC LIMIT ?"
     )
     return list(_cursor(conn).execute(sql, [*scope.args, limit]))
 
