@@ -126,7 +126,10 @@ def remember(
     as_json: JsonOpt = False,
 ) -> None:
     """Store a memory (secrets are redacted first)."""
+    from ..recall.sessions import cli_origin
+
     content = _read_content(text)
+    origin = cli_origin()  # cli:$SEALMEM_SESSION, else the time-gap rule groups it
     with open_store() as store:
         result = store.remember(
             content,
@@ -136,7 +139,7 @@ def remember(
             project=resolve_project(project),
             supersedes=supersedes or (),
             private=private,
-            origin="cli",
+            origin=origin,
             new_kind=kind_new,
         )
         rec = result.memory.record

@@ -39,6 +39,7 @@ __all__ = [
     "CaptureResult",
     "candidate_lines",
     "capture",
+    "is_captured",
     "mark_read",
     "propose",
     "unread_turns",
@@ -54,6 +55,12 @@ _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _EMPHASIS = re.compile(r"\*\*|__")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 _ERROR_TEXT = re.compile(r"Traceback \(most recent call last\)|^error\b|\bexit code [1-9]", re.I)
+
+
+def is_captured(origin: str) -> bool:
+    """Whether a memory of this origin was captured from a transcript: :data:`ORIGIN`,
+    alone or with the host's session (``claude-code:<session id>``)."""
+    return origin == ORIGIN or origin.startswith(ORIGIN + ":")
 
 
 @dataclass(frozen=True)
@@ -129,10 +136,18 @@ def _stored_like(store: MemoryStore, text: str, project: str) -> list[str]:
 
 
 def capture(
-    store: MemoryStore, turns: Iterable[Turn], *, project: str, save: bool
+    store: MemoryStore,
+    turns: Iterable[Turn],
+    *,
+    project: str,
+    save: bool,
+    origin: str = ORIGIN,
 ) -> CaptureResult:
     """Propose memories from ``turns``; with ``save``, remember those not already stored,
-    as private memories (shared only once accepted: ``sealmem captured accept``)."""
+    as private memories (shared only once accepted: ``sealmem captured accept``).
+    ``origin`` names the session they come from (``claude-code:<session id>``, see
+    :func:`sealmem.client.recall.sessions.host_origin`); the bare :data:`ORIGIN` when
+    it is not known."""
     proposed, duplicates = propose(turns)
     result = CaptureResult(duplicates=duplicates)
     for candidate in proposed:
@@ -147,7 +162,7 @@ def capture(
                 importance=candidate.importance,
                 project=project,
                 private=True,
-                origin=ORIGIN,
+                origin=origin,
             )
             result.stored.append(outcome.memory)
     return result

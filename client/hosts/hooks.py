@@ -10,12 +10,17 @@ what the user typed).
 
 ``session-start`` prints the budgeted startup context (Claude Code adds a
 SessionStart hook's stdout to the context).  ``prompt`` recalls on the
-submitted prompt and prints the memories that share enough of its words
-(:data:`PROMPT_MIN_OVERLAP`, at least :data:`PROMPT_MIN_SHARED` content stems).
+submitted prompt and prints the memories that share enough of its words (at
+least :data:`PROMPT_MIN_SHARED` content or keyword stems, and either
+:data:`PROMPT_MIN_OVERLAP` of the memory's content stems or one of its
+keywords); a memory a newer one corrects is replaced by that newer one, marked
+``replaces an older memory``, never shown beside it.
 Both mark a memory this machine did not write with its verified signer
 (:meth:`sealmem.client.store.memory.Memory.authorship`), never its claimed author.
 ``stop`` captures durable lessons from the part of the transcript not read
-before (:mod:`sealmem.client.hosts.capture`) and prints nothing.  What it
+before (:mod:`sealmem.client.hosts.capture`) and prints nothing; they carry the
+host's session, origin ``claude-code:<session_id>`` (the hook input's
+``session_id``), so recall links what one session wrote.  What it
 stores is private: no sync shares it until it is accepted with
 ``sealmem captured accept``.
 """
@@ -126,17 +131,41 @@ def _prompt(payload: dict[str, Any]) -> str:
         return ""
     asked = content_stems(text)
     lines = []
+    shown: set[str] = set()
     with store:
         names = member_names(store.connection)
         for hit in store.recall(text, k=PROMPT_K, project=_project(payload)):
             record = hit.memory.record
             own = content_stems(record.content)
-            shared = len(own & asked)
-            if shared < PROMPT_MIN_SHARED or shared / max(len(own), 1) < PROMPT_MIN_OVERLAP:
+            by_keyword = content_stems(" ".join(record.keywords)) & asked
+            shared = len((own & asked) | by_keyword)
+            # a keyword the memory was given for this topic vouches for it
+            close = by_keyword or shared / max(len(own), 1) >= PROMPT_MIN_OVERLAP
+            if shared < PROMPT_MIN_SHARED or not close:
                 continue
-            tags = [record.kind, *hit.memory.authorship(names, store.author).tags()]
-            lines.append(f"- [{', '.join(tags)}] {' '.join(record.content.split())}")
+            # A corrected memory is not shown: its newest replacement stands in for it.
+            memory, tags = hit.memory, [record.kind]
+            if hit.superseded_by:
+                memory = hit.superseded_by[0]
+                tags = [memory.record.kind, "replaces an older memory"]
+            if memory.id in shown:
+                continue
+            shown.add(memory.id)
+            tags.extend(memory.authorship(names, store.author).tags())
+            lines.append(f"- [{', '.join(tags)}] {' '.join(memory.record.content.split())}")
     return "\n".join([_PROMPT_HEADER, *lines]) if lines else ""
+
+
+def _session(payload: dict[str, Any], transcript: Path | None = None) -> str:
+    """The origin of what this hook writes: ``claude-code:<session_id>`` from the
+    hook's input (Claude Code names the transcript ``<session_id>.jsonl`` too)."""
+    from ..recall.sessions import host_origin
+    from .capture import ORIGIN
+
+    session = payload.get("session_id")
+    if not (isinstance(session, str) and session.strip()) and transcript is not None:
+        session = transcript.stem
+    return host_origin(ORIGIN, session)
 
 
 def _stop(payload: dict[str, Any]) -> str:
@@ -153,7 +182,9 @@ def _stop(payload: dict[str, Any]) -> str:
     with store:
         turns, offset = capture.unread_turns(home, path)
         if turns:
-            capture.capture(store, turns, project=_project(payload), save=True)
+            capture.capture(
+                store, turns, project=_project(payload), save=True, origin=_session(payload, path)
+            )
         capture.mark_read(home, path, offset)
     return ""
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import InputError
 from ..store.ids import short_id
-from .capture import ORIGIN
+from .capture import ORIGIN, is_captured
 
 if TYPE_CHECKING:
     from ..store.api import MemoryStore
@@ -29,8 +29,8 @@ def waiting(store: MemoryStore, project: str | None = None) -> list[Memory]:
     """Live private memories the transcript capture stored, oldest first."""
     from ..store.rows import MEMORY_COLUMNS, memory_from_row
 
-    where = "origin = ? AND visibility = 'private' AND deleted = 0"
-    params: list[Any] = [ORIGIN]
+    where = "(origin = ? OR origin LIKE ?) AND visibility = 'private' AND deleted = 0"
+    params: list[Any] = [ORIGIN, ORIGIN + ":%"]  # with or without the host's session
     if project is not None:
         where += " AND project = ?"
         params.append(project)
@@ -50,7 +50,7 @@ def choose(store: MemoryStore, ids: Sequence[str], verb: str) -> list[Memory]:
     chosen: list[Memory] = []
     for given in ids:
         memory = store.get(given)
-        if memory.record.origin != ORIGIN:
+        if not is_captured(memory.record.origin):
             raise InputError(
                 f"memory {memory.id} was not captured from a transcript (origin "
                 f"{memory.record.origin!r}); nothing was changed: "

@@ -25,6 +25,7 @@ from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationError
 
 from ...protocol.errors import SealmemError
+from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
 from ..store.api import MAX_K
 from ..team.local_only import stays_local
 from ..team.names import member_names
@@ -194,8 +195,19 @@ class MemoryTools:
             bool, Field(description="Keep it on this machine: never shared with the team.")
         ] = False,
         project: ProjectArg = None,
+        session: Annotated[
+            str | None,
+            Field(
+                max_length=MAX_SESSION_CHARS,
+                pattern=SESSION_PATTERN,
+                description="Your own session id, if you have one (letters, digits, '.', "
+                "'_', '-'): recall links memories written in the same session. Default: "
+                "this server process.",
+            ),
+        ] = None,
     ) -> Remembered:
         try:
+            origin = self.origin if session is None else session_origin("mcp", session)
             result = self.store().remember(
                 content,
                 kind=kind,
@@ -204,7 +216,7 @@ class MemoryTools:
                 project=self._scope(project),
                 supersedes=supersedes or (),
                 private=private,
-                origin=self.origin,
+                origin=origin,
             )
             rec = result.memory.record
             local = None

@@ -21,7 +21,9 @@ reported in ``why``:
                sentence) that the memory holds; present when the query has any
 ``context``    from the memory's neighbours in its session (the same session origin
                "<tool>:<session id>" and project, up to ``context_window`` steps away,
-               within ``context_gap_ms``; see ``recall``): the best neighbour's BM25,
+               within ``context_gap_ms``; without a session id, the same origin, author
+               and project within ``session_gap_ms``; see ``recall``): the best
+               neighbour's BM25,
                plus the query terms only the neighbours hold; a neighbour of a strong
                hit is a candidate even if it matches nothing
 ``date``       the memory was written in a period the query names ("in May 2023",
@@ -47,6 +49,7 @@ from .stemmer import stem
 from .stopwords import STOP_WORDS
 
 __all__ = [
+    "DATE_WORDS",
     "DAY_MS",
     "QueryTerm",
     "RankingWeights",
@@ -55,6 +58,7 @@ __all__ = [
     "date_spans",
     "fts_match_expression",
     "fts_phrase",
+    "is_date_word",
     "is_session_origin",
     "mask_share",
     "prefix_mask",
@@ -72,19 +76,25 @@ _ENTITY_RE = re.compile(r"[A-Z][\w'-]*")
 
 @dataclass(frozen=True)
 class RankingWeights:
-    """Weights of the score's components; 0 switches a feature off (the benchmark's ablation)."""
+    """Weights of the score's components; 0 switches a feature off (the benchmark's ablation).
+
+    The weights in ``tests/bench/bench_locomo.py``'s grid are what its ``tune()``
+    (steepest coordinate ascent) picks on the five LoCoMo dev conversations; the
+    bench's leave-one-conversation-out figure says how well that choice holds on a
+    conversation it was not made on."""
 
     bm25: float = 1.0
     keywords_column: float = 2.0  # BM25 weight of agent keywords relative to content
     coverage: float = 1.0
     entity_boost: float = 1.0  # multiplier on proper-noun terms (measured: no gain, so off)
-    prefix: float = 0.5  # credit of a word found only as a prefix ("postgres" in "postgresql")
+    prefix: float = 1.0  # credit of a word found only as a prefix ("postgres" in "postgresql")
     prefix_min: int = 4  # shortest stem matched as a prefix
     entity: float = 0.7  # share of the query's proper nouns the memory holds
     context: float = 0.8  # the best neighbour's BM25
-    context_terms: float = 0.35  # query terms only the neighbours hold
+    context_terms: float = 0.7  # query terms only the neighbours hold
     context_decay: float = 1.0  # factor per step of distance beyond the first
-    context_gap_ms: int = 3_600_000  # neighbours: same origin, at most this far apart
+    context_gap_ms: int = 3_600_000  # neighbours: same session origin, at most this far apart
+    session_gap_ms: int = 1_800_000  # no session id: same origin and author, this far apart
     context_window: int = 2
     context_seeds: int = 10  # best BM25 hits whose neighbours are considered
     context_seed_floor: float = 0.3  # ... if their BM25 is at least this share of the best
@@ -231,7 +241,17 @@ def is_session_origin(origin: str) -> bool:
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_name) if name})
 _YEAR_RE = re.compile(r"^(19|20)\d\d$")
+# Something in the query may name a time: a digit, a month, or a relative-date word.
+_DATE_CUE_RE = re.compile(
+    r"\d|\b(?:today|yesterday|week|month|year|" + "|".join(sorted(_MONTHS)) + r")", re.I
+)
 _ISO_RE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTH_NAMES = "|".join(name for name in calendar.month_name if name)
+_DAY_RE = re.compile(
+    rf"\b(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)? (?P<m1>{_MONTH_NAMES})|"
+    rf"(?P<m2>{_MONTH_NAMES}) (?P<d2>\d{{1,2}})(?:st|nd|rd|th)?),? (?P<y>(?:19|20)\d\d)\b",
+    re.I,
+)
 
 
 def _month_span(year: int, month: int) -> Span:
@@ -246,18 +266,31 @@ def _ms(moment: datetime) -> int:
 
 def date_spans(query: str, now_ms: int) -> list[Span]:
     """Periods the query names: ISO dates, month names (with or without a year),
-    years, and today / yesterday / last week / last month relative to ``now_ms``.
+    years, and relative to ``now_ms`` (UTC days): today, yesterday, last / this week
+    (the last seven days), last month (31 days), this month, this year, last year,
+    "N days ago", "N weeks ago", "last N days", "past N weeks".
 
     A month without a year means that month in each of the last three years.
     """
     spans: list[Span] = []
+    if not _DATE_CUE_RE.search(query):  # most queries name no time: no work
+        return spans
     for y, m, d in _ISO_RE.findall(query):
         try:
             day = datetime(int(y), int(m), int(d), tzinfo=UTC)
         except ValueError:
             continue
         spans.append(Span(_ms(day), _ms(day + timedelta(days=1))))
-    words = tokens(query)
+    for match in _DAY_RE.finditer(query):  # "9 October, 2022", "October 9, 2022"
+        day_text = match.group("d1") or match.group("d2")
+        month = _MONTHS[(match.group("m1") or match.group("m2")).lower()]
+        try:
+            day = datetime(int(match.group("y")), month, int(day_text), tzinfo=UTC)
+        except ValueError:
+            continue
+        # the day named and the next (what happened is often written down the day after)
+        spans.append(Span(_ms(day), _ms(day + timedelta(days=2))))
+    words = tokens(_ISO_RE.sub(" ", query))  # an ISO date's year is not the whole year
     now = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
     years = [int(w) for w in words if _YEAR_RE.match(w)]
     months = [_MONTHS[w] for w in words if w in _MONTHS and (w != "may" or _may_is_month(query))]
@@ -269,15 +302,41 @@ def date_spans(query: str, now_ms: int) -> list[Span]:
         spans.extend(Span(_month_span(y, 1).start, _month_span(y, 12).end) for y in years)
     today = _ms(now.replace(hour=0, minute=0, second=0, microsecond=0))
     text = " ".join(words)
+    month_start = _month_span(now.year, now.month).start
     relative = {
         "today": (today, today + DAY_MS),
         "yesterday": (today - DAY_MS, today),
         "last week": (today - 7 * DAY_MS, today + DAY_MS),
         "this week": (today - 7 * DAY_MS, today + DAY_MS),
         "last month": (today - 31 * DAY_MS, today + DAY_MS),
+        "this month": (month_start, today + DAY_MS),
+        "this year": (_month_span(now.year, 1).start, today + DAY_MS),
+        "last year": (_month_span(now.year - 1, 1).start, _month_span(now.year, 1).start),
     }
-    spans.extend(Span(s, e) for phrase, (s, e) in relative.items() if phrase in text)
+    spans.extend(Span(s, e) for phrase, (s, e) in relative.items() if f" {phrase} " in f" {text} ")
+    for n, unit in _AGO_RE.findall(text):
+        width = 7 if unit.startswith("week") else 1
+        start = today - min(int(n), 3660) * width * DAY_MS
+        spans.append(Span(start, start + width * DAY_MS))
+    for n, unit in _LAST_N_RE.findall(text):
+        days = min(int(n), 3660) * (7 if unit.startswith("week") else 1)
+        spans.append(Span(today - days * DAY_MS, today + DAY_MS))
     return spans
+
+
+# Words that only say when: a query made of these (and stop words) asks for a period.
+DATE_WORDS = frozenset(
+    {"today", "yesterday", "last", "past", "week", "weeks", "month", "months", "year", "years"}
+    | {"ago", "day", "days", "recent", "recently", "happened", "written", "wrote", "remembered"}
+    | set(_MONTHS)
+)
+_AGO_RE = re.compile(r"\b(\d{1,4}) (days?|weeks?) ago\b")
+_LAST_N_RE = re.compile(r"\b(?:last|past) (\d{1,4}) (days?|weeks?)\b")
+
+
+def is_date_word(word: str) -> bool:
+    """Whether a query word only names a time (``DATE_WORDS``, or a number)."""
+    return word in DATE_WORDS or word.isdigit()
 
 
 _MAY_RE = re.compile(

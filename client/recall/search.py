@@ -6,14 +6,16 @@ a score is returned in ``Scored.why``.  Tombstones never come back; superseded
 memories are demoted, never hidden.  The connection is the store's: this
 module only reads (the queries are in :mod:`sealmem.client.recall.sql`).
 
-Sessions.  Session context links a memory only to memories of the *same real
-session*: the same ``origin`` of the form ``"<tool>:<session id>"`` (both parts
-non-empty, e.g. ``"mcp:3f2a9c01b7de"`` from one MCP server process, or
-``"locomo:session_4"``), the same project, and written at most
-``context_gap_ms`` apart.  An origin without a session part (``"cli"``,
-``"mcp"``, ``"api"``, ``"demo"``, ``"import"``) names a tool, not a session:
-such memories have no neighbours, however close in time (two unrelated CLI
-commands are not one conversation).
+Sessions.  Session context links a memory to memories written in the same
+session.  An ``origin`` of the form ``"<tool>:<session id>"`` (both parts
+non-empty: ``"claude-code:<host session>"`` from the hooks, ``"mcp:3f2a9c01b7de"``
+from one MCP server process or the session its client names, ``"cli:<id>"`` from
+``SEALMEM_SESSION``, ``"locomo:session_4"``) names one: its memories of the same
+project within ``context_gap_ms`` are neighbours.  An origin without a session
+part (``"cli"``, ``"mcp"``, ``"api"``, ``"import"``: old memories, imports, the
+CLI without ``SEALMEM_SESSION``) falls back on a time-gap rule: memories of the
+same origin, author and project written at most ``session_gap_ms`` apart are
+one session (two memories a teammate wrote an hour apart are not).
 
 Cost.  A recall is at most four round trips on the common path: the term
 statistics (cached per connection until the database changes), one BM25 pool
@@ -42,6 +44,7 @@ from .ranking import (
     analyse_query,
     date_spans,
     fts_phrase,
+    is_date_word,
     is_session_origin,
     mask_share,
     prefix_mask,
@@ -57,6 +60,7 @@ from .sql import (
     fetch,
     history_pool,
     neighbours,
+    newest_in,
 )
 
 __all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
@@ -150,6 +154,10 @@ def search(
     if not 1 <= k <= _MAX_K:
         raise InputError(f"k={k} is out of range; ask for 1 to {_MAX_K} results")
     terms = analyse_query(query)
+    spans = date_spans(query, now_ms) if weights.date > 0 else []
+    asked = [t.stem for t in terms if not is_date_word(t.word)] if spans else []
+    if spans and not asked:  # "last week", "yesterday", "in March", "2023-05-08"
+        return _period(conn, Scope(projects, kinds, spans), k, now_ms, weights)
     if not terms:
         return []
     stems = [t.stem for t in terms]
@@ -161,6 +169,8 @@ def search(
     wide = [s for i, s in enumerate(stems) if prefixed >> i & 1]
     n_docs, counts, longer = document_frequencies(conn, stems, include_history, wide)
     df = {s: max(counts[s], counts.get(s + "*", 0)) for s in stems}
+    if spans and not any(df[s] for s in asked):  # "what happened yesterday", words unknown
+        return _period(conn, Scope(projects, kinds, spans), k, now_ms, weights)
     phrases = [fts_phrase(t.word, bool(prefixed >> i & 1)) for i, t in enumerate(terms)]
     plan = pool_plan(terms, phrases, df, n_docs, weights)
     if not plan:
@@ -168,7 +178,6 @@ def search(
     scope = Scope(projects, kinds)
     rows: dict[int, Row] = {}
     bm25: dict[int, float] = {}
-    spans = date_spans(query, now_ms) if weights.date > 0 else []
     pools = [(pool.expression, scope, pool.newest) for pool in plan]
     if spans:  # the period the query names gets its own candidates
         pools.append((plan[0].expression, Scope(projects, kinds, spans), plan[0].newest))
@@ -191,7 +200,8 @@ def search(
         return []
     context = weights.context > 0 or weights.context_terms > 0
     near = _sessions(conn, rows, bm25, scope, weights) if context else {}
-    share_list = [term_shares(terms, df, n_docs, weights.entity_boost)[s] for s in stems]
+    shares = term_shares(terms, df, n_docs, weights.entity_boost)
+    share_list = [shares[s] for s in stems]
     extensions = [longer.get(s) for s in stems]
     masks: dict[int, int] = {}
     partial: dict[int, int] = {}
@@ -230,14 +240,15 @@ def _sessions(
     that come from a session (see the module's docstring); new neighbours join the
     candidates with a BM25 of 0: they compete on their context."""
     floor = weights.context_seed_floor * max(bm25.values())
-    best = sorted(
-        (r for r in bm25 if bm25[r] >= floor and is_session_origin(rows[r][2])),
-        key=bm25.__getitem__,
-    )
+    best = sorted((r for r in bm25 if bm25[r] >= floor), key=bm25.__getitem__)
+    best = [r for r in best if _session_gap(rows[r], weights)]
     seeds = [rows[r] for r in reversed(best[-weights.context_seeds :])] if best else []
     near: dict[int, dict[int, int]] = {}
     found = neighbours(
-        conn, seeds, scope, gap_ms=int(weights.context_gap_ms), window=int(weights.context_window)
+        conn,
+        [(row, _session_gap(row, weights), not is_session_origin(row[2])) for row in seeds],
+        scope,
+        window=int(weights.context_window),
     )
     for seed, steps, row in found:
         rowid = row[0]
@@ -248,6 +259,33 @@ def _sessions(
             links = near.setdefault(a, {})
             links[b] = min(links.get(b, steps), steps)
     return near
+
+
+def _period(
+    conn: sqlite3.Connection, scope: Scope, k: int, now_ms: int, weights: RankingWeights
+) -> list[Scored]:
+    """A query that only names a period: the memories written then (the newest
+    ``pool`` of them), ranked by recency and importance; a corrected memory is demoted."""
+    decay = math.log(2) / (weights.recency_half_life_days * DAY_MS)
+    out = []
+    for row in newest_in(conn, scope, max(k, weights.pool)):
+        recency = weights.recency * math.exp(-decay * max(0, now_ms - row[4]))
+        importance = weights.importance * (row[5] - 0.5) * 2
+        superseded = -weights.superseded * weights.date if row[8] else 0.0
+        why = {"date": weights.date, "recency": recency, "importance": importance}
+        why["superseded"] = superseded
+        out.append(Scored(row[1], sum(why.values()), why))
+    out.sort(key=lambda s: -s.score)
+    return out[:k]
+
+
+def _session_gap(row: Row, weights: RankingWeights) -> int:
+    """How far apart two memories of ``row``'s session may be (0: it has none): an
+    origin naming a session links within ``context_gap_ms``; a bare origin (no session
+    id) links only memories of the same author within ``session_gap_ms``."""
+    if is_session_origin(row[2]):
+        return int(weights.context_gap_ms)
+    return int(weights.session_gap_ms)
 
 
 class _Scorer:
@@ -302,7 +340,8 @@ class _Scorer:
             gain = self.share(around & ~mask)
             context = w.context_terms * gain + w.context * strongest / self.best
         created = row[4]
-        dated = w.date if any(s.start <= created < s.end for s in self.spans) else 0.0
+        # a memory of a day the query names is also in its month: it counts twice
+        dated = w.date * min(2, sum(s.start <= created < s.end for s in self.spans))
         relevance = lexical + covered + entity + context + dated
         recency = w.recency * math.exp(-self.decay * max(0, self.now_ms - created))
         importance = w.importance * (row[5] - 0.5) * 2

@@ -7,7 +7,7 @@ written: the connection is the store's.
 
 A candidate row (:data:`Row`) carries what ranking needs and nothing more:
 ``(rowid, id, origin, project, created_at, local_importance, content, keywords,
-superseded)`` where ``superseded`` is 1 when a live memory corrects it.
+superseded, author)`` where ``superseded`` is 1 when a live memory corrects it.
 """
 
 from __future__ import annotations
@@ -27,14 +27,15 @@ __all__ = [
     "fetch",
     "history_pool",
     "neighbours",
+    "newest_in",
 ]
 
-Row = tuple[int, str, str, str, int, float, str, str, int]
+Row = tuple[int, str, str, str, int, float, str, str, int, str]
 
 _COLUMNS = (
     "m.rowid, m.id, m.origin, m.project, m.created_at, m.local_importance, m.content, "
     "m.keywords, EXISTS (SELECT 1 FROM supersedes x JOIN memories n ON n.id = x.new_id "
-    "WHERE x.old_id = m.id AND n.deleted = 0)"
+    "WHERE x.old_id = m.id AND n.deleted = 0), m.author"
 )
 
 
@@ -219,47 +220,63 @@ def fetch(conn: sqlite3.Connection, rowids: Iterable[int]) -> list[Row]:
     return list(_cursor(conn).execute(sql, wanted))
 
 
+def newest_in(conn: sqlite3.Connection, scope: Scope, limit: int) -> list[Row]:
+    """The ``limit`` memories in scope stored last (a scope with spans: written then).
+
+    Rowid order, which SQLite walks from the end without sorting: a recent period
+    ("yesterday") is found among the last rows stored, whatever the store's size; a
+    memory pulled late with an older date counts as stored late."""
+    sql = (
+        f"SELECT {_COLUMNS} FROM memories AS m NOT INDEXED WHERE {scope.sql} "
+        "ORDER BY m.rowid DESC LIMIT ?"
+    )
+    return list(_cursor(conn).execute(sql, [*scope.args, limit]))
+
+
 def neighbours(
     conn: sqlite3.Connection,
-    seeds: Sequence[Row],
+    seeds: Sequence[tuple[Row, int, bool]],
     scope: Scope,
     *,
-    gap_ms: int,
     window: int,
 ) -> list[tuple[int, int, Row]]:
     """``(seed rowid, steps, row)``: up to ``window`` memories on each side of each seed
-    in its session (the same origin and project, at most ``gap_ms`` away, live and in
-    scope), ``steps`` counting from 1 on each side.  The caller decides which origins
-    are sessions; this only matches them exactly."""
+    in its session, ``steps`` counting from 1 on each side.  A seed is ``(row, gap_ms,
+    same_author)``: its session is the memories of the same origin and project written
+    at most ``gap_ms`` away (live and in scope), and with ``same_author`` only those of
+    the seed's author.  The caller decides which origins are sessions and which gaps
+    apply; this only matches them."""
     if not seeds:
         return []
     side = (
         "(SELECT json_group_array(r) FROM (SELECT m.rowid AS r FROM memories m "
         "WHERE m.origin = seed.origin AND m.project = seed.project "
         "AND m.created_at BETWEEN {lo} AND {hi} AND {beyond} AND m.rowid != seed.rid "
+        "AND (seed.author IS NULL OR m.author = seed.author) "
         f"AND {scope.sql} ORDER BY {{order}} LIMIT ?))"
     )
     before = side.format(
-        lo="seed.t - ?",
+        lo="seed.t - seed.gap",
         hi="seed.t",
         beyond="(m.created_at < seed.t OR m.rowid < seed.rid)",
         order="m.created_at DESC, m.rowid DESC",
     )
     after = side.format(
         lo="seed.t",
-        hi="seed.t + ?",
+        hi="seed.t + seed.gap",
         beyond="(m.created_at > seed.t OR m.rowid > seed.rid)",
         order="m.created_at, m.rowid",
     )
+    values = ",".join(["(?,?,?,?,?,?)"] * len(seeds))
     sql = (
-        f"WITH seed(rid, origin, project, t) AS (VALUES {','.join(['(?,?,?,?)'] * len(seeds))}), "
+        f"WITH seed(rid, origin, project, t, gap, author) AS (VALUES {values}), "
         f"sides AS (SELECT seed.rid AS sid, {before} AS b, {after} AS a FROM seed), "
         "near AS (SELECT sid, j.key + 1 AS d, j.value AS nid FROM sides, json_each(sides.b) j "
         "UNION ALL SELECT sid, j.key + 1, j.value FROM sides, json_each(sides.a) j) "
         f"SELECT near.sid, near.d, {_COLUMNS} FROM near JOIN memories m ON m.rowid = near.nid"
     )
     args: list[object] = []
-    for row in seeds:
-        args.extend((row[0], row[2], row[3], row[4]))
-    args.extend((gap_ms, *scope.args, window, gap_ms, *scope.args, window))
+    for row, gap_ms, same_author in seeds:
+        args.extend((row[0], row[2], row[3], row[4], gap_ms, row[9] if same_author else None))
+    args.extend((*scope.args, window, *scope.args, window))
     return [(r[0], r[1], r[2:]) for r in _cursor(conn).execute(sql, args)]

@@ -8,13 +8,30 @@ its evidence turns the relevant memories; top 5.  Excluded by fixed rules:
 category 5, questions without evidence, questions with an evidence entry that
 is not a dia_id of the conversation.
 
+What it prints:
+
+- **Cold latency**, through the public ``MemoryStore.recall``: for each
+  conversation a fresh Python process opens the store and asks every question
+  once (no warm-up pass, no question asked twice; recall's caches start empty),
+  timing each call; mean, median and p95 over all questions, with the load
+  average beside them.
+- **Leave-one-conversation-out (LOO)**: the weights are chosen by
+  :func:`tune` (steepest coordinate ascent over a few weights, :data:`GRID`,
+  starting from every weight at its smallest grid value) on four conversations
+  and scored on the fifth; the LOO figure is the mean of the five held-out
+  scores.  The **all-five** figure is the default weights scored on all five
+  conversations: the defaults are what :func:`tune` picks on all five, so that
+  figure is not held out.  ``--tune`` prints that choice.
+- **No session ids**: the same, with every memory's origin the constant ``cli``
+  (what a write path without a session id stores), so session context comes
+  only from the time-gap rule (``RankingWeights.session_gap_ms``).
+- An ablation table (each feature alone, the full ranker without it) through
+  ``recall.search`` on the same store; quality only (those calls are warm).
+
 The baseline runs in the same process over its own in-memory FTS5 table
 (porter tokenizer, OR of the question's non-stop-words, NLTK stop list).
-Every sealmem variant runs against the same real MemoryStore (a SQLite file
-in a temporary directory) through ``MemoryStore.recall``; latency is timed
-around that call (and around the baseline's SELECT).
 
-Run:  python tests/bench/bench_locomo.py [--data PATH] [--quick]
+Run:  python tests/bench/bench_locomo.py [--data PATH] [--quick] [--no-loo]
 """
 
 from __future__ import annotations
@@ -22,70 +39,40 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import re
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sealmem.client import MemoryStore
-from sealmem.client.recall import search as retrieval
-from sealmem.client.recall.ranking import RankingWeights
-from sealmem.client.recall.stopwords import STOP_WORDS
-
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo"
+DEFAULT_DATA = Path(os.environ.get("SEALMEM_LOCOMO", "/work/shared/data/locomo"))
 FILES = ("26", "30", "41", "42", "43")
-# Weights are chosen on the first half (dev); the second is held out.
-HALVES = (("26", "30", "41"), ("42", "43"))
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 PROJECT = "locomo"
+AUTHOR = "bench"
+CONSTANT_ORIGIN = "cli"
 
-FULL = RankingWeights()
-OFF = dataclasses.replace(
-    FULL,
-    coverage=0.0,
-    entity_boost=1.0,
-    entity=0.0,
-    prefix=0.0,
-    context=0.0,
-    context_terms=0.0,
-    date=0.0,
-    recency=0.0,
-    importance=0.0,
-)
-# Each feature alone on top of BM25, and the full ranker without it.
-VARIANTS: dict[str, RankingWeights] = {
-    "sealmem BM25 only": OFF,
-    "+ coverage (IDF-weighted)": dataclasses.replace(OFF, coverage=FULL.coverage),
-    "+ coverage + prefix words": dataclasses.replace(
-        OFF, coverage=FULL.coverage, prefix=FULL.prefix
-    ),
-    "+ entity overlap": dataclasses.replace(OFF, entity=FULL.entity),
-    "+ session context": dataclasses.replace(
-        OFF, context=FULL.context, context_terms=FULL.context_terms
-    ),
-    "+ date expressions": dataclasses.replace(OFF, date=FULL.date),
-    "+ recency + importance": dataclasses.replace(
-        OFF, recency=FULL.recency, importance=FULL.importance
-    ),
-    "full - coverage": dataclasses.replace(FULL, coverage=0.0),
-    "full - prefix words": dataclasses.replace(FULL, prefix=0.0),
-    "full - entity overlap": dataclasses.replace(FULL, entity=0.0),
-    "full - session context": dataclasses.replace(FULL, context=0.0, context_terms=0.0),
-    "full - context terms": dataclasses.replace(FULL, context_terms=0.0),
-    "full - date": dataclasses.replace(FULL, date=0.0),
-    "full - recency": dataclasses.replace(FULL, recency=0.0),
-    "full, wider pool (60, 20 seeds)": dataclasses.replace(FULL, pool=60, context_seeds=20),
-    "full, recall.search": FULL,
-    "full, via MemoryStore.recall": FULL,
+# The weights the coordinate search may move, and the values it tries for each.
+GRID: dict[str, tuple[float, ...]] = {
+    "coverage": (0.5, 1.0, 1.5),
+    "entity": (0.0, 0.35, 0.7, 1.0),
+    "prefix": (0.0, 0.5, 1.0),
+    "context": (0.4, 0.8, 1.2),
+    "context_terms": (0.0, 0.35, 0.7),
+    "date": (0.0, 0.3, 0.6, 0.9),
+    "recency": (0.0, 0.05),
 }
+# The time-gap rule's gap (ms), chosen the same way on the no-session stores.
+GAP_GRID: tuple[int, ...] = (60_000, 600_000, 1_800_000, 3_600_000, 6 * 3_600_000, 86_400_000)
 
 
 @dataclass
@@ -109,7 +96,21 @@ class Outcome:
     category: int
     evidence: frozenset[str]
     top: list[str]
-    seconds: float
+    seconds: float = 0.0
+
+    @property
+    def hit(self) -> bool:
+        return bool(self.evidence & set(self.top[:5]))
+
+
+@dataclass
+class Built:
+    """One conversation's store on disk, and how to read its answers."""
+
+    conv: Conversation
+    path: Path
+    by_id: dict[str, str]
+    now_ms: int
 
 
 def parse_session_time(text: str) -> int:
@@ -142,7 +143,16 @@ def load(path: Path) -> Conversation:
     return Conversation(path.stem, turns, kept, excluded)
 
 
+def load_average() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+# -- the baseline ------------------------------------------------------------------
+
+
 def baseline_terms(question: str) -> list[str]:
+    from sealmem.client.recall.stopwords import STOP_WORDS
+
     words = [w for w in re.findall(r"\w+", question.lower()) if w not in STOP_WORDS]
     return list(dict.fromkeys(words))
 
@@ -172,43 +182,156 @@ def run_baseline(conv: Conversation) -> list[Outcome]:
     return out
 
 
-def build_store(conv: Conversation, where: Path) -> tuple[MemoryStore, dict[str, str], int]:
+# -- stores --------------------------------------------------------------------------
+
+
+def build_store(conv: Conversation, where: Path, *, sessions: bool) -> Built:
+    """The conversation as a store file; ``sessions`` False writes every turn with the
+    constant origin ``cli`` (no session ids at all)."""
+    from sealmem.client import MemoryStore
+
     now = [conv.turns[0].at_ms]
-    store = MemoryStore.open(where / f"{conv.name}.db", author="bench", clock=lambda: now[0])
+    suffix = "sessions" if sessions else "constant"
+    path = where / f"{conv.name}-{suffix}.db"
+    store = MemoryStore.open(path, author=AUTHOR, clock=lambda: now[0])
     by_id: dict[str, str] = {}
-    for turn in conv.turns:
-        now[0] = turn.at_ms
-        result = store.remember(turn.text, project=PROJECT, origin=f"locomo:session_{turn.session}")
-        by_id[result.memory.record.id] = turn.dia_id
-    now[0] = conv.turns[-1].at_ms + 86_400_000  # questions are asked a day after the last session
-    return store, by_id, now[0]
+    with store:
+        for turn in conv.turns:
+            now[0] = turn.at_ms
+            origin = f"locomo:session_{turn.session}" if sessions else CONSTANT_ORIGIN
+            result = store.remember(turn.text, project=PROJECT, origin=origin)
+            by_id[result.memory.record.id] = turn.dia_id
+        store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    # questions are asked a day after the last session
+    return Built(conv, path, by_id, conv.turns[-1].at_ms + 86_400_000)
 
 
-def run_sealmem(
-    store: MemoryStore,
-    by_id: dict[str, str],
-    conv: Conversation,
-    weights: RankingWeights | None,
-    now_ms: int,
-) -> list[Outcome]:
-    """``weights`` None: the public ``MemoryStore.recall`` (default ranking); otherwise
-    ``recall.search`` on the store's connection with those weights (the ablations)."""
-    out: list[Outcome] = []
-    for qa in conv.questions:
-        question = qa["question"]
-        start = time.perf_counter()
-        if weights is None:
-            ids = [h.memory.record.id for h in store.recall(question, k=5, project=PROJECT)]
-        else:
-            found = retrieval.search(
-                store.connection, question, k=5, projects=[PROJECT], include_history=False,
-                kinds=None, now_ms=now_ms, weights=weights,
-            )  # fmt: skip
-            ids = [s.id for s in found]
-        elapsed = time.perf_counter() - start
-        top = [by_id.get(i, "?") for i in ids]
-        out.append(Outcome(qa["category"], frozenset(qa["evidence"]), top, elapsed))
+def cold_child(path: Path, now_ms: int) -> int:
+    """In a fresh process: every question (one per stdin line) asked once through
+    ``MemoryStore.recall``; prints ``[[ids], seconds]`` per question as JSON."""
+    from sealmem.client import MemoryStore
+    from sealmem.client.recall import search as _search  # noqa: F401  (import, not a cache)
+
+    questions = [json.loads(line) for line in sys.stdin if line.strip()]
+    out = []
+    with MemoryStore.open(path, author=AUTHOR, clock=lambda: now_ms) as store:
+        for question in questions:
+            start = time.perf_counter()
+            hits = store.recall(question, k=5, project=PROJECT)
+            elapsed = time.perf_counter() - start
+            out.append([[h.memory.record.id for h in hits], elapsed])
+    json.dump(out, sys.stdout)
+    return 0
+
+
+def run_cold(built: Built) -> list[Outcome]:
+    questions = "\n".join(json.dumps(qa["question"]) for qa in built.conv.questions)
+    done = subprocess.run(
+        [sys.executable, __file__, "--cold-child", str(built.path), str(built.now_ms)],
+        input=questions,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    answers = json.loads(done.stdout)
+    return [
+        Outcome(
+            qa["category"],
+            frozenset(qa["evidence"]),
+            [built.by_id.get(i, "?") for i in ids],
+            seconds,
+        )
+        for qa, (ids, seconds) in zip(built.conv.questions, answers, strict=True)
+    ]
+
+
+class Evaluator:
+    """``recall.search`` with given weights over the stores, hits cached per
+    (conversation, weights): the tuning asks the same point again and again."""
+
+    def __init__(self, built: dict[str, Built]) -> None:
+        from sealmem.client import MemoryStore
+
+        self.built = built
+        self.stores = {
+            name: MemoryStore.open(b.path, author=AUTHOR, clock=lambda: 0)
+            for name, b in built.items()
+        }
+        self.cache: dict[tuple[str, Any], list[Outcome]] = {}
+
+    def close(self) -> None:
+        for store in self.stores.values():
+            store.close()
+
+    def outcomes(self, name: str, weights: Any) -> list[Outcome]:
+        from sealmem.client.recall import search as retrieval
+
+        key = (name, weights)
+        if key not in self.cache:
+            built, conn = self.built[name], self.stores[name].connection
+            out = []
+            for qa in built.conv.questions:
+                found = retrieval.search(
+                    conn, qa["question"], k=5, projects=[PROJECT], include_history=False,
+                    kinds=None, now_ms=built.now_ms, weights=weights,
+                )  # fmt: skip
+                top = [built.by_id.get(s.id, "?") for s in found]
+                out.append(Outcome(qa["category"], frozenset(qa["evidence"]), top))
+            self.cache[key] = out
+        return self.cache[key]
+
+    def hits(self, names: Iterable[str], weights: Any) -> int:
+        return sum(o.hit for name in names for o in self.outcomes(name, weights))
+
+
+def tune(
+    evaluator: Evaluator,
+    names: Sequence[str],
+    start: Any,
+    grid: dict[str, Sequence[float]],
+    rounds: int = 4,
+) -> Any:
+    """Steepest coordinate ascent: each round tries every single-weight change the grid
+    allows and takes the one that adds the most hits@5 on ``names`` (ties: the earlier
+    weight in the grid, the smaller value); it stops when no change adds a hit, or
+    after ``rounds`` changes.  This is how the defaults are chosen."""
+    best, score = start, evaluator.hits(names, start)
+    for _ in range(rounds):
+        move, gained = best, score
+        for weight, values in grid.items():
+            for value in sorted(values):
+                candidate = dataclasses.replace(best, **{weight: value})
+                if candidate == best:
+                    continue
+                hits = evaluator.hits(names, candidate)
+                if hits > gained:
+                    move, gained = candidate, hits
+        if move == best:
+            break
+        best, score = move, gained
+    return best
+
+
+def lowest(weights: Any, grid: dict[str, Sequence[float]]) -> Any:
+    """``weights`` with every weight of the grid at its smallest value: where the search
+    starts in leave-one-out, so that nothing chosen on the held-out file leaks in."""
+    return dataclasses.replace(weights, **{name: min(values) for name, values in grid.items()})
+
+
+def leave_one_out(
+    evaluator: Evaluator, start: Any, grid: dict[str, Sequence[float]]
+) -> list[tuple[str, Any, float]]:
+    """(held-out conversation, weights chosen on the other four, held-out hit@5 %)."""
+    out = []
+    names = list(evaluator.built)
+    for held in names:
+        chosen = tune(evaluator, [n for n in names if n != held], start, grid, rounds=8)
+        outcomes = evaluator.outcomes(held, chosen)
+        out.append((held, chosen, 100 * sum(o.hit for o in outcomes) / len(outcomes)))
     return out
+
+
+# -- reporting -----------------------------------------------------------------------
 
 
 def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
@@ -235,19 +358,17 @@ def latency(outcomes: Sequence[Outcome]) -> tuple[float, float, float]:
     return statistics.fmean(ms), statistics.median(ms), p95
 
 
-def table(title: str, rows: dict[str, list[Outcome]], show: Callable[[list[Outcome]], str]) -> None:
-    print(f"\n{title}")
-    for name, outcomes in rows.items():
-        print(f"  {name:32s} {show(outcomes)}")
-
-
-def overall(outcomes: list[Outcome]) -> str:
+def quality(outcomes: list[Outcome]) -> str:
     s = summarise(outcomes)
-    mean, median, p95 = latency(outcomes)
     return (
         f"hit {s['hit']:5.1f}  prec {s['precision']:5.1f}  recall {s['recall']:5.1f}  "
-        f"all-ev {s['all']:5.1f}  | ms mean {mean:5.2f} median {median:5.2f} p95 {p95:5.2f}"
+        f"all-ev {s['all']:5.1f}"
     )
+
+
+def timed(outcomes: list[Outcome]) -> str:
+    mean, median, p95 = latency(outcomes)
+    return f"{quality(outcomes)}  | ms mean {mean:5.2f} median {median:5.2f} p95 {p95:5.2f}"
 
 
 def per_category(outcomes: list[Outcome]) -> str:
@@ -258,57 +379,145 @@ def per_category(outcomes: list[Outcome]) -> str:
     return "  ".join(parts)
 
 
-def halves(by_conv: dict[str, list[Outcome]]) -> str:
-    parts = []
-    for half in HALVES:
-        picked = [o for name in half if name in by_conv for o in by_conv[name]]
-        if picked:
-            label = "dev" if half == HALVES[0] else "held-out"
-            parts.append(f"{label} {'+'.join(half)}: hit {summarise(picked)['hit']:5.1f}")
-    return "  ".join(parts)
+def per_conversation(by_conv: dict[str, list[Outcome]]) -> str:
+    return "  ".join(f"{n} {summarise(o)['hit']:5.1f}" for n, o in by_conv.items())
+
+
+def table(title: str, rows: dict[str, list[Outcome]], show: Callable[[list[Outcome]], str]) -> None:
+    print(f"\n{title}")
+    for name, outcomes in rows.items():
+        print(f"  {name:34s} {show(outcomes)}")
+
+
+def changed_weights(weights: Any, default: Any) -> str:
+    diff = [
+        f"{f.name}={getattr(weights, f.name)}"
+        for f in dataclasses.fields(weights)
+        if getattr(weights, f.name) != getattr(default, f.name)
+    ]
+    return ", ".join(diff) or "the defaults"
+
+
+def variants(full: Any) -> dict[str, Any]:
+    off = dataclasses.replace(
+        full, coverage=0.0, entity=0.0, prefix=0.0, context=0.0, context_terms=0.0,
+        date=0.0, recency=0.0, importance=0.0,
+    )  # fmt: skip
+    return {
+        "sealmem BM25 only": off,
+        "+ coverage": dataclasses.replace(off, coverage=full.coverage),
+        "+ coverage + prefix words": dataclasses.replace(
+            off, coverage=full.coverage, prefix=full.prefix
+        ),
+        "+ entity overlap": dataclasses.replace(off, entity=full.entity),
+        "+ session context": dataclasses.replace(
+            off, context=full.context, context_terms=full.context_terms
+        ),
+        "+ date expressions": dataclasses.replace(off, date=full.date),
+        "full - coverage": dataclasses.replace(full, coverage=0.0),
+        "full - prefix words": dataclasses.replace(full, prefix=0.0),
+        "full - entity overlap": dataclasses.replace(full, entity=0.0),
+        "full - session context": dataclasses.replace(full, context=0.0, context_terms=0.0),
+        "full - context terms": dataclasses.replace(full, context_terms=0.0),
+        "full - date": dataclasses.replace(full, date=0.0),
+        "full - recency": dataclasses.replace(full, recency=0.0),
+        "full (default)": full,
+    }
+
+
+def report_loo(label: str, evaluator: Evaluator, default: Any, grid: dict[str, Any]) -> None:
+    folds = leave_one_out(evaluator, lowest(default, grid), grid)
+    print(f"\nLeave-one-conversation-out, {label} (weights tuned on the other four)")
+    for held, chosen, score in folds:
+        print(f"  held out {held}: hit@5 {score:5.1f}  chosen: {changed_weights(chosen, default)}")
+    n_questions = {n: len(b.conv.questions) for n, b in evaluator.built.items()}
+    pooled = sum(s * n_questions[h] for h, _, s in folds) / sum(n_questions.values())
+    print(
+        f"  LOO mean hit@5 {statistics.fmean(s for _, _, s in folds):5.1f} "
+        f"(pooled over questions {pooled:5.1f})"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder of LoCoMo files")
-    parser.add_argument("--quick", action="store_true", help="baseline and full ranker only")
+    parser.add_argument("--quick", action="store_true", help="no ablation table")
+    parser.add_argument("--no-loo", action="store_true", help="no leave-one-out tuning")
+    parser.add_argument(
+        "--tune", action="store_true", help="also print the weights tune() picks on all five"
+    )
+    parser.add_argument("--cold-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.cold_child:
+        return cold_child(Path(args.cold_child[0]), int(args.cold_child[1]))
+    from sealmem.client.recall.ranking import RankingWeights
+
     missing = [f for f in FILES if not (args.data / f"{f}.json").is_file()]
     if missing:
         print(
             f"LoCoMo files {missing} not found under {args.data}; pass --data PATH", file=sys.stderr
         )
         return 2
-    quick = ("full, recall.search", "full, via MemoryStore.recall")
-    variants = {name: VARIANTS[name] for name in quick} if args.quick else VARIANTS
-    names = ["plain FTS5 BM25 baseline", *variants]
-    results: dict[str, dict[str, list[Outcome]]] = {name: {} for name in names}
-    turns = sessions = 0
+    full = RankingWeights()
+    convs = [load(args.data / f"{name}.json") for name in FILES]
     excluded: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix="sealmem-locomo-") as tmp:
-        for name in FILES:
-            conv = load(args.data / f"{name}.json")
-            turns += len(conv.turns)
-            sessions += len({t.session for t in conv.turns})
-            for reason, count in conv.excluded.items():
-                excluded[reason] = excluded.get(reason, 0) + count
-            results["plain FTS5 BM25 baseline"][name] = run_baseline(conv)
-            store, by_id, now_ms = build_store(conv, Path(tmp))
-            with store:
-                for variant, weights in variants.items():
-                    chosen = None if variant.endswith("MemoryStore.recall") else weights
-                    results[variant][name] = run_sealmem(store, by_id, conv, chosen, now_ms)
-    merged = {name: [o for outs in per.values() for o in outs] for name, per in results.items()}
-    scored = len(merged["plain FTS5 BM25 baseline"])
+    for conv in convs:
+        for reason, count in conv.excluded.items():
+            excluded[reason] = excluded.get(reason, 0) + count
     print(
-        f"LoCoMo: {len(FILES)} conversations, {turns} turns in {sessions} sessions, "
-        f"{scored} questions scored; excluded {excluded}"
+        f"LoCoMo: {len(convs)} conversations, {sum(len(c.turns) for c in convs)} turns in "
+        f"{sum(len({t.session for t in c.turns}) for c in convs)} sessions, "
+        f"{sum(len(c.questions) for c in convs)} questions scored; excluded {excluded}"
     )
-    table("Top-5, macro over questions (%), recall latency (ms)", merged, overall)
-    table("Per category hit/recall/all-evidence (%)", merged, per_category)
-    print("\nHalves (overfitting check: weights chosen on dev), hit@5 (%)")
-    for name, per in results.items():
-        print(f"  {name:32s} {halves(per)}")
+    with tempfile.TemporaryDirectory(prefix="sealmem-locomo-") as tmp:
+        where = Path(tmp)
+        with_sessions = {c.name: build_store(c, where, sessions=True) for c in convs}
+        constant = {c.name: build_store(c, where, sessions=False) for c in convs}
+        print(f"\nCold latency, one fresh process per conversation ({load_average()} before)")
+        cold: dict[str, dict[str, list[Outcome]]] = {
+            "plain FTS5 BM25 baseline": {c.name: run_baseline(c) for c in convs},
+            "MemoryStore.recall, sessions": {n: run_cold(b) for n, b in with_sessions.items()},
+            "MemoryStore.recall, no session ids": {n: run_cold(b) for n, b in constant.items()},
+        }
+        merged = {name: [o for outs in per.values() for o in outs] for name, per in cold.items()}
+        table("All five, default weights (%); cold latency (ms)", merged, timed)
+        print(f"  ({load_average()} after)")
+        table("Per category hit/recall/all-evidence (%)", merged, per_category)
+        print("\nPer conversation hit@5 (%)")
+        for name, per in cold.items():
+            print(f"  {name:34s} {per_conversation(per)}")
+        evaluator = Evaluator(with_sessions)
+        try:
+            if not args.quick:
+                rows = {
+                    name: [o for n in with_sessions for o in evaluator.outcomes(n, weights)]
+                    for name, weights in variants(full).items()
+                }
+                table("Ablation through recall.search, all five (%)", rows, quality)
+            if args.tune:
+                chosen = tune(evaluator, list(with_sessions), lowest(full, GRID), GRID, rounds=8)
+                hit = (
+                    100
+                    * evaluator.hits(with_sessions, chosen)
+                    / len(merged["plain FTS5 BM25 baseline"])
+                )
+                print(f"\ntune() on all five: {changed_weights(chosen, full)} (hit@5 {hit:5.1f})")
+            if not args.no_loo:
+                report_loo("origins carry sessions", evaluator, full, GRID)
+        finally:
+            evaluator.close()
+        if not args.no_loo and hasattr(full, "session_gap_ms"):
+            evaluator = Evaluator(constant)
+            try:
+                report_loo(
+                    "no session ids (origin 'cli'), time-gap rule",
+                    evaluator,
+                    full,
+                    {**GRID, "session_gap_ms": GAP_GRID},
+                )
+            finally:
+                evaluator.close()
+    print(f"\n({load_average()} at the end)")
     return 0
 
 

@@ -48,7 +48,7 @@ def test_doctor_finds_a_drifted_index_and_reindex_mends_it(tmp_path: Path) -> No
     assert json.loads(mended.stdout) == {"reindexed": {"memories": 2, "history": 0}}
     assert run(home, "doctor").returncode == 0
     hits = json.loads(run(home, "recall", "drained queue", "-p", "p", "--json").stdout)["hits"]
-    assert [h["id"] for h in hits] == [kept.id]
+    assert hits[0]["id"] == kept.id  # "old note", written just after, may follow as context
 
 
 # -- progress: the project's own (rich, on a terminal only), not click's bar --------------

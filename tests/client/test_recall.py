@@ -193,12 +193,13 @@ def test_neighbours_are_limited_to_one_session(mem: MemoryStore, recall_clock: C
 
 
 @pytest.mark.parametrize("origin", ["cli", "mcp", "api", "demo", "cli:", ":abc", "mcp:  "])
-def test_an_origin_without_a_session_has_no_neighbours(
+def test_an_origin_without_a_session_has_no_neighbours_beyond_the_gap(
     mem: MemoryStore, recall_clock: Clock, origin: str
 ) -> None:
-    # two unrelated CLI commands a few seconds apart are not one conversation
+    # two CLI commands two hours apart are not one session (tests/client/test_sessions.py
+    # has the time-gap rule that links memories written close together)
     hit = remember(mem, recall_clock, "which database do we use for queues?", origin=origin)
-    recall_clock.now += 5_000
+    recall_clock.now += 2 * HOUR_MS
     unrelated = remember(mem, recall_clock, "the office plants need water", origin=origin)
     hits = mem.recall("database for queues", project="app", k=10)
     assert [h.memory.record.id for h in hits] == [hit]
@@ -276,6 +277,7 @@ def test_query_analysis_and_dates() -> None:
 
 def test_a_partial_word_finds_the_longer_one(mem: MemoryStore, recall_clock: Clock) -> None:
     target = remember(mem, recall_clock, "Orders live in PostgreSQL 16 on the db host")
+    recall_clock.now += 2 * HOUR_MS  # another session
     remember(mem, recall_clock, "Lunch is at noon on Fridays")
     (hit,) = mem.recall("postgres", project="app")
     assert hit.memory.record.id == target

@@ -127,7 +127,7 @@ def test_stop_hook_captures_lessons_once(script: Script, env: Env, store: Memory
     assert any("xdist workers" in t and t.startswith("Never share") for t in texts)
     assert any(t.startswith("We pin the payment SDK to 4.2.x") for t in texts)
     assert not any("Let me" in t or t.endswith("?") for t in texts)
-    assert all(m.record.origin == "claude-code" for m in captured)
+    assert all(m.record.origin == "claude-code:s1" for m in captured)  # the host session
     assert {m.record.visibility for m in captured} == {"private"}  # shared only once accepted
     kinds = {m.record.content.split()[0]: m.record.kind for m in captured}
     assert kinds["We"] == "decision"

@@ -1,0 +1,55 @@
+"""The prompt hook: corrected memories are replaced, keywords count in the relevance gate."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from sealmem.client.store.api import MemoryStore
+from tests.hosts.conftest import Env, Run
+
+Script = Callable[..., Run]
+
+
+def _prompt(cli: Script, env: Env, prompt: str) -> list[str]:
+    stdin = json.dumps({"session_id": "s1", "cwd": str(env.project), "prompt": prompt})
+    run = cli("hook", "prompt", stdin=stdin)
+    assert run.code == 0
+    return run.out.splitlines()[1:]
+
+
+def test_a_superseded_memory_is_replaced_by_its_correction(
+    cli: Script, env: Env, store: MemoryStore
+) -> None:
+    old = store.remember("The billing service listens on port 8080.", project="webshop").memory
+    store.remember(
+        "Billing moved to 9090 behind the new proxy.", project="webshop", supersedes=[old.id]
+    )
+    lines = _prompt(cli, env, "which port does the billing service listen on?")
+    assert lines == [
+        "- [note, replaces an older memory] Billing moved to 9090 behind the new proxy."
+    ]
+
+
+def test_a_memory_and_its_correction_are_not_shown_side_by_side(
+    cli: Script, env: Env, store: MemoryStore
+) -> None:
+    old = store.remember("The billing service listens on port 8080.", project="webshop").memory
+    store.remember(
+        "The billing service listens on port 9090 since the proxy moved.",
+        project="webshop",
+        supersedes=[old.id],
+    )
+    lines = _prompt(cli, env, "which port does the billing service listen on?")
+    assert lines == ["- [note] The billing service listens on port 9090 since the proxy moved."]
+
+
+def test_keywords_count_in_the_relevance_gate(cli: Script, env: Env, store: MemoryStore) -> None:
+    store.remember(
+        "Use the staging cluster for load tests.",
+        keywords=["k6", "benchmark"],
+        project="webshop",
+    )
+    store.remember("The invoice PDF uses the Inter font.", kind="fact", project="webshop")
+    lines = _prompt(cli, env, "run the k6 benchmark for checkout")
+    assert lines == ["- [note] Use the staging cluster for load tests."]

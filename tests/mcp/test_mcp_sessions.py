@@ -1,0 +1,78 @@
+"""The MCP server's sessions: one per server process, or the one the client names."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.client import Client
+from mcp_types import CallToolResult, TextContent
+
+from sealmem.client import MemoryStore
+from sealmem.client.mcp.server import create_server
+
+
+@pytest.fixture
+def server_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("SEALMEM_HOME", str(home))
+    return home
+
+
+def _text(result: CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+def _remember(args: list[dict[str, Any]]) -> list[CallToolResult]:
+    out: list[CallToolResult] = []
+
+    async def session() -> None:
+        async with Client(create_server(project="webshop")) as client:
+            for arg in args:
+                out.append(await client.call_tool("remember", arg))
+
+    anyio.run(session)
+    return out
+
+
+def _origins(home: Path, results: list[CallToolResult]) -> list[str]:
+    with MemoryStore.open(home / "store.db") as store:
+        return [store.get(json.loads(_text(r))["id"]).record.origin for r in results]
+
+
+def test_a_client_named_session_is_the_origin(server_home: Path) -> None:
+    results = _remember(
+        [
+            {"content": "Orders live in PostgreSQL 16", "session": "7f3c2a10-task-42"},
+            {"content": "The payment SDK is pinned to 4.2.x"},
+        ]
+    )
+    assert not any(r.is_error for r in results)
+    named, default = _origins(server_home, results)
+    assert named == "mcp:7f3c2a10-task-42"
+    assert re.fullmatch(r"mcp:[0-9a-f]{12}", default)  # this server process
+
+
+def test_the_schema_bounds_the_session_argument(server_home: Path) -> None:
+    async def session() -> None:
+        async with Client(create_server(project="webshop")) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            schema = tools["remember"].input_schema["properties"]["session"]
+            text = json.dumps(schema)
+            assert '"maxLength": 48' in text
+            assert "pattern" in text
+
+    anyio.run(session)
+
+
+@pytest.mark.parametrize("bad", ["", "has space", "x" * 49, "-leading", "a:b", "é"])
+def test_a_bad_session_id_is_refused_and_nothing_is_stored(server_home: Path, bad: str) -> None:
+    (result,) = _remember([{"content": "Orders live in PostgreSQL 16", "session": bad}])
+    assert result.is_error
+    assert "session" in _text(result)
+    with MemoryStore.open(server_home / "store.db") as store:
+        assert store.recent(limit=5, project="webshop") == []
