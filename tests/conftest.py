@@ -25,5 +25,9 @@ def _isolated_home(
     monkeypatch.setenv("SEALMEM_HOME", str(base / "sealmem-home"))
     monkeypatch.setenv("HOME", str(base / "user-home"))
     (base / "user-home").mkdir()
+    # A hook gives up after 2 s by default; a loaded CI machine creating a store in a fresh
+    # process can take longer, and a test of what a hook prints must not depend on that.
+    # The tests of the time bound itself set it back to 2 s.
+    monkeypatch.setenv("SEALMEM_HOOK_BUDGET_S", "30")
     for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(var, raising=False)

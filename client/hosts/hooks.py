@@ -28,6 +28,7 @@ stores is private: no sync shares it until it is accepted with
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import traceback
@@ -40,6 +41,7 @@ from ...protocol.errors import InputError
 from .. import paths
 
 __all__ = [
+    "BUDGET_ENV",
     "HOOK_BUDGET_S",
     "HOOK_NAMES",
     "PROMPT_MIN_OVERLAP",
@@ -49,6 +51,7 @@ __all__ = [
 ]
 
 HOOK_BUDGET_S = 2.0
+BUDGET_ENV = "SEALMEM_HOOK_BUDGET_S"  # seconds, 0.1..120: a slow disk or machine may need more
 PROMPT_K = 3
 PROMPT_MIN_OVERLAP = 0.5  # share of a memory's content stems that the prompt holds
 PROMPT_MIN_SHARED = 2
@@ -196,12 +199,26 @@ HOOK_NAMES: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
-def run(name: str, read_input: Callable[[], str], *, budget_s: float = HOOK_BUDGET_S) -> str:
+def _budget() -> float:
+    """:data:`HOOK_BUDGET_S`, or ``SEALMEM_HOOK_BUDGET_S`` when it holds seconds in 0.1..120."""
+    text = os.environ.get(BUDGET_ENV, "").strip()
+    if not text.isascii():
+        return HOOK_BUDGET_S
+    try:
+        value = float(text)
+    except ValueError:
+        return HOOK_BUDGET_S
+    return value if 0.1 <= value <= 120 else HOOK_BUDGET_S
+
+
+def run(name: str, read_input: Callable[[], str], *, budget_s: float | None = None) -> str:
     """The text hook ``name`` prints; never raises, never blocks for long.
 
     ``read_input`` returns the hook's JSON (stdin); it is called inside the
-    time bound too, so a host that never closes stdin cannot hang the hook.
+    time bound too (``budget_s``, else :func:`_budget`), so a host that never
+    closes stdin cannot hang the hook.
     """
+    budget_s = _budget() if budget_s is None else budget_s
     started = time.monotonic()
     box: dict[str, Any] = {}
 

@@ -29,9 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from ...crypto import SUITE
 from ...protocol.errors import StoreError
-from ...protocol.snapshot import bucket_key
 from ..clock import now_ms as wall_clock
 from . import journal
 from .schema import MIGRATIONS, Migration
@@ -222,6 +220,11 @@ def _create_store(path: Path) -> None:
 
 
 def _bucket_key(memory_id: object) -> int | None:
+    # Imported here: only the version 7 migration calls it, and opening a store (a
+    # hook's every run) must not load the crypto suite.
+    from ...crypto import SUITE
+    from ...protocol.snapshot import bucket_key
+
     return bucket_key(SUITE, memory_id) if isinstance(memory_id, str) else None
 
 

@@ -71,6 +71,7 @@ def test_hooks_are_silent_and_quick_while_the_store_is_locked(
 ) -> None:
     store.remember("Never force-push to release branches.", kind="warning", project="webshop")
     store.close()
+    env.environ["SEALMEM_HOOK_BUDGET_S"] = "2"  # the default time bound, under test
     holder = sqlite3.connect(env.state / "store.db", isolation_level=None)
     try:
         holder.execute("PRAGMA locking_mode = EXCLUSIVE")
@@ -157,6 +158,7 @@ def test_stop_hook_captures_lessons_once(script: Script, env: Env, store: Memory
 
 
 def test_a_host_that_never_closes_stdin_cannot_hang_the_hook(env: Env) -> None:
+    env.environ["SEALMEM_HOOK_BUDGET_S"] = "2"  # the default time bound, under test
     started = time.monotonic()
     proc = subprocess.Popen(
         [str(SEALMEM), "hook", "session-start"],
