@@ -100,7 +100,9 @@ def test_a_sidecar_linked_to_an_endless_device_is_skipped(tmp_path: Path) -> Non
     with MemoryStore.open(path, author=AUTHOR) as store:
         store.remember("written beside a link to /dev/zero", project="webapp")
     tally, damage = journal.read(path)  # replaced by a real sidecar
-    assert tally is not None and tally.memories == 3 and damage is None
+    assert tally is not None
+    assert tally.memories == 3
+    assert damage is None
 
 
 def test_a_huge_sidecar_is_not_read(tmp_path: Path) -> None:
@@ -118,9 +120,8 @@ def test_a_store_recovered_elsewhere_and_moved_into_place_takes_writes(tmp_path:
     path = tmp_path / "store.db"
     _store(path)
     _lose_writes(path)
-    with MemoryStore.open(path, author=AUTHOR) as store:
-        with pytest.raises(DamagedStoreError):
-            store.remember("refused", project="webapp")
+    with MemoryStore.open(path, author=AUTHOR) as store, pytest.raises(DamagedStoreError):
+        store.remember("refused", project="webapp")
     salvaged = tmp_path / "salvaged.db"
     recover(path, output=salvaged, now_ms=1_796_000_000_000)
     path.rename(tmp_path / "store.db.bad")
