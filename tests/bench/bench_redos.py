@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from sealmem.client.store.redaction import engine, gitleaks, redact  # noqa: E402
-from sealmem.client.store.redaction.rules import RULES  # noqa: E402
+from sealmem.client.store.redaction import engine, gitleaks, redact
+from sealmem.client.store.redaction.rules import RULES
 
 FILLERS = [" ", "a", "A", "0", "=", "-", "_", ".", "/", "+", ":", "'", '"', "\n", "\\", "@",
            "%", "$", "{", ",", ";", "|", ">", "aA0", "a-", "a.", "a_", "a=", "= ", "0x", "a ",
@@ -60,7 +60,7 @@ def main() -> None:
     cues = sorted({c for _, kws, _ in rules() for c in kws if c})
     prose = " ".join(f"the {c} of the build is kept elsewhere." for c in cues)
     prose = (prose * (args.size // len(prose) + 1))[: args.size]
-    baseline = seconds(lambda t: redact(t), prose)
+    baseline = seconds(redact, prose)
     print(f"baseline: redact() over {args.size:,} characters of prose naming every cue: "
           f"{baseline * 1000:.1f} ms")  # fmt: skip
     found: list[tuple[float, str, str, str, str]] = []
@@ -78,7 +78,8 @@ def main() -> None:
     worst = found[0] if found else None
     if worst is not None:
         text = dict(shapes(worst[2], worst[3], args.size))[worst[4]]
-        print(f"redact() over the slowest shape: {seconds(lambda t: redact(t), text) * 1000:.1f} ms")
+        took = seconds(redact, text)
+        print(f"redact() over the slowest shape: {took * 1000:.1f} ms")
     print(f"load average after: {os.getloadavg()}")
 
 
