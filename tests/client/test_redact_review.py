@@ -39,6 +39,8 @@ def test_a_url_rule_match_never_begins_inside_a_scheme() -> None:
         ("SMTP_PASS: hunter2Xq9", SECRET),
         ("https://example.com/login?user=bob&pass=hunter2Xq9", SECRET),
         ("pg_dump --password hunter2Xq9 prod", SECRET),
+        ("mysql -u root -phunter2Xq9 prod", SECRET),
+        ("mysqldump -uroot -p'hunter2Xq9 x' shop", SECRET),
         ('deploy --db-password "hunter2Xq9 x" --yes', SECRET),
         ("discord.com/api/webhooks/123456789012345678/zQ3xV8mN2pL5tR7wK9yB4cH6jD1fG0s", "zQ3xV8"),
         (
@@ -72,6 +74,8 @@ def test_a_bitbake_only_allowlist_does_not_let_secrets_through_elsewhere() -> No
         "keep it in --password-file /run/secrets/db",
         "git clone https://github.com/org/repo.git",
         "the passport photo is in the drive",
+        "mysql -h db -P3306 -u app -p",
+        "mysql -u root -p prod",
     ],
 )
 def test_prose_and_code_near_the_new_spellings_is_left_alone(text: str) -> None:

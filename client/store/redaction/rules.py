@@ -10,7 +10,7 @@ Three rules are not about one vendor's format:
   ends in a secret word (``DB_PASSWORD=``, ``db_password = '...'``,
   ``API_SECRET:``), and the prose "the password is ...".  The keyword is preceded
   by anything but a letter or digit, so ``_`` counts as a boundary (``\\b`` does
-  not hold between ``_`` and ``P``).  ``DB_PASS=``, ``pass=`` and a
+  not hold between ``_`` and ``P``).  ``DB_PASS=``, ``pass=``, ``mysql ... -pSECRET`` and a
   ``--password VALUE`` flag count too.  A quoted value is taken up to its closing
   quote (a passphrase has spaces), a bare one up to the first blank.
 - ``high_entropy_secret`` is the *entropy* rule: a token of 16+ characters mixing
@@ -234,6 +234,14 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
         cues=("pass", "pw"),
         accept=_assigned_value,
+    ),
+    _rule(
+        "password",
+        "password assignment",
+        r"(?P<pre>(?<![\w-])mysql(?:dump|admin|sh|import)?\b[^\n]{0,200}?\s(?-i:-p))" +
+        r"(?P<secret>\"[^\"\n]{4,}\"|'[^'\n]{4,}'|[^\s\"'`-][^\s\"'`]{3,})",
+        re.IGNORECASE,
+        cues=("mysql",),
     ),
     _rule(
         "password",
