@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["main", "run_hook"]
+__all__ = ["emit_hook_output", "main", "run_hook"]
 
 
 def run_hook(name: str, home: Path | None) -> str:
@@ -34,6 +34,34 @@ def run_hook(name: str, home: Path | None) -> str:
     # Teammates' text, on its way to a host that may show it in a terminal: escaped
     # like everything else the CLI prints (newlines kept).
     return clean(hooks.run(name, read_input))
+
+
+def emit_hook_output(text: str) -> None:
+    """Print a hook's text for the host, as UTF-8 whatever the locale; never raises.
+
+    Hosts read a hook's stdout as UTF-8, while Python writes a pipe in the locale's
+    encoding (on Windows the ANSI code page, where a teammate's emoji or CJK text does
+    not exist: a ``UnicodeEncodeError`` failed the hook).  A host that stopped reading
+    (a closed pipe) loses the text, and the hook still ends with status 0.
+    """
+    data = (text + "\n").encode("utf-8", "replace")
+    try:
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is not None:
+            sys.stdout.flush()
+            buffer.write(data)
+            buffer.flush()
+        else:  # a text stream with no bytes underneath (an in-process test's capture)
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+    except (OSError, ValueError, UnicodeError):
+        # Nobody reads any more: point stdout at the null device so that the flush at
+        # exit does not fail the hook a second time (the Python docs' BrokenPipe recipe).
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stdout.fileno())
+        except (OSError, ValueError):
+            return
 
 
 def _hook_args(args: list[str]) -> tuple[str, Path | None] | None:
@@ -66,8 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         if hook[0] in HOOK_NAMES:
             text = run_hook(*hook)
             if text:
-                sys.stdout.write(text + "\n")
-                sys.stdout.flush()
+                emit_hook_output(text)
             return 0
     from .cli import main as cli_main
 

@@ -181,11 +181,11 @@ def hook_cmd(
     """Run a Claude Code hook (reads the hook JSON on stdin; never fails)."""
     # `sealmem hook NAME` is answered by sealmem.client.launch before typer loads; this
     # command serves `python -m sealmem.client.cli hook ...` and the in-process tests.
-    from ..launch import run_hook
+    from ..launch import emit_hook_output, run_hook
 
     text = run_hook(name, home)
     if text:
-        output.say(text)
+        emit_hook_output(text)
 
 
 def _scan_paths(transcripts: list[Path] | None) -> list[Path]:

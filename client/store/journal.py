@@ -26,6 +26,7 @@ import json
 import os
 import secrets
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,10 @@ __all__ = [
 
 SUFFIX = ".counts.json"
 COMMITS_KEY = "commits"
+#: A sidecar is a few hundred bytes; a larger file is not one (it is read on every write).
+MAX_SIDECAR_BYTES = 64 * 1024
+#: Times in the sidecar are ms since 1970 and at most this (the year 6429, as an HLC wall).
+_MAX_MS = (1 << 47) - 1
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,34 @@ def journal_path(store: Path) -> Path:
 
 
 def when(ms: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ms / 1000))
+    try:
+        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ms / 1000))
+    except (OverflowError, OSError, ValueError):  # a time no clock tells: say so, never fail
+        return f"an unknown time ({ms} ms)"
+
+
+def _ms(value: object) -> int:
+    """A time from the sidecar: an integer of ms in range, else ValueError (not a sidecar)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_MS:
+        raise ValueError(f"not a time in ms: {value!r}")
+    return value
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"not a count: {value!r}")
+    return value
+
+
+def _load(path: Path) -> object:
+    """The sidecar's JSON.  Only a regular file of at most :data:`MAX_SIDECAR_BYTES` is
+    read: a FIFO put there would block every write, ``/dev/zero`` would never end."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SIDECAR_BYTES:
+            raise ValueError("not a sidecar")
+        return json.loads(fh.read(MAX_SIDECAR_BYTES + 1).decode("utf-8"))
 
 
 def count_commit(conn: sqlite3.Connection) -> None:
@@ -120,18 +152,20 @@ def measure(conn: sqlite3.Connection) -> Tally:
 def read(store: Path) -> tuple[Tally | None, Damage | None]:
     """The sidecar's tally and damage marker; (None, None) when absent or unreadable."""
     try:
-        doc = json.loads(journal_path(store).read_text(encoding="utf-8"))
+        doc = _load(journal_path(store))
+        if not isinstance(doc, dict) or not isinstance(doc["store_id"], str | None):
+            raise TypeError("not a sidecar")
         tally = Tally(
             store_id=doc["store_id"],
-            commits=int(doc["commits"]),
-            memories=int(doc["memories"]),
-            at=int(doc["at"]),
+            commits=_count(doc["commits"]),
+            memories=_count(doc["memories"]),
+            at=_ms(doc["at"]),
         )
         marker = doc.get("damaged")
         damage = (
             None
             if not isinstance(marker, dict)
-            else Damage(str(marker["why"]), int(marker["detected_at"]))
+            else Damage(str(marker["why"]), _ms(marker["detected_at"]))
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None, None

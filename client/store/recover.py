@@ -32,7 +32,7 @@ from urllib.parse import quote
 from ...protocol.errors import StoreError
 from ..fsutil import fsync_dir
 from . import health, journal
-from .connection import check_file, connect, schema_version, transaction
+from .connection import check_file, connect, schema_version, set_meta, transaction
 
 __all__ = ["BATCH", "RecoverResult", "recover"]
 
@@ -194,6 +194,13 @@ def _copy(src: sqlite3.Connection, dst: sqlite3.Connection, result: RecoverResul
         result.lost[table] = lost[0]
 
 
+def _new_identity(dst: sqlite3.Connection) -> None:
+    """The salvaged store is a new store: its own id and write count, so the damaged
+    one's journal (its mark, its higher count) never applies to it, wherever it is put."""
+    set_meta(dst, "store_id", os.urandom(16).hex())
+    dst.execute("DELETE FROM meta WHERE key = ?", (journal.COMMITS_KEY,))
+
+
 def _stamp(now_ms: int) -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ms / 1000))
 
@@ -237,6 +244,7 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
             dst.execute("PRAGMA foreign_keys = OFF")
             with transaction(dst):
                 _copy(src, dst, result)
+                _new_identity(dst)
                 health.reindex(dst)
             dst.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:

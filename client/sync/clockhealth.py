@@ -28,11 +28,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...protocol.hlc import MAX_AHEAD_MS
+from ...protocol.hlc import MAX_AHEAD_MS, MAX_WALL_MS
 from ..store.connection import get_meta, set_meta, transaction
 from .transport import Transport
 
 __all__ = [
+    "EARLIEST_MS",
     "META_KEY",
     "WARNING_PREFIX",
     "WARN_SKEW_MS",
@@ -47,6 +48,11 @@ __all__ = [
 META_KEY = "clock_skew"
 #: A skew above this (either way) is reported at sync, in status and in the MCP status tool.
 WARN_SKEW_MS = 5 * 60 * 1000
+#: A transport's time before this (2024-01-01 UTC, before sealmem existed) or after
+#: :data:`~sealmem.protocol.hlc.MAX_WALL_MS` is no clock's reading: a broken or hostile
+#: hub (``0``, three million years ahead) or file server.  It is ignored, not measured:
+#: the skew against it would tell the member to "fix" a clock that may be right.
+EARLIEST_MS = 1_704_067_200_000
 
 _FIX = "fix the system clock (timedatectl / NTP)"
 #: How every clock warning begins (``sync --watch`` says it again only when it changes).
@@ -112,6 +118,8 @@ def measure(transport: Transport, now_ms: int) -> Skew | None:
     if seen is None:
         return None
     theirs, seen_at = seen
+    if not EARLIEST_MS <= theirs <= MAX_WALL_MS:
+        return None
     elapsed_ms = int((time.monotonic() - seen_at) * 1000)
     return Skew(now_ms - (theirs + elapsed_ms), transport.kind, transport.location, now_ms)
 

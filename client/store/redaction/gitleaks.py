@@ -192,6 +192,16 @@ def _allowlist(entry: dict[str, Any]) -> Allowlist:
     )
 
 
+def _applies(entry: dict[str, Any]) -> bool:
+    """Whether an allowlist can hold for a memory, which has no path: not one of paths
+    only, nor one that needs a path *and* its regexes (``condition = "AND"``, as the
+    generic rule's ``LICENSE...=`` list for BitBake files: applied to every text, it
+    would let a secret through on any line that names a LICENSE or SRC)."""
+    if not set(entry) - {"paths", "description"}:
+        return False
+    return not (entry.get("paths") and str(entry.get("condition", "OR")).upper() == "AND")
+
+
 @functools.cache
 def specs() -> tuple[tuple[Spec, ...], Allowlist]:
     """The rules of the data file (those with a pattern) and its global allowlist."""
@@ -206,11 +216,7 @@ def specs() -> tuple[tuple[Spec, ...], Allowlist]:
             regex=str(rule["regex"]),
             keywords=tuple(str(k).lower() for k in rule.get("keywords", ())),
             min_entropy=float(rule.get("entropy", 0)),
-            allowlists=tuple(
-                _allowlist(a)
-                for a in rule.get("allowlists", ())
-                if set(a) - {"paths", "description"}
-            ),
+            allowlists=tuple(_allowlist(a) for a in rule.get("allowlists", ()) if _applies(a)),
         )
         for rule in data["rules"]
         if "regex" in rule

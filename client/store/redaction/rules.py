@@ -10,7 +10,9 @@ Three rules are not about one vendor's format:
   ends in a secret word (``DB_PASSWORD=``, ``db_password = '...'``,
   ``API_SECRET:``), and the prose "the password is ...".  The keyword is preceded
   by anything but a letter or digit, so ``_`` counts as a boundary (``\\b`` does
-  not hold between ``_`` and ``P``).
+  not hold between ``_`` and ``P``).  ``DB_PASS=``, ``pass=``, ``mysql ... -pSECRET`` and a
+  ``--password VALUE`` flag count too.  A quoted value is taken up to its closing
+  quote (a passphrase has spaces), a bare one up to the first blank.
 - ``high_entropy_secret`` is the *entropy* rule: a token of 16+ characters mixing
   upper case, lower case and digits, with Shannon entropy >= 3.5 bits a
   character, at most 40 characters after a secret word.
@@ -115,6 +117,17 @@ def _random_token(secret: str) -> bool:
 _KEY_START = r"(?<![A-Za-z0-9])"  # a boundary that holds after "_": DB_PASSWORD, API_SECRET
 _ASSIGN = r"[\"']?\s*(?:=|:=|:|=>)\s*[\"'`]?"
 
+
+def _value(least: int) -> str:
+    """An assigned value: inside quotes, all of it up to the closing quote on its line
+    (a passphrase has spaces: ``'correct horse battery staple'``); else one word."""
+    quoted = "|".join(f"(?<={q})[^{q}\\n]{{{least},}}(?={q})" for q in ('"', "'", "`"))
+    return f"(?P<secret>{quoted}|[^\\s\"'`,;]{{{least},}})"
+
+
+# DB_PASS, SMTP_PASS, db.pass, and pass= (not the word "pass" in prose: "second pass: ...")
+_PASS = r"(?<=[A-Za-z0-9][_.-])pass(?![A-Za-z0-9])|" + _KEY_START + r"pass(?=[\"']?\s*:?=)"
+
 RULES: tuple[Rule, ...] = (
     _rule(
         "gcp_private_key",
@@ -179,7 +192,8 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "discord_webhook",
         "Discord webhook URL",
-        r"(?P<pre>https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/webhooks/\d+/)" +
+        r"(?P<pre>(?:https?://)?(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/(?:v\d{1,3}/)?"
+        r"webhooks/\d+/)" +
         _PLACEHOLDER + r"(?P<secret>[A-Za-z0-9_-]{20,})",
         re.IGNORECASE,
         cues=("discord",),
@@ -193,7 +207,7 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "url_password",
         "password in a URL",
-        r"(?P<pre>\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)" + _PLACEHOLDER +
+        r"(?P<pre>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s:/@]*:)" + _PLACEHOLDER +
         r"(?P<secret>[^\s@/]+)(?=@)",
         re.IGNORECASE,
         cues=("://",),
@@ -215,10 +229,27 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "password",
         "password assignment",
-        r"(?P<pre>(?:" + _KEY_START + r"(?:pwd|pw)|password|passwd|passphrase)" + _ASSIGN + r")" +
-        _PLACEHOLDER + r"(?P<secret>[^\s\"'`,;]{4,})",
+        r"(?P<pre>(?:" + _KEY_START + r"(?:pwd|pw)|password|passwd|passphrase|" + _PASS + r")" +
+        _ASSIGN + r")" + _PLACEHOLDER + _value(4),
         re.IGNORECASE,
-        cues=("password", "passwd", "pw", "passphrase"),
+        cues=("pass", "pw"),
+        accept=_assigned_value,
+    ),
+    _rule(
+        "password",
+        "password assignment",
+        r"(?P<pre>(?<![\w-])mysql(?:dump|admin|sh|import)?\b[^\n]{0,200}?\s(?-i:-p))" +
+        r"(?P<secret>\"[^\"\n]{4,}\"|'[^'\n]{4,}'|[^\s\"'`-][^\s\"'`]{3,})",
+        re.IGNORECASE,
+        cues=("mysql",),
+    ),
+    _rule(
+        "password",
+        "password assignment",
+        r"(?P<pre>(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|passphrase|pass)\s+[\"'`]?)" +
+        _PLACEHOLDER + r"(?!-)" + _value(4),
+        re.IGNORECASE,
+        cues=("pass",),
         accept=_assigned_value,
     ),
     _rule(
@@ -236,7 +267,7 @@ RULES: tuple[Rule, ...] = (
         "secret assignment",
         r"(?P<pre>" + _KEY_START + r"(?:api[_-]?key|apikey|secret(?:[_-]?key)?|client[_-]?secret|"
         r"auth[_-]?token|access[_-]?token|private[_-]?token|api[_-]?token)" + _ASSIGN + r")" +
-        _PLACEHOLDER + r"(?P<secret>[^\s\"'`,;]{8,})",
+        _PLACEHOLDER + _value(8),
         re.IGNORECASE,
         cues=("api", "secret", "token"),
         accept=_assigned_value,
