@@ -35,7 +35,7 @@ def _stack(name: str) -> tuple[type[asyncio.Protocol] | str, str]:
     """(uvicorn ``http``, ``loop``) for one of ``HTTP_STACKS`` (checked by the config)."""
     if name == "h11":
         return "h11", "asyncio"
-    from .http_head import BoundedHttpTools  # imports httptools
+    from .http_protocol import BoundedHttpTools  # imports httptools
 
     return BoundedHttpTools, "auto"  # uvloop where it installs (not on Windows)
 
@@ -51,7 +51,7 @@ def _uvicorn_config(config: HubConfig, access_log: bool) -> uvicorn.Config:
         timeout_graceful_shutdown=_GRACEFUL_S,
         server_header=False,
         # the edge (hub/edge.py) reads bodies; these bound what comes before them
-        http=http,  # with a head-size bound on either stack (hub/http_head.py for httptools)
+        http=http,  # with a head-size bound on either stack (hub/http_protocol.py for httptools)
         loop=loop,
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         limit_concurrency=config.max_connections,  # more connections get 503 at once
