@@ -18,7 +18,7 @@ from ..protocol.roster import TEAM_RE
 from ..protocol.verify import MAX_ROSTER_BYTES
 from .stored import Quota
 
-__all__ = ["BLOBS_ENV", "DB_ENV", "MIN_ORPHAN_AGE_S", "TOKEN_ENV", "HubConfig"]
+__all__ = ["BLOBS_ENV", "DB_ENV", "HTTP_STACKS", "MIN_ORPHAN_AGE_S", "TOKEN_ENV", "HubConfig"]
 
 TOKEN_ENV = "SEALMEM_HUB_OPERATOR_TOKEN"  # noqa: S105 - the variable's name, not a token
 DB_ENV = "SEALMEM_HUB_DB"
@@ -27,6 +27,9 @@ BLOBS_ENV = "SEALMEM_HUB_BLOBS"
 #: another replica (blob written, row not yet committed) must never look like an orphan
 MIN_ORPHAN_AGE_S = 60.0
 _MIN_TOKEN = 16
+#: uvicorn's HTTP stacks: "httptools" (llhttp + uvloop, uvicorn[standard]: about half the
+#: CPU per request) or "h11" (pure Python on asyncio's loop: the stack before, to compare)
+HTTP_STACKS = ("httptools", "h11")
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ class HubConfig:
     max_join_reads: int = 8
     #: connections uvicorn serves at once; more get 503 from uvicorn itself
     max_connections: int = 1024
+    #: uvicorn's HTTP parser and loop, one of HTTP_STACKS
+    http_stack: str = "httptools"
 
     def __post_init__(self) -> None:
         if self.operator_token is not None and len(self.operator_token) < _MIN_TOKEN:
@@ -118,6 +123,11 @@ class HubConfig:
         for name, value in positive.items():
             if not value > 0:
                 raise InputError(f"hub setting {name} is {value!r}; it must be above 0")
+        if self.http_stack not in HTTP_STACKS:
+            raise InputError(
+                f"--http {self.http_stack!r} is not an HTTP stack; use one of "
+                f"{', '.join(HTTP_STACKS)}"
+            )
         if self.orphan_min_age_s < MIN_ORPHAN_AGE_S:
             raise InputError(
                 f"hub setting orphan_min_age_s is {self.orphan_min_age_s!r}; it must be at "

@@ -3,6 +3,7 @@ background thread on a free port (the demo and the end-to-end tests)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import threading
@@ -19,7 +20,7 @@ __all__ = ["KEEP_ALIVE_S", "MAX_HEAD_BYTES", "BackgroundHub", "free_port", "serv
 _GRACEFUL_S = 3
 #: an idle kept-alive connection is closed after this many seconds
 KEEP_ALIVE_S = 5
-#: the request line and headers of one request, at most (h11 refuses more with 400)
+#: the request line and headers of one request, at most (both stacks refuse more with 400)
 MAX_HEAD_BYTES = 16 * 1024
 
 
@@ -30,7 +31,17 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
+def _stack(name: str) -> tuple[type[asyncio.Protocol] | str, str]:
+    """(uvicorn ``http``, ``loop``) for one of ``HTTP_STACKS`` (checked by the config)."""
+    if name == "h11":
+        return "h11", "asyncio"
+    from .http_protocol import BoundedHttpTools  # imports httptools
+
+    return BoundedHttpTools, "auto"  # uvloop where it installs (not on Windows)
+
+
 def _uvicorn_config(config: HubConfig, access_log: bool) -> uvicorn.Config:
+    http, loop = _stack(config.http_stack)
     return uvicorn.Config(
         create_app(config),
         host=config.host,
@@ -40,7 +51,8 @@ def _uvicorn_config(config: HubConfig, access_log: bool) -> uvicorn.Config:
         timeout_graceful_shutdown=_GRACEFUL_S,
         server_header=False,
         # the edge (hub/edge.py) reads bodies; these bound what comes before them
-        http="h11",  # the protocol whose head-size bound is set below (httptools has none)
+        http=http,  # with a head-size bound on either stack (hub/http_protocol.py for httptools)
+        loop=loop,
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         limit_concurrency=config.max_connections,  # more connections get 503 at once
         timeout_keep_alive=KEEP_ALIVE_S,

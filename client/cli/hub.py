@@ -73,6 +73,13 @@ def serve(
         typer.Option("--allow-team", help="A team id allowed to register (repeatable)."),
     ] = None,
     team_quota_mb: Annotated[int, typer.Option(help="Storage quota per team, in MiB.")] = 1024,
+    http: Annotated[
+        str,
+        typer.Option(
+            "--http",
+            help="HTTP stack: httptools (with uvloop, the fast default) or h11 (pure Python).",
+        ),
+    ] = "httptools",
 ) -> None:
     """Serve the hub API under /v1 (plus /healthz and /metrics) until interrupted."""
     from ...hub.config import HubConfig
@@ -87,6 +94,7 @@ def serve(
         operator_token=operator_token,
         allow_teams=frozenset(allow_team or ()),
         team_quota_bytes=team_quota_mb * 1024 * 1024,
+        http_stack=http,
     )
     if not config.registration_open:
         output.say(

@@ -4,6 +4,19 @@ Run from the repository root (not collected by pytest)::
 
     python tests/bench/bench_hub.py                    # N = 10, 50, 200; 10 s each
     python tests/bench/bench_hub.py --members 20 --seconds 5
+    python tests/bench/bench_hub.py --backend pg-s3 --replicas 2 --seconds 5
+    python tests/bench/bench_hub.py --http h11 httptools   # the two HTTP stacks, side by side
+
+``--backend sqlite`` (default) is the embedded hub: SQLite + a blob directory.
+``--backend pg-s3`` starts a real PostgreSQL (Debian's binaries, as in the
+tests: ``tests/support/postgres.py``) and moto's S3 server, and runs
+``--replicas`` hub processes over one database and one bucket; members are
+spread over the replicas (member i talks to replica i mod R).  ``--http``
+names the HTTP stacks to measure (each is a separate hub run in the same
+invocation): ``httptools`` (llhttp + uvloop, the default) and ``h11`` (the pure
+Python stack before).  Beside the Python client's figures, ``wrk`` (a compiled
+load generator, ``apt-get install wrk``) measures the ``/healthz`` ceiling of
+one hub process; without it that column is skipped.
 
 For each N a fresh hub (``sealmem hub serve``, uvicorn, in a subprocess on
 127.0.0.1) gets one team whose roster has an admin and N members, all granted
@@ -25,15 +38,22 @@ the client's GIL, not the hub (200 threads burned 88 % of a core for 28
 Every HTTP request is timed (sending, hub work, reading the body).  The same N
 threads then ``GET /healthz`` (no auth, no storage) for the same time: the
 ceiling of this client + uvicorn + Starlette stack on this machine.  Hub memory
-is VmRSS / VmHWM from ``/proc/<pid>/status``.  Errors are HTTP statuses >= 400
-(a 429 that the transport retried counts too) and failed cycles.  Client and
-hub share the machine's cores, so the figures are for the pair.
+is VmRSS / VmHWM from ``/proc/<pid>/status`` (the largest replica).  Hub CPU
+is summed over the replica processes from ``/proc/<pid>/stat``; "hub ms/req" is
+that CPU time divided by the requests served; "backing CPU" is PostgreSQL's
+processes plus moto's.  Errors are HTTP statuses >= 400 (a 429 that the
+transport retried counts too) and failed cycles.  Client and hub share the
+machine's cores, so the figures are for the pair; each row carries the 1-minute
+load average at its end.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,6 +64,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -86,6 +107,7 @@ class Recorder:
     cycles: int = 0
     hub_cpu: float = 0.0  # CPU seconds per second over the measured window
     client_cpu: float = 0.0
+    backing_cpu: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _measuring(self) -> bool:
@@ -137,17 +159,40 @@ class TimedTransport(httpx.BaseTransport):
 # -- the hub --------------------------------------------------------------------------
 
 
-class Hub:
-    """``sealmem hub serve`` in a subprocess on a free port, with a fresh data dir."""
+def proc_cpu_seconds(pid: int) -> float:
+    """User + system CPU time process ``pid`` has used so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def __init__(self, data: Path) -> None:
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds of ``root`` and its live children (PostgreSQL's backends)."""
+    total = proc_cpu_seconds(root)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == root:
+            total += proc_cpu_seconds(int(stat.parent.name))
+    return total
+
+
+class Hub:
+    """``sealmem hub serve`` in a subprocess on a free port, over ``storage`` (the
+    command-line options that name it: ``--data DIR`` or ``--db URL --blobs URL``)."""
+
+    def __init__(self, storage: Sequence[str], logs: Path, http: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "SEALMEM_HUB_OPERATOR_TOKEN": TOKEN}
-        argv = [str(SEALMEM), "hub", "serve", "--data", str(data), "--port", str(self.port)]
-        self.log = (data.parent / f"hub-{self.port}.log").open("wb")
+        argv = [str(SEALMEM), "hub", "serve", *storage, "--port", str(self.port), "--http", http]
+        self.log = (logs / f"hub-{self.port}.log").open("wb")
         self.proc = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise SystemExit(f"the hub exited with {self.proc.returncode}; see {self.log.name}")
@@ -156,7 +201,7 @@ class Hub:
                     return
             except httpx.TransportError:
                 time.sleep(0.1)
-        raise SystemExit("the hub did not answer /healthz within 30 s")
+        raise SystemExit("the hub did not answer /healthz within 60 s")
 
     def memory_mb(self) -> tuple[float, float]:
         """(VmRSS, VmHWM) of the hub process in MB."""
@@ -169,8 +214,7 @@ class Hub:
 
     def cpu_seconds(self) -> float:
         """User + system CPU time the hub process has used so far."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return proc_cpu_seconds(self.proc.pid)
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -180,6 +224,75 @@ class Hub:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+
+
+class Cluster:
+    """The hub replicas of one run, and the backing servers' CPU (PostgreSQL, S3)."""
+
+    def __init__(self, hubs: Sequence[Hub], backing: Callable[[], float]) -> None:
+        self.hubs = list(hubs)
+        self.urls = [h.url for h in self.hubs]
+        self.backing = backing
+
+    def cpu_seconds(self) -> float:
+        return sum(h.cpu_seconds() for h in self.hubs)
+
+    def memory_mb(self) -> tuple[float, float]:
+        sizes = [h.memory_mb() for h in self.hubs]
+        return max(r for r, _ in sizes), max(p for _, p in sizes)
+
+    def stop(self) -> None:
+        for h in self.hubs:
+            h.stop()
+
+
+class Backing:
+    """Where the hubs keep their data: a directory per run (sqlite), or a database and a
+    bucket per run on one PostgreSQL and one moto S3 server (pg-s3)."""
+
+    def __init__(self, kind: str, workdir: Path) -> None:
+        self.kind = kind
+        self.workdir = workdir
+        self.pg: Any = None
+        self.s3: Any = None
+        if kind == "pg-s3":
+            from tests.support.postgres import find_bin_dir, start_postgres
+            from tests.support.s3 import CREDENTIALS, start_s3
+
+            bin_dir = find_bin_dir()
+            if bin_dir is None:
+                raise SystemExit("PostgreSQL is not installed: apt-get install -y postgresql")
+            os.environ.update(CREDENTIALS)
+            self.pg = start_postgres(bin_dir)
+            self.s3 = start_s3()
+
+    def storage(self, name: str) -> list[str]:
+        if self.kind == "sqlite":
+            return ["--data", str(self.workdir / name)]
+        return ["--db", self.pg.new_database(), "--blobs", self.s3.url(self.s3.new_bucket(), name)]
+
+    def cpu_seconds(self) -> float:
+        if self.kind == "sqlite":
+            return 0.0
+        return tree_cpu_seconds(self.pg._proc.pid) + proc_cpu_seconds(self.s3.proc.pid)
+
+    def start(self, name: str, replicas: int, http: str) -> Cluster:
+        storage = self.storage(name)
+        hubs: list[Hub] = []
+        try:
+            for _ in range(replicas):
+                hubs.append(Hub(storage, self.workdir, http))
+        except BaseException:
+            for h in hubs:
+                h.stop()
+            raise
+        return Cluster(hubs, self.cpu_seconds)
+
+    def close(self) -> None:
+        if self.s3 is not None:
+            self.s3.stop()
+        if self.pg is not None:
+            self.pg.stop()
 
 
 # -- the team and its members -------------------------------------------------------------
@@ -297,16 +410,22 @@ class Result:
     hub_cpu: float
     client_cpu: float
     why: Counter[str]
+    backend: str = "sqlite"
+    replicas: int = 1
+    http: str = "httptools"
+    backing_cpu: float = 0.0
+    load: float = 0.0
 
 
-def _summary(label: str, n: int, rec: Recorder, seconds: float, hub: Hub) -> Result:
+def _summary(label: str, n: int, rec: Recorder, seconds: float, hub: Cluster) -> Result:
     lat = sorted(rec.latencies)
     q = statistics.quantiles(lat, n=100, method="inclusive") if len(lat) >= 2 else [0.0] * 99
     rss, hwm = hub.memory_mb()
     p50, p99 = q[49] * 1e3, q[98] * 1e3
     return Result(
         label, n, len(lat), seconds, p50, p99, rec.errors, rss, hwm, rec.cycles,
-        rec.hub_cpu, rec.client_cpu, rec.why,
+        rec.hub_cpu, rec.client_cpu, rec.why, backing_cpu=rec.backing_cpu,
+        load=os.getloadavg()[0],
     )  # fmt: skip
 
 
@@ -318,7 +437,7 @@ def _client_cpu() -> float:
     return times.user + times.system
 
 
-def _run_threads(n: int, seconds: float, warmup: float, body: Body, hub: Hub) -> Recorder:
+def _run_threads(n: int, seconds: float, warmup: float, body: Body, hub: Cluster) -> Recorder:
     rec = Recorder()
     stop = threading.Event()
     threads = [threading.Thread(target=body, args=(i, rec, stop), daemon=True) for i in range(n)]
@@ -327,35 +446,82 @@ def _run_threads(n: int, seconds: float, warmup: float, body: Body, hub: Hub) ->
     for t in threads:
         t.start()
     time.sleep(warmup)
-    hub_cpu, client_cpu = hub.cpu_seconds(), _client_cpu()
+    hub_cpu, client_cpu, backing_cpu = hub.cpu_seconds(), _client_cpu(), hub.backing()
     time.sleep(seconds)
     rec.hub_cpu = (hub.cpu_seconds() - hub_cpu) / seconds
     rec.client_cpu = (_client_cpu() - client_cpu) / seconds
+    rec.backing_cpu = (hub.backing() - backing_cpu) / seconds
     stop.set()
     for t in threads:
         t.join(timeout=60)
     return rec
 
 
+# -- the compiled load generator ----------------------------------------------------------
+
+WRK = shutil.which("wrk")
+_WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
+
+
+def _wrk_ms(text: str, label: str) -> float:
+    found = re.search(rf"^\s*{label}\s+([0-9.]+)(us|ms|s|m)\b", text, re.MULTILINE)
+    return float(found.group(1)) * _WRK_UNITS[found.group(2)] if found else math.nan
+
+
+def run_wrk(n: int, hub: Hub, seconds: float, connections: int) -> Result | None:
+    """``wrk`` against ``/healthz`` of one hub process: the ceiling without a Python client."""
+    if WRK is None:
+        return None
+    argv = [WRK, "-t2", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency",
+            hub.url + "/healthz"]  # fmt: skip
+    cpu0, t0 = hub.cpu_seconds(), time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    elapsed = time.monotonic() - t0
+    cpu = (hub.cpu_seconds() - cpu0) / elapsed
+    text = done.stdout
+    total = re.search(r"(\d+) requests in ([0-9.]+)(s|m)", text)
+    if done.returncode != 0 or total is None:
+        print(f"wrk failed ({done.returncode}): {done.stderr.strip()}", file=sys.stderr)
+        return None
+    requests = int(total.group(1))
+    wall = float(total.group(2)) * (60 if total.group(3) == "m" else 1)
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    socket_errors = re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text
+    )
+    n_errors = int(errors.group(1)) if errors else 0
+    if socket_errors:
+        n_errors += sum(int(x) for x in socket_errors.groups())
+    rss, hwm = hub.memory_mb()
+    return Result(
+        "healthz wrk", n, requests, wall, _wrk_ms(text, "50%"), _wrk_ms(text, "99%"), n_errors,
+        rss, hwm, 0, cpu, math.nan, Counter(), load=os.getloadavg()[0],
+    )  # fmt: skip
+
+
 def run_level(
-    n: int, seconds: float, warmup: float, concurrency: int, workdir: Path
+    n: int, args: argparse.Namespace, http: str, backing: Backing, use_wrk: bool
 ) -> list[Result]:
-    data = workdir / f"hub-{n}"
-    hub = Hub(data)
+    hub = backing.start(f"hub-{n}-{http}", args.replicas, http)
     try:
         admin = MemberKey.generate()
         keys = [MemberKey.generate() for _ in range(n)]
-        team, version, content_key = register_team(hub.url, admin, keys)
+        team, version, content_key = register_team(hub.urls[0], admin, keys)
         writers = [Writer(k, content_key, team, version) for k in keys]
         timers = [TimedTransport() for _ in writers]
-        clients = [httpx.Client(base_url=hub.url, transport=t, timeout=60) for t in timers]
+        # member i talks to replica i mod R
+        urls = [hub.urls[i % len(hub.urls)] for i in range(n)]
+        clients = [
+            httpx.Client(base_url=u, transport=t, timeout=60)
+            for u, t in zip(urls, timers, strict=True)
+        ]
         hubs = [
-            HubTransport(hub.url, team, w.key, client=c)
-            for w, c in zip(writers, clients, strict=True)
+            HubTransport(u, team, w.key, client=c)
+            for u, w, c in zip(urls, writers, clients, strict=True)
         ]
         for w, h in zip(writers, hubs, strict=True):
             w.push(h)  # the first snapshot of every member, outside the timed window
-        workers = min(n, concurrency)
+        workers = min(n, args.concurrency)
 
         def member_loop(j: int, rec: Recorder, stop: threading.Event) -> None:
             """Worker j runs the cycles of members j, j + workers, ... in turn, each on
@@ -381,30 +547,44 @@ def run_level(
 
         try:
             loads = [("sync", member_loop), ("healthz", health)]
-            sync, ceiling = (
-                _summary(label, n, _run_threads(workers, seconds, warmup, body, hub), seconds, hub)
+            results = [
+                _summary(
+                    label, n, _run_threads(workers, args.seconds, args.warmup, body, hub),
+                    args.seconds, hub,
+                )
                 for label, body in loads
-            )
+            ]  # fmt: skip
+            if use_wrk:
+                ceiling = run_wrk(n, hub.hubs[0], args.seconds, args.concurrency)
+                if ceiling is not None:
+                    results.append(ceiling)
         finally:
             for c in clients:
                 c.close()
-        return [sync, ceiling]
+        for r in results:
+            r.backend, r.replicas, r.http = args.backend, len(hub.hubs), http
+        return results
     finally:
         hub.stop()
 
 
 def print_table(results: Sequence[Result]) -> None:
     columns = [
-        ("members", ">"), ("load", "<"), ("req/s", ">"), ("p50 ms", ">"), ("p99 ms", ">"),
-        ("errors", ">"), ("cycles/s", ">"), ("hub CPU", ">"), ("client CPU", ">"),
-        ("hub RSS MB", ">"), ("hub peak MB", ">"),
+        ("backend", "<"), ("replicas", ">"), ("http", "<"), ("members", ">"), ("load", "<"),
+        ("req/s", ">"), ("p50 ms", ">"), ("p99 ms", ">"), ("errors", ">"), ("cycles/s", ">"),
+        ("hub CPU", ">"), ("hub ms/req", ">"), ("backing CPU", ">"), ("client CPU", ">"),
+        ("hub RSS MB", ">"), ("hub peak MB", ">"), ("loadavg", ">"),
     ]  # fmt: skip
     rows = [
         [
-            f"{r.members}", r.label, f"{r.requests / r.seconds:,.0f}", f"{r.p50_ms:.1f}",
-            f"{r.p99_ms:.1f}", f"{r.errors}",
-            f"{r.cycles / r.seconds:.1f}" if r.label == "sync" else "-",
-            f"{r.hub_cpu:.0%}", f"{r.client_cpu:.0%}", f"{r.rss_mb:.1f}", f"{r.hwm_mb:.1f}",
+            r.backend, f"{r.replicas}", r.http, f"{r.members}", r.label,
+            f"{r.requests / r.seconds:,.0f}", f"{r.p50_ms:.1f}", f"{r.p99_ms:.1f}",
+            f"{r.errors}", f"{r.cycles / r.seconds:.1f}" if r.label == "sync" else "-",
+            f"{r.hub_cpu:.0%}",
+            f"{r.hub_cpu * r.seconds / r.requests * 1e3:.2f}" if r.requests else "-",
+            f"{r.backing_cpu:.0%}" if r.backend != "sqlite" and r.label != "healthz wrk" else "-",
+            "-" if math.isnan(r.client_cpu) else f"{r.client_cpu:.0%}",
+            f"{r.rss_mb:.1f}", f"{r.hwm_mb:.1f}", f"{r.load:.1f}",
         ]
         for r in results
     ]  # fmt: skip
@@ -421,7 +601,7 @@ def print_table(results: Sequence[Result]) -> None:
     for r in results:
         if r.why:
             what = ", ".join(f"{k} x{v}" for k, v in sorted(r.why.items()))
-            print(f"N={r.members} {r.label} errors: {what}")
+            print(f"{r.backend} x{r.replicas} {r.http} N={r.members} {r.label} errors: {what}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -432,17 +612,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--concurrency", type=int, default=CONCURRENCY, help="client threads (requests in flight)"
     )
+    parser.add_argument("--backend", choices=["sqlite", "pg-s3"], default="sqlite")
+    parser.add_argument(
+        "--replicas", type=int, default=1, help="hub processes (more than one: pg-s3 only)"
+    )
+    parser.add_argument(
+        "--http", nargs="+", choices=["httptools", "h11"], default=["httptools"],
+        help="HTTP stacks to measure, each in its own hub run (default: httptools)",
+    )  # fmt: skip
+    parser.add_argument("--no-wrk", action="store_true", help="skip the wrk /healthz ceiling")
     args = parser.parse_args(argv)
+    if args.replicas < 1 or (args.replicas > 1 and args.backend != "pg-s3"):
+        parser.error("--replicas above 1 needs --backend pg-s3 (SQLite is one process's file)")
+    use_wrk = not args.no_wrk
+    if use_wrk and WRK is None:
+        print("wrk is not installed (apt-get install wrk): the wrk /healthz ceiling is skipped")
+        use_wrk = False
     print(
         f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {args.seconds:.0f} s per load, "
-        f"at most {args.concurrency} requests in flight"
+        f"at most {args.concurrency} requests in flight, backend {args.backend} x"
+        f"{args.replicas}, load average at start {os.getloadavg()[0]:.1f}"
     )
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="sealmem-bench-hub-") as tmp:
-        for n in args.members:
-            level = run_level(n, args.seconds, args.warmup, args.concurrency, Path(tmp))
-            results += level
-            print(f"N={n}: done", file=sys.stderr)
+        backing = Backing(args.backend, Path(tmp))
+        try:
+            for n in args.members:
+                for http in args.http:
+                    results += run_level(n, args, http, backing, use_wrk)
+                    print(f"N={n} {http}: done", file=sys.stderr)
+        finally:
+            backing.close()
     print_table(results)
     return 0
 
