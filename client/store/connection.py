@@ -279,6 +279,9 @@ def connect(
             # Deleted rows (a forgotten memory's versions) are overwritten, not left in
             # free space: see sealmem.client.store.scrub.
             conn.execute("PRAGMA secure_delete = ON")
+            # A row that INSERT OR REPLACE removes fires the delete triggers too (the
+            # counters of schema version 8 and the full-text index stay exact).
+            conn.execute("PRAGMA recursive_triggers = ON")
             # Version 7 fills memories.bucket_key with it (sealmem.client.sync.outgoing).
             conn.create_function("sealmem_bucket_key", 1, _bucket_key, deterministic=True)
             migrated = migrate(conn, migrations, now_ms=now_ms, path=path)

@@ -53,6 +53,15 @@ written (triggers, so every write path logs), cleared by the push that carried
 them (an id ``*``, logged by the migration for every chain pushed before, stands
 for every bucket); indexes serve the writer's own summary, its live team counts and
 its rows by bucket.
+
+Version 8 serves the writer's own summary and live team counts from counters
+instead of a scan of its rows (:func:`sealmem.client.sync.replica.own_summary`):
+``own_counts`` holds, per (project, editor), how many team rows there are and how
+many of them are live (not tombstones), kept by triggers on every insert, delete
+and update that moves a row in or out of a pair (with ``recursive_triggers`` on,
+so that ``INSERT OR REPLACE`` counts the row it replaces).  The newest HLC is one
+index seek (``memories_own``), the tombstones due for collection a range of
+``memories_own_tombs`` (tombstones only); ``memories_own_live`` is dropped.
 """
 
 from __future__ import annotations
@@ -355,6 +364,60 @@ ON memories WHEN old.visibility = 'team' OR new.visibility = 'team' BEGIN
 END;
 """
 
+_V8 = """
+DROP TABLE IF EXISTS own_counts;
+
+CREATE TABLE own_counts (
+    project TEXT    NOT NULL,
+    editor  TEXT    NOT NULL,
+    rows    INTEGER NOT NULL,
+    live    INTEGER NOT NULL,
+    PRIMARY KEY (project, editor)
+) WITHOUT ROWID;
+
+INSERT INTO own_counts (project, editor, rows, live)
+SELECT project, editor, COUNT(*), SUM(deleted = 0) FROM memories
+WHERE visibility = 'team' GROUP BY project, editor;
+
+DROP INDEX IF EXISTS memories_own_live;
+
+CREATE INDEX IF NOT EXISTS memories_own_tombs ON memories (project, editor, hlc_wall)
+WHERE visibility = 'team' AND deleted = 1;
+
+DROP TRIGGER IF EXISTS memories_count_insert;
+
+DROP TRIGGER IF EXISTS memories_count_delete;
+
+DROP TRIGGER IF EXISTS memories_count_update;
+
+CREATE TRIGGER memories_count_insert AFTER INSERT ON memories
+WHEN new.visibility = 'team' BEGIN
+    INSERT INTO own_counts (project, editor, rows, live)
+    VALUES (new.project, new.editor, 1, new.deleted = 0)
+    ON CONFLICT (project, editor) DO UPDATE SET
+        rows = rows + 1, live = live + excluded.live;
+END;
+
+CREATE TRIGGER memories_count_delete AFTER DELETE ON memories
+WHEN old.visibility = 'team' BEGIN
+    UPDATE own_counts SET rows = rows - 1, live = live - (old.deleted = 0)
+    WHERE project = old.project AND editor = old.editor;
+END;
+
+CREATE TRIGGER memories_count_update AFTER UPDATE OF project, editor, visibility, deleted
+ON memories WHEN (old.visibility = 'team' OR new.visibility = 'team') AND (
+    new.project IS NOT old.project OR new.editor IS NOT old.editor
+    OR new.visibility IS NOT old.visibility OR new.deleted IS NOT old.deleted
+) BEGIN
+    UPDATE own_counts SET rows = rows - 1, live = live - (old.deleted = 0)
+    WHERE old.visibility = 'team' AND project = old.project AND editor = old.editor;
+    INSERT INTO own_counts (project, editor, rows, live)
+    SELECT new.project, new.editor, 1, new.deleted = 0 WHERE new.visibility = 'team'
+    ON CONFLICT (project, editor) DO UPDATE SET
+        rows = rows + 1, live = live + excluded.live;
+END;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
@@ -372,6 +435,8 @@ MIGRATIONS: list[Migration] = [
     Migration(6, "batch writes: full-text indexes filled once per batch", _V6),
     # Incremental push: stored bucket key, a log of written team rows, own-rows indexes.
     Migration(7, "push: bucket key, dirty log, own-rows indexes", _V7),
+    # One change costs the same in any store: own counts kept by triggers, not scanned.
+    Migration(8, "own counts kept by triggers, tombstones index", _V8),
 ]
 
 

@@ -6,9 +6,11 @@ Per readable project and writer whose newest manifest moved:
    (grant, chain, rollback, fork, witnesses); when the newest one is refused,
    older ones are tried, and the first refusal is reported;
 2. a :class:`~sealmem.protocol.chunks.SnapshotOpener`, started from the chunk
-   cache, names the chunks not opened before; each is fetched, opened and merged
-   (:func:`sealmem.client.sync.apply.apply_versions`) before the next is fetched,
-   so memory is bounded by one chunk and a refusal stops further fetches;
+   cache, names the chunks not opened before; each is fetched and opened before
+   the next is fetched, and their records are merged
+   (:func:`sealmem.client.sync.apply.apply_versions`) ``MERGE_BATCH`` at a time
+   across chunks, so memory is bounded by a batch and a refusal stops further
+   fetches;
 3. everything a snapshot merges, its chain head and chunk cache commit in ONE
    transaction: a refused snapshot merges nothing and does not move the head.
 
@@ -32,6 +34,7 @@ from ...protocol import reasons
 from ...protocol.chunks import SnapshotOpener
 from ...protocol.errors import ProtocolError, Rejected, StoreError, TransportError
 from ...protocol.manifest import Manifest
+from ...protocol.record import Record
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_manifest
 from ..store import scrub
@@ -157,6 +160,37 @@ def _pull_manifest(
     return state
 
 
+MERGE_BATCH = 2000
+"""Pulled versions merged per :func:`apply_versions` call: the records of several chunks
+(a chunk holds ~40 at 10k records), so the per-call statements are paid per batch."""
+
+
+class _Batch:
+    """The opened records of one snapshot's chunks, merged a batch at a time (memory stays
+    bounded by a batch; every id is in one bucket, so in one chunk, and once per batch)."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, provenance: Provenance, now: int, result: ApplyResult
+    ) -> None:
+        self.conn, self.provenance, self.now, self.result = conn, provenance, now, result
+        self.records: list[Record] = []
+        self.ids: set[str] = set()
+
+    def add(self, records: list[Record]) -> None:
+        ids = {r.id for r in records}
+        if not self.ids.isdisjoint(ids):
+            self.flush()  # never the case for an accepted snapshot; keep the order anyway
+        self.records.extend(records)
+        self.ids |= ids
+        if len(self.records) >= MERGE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.records:
+            self.result.add(apply_versions(self.conn, self.records, self.provenance, self.now))
+        self.records, self.ids = [], set()
+
+
 def _merge_snapshot(
     team: Team, state: TrustedState, m: Manifest, key: ContentKey, summary: PullSink, now: int
 ) -> None:
@@ -179,11 +213,13 @@ def _merge_snapshot(
     result = ApplyResult()
     try:
         with transaction(team.conn):
+            batch = _Batch(team.conn, provenance, now, result)
             for ref in opener.needed:
                 data = team.transport.chunk(m.project, m.writer, ref.id)
                 if data is None:
                     raise opener.missing(ref)
-                result.add(apply_versions(team.conn, opener.feed(ref, data), provenance, now))
+                batch.add(opener.feed(ref, data))
+            batch.flush()
             replica.save_head(
                 team.conn, m.writer, m.project, head, epoch=m.epoch, buckets=m.buckets,
                 chunks=opener.finish(), records=m.records, created_at=m.created_at, now=now,

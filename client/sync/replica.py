@@ -184,15 +184,13 @@ def own_team_counts(
     conn: sqlite3.Connection, me: str, project: str | None = None
 ) -> dict[str, int]:
     """``{project: n}``: the live team memories (not forgotten, never private ones) whose
-    winning version ``me`` wrote, per project (only ``project`` when given)."""
-    sql = (
-        "SELECT project, COUNT(*) FROM memories WHERE editor = ? AND visibility = 'team' "
-        "AND deleted = 0"
-    )
+    winning version ``me`` wrote, per project (only ``project`` when given).  Read from
+    the counters the schema's triggers keep (``own_counts``), not counted row by row."""
+    sql = "SELECT project, live FROM own_counts WHERE editor = ? AND live > 0"
     args: tuple[str, ...] = (me,)
     if project is not None:
         sql, args = sql + " AND project = ?", (me, project)
-    return {str(p): int(n) for p, n in conn.execute(sql + " GROUP BY project", args)}
+    return {str(p): int(n) for p, n in conn.execute(sql, args)}
 
 
 def has_unpushed(conn: sqlite3.Connection, me: str, projects: Iterable[str]) -> bool:
@@ -233,21 +231,33 @@ def own_summary(
     conn: sqlite3.Connection, me: str, project: str, collect_before: int
 ) -> tuple[int, Hlc, int]:
     """Publishable versions of ``me`` in ``project``: how many, the newest HLC, and how
-    many are tombstones older than ``collect_before`` (wall ms; collected, not published)."""
-    count, wall, due = conn.execute(
-        "SELECT COUNT(*), MAX(hlc_wall), "
-        "COALESCE(SUM(CASE WHEN deleted AND hlc_wall <= ? THEN 1 ELSE 0 END), 0) "
-        "FROM memories WHERE project = ? AND editor = ? AND visibility = 'team'",
-        (collect_before, project, me),
+    many are tombstones older than ``collect_before`` (wall ms; collected, not published).
+
+    The cost does not grow with the store: the count and the tombstone count come from
+    ``own_counts`` (kept by triggers), the newest HLC from one index seek, and the due
+    tombstones are all tombstones less those newer than ``collect_before`` (a range of the
+    tombstones index that holds only the grace period's tombstones)."""
+    row = conn.execute(
+        "SELECT rows, live FROM own_counts WHERE project = ? AND editor = ?", (project, me)
     ).fetchone()
-    if not count:
+    if row is None or not row[0]:
         return 0, ZERO, 0
-    (counter,) = conn.execute(
-        "SELECT MAX(hlc_counter) FROM memories WHERE project = ? AND editor = ? "
-        "AND visibility = 'team' AND hlc_wall = ?",
-        (project, me, wall),
+    count, tombstones = int(row[0]), int(row[0]) - int(row[1])
+    wall, counter = conn.execute(
+        f"SELECT hlc_wall, hlc_counter {_PUBLISHABLE} "
+        "ORDER BY hlc_wall DESC, hlc_counter DESC LIMIT 1",
+        (project, me),
     ).fetchone()
-    return int(count), Hlc(int(wall), int(counter)), int(due)
+    due = 0
+    if tombstones:
+        (recent,) = conn.execute(
+            "SELECT COUNT(*) FROM memories INDEXED BY memories_own_tombs "
+            "WHERE project = ? AND editor = ? AND visibility = 'team' AND deleted = 1 "
+            "AND hlc_wall > ?",
+            (project, me, collect_before),
+        ).fetchone()
+        due = tombstones - int(recent)
+    return count, Hlc(int(wall), int(counter)), due
 
 
 def reredact(conn: sqlite3.Connection, record: Record, me: str, now: int) -> Record:

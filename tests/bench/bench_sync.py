@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sealmem.client import MemoryStore
 from sealmem.client.store.connection import transaction
+from sealmem.client.sync import pull
 from sealmem.client.sync.engine import sync
 from sealmem.client.sync.transport import Transport
 from sealmem.client.team.admin import approve, create_team, invite
@@ -270,13 +271,22 @@ def main() -> None:
     parser.add_argument("--growth", default="2,5,10,20")
     parser.add_argument("--growth-memories", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="3 x 1k, growth 2,5 x 100")
+    parser.add_argument(
+        "--merge-batch",
+        type=int,
+        default=getattr(pull, "MERGE_BATCH", 1),  # 1 on code from before batching
+        help="pulled versions merged per call (1: one chunk per call, as before batching)",
+    )
     args = parser.parse_args()
+    pull.MERGE_BATCH = args.merge_batch
     if args.quick:
         args.members, args.memories, args.growth, args.growth_memories = 3, 1000, "2,5", 100
-    print(f"Python {sys.version.split()[0]}; load average {os.getloadavg()}")
+    print(f"Python {sys.version.split()[0]}; merge batch {args.merge_batch}; "
+          f"load average {os.getloadavg()}")  # fmt: skip
     main_bench(args.members, args.memories)
     print(f"load average after the main run: {os.getloadavg()}")
-    growth([int(x) for x in args.growth.split(",")], args.growth_memories)
+    if args.growth:
+        growth([int(x) for x in args.growth.split(",")], args.growth_memories)
 
 
 if __name__ == "__main__":

@@ -168,7 +168,8 @@ def test_a_pulled_batch_reads_once_and_fills_the_full_text_index_once(tmp_path: 
         ).fetchone()[0]
         assert (hits, tagged) == (60, 20)
         found = store.recall("image tag", k=50, project="webapp")
-        assert {h.memory.id for h in found} == {r.id for r in changed}
+        # the 20 that say it first; their session neighbours may follow as context
+        assert {h.memory.id for h in found[:20]} == {r.id for r in changed}
         conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
 
 
