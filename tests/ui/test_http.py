@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 from sealmem.client.paths import local_author, store_path
 from sealmem.client.store.api import MemoryStore
 from sealmem.client.ui.app import allowed_hosts, create_app
-from sealmem.client.ui.guard import COOKIE, CSP, MAX_FORM_BYTES, Secrets
+from sealmem.client.ui.guard import CSP, MAX_FORM_BYTES, Secrets, cookie_name
 
 from .conftest import Seeded
 
@@ -48,7 +48,7 @@ def test_without_the_token_nothing_is_shown(seeded: Seeded, secrets: Secrets) ->
         assert res.status_code == 401, path
         assert "Orders" not in res.text
     assert c.get("/?token=wrong").status_code == 401
-    c.cookies.set(COOKIE, secrets.token)
+    c.cookies.set(cookie_name(allowed_hosts(PORT)), secrets.token)
     assert c.get("/").status_code == 401  # the token is no cookie
 
 
@@ -60,7 +60,7 @@ def test_the_token_becomes_an_httponly_cookie_and_leaves_the_url(
     assert res.status_code == 303
     assert res.headers["location"] == "/timeline?project=webapp"
     cookie = res.headers["set-cookie"]
-    assert cookie.startswith(f"{COOKIE}={secrets.session};")
+    assert cookie.startswith(f"{cookie_name(allowed_hosts(PORT))}={secrets.session};")
     assert "HttpOnly" in cookie
     assert "SameSite=Strict" in cookie
     assert secrets.token not in cookie
