@@ -1,14 +1,37 @@
-"""``sealmem ui``: the local web viewer (see :mod:`sealmem.client.ui`)."""
+"""``sealmem ui``: the local web viewer (see :mod:`sealmem.client.ui`).
+
+The browser is handed a private file (mode 0600 in ``SEALMEM_HOME``) that
+refreshes to the URL with its token, never the URL itself: a browser started
+with the URL keeps it in its command line, which every user of the machine
+can read (``ps``), and the viewer's port is open to all of them.
+"""
 
 from __future__ import annotations
 
+from html import escape
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from . import output
 
-__all__ = ["register", "ui"]
+__all__ = ["opener", "register", "ui"]
+
+
+def opener(home: Path, port: int, url: str) -> Path:
+    """Write the private file that sends a browser to ``url`` (with its token)."""
+    from ..fsutil import atomic_write
+
+    where = escape(url, quote=True)
+    page = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0;url={where}"><title>sealmem ui</title></head>'
+        f'<body><p><a href="{where}">Open the sealmem viewer</a></p></body></html>\n'
+    )
+    path = home / f"ui-{port}.html"
+    atomic_write(path, page.encode(), mode=0o600)
+    return path
 
 
 def ui(
@@ -43,14 +66,18 @@ def ui(
     url = f"http://127.0.0.1:{bound}/?token={secrets.token}"
     output.say(f"sealmem ui: {url}")
     output.say("the link signs this browser in for this run; Ctrl-C stops the viewer")
+    door = None
     if not no_open:
-        webbrowser.open(url)
+        door = opener(home, bound, url)
+        webbrowser.open(door.as_uri())  # the token stays out of every command line
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])
     finally:
         sock.close()
+        if door is not None:
+            door.unlink(missing_ok=True)
 
 
 def register(app: typer.Typer) -> None:

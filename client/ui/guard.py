@@ -7,13 +7,16 @@ In order, for every HTTP request:
    127.0.0.1 sends its own name and is refused (421).
 2. **Token**: a ``?token=`` equal to the per-run token sets an HttpOnly,
    SameSite=Strict cookie holding a separate per-run session secret and
-   redirects to the same path without the token (it leaves the address bar
-   and the history).  Without the cookie every route but ``/static`` answers
-   401 with how to get in.  Cookies are not isolated by port, so every server
-   on 127.0.0.1 shares them: the cookie is named after the viewer's port (two
-   viewers keep their own sign-in), and the ``Cookie`` header is read
-   leniently (a JSON cookie another local server set must not sign the user
-   out) and any copy of the cookie may hold the session.
+   answers a page that refreshes to the same path without the token (it
+   leaves the address bar).  Not a 303: a browser sends no SameSite=Strict
+   cookie along a redirect chain that another site started, and ``sealmem ui``
+   opens the URL from a local file (so that the token is in no command line
+   another user can read), which is another site.  Without the cookie every
+   route but ``/static`` answers 401 with how to get in.  Cookies are not
+   isolated by port, so every server on 127.0.0.1 shares them: the cookie is
+   named after the viewer's port (two viewers keep their own sign-in), and
+   the ``Cookie`` header is read leniently (a JSON cookie another local server
+   set must not sign the user out); any copy of the cookie may hold the session.
 3. **Writes** (every method but GET/HEAD) need an ``Origin`` equal to the
    viewer's own (a cross-site form post carries the attacker's origin) and a
    ``csrf`` form field equal to the per-run CSRF token that the pages embed;
@@ -30,6 +33,7 @@ from __future__ import annotations
 import hmac
 import secrets
 from dataclasses import dataclass, field
+from html import escape
 from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -124,7 +128,7 @@ class Guard:
                 return
             rest = urlencode([(k, v) for k, v in query if k != "token"])
             here = "/" + quote(path.lstrip("/"), safe="/")  # never "//host": no open redirect
-            await _redirect(
+            await _signed_in(
                 secured, here + (f"?{rest}" if rest else ""), self.cookie, self.secrets.session
             )
             return
@@ -202,17 +206,24 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _redirect(send: Send, location: str, name: str, session: str) -> None:
+async def _signed_in(send: Send, location: str, name: str, session: str) -> None:
+    """Set the cookie, then go to ``location`` (a same-origin path) by a refresh."""
     cookie = f"{name}={session}; HttpOnly; SameSite=Strict; Path=/"
+    where = escape(location, quote=True)
+    body = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0;url={where}"><title>sealmem</title></head>'
+        f'<body><p>Signed in. <a href="{where}">Continue</a>.</p></body></html>\n'
+    ).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 303,
+            "status": 200,
             "headers": [
-                (b"location", location.encode("latin-1", "replace")),
+                (b"content-type", b"text/html; charset=utf-8"),
                 (b"set-cookie", cookie.encode()),
-                (b"content-length", b"0"),
+                (b"content-length", str(len(body)).encode()),
             ],
         }
     )
-    await send({"type": "http.response.body", "body": b""})
+    await send({"type": "http.response.body", "body": body})

@@ -15,7 +15,7 @@ from sealmem.client.store.api import MemoryStore
 from sealmem.client.ui.app import allowed_hosts, create_app
 from sealmem.client.ui.guard import CSP, MAX_FORM_BYTES, Secrets
 
-from .conftest import Seeded
+from .conftest import Seeded, refresh_target
 
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
@@ -29,7 +29,7 @@ def _client(seeded: Seeded, secrets: Secrets, port: int = PORT) -> TestClient:
 def _session_cookie(c: TestClient, secrets: Secrets) -> str:
     """The ``name=value`` the viewer sets for the token."""
     res = c.get(f"/?token={secrets.token}")
-    assert res.status_code == 303
+    assert res.status_code == 200
     pair = res.headers["set-cookie"].split(";")[0]
     assert pair.endswith(f"={secrets.session}")
     return pair
@@ -96,8 +96,8 @@ def test_the_token_exchange_keeps_every_other_query_parameter(seeded: Seeded) ->
     secrets = Secrets()
     c = _client(seeded, secrets)
     res = c.get(f"/?q=&tag=a&tag=b&token={secrets.token}&kind=decision")
-    assert res.status_code == 303
-    assert res.headers["location"] == "/?q=&tag=a&tag=b&kind=decision"
+    assert res.status_code == 200
+    assert refresh_target(res.text) == "/?q=&tag=a&tag=b&kind=decision"
 
 
 def test_a_second_wrong_token_is_refused(seeded: Seeded) -> None:
@@ -115,7 +115,7 @@ def test_every_refusal_and_error_carries_the_security_headers(seeded: Seeded) ->
     _session_cookie(c, secrets)
     origin = {"origin": BASE}
     signed = [
-        c.get(f"/?token={secrets.token}"),  # 303
+        c.get(f"/?token={secrets.token}"),  # the signed-in page
         c.get("/m/ffffffffffff"),  # 404 from the store
         c.get("/no/such/page"),  # 404 from the router
         c.put("/remember", data={"csrf": secrets.csrf}, headers=origin),  # 405
@@ -127,6 +127,7 @@ def test_every_refusal_and_error_carries_the_security_headers(seeded: Seeded) ->
             headers=origin,
         ),  # 413
         c.post("/importance", data={"csrf": secrets.csrf, "id": "x"}, headers=origin),  # 400
+        c.post("/remember", data={"csrf": secrets.csrf, "content": "ok"}, headers=origin),
         c.get("/static/app.js"),
         c.get("/static/nope.js"),
     ]
