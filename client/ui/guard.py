@@ -17,11 +17,16 @@ In order, for every HTTP request:
    named after the viewer's port (two viewers keep their own sign-in), and
    the ``Cookie`` header is read leniently (a JSON cookie another local server
    set must not sign the user out); any copy of the cookie may hold the session.
-3. **Writes** (every method but GET/HEAD) need an ``Origin`` equal to the
+3. **Fetch metadata**: a request a browser says another site started
+   (``Sec-Fetch-Site`` ``same-site`` or ``cross-site``) is refused (403), the
+   token exchange aside.  Every server on 127.0.0.1 is the same *site* as the
+   viewer, so the SameSite cookie rides along with its fetches and frames:
+   they could time searches (XS-search) though they cannot read the answers.
+4. **Writes** (every method but GET/HEAD) need an ``Origin`` equal to the
    viewer's own (a cross-site form post carries the attacker's origin) and a
    ``csrf`` form field equal to the per-run CSRF token that the pages embed;
    bodies are at most :data:`MAX_FORM_BYTES`.
-4. Every response carries a strict Content-Security-Policy (no inline
+5. Every response carries a strict Content-Security-Policy (no inline
    script or style, no framing, forms only to this origin), ``nosniff``,
    ``same-origin`` referrers (nothing leaves for another site) and ``no-store``.
 
@@ -56,6 +61,11 @@ _HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 _SAFE = {"GET", "HEAD"}
+_OWN = {"same-origin", "none"}  # Sec-Fetch-Site of the viewer's own pages and the address bar
+_ANOTHER_SITE = (
+    "request from another site refused: type the viewer's address in the address bar "
+    "or open the URL that 'sealmem ui' printed"
+)
 
 
 @dataclass(frozen=True)
@@ -131,6 +141,9 @@ class Guard:
             await _signed_in(
                 secured, here + (f"?{rest}" if rest else ""), self.cookie, self.secrets.session
             )
+            return
+        if headers.get("sec-fetch-site", "same-origin") not in _OWN:
+            await _plain(secured, 403, _ANOTHER_SITE)
             return
         if path.startswith("/static/"):
             await self.app(scope, receive, secured)

@@ -139,3 +139,27 @@ def test_every_refusal_and_error_carries_the_security_headers(seeded: Seeded) ->
         assert res.headers["x-frame-options"] == "DENY"
         assert res.headers["cache-control"] == "no-store"
         assert "Traceback" not in res.text
+
+
+def test_requests_another_local_site_starts_are_refused(seeded: Seeded) -> None:
+    """A page on 127.0.0.1:3000 is the same *site* as the viewer, so the SameSite=Strict
+    cookie rides along with its fetches and frames: it could time searches (XS-search)
+    even though it cannot read the answers.  Fetch metadata tells such requests apart."""
+    secrets = Secrets()
+    c = _client(seeded, secrets)
+    _session_cookie(c, secrets)
+    for site in ("same-site", "cross-site"):
+        for mode in ("no-cors", "navigate", "cors"):
+            headers = {"sec-fetch-site": site, "sec-fetch-mode": mode}
+            res = c.get("/?q=orders", headers=headers)
+            assert res.status_code == 403, (site, mode)
+            assert "Orders" not in res.text
+            assert "address bar" in res.text
+    assert c.get("/", headers={"sec-fetch-site": "same-origin"}).status_code == 200
+    assert c.get("/", headers={"sec-fetch-site": "none"}).status_code == 200
+    assert c.get("/").status_code == 200  # no fetch metadata: not a browser that sends it
+    # the link 'sealmem ui' opens comes from a local file, another site: still signs in
+    fresh = _client(seeded, secrets)
+    res = fresh.get(f"/?token={secrets.token}", headers={"sec-fetch-site": "cross-site"})
+    assert res.status_code == 200
+    assert "set-cookie" in res.headers
