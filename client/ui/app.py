@@ -73,10 +73,13 @@ def create_app(
     """The viewer of the store under ``home``, behind its :class:`Guard`."""
     env = _environment()
     db = store_path(home)
+    # Once, at start: resolving it per request would mint a new member key (and
+    # rewrite identity.json) the moment the key went missing while a page was viewed.
+    author = local_author(home)
 
     @contextlib.contextmanager
     def opened(*, readonly: bool) -> Iterator[MemoryStore]:
-        store = MemoryStore.open(db, author=local_author(home), clock=clock, readonly=readonly)
+        store = MemoryStore.open(db, author=author, clock=clock, readonly=readonly)
         try:
             yield store
         finally:

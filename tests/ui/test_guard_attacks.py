@@ -163,3 +163,21 @@ def test_requests_another_local_site_starts_are_refused(seeded: Seeded) -> None:
     res = fresh.get(f"/?token={secrets.token}", headers={"sec-fetch-site": "cross-site"})
     assert res.status_code == 200
     assert "set-cookie" in res.headers
+
+
+def test_viewing_never_mints_a_member_key(seeded: Seeded) -> None:
+    """A member key gone missing while the viewer runs (a restore in progress, an
+    unmounted disk) must not be replaced by a new identity because a page was viewed."""
+    secrets = Secrets()
+    c = _client(seeded, secrets)
+    _session_cookie(c, secrets)
+    identity = (seeded.home / "identity.json").read_text()
+    keys = seeded.home / "keys"
+    moved = {p.name: p.read_bytes() for p in keys.iterdir()}
+    for p in keys.iterdir():
+        p.unlink()
+    for path in ("/", "/timeline", "/store", "/captured", "/team", f"/m/{seeded.new}"):
+        assert c.get(path).status_code == 200, path
+        assert not list(keys.iterdir()), path
+    assert (seeded.home / "identity.json").read_text() == identity
+    assert moved
