@@ -25,7 +25,8 @@ In order, for every HTTP request:
 4. **Writes** (every method but GET/HEAD) need an ``Origin`` equal to the
    viewer's own (a cross-site form post carries the attacker's origin) and a
    ``csrf`` form field equal to the per-run CSRF token that the pages embed;
-   bodies are at most :data:`MAX_FORM_BYTES`.
+   bodies are URL-encoded forms (415 otherwise: no ``text/plain`` trick) of at
+   most :data:`MAX_FORM_BYTES`.
 5. Every response carries a strict Content-Security-Policy (no inline
    script or style, no framing, forms only to this origin), ``nosniff``,
    ``same-origin`` referrers (nothing leaves for another site) and ``no-store``.
@@ -61,6 +62,7 @@ _HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 _SAFE = {"GET", "HEAD"}
+_FORM = "application/x-www-form-urlencoded"
 _OWN = {"same-origin", "none"}  # Sec-Fetch-Site of the viewer's own pages and the address bar
 _ANOTHER_SITE = (
     "request from another site refused: type the viewer's address in the address bar "
@@ -160,6 +162,10 @@ class Guard:
             origin = headers.get("origin")
             if origin not in self.origins:
                 await _plain(secured, 403, "cross-site request refused (Origin is not this viewer)")
+                return
+            kind = headers.get("content-type", "").partition(";")[0].strip().lower()
+            if kind != _FORM:
+                await _plain(secured, 415, f"writes are HTML form posts ({_FORM}) only")
                 return
             body, too_big = await _body(receive)
             if too_big:

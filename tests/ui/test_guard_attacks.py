@@ -181,3 +181,22 @@ def test_viewing_never_mints_a_member_key(seeded: Seeded) -> None:
         assert not list(keys.iterdir()), path
     assert (seeded.home / "identity.json").read_text() == identity
     assert moved
+
+
+def test_writes_are_form_posts_only(seeded: Seeded) -> None:
+    """A ``text/plain`` form (the classic cross-site trick) or any other body is refused
+    by name, whatever it holds, and stores nothing."""
+    secrets = Secrets()
+    c = _client(seeded, secrets)
+    _session_cookie(c, secrets)
+    origin = {"origin": BASE}
+    body = f"csrf={secrets.csrf}&content=planted+as+text"
+    for kind in ("text/plain", "application/json", "multipart/form-data; boundary=x", None):
+        headers = {**origin, **({"content-type": kind} if kind else {})}
+        res = c.post("/remember", content=body, headers=headers)
+        assert res.status_code == 415, kind
+        assert "form" in res.text
+    with MemoryStore.open(store_path(seeded.home), author=local_author(seeded.home)) as store:
+        assert not store.recall("planted text", all_projects=True)
+    form = {**origin, "content-type": "application/x-www-form-urlencoded; charset=UTF-8"}
+    assert c.post("/remember", content=body, headers=form).status_code == 303
