@@ -59,8 +59,10 @@ def _environment() -> Environment:
 
 
 def allowed_hosts(port: int) -> frozenset[str]:
-    """The Host values a request to a viewer on ``port`` may carry."""
-    return frozenset({f"127.0.0.1:{port}", f"localhost:{port}"})
+    """The Host values a request to a viewer on ``port`` may carry (without the
+    port on 80, which browsers leave out)."""
+    names = ("127.0.0.1", "localhost")
+    return frozenset({f"{name}:{port}" for name in names} | (set(names) if port == 80 else set()))
 
 
 def create_app(

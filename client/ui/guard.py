@@ -85,7 +85,7 @@ def _same(a: str | None, b: str) -> bool:
 
 def cookie_name(hosts: frozenset[str]) -> str:
     """The session cookie's name for a viewer answering to ``hosts`` (``HOST:PORT``)."""
-    ports = sorted({host.rpartition(":")[2] for host in hosts})
+    ports = sorted({host.rpartition(":")[2] for host in hosts if ":" in host})
     return f"{COOKIE}_{'_'.join(ports)}"
 
 

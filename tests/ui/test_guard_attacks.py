@@ -200,3 +200,18 @@ def test_writes_are_form_posts_only(seeded: Seeded) -> None:
         assert not store.recall("planted text", all_projects=True)
     form = {**origin, "content-type": "application/x-www-form-urlencoded; charset=UTF-8"}
     assert c.post("/remember", content=body, headers=form).status_code == 303
+
+
+def test_on_port_80_the_browser_omits_the_port_and_is_let_in(seeded: Seeded) -> None:
+    """``sealmem ui --port 80``: browsers send ``Host: 127.0.0.1`` and
+    ``Origin: http://127.0.0.1``, without the default port."""
+    secrets = Secrets()
+    app = create_app(seeded.home, secrets, allowed_hosts(80))
+    c = TestClient(app, base_url="http://127.0.0.1", follow_redirects=False)
+    res = c.get(f"/?token={secrets.token}")
+    assert res.status_code == 200
+    assert res.headers["set-cookie"].startswith("sealmem_ui_80=")
+    assert c.get("/").status_code == 200
+    form = {"csrf": secrets.csrf, "content": "written on port 80"}
+    assert c.post("/remember", data=form, headers={"origin": "http://127.0.0.1"}).status_code == 303
+    assert c.get("/", headers={"host": "127.0.0.1:8080"}).status_code == 421
