@@ -34,6 +34,21 @@ def opener(home: Path, port: int, url: str) -> Path:
     return path
 
 
+def _display() -> bool:
+    """Whether a graphical browser can be opened here.
+
+    Without a display (over ssh, in a container) Python's :mod:`webbrowser`
+    runs a console browser (lynx, w3m, www-browser) in this very terminal.
+    ``BROWSER`` set by the user is honoured.
+    """
+    import os
+    import sys
+
+    if os.environ.get("BROWSER") or sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 def ui(
     port: Annotated[
         int, typer.Option("--port", help="Port on 127.0.0.1 (0: a free one).", min=0, max=65535)
@@ -61,13 +76,16 @@ def ui(
         sock.close()
         raise typer.BadParameter(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
     bound = sock.getsockname()[1]
+    sock.listen(128)  # a browser opened below may connect before the server runs: queue it
     secrets = Secrets()
     app = create_app(home, secrets, allowed_hosts(bound))
     url = f"http://127.0.0.1:{bound}/?token={secrets.token}"
     output.say(f"sealmem ui: {url}")
     output.say("the link signs this browser in for this run; Ctrl-C stops the viewer")
     door = None
-    if not no_open:
+    if not no_open and not _display():
+        output.say("no display to open a browser on: open the URL above in yours")
+    elif not no_open:
         door = opener(home, bound, url)
         webbrowser.open(door.as_uri())  # the token stays out of every command line
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")

@@ -133,3 +133,69 @@ def test_a_bad_port_is_refused_before_anything_listens(seeded: Seeded, port: str
     assert "--port" in err
     assert "Traceback" not in err
     assert out == ""
+
+
+def test_the_browser_can_connect_as_soon_as_it_is_opened(seeded: Seeded, tmp_path: Path) -> None:
+    """A running browser opens the tab at once, before the server has started: the
+    socket must already listen (the kernel queues the connection), or the page fails."""
+    record = tmp_path / "connected.txt"
+    browser = tmp_path / "browser.py"
+    browser.write_text(
+        f"#!{sys.executable}\n"
+        "import re, socket, sys\n"
+        "page = open(sys.argv[1].removeprefix('file://')).read()\n"
+        "port = int(re.search(r'127\\.0\\.0\\.1:(\\d+)/', page).group(1))\n"
+        "try:\n"
+        "    socket.create_connection(('127.0.0.1', port), timeout=5).close()\n"
+        "    said = 'connected'\n"
+        "except OSError as exc:\n"
+        "    said = repr(exc)\n"
+        f"open({str(record)!r}, 'w').write(said)\n"
+    )
+    browser.chmod(0o755)
+    proc = _start(seeded, BROWSER=str(browser))
+    try:
+        _url(proc)
+        deadline = time.monotonic() + 20
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        _stop(proc)
+    assert record.read_text() == "connected"
+
+
+def test_without_a_display_no_terminal_browser_takes_over(seeded: Seeded, tmp_path: Path) -> None:
+    """Over ssh (no display) Python's webbrowser would run a console browser (lynx, w3m,
+    www-browser) in the same terminal; the URL printed is the way in there."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    ran = tmp_path / "ran.txt"
+    for name in ("www-browser", "lynx", "w3m", "xdg-open"):
+        fake = bin_dir / name
+        fake.write_text(f'#!/bin/sh\necho {name} >> "{ran}"\n')
+        fake.chmod(0o755)
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER")
+    }
+    env["PATH"] = f"{bin_dir}:{env.get('PATH', '')}"
+    env["SEALMEM_HOME"] = str(seeded.home)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sealmem.client.cli", "ui"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _url(proc)
+        time.sleep(2)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    with proc.stdout, proc.stderr:
+        said, err = proc.stdout.read(), proc.stderr.read()  # after what _url() buffered
+    assert not ran.exists(), ran.read_text()
+    assert "no display" in said
+    assert "Traceback" not in err
