@@ -201,3 +201,39 @@ def test_chromium_enforces_the_csp_on_the_pages(viewer: str) -> None:
             assert any("Content Security Policy" in v for v in violations), violations
         finally:
             browser.close()
+
+
+def test_a_link_from_another_local_server_is_refused(viewer: str, tmp_path: Path) -> None:
+    """Chromium marks a navigation from 127.0.0.1:OTHER as same-site: the cookie rides
+    along, and the guard's fetch-metadata check refuses it."""
+    _need_chromium()
+    import http.server
+    import threading
+    from functools import partial
+
+    from playwright.sync_api import sync_playwright
+
+    base = viewer.split("/?")[0]
+    (tmp_path / "index.html").write_text(f'<a id="go" href="{base}/?q=orders">go</a>')
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            try:
+                page = browser.new_page()
+                page.goto(viewer)
+                page.wait_for_url(base + "/")
+                assert "recent memories" in page.inner_text("h1")  # signed in
+                page.goto(f"http://127.0.0.1:{other.server_address[1]}/index.html")
+                page.click("#go")
+                page.wait_for_url(f"{base}/?q=orders")
+                text = page.inner_text("body")
+                assert "request from another site refused" in text
+                assert "Orders" not in text
+            finally:
+                browser.close()
+    finally:
+        other.shutdown()
+        other.server_close()
