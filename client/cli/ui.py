@@ -1,14 +1,52 @@
-"""``sealmem ui``: the local web viewer (see :mod:`sealmem.client.ui`)."""
+"""``sealmem ui``: the local web viewer (see :mod:`sealmem.client.ui`).
+
+The browser is handed a private file (mode 0600 in ``SEALMEM_HOME``) that
+refreshes to the URL with its token, never the URL itself: a browser started
+with the URL keeps it in its command line, which every user of the machine
+can read (``ps``), and the viewer's port is open to all of them.
+"""
 
 from __future__ import annotations
 
+from html import escape
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from . import output
 
-__all__ = ["register", "ui"]
+__all__ = ["opener", "register", "ui"]
+
+
+def opener(home: Path, port: int, url: str) -> Path:
+    """Write the private file that sends a browser to ``url`` (with its token)."""
+    from ..fsutil import atomic_write
+
+    where = escape(url, quote=True)
+    page = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0;url={where}"><title>sealmem ui</title></head>'
+        f'<body><p><a href="{where}">Open the sealmem viewer</a></p></body></html>\n'
+    )
+    path = home / f"ui-{port}.html"
+    atomic_write(path, page.encode(), mode=0o600)
+    return path
+
+
+def _display() -> bool:
+    """Whether a graphical browser can be opened here.
+
+    Without a display (over ssh, in a container) Python's :mod:`webbrowser`
+    runs a console browser (lynx, w3m, www-browser) in this very terminal.
+    ``BROWSER`` set by the user is honoured.
+    """
+    import os
+    import sys
+
+    if os.environ.get("BROWSER") or sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def ui(
@@ -38,19 +76,26 @@ def ui(
         sock.close()
         raise typer.BadParameter(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
     bound = sock.getsockname()[1]
+    sock.listen(128)  # a browser opened below may connect before the server runs: queue it
     secrets = Secrets()
     app = create_app(home, secrets, allowed_hosts(bound))
     url = f"http://127.0.0.1:{bound}/?token={secrets.token}"
     output.say(f"sealmem ui: {url}")
     output.say("the link signs this browser in for this run; Ctrl-C stops the viewer")
-    if not no_open:
-        webbrowser.open(url)
+    door = None
+    if not no_open and not _display():
+        output.say("no display to open a browser on: open the URL above in yours")
+    elif not no_open:
+        door = opener(home, bound, url)
+        webbrowser.open(door.as_uri())  # the token stays out of every command line
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])
     finally:
         sock.close()
+        if door is not None:
+            door.unlink(missing_ok=True)
 
 
 def register(app: typer.Typer) -> None:

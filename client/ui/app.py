@@ -59,8 +59,10 @@ def _environment() -> Environment:
 
 
 def allowed_hosts(port: int) -> frozenset[str]:
-    """The Host values a request to a viewer on ``port`` may carry."""
-    return frozenset({f"127.0.0.1:{port}", f"localhost:{port}"})
+    """The Host values a request to a viewer on ``port`` may carry (without the
+    port on 80, which browsers leave out)."""
+    names = ("127.0.0.1", "localhost")
+    return frozenset({f"{name}:{port}" for name in names} | (set(names) if port == 80 else set()))
 
 
 def create_app(
@@ -73,10 +75,13 @@ def create_app(
     """The viewer of the store under ``home``, behind its :class:`Guard`."""
     env = _environment()
     db = store_path(home)
+    # Once, at start: resolving it per request would mint a new member key (and
+    # rewrite identity.json) the moment the key went missing while a page was viewed.
+    author = local_author(home)
 
     @contextlib.contextmanager
     def opened(*, readonly: bool) -> Iterator[MemoryStore]:
-        store = MemoryStore.open(db, author=local_author(home), clock=clock, readonly=readonly)
+        store = MemoryStore.open(db, author=author, clock=clock, readonly=readonly)
         try:
             yield store
         finally:

@@ -33,7 +33,10 @@ def stacked_bars(
             totals[name] = totals.get(name, 0) + n
     ranked = sorted(totals, key=lambda name: (-totals[name], name))
     kept = ranked[:series_limit]
-    series = kept + (["others"] if len(ranked) > series_limit else [])
+    rest = ranked[series_limit:]
+    # The rest is keyed None: a writer may well be named "others".
+    series: list[str | None] = [*kept, *([None] if rest else [])]
+    shown = {name: name for name in kept} | {None: f"{len(rest)} others"}
     colour = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(series)}
     peak = max((sum(c.values()) for _, c in columns), default=0)
     legend_rows = (len(series) + 3) // 4
@@ -51,20 +54,16 @@ def stacked_bars(
     for i, (label, counts) in enumerate(columns):
         x = _PAD + i * width
         y = float(_H)
-        for name in series:
-            n = (
-                counts.get(name, 0)
-                if name != "others"
-                else sum(v for k, v in counts.items() if k not in kept)
-            )
+        for key in series:
+            n = counts.get(key, 0) if key is not None else sum(counts.get(k, 0) for k in rest)
             if not n:
                 continue
             h = (_H - _PAD) * n / peak
             y -= h
             out.append(
                 f'<rect x="{x + 1:.1f}" y="{y:.1f}" width="{max(width - 2, 1):.1f}" '
-                f'height="{h:.1f}" fill="{colour[name]}"><title>{_text(label)}: '
-                f"{_text(name)} {n}</title></rect>"
+                f'height="{h:.1f}" fill="{colour[key]}"><title>{_text(label)}: '
+                f"{_text(shown[key])} {n}</title></rect>"
             )
         if len(columns) <= 16 or i % max(1, len(columns) // 8) == 0:
             out.append(
@@ -72,10 +71,10 @@ def stacked_bars(
                 f'class="tick">{_text(label)}</text>'
             )
     out.append(f'<text x="4" y="{_PAD - 8}" class="tick">max {peak}</text>')
-    for j, name in enumerate(series):
+    for j, key in enumerate(series):
         lx = _PAD + (j % 4) * 150
         ly = _H + _PAD + (j // 4) * _LEGEND
-        out.append(f'<rect x="{lx}" y="{ly - 10}" width="10" height="10" fill="{colour[name]}"/>')
-        out.append(f'<text x="{lx + 14}" y="{ly}" class="tick">{_text(name[:24])}</text>')
+        out.append(f'<rect x="{lx}" y="{ly - 10}" width="10" height="10" fill="{colour[key]}"/>')
+        out.append(f'<text x="{lx + 14}" y="{ly}" class="tick">{_text(shown[key][:24])}</text>')
     out.append("</svg>")
     return Markup("".join(out))  # noqa: S704 - every label above is escaped

@@ -7,14 +7,27 @@ In order, for every HTTP request:
    127.0.0.1 sends its own name and is refused (421).
 2. **Token**: a ``?token=`` equal to the per-run token sets an HttpOnly,
    SameSite=Strict cookie holding a separate per-run session secret and
-   redirects to the same path without the token (it leaves the address bar
-   and the history).  Without the cookie every route but ``/static`` answers
-   401 with how to get in.
-3. **Writes** (every method but GET/HEAD) need an ``Origin`` equal to the
+   answers a page that refreshes to the same path without the token (it
+   leaves the address bar).  Not a 303: a browser sends no SameSite=Strict
+   cookie along a redirect chain that another site started, and ``sealmem ui``
+   opens the URL from a local file (so that the token is in no command line
+   another user can read), which is another site.  Without the cookie every
+   route but ``/static`` answers 401 with how to get in.  Cookies are not
+   isolated by port, so every server on 127.0.0.1 shares them: the cookie is
+   named after the viewer's port (two viewers keep their own sign-in), and
+   the ``Cookie`` header is read leniently (a JSON cookie another local server
+   set must not sign the user out); any copy of the cookie may hold the session.
+3. **Fetch metadata**: a request a browser says another site started
+   (``Sec-Fetch-Site`` ``same-site`` or ``cross-site``) is refused (403), the
+   token exchange aside.  Every server on 127.0.0.1 is the same *site* as the
+   viewer, so the SameSite cookie rides along with its fetches and frames:
+   they could time searches (XS-search) though they cannot read the answers.
+4. **Writes** (every method but GET/HEAD) need an ``Origin`` equal to the
    viewer's own (a cross-site form post carries the attacker's origin) and a
    ``csrf`` form field equal to the per-run CSRF token that the pages embed;
-   bodies are at most :data:`MAX_FORM_BYTES`.
-4. Every response carries a strict Content-Security-Policy (no inline
+   bodies are URL-encoded forms (415 otherwise: no ``text/plain`` trick) of at
+   most :data:`MAX_FORM_BYTES`.
+5. Every response carries a strict Content-Security-Policy (no inline
    script or style, no framing, forms only to this origin), ``nosniff``,
    ``same-origin`` referrers (nothing leaves for another site) and ``no-store``.
 
@@ -26,12 +39,12 @@ from __future__ import annotations
 import hmac
 import secrets
 from dataclasses import dataclass, field
-from http.cookies import SimpleCookie
+from html import escape
 from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["COOKIE", "CSP", "MAX_FORM_BYTES", "Guard", "Secrets"]
+__all__ = ["COOKIE", "CSP", "MAX_FORM_BYTES", "Guard", "Secrets", "cookie_name"]
 
 COOKIE = "sealmem_ui"
 MAX_FORM_BYTES = 256 * 1024
@@ -49,6 +62,12 @@ _HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 _SAFE = {"GET", "HEAD"}
+_FORM = "application/x-www-form-urlencoded"
+_OWN = {"same-origin", "none"}  # Sec-Fetch-Site of the viewer's own pages and the address bar
+_ANOTHER_SITE = (
+    "request from another site refused: type the viewer's address in the address bar "
+    "or open the URL that 'sealmem ui' printed"
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +83,29 @@ def _same(a: str | None, b: str) -> bool:
     return a is not None and hmac.compare_digest(a.encode(), b.encode())
 
 
+def cookie_name(hosts: frozenset[str]) -> str:
+    """The session cookie's name for a viewer answering to ``hosts`` (``HOST:PORT``)."""
+    ports = sorted({host.rpartition(":")[2] for host in hosts if ":" in host})
+    return f"{COOKIE}_{'_'.join(ports)}"
+
+
+def _cookie_values(headers: list[tuple[bytes, bytes]], name: str) -> list[str]:
+    """Every value of cookie ``name`` in every ``Cookie`` header, read as browsers write them.
+
+    Not :class:`http.cookies.SimpleCookie`: it stops at the first cookie it finds
+    malformed (a JSON value, a space), and keeps only the last of several copies.
+    """
+    values = []
+    for key, raw in headers:
+        if key.lower() != b"cookie":
+            continue
+        for part in raw.decode("latin-1").split(";"):
+            key_text, sep, value = part.partition("=")
+            if sep and key_text.strip() == name:
+                values.append(value.strip())
+    return values
+
+
 class Guard:
     """ASGI middleware enforcing the rules of the module docstring."""
 
@@ -71,6 +113,8 @@ class Guard:
         self.app = app
         self.secrets = secrets
         self.hosts = hosts
+        self.origins = frozenset(f"http://{host}" for host in hosts)
+        self.cookie = cookie_name(hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,26 +131,27 @@ class Guard:
         if host not in self.hosts:
             await _plain(secured, 421, "unknown host: open the URL that 'sealmem ui' printed")
             return
-        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         path = scope["path"]
-        if "token" in query:
-            if not _same(query["token"], self.secrets.token):
+        tokens = [value for key, value in query if key == "token"]
+        if tokens:
+            if not all(_same(token, self.secrets.token) for token in tokens):
                 await _plain(secured, 401, "wrong token: open the URL that 'sealmem ui' printed")
                 return
-            rest = urlencode({k: v for k, v in query.items() if k != "token"})
+            rest = urlencode([(k, v) for k, v in query if k != "token"])
             here = "/" + quote(path.lstrip("/"), safe="/")  # never "//host": no open redirect
-            await _redirect(secured, here + (f"?{rest}" if rest else ""), self.secrets.session)
+            await _signed_in(
+                secured, here + (f"?{rest}" if rest else ""), self.cookie, self.secrets.session
+            )
+            return
+        if headers.get("sec-fetch-site", "same-origin") not in _OWN:
+            await _plain(secured, 403, _ANOTHER_SITE)
             return
         if path.startswith("/static/"):
             await self.app(scope, receive, secured)
             return
-        cookie = SimpleCookie()
-        try:
-            cookie.load(headers.get("cookie", ""))
-        except Exception:
-            cookie = SimpleCookie()
-        morsel = cookie.get(COOKIE)
-        if not _same(morsel.value if morsel else None, self.secrets.session):
+        sessions = _cookie_values(scope["headers"], self.cookie)
+        if not any(_same(value, self.secrets.session) for value in sessions):
             await _plain(
                 secured,
                 401,
@@ -115,8 +160,12 @@ class Guard:
             return
         if scope["method"] not in _SAFE:
             origin = headers.get("origin")
-            if origin is None or origin.removeprefix("http://") not in self.hosts:
+            if origin not in self.origins:
                 await _plain(secured, 403, "cross-site request refused (Origin is not this viewer)")
+                return
+            kind = headers.get("content-type", "").partition(";")[0].strip().lower()
+            if kind != _FORM:
+                await _plain(secured, 415, f"writes are HTML form posts ({_FORM}) only")
                 return
             body, too_big = await _body(receive)
             if too_big:
@@ -176,17 +225,24 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _redirect(send: Send, location: str, session: str) -> None:
-    cookie = f"{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/"
+async def _signed_in(send: Send, location: str, name: str, session: str) -> None:
+    """Set the cookie, then go to ``location`` (a same-origin path) by a refresh."""
+    cookie = f"{name}={session}; HttpOnly; SameSite=Strict; Path=/"
+    where = escape(location, quote=True)
+    body = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0;url={where}"><title>sealmem</title></head>'
+        f'<body><p>Signed in. <a href="{where}">Continue</a>.</p></body></html>\n'
+    ).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 303,
+            "status": 200,
             "headers": [
-                (b"location", location.encode("latin-1", "replace")),
+                (b"content-type", b"text/html; charset=utf-8"),
                 (b"set-cookie", cookie.encode()),
-                (b"content-length", b"0"),
+                (b"content-length", str(len(body)).encode()),
             ],
         }
     )
-    await send({"type": "http.response.body", "body": b""})
+    await send({"type": "http.response.body", "body": body})

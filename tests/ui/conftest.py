@@ -46,3 +46,16 @@ def seeded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Seeded:
             "Run the migrations before the deploy", project="webapp", private=True, origin=ORIGIN
         ).memory.id
     return Seeded(home, old, new, hostile, captured)
+
+
+def refresh_target(html: str) -> str:
+    """Where the signed-in page sends the browser (its meta refresh, the same as its link)."""
+    import re
+    from html import unescape
+
+    found = re.search(r'<meta http-equiv="refresh" content="0;url=([^"]*)">', html)
+    link = re.search(r'<a href="([^"]*)">Continue</a>', html)
+    assert found, html
+    assert link, html
+    assert found.group(1) == link.group(1)
+    return unescape(found.group(1))

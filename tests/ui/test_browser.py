@@ -81,7 +81,7 @@ def test_every_page_in_a_real_browser(viewer: str, seeded: Seeded, tmp_path: Pat
             blocked: list[str] = []
             page.on("console", lambda m: blocked.append(m.text) if m.type == "error" else None)
             page.goto(viewer)
-            assert page.url == base + "/"  # the token left the address bar
+            page.wait_for_url(base + "/")  # the token left the address bar
             assert "recent memories" in page.content()
             page.screenshot(path=shots / "search.png", full_page=True)
 
@@ -130,3 +130,110 @@ def test_every_page_in_a_real_browser(viewer: str, seeded: Seeded, tmp_path: Pat
         ]
     )
     assert all((shots / n).stat().st_size > 5000 for n in made)
+
+
+def test_the_private_file_signs_the_browser_in(seeded: Seeded, tmp_path: Path) -> None:
+    """What ``sealmem ui`` hands the browser (a local file: another site) signs it in.
+
+    A 303 from the token would not do: Chromium sends no SameSite=Strict cookie
+    along a redirect chain that another site started.
+    """
+    _need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    from sealmem.client.cli.ui import opener
+
+    env = {**os.environ, "SEALMEM_HOME": str(seeded.home)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sealmem.client.cli", "ui", "--no-open"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        found = re.search(r"(http://127\.0\.0\.1:(\d+)/\?token=\S+)", proc.stdout.readline())
+        assert found
+        url, port = found.group(1), int(found.group(2))
+        door = opener(seeded.home, port, url)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            try:
+                page = browser.new_page()
+                page.goto(door.as_uri())
+                page.wait_for_url(f"http://127.0.0.1:{port}/")
+                page.wait_for_selector("h1")
+                assert "recent memories" in page.inner_text("h1")
+                page.goto(f"http://127.0.0.1:{port}/m/{seeded.new}")
+                assert "PostgreSQL 16" in page.inner_text("pre.content")
+            finally:
+                browser.close()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+def test_chromium_enforces_the_csp_on_the_pages(viewer: str) -> None:
+    """Inline script and style planted in a served page do not run: the CSP holds in Chromium."""
+    _need_chromium()
+    from playwright.sync_api import Error, sync_playwright
+
+    base = viewer.split("/?")[0]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page()
+            violations: list[str] = []
+            page.on("console", lambda m: violations.append(m.text))
+            page.goto(viewer)
+            page.wait_for_url(base + "/")
+            with pytest.raises(Error):
+                page.add_script_tag(content="window.planted = 1;")
+            assert page.evaluate("typeof window.planted") == "undefined"
+            page.evaluate(
+                "() => { const b = document.createElement('b');"
+                " b.setAttribute('onclick', 'window.clicked = 1'); b.id = 'planted';"
+                " b.textContent = 'x'; document.body.append(b); }"
+            )
+            page.click("#planted")
+            assert page.evaluate("typeof window.clicked") == "undefined"
+            assert any("Content Security Policy" in v for v in violations), violations
+        finally:
+            browser.close()
+
+
+def test_a_link_from_another_local_server_is_refused(viewer: str, tmp_path: Path) -> None:
+    """Chromium marks a navigation from 127.0.0.1:OTHER as same-site: the cookie rides
+    along, and the guard's fetch-metadata check refuses it."""
+    _need_chromium()
+    import http.server
+    import threading
+    from functools import partial
+
+    from playwright.sync_api import sync_playwright
+
+    base = viewer.split("/?")[0]
+    (tmp_path / "index.html").write_text(f'<a id="go" href="{base}/?q=orders">go</a>')
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            try:
+                page = browser.new_page()
+                page.goto(viewer)
+                page.wait_for_url(base + "/")
+                assert "recent memories" in page.inner_text("h1")  # signed in
+                page.goto(f"http://127.0.0.1:{other.server_address[1]}/index.html")
+                page.click("#go")
+                page.wait_for_url(f"{base}/?q=orders")
+                text = page.inner_text("body")
+                assert "request from another site refused" in text
+                assert "Orders" not in text
+            finally:
+                browser.close()
+    finally:
+        other.shutdown()
+        other.server_close()
