@@ -171,3 +171,18 @@ def test_a_row_whose_blob_is_gone_is_reported_missing(store: Storage) -> None:
     store.blobs.delete(BlobKey("t1", PROJECT, ALICE, a))
     assert store.chunk("t1", PROJECT, ALICE, a) is None
     assert store.missing_chunks("t1", PROJECT, ALICE, [a]) == [a]  # the writer uploads it again
+
+
+def test_collect_never_removes_a_chunk_a_kept_manifest_names(store: Storage) -> None:
+    """The keep set a collect is given may be stale: a manifest naming an old chunk may
+    commit between the hub reading the kept manifests and the rows going.  The rows
+    must be re-checked against the kept manifests inside the deleting transaction."""
+    team(store, "t1")
+    old = chunk(store, "t1", ALICE, b"old but named again")
+    stray = chunk(store, "t1", ALICE, b"stray")
+    keep_read_before_the_manifest: set[str] = set()
+    manifest(store, "t1", ALICE, 1, [old])  # commits after the keep set was read
+    removed = store.collect("t1", PROJECT, ALICE, keep_read_before_the_manifest, T0 + 1)
+    assert removed == 1
+    assert store.missing_chunks("t1", PROJECT, ALICE, [old, stray]) == [stray]
+    assert store.chunk("t1", PROJECT, ALICE, old) == b"old but named again"
