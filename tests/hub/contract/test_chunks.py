@@ -186,3 +186,19 @@ def test_collect_never_removes_a_chunk_a_kept_manifest_names(store: Storage) -> 
     assert removed == 1
     assert store.missing_chunks("t1", PROJECT, ALICE, [old, stray]) == [stray]
     assert store.chunk("t1", PROJECT, ALICE, old) == b"old but named again"
+
+
+def test_join_requests_from_strangers_cannot_take_the_reserve(storage_backend: Backend) -> None:
+    """Join requests are posted by anyone: like chunks, they stop short of the reserve
+    (else strangers fill the team to the brim and the admin cannot publish a revocation)."""
+    store = storage_backend.open(Quota(team_bytes=1000, reserve_bytes=300))
+    team(store, "t1")
+    chunk(store, "t1", ALICE, b"x" * (650 - store.usage("t1")))
+    offer = {"live_after_ms": T0 - 1, "max_pending": 100, "max_per_address": 100}
+    store.offer_request("t1", "d" * 26, b"r" * 40, "192.0.2.1", T0, **offer)  # fits
+    for n in range(5):
+        with pytest.raises(QuotaExceeded):
+            store.offer_request("t1", f"{n}" * 26, b"r" * 100, "192.0.2.1", T0, **offer)
+    assert store.usage("t1") == 690
+    assert [r.kid for r in store.requests("t1")] == ["d" * 26]
+    roster(store, "t1", 2)  # the revocation still fits
