@@ -202,3 +202,18 @@ def test_join_requests_from_strangers_cannot_take_the_reserve(storage_backend: B
     assert store.usage("t1") == 690
     assert [r.kid for r in store.requests("t1")] == ["d" * 26]
     roster(store, "t1", 2)  # the revocation still fits
+
+
+def test_the_orphan_job_leaves_what_is_not_the_hubs_alone(store: Storage) -> None:
+    """A bucket (or prefix) shared with other data holds keys of four parts that are
+    not chunks: the orphan job must never delete them, whatever their age."""
+    team(store, "t1")
+    foreign = BlobKey("backups", "2026", "01", "dump.sql")
+    store.blobs.put(foreign, b"the operator's backup")
+    orphan = BlobKey("t1", PROJECT, ALICE, cid(b"orphan"))
+    store.blobs.put(orphan, b"orphan")
+    time.sleep(1.2)
+    assert store.collect_orphans(1.0) == 1
+    assert store.blobs.get(foreign) == b"the operator's backup"
+    assert store.blobs.get(orphan) is None
+    assert _blobs(store) == set()
