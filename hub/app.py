@@ -308,6 +308,8 @@ async def _janitor(store: Storage, config: HubConfig, clock: Callable[[], int]) 
             await run_in_threadpool(run_janitor, store, config, clock(), orphans=walk)
         except StorageError as exc:
             log.error("janitor: storage failure: %s", exc)
+        except Exception:  # a bug must not end the janitor until the next restart
+            log.exception("janitor: unexpected error; the next pass runs as planned")
         if walk:
             next_walk = time.monotonic() + config.orphan_min_age_s / 2
 
