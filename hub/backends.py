@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..protocol.errors import InputError
 from .blobs import BlobDir
@@ -35,6 +35,7 @@ __all__ = [
     "open_blobs",
     "open_metadata",
     "open_storage",
+    "shown_url",
 ]
 
 MetadataFactory = Callable[[str, BlobStore, Quota], Storage]
@@ -103,9 +104,24 @@ METADATA: dict[str, MetadataFactory] = {
 BLOBS: dict[str, BlobsFactory] = {"file": _file, "": _file, "s3": _s3}
 
 
+def shown_url(url: str) -> str:
+    """``url`` as messages and logs may show it: without a password (in the user
+    part or the query); a string that is not a URL but names one shows as nothing."""
+    parts = urlsplit(url)
+    if _scheme(url) == "" and "password" in url.lower():  # e.g. a libpq key=value string
+        return "(the configured database)"
+    if "password" in parts.query.lower():
+        parts = parts._replace(query="")
+    if parts.password is not None:
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        parts = parts._replace(netloc=f"{parts.username}@{host}{port}")
+    return urlunsplit(parts)
+
+
 def _unknown(what: str, url: str, known: dict[str, object]) -> InputError:
     names = ", ".join(f"{s}://" for s in sorted(known) if s)
-    shown = url.split("@")[-1] if "@" in url else url  # never echo a password
+    shown = shown_url(url)  # never echo a password
     return InputError(f"{what} {shown!r}: unknown scheme {_scheme(url)!r}; use one of {names}")
 
 

@@ -140,3 +140,29 @@ def test_hub_serve_places_its_storage_where_the_urls_say(tmp_path: Path) -> None
     assert db.is_file()
     assert (blobs / TEAM / PROJECT).is_dir()
     assert not (db.parent / "blobs").exists()
+
+
+def test_a_password_in_a_url_query_is_not_repeated() -> None:
+    with pytest.raises(InputError) as caught:
+        open_storage("mysql://db.example/hub?password=hunter2-secret", "file:///tmp/x")
+    assert "hunter2" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "db",
+    [
+        "postgresql://hub:hunter2-secret@127.0.0.1:PORT/hub",
+        "postgresql://hub@127.0.0.1:PORT/hub?password=hunter2-secret",
+    ],
+)
+def test_hub_serve_never_prints_the_database_password(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start banner and the failure both name the database, never its password
+    (they end up in a terminal, a service journal, a CI log)."""
+    run = in_process(capsys, monkeypatch)
+    db = db.replace("PORT", str(free_port()))  # nothing listens: the start fails
+    done = run("hub", "serve", "--db", db, "--blobs", f"file://{tmp_path / 'blobs'}")
+    assert done.code != 0
+    assert "127.0.0.1" in done.err
+    assert "hunter2" not in done.out + done.err
