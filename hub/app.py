@@ -152,7 +152,8 @@ def create_app(
                 if limit:
                     if signed:
                         await run_in_threadpool(handlers.gate, ctx, registering=registering)
-                    ctx.body = await bodies.read(request, limit)
+                    claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else None
+                    ctx.body = await bodies.read(request, limit, claimed)
                 return await run_in_threadpool(handler, ctx)
             finally:
                 request.scope["sealmem.kid"] = ctx.kid
