@@ -5,9 +5,10 @@
   digits, handed over as text and parsed by :func:`number` (400 beyond int64,
   never a 500 from a 5000-digit ``int()``).
 - :class:`BodyReader` reads a request body within the route's limit, at a
-  minimum rate, with at most ``max_reads`` bodies read at once: 413 for a body
-  over the limit (at once for a declared ``Content-Length``), 408 for a body
-  that stalls or trickles, 503 ``busy`` with ``Retry-After`` when full.  It runs
+  minimum rate, with at most ``max_reads`` bodies read at once (a quarter of
+  them for one claimed key): 413 for a body over the limit (at once for a
+  declared ``Content-Length``), 408 for a body that stalls or trickles, 503
+  ``busy`` with ``Retry-After`` when full.  It runs
   only after the caller was identified from the headers (see
   :meth:`sealmem.hub.routes.Handlers.gate`).
 - :class:`Edge` (ASGI middleware) turns any unexpected exception into a JSON
