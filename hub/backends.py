@@ -19,6 +19,7 @@ A backend registers a factory per URL scheme in :data:`METADATA` or
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -61,8 +62,17 @@ def _path(url: str, what: str) -> Path:
     return Path(unquote(parts.path))
 
 
+#: the start of a libpq ``key=value`` connection string
+_CONNINFO = re.compile(r"\s*[A-Za-z_]+\s*=")
+
+
 def sqlite_location(url: str) -> tuple[Path, str]:
     """(data directory, database file name) of an SQLite URL or path."""
+    if _scheme(url) == "" and _CONNINFO.match(url):
+        raise InputError(
+            f"--db {shown_url(url)}: a key=value connection string is not supported; give "
+            "a postgresql://USER@HOST/DB URL (the password in PGPASSWORD or ~/.pgpass)"
+        )
     path = _path(url, "--db")
     if path.is_dir() or path.suffix != ".db":
         return path, DB_FILE

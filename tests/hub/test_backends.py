@@ -166,3 +166,15 @@ def test_hub_serve_never_prints_the_database_password(
     assert done.code != 0
     assert "127.0.0.1" in done.err
     assert "hunter2" not in done.out + done.err
+
+
+def test_a_libpq_key_value_string_is_not_taken_for_a_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--db "host=db password=..."`` is a PostgreSQL connection string, not a path: it
+    is refused by name (without the password), and no directory named after it is made."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="postgresql://") as caught:
+        open_storage("host=127.0.0.1 dbname=hub password=hunter2-secret")
+    assert "hunter2" not in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
