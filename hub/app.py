@@ -152,7 +152,8 @@ def create_app(
                 if limit:
                     if signed:
                         await run_in_threadpool(handlers.gate, ctx, registering=registering)
-                    ctx.body = await bodies.read(request, limit)
+                    claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else None
+                    ctx.body = await bodies.read(request, limit, claimed)
                 return await run_in_threadpool(handler, ctx)
             finally:
                 request.scope["sealmem.kid"] = ctx.kid
@@ -308,6 +309,8 @@ async def _janitor(store: Storage, config: HubConfig, clock: Callable[[], int]) 
             await run_in_threadpool(run_janitor, store, config, clock(), orphans=walk)
         except StorageError as exc:
             log.error("janitor: storage failure: %s", exc)
+        except Exception:  # a bug must not end the janitor until the next restart
+            log.exception("janitor: unexpected error; the next pass runs as planned")
         if walk:
             next_walk = time.monotonic() + config.orphan_min_age_s / 2
 

@@ -103,7 +103,10 @@ class ReplayGuard:
             )
 
     def remember(self, kid: str, nonce: str, now_ms: int) -> None:
-        if not self._storage.remember_nonce(kid, nonce, now_ms + 2 * self.window_ms, now_ms):
+        # a request accepted now may still be in the window 2 windows later, that
+        # millisecond included; the nonce expires (is forgotten) only after it
+        expires_ms = now_ms + 2 * self.window_ms + 1
+        if not self._storage.remember_nonce(kid, nonce, expires_ms, now_ms):
             raise Refusal(
                 401, hubapi.REPLAYED, "this request was already received (same nonce); refused"
             )

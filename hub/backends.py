@@ -19,9 +19,10 @@ A backend registers a factory per URL scheme in :data:`METADATA` or
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..protocol.errors import InputError
 from .blobs import BlobDir
@@ -35,6 +36,7 @@ __all__ = [
     "open_blobs",
     "open_metadata",
     "open_storage",
+    "shown_url",
 ]
 
 MetadataFactory = Callable[[str, BlobStore, Quota], Storage]
@@ -60,8 +62,17 @@ def _path(url: str, what: str) -> Path:
     return Path(unquote(parts.path))
 
 
+#: the start of a libpq ``key=value`` connection string
+_CONNINFO = re.compile(r"\s*[A-Za-z_]+\s*=")
+
+
 def sqlite_location(url: str) -> tuple[Path, str]:
     """(data directory, database file name) of an SQLite URL or path."""
+    if _scheme(url) == "" and _CONNINFO.match(url):
+        raise InputError(
+            f"--db {shown_url(url)}: a key=value connection string is not supported; give "
+            "a postgresql://USER@HOST/DB URL (the password in PGPASSWORD or ~/.pgpass)"
+        )
     path = _path(url, "--db")
     if path.is_dir() or path.suffix != ".db":
         return path, DB_FILE
@@ -103,9 +114,24 @@ METADATA: dict[str, MetadataFactory] = {
 BLOBS: dict[str, BlobsFactory] = {"file": _file, "": _file, "s3": _s3}
 
 
+def shown_url(url: str) -> str:
+    """``url`` as messages and logs may show it: without a password (in the user
+    part or the query); a string that is not a URL but names one shows as nothing."""
+    parts = urlsplit(url)
+    if _scheme(url) == "" and "password" in url.lower():  # e.g. a libpq key=value string
+        return "(the configured database)"
+    if "password" in parts.query.lower():
+        parts = parts._replace(query="")
+    if parts.password is not None:
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        parts = parts._replace(netloc=f"{parts.username}@{host}{port}")
+    return urlunsplit(parts)
+
+
 def _unknown(what: str, url: str, known: dict[str, object]) -> InputError:
     names = ", ".join(f"{s}://" for s in sorted(known) if s)
-    shown = url.split("@")[-1] if "@" in url else url  # never echo a password
+    shown = shown_url(url)  # never echo a password
     return InputError(f"{what} {shown!r}: unknown scheme {_scheme(url)!r}; use one of {names}")
 
 

@@ -86,8 +86,9 @@ class BlobDir(BlobStore):
 
     def entries(self) -> Iterator[BlobEntry]:
         for rel, path, age in self._files():
-            if len(rel) == 3 and not path.name.startswith(TEMP_PREFIX):
-                yield BlobEntry(BlobKey(rel[0], rel[1], rel[2], path.name), age)
+            key = BlobKey.shaped([*rel, path.name])
+            if key is not None:
+                yield BlobEntry(key, age)
 
     def sweep(self, min_age_s: float) -> int:
         """Remove temp files and stray files (not at blob depth) older than ``min_age_s``."""

@@ -31,10 +31,16 @@ in :class:`sealmem.hub.storage.Storage`.
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..protocol.encoding import HEX_HASH_RE, KID_RE
+
 __all__ = ["BlobEntry", "BlobKey", "BlobStore"]
+
+#: a team or project as a blob path part (both ids' patterns fit in it)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -48,6 +54,23 @@ class BlobKey:
 
     def parts(self) -> tuple[str, str, str, str]:
         return (self.team, self.project, self.writer, self.chunk_id)
+
+    @classmethod
+    def shaped(cls, parts: tuple[str, ...] | list[str]) -> BlobKey | None:
+        """The key whose parts are ``parts`` if they are shaped as the hub names its
+        blobs (a writer's kid, a 64-digit hex chunk id), else None: a file or object
+        that is not the hub's (a listing skips it, so no job ever deletes it)."""
+        if len(parts) != 4:
+            return None
+        team, project, writer, chunk_id = parts
+        if (
+            _NAME.fullmatch(team) is None
+            or _NAME.fullmatch(project) is None
+            or KID_RE.fullmatch(writer) is None
+            or HEX_HASH_RE.fullmatch(chunk_id) is None
+        ):
+            return None
+        return cls(team, project, writer, chunk_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +96,8 @@ class BlobStore(abc.ABC):
 
     @abc.abstractmethod
     def entries(self) -> Iterator[BlobEntry]:
-        """Every blob with its age (any order)."""
+        """Every blob with its age (any order); names not shaped as the hub's
+        (:meth:`BlobKey.shaped`) are skipped."""
 
     def sweep(self, min_age_s: float) -> int:
         """Remove the store's own leftovers older than ``min_age_s`` (temp files of

@@ -145,13 +145,17 @@ class ChunkRules(abc.ABC):
     def collect(
         self, team: str, project: str, writer: str, keep: set[str], older_than_ms: int
     ) -> int:
-        """Delete the writer's chunks not in ``keep`` stored before ``older_than_ms``."""
+        """Delete the writer's chunks not in ``keep`` stored before ``older_than_ms``.
+
+        A chunk a kept manifest names is never removed, even if ``keep`` misses it: the
+        caller read ``keep`` before this runs, and a manifest naming an old chunk may
+        have committed since (the rows are re-checked in the deleting transaction)."""
         ids = self.chunk_rows_of_writer(team, project, writer, older_than_ms)
         keys = [BlobKey(team, project, writer, i) for i in ids if i not in keep]
         removed = 0
         for i in range(0, len(keys), _PAGE):
             part = keys[i : i + _PAGE]
-            removed += self._remove(part, stored_before_ms=older_than_ms, unreferenced=False)
+            removed += self._remove(part, stored_before_ms=older_than_ms, unreferenced=True)
         return removed
 
     def expire_unreferenced(self, stored_before_ms: int) -> int:

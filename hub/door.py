@@ -20,7 +20,7 @@ from .config import HubConfig
 from .errors import Refusal
 from .inbox import MAX_JOIN_BYTES, join_request_key
 from .limits import RateLimiter
-from .storage import Storage
+from .storage import QuotaExceeded, Storage
 from .teams import Teams
 
 __all__ = ["Door", "DoorLog", "Refusals"]
@@ -121,10 +121,22 @@ class Door:
         except Rejected as exc:
             raise Refusal(422, exc.reason, f"join request refused: {exc.detail}") from exc
         cap, per_address = self.config.max_pending_requests, self.config.max_pending_per_address
-        seen = self.storage.offer_request(
-            team, kid, body, address, self.clock(),
-            live_after_ms=self.live_after(), max_pending=cap, max_per_address=per_address,
-        )  # fmt: skip
+        try:
+            seen = self.storage.offer_request(
+                team, kid, body, address, self.clock(),
+                live_after_ms=self.live_after(), max_pending=cap, max_per_address=per_address,
+            )  # fmt: skip
+        except QuotaExceeded:  # a stranger learns that, not the team's usage
+            raise self._refuse(
+                team,
+                Refusal(
+                    507,
+                    hubapi.QUOTA_EXCEEDED,
+                    f"team {team} has no room left on this hub for join requests; nothing "
+                    "was stored: ask a team admin to free space or the hub operator for a "
+                    "larger quota, then post it again",
+                ),
+            ) from None
         if seen.stored:
             return
         days = self.config.request_ttl_ms / _DAY_MS

@@ -5,9 +5,10 @@
   digits, handed over as text and parsed by :func:`number` (400 beyond int64,
   never a 500 from a 5000-digit ``int()``).
 - :class:`BodyReader` reads a request body within the route's limit, at a
-  minimum rate, with at most ``max_reads`` bodies read at once: 413 for a body
-  over the limit (at once for a declared ``Content-Length``), 408 for a body
-  that stalls or trickles, 503 ``busy`` with ``Retry-After`` when full.  It runs
+  minimum rate, with at most ``max_reads`` bodies read at once (a quarter of
+  them for one claimed key): 413 for a body over the limit (at once for a
+  declared ``Content-Length``), 408 for a body that stalls or trickles, 503
+  ``busy`` with ``Retry-After`` when full.  It runs
   only after the caller was identified from the headers (see
   :meth:`sealmem.hub.routes.Handlers.gate`).
 - :class:`Edge` (ASGI middleware) turns any unexpected exception into a JSON
@@ -84,6 +85,14 @@ class BodyPolicy:
     grace_s: float = 5.0
     min_rate: int = 16 * 1024
     max_reads: int = 32
+    #: bodies read at once for one claimed key (the gate checks a claim, not yet a
+    #: signature); None: a quarter of ``max_reads``, at least 1
+    max_reads_per_key: int | None = None
+
+    def per_key(self) -> int:
+        if self.max_reads_per_key is not None:
+            return self.max_reads_per_key
+        return max(self.max_reads // 4, 1)
 
 
 class BodyReader:
@@ -92,28 +101,43 @@ class BodyReader:
     def __init__(self, policy: BodyPolicy) -> None:
         self.policy = policy
         self._reading = 0  # one event loop: no lock needed
+        self._by_key: dict[str, int] = {}  # only keys with a read under way: bounded
 
     @property
     def reading(self) -> int:
         """Bodies being read right now."""
         return self._reading
 
-    async def read(self, request: Request, limit: int) -> bytes:
+    async def read(self, request: Request, limit: int, key: str | None = None) -> bytes:
+        """The body; with ``key`` (the key the headers claim), at most
+        :meth:`BodyPolicy.per_key` bodies of that key at once, so that one key (or
+        a stranger naming it) cannot take every reader."""
         declared = _content_length(request.headers)
         if declared is not None and declared > limit:
             raise _too_large(declared, limit)
-        if self._reading >= self.policy.max_reads:
+        mine = self._by_key.get(key, 0) if key is not None else 0
+        key_full = key is not None and mine >= self.policy.per_key()
+        if key_full or self._reading >= self.policy.max_reads:
+            busy = f"{mine} request bodies of this key" if key_full else (
+                f"{self._reading} request bodies"
+            )  # fmt: skip
             raise Refusal(
                 503,
                 hubapi.BUSY,
-                f"the hub is reading {self._reading} request bodies already; retry in a second",
+                f"the hub is reading {busy} already; retry in a second",
                 retry_after=1,
             )
         self._reading += 1
+        if key is not None:
+            self._by_key[key] = mine + 1
         try:
             return await self._read(request.receive, limit)
         finally:
             self._reading -= 1
+            if key is not None:
+                left = self._by_key.pop(key, 1) - 1
+                if left:
+                    self._by_key[key] = left
 
     async def _read(self, receive: Receive, limit: int) -> bytes:
         policy = self.policy

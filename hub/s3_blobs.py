@@ -151,11 +151,11 @@ class S3Blobs(BlobStore):
             for page in pages:
                 now = time.time()
                 for item in page.get("Contents", []):
-                    parts = str(item["Key"])[len(self._prefix) :].split("/")
-                    if len(parts) != 4 or not all(parts):
+                    key = BlobKey.shaped(str(item["Key"])[len(self._prefix) :].split("/"))
+                    if key is None:
                         continue
                     age = max(0.0, now - float(item["LastModified"].timestamp()))
-                    yield BlobEntry(BlobKey(*parts), age)
+                    yield BlobEntry(key, age)
         except StorageError:
             raise
         except Exception as exc:

@@ -201,7 +201,8 @@ class SQLiteStorage(Storage):
                 "VALUES (?, ?, ?, ?, ?)",
                 (team, kid, data, now_ms, address),
             )
-            charge(conn, None, team, TEAM_OWNER, len(data) - (int(old[0]) if old else 0))
+            # anyone may post: like data, a request stops short of the reserve
+            charge(conn, self.quota, team, TEAM_OWNER, len(data) - (int(old[0]) if old else 0))
         oldest_at = now_ms if oldest_at is None else min(oldest_at, now_ms)
         return Admission(True, int(pending) + 1, int(from_address) + 1, oldest_at)
 

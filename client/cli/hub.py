@@ -44,11 +44,13 @@ BlobsOpt = Annotated[
 
 
 def _where(data: Path | None, db: str | None, blobs: str | None) -> str:
+    from ...hub.backends import shown_url  # never print a password
+
     shown = [f"data: {data}"] if data is not None and db is None else []
     if db is not None:
-        shown.append(f"db: {db.split('@')[-1]}")  # never print a password
+        shown.append(f"db: {shown_url(db)}")
     if blobs is not None:
-        shown.append(f"blobs: {blobs.split('@')[-1]}")
+        shown.append(f"blobs: {shown_url(blobs)}")
     return ", ".join(shown)
 
 

@@ -204,3 +204,32 @@ async def test_a_long_poll_cannot_escape_its_cap(
         with anyio.fail_after(10):
             status, code = await _refused(hub, "GET", path, signed(alice, "GET", path))
         assert (status, code) == (400, "bad-request")
+
+
+def test_a_nonce_is_remembered_for_as_long_as_its_request_is_in_the_window(
+    tmp_path: Path,
+) -> None:
+    """A request dated a whole window ahead of the hub clock is accepted, and is still
+    inside the window (dated a whole window behind) two windows later: its nonce must
+    still be remembered then, at the very last millisecond too."""
+    from sealmem.hub.auth import ReplayGuard
+    from sealmem.hub.errors import Refusal
+    from sealmem.hub.sqlite_storage import SQLiteStorage
+
+    window = 300_000
+    storage = SQLiteStorage(tmp_path / "hub")
+    try:
+        guard = ReplayGuard(window, storage)
+        dated = 1_700_000_000_000
+        first = dated - window  # the hub clock when the request first arrives
+        guard.check_time(dated, first)
+        guard.remember("a" * 26, "nonce-1", first)
+        for later in (first + window, dated + window - 1, dated + window):
+            guard.check_time(dated, later)  # still in the window
+            with pytest.raises(Refusal) as caught:
+                guard.remember("a" * 26, "nonce-1", later)
+            assert caught.value.code == "replayed"
+        with pytest.raises(Refusal):
+            guard.check_time(dated, dated + window + 1)  # out of the window from here on
+    finally:
+        storage.close()

@@ -140,3 +140,41 @@ def test_hub_serve_places_its_storage_where_the_urls_say(tmp_path: Path) -> None
     assert db.is_file()
     assert (blobs / TEAM / PROJECT).is_dir()
     assert not (db.parent / "blobs").exists()
+
+
+def test_a_password_in_a_url_query_is_not_repeated() -> None:
+    with pytest.raises(InputError) as caught:
+        open_storage("mysql://db.example/hub?password=hunter2-secret", "file:///tmp/x")
+    assert "hunter2" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "db",
+    [
+        "postgresql://hub:hunter2-secret@127.0.0.1:PORT/hub",
+        "postgresql://hub@127.0.0.1:PORT/hub?password=hunter2-secret",
+    ],
+)
+def test_hub_serve_never_prints_the_database_password(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start banner and the failure both name the database, never its password
+    (they end up in a terminal, a service journal, a CI log)."""
+    run = in_process(capsys, monkeypatch)
+    db = db.replace("PORT", str(free_port()))  # nothing listens: the start fails
+    done = run("hub", "serve", "--db", db, "--blobs", f"file://{tmp_path / 'blobs'}")
+    assert done.code != 0
+    assert "127.0.0.1" in done.err
+    assert "hunter2" not in done.out + done.err
+
+
+def test_a_libpq_key_value_string_is_not_taken_for_a_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--db "host=db password=..."`` is a PostgreSQL connection string, not a path: it
+    is refused by name (without the password), and no directory named after it is made."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="postgresql://") as caught:
+        open_storage("host=127.0.0.1 dbname=hub password=hunter2-secret")
+    assert "hunter2" not in str(caught.value)
+    assert list(tmp_path.iterdir()) == []

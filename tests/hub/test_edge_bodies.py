@@ -265,3 +265,38 @@ def test_stalled_join_posts_do_not_take_the_members_readers(tmp_path: Path) -> N
             for sock in stalled:
                 sock.close()
             w.close()
+
+
+def test_one_key_cannot_take_every_reader(tmp_path: Path) -> None:
+    """The gate checks the key the headers claim, not yet a signature: anyone who knows
+    one member's kid could stall bodies under it.  One key gets a share of the
+    readers (here 1 of 4); the other members' bodies are still read."""
+    config = hub_config(
+        tmp_path / "hub-data", port=free_port(), body_idle_s=30.0, body_grace_s=30.0,
+        max_body_reads=4,
+    )  # fmt: skip
+    with BackgroundHub(config) as hub:
+        homes = tmp_path / "homes"
+        homes.mkdir()
+        w = HubWorld(
+            homes, hub.url, lambda key: HubTransport(hub.url, TEAM, key, operator_token=TOKEN)
+        )
+        w.create()
+        w.join("alice")
+        alice = w.nodes["alice"].key
+        stalled = []
+        try:
+            for seq in range(100, 104):  # a stranger naming alice's kid, no valid signature
+                path = _manifest_path(alice.kid, seq)
+                sock = _connect(hub)
+                sock.sendall(_head(hub, "PUT", path, signed(alice, "PUT", path), 1000) + b"{")
+                stalled.append(sock)
+            _wait_reading(hub, "sealmem_hub_body_reads", 1)
+            status, _, doc = _answer(stalled[-1])
+            assert (status, doc["error"]) == (503, "hub-busy")
+            w.nodes["admin"].remember("read while alice's kid is stalled")
+            assert w.nodes["admin"].sync().pushed_versions == 1
+        finally:
+            for sock in stalled:
+                sock.close()
+            w.close()

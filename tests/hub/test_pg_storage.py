@@ -297,7 +297,7 @@ def test_the_quota_holds_across_replicas(pg_dsn: str, s3_url: str) -> None:
         size = room // 4 + 1  # three fit, the fourth does not
 
         def put(i: int) -> bool:
-            return stores[i % 3].put_chunk(TEAM, "webapp", WRITER, f"c{i}", b"x" * size, 5)
+            return stores[i % 3].put_chunk(TEAM, "webapp", WRITER, f"{i:064x}", b"x" * size, 5)
 
         results = _race(6, put)
         assert sum(r is True for r in results) == 3
@@ -349,13 +349,13 @@ def test_orphans_are_collected_only_past_the_minimum_age(
 ) -> None:
     a, _, _ = replicas
     _register(a)
-    orphan = BlobKey(TEAM, "webapp", WRITER, "orphan")
+    orphan = BlobKey(TEAM, "webapp", WRITER, "0f" * 32)
     a.blobs.put(orphan, b"o")  # a replica died between the blob and its row
-    assert a.put_chunk(TEAM, "webapp", WRITER, "named", b"n", 1)
+    assert a.put_chunk(TEAM, "webapp", WRITER, "0e" * 32, b"n", 1)
     assert a.collect_orphans(600.0) == 0  # young: maybe another replica's put in flight
     assert a.collect_orphans(0.0) == 1
     assert a.blobs.get(orphan) is None
-    assert a.chunk(TEAM, "webapp", WRITER, "named") == b"n"
+    assert a.chunk(TEAM, "webapp", WRITER, "0e" * 32) == b"n"
 
 
 # -- errors -------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ from sealmem.hub.storage import StorageError
 from sealmem.protocol.errors import InputError
 from tests.support.s3 import CREDENTIALS, S3Server
 
-C1 = BlobKey("team-a", "webapp", "w" * 26, "c1")
-C2 = BlobKey("team-a", "webapp", "w" * 26, "c2")
+C1 = BlobKey("team-a", "webapp", "w" * 26, "c1" * 32)
+C2 = BlobKey("team-a", "webapp", "w" * 26, "c2" * 32)
 
 
 def test_put_get_delete_and_list(s3_url: str) -> None:
@@ -24,7 +24,7 @@ def test_put_get_delete_and_list(s3_url: str) -> None:
     blobs.put(C1, b"one")
     blobs.put(C2, b"two")
     assert blobs.get(C1) == b"one"
-    assert blobs.name(C1) == f"hub/team-a/webapp/{'w' * 26}/c1"
+    assert blobs.name(C1) == f"hub/team-a/webapp/{'w' * 26}/{'c1' * 32}"
     entries = list(blobs.entries())
     assert sorted(e.key for e in entries) == [C1, C2]
     assert all(0 <= e.age_s < 3600 for e in entries)

@@ -14,6 +14,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from sealmem.client.team import admin as team_admin
 from sealmem.crypto import SUITE, MemberKey
 from sealmem.hub.app import run_janitor
@@ -171,4 +173,34 @@ def test_the_janitor_runs_by_itself(tmp_path: Path, make_hub: type[Hub]) -> None
     while not hub.storage.missing_chunks(TEAM, PROJECT, alice.key.kid, [cid]):
         assert time.monotonic() < deadline, "the janitor never expired the stray chunk"
         time.sleep(0.05)
+    world.close()
+
+
+def test_the_janitor_outlives_an_unexpected_error(
+    tmp_path: Path, make_hub: type[Hub], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One unexpected error in a janitor pass must not end the janitor for good
+    (chunks would then pile up until the hub restarts)."""
+    config = hub_config(tmp_path / "hub", unreferenced_ttl_s=0.2, janitor_interval_s=0.1)
+    hub = make_hub(config)
+    world = hub.world()
+    alice = world.nodes["alice"]
+    real = hub.storage.expire_unreferenced
+    calls: list[int] = []
+
+    def fails_once(stored_before_ms: int) -> int:
+        calls.append(stored_before_ms)
+        if len(calls) == 1:
+            raise RuntimeError("an unexpected failure in one janitor pass")
+        return real(stored_before_ms)
+
+    monkeypatch.setattr(hub.storage, "expire_unreferenced", fails_once)
+    stray = os.urandom(500)
+    assert hub.put_chunk(alice.key, stray).status_code == 201
+    cid = chunk_id(SUITE, stray)
+    deadline = time.monotonic() + 10
+    while not hub.storage.missing_chunks(TEAM, PROJECT, alice.key.kid, [cid]):
+        assert time.monotonic() < deadline, f"the janitor stopped after {len(calls)} pass(es)"
+        time.sleep(0.05)
+    assert len(calls) >= 2
     world.close()

@@ -171,3 +171,49 @@ def test_a_row_whose_blob_is_gone_is_reported_missing(store: Storage) -> None:
     store.blobs.delete(BlobKey("t1", PROJECT, ALICE, a))
     assert store.chunk("t1", PROJECT, ALICE, a) is None
     assert store.missing_chunks("t1", PROJECT, ALICE, [a]) == [a]  # the writer uploads it again
+
+
+def test_collect_never_removes_a_chunk_a_kept_manifest_names(store: Storage) -> None:
+    """The keep set a collect is given may be stale: a manifest naming an old chunk may
+    commit between the hub reading the kept manifests and the rows going.  The rows
+    must be re-checked against the kept manifests inside the deleting transaction."""
+    team(store, "t1")
+    old = chunk(store, "t1", ALICE, b"old but named again")
+    stray = chunk(store, "t1", ALICE, b"stray")
+    keep_read_before_the_manifest: set[str] = set()
+    manifest(store, "t1", ALICE, 1, [old])  # commits after the keep set was read
+    removed = store.collect("t1", PROJECT, ALICE, keep_read_before_the_manifest, T0 + 1)
+    assert removed == 1
+    assert store.missing_chunks("t1", PROJECT, ALICE, [old, stray]) == [stray]
+    assert store.chunk("t1", PROJECT, ALICE, old) == b"old but named again"
+
+
+def test_join_requests_from_strangers_cannot_take_the_reserve(storage_backend: Backend) -> None:
+    """Join requests are posted by anyone: like chunks, they stop short of the reserve
+    (else strangers fill the team to the brim and the admin cannot publish a revocation)."""
+    store = storage_backend.open(Quota(team_bytes=1000, reserve_bytes=300))
+    team(store, "t1")
+    chunk(store, "t1", ALICE, b"x" * (650 - store.usage("t1")))
+    offer = {"live_after_ms": T0 - 1, "max_pending": 100, "max_per_address": 100}
+    store.offer_request("t1", "d" * 26, b"r" * 40, "192.0.2.1", T0, **offer)  # fits
+    for n in range(5):
+        with pytest.raises(QuotaExceeded):
+            store.offer_request("t1", f"{n}" * 26, b"r" * 100, "192.0.2.1", T0, **offer)
+    assert store.usage("t1") == 690
+    assert [r.kid for r in store.requests("t1")] == ["d" * 26]
+    roster(store, "t1", 2)  # the revocation still fits
+
+
+def test_the_orphan_job_leaves_what_is_not_the_hubs_alone(store: Storage) -> None:
+    """A bucket (or prefix) shared with other data holds keys of four parts that are
+    not chunks: the orphan job must never delete them, whatever their age."""
+    team(store, "t1")
+    foreign = BlobKey("backups", "2026", "01", "dump.sql")
+    store.blobs.put(foreign, b"the operator's backup")
+    orphan = BlobKey("t1", PROJECT, ALICE, cid(b"orphan"))
+    store.blobs.put(orphan, b"orphan")
+    time.sleep(1.2)
+    assert store.collect_orphans(1.0) == 1
+    assert store.blobs.get(foreign) == b"the operator's backup"
+    assert store.blobs.get(orphan) is None
+    assert _blobs(store) == set()
