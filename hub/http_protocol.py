@@ -8,12 +8,19 @@ request's head incomplete and answers 400 (and closes) once they pass
 one read that holds a whole head is parsed).  A read in which a head ends or
 begins is not counted, since where the head starts in it is unknown: what is
 buffered stays under the bound plus one read.
+
+It also bounds the time a head may take: from its first byte, a head must be
+complete within ``HEAD_TIMEOUT_S``, else the connection is closed (uvicorn's
+keep-alive timeout covers only a connection that sends nothing).
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from . import server
 from .server import MAX_HEAD_BYTES
 
 __all__ = ["BoundedHttpTools"]
@@ -25,9 +32,12 @@ class BoundedHttpTools(HttpToolsProtocol):
     _in_head = True  # a connection starts by reading a request head
     _head_bytes = 0
     _heads_done = 0
+    _head_timer: asyncio.TimerHandle | None = None
 
     def data_received(self, data: bytes) -> None:
         was_in_head, heads_done = self._in_head, self._heads_done
+        if was_in_head and self._head_timer is None:
+            self._head_timer = self.loop.call_later(server.HEAD_TIMEOUT_S, self._head_too_slow)
         super().data_received(data)
         if not was_in_head or self._heads_done != heads_done or self.transport.is_closing():
             return  # a head ended in this read: where another one starts in it is unknown
@@ -46,7 +56,23 @@ class BoundedHttpTools(HttpToolsProtocol):
         self._in_head = True  # the next read starts the next request's head
         self._head_bytes = 0
 
+    def _head_too_slow(self) -> None:
+        self._head_timer = None
+        if self._in_head and not self.transport.is_closing():
+            self.logger.warning("Request head unfinished after %ss: closed", server.HEAD_TIMEOUT_S)
+            self.transport.close()
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_head_timer()
+        super().connection_lost(exc)
+
     def on_headers_complete(self) -> None:
+        self._stop_head_timer()
         self._in_head = False
         self._heads_done += 1
         super().on_headers_complete()

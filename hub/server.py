@@ -15,13 +15,23 @@ from ..protocol.errors import SealmemError
 from .app import create_app
 from .config import HubConfig
 
-__all__ = ["KEEP_ALIVE_S", "MAX_HEAD_BYTES", "BackgroundHub", "free_port", "serve"]
+__all__ = [
+    "HEAD_TIMEOUT_S",
+    "KEEP_ALIVE_S",
+    "MAX_HEAD_BYTES",
+    "BackgroundHub",
+    "free_port",
+    "serve",
+]
 
 _GRACEFUL_S = 3
 #: an idle kept-alive connection is closed after this many seconds
 KEEP_ALIVE_S = 5
 #: the request line and headers of one request, at most (both stacks refuse more with 400)
 MAX_HEAD_BYTES = 16 * 1024
+#: a request head begun must be complete within this many seconds (httptools stack: the
+#: connection is closed; a slowloris client cannot hold connections for ever)
+HEAD_TIMEOUT_S = 10.0
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -103,3 +103,35 @@ def test_an_unknown_stack_is_refused_by_name(tmp_path: Path) -> None:
 
 def test_the_default_stack_is_httptools() -> None:
     assert HubConfig(data_dir=Path("unused")).http_stack == "httptools"
+
+
+def test_a_head_that_trickles_is_cut_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slowloris: a head sent a few bytes at a time, never finished, holds no connection
+    past the head timeout (httptools, the default stack; h11 behind Caddy)."""
+    from sealmem.hub import server
+
+    monkeypatch.setattr(server, "HEAD_TIMEOUT_S", 0.5)
+    config = hub_config(tmp_path / "hub-data", port=free_port(), http_stack="httptools")
+    with (
+        BackgroundHub(config) as hub,
+        socket.create_connection((config.host, config.port), timeout=10) as sock,
+    ):
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        closed = False
+        for _ in range(40):  # a header byte every 0.1 s: 4 s if never cut off
+            try:
+                sock.sendall(b"X")
+                time.sleep(0.1)
+            except OSError:
+                closed = True
+                break
+        if not closed:
+            sock.settimeout(2)
+            try:
+                closed = sock.recv(1024) == b""
+            except ConnectionResetError:
+                closed = True
+            except TimeoutError:
+                closed = False  # still open: the head was never cut off
+        assert closed
+        assert hub.url  # the hub itself still serves
