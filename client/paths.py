@@ -15,6 +15,7 @@ from pathlib import Path
 
 import platformdirs
 
+from ..protocol.encoding import KID_RE
 from ..protocol.errors import StoreError
 from ..protocol.record import MEMBER_RE, PROJECT_RE
 from .fsutil import atomic_write
@@ -87,8 +88,10 @@ def local_author(home_dir: Path) -> str:
         ) from exc
     if not isinstance(member, str) or not MEMBER_RE.match(member):
         raise StoreError(f"the identity file {path} holds an invalid member id {member!r}")
-    if member != kid and new_key:
-        # An id from before member keys existed: it was never shared, so the key takes over.
+    if member != kid and new_key and not KID_RE.fullmatch(member):
+        # An id from before member keys existed (not a kid): it was never shared, so the
+        # key takes over.  A kid recorded here was a member key's: a key that went missing
+        # is not replaced silently (the team knows this member by the old one).
         atomic_write(path, (json.dumps({"member_id": kid}, indent=2) + "\n").encode(), mode=0o600)
     elif member != kid:
         raise StoreError(

@@ -91,3 +91,24 @@ def test_outside_git_the_project_is_the_directory_itself(tmp_path: Path) -> None
     (worktree / "src").mkdir(parents=True)
     (worktree / ".git").write_text("gitdir: /elsewhere/.git/worktrees/shop-feature\n")
     assert current_project(worktree / "src") == "shop-feature"  # a worktree's .git file
+
+
+def test_a_missing_member_key_is_not_replaced_silently(tmp_path: Path) -> None:
+    """The identity names a member key's kid; the key file is gone: refusing beats
+    minting a new key, which would leave the team's roster pointing at the lost one."""
+    from sealmem.client.team.identity import member_key_path
+
+    first = local_author(tmp_path)
+    identity = (tmp_path / "identity.json").read_bytes()
+    member_key_path(tmp_path).unlink()
+    with pytest.raises(StoreError, match="Restore the old key"):
+        local_author(tmp_path)
+    assert (tmp_path / "identity.json").read_bytes() == identity
+    assert first.encode() in identity
+
+
+def test_an_id_from_before_member_keys_is_taken_over_by_the_key(tmp_path: Path) -> None:
+    (tmp_path / "identity.json").write_text('{"member_id": "alice.laptop"}')
+    kid = local_author(tmp_path)
+    assert kid != "alice.laptop"
+    assert kid in (tmp_path / "identity.json").read_text()
