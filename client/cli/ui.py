@@ -59,6 +59,7 @@ def ui(
 ) -> None:
     """Look at your and your team's memory in a browser (127.0.0.1 only; Ctrl-C stops)."""
     import socket
+    import warnings
     import webbrowser
 
     import uvicorn
@@ -90,6 +91,9 @@ def ui(
         webbrowser.open(door.as_uri())  # the token stays out of every command line
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
+    # A Ctrl-C that lands before uvicorn starts awaiting its server leaves that coroutine
+    # unawaited: the stop is clean (exit 130), the warning about it is noise.
+    warnings.filterwarnings("ignore", "coroutine 'Server.serve' was never awaited", RuntimeWarning)
     try:
         server.run(sockets=[sock])
     finally:
