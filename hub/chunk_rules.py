@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 
 from .blobstore import BlobEntry, BlobKey, BlobStore
-from .stored import TEAM_OWNER, Quota, QuotaExceeded, ScrubReport
+from .stored import Quota, QuotaExceeded, ScrubReport
 
 __all__ = ["ANY_AGE_MS", "ChunkRules"]
 
@@ -113,14 +113,13 @@ class ChunkRules(abc.ABC):
 
     def _check_room(self, team: str, writer: str, incoming: int) -> None:
         """Refuse before writing a blob that the transaction would refuse anyway."""
-        quota = self.quota
-        used = self.usage(team)
-        if used + incoming > quota.data_limit():
-            raise QuotaExceeded(team, TEAM_OWNER, used, incoming, quota.data_limit())
-        if quota.member_bytes is not None:
-            mine = self.member_usage(team, writer)
-            if mine + incoming > quota.member_bytes:
-                raise QuotaExceeded(team, writer, mine, incoming, quota.member_bytes)
+        self.quota.check(
+            team,
+            writer,
+            incoming,
+            lambda: self.usage(team),
+            lambda: self.member_usage(team, writer),
+        )
 
     def chunk(self, team: str, project: str, writer: str, chunk_id: str) -> bytes | None:
         """The chunk's bytes; a row whose blob is gone is dropped (the writer re-uploads)."""

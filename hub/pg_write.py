@@ -23,7 +23,6 @@ from .storage import (
     KeyringBlob,
     MissingChunks,
     Quota,
-    QuotaExceeded,
     StaleSeq,
     StorageError,
     StoredHead,
@@ -39,6 +38,13 @@ def lock_team(conn: Any, team: str) -> None:
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (int.from_bytes(digest, "big", signed=True),))
 
 
+def _member_bytes(conn: Any, team: str, member: str) -> int:
+    row = conn.execute(
+        "SELECT bytes FROM usage WHERE team = %s AND member = %s", (team, member)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def charge(
     conn: Any,
     quota: Quota | None,
@@ -51,22 +57,19 @@ def charge(
     """Add ``delta`` bytes to (team, member); a growth is checked against ``quota``
     (``control``: a roster or keyring, which may use the reserve).  The caller holds
     the team's lock, so the check and the update are one decision."""
-    if quota is not None and delta > 0:
-        used = int(
-            conn.execute(
-                "SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = %s", (team,)
-            ).fetchone()[0]
+    if quota is not None:
+        quota.check(
+            team,
+            member,
+            delta,
+            lambda: int(
+                conn.execute(
+                    "SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = %s", (team,)
+                ).fetchone()[0]
+            ),
+            lambda: _member_bytes(conn, team, member),
+            control=control,
         )
-        limit = quota.team_bytes if control else quota.data_limit()
-        if used + delta > limit:
-            raise QuotaExceeded(team, TEAM_OWNER, used, delta, limit)
-        if not control and member != TEAM_OWNER and quota.member_bytes is not None:
-            row = conn.execute(
-                "SELECT bytes FROM usage WHERE team = %s AND member = %s", (team, member)
-            ).fetchone()
-            mine = int(row[0]) if row else 0
-            if mine + delta > quota.member_bytes:
-                raise QuotaExceeded(team, member, mine, delta, quota.member_bytes)
     if delta:
         conn.execute(
             "INSERT INTO usage (team, member, bytes) VALUES (%s, %s, %s) "

@@ -15,13 +15,19 @@ from .storage import (
     KeyringBlob,
     MissingChunks,
     Quota,
-    QuotaExceeded,
     StaleSeq,
     StoredHead,
     TeamWrite,
 )
 
 __all__ = ["SQLiteTeamWrite", "charge"]
+
+
+def _member_bytes(conn: sqlite3.Connection, team: str, member: str) -> int:
+    row = conn.execute(
+        "SELECT bytes FROM usage WHERE team = ? AND member = ?", (team, member)
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def charge(
@@ -35,22 +41,19 @@ def charge(
 ) -> None:
     """Add ``delta`` bytes to (team, member); a growth is checked against ``quota``
     (``control``: a roster or keyring, which may use the reserve)."""
-    if quota is not None and delta > 0:
-        used = int(
-            conn.execute(
-                "SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = ?", (team,)
-            ).fetchone()[0]
+    if quota is not None:
+        quota.check(
+            team,
+            member,
+            delta,
+            lambda: int(
+                conn.execute(
+                    "SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = ?", (team,)
+                ).fetchone()[0]
+            ),
+            lambda: _member_bytes(conn, team, member),
+            control=control,
         )
-        limit = quota.team_bytes if control else quota.data_limit()
-        if used + delta > limit:
-            raise QuotaExceeded(team, TEAM_OWNER, used, delta, limit)
-        if not control and member != TEAM_OWNER and quota.member_bytes is not None:
-            row = conn.execute(
-                "SELECT bytes FROM usage WHERE team = ? AND member = ?", (team, member)
-            ).fetchone()
-            mine = int(row[0]) if row else 0
-            if mine + delta > quota.member_bytes:
-                raise QuotaExceeded(team, member, mine, delta, quota.member_bytes)
     if delta:
         conn.execute(
             "INSERT INTO usage (team, member, bytes) VALUES (?, ?, ?) "

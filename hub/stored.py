@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..protocol.errors import SealmemError
@@ -86,6 +86,30 @@ class Quota:
 
     def data_limit(self) -> int:
         return max(self.team_bytes - self.reserve_bytes, 0)
+
+    def check(
+        self,
+        team: str,
+        member: str,
+        delta: int,
+        team_used: Callable[[], int],
+        member_used: Callable[[], int],
+        *,
+        control: bool = False,
+    ) -> None:
+        """Refuse (:class:`QuotaExceeded`) ``delta`` more bytes for (team, member): the
+        one quota rule of every backend.  ``team_used``/``member_used`` read the current
+        usage, called only when a limit applies."""
+        if delta <= 0:
+            return
+        limit = self.team_bytes if control else self.data_limit()
+        used = team_used()
+        if used + delta > limit:
+            raise QuotaExceeded(team, TEAM_OWNER, used, delta, limit)
+        if not control and member != TEAM_OWNER and self.member_bytes is not None:
+            mine = member_used()
+            if mine + delta > self.member_bytes:
+                raise QuotaExceeded(team, member, mine, delta, self.member_bytes)
 
 
 @dataclass(frozen=True, slots=True)
