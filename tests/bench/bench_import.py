@@ -30,32 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-WORDS = [
-    "deploy",
-    "cache",
-    "schema",
-    "index",
-    "retry",
-    "queue",
-    "worker",
-    "token",
-    "vendor",
-    "build",
-    "release",
-    "migration",
-    "latency",
-    "budget",
-    "alert",
-    "rollback",
-    "feature",
-    "flag",
-    "shard",
-    "replica",
-    "backup",
-    "vault",
-    "proxy",
-    "gateway",
-]
+from vocab import WORDS  # noqa: E402 - tests/bench is on sys.path when run as a script
 
 
 def write_export(path: Path, n: int) -> None:

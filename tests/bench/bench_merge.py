@@ -46,32 +46,7 @@ from sealmem.protocol.record import Record, new_memory_id
 
 NOW = time.time_ns() // 1_000_000
 PULLED = Provenance("folder", "alice", "alice", True, NOW, 1)
-WORDS = [
-    "deploy",
-    "cache",
-    "schema",
-    "index",
-    "retry",
-    "queue",
-    "worker",
-    "token",
-    "vendor",
-    "build",
-    "release",
-    "migration",
-    "latency",
-    "budget",
-    "alert",
-    "rollback",
-    "feature",
-    "flag",
-    "shard",
-    "replica",
-    "backup",
-    "vault",
-    "proxy",
-    "gateway",
-]
+from vocab import WORDS  # noqa: E402 - tests/bench is on sys.path when run as a script
 
 
 def versions(n: int, wall: int) -> list[Record]:

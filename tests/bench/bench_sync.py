@@ -35,32 +35,7 @@ from sealmem.client.team.invite import read_invite
 from sealmem.client.team.session import Team, join_team, now_ms
 
 PROJECT = "webapp"
-WORDS = [
-    "deploy",
-    "cache",
-    "schema",
-    "index",
-    "retry",
-    "queue",
-    "worker",
-    "token",
-    "vendor",
-    "build",
-    "release",
-    "migration",
-    "latency",
-    "budget",
-    "alert",
-    "rollback",
-    "feature",
-    "flag",
-    "shard",
-    "replica",
-    "backup",
-    "vault",
-    "proxy",
-    "gateway",
-]
+from vocab import WORDS  # noqa: E402 - tests/bench is on sys.path when run as a script
 
 
 class Counting(Transport):
