@@ -18,7 +18,7 @@ from .team import open_team, passphrase_for
 
 __all__ = ["register"]
 
-admin_app = typer.Typer(help="Team administration: members, grants, keys.")
+admin_app = typer.Typer(rich_markup_mode=None, help="Team administration: members, grants, keys.")
 
 ProjectsOpt = Annotated[
     list[str] | None,

@@ -24,7 +24,8 @@ __all__ = ["register"]
 
 
 captured_app = typer.Typer(
-    help="Review captured memories: private until accepted, then shared with the team."
+    rich_markup_mode=None,
+    help="Review captured memories: private until accepted, then shared with the team.",
 )
 
 IdsArg = Annotated[

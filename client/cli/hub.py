@@ -17,7 +17,9 @@ from .memory import JsonOpt
 
 __all__ = ["register"]
 
-hub_app = typer.Typer(help="Run the blind relay hub (it stores ciphertext it cannot read).")
+hub_app = typer.Typer(
+    rich_markup_mode=None, help="Run the blind relay hub (it stores ciphertext it cannot read)."
+)
 
 DataOpt = Annotated[
     Path | None,

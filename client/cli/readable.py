@@ -1,5 +1,8 @@
 """Help that reads like a man page: ``--kind KIND``, ``TEXT``, flags with no type.
 
+(The same walk over the command tree also gives each parameter of a simple type
+the plain converter of :mod:`.coerce`, which spares a command pydantic.)
+
 typer shows each parameter's Python type (``<str>``, ``<list[str]>``, and
 ``<bool>`` beside every flag).  :class:`ReadableGroup` is the top command group;
 when typer builds the command tree it gives each parameter that has no
@@ -11,11 +14,14 @@ already names the values.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import typer
 from typer.core import TyperArgument, TyperGroup, TyperOption
+
+from . import coerce
 
 __all__ = ["ReadableGroup", "metavar_for"]
 
@@ -50,6 +56,7 @@ def _commands(command: Any) -> Iterator[Any]:
 
 def _readable_params(params: Iterable[Any]) -> None:
     for param in params:
+        coerce.install(param)
         metavar = metavar_for(param)
         if metavar is not None:
             param.metavar = metavar
@@ -57,7 +64,20 @@ def _readable_params(params: Iterable[Any]) -> None:
             param.display_type_rich = _no_type  # type: ignore[method-assign]
 
 
+def _summary(command: Any) -> None:
+    """The whole first paragraph of a command's help as its line in the command list.
+
+    click would cut it to the room left on an 80-column line ("print where..."); its
+    list wraps a long line instead, so nothing is lost.
+    """
+    if command.short_help or not command.help:
+        return
+    paragraph = inspect.cleandoc(command.help).split("\n\n", 1)[0]
+    command.short_help = " ".join(paragraph.split())
+
+
 def _readable(command: Any) -> None:
+    _summary(command)
     _readable_params(command.params)
     help_option = command.get_help_option(typer.Context(command))
     if help_option is not None:

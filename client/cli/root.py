@@ -25,6 +25,7 @@ from .readable import ReadableGroup
 __all__ = ["app", "main"]
 
 app = typer.Typer(
+    rich_markup_mode=None,
     name="sealmem",
     cls=ReadableGroup,
     help="Signed, end-to-end encrypted team memory for coding agents.",

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["open_team", "parse_duration", "passphrase_for", "register"]
 
-team_app = typer.Typer(help="Create or join a team and see its members and your access.")
+team_app = typer.Typer(
+    rich_markup_mode=None, help="Create or join a team and see its members and your access."
+)
 
 
 @contextmanager

@@ -49,8 +49,8 @@ def test_help_shows_readable_metavars(cli: CLI, command: list[str]) -> None:
 def test_help_names_option_values(cli: CLI) -> None:
     out = cli("remember", "--help").out
     assert re.search(r"--kind\s+KIND\b", out)
-    assert re.search(r"--keyword\s+-k\s+KEYWORD\b", out)
-    assert re.search(r"--project\s+-p\s+PROJECT\b", out)
+    assert re.search(r"-k, --keyword\s+KEYWORD\b", out)
+    assert re.search(r"-p, --project\s+PROJECT\b", out)
 
 
 def test_status_is_a_readable_view_and_json_is_unchanged(cli: CLI, home: Path) -> None:

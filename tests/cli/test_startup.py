@@ -98,3 +98,22 @@ def test_the_app_is_still_reachable_from_the_cli_package() -> None:
 
     assert isinstance(app, typer.Typer)
     assert app is sealmem.client.cli.root.app
+
+
+NOT_IN_A_LIGHT_COMMAND = ("pydantic", "rich", "httpx", "starlette", "uvicorn", "mcp")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args", [["list"], ["recall", "pytest", "-n", "3"], ["--help"], ["recall", "--help"]]
+)
+def test_light_commands_import_neither_pydantic_nor_rich(
+    home: Path, sealmem: Callable[..., Run], args: list[str]
+) -> None:
+    # typer would convert every option through pydantic and draw help with rich: about
+    # 90 + 150 ms of CPU before the command does anything (bench_startup.py).
+    assert sealmem("remember", "run the pytest suite with pytest -q", "--kind", "fact").code == 0
+    modules, out = _imported([str(SEALMEM), *args], "", home)
+    assert out.strip()
+    heavy = sorted(m for m in modules if m.split(".")[0] in NOT_IN_A_LIGHT_COMMAND)
+    assert heavy == []

@@ -1,0 +1,140 @@
+"""Plain conversion of the CLI's simple parameter types, without pydantic.
+
+typer 0.29 converts every parameter value through a pydantic ``TypeAdapter``;
+importing pydantic and building the adapters is about 90 ms of CPU, more than a
+light command such as ``sealmem list`` spends on its own work.  Every parameter
+of this CLI is a ``str``, ``int``, ``float``, ``bool``, ``Path`` or a list of
+``str``/``Path``: :func:`install` gives each such parameter a converter written
+here, with pydantic's wording for a bad value, so pydantic is never imported.
+A parameter of any other type keeps typer's converter.
+
+This uses typer's ``RuntimeParam`` seam (``typer._coercion``; the project pins
+typer to 0.29.x).  Should that seam move, :func:`install` leaves every parameter
+to typer, which converts the same values, only more slowly:
+``tests/cli/test_startup.py`` then fails on pydantic being imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["install"]
+
+_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
+_FALSE = frozenset({"0", "false", "f", "no", "n", "off"})
+
+try:
+    from typer._click.exceptions import BadParameter
+    from typer._coercion import RuntimeParam
+    from typer._param_types import coerce_cli_path
+except ImportError:  # pragma: no cover - another typer: keep its converters
+    RuntimeParam = None  # type: ignore[assignment,misc]
+
+
+def _bounded(value: float, info: Any) -> None:
+    if info.min is not None and value < info.min:
+        raise ValueError(f"Input should be greater than or equal to {info.min}")
+    if info.max is not None and value > info.max:
+        raise ValueError(f"Input should be less than or equal to {info.max}")
+
+
+def _int(text: Any, info: Any) -> int:
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise ValueError("Input should be a valid integer")
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(
+            "Input should be a valid integer, unable to parse string as an integer"
+        ) from None
+    _bounded(value, info)
+    return value
+
+
+def _float(text: Any, info: Any) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValueError(
+            "Input should be a valid number, unable to parse string as a number"
+        ) from None
+    if value != value:  # NaN: no bound holds for it
+        raise ValueError("Input should be a finite number")
+    _bounded(value, info)
+    return value
+
+
+def _bool(value: Any, info: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    raise ValueError("Input should be a valid boolean, unable to interpret input")
+
+
+def _str(value: Any, info: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+_LEAVES: dict[Any, Any] = {str: _str, int: _int, float: _float, bool: _bool, Path: None}
+
+
+def _leaf_of(annotation: Any) -> Any:
+    """The leaf type of ``T`` or ``list[T]`` when this module converts it, else None."""
+    if annotation in _LEAVES:
+        return annotation
+    if getattr(annotation, "__origin__", None) is list:
+        (item,) = getattr(annotation, "__args__", (None,))
+        return item if item in (str, Path) else None
+    return None
+
+
+if RuntimeParam is not None:
+
+    @dataclass(frozen=True)
+    class _Plain(RuntimeParam):
+        leaf: Any
+
+        def _convert(self, value: Any, param: Any, ctx: Any) -> Any:
+            if self.leaf is Path:
+                # typer's own path checks (exists, dir_okay, ...), with str as the type:
+                # the one step of them that goes through pydantic is str -> Path.
+                checked = coerce_cli_path(
+                    value, self.parameter_info, path_type=str, param=param, ctx=ctx
+                )
+                if isinstance(checked, bytes):  # not with path_type=str; kept for the type
+                    checked = checked.decode()
+                return checked if isinstance(checked, Path) else Path(checked)
+            try:
+                return _LEAVES[self.leaf](value, self.parameter_info)
+            except ValueError as exc:
+                raise BadParameter(str(exc), ctx=ctx, param=param) from None
+
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            if self.leaf is not self.annotation:  # list[T]
+                items = value if isinstance(value, (list, tuple)) else [value]
+                return [self._convert(item, param, ctx) for item in items]
+            return self._convert(value, param, ctx)
+
+
+def install(param: Any) -> None:
+    """Give ``param`` this module's converter when its type is one of the simple ones."""
+    if RuntimeParam is None:
+        return
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is None or not hasattr(param, "_runtime_param"):
+        return
+    if descriptor.file_annotation is not None or descriptor.is_choice:
+        return
+    info = descriptor.parameter_info
+    if info.parser is not None or getattr(info, "click_type", None) is not None:
+        return
+    leaf = _leaf_of(descriptor.annotation)
+    if leaf is None:
+        return
+    param._runtime_param = _Plain(parameter_info=info, annotation=descriptor.annotation, leaf=leaf)

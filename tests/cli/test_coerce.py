@@ -1,0 +1,93 @@
+"""The CLI's own converter for simple option types: same values, same refusals as typer's."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from sealmem.client.cli import coerce
+from sealmem.client.cli.readable import ReadableGroup
+from sealmem.client.cli.root import app
+
+
+def _params() -> list[object]:
+    out: list[object] = []
+
+    def walk(command: object) -> None:
+        out.extend(getattr(command, "params", []))
+        for sub in getattr(command, "commands", {}).values():
+            walk(sub)
+
+    root = typer.main.get_command(app)
+    walk(root)
+    out.extend(root.get_params(typer.Context(root)))  # --version and the completion flags
+    return out
+
+
+def test_every_parameter_of_the_cli_gets_the_plain_converter() -> None:
+    params = _params()
+    assert params
+    typer_s = [p for p in params if not isinstance(p._runtime_param, coerce._Plain)]  # type: ignore[attr-defined]
+    assert [getattr(p, "name", p) for p in typer_s] == []
+
+
+def _tool() -> typer.Typer:
+    tool = typer.Typer(cls=ReadableGroup, rich_markup_mode=None)
+
+    @tool.command()
+    def run(
+        n: Annotated[int, typer.Option("--n", min=1, max=9)] = 1,
+        x: Annotated[float, typer.Option("--x")] = 0.5,
+        flag: Annotated[bool, typer.Option("--flag")] = False,
+        word: Annotated[list[str] | None, typer.Option("--word")] = None,
+        where: Annotated[Path, typer.Option("--where", exists=True)] = Path("."),
+        many: Annotated[list[Path] | None, typer.Option("--many")] = None,
+    ) -> None:
+        typer.echo(repr((n, x, flag, word or [], where, many or [])))
+
+    @tool.command()
+    def other() -> None:
+        pass
+
+    return tool
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (
+            ["--n", "3", "--x", "2.5", "--flag", "--word", "a", "--word", "b"],
+            "(3, 2.5, True, ['a', 'b']",
+        ),
+        (["--many", "p", "--many", "q"], "[PosixPath('p'), PosixPath('q')]"),
+        ([], "(1, 0.5, False, [], PosixPath('.'), [])"),
+    ],
+)
+def test_values_convert_as_typer_converts_them(args: list[str], shown: str) -> None:
+    done = CliRunner().invoke(_tool(), ["run", *args])
+    assert done.exit_code == 0, done.output
+    assert shown in done.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--n", "0"], "Input should be greater than or equal to 1"),
+        (["--n", "10"], "Input should be less than or equal to 9"),
+        (["--n", "two"], "Input should be a valid integer, unable to parse string as an integer"),
+        (["--n", "2.5"], "Input should be a valid integer, unable to parse string as an integer"),
+        (["--x", "half"], "Input should be a valid number, unable to parse string as a number"),
+        (["--x", "nan"], "Input should be a finite number"),
+        (["--where", "/no/such/dir"], "does not exist"),
+    ],
+)
+def test_bad_values_are_refused_with_typers_words(args: list[str], message: str) -> None:
+    done = CliRunner().invoke(_tool(), ["run", *args])
+    assert done.exit_code == 2
+    words = re.sub("[\u2500-\u257f]", " ", done.output).split()  # typer may draw a box
+    assert message in " ".join(words)
