@@ -45,6 +45,7 @@ __all__ = [
     "journal_path",
     "mark",
     "measure",
+    "put",
     "read",
     "record",
     "refusal",
@@ -194,6 +195,12 @@ def record(conn: sqlite3.Connection, store: Path) -> None:
         _tally, damage = read(store)
         if damage is None:
             _write(store, measure(conn), None)
+
+
+def put(store: Path, tally: Tally, damage: Damage | None) -> None:
+    """Write the sidecar as given (to put back one read before); never raises."""
+    with contextlib.suppress(OSError):
+        _write(store, tally, damage)
 
 
 def mark(store: Path, tally: Tally, why: str) -> Damage:
