@@ -112,9 +112,9 @@ def replaced(conn: sqlite3.Connection) -> bool:
 
 def _replaced_error(path: Path) -> StoreReplacedError:
     return StoreReplacedError(
-        f"the store {path} was replaced by another file (by 'sealmem recover' or a restore) "
-        "while this process had it open; nothing was written. Run the command again (an "
-        "MCP server reopens the store by itself at its next call)"
+        f"the store {path} was replaced or moved (by 'sealmem recover', a restore, or by "
+        "hand) while this process had it open; nothing was written. Run the command again "
+        "(an MCP server reopens the store by itself at its next call)"
     )
 
 

@@ -98,7 +98,7 @@ def test_a_connection_to_the_replaced_file_refuses_writes(
         held.remember("kept", project="webshop")
         result = recover(path, now_ms=1_800_000_000_000)
         assert result.damaged is not None
-        with pytest.raises(StoreReplacedError, match="replaced by another file") as caught:
+        with pytest.raises(StoreReplacedError, match="was replaced or moved") as caught:
             held.remember("would be lost", project="webshop")
         assert "sealmem recover" in str(caught.value)
         assert isinstance(caught.value, StoreError)
