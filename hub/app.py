@@ -39,7 +39,7 @@ from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from .auth import Authenticator, ReplayGuard
 from .backends import open_storage
 from .config import HubConfig
-from .edge import BodyPolicy, BodyReader, Edge, route_path
+from .edge import BodyPolicy, BodyReader, Edge, MetricsDoor, PollSlots, route_path
 from .errors import Refusal
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
 from .routes import Ctx, Handler, Handlers
@@ -138,6 +138,8 @@ def create_app(
 
     # signed bodies and unsigned join requests have readers of their own
     readers = {True: reader(config.max_body_reads), False: reader(config.max_join_reads)}
+    polls = PollSlots(config.max_polls_per_member)
+    metrics_door = MetricsDoor(config.metrics_token)
 
     def wrap(
         handler: Handler, limit: int = 0, *, signed: bool = True, registering: bool = False
@@ -152,7 +154,8 @@ def create_app(
                 if limit:
                     if signed:
                         await run_in_threadpool(handlers.gate, ctx, registering=registering)
-                    claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else None
+                    # unsigned join requests: at most a quarter of their readers per address
+                    claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else ctx.client
                     ctx.body = await bodies.read(request, limit, claimed)
                 return await run_in_threadpool(handler, ctx)
             finally:
@@ -164,6 +167,7 @@ def create_app(
 
     async def changes(request: Request) -> Response:
         ctx = _context(request, b"")
+        held: str | None = None  # the member whose long-poll slot this request holds
         try:
             wait = _seconds(request.query_params.get(hubapi.QUERY_WAIT, "0"))
             if not math.isfinite(wait):
@@ -171,6 +175,7 @@ def create_app(
             wait = min(wait, config.long_poll_max_s)
             deadline = time.monotonic() + max(wait, 0.0)
             team, caller, since = await run_in_threadpool(handlers.changes_caller, ctx)
+            held = polls.take(caller.kid) if wait > 0 else None
             while True:
                 event = feed.event(team)
                 doc = await run_in_threadpool(handlers.changes, team, caller, since)
@@ -179,6 +184,7 @@ def create_app(
                     return JSONResponse(doc)
                 await feed.wait(event, remaining)
         finally:
+            polls.give(held)
             request.scope["sealmem.kid"] = ctx.kid
 
     async def healthz(request: Request) -> Response:
@@ -196,6 +202,7 @@ def create_app(
     metrics.gauges(gauges)
 
     async def metrics_text(request: Request) -> Response:
+        metrics_door.check(request.headers)
         text = await run_in_threadpool(metrics.render)
         return Response(text, media_type=CONTENT_TYPE)
 

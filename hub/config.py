@@ -18,9 +18,18 @@ from ..protocol.roster import TEAM_RE
 from ..protocol.verify import MAX_ROSTER_BYTES
 from .stored import Quota
 
-__all__ = ["BLOBS_ENV", "DB_ENV", "HTTP_STACKS", "MIN_ORPHAN_AGE_S", "TOKEN_ENV", "HubConfig"]
+__all__ = [
+    "BLOBS_ENV",
+    "DB_ENV",
+    "HTTP_STACKS",
+    "METRICS_TOKEN_ENV",
+    "MIN_ORPHAN_AGE_S",
+    "TOKEN_ENV",
+    "HubConfig",
+]
 
 TOKEN_ENV = "SEALMEM_HUB_OPERATOR_TOKEN"  # noqa: S105 - the variable's name, not a token
+METRICS_TOKEN_ENV = "SEALMEM_HUB_METRICS_TOKEN"  # noqa: S105 - the variable's name
 DB_ENV = "SEALMEM_HUB_DB"
 BLOBS_ENV = "SEALMEM_HUB_BLOBS"
 #: the least age (s) at which a blob no row names may be collected: a put in flight on
@@ -76,6 +85,10 @@ class HubConfig:
     #: a signed request must be dated within this many ms of the hub clock
     replay_window_ms: int = 5 * 60 * 1000
     long_poll_max_s: float = 30.0
+    #: long polls (GET changes that wait) one member holds at once; more get 429
+    max_polls_per_member: int = 4
+    #: /metrics answers only ``Authorization: Bearer <this>``; None: /metrics is off (404)
+    metrics_token: str | None = field(default=None, repr=False)
     manifests_kept: int = 3
     #: orphan blobs (written but never committed) younger than this are left alone
     orphan_min_age_s: float = 3600.0
@@ -97,12 +110,13 @@ class HubConfig:
     http_stack: str = "httptools"
 
     def __post_init__(self) -> None:
-        if self.operator_token is not None and len(self.operator_token) < _MIN_TOKEN:
-            raise InputError(
-                f"the operator token is {len(self.operator_token)} characters; use at least "
-                f"{_MIN_TOKEN} random ones (e.g. 'python -c \"import secrets; "
-                "print(secrets.token_urlsafe(32))\"')"
-            )
+        for what, token in (("operator", self.operator_token), ("metrics", self.metrics_token)):
+            if token is not None and len(token) < _MIN_TOKEN:
+                raise InputError(
+                    f"the {what} token is {len(token)} characters; use at least "
+                    f"{_MIN_TOKEN} random ones (e.g. 'python -c \"import secrets; "
+                    "print(secrets.token_urlsafe(32))\"')"
+                )
         positive = {
             "join_rate_per_min": self.join_rate_per_min,
             "join_burst": self.join_burst,
@@ -118,6 +132,7 @@ class HubConfig:
             "body_min_rate": self.body_min_rate,
             "max_body_reads": self.max_body_reads,
             "max_join_reads": self.max_join_reads,
+            "max_polls_per_member": self.max_polls_per_member,
             "max_connections": self.max_connections,
         }
         for name, value in positive.items():

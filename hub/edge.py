@@ -11,6 +11,13 @@
   ``busy`` with ``Retry-After`` when full.  It runs
   only after the caller was identified from the headers (see
   :meth:`sealmem.hub.routes.Handlers.gate`).
+- :class:`PollSlots` caps the long polls (``GET .../changes`` that wait) one
+  member holds at once: the next is refused 429 ``rate-limited`` with
+  ``Retry-After``, so that one member (or one stolen key) cannot hold every
+  connection the hub serves.
+- :class:`MetricsDoor` keeps ``/metrics`` closed unless the operator set a
+  metrics token: 404 without one, 401 unless ``Authorization: Bearer TOKEN``
+  (storage counts and request rates are nobody else's business).
 - :class:`Edge` (ASGI middleware) turns any unexpected exception into a JSON
   500 ``internal`` without a traceback (logged on the hub, with the route
   template only: no body, no query, no headers), and closes the connection
@@ -20,6 +27,7 @@
 
 from __future__ import annotations
 
+import hmac
 import logging
 import time
 from collections.abc import Mapping
@@ -36,7 +44,15 @@ from ..protocol import hubapi
 from ..protocol.errors import InputError
 from .errors import Refusal
 
-__all__ = ["BodyPolicy", "BodyReader", "Edge", "number", "route_path"]
+__all__ = [
+    "BodyPolicy",
+    "BodyReader",
+    "Edge",
+    "MetricsDoor",
+    "PollSlots",
+    "number",
+    "route_path",
+]
 
 log = logging.getLogger("sealmem.hub")
 
@@ -169,6 +185,66 @@ class BodyReader:
             parts.append(part)
             if not message.get("more_body", False):
                 return b"".join(parts)
+
+
+class PollSlots:
+    """Long polls under way, per member: at most ``per_member`` at once."""
+
+    def __init__(self, per_member: int, retry_after: int = 5) -> None:
+        self.per_member = per_member
+        self.retry_after = retry_after
+        self._held: dict[str, int] = {}  # only members with a poll under way: bounded
+
+    def held(self, key: str) -> int:
+        return self._held.get(key, 0)
+
+    def take(self, key: str) -> str:
+        """One slot of ``key`` (give it back with :meth:`give`); 429 ``rate-limited``
+        when all are held."""
+        mine = self._held.get(key, 0)
+        if mine >= self.per_member:
+            raise Refusal(
+                429,
+                hubapi.RATE_LIMITED,
+                f"this member already waits for changes on {mine} requests, the most the "
+                f"hub allows at once ({self.per_member}); retry when one of them answers",
+                retry_after=self.retry_after,
+            )
+        self._held[key] = mine + 1
+        return key
+
+    def give(self, key: str | None) -> None:
+        """Give back a slot :meth:`take` returned (None: no slot was taken)."""
+        if key is None:
+            return
+        left = self._held.pop(key, 1) - 1
+        if left:
+            self._held[key] = left
+
+
+class MetricsDoor:
+    """Who may read ``/metrics``: nobody without a token, else only its bearer."""
+
+    def __init__(self, token: str | None) -> None:
+        self._token = None if token is None else token.encode()
+
+    def check(self, headers: Mapping[str, str]) -> None:
+        if self._token is None:
+            raise Refusal(
+                404,
+                hubapi.NOT_FOUND,
+                "metrics are off on this hub; its operator turns them on with "
+                "'sealmem hub serve --metrics-token' (or SEALMEM_HUB_METRICS_TOKEN)",
+            )
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        presented = given.strip().encode("latin-1", "replace")  # the bytes sent
+        if scheme.lower() != "bearer" or not hmac.compare_digest(presented, self._token):
+            raise Refusal(
+                401,
+                hubapi.BAD_AUTH_HEADER,
+                "metrics need 'Authorization: Bearer <the hub's metrics token>' "
+                "(Prometheus: authorization.credentials_file)",
+            )
 
 
 def _content_length(headers: Mapping[str, str]) -> int | None:

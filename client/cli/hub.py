@@ -84,8 +84,19 @@ def serve(
             help="HTTP stack: httptools (with uvloop, the fast default) or h11 (pure Python).",
         ),
     ] = "httptools",
+    metrics_token: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics-token",
+            envvar="SEALMEM_HUB_METRICS_TOKEN",
+            help="Serve /metrics to 'Authorization: Bearer TOKEN' only (default: /metrics "
+            "is off; prefer the env var).",
+            show_envvar=True,
+        ),
+    ] = None,
 ) -> None:
-    """Serve the hub API under /v1 (plus /healthz and /metrics) until interrupted."""
+    """Serve the hub API under /v1 (plus /healthz, and /metrics with --metrics-token)
+    until interrupted."""
     from ...hub.config import HubConfig
     from ...hub.server import serve as run
 
@@ -99,6 +110,7 @@ def serve(
         allow_teams=frozenset(allow_team or ()),
         team_quota_bytes=team_quota_mb * 1024 * 1024,
         http_stack=http,
+        metrics_token=metrics_token,
     )
     if not config.registration_open:
         output.say(

@@ -6,7 +6,8 @@ a ``startup_context`` prompt and the ``sealmem://startup-context`` resource.
 Every handler is ``async`` so that it runs on the event-loop thread: the store's
 SQLite connection is confined to the thread that opened it, and the SDK would
 run plain functions on anyio worker threads.  The store opens on the first call
-and closes when the session ends.  Expected failures (unknown id, oversize
+and closes when the session ends; it opens again when ``sealmem recover``
+replaced the file.  Expected failures (unknown id, oversize
 input, empty query, missing reason) come back as tool errors (``isError``);
 the server keeps serving.
 """
@@ -27,6 +28,7 @@ from pydantic import BeforeValidator, Field, ValidationError
 from ...protocol.errors import SealmemError
 from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
 from ..store.api import MAX_K
+from ..store.connection import replaced
 from ..team.local_only import stays_local
 from ..team.names import member_names
 from ..team.session import sync_health
@@ -106,6 +108,11 @@ class MemoryTools:
         self.origin = f"mcp:{uuid.uuid4().hex[:12]}"
 
     def store(self) -> MemoryStore:
+        """The store, opened on first use; opened again when the file at its path is
+        another one (``sealmem recover`` put a salvaged store there): writing on into
+        the old file would lose every memory written from then on."""
+        if self._store is not None and replaced(self._store.connection):
+            self.close()
         if self._store is None:
             self._store = self._opener()
         return self._store

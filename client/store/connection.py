@@ -43,6 +43,7 @@ __all__ = [
     "MigrationNeededError",
     "StoreConnection",
     "StoreLockedError",
+    "StoreReplacedError",
     "check_file",
     "connect",
     "connect_readonly",
@@ -50,6 +51,7 @@ __all__ = [
     "get_meta",
     "migrate",
     "read_text",
+    "replaced",
     "schema_version",
     "set_meta",
     "sqlite_errors",
@@ -77,13 +79,43 @@ class MigrationNeededError(StoreError):
     """A read-only open found a store whose schema is older than this sealmem's."""
 
 
+class StoreReplacedError(StoreError):
+    """The store file this connection opened is no longer at its path (``sealmem
+    recover`` or a restore put another there): a write would be lost with the old file."""
+
+
 class StoreConnection(sqlite3.Connection):
     """A writable store's connection (:func:`connect`): where its write journal lives
-    (:mod:`sealmem.client.store.journal`), and why writes are refused when the store is
-    known to be damaged (:func:`transaction` raises :class:`DamagedStoreError`)."""
+    (:mod:`sealmem.client.store.journal`), which file it opened (device, inode), and
+    why writes are refused when the store is known to be damaged or was replaced
+    (:func:`transaction` raises :class:`DamagedStoreError`, :class:`StoreReplacedError`)."""
 
     store_path: Path | None = None
     refusal: str | None = None
+    identity: tuple[int, int] | None = None
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def replaced(conn: sqlite3.Connection) -> bool:
+    """Whether the file at the store's path is no longer the one ``conn`` opened."""
+    if not isinstance(conn, StoreConnection) or conn.store_path is None:
+        return False
+    return conn.identity is not None and _identity(conn.store_path) != conn.identity
+
+
+def _replaced_error(path: Path) -> StoreReplacedError:
+    return StoreReplacedError(
+        f"the store {path} was replaced or moved (by 'sealmem recover', a restore, or by "
+        "hand) while this process had it open; nothing was written. Run the command again "
+        "(an MCP server reopens the store by itself at its next call)"
+    )
 
 
 def _damaged(path: Path | str, what: str) -> DamagedStoreError:
@@ -301,6 +333,7 @@ def connect(
 
 
 def _attach_journal(conn: StoreConnection, path: Path) -> None:
+    conn.identity = _identity(path)
     damage = journal.inspect(conn, path, adopt=True)
     conn.store_path = path
     if damage is not None:
@@ -433,6 +466,19 @@ def _statements(sql: str) -> Iterator[str]:
         raise StoreError(f"migration SQL ends with an incomplete statement: {buffer.strip()!r}")
 
 
+def _check_writable(conn: sqlite3.Connection, *, fresh: bool = False) -> None:
+    """Refuse a write to a replaced store, or one marked damaged (``fresh``: read the
+    mark again, another process may have set it)."""
+    if not isinstance(conn, StoreConnection) or conn.store_path is None:
+        return
+    if replaced(conn):
+        raise _replaced_error(conn.store_path)
+    if conn.refusal is None and fresh:
+        conn.refusal = journal.refusal(conn.store_path)
+    if conn.refusal is not None:
+        raise DamagedStoreError(conn.refusal)
+
+
 @contextlib.contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """A write transaction: ``BEGIN IMMEDIATE`` (a savepoint when already inside one).
@@ -450,15 +496,13 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             raise
         conn.execute(f"RELEASE {name}")
         return
-    journal_of = None
-    if isinstance(conn, StoreConnection):
-        journal_of = conn.store_path
-        if conn.refusal is None and journal_of is not None:
-            conn.refusal = journal.refusal(journal_of)  # marked meanwhile by another process
-        if conn.refusal is not None:
-            raise DamagedStoreError(conn.refusal)
+    journal_of = conn.store_path if isinstance(conn, StoreConnection) else None
+    _check_writable(conn)
     conn.execute("BEGIN IMMEDIATE")
     try:
+        # Again under the write lock: 'sealmem recover' marks the store and then takes
+        # the lock once, so every write after that sees its mark, then its new file.
+        _check_writable(conn, fresh=True)
         yield conn
         if journal_of is not None:
             journal.count_commit(conn)

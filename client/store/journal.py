@@ -9,10 +9,19 @@ to a sidecar file, ``store.db.counts.json``.  A store whose ``commits`` is
 *below* the sidecar's lost committed writes: only damage (a bad WAL, a file
 copied back from an older backup) takes a counter back.
 
+The store runs ``synchronous = NORMAL``: a commit reaches the disk only at the
+next sync of the WAL, and a power cut may take the last commits back (SQLite
+then drops their frames, as it drops a damaged one).  So the sidecar is written
+only *after* the WAL holding the counted commit was fsynced, and says so
+(``"durable": true``): it never counts a write that a power cut can take back.
+The sidecar itself is not fsynced: one that comes back older only makes the
+store look newer.  A sidecar without the flag (written by a sealmem before
+this rule, possibly durable before the WAL frames it counts) may run one
+commit ahead of a healthy store: for it a lag of one commit is tolerated.
+
 The sidecar is read before the store (a write committed in between only makes
-the store look newer, never older), written without fsync (it is no more
-durable than the WAL it watches), and ignored when it belongs to another store
-(``store_id`` differs: a new or recovered store adopts it).  A store found
+the store look newer, never older), and ignored when it belongs to another
+store (``store_id`` differs: a new or recovered store adopts it).  A store found
 damaged gets a *marker* in the sidecar: its connections refuse writes
 (:class:`~sealmem.client.store.connection.DamagedStoreError`) and reading goes on,
 until ``sealmem recover`` (a new store, a new ``store_id``) or a restore into a
@@ -28,7 +37,7 @@ import secrets
 import sqlite3
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +54,7 @@ __all__ = [
     "journal_path",
     "mark",
     "measure",
+    "put",
     "read",
     "record",
     "refusal",
@@ -67,6 +77,9 @@ class Tally:
     commits: int
     memories: int
     at: int
+    #: written after the store's WAL was fsynced: the store cannot lose these commits
+    #: to a power cut (False: a sidecar of an older sealmem, or the sync failed)
+    durable: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +87,7 @@ class Tally:
             "commits": self.commits,
             "memories": self.memories,
             "at": self.at,
+            "durable": self.durable,
         }
 
 
@@ -160,6 +174,7 @@ def read(store: Path) -> tuple[Tally | None, Damage | None]:
             commits=_count(doc["commits"]),
             memories=_count(doc["memories"]),
             at=_ms(doc["at"]),
+            durable=doc.get("durable") is True,
         )
         marker = doc.get("damaged")
         damage = (
@@ -187,13 +202,46 @@ def _write(store: Path, tally: Tally, damage: Damage | None) -> None:
         raise
 
 
+def _sync(store: Path) -> bool:
+    """Make every commit of the store durable (fsync its WAL, or the file without
+    one); False when that failed."""
+    for path in (Path(f"{store}-wal"), store):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+        try:
+            os.fsync(fd)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return True
+    return False
+
+
+def _durable(conn: sqlite3.Connection, store: Path) -> Tally:
+    """The store's tally now, flagged durable once the commits it counts are synced."""
+    tally = measure(conn)
+    return replace(tally, durable=_sync(store))
+
+
 def record(conn: sqlite3.Connection, store: Path) -> None:
-    """After a commit: copy the store's tally to the sidecar.  Never raises: the write
-    it follows is committed, and a sidecar that cannot be written only stays older."""
+    """After a commit: make it durable, then copy the store's tally to the sidecar.
+    Never raises: the write it follows is committed, and a sidecar that cannot be
+    written only stays older."""
     with contextlib.suppress(OSError, sqlite3.Error):
         _tally, damage = read(store)
         if damage is None:
-            _write(store, measure(conn), None)
+            _write(store, _durable(conn, store), None)
+
+
+def put(store: Path, tally: Tally, damage: Damage | None) -> None:
+    """Write the sidecar as given (to put back one read before); never raises."""
+    with contextlib.suppress(OSError):
+        _write(store, tally, damage)
 
 
 def mark(store: Path, tally: Tally, why: str) -> Damage:
@@ -206,7 +254,9 @@ def mark(store: Path, tally: Tally, why: str) -> Damage:
 
 def _lost(before: Tally, now: Tally) -> str | None:
     """Why ``now`` lost writes that ``before`` saw committed, or None."""
-    if before.store_id != now.store_id or now.commits >= before.commits:
+    # a sidecar of an older sealmem may count one commit the store had not synced yet
+    slack = 0 if before.durable else 1
+    if before.store_id != now.store_id or now.commits + slack >= before.commits:
         return None
     writes = before.commits - now.commits
     missing = before.memories - now.memories
@@ -229,7 +279,7 @@ def inspect(conn: sqlite3.Connection, store: Path, *, adopt: bool) -> Damage | N
     if before is None or before.store_id != now.store_id:
         if adopt:
             with contextlib.suppress(OSError):
-                _write(store, now, None)
+                _write(store, replace(now, durable=_sync(store)), None)
         return None
     if damage is not None:
         return damage

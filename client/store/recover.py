@@ -13,6 +13,11 @@ itself, read-only and immutable:
 
 The new store replaces the damaged one only when complete: the damaged file (and
 its ``-wal``) is renamed ``store.db.damaged-<time>`` first and never written.
+Processes that keep the store open (an MCP server, ``sync --watch``) write into
+neither meanwhile: in place, the store is first marked in its journal as being
+salvaged, and its write lock taken once, so that every later write sees the
+mark (refused, nothing lost); once the new store is in place they see that
+the file at the path is another one (an MCP server reopens it).
 What cannot be read at all (a damaged header or schema page) is refused with the
 advice to restore a backup: nothing is changed then.
 """
@@ -32,7 +37,15 @@ from urllib.parse import quote
 from ...protocol.errors import StoreError
 from ..fsutil import fsync_dir
 from . import health, journal
-from .connection import check_file, connect, schema_version, set_meta, transaction
+from .connection import (
+    BUSY_TIMEOUT_MS,
+    check_file,
+    connect,
+    describe,
+    schema_version,
+    set_meta,
+    transaction,
+)
 
 __all__ = ["BATCH", "RecoverResult", "recover"]
 
@@ -201,6 +214,52 @@ def _new_identity(dst: sqlite3.Connection) -> None:
     dst.execute("DELETE FROM meta WHERE key = ?", (journal.COMMITS_KEY,))
 
 
+_Journal = tuple[journal.Tally | None, journal.Damage | None]
+
+
+def _hold_writers(path: Path, src: sqlite3.Connection) -> _Journal:
+    """Stop every other writer of the store at ``path`` for the salvage: mark it in its
+    journal, then take its write lock once (a write under way finishes first, and is
+    salvaged; every later one reads the mark under the lock and is refused).
+
+    Returns the journal as it was, for :func:`_release`.
+    """
+    before = journal.read(path)
+    tally = before[0]
+    if tally is None:
+        try:
+            tally = journal.measure(src)
+        except sqlite3.Error:
+            tally = journal.Tally(None, 0, 0, 0)
+    journal.mark(path, tally, "being salvaged by 'sealmem recover' (wait for it to finish)")
+    try:
+        barrier = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error:
+        return before  # SQLite cannot open it for writing: nobody else can write it either
+    try:
+        barrier.execute("BEGIN IMMEDIATE")
+        barrier.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            _release(path, before)
+            raise describe(path, exc) from exc
+    except sqlite3.DatabaseError:
+        pass  # a file SQLite cannot write: no other process writes it either
+    finally:
+        barrier.close()  # ``src`` still reads the file: this close checkpoints nothing
+    return before
+
+
+def _release(path: Path, before: _Journal) -> None:
+    """Put the journal back as :func:`_hold_writers` found it (the salvage failed)."""
+    tally, damage = before
+    if tally is None:
+        with contextlib.suppress(OSError):
+            journal.journal_path(path).unlink(missing_ok=True)
+    else:
+        journal.put(path, tally, damage)
+
+
 def _stamp(now_ms: int) -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ms / 1000))
 
@@ -238,7 +297,10 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
     for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
         with contextlib.suppress(FileNotFoundError):
             leftover.unlink()
+    before: _Journal | None = None
     try:
+        if output is None:
+            before = _hold_writers(path, src)
         dst = connect(fresh, now_ms=now_ms, journaled=False)
         try:
             dst.execute("PRAGMA foreign_keys = OFF")
@@ -252,6 +314,8 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             fresh.unlink()
+        if before is not None:
+            _release(path, before)
         raise
     finally:
         src.close()

@@ -26,10 +26,17 @@ In order, for every HTTP request:
    viewer's own (a cross-site form post carries the attacker's origin) and a
    ``csrf`` form field equal to the per-run CSRF token that the pages embed;
    bodies are URL-encoded forms (415 otherwise: no ``text/plain`` trick) of at
-   most :data:`MAX_FORM_BYTES`.
+   most :data:`MAX_FORM_BYTES`, read within :data:`BODY_TIMEOUT_S` (408
+   otherwise: a client that sends the headers and then trickles or withholds
+   the body does not hold the request open).
 5. Every response carries a strict Content-Security-Policy (no inline
    script or style, no framing, forms only to this origin), ``nosniff``,
    ``same-origin`` referrers (nothing leaves for another site) and ``no-store``.
+
+WebSocket handshakes pass the same Host, Fetch-metadata, Origin and cookie
+checks (a page on another site may open a WebSocket to 127.0.0.1: browsers
+apply no same-origin rule to them) and are refused before the app sees them
+(the viewer serves none).
 
 Secrets are compared in constant time and never logged.
 """
@@ -42,12 +49,23 @@ from dataclasses import dataclass, field
 from html import escape
 from urllib.parse import parse_qsl, quote, urlencode
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["COOKIE", "CSP", "MAX_FORM_BYTES", "Guard", "Secrets", "cookie_name"]
+__all__ = [
+    "BODY_TIMEOUT_S",
+    "COOKIE",
+    "CSP",
+    "MAX_FORM_BYTES",
+    "Guard",
+    "Secrets",
+    "cookie_name",
+]
 
 COOKIE = "sealmem_ui"
 MAX_FORM_BYTES = 256 * 1024
+#: the longest a form post's body may take to arrive, from its headers (s); then 408
+BODY_TIMEOUT_S = 10.0
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; connect-src 'self'"
@@ -117,6 +135,9 @@ class Guard:
         self.cookie = cookie_name(hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -167,7 +188,16 @@ class Guard:
             if kind != _FORM:
                 await _plain(secured, 415, f"writes are HTML form posts ({_FORM}) only")
                 return
-            body, too_big = await _body(receive)
+            body, too_big = b"", False
+            with anyio.move_on_after(BODY_TIMEOUT_S) as timer:
+                body, too_big = await _body(receive)
+            if timer.cancelled_caught:
+                await _plain(
+                    secured,
+                    408,
+                    f"the form did not arrive within {BODY_TIMEOUT_S:g} s; send it again",
+                )
+                return
             if too_big:
                 await _plain(secured, 413, f"form larger than {MAX_FORM_BYTES} bytes refused")
                 return
@@ -178,6 +208,23 @@ class Guard:
             scope = {**scope, "sealmem.form": form}
             receive = _replay(body)
         await self.app(scope, receive, secured)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket handshake: the HTTP rules that apply to it, then the app (which
+        serves none and closes it).  A refusal closes it before it is accepted (the
+        server answers the handshake 403); no app code runs for it."""
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        sessions = _cookie_values(scope["headers"], self.cookie)
+        allowed = (
+            headers.get("host", "") in self.hosts
+            and headers.get("origin") in self.origins
+            and headers.get("sec-fetch-site", "same-origin") in _OWN
+            and any(_same(value, self.secrets.session) for value in sessions)
+        )
+        if not allowed:
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await self.app(scope, receive, send)
 
 
 async def _body(receive: Receive) -> tuple[bytes, bool]:

@@ -14,7 +14,7 @@ import pytest
 
 from sealmem.client import MemoryStore
 from sealmem.client.store import journal
-from sealmem.client.store.connection import DamagedStoreError
+from sealmem.client.store.connection import DamagedStoreError, StoreReplacedError
 from sealmem.client.store.recover import recover
 
 AUTHOR = "me"
@@ -135,13 +135,14 @@ def test_a_writer_still_open_over_an_in_place_recovery_raises_no_false_alarm(
     tmp_path: Path,
 ) -> None:
     """An MCP server keeps its connection while 'sealmem recover' salvages the store in
-    place; its next write counts against the old file and lands in the sidecar of the
-    path.  That count must not make the new store look like it lost writes."""
+    place; its next writes are refused (they would land in the old file), and must
+    not make the new store look like it lost writes either."""
     path = tmp_path / "store.db"
     _store(path, notes=4)
     with MemoryStore.open(path, author=AUTHOR) as server:
         recover(path, now_ms=1_796_000_000_000)
         for i in range(3):
-            server.remember(f"the server still writes {i}", project="webapp")
+            with pytest.raises(StoreReplacedError):
+                server.remember(f"the server still writes {i}", project="webapp")
     with MemoryStore.open(path, author=AUTHOR) as store:
         store.remember("the user's next note", project="webapp")

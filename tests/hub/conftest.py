@@ -38,6 +38,9 @@ from sealmem.protocol.keyring import build_keyring
 from sealmem.protocol.roster import Member
 
 TOKEN = "operator-token-for-tests-0123456789"
+METRICS_TOKEN = "metrics-token-for-tests-0123456789"
+#: the header a scraper sends to read /metrics of a hub from hub_config()
+METRICS_AUTH = {"authorization": f"Bearer {METRICS_TOKEN}"}
 TEAM = "acme-hub-team"
 PROJECT = "webapp"
 
@@ -50,6 +53,7 @@ def now_ms() -> int:
 
 def hub_config(data_dir: Path, **kw: object) -> HubConfig:
     kw.setdefault("operator_token", TOKEN)
+    kw.setdefault("metrics_token", METRICS_TOKEN)
     return HubConfig(data_dir=data_dir, **kw)  # type: ignore[arg-type]
 
 

@@ -14,7 +14,7 @@ from sealmem.client.sync.transport import ConflictError
 from sealmem.client.team.invite import make_join_request
 from sealmem.hub.server import BackgroundHub
 
-from .conftest import PROJECT, TEAM, HubWorld, data_bytes
+from .conftest import METRICS_AUTH, PROJECT, TEAM, HubWorld, data_bytes
 
 pytestmark = pytest.mark.slow
 
@@ -133,7 +133,7 @@ def test_healthz_and_metrics(world: HubWorld, hub: BackgroundHub) -> None:
     world.nodes["alice"].remember("metrics")
     world.sync_all(1)
     assert httpx.get(hub.url + "/healthz").json() == {"ok": True}
-    text = httpx.get(hub.url + "/metrics").text
+    text = httpx.get(hub.url + "/metrics", headers=METRICS_AUTH).text
     assert "# TYPE sealmem_hub_requests_total counter" in text
     assert 'route="/v1/teams/{team}/projects/{project}/manifests/{writer}/{seq:int}"' in text
     assert "sealmem_hub_teams 1" in text

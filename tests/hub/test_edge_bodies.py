@@ -23,7 +23,7 @@ from sealmem.crypto import MemberKey
 from sealmem.hub.server import BackgroundHub, free_port
 from sealmem.protocol.verify import MAX_MANIFEST_BYTES
 
-from .conftest import PROJECT, TEAM, TOKEN, HubWorld, hub_config, signed
+from .conftest import METRICS_AUTH, PROJECT, TEAM, TOKEN, HubWorld, hub_config, signed
 
 #: the answer to a refused head must come at once, not after a body nobody sends
 PROMPT_S = 5.0
@@ -53,6 +53,15 @@ def edge(tmp_path: Path) -> Iterator[tuple[BackgroundHub, HubWorld]]:
 
 def _connect(hub: BackgroundHub) -> socket.socket:
     sock = socket.create_connection((hub.config.host, hub.config.port), timeout=PROMPT_S)
+    return sock
+
+
+def _connect_from(hub: BackgroundHub, source: str) -> socket.socket:
+    """A connection from another loopback address (all of 127.0.0.0/8 on Linux)."""
+    sock = socket.socket()
+    sock.settimeout(PROMPT_S)
+    sock.bind((source, 0))
+    sock.connect((hub.config.host, hub.config.port))
     return sock
 
 
@@ -91,7 +100,7 @@ def _wait_reading(hub: BackgroundHub, gauge: str, n: int) -> None:
     """Until the hub's metrics say ``n`` bodies are being read in ``gauge``'s pool."""
     deadline = time.monotonic() + PROMPT_S
     while time.monotonic() < deadline:
-        text = httpx.get(hub.url + "/metrics").text
+        text = httpx.get(hub.url + "/metrics", headers=METRICS_AUTH).text
         if f"{gauge} {float(n)}" in text:
             return
         time.sleep(0.02)
@@ -248,14 +257,14 @@ def test_stalled_join_posts_do_not_take_the_members_readers(tmp_path: Path) -> N
         w.join("alice")
         try:
             stalled = []
-            for _ in range(2):
+            for source in ("127.0.0.1", "127.0.0.2"):  # one address gets a share only
                 path = f"/v1/teams/{TEAM}/requests/{MemberKey.generate().kid}"
-                sock = _connect(hub)
+                sock = _connect_from(hub, source)
                 sock.sendall(_head(hub, "POST", path, {}, 4000) + b"{")
                 stalled.append(sock)
             _wait_reading(hub, "sealmem_hub_join_reads", 2)
             path = f"/v1/teams/{TEAM}/requests/{MemberKey.generate().kid}"
-            with _connect(hub) as sock:
+            with _connect_from(hub, "127.0.0.3") as sock:
                 sock.sendall(_head(hub, "POST", path, {}, 4000))
                 status, _, doc = _answer(sock)
             assert (status, doc["error"]) == (503, "hub-busy")

@@ -28,7 +28,16 @@ from sealmem.hub.app import create_app
 from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.protocol import hubapi, reasons
 
-from .conftest import IN_PROCESS_URL, PROJECT, TEAM, TOKEN, HubWorld, hub_config, signed
+from .conftest import (
+    IN_PROCESS_URL,
+    METRICS_AUTH,
+    PROJECT,
+    TEAM,
+    TOKEN,
+    HubWorld,
+    hub_config,
+    signed,
+)
 
 
 class _World:
@@ -193,7 +202,7 @@ def test_random_requests_add_no_label_values(hub: _World) -> None:
             rng.choice([*words, str(rng.random())]) for _ in range(rng.randint(0, 7))
         )
         hub.client.request(method, path)
-    text = hub.client.get("/metrics").text
+    text = hub.client.get("/metrics", headers=METRICS_AUTH).text
     seen = _labels(text)
     assert seen["route"] <= ROUTES
     assert seen["method"] <= METHODS
