@@ -5,7 +5,8 @@
 Every command runs in a fresh ``SEALMEM_HOME`` holding a small store (20 memories),
 through the installed ``sealmem`` script beside this Python.  The first run of each
 command is reported apart ("first": files and bytecode maybe not in the page cache
-yet); then ``--runs`` repeated runs give median and p95.  The baseline rows
+yet); then ``--runs`` repeated runs give median and p95 of the wall time, and the
+median CPU time (user + system of the process, which load changes far less).  The baseline rows
 (``python -c pass``, ``import sealmem.client.cli``) run in the same loop, so load
 affects every row alike; the load average is printed beside the figures.  Targets
 (issue 12): ``hook prompt`` under 150 ms, the other light commands under 300 ms.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -86,10 +88,19 @@ def ref_commands(ref: str) -> tuple[list[tuple[str, list[str], str | None]], dic
     return here + rows, {"PYTHONPATH": str(base / "path")}
 
 
-def run(argv: list[str], stdin: str | None, env: dict[str, str]) -> float:
+CPU: dict[str, list[float]] = {}
+
+
+def run(argv: list[str], stdin: str | None, env: dict[str, str], name: str = "") -> float:
+    """Wall ms of one whole process; its CPU ms (user + system) go to ``CPU[name]``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(argv, input=stdin, env=env, capture_output=True, text=True, check=False)
-    return (time.perf_counter() - start) * 1e3
+    wall = (time.perf_counter() - start) * 1e3
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e3
+    CPU.setdefault(name, []).append(cpu)
+    return wall
 
 
 def importtime(
@@ -131,14 +142,18 @@ def main() -> None:
     times: dict[str, list[float]] = {name: [] for name, _, _ in table}
     for _ in range(args.runs):  # interleaved: every row sees the same load
         for name, argv, stdin in table:
-            times[name].append(run(argv, stdin, envs[name]))
+            times[name].append(run(argv, stdin, envs[name], name))
     print(f"\n{args.runs} runs each, interleaved; load average after: {os.getloadavg()}")
-    print("| command | first (ms) | median (ms) | p95 (ms) |")
-    print("|---|---|---|---|")
+    print("| command | first (ms) | median (ms) | p95 (ms) | CPU median (ms) |")
+    print("|---|---|---|---|---|")
     for name, _, _ in table:
         ordered = sorted(times[name])
         p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-        print(f"| {name} | {first[name]:.0f} | {statistics.median(ordered):.0f} | {p95:.0f} |")
+        cpu = statistics.median(CPU[name])
+        print(
+            f"| {name} | {first[name]:.0f} | {statistics.median(ordered):.0f} | {p95:.0f}"
+            f" | {cpu:.0f} |"
+        )
 
     for name, argv, stdin in table[4:6]:
         rows = importtime(argv, stdin, env)
