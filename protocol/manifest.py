@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import reasons
+from . import canonical, reasons
 from .encoding import (
     HEX_HASH_RE,
+    b64e,
     exact_keys,
     need_int,
     need_kid,
@@ -33,7 +34,6 @@ from .encoding import (
     need_str,
     object_hash,
 )
-from .envelope import seal
 from .errors import Rejected
 from .record import PROJECT_RE
 from .roster import TEAM_RE
@@ -61,6 +61,27 @@ _BODY_KEYS = frozenset(
         "buckets", "chunks", "records", "heads", "created_at",
     }
 )  # fmt: skip
+
+
+def _sealed(body: bytes, signer: Signer) -> bytes:
+    """:func:`~sealmem.protocol.envelope.seal` of the manifest body whose canonical bytes are
+    ``body``: the envelope's canonical form (keys ``body``, ``sig``, ``signer`` in order;
+    base64url and a kid need no escaping) put together without encoding the body again."""
+    sig = b64e(signer.sign("manifest", body))
+    return (
+        b'{"body":'
+        + body
+        + b',"sig":"'
+        + sig.encode()
+        + b'","signer":"'
+        + signer.kid.encode()
+        + b'"}'
+    )
+
+
+def _hash_of(suite: Suite, body: bytes) -> str:
+    """:func:`~sealmem.protocol.encoding.object_hash` of a manifest body given its bytes."""
+    return suite.blake2b(b"sealmem/v1/hash/manifest\x00" + body, size=32).hex()
 
 
 def _bad(detail: str) -> Rejected:
@@ -130,7 +151,12 @@ class Manifest:
         return Head(self.writer, self.project, self.seq, self.hash(suite))
 
     def sign(self, signer: Signer) -> bytes:
-        return seal(self.to_body(), "manifest", signer)
+        return _sealed(canonical.encode(self.to_body()), signer)
+
+    def sign_and_hash(self, suite: Suite, signer: Signer) -> tuple[bytes, str]:
+        """:meth:`sign` and :meth:`hash` from one canonical encoding of the body."""
+        body = canonical.encode(self.to_body())
+        return _sealed(body, signer), _hash_of(suite, body)
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> Manifest:

@@ -31,6 +31,7 @@ a sync stopped part way loses nothing and the next one carries on.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -328,12 +329,17 @@ def _push_with_retry(
             )
 
 
+@functools.lru_cache(maxsize=16)
+def _own_manifest(data: bytes) -> Manifest:
+    """Our last manifest as recorded locally, parsed once per process (it holds one ref per
+    bucket, up to 1,024, and is read at every sync; a Manifest is immutable)."""
+    return Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+
+
 def _own_head(chain: replica.OwnChain | None) -> OwnHead | None:
     if chain is None:
         return None
-    manifest = Manifest.from_body(
-        unpack(chain.manifest, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body
-    )
+    manifest = _own_manifest(chain.manifest)
     return OwnHead(manifest, chain.hash, chain.pushed_wall, chain.pushed_count, chain.reset_at)
 
 
@@ -427,8 +433,8 @@ def _push_project(
         replica.save_own_chain(
             team.conn,
             replica.OwnChain(
-                project, plan.seq, snap.manifest.hash(SUITE), snap.envelope, dict(snap.digests),
-                max(newest_pushed, plan.pushed), count, plan.reset_at,
+                project, plan.seq, snap.hash or snap.manifest.hash(SUITE), snap.envelope,
+                dict(snap.digests), max(newest_pushed, plan.pushed), count, plan.reset_at,
             ),
             now,
         )  # fmt: skip

@@ -7,8 +7,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sealmem.crypto import SUITE
+from sealmem.protocol.encoding import object_hash
+from sealmem.protocol.envelope import seal
 from sealmem.protocol.errors import Rejected
 from sealmem.protocol.manifest import MAX_CHUNK_BYTES, ChunkRef, _chunk, _chunks
+
+from .team_world import World, make_record
 
 BUCKETS = 8
 HEX = "0123456789abcdef"
@@ -78,3 +83,14 @@ def test_one_bad_id_among_good_ones_is_named_by_its_index() -> None:
     items[2] = {"bucket": 2, "id": "A" * 64, "size": 10}
     assert _fast(items) == _slow(items)
     assert "manifest.chunks[2].id" in str(_fast(items))
+
+
+def test_signing_from_one_encoding_equals_the_envelope_and_object_hash() -> None:
+    world = World()
+    snap = world.snapshot(world.alice, [make_record(world.alice, i) for i in range(300)])
+    m = snap.manifest
+    signer = world.alice
+    envelope, digest = m.sign_and_hash(SUITE, signer)
+    assert envelope == seal(m.to_body(), "manifest", signer) == m.sign(signer)
+    assert digest == object_hash(SUITE, "manifest", m.to_body()) == m.hash(SUITE)
+    assert snap.hash == digest
