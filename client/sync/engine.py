@@ -395,10 +395,11 @@ def _push_project(
             summary.warnings.extend(plan.warnings)
             outgoing.compact_dirty(team.conn, project)
             return
-        dirty = outgoing.dirty_since(team.conn, team.me, project, now, DEFAULT_GRACE_MS)
+        upto = outgoing.dirty_upto(team.conn, project)  # what this push carries
         previous = None
         rebuild = None
         if plan.base is not None:
+            dirty = outgoing.dirty_since(team.conn, team.me, project, now, DEFAULT_GRACE_MS)
             digests = chain.digests if plan.adopt is None and chain is not None else {}
             lost = {c.bucket for c in plan.base.chunks if c.id in damaged}  # encrypted again
             previous = PreviousSnapshot(
@@ -425,7 +426,7 @@ def _push_project(
     )  # fmt: skip
     if not plan.publishes(snap.manifest):  # nothing changed since our last manifest
         with transaction(team.conn):
-            outgoing.clear_dirty(team.conn, project, dirty.upto)
+            outgoing.clear_dirty(team.conn, project, upto)
         return
     team.transport.push(project, team.me, plan.seq, snap.envelope, snap.new_chunks)
     newest_pushed = max(max((r.hlc for r in records), default=plan.pushed), newest)
@@ -438,7 +439,7 @@ def _push_project(
             ),
             now,
         )  # fmt: skip
-        outgoing.clear_dirty(team.conn, project, dirty.upto)
+        outgoing.clear_dirty(team.conn, project, upto)
     summary.pushed_versions += sum(1 for r in records if r.hlc > plan.pushed)
     summary.pushed_chunks += len(snap.new_chunks)
     summary.collected_chunks += team.transport.collect(
