@@ -18,13 +18,15 @@ Body (context ``manifest``, signed by ``writer``)::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import reasons
+from . import canonical, reasons
 from .encoding import (
     HEX_HASH_RE,
+    b64e,
     exact_keys,
     need_int,
     need_kid,
@@ -32,7 +34,6 @@ from .encoding import (
     need_str,
     object_hash,
 )
-from .envelope import seal
 from .errors import Rejected
 from .record import PROJECT_RE
 from .roster import TEAM_RE
@@ -60,6 +61,27 @@ _BODY_KEYS = frozenset(
         "buckets", "chunks", "records", "heads", "created_at",
     }
 )  # fmt: skip
+
+
+def _sealed(body: bytes, signer: Signer) -> bytes:
+    """:func:`~sealmem.protocol.envelope.seal` of the manifest body whose canonical bytes are
+    ``body``: the envelope's canonical form (keys ``body``, ``sig``, ``signer`` in order;
+    base64url and a kid need no escaping) put together without encoding the body again."""
+    sig = b64e(signer.sign("manifest", body))
+    return (
+        b'{"body":'
+        + body
+        + b',"sig":"'
+        + sig.encode()
+        + b'","signer":"'
+        + signer.kid.encode()
+        + b'"}'
+    )
+
+
+def _hash_of(suite: Suite, body: bytes) -> str:
+    """:func:`~sealmem.protocol.encoding.object_hash` of a manifest body given its bytes."""
+    return suite.blake2b(b"sealmem/v1/hash/manifest\x00" + body, size=32).hex()
 
 
 def _bad(detail: str) -> Rejected:
@@ -129,7 +151,12 @@ class Manifest:
         return Head(self.writer, self.project, self.seq, self.hash(suite))
 
     def sign(self, signer: Signer) -> bytes:
-        return seal(self.to_body(), "manifest", signer)
+        return _sealed(canonical.encode(self.to_body()), signer)
+
+    def sign_and_hash(self, suite: Suite, signer: Signer) -> tuple[bytes, str]:
+        """:meth:`sign` and :meth:`hash` from one canonical encoding of the body."""
+        body = canonical.encode(self.to_body())
+        return _sealed(body, signer), _hash_of(suite, body)
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> Manifest:
@@ -156,10 +183,7 @@ class Manifest:
             epoch=need_int(obj["epoch"], "manifest.epoch", minimum=1),
             roster_version=need_int(obj["roster_version"], "manifest.roster_version", minimum=1),
             buckets=buckets,
-            chunks=tuple(
-                _chunk(c, f"manifest.chunks[{i}]", buckets)
-                for i, c in enumerate(need_list(obj["chunks"], "manifest.chunks", max_len=buckets))
-            ),
+            chunks=_chunks(need_list(obj["chunks"], "manifest.chunks", max_len=buckets), buckets),
             records=records,
             heads=tuple(
                 _head(h, f"manifest.heads[{i}]")
@@ -176,6 +200,40 @@ class Manifest:
         if len(set(keys)) != len(keys) or (manifest.writer, manifest.project) in keys:
             raise _bad("heads must name each (writer, project) once, and not the manifest's own")
         return manifest
+
+
+_CHUNK_KEYS = frozenset({"bucket", "id", "size"})
+_HEX_IDS = re.compile(r"(?:[0-9a-f]{64})*")
+
+
+def _chunks(items: list[Any], buckets: int) -> tuple[ChunkRef, ...]:
+    """The chunk list: one pass of plain type checks, and every id matched at once.
+
+    A list the quick checks do not pass goes through :func:`_chunk` item by item,
+    which applies the same rules and names the first problem; the quick pass accepts
+    only what that one accepts (a chunk list has up to ``MAX_BUCKETS`` refs and is read
+    at every sync, so this is most of a manifest's parse)."""
+    refs = []
+    ids = []
+    for c in items:
+        if type(c) is not dict or c.keys() != _CHUNK_KEYS:
+            break
+        bucket, cid, size = c["bucket"], c["id"], c["size"]
+        if (
+            type(bucket) is not int
+            or type(size) is not int
+            or type(cid) is not str
+            or not 0 <= bucket < buckets
+            or not 1 <= size <= MAX_CHUNK_BYTES
+            or len(cid) != 64
+        ):
+            break
+        ids.append(cid)
+        refs.append(ChunkRef(bucket, cid, size))
+    else:
+        if _HEX_IDS.fullmatch("".join(ids)) is not None:
+            return tuple(refs)
+    return tuple(_chunk(c, f"manifest.chunks[{i}]", buckets) for i, c in enumerate(items))
 
 
 def _chunk(value: object, path: str, buckets: int) -> ChunkRef:

@@ -136,6 +136,7 @@ class Snapshot:
     envelope: bytes  # the signed manifest, as published
     new_chunks: Mapping[str, bytes]  # chunk id -> bytes, only chunks not already published
     digests: Mapping[int, str]  # keep locally; pass back as PreviousSnapshot.digests
+    hash: str | None = None  # the manifest's object hash (None: not computed)
 
     def chunk_ids(self) -> tuple[str, ...]:
         return tuple(c.id for c in self.manifest.chunks)
@@ -247,4 +248,5 @@ def build_snapshot(
         heads=tuple(sorted(heads, key=lambda h: (h.writer, h.project))),
         created_at=created_at,
     )
-    return Snapshot(manifest, manifest.sign(signer), new_chunks, digests)
+    envelope, digest = manifest.sign_and_hash(suite, signer)
+    return Snapshot(manifest, envelope, new_chunks, digests, digest)

@@ -1,11 +1,13 @@
 """Pulled versions into the local store, through the one pure merge (DESIGN §3).
 
-:func:`apply_versions` runs one batch (the records of one chunk) in four steps:
+:func:`apply_versions` runs one batch (the records of one or more chunks) in four steps:
 
-1. **scrub**: the redaction rules run again over each pulled version (client
+1. **read**: the local rows of the batch's ids, in one query, become the pure
+   merge's inputs: local winners, importance floors, and the store's clock.  A
+   pulled version equal to the local winner (a chunk opened again because another
+   record in it changed) is left out here: the merge would keep the local one;
+2. **scrub**: the redaction rules run again over each other pulled version (client
    policy: a teammate's older sealmem may have let a secret through);
-2. **read**: the local rows of the batch's ids, in one query, become the pure
-   merge's inputs: local winners, importance floors, and the store's clock;
 3. **merge**: :func:`sealmem.protocol.merge.merge_many`, the function the merge
    laws are property-tested against, decides winners, losers, floors and clock;
 4. **write**: changed winners with the snapshot's provenance (the replaced local
@@ -27,6 +29,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ...protocol.hlc import Hlc, receive
 from ...protocol.merge import effective_importance, merge_many
 from ...protocol.record import Record
 from ..store.batch import Keep, Write, keep_versions, load_rows, redact_version, write_versions
@@ -65,21 +68,29 @@ def apply_versions(
 ) -> ApplyResult:
     """Merge verified versions from one snapshot (see the module docstring)."""
     result = ApplyResult()
+    pulled = list(records)
+    if not pulled:
+        return result
+    rows = load_rows(conn, (r.id for r in pulled))
+    local = {rid: record_from_row(row) for rid, row in rows.items()}
     incoming: list[Record] = []
-    for record in records:
+    for record in pulled:
+        if local.get(record.id) == record:
+            continue  # the version this store holds, byte for byte: nothing to redact or merge
         cleaned, found = redact_version(record)
         result.redacted += bool(found)
         incoming.append(cleaned)
+    skipped_same = len(pulled) - len(incoming)
+    clock = read_hlc(conn)
     if not incoming:
+        result.unchanged = skipped_same
+        _save_clock(conn, clock, _seen(clock, pulled, set(), now))
         return result
-    rows = load_rows(conn, (r.id for r in incoming))
-    local = {rid: record_from_row(row) for rid, row in rows.items()}
     floors = {
         rid: float(row["local_importance"])
         for rid, row in rows.items()
         if float(row["local_importance"]) > float(row["importance"])
     }
-    clock = read_hlc(conn)
     merged = merge_many(local, incoming, now_ms=now, clock=clock, floors=floors)
     writes = [
         Write(
@@ -102,8 +113,26 @@ def apply_versions(
         [Keep(loser, provenance, loser.importance, 1, now, now) for loser in pulled_losers],
         skip_winner=False,
     )
-    result.unchanged = max(len(incoming) - len(merged.skipped) - len(merged.changed), 0)
+    result.unchanged = skipped_same + max(
+        len(incoming) - len(merged.skipped) - len(merged.changed), 0
+    )
     result.skipped = [s.detail for s in merged.skipped]
-    if merged.clock != clock:
-        save_hlc(conn, merged.clock)
+    if skipped_same:  # the clock sees every pulled version, as merging them all would
+        _save_clock(conn, clock, _seen(clock, pulled, {s.record.id for s in merged.skipped}, now))
+    else:
+        _save_clock(conn, clock, merged.clock)
     return result
+
+
+def _seen(clock: Hlc, pulled: list[Record], skipped: set[str], now: int) -> Hlc:
+    """The store clock after receiving every pulled version the merge did not skip, in
+    order (what :func:`merge_many` gives for the whole batch)."""
+    for record in pulled:
+        if record.id not in skipped:
+            clock = receive(clock, record.hlc, now)
+    return clock
+
+
+def _save_clock(conn: sqlite3.Connection, before: Hlc, after: Hlc) -> None:
+    if after != before:
+        save_hlc(conn, after)

@@ -31,6 +31,7 @@ a sync stopped part way loses nothing and the next one carries on.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -328,12 +329,17 @@ def _push_with_retry(
             )
 
 
+@functools.lru_cache(maxsize=16)
+def _own_manifest(data: bytes) -> Manifest:
+    """Our last manifest as recorded locally, parsed once per process (it holds one ref per
+    bucket, up to 1,024, and is read at every sync; a Manifest is immutable)."""
+    return Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+
+
 def _own_head(chain: replica.OwnChain | None) -> OwnHead | None:
     if chain is None:
         return None
-    manifest = Manifest.from_body(
-        unpack(chain.manifest, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body
-    )
+    manifest = _own_manifest(chain.manifest)
     return OwnHead(manifest, chain.hash, chain.pushed_wall, chain.pushed_count, chain.reset_at)
 
 
@@ -389,10 +395,11 @@ def _push_project(
             summary.warnings.extend(plan.warnings)
             outgoing.compact_dirty(team.conn, project)
             return
-        dirty = outgoing.dirty_since(team.conn, team.me, project, now, DEFAULT_GRACE_MS)
+        upto = outgoing.dirty_upto(team.conn, project)  # what this push carries
         previous = None
         rebuild = None
         if plan.base is not None:
+            dirty = outgoing.dirty_since(team.conn, team.me, project, now, DEFAULT_GRACE_MS)
             digests = chain.digests if plan.adopt is None and chain is not None else {}
             lost = {c.bucket for c in plan.base.chunks if c.id in damaged}  # encrypted again
             previous = PreviousSnapshot(
@@ -419,7 +426,7 @@ def _push_project(
     )  # fmt: skip
     if not plan.publishes(snap.manifest):  # nothing changed since our last manifest
         with transaction(team.conn):
-            outgoing.clear_dirty(team.conn, project, dirty.upto)
+            outgoing.clear_dirty(team.conn, project, upto)
         return
     team.transport.push(project, team.me, plan.seq, snap.envelope, snap.new_chunks)
     newest_pushed = max(max((r.hlc for r in records), default=plan.pushed), newest)
@@ -427,12 +434,12 @@ def _push_project(
         replica.save_own_chain(
             team.conn,
             replica.OwnChain(
-                project, plan.seq, snap.manifest.hash(SUITE), snap.envelope, dict(snap.digests),
-                max(newest_pushed, plan.pushed), count, plan.reset_at,
+                project, plan.seq, snap.hash or snap.manifest.hash(SUITE), snap.envelope,
+                dict(snap.digests), max(newest_pushed, plan.pushed), count, plan.reset_at,
             ),
             now,
         )  # fmt: skip
-        outgoing.clear_dirty(team.conn, project, dirty.upto)
+        outgoing.clear_dirty(team.conn, project, upto)
     summary.pushed_versions += sum(1 for r in records if r.hlc > plan.pushed)
     summary.pushed_chunks += len(snap.new_chunks)
     summary.collected_chunks += team.transport.collect(

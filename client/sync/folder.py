@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import random
 import re
 import stat
 import threading
@@ -58,11 +59,16 @@ from ..clock import now_ms
 from .nofollow import SafeDir, Symlinked, Unusable
 from .transport import ConflictError, Transport, Unreachable
 
-__all__ = ["MANIFESTS_KEPT", "FolderTransport"]
+__all__ = ["CHECKED_CHUNKS", "MANIFESTS_KEPT", "FolderTransport"]
 
 #: Manifests kept per writer: readers that are a little behind still find the
 #: chunks of the manifest they last saw while they move on.
 MANIFESTS_KEPT = 3
+
+#: Chunk files a writer reads back per check when this process has not verified them
+#: yet (a new process, or files written by another one): as over a hub, a random sample,
+#: so the check costs the same whatever the snapshot's size.
+CHECKED_CHUNKS = 8
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _CHUNK = re.compile(r"^[0-9a-f]{64}$")
@@ -333,6 +339,10 @@ class FolderTransport(Transport):
                         raise InputError(f"chunk id {chunk_id!r} is not a 64-digit hex hash")
                     if not self._intact(chunk_dir, chunk_id):
                         chunk_dir.write(chunk_id, data)
+                    # written or found intact: a later check need not read it again
+                    with contextlib.suppress(Unusable):
+                        if (found := chunk_dir.lstat(chunk_id)) is not None:
+                            self._verified[(project, writer, chunk_id)] = _stamp(found)
             name = f"manifest-{seq:012d}.json"
             if not wdir.write(name, manifest, exclusive=True):
                 # Someone wrote this seq since we looked: another device wins, a planted
@@ -381,11 +391,17 @@ class FolderTransport(Transport):
             return self._read(d, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES) != manifest
 
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
-        """Chunks missing or not hashing to their id.  A file is hashed once per change:
-        while its size, inode, mtime and ctime stay as when it last verified (in this
-        process), it is taken as intact without being read again."""
+        """Chunks missing, not regular files, or not hashing to their id.
+
+        Every chunk is looked at (one ``lstat``): a file is hashed again once its size,
+        inode, mtime or ctime changed since it last verified in this process (or since
+        this process wrote it).  Files this process never verified are read and hashed
+        :data:`CHECKED_CHUNKS` at a time, a random sample per call, as over a hub, so a
+        first sync does not read back a whole snapshot; a damaged one among them is
+        found within a few syncs."""
         parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
         damaged = set()
+        unknown: list[tuple[str, tuple[int, int, int, int]]] = []
         with self._reading(*parts) as chunk_dir:
             for c in chunk_ids:
                 if not _CHUNK.match(c) or chunk_dir is None:
@@ -399,11 +415,22 @@ class FolderTransport(Transport):
                     damaged.add(c)
                     continue
                 key = (project, writer, c)
-                stamp = (found.st_size, found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
-                if self._verified.get(key) == stamp:
+                stamp = _stamp(found)
+                known = self._verified.get(key)
+                if known == stamp:
+                    continue
+                if known is None:
+                    unknown.append((c, stamp))
                     continue
                 if self._intact(chunk_dir, c):
                     self._verified[key] = stamp
+                else:
+                    damaged.add(c)
+            if len(unknown) > CHECKED_CHUNKS:
+                unknown = random.sample(unknown, CHECKED_CHUNKS)
+            for c, stamp in unknown:
+                if chunk_dir is not None and self._intact(chunk_dir, c):
+                    self._verified[(project, writer, c)] = stamp
                 else:
                     damaged.add(c)
         return damaged
@@ -519,6 +546,11 @@ class FolderTransport(Transport):
         except OSError as exc:
             raise TransportError(f"cannot watch {top} for changes: {exc}") from exc
         return since, False
+
+
+def _stamp(found: os.stat_result) -> tuple[int, int, int, int]:
+    """What changes when a file is rewritten: size, inode, mtime, ctime."""
+    return (found.st_size, found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
 
 
 def _subdirs(directory: Path) -> list[Path]:

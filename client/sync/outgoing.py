@@ -32,6 +32,7 @@ __all__ = [
     "clear_dirty",
     "compact_dirty",
     "dirty_since",
+    "dirty_upto",
     "drop_unused_dirty",
     "fill_bucket_keys",
     "records_in_buckets",
@@ -68,27 +69,56 @@ def fill_bucket_keys(conn: sqlite3.Connection, project: str) -> int:
     return len(ids)
 
 
+def dirty_upto(conn: sqlite3.Connection, project: str) -> int:
+    """The log position a push reads up to (0: nothing logged), without reading the log:
+    what a push that builds every bucket clears once it landed."""
+    row = conn.execute("SELECT MAX(seq) FROM push_dirty WHERE project = ?", (project,)).fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
 def dirty_since(conn: sqlite3.Connection, me: str, project: str, now: int, grace_ms: int) -> Dirty:
     """The bucket keys of ``project`` written since the last push, and of our tombstones
-    that came due for collection (or stopped being due, the clock moved back) since."""
-    rows = conn.execute(
-        "SELECT seq, id FROM push_dirty WHERE project = ? ORDER BY seq", (project,)
-    ).fetchall()
-    ids = {str(row[1]) for row in rows}
-    upto = int(rows[-1][0]) if rows else 0
+    that came due for collection (or stopped being due, the clock moved back) since.
+
+    The keys of logged ids still in the store are read from ``memories.bucket_key`` (filled
+    by :func:`fill_bucket_keys` first); only ids gone since (purged, dropped) are hashed."""
+    upto = dirty_upto(conn, project)
+    if conn.execute(
+        "SELECT 1 FROM push_dirty WHERE project = ? AND id = ? LIMIT 1", (project, EVERY_BUCKET)
+    ).fetchone():
+        return Dirty(frozenset(range(BUCKET_KEYS)), upto)
+    keys: set[int] = set()
+    gone: set[str] = set()
+    for mid, key in conn.execute(
+        "SELECT DISTINCT d.id, m.bucket_key FROM push_dirty AS d "
+        "LEFT JOIN memories AS m ON m.id = d.id WHERE d.project = ? AND d.seq <= ?",
+        (project, upto),
+    ):
+        if key is None:
+            gone.add(str(mid))
+        else:
+            keys.add(int(key))
     last = conn.execute("SELECT pushed_at FROM own_chain WHERE project = ?", (project,)).fetchone()
     if last is not None:
         low, high = sorted((int(last[0]) - grace_ms, now - grace_ms))
-        ids.update(
-            str(row[0])
+        keys.update(
+            int(row[0])
             for row in conn.execute(
-                f"SELECT id {_OWN} AND deleted = 1 AND hlc_wall > ? AND hlc_wall <= ?",
+                f"SELECT bucket_key {_OWN} AND deleted = 1 AND hlc_wall > ? AND hlc_wall <= ? "
+                "AND bucket_key IS NOT NULL",
                 (project, me, low, high),
             )
         )
-    if EVERY_BUCKET in ids:
-        return Dirty(frozenset(range(BUCKET_KEYS)), upto)
-    return Dirty(frozenset(bucket_key(SUITE, mid) for mid in ids), upto)
+        gone.update(
+            str(row[0])
+            for row in conn.execute(
+                f"SELECT id {_OWN} AND deleted = 1 AND hlc_wall > ? AND hlc_wall <= ? "
+                "AND bucket_key IS NULL",
+                (project, me, low, high),
+            )
+        )
+    keys.update(bucket_key(SUITE, mid) for mid in gone)
+    return Dirty(frozenset(keys), upto)
 
 
 def records_in_buckets(

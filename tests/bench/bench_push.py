@@ -3,6 +3,7 @@
     python tests/bench/bench_push.py                 # stores of 1k, 10k, 100k memories
     python tests/bench/bench_push.py 1000 10000      # other sizes
     python tests/bench/bench_push.py --no-stores     # codec, zlib and snapshot rates only
+    python tests/bench/bench_push.py --store-cache /tmp/sealmem-bench 100000  # build once, reuse
 
 Every figure is printed beside its limit (the target of issue 11) or a baseline
 measured in the same run, with the load average (the machine is shared).
@@ -26,8 +27,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -43,11 +46,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_snapshot import READER_NOW, build, make_records, trusting
-from bench_sync import PROJECT, Member, build_team, change_one
+from bench_sync import PROJECT, Counting, Member, build_team, change_one
 
+from sealmem.client import MemoryStore
 from sealmem.client.store.connection import transaction
 from sealmem.client.sync.engine import sync
 from sealmem.client.sync.outgoing import EVERY_BUCKET
+from sealmem.client.team.identity import load_member_key
+from sealmem.client.team.session import Team
 from sealmem.crypto import SUITE
 from sealmem.protocol import canonical, snapshot
 from sealmem.protocol.chunks import open_snapshot
@@ -109,15 +115,55 @@ def _change(writer: Member, reader: Member, n: int, *, full: bool) -> list[float
     return [w_wall, w_cpu, r_wall, r_cpu, written, moved]
 
 
-def one_change(n: int) -> None:
+def _reopen(root: Path) -> list[Member]:
+    """The two members of a team built by :func:`build_team` under ``root``, opened again."""
+    out = []
+    for i in range(2):
+        home = root / f"m{i}"
+        key = load_member_key(home)
+        store = MemoryStore.open(home / "store.db", author=key.kid)
+        team = Team.open(home, store, key)
+        wire = Counting(team.transport)
+        out.append(Member(f"m{i}", store, dataclasses.replace(team, transport=wire), wire))
+    return out
+
+
+def _built(n: int, tmp: Path, cache: Path | None) -> tuple[list[Member], float, int, int]:
+    """(writer and reader after their first full sync, setup s, the writer's snapshot bytes,
+    the first sync's bytes moved).  With ``cache``, the synced team is kept there and
+    copied back on later runs (the folder's path is in each team.json, so always to the
+    same place): a 100k team takes minutes to build."""
+    pristine = None if cache is None else cache / f"pristine{n}"
+    root = tmp if cache is None else cache / f"work{n}"
+    if pristine is not None and pristine.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(pristine, root, symlinks=True)
+        figures = json.loads((root / "figures.json").read_text())
+        return _reopen(root), 0.0, int(figures["first"]), int(figures["moved"])
+    if cache is not None:
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+    (writer, reader), setup = timed(lambda: build_team(root, 2, n))
+    _sync(writer)
+    first = writer.wire.written  # the writer's whole snapshot
+    _sync(reader)
+    _sync(writer)
+    _sync(reader)
+    moved = sum(m.wire.read + m.wire.written for m in (writer, reader))
+    if pristine is None:
+        return [writer, reader], setup, first, moved
+    (root / "figures.json").write_text(json.dumps({"first": first, "moved": moved}))
+    writer.store.close()
+    reader.store.close()
+    shutil.copytree(root, pristine, symlinks=True)
+    return _reopen(root), setup, first, moved
+
+
+def one_change(n: int, cache: Path | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        (writer, reader), setup = timed(lambda: build_team(Path(tmp), 2, n))
-        _sync(writer)
-        first = writer.wire.written  # the writer's whole snapshot
-        _sync(reader)
-        _sync(writer)
-        _sync(reader)
-        first_moved = sum(m.wire.read + m.wire.written for m in (writer, reader))
+        (writer, reader), setup, first, first_moved = _built(n, Path(tmp), cache)
+        for i in range(2):  # the first push after the build carries the pulled ids' log
+            _change(writer, reader, 90 + i, full=False)
         runs: dict[bool, list[list[float]]] = {False: [], True: []}
         for i in range(10):  # interleaved: incremental, full rebuild, incremental, ...
             full = i % 2 == 1
@@ -258,6 +304,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", type=int, default=[1000, 10_000, 100_000])
     parser.add_argument("--no-stores", action="store_true", help="skip the one-change part")
+    parser.add_argument(
+        "--store-cache",
+        type=Path,
+        help="keep the synced teams here and reuse them on later runs (a 100k team takes "
+        "minutes to build); one-change runs then start from the same stores",
+    )
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} cores, {load()}\n")
     if not args.no_stores:
@@ -268,7 +320,7 @@ def main() -> None:
               "| rewrite | moved | setup | load |")  # fmt: skip
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for n in args.sizes:
-            one_change(n)
+            one_change(n, args.store_cache)
         print()
     print("Snapshot build and open (records/s; limit from issue 11; before: the previous "
           "codec paths, in this run)")  # fmt: skip
