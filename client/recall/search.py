@@ -198,7 +198,7 @@ def search(
             from_history.add(row[0])
     if not bm25:
         return []
-    context = weights.context > 0 or weights.context_terms > 0
+    context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
     near = _sessions(conn, rows, bm25, scope, weights) if context else {}
     shares = term_shares(terms, df, n_docs, weights.entity_boost)
     share_list = [shares[s] for s in stems]
@@ -330,15 +330,19 @@ class _Scorer:
         context = 0.0
         links = self.near.get(rowid)
         if links:
-            around, strongest = 0, 0.0
+            around, strongest, asked = 0, 0.0, 0.0
             for other, steps in links.items():
                 around |= self.masks[other]
                 value = self.bm25[other] * w.context_decay ** (steps - 1)
                 if self.rows[other][8]:
                     value *= 1.0 - w.superseded
                 strongest = max(strongest, value)
+                if steps == 1 and value > asked and "?" in self.rows[other][6]:
+                    asked = value  # the turn next to it asks about what the query asks
             gain = self.share(around & ~mask)
-            context = w.context_terms * gain + w.context * strongest / self.best
+            # a matching question next to it counts instead of the best neighbour when more
+            neighbour = max(w.context * strongest, w.context_question * asked)
+            context = w.context_terms * gain + neighbour / self.best
         created = row[4]
         # a memory of a day the query names is also in its month: it counts twice
         dated = w.date * min(2, sum(s.start <= created < s.end for s in self.spans))
