@@ -337,10 +337,15 @@ class _Scorer:
                 if self.rows[other][8]:
                     value *= 1.0 - w.superseded
                 strongest = max(strongest, value)
-                if steps == 1 and value > asked and "?" in self.rows[other][6]:
-                    asked = value  # the turn next to it asks about what the query asks
+                if (
+                    steps == 1
+                    and value > asked
+                    and "?" in self.rows[other][6]
+                    and (self.rows[other][4], other) < (row[4], rowid)
+                ):
+                    asked = value  # it answers a question (written just before) that matches
             gain = self.share(around & ~mask)
-            # a matching question next to it counts instead of the best neighbour when more
+            # a matching question just before it counts instead of the best neighbour when more
             neighbour = max(w.context * strongest, w.context_question * asked)
             context = w.context_terms * gain + neighbour / self.best
         created = row[4]

@@ -1,4 +1,4 @@
-"""Session context from a question: the turns next to a matching question are about it."""
+"""Session context from a question: the memory written just after a matching question answers it."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def _order(store: MemoryStore, weights: RankingWeights) -> list[str]:
     return [s.id for s in found]
 
 
-def test_the_turn_next_to_a_matching_question_ranks_above_a_plain_neighbour(
+def test_the_answer_to_a_matching_question_ranks_above_a_plain_neighbour(
     dialogue: tuple[MemoryStore, dict[str, str]],
 ) -> None:
     store, made = dialogue
@@ -74,3 +74,23 @@ def test_a_question_that_does_not_match_gives_no_credit(tmp_path: Path) -> None:
         expected = weights.bm25 + weights.coverage
         assert hit.why["context"] == 0
         assert hit.why["bm25"] + hit.why["coverage"] == pytest.approx(expected)
+
+
+def test_the_turn_before_a_question_is_not_its_answer(tmp_path: Path) -> None:
+    now = [T0]
+    with MemoryStore.open(tmp_path / "s.db", author="tester", clock=lambda: now[0]) as store:
+        before = store.remember("Caroline: back from the lake", project="app", origin="t:s-1")
+        now[0] += 1_000
+        store.remember("Melanie: what did you paint there?", project="app", origin="t:s-1")
+        now[0] += 1_000
+        after = store.remember("Caroline: the boats at dawn", project="app", origin="t:s-1")
+        query = "what did she paint"
+        why = {h.memory.record.id: h.why for h in store.recall(query, project="app", k=10)}
+        plain = search(
+            store.connection, query, k=10, projects=["app"], include_history=False,
+            kinds=None, now_ms=now[0], weights=RankingWeights(context_question=0.0),
+        )  # fmt: skip
+        without = {s.id: s.why for s in plain}
+        # the same neighbour, one step away on either side: only the answer gains
+        assert why[before.memory.record.id] == without[before.memory.record.id]
+        assert why[after.memory.record.id]["context"] > why[before.memory.record.id]["context"]
