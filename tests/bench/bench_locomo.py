@@ -427,7 +427,7 @@ def variants(full: Any) -> dict[str, Any]:
             full, context=0.0, context_terms=0.0, context_question=0.0
         ),
         "full - context terms": dataclasses.replace(full, context_terms=0.0),
-        "full - question next to it": dataclasses.replace(full, context_question=0.0),
+        "full - answer to a question": dataclasses.replace(full, context_question=0.0),
         "full - date": dataclasses.replace(full, date=0.0),
         "full - recency": dataclasses.replace(full, recency=0.0),
         "full (default)": full,
