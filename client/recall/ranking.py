@@ -25,7 +25,11 @@ reported in ``why``:
                and project within ``session_gap_ms``; see ``recall``): the best
                neighbour's BM25,
                plus the query terms only the neighbours hold; a neighbour of a strong
-               hit is a candidate even if it matches nothing
+               hit is a candidate even if it matches nothing.  When the memory
+               written just before it in its session is a question (its text holds
+               a "?") that matches the query, the memory answers it: that question's
+               BM25 with the weight ``context_question`` stands in for the best
+               neighbour's when larger
 ``date``       the memory was written in a period the query names ("in May 2023",
                "yesterday"); memories of that period also join the candidates
 ``recency``    exp(-age / half-life)
@@ -90,8 +94,9 @@ class RankingWeights:
     prefix: float = 1.0  # credit of a word found only as a prefix ("postgres" in "postgresql")
     prefix_min: int = 4  # shortest stem matched as a prefix
     entity: float = 0.7  # share of the query's proper nouns the memory holds
-    context: float = 0.8  # the best neighbour's BM25
+    context: float = 0.4  # the best neighbour's BM25
     context_terms: float = 0.7  # query terms only the neighbours hold
+    context_question: float = 0.9  # ... or, when more, a matching question just before it
     context_decay: float = 1.0  # factor per step of distance beyond the first
     context_gap_ms: int = 3_600_000  # neighbours: same session origin, at most this far apart
     session_gap_ms: int = 1_800_000  # no session id: same origin and author, this far apart

@@ -198,7 +198,7 @@ def search(
             from_history.add(row[0])
     if not bm25:
         return []
-    context = weights.context > 0 or weights.context_terms > 0
+    context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
     near = _sessions(conn, rows, bm25, scope, weights) if context else {}
     shares = term_shares(terms, df, n_docs, weights.entity_boost)
     share_list = [shares[s] for s in stems]
@@ -330,15 +330,24 @@ class _Scorer:
         context = 0.0
         links = self.near.get(rowid)
         if links:
-            around, strongest = 0, 0.0
+            around, strongest, asked = 0, 0.0, 0.0
             for other, steps in links.items():
                 around |= self.masks[other]
                 value = self.bm25[other] * w.context_decay ** (steps - 1)
                 if self.rows[other][8]:
                     value *= 1.0 - w.superseded
                 strongest = max(strongest, value)
+                if (
+                    steps == 1
+                    and value > asked
+                    and "?" in self.rows[other][6]
+                    and (self.rows[other][4], other) < (row[4], rowid)
+                ):
+                    asked = value  # it answers a question (written just before) that matches
             gain = self.share(around & ~mask)
-            context = w.context_terms * gain + w.context * strongest / self.best
+            # a matching question just before it counts instead of the best neighbour when more
+            neighbour = max(w.context * strongest, w.context_question * asked)
+            context = w.context_terms * gain + neighbour / self.best
         created = row[4]
         # a memory of a day the query names is also in its month: it counts twice
         dated = w.date * min(2, sum(s.start <= created < s.end for s in self.spans))
