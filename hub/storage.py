@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from .blobstore import BlobKey, BlobStore
 from .chunk_rules import ANY_AGE_MS, ChunkRules
@@ -108,6 +108,12 @@ class TeamWrite(abc.ABC):
     @abc.abstractmethod
     def heads(self) -> list[StoredHead]:
         """The newest manifest of every slot of the team, read inside the transaction."""
+
+    def heads_of(self, slots: Iterable[tuple[str, str]]) -> list[StoredHead]:
+        """The newest manifest of each (project, writer) slot named (those that have one):
+        what a manifest's verification needs, read without reading every slot's."""
+        wanted = set(slots)
+        return [h for h in self.heads() if (h.project, h.writer) in wanted]
 
     @abc.abstractmethod
     def put_roster(
