@@ -28,9 +28,17 @@ __all__ = ["SQLiteDb"]
 
 
 class SQLiteDb:
-    def __init__(self, path: Path, lock_path: Path | None, *, synchronous: str = "FULL") -> None:
+    def __init__(
+        self,
+        path: Path,
+        lock_path: Path | None,
+        *,
+        synchronous: str = "FULL",
+        autocheckpoint: bool = True,
+    ) -> None:
         self.path = path
         self._synchronous = synchronous
+        self._autocheckpoint = autocheckpoint  # False: the owner runs wal_checkpoint itself
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
@@ -71,6 +79,8 @@ class SQLiteDb:
                 )
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(f"PRAGMA synchronous={self._synchronous}")
+                if not self._autocheckpoint:
+                    conn.execute("PRAGMA wal_autocheckpoint=0")
             except sqlite3.Error as exc:
                 raise StorageError(f"cannot open {self.path}: {exc}") from exc
             self._local.conn = conn

@@ -7,7 +7,10 @@ commit: every request, a GET too, queued behind the fsync of a push.  In a file
 of its own (``hub-nonces.db`` for ``hub.db``: WAL, ``synchronous=NORMAL``, a
 write lock of its own) it waits only for other nonce inserts, which do not
 fsync when they commit.  ``NORMAL`` may forget the newest nonces on a power
-loss (never corrupts the file); a process restart forgets none.
+loss (never corrupts the file); a process restart forgets none.  The WAL's
+checkpoint (which does fsync) runs on a thread of its own every
+:data:`CHECKPOINT_EVERY` inserts, never in the request that crossed the mark:
+on an embedded hub a request's insert may run on the event loop.
 
 The directory's ``hub.lock`` covers this file too.  Version 1 of its schema is
 in ``PRAGMA user_version``.
@@ -15,16 +18,22 @@ in ``PRAGMA user_version``.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
 from .sqlite_db import SQLiteDb
 from .stored import StorageError
 
-__all__ = ["NONCE_SCHEMA_VERSION", "NonceFile", "nonce_file_name"]
+__all__ = ["CHECKPOINT_EVERY", "NONCE_SCHEMA_VERSION", "NonceFile", "nonce_file_name"]
+
+log = logging.getLogger("sealmem.hub")
 
 NONCE_SCHEMA_VERSION = 1
+#: inserts between two checkpoints of the WAL (an insert adds 2-3 pages to it)
+CHECKPOINT_EVERY = 256
 _PURGE_EVERY_MS = 60_000
 _TABLE = """
 CREATE TABLE IF NOT EXISTS nonces (
@@ -64,13 +73,31 @@ class NonceFile:
     """(kid, nonce) pairs until they expire, in their own SQLite file."""
 
     def __init__(self, path: Path) -> None:
-        self._db = SQLiteDb(path, None, synchronous="NORMAL")
+        self._db = SQLiteDb(path, None, synchronous="NORMAL", autocheckpoint=False)
         try:
             self._db.set_up(_set_up)
         except BaseException:
             self._db.close()
             raise
         self._next_purge = 0
+        self._inserts = 0
+        self._wake = threading.Event()
+        self._closing = False
+        self._checkpointer = threading.Thread(
+            target=self._checkpoints, name="sealmem-hub-nonce-checkpoints", daemon=True
+        )
+        self._checkpointer.start()
+
+    def _checkpoints(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._closing:
+                return
+            try:
+                self._db.read("PRAGMA wal_checkpoint(PASSIVE)")
+            except StorageError as exc:  # the next mark tries again
+                log.warning("nonce file checkpoint failed: %s", exc)
 
     def remember(self, kid: str, nonce: str, expires_ms: int, now_ms: int) -> bool:
         """See :meth:`sealmem.hub.storage.Storage.remember_nonce`."""
@@ -84,6 +111,9 @@ class NonceFile:
                 "WHERE nonces.expires_ms <= ?",
                 (kid, nonce, expires_ms, now_ms),
             )
+            self._inserts += 1
+            if self._inserts % CHECKPOINT_EVERY == 0:
+                self._wake.set()
             return cur.rowcount > 0
 
     def adopt(self, rows: Iterable[tuple[str, str, int]]) -> None:
@@ -100,4 +130,7 @@ class NonceFile:
         self._db.read("PRAGMA wal_checkpoint(FULL)")  # synchronous=NORMAL: sync it now
 
     def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+        self._checkpointer.join(timeout=10)
         self._db.close()

@@ -54,6 +54,8 @@ _NEVER = -(2**63)  # an expiry bound no request is posted at or before
 class SQLiteStorage(Storage):
     """See the module docstring.  One instance per database and process."""
 
+    local_reads = True  # hub.db in WAL: a read never waits for a writer; nonces never fsync
+
     def __init__(
         self,
         data_dir: Path,

@@ -152,6 +152,12 @@ class Storage(ChunkRules):
     """The hub's persistence; see the module docstring.  The chunk methods (blob and
     row in order) come from :class:`~sealmem.hub.chunk_rules.ChunkRules`."""
 
+    #: Metadata reads and nonce inserts are local and never wait for a lock held across
+    #: a durable commit, an fsync or the network (an embedded database): a request that
+    #: only reads metadata may be served on the event loop, without a threadpool hop.
+    #: False for a backend that talks to a server (PostgreSQL, S3).
+    local_reads: bool = False
+
     def __init__(self, blobs: BlobStore, quota: Quota | None = None) -> None:
         self.blobs = blobs
         self.quota = quota or Quota()

@@ -11,11 +11,12 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from sealmem.hub.sqlite_nonces import NONCE_SCHEMA_VERSION
+from sealmem.hub.sqlite_nonces import CHECKPOINT_EVERY, NONCE_SCHEMA_VERSION
 from sealmem.hub.sqlite_schema import SCHEMA_VERSION
 from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.hub.storage import StorageError
@@ -154,3 +155,20 @@ def test_a_nonce_file_from_a_newer_hub_is_refused(tmp_path: Path) -> None:
     SQLiteStorage(tmp_path / "fresh").close()
     (data / "hub-nonces.db").unlink()
     SQLiteStorage(data).close()  # and hub.lock was released on the way out
+
+
+def test_the_nonce_wal_is_checkpointed_off_the_requests_path(tmp_path: Path) -> None:
+    data = tmp_path / "hub"
+    store = SQLiteStorage(data)
+    wal = data / "hub-nonces.db-wal"
+    sizes = []
+    try:
+        for round_ in range(8):
+            for i in range(CHECKPOINT_EVERY):
+                assert store.remember_nonce(KID, f"n{round_}-{i}", FAR, 1)
+            time.sleep(0.3)  # the checkpoint thread's turn
+            sizes.append(wal.stat().st_size)
+    finally:
+        store.close()
+    # the WAL is reused once checkpointed; without checkpoints it grows by a round each round
+    assert sizes[-1] < 6 * sizes[0], sizes  # 9x without the checkpoints
