@@ -28,7 +28,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -42,7 +42,7 @@ from .config import HubConfig
 from .edge import BodyPolicy, BodyReader, Edge, route_path
 from .errors import Refusal
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
-from .routes import Ctx, Handler, Handlers
+from .routes import Ctx, Handler, Handlers, Json
 from .storage import QuotaExceeded, Storage, StorageError
 from .teams import Teams
 
@@ -196,13 +196,13 @@ def create_app(
                 doc = await call(local, handlers.changes, team, caller, since)
                 remaining = deadline - time.monotonic()
                 if doc["changes"] or remaining <= 0:
-                    return JSONResponse(doc)
+                    return Json(doc)
                 await feed.wait(event, remaining)
         finally:
             request.scope["sealmem.kid"] = ctx.kid
 
     async def healthz(request: Request) -> Response:
-        return JSONResponse({"ok": True})
+        return Json({"ok": True})
 
     def gauges() -> dict[str, tuple[str, float]]:
         return {
@@ -224,7 +224,15 @@ def create_app(
         return Route(route_path(template), endpoint, methods=[method], name=template)
 
     join = min(config.max_join_bytes, MAX_JOIN_BYTES)
+    # Starlette tries routes in order (a regex each): the sync cycle's come first
     routes = [
+        route(hubapi.CHUNK, wrap(handlers.get_chunk), "GET"),
+        route(hubapi.CHUNK, wrap(handlers.put_chunk, MAX_CHUNK_BYTES), "PUT"),
+        route(hubapi.MANIFEST, wrap(handlers.put_manifest, MAX_MANIFEST_BYTES), "PUT"),
+        route(hubapi.WRITER_MANIFESTS, wrap(handlers.get_manifests, reads=True), "GET"),
+        route(hubapi.SEQS, wrap(handlers.get_seqs, reads=True), "GET"),
+        route(hubapi.CHANGES, changes, "GET"),
+        route(hubapi.MANIFESTS, wrap(handlers.get_manifests, reads=True), "GET"),
         route(hubapi.HEALTHZ, healthz, "GET"),
         route(hubapi.METRICS, metrics_text, "GET"),
         route(hubapi.ROSTERS, wrap(handlers.get_rosters, reads=True), "GET"),
@@ -235,17 +243,10 @@ def create_app(
         ),
         route(hubapi.KEYRINGS, wrap(handlers.get_keyrings, reads=True), "GET"),
         route(hubapi.KEYRING, wrap(handlers.put_keyring, MAX_KEYRING_BYTES), "PUT"),
-        route(hubapi.CHANGES, changes, "GET"),
         route(hubapi.REQUESTS, wrap(handlers.get_requests, reads=True), "GET"),
         route(hubapi.REQUEST, wrap(handlers.post_request, join, signed=False), "POST"),
         route(hubapi.REQUEST, wrap(handlers.get_request, reads=True), "GET"),
         route(hubapi.REQUEST, wrap(handlers.delete_request), "DELETE"),
-        route(hubapi.SEQS, wrap(handlers.get_seqs, reads=True), "GET"),
-        route(hubapi.MANIFESTS, wrap(handlers.get_manifests, reads=True), "GET"),
-        route(hubapi.WRITER_MANIFESTS, wrap(handlers.get_manifests, reads=True), "GET"),
-        route(hubapi.MANIFEST, wrap(handlers.put_manifest, MAX_MANIFEST_BYTES), "PUT"),
-        route(hubapi.CHUNK, wrap(handlers.get_chunk), "GET"),
-        route(hubapi.CHUNK, wrap(handlers.put_chunk, MAX_CHUNK_BYTES), "PUT"),
         route(hubapi.COLLECT, wrap(handlers.collect, hubapi.MAX_COLLECT_BYTES), "POST"),
     ]
 
@@ -256,24 +257,24 @@ def create_app(
         headers = (
             None if exc.retry_after is None else {hubapi.HEADER_RETRY_AFTER: str(exc.retry_after)}
         )
-        return JSONResponse(exc.body(), exc.status, headers=headers)
+        return Json(exc.body(), exc.status, headers=headers)
 
     async def storage_failed(request: Request, exc: Exception) -> Response:
         log.error("storage failure: %s", exc)
         metrics.error(hubapi.STORAGE)
         body = {"error": hubapi.STORAGE, "detail": "the hub could not read or write its storage"}
-        return JSONResponse(body, 503)
+        return Json(body, 503)
 
     async def over_quota(request: Request, exc: Exception) -> Response:
         metrics.error(hubapi.QUOTA_EXCEEDED)
-        return JSONResponse({"error": hubapi.QUOTA_EXCEEDED, "detail": str(exc)}, 507)
+        return Json({"error": hubapi.QUOTA_EXCEEDED, "detail": str(exc)}, 507)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         code = {404: hubapi.NOT_FOUND, 405: hubapi.BAD_METHOD}.get(status, hubapi.BAD_REQUEST)
         metrics.error(code)
         body = {"error": code, "detail": f"no such hub endpoint or method (HTTP {status})"}
-        return JSONResponse(body, status)
+        return Json(body, status)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -336,16 +337,20 @@ async def _janitor(store: Storage, config: HubConfig, clock: Callable[[], int]) 
 
 
 def _context(request: Request, body: bytes) -> Ctx:
-    target = request.scope.get("raw_path") or request.url.path.encode()
-    query = request.scope.get("query_string") or b""
+    """The request as the handlers see it, read straight from the ASGI scope."""
+    scope = request.scope
+    target = scope.get("raw_path") or request.url.path.encode()
+    query = scope.get("query_string") or b""
     if query:
         target = target + b"?" + query
+    client = scope.get("client")
     return Ctx(
-        method=request.method,
+        method=scope["method"],
         target=target.decode("latin-1"),
-        params=dict(request.path_params),
-        query=dict(request.query_params),
-        headers=dict(request.headers),
+        params=scope.get("path_params", {}),
+        query=dict(request.query_params) if query else {},
+        # as dict(request.headers): lowercase names, latin-1, a repeated name's first value
+        headers={k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])},
         body=body,
-        client=request.client.host if request.client else "-",
+        client=client[0] if client else "-",
     )

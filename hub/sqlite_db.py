@@ -104,6 +104,17 @@ class SQLiteDb:
             except sqlite3.Error as exc:
                 raise StorageError(f"hub database write failed: {exc}") from exc
 
+    @contextlib.contextmanager
+    def statement(self) -> Iterator[sqlite3.Connection]:
+        """The write lock for one writing statement, run in autocommit mode (its own
+        transaction: no BEGIN/COMMIT round trips)."""
+        conn = self.conn()
+        with self._write:
+            try:
+                yield conn
+            except sqlite3.Error as exc:
+                raise StorageError(f"hub database write failed: {exc}") from exc
+
     def read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         try:
             return list(self.conn().execute(sql, args))

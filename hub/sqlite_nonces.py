@@ -101,20 +101,22 @@ class NonceFile:
 
     def remember(self, kid: str, nonce: str, expires_ms: int, now_ms: int) -> bool:
         """See :meth:`sealmem.hub.storage.Storage.remember_nonce`."""
-        with self._db.tx() as conn:
-            if now_ms >= self._next_purge:
+        if now_ms >= self._next_purge:
+            self._next_purge = now_ms + _PURGE_EVERY_MS
+            with self._db.tx() as conn:
                 conn.execute("DELETE FROM nonces WHERE expires_ms <= ?", (now_ms,))
-                self._next_purge = now_ms + _PURGE_EVERY_MS
+        with self._db.statement() as conn:  # one statement: its own transaction
             cur = conn.execute(
                 "INSERT INTO nonces (kid, nonce, expires_ms) VALUES (?, ?, ?) "
                 "ON CONFLICT (kid, nonce) DO UPDATE SET expires_ms = excluded.expires_ms "
                 "WHERE nonces.expires_ms <= ?",
                 (kid, nonce, expires_ms, now_ms),
             )
-            self._inserts += 1
-            if self._inserts % CHECKPOINT_EVERY == 0:
-                self._wake.set()
-            return cur.rowcount > 0
+            stored = cur.rowcount > 0
+        self._inserts += 1
+        if self._inserts % CHECKPOINT_EVERY == 0:
+            self._wake.set()
+        return stored
 
     def adopt(self, rows: Iterable[tuple[str, str, int]]) -> None:
         """Take over nonces recorded elsewhere (an older layout's table), keeping the
