@@ -101,11 +101,18 @@ class AccessLog:
             route = scope.get("route")
             template = getattr(route, "name", None) or "unmatched"
             self.metrics.observe(template, scope["method"], status, seconds)
-            access_log.info(
-                "%s %s %d %.1fms member=%s",
-                scope["method"][:8], template, status, seconds * 1000,
-                scope.get("sealmem.kid") or "-",
-            )  # fmt: skip
+            if access_log.isEnabledFor(logging.INFO):
+                # the record made here: Logger.info would walk the stack for a caller
+                # (file, line) that the access log never prints, on every request
+                access_log.handle(
+                    access_log.makeRecord(
+                        access_log.name, logging.INFO, __file__, 0,
+                        "%s %s %d %.1fms member=%s",
+                        (scope["method"][:8], template, status, seconds * 1000,
+                         scope.get("sealmem.kid") or "-"),
+                        None,
+                    )
+                )  # fmt: skip
 
 
 def create_app(
