@@ -13,7 +13,7 @@ still lose, never overwrite.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .pg_schema import NOTIFY_CHANNEL
@@ -124,6 +124,18 @@ class PgTeamWrite(TeamWrite):
 
     def heads(self) -> list[StoredHead]:
         return read_heads(self._conn, self._team)
+
+    def heads_of(self, slots: Iterable[tuple[str, str]]) -> list[StoredHead]:
+        wanted = sorted(set(slots))
+        if not wanted:
+            return []
+        rows = self._conn.execute(
+            "SELECT DISTINCT ON (project, writer) project, writer, seq, hash, reset_at "
+            "FROM manifests WHERE team = %s AND (project, writer) IN "
+            "(SELECT * FROM unnest(%s::text[], %s::text[])) ORDER BY project, writer, seq DESC",
+            (self._team, [p for p, _ in wanted], [w for _, w in wanted]),
+        ).fetchall()
+        return [StoredHead(str(p), str(w), int(s), str(h), int(r)) for p, w, s, h, r in rows]
 
     def _change(
         self, kind: str, now_ms: int, project: str | None, writer: str | None, seq: int | None,

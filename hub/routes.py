@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.responses import JSONResponse, Response
+import orjson
+from starlette.responses import Response
 
 from ..crypto import SUITE
 from ..protocol import hubapi
@@ -33,13 +34,23 @@ from .limits import RateLimiter, check_quota
 from .storage import Storage
 from .teams import Teams, genesis_signer
 
-__all__ = ["Ctx", "Handlers"]
+__all__ = ["Ctx", "Handlers", "Json"]
 
 _MAX_KEYRINGS_PER_PUBLISH = 4096
 #: a collect request's grace period: 0..2^47 ms, the range of an HLC wall clock
 MAX_GRACE_MS = MAX_WALL_MS + 1
 
 Handler = Callable[["Ctx"], Response]
+
+
+class Json(Response):
+    """A JSON answer: the bytes of Starlette's ``JSONResponse`` (compact, UTF-8, no NaN),
+    encoded by orjson (several times faster for the hub's documents)."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
 
 
 @dataclass
@@ -190,7 +201,7 @@ class Handlers:
         found = self.storage.rosters(team, after)
         if caller.pending:  # the root of trust only: no members, grants or history
             found = found[:1] if after == 0 else []
-        return JSONResponse({"rosters": _envelopes(found)})
+        return Json({"rosters": _envelopes(found)})
 
     def put_roster(self, ctx: Ctx) -> Response:
         team = ctx.param("team")
@@ -219,7 +230,7 @@ class Handlers:
             )
         if stored:
             ctx.changed = team
-        return JSONResponse({"version": accepted.version, "stored": stored}, 201 if stored else 200)
+        return Json({"version": accepted.version, "stored": stored}, 201 if stored else 200)
 
     def _may_register(self, ctx: Ctx, team: str) -> None:
         """A new team: the operator's token or allow-list (headers only)."""
@@ -258,7 +269,7 @@ class Handlers:
         if not caller.admin:
             self._reader(state, caller, project, None)
         blobs = self.storage.keyrings(team, project)
-        return JSONResponse({"keyrings": _envelopes([b.data for b in blobs])})
+        return Json({"keyrings": _envelopes([b.data for b in blobs])})
 
     def put_keyring(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)
@@ -271,7 +282,7 @@ class Handlers:
         stored = self.teams.put_keyring(team, project, epoch, ctx.body, self.clock())
         if stored:
             ctx.changed = team
-        return JSONResponse({"stored": stored}, 201 if stored else 200)
+        return Json({"stored": stored}, 201 if stored else 200)
 
     # -- snapshots -------------------------------------------------------------------
 
@@ -279,7 +290,7 @@ class Handlers:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
         self._reader(state, caller, project, None)
-        return JSONResponse({"seqs": self.storage.newest_seqs(team, project)})
+        return Json({"seqs": self.storage.newest_seqs(team, project)})
 
     def get_manifests(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
@@ -289,8 +300,8 @@ class Handlers:
         found = self.storage.manifests(team, project, writer)
         if writer is not None:
             limit = ctx.int_query(hubapi.QUERY_LIMIT, 0) or None
-            return JSONResponse({"manifests": _envelopes(found.get(writer, [])[:limit])})
-        return JSONResponse({"writers": {w: _envelopes(d) for w, d in found.items()}})
+            return Json({"manifests": _envelopes(found.get(writer, [])[:limit])})
+        return Json({"writers": {w: _envelopes(d) for w, d in found.items()}})
 
     def put_manifest(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
@@ -306,7 +317,7 @@ class Handlers:
         stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
         if stored:
             ctx.changed = team
-        return JSONResponse({"seq": seq, "stored": stored}, 201 if stored else 200)
+        return Json({"seq": seq, "stored": stored}, 201 if stored else 200)
 
     def get_chunk(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
@@ -335,7 +346,7 @@ class Handlers:
             )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
-        return JSONResponse({"stored": stored}, 201 if stored else 200)
+        return Json({"stored": stored}, 201 if stored else 200)
 
     def collect(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)
@@ -347,7 +358,7 @@ class Handlers:
         keep |= self.teams.kept_chunks(team, project, writer)
         older = self.clock() - grace_ms
         removed = self.storage.collect(team, project, writer, keep, older)
-        return JSONResponse({"removed": removed})
+        return Json({"removed": removed})
 
     # -- join requests ---------------------------------------------------------------
 
@@ -356,7 +367,7 @@ class Handlers:
         kid = ctx.param("kid")
         self.door.admit(team, kid, ctx.body, ctx.client)
         ctx.kid = kid
-        return JSONResponse({"stored": True}, 201)
+        return Json({"stored": True}, 201)
 
     def get_request(self, ctx: Ctx) -> Response:
         """A join request's state, for its own key (or an admin): pending, approved, revoked.
@@ -373,17 +384,17 @@ class Handlers:
         if roster is not None and roster.member(kid) is not None:
             revoked = roster.revocation(kid) is not None
             status = hubapi.REQUEST_REVOKED if revoked else hubapi.REQUEST_APPROVED
-            return JSONResponse({"status": status, "roster_version": roster.version})
+            return Json({"status": status, "roster_version": roster.version})
         if self.storage.request(team, kid, self.door.live_after()) is None:
             raise Refusal(404, hubapi.NO_REQUEST, f"team {team} holds no join request from {kid}")
-        return JSONResponse({"status": hubapi.REQUEST_PENDING})
+        return Json({"status": hubapi.REQUEST_PENDING})
 
     def get_requests(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)
         self._admin(team, caller)
         found = self.storage.requests(team, self.door.live_after())
         oldest = min((r.posted_at for r in found), default=None)
-        return JSONResponse(
+        return Json(
             {
                 "requests": {r.kid: b64e(r.data) for r in found},
                 "posted_at": {r.kid: r.posted_at for r in found},
@@ -395,7 +406,7 @@ class Handlers:
         team, _, caller = self._caller(ctx)
         self._admin(team, caller)
         kid = ctx.param("kid")
-        return JSONResponse({"removed": self.storage.remove_request(team, kid)})
+        return Json({"removed": self.storage.remove_request(team, kid)})
 
     # -- change feed (the waiting part is in the app) ---------------------------------
 

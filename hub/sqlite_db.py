@@ -1,11 +1,14 @@
 """An SQLite database file for one hub process: its lock, connections and transactions.
 
 ``hub.lock`` (or ``NAME.db.lock``) is held from open to close, so two hubs never
-serve one database.  Each thread has its own connection (WAL, ``synchronous=
-FULL``) and a second one for the nonce table (``synchronous=NORMAL``: a power
-loss may forget the newest nonces, never corrupt anything).  Writes take one
-process-wide lock and ``BEGIN IMMEDIATE``; every ``sqlite3`` error becomes a
-:class:`~sealmem.hub.stored.StorageError` naming the file.
+serve one database (a second file of the same directory, such as the nonce
+file, is opened without a lock of its own: the directory's lock covers it).
+Each thread has its own connection (WAL, ``synchronous=FULL`` unless the file
+says otherwise: the nonce file's ``NORMAL`` may forget the newest nonces on a
+power loss, never corrupt anything).  Writes take a lock of this file's own
+and ``BEGIN IMMEDIATE``, so two files never wait for each other; every
+``sqlite3`` error becomes a :class:`~sealmem.hub.stored.StorageError` naming
+the file.
 """
 
 from __future__ import annotations
@@ -25,24 +28,35 @@ __all__ = ["SQLiteDb"]
 
 
 class SQLiteDb:
-    def __init__(self, path: Path, lock_path: Path) -> None:
+    def __init__(
+        self,
+        path: Path,
+        lock_path: Path | None,
+        *,
+        synchronous: str = "FULL",
+        autocheckpoint: bool = True,
+    ) -> None:
         self.path = path
+        self._synchronous = synchronous
+        self._autocheckpoint = autocheckpoint  # False: the owner runs wal_checkpoint itself
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise StorageError(f"cannot use the hub data directory {path.parent}: {exc}") from exc
-        # Held until close(), which may run on another thread: not thread-local.
-        self._lock: filelock.FileLock | None = filelock.FileLock(
-            lock_path, mode=0o600, blocking=False, thread_local=False
-        )
-        try:
-            self._lock.acquire()
-        except filelock.Timeout:
-            raise StorageError(
-                f"another hub is serving {path} ({lock_path.name} is locked); stop it first"
-            ) from None
-        except OSError as exc:
-            raise StorageError(f"cannot lock {lock_path}: {exc}") from exc
+        self._lock: filelock.FileLock | None = None
+        if lock_path is not None:
+            # Held until close(), which may run on another thread: not thread-local.
+            self._lock = filelock.FileLock(
+                lock_path, mode=0o600, blocking=False, thread_local=False
+            )
+            try:
+                self._lock.acquire()
+            except filelock.Timeout:
+                raise StorageError(
+                    f"another hub is serving {path} ({lock_path.name} is locked); stop it first"
+                ) from None
+            except OSError as exc:
+                raise StorageError(f"cannot lock {lock_path}: {exc}") from exc
         self._local = threading.local()
         self._write = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
@@ -56,27 +70,28 @@ class SQLiteDb:
         except sqlite3.Error as exc:
             raise StorageError(f"cannot set up {self.path}: {exc}") from exc
 
-    def conn(self, *, nonces: bool = False) -> sqlite3.Connection:
-        name = "nonces" if nonces else "conn"
-        conn: sqlite3.Connection | None = getattr(self._local, name, None)
+    def conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             try:
                 conn = sqlite3.connect(
                     self.path, isolation_level=None, check_same_thread=False, timeout=30.0
                 )
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute(f"PRAGMA synchronous={'NORMAL' if nonces else 'FULL'}")
+                conn.execute(f"PRAGMA synchronous={self._synchronous}")
+                if not self._autocheckpoint:
+                    conn.execute("PRAGMA wal_autocheckpoint=0")
             except sqlite3.Error as exc:
                 raise StorageError(f"cannot open {self.path}: {exc}") from exc
-            setattr(self._local, name, conn)
+            self._local.conn = conn
             with self._conns_lock:
                 self._conns.append(conn)
         return conn
 
     @contextlib.contextmanager
-    def tx(self, *, nonces: bool = False) -> Iterator[sqlite3.Connection]:
+    def tx(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (not reentrant: never open one inside another)."""
-        conn = self.conn(nonces=nonces)
+        conn = self.conn()
         with self._write:
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -86,6 +101,17 @@ class SQLiteDb:
                     conn.execute("ROLLBACK")
                     raise
                 conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StorageError(f"hub database write failed: {exc}") from exc
+
+    @contextlib.contextmanager
+    def statement(self) -> Iterator[sqlite3.Connection]:
+        """The write lock for one writing statement, run in autocommit mode (its own
+        transaction: no BEGIN/COMMIT round trips)."""
+        conn = self.conn()
+        with self._write:
+            try:
+                yield conn
             except sqlite3.Error as exc:
                 raise StorageError(f"hub database write failed: {exc}") from exc
 

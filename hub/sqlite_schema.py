@@ -5,6 +5,10 @@
 - version 2: per-team cursor and generation on the team row; changes keyed by
   (team, cursor); usage per (team, member); keyrings with the roster version
   they cite; which chunks each kept manifest names; a nonce table.
+- version 3: the nonce table moves to a file of its own
+  (:mod:`sealmem.hub.sqlite_nonces`), so that a request's nonce insert never
+  waits for a push's durable commit; the nonces still inside their window are
+  handed to that file before the table is dropped.
 
 Upgrades are forward only, one transaction each.  Cursors already handed out
 are kept: a team's counter goes on from its newest, so a reader's cursor stays
@@ -14,6 +18,7 @@ valid.  Values the old layout lacked are recomputed from the stored objects.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from ..protocol.envelope import unpack
 from ..protocol.errors import Rejected
@@ -24,7 +29,10 @@ from .stored import TEAM_OWNER, StorageError
 
 __all__ = ["SCHEMA_VERSION", "set_up"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+#: (kid, nonce, expires_ms) rows of the version 2 nonce table, handed over
+Nonces = list[tuple[str, str, int]]
 
 #: The first hub's tables, as it created them (``IF NOT EXISTS``): an old data
 #: directory is completed to this, then upgraded.
@@ -97,6 +105,10 @@ CREATE INDEX nonces_expiry ON nonces (expires_ms);
 """
 
 
+#: version 3: version 2 without the nonce table (now a file of its own)
+_TABLES_V3 = ";".join(s for s in _TABLES_V2.split(";") if "nonces" not in s)
+
+
 def _tables(conn: sqlite3.Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     return {str(r[0]) for r in rows}
@@ -106,8 +118,10 @@ def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
-def set_up(conn: sqlite3.Connection) -> None:
-    """Create the schema, or bring an older one up to :data:`SCHEMA_VERSION`."""
+def set_up(conn: sqlite3.Connection, adopt_nonces: Callable[[Nonces], None]) -> None:
+    """Create the schema, or bring an older one up to :data:`SCHEMA_VERSION`;
+    ``adopt_nonces`` stores (durably) the nonces of a version 2 table, before the
+    upgrade drops it: a request seen before the upgrade stays refused after it."""
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if version > SCHEMA_VERSION:
         raise StorageError(
@@ -116,15 +130,21 @@ def set_up(conn: sqlite3.Connection) -> None:
         )
     if version == SCHEMA_VERSION:
         return
+    if version == 2 and "nonces" in _tables(conn):
+        rows = conn.execute("SELECT kid, nonce, expires_ms FROM nonces").fetchall()
+        adopt_nonces([(str(k), str(n), int(e)) for k, n, e in rows])
     conn.execute("BEGIN IMMEDIATE")
     try:
         if version == 0 and _tables(conn) - {"sqlite_sequence"}:
             for statement in _statements(_TABLES_V1):
                 conn.execute(statement)
             _upgrade_1_to_2(conn)
+            version = 2
         elif version == 0:
-            for statement in _statements(_TABLES_V2):
+            for statement in _statements(_TABLES_V3):
                 conn.execute(statement)
+        if version == 2:
+            conn.execute("DROP TABLE IF EXISTS nonces")  # its index goes with it
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         conn.execute("ROLLBACK")

@@ -2,14 +2,15 @@
 
 Layout of the data directory (``--data DIR``, or ``--db sqlite:///DIR/hub.db``)::
 
-    hub.db                                   metadata, objects, change feed, nonces
+    hub.db                                   metadata, objects, change feed
+    hub-nonces.db                            the nonce cache (:mod:`sealmem.hub.sqlite_nonces`)
     blobs/{team}/{project}/{writer}/{id}     one encrypted chunk per file (default)
     hub.lock                                 held while a hub serves this database
 
 One process serves a database (``hub.lock``), so rate-limit buckets live in
 its memory (:mod:`sealmem.hub.buckets`); everything else that must survive a
-restart is in ``hub.db``.  A team's write lock is SQLite's own: every write is a
-``BEGIN IMMEDIATE`` transaction (:mod:`sealmem.hub.sqlite_db`: connections,
+restart is in ``hub.db`` and ``hub-nonces.db``.  A team's write lock is SQLite's
+own: every write is a ``BEGIN IMMEDIATE`` transaction (:mod:`sealmem.hub.sqlite_db`: connections,
 durability).  The schema and its upgraders are in
 :mod:`sealmem.hub.sqlite_schema`, a team's write transaction in
 :mod:`sealmem.hub.sqlite_write`, the blob ordering rules in
@@ -27,6 +28,7 @@ from .blobs import BlobDir
 from .blobstore import BlobKey, BlobStore
 from .buckets import TokenBuckets
 from .sqlite_db import SQLiteDb
+from .sqlite_nonces import NonceFile, nonce_file_name
 from .sqlite_schema import set_up
 from .sqlite_write import SQLiteTeamWrite, charge
 from .storage import (
@@ -47,11 +49,12 @@ __all__ = ["DB_FILE", "LOCK_FILE", "SQLiteStorage"]
 DB_FILE = "hub.db"
 LOCK_FILE = "hub.lock"
 _NEVER = -(2**63)  # an expiry bound no request is posted at or before
-_NONCE_PURGE_MS = 60_000
 
 
 class SQLiteStorage(Storage):
     """See the module docstring.  One instance per database and process."""
+
+    local_reads = True  # hub.db in WAL: a read never waits for a writer; nonces never fsync
 
     def __init__(
         self,
@@ -63,17 +66,23 @@ class SQLiteStorage(Storage):
     ) -> None:
         data_dir = Path(data_dir)
         lock_name = LOCK_FILE if db_name == DB_FILE else f"{db_name}.lock"
-        self._sql = SQLiteDb(data_dir / db_name, data_dir / lock_name)
+        self._sql = SQLiteDb(data_dir / db_name, data_dir / lock_name)  # takes hub.lock
         try:
-            super().__init__(blobs if blobs is not None else BlobDir(data_dir / "blobs"), quota)
-            self._sql.set_up(set_up)
+            self._nonces = NonceFile(data_dir / nonce_file_name(db_name))
         except BaseException:
             self._sql.close()
             raise
+        try:
+            super().__init__(blobs if blobs is not None else BlobDir(data_dir / "blobs"), quota)
+            self._sql.set_up(lambda conn: set_up(conn, self._nonces.adopt))
+        except BaseException:
+            self._nonces.close()
+            self._sql.close()
+            raise
         self._buckets = TokenBuckets()
-        self._next_purge = 0
 
     def close(self) -> None:
+        self._nonces.close()
         self._sql.close()
         super().close()
 
@@ -249,17 +258,7 @@ class SQLiteStorage(Storage):
     # -- shared state ----------------------------------------------------------------
 
     def remember_nonce(self, kid: str, nonce: str, expires_ms: int, now_ms: int) -> bool:
-        with self._sql.tx(nonces=True) as conn:
-            if now_ms >= self._next_purge:
-                conn.execute("DELETE FROM nonces WHERE expires_ms <= ?", (now_ms,))
-                self._next_purge = now_ms + _NONCE_PURGE_MS
-            cur = conn.execute(
-                "INSERT INTO nonces (kid, nonce, expires_ms) VALUES (?, ?, ?) "
-                "ON CONFLICT (kid, nonce) DO UPDATE SET expires_ms = excluded.expires_ms "
-                "WHERE nonces.expires_ms <= ?",
-                (kid, nonce, expires_ms, now_ms),
-            )
-            return cur.rowcount > 0
+        return self._nonces.remember(kid, nonce, expires_ms, now_ms)
 
     def take_token(self, key: str, rate_per_s: float, burst: int, now_ms: int) -> float:
         return self._buckets.take(key, rate_per_s, burst, now_ms)

@@ -7,7 +7,7 @@ is the team's write lock: nothing else writes the database until it commits.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from .storage import (
     TEAM_OWNER,
@@ -87,6 +87,18 @@ class SQLiteTeamWrite(TeamWrite):
 
     def heads(self) -> list[StoredHead]:
         return self.read_heads(self._conn, self._team)
+
+    def heads_of(self, slots: Iterable[tuple[str, str]]) -> list[StoredHead]:
+        out: list[StoredHead] = []
+        for project, writer in sorted(set(slots)):
+            row = self._conn.execute(
+                "SELECT seq, hash, reset_at FROM manifests WHERE team = ? AND project = ? "
+                "AND writer = ? ORDER BY seq DESC LIMIT 1",
+                (self._team, project, writer),
+            ).fetchone()
+            if row is not None:
+                out.append(StoredHead(project, writer, int(row[0]), str(row[1]), int(row[2])))
+        return out
 
     def _change(
         self, kind: str, now_ms: int, project: str | None, writer: str | None, seq: int | None,

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from .blobstore import BlobKey, BlobStore
 from .chunk_rules import ANY_AGE_MS, ChunkRules
@@ -109,6 +109,12 @@ class TeamWrite(abc.ABC):
     def heads(self) -> list[StoredHead]:
         """The newest manifest of every slot of the team, read inside the transaction."""
 
+    def heads_of(self, slots: Iterable[tuple[str, str]]) -> list[StoredHead]:
+        """The newest manifest of each (project, writer) slot named (those that have one):
+        what a manifest's verification needs, read without reading every slot's."""
+        wanted = set(slots)
+        return [h for h in self.heads() if (h.project, h.writer) in wanted]
+
     @abc.abstractmethod
     def put_roster(
         self,
@@ -145,6 +151,12 @@ class TeamWrite(abc.ABC):
 class Storage(ChunkRules):
     """The hub's persistence; see the module docstring.  The chunk methods (blob and
     row in order) come from :class:`~sealmem.hub.chunk_rules.ChunkRules`."""
+
+    #: Metadata reads and nonce inserts are local and never wait for a lock held across
+    #: a durable commit, an fsync or the network (an embedded database): a request that
+    #: only reads metadata may be served on the event loop, without a threadpool hop.
+    #: False for a backend that talks to a server (PostgreSQL, S3).
+    local_reads: bool = False
 
     def __init__(self, blobs: BlobStore, quota: Quota | None = None) -> None:
         self.blobs = blobs

@@ -34,6 +34,7 @@ from ..protocol.roster import Roster
 from ..protocol.state import ChainHead, TrustedState
 from ..protocol.verify import (
     MAX_KEYRING_BYTES,
+    MAX_MANIFEST_BYTES,
     MAX_ROSTER_BYTES,
     accept_keyring,
     accept_manifest,
@@ -154,8 +155,17 @@ class Teams:
         return state
 
     @staticmethod
-    def _with_heads(state: TrustedState, tx: TeamWrite) -> TrustedState:
-        heads = {(h.writer, h.project): ChainHead(h.seq, h.hash, h.reset_at) for h in tx.heads()}
+    def _with_heads(state: TrustedState, tx: TeamWrite, data: bytes) -> TrustedState:
+        """``state`` with the chain heads a manifest's verification reads: its own slot's
+        and those of the slots it witnesses (not every slot of the team: a push costs
+        the same at 10 members and at 200)."""
+        try:
+            m = Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+            slots = {(m.project, m.writer), *((h.project, h.writer) for h in m.heads)}
+        except Rejected:
+            slots = set()  # accept_manifest refuses it, by name, before any head is read
+        found = tx.heads_of(slots)
+        heads = {(h.writer, h.project): ChainHead(h.seq, h.hash, h.reset_at) for h in found}
         return state.evolve(heads=heads, witnessed={})
 
     # -- verified writes -------------------------------------------------------------
@@ -265,7 +275,7 @@ class Teams:
                     hubapi.UNKNOWN_TEAM,
                     f"team {team} is not registered on this hub; check the URL",
                 )
-            state = self._with_heads(cached, tx)
+            state = self._with_heads(cached, tx, data)
             try:
                 new_state, manifest = accept_manifest(
                     SUITE, state, data, project=project, writer=writer

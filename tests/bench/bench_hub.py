@@ -185,11 +185,17 @@ class Hub:
     """``sealmem hub serve`` in a subprocess on a free port, over ``storage`` (the
     command-line options that name it: ``--data DIR`` or ``--db URL --blobs URL``)."""
 
-    def __init__(self, storage: Sequence[str], logs: Path, http: str) -> None:
+    def __init__(
+        self, storage: Sequence[str], logs: Path, http: str, code: Path | None = None
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "SEALMEM_HUB_OPERATOR_TOKEN": TOKEN}
-        argv = [str(SEALMEM), "hub", "serve", *storage, "--port", str(self.port), "--http", http]
+        command = [str(SEALMEM)]
+        if code is not None:  # another revision's code, importable as sealmem (see baseline)
+            env["PYTHONPATH"] = os.pathsep.join([str(code / "ns"), str(code / "src")])
+            command = [sys.executable, "-c", "from sealmem.client.launch import main; main()"]
+        argv = [*command, "hub", "serve", *storage, "--port", str(self.port), "--http", http]
         self.log = (logs / f"hub-{self.port}.log").open("wb")
         self.proc = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
@@ -276,12 +282,12 @@ class Backing:
             return 0.0
         return tree_cpu_seconds(self.pg._proc.pid) + proc_cpu_seconds(self.s3.proc.pid)
 
-    def start(self, name: str, replicas: int, http: str) -> Cluster:
+    def start(self, name: str, replicas: int, http: str, code: Path | None = None) -> Cluster:
         storage = self.storage(name)
         hubs: list[Hub] = []
         try:
             for _ in range(replicas):
-                hubs.append(Hub(storage, self.workdir, http))
+                hubs.append(Hub(storage, self.workdir, http, code))
         except BaseException:
             for h in hubs:
                 h.stop()
@@ -293,6 +299,24 @@ class Backing:
             self.s3.stop()
         if self.pg is not None:
             self.pg.stop()
+
+
+def baseline(rev: str, workdir: Path) -> Path:
+    """The hub code of git revision ``rev``, importable as ``sealmem`` (run with
+    ``PYTHONPATH=DIR/ns:DIR/src``, as ``Hub`` does): "today's" hub, measured in the
+    same run as this one."""
+    root = Path(__file__).resolve().parents[2]
+    out = workdir / f"baseline-{rev}"
+    src, ns = out / "src", out / "ns" / "sealmem"
+    src.mkdir(parents=True)
+    ns.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", rev], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    for part in ("client", "hub", "crypto", "protocol"):
+        (ns / part).symlink_to(src / part)
+    return out
 
 
 # -- the team and its members -------------------------------------------------------------
@@ -500,9 +524,15 @@ def run_wrk(n: int, hub: Hub, seconds: float, connections: int) -> Result | None
 
 
 def run_level(
-    n: int, args: argparse.Namespace, http: str, backing: Backing, use_wrk: bool
+    n: int,
+    args: argparse.Namespace,
+    http: str,
+    backing: Backing,
+    use_wrk: bool,
+    code: Path | None = None,
 ) -> list[Result]:
-    hub = backing.start(f"hub-{n}-{http}", args.replicas, http)
+    label = http if code is None else f"{http} @{args.baseline}"
+    hub = backing.start(f"hub-{n}-{http}-{code is not None}", args.replicas, http, code)
     try:
         admin = MemberKey.generate()
         keys = [MemberKey.generate() for _ in range(n)]
@@ -562,7 +592,7 @@ def run_level(
             for c in clients:
                 c.close()
         for r in results:
-            r.backend, r.replicas, r.http = args.backend, len(hub.hubs), http
+            r.backend, r.replicas, r.http = args.backend, len(hub.hubs), label
         return results
     finally:
         hub.stop()
@@ -621,6 +651,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="HTTP stacks to measure, each in its own hub run (default: httptools)",
     )  # fmt: skip
     parser.add_argument("--no-wrk", action="store_true", help="skip the wrk /healthz ceiling")
+    parser.add_argument(
+        "--baseline", metavar="REV", default=None,
+        help="also run the hub of git revision REV on h11 at each N (\"today's\" hub, in "
+        "the same run), and print this hub's speed-up per core over it",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.replicas < 1 or (args.replicas > 1 and args.backend != "pg-s3"):
         parser.error("--replicas above 1 needs --backend pg-s3 (SQLite is one process's file)")
@@ -636,15 +671,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="sealmem-bench-hub-") as tmp:
         backing = Backing(args.backend, Path(tmp))
+        code = baseline(args.baseline, Path(tmp)) if args.baseline else None
         try:
             for n in args.members:
+                if code is not None:
+                    results += run_level(n, args, "h11", backing, use_wrk, code)
+                    print(f"N={n} h11 @{args.baseline}: done", file=sys.stderr)
                 for http in args.http:
                     results += run_level(n, args, http, backing, use_wrk)
                     print(f"N={n} {http}: done", file=sys.stderr)
         finally:
             backing.close()
     print_table(results)
+    if code is not None:
+        print_speedup(results, args.baseline)
     return 0
+
+
+def _ms_per_request(r: Result) -> float:
+    return r.hub_cpu * r.seconds / r.requests * 1e3 if r.requests else math.nan
+
+
+def print_speedup(results: Sequence[Result], rev: str) -> None:
+    """Signed sync requests per core against the baseline hub of the same run."""
+    print(f"\nSigned sync requests, hub CPU per request against the hub of {rev} on h11 "
+          "(target: at most half, i.e. >= 2x per core):")  # fmt: skip
+    for n in sorted({r.members for r in results}):
+        rows = [r for r in results if r.members == n and r.label == "sync"]
+        base = next((r for r in rows if r.http.endswith(f"@{rev}")), None)
+        if base is None:
+            continue
+        for r in rows:
+            if r is base:
+                continue
+            ratio = _ms_per_request(base) / _ms_per_request(r)
+            print(
+                f"  N={n:<4} {r.http:<10} {_ms_per_request(r):.2f} ms/req against "
+                f"{_ms_per_request(base):.2f}: {ratio:.2f}x per core; p99 {r.p99_ms:.0f} ms "
+                f"(baseline {base.p99_ms:.0f} ms), load average {r.load:.1f}"
+            )
 
 
 if __name__ == "__main__":

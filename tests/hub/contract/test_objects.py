@@ -31,6 +31,23 @@ def test_seq_is_compare_and_swapped(store: Storage) -> None:
     assert [h.seq for h in store.heads("t1")] == [5]
 
 
+def test_a_write_reads_the_heads_of_the_slots_it_names_only(store: Storage) -> None:
+    team(store, "t1")
+    team(store, "t2")
+    a = chunk(store, "t1", ALICE, b"one")
+    b = chunk(store, "t1", BOB, b"two")
+    manifest(store, "t1", ALICE, 1, [a])
+    manifest(store, "t1", ALICE, 4, [a])
+    manifest(store, "t1", BOB, 2, [b])
+    manifest(store, "t2", ALICE, 9, [chunk(store, "t2", ALICE, b"three")])
+    with store.write("t1") as tx:
+        assert tx.heads_of([(PROJECT, ALICE)]) == [StoredHead(PROJECT, ALICE, 4, f"{4:064x}", 0)]
+        named = tx.heads_of([(PROJECT, BOB), (PROJECT, ALICE), ("other", ALICE), (PROJECT, "x")])
+        assert set(named) == set(tx.heads())
+        assert len(named) == 2
+        assert tx.heads_of([]) == []
+
+
 def test_only_the_newest_manifests_are_kept(store: Storage) -> None:
     team(store, "t1")
     a = chunk(store, "t1", ALICE, b"one")

@@ -9,6 +9,9 @@ Run it with the code of that hub (commit c8031a9) importable as ``sealmem``::
 
 Two teams on one hub (so the old global cursor interleaves them), members that
 pushed two rounds of snapshots, and a pending join request.
+
+``hub-v2/`` is the same script run the same way with the code of commit
+1eac825 (schema version 2: the nonce table still in ``hub.db``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,138 @@
+"""The SQLite hub's nonce cache: a database file of its own beside ``hub.db``.
+
+Every signed request records its (kid, nonce) until it has left the replay
+window (:class:`sealmem.hub.auth.ReplayGuard`).  In ``hub.db`` that insert
+waited for SQLite's single writer lock, which a push holds across its durable
+commit: every request, a GET too, queued behind the fsync of a push.  In a file
+of its own (``hub-nonces.db`` for ``hub.db``: WAL, ``synchronous=NORMAL``, a
+write lock of its own) it waits only for other nonce inserts, which do not
+fsync when they commit.  ``NORMAL`` may forget the newest nonces on a power
+loss (never corrupts the file); a process restart forgets none.  The WAL's
+checkpoint (which does fsync) runs on a thread of its own every
+:data:`CHECKPOINT_EVERY` inserts, never in the request that crossed the mark:
+on an embedded hub a request's insert may run on the event loop.
+
+The directory's ``hub.lock`` covers this file too.  Version 1 of its schema is
+in ``PRAGMA user_version``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+from .sqlite_db import SQLiteDb
+from .stored import StorageError
+
+__all__ = ["CHECKPOINT_EVERY", "NONCE_SCHEMA_VERSION", "NonceFile", "nonce_file_name"]
+
+log = logging.getLogger("sealmem.hub")
+
+NONCE_SCHEMA_VERSION = 1
+#: inserts between two checkpoints of the WAL (an insert adds 2-3 pages to it)
+CHECKPOINT_EVERY = 256
+_PURGE_EVERY_MS = 60_000
+_TABLE = """
+CREATE TABLE IF NOT EXISTS nonces (
+    kid TEXT NOT NULL, nonce TEXT NOT NULL, expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (kid, nonce)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS nonces_expiry ON nonces (expires_ms);
+"""
+
+
+def nonce_file_name(db_name: str) -> str:
+    """``hub.db`` -> ``hub-nonces.db``: the nonce file of a database file."""
+    return f"{Path(db_name).stem}-nonces.db"
+
+
+def _set_up(conn: sqlite3.Connection) -> None:
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > NONCE_SCHEMA_VERSION:
+        raise StorageError(
+            f"the hub's nonce file is at schema version {version}, newer than this hub "
+            f"({NONCE_SCHEMA_VERSION}); run the newer sealmem hub"
+        )
+    if version == NONCE_SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in (s.strip() for s in _TABLE.split(";")):
+            if statement:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {NONCE_SCHEMA_VERSION}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+class NonceFile:
+    """(kid, nonce) pairs until they expire, in their own SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self._db = SQLiteDb(path, None, synchronous="NORMAL", autocheckpoint=False)
+        try:
+            self._db.set_up(_set_up)
+        except BaseException:
+            self._db.close()
+            raise
+        self._next_purge = 0
+        self._inserts = 0
+        self._wake = threading.Event()
+        self._closing = False
+        self._checkpointer = threading.Thread(
+            target=self._checkpoints, name="sealmem-hub-nonce-checkpoints", daemon=True
+        )
+        self._checkpointer.start()
+
+    def _checkpoints(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._closing:
+                return
+            try:
+                self._db.read("PRAGMA wal_checkpoint(PASSIVE)")
+            except StorageError as exc:  # the next mark tries again
+                log.warning("nonce file checkpoint failed: %s", exc)
+
+    def remember(self, kid: str, nonce: str, expires_ms: int, now_ms: int) -> bool:
+        """See :meth:`sealmem.hub.storage.Storage.remember_nonce`."""
+        if now_ms >= self._next_purge:
+            self._next_purge = now_ms + _PURGE_EVERY_MS
+            with self._db.tx() as conn:
+                conn.execute("DELETE FROM nonces WHERE expires_ms <= ?", (now_ms,))
+        with self._db.statement() as conn:  # one statement: its own transaction
+            cur = conn.execute(
+                "INSERT INTO nonces (kid, nonce, expires_ms) VALUES (?, ?, ?) "
+                "ON CONFLICT (kid, nonce) DO UPDATE SET expires_ms = excluded.expires_ms "
+                "WHERE nonces.expires_ms <= ?",
+                (kid, nonce, expires_ms, now_ms),
+            )
+            stored = cur.rowcount > 0
+        self._inserts += 1
+        if self._inserts % CHECKPOINT_EVERY == 0:
+            self._wake.set()
+        return stored
+
+    def adopt(self, rows: Iterable[tuple[str, str, int]]) -> None:
+        """Take over nonces recorded elsewhere (an older layout's table), keeping the
+        later expiry of a pair recorded in both; durable when this returns (the old
+        table may be dropped next)."""
+        with self._db.tx() as conn:
+            conn.executemany(
+                "INSERT INTO nonces (kid, nonce, expires_ms) VALUES (?, ?, ?) "
+                "ON CONFLICT (kid, nonce) DO UPDATE SET "
+                "expires_ms = MAX(nonces.expires_ms, excluded.expires_ms)",
+                rows,
+            )
+        self._db.read("PRAGMA wal_checkpoint(FULL)")  # synchronous=NORMAL: sync it now
+
+    def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+        self._checkpointer.join(timeout=10)
+        self._db.close()
