@@ -29,14 +29,14 @@ import json
 import sqlite3
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from ...protocol.errors import InputError, ProtocolError
 from ...protocol.hlc import MAX_AHEAD_MS, ZERO, Hlc, too_far_ahead
 from ...protocol.merge import effective_importance, merge
 from ...protocol.record import Record
-from .batch import Keep, Write, keep_versions, load_rows, redact_version, write_versions
+from .batch import Keep, Write, keep_versions, load_rows, redact_versions, write_versions
 from .connection import transaction
 from .export import FORMAT, VERSION, export_document, write_export
 from .jsonscan import JsonScanner, scan
@@ -65,6 +65,7 @@ class _Entry:
     updated_at: int
     provenance: Provenance
     replaced_at: int | None
+    where: str
 
 
 def _number(value: object, where: str, lo: float, hi: float) -> float:
@@ -73,7 +74,7 @@ def _number(value: object, where: str, lo: float, hi: float) -> float:
     return float(value)
 
 
-def _parse(item: object, where: str, now_ms: int, *, history: bool) -> tuple[_Entry, list[str]]:
+def _parse(item: object, where: str, now_ms: int, *, history: bool) -> _Entry:
     if not isinstance(item, dict):
         raise InputError(f"{where} must be an object")
     try:
@@ -84,10 +85,6 @@ def _parse(item: object, where: str, now_ms: int, *, history: bool) -> tuple[_En
     prov = item.get("provenance") or {}
     if not isinstance(local, dict) or not isinstance(prov, dict):
         raise InputError(f"{where}: 'local' and 'provenance' must be objects")
-    warnings = []
-    record, found = redact_version(record)
-    if found:
-        warnings.append(f"{where} ({record.id}): redacted {', '.join(sorted(found))}")
     signer = prov.get("signer")
     signer_name = prov.get("signer_name")
     replaced_at = item.get("replaced_at") if history else None
@@ -108,8 +105,9 @@ def _parse(item: object, where: str, now_ms: int, *, history: bool) -> tuple[_En
         replaced_at=int(_number(replaced_at, f"{where}.replaced_at", 0, 2**62))
         if history
         else None,
+        where=where,
     )
-    return entry, warnings
+    return entry
 
 
 def _check_header(key: str, value: object) -> None:
@@ -143,8 +141,7 @@ class _Importer:
         self._history: list[_Entry] = []
 
     def _accept(self, item: object, where: str, *, history: bool) -> _Entry | None:
-        entry, notes = _parse(item, where, self.now_ms, history=history)
-        self.warnings.extend(notes)
+        entry = _parse(item, where, self.now_ms, history=history)
         if too_far_ahead(entry.record.hlc, self.now_ms):
             self.counts["skipped"] += 1
             if len(self.refused) < 5:
@@ -185,6 +182,7 @@ class _Importer:
         self._batch_ids.clear()
         if not batch:
             return
+        batch = self._redacted(batch)
         rows = load_rows(self.conn, (e.record.id for e in batch))
         writes: list[Write] = []
         keeps: list[Keep] = []
@@ -238,8 +236,26 @@ class _Importer:
             return "updated"
         return "unchanged"
 
+    def _redacted(self, batch: list[_Entry]) -> list[_Entry]:
+        """``batch`` with each record through the redaction rules (skipped for text this
+        store's rules already redacted: a re-import), a warning per cleaned entry."""
+        out = []
+        for entry, (record, found) in zip(
+            batch, redact_versions(self.conn, (e.record for e in batch)), strict=True
+        ):
+            if found:
+                self.warnings.append(
+                    f"{entry.where} ({record.id}): redacted {', '.join(sorted(found))}"
+                )
+                entry = replace(entry, record=record)
+            out.append(entry)
+        return out
+
     def flush_history(self) -> None:
         batch, self._history = self._history, []
+        if not batch:
+            return
+        batch = self._redacted(batch)
         keep_versions(
             self.conn,
             [_keep(e, e.replaced_at or self.now_ms) for e in batch],

@@ -3,7 +3,8 @@
 :func:`apply_versions` runs one batch (the records of one chunk) in four steps:
 
 1. **scrub**: the redaction rules run again over each pulled version (client
-   policy: a teammate's older sealmem may have let a secret through);
+   policy: a teammate's older sealmem may have let a secret through), except over
+   text this store's rules already redacted (a re-pull, a metadata-only update);
 2. **read**: the local rows of the batch's ids, in one query, become the pure
    merge's inputs: local winners, importance floors, and the store's clock;
 3. **merge**: :func:`sealmem.protocol.merge.merge_many`, the function the merge
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ...protocol.merge import effective_importance, merge_many
 from ...protocol.record import Record
-from ..store.batch import Keep, Write, keep_versions, load_rows, redact_version, write_versions
+from ..store.batch import Keep, Write, keep_versions, load_rows, redact_versions, write_versions
 from ..store.memory import Provenance
 from ..store.rows import (
     read_hlc,
@@ -66,8 +67,7 @@ def apply_versions(
     """Merge verified versions from one snapshot (see the module docstring)."""
     result = ApplyResult()
     incoming: list[Record] = []
-    for record in records:
-        cleaned, found = redact_version(record)
+    for cleaned, found in redact_versions(conn, records):
         result.redacted += bool(found)
         incoming.append(cleaned)
     if not incoming:
