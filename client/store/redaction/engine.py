@@ -147,11 +147,18 @@ def _gitleaks_spans(spec: gitleaks.Spec, text: str) -> Iterator[tuple[int, int]]
             yield start, end
 
 
-def _candidates(text: str, cues: set[str], index: _Index) -> Iterator[tuple[str, int, int]]:
+def _candidates(
+    text: str, lowered: str, cues: set[str], index: _Index
+) -> Iterator[tuple[str, int, int]]:
     """(type, start, end) of every match, in rule order."""
     own = {i for cue in cues for i in index.own.get(cue, ())}
     for i, rule in enumerate(RULES):
         if rule.cues and i not in own:
+            continue
+        if rule.needs and not any(part in lowered for part in rule.needs):
+            continue
+        gate = rule.gate_pattern
+        if gate is not None and gate.search(lowered) is None:
             continue
         for start, end in _own_spans(rule, text):
             yield rule.type, start, end
@@ -171,7 +178,7 @@ def redact(text: str) -> Redacted:
     taken: list[tuple[int, int, str | None]] = []
     if "[redacted:" in lowered:
         taken = [(m.start(), m.end(), None) for m in _EXISTING.finditer(text)]
-    for type_, start, end in _candidates(text, cues, index):
+    for type_, start, end in _candidates(text, lowered, cues, index):
         if all(end <= s or start >= e for s, e, _ in taken):
             taken.append((start, end, type_))
     spans = sorted((s, e, t) for s, e, t in taken if t is not None)
@@ -222,6 +229,8 @@ def rules_fingerprint() -> str:
 
     digest = hashlib.sha256()
     for rule in RULES:
-        digest.update(f"{rule.type}\0{rule.source}\0{rule.flags}\0".encode())
+        digest.update(
+            f"{rule.type}\0{rule.source}\0{rule.flags}\0{rule.needs}\0{rule.gate}\0".encode()
+        )
     digest.update(resources.files(gitleaks.__package__).joinpath("gitleaks.toml").read_bytes())
     return digest.hexdigest()[:12]
