@@ -10,8 +10,9 @@ few statements per batch instead of four per version:
   in the order given, so row ids and history sequence numbers come out the same;
 - ``memories_fts`` and ``history_fts`` are filled once for the whole batch: while
   ``fts_batch`` holds a row their per-row triggers stand aside (schema version 6),
-  the old entries of updated rows are deleted and the new text of every written
-  row and every added history row is indexed by one statement each;
+  the old entries of updated rows whose text changed are deleted and the new text
+  of those rows, of every added row and of every added history row is indexed by
+  one statement each (an update that keeps the text keeps its index entry);
 - supersede links are touched only for the rows whose links changed.
 
 :func:`keep_versions` adds versions that did not win to ``history`` the same way
@@ -138,19 +139,26 @@ def _flush(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
         if added:
             marks = ", ".join(f":{name}" for name in names)
             conn.executemany(f"INSERT INTO memories ({', '.join(names)}) VALUES ({marks})", added)
-        if changed:
+        # an update that keeps the text (a reinforce, an importance) keeps its index entry
+        retext = [
+            (v, p)
+            for v, p in changed
+            if (v["content"], v["keywords"]) != (p["content"], p["keywords"])
+        ]
+        if retext:
             conn.executemany(
                 "INSERT INTO memories_fts (memories_fts, rowid, content, keywords) "
                 "VALUES ('delete', ?, ?, ?)",
-                [(p["rowid"], p["content"], p["keywords"]) for _, p in changed],
+                [(p["rowid"], p["content"], p["keywords"]) for _, p in retext],
             )
+        if changed:
             sets = ", ".join(f"{name} = :{name}" for name in names if name != "id")
             conn.executemany(f"UPDATE memories SET {sets} WHERE id = :id", [v for v, _ in changed])
         conn.execute(
             "INSERT INTO memories_fts (rowid, content, keywords) "
             "SELECT rowid, content, keywords FROM memories "
             "WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps([v["id"] for v in values]),),
+            (json.dumps([v["id"] for v in added] + [v["id"] for v, _ in retext]),),
         )
     _relink(conn, run)
 
@@ -210,9 +218,8 @@ def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
 
     The one call site of the rules for pulled and imported versions.  A version keeps
     its identity (id, clock, editor) so replicas still agree on the winner; only this
-    store's copy of the text loses the secret (DESIGN §3).  Where the rules can tell
-    that a text was already redacted by this store's rules version, that check goes
-    here, before any rule runs.
+    store's copy of the text loses the secret (DESIGN §3).  :func:`redact_versions`
+    skips it for text this store's rules already redacted.
     """
     content = redact(record.content)
     words = [_redact_word(word) for word in record.keywords]

@@ -175,3 +175,21 @@ def test_forgetting_a_memory_leaves_no_mark_for_its_text(store: MemoryStore) -> 
         store.connection.execute("DELETE FROM memories WHERE id = ?", (records[0].id,))
     left = store.connection.execute("SELECT id FROM redaction_marks").fetchall()
     assert sorted(str(m[0]) for m in left) == sorted(r.id for r in records[1:])
+
+
+def test_an_update_that_keeps_the_text_keeps_its_index_entry(store: MemoryStore) -> None:
+    """A metadata-only update (newer clock, higher importance, same text) rewrites the
+    row but not its full-text entry: no segment of ``memories_fts`` is written."""
+    pull(store, versions(30, wall=NOW - 5_000))
+    traced: list[str] = []
+    store.connection.set_trace_callback(traced.append)
+    pull(store, versions(30, wall=NOW - 4_000, importance=0.9))
+    store.connection.set_trace_callback(None)
+    assert not [s for s in traced if "'memories_fts_data'" in s]
+    hits = store.connection.execute(
+        "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'rotate'"
+    ).fetchone()[0]
+    assert hits == 30
+    store.connection.execute(
+        "INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)"
+    )
