@@ -68,3 +68,45 @@ def test_gates_change_nothing_on_look_alikes(parts: list[str]) -> None:
 def test_look_alikes(text: str, caught: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     assert (redact(text).text != text) is caught
     assert redact(text).text == ungated(text, monkeypatch)
+
+
+WORDY = [
+    *FRAGMENTS, "private key", "private\tkey", "<add key=", "sk-", "ghp_", "s.", "test_",
+    "://", "xoxb-", "\u00a0", "\u2003", "\x1c", "\x85", "\u0130", "\u0131", "é", "日本",
+    "tokens,", "keyword", "(item 7)", "0", "12ab",
+]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(WORDY), min_size=0, max_size=20))
+def test_word_lookup_finds_the_cues_one_scan_finds(parts: list[str]) -> None:
+    """The prefilter's word-by-word lookup (remembered words) finds exactly the cues a
+    scan of the whole text finds: with the words new, and again when remembered."""
+    index = engine._index()
+    lowered = "".join(parts).translate(engine._CASE_TWINS).lower()
+    expected = engine._cues_scan(lowered, index)
+    assert engine._cues_in(lowered, index) == expected
+    assert engine._cues_in(lowered, index) == expected
+
+
+def test_word_lookup_on_the_corpus_and_prose() -> None:
+    index = engine._index()
+    texts = [line.text for line in corpus.load()]
+    texts.append("rotate the deploy token weekly; tokens, keys. and passwords: none here")
+    for text in texts + texts:
+        lowered = text.translate(engine._CASE_TWINS).lower()
+        assert engine._cues_in(lowered, index) == engine._cues_scan(lowered, index), text
+
+
+def test_remembered_words_hold_no_digit_or_are_plain_words() -> None:
+    index = engine._index()
+    engine._cues_in("deploy token ghp_abc123 hunter2 tokens, password=hunter", index)
+    for word, cues in engine._WORDS.items():
+        assert len(word) <= 32
+        if cues:
+            assert word.strip(engine._PUNCTUATION).isalpha(), word
+        else:
+            assert not any(ch.isdigit() for ch in word), word
+    assert "ghp_abc123" not in engine._WORDS
+    assert "hunter2" not in engine._WORDS
+    assert "password=hunter" not in engine._WORDS

@@ -13,6 +13,7 @@ inside a bearer header is one ``jwt``, and redacting twice changes nothing.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections import Counter
@@ -72,6 +73,7 @@ class _Index:
     own: dict[str, tuple[int, ...]]  # cue -> indices into RULES
     leaks: dict[str, tuple[int, ...]]  # cue -> indices into gitleaks.specs()
     always: tuple[int, ...]  # gitleaks rules with no keywords
+    spaced: tuple[tuple[str, frozenset[str]], ...]  # the cues that hold whitespace
 
 
 @functools.cache
@@ -92,25 +94,98 @@ def _index() -> _Index:
         own={c: tuple(v) for c, v in own.items()},
         leaks={c: tuple(v) for c, v in leaks.items()},
         always=tuple(i for i, spec in enumerate(specs) if not spec.keywords),
+        spaced=tuple(
+            (c, frozenset(d for d in cues if d in c))
+            for c in sorted(cues)
+            if any(ch.isspace() for ch in c)
+        ),
     )
 
 
 def _cues_in(lowered: str, index: _Index) -> set[str]:
-    """Every cue word that occurs in ``lowered``, overlapping ones included.
+    """Every cue word that occurs in ``lowered``, overlapping ones included: what
+    :func:`_cues_scan` finds, looked up word by word.
 
-    The scan runs over the UTF-8 bytes (about twice as fast as over ``str``); the cues
-    are ASCII, and no byte of a multi-byte UTF-8 character is ASCII, so the same cues
-    are found.
+    A cue holds no whitespace but the two of :attr:`_Index.spaced` (searched as they
+    are), so every other cue lies inside one whitespace-separated word.  The cues of a
+    word are remembered (:data:`_WORDS`): memory texts are mostly the same few thousand
+    words, and a text of known words costs a split and a lookup per word, where the
+    scan costs a trie step per character.  The words not seen before are scanned
+    together, in one pass.
     """
-    data = lowered.encode("utf-8", "surrogatepass")
     found: set[str] = set()
+    memo = _WORDS
+    missed: list[str] = []
+    for word in lowered.split():
+        cues = memo.get(word)
+        if cues is None:
+            missed.append(word)
+        elif cues:
+            found |= cues
+    if missed:
+        found |= _learn(missed, index)
+    for cue, holds in index.spaced:
+        if cue in lowered:
+            found |= holds
+    return found
+
+
+_WORDS: dict[str, frozenset[str]] = {}
+"""Per lower-cased word, the cues it holds.  Only words unlikely to be a secret are kept:
+up to 32 characters with no digit and no cue, or letters only (trailing punctuation
+aside: "tokens,").  Emptied when it reaches :data:`_WORDS_MAX`."""
+_WORDS_MAX = 1 << 15
+_NO_DIGIT = re.compile(r"[^0-9]{1,32}")
+_PUNCTUATION = ".,;:!?()[]\"'`"
+
+
+def _learn(words: list[str], index: _Index) -> set[str]:
+    """The cues of ``words`` (one scan of them joined by newlines: no cue holds one),
+    remembering those of the words :data:`_WORDS` keeps."""
+    parts = [word.encode("utf-8", "surrogatepass") for word in words]
+    starts: list[int] = []
+    at = 0
+    for part in parts:
+        starts.append(at)
+        at += len(part) + 1
+    per: dict[int, set[str]] = {}
+    for start, holds in _scan(b"\n".join(parts), index):
+        per.setdefault(bisect.bisect_right(starts, start) - 1, set()).update(holds)
+    if len(_WORDS) + len(words) > _WORDS_MAX:
+        _WORDS.clear()
+    found: set[str] = set()
+    for i, word in enumerate(words):
+        cues = per.get(i, set())
+        if cues:
+            found |= cues
+            if len(word) <= 32 and word.strip(_PUNCTUATION).isalpha():
+                _WORDS[word] = frozenset(cues)
+        elif _NO_DIGIT.fullmatch(word):
+            _WORDS[word] = frozenset()
+    return found
+
+
+def _scan(data: bytes, index: _Index) -> Iterator[tuple[int, frozenset[str]]]:
+    """(start, cues) of every place in ``data`` where a cue starts, overlapping ones too.
+
+    The scan runs over UTF-8 bytes (about twice as fast as over ``str``); the cues are
+    ASCII, and no byte of a multi-byte UTF-8 character is ASCII, so the same cues are
+    found.
+    """
     prefilter = index.prefilter
     for match in prefilter.finditer(data):
-        found |= index.contained[match.group()]
+        yield match.start(), index.contained[match.group()]
         for start in range(match.start() + 1, match.end()):  # a cue starting inside this one
             inner = prefilter.match(data, start)
             if inner:
-                found |= index.contained[inner.group()]
+                yield start, index.contained[inner.group()]
+
+
+def _cues_scan(lowered: str, index: _Index) -> set[str]:
+    """Every cue word in ``lowered`` by one scan of the whole text (the reference)."""
+    found: set[str] = set()
+    for _, cues in _scan(lowered.encode("utf-8", "surrogatepass"), index):
+        found |= cues
     return found
 
 
