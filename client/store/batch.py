@@ -222,11 +222,16 @@ def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
     skips it for text this store's rules already redacted.
     """
     content = redact(record.content)
-    words = [_redact_word(word) for word in record.keywords]
+    clean = _CLEAN_WORDS
+    words = (
+        [] if all(w in clean for w in record.keywords) else list(map(_redact_word, record.keywords))
+    )
     reason = None if record.delete_reason is None else redact(record.delete_reason)
     found = any(w.changed for w in words)
     if not content.changed and not found and (reason is None or not reason.changed):
         return record, {}
+    if not words:
+        words = [Redacted(word) for word in record.keywords]
     types = dict(content.found)
     for part in [*words, *([reason] if reason else [])]:
         for kind, n in part.found.items():
