@@ -25,6 +25,7 @@ refuses the import and nothing is written.  Imported versions get provenance
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import tempfile
@@ -57,7 +58,7 @@ BATCH = 500
 """Entries merged per batch on import."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _Entry:
     record: Record
     local_importance: float
@@ -69,6 +70,8 @@ class _Entry:
 
 
 def _number(value: object, where: str, lo: float, hi: float) -> float:
+    if (type(value) is int or type(value) is float) and lo <= value <= hi:
+        return float(value)
     if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
         raise InputError(f"{where} must be a number between {lo} and {hi}: {value!r}")
     return float(value)
@@ -95,12 +98,10 @@ def _parse(item: object, where: str, now_ms: int, *, history: bool) -> _Entry:
         ),
         seen_count=int(_number(local.get("seen_count", 1), f"{where}.seen_count", 1, 2**62)),
         updated_at=int(_number(local.get("updated_at", now_ms), f"{where}.updated_at", 0, 2**62)),
-        provenance=Provenance(
-            transport="import",
-            signer=signer if isinstance(signer, str) else None,
-            signer_name=signer_name if isinstance(signer_name, str) else None,
-            verified=False,
-            received_at=now_ms,
+        provenance=_provenance(
+            signer if isinstance(signer, str) else None,
+            signer_name if isinstance(signer_name, str) else None,
+            now_ms,
         ),
         replaced_at=int(_number(replaced_at, f"{where}.replaced_at", 0, 2**62))
         if history
@@ -108,6 +109,18 @@ def _parse(item: object, where: str, now_ms: int, *, history: bool) -> _Entry:
         where=where,
     )
     return entry
+
+
+@functools.lru_cache(maxsize=256)
+def _provenance(signer: str | None, signer_name: str | None, now_ms: int) -> Provenance:
+    """An imported version's provenance (one object per signer: entries share it)."""
+    return Provenance(
+        transport="import",
+        signer=signer,
+        signer_name=signer_name,
+        verified=False,
+        received_at=now_ms,
+    )
 
 
 def _check_header(key: str, value: object) -> None:
