@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ...protocol.errors import StoreError
-from ...protocol.record import Record
+from ...protocol.record import MAX_CONTENT_CHARS, MAX_KEYWORD_CHARS, MAX_REASON_CHARS, Record
 from .connection import get_meta, set_meta
 from .memory import Provenance
 from .redact import Redacted, redact
@@ -218,8 +218,10 @@ def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
 
     The one call site of the rules for pulled and imported versions.  A version keeps
     its identity (id, clock, editor) so replicas still agree on the winner; only this
-    store's copy of the text loses the secret (DESIGN §3).  :func:`redact_versions`
-    skips it for text this store's rules already redacted.
+    store's copy of the text loses the secret (DESIGN §3).  A text that the
+    placeholders make longer than its limit is cut to it (:func:`_fit`), so the version
+    stays valid.  :func:`redact_versions` skips this for text this store's rules
+    already redacted.
     """
     content = redact(record.content)
     clean = _CLEAN_WORDS
@@ -237,11 +239,28 @@ def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
         for kind, n in part.found.items():
             types[kind] = types.get(kind, 0) + n
     cleaned = record.evolve(
-        content=content.text,
-        keywords=tuple(w.text for w in words),
-        delete_reason=None if reason is None else reason.text,
+        content=_fit(content.text, MAX_CONTENT_CHARS),
+        keywords=tuple(_fit(w.text, MAX_KEYWORD_CHARS) for w in words),
+        delete_reason=None if reason is None else _fit(reason.text, MAX_REASON_CHARS),
     )
     return cleaned, types
+
+
+def _fit(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending in an ellipsis, if it is longer.
+
+    A placeholder is longer than many secrets (``pw=abcd1`` becomes
+    ``pw=[REDACTED:password]``), so a text near its limit can outgrow it once redacted.
+    Stored as it is, the version would be refused wherever it goes next (an export
+    imported elsewhere, an edit pushed to the team); cut, it keeps its place and its
+    text up to the limit.  The cut falls before a placeholder it would split."""
+    if len(text) <= limit:
+        return text
+    cut = limit - 1
+    opened = text.rfind("[REDACTED:", 0, cut)
+    if opened != -1 and text.find("]", opened) >= cut:
+        cut = opened
+    return text[:cut] + "\u2026"
 
 
 _MARKED = """
