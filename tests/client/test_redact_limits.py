@@ -67,7 +67,8 @@ def test_redacted_text_is_cut_to_every_limit() -> None:
     assert "abcd1" not in cleaned.content
     assert cleaned.content.count("[REDACTED:") == cleaned.content.count("]")  # none split
     (word,) = cleaned.keywords
-    assert len(word) <= MAX_KEYWORD_CHARS and "abcd9" not in word
+    assert len(word) <= MAX_KEYWORD_CHARS
+    assert "abcd9" not in word
     tomb = record(content="", deleted=True, delete_reason=crowded(MAX_REASON_CHARS))
     cleaned_tomb, _ = redact_version(tomb)
     cleaned_tomb.validate()
@@ -90,8 +91,10 @@ def test_a_pulled_version_near_the_limit_is_kept_and_travels_on(
         result = apply_versions(store.connection, [incoming], PULLED, NOW)
     assert (result.new, result.redacted) == (1, 1)
     stored = store.get(incoming.id)
-    assert stored is not None and len(stored.content) <= MAX_CONTENT_CHARS
+    assert stored is not None
+    assert len(stored.content) <= MAX_CONTENT_CHARS
     other = open_store(home / "other.db")
     assert other.import_(store.export()).added == 1
     moved = other.get(incoming.id)
-    assert moved is not None and moved.content == stored.content
+    assert moved is not None
+    assert moved.content == stored.content
