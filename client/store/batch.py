@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from ...protocol.errors import StoreError
 from ...protocol.record import MAX_CONTENT_CHARS, MAX_KEYWORD_CHARS, MAX_REASON_CHARS, Record
 from .connection import get_meta, set_meta
 from .memory import Provenance
-from .redact import Redacted, redact
+from .redact import Redacted, redact, secret_spans
 from .rows import (
     HISTORY_INSERT,
     MEMORY_COLUMNS,
@@ -229,6 +230,10 @@ def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
         [] if all(w in clean for w in record.keywords) else list(map(_redact_word, record.keywords))
     )
     reason = None if record.delete_reason is None else redact(record.delete_reason)
+    if len(record.keywords) > 1:
+        across = _across_keywords([w.text for w in words] if words else list(record.keywords))
+        if across is not None:
+            words = across
     found = any(w.changed for w in words)
     if not content.changed and not found and (reason is None or not reason.changed):
         return record, {}
@@ -244,6 +249,38 @@ def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
         delete_reason=None if reason is None else _fit(reason.text, MAX_REASON_CHARS),
     )
     return cleaned, types
+
+
+def _across_keywords(words: list[str]) -> list[Redacted] | None:
+    """The keywords with the secrets that show only when they are read together
+    (``["password=", "hunter2"]``) replaced, or None when there are none.
+
+    The rules run once over the keywords joined by spaces (each already redacted on
+    its own, so its placeholders stand); every part of a keyword that a secret covers
+    becomes that secret's placeholder.  A clean joined text is remembered as a clean
+    keyword is (the same keyword sets come back)."""
+    joined = " ".join(words)
+    if joined in _CLEAN_WORDS:
+        return None
+    spans = secret_spans(joined)
+    if not spans:
+        _remember_clean(joined)
+        return None
+    out: list[Redacted] = []
+    counted: set[int] = set()  # a secret over several keywords counts once
+    at = 0
+    for word in words:
+        start, end = at, at + len(word)
+        at = end + 1
+        hits = [(max(s, start), min(e, end), t, i) for i, (s, e, t) in enumerate(spans)]
+        hits = [h for h in hits if h[0] < h[1]]
+        text = word
+        for s, e, t, _ in reversed(hits):
+            text = f"{text[: s - start]}[REDACTED:{t}]{text[e - start :]}"
+        counts = Counter(t for _, _, t, i in hits if i not in counted)
+        counted.update(i for *_, i in hits)
+        out.append(Redacted(text, dict(counts)) if hits else Redacted(word))
+    return out
 
 
 def _fit(text: str, limit: int) -> str:
@@ -351,10 +388,14 @@ def _redact_word(word: str) -> Redacted:
         return Redacted(word)
     result = redact(word)
     if not result.changed:
-        if len(_CLEAN_WORDS) >= _CLEAN_WORDS_MAX:
-            _CLEAN_WORDS.clear()
-        _CLEAN_WORDS.add(word)
+        _remember_clean(word)
     return result
+
+
+def _remember_clean(text: str) -> None:
+    if len(_CLEAN_WORDS) >= _CLEAN_WORDS_MAX:
+        _CLEAN_WORDS.clear()
+    _CLEAN_WORDS.add(text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .redaction import RULES, RULES_VERSION, Redacted, Rule
 
-__all__ = ["RULES", "RULES_VERSION", "Redacted", "Rule", "redact", "redact_all", "warning_for"]
+__all__ = [
+    "RULES",
+    "RULES_VERSION",
+    "Redacted",
+    "Rule",
+    "redact",
+    "redact_all",
+    "secret_spans",
+    "warning_for",
+]
 
 
 def redact(text: str) -> Redacted:
@@ -33,6 +42,12 @@ def redact_all(texts: Iterable[str]) -> tuple[list[str], dict[str, int]]:
     """Redact several texts; return them and the summed counts per type."""
     run: Callable[[Iterable[str]], tuple[list[str], dict[str, int]]] = _rules().redact_all
     return run(texts)
+
+
+def secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, type) of every secret the rules recognise in ``text``, in order."""
+    run: Callable[[str], list[tuple[int, int, str]]] = _rules().secret_spans
+    return run(text)
 
 
 def warning_for(found: dict[str, int], where: str = "content") -> list[str]:

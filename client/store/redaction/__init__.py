@@ -13,7 +13,7 @@ the same version need not be redacted again.
 
 from __future__ import annotations
 
-from .engine import Redacted, redact, redact_all, rules_fingerprint, warning_for
+from .engine import Redacted, redact, redact_all, rules_fingerprint, secret_spans, warning_for
 from .gitleaks import GITLEAKS_VERSION
 from .rules import RULES, Rule
 
@@ -26,6 +26,7 @@ __all__ = [
     "redact",
     "redact_all",
     "rules_fingerprint",
+    "secret_spans",
     "warning_for",
 ]
 

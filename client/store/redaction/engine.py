@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from . import gitleaks
 from .rules import RULES, Rule
 
-__all__ = ["Redacted", "redact", "redact_all", "rules_fingerprint", "warning_for"]
+__all__ = ["Redacted", "redact", "redact_all", "rules_fingerprint", "secret_spans", "warning_for"]
 
 _EXISTING = re.compile(r"\[REDACTED:[\w.-]+\]")
 
@@ -257,20 +257,25 @@ def _candidates(
             yield spec.id, start, end
 
 
-def redact(text: str) -> Redacted:
-    """Replace every secret the rules recognise in ``text`` with ``[REDACTED:<type>]``."""
+def secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, type) of every secret the rules recognise in ``text``, in order."""
     index = _index()
     lowered = text.lower() if text.isascii() else text.translate(_CASE_TWINS).lower()
     cues = _cues_in(lowered, index)
     if not cues:
-        return Redacted(text)  # cheap: most texts hold no cue word at all
+        return []  # cheap: most texts hold no cue word at all
     taken: list[tuple[int, int, str | None]] = []
     if "[redacted:" in lowered:
         taken = [(m.start(), m.end(), None) for m in _EXISTING.finditer(text)]
     for type_, start, end in _candidates(text, lowered, cues, index):
         if all(end <= s or start >= e for s, e, _ in taken):
             taken.append((start, end, type_))
-    spans = sorted((s, e, t) for s, e, t in taken if t is not None)
+    return sorted((s, e, t) for s, e, t in taken if t is not None)
+
+
+def redact(text: str) -> Redacted:
+    """Replace every secret the rules recognise in ``text`` with ``[REDACTED:<type>]``."""
+    spans = secret_spans(text)
     if not spans:
         return Redacted(text)
     parts: list[str] = []
