@@ -10,13 +10,16 @@ few statements per batch instead of four per version:
   in the order given, so row ids and history sequence numbers come out the same;
 - ``memories_fts`` and ``history_fts`` are filled once for the whole batch: while
   ``fts_batch`` holds a row their per-row triggers stand aside (schema version 6),
-  the old entries of updated rows are deleted and the new text of every written
-  row and every added history row is indexed by one statement each;
+  the old entries of updated rows whose text changed are deleted and the new text
+  of those rows, of every added row and of every added history row is indexed by
+  one statement each (an update that keeps the text keeps its index entry);
 - supersede links are touched only for the rows whose links changed.
 
 :func:`keep_versions` adds versions that did not win to ``history`` the same way
 (:func:`keep_each` is its reference), and :func:`redact_version` is the one place
-where a batch runs the redaction rules over a version from outside.
+where a batch runs the redaction rules over a version from outside;
+:func:`redact_versions` runs it over a batch, skipping the text this store's rules
+already redacted (schema version 9, ``redaction_marks``).
 
 A tombstone goes through :func:`~sealmem.client.store.rows.write_version` itself
 (rare, and it purges covered text), after the versions before it are written,
@@ -29,14 +32,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ...protocol.errors import StoreError
-from ...protocol.record import Record
+from ...protocol.record import MAX_CONTENT_CHARS, MAX_KEYWORD_CHARS, MAX_REASON_CHARS, Record
+from .connection import get_meta, set_meta
 from .memory import Provenance
-from .redact import Redacted, redact
+from .redact import Redacted, redact, secret_spans
 from .rows import (
     HISTORY_INSERT,
     MEMORY_COLUMNS,
@@ -57,6 +62,7 @@ __all__ = [
     "keep_versions",
     "load_rows",
     "redact_version",
+    "redact_versions",
     "write_each",
     "write_versions",
 ]
@@ -134,19 +140,26 @@ def _flush(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
         if added:
             marks = ", ".join(f":{name}" for name in names)
             conn.executemany(f"INSERT INTO memories ({', '.join(names)}) VALUES ({marks})", added)
-        if changed:
+        # an update that keeps the text (a reinforce, an importance) keeps its index entry
+        retext = [
+            (v, p)
+            for v, p in changed
+            if (v["content"], v["keywords"]) != (p["content"], p["keywords"])
+        ]
+        if retext:
             conn.executemany(
                 "INSERT INTO memories_fts (memories_fts, rowid, content, keywords) "
                 "VALUES ('delete', ?, ?, ?)",
-                [(p["rowid"], p["content"], p["keywords"]) for _, p in changed],
+                [(p["rowid"], p["content"], p["keywords"]) for _, p in retext],
             )
+        if changed:
             sets = ", ".join(f"{name} = :{name}" for name in names if name != "id")
             conn.executemany(f"UPDATE memories SET {sets} WHERE id = :id", [v for v, _ in changed])
         conn.execute(
             "INSERT INTO memories_fts (rowid, content, keywords) "
             "SELECT rowid, content, keywords FROM memories "
             "WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps([v["id"] for v in values]),),
+            (json.dumps([v["id"] for v in added] + [v["id"] for v, _ in retext]),),
         )
     _relink(conn, run)
 
@@ -206,26 +219,161 @@ def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
 
     The one call site of the rules for pulled and imported versions.  A version keeps
     its identity (id, clock, editor) so replicas still agree on the winner; only this
-    store's copy of the text loses the secret (DESIGN §3).  Where the rules can tell
-    that a text was already redacted by this store's rules version, that check goes
-    here, before any rule runs.
+    store's copy of the text loses the secret (DESIGN §3).  A text that the
+    placeholders make longer than its limit is cut to it (:func:`_fit`), so the version
+    stays valid.  :func:`redact_versions` skips this for text this store's rules
+    already redacted.
     """
     content = redact(record.content)
-    words = [_redact_word(word) for word in record.keywords]
+    clean = _CLEAN_WORDS
+    words = (
+        [] if all(w in clean for w in record.keywords) else list(map(_redact_word, record.keywords))
+    )
     reason = None if record.delete_reason is None else redact(record.delete_reason)
+    if len(record.keywords) > 1:
+        across = _across_keywords([w.text for w in words] if words else list(record.keywords))
+        if across is not None:
+            words = across
     found = any(w.changed for w in words)
     if not content.changed and not found and (reason is None or not reason.changed):
         return record, {}
+    if not words:
+        words = [Redacted(word) for word in record.keywords]
     types = dict(content.found)
     for part in [*words, *([reason] if reason else [])]:
         for kind, n in part.found.items():
             types[kind] = types.get(kind, 0) + n
     cleaned = record.evolve(
-        content=content.text,
-        keywords=tuple(w.text for w in words),
-        delete_reason=None if reason is None else reason.text,
+        content=_fit(content.text, MAX_CONTENT_CHARS),
+        keywords=tuple(_fit(w.text, MAX_KEYWORD_CHARS) for w in words),
+        delete_reason=None if reason is None else _fit(reason.text, MAX_REASON_CHARS),
     )
     return cleaned, types
+
+
+def _across_keywords(words: list[str]) -> list[Redacted] | None:
+    """The keywords with the secrets that show only when they are read together
+    (``["password=", "hunter2"]``) replaced, or None when there are none.
+
+    The rules run once over the keywords joined by spaces (each already redacted on
+    its own, so its placeholders stand); every part of a keyword that a secret covers
+    becomes that secret's placeholder.  A clean joined text is remembered as a clean
+    keyword is (the same keyword sets come back)."""
+    joined = " ".join(words)
+    if joined in _CLEAN_WORDS:
+        return None
+    spans = secret_spans(joined)
+    if not spans:
+        _remember_clean(joined)
+        return None
+    out: list[Redacted] = []
+    counted: set[int] = set()  # a secret over several keywords counts once
+    at = 0
+    for word in words:
+        start, end = at, at + len(word)
+        at = end + 1
+        hits = [(max(s, start), min(e, end), t, i) for i, (s, e, t) in enumerate(spans)]
+        hits = [h for h in hits if h[0] < h[1]]
+        text = word
+        for s, e, t, _ in reversed(hits):
+            text = f"{text[: s - start]}[REDACTED:{t}]{text[e - start :]}"
+        counts = Counter(t for _, _, t, i in hits if i not in counted)
+        counted.update(i for *_, i in hits)
+        out.append(Redacted(text, dict(counts)) if hits else Redacted(word))
+    return out
+
+
+def _fit(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending in an ellipsis, if it is longer.
+
+    A placeholder is longer than many secrets (``pw=abcd1`` becomes
+    ``pw=[REDACTED:password]``), so a text near its limit can outgrow it once redacted.
+    Stored as it is, the version would be refused wherever it goes next (an export
+    imported elsewhere, an edit pushed to the team); cut, it keeps its place and its
+    text up to the limit.  The cut falls before a placeholder it would split."""
+    if len(text) <= limit:
+        return text
+    cut = limit - 1
+    opened = text.rfind("[REDACTED:", 0, cut)
+    if opened != -1 and text.find("]", opened) >= cut:
+        cut = opened
+    return text[:cut] + "\u2026"
+
+
+_MARKED = """
+SELECT m.id, m.content, m.keywords_json, m.delete_reason, m.hlc_wall, m.hlc_counter, m.editor,
+       k.hlc_wall = m.hlc_wall AND k.hlc_counter = m.hlc_counter AND k.editor = m.editor
+FROM memories AS m LEFT JOIN redaction_marks AS k ON k.id = m.id
+WHERE m.id IN (SELECT value FROM json_each(?))
+"""
+
+
+def redact_versions(
+    conn: sqlite3.Connection, records: Iterable[Record]
+) -> list[tuple[Record, dict[str, int]]]:
+    """:func:`redact_version` of each record, in order, without running the rules over
+    text this store's rules already redacted.
+
+    The rules are skipped for a version whose content, keywords and delete reason equal
+    those of its id's ``memories`` row *and* that row is marked: its text was written
+    there by this function's caller after these rules ran (or these rules found it
+    clean), under the rules version ``meta`` names.  A re-pull, a re-import, or an
+    update that changes only metadata (importance, a reinforce) then costs one
+    comparison.  Nothing a teammate or a file says is trusted: a mark is this store's
+    own record of its own redaction, compared with this store's own text.  A rules
+    change (:data:`~sealmem.client.store.redaction.RULES_VERSION`) clears every mark.
+
+    A version is marked when it is newer than its id's row (it will be written, as
+    redacted here, if it wins the merge), and a row when the redacted text equals its
+    text (that text is clean under these rules).  Run inside the caller's transaction:
+    if it rolls back, so do the marks.
+    """
+    records = list(records)
+    if not records:
+        return []
+    _check_rules(conn)
+    rows = {
+        str(row[0]): row
+        for row in conn.execute(_MARKED, (json.dumps(sorted({r.id for r in records})),))
+    }
+    out: list[tuple[Record, dict[str, int]]] = []
+    marks: list[tuple[str, int, int, str]] = []
+    for record in records:
+        row = rows.get(record.id)
+        if row is not None and row[7] and _same_text(record, row):
+            out.append((record, {}))
+            continue
+        cleaned, found = redact_version(record)
+        out.append((cleaned, found))
+        key = cleaned.order_key
+        if row is None or key > (int(row[4]), int(row[5]), str(row[6])):
+            marks.append((cleaned.id, *key))
+        elif _same_text(cleaned, row):
+            marks.append((cleaned.id, int(row[4]), int(row[5]), str(row[6])))
+    conn.executemany(
+        "INSERT OR REPLACE INTO redaction_marks (id, hlc_wall, hlc_counter, editor) "
+        "VALUES (?, ?, ?, ?)",
+        marks,
+    )
+    return out
+
+
+def _same_text(record: Record, row: sqlite3.Row) -> bool:
+    """Whether ``record`` holds the text (content, keywords, delete reason) of ``row``."""
+    return bool(
+        record.content == row[1]
+        and record.delete_reason == row[3]
+        and json.loads(row[2]) == list(record.keywords)
+    )
+
+
+def _check_rules(conn: sqlite3.Connection) -> None:
+    """Clear the marks when they were made under other rules than this process runs."""
+    from .redaction import RULES_VERSION  # here: the rules load only where they run
+
+    if get_meta(conn, "redaction_rules") != RULES_VERSION:
+        conn.execute("DELETE FROM redaction_marks")
+        set_meta(conn, "redaction_rules", RULES_VERSION)
 
 
 _CLEAN_WORDS: set[str] = set()
@@ -240,10 +388,14 @@ def _redact_word(word: str) -> Redacted:
         return Redacted(word)
     result = redact(word)
     if not result.changed:
-        if len(_CLEAN_WORDS) >= _CLEAN_WORDS_MAX:
-            _CLEAN_WORDS.clear()
-        _CLEAN_WORDS.add(word)
+        _remember_clean(word)
     return result
+
+
+def _remember_clean(text: str) -> None:
+    if len(_CLEAN_WORDS) >= _CLEAN_WORDS_MAX:
+        _CLEAN_WORDS.clear()
+    _CLEAN_WORDS.add(text)
 
 
 @dataclass(frozen=True, slots=True)

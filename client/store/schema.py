@@ -62,6 +62,14 @@ and update that moves a row in or out of a pair (with ``recursive_triggers`` on,
 so that ``INSERT OR REPLACE`` counts the row it replaces).  The newest HLC is one
 index seek (``memories_own``), the tombstones due for collection a range of
 ``memories_own_tombs`` (tombstones only); ``memories_own_live`` is dropped.
+
+Version 9 lets a pull or an import skip the redaction rules for text this store
+already redacted (:func:`sealmem.client.store.batch.redact_versions`):
+``redaction_marks`` holds, per memory id, the version (``hlc_wall``,
+``hlc_counter``, ``editor``) whose text this store's rules wrote into ``memories``
+(or found clean there); ``meta`` key ``redaction_rules`` names the rules version
+(:data:`sealmem.client.store.redaction.RULES_VERSION`) the marks hold for, and a
+change of rules clears them.  A mark holds no text and no digest of text.
 """
 
 from __future__ import annotations
@@ -418,6 +426,19 @@ ON memories WHEN (old.visibility = 'team' OR new.visibility = 'team') AND (
 END;
 """
 
+_V9 = """
+CREATE TABLE IF NOT EXISTS redaction_marks (
+    id          TEXT    PRIMARY KEY,
+    hlc_wall    INTEGER NOT NULL,
+    hlc_counter INTEGER NOT NULL,
+    editor      TEXT    NOT NULL
+) WITHOUT ROWID;
+
+CREATE TRIGGER IF NOT EXISTS memories_marks_delete AFTER DELETE ON memories BEGIN
+    DELETE FROM redaction_marks WHERE id = old.id;
+END;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
@@ -437,6 +458,8 @@ MIGRATIONS: list[Migration] = [
     Migration(7, "push: bucket key, dirty log, own-rows indexes", _V7),
     # One change costs the same in any store: own counts kept by triggers, not scanned.
     Migration(8, "own counts kept by triggers, tombstones index", _V8),
+    # A re-pull or an update that keeps the text does not run the redaction rules again.
+    Migration(9, "redaction marks: text this store's rules already redacted", _V9),
 ]
 
 

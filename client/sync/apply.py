@@ -7,7 +7,8 @@
    pulled version equal to the local winner (a chunk opened again because another
    record in it changed) is left out here: the merge would keep the local one;
 2. **scrub**: the redaction rules run again over each other pulled version (client
-   policy: a teammate's older sealmem may have let a secret through);
+   policy: a teammate's older sealmem may have let a secret through), except over
+   text this store's rules already redacted (a metadata-only update);
 3. **merge**: :func:`sealmem.protocol.merge.merge_many`, the function the merge
    laws are property-tested against, decides winners, losers, floors and clock;
 4. **write**: changed winners with the snapshot's provenance (the replaced local
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from ...protocol.hlc import Hlc, receive
 from ...protocol.merge import effective_importance, merge_many
 from ...protocol.record import Record
-from ..store.batch import Keep, Write, keep_versions, load_rows, redact_version, write_versions
+from ..store.batch import Keep, Write, keep_versions, load_rows, redact_versions, write_versions
 from ..store.memory import Provenance
 from ..store.rows import (
     read_hlc,
@@ -74,10 +75,9 @@ def apply_versions(
     rows = load_rows(conn, (r.id for r in pulled))
     local = {rid: record_from_row(row) for rid, row in rows.items()}
     incoming: list[Record] = []
-    for record in pulled:
-        if local.get(record.id) == record:
-            continue  # the version this store holds, byte for byte: nothing to redact or merge
-        cleaned, found = redact_version(record)
+    # the version this store holds, byte for byte: nothing to redact or merge
+    others = [record for record in pulled if local.get(record.id) != record]
+    for cleaned, found in redact_versions(conn, others):
         result.redacted += bool(found)
         incoming.append(cleaned)
     skipped_same = len(pulled) - len(incoming)

@@ -140,14 +140,14 @@ def main() -> None:
         rows.append(("apply_versions, every id newer (updates)", timed(lambda: pull(store, newer))))
         store.close()
         store = MemoryStore.open(root / "b.db", author="bob", clock=lambda: NOW)
-        real = apply.redact_version
-        apply.redact_version = lambda record: (record, {})  # type: ignore[assignment]
+        real = apply.redact_versions
+        apply.redact_versions = lambda conn, records: [(r, {}) for r in records]  # type: ignore[assignment]
         try:
             rows.append(
                 ("apply_versions, new ids, redaction off", timed(lambda: pull(store, first)))
             )
         finally:
-            apply.redact_version = real
+            apply.redact_versions = real
         store.close()
         store = MemoryStore.open(root / "e.db", author="bob", clock=lambda: NOW)
         writers = apply.write_versions, apply.keep_versions

@@ -1,13 +1,18 @@
-"""Redaction: precision and recall on the labelled corpus, and throughput, against main's rules.
+"""Redaction: precision and recall on the labelled corpus, and throughput, against a baseline.
 
-    python tests/bench/bench_redact.py [--baseline-ref main] [--rounds 5]
+    python tests/bench/bench_redact.py [--rounds 5]                  # baseline: no gates
+    python tests/bench/bench_redact.py --baseline-ref 91d13a9        # the rules before gitleaks
 
-The baseline is the rule set as it was before the gitleaks rules came in: the file
-``client/store/redact.py`` at ``--baseline-ref`` (``git show``), loaded as a module of
-its own and run in this same process, side by side.  Corpus: ``tests/fixtures/redaction``
-(``make_corpus.py`` writes it).  Throughput is over memory-sized texts (about 300
-characters): clean prose (the README and CHANGELOG cut in pieces), prose that talks
-about keys, tokens and passwords without holding any, and the corpus' secret lines.
+The default baseline is this rule set with the rules' gates (``Rule.needs``,
+``Rule.gate``) taken off: the same findings (a test holds it), the cost before the
+gates.  With ``--baseline-ref`` it is the single-file rule set as it was before the
+gitleaks rules came in: ``client/store/redact.py`` at that ref (``git show``), loaded
+as a module of its own.  Either runs in this same process, side by side.
+
+Corpus: ``tests/fixtures/redaction`` (``make_corpus.py`` writes it).  Throughput is
+over memory-sized texts (about 300 characters): clean prose (the README and CHANGELOG
+cut in pieces), prose that talks about keys, tokens and passwords without holding any,
+and the corpus' secret lines.
 """
 
 from __future__ import annotations
@@ -77,9 +82,28 @@ def throughput(fn: Callable[[str], str], texts: list[str], rounds: int) -> str:
     )
 
 
+def ungated() -> Callable[[str], str]:
+    """This rule set without its gates (the engine's rules swapped for the call)."""
+    import dataclasses
+
+    from sealmem.client.store.redaction import engine
+    from sealmem.client.store.redaction.rules import RULES
+
+    bare = tuple(dataclasses.replace(rule, needs=(), gate=None) for rule in RULES)
+
+    def run(text: str) -> str:
+        engine.RULES = bare  # type: ignore[misc]
+        try:
+            return redact(text).text
+        finally:
+            engine.RULES = RULES  # type: ignore[misc]
+
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--baseline-ref", default="main")
+    parser.add_argument("--baseline-ref", default=None)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
 
@@ -87,10 +111,11 @@ def main() -> None:
     redact("warm up: password=Warm1234 and glpat-" + "x" * 20)
     first_ms = (time.perf_counter() - start) * 1e3
     ours: Callable[[str], str] = lambda text: redact(text).text  # noqa: E731
-    base = load_baseline(args.baseline_ref)
+    base = ungated() if args.baseline_ref is None else load_baseline(args.baseline_ref)
+    base_name = "no gates" if args.baseline_ref is None else f"{args.baseline_ref}:redact.py"
 
     lines = corpus.load()
-    print(f"rules: {RULES_VERSION}; baseline: {args.baseline_ref}:client/store/redact.py")
+    print(f"rules: {RULES_VERSION}; baseline: {base_name}")
     print(f"corpus: {len(lines)} lines, {sum(1 for x in lines if x.family == 'clean')} negatives")
     print(f"first call (loads and indexes the gitleaks data): {first_ms:.1f} ms")
     print(f"load average: {os.getloadavg()}")

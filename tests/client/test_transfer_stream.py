@@ -217,6 +217,7 @@ def test_export_and_import_memory_does_not_grow_with_the_store(
     memories (~0.6 KB each): streamed, the larger store costs about what the smaller
     does; a whole document in memory costs ten times as much."""
     cli = in_process(capsys, monkeypatch)
+    monkeypatch.setattr(transfer, "BATCH", 100)  # held at most: one batch, below both sizes
     peaks: dict[int, tuple[int, int]] = {}
     for n in (10, 250, 2_500):  # the first run warms up (lazy imports, a new store)
         monkeypatch.setenv("SEALMEM_HOME", str(tmp_path / f"home{n}"))

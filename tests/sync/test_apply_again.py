@@ -6,6 +6,8 @@ exactly as merging them all would leave it (``test_apply.py`` checks that agains
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -51,13 +53,16 @@ def test_versions_already_held_are_not_redacted_again(
     store = MemoryStore.open(tmp_path / "store.db", author="reader", clock=lambda: NOW)
     conn = store.connection
     redacted: list[str] = []
-    real = apply.redact_version
+    real = apply.redact_versions
 
-    def counting(record: Record) -> tuple[Record, dict[str, int]]:
-        redacted.append(record.id)
-        return real(record)
+    def counting(
+        conn: sqlite3.Connection, records: Iterable[Record]
+    ) -> list[tuple[Record, dict[str, int]]]:
+        records = list(records)
+        redacted.extend(record.id for record in records)
+        return real(conn, records)
 
-    monkeypatch.setattr(apply, "redact_version", counting)
+    monkeypatch.setattr(apply, "redact_versions", counting)
     first = _records(40)
     with transaction(conn):
         assert apply_versions(conn, first, PULLED, NOW).new == 40

@@ -13,7 +13,7 @@ the same version need not be redacted again.
 
 from __future__ import annotations
 
-from .engine import Redacted, redact, redact_all, rules_fingerprint, warning_for
+from .engine import Redacted, redact, redact_all, rules_fingerprint, secret_spans, warning_for
 from .gitleaks import GITLEAKS_VERSION
 from .rules import RULES, Rule
 
@@ -26,9 +26,10 @@ __all__ = [
     "redact",
     "redact_all",
     "rules_fingerprint",
+    "secret_spans",
     "warning_for",
 ]
 
-RULES_VERSION = "sealmem-3+gitleaks-8.30.0@bfe91180ff82"
+RULES_VERSION = "sealmem-3+gitleaks-8.30.0@0be23c863574"
 """The rule set's name and version.  It changes whenever a rule or the data file does
 (the part after ``@`` is :func:`rules_fingerprint`; a test holds them equal)."""

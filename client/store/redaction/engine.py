@@ -13,6 +13,7 @@ inside a bearer header is one ``jwt``, and redacting twice changes nothing.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections import Counter
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from . import gitleaks
 from .rules import RULES, Rule
 
-__all__ = ["Redacted", "redact", "redact_all", "rules_fingerprint", "warning_for"]
+__all__ = ["Redacted", "redact", "redact_all", "rules_fingerprint", "secret_spans", "warning_for"]
 
 _EXISTING = re.compile(r"\[REDACTED:[\w.-]+\]")
 
@@ -72,6 +73,7 @@ class _Index:
     own: dict[str, tuple[int, ...]]  # cue -> indices into RULES
     leaks: dict[str, tuple[int, ...]]  # cue -> indices into gitleaks.specs()
     always: tuple[int, ...]  # gitleaks rules with no keywords
+    spaced: tuple[tuple[str, frozenset[str]], ...]  # the cues that hold whitespace
 
 
 @functools.cache
@@ -92,25 +94,98 @@ def _index() -> _Index:
         own={c: tuple(v) for c, v in own.items()},
         leaks={c: tuple(v) for c, v in leaks.items()},
         always=tuple(i for i, spec in enumerate(specs) if not spec.keywords),
+        spaced=tuple(
+            (c, frozenset(d for d in cues if d in c))
+            for c in sorted(cues)
+            if any(ch.isspace() for ch in c)
+        ),
     )
 
 
 def _cues_in(lowered: str, index: _Index) -> set[str]:
-    """Every cue word that occurs in ``lowered``, overlapping ones included.
+    """Every cue word that occurs in ``lowered``, overlapping ones included: what
+    :func:`_cues_scan` finds, looked up word by word.
 
-    The scan runs over the UTF-8 bytes (about twice as fast as over ``str``); the cues
-    are ASCII, and no byte of a multi-byte UTF-8 character is ASCII, so the same cues
-    are found.
+    A cue holds no whitespace but the two of :attr:`_Index.spaced` (searched as they
+    are), so every other cue lies inside one whitespace-separated word.  The cues of a
+    word are remembered (:data:`_WORDS`): memory texts are mostly the same few thousand
+    words, and a text of known words costs a split and a lookup per word, where the
+    scan costs a trie step per character.  The words not seen before are scanned
+    together, in one pass.
     """
-    data = lowered.encode("utf-8", "surrogatepass")
     found: set[str] = set()
+    memo = _WORDS
+    missed: list[str] = []
+    for word in lowered.split():
+        cues = memo.get(word)
+        if cues is None:
+            missed.append(word)
+        elif cues:
+            found |= cues
+    if missed:
+        found |= _learn(missed, index)
+    for cue, holds in index.spaced:
+        if cue in lowered:
+            found |= holds
+    return found
+
+
+_WORDS: dict[str, frozenset[str]] = {}
+"""Per lower-cased word, the cues it holds.  Only words unlikely to be a secret are kept:
+up to 32 characters with no digit and no cue, or letters only (trailing punctuation
+aside: "tokens,").  Emptied when it reaches :data:`_WORDS_MAX`."""
+_WORDS_MAX = 1 << 15
+_NO_DIGIT = re.compile(r"[^0-9]{1,32}")
+_PUNCTUATION = ".,;:!?()[]\"'`"
+
+
+def _learn(words: list[str], index: _Index) -> set[str]:
+    """The cues of ``words`` (one scan of them joined by newlines: no cue holds one),
+    remembering those of the words :data:`_WORDS` keeps."""
+    parts = [word.encode("utf-8", "surrogatepass") for word in words]
+    starts: list[int] = []
+    at = 0
+    for part in parts:
+        starts.append(at)
+        at += len(part) + 1
+    per: dict[int, set[str]] = {}
+    for start, holds in _scan(b"\n".join(parts), index):
+        per.setdefault(bisect.bisect_right(starts, start) - 1, set()).update(holds)
+    if len(_WORDS) + len(words) > _WORDS_MAX:
+        _WORDS.clear()
+    found: set[str] = set()
+    for i, word in enumerate(words):
+        cues = per.get(i, set())
+        if cues:
+            found |= cues
+            if len(word) <= 32 and word.strip(_PUNCTUATION).isalpha():
+                _WORDS[word] = frozenset(cues)
+        elif _NO_DIGIT.fullmatch(word):
+            _WORDS[word] = frozenset()
+    return found
+
+
+def _scan(data: bytes, index: _Index) -> Iterator[tuple[int, frozenset[str]]]:
+    """(start, cues) of every place in ``data`` where a cue starts, overlapping ones too.
+
+    The scan runs over UTF-8 bytes (about twice as fast as over ``str``); the cues are
+    ASCII, and no byte of a multi-byte UTF-8 character is ASCII, so the same cues are
+    found.
+    """
     prefilter = index.prefilter
     for match in prefilter.finditer(data):
-        found |= index.contained[match.group()]
+        yield match.start(), index.contained[match.group()]
         for start in range(match.start() + 1, match.end()):  # a cue starting inside this one
             inner = prefilter.match(data, start)
             if inner:
-                found |= index.contained[inner.group()]
+                yield start, index.contained[inner.group()]
+
+
+def _cues_scan(lowered: str, index: _Index) -> set[str]:
+    """Every cue word in ``lowered`` by one scan of the whole text (the reference)."""
+    found: set[str] = set()
+    for _, cues in _scan(lowered.encode("utf-8", "surrogatepass"), index):
+        found |= cues
     return found
 
 
@@ -147,34 +222,60 @@ def _gitleaks_spans(spec: gitleaks.Spec, text: str) -> Iterator[tuple[int, int]]
             yield start, end
 
 
-def _candidates(text: str, cues: set[str], index: _Index) -> Iterator[tuple[str, int, int]]:
-    """(type, start, end) of every match, in rule order."""
+@functools.lru_cache(maxsize=1024)
+def _plan(
+    cues: frozenset[str], rules_id: int
+) -> tuple[tuple[Rule, ...], tuple[gitleaks.Spec, ...]]:
+    """The rules a set of cues wakes, in rule order (ours, then gitleaks').  The same few
+    cue sets come back text after text.  ``rules_id`` is ``id(RULES)``: a rule set
+    swapped in (a benchmark's baseline) gets plans of its own."""
+    index = _index()
     own = {i for cue in cues for i in index.own.get(cue, ())}
-    for i, rule in enumerate(RULES):
-        if rule.cues and i not in own:
+    specs, _ = gitleaks.specs()
+    leaks = sorted({i for cue in cues for i in index.leaks.get(cue, ())} | set(index.always))
+    return (
+        tuple(rule for i, rule in enumerate(RULES) if not rule.cues or i in own),
+        tuple(specs[i] for i in leaks),
+    )
+
+
+def _candidates(
+    text: str, lowered: str, cues: set[str], index: _Index
+) -> Iterator[tuple[str, int, int]]:
+    """(type, start, end) of every match, in rule order."""
+    rules, specs = _plan(frozenset(cues), id(RULES))
+    for rule in rules:
+        if rule.needs and not any(part in lowered for part in rule.needs):
+            continue
+        gate = rule.gate_pattern
+        if gate is not None and gate.search(lowered) is None:
             continue
         for start, end in _own_spans(rule, text):
             yield rule.type, start, end
-    specs, _ = gitleaks.specs()
-    for i in sorted({i for cue in cues for i in index.leaks.get(cue, ())} | set(index.always)):
-        for start, end in _gitleaks_spans(specs[i], text):
-            yield specs[i].id, start, end
+    for spec in specs:
+        for start, end in _gitleaks_spans(spec, text):
+            yield spec.id, start, end
 
 
-def redact(text: str) -> Redacted:
-    """Replace every secret the rules recognise in ``text`` with ``[REDACTED:<type>]``."""
+def secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, type) of every secret the rules recognise in ``text``, in order."""
     index = _index()
     lowered = text.lower() if text.isascii() else text.translate(_CASE_TWINS).lower()
     cues = _cues_in(lowered, index)
     if not cues:
-        return Redacted(text)  # cheap: most texts hold no cue word at all
+        return []  # cheap: most texts hold no cue word at all
     taken: list[tuple[int, int, str | None]] = []
     if "[redacted:" in lowered:
         taken = [(m.start(), m.end(), None) for m in _EXISTING.finditer(text)]
-    for type_, start, end in _candidates(text, cues, index):
+    for type_, start, end in _candidates(text, lowered, cues, index):
         if all(end <= s or start >= e for s, e, _ in taken):
             taken.append((start, end, type_))
-    spans = sorted((s, e, t) for s, e, t in taken if t is not None)
+    return sorted((s, e, t) for s, e, t in taken if t is not None)
+
+
+def redact(text: str) -> Redacted:
+    """Replace every secret the rules recognise in ``text`` with ``[REDACTED:<type>]``."""
+    spans = secret_spans(text)
     if not spans:
         return Redacted(text)
     parts: list[str] = []
@@ -222,6 +323,8 @@ def rules_fingerprint() -> str:
 
     digest = hashlib.sha256()
     for rule in RULES:
-        digest.update(f"{rule.type}\0{rule.source}\0{rule.flags}\0".encode())
+        digest.update(
+            f"{rule.type}\0{rule.source}\0{rule.flags}\0{rule.needs}\0{rule.gate}\0".encode()
+        )
     digest.update(resources.files(gitleaks.__package__).joinpath("gitleaks.toml").read_bytes())
     return digest.hexdigest()[:12]

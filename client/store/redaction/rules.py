@@ -42,11 +42,25 @@ class Rule:
     """Lower-case substrings every match contains: a text holding none skips the rule."""
     accept: Callable[[str], bool] | None = None
     """Given the secret, False drops the match (a placeholder, code, a plain word)."""
+    needs: tuple[str, ...] = ()
+    """Substrings one of which every text the rule finds a secret in holds, once
+    lower-cased as the cue check lower-cases it (``"=" in text``: the cheapest check)."""
+    gate: str | None = None
+    """A pattern every such lower-cased text holds, searched after :attr:`needs`.
+
+    Both are necessary conditions of a finding, checked before the rule's own costlier
+    pattern, so that prose naming a cue word ("rotate the deploy token") skips it.
+    They never change what the rule finds (tests hold them so over the corpus and
+    over generated look-alikes)."""
 
     @functools.cached_property
     def pattern(self) -> re.Pattern[str]:
         """Compiled on first use: a process that never redacts (a hook) never pays for it."""
         return re.compile(self.source, self.flags)
+
+    @functools.cached_property
+    def gate_pattern(self) -> re.Pattern[str] | None:
+        return None if self.gate is None else re.compile(self.gate)
 
 
 def _rule(
@@ -56,8 +70,10 @@ def _rule(
     flags: int = 0,
     cues: tuple[str, ...] = (),
     accept: Callable[[str], bool] | None = None,
+    needs: tuple[str, ...] = (),
+    gate: str | None = None,
 ) -> Rule:
-    return Rule(type_, label, pattern, flags, cues, accept)
+    return Rule(type_, label, pattern, flags, cues, accept, needs, gate)
 
 
 def entropy(text: str) -> float:
@@ -113,6 +129,11 @@ def _random_token(secret: str) -> bool:
     )
     return all(kinds) and entropy(secret) >= 3.5
 
+
+_ASSIGN_MARKS = ("=", ":")  # every _ASSIGN holds one
+# A run of 16 token characters, in one pass: shorter runs and what separates them are
+# taken possessively (no retry at each character, as a plain search would).
+_RUN_OF_16 = r"\A(?:[a-z0-9+/=_-]{0,15}+[^a-z0-9+/=_-]++)*+[a-z0-9+/=_-]{16}"
 
 _KEY_START = r"(?<![A-Za-z0-9])"  # a boundary that holds after "_": DB_PASSWORD, API_SECRET
 _ASSIGN = r"[\"']?\s*(?:=|:=|:|=>)\s*[\"'`]?"
@@ -234,6 +255,8 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
         cues=("pass", "pw"),
         accept=_assigned_value,
+        needs=_ASSIGN_MARKS,
+        gate=r"(?:pw|pwd|pass|passwd|password|passphrase)[\"']?\s*[=:]",
     ),
     _rule(
         "password",
@@ -251,6 +274,7 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
         cues=("pass",),
         accept=_assigned_value,
+        needs=("--",),
     ),
     _rule(
         "password",
@@ -261,6 +285,7 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
         cues=("password", "passwd", "passphrase"),
         accept=_spoken_password,
+        gate=r"pass(?:word|wd|phrase)(?:\s+(?:for|is|was)|\s*:)",
     ),
     _rule(
         "secret",
@@ -271,6 +296,8 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
         cues=("api", "secret", "token"),
         accept=_assigned_value,
+        needs=_ASSIGN_MARKS,
+        gate=r"(?:key|secret|token)[\"']?\s*[=:]",
     ),
     _rule(
         "high_entropy_secret",
@@ -282,5 +309,7 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
         cues=("secret", "token", "key", "passw", "passphrase", "cred"),
         accept=_random_token,
+        needs=tuple("0123456789"),  # _random_token wants a digit
+        gate=_RUN_OF_16,
     ),
 )  # fmt: skip
