@@ -204,8 +204,10 @@ def _write(store: Path, tally: Tally, damage: Damage | None) -> None:
 
 def _sync(store: Path) -> bool:
     """Make every commit of the store durable (fsync its WAL, or the file without
-    one); False when that failed."""
-    for path in (Path(f"{store}-wal"), store):
+    one); False when that failed.  SQLite keeps the WAL beside the file a symlinked
+    store path points to, so the path is resolved first."""
+    real = Path(os.path.realpath(store))
+    for path in (Path(f"{real}-wal"), real):
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:

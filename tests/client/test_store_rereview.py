@@ -4,6 +4,8 @@ salvage gave up and put the journal back (the store was never replaced)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,3 +36,41 @@ def test_a_writer_takes_writes_again_after_a_salvage_that_gave_up(tmp_path: Path
         assert journal.read(path)[1] is None
         server.remember("a note after the salvage gave up", project="webapp")
         assert len(server.recent(limit=10, all_projects=True)) == 2
+
+
+def test_the_wal_synced_before_the_sidecar_is_the_one_sqlite_writes_through_a_symlink(
+    tmp_path: Path,
+) -> None:
+    """A store path that is a symlink (a home whose store lives on another disk): SQLite
+    writes its WAL beside the link's target, so the journal must fsync that one before
+    it calls the count durable.  Before, it looked for the WAL beside the link, found
+    none, fsynced the main file instead and still wrote ``"durable": true``: after a
+    power cut that took unsynced WAL frames, the store would be called damaged."""
+    real = tmp_path / "disk" / "store.db"
+    real.parent.mkdir()
+    _store_at(real)
+    link = tmp_path / "home" / "store.db"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from sealmem.client import MemoryStore\n"
+        "opened = []\n"
+        "sys.addaudithook(lambda event, args: opened.append(str(args[0]))"
+        " if event == 'open' and str(args[0]).endswith('-wal') else None)\n"
+        f"with MemoryStore.open(Path({str(link)!r}), author='me') as store:\n"
+        "    del opened[:]\n"
+        "    store.remember('a note written through the link', project='webapp')\n"
+        "print('\\n'.join(opened))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert f"{real}-wal" in done.stdout.split("\n"), done.stdout
+    assert journal.read(link)[0] is not None
+
+
+def _store_at(path: Path) -> None:
+    with MemoryStore.open(path, author=AUTHOR) as store:
+        store.remember("a note on the real disk", project="webapp")
