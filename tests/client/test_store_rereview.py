@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,46 @@ def test_the_wal_synced_before_the_sidecar_is_the_one_sqlite_writes_through_a_sy
 def _store_at(path: Path) -> None:
     with MemoryStore.open(path, author=AUTHOR) as store:
         store.remember("a note on the real disk", project="webapp")
+
+
+def test_a_writer_s_sidecar_update_never_lifts_a_salvage_hold(tmp_path: Path) -> None:
+    """Another process writes without pause while 'sealmem recover' holds the store:
+    its sidecar update after each commit (read, fsync, replace: milliseconds) must not
+    lift the hold.  Before, the hold was a mark in that same sidecar, and a writer that
+    read the sidecar just before the mark wrote it back without: most holds were gone
+    within 50 ms, and the next writes landed in the file being salvaged (then lost)."""
+    path = tmp_path / "store.db"
+    _store_at(path)
+    script = (
+        "from pathlib import Path\n"
+        "from sealmem.client import MemoryStore\n"
+        "from sealmem.client.store.connection import StoreError\n"
+        f"with MemoryStore.open(Path({str(path)!r}), author='me') as store:\n"
+        "    print('ready', flush=True)\n"
+        "    for i in range(100000):\n"
+        "        try:\n"
+        "            store.remember(f'note {i} from the busy writer', project='webapp')\n"
+        "        except StoreError:\n"
+        "            pass\n"
+    )
+    writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None
+        assert writer.stdout.readline().strip() == "ready"
+        lifted = 0
+        for _ in range(20):
+            src = connect_readonly(path)
+            try:
+                before = _hold_writers(path, src)
+                time.sleep(0.05)
+                lifted += journal.refusal(path) is None
+                _release(path, before)
+            finally:
+                src.close()
+            time.sleep(0.02)
+    finally:
+        writer.kill()
+        writer.wait(timeout=30)
+        if writer.stdout is not None:
+            writer.stdout.close()
+    assert lifted == 0, f"{lifted} of 20 holds were lifted by the writer"
