@@ -39,7 +39,7 @@ from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from .auth import Authenticator, ReplayGuard
 from .backends import open_storage
 from .config import HubConfig
-from .edge import BodyPolicy, BodyReader, Edge, MetricsDoor, PollSlots, route_path
+from .edge import BodyPolicy, BodyReader, Edge, MetricsDoor, PollSlots, route_path, unless_gone
 from .errors import Refusal
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
 from .routes import Ctx, Handler, Handlers, Json
@@ -209,7 +209,8 @@ def create_app(
                 remaining = deadline - time.monotonic()
                 if doc["changes"] or remaining <= 0:
                     return Json(doc)
-                await feed.wait(event, remaining)
+                if await unless_gone(request.receive, feed.wait(event, remaining)):
+                    return Json(doc)  # the client left: its slot is free at once
         finally:
             polls.give(held)
             request.scope["sealmem.kid"] = ctx.kid

@@ -15,6 +15,8 @@
   member holds at once: the next is refused 429 ``rate-limited`` with
   ``Retry-After``, so that one member (or one stolen key) cannot hold every
   connection the hub serves.
+  A poll whose client disconnects gives its slot back at once
+  (:func:`unless_gone`), not when its wait would have ended.
 - :class:`MetricsDoor` keeps ``/metrics`` closed unless the operator set a
   metrics token: 404 without one, 401 unless ``Authorization: Bearer TOKEN``
   (storage counts and request rates are nobody else's business).
@@ -30,7 +32,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -52,6 +54,7 @@ __all__ = [
     "PollSlots",
     "number",
     "route_path",
+    "unless_gone",
 ]
 
 log = logging.getLogger("sealmem.hub")
@@ -220,6 +223,28 @@ class PollSlots:
         left = self._held.pop(key, 1) - 1
         if left:
             self._held[key] = left
+
+
+async def unless_gone(receive: Receive, waiting: Awaitable[object]) -> bool:
+    """Await ``waiting`` unless the client disconnects first; True when it did.
+
+    For a request whose body was read (or that has none): a long poll must not hold
+    its member's slot, nor its connection's task, for a client that left.
+    """
+    gone = False
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            nonlocal gone
+            while (await receive())["type"] != "http.disconnect":
+                pass  # the (empty) body of the request: wait on for the disconnect
+            gone = True
+            group.cancel_scope.cancel()
+
+        group.start_soon(watch)
+        await waiting
+        group.cancel_scope.cancel()
+    return gone
 
 
 class MetricsDoor:

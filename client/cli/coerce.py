@@ -40,26 +40,56 @@ def _bounded(value: float, info: Any) -> None:
         raise ValueError(f"Input should be less than or equal to {info.max}")
 
 
+_NOT_INT = "Input should be a valid integer, unable to parse string as an integer"
+_NOT_NUMBER = "Input should be a valid number, unable to parse string as a number"
+#: the longest integer text pydantic parses (Python's own default limit of int())
+_MAX_DIGITS = 4300
+
+
+def _ascii_number(text: str) -> str | None:
+    """``text`` without its surrounding spaces when it may be a number as pydantic reads
+    one, else None.  Python's ``int()``/``float()`` also read other scripts' digits
+    ("\u0663" is 3); pydantic (and a shell user) read only ASCII ones."""
+    text = text.strip()
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # argv bytes that are not UTF-8 (surrogate escapes)
+            raise ValueError(
+                "Input should be a valid string, unable to parse raw data as a unicode string"
+            ) from None
+        return None
+    return text
+
+
 def _int(text: Any, info: Any) -> int:
     if isinstance(text, bool) or not isinstance(text, (int, str)):
         raise ValueError("Input should be a valid integer")
+    if isinstance(text, str):
+        plain = _ascii_number(text)
+        if plain is None:
+            raise ValueError(_NOT_INT)
+        whole, dot, zeros = plain.partition(".")
+        if dot and zeros and not zeros.strip("0"):  # "5.0", "5.00": pydantic reads 5
+            plain = whole
+        if sum(c.isdigit() for c in plain) > _MAX_DIGITS:
+            raise ValueError("Unable to parse input string as an integer, exceeded maximum size")
+        text = plain
     try:
         value = int(text)
     except ValueError:
-        raise ValueError(
-            "Input should be a valid integer, unable to parse string as an integer"
-        ) from None
+        raise ValueError(_NOT_INT) from None
     _bounded(value, info)
     return value
 
 
 def _float(text: Any, info: Any) -> float:
+    if isinstance(text, str) and _ascii_number(text) is None:
+        raise ValueError(_NOT_NUMBER)
     try:
         value = float(text)
     except (TypeError, ValueError):
-        raise ValueError(
-            "Input should be a valid number, unable to parse string as a number"
-        ) from None
+        raise ValueError(_NOT_NUMBER) from None
     if value != value:  # NaN: no bound holds for it
         raise ValueError("Input should be a finite number")
     _bounded(value, info)
@@ -104,9 +134,12 @@ if RuntimeParam is not None:
             if self.leaf is Path:
                 # typer's own path checks (exists, dir_okay, ...), with str as the type:
                 # the one step of them that goes through pydantic is str -> Path.
-                checked = coerce_cli_path(
-                    value, self.parameter_info, path_type=str, param=param, ctx=ctx
-                )
+                try:
+                    checked = coerce_cli_path(
+                        value, self.parameter_info, path_type=str, param=param, ctx=ctx
+                    )
+                except ValueError as exc:  # a NUL byte: os.stat refuses it
+                    raise BadParameter(f"Value error, {exc}", ctx=ctx, param=param) from None
                 if isinstance(checked, bytes):  # not with path_type=str; kept for the type
                     checked = checked.decode()
                 return checked if isinstance(checked, Path) else Path(checked)

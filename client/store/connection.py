@@ -473,10 +473,12 @@ def _check_writable(conn: sqlite3.Connection, *, fresh: bool = False) -> None:
         return
     if replaced(conn):
         raise _replaced_error(conn.store_path)
-    if conn.refusal is None and fresh:
-        conn.refusal = journal.refusal(conn.store_path)
-    if conn.refusal is not None:
-        raise DamagedStoreError(conn.refusal)
+    refusal = conn.refusal  # damage this connection found when it opened: for good
+    if refusal is None and fresh:
+        # read every time, never kept: a salvage that gave up takes its mark back
+        refusal = journal.refusal(conn.store_path)
+    if refusal is not None:
+        raise DamagedStoreError(refusal)
 
 
 @contextlib.contextmanager

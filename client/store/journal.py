@@ -50,6 +50,8 @@ __all__ = [
     "Tally",
     "count_commit",
     "damaged_message",
+    "hold",
+    "holding_path",
     "inspect",
     "journal_path",
     "mark",
@@ -58,10 +60,13 @@ __all__ = [
     "read",
     "record",
     "refusal",
+    "unhold",
     "when",
 ]
 
 SUFFIX = ".counts.json"
+#: beside the store while 'sealmem recover' salvages it in place: writes are refused
+HOLD_SUFFIX = ".salvaging"
 COMMITS_KEY = "commits"
 #: A sidecar is a few hundred bytes; a larger file is not one (it is read on every write).
 MAX_SIDECAR_BYTES = 64 * 1024
@@ -204,8 +209,10 @@ def _write(store: Path, tally: Tally, damage: Damage | None) -> None:
 
 def _sync(store: Path) -> bool:
     """Make every commit of the store durable (fsync its WAL, or the file without
-    one); False when that failed."""
-    for path in (Path(f"{store}-wal"), store):
+    one); False when that failed.  SQLite keeps the WAL beside the file a symlinked
+    store path points to, so the path is resolved first."""
+    real = Path(os.path.realpath(store))
+    for path in (Path(f"{real}-wal"), real):
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
@@ -287,8 +294,35 @@ def inspect(conn: sqlite3.Connection, store: Path, *, adopt: bool) -> Damage | N
     return None if why is None else mark(store, before, why)
 
 
+def holding_path(store: Path) -> Path:
+    return store.with_name(store.name + HOLD_SUFFIX)
+
+
+def hold(store: Path) -> None:
+    """Refuse every write to ``store`` until :func:`unhold` (a salvage in place).
+
+    A file of its own, not the sidecar's mark: a writer that committed just before
+    rewrites the sidecar after its fsync, and would erase a mark put there meanwhile.
+    """
+    fd = os.open(holding_path(store), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"since": now_ms()}))
+
+
+def unhold(store: Path) -> None:
+    with contextlib.suppress(OSError):
+        holding_path(store).unlink(missing_ok=True)
+
+
 def refusal(store: Path) -> str | None:
-    """The refusal of writes to a store marked damaged (by any process), or None."""
+    """The refusal of writes to a store marked damaged (by any process), or being
+    salvaged, or None."""
+    if os.path.lexists(holding_path(store)):
+        return (
+            f"the store {store} is being salvaged by 'sealmem recover'; writing is refused "
+            "until it finishes (reading still works): run the command again then. If no "
+            f"'sealmem recover' is running (it was killed), delete {holding_path(store)}"
+        )
     _tally, damage = read(store)
     return None if damage is None else damaged_message(store, damage)
 

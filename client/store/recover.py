@@ -14,9 +14,9 @@ itself, read-only and immutable:
 The new store replaces the damaged one only when complete: the damaged file (and
 its ``-wal``) is renamed ``store.db.damaged-<time>`` first and never written.
 Processes that keep the store open (an MCP server, ``sync --watch``) write into
-neither meanwhile: in place, the store is first marked in its journal as being
-salvaged, and its write lock taken once, so that every later write sees the
-mark (refused, nothing lost); once the new store is in place they see that
+neither meanwhile: in place, the store is first held (a ``store.db.salvaging`` file beside
+it, see :func:`journal.hold`), and its write lock taken once, so that every
+later write sees the hold (refused, nothing lost); once the new store is in place they see that
 the file at the path is another one (an MCP server reopens it).
 What cannot be read at all (a damaged header or schema page) is refused with the
 advice to restore a backup: nothing is changed then.
@@ -218,20 +218,14 @@ _Journal = tuple[journal.Tally | None, journal.Damage | None]
 
 
 def _hold_writers(path: Path, src: sqlite3.Connection) -> _Journal:
-    """Stop every other writer of the store at ``path`` for the salvage: mark it in its
-    journal, then take its write lock once (a write under way finishes first, and is
-    salvaged; every later one reads the mark under the lock and is refused).
+    """Stop every other writer of the store at ``path`` for the salvage: hold it
+    (:func:`journal.hold`), then take its write lock once (a write under way finishes
+    first, and is salvaged; every later one sees the hold under the lock and is refused).
 
     Returns the journal as it was, for :func:`_release`.
     """
     before = journal.read(path)
-    tally = before[0]
-    if tally is None:
-        try:
-            tally = journal.measure(src)
-        except sqlite3.Error:
-            tally = journal.Tally(None, 0, 0, 0)
-    journal.mark(path, tally, "being salvaged by 'sealmem recover' (wait for it to finish)")
+    journal.hold(path)
     try:
         barrier = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
     except sqlite3.Error:
@@ -252,6 +246,7 @@ def _hold_writers(path: Path, src: sqlite3.Connection) -> _Journal:
 
 def _release(path: Path, before: _Journal) -> None:
     """Put the journal back as :func:`_hold_writers` found it (the salvage failed)."""
+    journal.unhold(path)
     tally, damage = before
     if tally is None:
         with contextlib.suppress(OSError):
@@ -328,5 +323,7 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
     # The salvaged store starts a new write journal: what it lost is known and shown.
     with contextlib.suppress(FileNotFoundError):
         journal.journal_path(target).unlink()
+    if output is None:
+        journal.unhold(path)  # after the new store is in place: old handles see it moved
     fsync_dir(target.parent)
     return result

@@ -28,7 +28,8 @@ In order, for every HTTP request:
    bodies are URL-encoded forms (415 otherwise: no ``text/plain`` trick) of at
    most :data:`MAX_FORM_BYTES`, read within :data:`BODY_TIMEOUT_S` (408
    otherwise: a client that sends the headers and then trickles or withholds
-   the body does not hold the request open).
+   the body does not hold the request open); a form cut off by a disconnect is
+   dropped, never handed to the app in part.
 5. Every response carries a strict Content-Security-Policy (no inline
    script or style, no framing, forms only to this origin), ``nosniff``,
    ``same-origin`` referrers (nothing leaves for another site) and ``no-store``.
@@ -188,9 +189,12 @@ class Guard:
             if kind != _FORM:
                 await _plain(secured, 415, f"writes are HTML form posts ({_FORM}) only")
                 return
-            body, too_big = b"", False
+            body: bytes | None = b""
+            too_big = False
             with anyio.move_on_after(BODY_TIMEOUT_S) as timer:
                 body, too_big = await _body(receive)
+            if body is None:  # the client left mid-body: part of a form is not acted on
+                return
             if timer.cancelled_caught:
                 await _plain(
                     secured,
@@ -227,13 +231,15 @@ class Guard:
         await self.app(scope, receive, send)
 
 
-async def _body(receive: Receive) -> tuple[bytes, bool]:
+async def _body(receive: Receive) -> tuple[bytes | None, bool]:
+    """The whole body and whether it is over the limit; None when the client
+    disconnected before the last of it came."""
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            return None, False
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > MAX_FORM_BYTES:

@@ -91,3 +91,47 @@ def test_bad_values_are_refused_with_typers_words(args: list[str], message: str)
     assert done.exit_code == 2
     words = re.sub("[\u2500-\u257f]", " ", done.output).split()  # typer may draw a box
     assert message in " ".join(words)
+
+
+def _typers_own() -> typer.Typer:
+    """``_tool`` as typer converts it (pydantic): the reference for every value."""
+    saved = coerce.RuntimeParam
+    coerce.RuntimeParam = None  # type: ignore[assignment,misc]
+    try:
+        return typer.main.get_command(_tool())  # type: ignore[return-value]
+    finally:
+        coerce.RuntimeParam = saved  # type: ignore[misc]
+
+
+_ODD = [
+    "5.0", "-5.00", " 7 ", "+3", "1_0", "1_0.0", "5.", "5.5", "0x10", "1e3", "\u0663",
+    "\u0663.0", "\uff15", "", " ", "nan", "inf", "-inf", "1e400", "7" * 4300, "7" * 4301,
+    "\udcff", "\u00a05",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("option", ["--n", "--x"])
+@pytest.mark.parametrize("value", _ODD)
+def test_odd_numbers_convert_or_fail_exactly_as_typer_s(option: str, value: str) -> None:
+    """Same value or same refusal as pydantic, for the odd texts a shell hands over
+    (other scripts' digits, "5.0" for an int, 4301 digits, argv bytes not UTF-8)."""
+    mine = typer.main.get_command(_tool())
+    theirs = _typers_own()
+    results = []
+    for command in (mine, theirs):
+        run = command.commands["run"]  # type: ignore[attr-defined]
+        param = next(p for p in run.params if option in p.opts)
+        try:
+            results.append(("ok", param.process_value(typer.Context(run), value)))
+        except Exception as exc:  # the refusal is what is compared
+            results.append((type(exc).__name__, exc.format_message()))  # type: ignore[attr-defined]
+    if option == "--x" and value == "nan":  # a finite number: refused here on purpose
+        assert results[0][0] == "BadParameter"
+        return
+    assert results[0] == results[1]
+
+
+def test_a_path_with_a_nul_byte_is_a_usage_error_not_a_traceback() -> None:
+    done = CliRunner().invoke(_tool(), ["run", "--where", "a\x00b"])
+    assert done.exit_code == 2, done.output
+    assert "embedded null byte" in done.output

@@ -217,3 +217,25 @@ def test_hub_serve_takes_the_metrics_token_from_its_environment(tmp_path: Path) 
         _, err = proc.communicate(timeout=30)
     assert "Traceback" not in err
     assert METRICS_TOKEN not in err
+
+
+def test_a_long_poll_whose_client_left_gives_its_slot_back_at_once(
+    team_hub: tuple[BackgroundHub, HubWorld],
+) -> None:
+    """A client that drops its connections mid-wait (a laptop changing networks, a sync
+    loop restarted) must not find its four slots held until those polls time out."""
+    hub, w = team_hub
+    alice = w.nodes["alice"].key
+    polls = [_poll(hub, alice, 20) for _ in range(4)]
+    assert select.select(polls, [], [], 0.5)[0] == []  # all four wait
+    for sock in polls:
+        sock.close()
+    deadline = time.monotonic() + PROMPT_S
+    status = 0
+    while time.monotonic() < deadline:  # the hub sees each disconnect within moments
+        with _poll(hub, alice, 1) as again:
+            status = _answer(again)[0]
+        if status == 200:
+            break
+        time.sleep(0.2)
+    assert status == 200, "the slots of polls whose clients left must be free again"

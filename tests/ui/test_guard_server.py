@@ -193,3 +193,28 @@ def test_the_viewer_serves_no_websocket_even_signed_in(viewer: Viewer) -> None:
     for path in ("/", "/static/app.css", "/m/x"):
         assert _handshake(viewer, path).startswith(b"HTTP/1.1 403 "), path
     assert not viewer.errors, [r.getMessage() for r in viewer.errors]
+
+
+def test_a_form_cut_off_by_a_disconnect_is_not_acted_on(viewer: Viewer, seeded: Seeded) -> None:
+    """A client that goes away mid-body (a closed tab, a killed curl) sent only part of
+    its form: before, the guard handed the part to the app, which stored a truncated
+    memory ("content" cut mid-sentence)."""
+    from sealmem.client import MemoryStore
+    from sealmem.client.paths import local_author, store_path
+
+    part = f"csrf={viewer.secrets.csrf}&project=webapp&content=Deploys+go+out+on+Tuesd"
+    with socket.create_connection(("127.0.0.1", viewer.port), timeout=15) as sock:
+        sock.sendall(
+            (
+                f"POST /remember HTTP/1.1\r\nHost: {viewer.host}\r\n"
+                f"Origin: http://{viewer.host}\r\nCookie: {viewer.cookie}\r\n"
+                "Content-Type: application/x-www-form-urlencoded\r\n"
+                f"Content-Length: {len(part) + 200}\r\n\r\n{part}"
+            ).encode()
+        )
+        time.sleep(0.5)  # the first part is read
+    time.sleep(1.0)  # the server sees the disconnect and answers (to nobody)
+    home = seeded.home
+    with MemoryStore.open(store_path(home), author=local_author(home)) as store:
+        texts = [m.content for m in store.recent(limit=100, all_projects=True)]
+    assert not any("Deploys go out" in text for text in texts), texts
