@@ -34,3 +34,20 @@ def test_no_module_imports_a_posix_only_module() -> None:
         for path in modules
     }
     assert {path: names for path, names in offenders.items() if names} == {}
+
+
+def test_the_journal_opens_a_file_to_fsync_it_read_write_on_windows() -> None:
+    # Windows' os.fsync (_commit) refuses a read-only handle: a read-only open there made
+    # every sidecar non-durable, and a power cut could then read as damage.  No Windows
+    # run here: the choice is checked by name, and the POSIX choice by a real fsync.
+    import os
+
+    from sealmem.client.store.journal import sync_flags
+
+    assert sync_flags("nt") & (os.O_RDWR | os.O_WRONLY)
+    assert sync_flags("posix") == os.O_RDONLY
+    fd = os.open(__file__, sync_flags())
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

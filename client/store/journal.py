@@ -58,6 +58,7 @@ __all__ = [
     "measure",
     "put",
     "read",
+    "sync_flags",
     "record",
     "refusal",
     "unhold",
@@ -207,6 +208,12 @@ def _write(store: Path, tally: Tally, damage: Damage | None) -> None:
         raise
 
 
+def sync_flags(system: str = os.name) -> int:
+    """How to open a file only to fsync it: read-only on POSIX; on Windows
+    ``os.fsync`` (``_commit``) refuses a read-only handle, so read-write there."""
+    return os.O_RDWR if system == "nt" else os.O_RDONLY
+
+
 def _sync(store: Path) -> bool:
     """Make every commit of the store durable (fsync its WAL, or the file without
     one); False when that failed.  SQLite keeps the WAL beside the file a symlinked
@@ -214,7 +221,7 @@ def _sync(store: Path) -> bool:
     real = Path(os.path.realpath(store))
     for path in (Path(f"{real}-wal"), real):
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, sync_flags())
         except FileNotFoundError:
             continue
         except OSError:
