@@ -58,9 +58,9 @@ __all__ = [
     "measure",
     "put",
     "read",
-    "sync_flags",
     "record",
     "refusal",
+    "sync_flags",
     "unhold",
     "when",
 ]
