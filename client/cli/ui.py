@@ -8,9 +8,13 @@ can read (``ps``), and the viewer's port is open to all of them.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
 from html import escape
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -90,16 +94,61 @@ def ui(
         door = opener(home, bound, url)
         webbrowser.open(door.as_uri())  # the token stays out of every command line
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    server = uvicorn.Server(config)
+    server = _quiet_server(uvicorn)(config)
     # A Ctrl-C that lands before uvicorn starts awaiting its server leaves that coroutine
     # unawaited: the stop is clean (exit 130), the warning about it is noise.
     warnings.filterwarnings("ignore", "coroutine 'Server.serve' was never awaited", RuntimeWarning)
     try:
-        server.run(sockets=[sock])
+        with _stops(server):
+            server.run(sockets=[sock])
     finally:
         sock.close()
         if door is not None:
             door.unlink(missing_ok=True)
+
+
+def _quiet_server(uvicorn: Any) -> Any:
+    """uvicorn's server without signal handlers of its own (:func:`_stops` has them)."""
+
+    class Server(uvicorn.Server):  # type: ignore[misc,name-defined]
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return Server
+
+
+@contextlib.contextmanager
+def _stops(server: Any) -> Iterator[None]:
+    """Ctrl-C (and SIGTERM) stop ``server`` whenever they come, then act as they would.
+
+    uvicorn installs its handlers only once its loop runs, after asyncio's own SIGINT
+    handler: a Ctrl-C between the two cancelled a task uvicorn was starting and was
+    lost, and the viewer kept serving.  Here one handler is in place before the server
+    starts and until it stopped; it asks the server to exit (a second Ctrl-C: at once).
+    Afterwards each signal taken is raised again with the old handlers back, as
+    uvicorn does: Ctrl-C ends the command with 130, SIGTERM the process.
+    """
+    taken: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        taken.append(signum)
+        if server.should_exit and signum == signal.SIGINT:
+            server.force_exit = True
+        server.should_exit = True
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only: nothing to install
+        return
+    wanted = [signal.SIGINT, signal.SIGTERM]
+    before = {sig: signal.signal(sig, stop) for sig in wanted}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+    for sig in reversed(taken):
+        signal.raise_signal(sig)
 
 
 def register(app: typer.Typer) -> None:
