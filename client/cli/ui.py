@@ -110,7 +110,7 @@ def ui(
 def _quiet_server(uvicorn: Any) -> Any:
     """uvicorn's server without signal handlers of its own (:func:`_stops` has them)."""
 
-    class Server(uvicorn.Server):  # type: ignore[misc,name-defined]
+    class Server(uvicorn.Server):  # type: ignore[misc]
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             yield
@@ -147,8 +147,8 @@ def _stops(server: Any) -> Iterator[None]:
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
-    for sig in reversed(taken):
-        signal.raise_signal(sig)
+    for signum in reversed(taken):
+        signal.raise_signal(signum)
 
 
 def register(app: typer.Typer) -> None:
