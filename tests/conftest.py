@@ -8,11 +8,20 @@ homes set them explicitly, as the multi-member tests do.
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 # Real servers for the scale-out hub backend, started only by tests that ask for them.
 from tests.support.postgres import pg_dsn, pg_server
 from tests.support.s3 import s3_server, s3_url
+
+# A run started as a background job of a non-interactive shell (``cmd &`` in a CI script,
+# ``nohup``) inherits SIGINT ignored, and so would every process a test starts: the tests
+# that stop a viewer or a watch with Ctrl-C would wait for ever.  A handled signal is
+# reset to its default in a new program, so handling it here gives the children theirs.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 __all__ = ["pg_dsn", "pg_server", "s3_server", "s3_url"]
 
