@@ -123,9 +123,9 @@ def _stops(server: Any) -> Iterator[None]:
     """Ctrl-C (and SIGTERM) stop ``server`` whenever they come, then act as they would.
 
     uvicorn installs its handlers only once its loop runs, after asyncio's own SIGINT
-    handler: a Ctrl-C between the two cancelled a task uvicorn was starting and was
-    lost, and the viewer kept serving.  Here one handler is in place before the server
-    starts and until it stopped; it asks the server to exit (a second Ctrl-C: at once).
+    handler, so a Ctrl-C meets a different handler depending on when it comes.  Here
+    one handler is in place before the server starts and until it stopped; it asks the
+    server to exit (a second Ctrl-C: at once).
     Afterwards each signal taken is raised again with the old handlers back, as
     uvicorn does: Ctrl-C ends the command with 130, SIGTERM the process.
     """
