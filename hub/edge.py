@@ -236,8 +236,9 @@ async def unless_gone(receive: Receive, waiting: Awaitable[object]) -> bool:
 
         async def watch() -> None:
             nonlocal gone
-            while (await receive())["type"] != "http.disconnect":
-                pass  # the (empty) body of the request: wait on for the disconnect
+            message = await receive()
+            while message["type"] != "http.disconnect":  # the (empty) body: wait on
+                message = await receive()
             gone = True
             group.cancel_scope.cancel()
 

@@ -238,7 +238,7 @@ def _hold_writers(path: Path, src: sqlite3.Connection) -> _Journal:
             _release(path, before)
             raise describe(path, exc) from exc
     except sqlite3.DatabaseError:
-        pass  # a file SQLite cannot write: no other process writes it either
+        return before  # a file SQLite cannot write: no other process writes it either
     finally:
         barrier.close()  # ``src`` still reads the file: this close checkpoints nothing
     return before

@@ -8,7 +8,6 @@ for a stalled body for ever.
 
 from __future__ import annotations
 
-import json
 import select
 import socket
 import time
@@ -22,6 +21,7 @@ from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import MemberKey
 from sealmem.hub.server import BackgroundHub, free_port
 from sealmem.protocol.verify import MAX_MANIFEST_BYTES
+from tests.support.rawhttp import answer
 
 from .conftest import METRICS_AUTH, PROJECT, TEAM, TOKEN, HubWorld, hub_config, signed
 
@@ -76,26 +76,6 @@ def _head(
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-def _answer(sock: socket.socket) -> tuple[int, dict[str, str], dict[str, object]]:
-    """Status, headers and JSON body of the answer (``socket.timeout`` if none comes)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        part = sock.recv(65536)
-        if not part:
-            raise ConnectionError(f"the hub closed the connection without an answer: {data!r}")
-        data += part
-    head, _, rest = data.partition(b"\r\n\r\n")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines)}
-    length = int(headers.get("content-length", "0"))
-    while len(rest) < length:
-        part = sock.recv(65536)
-        if not part:
-            break
-        rest += part
-    return int(status_line.split()[1]), headers, json.loads(rest[:length] or b"{}")
-
-
 def _wait_reading(hub: BackgroundHub, gauge: str, n: int) -> None:
     """Until the hub's metrics say ``n`` bodies are being read in ``gauge``'s pool."""
     deadline = time.monotonic() + PROMPT_S
@@ -131,7 +111,7 @@ def test_an_unknown_key_is_refused_before_its_body_is_sent(
         with _connect(hub) as sock:
             sock.sendall(_head(hub, "PUT", path, headers, TWELVE_MIB))
             started = time.monotonic()
-            status, answer_headers, doc = _answer(sock)  # no body byte was sent
+            status, answer_headers, doc = answer(sock)  # no body byte was sent
             assert (status, doc["error"]) == (401, code)
             assert time.monotonic() - started < PROMPT_S
             assert answer_headers.get("connection") == "close"  # the body is not read after
@@ -146,7 +126,7 @@ def test_a_declared_length_over_the_route_limit_is_refused_at_once(
     path = _manifest_path(alice.kid)
     with _connect(hub) as sock:
         sock.sendall(_head(hub, "PUT", path, signed(alice, "PUT", path), MAX_MANIFEST_BYTES + 1))
-        status, _, doc = _answer(sock)
+        status, _, doc = answer(sock)
     assert (status, doc["error"]) == (413, "too-large")
     assert str(MAX_MANIFEST_BYTES) in str(doc["detail"])
 
@@ -164,7 +144,7 @@ def test_a_chunked_body_is_cut_off_at_the_route_limit(
         while sent <= MAX_MANIFEST_BYTES:
             sock.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
             sent += len(piece)
-        status, _, doc = _answer(sock)  # the hub stopped at 1 MiB; we send no end
+        status, _, doc = answer(sock)  # the hub stopped at 1 MiB; we send no end
     assert (status, doc["error"]) == (413, "too-large")
 
 
@@ -180,7 +160,7 @@ def test_a_trickling_body_is_cut_off(edge: tuple[BackgroundHub, HubWorld]) -> No
             sock.sendall(b"t" * 10)
             if select.select([sock], [], [], 0.1)[0]:  # the hub answered while we send
                 break
-        status, _, doc = _answer(sock)
+        status, _, doc = answer(sock)
     assert (status, doc["error"]) == (408, "slow-body")
     assert time.monotonic() - started < PROMPT_S
 
@@ -202,12 +182,12 @@ def test_stalled_bodies_fill_the_readers_then_free_them(
     path = _manifest_path(alice.kid, 100)
     with _connect(hub) as sock:
         sock.sendall(_head(hub, "PUT", path, signed(alice, "PUT", path), 1000))
-        status, headers, doc = _answer(sock)
+        status, headers, doc = answer(sock)
     assert (status, doc["error"]) == (503, "hub-busy")
     assert headers["retry-after"] == "1"
     for sock in stalled:
         with sock:
-            status, _, doc = _answer(sock)
+            status, _, doc = answer(sock)
             assert (status, doc["error"]) == (408, "slow-body")
     w.nodes["alice"].remember("the readers are free again")
     assert w.nodes["alice"].sync().pushed_versions == 1  # chunk and manifest bodies read
@@ -266,7 +246,7 @@ def test_stalled_join_posts_do_not_take_the_members_readers(tmp_path: Path) -> N
             path = f"/v1/teams/{TEAM}/requests/{MemberKey.generate().kid}"
             with _connect_from(hub, "127.0.0.3") as sock:
                 sock.sendall(_head(hub, "POST", path, {}, 4000))
-                status, _, doc = _answer(sock)
+                status, _, doc = answer(sock)
             assert (status, doc["error"]) == (503, "hub-busy")
             w.nodes["alice"].remember("members are read while strangers stall")
             assert w.nodes["alice"].sync().pushed_versions == 1
@@ -301,7 +281,7 @@ def test_one_key_cannot_take_every_reader(tmp_path: Path) -> None:
                 sock.sendall(_head(hub, "PUT", path, signed(alice, "PUT", path), 1000) + b"{")
                 stalled.append(sock)
             _wait_reading(hub, "sealmem_hub_body_reads", 1)
-            status, _, doc = _answer(stalled[-1])
+            status, _, doc = answer(stalled[-1])
             assert (status, doc["error"]) == (503, "hub-busy")
             w.nodes["admin"].remember("read while alice's kid is stalled")
             assert w.nodes["admin"].sync().pushed_versions == 1

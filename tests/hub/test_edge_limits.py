@@ -8,7 +8,6 @@ rates) answered anyone who could reach the hub.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
@@ -27,6 +26,7 @@ from sealmem.crypto import MemberKey
 from sealmem.hub.config import HubConfig
 from sealmem.hub.server import BackgroundHub, free_port
 from sealmem.protocol.errors import InputError
+from tests.support.rawhttp import answer
 
 from .conftest import METRICS_AUTH, METRICS_TOKEN, TEAM, TOKEN, HubWorld, hub_config, signed
 
@@ -67,26 +67,6 @@ def _request(hub: BackgroundHub, method: str, path: str, headers: dict[str, str]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-def _answer(sock: socket.socket) -> tuple[int, dict[str, str], dict[str, object]]:
-    data = b""
-    while b"\r\n\r\n" not in data:
-        part = sock.recv(65536)
-        if not part:
-            raise ConnectionError(f"closed without an answer: {data!r}")
-        data += part
-    head, _, rest = data.partition(b"\r\n\r\n")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines)}
-    length = int(headers.get("content-length", "0"))
-    while len(rest) < length:
-        part = sock.recv(65536)
-        if not part:
-            break
-        rest += part
-    doc = json.loads(rest[:length]) if length else {}
-    return int(status_line.split()[1]), headers, doc
-
-
 def _poll(hub: BackgroundHub, key: MemberKey, wait: int) -> socket.socket:
     target = f"/v1/teams/{TEAM}/changes?since=999999&wait={wait}"
     sock = _connect(hub)
@@ -103,16 +83,16 @@ def test_one_member_holds_at_most_four_long_polls(
     try:
         ready, _, _ = select.select(polls, [], [], PROMPT_S)
         assert len(ready) == 1, "one of five long polls must be refused at once"
-        status, headers, doc = _answer(ready[0])
+        status, headers, doc = answer(ready[0])
         assert (status, doc["error"]) == (429, "rate-limited")
         assert int(headers["retry-after"]) >= 1
         assert "4" in str(doc["detail"])
         # the other four still wait; a poll that does not wait, and another member, pass
         assert select.select([p for p in polls if p is not ready[0]], [], [], 0.5)[0] == []
         with _poll(hub, alice, 0) as quick:
-            assert _answer(quick)[0] == 200
+            assert answer(quick)[0] == 200
         with _poll(hub, admin, 1) as other:
-            assert _answer(other)[0] == 200
+            assert answer(other)[0] == 200
     finally:
         for sock in polls:
             sock.close()
@@ -145,11 +125,11 @@ def test_one_address_stalls_at_most_a_quarter_of_the_join_readers(
             assert time.monotonic() < deadline
             time.sleep(0.02)
         with _join_post(hub, "127.0.0.1", b"{", 4000) as third:
-            status, headers, doc = _answer(third)
+            status, headers, doc = answer(third)
         assert (status, doc["error"]) == (503, "hub-busy")
         assert headers["retry-after"] == "1"
         with _join_post(hub, "127.0.0.2", b"{}", 2) as elsewhere:
-            status, _, doc = _answer(elsewhere)
+            status, _, doc = answer(elsewhere)
         assert status != 503, doc  # read (and refused for what it says, not for room)
     finally:
         for sock in stalled:
@@ -234,7 +214,7 @@ def test_a_long_poll_whose_client_left_gives_its_slot_back_at_once(
     status = 0
     while time.monotonic() < deadline:  # the hub sees each disconnect within moments
         with _poll(hub, alice, 1) as again:
-            status = _answer(again)[0]
+            status = answer(again)[0]
         if status == 200:
             break
         time.sleep(0.2)
