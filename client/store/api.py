@@ -40,7 +40,7 @@ from .memory import (
     Memory,
     RememberResult,
 )
-from .redact import redact, redact_all, warning_for
+from .redact import redact_texts, warning_for
 from .rows import (
     MEMORY_COLUMNS,
     load_row,
@@ -168,16 +168,18 @@ class MemoryStore:
                 f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}: "
                 "split it into several memories"
             )
-        cleaned = redact(content)
-        words, found_kw = redact_all(inputs.keywords(keywords))
-        warnings = warning_for(cleaned.found) + warning_for(found_kw, "keywords")
+        # the rule of every write path: keywords also read together, each text cut to
+        # its limit if the placeholders pushed it past
+        cleaned = redact_texts(content, inputs.keywords(keywords))
+        words = list(cleaned.keywords)
+        warnings = warning_for(cleaned.found) + warning_for(cleaned.found_keywords, "keywords")
         old_ids = inputs.supersedes(supersedes)
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
             if given_kind is not None:
                 inputs.known_kind(given_kind, self._kinds_like(given_kind), new_kind=new_kind)
             old_ids = writes.resolve_links(self._conn, old_ids)
-            twin = writes.find_twin(self._conn, project, cleaned.text, self.author)
+            twin = writes.find_twin(self._conn, project, cleaned.content, self.author)
             if twin is None:
                 memory = writes.create(
                     self._conn,
@@ -185,7 +187,7 @@ class MemoryStore:
                     now=now,
                     project=project,
                     kind=given_kind or "note",
-                    content=cleaned.text,
+                    content=cleaned.content,
                     keywords=words,
                     importance=importance,
                     supersedes=old_ids,
@@ -231,11 +233,12 @@ class MemoryStore:
         """
         if not isinstance(reason, str) or not reason.strip():
             raise InputError("forget needs a reason (why this memory is wrong or unwanted)")
-        reason = redact(reason.strip()).text
+        reason = reason.strip()
         if len(reason) > MAX_REASON_CHARS:
             raise InputError(
                 f"the reason is {len(reason)} characters; the limit is {MAX_REASON_CHARS}"
             )
+        reason = redact_texts("", (), reason).reason or reason
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
             row = load_row(self._conn, self.get(memory_id).id)
@@ -267,14 +270,14 @@ class MemoryStore:
                 )
             if current.visibility == "team":
                 return memory_from_row(row)
-            words, _ = redact_all(current.keywords)
+            cleaned = redact_texts(current.content, current.keywords)
             return writes.share(
                 self._conn,
                 row,
                 author=self.author,
                 now=now,
-                content=redact(current.content).text,
-                keywords=words,
+                content=cleaned.content,
+                keywords=cleaned.keywords,
             )
 
     def set_importance(self, memory_id: str, importance: float) -> Memory:

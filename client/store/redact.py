@@ -13,20 +13,24 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .redaction import RULES, RULES_VERSION, Redacted, Rule
+    from ...protocol.record import Record
+    from .redaction import RULES, RULES_VERSION, Redacted, Rule, Texts
 
 __all__ = [
     "RULES",
     "RULES_VERSION",
     "Redacted",
     "Rule",
+    "Texts",
     "redact",
     "redact_all",
+    "redact_texts",
+    "redact_version",
     "secret_spans",
     "warning_for",
 ]
@@ -42,6 +46,20 @@ def redact_all(texts: Iterable[str]) -> tuple[list[str], dict[str, int]]:
     """Redact several texts; return them and the summed counts per type."""
     run: Callable[[Iterable[str]], tuple[list[str], dict[str, int]]] = _rules().redact_all
     return run(texts)
+
+
+def redact_texts(content: str, keywords: Sequence[str] = (), reason: str | None = None) -> Texts:
+    """A memory's texts redacted by the one rule of every write path (keywords also read
+    together, each text cut to its limit): :func:`.redaction.texts.redact_texts`."""
+    run: Callable[[str, Sequence[str], str | None], Texts] = _rules().redact_texts
+    return run(content, keywords, reason)
+
+
+def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
+    """``record`` with its texts redacted (:func:`redact_texts`), and the types found
+    (empty: it was clean and ``record`` itself is returned)."""
+    run: Callable[[Record], tuple[Record, dict[str, int]]] = _rules().redact_version
+    return run(record)
 
 
 def secret_spans(text: str) -> list[tuple[int, int, str]]:
@@ -64,6 +82,6 @@ def _rules() -> ModuleType:
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("RULES", "RULES_VERSION", "Redacted", "Rule"):
+    if name in ("RULES", "RULES_VERSION", "Redacted", "Rule", "Texts"):
         return getattr(_rules(), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

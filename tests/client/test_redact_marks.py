@@ -16,6 +16,7 @@ import pytest
 
 from sealmem.client import MemoryStore
 from sealmem.client.store import redaction
+from sealmem.client.store.redaction import texts
 from sealmem.client.store.connection import set_meta, transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.rows import write_version
@@ -34,13 +35,13 @@ SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 def rule_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every text the redaction rules run over (the real rules run)."""
     seen: list[str] = []
-    real = redaction.redact
+    real = texts.redact
 
     def spy(text: str) -> redaction.Redacted:
         seen.append(text)
         return real(text)
 
-    monkeypatch.setattr(redaction, "redact", spy)
+    monkeypatch.setattr(texts, "redact", spy)  # where every write path calls the rules
     return seen
 
 

@@ -28,6 +28,7 @@ from sealmem.client import MemoryStore
 from sealmem.client.store import batch
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
+from sealmem.client.store.redaction import texts
 from sealmem.client.sync import apply
 from sealmem.client.sync.apply import apply_versions
 from sealmem.protocol.hlc import Hlc
@@ -201,5 +202,5 @@ def test_a_secret_in_a_keyword_is_redacted_in_every_batch_and_not_remembered(
             assert done.redacted == 1
         stored = conn.execute("SELECT keywords_json FROM memories").fetchall()
         assert all(secret not in row[0] and "[REDACTED:github_token]" in row[0] for row in stored)
-        assert "cache" in batch._CLEAN_WORDS
-        assert secret not in batch._CLEAN_WORDS
+        assert "cache" in texts._CLEAN_WORDS
+        assert secret not in texts._CLEAN_WORDS

@@ -7,7 +7,9 @@ one pass and runs only the rules whose cue words it holds.
 
 Each match is replaced with ``[REDACTED:<type>]``.  Callers get back the cleaned
 text and the *types* found, never the secrets themselves, so warnings and logs
-are safe to show.  :data:`RULES_VERSION` names the rule set: text redacted under
+are safe to show.  :mod:`.texts` runs the rules over a memory's texts as every
+write path does (keywords also read together, each text cut to its limit).
+:data:`RULES_VERSION` names the rule set: text redacted under
 the same version need not be redacted again.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 from .engine import Redacted, redact, redact_all, rules_fingerprint, secret_spans, warning_for
 from .gitleaks import GITLEAKS_VERSION
 from .rules import RULES, Rule
+from .texts import Texts, fit, redact_texts, redact_version
 
 __all__ = [
     "GITLEAKS_VERSION",
@@ -23,8 +26,12 @@ __all__ = [
     "RULES_VERSION",
     "Redacted",
     "Rule",
+    "Texts",
+    "fit",
     "redact",
     "redact_all",
+    "redact_texts",
+    "redact_version",
     "rules_fingerprint",
     "secret_spans",
     "warning_for",
