@@ -16,9 +16,9 @@ import pytest
 
 from sealmem.client import MemoryStore
 from sealmem.client.store import redaction
-from sealmem.client.store.redaction import texts
 from sealmem.client.store.connection import set_meta, transaction
 from sealmem.client.store.memory import Provenance
+from sealmem.client.store.redaction import texts
 from sealmem.client.store.rows import write_version
 from sealmem.client.sync.apply import apply_versions
 from sealmem.protocol.hlc import Hlc
