@@ -2,12 +2,15 @@
 
     python tests/bench/bench_redact.py [--rounds 5]                  # baseline: no gates
     python tests/bench/bench_redact.py --baseline-ref 91d13a9        # the rules before gitleaks
+    python tests/bench/bench_redact.py --baseline-rules main          # our rules at a ref
 
 The default baseline is this rule set with the rules' gates (``Rule.needs``,
 ``Rule.gate``) taken off: the same findings (a test holds it), the cost before the
 gates.  With ``--baseline-ref`` it is the single-file rule set as it was before the
 gitleaks rules came in: ``client/store/redact.py`` at that ref (``git show``), loaded
-as a module of its own.  Either runs in this same process, side by side.
+as a module of its own.  With ``--baseline-rules`` it is this engine and the gitleaks
+rules with our rules (``client/store/redaction/rules.py``) as they were at a ref: what
+a change of our rules costs and finds.  Each runs in this same process, side by side.
 
 Corpus: ``tests/fixtures/redaction`` (``make_corpus.py`` writes it).  Throughput is
 over memory-sized texts (about 300 characters): clean prose (the README and CHANGELOG
@@ -18,6 +21,7 @@ and the corpus' secret lines.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import statistics
@@ -25,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,6 +86,51 @@ def throughput(fn: Callable[[str], str], texts: list[str], rounds: int) -> str:
     )
 
 
+def rules_at(ref: str) -> tuple[object, ...]:
+    """Our rules (``client/store/redaction/rules.py``) as they were at ``ref``."""
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{ref}:client/store/redaction/rules.py"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    path = Path(tempfile.mkdtemp()) / "baseline_rules.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("baseline_rules", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["baseline_rules"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return tuple(module.RULES)
+
+
+@contextlib.contextmanager
+def using(rules: tuple[object, ...] | None) -> Iterator[None]:
+    """The engine runs ``rules`` (None: its own) inside the block: its prefilter index
+    and remembered words are rebuilt on the way in and out, and a first call warms
+    them before any figure is taken."""
+    from sealmem.client.store.redaction import engine
+
+    if rules is None:
+        yield
+        return
+    own = engine.RULES
+
+    def swap(to: tuple[object, ...]) -> None:
+        engine.RULES = to  # type: ignore[assignment]
+        engine._index.cache_clear()
+        engine._plan.cache_clear()
+        engine._WORDS.clear()
+        redact("warm up: password=Warm1234 and the token is Warm1234x")
+
+    swap(rules)
+    try:
+        yield
+    finally:
+        swap(own)
+
+
 def ungated() -> Callable[[str], str]:
     """This rule set without its gates (the engine's rules swapped for the call)."""
     import dataclasses
@@ -104,6 +153,7 @@ def ungated() -> Callable[[str], str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--baseline-ref", default=None)
+    parser.add_argument("--baseline-rules", default=None, metavar="REF")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
 
@@ -111,15 +161,24 @@ def main() -> None:
     redact("warm up: password=Warm1234 and glpat-" + "x" * 20)
     first_ms = (time.perf_counter() - start) * 1e3
     ours: Callable[[str], str] = lambda text: redact(text).text  # noqa: E731
-    base = ungated() if args.baseline_ref is None else load_baseline(args.baseline_ref)
-    base_name = "no gates" if args.baseline_ref is None else f"{args.baseline_ref}:redact.py"
+    base_rules = None
+    if args.baseline_rules is not None:
+        base_rules = rules_at(args.baseline_rules)
+        base = ours
+        base_name = f"our rules at {args.baseline_rules}"
+    elif args.baseline_ref is not None:
+        base, base_name = load_baseline(args.baseline_ref), f"{args.baseline_ref}:redact.py"
+    else:
+        base, base_name = ungated(), "no gates"
 
     lines = corpus.load()
     print(f"rules: {RULES_VERSION}; baseline: {base_name}")
     print(f"corpus: {len(lines)} lines, {sum(1 for x in lines if x.family == 'clean')} negatives")
     print(f"first call (loads and indexes the gitleaks data): {first_ms:.1f} ms")
     print(f"load average: {os.getloadavg()}")
-    scores = {"baseline": corpus.score(base, lines), "sealmem": corpus.score(ours, lines)}
+    with using(base_rules):
+        baseline = corpus.score(base, lines)
+    scores = {"baseline": baseline, "sealmem": corpus.score(ours, lines)}
     print("\n| family | lines | baseline recall | sealmem recall |")
     print("|---|---|---|---|")
     for family in sorted(scores["sealmem"].total):
@@ -151,10 +210,9 @@ def main() -> None:
         ("prose naming keys/tokens/passwords", talk),
         ("corpus secret lines", secrets),
     ]:
-        print(
-            f"| {label} | {len(texts)} | {throughput(base, texts, args.rounds)} "
-            f"| {throughput(ours, texts, args.rounds)} |"
-        )
+        with using(base_rules):
+            before = throughput(base, texts, args.rounds)
+        print(f"| {label} | {len(texts)} | {before} | {throughput(ours, texts, args.rounds)} |")
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -13,6 +13,10 @@ Three rules are not about one vendor's format:
   not hold between ``_`` and ``P``).  ``DB_PASS=``, ``pass=``, ``mysql ... -pSECRET`` and a
   ``--password VALUE`` flag count too.  A quoted value is taken up to its closing
   quote (a passphrase has spaces), a bare one up to the first blank.
+- ``secret`` also takes the prose "the token is ...", "the API key for staging
+  was ...", "our client secret is ...": only a value shaped like a credential
+  (:func:`_spoken_token`), so that "the token is refreshed hourly" or "the token
+  is base64url-encoded" stay as they are.
 - ``high_entropy_secret`` is the *entropy* rule: a token of 16+ characters mixing
   upper case, lower case and digits, with Shannon entropy >= 3.5 bits a
   character, at most 40 characters after a secret word.
@@ -112,6 +116,31 @@ def _spoken_password(secret: str) -> bool:
     if secret[:1] in "\"'`":
         return True
     return not _WORDS_ONLY.fullmatch(secret) and not secret.startswith(("http", "/", "$"))
+
+
+_PART_SEPARATORS = re.compile(r"[-_./+=~]")
+_UNIT = re.compile(r"[0-9]+[a-z]{3,}")  # 15minutes, 256bits, 64chars
+_VERSIONED = re.compile(r"[A-Za-z]+[0-9]*(?:\.[0-9]+)+")  # python3.12, node18.2.0
+
+
+def _spoken_token(secret: str) -> bool:
+    """After "the token/API key/secret is": quoted text, or a credential's shape.
+
+    A bare value must be 8+ characters with a part (between ``-_./+=~``) that mixes
+    letters and digits, and no part that is a lower-case word of 4+ letters or a
+    number with a unit: ``hunter2xyz``, ``tok_8HqZ2mK9``, a hex or UUID key pass;
+    ``refreshed``, ``base64url-encoded``, ``HS256-signed``, ``AES-256-GCM``,
+    ``15minutes``, ``python3.12`` do not.
+    """
+    if secret[:1] in "\"'`":
+        return True
+    if len(secret) < 8 or _VERSIONED.fullmatch(secret):
+        return False
+    parts = _PART_SEPARATORS.split(secret)
+    for part in parts:
+        if _UNIT.fullmatch(part) or (len(part) >= 4 and part.isalpha() and part.islower()):
+            return False
+    return any(any(c.isdigit() for c in part) and any(c.isalpha() for c in part) for part in parts)
 
 
 _TOKEN_CHARS = "A-Za-z0-9+/=_-"  # noqa: S105 (a character class, not a password)
@@ -311,5 +340,19 @@ RULES: tuple[Rule, ...] = (
         accept=_random_token,
         needs=tuple("0123456789"),  # _random_token wants a digit
         gate=_RUN_OF_16,
+    ),
+    _rule(
+        "secret",
+        "secret assignment",
+        r"(?P<pre>" + _KEY_START + r"(?:api[_ -]?key|apikey|token|secret(?:[_ -]?key)?|"
+        r"client[_ -]?secret)(?:\s+for\s+[^\s:]{1,40})?\s+(?:is|was)(?![A-Za-z0-9_])"
+        r"(?:\s+set\s+to)?\s*:?\s*)" + _PLACEHOLDER +
+        r"(?P<secret>\"[^\"\n]{8,}\"|'[^'\n]{8,}'|`[^`\n]{8,}`|"
+        r"[A-Za-z0-9_+/=~-]++(?:\.[A-Za-z0-9_+/=~-]++)*+)",
+        re.IGNORECASE,
+        cues=("api", "token", "secret"),
+        accept=_spoken_token,
+        needs=("is", "was"),
+        gate=r"(?:key|token|secret)(?:\s+for\s+\S{1,40})?\s+(?:is|was)(?![a-z0-9_])",
     ),
 )  # fmt: skip
