@@ -268,15 +268,23 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
 
     In place, the damaged file moves to ``<path>.damaged-<time>`` (with its
     ``-wal``/``-shm``) and the salvaged store takes its name; with ``output`` the
-    damaged file stays where it is and ``output`` must not exist yet.
+    damaged file stays where it is and ``output`` must not exist yet.  A ``path``
+    that is a symlink stays one: the file it points to is salvaged in place, and
+    the damaged copy is kept beside that file.
     """
-    path = Path(path).absolute()
-    if not path.exists():
-        raise StoreError(f"there is no store at {path} to recover")
+    given = Path(path).absolute()
+    if not given.exists():
+        raise StoreError(f"there is no store at {given} to recover")
     if output is not None and Path(output).exists():
         raise StoreError(f"{output} already exists; choose a new path with --output")
+    # The store file itself: a symlinked store path (a home whose store lives on another
+    # disk) keeps its link, and the link points at the salvaged store.  SQLite keeps the
+    # -wal and -shm beside the file the link resolves to, so those move with it.
+    path = Path(os.path.realpath(given))
+    # every name a writer may hold the store by: each is held during the salvage
+    names = [given] if given == path else [given, path]
     target = path if output is None else Path(output).absolute()
-    result = RecoverResult(path, target, None)
+    result = RecoverResult(given, target, None)
     try:
         check_file(path)
         src = _open_damaged(path)
@@ -292,10 +300,11 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
     for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
         with contextlib.suppress(FileNotFoundError):
             leftover.unlink()
-    before: _Journal | None = None
+    held: list[tuple[Path, _Journal]] = []
     try:
         if output is None:
-            before = _hold_writers(path, src)
+            for name in names:
+                held.append((name, _hold_writers(name, src)))
         dst = connect(fresh, now_ms=now_ms, journaled=False)
         try:
             dst.execute("PRAGMA foreign_keys = OFF")
@@ -309,8 +318,8 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             fresh.unlink()
-        if before is not None:
-            _release(path, before)
+        for name, before in held:
+            _release(name, before)
         raise
     finally:
         src.close()
@@ -321,9 +330,11 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
                 os.rename(f"{path}{suffix}", f"{result.damaged}{suffix}")
     os.rename(fresh, target)
     # The salvaged store starts a new write journal: what it lost is known and shown.
-    with contextlib.suppress(FileNotFoundError):
-        journal.journal_path(target).unlink()
+    for name in names if output is None else [target]:
+        with contextlib.suppress(FileNotFoundError):
+            journal.journal_path(name).unlink()
     if output is None:
-        journal.unhold(path)  # after the new store is in place: old handles see it moved
+        for name in names:
+            journal.unhold(name)  # after the new store is in place: old handles see it moved
     fsync_dir(target.parent)
     return result
