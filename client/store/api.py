@@ -162,7 +162,7 @@ class MemoryStore:
         origin = inputs.origin(origin)
         if not isinstance(content, str) or not content.strip():
             raise InputError("content is empty; pass the text to remember")
-        content = content.strip()
+        content = inputs.text(content.strip(), "memory text")
         if len(content) > MAX_CONTENT_CHARS:
             raise InputError(
                 f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}: "
@@ -233,7 +233,7 @@ class MemoryStore:
         """
         if not isinstance(reason, str) or not reason.strip():
             raise InputError("forget needs a reason (why this memory is wrong or unwanted)")
-        reason = reason.strip()
+        reason = inputs.text(reason.strip(), "reason")
         if len(reason) > MAX_REASON_CHARS:
             raise InputError(
                 f"the reason is {len(reason)} characters; the limit is {MAX_REASON_CHARS}"

@@ -30,6 +30,7 @@ __all__ = [
     "origin",
     "project",
     "supersedes",
+    "text",
 ]
 
 MAX_ORIGIN_CHARS = 64
@@ -39,7 +40,26 @@ MAX_ORIGIN_CHARS = 64
 BUILTIN_KINDS = ("note", "decision", "warning", "lesson", "fact", "preference", "trace")
 
 
+def text(value: str, what: str) -> str:
+    """``value`` if it has a UTF-8 form: a lone surrogate (U+D800..U+DFFF: bytes that
+    were not UTF-8, kept as surrogate escapes by Python's argv or a JSON ``\\udcff``)
+    cannot be stored, nor synced, nor exported, so it is refused by name."""
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"the {what} is not UTF-8 text: character {exc.start + 1} is a lone surrogate "
+            f"U+{ord(value[exc.start]):04X} (often bytes in another encoding); convert it "
+            "to UTF-8 first (e.g. iconv -f latin1 -t utf-8); nothing was stored"
+        ) from None
+    return value
+
+
 def project(project: str | None) -> str:
+    if project is not None and not isinstance(project, str):
+        raise InputError(f"project {project!r} is not a name: give it as text")
     name = DEFAULT_PROJECT if project is None else project.strip()
     if not PROJECT_RE.match(name):
         raise InputError(
@@ -89,16 +109,18 @@ def origin(origin: str) -> str:
     value = origin.strip() if isinstance(origin, str) else ""
     if not 1 <= len(value) <= MAX_ORIGIN_CHARS:
         raise InputError(f"origin {origin!r} must be 1..{MAX_ORIGIN_CHARS} characters")
-    return value
+    return text(value, "origin")
 
 
 def keywords(keywords: Sequence[str]) -> list[str]:
     if isinstance(keywords, str):
         keywords = keywords.replace(",", " ").split()
+    if not isinstance(keywords, Iterable):
+        raise InputError(f"keywords {keywords!r} must be a list of words")
     out: list[str] = []
     seen: set[str] = set()
     for raw in keywords:
-        word = " ".join(str(raw).split())
+        word = text(" ".join(str(raw).split()), f"keyword number {len(out) + 1}")
         if not word or word.casefold() in seen:
             continue
         if len(word) > MAX_KEYWORD_CHARS:
