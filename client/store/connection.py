@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from ...protocol.errors import StoreError
+from ...protocol.errors import InputError, StoreError
 from ..clock import now_ms as wall_clock
 from . import journal
 from .schema import MIGRATIONS, Migration
@@ -177,11 +177,19 @@ def describe(path: Path | str, exc: sqlite3.Error) -> StoreError:
 
 @contextlib.contextmanager
 def sqlite_errors(path: Path | str) -> Iterator[None]:
-    """Translate any ``sqlite3.Error`` raised inside into a :class:`StoreError`."""
+    """Translate any ``sqlite3.Error`` raised inside into a :class:`StoreError`, and a
+    text SQLite cannot take (a lone surrogate has no UTF-8 form) into an :class:`InputError`."""
     try:
         yield
     except sqlite3.Error as exc:
         raise describe(path, exc) from exc
+    except UnicodeEncodeError as exc:
+        char = exc.object[exc.start : exc.start + 1] if isinstance(exc.object, str) else ""
+        raise InputError(
+            f"a text holds a lone surrogate U+{ord(char or chr(0xFFFD)):04X} (no UTF-8 form: "
+            "often bytes in another encoding, or a JSON '\\udXXX' escape), which the store "
+            f"cannot hold; nothing was stored in {path}: convert the input to UTF-8"
+        ) from exc
 
 
 def check_file(path: Path) -> bool:

@@ -8,7 +8,10 @@ from an MCP client decodes to.  SQLite cannot store it: the write ended in a
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import anyio
 import pytest
@@ -19,6 +22,8 @@ from sealmem.client import MemoryStore
 from sealmem.client.mcp.server import create_server
 from sealmem.protocol.errors import InputError
 from tests.support.cli import Run, in_process
+
+from .conftest import OpenStore
 
 BAD = "caf\udce9 au lait"  # the latin-1 byte 0xE9, kept as a surrogate escape
 
@@ -79,3 +84,40 @@ def test_the_mcp_tool_names_the_refusal(home: object) -> None:
             assert "not UTF-8 text" in text, text
 
     anyio.run(session)
+
+
+def _export_with(store: MemoryStore, text: str) -> str:
+    """An export whose memory text is ``text``, spelled as JSON spells it (``\\udce9``)."""
+    store.remember("a plain note to export", keywords=["k"])
+    spelled = json.dumps(text)[1:-1]
+    return json.dumps(store.export()).replace("a plain note to export", spelled)
+
+
+def test_an_import_with_a_lone_surrogate_is_refused_by_name(
+    store: MemoryStore, open_store: OpenStore, home: Path
+) -> None:
+    """An export file can spell any code point (``"\\udce9"``); the store cannot hold one."""
+    document = _export_with(store, BAD)
+    other = open_store(home / "other.db")
+    with pytest.raises(InputError, match="lone surrogate U\\+DCE9"):
+        other.import_(json.loads(document))
+    with pytest.raises(InputError, match="nothing was stored"):
+        other.import_stream(io.StringIO(document))
+    assert count(other) == 0
+
+
+def test_the_cli_import_says_so_without_a_traceback(
+    home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with MemoryStore.open(tmp_path / "source.db", author="me") as source:
+        document = _export_with(source, BAD)
+    export = tmp_path / "export.json"
+    export.write_text(document, encoding="utf-8")
+    cli: Callable[..., Run] = in_process(capsys, monkeypatch)
+    run = cli("import", str(export))
+    assert run.code != 0
+    assert "Traceback" not in run.err
+    assert "lone surrogate" in run.err
