@@ -346,7 +346,7 @@ class MemoryStore:
     ) -> list[Memory]:
         """Live memories (and tombstones with ``forgotten``), most recently updated first,
         in the project (+ shared) scope."""
-        if not 1 <= limit <= 10_000:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise InputError(f"limit {limit} must be between 1 and 10000")
         where, params = "1" if forgotten else "deleted = 0", []
         scope = self._scope(project, all_projects)
@@ -376,7 +376,7 @@ class MemoryStore:
 
         if not isinstance(query, str) or not query.strip():
             raise InputError("the query is empty; pass words to search for")
-        if not 1 <= k <= MAX_K:
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise InputError(f"k={k} must be between 1 and {MAX_K}")
         kind_list = None if kinds is None else [inputs.kind(kind) for kind in kinds]
         with sqlite_errors(self.path):

@@ -63,6 +63,10 @@ def test_python_callers_get_an_input_error_for_a_wrong_type(store: MemoryStore) 
     with pytest.raises(InputError, match="project 5 is not a name"):
         store.remember("a note", project=5)  # type: ignore[arg-type]
     assert count(store) == 0
+    with pytest.raises(InputError, match="k=5 must be between 1 and"):
+        store.recall("a note", k="5")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="limit 5 must be between 1 and"):
+        store.recent(limit="5")  # type: ignore[arg-type]
 
 
 def test_the_cli_says_which_keyword_is_not_utf8(
