@@ -199,7 +199,7 @@ class MemoryStore:
             # (keywords, importance, kind, links): it only counts as seen, locally.
             shared_twin = private and twin["visibility"] == "team"
             old_kind = str(twin["kind"])
-            memory = writes.reinforce(
+            memory, found_together = writes.reinforce(
                 self._conn,
                 twin,
                 author=self.author,
@@ -209,6 +209,7 @@ class MemoryStore:
                 kind=None if shared_twin else given_kind,
                 supersedes=() if shared_twin else old_ids,
             )
+        warnings += warning_for(found_together, "keywords")
         if memory.record.kind != old_kind:
             warnings.append(
                 f"the same text was stored as a {old_kind}; it is a {memory.record.kind} now "

@@ -16,6 +16,7 @@ from ...protocol.errors import InputError, NotFoundError, ProtocolError, StoreEr
 from ...protocol.record import MAX_KEYWORDS, MAX_SUPERSEDES, Record, new_memory_id
 from . import ids as memory_ids
 from .memory import Memory, Provenance
+from .redact import redact_texts
 from .rows import (
     MEMORY_COLUMNS,
     load_row,
@@ -131,8 +132,11 @@ def reinforce(
     importance: float,
     kind: str | None,
     supersedes: Sequence[str],
-) -> Memory:
+) -> tuple[Memory, dict[str, int]]:
     """Merge a repeated memory into ``twin``: seen_count + 1, keywords union, importance max.
+
+    Returns the memory and the secrets found in the keywords once the new ones are read
+    with the old ones (:func:`~sealmem.client.store.redact.redact_texts`), by type.
 
     A ``kind`` given takes over (the caller asked for it; the old version stays in
     history); None keeps the twin's kind.  Supersede links are united.  Only when
@@ -145,6 +149,12 @@ def reinforce(
         if word.casefold() not in seen and len(merged_kw) < MAX_KEYWORDS:
             merged_kw.append(word)
             seen.add(word.casefold())
+    found: dict[str, int] = {}
+    if len(merged_kw) > len(current.keywords):
+        # the new words read with the old ones, by the rule of every write path: a secret
+        # split across an old keyword and a new one is caught too
+        together = redact_texts("", merged_kw)
+        merged_kw, found = list(together.keywords), together.found_keywords
     links = list(current.supersedes)
     links += [i for i in supersedes if i not in links and i != current.id]
     changed = current.evolve(
@@ -159,10 +169,10 @@ def reinforce(
             "UPDATE memories SET seen_count = ?, updated_at = ? WHERE id = ?",
             (seen_count, now, current.id),
         )
-        return memory_from_row(load_row(conn, current.id) or twin)
+        return memory_from_row(load_row(conn, current.id) or twin), found
     record = changed.evolve(editor=author, hlc=next_hlc(conn, now))
     floor = max(float(twin["local_importance"]), record.importance)
-    return _write(conn, record, floor, seen_count, now)
+    return _write(conn, record, floor, seen_count, now), found
 
 
 def share(

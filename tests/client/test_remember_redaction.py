@@ -75,6 +75,15 @@ def test_a_repeat_does_not_bring_a_split_secret_in(store: MemoryStore) -> None:
     assert "7pRt4VwZ" not in joined
 
 
+def test_a_secret_split_between_an_old_and_a_new_keyword_is_redacted(store: MemoryStore) -> None:
+    """A repeat adds its keywords to the memory's: the rule reads them together."""
+    store.remember("how the staging database is reached", keywords=["db", "password="])
+    again = store.remember("how the staging database is reached", keywords=["hunter2x"])
+    assert again.memory.record.keywords == ("db", "password=", "[REDACTED:password]")
+    assert any("keywords" in w and "password" in w for w in again.warnings)
+    assert "hunter2x" not in json.dumps(store.export())
+
+
 def test_a_forget_reason_the_placeholders_push_past_the_limit_is_cut(store: MemoryStore) -> None:
     memory = store.remember("a note to forget").memory
     reason = crowded(MAX_REASON_CHARS)
