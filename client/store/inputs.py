@@ -139,6 +139,8 @@ def keywords(keywords: Sequence[str]) -> list[str]:
 def supersedes(ids: Sequence[str]) -> list[str]:
     if isinstance(ids, str):
         ids = [ids]
+    if not isinstance(ids, Iterable):
+        raise InputError(f"supersedes {ids!r} must be a list of memory ids")
     out: list[str] = []
     for raw in ids:
         value = str(raw).strip().lower()

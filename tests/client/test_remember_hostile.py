@@ -62,6 +62,8 @@ def test_python_callers_get_an_input_error_for_a_wrong_type(store: MemoryStore) 
         store.remember("a note", keywords=5)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="project 5 is not a name"):
         store.remember("a note", project=5)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="supersedes 5 must be a list"):
+        store.remember("a note", supersedes=5)  # type: ignore[arg-type]
     assert count(store) == 0
     with pytest.raises(InputError, match="k=5 must be between 1 and"):
         store.recall("a note", k="5")  # type: ignore[arg-type]
