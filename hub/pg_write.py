@@ -21,6 +21,7 @@ from .storage import (
     TEAM_OWNER,
     Conflict,
     KeyringBlob,
+    MissingBase,
     MissingChunks,
     Quota,
     StaleSeq,
@@ -215,7 +216,13 @@ class PgTeamWrite(TeamWrite):
         self._change("keyring", now_ms, keyring.project, None, keyring.epoch, bump=True)
 
     def put_manifest(
-        self, head: StoredHead, data: bytes, chunk_ids: Sequence[str], keep: int, now_ms: int
+        self,
+        head: StoredHead,
+        data: bytes,
+        chunk_ids: Sequence[str],
+        keep: int,
+        now_ms: int,
+        base: tuple[int, str] | None = None,
     ) -> None:
         conn = self._conn
         slot = (self._team, head.project, head.writer)
@@ -243,11 +250,25 @@ class PgTeamWrite(TeamWrite):
             missing = [i for i in wanted if i not in have]
             if missing:
                 raise MissingChunks(missing)
-        old = conn.execute(
-            "SELECT seq, octet_length(data) FROM manifests WHERE team = %s AND project = %s "
-            "AND writer = %s ORDER BY seq DESC OFFSET %s",
-            (*slot, max(keep - 1, 0)),
-        ).fetchall()
+        if (
+            base is not None
+            and conn.execute(
+                "SELECT 1 FROM manifests WHERE team = %s AND project = %s AND writer = %s "
+                "AND seq = %s AND hash = %s",
+                (*slot, *base),
+            ).fetchone()
+            is None
+        ):
+            raise MissingBase(base[0])
+        old = [
+            (s, n)
+            for s, n in conn.execute(
+                "SELECT seq, octet_length(data) FROM manifests WHERE team = %s AND project = %s "
+                "AND writer = %s ORDER BY seq DESC OFFSET %s",
+                (*slot, max(keep - 1, 0)),
+            ).fetchall()
+            if base is None or int(s) != base[0]
+        ]
         charge(
             conn, self._quota, self._team, head.writer,
             len(data) - sum(int(n) for _, n in old),

@@ -13,6 +13,7 @@ from .storage import (
     TEAM_OWNER,
     Conflict,
     KeyringBlob,
+    MissingBase,
     MissingChunks,
     Quota,
     StaleSeq,
@@ -181,7 +182,13 @@ class SQLiteTeamWrite(TeamWrite):
         self._change("keyring", now_ms, keyring.project, None, keyring.epoch, bump=True)
 
     def put_manifest(
-        self, head: StoredHead, data: bytes, chunk_ids: Sequence[str], keep: int, now_ms: int
+        self,
+        head: StoredHead,
+        data: bytes,
+        chunk_ids: Sequence[str],
+        keep: int,
+        now_ms: int,
+        base: tuple[int, str] | None = None,
     ) -> None:
         conn = self._conn
         slot = (self._team, head.project, head.writer)
@@ -202,11 +209,25 @@ class SQLiteTeamWrite(TeamWrite):
         ]
         if missing:
             raise MissingChunks(missing)
-        old = conn.execute(
-            "SELECT seq, LENGTH(data) FROM manifests WHERE team = ? AND project = ? AND "
-            "writer = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
-            (*slot, max(keep - 1, 0)),
-        ).fetchall()
+        if (
+            base is not None
+            and conn.execute(
+                "SELECT 1 FROM manifests WHERE team = ? AND project = ? AND writer = ? AND seq = ? "
+                "AND hash = ?",
+                (*slot, *base),
+            ).fetchone()
+            is None
+        ):
+            raise MissingBase(base[0])
+        old = [
+            (s, n)
+            for s, n in conn.execute(
+                "SELECT seq, LENGTH(data) FROM manifests WHERE team = ? AND project = ? AND "
+                "writer = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
+                (*slot, max(keep - 1, 0)),
+            ).fetchall()
+            if base is None or int(s) != base[0]
+        ]
         charge(
             conn, self._quota, self._team, head.writer,
             len(data) - sum(int(n) for _, n in old),

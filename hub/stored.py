@@ -12,6 +12,7 @@ __all__ = [
     "Change",
     "Conflict",
     "KeyringBlob",
+    "MissingBase",
     "MissingChunks",
     "PendingRequest",
     "Quota",
@@ -45,6 +46,14 @@ class Conflict(SealmemError):
     def __init__(self, detail: str, *, stale: bool = False) -> None:
         super().__init__(detail)
         self.stale = stale
+
+
+class MissingBase(SealmemError):
+    """A delta manifest is listed against a manifest the writer's slot does not hold."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(f"manifest seq {seq}, the base of the delta, is not stored")
+        self.seq = seq
 
 
 class MissingChunks(SealmemError):
