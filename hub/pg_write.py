@@ -28,6 +28,7 @@ from .storage import (
     StorageError,
     StoredHead,
     TeamWrite,
+    delta_base,
 )
 
 __all__ = ["PgTeamWrite", "charge", "lock_team", "read_heads", "record_change"]
@@ -308,7 +309,17 @@ class PgTeamWrite(TeamWrite):
             "AND writer = %s",
             (self._team, writer),
         ).fetchall()
-        gone = [(str(p), int(s), int(n)) for p, s, n in rows if pins.get(str(p)) != int(s)]
+        keep = set(pins.items())
+        for project, seq in pins.items():  # a pinned delta: its base stays readable
+            row = self._conn.execute(
+                "SELECT data FROM manifests WHERE team = %s AND project = %s "
+                "AND writer = %s AND seq = %s",
+                (self._team, project, writer, seq),
+            ).fetchone()
+            base = None if row is None else delta_base(bytes(row[0]))
+            if base is not None:
+                keep.add((project, base))
+        gone = [(str(p), int(s), int(n)) for p, s, n in rows if (str(p), int(s)) not in keep]
         self._delete_manifests(writer, [(p, s) for p, s, _ in gone])
         charge(self._conn, None, self._team, writer, -sum(n for _, _, n in gone))
         return len(gone)

@@ -19,6 +19,7 @@ from .storage import (
     StaleSeq,
     StoredHead,
     TeamWrite,
+    delta_base,
 )
 
 __all__ = ["SQLiteTeamWrite", "charge"]
@@ -263,7 +264,17 @@ class SQLiteTeamWrite(TeamWrite):
             "SELECT project, seq, LENGTH(data) FROM manifests WHERE team = ? AND writer = ?",
             (self._team, writer),
         ).fetchall()
-        gone = [(str(p), int(s), int(n)) for p, s, n in rows if pins.get(str(p)) != int(s)]
+        keep = set(pins.items())
+        for project, seq in pins.items():  # a pinned delta: its base stays readable
+            row = self._conn.execute(
+                "SELECT data FROM manifests WHERE team = ? AND project = ? "
+                "AND writer = ? AND seq = ?",
+                (self._team, project, writer, seq),
+            ).fetchone()
+            base = None if row is None else delta_base(bytes(row[0]))
+            if base is not None:
+                keep.add((project, base))
+        gone = [(str(p), int(s), int(n)) for p, s, n in rows if (str(p), int(s)) not in keep]
         self._delete_manifests(writer, [(p, s) for p, s, _ in gone])
         charge(self._conn, None, self._team, writer, -sum(n for _, _, n in gone))
         return len(gone)

@@ -77,6 +77,7 @@ from .stored import (
     StaleSeq,
     StorageError,
     StoredHead,
+    delta_base,
 )
 
 __all__ = [
@@ -98,6 +99,7 @@ __all__ = [
     "StorageError",
     "StoredHead",
     "TeamWrite",
+    "delta_base",
 ]
 
 

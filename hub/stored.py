@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..protocol.errors import SealmemError
+from ..protocol.envelope import unpack
+from ..protocol.errors import Rejected, SealmemError
+from ..protocol.manifest import Manifest
+from ..protocol.verify import MAX_MANIFEST_BYTES
 
 __all__ = [
     "Admission",
@@ -21,10 +24,21 @@ __all__ = [
     "StaleSeq",
     "StorageError",
     "StoredHead",
+    "delta_base",
 ]
 
 #: a team-level object (roster, keyring, join request) in per-member usage
 TEAM_OWNER = ""
+
+
+def delta_base(data: bytes) -> int | None:
+    """The seq of the manifest a stored delta manifest is listed against (None: a full
+    manifest, or bytes that do not parse): a pinned delta keeps its base."""
+    try:
+        m = Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+    except Rejected:
+        return None
+    return None if m.delta is None else m.delta.base_seq
 
 
 class StorageError(SealmemError):

@@ -15,7 +15,9 @@ from sealmem.hub.errors import Refusal
 from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.hub.teams import Teams
 from sealmem.protocol import canonical, reasons
+from sealmem.protocol.encoding import object_hash
 from sealmem.protocol.manifest import DELTA_FORMAT, MANIFEST_FORMAT
+from sealmem.protocol.roster import Pin, Revocation
 from sealmem.protocol.snapshot import PreviousSnapshot, Snapshot
 from tests.protocol.team_world import NOW, PROJECT, TEAM, World, make_record
 
@@ -114,3 +116,21 @@ def test_members_sync_through_the_hub_with_deltas(world: HubWorld) -> None:
             "SELECT COUNT(*) FROM memories WHERE editor = ?", (kid,)
         ).fetchone()[0]
         assert n == 304
+
+
+def test_a_revoked_writer_s_pinned_delta_keeps_its_base(
+    teams_hub: tuple[World, SQLiteStorage, Teams],
+) -> None:
+    world, store, teams = teams_hub
+    chain = _chain(world, 4)
+    for snap, envelope in chain:
+        assert _push(store, teams, snap, envelope)
+    pinned = canonical.decode(chain[2][1])["body"]  # seq 3, a delta
+    v1 = world.roster_v1()
+    pin = Pin(3, object_hash(SUITE, "manifest", pinned))
+    v2 = v1.successor(
+        SUITE, created_at=NOW + 1, revocations=(Revocation(world.alice.kid, 2, {PROJECT: pin}),)
+    ).check(SUITE)
+    teams.publish_roster(TEAM, v2.sign(world.root), [], NOW + 1)
+    kept = store.manifests(TEAM, PROJECT, world.alice.kid)[world.alice.kid]
+    assert [canonical.decode(d)["body"]["seq"] for d in kept] == [3, 1]
