@@ -106,3 +106,31 @@ def test_a_lost_or_swapped_base_is_refused_by_name_and_keeps_nothing(world: Worl
     for reader in (bob, carol):
         assert not reader.sync().refused
         assert _from(reader, alice) == 301
+
+
+def test_a_forged_base_or_root_is_refused_and_keeps_nothing(world: World) -> None:
+    alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
+    base = _with_base(world, alice)
+    alice.remember("one change")
+    alice.sync()
+    delta = _files(world, alice)[-1]
+    body = _body(delta)
+    assert body["format"] == DELTA_FORMAT
+    # the folder rewrites the base's first chunk ref (its signature no longer matters:
+    # the base is found by the hash the delta signed, and this one no longer has it)
+    envelope = canonical.decode(base.read_bytes())
+    chunks = envelope["body"]["chunks"]
+    chunks[0]["id"] = chunks[1]["id"]
+    base.write_bytes(canonical.encode(envelope))
+    summary = bob.sync()
+    assert [r.reason for r in summary.refused] == [reasons.MISSING_BASE]
+    assert _from(bob, alice) == 0
+    assert _head(bob, alice) is None
+    # the folder forges the delta's chunk_root: the delta's signature fails
+    signed = canonical.decode(delta.read_bytes())
+    signed["body"]["chunk_root"] = "0" * 64
+    delta.write_bytes(canonical.encode(signed))
+    summary = carol.sync()
+    assert reasons.BAD_SIGNATURE in [r.reason for r in summary.refused]
+    assert _from(carol, alice) == 0
+    assert _head(carol, alice) is None
