@@ -42,7 +42,8 @@ from typing import Any
 import filelock
 
 from ...crypto import SUITE, random_bytes
-from ...protocol import hubapi
+from ...protocol import hubapi, reasons
+from ...protocol.bases import rebuild
 from ...protocol.envelope import unpack
 from ...protocol.errors import Rejected, SealmemError, StoreError
 from ...protocol.hlc import ZERO
@@ -353,20 +354,40 @@ def _own_manifest(data: bytes) -> Manifest:
     return Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
 
 
-def _own_head(team: Team, chain: replica.OwnChain | None) -> OwnHead | None:
+@functools.lru_cache(maxsize=16)
+def _own_rebuilt(data: bytes, base: bytes) -> Manifest:
+    """Our last manifest, a delta, rebuilt from the base kept here: once per process."""
+    return rebuild(SUITE, _own_manifest(data), [bases.parsed(base)])
+
+
+def _own_head(team: Team, chain: replica.OwnChain | None, now: int) -> OwnHead | None:
     if chain is None:
         return None
-    try:
-        manifest = bases.find(team.conn, team.transport, _own_manifest(chain.manifest)).manifest
-    except Rejected as exc:
-        raise StoreError(
-            f"our last manifest of {chain.project!r} (seq {chain.seq}) is a delta whose base "
-            f"this store and the transport lost ({exc.detail}); run 'sealmem doctor'"
-        ) from exc
+    manifest = _own_manifest(chain.manifest)
+    full = None
+    if manifest.delta is not None:
+        kept = bases.load(team.conn, team.me, chain.project)
+        try:
+            if kept is None:
+                raise Rejected(reasons.MISSING_BASE, "this store keeps no base")
+            manifest, full = _own_rebuilt(chain.manifest, kept), bases.parsed(kept)
+        except Rejected:  # not kept here (or damaged): the transport's copy
+            try:
+                found = bases.find(team.conn, team.transport, manifest)
+            except Rejected as exc:
+                raise StoreError(
+                    f"our last manifest of {chain.project!r} (seq {chain.seq}) is a delta "
+                    f"whose base this store and the transport lost ({exc.detail}); run "
+                    "'sealmem doctor'"
+                ) from exc
+            manifest = found.manifest
+            if found.fetched is not None:
+                full = bases.parsed(found.fetched)
+                with transaction(team.conn):
+                    bases.save(team.conn, team.me, chain.project, found.fetched, now)
     return OwnHead(
-        manifest, chain.hash, chain.pushed_wall, chain.pushed_count, chain.reset_at,
-        _full_of(team, manifest),
-    )  # fmt: skip
+        manifest, chain.hash, chain.pushed_wall, chain.pushed_count, chain.reset_at, full
+    )
 
 
 def _push_project(
@@ -394,7 +415,7 @@ def _push_project(
         landed = _own_newest(team, project, now)
     reset = roster.latest_reset(team.me, project)
     seen = state.witnessed.get((team.me, project))
-    own = _own_head(team, chain)
+    own = _own_head(team, chain, now)
     damaged = (
         set()
         if own is None
