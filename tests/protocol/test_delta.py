@@ -121,3 +121,32 @@ def test_a_delta_is_never_listed_against_another_delta() -> None:
     assert first.delta is not None
     built = _manifest({b: _ref(b, 0) for b in range(BUCKETS)}, seq=3)
     assert listed_against(SUITE, built, (first, first.hash(SUITE))).delta is None
+
+
+@pytest.mark.parametrize(
+    ("case", "change"),
+    [
+        ("a base at the delta's own seq", {"base": {"seq": 2, "hash": "cd" * 32}}),
+        ("removed out of order", {"removed": [5, 4]}),
+        ("removed twice", {"removed": [4, 4]}),
+        ("removed past the bucket count", {"removed": [BUCKETS]}),
+        ("a bucket changed and removed", {"removed": [1]}),
+        ("changed out of order", {"changed": "reversed"}),
+        ("a chunks list besides changed", {"chunks": []}),
+        ("no chunk_root", {"chunk_root": None}),
+    ],
+)
+def test_a_malformed_delta_is_refused_by_name(case: str, change: dict[str, object]) -> None:
+    base = _manifest({b: _ref(b, 0) for b in range(8)})
+    built = _manifest({**{b: _ref(b, 0) for b in range(8)}, 1: _ref(1, 1), 2: _ref(2, 1)}, seq=2)
+    body = built.against(SUITE, base, base.hash(SUITE)).to_body()
+    for key, value in change.items():
+        if value == "reversed":
+            body[key] = list(reversed(body[key]))
+        elif value is None:
+            del body[key]
+        else:
+            body[key] = value
+    with pytest.raises(Rejected) as info:
+        Manifest.from_body(body)
+    assert info.value.reason == reasons.MALFORMED, case
