@@ -24,7 +24,7 @@ A ``sealmem/manifest/v2`` body (a **delta**) has every field above except
     chunk_root      hex :func:`chunk_root` of the whole rebuilt chunk list
 
 Parsed alone, a delta's :attr:`Manifest.chunks` is empty and :attr:`Manifest.complete`
-False; :meth:`Manifest.rebuild` with its base gives the manifest with the whole list.
+False; :func:`sealmem.protocol.bases.rebuild` with its base gives the whole list.
 """
 
 from __future__ import annotations
@@ -227,59 +227,12 @@ class Manifest:
         )
         return replace(self, delta=delta)
 
-    def rebuild(self, suite: Suite, base: Manifest, base_hash: str) -> Manifest:
-        """This delta with its whole chunk list, rebuilt from ``base`` (whose object hash
-        the caller computed as ``base_hash``); raise ``Rejected`` naming the mismatch."""
-        delta = self.delta
-        if delta is None:
-            return self
-        where = f"manifest {self.writer}/{self.project} seq {self.seq}"
-        if base_hash != delta.base_hash:
-            raise Rejected(
-                reasons.MISSING_BASE,
-                f"{where} is listed against manifest seq {delta.base_seq} "
-                f"({delta.base_hash[:16]}), not the one supplied ({base_hash[:16]})",
-            )
-        if base.delta is not None:
-            raise Rejected(reasons.TAMPERED, f"{where}: its base is not a full manifest")
-        if (base.team, base.project, base.writer, base.seq) != (
-            self.team, self.project, self.writer, delta.base_seq,
-        ):  # fmt: skip
-            raise Rejected(
-                reasons.TAMPERED,
-                f"{where}: its base is {base.writer}/{base.project} seq {base.seq}, "
-                "not an earlier manifest of the same chain",
-            )
-        if (base.epoch, base.buckets) != (self.epoch, self.buckets):
-            raise Rejected(
-                reasons.TAMPERED,
-                f"{where}: epoch {self.epoch} and {self.buckets} buckets, but its base has "
-                f"epoch {base.epoch} and {base.buckets} buckets (a delta keeps both)",
-            )
-        refs = {c.bucket: c for c in base.chunks}
-        for bucket in delta.removed:
-            if refs.pop(bucket, None) is None:
-                raise Rejected(
-                    reasons.TAMPERED, f"{where} removes bucket {bucket}, which its base lacks"
-                )
-        for ref in delta.changed:
-            refs[ref.bucket] = ref
-        chunks = tuple(refs[b] for b in sorted(refs))
-        if chunk_root(suite, chunks) != delta.root:
-            raise Rejected(
-                reasons.TAMPERED,
-                f"{where}: the chunk list rebuilt from its base does not hash to its "
-                "chunk_root (the base or the delta is not what the writer signed)",
-            )
-        if self.records < len(chunks):
-            raise _bad(f"records {self.records} is fewer than its {len(chunks)} chunks")
-        return replace(self, chunks=chunks, complete=True)
-
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> Manifest:
         """Parse and check a manifest body; raise ``Rejected`` naming the first problem.
 
-        A delta comes back incomplete (:attr:`complete` False): :meth:`rebuild` it."""
+        A delta comes back incomplete (:attr:`complete` False): rebuild it from its base
+        (:func:`sealmem.protocol.bases.rebuild`)."""
         fmt = body.get("format")
         if fmt not in (MANIFEST_FORMAT, DELTA_FORMAT):
             raise Rejected(
