@@ -21,12 +21,14 @@ from .storage import (
     TEAM_OWNER,
     Conflict,
     KeyringBlob,
+    MissingBase,
     MissingChunks,
     Quota,
     StaleSeq,
     StorageError,
     StoredHead,
     TeamWrite,
+    delta_base,
 )
 
 __all__ = ["PgTeamWrite", "charge", "lock_team", "read_heads", "record_change"]
@@ -215,7 +217,13 @@ class PgTeamWrite(TeamWrite):
         self._change("keyring", now_ms, keyring.project, None, keyring.epoch, bump=True)
 
     def put_manifest(
-        self, head: StoredHead, data: bytes, chunk_ids: Sequence[str], keep: int, now_ms: int
+        self,
+        head: StoredHead,
+        data: bytes,
+        chunk_ids: Sequence[str],
+        keep: int,
+        now_ms: int,
+        base: tuple[int, str] | None = None,
     ) -> None:
         conn = self._conn
         slot = (self._team, head.project, head.writer)
@@ -243,11 +251,25 @@ class PgTeamWrite(TeamWrite):
             missing = [i for i in wanted if i not in have]
             if missing:
                 raise MissingChunks(missing)
-        old = conn.execute(
-            "SELECT seq, octet_length(data) FROM manifests WHERE team = %s AND project = %s "
-            "AND writer = %s ORDER BY seq DESC OFFSET %s",
-            (*slot, max(keep - 1, 0)),
-        ).fetchall()
+        if (
+            base is not None
+            and conn.execute(
+                "SELECT 1 FROM manifests WHERE team = %s AND project = %s AND writer = %s "
+                "AND seq = %s AND hash = %s",
+                (*slot, *base),
+            ).fetchone()
+            is None
+        ):
+            raise MissingBase(base[0])
+        old = [
+            (s, n)
+            for s, n in conn.execute(
+                "SELECT seq, octet_length(data) FROM manifests WHERE team = %s AND project = %s "
+                "AND writer = %s ORDER BY seq DESC OFFSET %s",
+                (*slot, max(keep - 1, 0)),
+            ).fetchall()
+            if base is None or int(s) != base[0]
+        ]
         charge(
             conn, self._quota, self._team, head.writer,
             len(data) - sum(int(n) for _, n in old),
@@ -287,7 +309,17 @@ class PgTeamWrite(TeamWrite):
             "AND writer = %s",
             (self._team, writer),
         ).fetchall()
-        gone = [(str(p), int(s), int(n)) for p, s, n in rows if pins.get(str(p)) != int(s)]
+        keep = set(pins.items())
+        for project, seq in pins.items():  # a pinned delta: its base stays readable
+            row = self._conn.execute(
+                "SELECT data FROM manifests WHERE team = %s AND project = %s "
+                "AND writer = %s AND seq = %s",
+                (self._team, project, writer, seq),
+            ).fetchone()
+            base = None if row is None else delta_base(bytes(row[0]))
+            if base is not None:
+                keep.add((project, base))
+        gone = [(str(p), int(s), int(n)) for p, s, n in rows if (str(p), int(s)) not in keep]
         self._delete_manifests(writer, [(p, s) for p, s, _ in gone])
         charge(self._conn, None, self._team, writer, -sum(n for _, _, n in gone))
         return len(gone)

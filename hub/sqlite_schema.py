@@ -164,7 +164,7 @@ def _keyring_roster_version(data: bytes) -> int:
 def _manifest_chunks(data: bytes) -> list[str]:
     try:
         body = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body
-        return [c.id for c in Manifest.from_body(body).chunks]
+        return [c.id for c in Manifest.from_body(body).listed]
     except Rejected:
         return []
 

@@ -13,11 +13,13 @@ from .storage import (
     TEAM_OWNER,
     Conflict,
     KeyringBlob,
+    MissingBase,
     MissingChunks,
     Quota,
     StaleSeq,
     StoredHead,
     TeamWrite,
+    delta_base,
 )
 
 __all__ = ["SQLiteTeamWrite", "charge"]
@@ -181,7 +183,13 @@ class SQLiteTeamWrite(TeamWrite):
         self._change("keyring", now_ms, keyring.project, None, keyring.epoch, bump=True)
 
     def put_manifest(
-        self, head: StoredHead, data: bytes, chunk_ids: Sequence[str], keep: int, now_ms: int
+        self,
+        head: StoredHead,
+        data: bytes,
+        chunk_ids: Sequence[str],
+        keep: int,
+        now_ms: int,
+        base: tuple[int, str] | None = None,
     ) -> None:
         conn = self._conn
         slot = (self._team, head.project, head.writer)
@@ -202,11 +210,25 @@ class SQLiteTeamWrite(TeamWrite):
         ]
         if missing:
             raise MissingChunks(missing)
-        old = conn.execute(
-            "SELECT seq, LENGTH(data) FROM manifests WHERE team = ? AND project = ? AND "
-            "writer = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
-            (*slot, max(keep - 1, 0)),
-        ).fetchall()
+        if (
+            base is not None
+            and conn.execute(
+                "SELECT 1 FROM manifests WHERE team = ? AND project = ? AND writer = ? AND seq = ? "
+                "AND hash = ?",
+                (*slot, *base),
+            ).fetchone()
+            is None
+        ):
+            raise MissingBase(base[0])
+        old = [
+            (s, n)
+            for s, n in conn.execute(
+                "SELECT seq, LENGTH(data) FROM manifests WHERE team = ? AND project = ? AND "
+                "writer = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
+                (*slot, max(keep - 1, 0)),
+            ).fetchall()
+            if base is None or int(s) != base[0]
+        ]
         charge(
             conn, self._quota, self._team, head.writer,
             len(data) - sum(int(n) for _, n in old),
@@ -242,7 +264,17 @@ class SQLiteTeamWrite(TeamWrite):
             "SELECT project, seq, LENGTH(data) FROM manifests WHERE team = ? AND writer = ?",
             (self._team, writer),
         ).fetchall()
-        gone = [(str(p), int(s), int(n)) for p, s, n in rows if pins.get(str(p)) != int(s)]
+        keep = set(pins.items())
+        for project, seq in pins.items():  # a pinned delta: its base stays readable
+            row = self._conn.execute(
+                "SELECT data FROM manifests WHERE team = ? AND project = ? "
+                "AND writer = ? AND seq = ?",
+                (self._team, project, writer, seq),
+            ).fetchone()
+            base = None if row is None else delta_base(bytes(row[0]))
+            if base is not None:
+                keep.add((project, base))
+        gone = [(str(p), int(s), int(n)) for p, s, n in rows if (str(p), int(s)) not in keep]
         self._delete_manifests(writer, [(p, s) for p, s, _ in gone])
         charge(self._conn, None, self._team, writer, -sum(n for _, _, n in gone))
         return len(gone)

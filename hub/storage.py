@@ -36,7 +36,9 @@ What every metadata backend MUST guarantee:
   bump the team's generation (:meth:`Storage.generation`);
 - :meth:`TeamWrite.put_manifest` is a compare-and-swap on the writer's seq
   (:class:`StaleSeq`) and checks, inside the transaction, that the slot holds
-  every chunk the manifest names (:class:`MissingChunks`); a duplicate roster
+  every chunk the manifest names (:class:`MissingChunks`) and, for a delta
+  manifest, the base it is listed against (:class:`MissingBase`), which it then
+  keeps while the newest manifest names it; a duplicate roster
   version and a stale keyring raise :class:`Conflict`;
 - quotas (:class:`Quota`) are checked inside the transaction that stores,
   against usage kept per team and per member (:class:`QuotaExceeded`);
@@ -66,6 +68,7 @@ from .stored import (
     Change,
     Conflict,
     KeyringBlob,
+    MissingBase,
     MissingChunks,
     PendingRequest,
     Quota,
@@ -74,6 +77,7 @@ from .stored import (
     StaleSeq,
     StorageError,
     StoredHead,
+    delta_base,
 )
 
 __all__ = [
@@ -84,6 +88,7 @@ __all__ = [
     "Change",
     "Conflict",
     "KeyringBlob",
+    "MissingBase",
     "MissingChunks",
     "PendingRequest",
     "Quota",
@@ -94,6 +99,7 @@ __all__ = [
     "StorageError",
     "StoredHead",
     "TeamWrite",
+    "delta_base",
 ]
 
 
@@ -135,11 +141,19 @@ class TeamWrite(abc.ABC):
 
     @abc.abstractmethod
     def put_manifest(
-        self, head: StoredHead, data: bytes, chunk_ids: Sequence[str], keep: int, now_ms: int
+        self,
+        head: StoredHead,
+        data: bytes,
+        chunk_ids: Sequence[str],
+        keep: int,
+        now_ms: int,
+        base: tuple[int, str] | None = None,
     ) -> None:
         """Store a verified manifest naming ``chunk_ids`` if ``head.seq`` is above the
         slot's newest (else :class:`StaleSeq`) and the slot holds every chunk (else
-        :class:`MissingChunks`); keep the ``keep`` newest of the slot."""
+        :class:`MissingChunks`); keep the ``keep`` newest of the slot.  A delta names its
+        ``base`` (seq, hash): the slot must hold that manifest (else :class:`MissingBase`),
+        and keeps it besides the ``keep`` newest."""
 
     @abc.abstractmethod
     def drop_writer(self, writer: str, pins: Mapping[str, int]) -> int:

@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..protocol.errors import SealmemError
+from ..protocol.envelope import unpack
+from ..protocol.errors import Rejected, SealmemError
+from ..protocol.manifest import Manifest
+from ..protocol.verify import MAX_MANIFEST_BYTES
 
 __all__ = [
     "Admission",
     "Change",
     "Conflict",
     "KeyringBlob",
+    "MissingBase",
     "MissingChunks",
     "PendingRequest",
     "Quota",
@@ -20,10 +24,21 @@ __all__ = [
     "StaleSeq",
     "StorageError",
     "StoredHead",
+    "delta_base",
 ]
 
 #: a team-level object (roster, keyring, join request) in per-member usage
 TEAM_OWNER = ""
+
+
+def delta_base(data: bytes) -> int | None:
+    """The seq of the manifest a stored delta manifest is listed against (None: a full
+    manifest, or bytes that do not parse): a pinned delta keeps its base."""
+    try:
+        m = Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+    except Rejected:
+        return None
+    return None if m.delta is None else m.delta.base_seq
 
 
 class StorageError(SealmemError):
@@ -45,6 +60,14 @@ class Conflict(SealmemError):
     def __init__(self, detail: str, *, stale: bool = False) -> None:
         super().__init__(detail)
         self.stale = stale
+
+
+class MissingBase(SealmemError):
+    """A delta manifest is listed against a manifest the writer's slot does not hold."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(f"manifest seq {seq}, the base of the delta, is not stored")
+        self.seq = seq
 
 
 class MissingChunks(SealmemError):

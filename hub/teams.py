@@ -44,6 +44,7 @@ from .errors import Refusal, from_rejected
 from .storage import (
     Conflict,
     KeyringBlob,
+    MissingBase,
     MissingChunks,
     StaleSeq,
     Storage,
@@ -294,14 +295,23 @@ class Teams:
             if head is None:  # accept_manifest always sets it for a new manifest
                 raise Refusal(500, hubapi.INTERNAL, "the verified manifest left no chain head")
             stored = StoredHead(project, writer, head.seq, head.hash, head.reset_at)
-            ids = [c.id for c in manifest.chunks]
+            ids = [c.id for c in manifest.listed]  # a delta: the changed chunks
+            delta = manifest.delta
+            base = None if delta is None else (delta.base_seq, delta.base_hash)
             try:
-                tx.put_manifest(stored, data, ids, self._kept, now_ms)
+                tx.put_manifest(stored, data, ids, self._kept, now_ms, base)
             except StaleSeq as exc:
                 raise Refusal(
                     409,
                     hubapi.STALE_SEQ,
                     f"{writer}/{project} already holds seq {exc.current}; pull and retry",
+                ) from exc
+            except MissingBase as exc:
+                raise Refusal(
+                    422,
+                    reasons.MISSING_BASE,
+                    f"the manifest is a delta listed against seq {exc.seq}, which this hub "
+                    "does not hold for the slot; publish a full manifest",
                 ) from exc
             except MissingChunks as exc:
                 raise Refusal(
@@ -318,7 +328,7 @@ class Teams:
         for data in self._storage.manifests(team, project, writer).get(writer, []):
             try:
                 body = unpack(data, what="manifest", max_bytes=len(data)).body
-                out.update(c.id for c in Manifest.from_body(body).chunks)
+                out.update(c.id for c in Manifest.from_body(body).listed)
             except Rejected:
                 continue
         return out

@@ -14,13 +14,24 @@ Body (context ``manifest``, signed by ``writer``)::
     records         total record count
     heads           [{writer, project, seq, hash}]  what this writer accepted from others
     created_at      ms (informational)
+
+A ``sealmem/manifest/v2`` body (a **delta**) has every field above except
+``chunks``, and instead::
+
+    base            {seq, hash}  an earlier full (v1) manifest of the same chain
+    changed         [{bucket, id, size}]  refs that differ from the base's, sorted by bucket
+    removed         [bucket]  buckets the base lists and this snapshot no longer has, sorted
+    chunk_root      hex :func:`chunk_root` of the whole rebuilt chunk list
+
+Parsed alone, a delta's :attr:`Manifest.chunks` is empty and :attr:`Manifest.complete`
+False; :func:`sealmem.protocol.bases.rebuild` with its base gives the whole list.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import canonical, reasons
@@ -34,23 +45,27 @@ from .encoding import (
     need_str,
     object_hash,
 )
-from .errors import Rejected
+from .errors import InputError, Rejected
 from .record import PROJECT_RE
 from .roster import TEAM_RE
 from .suite import Signer, Suite
 
 __all__ = [
+    "DELTA_FORMAT",
     "MANIFEST_FORMAT",
     "MAX_BUCKETS",
     "MAX_CHUNK_BYTES",
     "MAX_HEADS",
     "MAX_RECORDS",
     "ChunkRef",
+    "Delta",
     "Head",
     "Manifest",
+    "chunk_root",
 ]
 
 MANIFEST_FORMAT = "sealmem/manifest/v1"
+DELTA_FORMAT = "sealmem/manifest/v2"
 MAX_BUCKETS = 4096
 MAX_CHUNK_BYTES = 8 * 1024 * 1024  # one encrypted, padded chunk
 MAX_RECORDS = 1_000_000  # records in one snapshot
@@ -61,6 +76,7 @@ _BODY_KEYS = frozenset(
         "buckets", "chunks", "records", "heads", "created_at",
     }
 )  # fmt: skip
+_DELTA_KEYS = (_BODY_KEYS - {"chunks"}) | {"base", "changed", "removed", "chunk_root"}
 
 
 def _sealed(body: bytes, signer: Signer) -> bytes:
@@ -111,6 +127,33 @@ class Head:
         return {"writer": self.writer, "project": self.project, "seq": self.seq, "hash": self.hash}
 
 
+def chunk_root(suite: Suite, chunks: tuple[ChunkRef, ...]) -> str:
+    """The hash a delta manifest signs over its whole rebuilt chunk list (in bucket order):
+    ``hex(BLAKE2b-256(b"sealmem/v1/hash/chunks\\x00" || lines))``, one ASCII line
+    ``"{bucket} {id} {size}\\n"`` per ref."""
+    lines = "".join([f"{c.bucket} {c.id} {c.size}\n" for c in chunks])
+    return suite.blake2b(b"sealmem/v1/hash/chunks\x00" + lines.encode(), size=32).hex()
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """What a delta (``sealmem/manifest/v2``) manifest lists instead of its chunk list."""
+
+    base_seq: int
+    base_hash: str  # object hash of the base manifest's body
+    changed: tuple[ChunkRef, ...]
+    removed: tuple[int, ...]
+    root: str  # chunk_root of the rebuilt list
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "base": {"seq": self.base_seq, "hash": self.base_hash},
+            "changed": [c.to_wire() for c in self.changed],
+            "removed": list(self.removed),
+            "chunk_root": self.root,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Manifest:
     team: str
@@ -125,10 +168,17 @@ class Manifest:
     records: int
     heads: tuple[Head, ...] = ()
     created_at: int = 0
+    delta: Delta | None = None  # set: published as a delta against ``delta.base_*``
+    complete: bool = True  # False: a delta parsed alone, ``chunks`` not rebuilt yet
+
+    @property
+    def listed(self) -> tuple[ChunkRef, ...]:
+        """The chunk refs the body itself names (a delta: its changed ones only)."""
+        return self.chunks if self.delta is None else self.delta.changed
 
     def to_body(self) -> dict[str, Any]:
-        return {
-            "format": MANIFEST_FORMAT,
+        body: dict[str, Any] = {
+            "format": MANIFEST_FORMAT if self.delta is None else DELTA_FORMAT,
             "team": self.team,
             "project": self.project,
             "writer": self.writer,
@@ -137,11 +187,15 @@ class Manifest:
             "epoch": self.epoch,
             "roster_version": self.roster_version,
             "buckets": self.buckets,
-            "chunks": [c.to_wire() for c in self.chunks],
-            "records": self.records,
-            "heads": [h.to_wire() for h in self.heads],
-            "created_at": self.created_at,
         }
+        if self.delta is None:
+            body["chunks"] = [c.to_wire() for c in self.chunks]
+        else:
+            body.update(self.delta.to_wire())
+        body["records"] = self.records
+        body["heads"] = [h.to_wire() for h in self.heads]
+        body["created_at"] = self.created_at
+        return body
 
     def hash(self, suite: Suite) -> str:
         return object_hash(suite, "manifest", self.to_body())
@@ -158,15 +212,35 @@ class Manifest:
         body = canonical.encode(self.to_body())
         return _sealed(body, signer), _hash_of(suite, body)
 
+    def against(self, suite: Suite, base: Manifest, base_hash: str) -> Manifest:
+        """This (complete) manifest published as a delta against the full ``base``."""
+        if not self.complete or base.delta is not None or not base.complete:
+            raise InputError("a delta lists a complete manifest against a full one")
+        old = {c.bucket: c for c in base.chunks}
+        new = {c.bucket for c in self.chunks}
+        delta = Delta(
+            base_seq=base.seq,
+            base_hash=base_hash,
+            changed=tuple(c for c in self.chunks if old.get(c.bucket) != c),
+            removed=tuple(sorted(b for b in old if b not in new)),
+            root=chunk_root(suite, self.chunks),
+        )
+        return replace(self, delta=delta)
+
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> Manifest:
-        """Parse and check a manifest body; raise ``Rejected`` naming the first problem."""
-        if body.get("format") != MANIFEST_FORMAT:
+        """Parse and check a manifest body; raise ``Rejected`` naming the first problem.
+
+        A delta comes back incomplete (:attr:`complete` False): rebuild it from its base
+        (:func:`sealmem.protocol.bases.rebuild`)."""
+        fmt = body.get("format")
+        if fmt not in (MANIFEST_FORMAT, DELTA_FORMAT):
             raise Rejected(
                 reasons.UNKNOWN_FORMAT,
-                f"manifest format {body.get('format')!r} is not {MANIFEST_FORMAT!r}",
+                f"manifest format {fmt!r} is not {MANIFEST_FORMAT!r} or {DELTA_FORMAT!r}",
             )
-        obj = exact_keys(body, _BODY_KEYS, "manifest")
+        full = fmt == MANIFEST_FORMAT
+        obj = exact_keys(body, _BODY_KEYS if full else _DELTA_KEYS, "manifest")
         buckets = need_int(obj["buckets"], "manifest.buckets", minimum=1)
         if buckets > MAX_BUCKETS or buckets & (buckets - 1):
             raise _bad(f"buckets {buckets} must be a power of two up to {MAX_BUCKETS}")
@@ -174,39 +248,69 @@ class Manifest:
         if records > MAX_RECORDS:
             raise Rejected(reasons.TOO_LARGE, f"manifest lists {records} records")
         prev = obj["prev"]
+        seq = need_int(obj["seq"], "manifest.seq", minimum=1)
+        key = "chunks" if full else "changed"
+        listed = _chunks(need_list(obj[key], f"manifest.{key}", max_len=buckets), buckets, key)
+        order = [c.bucket for c in listed]
+        if order != sorted(set(order)):
+            raise _bad(f"{key} must be sorted by bucket, one chunk per bucket")
+        delta = None if full else _delta(obj, seq, buckets, listed)
         manifest = cls(
             team=need_str(obj["team"], "manifest.team", pattern=TEAM_RE),
             project=need_str(obj["project"], "manifest.project", pattern=PROJECT_RE),
             writer=need_kid(obj["writer"], "manifest.writer"),
-            seq=need_int(obj["seq"], "manifest.seq", minimum=1),
+            seq=seq,
             prev=None if prev is None else need_str(prev, "manifest.prev", pattern=HEX_HASH_RE),
             epoch=need_int(obj["epoch"], "manifest.epoch", minimum=1),
             roster_version=need_int(obj["roster_version"], "manifest.roster_version", minimum=1),
             buckets=buckets,
-            chunks=_chunks(need_list(obj["chunks"], "manifest.chunks", max_len=buckets), buckets),
+            chunks=listed if full else (),
             records=records,
             heads=tuple(
                 _head(h, f"manifest.heads[{i}]")
                 for i, h in enumerate(need_list(obj["heads"], "manifest.heads", max_len=MAX_HEADS))
             ),
             created_at=need_int(obj["created_at"], "manifest.created_at"),
+            delta=delta,
+            complete=full,
         )  # fmt: skip
-        order = [c.bucket for c in manifest.chunks]
-        if order != sorted(set(order)):
-            raise _bad("chunks must be sorted by bucket, one chunk per bucket")
-        if records < len(manifest.chunks):
-            raise _bad(f"records {records} is fewer than its {len(manifest.chunks)} chunks")
+        if records < len(listed):
+            raise _bad(f"records {records} is fewer than its {len(listed)} {key}")
         keys = [(h.writer, h.project) for h in manifest.heads]
         if len(set(keys)) != len(keys) or (manifest.writer, manifest.project) in keys:
             raise _bad("heads must name each (writer, project) once, and not the manifest's own")
         return manifest
 
 
+def _delta(obj: Mapping[str, Any], seq: int, buckets: int, changed: tuple[ChunkRef, ...]) -> Delta:
+    base = exact_keys(obj["base"], {"seq", "hash"}, "manifest.base")
+    base_seq = need_int(base["seq"], "manifest.base.seq", minimum=1)
+    if base_seq >= seq:
+        raise _bad(f"base.seq {base_seq} is not below the manifest's seq {seq}")
+    removed = []
+    for i, b in enumerate(need_list(obj["removed"], "manifest.removed", max_len=buckets)):
+        bucket = need_int(b, f"manifest.removed[{i}]")
+        if bucket >= buckets:
+            raise _bad(f"removed[{i}] {bucket} is not below the bucket count {buckets}")
+        removed.append(bucket)
+    if removed != sorted(set(removed)):
+        raise _bad("removed must be sorted, each bucket once")
+    if not {c.bucket for c in changed}.isdisjoint(removed):
+        raise _bad("a bucket is both changed and removed")
+    return Delta(
+        base_seq=base_seq,
+        base_hash=need_str(base["hash"], "manifest.base.hash", pattern=HEX_HASH_RE),
+        changed=changed,
+        removed=tuple(removed),
+        root=need_str(obj["chunk_root"], "manifest.chunk_root", pattern=HEX_HASH_RE),
+    )
+
+
 _CHUNK_KEYS = frozenset({"bucket", "id", "size"})
 _HEX_IDS = re.compile(r"(?:[0-9a-f]{64})*")
 
 
-def _chunks(items: list[Any], buckets: int) -> tuple[ChunkRef, ...]:
+def _chunks(items: list[Any], buckets: int, key: str = "chunks") -> tuple[ChunkRef, ...]:
     """The chunk list: one pass of plain type checks, and every id matched at once.
 
     A list the quick checks do not pass goes through :func:`_chunk` item by item,
@@ -233,7 +337,7 @@ def _chunks(items: list[Any], buckets: int) -> tuple[ChunkRef, ...]:
     else:
         if _HEX_IDS.fullmatch("".join(ids)) is not None:
             return tuple(refs)
-    return tuple(_chunk(c, f"manifest.chunks[{i}]", buckets) for i, c in enumerate(items))
+    return tuple(_chunk(c, f"manifest.{key}[{i}]", buckets) for i, c in enumerate(items))
 
 
 def _chunk(value: object, path: str, buckets: int) -> ChunkRef:

@@ -20,7 +20,11 @@ the new head.  Every decision is here, so each branch is one row of a table test
   the plan warns;
 - an epoch change (rotation) or a reset forces a rebuild: unchanged chunks are
   not reused, and the snapshot is published even when its chunks match
-  (:meth:`PushPlan.publishes`).
+  (:meth:`PushPlan.publishes`);
+- a continued chain may publish a delta manifest against the full manifest its head
+  is listed against (:attr:`PushPlan.listing`; whether it does is
+  :func:`~sealmem.protocol.snapshot.listed_against`); a new chain, a reset and a
+  repair publish a full one.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ class OwnHead:
     pushed: Hlc  # the newest HLC published in this chain
     pushed_count: int  # publishable versions (due tombstones included) at that push
     reset_at: int  # roster version of the admin reset this chain answers (0: none)
+    full: tuple[Manifest, str] | None = None  # a delta head's base (manifest, hash)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +100,7 @@ class Landed:
 
     manifest: Manifest
     hash: str
+    full: tuple[Manifest, str] | None = None  # a delta's base (manifest, hash)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +125,7 @@ class PushPlan:
     pushed: Hlc = ZERO  # the newest HLC already published, before this push
     reset_at: int = 0  # record with the new head
     warnings: tuple[str, ...] = ()
+    listing: tuple[Manifest, str] | None = None  # the full manifest a delta may list against
 
     def publishes(self, built: Manifest) -> bool:
         """False when ``built`` would publish the very chunks of the base manifest again."""
@@ -233,9 +240,11 @@ def plan_push(
             None, known + 1, None, adopt, base, force=resetting, pushed=pushed,
             reset_at=reset_at if resetting else chain_reset, warnings=tuple(warnings),
         )  # fmt: skip
+    full = adopt.full if adopt is not None else own.full if own is not None else None
+    listing = (base, base_hash) if base.delta is None and base_hash is not None else full
     return PushPlan(
         None, base.seq + 1, base_hash, adopt, base, force=repair, pushed=pushed,
-        reset_at=chain_reset, warnings=tuple(warnings),
+        reset_at=chain_reset, warnings=tuple(warnings), listing=None if repair else listing,
     )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "INVITE_UNKNOWN",
     "INVITE_USED",
     "MALFORMED",
+    "MISSING_BASE",
     "MISSING_CHUNK",
     "NOT_ADMIN",
     "NOT_CANONICAL",
@@ -61,6 +62,7 @@ EDITOR_MISMATCH = "editor-mismatch"  # a record's editor is not the snapshot wri
 TOO_LARGE = "too-large"  # over a size or count limit (including decompression bombs)
 UNKNOWN_FORMAT = "unknown-format"  # a format string this version does not speak
 MISSING_CHUNK = "missing-chunk"  # a chunk listed in the manifest was not supplied
+MISSING_BASE = "missing-base"  # the full manifest a delta manifest is listed against is not there
 BAD_CHUNK_ID = "bad-chunk-id"  # a chunk's bytes do not hash to its id
 WRONG_BUCKET = "wrong-bucket"  # a record sits in a bucket its id does not hash to
 ROSTER_NOT_EXTENDING = "roster-not-extending"  # not the next link of the trusted chain
@@ -94,6 +96,7 @@ REASONS: tuple[str, ...] = (
     TOO_LARGE,
     UNKNOWN_FORMAT,
     MISSING_CHUNK,
+    MISSING_BASE,
     BAD_CHUNK_ID,
     WRONG_BUCKET,
     ROSTER_NOT_EXTENDING,

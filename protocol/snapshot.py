@@ -30,6 +30,8 @@ from .suite import ContentKeyLike, RandomSource, Signer, Suite
 
 __all__ = [
     "BUCKET_KEYS",
+    "DELTA_SHARE",
+    "FULL_EVERY",
     "MAX_SNAPSHOT_BUCKETS",
     "MIN_BUCKETS",
     "NONCE_SIZE",
@@ -44,6 +46,7 @@ __all__ = [
     "build_snapshot",
     "chunk_ad",
     "chunk_id",
+    "listed_against",
 ]
 
 SNAPSHOT_FORMAT = "sealmem/snapshot/v1"
@@ -112,6 +115,38 @@ def _digest(suite: Suite, plaintext: bytes) -> str:
     return suite.blake2b(b"sealmem/v1/hash/bucket\x00" + plaintext, size=32).hex()
 
 
+FULL_EVERY = 64
+"""A delta manifest lists its changes against a full one at most this many seqs back."""
+DELTA_SHARE = 8
+"""A delta lists at most 1/DELTA_SHARE of the buckets as changed or removed."""
+
+
+def listed_against(suite: Suite, built: Manifest, listing: tuple[Manifest, str] | None) -> Manifest:
+    """``built`` as its writer publishes it: a delta against the full manifest ``listing``
+    (manifest, object hash) of the same chain, or (returned as is) a full manifest.
+
+    Full when there is no such base, on a new chain or a reset (``prev`` null), when the
+    epoch or the bucket count changed since the base, when the base is ``FULL_EVERY``
+    seqs back or more, or when more than 1/``DELTA_SHARE`` of the buckets changed
+    since it: the delta then saves too little, and readers would carry a base too old."""
+    if listing is None or built.prev is None:
+        return built
+    base, base_hash = listing
+    if (
+        base.delta is not None
+        or not base.complete
+        or (base.team, base.project, base.writer) != (built.team, built.project, built.writer)
+        or (base.epoch, base.buckets) != (built.epoch, built.buckets)
+        or not 0 < built.seq - base.seq < FULL_EVERY
+    ):
+        return built
+    delta = built.against(suite, base, base_hash)
+    listed = delta.delta
+    if listed is None or (len(listed.changed) + len(listed.removed)) * DELTA_SHARE > built.buckets:
+        return built
+    return delta
+
+
 @dataclass(frozen=True, slots=True)
 class PreviousSnapshot:
     """What the writer kept from its last snapshot, to reuse unchanged chunks."""
@@ -159,6 +194,7 @@ def build_snapshot(
     created_at: int = 0,
     previous: PreviousSnapshot | None = None,
     only: Rebuild | None = None,
+    listing: tuple[Manifest, str] | None = None,
 ) -> Snapshot:
     """Bucket, compress, pad, encrypt and sign ``records`` (all written by ``signer``).
 
@@ -166,6 +202,7 @@ def build_snapshot(
     the buckets in ``only.buckets`` alone, and every other bucket keeps its chunk and
     digest from ``previous`` unread: the snapshot equals the one built from all the
     records, provided no bucket outside ``only.buckets`` changed since ``previous``.
+    With ``listing``, the manifest may be published as a delta (:func:`listed_against`).
     """
     writer = signer.kid
     by_id: dict[str, Record] = {}
@@ -248,5 +285,6 @@ def build_snapshot(
         heads=tuple(sorted(heads, key=lambda h: (h.writer, h.project))),
         created_at=created_at,
     )
+    manifest = listed_against(suite, manifest, listing)
     envelope, digest = manifest.sign_and_hash(suite, signer)
     return Snapshot(manifest, envelope, new_chunks, digests, digest)

@@ -42,7 +42,8 @@ from typing import Any
 import filelock
 
 from ...crypto import SUITE, random_bytes
-from ...protocol import hubapi
+from ...protocol import hubapi, reasons
+from ...protocol.bases import rebuild
 from ...protocol.envelope import unpack
 from ...protocol.errors import Rejected, SealmemError, StoreError
 from ...protocol.hlc import ZERO
@@ -65,7 +66,7 @@ from ..clock import now_ms
 from ..store.connection import sqlite_errors, transaction
 from ..team.local_only import LocalOnly, local_only
 from ..team.session import Refusal, Team, trusted_roster
-from . import clockhealth, dropping, outgoing, replica
+from . import bases, clockhealth, dropping, outgoing, replica
 from .pull import pull_project
 from .transport import ConflictError
 
@@ -285,18 +286,35 @@ def _purge_revoked(
 # -- push ----------------------------------------------------------------------------
 
 
-def _own_newest(team: Team, project: str) -> Landed | None:
-    """The newest manifest of ours in the transport that verifies under our key."""
+def _own_newest(team: Team, project: str, now: int) -> Landed | None:
+    """The newest manifest of ours in the transport that verifies under our key (a delta
+    rebuilt from its base; one whose base cannot be found is passed over)."""
     for data in team.transport.writer_manifests(project, team.me):
         try:
             env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
             env.check(SUITE, "manifest", team.key.sign_public)
             manifest = Manifest.from_body(env.body)
+            if manifest.writer != team.me or manifest.project != project:
+                continue
+            found = bases.find(team.conn, team.transport, manifest)
         except Rejected:
             continue
-        if manifest.writer == team.me and manifest.project == project:
-            return Landed(manifest, manifest.hash(SUITE))
+        if found.fetched is not None:  # what the next delta is listed against: keep it
+            with transaction(team.conn):
+                bases.save(team.conn, team.me, project, found.fetched, now)
+        return Landed(found.manifest, manifest.hash(SUITE), _full_of(team, found.manifest))
     return None
+
+
+def _full_of(team: Team, manifest: Manifest) -> tuple[Manifest, str] | None:
+    """The full manifest a (rebuilt) delta of ours is listed against, as kept here."""
+    if manifest.delta is None:
+        return None
+    data = bases.load(team.conn, team.me, manifest.project)
+    if data is None:
+        return None
+    base = bases.parsed(data)
+    return base if base[1] == manifest.delta.base_hash else None
 
 
 def _redact_pending(team: Team, project: str, now: int) -> None:
@@ -336,11 +354,40 @@ def _own_manifest(data: bytes) -> Manifest:
     return Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
 
 
-def _own_head(chain: replica.OwnChain | None) -> OwnHead | None:
+@functools.lru_cache(maxsize=16)
+def _own_rebuilt(data: bytes, base: bytes) -> Manifest:
+    """Our last manifest, a delta, rebuilt from the base kept here: once per process."""
+    return rebuild(SUITE, _own_manifest(data), [bases.parsed(base)])
+
+
+def _own_head(team: Team, chain: replica.OwnChain | None, now: int) -> OwnHead | None:
     if chain is None:
         return None
     manifest = _own_manifest(chain.manifest)
-    return OwnHead(manifest, chain.hash, chain.pushed_wall, chain.pushed_count, chain.reset_at)
+    full = None
+    if manifest.delta is not None:
+        kept = bases.load(team.conn, team.me, chain.project)
+        try:
+            if kept is None:
+                raise Rejected(reasons.MISSING_BASE, "this store keeps no base")
+            manifest, full = _own_rebuilt(chain.manifest, kept), bases.parsed(kept)
+        except Rejected:  # not kept here (or damaged): the transport's copy
+            try:
+                found = bases.find(team.conn, team.transport, manifest)
+            except Rejected as exc:
+                raise StoreError(
+                    f"our last manifest of {chain.project!r} (seq {chain.seq}) is a delta "
+                    f"whose base this store and the transport lost ({exc.detail}); run "
+                    "'sealmem doctor'"
+                ) from exc
+            manifest = found.manifest
+            if found.fetched is not None:
+                full = bases.parsed(found.fetched)
+                with transaction(team.conn):
+                    bases.save(team.conn, team.me, chain.project, found.fetched, now)
+    return OwnHead(
+        manifest, chain.hash, chain.pushed_wall, chain.pushed_count, chain.reset_at, full
+    )
 
 
 def _push_project(
@@ -365,20 +412,30 @@ def _push_project(
     landed = None
     listed_seq = None if listed is None else listed.get(team.me, 0)
     if needs_transport_read(chain.seq if chain else 0, listed_seq):
-        landed = _own_newest(team, project)
+        landed = _own_newest(team, project, now)
     reset = roster.latest_reset(team.me, project)
     seen = state.witnessed.get((team.me, project))
-    own = _own_head(chain)
+    own = _own_head(team, chain, now)
     damaged = (
         set()
         if own is None
         else team.transport.damaged_chunks(project, team.me, [c.id for c in own.manifest.chunks])
     )
-    # A manifest of ours damaged or gone in the folder: publish the snapshot again.
+    # A manifest of ours (or the base our delta is listed against) damaged or gone in the
+    # folder: publish the snapshot again, as a full manifest.
+    base_data = bases.load(team.conn, team.me, project) if own and own.full else None
     repair = bool(damaged) or (
         chain is not None
         and landed is None
-        and team.transport.damaged_manifest(project, team.me, chain.seq, chain.manifest)
+        and (
+            team.transport.damaged_manifest(project, team.me, chain.seq, chain.manifest)
+            or (
+                own is not None
+                and own.full is not None
+                and base_data is not None
+                and team.transport.damaged_manifest(project, team.me, own.full[0].seq, base_data)
+            )
+        )
     )
     with transaction(team.conn):  # one consistent read of what we publish
         outgoing.fill_bucket_keys(team.conn, project)
@@ -423,6 +480,7 @@ def _push_project(
         SUITE, key, team.key, team=team.config.team, project=project, epoch=epoch,
         roster_version=roster.version, seq=plan.seq, prev=plan.prev, records=records,
         random=random_bytes, heads=heads, created_at=now, previous=previous, only=rebuild,
+        listing=plan.listing,
     )  # fmt: skip
     if not plan.publishes(snap.manifest):  # nothing changed since our last manifest
         with transaction(team.conn):
@@ -439,6 +497,8 @@ def _push_project(
             ),
             now,
         )  # fmt: skip
+        if snap.manifest.delta is None:  # the next deltas are listed against this one
+            bases.save(team.conn, team.me, project, snap.envelope, now)
         outgoing.clear_dirty(team.conn, project, upto)
     summary.pushed_versions += sum(1 for r in records if r.hlc > plan.pushed)
     summary.pushed_chunks += len(snap.new_chunks)

@@ -284,6 +284,15 @@ class FolderTransport(Transport):
             found = self._listing(writer_dir, _MANIFEST)
             return self._read(writer_dir, found[-1][1], MAX_MANIFEST_BYTES) if found else None
 
+    def base_manifests(self, project: str, writer: str, seq: int) -> list[bytes]:
+        """The file of manifest ``seq`` (kept by :meth:`_prune` while the newest manifest
+        is a delta listed against it)."""
+        if not _REQUEST.match(writer + ".json"):
+            return []
+        with self._reading("snapshots", _name(project, "project"), writer) as writer_dir:
+            data = self._read(writer_dir, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES)
+        return [] if data is None else [data]
+
     def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
         if not _CHUNK.match(chunk_id):
             return None
@@ -353,7 +362,7 @@ class FolderTransport(Transport):
                 if there != manifest:
                     wdir.write(name, manifest)
             self._note_server_time(wdir, name)
-            self._prune(wdir, project, writer, seq)
+            self._prune(wdir, project, writer, seq, _base_seq(manifest))
 
     def _note_server_time(self, wdir: SafeDir, name: str) -> None:
         """The file server's clock, read from the mtime it gave the file just written."""
@@ -365,9 +374,10 @@ class FolderTransport(Transport):
     def reference_time(self) -> tuple[int, float] | None:
         return self._server_time
 
-    def _prune(self, wdir: SafeDir, project: str, writer: str, seq: int) -> None:
-        """Keep the newest few manifests up to ``seq``; drop files above it that cannot be
-        this writer's (planted ones would otherwise hide its manifests from readers)."""
+    def _prune(self, wdir: SafeDir, project: str, writer: str, seq: int, base: int | None) -> None:
+        """Keep the newest few manifests up to ``seq``, and manifest ``base`` (the full one
+        the new manifest is listed against, if a delta); drop files above ``seq`` that
+        cannot be this writer's (planted ones would otherwise hide its manifests)."""
         mine = []
         for number, name in self._listing(wdir, _MANIFEST):
             if number <= seq:
@@ -377,8 +387,10 @@ class FolderTransport(Transport):
             ):
                 with contextlib.suppress(TransportError):
                     wdir.unlink(name)
+        keep = None if base is None else f"manifest-{base:012d}.json"
         for old in mine[:-MANIFESTS_KEPT]:
-            wdir.unlink(old)
+            if old != keep:
+                wdir.unlink(old)
 
     def _intact(self, chunk_dir: SafeDir, chunk_id: str) -> bool:
         """Whether ``chunk_id`` is a file whose bytes hash to its name (a reusable chunk)."""
@@ -546,6 +558,16 @@ class FolderTransport(Transport):
         except OSError as exc:
             raise TransportError(f"cannot watch {top} for changes: {exc}") from exc
         return since, False
+
+
+def _base_seq(manifest: bytes) -> int | None:
+    """The seq of the full manifest that ``manifest`` (ours, about to be stored) is listed
+    against; None for a full manifest."""
+    try:
+        m = Manifest.from_body(unpack(manifest, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+    except Rejected:
+        return None
+    return None if m.delta is None else m.delta.base_seq
 
 
 def _stamp(found: os.stat_result) -> tuple[int, int, int, int]:

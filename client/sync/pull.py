@@ -4,15 +4,17 @@ Per readable project and writer whose newest manifest moved:
 
 1. the manifest is accepted by :func:`sealmem.protocol.verify.accept_manifest`
    (grant, chain, rollback, fork, witnesses); when the newest one is refused,
-   older ones are tried, and the first refusal is reported;
+   older ones are tried, and the first refusal is reported; a delta manifest is
+   rebuilt from its base (:func:`sealmem.client.sync.bases.find`);
 2. a :class:`~sealmem.protocol.chunks.SnapshotOpener`, started from the chunk
    cache, names the chunks not opened before; each is fetched and opened before
    the next is fetched, and their records are merged
    (:func:`sealmem.client.sync.apply.apply_versions`) ``MERGE_BATCH`` at a time
    across chunks, so memory is bounded by a batch and a refusal stops further
    fetches;
-3. everything a snapshot merges, its chain head and chunk cache commit in ONE
-   transaction: a refused snapshot merges nothing and does not move the head.
+3. everything a snapshot merges, its chain head, chunk cache and (a full manifest,
+   or a base fetched for a delta) the writer's base commit in ONE transaction: a
+   refused snapshot merges nothing and does not move the head.
 
 Every failure while handling one object becomes a named :class:`Refusal` of that
 object, including errors the protocol did not anticipate (``malformed``); the
@@ -41,7 +43,7 @@ from ..store import scrub
 from ..store.connection import describe, transaction
 from ..store.memory import Provenance
 from ..team.session import Refusal, Team, trusted_roster
-from . import replica
+from . import bases, replica
 from .apply import ApplyResult, apply_versions
 from .transport import ConflictError, Unreachable
 
@@ -146,9 +148,11 @@ def _pull_manifest(
 
     Returns the state with the new head once the snapshot is merged and committed
     (``trusted`` unchanged when there was nothing new or no key yet)."""
-    state, manifest = accept_manifest(SUITE, trusted, data, project=project, writer=writer)
+    state, listed = accept_manifest(SUITE, trusted, data, project=project, writer=writer)
     if state is trusted:
         return trusted  # the newest readable one is the one we already trust
+    found = bases.find(team.conn, team.transport, listed)  # a delta: its whole chunk list
+    manifest = found.manifest
     key = team.content_key(state, project, manifest.epoch)
     if key is None:
         summary.warnings.append(
@@ -156,7 +160,8 @@ def _pull_manifest(
             "for which this member holds no key; it will be read once the writer re-publishes"
         )
         return trusted
-    _merge_snapshot(team, state, manifest, key, summary, now)
+    base = data if manifest.delta is None else found.fetched
+    _merge_snapshot(team, state, manifest, key, summary, now, base)
     return state
 
 
@@ -192,9 +197,16 @@ class _Batch:
 
 
 def _merge_snapshot(
-    team: Team, state: TrustedState, m: Manifest, key: ContentKey, summary: PullSink, now: int
+    team: Team,
+    state: TrustedState,
+    m: Manifest,
+    key: ContentKey,
+    summary: PullSink,
+    now: int,
+    base: bytes | None,
 ) -> None:
-    """Fetch, open and merge the chunks of ``m`` not opened before, in one transaction."""
+    """Fetch, open and merge the chunks of ``m`` not opened before, in one transaction
+    that also keeps ``base`` (a full manifest envelope) as the writer's new base."""
     head = state.head(m.writer, m.project)
     if head is None:
         raise StoreError(f"accepted manifest of {m.writer}/{m.project} left no chain head")
@@ -225,6 +237,8 @@ def _merge_snapshot(
                 chunks=opener.finish(), records=m.records, created_at=m.created_at, now=now,
             )  # fmt: skip
             replica.save_witnessed(team.conn, state.witnessed)
+            if base is not None:
+                bases.save(team.conn, m.writer, m.project, base, now)
     except sqlite3.Error as exc:  # the local store, not the snapshot: stop the sync
         raise StoreError(
             f"the local store failed while merging the snapshot of {m.writer}/{m.project} "

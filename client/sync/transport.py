@@ -18,7 +18,8 @@ Objects:
 
 - rosters: one signed roster envelope per version, a chain;
 - keyrings: one signed keyring envelope per (project, epoch);
-- manifests: the newest signed manifests per (project, writer);
+- manifests: the newest signed manifests per (project, writer), and the full manifest
+  the newest one is listed against when it is a delta;
 - chunks: encrypted, content-addressed buckets of a writer's snapshot;
 - requests: join requests waiting for an admin.
 """
@@ -132,6 +133,12 @@ class Transport(abc.ABC):
         :meth:`writer_manifests` when it is refused)."""
         found = self.writer_manifests(project, writer)
         return found[0] if found else None
+
+    def base_manifests(self, project: str, writer: str, seq: int) -> list[bytes]:
+        """Manifest envelopes that may be ``writer``'s manifest ``seq`` (the base a delta
+        manifest is listed against); the caller checks each by its hash.  This default
+        offers every manifest of the writer the transport keeps."""
+        return self.writer_manifests(project, writer)
 
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
         """Which of ``writer``'s chunks ``chunk_ids`` are missing here or hold bytes that do

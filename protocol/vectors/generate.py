@@ -52,10 +52,17 @@ from ..encoding import b64d, b64e
 from ..envelope import seal
 from ..hlc import MAX_AHEAD_MS, MAX_WALL_MS, Hlc
 from ..keyring import build_keyring, extend_keyring
-from ..manifest import MAX_RECORDS, ChunkRef, Manifest
+from ..manifest import MAX_RECORDS, ChunkRef, Delta, Manifest, chunk_root
 from ..record import Record, new_memory_id
 from ..roster import Grant, Member, Pin, Reset, Revocation, Roster
-from ..snapshot import Snapshot, bucket_of, build_snapshot, chunk_ad, chunk_id
+from ..snapshot import (
+    PreviousSnapshot,
+    Snapshot,
+    bucket_of,
+    build_snapshot,
+    chunk_ad,
+    chunk_id,
+)
 from .basics import Vector, basic_vectors
 from .invites import invite_family
 
@@ -259,6 +266,13 @@ DESCRIPTIONS = {
     "snapshot-zlib-trailing": "bytes after the end of the zlib stream",
     "snapshot-zlib-truncated": "a zlib stream cut short",
     "snapshot-lone-surrogate": "a record whose content holds an escaped lone surrogate",
+    "snapshot-delta-accept": "a delta manifest (one record changed) rebuilt from its full base",
+    "snapshot-delta-wrong-root": "a delta whose chunk_root is not the hash of the rebuilt list",
+    "snapshot-delta-base-not-full": "a delta listed against another delta, not a full manifest",
+    "snapshot-delta-epoch-mismatch": "a delta at epoch 1 listed against a base at epoch 2",
+    "snapshot-delta-bucket-mismatch": "a delta of 64 buckets listed against a base of 128",
+    "snapshot-delta-other-chain": "a delta of alice listed against a full manifest of bob",
+    "snapshot-delta-missing-base": "a delta whose base is not supplied",
     "manifest-short-signature": "a 63-byte signature",
     "keyring-wrap-too-large": "a wrap of 257 bytes once decoded (the limit is 256)",
     "keyring-wrap-at-limit": "a wrap of exactly 256 decoded bytes passes the size check",
@@ -644,6 +658,51 @@ def snapshot_cases() -> list[Case]:
     return out
 
 
+def delta_cases() -> list[Case]:
+    """Delta manifests: ``bases`` are the envelopes offered as the delta's base."""
+    recs = [record(ALICE, i) for i in range(1, 200)]
+    full = snap(ALICE, recs)
+    listing = (full.manifest, full.hash or "")
+    changed = [replace(recs[0], content="changed", hlc=Hlc(NOW + 500, 0)), *recs[1:]]
+    delta = snap(
+        ALICE, changed, seq=2, prev=listing[1], listing=listing,
+        previous=PreviousSnapshot(full.manifest, full.digests),
+    )  # fmt: skip
+    if delta.manifest.delta is None:
+        raise SystemExit("the delta vector did not come out as a delta")
+    chunks = {**full.new_chunks, **delta.new_chunks}
+
+    def opened(*bases: bytes) -> dict[str, Any]:
+        return {**with_chunks(full, chunks), "bases": [b64e(b) for b in bases]}
+
+    def listed(base: Manifest, seq: int = 2) -> bytes:
+        m = replace(delta.manifest, seq=seq, delta=None).against(SUITE, base, base.hash(SUITE))
+        return m.sign(ALICE)
+
+    rebuilt = delta.manifest.chunks
+    second = replace(
+        delta.manifest, seq=3,
+        delta=Delta(2, delta.hash or "", (), (), chunk_root(SUITE, rebuilt)),
+    )  # fmt: skip
+    epoch2 = snap(ALICE, recs, epoch=2, key=KEY2).manifest
+    wide = replace(full.manifest, buckets=128)
+    bobs = snap(BOB, [record(BOB, i) for i in range(1, 20)]).manifest
+    return [
+        Case("snapshot-delta-accept", BASE, delta.envelope, "accept", opened(full.envelope),
+             records=199),
+        Case("snapshot-delta-wrong-root", BASE, resign(delta.envelope, ALICE, chunk_root="00" * 32),
+             "tampered", opened(full.envelope)),
+        Case("snapshot-delta-base-not-full", BASE, second.sign(ALICE), "tampered",
+             opened(full.envelope, delta.envelope)),
+        Case("snapshot-delta-epoch-mismatch", BASE, listed(epoch2), "tampered",
+             opened(epoch2.sign(ALICE))),
+        Case("snapshot-delta-bucket-mismatch", BASE, listed(wide), "tampered",
+             opened(wide.sign(ALICE))),
+        Case("snapshot-delta-other-chain", BASE, listed(bobs), "tampered", opened(bobs.sign(BOB))),
+        Case("snapshot-delta-missing-base", BASE, delta.envelope, "missing-base", opened()),
+    ]  # fmt: skip
+
+
 def extra_envelope_cases() -> list[Case]:
     """Envelope and field sizes; a lone surrogate in a signed body."""
     m1 = snap(ALICE, [record(ALICE, 1)]).envelope
@@ -676,6 +735,7 @@ def cases() -> list[Case]:
         *keyring_history_cases(),
         *manifest_cases(),
         *snapshot_cases(),
+        *delta_cases(),
         *extra_envelope_cases(),
     ]
 

@@ -17,6 +17,7 @@ from sealmem.client.sync.transport import ConflictError
 from sealmem.client.team.invite import make_join_request
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.hub.app import create_app
+from sealmem.protocol import snapshot
 from sealmem.protocol.admin import genesis
 from sealmem.protocol.encoding import b64e
 from sealmem.protocol.envelope import seal
@@ -97,6 +98,8 @@ def test_the_hub_verifies_what_it_stores(
     team: HubWorld, inproc: InProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(hub_transport, "CHECKED_CHUNKS", 0)  # a writer that never reads back
+    # and publishes full manifests only (a delta names its changed chunks, checked alone)
+    monkeypatch.setattr(snapshot, "FULL_EVERY", 1)
     alice = team.nodes["alice"]
     t = alice.t.transport
     # a chunk whose bytes do not hash to its id

@@ -97,6 +97,9 @@ def test_the_variants_cover_every_kind_of_attack() -> None:
         # reasons that need a chunk re-encrypted by a key holder: covered by the vectors
         reasons.TAMPERED, reasons.EDITOR_MISMATCH, reasons.WRONG_BUCKET, reasons.MALFORMED,
         reasons.CLOCK_AHEAD,
+        # a delta manifest whose base the transport withholds: the vectors, and the
+        # malicious transport of tests/sync/test_delta_transport.py
+        reasons.MISSING_BASE,
         # the admin's check of a join request against its invites: not a synced object
         reasons.INVITE_UNKNOWN, reasons.INVITE_EXPIRED, reasons.INVITE_USED,
         reasons.INVITE_NAME_MISMATCH,

@@ -20,6 +20,7 @@ from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.crypto.request import body_digest, request_message, sign_request, verify_request
 from sealmem.protocol import canonical, reasons
 from sealmem.protocol.admission import InviteRecord, check_request_against_invite
+from sealmem.protocol.bases import parse_base, rebuild
 from sealmem.protocol.encoding import b64d, b64e, need_b64, object_hash
 from sealmem.protocol.errors import BadSignatureError, DecryptionError, Rejected
 from sealmem.protocol.hlc import Hlc
@@ -166,6 +167,8 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     state, manifest = accept_manifest(SUITE, state, data, **where)
     if obj["kind"] == "manifest":
         return None
+    offered = (parse_base(SUITE, b64d(b)) for b in obj.get("bases", []))
+    manifest = rebuild(SUITE, manifest, offered)
     chunks = {cid: b64d(text) for cid, text in obj["chunks"].items()}
     key = ContentKey.from_bytes(b64d(obj["content_key"]))
     return len(open_snapshot(SUITE, key, manifest, chunks, now_ms=obj.get("now_ms", READER_NOW)))

@@ -210,7 +210,7 @@ def test_misfiled_and_mis_signed(world: World) -> None:
         "cross-team"
     )
     assert reason_of(
-        state, seal({**body, "format": "sealmem/manifest/v2"}, "manifest", world.alice)
+        state, seal({**body, "format": "sealmem/manifest/v9"}, "manifest", world.alice)
     ) == ("unknown-format")
     assert reason_of(state, seal({**body, "project": "nope"}, "manifest", world.alice)) == (
         "unknown-project"

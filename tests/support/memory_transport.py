@@ -16,12 +16,25 @@ from collections.abc import Callable, Iterable, Mapping
 
 from sealmem.client.sync.transport import ConflictError, Transport
 from sealmem.protocol.envelope import unpack
+from sealmem.protocol.errors import Rejected
 from sealmem.protocol.manifest import Manifest
 from sealmem.protocol.verify import MAX_MANIFEST_BYTES
 
 __all__ = ["MemoryTransport"]
 
 MANIFESTS_KEPT = 3
+
+
+def _parse(data: bytes) -> Manifest:
+    return Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+
+
+def _base_seq(data: bytes) -> int | None:
+    try:
+        delta = _parse(data).delta
+    except Rejected:
+        return None
+    return None if delta is None else delta.base_seq
 
 
 class MemoryTransport(Transport):
@@ -40,7 +53,8 @@ class MemoryTransport(Transport):
 
     @classmethod
     def copy_of(cls, source: Transport, projects: Iterable[str]) -> MemoryTransport:
-        """Everything ``source`` holds for ``projects`` (its newest manifests only)."""
+        """Everything ``source`` holds for ``projects`` (its newest manifests only, and the
+        base of the newest when it is a delta)."""
         copy = cls()
         for version, data in enumerate(source.rosters(0), start=1):
             copy.roster_log[version] = data
@@ -48,12 +62,13 @@ class MemoryTransport(Transport):
             for epoch, data in enumerate(source.keyrings(project), start=1):
                 copy.keyring_log[(project, epoch)] = data
             for writer, found in source.manifests(project).items():
+                base = _base_seq(found[0]) if found else None
+                if base is not None:
+                    found = [*found, *source.base_manifests(project, writer, base)]
                 for data in found:
-                    manifest = Manifest.from_body(
-                        unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body
-                    )
+                    manifest = _parse(data)
                     copy.manifest_log.setdefault((project, writer), {})[manifest.seq] = data
-                    for ref in manifest.chunks:
+                    for ref in manifest.listed:
                         chunk = source.chunk(project, writer, ref.id)
                         if chunk is not None:
                             copy.chunk_log[(project, writer, ref.id)] = (chunk, copy._clock())
@@ -120,8 +135,10 @@ class MemoryTransport(Transport):
         for chunk_id, data in chunks.items():
             self.chunk_log.setdefault((project, writer, chunk_id), (data, self._clock()))
         held[seq] = manifest
+        base = _base_seq(manifest)  # the base of a delta stays while the newest names it
         for old in sorted(held)[:-MANIFESTS_KEPT]:
-            del held[old]
+            if old != base:
+                del held[old]
         self.pushes.append((project, writer, seq))
         self._changed(writer)
 

@@ -56,7 +56,7 @@ def _no_key() -> object:
 def published(node: Node) -> tuple[dict[int, str], int, int]:
     chain = replica.load_own_chain(node.store.connection, PROJECT)
     assert chain is not None
-    manifest = engine._own_head(chain)
+    manifest = engine._own_head(node.t, chain, node.clock())
     assert manifest is not None
     return dict(chain.digests), manifest.manifest.buckets, manifest.manifest.records
 

@@ -8,6 +8,7 @@ import pytest
 from sealmem.hub.storage import (
     Conflict,
     KeyringBlob,
+    MissingBase,
     MissingChunks,
     StaleSeq,
     Storage,
@@ -55,6 +56,34 @@ def test_only_the_newest_manifests_are_kept(store: Storage) -> None:
         manifest(store, "t1", ALICE, seq, [a], keep=2)
     kept = store.manifests("t1", PROJECT, ALICE)[ALICE]
     assert kept == [b"manifest-5", b"manifest-4"]
+
+
+def test_the_base_of_the_newest_delta_is_kept_past_the_newest(store: Storage) -> None:
+    team(store, "t1")
+    a = chunk(store, "t1", ALICE, b"one")
+    manifest(store, "t1", ALICE, 1, [a], keep=2)
+    for seq in range(2, 6):
+        manifest(store, "t1", ALICE, seq, [a], keep=2, base=1)
+    kept = store.manifests("t1", PROJECT, ALICE)[ALICE]
+    assert kept == [b"manifest-5", b"manifest-4", b"manifest-1"]
+    manifest(store, "t1", ALICE, 6, [a], keep=2)  # a full one: the old base goes
+    assert store.manifests("t1", PROJECT, ALICE)[ALICE] == [b"manifest-6", b"manifest-5"]
+
+
+def test_a_delta_whose_base_the_slot_lacks_stores_nothing(store: Storage) -> None:
+    team(store, "t1")
+    a = chunk(store, "t1", ALICE, b"one")
+    manifest(store, "t1", ALICE, 1, [a])
+    manifest(store, "t1", BOB, 1, [chunk(store, "t1", BOB, b"bob")])
+    before = (store.cursor("t1"), store.usage("t1"), store.manifests("t1", PROJECT))
+    for base in (7, None):  # a seq never stored; seq 1 under another hash
+        with pytest.raises(MissingBase) as caught, store.write("t1") as tx:
+            tx.put_manifest(
+                StoredHead(PROJECT, ALICE, 2, "2" * 64, 0), b"delta", [a], 3, T0,
+                (base or 1, ("7" if base else "e") * 64),
+            )  # fmt: skip
+        assert caught.value.seq == (base or 1)
+    assert (store.cursor("t1"), store.usage("t1"), store.manifests("t1", PROJECT)) == before
 
 
 def test_a_manifest_naming_a_chunk_the_slot_lacks_stores_nothing(store: Storage) -> None:

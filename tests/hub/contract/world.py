@@ -43,8 +43,10 @@ def chunk(store: Storage, name: str, writer: str, data: bytes, now: int = T0) ->
 
 def manifest(
     store: Storage, name: str, writer: str, seq: int, ids: list[str], *, keep: int = 3,
-    now: int = T0,
+    now: int = T0, base: int | None = None,
 ) -> None:  # fmt: skip
+    """Manifest ``seq`` (hash ``f"{seq:064x}"``); ``base``: a delta listed against that seq."""
     head = StoredHead(PROJECT, writer, seq, f"{seq:064x}", 0)
+    listed = None if base is None else (base, f"{base:064x}")
     with store.write(name) as tx:
-        tx.put_manifest(head, f"manifest-{seq}".encode(), ids, keep, now)
+        tx.put_manifest(head, f"manifest-{seq}".encode(), ids, keep, now, listed)

@@ -1,0 +1,93 @@
+"""The full manifests that delta manifests are listed against, kept per chain.
+
+A delta (``sealmem/manifest/v2``) lists only the chunks changed since a full manifest
+of the same chain, its base.  This store keeps, per (writer, project), the newest full
+manifest it accepted or published (``team_objects`` kind ``manifest-base``), so that a
+delta is rebuilt without reading a manifest of one ref per bucket from the transport at
+every sync; a base it does not hold is looked for in the transport, by seq, and taken
+only if its body hashes to the one the delta signed
+(:func:`sealmem.protocol.bases.rebuild`).
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Iterator
+
+from ...crypto import SUITE
+from ...protocol.bases import parse_base, rebuild
+from ...protocol.errors import Rejected
+from ...protocol.manifest import Manifest
+from .transport import Transport
+
+__all__ = ["Found", "find", "load", "parsed", "save"]
+
+_KIND = "manifest-base"
+
+
+def _name(writer: str, project: str) -> str:
+    return f"{project}/{writer}"
+
+
+def load(conn: sqlite3.Connection, writer: str, project: str) -> bytes | None:
+    """The full manifest envelope kept for (writer, project), if any."""
+    row = conn.execute(
+        "SELECT data FROM team_objects WHERE kind = ? AND name = ?",
+        (_KIND, _name(writer, project)),
+    ).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def save(conn: sqlite3.Connection, writer: str, project: str, data: bytes, now: int) -> None:
+    """Keep ``data`` (a full manifest envelope) as the base of (writer, project)."""
+    conn.execute(
+        "INSERT OR REPLACE INTO team_objects (kind, name, data, accepted_at) VALUES (?, ?, ?, ?)",
+        (_KIND, _name(writer, project), data, now),
+    )
+
+
+@functools.lru_cache(maxsize=32)
+def parsed(data: bytes) -> tuple[Manifest, str]:
+    """A kept or fetched base, parsed once per process (up to one ref per bucket)."""
+    return parse_base(SUITE, data)
+
+
+def _parse(data: bytes | None) -> tuple[Manifest, str] | None:
+    if data is None:
+        return None
+    try:
+        return parsed(data)
+    except Rejected:
+        return None
+
+
+class Found:
+    """A delta rebuilt: the complete manifest, and the base's bytes when they came from
+    the transport (keep them with what the delta's snapshot commits; None: already kept)."""
+
+    def __init__(self, manifest: Manifest, fetched: bytes | None) -> None:
+        self.manifest = manifest
+        self.fetched = fetched
+
+
+def find(conn: sqlite3.Connection, transport: Transport, m: Manifest) -> Found:
+    """``m`` with its whole chunk list (a full manifest comes back as is).  Raise
+    ``Rejected`` (``missing-base``, ``tampered``) when it cannot be rebuilt."""
+    delta = m.delta
+    if m.complete or delta is None:
+        return Found(m, None)
+    fetched: list[bytes] = []
+
+    def candidates() -> Iterator[tuple[Manifest, str]]:
+        kept = _parse(load(conn, m.writer, m.project))
+        if kept is not None:  # a damaged copy is passed over: look in the transport
+            yield kept
+        for data in transport.base_manifests(m.project, m.writer, delta.base_seq):
+            found = _parse(data)
+            if found is not None:
+                fetched[:] = [data]
+                yield found
+
+    rebuilt = rebuild(SUITE, m, candidates())
+    return Found(rebuilt, fetched[0] if fetched else None)

@@ -1,0 +1,100 @@
+"""Finding the full manifest a delta manifest is listed against, and rebuilding it.
+
+A delta (``sealmem/manifest/v2``) names its base by seq and object hash, inside its
+signed body: a candidate whose body hashes to that is the base, whoever served it, so
+its own signature need not be checked again.  Where the candidates come from (the
+reader's store, the transport) is the caller's business; they are tried in order and
+only as far as needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from . import reasons
+from .envelope import unpack
+from .errors import Rejected
+from .manifest import Manifest, chunk_root
+from .suite import Suite
+from .verify import MAX_MANIFEST_BYTES
+
+__all__ = ["parse_base", "rebuild", "rebuild_from"]
+
+
+def parse_base(suite: Suite, data: bytes) -> tuple[Manifest, str]:
+    """A manifest envelope offered as a base: its manifest and object hash (not verified:
+    :func:`rebuild` compares the hash with the one the delta signed)."""
+    m = Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+    return m, m.hash(suite)
+
+
+def rebuild(suite: Suite, m: Manifest, candidates: Iterable[tuple[Manifest, str]]) -> Manifest:
+    """``m`` with its whole chunk list: itself when complete, else rebuilt from the first
+    candidate (manifest, object hash) that is its base.  ``missing-base`` when none is;
+    ``tampered`` when the base is not a full manifest of the same chain, epoch and bucket
+    count, or the rebuilt list does not hash to the delta's ``chunk_root``."""
+    delta = m.delta
+    if m.complete or delta is None:
+        return m
+    for base, digest in candidates:
+        if digest == delta.base_hash:
+            return rebuild_from(suite, m, base, digest)
+    raise Rejected(
+        reasons.MISSING_BASE,
+        f"manifest {m.writer}/{m.project} seq {m.seq} lists its chunks against manifest seq "
+        f"{delta.base_seq}, which the transport no longer holds; nothing of it was kept "
+        "(its writer publishes a full manifest within a few syncs; sync again later)",
+    )
+
+
+def rebuild_from(suite: Suite, m: Manifest, base: Manifest, base_hash: str) -> Manifest:
+    """The delta ``m`` with its whole chunk list, rebuilt from ``base`` (whose object hash
+    the caller computed as ``base_hash``); raise ``Rejected`` naming the mismatch."""
+    delta = m.delta
+    if delta is None:
+        return m
+    where = f"manifest {m.writer}/{m.project} seq {m.seq}"
+    if base_hash != delta.base_hash:
+        raise Rejected(
+            reasons.MISSING_BASE,
+            f"{where} is listed against manifest seq {delta.base_seq} "
+            f"({delta.base_hash[:16]}), not the one supplied ({base_hash[:16]})",
+        )
+    if base.delta is not None:
+        raise Rejected(reasons.TAMPERED, f"{where}: its base is not a full manifest")
+    if (base.team, base.project, base.writer, base.seq) != (
+        m.team, m.project, m.writer, delta.base_seq,
+    ):  # fmt: skip
+        raise Rejected(
+            reasons.TAMPERED,
+            f"{where}: its base is {base.writer}/{base.project} seq {base.seq}, "
+            "not an earlier manifest of the same chain",
+        )
+    if (base.epoch, base.buckets) != (m.epoch, m.buckets):
+        raise Rejected(
+            reasons.TAMPERED,
+            f"{where}: epoch {m.epoch} and {m.buckets} buckets, but its base has "
+            f"epoch {base.epoch} and {base.buckets} buckets (a delta keeps both)",
+        )
+    refs = {c.bucket: c for c in base.chunks}
+    for bucket in delta.removed:
+        if refs.pop(bucket, None) is None:
+            raise Rejected(
+                reasons.TAMPERED, f"{where} removes bucket {bucket}, which its base lacks"
+            )
+    for ref in delta.changed:
+        refs[ref.bucket] = ref
+    chunks = tuple(refs[b] for b in sorted(refs))
+    if chunk_root(suite, chunks) != delta.root:
+        raise Rejected(
+            reasons.TAMPERED,
+            f"{where}: the chunk list rebuilt from its base does not hash to its "
+            "chunk_root (the base or the delta is not what the writer signed)",
+        )
+    if m.records < len(chunks):
+        raise Rejected(
+            reasons.MALFORMED,
+            f"{where}: records {m.records} is fewer than its {len(chunks)} chunks",
+        )
+    return replace(m, chunks=chunks, complete=True)

@@ -1,0 +1,136 @@
+"""Delta manifests over a real folder: one change publishes a manifest that lists only the
+changed chunks against a full base; readers rebuild it from the base they keep or from the
+folder, which keeps the base while deltas name it; a folder that lost or swapped the base
+gets a named refusal that keeps nothing, until the writer publishes in full again."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from sealmem.protocol import canonical, reasons
+from sealmem.protocol.manifest import DELTA_FORMAT, MANIFEST_FORMAT
+
+from .conftest import PROJECT, Node, World
+
+
+def _files(world: World, writer: Node) -> list[Path]:
+    return sorted(world.folder.glob(f"sealmem/*/snapshots/{PROJECT}/{writer.key.kid}/manifest-*"))
+
+
+def _body(path: Path) -> dict[str, object]:
+    body = canonical.decode(path.read_bytes())["body"]
+    assert isinstance(body, dict)
+    return body
+
+
+def _from(node: Node, writer: Node) -> int:
+    (n,) = node.store.connection.execute(
+        "SELECT COUNT(*) FROM memories WHERE editor = ?", (writer.key.kid,)
+    ).fetchone()
+    return int(n)
+
+
+def _head(node: Node, writer: Node) -> object:
+    return node.store.connection.execute(
+        "SELECT seq, hash FROM chain_heads WHERE writer = ? AND project = ?",
+        (writer.key.kid, PROJECT),
+    ).fetchone()
+
+
+def _with_base(world: World, alice: Node, memories: int = 300) -> Path:
+    for i in range(memories):
+        alice.remember(f"decision number {i} about the build")
+    alice.sync()
+    (base,) = _files(world, alice)
+    assert _body(base)["format"] == MANIFEST_FORMAT
+    return base
+
+
+def test_one_change_publishes_a_delta_that_readers_rebuild(world: World) -> None:
+    alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
+    base = _with_base(world, alice)
+    bob.sync()
+    assert _from(bob, alice) == 300
+    for i in range(5):  # more deltas than the folder keeps manifests (MANIFESTS_KEPT)
+        alice.remember(f"change {i}")
+        alice.sync()
+        bob.sync()
+        assert _from(bob, alice) == 301 + i
+    newest = _files(world, alice)[-1]
+    body = _body(newest)
+    assert body["format"] == DELTA_FORMAT
+    assert body["base"] == {"seq": _body(base)["seq"], "hash": body["base"]["hash"]}  # type: ignore[index]
+    assert len(body["changed"]) <= 5  # type: ignore[arg-type]
+    assert "chunks" not in body
+    assert newest.stat().st_size * 3 < base.stat().st_size
+    # the base outlives the manifests the folder prunes: a reader that never saw it
+    assert base.exists()
+    assert len(_files(world, alice)) == 4  # the 3 newest and the base
+    summary = carol.sync()
+    assert not summary.refused
+    assert _from(carol, alice) == 305
+    assert _head(carol, alice) == _head(bob, alice)
+
+
+def test_a_lost_or_swapped_base_is_refused_by_name_and_keeps_nothing(world: World) -> None:
+    alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
+    base = _with_base(world, alice)
+    alice.remember("one change")
+    alice.sync()
+    assert _body(_files(world, alice)[-1])["format"] == DELTA_FORMAT
+    saved = base.read_bytes()
+    base.unlink()  # the folder lost the base
+
+    summary = bob.sync()
+    assert [(r.reason, r.object) for r in summary.refused] == [
+        (reasons.MISSING_BASE, f"manifest {alice.key.kid[:8]}/{PROJECT}")
+    ]
+    assert _from(bob, alice) == 0
+    assert _head(bob, alice) is None
+
+    bob.remember("bob's own")
+    bob.sync()
+    (bobs,) = _files(world, bob)
+    shutil.copyfile(bobs, base)  # another writer's manifest under the base's name
+    summary = carol.sync()
+    assert [r.reason for r in summary.refused] == [reasons.MISSING_BASE]
+    assert _from(carol, alice) == 0
+    assert _head(carol, alice) is None
+
+    # the writer notices its base is not in the folder as published, and publishes in full
+    alice.sync()
+    newest = _files(world, alice)[-1]
+    assert _body(newest)["format"] == MANIFEST_FORMAT
+    assert base.read_bytes() != saved
+    for reader in (bob, carol):
+        assert not reader.sync().refused
+        assert _from(reader, alice) == 301
+
+
+def test_a_forged_base_or_root_is_refused_and_keeps_nothing(world: World) -> None:
+    alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
+    base = _with_base(world, alice)
+    alice.remember("one change")
+    alice.sync()
+    delta = _files(world, alice)[-1]
+    body = _body(delta)
+    assert body["format"] == DELTA_FORMAT
+    # the folder rewrites the base's first chunk ref (its signature no longer matters:
+    # the base is found by the hash the delta signed, and this one no longer has it)
+    envelope = canonical.decode(base.read_bytes())
+    chunks = envelope["body"]["chunks"]
+    chunks[0]["id"] = chunks[1]["id"]
+    base.write_bytes(canonical.encode(envelope))
+    summary = bob.sync()
+    assert [r.reason for r in summary.refused] == [reasons.MISSING_BASE]
+    assert _from(bob, alice) == 0
+    assert _head(bob, alice) is None
+    # the folder forges the delta's chunk_root: the delta's signature fails
+    signed = canonical.decode(delta.read_bytes())
+    signed["body"]["chunk_root"] = "0" * 64
+    delta.write_bytes(canonical.encode(signed))
+    summary = carol.sync()
+    assert reasons.BAD_SIGNATURE in [r.reason for r in summary.refused]
+    assert _from(carol, alice) == 0
+    assert _head(carol, alice) is None
