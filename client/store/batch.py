@@ -33,9 +33,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from ...protocol.errors import StoreError
 from ...protocol.record import MAX_CONTENT_CHARS, MAX_KEYWORD_CHARS, MAX_REASON_CHARS, Record
@@ -58,9 +59,11 @@ from .rows import (
 __all__ = [
     "Keep",
     "Write",
+    "check_rules",
     "keep_each",
     "keep_versions",
     "load_rows",
+    "mark_redacted",
     "redact_version",
     "redact_versions",
     "write_each",
@@ -140,6 +143,7 @@ def _flush(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
         if added:
             marks = ", ".join(f":{name}" for name in names)
             conn.executemany(f"INSERT INTO memories ({', '.join(names)}) VALUES ({marks})", added)
+            _count_added(conn, added)
         # an update that keeps the text (a reinforce, an importance) keeps its index entry
         retext = [
             (v, p)
@@ -162,6 +166,35 @@ def _flush(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
             (json.dumps([v["id"] for v in added] + [v["id"] for v, _ in retext]),),
         )
     _relink(conn, run)
+
+
+_OWN_COUNTS_ADD = (
+    "INSERT INTO own_counts (project, editor, rows, live) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (project, editor) DO UPDATE SET "
+    "rows = rows + excluded.rows, live = live + excluded.live"
+)
+
+
+def _count_added(conn: sqlite3.Connection, added: Sequence[Mapping[str, Any]]) -> None:
+    """What the insert triggers of ``memories`` do per row (schema versions 7, 8 and 10;
+    they stand aside while ``fts_batch`` holds a row), once for the rows ``added``: the
+    row count, the team counts per (project, editor), and the dirty log of the rows of
+    the member this store pushes as (every team row while none is named)."""
+    conn.execute("UPDATE store_counts SET memories = memories + ?", (len(added),))
+    team = [v for v in added if v["visibility"] == "team"]
+    counts: dict[tuple[str, str], list[int]] = {}
+    for v in team:
+        n = counts.setdefault((v["project"], v["editor"]), [0, 0])
+        n[0] += 1
+        n[1] += not v["deleted"]
+    conn.executemany(
+        _OWN_COUNTS_ADD, [(p, e, rows, live) for (p, e), (rows, live) in counts.items()]
+    )
+    row = conn.execute("SELECT editor FROM push_editor").fetchone()
+    conn.executemany(
+        "INSERT INTO push_dirty (project, id) VALUES (?, ?)",
+        [(v["project"], v["id"]) for v in team if row is None or v["editor"] == row[0]],
+    )
 
 
 _HISTORY_FTS_FILL = """
@@ -331,7 +364,7 @@ def redact_versions(
     records = list(records)
     if not records:
         return []
-    _check_rules(conn)
+    check_rules(conn)
     rows = {
         str(row[0]): row
         for row in conn.execute(_MARKED, (json.dumps(sorted({r.id for r in records})),))
@@ -350,12 +383,19 @@ def redact_versions(
             marks.append((cleaned.id, *key))
         elif _same_text(cleaned, row):
             marks.append((cleaned.id, int(row[4]), int(row[5]), str(row[6])))
+    mark_redacted(conn, marks)
+    return out
+
+
+def mark_redacted(conn: sqlite3.Connection, marks: Iterable[tuple[str, int, int, str]]) -> None:
+    """Mark versions (id, HLC wall, HLC counter, editor) as holding text this store's
+    rules redacted (or found clean), under the rules version :func:`check_rules` made
+    current.  Run inside the caller's transaction."""
     conn.executemany(
         "INSERT OR REPLACE INTO redaction_marks (id, hlc_wall, hlc_counter, editor) "
         "VALUES (?, ?, ?, ?)",
         marks,
     )
-    return out
 
 
 def _same_text(record: Record, row: sqlite3.Row) -> bool:
@@ -367,7 +407,7 @@ def _same_text(record: Record, row: sqlite3.Row) -> bool:
     )
 
 
-def _check_rules(conn: sqlite3.Connection) -> None:
+def check_rules(conn: sqlite3.Connection) -> None:
     """Clear the marks when they were made under other rules than this process runs."""
     from .redaction import RULES_VERSION  # here: the rules load only where they run
 

@@ -187,6 +187,9 @@ def _run(
         summary.warnings.append(_not_a_member(team.join_status(state)))
         _note_local_only(team, roster, summary)
         return
+    if replica.pushes_as(team.conn) != team.me:  # the dirty log keeps only our rows
+        with transaction(team.conn):
+            replica.claim_pushes(team.conn, team.me)
     if pull:
         state = _purge_revoked(team, state, roster, summary, tick())
         for project in sorted(roster.projects):
