@@ -5,9 +5,12 @@ per version stores (:func:`write_each`, the reference the property tests compare
 it with: the same rows, row ids, history sequence and full-text index), with a
 few statements per batch instead of four per version:
 
-- the replaced versions go to ``history`` with one ``executemany``;
-- new rows are inserted and changed rows updated with one ``executemany`` each,
-  in the order given, so row ids and history sequence numbers come out the same;
+- the replaced versions go to ``history`` with one statement;
+- new rows are inserted with one ``INSERT ... SELECT`` from a staging table
+  (:func:`insert_staged`) and changed rows updated with one ``executemany``, in the
+  order given, so row ids and history sequence numbers come out the same;
+- what the insert triggers of ``memories`` do per row (the row count, the team counts
+  per (project, editor), the dirty log; schema version 10) is done once per batch;
 - ``memories_fts`` and ``history_fts`` are filled once for the whole batch: while
   ``fts_batch`` holds a row their per-row triggers stand aside (schema version 6),
   the old entries of updated rows whose text changed are deleted and the new text
@@ -257,8 +260,10 @@ FROM history WHERE seq > ?
 
 @contextmanager
 def _triggers_aside(conn: sqlite3.Connection) -> Iterator[None]:
-    """The per-row full-text triggers stand aside (``fts_batch``); the caller fills
-    ``memories_fts``, and the ``history`` rows added meanwhile are indexed here, at once."""
+    """The per-row full-text triggers and the insert triggers that count and log
+    ``memories`` rows stand aside (``fts_batch``); the caller fills ``memories_fts`` and
+    counts and logs the rows it inserts (:func:`_count_added`), and the ``history`` rows
+    added meanwhile are indexed here, at once."""
     (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM history").fetchone()
     conn.execute("INSERT INTO fts_batch (one) VALUES (1)")
     try:
