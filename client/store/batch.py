@@ -72,6 +72,7 @@ __all__ = [
     "mark_redacted",
     "redact_version",
     "redact_versions",
+    "rules_current",
     "write_each",
     "write_versions",
 ]
@@ -461,9 +462,16 @@ def _same_text(record: Record, row: sqlite3.Row) -> bool:
     )
 
 
+def rules_current(conn: sqlite3.Connection) -> bool:
+    """Whether the marks were made under the rules this process runs."""
+    from .redaction import RULES_VERSION  # here: the rules load only where they run
+
+    return get_meta(conn, "redaction_rules") == RULES_VERSION
+
+
 def check_rules(conn: sqlite3.Connection) -> None:
     """Clear the marks when they were made under other rules than this process runs."""
-    from .redaction import RULES_VERSION  # here: the rules load only where they run
+    from .redaction import RULES_VERSION
 
     if get_meta(conn, "redaction_rules") != RULES_VERSION:
         conn.execute("DELETE FROM redaction_marks")

@@ -306,10 +306,11 @@ def _redact_pending(team: Team, project: str, now: int) -> None:
     """Redact again, in its own transaction, what the next push would publish for the
     first time (newer rules may catch a secret an older sealmem let in)."""
     chain = replica.load_own_chain(team.conn, project)
+    since = chain.pushed_wall if chain else ZERO
+    if not replica.needs_redaction(team.conn, team.me, project, since):
+        return  # every version it would look at is marked: no write transaction
     with transaction(team.conn):
-        replica.redact_pending(
-            team.conn, team.me, project, chain.pushed_wall if chain else ZERO, now
-        )
+        replica.redact_pending(team.conn, team.me, project, since, now)
 
 
 def _push_with_retry(

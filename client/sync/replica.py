@@ -27,7 +27,7 @@ from ...protocol.record import Record
 from ...protocol.state import ChainHead, TrustedState, Witness
 from ...protocol.suite import Suite
 from ...protocol.verify import accept_keyring, accept_roster
-from ..store.batch import check_rules, mark_redacted, redact_version
+from ..store.batch import check_rules, mark_redacted, redact_version, rules_current
 from ..store.memory import Provenance
 from ..store.rows import load_row, next_hlc, record_from_row, write_version
 
@@ -41,6 +41,7 @@ __all__ = [
     "load_own_chain",
     "load_state",
     "log_refusal",
+    "needs_redaction",
     "own_summary",
     "own_team_counts",
     "publishable_records",
@@ -232,6 +233,15 @@ def claim_pushes(conn: sqlite3.Connection, me: str) -> bool:
     return True
 
 
+_UNMARKED = """
+SELECT 1 FROM memories AS m LEFT JOIN redaction_marks AS k ON k.id = m.id
+WHERE m.project = ? AND m.editor = ? AND m.visibility = 'team'
+  AND (m.hlc_wall, m.hlc_counter) > (?, ?)
+  AND (k.id IS NULL OR k.hlc_wall != m.hlc_wall OR k.hlc_counter != m.hlc_counter
+       OR k.editor != m.editor)
+LIMIT 1
+"""
+
 _PENDING = """
 SELECT m.*, k.hlc_wall = m.hlc_wall AND k.hlc_counter = m.hlc_counter AND k.editor = m.editor
        AS marked
@@ -240,6 +250,20 @@ WHERE m.project = ? AND m.editor = ? AND m.visibility = 'team'
   AND (m.hlc_wall, m.hlc_counter) > (?, ?)
 ORDER BY m.id
 """
+
+
+def needs_redaction(conn: sqlite3.Connection, me: str, project: str, since: Hlc) -> bool:
+    """Whether :func:`redact_pending` has anything to do: a publishable version of ``me``
+    newer than ``since`` that is not marked, or marks made under other rules.  Read
+    only, so that a sync with nothing new opens no write transaction for it (and, with
+    no unpushed version at all, does not load the rules)."""
+    args = (project, me, since.wall, since.counter)
+    newer = f"SELECT 1 {_PUBLISHABLE} AND (hlc_wall, hlc_counter) > (?, ?) LIMIT 1"
+    if conn.execute(newer, args).fetchone() is None:
+        return False
+    if not rules_current(conn):
+        return True
+    return conn.execute(_UNMARKED, args).fetchone() is not None
 
 
 def redact_pending(conn: sqlite3.Connection, me: str, project: str, since: Hlc, now: int) -> int:

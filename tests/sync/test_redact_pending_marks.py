@@ -19,9 +19,10 @@ from sealmem.client import MemoryStore
 from sealmem.client.store.batch import Write, write_each
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
-from sealmem.client.sync import replica
+from sealmem.client.sync import engine, replica
 from sealmem.protocol.hlc import ZERO, Hlc
 from sealmem.protocol.record import Record, new_memory_id
+from tests.sync.conftest import PROJECT, World
 
 NOW = 1_800_000_000_000
 ME = "alice"
@@ -99,3 +100,27 @@ def test_a_secret_an_older_sealmem_stored_is_still_caught(
     assert _pending(store) == 0  # the cleaned version is marked
     assert len(calls) == 1
     store.close()
+
+
+def test_a_sync_with_nothing_new_opens_no_transaction_for_it(world: World) -> None:
+    """Once every unpushed version is marked, the check before a push only reads (a write
+    transaction is a commit, an fsync and a journal write at every sync)."""
+    alice = world.nodes["alice"]
+    for i in range(5):
+        alice.remember(f"alice's note {i}")
+    alice.sync()
+    conn = alice.store.connection
+    alice.remember("written after the push")
+
+    def traced() -> list[str]:
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        try:
+            engine._redact_pending(alice.t, PROJECT, alice.clock())
+        finally:
+            conn.set_trace_callback(None)
+        return statements
+
+    assert "BEGIN IMMEDIATE" in traced()  # the new version: redacted, then marked
+    assert "BEGIN IMMEDIATE" not in traced()
+    assert not replica.needs_redaction(conn, alice.key.kid, PROJECT, ZERO)
