@@ -64,7 +64,7 @@ index seek (``memories_own``), the tombstones due for collection a range of
 ``memories_own_tombs`` (tombstones only); ``memories_own_live`` is dropped.
 
 Version 9 lets a pull or an import skip the redaction rules for text this store
-already redacted (:func:`sealmem.client.store.batch.redact_versions`):
+already redacted (:func:`sealmem.client.store.redacting.redact_versions`):
 ``redaction_marks`` holds, per memory id, the version (``hlc_wall``,
 ``hlc_counter``, ``editor``) whose text this store's rules wrote into ``memories``
 (or found clean there); ``meta`` key ``redaction_rules`` names the rules version

@@ -37,11 +37,12 @@ from ...protocol.errors import InputError, ProtocolError
 from ...protocol.hlc import MAX_AHEAD_MS, ZERO, Hlc, too_far_ahead
 from ...protocol.merge import effective_importance, merge
 from ...protocol.record import Record
-from .batch import Keep, Write, keep_versions, load_rows, redact_versions, write_versions
+from .batch import Keep, Write, keep_versions, load_rows, write_versions
 from .connection import transaction
 from .export import FORMAT, VERSION, export_document, write_export
 from .jsonscan import JsonScanner, scan
 from .memory import ImportResult, Provenance
+from .redacting import redact_versions
 from .rows import observe_hlc, record_from_row
 
 __all__ = [

@@ -27,8 +27,8 @@ from ...protocol.record import Record
 from ...protocol.state import ChainHead, TrustedState, Witness
 from ...protocol.suite import Suite
 from ...protocol.verify import accept_keyring, accept_roster
-from ..store.batch import check_rules, mark_redacted, redact_version, rules_current
 from ..store.memory import Provenance
+from ..store.redacting import check_rules, mark_redacted, redact_version, rules_current
 from ..store.rows import load_row, next_hlc, record_from_row, write_version
 
 __all__ = [

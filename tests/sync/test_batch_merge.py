@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
-from sealmem.client.store import batch
+from sealmem.client.store import batch, redacting
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.sync import apply
@@ -201,5 +201,5 @@ def test_a_secret_in_a_keyword_is_redacted_in_every_batch_and_not_remembered(
             assert done.redacted == 1
         stored = conn.execute("SELECT keywords_json FROM memories").fetchall()
         assert all(secret not in row[0] and "[REDACTED:github_token]" in row[0] for row in stored)
-        assert "cache" in batch._CLEAN_WORDS
-        assert secret not in batch._CLEAN_WORDS
+        assert "cache" in redacting._CLEAN_WORDS
+        assert secret not in redacting._CLEAN_WORDS
