@@ -5,9 +5,12 @@ per version stores (:func:`write_each`, the reference the property tests compare
 it with: the same rows, row ids, history sequence and full-text index), with a
 few statements per batch instead of four per version:
 
-- the replaced versions go to ``history`` with one ``executemany``;
-- new rows are inserted and changed rows updated with one ``executemany`` each,
-  in the order given, so row ids and history sequence numbers come out the same;
+- the replaced versions go to ``history`` with one statement;
+- new rows are inserted with one ``INSERT ... SELECT`` from a staging table
+  (:func:`insert_staged`) and changed rows updated with one ``executemany``, in the
+  order given, so row ids and history sequence numbers come out the same;
+- what the insert triggers of ``memories`` do per row (the row count, the team counts
+  per (project, editor), the dirty log; schema version 10) is done once per batch;
 - ``memories_fts`` and ``history_fts`` are filled once for the whole batch: while
   ``fts_batch`` holds a row their per-row triggers stand aside (schema version 6),
   the old entries of updated rows whose text changed are deleted and the new text
@@ -16,11 +19,9 @@ few statements per batch instead of four per version:
 - supersede links are touched only for the rows whose links changed.
 
 :func:`keep_versions` adds versions that did not win to ``history`` the same way
-(:func:`keep_each` is its reference), and :func:`redact_versions` runs the
-redaction rules over a batch of versions from outside
-(:func:`~sealmem.client.store.redact.redact_version`, the rule every write path
-runs), skipping the text this store's rules already redacted (schema version 9,
-``redaction_marks``).
+(:func:`keep_each` is its reference).  The redaction rules run before, in
+:mod:`sealmem.client.store.redacting` (the rule itself is
+:func:`~sealmem.client.store.redact.redact_version`, the one every write path runs).
 
 A tombstone goes through :func:`~sealmem.client.store.rows.write_version` itself
 (rare, and it purges covered text), after the versions before it are written,
@@ -33,23 +34,24 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from ...protocol.errors import StoreError
 from ...protocol.record import Record
-from .connection import get_meta, set_meta
 from .memory import Provenance
-from .redact import redact_version
 from .rows import (
-    HISTORY_INSERT,
+    HISTORY_COLUMNS,
     MEMORY_COLUMNS,
+    MEMORY_VALUE_COLUMNS,
     archived_values,
     covers,
     history_values,
     insert_history,
-    memory_values,
+    memory_row,
     record_from_row,
     record_json,
     write_version,
@@ -58,11 +60,10 @@ from .rows import (
 __all__ = [
     "Keep",
     "Write",
+    "insert_staged",
     "keep_each",
     "keep_versions",
     "load_rows",
-    "redact_version",
-    "redact_versions",
     "write_each",
     "write_versions",
 ]
@@ -112,14 +113,23 @@ def write_versions(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
     return purged
 
 
+_COLUMN = {name: i for i, name in enumerate(MEMORY_VALUE_COLUMNS)}
+_ID, _CONTENT, _KEYWORDS = _COLUMN["id"], _COLUMN["content"], _COLUMN["keywords"]
+_UPDATE = (
+    "UPDATE memories SET "
+    + ", ".join(f"{name} = ?" for name in MEMORY_VALUE_COLUMNS if name != "id")
+    + " WHERE id = ?"
+)
+
+
 def _flush(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
     """Write live versions (no tombstone among them) with a few statements."""
     if not run:
         return
     if len({w.record.id for w in run}) != len(run):
         raise StoreError("a batch of writes names one memory id twice; write it in two batches")
-    values = [
-        memory_values(
+    rows = [
+        memory_row(
             w.record,
             provenance=w.provenance,
             local_importance=w.local_importance,
@@ -128,23 +138,25 @@ def _flush(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
         )
         for w in run
     ]
-    names = list(values[0])
-    added = [v for v, w in zip(values, run, strict=True) if w.previous is None]
-    changed = [(v, w.previous) for v, w in zip(values, run, strict=True) if w.previous is not None]
+    added = [v for v, w in zip(rows, run, strict=True) if w.previous is None]
+    changed = [(v, w.previous) for v, w in zip(rows, run, strict=True) if w.previous is not None]
     with _triggers_aside(conn):
         # the replaced versions, in order (a live version never covers text: archive all)
-        conn.executemany(
-            HISTORY_INSERT,
-            [archived_values(prev, v["updated_at"]) for v, prev in changed],
+        insert_staged(
+            conn,
+            "history",
+            HISTORY_COLUMNS,
+            [archived_values(prev, w.updated_at) for w in run if (prev := w.previous) is not None],
         )
+        (last,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()
         if added:
-            marks = ", ".join(f":{name}" for name in names)
-            conn.executemany(f"INSERT INTO memories ({', '.join(names)}) VALUES ({marks})", added)
+            insert_staged(conn, "memories", MEMORY_VALUE_COLUMNS, added)
+            _count_added(conn, added)
         # an update that keeps the text (a reinforce, an importance) keeps its index entry
         retext = [
             (v, p)
             for v, p in changed
-            if (v["content"], v["keywords"]) != (p["content"], p["keywords"])
+            if (v[_CONTENT], v[_KEYWORDS]) != (p["content"], p["keywords"])
         ]
         if retext:
             conn.executemany(
@@ -153,15 +165,80 @@ def _flush(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
                 [(p["rowid"], p["content"], p["keywords"]) for _, p in retext],
             )
         if changed:
-            sets = ", ".join(f"{name} = :{name}" for name in names if name != "id")
-            conn.executemany(f"UPDATE memories SET {sets} WHERE id = :id", [v for v, _ in changed])
-        conn.execute(
-            "INSERT INTO memories_fts (rowid, content, keywords) "
-            "SELECT rowid, content, keywords FROM memories "
-            "WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps([v["id"] for v in added] + [v["id"] for v, _ in retext]),),
-        )
+            conn.executemany(_UPDATE, [(*v[1:], v[_ID]) for v, _ in changed])
+        if added:  # they hold every rowid above the last one before them
+            conn.execute(
+                "INSERT INTO memories_fts (rowid, content, keywords) "
+                "SELECT rowid, content, keywords FROM memories WHERE rowid > ?",
+                (last,),
+            )
+        if retext:
+            conn.execute(
+                "INSERT INTO memories_fts (rowid, content, keywords) "
+                "SELECT rowid, content, keywords FROM memories "
+                "WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps([v[_ID] for v, _ in retext]),),
+            )
     _relink(conn, run)
+
+
+def insert_staged(
+    conn: sqlite3.Connection,
+    table: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+) -> None:
+    """Insert ``rows`` (values of ``columns``) into ``table`` in their order, with one
+    ``INSERT ... SELECT`` from a per-connection ``TEMP`` table they are first put in.
+
+    Not one ``INSERT`` per row (``executemany``): each execution of an ``INSERT`` into a
+    table with triggers opens a statement journal, and copies into it every page it is
+    the first to touch (``memories`` has 9 indexes: ~16 µs a row of a 20 µs insert);
+    one statement journals each page once.  The staging table holds no constraint and
+    no affinity, so the values reach ``table`` as they were given."""
+    if not rows:
+        return
+    names = ", ".join(columns)
+    stage = f"temp.staged_{zlib.crc32(f'{table} ({names})'.encode()):08x}"
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {stage.partition('.')[2]} ({names})")
+    try:
+        conn.executemany(
+            f"INSERT INTO {stage} ({names}) VALUES ({', '.join('?' * len(columns))})", rows
+        )
+        conn.execute(
+            f"INSERT INTO main.{table} ({names}) SELECT {names} FROM {stage} ORDER BY rowid"
+        )
+    finally:
+        conn.execute(f"DELETE FROM {stage}")
+
+
+_OWN_COUNTS_ADD = (
+    "INSERT INTO own_counts (project, editor, rows, live) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (project, editor) DO UPDATE SET "
+    "rows = rows + excluded.rows, live = live + excluded.live"
+)
+_PROJECT, _EDITOR = _COLUMN["project"], _COLUMN["editor"]
+_VISIBILITY, _DELETED = _COLUMN["visibility"], _COLUMN["deleted"]
+
+
+def _count_added(conn: sqlite3.Connection, added: Sequence[Sequence[Any]]) -> None:
+    """What the insert triggers of ``memories`` do per row (schema versions 7, 8 and 10;
+    they stand aside while ``fts_batch`` holds a row), once for the rows ``added``: the
+    row count, the team counts per (project, editor), and the dirty log of the rows of
+    the member this store pushes as (every team row while none is named)."""
+    conn.execute("UPDATE store_counts SET memories = memories + ?", (len(added),))
+    team = [v for v in added if v[_VISIBILITY] == "team"]
+    counts: dict[tuple[str, str], list[int]] = {}
+    for v in team:
+        n = counts.setdefault((v[_PROJECT], v[_EDITOR]), [0, 0])
+        n[0] += 1
+        n[1] += not v[_DELETED]
+    conn.executemany(_OWN_COUNTS_ADD, [(p, e, n, live) for (p, e), (n, live) in counts.items()])
+    row = conn.execute("SELECT editor FROM push_editor").fetchone()
+    conn.executemany(
+        "INSERT INTO push_dirty (project, id) VALUES (?, ?)",
+        [(v[_PROJECT], v[_ID]) for v in team if row is None or v[_EDITOR] == row[0]],
+    )
 
 
 _HISTORY_FTS_FILL = """
@@ -175,8 +252,10 @@ FROM history WHERE seq > ?
 
 @contextmanager
 def _triggers_aside(conn: sqlite3.Connection) -> Iterator[None]:
-    """The per-row full-text triggers stand aside (``fts_batch``); the caller fills
-    ``memories_fts``, and the ``history`` rows added meanwhile are indexed here, at once."""
+    """The per-row full-text triggers and the insert triggers that count and log
+    ``memories`` rows stand aside (``fts_batch``); the caller fills ``memories_fts`` and
+    counts and logs the rows it inserts (:func:`_count_added`), and the ``history`` rows
+    added meanwhile are indexed here, at once."""
     (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM history").fetchone()
     conn.execute("INSERT INTO fts_batch (one) VALUES (1)")
     try:
@@ -211,82 +290,6 @@ def load_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3
         (json.dumps(sorted(set(ids))),),
     ).fetchall()
     return {str(row["id"]): row for row in rows}
-
-
-_MARKED = """
-SELECT m.id, m.content, m.keywords_json, m.delete_reason, m.hlc_wall, m.hlc_counter, m.editor,
-       k.hlc_wall = m.hlc_wall AND k.hlc_counter = m.hlc_counter AND k.editor = m.editor
-FROM memories AS m LEFT JOIN redaction_marks AS k ON k.id = m.id
-WHERE m.id IN (SELECT value FROM json_each(?))
-"""
-
-
-def redact_versions(
-    conn: sqlite3.Connection, records: Iterable[Record]
-) -> list[tuple[Record, dict[str, int]]]:
-    """:func:`redact_version` of each record, in order, without running the rules over
-    text this store's rules already redacted.
-
-    The rules are skipped for a version whose content, keywords and delete reason equal
-    those of its id's ``memories`` row *and* that row is marked: its text was written
-    there by this function's caller after these rules ran (or these rules found it
-    clean), under the rules version ``meta`` names.  A re-pull, a re-import, or an
-    update that changes only metadata (importance, a reinforce) then costs one
-    comparison.  Nothing a teammate or a file says is trusted: a mark is this store's
-    own record of its own redaction, compared with this store's own text.  A rules
-    change (:data:`~sealmem.client.store.redaction.RULES_VERSION`) clears every mark.
-
-    A version is marked when it is newer than its id's row (it will be written, as
-    redacted here, if it wins the merge), and a row when the redacted text equals its
-    text (that text is clean under these rules).  Run inside the caller's transaction:
-    if it rolls back, so do the marks.
-    """
-    records = list(records)
-    if not records:
-        return []
-    _check_rules(conn)
-    rows = {
-        str(row[0]): row
-        for row in conn.execute(_MARKED, (json.dumps(sorted({r.id for r in records})),))
-    }
-    out: list[tuple[Record, dict[str, int]]] = []
-    marks: list[tuple[str, int, int, str]] = []
-    for record in records:
-        row = rows.get(record.id)
-        if row is not None and row[7] and _same_text(record, row):
-            out.append((record, {}))
-            continue
-        cleaned, found = redact_version(record)
-        out.append((cleaned, found))
-        key = cleaned.order_key
-        if row is None or key > (int(row[4]), int(row[5]), str(row[6])):
-            marks.append((cleaned.id, *key))
-        elif _same_text(cleaned, row):
-            marks.append((cleaned.id, int(row[4]), int(row[5]), str(row[6])))
-    conn.executemany(
-        "INSERT OR REPLACE INTO redaction_marks (id, hlc_wall, hlc_counter, editor) "
-        "VALUES (?, ?, ?, ?)",
-        marks,
-    )
-    return out
-
-
-def _same_text(record: Record, row: sqlite3.Row) -> bool:
-    """Whether ``record`` holds the text (content, keywords, delete reason) of ``row``."""
-    return bool(
-        record.content == row[1]
-        and record.delete_reason == row[3]
-        and json.loads(row[2]) == list(record.keywords)
-    )
-
-
-def _check_rules(conn: sqlite3.Connection) -> None:
-    """Clear the marks when they were made under other rules than this process runs."""
-    from .redaction import RULES_VERSION  # here: the rules load only where they run
-
-    if get_meta(conn, "redaction_rules") != RULES_VERSION:
-        conn.execute("DELETE FROM redaction_marks")
-        set_meta(conn, "redaction_rules", RULES_VERSION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,5 +371,5 @@ def keep_versions(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winne
         )
     if values:
         with _triggers_aside(conn):
-            conn.executemany(HISTORY_INSERT, values)
+            insert_staged(conn, "history", HISTORY_COLUMNS, values)
     return len(values)

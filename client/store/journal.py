@@ -160,13 +160,25 @@ def measure(conn: sqlite3.Connection) -> Tally:
         ).fetchall()
     )
     commits = str(meta.get(COMMITS_KEY, "0"))
-    memories = int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
     return Tally(
         store_id=None if meta.get("store_id") is None else str(meta["store_id"]),
         commits=int(commits) if commits.isdigit() else 0,
-        memories=memories,
+        memories=_memories(conn),
         at=now_ms(),
     )
+
+
+def _memories(conn: sqlite3.Connection) -> int:
+    """How many memories the store holds: the row count the schema's triggers keep
+    (``store_counts``, schema version 10: one read, whatever the store's size), or
+    counted where there is none (a store opened without migrating it)."""
+    try:
+        row = conn.execute("SELECT memories FROM store_counts").fetchone()
+    except sqlite3.OperationalError:  # no such table: an older schema
+        row = None
+    if row is not None:
+        return int(row[0])
+    return int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
 
 
 def read(store: Path) -> tuple[Tally | None, Damage | None]:

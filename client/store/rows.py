@@ -33,8 +33,10 @@ from .connection import get_meta, set_meta
 from .memory import Memory, Provenance
 
 __all__ = [
+    "HISTORY_COLUMNS",
     "HISTORY_INSERT",
     "MEMORY_COLUMNS",
+    "MEMORY_VALUE_COLUMNS",
     "archive",
     "archived_values",
     "covers",
@@ -43,6 +45,7 @@ __all__ = [
     "load_row",
     "memory_from_history_row",
     "memory_from_row",
+    "memory_row",
     "memory_values",
     "next_hlc",
     "norm_hash",
@@ -64,10 +67,13 @@ MEMORY_COLUMNS = (
     "transport, signer, signer_name, verified, received_at, snapshot_seq"
 )
 
+HISTORY_COLUMNS = (
+    "id", "record_json", "local_importance", "seen_count", "updated_at", "transport",
+    "signer", "signer_name", "verified", "received_at", "snapshot_seq", "replaced_at",
+)  # fmt: skip
 HISTORY_INSERT = (
-    "INSERT INTO history (id, record_json, local_importance, seen_count, updated_at, "
-    "transport, signer, signer_name, verified, received_at, snapshot_seq, replaced_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO history ({', '.join(HISTORY_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(HISTORY_COLUMNS))})"
 )
 
 
@@ -75,6 +81,7 @@ HISTORY_INSERT = (
 # (same output: the defaults of json.dumps otherwise).
 _TEXT = json.JSONEncoder(ensure_ascii=False).encode
 _SORTED_TEXT = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+_ASCII_TEXT = json.JSONEncoder().encode  # json.dumps
 
 
 def normalize(content: str) -> str:
@@ -230,6 +237,58 @@ def archive(conn: sqlite3.Connection, row: sqlite3.Row, replaced_at: int) -> Non
     )
 
 
+MEMORY_VALUE_COLUMNS = (
+    "id", "project", "kind", "content", "keywords", "keywords_json", "importance",
+    "local_importance", "author", "editor", "created_at", "hlc_wall", "hlc_counter",
+    "supersedes_json", "deleted", "delete_reason", "origin", "visibility", "seen_count",
+    "updated_at", "norm_hash", "transport", "signer", "signer_name", "received_at",
+    "snapshot_seq", "verified",
+)  # fmt: skip
+"""The ``memories`` columns :func:`memory_row` gives values for, in its order."""
+
+
+def memory_row(
+    record: Record,
+    *,
+    provenance: Provenance,
+    local_importance: float,
+    seen_count: int,
+    updated_at: int,
+) -> tuple[Any, ...]:
+    """The ``memories`` columns (all but ``rowid``) of a row holding ``record``, in
+    :data:`MEMORY_VALUE_COLUMNS` order (what a batch writes: no dict per row)."""
+    keywords, supersedes = record.keywords, record.supersedes
+    return (
+        record.id,
+        record.project,
+        record.kind,
+        record.content,
+        " ".join(keywords),
+        _TEXT(list(keywords)) if keywords else "[]",
+        record.importance,
+        local_importance,
+        record.author,
+        record.editor,
+        record.created_at,
+        record.hlc.wall,
+        record.hlc.counter,
+        _ASCII_TEXT(list(supersedes)) if supersedes else "[]",
+        int(record.deleted),
+        record.delete_reason,
+        record.origin,
+        record.visibility,
+        seen_count,
+        updated_at,
+        None if record.deleted else norm_hash(record.content),
+        provenance.transport,
+        provenance.signer,
+        provenance.signer_name,
+        provenance.received_at,
+        provenance.snapshot_seq,
+        int(provenance.verified),
+    )
+
+
 def memory_values(
     record: Record,
     *,
@@ -238,36 +297,20 @@ def memory_values(
     seen_count: int,
     updated_at: int,
 ) -> dict[str, Any]:
-    """The ``memories`` columns (all but ``rowid``) of a row holding ``record``."""
-    return {
-        "id": record.id,
-        "project": record.project,
-        "kind": record.kind,
-        "content": record.content,
-        "keywords": " ".join(record.keywords),
-        "keywords_json": _TEXT(list(record.keywords)),
-        "importance": record.importance,
-        "local_importance": local_importance,
-        "author": record.author,
-        "editor": record.editor,
-        "created_at": record.created_at,
-        "hlc_wall": record.hlc.wall,
-        "hlc_counter": record.hlc.counter,
-        "supersedes_json": json.dumps(list(record.supersedes)),
-        "deleted": int(record.deleted),
-        "delete_reason": record.delete_reason,
-        "origin": record.origin,
-        "visibility": record.visibility,
-        "seen_count": seen_count,
-        "updated_at": updated_at,
-        "norm_hash": None if record.deleted else norm_hash(record.content),
-        "transport": provenance.transport,
-        "signer": provenance.signer,
-        "signer_name": provenance.signer_name,
-        "received_at": provenance.received_at,
-        "snapshot_seq": provenance.snapshot_seq,
-        "verified": int(provenance.verified),
-    }
+    """:func:`memory_row` by column name."""
+    return dict(
+        zip(
+            MEMORY_VALUE_COLUMNS,
+            memory_row(
+                record,
+                provenance=provenance,
+                local_importance=local_importance,
+                seen_count=seen_count,
+                updated_at=updated_at,
+            ),
+            strict=True,
+        )
+    )
 
 
 def history_values(

@@ -64,12 +64,31 @@ index seek (``memories_own``), the tombstones due for collection a range of
 ``memories_own_tombs`` (tombstones only); ``memories_own_live`` is dropped.
 
 Version 9 lets a pull or an import skip the redaction rules for text this store
-already redacted (:func:`sealmem.client.store.batch.redact_versions`):
+already redacted (:func:`sealmem.client.store.redacting.redact_versions`):
 ``redaction_marks`` holds, per memory id, the version (``hlc_wall``,
 ``hlc_counter``, ``editor``) whose text this store's rules wrote into ``memories``
 (or found clean there); ``meta`` key ``redaction_rules`` names the rules version
 (:data:`sealmem.client.store.redaction.RULES_VERSION`) the marks hold for, and a
 change of rules clears them.  A mark holds no text and no digest of text.
+
+Version 10 makes a pull, an import and a push pay per batch, not per row, for what the
+triggers of versions 7 and 8 did per inserted row, and keeps pulled teammates' rows
+out of the dirty log:
+
+- ``push_editor`` names the member whose snapshot this store publishes
+  (:func:`sealmem.client.sync.replica.claim_pushes`, at every sync); ``push_dirty``
+  then logs only rows that member wrote, before or after the write (a pulled version
+  that replaces one of ours is logged: our bucket loses it; a teammate's row that
+  was never ours is not).  While it is empty every team row is logged, as before; a
+  change of member logs ``*`` for every chain (the log no longer says what the new
+  member's rows did);
+- ``store_counts`` holds how many ``memories`` rows there are (triggers), so that the
+  journal (:func:`sealmem.client.store.journal.measure`) reads a number at each
+  commit instead of counting the rows;
+- while ``fts_batch`` holds a row, the insert triggers of ``own_counts``,
+  ``push_dirty`` and ``store_counts`` stand aside too: the batch writer
+  (:func:`sealmem.client.store.batch.write_versions`) adds its inserted rows to them
+  once per batch.
 """
 
 from __future__ import annotations
@@ -439,6 +458,73 @@ CREATE TRIGGER IF NOT EXISTS memories_marks_delete AFTER DELETE ON memories BEGI
 END;
 """
 
+_MINE_NEW = "coalesce((SELECT editor FROM push_editor) = new.editor, 1)"
+_MINE_OLD = "coalesce((SELECT editor FROM push_editor) = old.editor, 1)"
+
+_V10 = f"""
+CREATE TABLE IF NOT EXISTS push_editor (
+    one    INTEGER PRIMARY KEY CHECK (one = 1),
+    editor TEXT    NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS store_counts (
+    one      INTEGER PRIMARY KEY CHECK (one = 1),
+    memories INTEGER NOT NULL
+);
+
+INSERT OR REPLACE INTO store_counts (one, memories) SELECT 1, COUNT(*) FROM memories;
+
+DROP TRIGGER IF EXISTS memories_total_insert;
+
+DROP TRIGGER IF EXISTS memories_total_delete;
+
+CREATE TRIGGER memories_total_insert AFTER INSERT ON memories
+WHEN NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
+    UPDATE store_counts SET memories = memories + 1;
+END;
+
+CREATE TRIGGER memories_total_delete AFTER DELETE ON memories BEGIN
+    UPDATE store_counts SET memories = memories - 1;
+END;
+
+DROP TRIGGER IF EXISTS memories_count_insert;
+
+CREATE TRIGGER memories_count_insert AFTER INSERT ON memories
+WHEN new.visibility = 'team' AND NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
+    INSERT INTO own_counts (project, editor, rows, live)
+    VALUES (new.project, new.editor, 1, new.deleted = 0)
+    ON CONFLICT (project, editor) DO UPDATE SET
+        rows = rows + 1, live = live + excluded.live;
+END;
+
+DROP TRIGGER IF EXISTS memories_push_insert;
+
+DROP TRIGGER IF EXISTS memories_push_delete;
+
+DROP TRIGGER IF EXISTS memories_push_update;
+
+CREATE TRIGGER memories_push_insert AFTER INSERT ON memories
+WHEN new.visibility = 'team' AND {_MINE_NEW} AND NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
+    INSERT INTO push_dirty (project, id) VALUES (new.project, new.id);
+END;
+
+CREATE TRIGGER memories_push_delete AFTER DELETE ON memories
+WHEN old.visibility = 'team' AND {_MINE_OLD} BEGIN
+    INSERT INTO push_dirty (project, id) VALUES (old.project, old.id);
+END;
+
+CREATE TRIGGER memories_push_update AFTER UPDATE OF
+    id, project, kind, content, keywords, keywords_json, importance, author, editor,
+    created_at, hlc_wall, hlc_counter, supersedes_json, deleted, delete_reason, origin,
+    visibility
+ON memories WHEN (old.visibility = 'team' AND {_MINE_OLD})
+    OR (new.visibility = 'team' AND {_MINE_NEW}) BEGIN
+    INSERT INTO push_dirty (project, id) VALUES (old.project, old.id);
+    INSERT INTO push_dirty (project, id) SELECT new.project, new.id
+    WHERE new.project IS NOT old.project OR new.id IS NOT old.id;
+END;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
@@ -460,6 +546,9 @@ MIGRATIONS: list[Migration] = [
     Migration(8, "own counts kept by triggers, tombstones index", _V8),
     # A re-pull or an update that keeps the text does not run the redaction rules again.
     Migration(9, "redaction marks: text this store's rules already redacted", _V9),
+    # A pull or an import pays the counting and logging triggers once per batch; a pulled
+    # teammate's row never marks our buckets dirty; the journal reads a row count.
+    Migration(10, "batch-aware counts, own-rows-only dirty log, row count", _V10),
 ]
 
 

@@ -37,11 +37,12 @@ from ...protocol.errors import InputError, ProtocolError
 from ...protocol.hlc import MAX_AHEAD_MS, ZERO, Hlc, too_far_ahead
 from ...protocol.merge import effective_importance, merge
 from ...protocol.record import Record
-from .batch import Keep, Write, keep_versions, load_rows, redact_versions, write_versions
+from .batch import Keep, Write, keep_versions, load_rows, write_versions
 from .connection import transaction
 from .export import FORMAT, VERSION, export_document, write_export
 from .jsonscan import JsonScanner, scan
 from .memory import ImportResult, Provenance
+from .redacting import redact_versions
 from .rows import observe_hlc, record_from_row
 
 __all__ = [
@@ -70,11 +71,13 @@ class _Entry:
     where: str
 
 
-def _number(value: object, where: str, lo: float, hi: float) -> float:
+def _number(value: object, where: str, field: str, lo: float, hi: float) -> float:
+    """``value`` as a float in [lo, hi], else an error naming ``where``.``field`` (the
+    name is formatted only then: this runs three times per imported entry)."""
     if (type(value) is int or type(value) is float) and lo <= value <= hi:
         return float(value)
     if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
-        raise InputError(f"{where} must be a number between {lo} and {hi}: {value!r}")
+        raise InputError(f"{where}.{field} must be a number between {lo} and {hi}: {value!r}")
     return float(value)
 
 
@@ -95,18 +98,16 @@ def _parse(item: object, where: str, now_ms: int, *, history: bool) -> _Entry:
     entry = _Entry(
         record=record,
         local_importance=_number(
-            local.get("local_importance", record.importance), f"{where}.local_importance", 0, 1
+            local.get("local_importance", record.importance), where, "local_importance", 0, 1
         ),
-        seen_count=int(_number(local.get("seen_count", 1), f"{where}.seen_count", 1, 2**62)),
-        updated_at=int(_number(local.get("updated_at", now_ms), f"{where}.updated_at", 0, 2**62)),
+        seen_count=int(_number(local.get("seen_count", 1), where, "seen_count", 1, 2**62)),
+        updated_at=int(_number(local.get("updated_at", now_ms), where, "updated_at", 0, 2**62)),
         provenance=_provenance(
             signer if isinstance(signer, str) else None,
             signer_name if isinstance(signer_name, str) else None,
             now_ms,
         ),
-        replaced_at=int(_number(replaced_at, f"{where}.replaced_at", 0, 2**62))
-        if history
-        else None,
+        replaced_at=int(_number(replaced_at, where, "replaced_at", 0, 2**62)) if history else None,
         where=where,
     )
     return entry

@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from ...protocol.hlc import Hlc, receive
 from ...protocol.merge import effective_importance, merge_many
 from ...protocol.record import Record
-from ..store.batch import Keep, Write, keep_versions, load_rows, redact_versions, write_versions
+from ..store.batch import Keep, Write, keep_versions, load_rows, write_versions
 from ..store.memory import Provenance
+from ..store.redacting import redact_versions
 from ..store.rows import (
     read_hlc,
     record_from_row,

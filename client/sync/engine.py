@@ -188,6 +188,9 @@ def _run(
         summary.warnings.append(_not_a_member(team.join_status(state)))
         _note_local_only(team, roster, summary)
         return
+    if replica.pushes_as(team.conn) != team.me:  # the dirty log keeps only our rows
+        with transaction(team.conn):
+            replica.claim_pushes(team.conn, team.me)
     if pull:
         state = _purge_revoked(team, state, roster, summary, tick())
         for project in sorted(roster.projects):
@@ -321,10 +324,11 @@ def _redact_pending(team: Team, project: str, now: int) -> None:
     """Redact again, in its own transaction, what the next push would publish for the
     first time (newer rules may catch a secret an older sealmem let in)."""
     chain = replica.load_own_chain(team.conn, project)
+    since = chain.pushed_wall if chain else ZERO
+    if not replica.needs_redaction(team.conn, team.me, project, since):
+        return  # every version it would look at is marked: no write transaction
     with transaction(team.conn):
-        replica.redact_pending(
-            team.conn, team.me, project, chain.pushed_wall if chain else ZERO, now
-        )
+        replica.redact_pending(team.conn, team.me, project, since, now)
 
 
 def _push_with_retry(

@@ -27,22 +27,25 @@ from ...protocol.record import Record
 from ...protocol.state import ChainHead, TrustedState, Witness
 from ...protocol.suite import Suite
 from ...protocol.verify import accept_keyring, accept_roster
-from ..store.batch import redact_version
 from ..store.memory import Provenance
+from ..store.redacting import check_rules, mark_redacted, redact_version, rules_current
 from ..store.rows import load_row, next_hlc, record_from_row, write_version
 
 __all__ = [
     "OwnChain",
     "chunk_cache",
+    "claim_pushes",
     "forget_head",
     "has_unpushed",
     "last_run",
     "load_own_chain",
     "load_state",
     "log_refusal",
+    "needs_redaction",
     "own_summary",
     "own_team_counts",
     "publishable_records",
+    "pushes_as",
     "recent_refusals",
     "record_run",
     "redact_pending",
@@ -208,22 +211,82 @@ def has_unpushed(conn: sqlite3.Connection, me: str, projects: Iterable[str]) -> 
     return False
 
 
+def pushes_as(conn: sqlite3.Connection) -> str | None:
+    """The member this store pushes as (:func:`claim_pushes`), or None: none yet."""
+    row = conn.execute("SELECT editor FROM push_editor").fetchone()
+    return None if row is None else str(row[0])
+
+
+def claim_pushes(conn: sqlite3.Connection, me: str) -> bool:
+    """Record that this store pushes as ``me`` (``push_editor``, schema version 10), so
+    that the dirty log keeps only the rows ``me`` wrote; return True when that changed.
+
+    Writes only on a change (a new store, another member key): then every chain pushed
+    before is logged ``*`` (its next push reads every bucket), because the log kept
+    another member's rows until now.  Run inside the caller's transaction."""
+    before = pushes_as(conn)
+    if before == me:
+        return False
+    if before is not None:
+        conn.execute("INSERT INTO push_dirty (project, id) SELECT project, '*' FROM own_chain")
+    conn.execute("INSERT OR REPLACE INTO push_editor (one, editor) VALUES (1, ?)", (me,))
+    return True
+
+
+_UNMARKED = """
+SELECT 1 FROM memories AS m LEFT JOIN redaction_marks AS k ON k.id = m.id
+WHERE m.project = ? AND m.editor = ? AND m.visibility = 'team'
+  AND (m.hlc_wall, m.hlc_counter) > (?, ?)
+  AND (k.id IS NULL OR k.hlc_wall != m.hlc_wall OR k.hlc_counter != m.hlc_counter
+       OR k.editor != m.editor)
+LIMIT 1
+"""
+
+_PENDING = """
+SELECT m.*, k.hlc_wall = m.hlc_wall AND k.hlc_counter = m.hlc_counter AND k.editor = m.editor
+       AS marked
+FROM memories AS m LEFT JOIN redaction_marks AS k ON k.id = m.id
+WHERE m.project = ? AND m.editor = ? AND m.visibility = 'team'
+  AND (m.hlc_wall, m.hlc_counter) > (?, ?)
+ORDER BY m.id
+"""
+
+
+def needs_redaction(conn: sqlite3.Connection, me: str, project: str, since: Hlc) -> bool:
+    """Whether :func:`redact_pending` has anything to do: a publishable version of ``me``
+    newer than ``since`` that is not marked, or marks made under other rules.  Read
+    only, so that a sync with nothing new opens no write transaction for it (and, with
+    no unpushed version at all, does not load the rules)."""
+    args = (project, me, since.wall, since.counter)
+    newer = f"SELECT 1 {_PUBLISHABLE} AND (hlc_wall, hlc_counter) > (?, ?) LIMIT 1"
+    if conn.execute(newer, args).fetchone() is None:
+        return False
+    if not rules_current(conn):
+        return True
+    return conn.execute(_UNMARKED, args).fetchone() is not None
+
+
 def redact_pending(conn: sqlite3.Connection, me: str, project: str, since: Hlc, now: int) -> int:
     """Redact again the publishable versions of ``me`` newer than ``since`` (not pushed
     yet); a changed one is stored as a new local version.  Return how many changed.
 
     Run in its own transaction before a push is planned, so that the push itself only
-    reads the store (newer rules may catch a secret an older sealmem let in).
+    reads the store (newer rules may catch a secret an older sealmem let in).  A version
+    whose text this store's rules already redacted (its ``redaction_marks`` row names
+    it, schema version 9: a pull, an import, or this function before) is not redacted
+    again; one found clean, or stored cleaned, is marked (a push that did not land, or
+    found nothing to publish, does not run the rules over it again).
     """
-    rows = conn.execute(
-        f"SELECT * {_PUBLISHABLE} AND (hlc_wall, hlc_counter) > (?, ?) ORDER BY id",
-        (project, me, since.wall, since.counter),
-    ).fetchall()
+    check_rules(conn)  # marks made under other rules are gone before they are read
+    rows = conn.execute(_PENDING, (project, me, since.wall, since.counter)).fetchall()
+    pending = [record_from_row(row) for row in rows if not row["marked"]]
     changed = 0
-    for row in rows:
-        record = record_from_row(row)
-        if reredact(conn, record, me, now) is not record:
-            changed += 1
+    marks: list[tuple[str, int, int, str]] = []
+    for record in pending:
+        cleaned = reredact(conn, record, me, now)
+        changed += cleaned is not record
+        marks.append((cleaned.id, *cleaned.order_key))
+    mark_redacted(conn, marks)
     return changed
 
 

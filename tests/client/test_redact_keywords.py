@@ -8,9 +8,9 @@ version is stored without the secret.
 from __future__ import annotations
 
 from sealmem.client import MemoryStore
-from sealmem.client.store.batch import redact_version
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
+from sealmem.client.store.redacting import redact_version
 from sealmem.client.sync.apply import apply_versions
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import Record, new_memory_id

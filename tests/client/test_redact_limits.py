@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sealmem.client import MemoryStore
-from sealmem.client.store.batch import redact_version
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
+from sealmem.client.store.redacting import redact_version
 from sealmem.client.sync.apply import apply_versions
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import (
