@@ -7,7 +7,9 @@ written: the connection is the store's.
 
 A candidate row (:data:`Row`) carries what ranking needs and nothing more:
 ``(rowid, id, origin, project, created_at, local_importance, content, keywords,
-superseded, author)`` where ``superseded`` is 1 when a live memory corrects it.
+superseded, author, stems)`` where ``superseded`` is 1 when a live memory corrects it
+and ``stems`` is the stored stems of the text (None when not known; see
+:func:`sealmem.client.recall.terms.stored_stems`).
 """
 
 from __future__ import annotations
@@ -30,12 +32,12 @@ __all__ = [
     "newest_in",
 ]
 
-Row = tuple[int, str, str, str, int, float, str, str, int, str]
+Row = tuple[int, str, str, str, int, float, str, str, int, str, str | None]
 
 _COLUMNS = (
     "m.rowid, m.id, m.origin, m.project, m.created_at, m.local_importance, m.content, "
     "m.keywords, EXISTS (SELECT 1 FROM supersedes x JOIN memories n ON n.id = x.new_id "
-    "WHERE x.old_id = m.id AND n.deleted = 0), m.author"
+    "WHERE x.old_id = m.id AND n.deleted = 0), m.author, m.stems"
 )
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from ...protocol.hlc import ZERO, Hlc, receive, tick
 from ...protocol.record import Record
+from ..recall.terms import stored_stems
 from .connection import get_meta, set_meta
 from .memory import Memory, Provenance
 
@@ -261,6 +262,7 @@ def memory_values(
         "seen_count": seen_count,
         "updated_at": updated_at,
         "norm_hash": None if record.deleted else norm_hash(record.content),
+        "stems": stored_stems(record.content, " ".join(record.keywords)),
         "transport": provenance.transport,
         "signer": provenance.signer,
         "signer_name": provenance.signer_name,

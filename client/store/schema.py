@@ -70,6 +70,17 @@ already redacted (:func:`sealmem.client.store.batch.redact_versions`):
 (or found clean there); ``meta`` key ``redaction_rules`` names the rules version
 (:data:`sealmem.client.store.redaction.RULES_VERSION`) the marks hold for, and a
 change of rules clears them.  A mark holds no text and no digest of text.
+
+Version 10 keeps each memory's stems for recall (:mod:`sealmem.client.recall.search`
+scores a candidate by the query terms it holds, and stemming every candidate's text
+was most of a cold recall's Python time): ``memories.stems`` is
+:func:`sealmem.client.recall.terms.stored_stems` of the row's ``content`` and
+``keywords`` (its distinct Porter stems, sorted, space-joined), written with the row
+(:func:`sealmem.client.store.rows.memory_values`) and filled by the migration for the
+rows before it (the connection's ``sealmem_stems`` function).  NULL means not known:
+recall then stems the text itself, as before; a trigger sets it to NULL when a
+write changes the text without writing its stems.  A change of the tokenizer or
+the stemmer must come with a migration that refills the column.
 """
 
 from __future__ import annotations
@@ -439,6 +450,18 @@ CREATE TRIGGER IF NOT EXISTS memories_marks_delete AFTER DELETE ON memories BEGI
 END;
 """
 
+_V10 = """
+ALTER TABLE memories ADD COLUMN stems TEXT;
+
+UPDATE memories SET stems = sealmem_stems(content, keywords);
+
+CREATE TRIGGER memories_stems_stale AFTER UPDATE OF content, keywords ON memories
+WHEN new.stems IS old.stems
+    AND (new.content IS NOT old.content OR new.keywords IS NOT old.keywords) BEGIN
+    UPDATE memories SET stems = NULL WHERE rowid = new.rowid;
+END;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
@@ -460,6 +483,8 @@ MIGRATIONS: list[Migration] = [
     Migration(8, "own counts kept by triggers, tombstones index", _V8),
     # A re-pull or an update that keeps the text does not run the redaction rules again.
     Migration(9, "redaction marks: text this store's rules already redacted", _V9),
+    # Recall reads each candidate's stems instead of stemming its text (cold recall).
+    Migration(10, "recall: stems kept per memory", _V10),
 ]
 
 
