@@ -130,7 +130,8 @@ def document_frequencies(
     _STATS.move_to_end(key)
     for stem in prefixes:
         if stem not in stats.longer:
-            stats.df[stem + "*"], stats.longer[stem] = _prefixed(cur, stem, tables)
+            exact, stats.df[stem + "*"], stats.longer[stem] = _prefixed(cur, stem, tables)
+            stats.df[stem] = exact  # the range holds the stem itself: no second lookup
     missing = [s for s in dict.fromkeys(stems) if s not in stats.df]
     if missing:
         found = dict.fromkeys(missing, 0)
@@ -145,16 +146,20 @@ def document_frequencies(
     return stats.n_docs, df, {p: stats.longer[p] for p in prefixes}
 
 
-def _prefixed(cur: sqlite3.Cursor, stem: str, tables: list[str]) -> tuple[int, frozenset[str]]:
+def _prefixed(cur: sqlite3.Cursor, stem: str, tables: list[str]) -> tuple[int, int, frozenset[str]]:
+    """The document count of ``stem``, the postings of the index terms it begins (itself
+    included) and those terms: one range of the vocabulary per table."""
     end = stem[:-1] + chr(ord(stem[-1]) + 1)
-    total = 0
+    exact = total = 0
     terms: set[str] = set()
     for table in tables:
         sql = f"SELECT term, doc FROM temp.{_vocab(table)} WHERE term >= ? AND term < ?"
         for term, doc in cur.execute(sql, (stem, end)):
             terms.add(term)
             total += int(doc)
-    return total, frozenset(terms)
+            if term == stem:
+                exact += int(doc)
+    return exact, total, frozenset(terms)
 
 
 def _vocab(table: str) -> str:
