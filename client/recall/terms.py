@@ -19,6 +19,10 @@ from .stemmer import stem
 __all__ = ["parse_stems", "stems_of", "stored_stems", "tokens"]
 
 _TOKEN_RE = re.compile(r"[^\W_]+")
+# ASCII text: a letter or digit is a token character (lower-cased), anything else a
+# separator; ``str.translate`` + ``split`` is the same split as ``_TOKEN_RE`` there,
+# about twice as fast (stemming at every write made it worth it)
+_ASCII_WORDS = str.maketrans({i: chr(i).lower() if chr(i).isalnum() else " " for i in range(128)})
 
 
 def _fold(text: str) -> str:
@@ -30,6 +34,8 @@ def _fold(text: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Lower-case, diacritic-free word tokens, split as FTS5's unicode61 splits."""
+    if text.isascii():
+        return text.translate(_ASCII_WORDS).split()
     return _TOKEN_RE.findall(_fold(text))
 
 

@@ -5,6 +5,7 @@ them."""
 from __future__ import annotations
 
 import random
+import re
 import tempfile
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
-from sealmem.client.recall.terms import parse_stems, stems_of, stored_stems
+from sealmem.client.recall.terms import _fold, parse_stems, stems_of, stored_stems, tokens
 from sealmem.client.store.connection import connect
 from tests.support.old_schema import rewind_schema
 
@@ -130,3 +131,10 @@ def test_recall_ranks_the_same_with_and_without_stored_stems(seed: int) -> None:
 def _ranked(store: MemoryStore, query: str) -> list[tuple[str, float, dict[str, float]]]:
     hits = store.recall(query, k=10, project="app")
     return [(hit.memory.id, hit.score, hit.why) for hit in hits]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(st.text(st.characters(max_codepoint=127)), _TEXT))
+def test_tokens_split_as_the_token_pattern_splits_the_folded_text(text: str) -> None:
+    # ASCII text takes a faster path (translate + split): the same tokens
+    assert tokens(text) == re.findall(r"[^\W_]+", _fold(text))
