@@ -43,14 +43,13 @@ from __future__ import annotations
 import calendar
 import math
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 
 from .stemmer import stem
 from .stopwords import STOP_WORDS
+from .terms import stems_of, tokens
 
 __all__ = [
     "DATE_WORDS",
@@ -74,7 +73,6 @@ __all__ = [
 
 DAY_MS = 86_400_000
 
-_TOKEN_RE = re.compile(r"[^\W_]+")
 _ENTITY_RE = re.compile(r"[A-Z][\w'-]*")
 
 
@@ -127,28 +125,6 @@ class Span:
 
     start: int
     end: int
-
-
-def _fold(text: str) -> str:
-    if text.isascii():
-        return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-case, diacritic-free word tokens, split as FTS5's unicode61 splits."""
-    return _TOKEN_RE.findall(_fold(text))
-
-
-@lru_cache(maxsize=8192)
-def stems_of(text: str) -> frozenset[str]:
-    """The distinct stems FTS5's porter tokenizer indexes for ``text``.
-
-    Cached: recall looks at the same memories again and again; a cold text is
-    split once and each distinct word stemmed once (the stems are cached too).
-    """
-    return frozenset(map(stem, set(tokens(text))))
 
 
 def analyse_query(query: str) -> list[QueryTerm]:

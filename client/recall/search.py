@@ -21,8 +21,9 @@ Cost.  A recall is at most four round trips on the common path: the term
 statistics (cached per connection until the database changes), one BM25 pool
 with the columns ranking needs, the pool of the period the query names (only
 when it names one) and one query for the session neighbours of the best hits.
-Terms are stemmed once per text (cached); the score of each candidate is
-arithmetic over a bit mask of the query terms it holds, and the ``why``
+A candidate's stems are read with its row (``memories.stems``, kept since schema
+version 11; a row without them is stemmed here, once per text, cached); the score
+of each candidate is arithmetic over a bit mask of the query terms it holds, and the ``why``
 dictionary is built for the ``k`` results only.  The pool is bounded twice:
 ``pool`` candidates, drawn from the rarest terms while their document counts
 fit ``pool_postings`` (terms left out still count in coverage and context).
@@ -62,6 +63,7 @@ from .sql import (
     neighbours,
     newest_in,
 )
+from .terms import parse_stems
 
 __all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
 
@@ -206,7 +208,8 @@ def search(
     masks: dict[int, int] = {}
     partial: dict[int, int] = {}
     for rowid, row in rows.items():
-        held = stems_of(f"{row[6]} {row[7]}")
+        stored = row[10]
+        held = stems_of(f"{row[6]} {row[7]}") if stored is None else parse_stems(stored)
         masks[rowid] = mask = term_mask(stems, held)
         if prefixed & ~mask:
             partial[rowid] = prefix_mask(extensions, held) & ~mask

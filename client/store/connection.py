@@ -31,6 +31,7 @@ from urllib.parse import quote
 
 from ...protocol.errors import InputError, StoreError
 from ..clock import now_ms as wall_clock
+from ..recall.terms import stored_stems
 from . import journal
 from .schema import MIGRATIONS, Migration
 
@@ -324,6 +325,8 @@ def connect(
             conn.execute("PRAGMA recursive_triggers = ON")
             # Version 7 fills memories.bucket_key with it (sealmem.client.sync.outgoing).
             conn.create_function("sealmem_bucket_key", 1, _bucket_key, deterministic=True)
+            # Version 11 fills memories.stems with it (sealmem.client.recall.terms).
+            conn.create_function("sealmem_stems", 2, stored_stems, deterministic=True)
             migrated = migrate(conn, migrations, now_ms=now_ms, path=path)
             if get_meta(conn, "store_id") is None:
                 with transaction(conn):

@@ -29,6 +29,7 @@ from typing import Any
 
 from ...protocol.hlc import ZERO, Hlc, receive, tick
 from ...protocol.record import Record
+from ..recall.terms import stored_stems
 from .connection import get_meta, set_meta
 from .memory import Memory, Provenance
 
@@ -241,7 +242,7 @@ MEMORY_VALUE_COLUMNS = (
     "id", "project", "kind", "content", "keywords", "keywords_json", "importance",
     "local_importance", "author", "editor", "created_at", "hlc_wall", "hlc_counter",
     "supersedes_json", "deleted", "delete_reason", "origin", "visibility", "seen_count",
-    "updated_at", "norm_hash", "transport", "signer", "signer_name", "received_at",
+    "updated_at", "norm_hash", "stems", "transport", "signer", "signer_name", "received_at",
     "snapshot_seq", "verified",
 )  # fmt: skip
 """The ``memories`` columns :func:`memory_row` gives values for, in its order."""
@@ -280,6 +281,7 @@ def memory_row(
         seen_count,
         updated_at,
         None if record.deleted else norm_hash(record.content),
+        stored_stems(record.content, " ".join(keywords)),
         provenance.transport,
         provenance.signer,
         provenance.signer_name,

@@ -89,6 +89,17 @@ out of the dirty log:
   ``push_dirty`` and ``store_counts`` stand aside too: the batch writer
   (:func:`sealmem.client.store.batch.write_versions`) adds its inserted rows to them
   once per batch.
+
+Version 11 keeps each memory's stems for recall (:mod:`sealmem.client.recall.search`
+scores a candidate by the query terms it holds, and stemming every candidate's text
+was most of a cold recall's Python time): ``memories.stems`` is
+:func:`sealmem.client.recall.terms.stored_stems` of the row's ``content`` and
+``keywords`` (its distinct Porter stems, sorted, space-joined), written with the row
+(:func:`sealmem.client.store.rows.memory_values`) and filled by the migration for the
+rows before it (the connection's ``sealmem_stems`` function).  NULL means not known:
+recall then stems the text itself, as before; a trigger sets it to NULL when a
+write changes the text without writing its stems.  A change of the tokenizer or
+the stemmer must come with a migration that refills the column.
 """
 
 from __future__ import annotations
@@ -525,6 +536,18 @@ ON memories WHEN (old.visibility = 'team' AND {_MINE_OLD})
 END;
 """
 
+_V11 = """
+ALTER TABLE memories ADD COLUMN stems TEXT;
+
+UPDATE memories SET stems = sealmem_stems(content, keywords);
+
+CREATE TRIGGER memories_stems_stale AFTER UPDATE OF content, keywords ON memories
+WHEN new.stems IS old.stems
+    AND (new.content IS NOT old.content OR new.keywords IS NOT old.keywords) BEGIN
+    UPDATE memories SET stems = NULL WHERE rowid = new.rowid;
+END;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
@@ -549,6 +572,8 @@ MIGRATIONS: list[Migration] = [
     # A pull or an import pays the counting and logging triggers once per batch; a pulled
     # teammate's row never marks our buckets dirty; the journal reads a row count.
     Migration(10, "batch-aware counts, own-rows-only dirty log, row count", _V10),
+    # Recall reads each candidate's stems instead of stemming its text (cold recall).
+    Migration(11, "recall: stems kept per memory", _V11),
 ]
 
 

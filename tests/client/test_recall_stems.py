@@ -1,0 +1,140 @@
+"""The stems each memory keeps for recall (schema version 11): what every write path
+stores, what the migration fills in, and that recall ranks the same with or without
+them."""
+
+from __future__ import annotations
+
+import random
+import re
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sealmem.client import MemoryStore
+from sealmem.client.recall.terms import _fold, parse_stems, stems_of, stored_stems, tokens
+from sealmem.client.store.connection import connect
+from tests.support.old_schema import rewind_schema
+
+from .conftest import OpenStore
+
+# words FTS5 and the stemmer see differently enough to matter: suffixes, diacritics,
+# digits, underscores, capitals and punctuation
+_WORDS = [
+    "running", "runs", "ran", "relational", "generalization", "happily", "Résumé",
+    "naïve", "PostgreSQL", "postgres", "v16", "2024-05-01", "snake_case", "don't",
+    "ÉCOLE", "caresses", "ponies", "sky", "hopping", "agreed", "x", "ab", "ïes",
+]  # fmt: skip
+_TEXT = st.lists(
+    st.one_of(st.sampled_from(_WORDS), st.text(min_size=1, max_size=12)), min_size=1, max_size=12
+).map(" ".join)
+
+
+def _stored(store: MemoryStore) -> dict[str, tuple[str, str, str | None]]:
+    rows = store.connection.execute("SELECT id, content, keywords, stems FROM memories")
+    return {row[0]: (row[1], row[2], row[3]) for row in rows}
+
+
+def _check_stems(store: MemoryStore) -> int:
+    rows = _stored(store)
+    for content, keywords, stems in rows.values():
+        assert stems is not None
+        assert parse_stems(stems) == stems_of(f"{content} {keywords}")
+    return len(rows)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(st.tuples(_TEXT, _TEXT), min_size=1, max_size=6))
+def test_stored_stems_are_the_stems_of_the_text(texts: list[tuple[str, str]]) -> None:
+    for content, keywords in texts:
+        assert parse_stems(stored_stems(content, keywords)) == stems_of(f"{content} {keywords}")
+
+
+def test_every_write_path_keeps_the_stems_of_what_it_wrote(open_store: OpenStore) -> None:
+    rng = random.Random(16)
+    store = open_store(author="ann")
+    written = []
+    for _ in range(30):
+        words = rng.sample(_WORDS, 6)
+        written.append(store.remember(" ".join(words), keywords=words[:2], project="app").memory.id)
+    store.remember(" ".join(_WORDS[:5]) + " and more", keywords=["zeta"], project="app")
+    assert _check_stems(store) == 31
+    other = open_store(Path(store.path).with_name("other.db"), author="bob")
+    assert other.import_(store.export()).added == 31  # the batch writer
+    assert _check_stems(other) == 31
+    store.forget(written[1], reason="wrong")  # a tombstone keeps no text
+    (content, keywords, stems) = _stored(store)[written[1]]
+    assert stems == stored_stems(content, keywords)
+
+
+def test_a_store_of_version_10_gets_the_stems_of_its_memories(
+    tmp_path: Path, open_store: OpenStore
+) -> None:
+    path = tmp_path / "old.db"
+    store = open_store(path, author="ann")
+    for i in range(12):
+        store.remember(f"relational databases run {i} queries happily", project="app")
+    before = [hit.memory.id for hit in store.recall("running relational query", project="app")]
+    assert len(before) == 5
+    store.close()
+    conn = connect(path)
+    rewind_schema(conn, 11)  # the store as version 10 left it: no stems column
+    assert "stems" not in {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+    conn.close()
+    reopened = open_store(path, author="ann")
+    assert _check_stems(reopened) == 12
+    version = reopened.connection.execute("SELECT max(version) FROM schema_migrations")
+    assert version.fetchone()[0] == 11
+    after = [hit.memory.id for hit in reopened.recall("running relational query", project="app")]
+    assert after == before
+
+
+def test_a_text_written_without_its_stems_loses_them_and_recall_stems_it(
+    open_store: OpenStore,
+) -> None:
+    store = open_store(author="ann")
+    memory_id = store.remember("the cache lives in redis", project="app").memory.id
+    conn = store.connection
+    conn.execute(
+        "UPDATE memories SET content = 'orders live in postgres' WHERE id = ?", (memory_id,)
+    )
+    assert _stored(store)[memory_id][2] is None  # stale stems are never read
+    hits = store.recall("postgres orders", k=3, project="app")
+    assert [hit.memory.id for hit in hits] == [memory_id]
+    assert hits[0].why["coverage"] > 0  # the terms come from the text, stemmed at recall
+    conn.execute("UPDATE memories SET seen_count = seen_count + 1 WHERE id = ?", (memory_id,))
+    assert _stored(store)[memory_id][2] is None  # other updates leave the column alone
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_recall_ranks_the_same_with_and_without_stored_stems(seed: int) -> None:
+    rng = random.Random(seed)
+    now = [1_767_225_600_000]
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        MemoryStore.open(Path(tmp) / "store.db", author="ann", clock=lambda: now[0]) as store,
+    ):
+        for i in range(40):
+            now[0] += rng.choice([60_000, 3_600_000 * 5])
+            words = rng.choices(_WORDS, k=rng.randint(3, 9))
+            origin = "cli" if i % 3 else f"mcp:s{i // 6}"
+            store.remember(" ".join(words), keywords=words[:1], project="app", origin=origin)
+        queries = [" ".join(rng.sample(_WORDS, rng.randint(1, 4))) for _ in range(8)]
+        with_stems = [_ranked(store, q) for q in queries]
+        assert any(with_stems)
+        store.connection.execute("UPDATE memories SET stems = NULL")
+        assert [_ranked(store, q) for q in queries] == with_stems
+
+
+def _ranked(store: MemoryStore, query: str) -> list[tuple[str, float, dict[str, float]]]:
+    hits = store.recall(query, k=10, project="app")
+    return [(hit.memory.id, hit.score, hit.why) for hit in hits]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(st.text(st.characters(max_codepoint=127)), _TEXT))
+def test_tokens_split_as_the_token_pattern_splits_the_folded_text(text: str) -> None:
+    # ASCII text takes a faster path (translate + split): the same tokens
+    assert tokens(text) == re.findall(r"[^\W_]+", _fold(text))
