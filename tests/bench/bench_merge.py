@@ -95,6 +95,7 @@ def plain(path: Path, chunks: list[list[Record]], *, fts_once: bool) -> tuple[fl
     conn.execute("PRAGMA journal_mode=WAL")
     for migration in MIGRATIONS[:1]:  # memories, supersedes, history, the FTS triggers
         conn.executescript(migration.sql)
+    conn.execute("ALTER TABLE memories ADD COLUMN stems TEXT")  # schema version 11's column
     if fts_once:
         conn.execute("DROP TRIGGER memories_fts_insert")
     rows = [
