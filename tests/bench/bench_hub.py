@@ -576,7 +576,7 @@ def run_level(
                     rec.error(exc)
 
         try:
-            loads = [("sync", member_loop), ("healthz", health)]
+            loads = [("sync", member_loop), ("healthz", health)][: 1 if args.sync_only else 2]
             results = [
                 _summary(
                     label, n, _run_threads(workers, args.seconds, args.warmup, body, hub),
@@ -652,14 +652,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--no-wrk", action="store_true", help="skip the wrk /healthz ceiling")
     parser.add_argument(
+        "--sync-only", action="store_true", help="only the sync load (no /healthz, no wrk)"
+    )
+    parser.add_argument(
         "--baseline", metavar="REV", default=None,
         help="also run the hub of git revision REV on h11 at each N (\"today's\" hub, in "
         "the same run), and print this hub's speed-up per core over it",
     )  # fmt: skip
+    parser.add_argument(
+        "--baseline-http", choices=["httptools", "h11"], default="h11",
+        help="the HTTP stack of the --baseline hub (default: h11, the stack of 1eac825)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rounds", type=int, default=1,
+        help="at each N, run the baseline and this hub alternately this many times; the "
+        "speed-up compares their medians (a shared machine's load drifts between rows)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.replicas < 1 or (args.replicas > 1 and args.backend != "pg-s3"):
         parser.error("--replicas above 1 needs --backend pg-s3 (SQLite is one process's file)")
-    use_wrk = not args.no_wrk
+    use_wrk = not (args.no_wrk or args.sync_only)
     if use_wrk and WRK is None:
         print("wrk is not installed (apt-get install wrk): the wrk /healthz ceiling is skipped")
         use_wrk = False
@@ -674,17 +686,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = baseline(args.baseline, Path(tmp)) if args.baseline else None
         try:
             for n in args.members:
-                if code is not None:
-                    results += run_level(n, args, "h11", backing, use_wrk, code)
-                    print(f"N={n} h11 @{args.baseline}: done", file=sys.stderr)
-                for http in args.http:
-                    results += run_level(n, args, http, backing, use_wrk)
-                    print(f"N={n} {http}: done", file=sys.stderr)
+                for _ in range(args.rounds):
+                    if code is not None:
+                        results += run_level(n, args, args.baseline_http, backing, use_wrk, code)
+                        print(f"N={n} {args.baseline_http} @{args.baseline}: done", file=sys.stderr)
+                    for http in args.http:
+                        results += run_level(n, args, http, backing, use_wrk)
+                        print(f"N={n} {http}: done", file=sys.stderr)
         finally:
             backing.close()
     print_table(results)
     if code is not None:
-        print_speedup(results, args.baseline)
+        print_speedup(results, args.baseline, args.baseline_http)
     return 0
 
 
@@ -692,23 +705,31 @@ def _ms_per_request(r: Result) -> float:
     return r.hub_cpu * r.seconds / r.requests * 1e3 if r.requests else math.nan
 
 
-def print_speedup(results: Sequence[Result], rev: str) -> None:
-    """Signed sync requests per core against the baseline hub of the same run."""
-    print(f"\nSigned sync requests, hub CPU per request against the hub of {rev} on h11 "
-          "(target: at most half, i.e. >= 2x per core):")  # fmt: skip
+def print_speedup(results: Sequence[Result], rev: str, base_http: str = "h11") -> None:
+    """Signed sync requests per core against the baseline hub of the same run (the
+    median of each stack's rows at one N, when there were several rounds)."""
+    print(f"\nSigned sync requests, hub CPU per request against the hub of {rev} on "
+          f"{base_http} (target: at most half, i.e. >= 2x per core):")  # fmt: skip
     for n in sorted({r.members for r in results}):
         rows = [r for r in results if r.members == n and r.label == "sync"]
-        base = next((r for r in rows if r.http.endswith(f"@{rev}")), None)
-        if base is None:
-            continue
+        stacks: dict[str, list[Result]] = {}
         for r in rows:
-            if r is base:
-                continue
-            ratio = _ms_per_request(base) / _ms_per_request(r)
+            stacks.setdefault(r.http, []).append(r)
+        base = stacks.pop(f"{base_http} @{rev}", None)
+        if not base:
+            continue
+        base_ms = statistics.median(_ms_per_request(r) for r in base)
+        base_p99 = statistics.median(r.p99_ms for r in base)
+        for http, mine in stacks.items():
+            ms = statistics.median(_ms_per_request(r) for r in mine)
+            p50 = statistics.median(r.p50_ms for r in mine)
+            p99 = statistics.median(r.p99_ms for r in mine)
+            load = statistics.median(r.load for r in mine)
+            rounds = f" (median of {len(mine)})" if len(mine) > 1 else ""
             print(
-                f"  N={n:<4} {r.http:<10} {_ms_per_request(r):.2f} ms/req against "
-                f"{_ms_per_request(base):.2f}: {ratio:.2f}x per core; p99 {r.p99_ms:.0f} ms "
-                f"(baseline {base.p99_ms:.0f} ms), load average {r.load:.1f}"
+                f"  N={n:<4} {http:<10} {ms:.2f} ms/req against {base_ms:.2f}{rounds}: "
+                f"{base_ms / ms:.2f}x per core; p50 {p50:.0f} ms, p99 {p99:.0f} ms "
+                f"(baseline {base_p99:.0f} ms), load average {load:.1f}"
             )
 
 
