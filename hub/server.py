@@ -84,7 +84,7 @@ class LogFormat(logging.Formatter):
         if second != cached:
             text = time.strftime(self.default_time_format, self.converter(record.created))
             self._second = (second, text)
-        return self.default_msec_format % (text, record.msecs)
+        return f"{text},{int(record.msecs):03d}"  # as default_msec_format "%s,%03d"
 
 
 def _process_settings() -> None:
