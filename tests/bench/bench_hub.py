@@ -102,6 +102,8 @@ class Recorder:
     started: float = 0.0
     until: float = float("inf")
     latencies: list[float] = field(default_factory=list)
+    #: the same latencies by request kind ("GET seqs", "PUT manifest", ...)
+    kinds: dict[str, list[float]] = field(default_factory=dict)
     errors: int = 0
     why: Counter[str] = field(default_factory=Counter)
     cycles: int = 0
@@ -113,11 +115,12 @@ class Recorder:
     def _measuring(self) -> bool:
         return self.started <= time.monotonic() <= self.until
 
-    def add(self, seconds: float, status: int) -> None:
+    def add(self, seconds: float, status: int, kind: str = "") -> None:
         if not self._measuring():
             return
         with self.lock:
             self.latencies.append(seconds)
+            self.kinds.setdefault(kind, []).append(seconds)
             if status >= 400:
                 self.errors += 1
                 self.why[f"HTTP {status}"] += 1
@@ -136,6 +139,20 @@ class Recorder:
                 self.cycles += 1
 
 
+#: a path's kind: the last word of its template that is not an id or a number
+_KINDS = ("seqs", "manifests", "chunks", "rosters", "keyrings", "requests", "healthz")
+
+
+def _kind(request: httpx.Request) -> str:
+    parts = request.url.path.split("/")
+    word = next((p for p in reversed(parts) if p in _KINDS), parts[-1])
+    if word == "manifests" and request.method == "PUT":
+        word = "manifest"
+    elif word == "chunks":
+        word = "chunk"
+    return f"{request.method} {word}"
+
+
 class TimedTransport(httpx.BaseTransport):
     """httpx's own transport, timing each request until its body is read into
     ``recorder`` (swapped between phases; clients are made once, up front, since
@@ -149,7 +166,7 @@ class TimedTransport(httpx.BaseTransport):
         t0 = time.perf_counter()
         response = self._inner.handle_request(request)
         response.read()
-        self.recorder.add(time.perf_counter() - t0, response.status_code)
+        self.recorder.add(time.perf_counter() - t0, response.status_code, _kind(request))
         return response
 
     def close(self) -> None:
@@ -439,6 +456,8 @@ class Result:
     http: str = "httptools"
     backing_cpu: float = 0.0
     load: float = 0.0
+    #: (kind, requests, p50 ms, p99 ms) by request kind
+    kinds: list[tuple[str, int, float, float]] = field(default_factory=list)
 
 
 def _summary(label: str, n: int, rec: Recorder, seconds: float, hub: Cluster) -> Result:
@@ -449,8 +468,17 @@ def _summary(label: str, n: int, rec: Recorder, seconds: float, hub: Cluster) ->
     return Result(
         label, n, len(lat), seconds, p50, p99, rec.errors, rss, hwm, rec.cycles,
         rec.hub_cpu, rec.client_cpu, rec.why, backing_cpu=rec.backing_cpu,
-        load=os.getloadavg()[0],
+        load=os.getloadavg()[0], kinds=_by_kind(rec),
     )  # fmt: skip
+
+
+def _by_kind(rec: Recorder) -> list[tuple[str, int, float, float]]:
+    out = []
+    for kind, values in sorted(rec.kinds.items()):
+        if len(values) >= 2:
+            q = statistics.quantiles(sorted(values), n=100, method="inclusive")
+            out.append((kind, len(values), q[49] * 1e3, q[98] * 1e3))
+    return out
 
 
 Body = Callable[[int, Recorder, threading.Event], None]
@@ -652,6 +680,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--no-wrk", action="store_true", help="skip the wrk /healthz ceiling")
     parser.add_argument(
+        "--by-kind", action="store_true", help="also print p50/p99 by request kind (sync rows)"
+    )
+    parser.add_argument(
         "--sync-only", action="store_true", help="only the sync load (no /healthz, no wrk)"
     )
     parser.add_argument(
@@ -696,9 +727,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             backing.close()
     print_table(results)
+    if args.by_kind:
+        print_kinds(results)
     if code is not None:
         print_speedup(results, args.baseline, args.baseline_http)
     return 0
+
+
+def print_kinds(results: Sequence[Result]) -> None:
+    """The sync rows' latencies by request kind: which requests make the tail."""
+    print("\nSync requests by kind (p50 / p99 ms, requests):")
+    for r in results:
+        if r.label != "sync":
+            continue
+        parts = [f"{k} {p50:.0f}/{p99:.0f} ({n})" for k, n, p50, p99 in r.kinds]
+        print(f"  N={r.members:<4} {r.http:<14} " + "; ".join(parts))
 
 
 def _ms_per_request(r: Result) -> float:
