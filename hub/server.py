@@ -7,6 +7,7 @@ import asyncio
 import gc
 import logging
 import socket
+import sys
 import threading
 import time
 
@@ -33,6 +34,10 @@ MAX_HEAD_BYTES = 16 * 1024
 #: a request head begun must be complete within this many seconds (httptools stack: the
 #: connection is closed; a slowloris client cannot hold connections for ever)
 HEAD_TIMEOUT_S = 10.0
+
+
+#: how long a thread may hold the GIL while another waits for it (Python's default: 5 ms)
+SWITCH_INTERVAL_S = 0.0005
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -96,6 +101,7 @@ def _process_settings() -> None:
     scans, and the youngest generation is collected every 20,000 allocations rather
     than 700 (a request allocates a few hundred objects, nearly all freed by their
     reference counts; each collection walks the young ones)."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     logging.logProcesses = False
     logging.logMultiprocessing = False
     logging.logThreads = False
