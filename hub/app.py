@@ -17,20 +17,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import URL, QueryParams
 from starlette.exceptions import HTTPException
+from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Scope
 
 from ..protocol import hubapi
 from ..protocol.invite import MAX_JOIN_BYTES
@@ -39,18 +42,18 @@ from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from .auth import Authenticator, ReplayGuard
 from .backends import open_storage
 from .config import HubConfig
-from .edge import BodyPolicy, BodyReader, Edge, MetricsDoor, PollSlots, route_path, unless_gone
+from .edge import BodyPolicy, BodyReader, MetricsDoor, PollSlots, route_path, unless_gone
 from .errors import Refusal
+from .front import Answers, Direct, Endpoint, Exchange, Front, Routes
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
 from .routes import Ctx, Handler, Handlers, Json
 from .storage import QuotaExceeded, Storage, StorageError
 from .teams import Teams
 
-__all__ = ["AccessLog", "create_app", "run_janitor"]
+__all__ = ["HubApp", "create_app", "run_janitor"]
 
 T = TypeVar("T")
 
-access_log = logging.getLogger("sealmem.hub.access")
 log = logging.getLogger("sealmem.hub")
 
 
@@ -70,49 +73,21 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class AccessLog:
-    """ASGI middleware: one log line and one metrics sample per request."""
+class HubApp(Starlette):
+    """Starlette behind the hub's :class:`~sealmem.hub.front.Front`: the front is the
+    outermost layer (it answers the unexpected with a JSON 500, so Starlette's own
+    error middleware is not stacked), then the exception handlers and the router."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics, clock: Callable[[], int]) -> None:
-        self.app = app
-        self.metrics = metrics
-        self.clock = clock
+    def __init__(self, front: Callable[[ASGIApp], Front], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._front = front
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-                headers = list(message.get("headers", []))
-                headers.append((hubapi.HEADER_HUB_TIME.encode(), str(self.clock()).encode()))
-                message = {**message, "headers": headers}
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_wrapper)
-        finally:
-            seconds = time.perf_counter() - started
-            route = scope.get("route")
-            template = getattr(route, "name", None) or "unmatched"
-            self.metrics.observe(template, scope["method"], status, seconds)
-            if access_log.isEnabledFor(logging.INFO):
-                # the record made here: Logger.info would walk the stack for a caller
-                # (file, line) that the access log never prints, on every request
-                access_log.handle(
-                    access_log.makeRecord(
-                        access_log.name, logging.INFO, __file__, 0,
-                        "%s %s %d %.1fms member=%s",
-                        (scope["method"][:8], template, status, seconds * 1000,
-                         scope.get("sealmem.kid") or "-"),
-                        None,
-                    )
-                )  # fmt: skip
+    def build_middleware_stack(self) -> ASGIApp:
+        handlers = {k: v for k, v in self.exception_handlers.items() if k not in (500, Exception)}
+        app: ASGIApp = ExceptionMiddleware(self.router, handlers=handlers, debug=self.debug)
+        for cls, args, kwargs in reversed(self.user_middleware):
+            app = cls(app, *args, **kwargs)
+        return self._front(app)
 
 
 def create_app(
@@ -165,7 +140,7 @@ def create_app(
         signed: bool = True,
         registering: bool = False,
         reads: bool = False,
-    ) -> Callable[[Request], Any]:
+    ) -> Endpoint:
         """An endpoint; with ``limit``, a body read only after the headers name a known key.
 
         Where the storage's reads are local (:attr:`Storage.local_reads`), the gate
@@ -175,25 +150,34 @@ def create_app(
         bodies = readers[signed]
         on_loop = reads and local
 
-        async def endpoint(request: Request) -> Response:
-            ctx = _context(request, b"")
+        async def endpoint(exchange: Exchange) -> Response:
+            ctx = _context(exchange.scope, exchange.params)
             try:
                 if limit:
                     if signed:
                         await call(local, handlers.gate, ctx, registering=registering)
                     # unsigned join requests: at most a quarter of their readers per address
                     claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else ctx.client
-                    ctx.body = await bodies.read(request, limit, claimed)
+                    ctx.body = await bodies.read(exchange.receive, ctx.headers, limit, claimed)
+                    exchange.body_done = True
                 return await call(on_loop, handler, ctx)
             finally:
-                request.scope["sealmem.kid"] = ctx.kid
+                exchange.kid = ctx.kid
                 if ctx.changed:
                     feed.notify(ctx.changed)
 
         return endpoint
 
+    async def through_starlette(endpoint: Endpoint, request: Request) -> Response:
+        """A direct endpoint where the front left the request to Starlette."""
+        exchange = Exchange(request.scope, request.receive, request.path_params, False)
+        try:
+            return await endpoint(exchange)
+        finally:
+            request.scope["sealmem.kid"] = exchange.kid
+
     async def changes(request: Request) -> Response:
-        ctx = _context(request, b"")
+        ctx = _context(request.scope, request.path_params)
         held: str | None = None  # the member whose long-poll slot this request holds
         try:
             wait = _seconds(request.query_params.get(hubapi.QUERY_WAIT, "0"))
@@ -239,50 +223,48 @@ def create_app(
         return Route(route_path(template), endpoint, methods=[method], name=template)
 
     join = min(config.max_join_bytes, MAX_JOIN_BYTES)
+    # the signed routes: direct from the front (hub/front.py), and in Starlette's table
+    direct = [
+        Direct(hubapi.CHUNK, "GET", wrap(handlers.get_chunk)),
+        Direct(hubapi.CHUNK, "PUT", wrap(handlers.put_chunk, MAX_CHUNK_BYTES)),
+        Direct(hubapi.MANIFEST, "PUT", wrap(handlers.put_manifest, MAX_MANIFEST_BYTES)),
+        Direct(hubapi.WRITER_MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
+        Direct(hubapi.SEQS, "GET", wrap(handlers.get_seqs, reads=True)),
+        Direct(hubapi.MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
+        Direct(hubapi.ROSTERS, "GET", wrap(handlers.get_rosters, reads=True)),
+        Direct(
+            hubapi.ROSTER,
+            "PUT",
+            wrap(handlers.put_roster, hubapi.MAX_ROSTER_PUBLISH_BYTES, registering=True),
+        ),
+        Direct(hubapi.KEYRINGS, "GET", wrap(handlers.get_keyrings, reads=True)),
+        Direct(hubapi.KEYRING, "PUT", wrap(handlers.put_keyring, MAX_KEYRING_BYTES)),
+        Direct(hubapi.REQUESTS, "GET", wrap(handlers.get_requests, reads=True)),
+        Direct(hubapi.REQUEST, "POST", wrap(handlers.post_request, join, signed=False)),
+        Direct(hubapi.REQUEST, "GET", wrap(handlers.get_request, reads=True)),
+        Direct(hubapi.REQUEST, "DELETE", wrap(handlers.delete_request)),
+        Direct(hubapi.COLLECT, "POST", wrap(handlers.collect, hubapi.MAX_COLLECT_BYTES)),
+    ]
     # Starlette tries routes in order (a regex each): the sync cycle's come first
     routes = [
-        route(hubapi.CHUNK, wrap(handlers.get_chunk), "GET"),
-        route(hubapi.CHUNK, wrap(handlers.put_chunk, MAX_CHUNK_BYTES), "PUT"),
-        route(hubapi.MANIFEST, wrap(handlers.put_manifest, MAX_MANIFEST_BYTES), "PUT"),
-        route(hubapi.WRITER_MANIFESTS, wrap(handlers.get_manifests, reads=True), "GET"),
-        route(hubapi.SEQS, wrap(handlers.get_seqs, reads=True), "GET"),
+        *(route(d.template, functools.partial(through_starlette, d.endpoint), d.method)
+          for d in direct[:5]),
         route(hubapi.CHANGES, changes, "GET"),
-        route(hubapi.MANIFESTS, wrap(handlers.get_manifests, reads=True), "GET"),
+        *(route(d.template, functools.partial(through_starlette, d.endpoint), d.method)
+          for d in direct[5:6]),
         route(hubapi.HEALTHZ, healthz, "GET"),
         route(hubapi.METRICS, metrics_text, "GET"),
-        route(hubapi.ROSTERS, wrap(handlers.get_rosters, reads=True), "GET"),
-        route(
-            hubapi.ROSTER,
-            wrap(handlers.put_roster, hubapi.MAX_ROSTER_PUBLISH_BYTES, registering=True),
-            "PUT",
-        ),
-        route(hubapi.KEYRINGS, wrap(handlers.get_keyrings, reads=True), "GET"),
-        route(hubapi.KEYRING, wrap(handlers.put_keyring, MAX_KEYRING_BYTES), "PUT"),
-        route(hubapi.REQUESTS, wrap(handlers.get_requests, reads=True), "GET"),
-        route(hubapi.REQUEST, wrap(handlers.post_request, join, signed=False), "POST"),
-        route(hubapi.REQUEST, wrap(handlers.get_request, reads=True), "GET"),
-        route(hubapi.REQUEST, wrap(handlers.delete_request), "DELETE"),
-        route(hubapi.COLLECT, wrap(handlers.collect, hubapi.MAX_COLLECT_BYTES), "POST"),
-    ]
+        *(route(d.template, functools.partial(through_starlette, d.endpoint), d.method)
+          for d in direct[6:]),
+    ]  # fmt: skip
 
-    async def refused(request: Request, exc: Exception) -> Response:
-        if not isinstance(exc, Refusal):  # pragma: no cover - registered for Refusal only
+    answers = Answers(metrics)
+
+    async def answer(request: Request, exc: Exception) -> Response:
+        found = answers.of(exc)
+        if found is None:  # pragma: no cover - registered for the refusals only
             raise exc
-        metrics.error(exc.code)
-        headers = (
-            None if exc.retry_after is None else {hubapi.HEADER_RETRY_AFTER: str(exc.retry_after)}
-        )
-        return Json(exc.body(), exc.status, headers=headers)
-
-    async def storage_failed(request: Request, exc: Exception) -> Response:
-        log.error("storage failure: %s", exc)
-        metrics.error(hubapi.STORAGE)
-        body = {"error": hubapi.STORAGE, "detail": "the hub could not read or write its storage"}
-        return Json(body, 503)
-
-    async def over_quota(request: Request, exc: Exception) -> Response:
-        metrics.error(hubapi.QUOTA_EXCEEDED)
-        return Json({"error": hubapi.QUOTA_EXCEEDED, "detail": str(exc)}, 507)
+        return found
 
     async def http_error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
@@ -304,18 +286,17 @@ def create_app(
             await feed.close()
             store.close()
 
-    app = Starlette(
+    app = HubApp(
+        functools.partial(Front, routes=Routes(direct), answers=answers, clock=tick),
         routes=routes,
         exception_handlers={
-            Refusal: refused,
-            QuotaExceeded: over_quota,
-            StorageError: storage_failed,
+            Refusal: answer,
+            QuotaExceeded: answer,
+            StorageError: answer,
             HTTPException: http_error,
         },
         lifespan=lifespan,
     )
-    app.add_middleware(Edge)  # inside the access log, so that its 500s are counted
-    app.add_middleware(AccessLog, metrics=metrics, clock=tick)
     app.state.storage = store
     app.state.teams = teams
     return app
@@ -351,10 +332,9 @@ async def _janitor(store: Storage, config: HubConfig, clock: Callable[[], int]) 
             next_walk = time.monotonic() + config.orphan_min_age_s / 2
 
 
-def _context(request: Request, body: bytes) -> Ctx:
+def _context(scope: Scope, params: Mapping[str, Any]) -> Ctx:
     """The request as the handlers see it, read straight from the ASGI scope."""
-    scope = request.scope
-    target = scope.get("raw_path") or request.url.path.encode()
+    target = scope.get("raw_path") or URL(scope=scope).path.encode()
     query = scope.get("query_string") or b""
     if query:
         target = target + b"?" + query
@@ -362,10 +342,10 @@ def _context(request: Request, body: bytes) -> Ctx:
     return Ctx(
         method=scope["method"],
         target=target.decode("latin-1"),
-        params=scope.get("path_params", {}),
-        query=dict(request.query_params) if query else {},
+        params=params,
+        query=dict(QueryParams(query)) if query else {},
         # as dict(request.headers): lowercase names, latin-1, a repeated name's first value
         headers={k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])},
-        body=body,
+        body=b"",
         client=client[0] if client else "-",
     )

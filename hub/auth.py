@@ -32,12 +32,16 @@ from ..protocol import hubapi
 from ..protocol.encoding import KID_RE, b64d
 from ..protocol.errors import BadSignatureError, Rejected
 from ..protocol.hubapi import parse_number
+from ..protocol.roster import Roster
 from ..protocol.state import TrustedState
 from .errors import Refusal
 from .inbox import join_request_key
 from .storage import Storage
 
 __all__ = ["Authenticator", "Caller", "ReplayGuard", "Signed", "read_signature"]
+
+#: teams whose members' keys are kept looked up (past it, the lookups start again)
+_MAX_ROSTERS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +137,9 @@ class Authenticator:
         self._guard = guard
         self._clock = clock
         self._request_ttl_ms = request_ttl_ms
+        # per team: the roster object last seen and the members looked up in it (key,
+        # caller); a new trusted state brings a new roster object, which starts afresh
+        self._members: dict[str, tuple[Roster, dict[str, tuple[bytes, Caller]]]] = {}
 
     def verify(
         self,
@@ -169,12 +176,10 @@ class Authenticator:
     ) -> tuple[bytes, Caller] | None:
         """The key ``team`` holds for ``kid`` and who that is, before any signature check."""
         roster = state.roster
-        member = roster.member(kid) if roster is not None else None
-        if member is not None and roster is not None:
-            caller = Caller(
-                kid, admin=roster.is_admin(kid), revoked=roster.revocation(kid) is not None
-            )
-            return member.sign_public, caller
+        if roster is not None:
+            found = self._member(team, roster, kid)
+            if found is not None:
+                return found
         if allow_pending:
             live_after = (
                 None if self._request_ttl_ms is None else self._clock() - self._request_ttl_ms
@@ -186,6 +191,24 @@ class Authenticator:
                 except Rejected:
                     return None
         return None
+
+    def _member(self, team: str, roster: Roster, kid: str) -> tuple[bytes, Caller] | None:
+        """``kid``'s key and role in ``roster``, looked up once per roster (a roster's
+        lists are scanned in turn: 200 members, 200 scans a request)."""
+        cached = self._members.get(team)
+        if cached is None or cached[0] is not roster:
+            if len(self._members) >= _MAX_ROSTERS:
+                self._members.clear()  # many teams: start again, as after a restart
+            cached = self._members[team] = (roster, {})
+        found = cached[1].get(kid)
+        if found is None:
+            member = roster.member(kid)
+            if member is None:
+                return None  # not kept: a stranger's kids would fill the cache
+            revoked = roster.revocation(kid) is not None
+            found = (member.sign_public, Caller(kid, admin=roster.is_admin(kid), revoked=revoked))
+            cached[1][kid] = found
+        return found
 
     def claim(
         self,

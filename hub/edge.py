@@ -20,17 +20,14 @@
 - :class:`MetricsDoor` keeps ``/metrics`` closed unless the operator set a
   metrics token: 404 without one, 401 unless ``Authorization: Bearer TOKEN``
   (storage counts and request rates are nobody else's business).
-- :class:`Edge` (ASGI middleware) turns any unexpected exception into a JSON
-  500 ``internal`` without a traceback (logged on the hub, with the route
-  template only: no body, no query, no headers), and closes the connection
-  after an answer sent before the request body was read, so that an unread body
-  is never parsed as the next request nor waited for.
+
+The JSON 500 for the unexpected and the connection closed after an answer sent
+before the body was read are the front's (:mod:`sealmem.hub.front`).
 """
 
 from __future__ import annotations
 
 import hmac
-import logging
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
@@ -38,9 +35,7 @@ from typing import ClassVar
 
 import anyio
 from starlette.convertors import CONVERTOR_TYPES, Convertor, register_url_convertor
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive
 
 from ..protocol import hubapi
 from ..protocol.errors import InputError
@@ -49,7 +44,6 @@ from .errors import Refusal
 __all__ = [
     "BodyPolicy",
     "BodyReader",
-    "Edge",
     "MetricsDoor",
     "PollSlots",
     "number",
@@ -57,7 +51,6 @@ __all__ = [
     "unless_gone",
 ]
 
-log = logging.getLogger("sealmem.hub")
 
 _DIGITS = "sealmem_digits"
 
@@ -127,11 +120,13 @@ class BodyReader:
         """Bodies being read right now."""
         return self._reading
 
-    async def read(self, request: Request, limit: int, key: str | None = None) -> bytes:
-        """The body; with ``key`` (the key the headers claim), at most
-        :meth:`BodyPolicy.per_key` bodies of that key at once, so that one key (or
-        a stranger naming it) cannot take every reader."""
-        declared = _content_length(request.headers)
+    async def read(
+        self, receive: Receive, headers: Mapping[str, str], limit: int, key: str | None = None
+    ) -> bytes:
+        """The body (``headers``: lowercase names); with ``key`` (the key the headers
+        claim), at most :meth:`BodyPolicy.per_key` bodies of that key at once, so that
+        one key (or a stranger naming it) cannot take every reader."""
+        declared = _content_length(headers)
         if declared is not None and declared > limit:
             raise _too_large(declared, limit)
         mine = self._by_key.get(key, 0) if key is not None else 0
@@ -150,7 +145,7 @@ class BodyReader:
         if key is not None:
             self._by_key[key] = mine + 1
         try:
-            return await self._read(request.receive, limit)
+            return await self._read(receive, limit)
         finally:
             self._reading -= 1
             if key is not None:
@@ -286,63 +281,3 @@ def _too_large(size: int, limit: int) -> Refusal:
         hubapi.TOO_LARGE,
         f"the request body is at least {size} bytes; this endpoint accepts at most {limit}",
     )
-
-
-def _has_body(scope: Scope) -> bool:
-    for name, value in scope.get("headers", []):
-        if name == b"transfer-encoding":
-            return True
-        if name == b"content-length":
-            return value.strip() not in (b"0", b"")
-    return False
-
-
-class Edge:
-    """ASGI middleware: JSON 500 for the unexpected; close after an unread body."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        body_done = not _has_body(scope)
-        started = False
-
-        async def receive_wrapper() -> Message:
-            nonlocal body_done
-            message = await receive()
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                body_done = True
-            return message
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-                if not body_done:
-                    headers = [
-                        (k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"
-                    ]
-                    message = {**message, "headers": [*headers, (b"connection", b"close")]}
-            await send(message)
-
-        try:
-            await self.app(scope, receive_wrapper, send_wrapper)
-        except Exception:
-            route = scope.get("route")
-            template = getattr(route, "name", None) or "unmatched"
-            method = str(scope.get("method"))[:16]
-            log.exception("unexpected error answering %s %s", method, template)
-            if started:
-                return  # the answer is under way; the server closes the connection
-            answer = JSONResponse(
-                {
-                    "error": hubapi.INTERNAL,
-                    "detail": "the hub failed to answer this request (a hub bug: please "
-                    "report it; the hub operator's log has the details)",
-                },
-                500,
-            )
-            await answer(scope, receive_wrapper, send_wrapper)

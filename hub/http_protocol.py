@@ -12,18 +12,67 @@ buffered stays under the bound plus one read.
 It also bounds the time a head may take: from its first byte, a head must be
 complete within ``HEAD_TIMEOUT_S``, else the connection is closed (uvicorn's
 keep-alive timeout covers only a connection that sends nothing).
+
+And it answers in one write: uvicorn writes a response's status line and
+headers when the app sends ``http.response.start``, then the body with the next
+message, two writes and two TCP segments for an answer of a few hundred bytes;
+on the loopback and on a busy machine each write is a system call that also
+runs the receiving side's network stack and wakes the reader.
+:class:`OneWrite` holds the head until the first body write (or a close, or the
+end of a ``HEAD`` answer, which has no body to write) and sends them together:
+the bytes on the wire are the same.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from . import server
 from .server import MAX_HEAD_BYTES
 
-__all__ = ["BoundedHttpTools"]
+__all__ = ["BoundedHttpTools", "OneWrite"]
+
+
+class OneWrite:
+    """One request's transport as its cycle sees it: the response head is held and
+    written with the first piece of the body (one ``writelines``: uvloop sends the
+    two buffers in one system call, without joining them)."""
+
+    __slots__ = ("_cycle", "_head", "_headed", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, cycle: RequestResponseCycle) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._head: bytes | None = None
+        self._headed = False  # the head was written (or is held)
+
+    def write(self, data: bytes) -> None:
+        head = self._head
+        if head is not None:  # the body after its head: both at once
+            self._head = None
+            self._transport.writelines((head, data))
+        elif not self._headed and self._cycle.response_started:
+            # the cycle's first write once the answer started is its head; a HEAD
+            # answer writes no body after it, so its head goes out at once
+            self._headed = True
+            if self._cycle.scope["method"] == "HEAD":
+                self._transport.write(data)
+            else:
+                self._head = data
+        else:  # before the answer (100 Continue), or a later piece of a body
+            self._transport.write(data)
+
+    def close(self) -> None:
+        if self._head is not None:  # what was held goes out before the close
+            head, self._head = self._head, None
+            self._transport.write(head)
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class BoundedHttpTools(HttpToolsProtocol):
@@ -75,4 +124,8 @@ class BoundedHttpTools(HttpToolsProtocol):
         self._stop_head_timer()
         self._in_head = False
         self._heads_done += 1
+        before = self.cycle
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle is not before:  # its task has not run yet
+            cycle.transport = OneWrite(self.transport, cycle)  # type: ignore[assignment]

@@ -110,6 +110,9 @@ class Metrics:
             buckets=BUCKETS,
             registry=self.registry,
         )
+        # the labelled children by (route, method, status) label: ``labels()`` takes a
+        # lock and checks its arguments, on every request
+        self._children: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
 
     def gauges(self, gauges: Gauges) -> None:
         """Add gauges computed at each scrape."""
@@ -117,8 +120,16 @@ class Metrics:
 
     def observe(self, template: str | None, method: str, status: int, seconds: float) -> None:
         route = route_label(template)
-        self._requests.labels(route, method_label(method), status_label(status)).inc()
-        self._duration.labels(route).observe(seconds)
+        labels = (route, method_label(method), status_label(status))
+        found = self._children.get(labels)  # bounded: every label has a fixed set of values
+        if found is None:
+            found = self._children[labels] = (
+                self._requests.labels(*labels),
+                self._duration.labels(route),
+            )
+        counter, histogram = found
+        counter.inc()
+        histogram.observe(seconds)
 
     def error(self, code: str) -> None:
         self._errors.labels(code_label(code)).inc()

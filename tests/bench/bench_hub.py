@@ -102,6 +102,8 @@ class Recorder:
     started: float = 0.0
     until: float = float("inf")
     latencies: list[float] = field(default_factory=list)
+    #: the same latencies by request kind ("GET seqs", "PUT manifest", ...)
+    kinds: dict[str, list[float]] = field(default_factory=dict)
     errors: int = 0
     why: Counter[str] = field(default_factory=Counter)
     cycles: int = 0
@@ -113,11 +115,12 @@ class Recorder:
     def _measuring(self) -> bool:
         return self.started <= time.monotonic() <= self.until
 
-    def add(self, seconds: float, status: int) -> None:
+    def add(self, seconds: float, status: int, kind: str = "") -> None:
         if not self._measuring():
             return
         with self.lock:
             self.latencies.append(seconds)
+            self.kinds.setdefault(kind, []).append(seconds)
             if status >= 400:
                 self.errors += 1
                 self.why[f"HTTP {status}"] += 1
@@ -136,6 +139,20 @@ class Recorder:
                 self.cycles += 1
 
 
+#: a path's kind: the last word of its template that is not an id or a number
+_KINDS = ("seqs", "manifests", "chunks", "rosters", "keyrings", "requests", "healthz")
+
+
+def _kind(request: httpx.Request) -> str:
+    parts = request.url.path.split("/")
+    word = next((p for p in reversed(parts) if p in _KINDS), parts[-1])
+    if word == "manifests" and request.method == "PUT":
+        word = "manifest"
+    elif word == "chunks":
+        word = "chunk"
+    return f"{request.method} {word}"
+
+
 class TimedTransport(httpx.BaseTransport):
     """httpx's own transport, timing each request until its body is read into
     ``recorder`` (swapped between phases; clients are made once, up front, since
@@ -149,7 +166,7 @@ class TimedTransport(httpx.BaseTransport):
         t0 = time.perf_counter()
         response = self._inner.handle_request(request)
         response.read()
-        self.recorder.add(time.perf_counter() - t0, response.status_code)
+        self.recorder.add(time.perf_counter() - t0, response.status_code, _kind(request))
         return response
 
     def close(self) -> None:
@@ -439,6 +456,8 @@ class Result:
     http: str = "httptools"
     backing_cpu: float = 0.0
     load: float = 0.0
+    #: (kind, requests, p50 ms, p99 ms) by request kind
+    kinds: list[tuple[str, int, float, float]] = field(default_factory=list)
 
 
 def _summary(label: str, n: int, rec: Recorder, seconds: float, hub: Cluster) -> Result:
@@ -449,8 +468,17 @@ def _summary(label: str, n: int, rec: Recorder, seconds: float, hub: Cluster) ->
     return Result(
         label, n, len(lat), seconds, p50, p99, rec.errors, rss, hwm, rec.cycles,
         rec.hub_cpu, rec.client_cpu, rec.why, backing_cpu=rec.backing_cpu,
-        load=os.getloadavg()[0],
+        load=os.getloadavg()[0], kinds=_by_kind(rec),
     )  # fmt: skip
+
+
+def _by_kind(rec: Recorder) -> list[tuple[str, int, float, float]]:
+    out = []
+    for kind, values in sorted(rec.kinds.items()):
+        if len(values) >= 2:
+            q = statistics.quantiles(sorted(values), n=100, method="inclusive")
+            out.append((kind, len(values), q[49] * 1e3, q[98] * 1e3))
+    return out
 
 
 Body = Callable[[int, Recorder, threading.Event], None]
@@ -576,7 +604,7 @@ def run_level(
                     rec.error(exc)
 
         try:
-            loads = [("sync", member_loop), ("healthz", health)]
+            loads = [("sync", member_loop), ("healthz", health)][: 1 if args.sync_only else 2]
             results = [
                 _summary(
                     label, n, _run_threads(workers, args.seconds, args.warmup, body, hub),
@@ -652,14 +680,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--no-wrk", action="store_true", help="skip the wrk /healthz ceiling")
     parser.add_argument(
+        "--by-kind", action="store_true", help="also print p50/p99 by request kind (sync rows)"
+    )
+    parser.add_argument(
+        "--sync-only", action="store_true", help="only the sync load (no /healthz, no wrk)"
+    )
+    parser.add_argument(
         "--baseline", metavar="REV", default=None,
         help="also run the hub of git revision REV on h11 at each N (\"today's\" hub, in "
         "the same run), and print this hub's speed-up per core over it",
     )  # fmt: skip
+    parser.add_argument(
+        "--baseline-http", choices=["httptools", "h11"], default="h11",
+        help="the HTTP stack of the --baseline hub (default: h11, the stack of 1eac825)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rounds", type=int, default=1,
+        help="at each N, run the baseline and this hub alternately this many times; the "
+        "speed-up compares their medians (a shared machine's load drifts between rows)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.replicas < 1 or (args.replicas > 1 and args.backend != "pg-s3"):
         parser.error("--replicas above 1 needs --backend pg-s3 (SQLite is one process's file)")
-    use_wrk = not args.no_wrk
+    use_wrk = not (args.no_wrk or args.sync_only)
     if use_wrk and WRK is None:
         print("wrk is not installed (apt-get install wrk): the wrk /healthz ceiling is skipped")
         use_wrk = False
@@ -674,41 +717,62 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = baseline(args.baseline, Path(tmp)) if args.baseline else None
         try:
             for n in args.members:
-                if code is not None:
-                    results += run_level(n, args, "h11", backing, use_wrk, code)
-                    print(f"N={n} h11 @{args.baseline}: done", file=sys.stderr)
-                for http in args.http:
-                    results += run_level(n, args, http, backing, use_wrk)
-                    print(f"N={n} {http}: done", file=sys.stderr)
+                for _ in range(args.rounds):
+                    if code is not None:
+                        results += run_level(n, args, args.baseline_http, backing, use_wrk, code)
+                        print(f"N={n} {args.baseline_http} @{args.baseline}: done", file=sys.stderr)
+                    for http in args.http:
+                        results += run_level(n, args, http, backing, use_wrk)
+                        print(f"N={n} {http}: done", file=sys.stderr)
         finally:
             backing.close()
     print_table(results)
+    if args.by_kind:
+        print_kinds(results)
     if code is not None:
-        print_speedup(results, args.baseline)
+        print_speedup(results, args.baseline, args.baseline_http)
     return 0
+
+
+def print_kinds(results: Sequence[Result]) -> None:
+    """The sync rows' latencies by request kind: which requests make the tail."""
+    print("\nSync requests by kind (p50 / p99 ms, requests):")
+    for r in results:
+        if r.label != "sync":
+            continue
+        parts = [f"{k} {p50:.0f}/{p99:.0f} ({n})" for k, n, p50, p99 in r.kinds]
+        print(f"  N={r.members:<4} {r.http:<14} " + "; ".join(parts))
 
 
 def _ms_per_request(r: Result) -> float:
     return r.hub_cpu * r.seconds / r.requests * 1e3 if r.requests else math.nan
 
 
-def print_speedup(results: Sequence[Result], rev: str) -> None:
-    """Signed sync requests per core against the baseline hub of the same run."""
-    print(f"\nSigned sync requests, hub CPU per request against the hub of {rev} on h11 "
-          "(target: at most half, i.e. >= 2x per core):")  # fmt: skip
+def print_speedup(results: Sequence[Result], rev: str, base_http: str = "h11") -> None:
+    """Signed sync requests per core against the baseline hub of the same run (the
+    median of each stack's rows at one N, when there were several rounds)."""
+    print(f"\nSigned sync requests, hub CPU per request against the hub of {rev} on "
+          f"{base_http} (target: at most half, i.e. >= 2x per core):")  # fmt: skip
     for n in sorted({r.members for r in results}):
         rows = [r for r in results if r.members == n and r.label == "sync"]
-        base = next((r for r in rows if r.http.endswith(f"@{rev}")), None)
-        if base is None:
-            continue
+        stacks: dict[str, list[Result]] = {}
         for r in rows:
-            if r is base:
-                continue
-            ratio = _ms_per_request(base) / _ms_per_request(r)
+            stacks.setdefault(r.http, []).append(r)
+        base = stacks.pop(f"{base_http} @{rev}", None)
+        if not base:
+            continue
+        base_ms = statistics.median(_ms_per_request(r) for r in base)
+        base_p99 = statistics.median(r.p99_ms for r in base)
+        for http, mine in stacks.items():
+            ms = statistics.median(_ms_per_request(r) for r in mine)
+            p50 = statistics.median(r.p50_ms for r in mine)
+            p99 = statistics.median(r.p99_ms for r in mine)
+            load = statistics.median(r.load for r in mine)
+            rounds = f" (median of {len(mine)})" if len(mine) > 1 else ""
             print(
-                f"  N={n:<4} {r.http:<10} {_ms_per_request(r):.2f} ms/req against "
-                f"{_ms_per_request(base):.2f}: {ratio:.2f}x per core; p99 {r.p99_ms:.0f} ms "
-                f"(baseline {base.p99_ms:.0f} ms), load average {r.load:.1f}"
+                f"  N={n:<4} {http:<10} {ms:.2f} ms/req against {base_ms:.2f}{rounds}: "
+                f"{base_ms / ms:.2f}x per core; p50 {p50:.0f} ms, p99 {p99:.0f} ms "
+                f"(baseline {base_p99:.0f} ms), load average {load:.1f}"
             )
 
 

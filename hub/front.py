@@ -1,0 +1,277 @@
+"""The hub's one ASGI layer: the access log, metrics, edge and error answers together.
+
+Every HTTP request passes :class:`Front` once.  It stamps ``Sealmem-Hub-Time``
+on the answer, closes the connection after an answer sent before the request
+body was read (an unread body is never parsed as the next request nor waited
+for), turns an unexpected exception into a JSON 500 ``internal`` without a
+traceback (logged on the hub with the route template only: no body, no query,
+no headers), and writes one access-log line and one metrics sample.
+
+The signed ``/v1`` routes take a direct path (:class:`Routes`): the route is
+found by one dict lookup on (method, number of path segments) and a compare of
+the template's literal segments, where Starlette tries its routes in turn (a
+regex each); the endpoint gets an :class:`Exchange` (no ``Request`` object),
+its refusal is mapped here (:class:`Answers`), and the answer goes out as two
+raw ASGI messages.  Everything else (``/healthz``, ``/metrics``, the change
+feed, an unknown path or method, a mounted ``root_path``) goes to the Starlette
+app behind, which keeps its routes for every template: a path the direct table
+does not take is answered there exactly as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..protocol import hubapi
+from .errors import Refusal
+from .metrics import Metrics
+from .routes import Json
+from .storage import QuotaExceeded, StorageError
+
+__all__ = ["Answers", "Direct", "Exchange", "Front", "Routes"]
+
+access_log = logging.getLogger("sealmem.hub.access")
+log = logging.getLogger("sealmem.hub")
+
+_INTERNAL = {
+    "error": hubapi.INTERNAL,
+    "detail": "the hub failed to answer this request (a hub bug: please report it; the "
+    "hub operator's log has the details)",
+}
+_TIME = hubapi.HEADER_HUB_TIME.encode("latin-1")
+_CLOSE = (b"connection", b"close")
+#: a path number as Starlette's ``sealmem_digits`` convertor routes it
+_DIGITS = re.compile(r"[0-9]+")
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request on the direct path, as its endpoint sees it."""
+
+    scope: Scope
+    receive: Receive
+    params: dict[str, str]
+    #: the request has no body, or its body was read to the end
+    body_done: bool
+    #: the authenticated member, for the access log
+    kid: str | None = None
+
+
+Endpoint = Callable[[Exchange], Awaitable[Response]]
+
+
+class Direct:
+    """One template and method on the direct path."""
+
+    __slots__ = ("endpoint", "fields", "literals", "method", "template")
+
+    def __init__(self, template: str, method: str, endpoint: Endpoint) -> None:
+        self.template = template
+        self.method = method
+        self.endpoint = endpoint
+        parts = template.split("/")
+        names = hubapi.template_names(template)
+        self.literals = tuple((i, p) for i, p in enumerate(parts) if not p.startswith("{"))
+        self.fields = tuple(
+            (i, name, names[name])
+            for i, p in enumerate(parts)
+            if p.startswith("{")
+            for name in (p[1:-1].partition(":")[0],)
+        )
+
+    def match(self, parts: list[str]) -> dict[str, str] | None:
+        """The path parameters where ``parts`` (a path split on ``/``) fits, else None."""
+        for i, text in self.literals:
+            if parts[i] != text:
+                return None
+        params: dict[str, str] = {}
+        for i, name, digits in self.fields:
+            value = parts[i]
+            if not value or (digits and _DIGITS.fullmatch(value) is None):
+                return None
+            params[name] = value
+        return params
+
+
+class Routes:
+    """The direct routes by (method, number of path segments), in the order added.
+
+    Two templates with the same method and segment count differ in a literal
+    segment (the hub's do), so at most one matches a path: the order only
+    matters as Starlette's would."""
+
+    def __init__(self, routes: Iterable[Direct] = ()) -> None:
+        self._shapes: dict[tuple[str, int], list[Direct]] = {}
+        for route in routes:
+            self.add(route)
+
+    def add(self, route: Direct) -> None:
+        key = (route.method, route.template.count("/") + 1)
+        self._shapes.setdefault(key, []).append(route)
+
+    def match(self, method: str, path: str) -> tuple[Direct, dict[str, str]] | None:
+        parts = path.split("/")
+        for route in self._shapes.get((method, len(parts)), ()):
+            params = route.match(parts)
+            if params is not None:
+                return route, params
+        return None
+
+
+class Answers:
+    """The answer to each refusal the hub names (counted by code), or None."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def of(self, exc: Exception) -> Response | None:
+        if isinstance(exc, Refusal):
+            self.metrics.error(exc.code)
+            headers = (
+                None
+                if exc.retry_after is None
+                else {hubapi.HEADER_RETRY_AFTER: str(exc.retry_after)}
+            )
+            return Json(exc.body(), exc.status, headers=headers)
+        if isinstance(exc, QuotaExceeded):
+            self.metrics.error(hubapi.QUOTA_EXCEEDED)
+            return Json({"error": hubapi.QUOTA_EXCEEDED, "detail": str(exc)}, 507)
+        if isinstance(exc, StorageError):
+            log.error("storage failure: %s", exc)
+            self.metrics.error(hubapi.STORAGE)
+            body = {
+                "error": hubapi.STORAGE,
+                "detail": "the hub could not read or write its storage",
+            }
+            return Json(body, 503)
+        return None
+
+
+def has_body(scope: Scope) -> bool:
+    """Whether the request announces a body (``Transfer-Encoding``, or a length > 0)."""
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding":
+            return True
+        if name == b"content-length":
+            return value.strip() not in (b"0", b"")
+    return False
+
+
+class Front:
+    """ASGI: the hub's access log, metrics, edge and error answers, one layer deep."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        routes: Routes,
+        answers: Answers,
+        clock: Callable[[], int],
+    ) -> None:
+        self.app = app
+        self.routes = routes
+        self.answers = answers
+        self.metrics = answers.metrics
+        self.clock = clock
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        found = (
+            None if scope.get("root_path") else self.routes.match(scope["method"], scope["path"])
+        )
+        if found is None:
+            await self._framework(scope, receive, send, started)
+            return
+        route, params = found
+        exchange = Exchange(scope, receive, params, not has_body(scope))
+        status = 500
+        try:
+            try:
+                response = await route.endpoint(exchange)
+            except Exception as exc:
+                answer = self.answers.of(exc)
+                if answer is None:
+                    log.exception("unexpected error answering %s %s", route.method, route.template)
+                    answer = Json(_INTERNAL, 500)
+                response = answer
+            status = response.status_code
+            headers = response.raw_headers
+            headers.append((_TIME, str(self.clock()).encode()))
+            if not exchange.body_done:
+                headers = [(k, v) for k, v in headers if k != b"connection"]
+                headers.append(_CLOSE)
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": response.body})
+        finally:
+            self._done(route.template, scope["method"], status, started, exchange.kid)
+
+    async def _framework(self, scope: Scope, receive: Receive, send: Send, started: float) -> None:
+        """The request through Starlette, with the same stamps, edge and 500 as above."""
+        body_done = not has_body(scope)
+        status = 500
+        answering = False
+
+        async def receive_wrapper() -> Message:
+            nonlocal body_done
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_done = True
+            return message
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status, answering
+            if message["type"] == "http.response.start":
+                answering = True
+                status = int(message["status"])
+                headers = [
+                    (k, v)
+                    for k, v in message.get("headers", [])
+                    if body_done or k.lower() != b"connection"
+                ]
+                headers.append((_TIME, str(self.clock()).encode()))
+                if not body_done:
+                    headers.append(_CLOSE)
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive_wrapper, send_wrapper)
+        except Exception:
+            method = str(scope.get("method"))[:16]
+            log.exception("unexpected error answering %s %s", method, _template(scope))
+            if not answering:  # else the answer is under way; the server closes the connection
+                await Json(_INTERNAL, 500)(scope, receive_wrapper, send_wrapper)
+        finally:
+            self._done(_template(scope), scope["method"], status, started, scope.get("sealmem.kid"))
+
+    def _done(
+        self, template: str, method: str, status: int, started: float, kid: str | None
+    ) -> None:
+        seconds = time.perf_counter() - started
+        self.metrics.observe(template, method, status, seconds)
+        if access_log.isEnabledFor(logging.INFO):
+            # the record made here: Logger.info would walk the stack for a caller
+            # (file, line) that the access log never prints, on every request
+            access_log.handle(
+                access_log.makeRecord(
+                    access_log.name, logging.INFO, __file__, 0,
+                    "%s %s %d %.1fms member=%s",
+                    (method[:8], template, status, seconds * 1000, kid or "-"),
+                    None,
+                )
+            )  # fmt: skip
+
+
+def _template(scope: Scope) -> str:
+    route = scope.get("route")
+    return getattr(route, "name", None) or "unmatched"
