@@ -9,7 +9,7 @@ __all__ = ["rewind_schema"]
 
 def rewind_schema(conn: sqlite3.Connection, before: int) -> None:
     """Forget the migrations from version ``before`` on, and undo those that cannot run
-    twice (version 7 adds a column, version 8 a table, version 10 tables and triggers,
+    twice (version 7 adds a column, version 8 a table, version 10 a row count table,
     version 11 a column), so that opening the store runs them again."""
     conn.execute("DELETE FROM schema_migrations WHERE version >= ?", (before,))
     if before <= 11:
@@ -20,7 +20,6 @@ def rewind_schema(conn: sqlite3.Connection, before: int) -> None:
     if before <= 10:
         for trigger in ("memories_total_insert", "memories_total_delete"):
             conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
-        conn.execute("DROP TABLE IF EXISTS push_editor")
         conn.execute("DROP TABLE IF EXISTS store_counts")
     if before <= 8:
         for name in ("insert", "update", "delete"):
