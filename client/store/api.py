@@ -194,6 +194,7 @@ class MemoryStore:
                     private=private,
                     origin=origin,
                 )
+                writes.mark_redacted_here(self._conn, memory)
                 return RememberResult(memory, created=True, merged=False, warnings=warnings)
             # A private repeat of a team memory must not publish what came with it
             # (keywords, importance, kind, links): it only counts as seen, locally.
@@ -272,7 +273,7 @@ class MemoryStore:
             if current.visibility == "team":
                 return memory_from_row(row)
             cleaned = redact_texts(current.content, current.keywords)
-            return writes.share(
+            shared = writes.share(
                 self._conn,
                 row,
                 author=self.author,
@@ -280,6 +281,8 @@ class MemoryStore:
                 content=cleaned.content,
                 keywords=cleaned.keywords,
             )
+            writes.mark_redacted_here(self._conn, shared)
+            return shared
 
     def set_importance(self, memory_id: str, importance: float) -> Memory:
         """Set a memory's importance (0..1) as a new version; a forgotten one is refused."""

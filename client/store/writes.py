@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ...protocol.errors import InputError, NotFoundError, ProtocolError, StoreError
 from ...protocol.record import MAX_KEYWORDS, MAX_SUPERSEDES, Record, new_memory_id
 from . import ids as memory_ids
+from . import redacting
 from .memory import Memory, Provenance
 from .redact import redact_texts
 from .rows import (
@@ -120,6 +121,16 @@ def create(
         visibility="private" if private else "team",
     )
     return _write(conn, record, importance, 1, now)
+
+
+def mark_redacted_here(conn: sqlite3.Connection, memory: Memory) -> None:
+    """Note that ``memory``'s text was written by this store's rules just now (the
+    caller ran :func:`~sealmem.client.store.redact.redact_texts` over the content and
+    all the keywords), so the redaction before its first push
+    (:func:`sealmem.client.sync.replica.redact_pending`) does not run them again."""
+    redacting.check_rules(conn)
+    record = memory.record
+    redacting.mark_redacted(conn, [(record.id, *record.order_key)])
 
 
 def reinforce(
