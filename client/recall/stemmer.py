@@ -130,10 +130,18 @@ def _step5(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The Porter stem of a lower-case word; words of one or two
-    letters, or longer than 64, stay as they are (as in FTS5)."""
+    letters, or longer than 64, stay as they are (as in FTS5).
+
+    A number is its own stem (no step of the algorithm changes a word of digits), and
+    is not cached: a store's numbers (ids, counts, dates) would push its words out."""
+    return word if word.isdigit() else _stem(word)
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """:func:`stem` of a word that is not a number."""
     if not 2 < len(word) <= 64 or not word.isascii():
         return word
     word = _step1(word)

@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
+from sealmem.client.recall import stemmer
+from sealmem.client.recall.stemmer import stem
 from sealmem.client.recall.terms import _fold, parse_stems, stems_of, stored_stems, tokens
 from sealmem.client.store.connection import connect
 from tests.support.old_schema import rewind_schema
@@ -138,3 +140,10 @@ def _ranked(store: MemoryStore, query: str) -> list[tuple[str, float, dict[str, 
 def test_tokens_split_as_the_token_pattern_splits_the_folded_text(text: str) -> None:
     # ASCII text takes a faster path (translate + split): the same tokens
     assert tokens(text) == re.findall(r"[^\W_]+", _fold(text))
+
+
+@given(st.from_regex(r"[0-9]{1,70}", fullmatch=True))
+def test_a_number_is_its_own_stem_as_the_algorithm_gives_it(word: str) -> None:
+    """``stem`` returns a number as it is without running (or caching) the steps: the
+    same as the steps give."""
+    assert stem(word) == word == stemmer._stem(word)
