@@ -12,6 +12,7 @@ from sealmem.protocol import canonical, reasons
 from sealmem.protocol.manifest import DELTA_FORMAT, MANIFEST_FORMAT
 
 from .conftest import PROJECT, Node, World
+from .test_transport_seam import second_device
 
 
 def _files(world: World, writer: Node) -> list[Path]:
@@ -134,3 +135,34 @@ def test_a_forged_base_or_root_is_refused_and_keeps_nothing(world: World) -> Non
     assert reasons.BAD_SIGNATURE in [r.reason for r in summary.refused]
     assert _from(carol, alice) == 0
     assert _head(carol, alice) is None
+
+
+def test_a_store_restored_from_before_the_folder_pruned_its_base_syncs_again(
+    world: World,
+) -> None:
+    """A store restored from an old backup (or a second device left behind) whose last
+    manifest is a delta against a base the folder has since pruned: the newer chain in
+    the folder is adopted; the stale delta's base is not needed and the sync goes on."""
+    alice, bob = world.nodes["alice"], world.nodes["bob"]
+    first = _with_base(world, alice)
+    alice.remember("one change")
+    alice.sync()
+    assert _body(_files(world, alice)[-1])["format"] == DELTA_FORMAT
+    backup = second_device(world, alice, "alice-restored")  # its last manifest: the delta
+    for i in range(120):  # changes most buckets: a full manifest, the next deltas' base
+        alice.remember(f"a later batch, item {i}")
+    alice.sync()
+    assert _body(_files(world, alice)[-1])["format"] == MANIFEST_FORMAT
+    for i in range(2):
+        alice.remember(f"later change {i}")
+        alice.sync()
+    assert _body(_files(world, alice)[-1])["format"] == DELTA_FORMAT
+    assert not first.exists()  # pruned: no delta names it any more
+
+    summary = backup.sync()  # the restored store reads its newer chain back
+    assert not summary.refused
+    (seq,) = backup.store.connection.execute(
+        "SELECT seq FROM own_chain WHERE project = ?", (PROJECT,)
+    ).fetchone()
+    assert seq > 5  # the chain continued after the folder's seq 5, not beside it
+    assert not bob.sync().refused
