@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from sealmem.client.team import admin
 from sealmem.protocol import canonical, reasons
 from sealmem.protocol.manifest import DELTA_FORMAT, MANIFEST_FORMAT
 
@@ -166,3 +167,31 @@ def test_a_store_restored_from_before_the_folder_pruned_its_base_syncs_again(
     ).fetchone()
     assert seq > 5  # the chain continued after the folder's seq 5, not beside it
     assert not bob.sync().refused
+
+
+def test_a_revoked_writers_pinned_delta_keeps_its_base_after_newer_manifests(
+    world: World,
+) -> None:
+    """The admin pins the delta it last accepted; the writer had meanwhile published a
+    full manifest and a delta against it.  The folder keeps the base of every manifest
+    it keeps, so a reader that never read the writer still reads the pinned snapshot."""
+    admin_node, alice, carol = world.nodes["admin"], world.nodes["alice"], world.nodes["carol"]
+    first = _with_base(world, alice)
+    alice.remember("the last change the admin saw")
+    alice.sync()
+    pinned = _files(world, alice)[-1]
+    assert _body(pinned)["format"] == DELTA_FORMAT
+    admin_node.sync()  # the admin accepts alice's delta: the head it pins
+    for i in range(120):  # a full manifest, then a delta against it
+        alice.remember(f"written after the admin looked, item {i}")
+    alice.sync()
+    alice.remember("and one more")
+    alice.sync()
+    assert _body(_files(world, alice)[-1])["format"] == DELTA_FORMAT
+    assert pinned.exists()
+    assert first.exists()  # the pinned delta's base, though the newest names another
+    admin.revoke(admin_node.t, "alice", keep_data=True, now=admin_node.clock())
+
+    summary = carol.sync()
+    assert not [r for r in summary.refused if r.reason == reasons.MISSING_BASE], summary.refused
+    assert _from(carol, alice) == 301  # the pinned snapshot: up to the admin's head
