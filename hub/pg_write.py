@@ -261,6 +261,14 @@ class PgTeamWrite(TeamWrite):
             is None
         ):
             raise MissingBase(base[0])
+        bases = {base[0]} if base is not None else set()
+        for (kept,) in conn.execute(  # the bases of the kept deltas stay too
+            "SELECT data FROM manifests WHERE team = %s AND project = %s AND writer = %s "
+            "ORDER BY seq DESC LIMIT %s",
+            (*slot, max(keep - 1, 0)),
+        ).fetchall():
+            if (listed := delta_base(bytes(kept))) is not None:
+                bases.add(listed)
         old = [
             (s, n)
             for s, n in conn.execute(
@@ -268,7 +276,7 @@ class PgTeamWrite(TeamWrite):
                 "AND writer = %s ORDER BY seq DESC OFFSET %s",
                 (*slot, max(keep - 1, 0)),
             ).fetchall()
-            if base is None or int(s) != base[0]
+            if int(s) not in bases
         ]
         charge(
             conn, self._quota, self._team, head.writer,

@@ -220,6 +220,14 @@ class SQLiteTeamWrite(TeamWrite):
             is None
         ):
             raise MissingBase(base[0])
+        bases = {base[0]} if base is not None else set()
+        for (kept,) in conn.execute(  # the bases of the kept deltas stay too
+            "SELECT data FROM manifests WHERE team = ? AND project = ? AND writer = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (*slot, max(keep - 1, 0)),
+        ).fetchall():
+            if (listed := delta_base(bytes(kept))) is not None:
+                bases.add(listed)
         old = [
             (s, n)
             for s, n in conn.execute(
@@ -227,7 +235,7 @@ class SQLiteTeamWrite(TeamWrite):
                 "writer = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
                 (*slot, max(keep - 1, 0)),
             ).fetchall()
-            if base is None or int(s) != base[0]
+            if int(s) not in bases
         ]
         charge(
             conn, self._quota, self._team, head.writer,

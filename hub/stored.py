@@ -31,9 +31,17 @@ __all__ = [
 TEAM_OWNER = ""
 
 
+_DELTA_START = b'{"body":{"base":'
+
+
 def delta_base(data: bytes) -> int | None:
     """The seq of the manifest a stored delta manifest is listed against (None: a full
-    manifest, or bytes that do not parse): a pinned delta keeps its base."""
+    manifest, or bytes that do not parse): a pinned delta keeps its base.
+
+    A stored manifest is canonical JSON, so a delta's body begins with its ``base``
+    (keys sorted): anything else is not parsed at all."""
+    if not data.startswith(_DELTA_START):
+        return None
     try:
         m = Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
     except Rejected:

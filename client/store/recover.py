@@ -259,6 +259,24 @@ def _stamp(now_ms: int) -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ms / 1000))
 
 
+def _link_names(given: Path, path: Path) -> list[Path]:
+    """``given``, each link it leads through (a link to a link, relative or not), then
+    the file ``path`` they resolve to: the names a writer may have opened the store by."""
+    names = [given]
+    at = given
+    while at.is_symlink() and len(names) < _MAX_LINKS:
+        at = Path(os.path.normpath(at.parent / os.readlink(at)))
+        if at in names:
+            break
+        names.append(at)
+    if path not in names:
+        names.append(path)
+    return names
+
+
+_MAX_LINKS = 40  # as many as Linux follows in one path
+
+
 def _fresh_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.recover-{os.getpid()}")
 
@@ -282,7 +300,7 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
     # -wal and -shm beside the file the link resolves to, so those move with it.
     path = Path(os.path.realpath(given))
     # every name a writer may hold the store by: each is held during the salvage
-    names = [given] if given == path else [given, path]
+    names = _link_names(given, path)
     target = path if output is None else Path(output).absolute()
     result = RecoverResult(given, target, None)
     try:

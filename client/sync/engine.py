@@ -364,7 +364,13 @@ def _own_rebuilt(data: bytes, base: bytes) -> Manifest:
     return rebuild(SUITE, _own_manifest(data), [bases.parsed(base)])
 
 
-def _own_head(team: Team, chain: replica.OwnChain | None, now: int) -> OwnHead | None:
+def _own_head(
+    team: Team, chain: replica.OwnChain | None, now: int, landed: Landed | None = None
+) -> OwnHead | None:
+    """Our last manifest as recorded here (a delta rebuilt from its base).  When a newer
+    manifest of ours ``landed`` in the transport (a store restored from an old backup, a
+    device left behind), the push builds on that one: a recorded delta whose base is gone
+    everywhere is then kept as parsed, its chunk list unused."""
     if chain is None:
         return None
     manifest = _own_manifest(chain.manifest)
@@ -379,6 +385,11 @@ def _own_head(team: Team, chain: replica.OwnChain | None, now: int) -> OwnHead |
             try:
                 found = bases.find(team.conn, team.transport, manifest)
             except Rejected as exc:
+                if landed is not None and landed.manifest.seq > chain.seq:
+                    return OwnHead(
+                        manifest, chain.hash, chain.pushed_wall, chain.pushed_count,
+                        chain.reset_at,
+                    )  # fmt: skip
                 raise StoreError(
                     f"our last manifest of {chain.project!r} (seq {chain.seq}) is a delta "
                     f"whose base this store and the transport lost ({exc.detail}); run "
@@ -419,7 +430,7 @@ def _push_project(
         landed = _own_newest(team, project, now)
     reset = roster.latest_reset(team.me, project)
     seen = state.witnessed.get((team.me, project))
-    own = _own_head(team, chain, now)
+    own = _own_head(team, chain, now, landed)
     damaged = (
         set()
         if own is None

@@ -375,8 +375,8 @@ class FolderTransport(Transport):
         return self._server_time
 
     def _prune(self, wdir: SafeDir, project: str, writer: str, seq: int, base: int | None) -> None:
-        """Keep the newest few manifests up to ``seq``, and manifest ``base`` (the full one
-        the new manifest is listed against, if a delta); drop files above ``seq`` that
+        """Keep the newest few manifests up to ``seq``, and the full ones they are listed
+        against (``base`` for the new manifest, if a delta); drop files above ``seq`` that
         cannot be this writer's (planted ones would otherwise hide its manifests)."""
         mine = []
         for number, name in self._listing(wdir, _MANIFEST):
@@ -387,9 +387,18 @@ class FolderTransport(Transport):
             ):
                 with contextlib.suppress(TransportError):
                     wdir.unlink(name)
-        keep = None if base is None else f"manifest-{base:012d}.json"
+        if len(mine) <= MANIFESTS_KEPT:
+            return
+        # the bases of the kept deltas too: an older one is read when the newest is refused,
+        # and a revoked writer's pinned manifest may be one of them
+        bases = {base} if base is not None else set()
+        for name in mine[-MANIFESTS_KEPT:-1]:
+            older = _base_seq(self._read(wdir, name, MAX_MANIFEST_BYTES) or b"")
+            if older is not None:
+                bases.add(older)
+        keep = {f"manifest-{b:012d}.json" for b in bases}
         for old in mine[:-MANIFESTS_KEPT]:
-            if old != keep:
+            if old not in keep:
                 wdir.unlink(old)
 
     def _intact(self, chunk_dir: SafeDir, chunk_id: str) -> bool:
@@ -561,8 +570,8 @@ class FolderTransport(Transport):
 
 
 def _base_seq(manifest: bytes) -> int | None:
-    """The seq of the full manifest that ``manifest`` (ours, about to be stored) is listed
-    against; None for a full manifest."""
+    """The seq of the full manifest that ``manifest`` (ours, or one kept in the folder) is
+    listed against; None for a full manifest or bytes that are not a manifest."""
     try:
         m = Manifest.from_body(unpack(manifest, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
     except Rejected:

@@ -43,6 +43,7 @@ def shapes(kw: str, filler: str, n: int) -> Iterator[tuple[str, str]]:
     yield "(kw+f)*n", ((kw + filler) * n)[:n]
     yield "(kw+f*8)*n", ((kw + filler * 8) * n)[:n]
     yield "f*n+kw", filler * (n // len(filler)) + kw
+    yield "kw+is+f*n", (kw + " is" + filler * n)[:n]  # the prose rules: "the token is ..."
 
 
 def seconds(run: Runner, text: str) -> float:

@@ -86,3 +86,38 @@ def test_writers_through_the_link_are_held_while_the_target_is_salvaged(
         assert seen == [(True, True)]
         with pytest.raises(StoreReplacedError):  # its handle is on the old file
             server.remember("the server still writes", project="webapp")
+
+
+def test_writers_through_every_link_of_a_chain_are_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """home/store.db -> home/current.db (relative) -> disk/store.db: a writer that opened
+    the store by the middle name must find the hold there too, or its write lands in
+    the damaged file being moved aside."""
+    real = tmp_path / "disk" / "store.db"
+    real.parent.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    middle = home / "current.db"
+    middle.symlink_to(os.path.relpath(real, home))
+    link = home / "store.db"
+    link.symlink_to("current.db")
+    with MemoryStore.open(link, author=AUTHOR) as store:
+        store.remember("a note reached through two links", project="webapp")
+    seen: list[tuple[bool, ...]] = []
+    copy = recover._copy
+
+    def watched(*args: object) -> None:
+        seen.append(tuple(os.path.lexists(journal.holding_path(p)) for p in (link, middle, real)))
+        copy(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(recover, "_copy", watched)
+    with MemoryStore.open(middle, author=AUTHOR) as server:
+        recover.recover(link, now_ms=NOW)
+        assert seen == [(True, True, True)]
+        with pytest.raises(StoreReplacedError):  # its handle is on the old file
+            server.remember("the server still writes", project="webapp")
+    assert os.readlink(link) == "current.db"  # both links stay as they were
+    assert not any(journal.holding_path(p).exists() for p in (link, middle, real))
+    with MemoryStore.open(link, author=AUTHOR) as store:
+        assert len(store.recent(limit=10, all_projects=True)) == 1

@@ -4,6 +4,9 @@ kinds the daily-use issue lists that got through in another spelling."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +89,43 @@ def test_every_gitleaks_allowlist_kept_can_hold_without_a_path() -> None:
     for spec in gitleaks.specs()[0]:
         for allow in spec.allowlists:
             assert allow.regexes or allow.stopwords, spec.id
+
+
+SPOKEN = [
+    "the token is",
+    "token was set to",
+    "the api key for prod was",
+    "the password is",
+    "password for staging was",
+]
+
+
+def test_a_spoken_secret_word_before_a_run_of_blanks_is_read_in_one_pass(tmp_path: Path) -> None:
+    """ "the token is" (or "the password is") then 64 KiB of blanks took 130-200 s on one
+    core: the blanks between "is" and the value were split between two ``\\s*`` every
+    way there is.  Run in a child process that must finish; a hang guard with a wide
+    margin (the shapes take milliseconds), not a measure of speed
+    (tests/bench/bench_redos.py measures)."""
+    size = 64 * 1024
+    texts = [lead + blank * (size - len(lead)) for lead in SPOKEN for blank in (" ", "\n")]
+    texts += [(lead + " " * 600 + "hunter2Xq9 ") * 50 for lead in SPOKEN]
+    path = tmp_path / "texts.txt"
+    path.write_text("\0".join(texts), encoding="utf-8")
+    code = (
+        "import sys\n"
+        "from sealmem.client.store.redaction import redact\n"
+        "texts = open(sys.argv[1], encoding='utf-8').read().split('\\0')\n"
+        "print(sum(len(redact(t).found) > 0 for t in texts))\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=True,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("redacting 64 KiB of blanks after a spoken secret word did not finish")
+    # the blanks hide nothing; the value after each blank run is still found
+    assert done.stdout.split() == [str(len(SPOKEN))]

@@ -117,3 +117,22 @@ def test_the_cli_remembers_a_text_at_the_limit(home: Path) -> None:
     assert "Traceback" not in run.stderr
     content = json.loads(run.stdout)["memory"]["content"]
     assert MAX_CONTENT_CHARS - len("[REDACTED:password]") <= len(content) <= MAX_CONTENT_CHARS
+
+
+def test_a_cut_that_falls_in_the_first_characters_of_a_placeholder_drops_it_whole(
+    store: MemoryStore,
+) -> None:
+    """The placeholder starts a few characters before the cut, so that not even its
+    ``[REDACTED:`` opening fits: the cut falls before it, never leaving ``[REDAC``.
+    Multi-byte characters count as one each (the limits are in characters)."""
+    for lead in range(MAX_CONTENT_CHARS - 18, MAX_CONTENT_CHARS - 8):
+        text = "\u00e9" * lead + " pw=abcd1"
+        assert len(text) <= MAX_CONTENT_CHARS
+        stored = store.remember(text, keywords=["ops"]).memory.record
+        assert "abcd1" not in stored.content
+        assert "[REDACTED:password]" in stored.content or stored.content.endswith(" pw=\u2026"), (
+            stored.content[-30:]
+        )
+        assert "[REDAC" not in stored.content.replace("[REDACTED:password]", "")
+        assert len(stored.content) <= MAX_CONTENT_CHARS
+        stored.validate()

@@ -5,11 +5,16 @@ rebuilt list; members sync through a real hub with deltas, a late joiner include
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from sealmem.client import MemoryStore
+from sealmem.client.team.identity import load_member_key
+from sealmem.client.team.session import Team, TeamConfig
 from sealmem.crypto import SUITE
 from sealmem.hub.errors import Refusal
 from sealmem.hub.sqlite_storage import SQLiteStorage
@@ -21,7 +26,7 @@ from sealmem.protocol.roster import Pin, Revocation
 from sealmem.protocol.snapshot import PreviousSnapshot, Snapshot
 from tests.protocol.team_world import NOW, PROJECT, TEAM, World, make_record
 
-from .conftest import HubWorld
+from .conftest import HubWorld, Node
 
 
 @pytest.fixture
@@ -137,3 +142,44 @@ def test_a_revoked_writer_s_pinned_delta_keeps_its_base(
     teams.publish_roster(TEAM, v2.sign(world.root), [], NOW + 1)
     kept = store.manifests(TEAM, PROJECT, world.alice.kid)[world.alice.kid]
     assert [canonical.decode(d)["body"]["seq"] for d in kept] == [3, 1]
+
+
+def _restored(world: HubWorld, node: Node, name: str) -> Node:
+    """A copy of ``node``'s home and store as they are now: restored later, it is a
+    store put back from an old backup."""
+    home = world.root / name
+    shutil.copytree(node.home, home, ignore=shutil.ignore_patterns("store.db*", "*.lock"))
+    with sqlite3.connect(home / "store.db") as copy:
+        node.store.connection.backup(copy)
+    copy.close()
+    key = load_member_key(home)
+    store = MemoryStore.open(home / "store.db", author=key.kid)
+    team = Team(home, store, key, TeamConfig.load(home), world.transport_for(key))
+    restored = Node(name, home, key, store, team)
+    world.nodes[name] = restored
+    return restored
+
+
+def test_a_store_restored_from_before_the_hub_dropped_its_base_syncs_again(
+    world: HubWorld,
+) -> None:
+    alice, bob = world.nodes["alice"], world.nodes["bob"]
+    for i in range(300):
+        alice.remember(f"decision number {i} about the build")
+    alice.sync()
+    alice.remember("one change")
+    alice.sync()  # seq 2: a delta against seq 1
+    backup = _restored(world, alice, "alice-restored")
+    for i in range(120):  # most buckets change: seq 3 is full, the next deltas' base
+        alice.remember(f"a later batch, item {i}")
+    alice.sync()
+    for i in range(2):
+        alice.remember(f"later change {i}")
+        alice.sync()
+    kept = alice.t.transport.writer_manifests(PROJECT, alice.key.kid)
+    assert 1 not in [canonical.decode(d)["body"]["seq"] for d in kept]  # the old base: gone
+
+    summary = backup.sync()  # the restored store reads its newer chain back from the hub
+    assert not summary.refused
+    assert backup.t.transport.newest_seqs(PROJECT)[alice.key.kid] > 5
+    assert not bob.sync().refused

@@ -8,10 +8,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from sealmem.client.team import admin
 from sealmem.protocol import canonical, reasons
 from sealmem.protocol.manifest import DELTA_FORMAT, MANIFEST_FORMAT
 
 from .conftest import PROJECT, Node, World
+from .test_transport_seam import second_device
 
 
 def _files(world: World, writer: Node) -> list[Path]:
@@ -134,3 +136,62 @@ def test_a_forged_base_or_root_is_refused_and_keeps_nothing(world: World) -> Non
     assert reasons.BAD_SIGNATURE in [r.reason for r in summary.refused]
     assert _from(carol, alice) == 0
     assert _head(carol, alice) is None
+
+
+def test_a_store_restored_from_before_the_folder_pruned_its_base_syncs_again(
+    world: World,
+) -> None:
+    """A store restored from an old backup (or a second device left behind) whose last
+    manifest is a delta against a base the folder has since pruned: the newer chain in
+    the folder is adopted; the stale delta's base is not needed and the sync goes on."""
+    alice, bob = world.nodes["alice"], world.nodes["bob"]
+    first = _with_base(world, alice)
+    alice.remember("one change")
+    alice.sync()
+    assert _body(_files(world, alice)[-1])["format"] == DELTA_FORMAT
+    backup = second_device(world, alice, "alice-restored")  # its last manifest: the delta
+    for i in range(120):  # changes most buckets: a full manifest, the next deltas' base
+        alice.remember(f"a later batch, item {i}")
+    alice.sync()
+    assert _body(_files(world, alice)[-1])["format"] == MANIFEST_FORMAT
+    for i in range(2):
+        alice.remember(f"later change {i}")
+        alice.sync()
+    assert _body(_files(world, alice)[-1])["format"] == DELTA_FORMAT
+    assert not first.exists()  # pruned: no delta names it any more
+
+    summary = backup.sync()  # the restored store reads its newer chain back
+    assert not summary.refused
+    (seq,) = backup.store.connection.execute(
+        "SELECT seq FROM own_chain WHERE project = ?", (PROJECT,)
+    ).fetchone()
+    assert seq > 5  # the chain continued after the folder's seq 5, not beside it
+    assert not bob.sync().refused
+
+
+def test_a_revoked_writers_pinned_delta_keeps_its_base_after_newer_manifests(
+    world: World,
+) -> None:
+    """The admin pins the delta it last accepted; the writer had meanwhile published a
+    full manifest and a delta against it.  The folder keeps the base of every manifest
+    it keeps, so a reader that never read the writer still reads the pinned snapshot."""
+    admin_node, alice, carol = world.nodes["admin"], world.nodes["alice"], world.nodes["carol"]
+    first = _with_base(world, alice)
+    alice.remember("the last change the admin saw")
+    alice.sync()
+    pinned = _files(world, alice)[-1]
+    assert _body(pinned)["format"] == DELTA_FORMAT
+    admin_node.sync()  # the admin accepts alice's delta: the head it pins
+    for i in range(120):  # a full manifest, then a delta against it
+        alice.remember(f"written after the admin looked, item {i}")
+    alice.sync()
+    alice.remember("and one more")
+    alice.sync()
+    assert _body(_files(world, alice)[-1])["format"] == DELTA_FORMAT
+    assert pinned.exists()
+    assert first.exists()  # the pinned delta's base, though the newest names another
+    admin.revoke(admin_node.t, "alice", keep_data=True, now=admin_node.clock())
+
+    summary = carol.sync()
+    assert not [r for r in summary.refused if r.reason == reasons.MISSING_BASE], summary.refused
+    assert _from(carol, alice) == 301  # the pinned snapshot: up to the admin's head

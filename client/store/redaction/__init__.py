@@ -37,6 +37,6 @@ __all__ = [
     "warning_for",
 ]
 
-RULES_VERSION = "sealmem-4+gitleaks-8.30.0@88d0f8b2f620"
+RULES_VERSION = "sealmem-4+gitleaks-8.30.0@d16e99c1461b"
 """The rule set's name and version.  It changes whenever a rule or the data file does
 (the part after ``@`` is :func:`rules_fingerprint`; a test holds them equal)."""

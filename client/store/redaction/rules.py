@@ -309,7 +309,7 @@ RULES: tuple[Rule, ...] = (
         "password",
         "password assignment",
         r"(?P<pre>" + _KEY_START + r"(?:password|passwd|passphrase)(?:\s+for\s+[^\s:]{1,40})?"
-        r"(?:\s+(?:is|was|is set to)\s*:?|\s*:)\s*)" + _PLACEHOLDER +
+        r"(?:\s+(?:is|was|is set to)\s*+:?|\s*:)\s*+)" + _PLACEHOLDER +
         r"(?P<secret>\"[^\"\n]{4,}\"|'[^'\n]{4,}'|`[^`\n]{4,}`|[^\s\"'`]{3,}[^\s\"'`.,;:!?)\]])",
         re.IGNORECASE,
         cues=("password", "passwd", "passphrase"),
@@ -346,7 +346,7 @@ RULES: tuple[Rule, ...] = (
         "secret assignment",
         r"(?P<pre>" + _KEY_START + r"(?:api[_ -]?key|apikey|token|secret(?:[_ -]?key)?|"
         r"client[_ -]?secret)(?:\s+for\s+[^\s:]{1,40})?\s+(?:is|was)(?![A-Za-z0-9_])"
-        r"(?:\s+set\s+to)?\s*:?\s*)" + _PLACEHOLDER +
+        r"(?:\s+set\s+to)?\s*+:?\s*+)" + _PLACEHOLDER +
         r"(?P<secret>\"[^\"\n]{8,}\"|'[^'\n]{8,}'|`[^`\n]{8,}`|"
         r"[A-Za-z0-9_+/=~-]++(?:\.[A-Za-z0-9_+/=~-]++)*+)",
         re.IGNORECASE,

@@ -95,6 +95,9 @@ def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
     return cleaned, texts.total()
 
 
+_OPENING = "[REDACTED:"
+
+
 def fit(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, ending in an ellipsis, if it is longer.
 
@@ -103,7 +106,9 @@ def fit(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     cut = limit - 1
-    opened = text.rfind("[REDACTED:", 0, cut)
+    # the last placeholder that opens before the cut, even if its "[REDACTED:" does not
+    # fit whole before it
+    opened = text.rfind(_OPENING, 0, cut - 1 + len(_OPENING))
     if opened != -1 and text.find("]", opened) >= cut:
         cut = opened
     return text[:cut] + "\u2026"
