@@ -29,6 +29,7 @@ from .storage import (
     StoredHead,
     TeamWrite,
     delta_base,
+    manifests_to_drop,
 )
 
 __all__ = ["PgTeamWrite", "charge", "lock_team", "read_heads", "record_change"]
@@ -261,23 +262,23 @@ class PgTeamWrite(TeamWrite):
             is None
         ):
             raise MissingBase(base[0])
-        bases = {base[0]} if base is not None else set()
-        for (kept,) in conn.execute(  # the bases of the kept deltas stay too
-            "SELECT data FROM manifests WHERE team = %s AND project = %s AND writer = %s "
-            "ORDER BY seq DESC LIMIT %s",
-            (*slot, max(keep - 1, 0)),
-        ).fetchall():
-            if (listed := delta_base(bytes(kept))) is not None:
-                bases.add(listed)
-        old = [
-            (s, n)
+        newest = [
+            bytes(row[0])
+            for row in conn.execute(
+                "SELECT data FROM manifests WHERE team = %s AND project = %s AND writer = %s "
+                "ORDER BY seq DESC LIMIT %s",
+                (*slot, max(keep - 1, 0)),
+            ).fetchall()
+        ]
+        older = [
+            (int(s), int(n))
             for s, n in conn.execute(
                 "SELECT seq, octet_length(data) FROM manifests WHERE team = %s AND project = %s "
                 "AND writer = %s ORDER BY seq DESC OFFSET %s",
                 (*slot, max(keep - 1, 0)),
             ).fetchall()
-            if int(s) not in bases
         ]
+        old = manifests_to_drop(newest, older, base)  # a kept delta keeps its base
         charge(
             conn, self._quota, self._team, head.writer,
             len(data) - sum(int(n) for _, n in old),

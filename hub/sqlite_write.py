@@ -20,6 +20,7 @@ from .storage import (
     StoredHead,
     TeamWrite,
     delta_base,
+    manifests_to_drop,
 )
 
 __all__ = ["SQLiteTeamWrite", "charge"]
@@ -220,23 +221,23 @@ class SQLiteTeamWrite(TeamWrite):
             is None
         ):
             raise MissingBase(base[0])
-        bases = {base[0]} if base is not None else set()
-        for (kept,) in conn.execute(  # the bases of the kept deltas stay too
-            "SELECT data FROM manifests WHERE team = ? AND project = ? AND writer = ? "
-            "ORDER BY seq DESC LIMIT ?",
-            (*slot, max(keep - 1, 0)),
-        ).fetchall():
-            if (listed := delta_base(bytes(kept))) is not None:
-                bases.add(listed)
-        old = [
-            (s, n)
-            for s, n in conn.execute(
-                "SELECT seq, LENGTH(data) FROM manifests WHERE team = ? AND project = ? AND "
-                "writer = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
+        newest = [
+            bytes(row[0])
+            for row in conn.execute(
+                "SELECT data FROM manifests WHERE team = ? AND project = ? AND writer = ? "
+                "ORDER BY seq DESC LIMIT ?",
                 (*slot, max(keep - 1, 0)),
             ).fetchall()
-            if int(s) not in bases
         ]
+        older = [
+            (int(s), int(n))
+            for s, n in conn.execute(
+                "SELECT seq, LENGTH(data) FROM manifests WHERE team = ? AND project = ? "
+                "AND writer = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
+                (*slot, max(keep - 1, 0)),
+            ).fetchall()
+        ]
+        old = manifests_to_drop(newest, older, base)  # a kept delta keeps its base
         charge(
             conn, self._quota, self._team, head.writer,
             len(data) - sum(int(n) for _, n in old),

@@ -78,6 +78,7 @@ from .stored import (
     StorageError,
     StoredHead,
     delta_base,
+    manifests_to_drop,
 )
 
 __all__ = [
@@ -100,6 +101,7 @@ __all__ = [
     "StoredHead",
     "TeamWrite",
     "delta_base",
+    "manifests_to_drop",
 ]
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "StorageError",
     "StoredHead",
     "delta_base",
+    "manifests_to_drop",
 ]
 
 #: a team-level object (roster, keyring, join request) in per-member usage
@@ -47,6 +48,21 @@ def delta_base(data: bytes) -> int | None:
     except Rejected:
         return None
     return None if m.delta is None else m.delta.base_seq
+
+
+def manifests_to_drop(
+    newest: Sequence[bytes], older: Sequence[tuple[int, int]], base: tuple[int, str] | None
+) -> list[tuple[int, int]]:
+    """Which of a slot's manifests go when a new one is stored: the rule both storage
+    backends follow.
+
+    ``newest`` holds the bytes of the ``keep - 1`` newest, which stay; ``older`` the
+    (seq, size) of the rest, newest first.  Of those, a manifest that the new one
+    (``base``: its delta's base, seq and hash) or one of the ``newest`` is listed
+    against stays too (a kept delta must keep its base); the others go."""
+    bases = {base[0]} if base is not None else set()
+    bases.update(seq for data in newest if (seq := delta_base(data)) is not None)
+    return [(seq, size) for seq, size in older if seq not in bases]
 
 
 class StorageError(SealmemError):
