@@ -15,6 +15,9 @@ _WRITER = """
 import os, sys
 from sealmem.client import MemoryStore
 store = MemoryStore.open(sys.argv[1], author=sys.argv[2])
+# every commit stays in the WAL: no automatic checkpoint restarts it part way, which
+# would leave stale frames (the flip must land in a frame SQLite still reads)
+store.connection.execute("PRAGMA wal_autocheckpoint = 0")
 for i in range(int(sys.argv[3])):
     store.remember(f"committed memory {i}: the build cache lives in /var/cache/b{i}",
                    project="webapp", private=bool(i % 2))
