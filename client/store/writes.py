@@ -30,6 +30,7 @@ from .rows import (
 __all__ = [
     "create",
     "find_twin",
+    "mark_redacted_here",
     "reinforce",
     "resolve_links",
     "set_importance",
