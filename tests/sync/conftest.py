@@ -50,6 +50,13 @@ class Node:
         kw.setdefault("project", PROJECT)
         return self.store.remember(text, **kw).memory  # type: ignore[arg-type]
 
+    def written_by(self, writer: Node) -> int:
+        """How many memories this node holds whose current version ``writer`` wrote."""
+        (n,) = self.store.connection.execute(
+            "SELECT COUNT(*) FROM memories WHERE editor = ?", (writer.key.kid,)
+        ).fetchone()
+        return int(n)
+
     def memories(self) -> dict[str, Memory]:
         return {m.id: m for m in self.store.recent(limit=10_000, all_projects=True)}
 

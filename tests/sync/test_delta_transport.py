@@ -26,13 +26,6 @@ def _body(path: Path) -> dict[str, object]:
     return body
 
 
-def _from(node: Node, writer: Node) -> int:
-    (n,) = node.store.connection.execute(
-        "SELECT COUNT(*) FROM memories WHERE editor = ?", (writer.key.kid,)
-    ).fetchone()
-    return int(n)
-
-
 def _head(node: Node, writer: Node) -> object:
     return node.store.connection.execute(
         "SELECT seq, hash FROM chain_heads WHERE writer = ? AND project = ?",
@@ -53,12 +46,12 @@ def test_one_change_publishes_a_delta_that_readers_rebuild(world: World) -> None
     alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
     base = _with_base(world, alice)
     bob.sync()
-    assert _from(bob, alice) == 300
+    assert bob.written_by(alice) == 300
     for i in range(5):  # more deltas than the folder keeps manifests (MANIFESTS_KEPT)
         alice.remember(f"change {i}")
         alice.sync()
         bob.sync()
-        assert _from(bob, alice) == 301 + i
+        assert bob.written_by(alice) == 301 + i
     newest = _files(world, alice)[-1]
     body = _body(newest)
     assert body["format"] == DELTA_FORMAT
@@ -71,7 +64,7 @@ def test_one_change_publishes_a_delta_that_readers_rebuild(world: World) -> None
     assert len(_files(world, alice)) == 4  # the 3 newest and the base
     summary = carol.sync()
     assert not summary.refused
-    assert _from(carol, alice) == 305
+    assert carol.written_by(alice) == 305
     assert _head(carol, alice) == _head(bob, alice)
 
 
@@ -88,7 +81,7 @@ def test_a_lost_or_swapped_base_is_refused_by_name_and_keeps_nothing(world: Worl
     assert [(r.reason, r.object) for r in summary.refused] == [
         (reasons.MISSING_BASE, f"manifest {alice.key.kid[:8]}/{PROJECT}")
     ]
-    assert _from(bob, alice) == 0
+    assert bob.written_by(alice) == 0
     assert _head(bob, alice) is None
 
     bob.remember("bob's own")
@@ -97,7 +90,7 @@ def test_a_lost_or_swapped_base_is_refused_by_name_and_keeps_nothing(world: Worl
     shutil.copyfile(bobs, base)  # another writer's manifest under the base's name
     summary = carol.sync()
     assert [r.reason for r in summary.refused] == [reasons.MISSING_BASE]
-    assert _from(carol, alice) == 0
+    assert carol.written_by(alice) == 0
     assert _head(carol, alice) is None
 
     # the writer notices its base is not in the folder as published, and publishes in full
@@ -107,7 +100,7 @@ def test_a_lost_or_swapped_base_is_refused_by_name_and_keeps_nothing(world: Worl
     assert base.read_bytes() != saved
     for reader in (bob, carol):
         assert not reader.sync().refused
-        assert _from(reader, alice) == 301
+        assert reader.written_by(alice) == 301
 
 
 def test_a_forged_base_or_root_is_refused_and_keeps_nothing(world: World) -> None:
@@ -126,7 +119,7 @@ def test_a_forged_base_or_root_is_refused_and_keeps_nothing(world: World) -> Non
     base.write_bytes(canonical.encode(envelope))
     summary = bob.sync()
     assert [r.reason for r in summary.refused] == [reasons.MISSING_BASE]
-    assert _from(bob, alice) == 0
+    assert bob.written_by(alice) == 0
     assert _head(bob, alice) is None
     # the folder forges the delta's chunk_root: the delta's signature fails
     signed = canonical.decode(delta.read_bytes())
@@ -134,7 +127,7 @@ def test_a_forged_base_or_root_is_refused_and_keeps_nothing(world: World) -> Non
     delta.write_bytes(canonical.encode(signed))
     summary = carol.sync()
     assert reasons.BAD_SIGNATURE in [r.reason for r in summary.refused]
-    assert _from(carol, alice) == 0
+    assert carol.written_by(alice) == 0
     assert _head(carol, alice) is None
 
 
@@ -194,4 +187,4 @@ def test_a_revoked_writers_pinned_delta_keeps_its_base_after_newer_manifests(
 
     summary = carol.sync()
     assert not [r for r in summary.refused if r.reason == reasons.MISSING_BASE], summary.refused
-    assert _from(carol, alice) == 301  # the pinned snapshot: up to the admin's head
+    assert carol.written_by(alice) == 301  # the pinned snapshot: up to the admin's head

@@ -37,13 +37,6 @@ def _count_fetches(node: Node, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return fetched
 
 
-def _pulled_from(node: Node, writer: Node) -> int:
-    (n,) = node.store.connection.execute(
-        "SELECT COUNT(*) FROM memories WHERE editor = ?", (writer.key.kid,)
-    ).fetchone()
-    return int(n)
-
-
 def _head(node: Node, writer: Node) -> object:
     return node.store.connection.execute(
         "SELECT seq FROM chain_heads WHERE writer = ?", (writer.key.kid,)
@@ -77,7 +70,7 @@ def test_more_records_than_the_manifest_says_stops_before_later_chunks(
     assert fetched == [manifest.chunks[0].id]  # refused after one chunk, the rest never fetched
     # the reader held one chunk's worth, not the snapshot's (33 MB before the opener)
     assert peak < inflated / 4, f"peak {peak} bytes for a snapshot inflating to {inflated}"
-    assert _pulled_from(bob, alice) == 0
+    assert bob.written_by(alice) == 0
     assert _head(bob, alice) is None
     assert bob.t.trusted().head(alice.key.kid, PROJECT) is None
 
@@ -93,7 +86,7 @@ def test_a_refusal_in_a_later_chunk_merges_nothing_of_the_earlier_ones(world: Wo
     publish(alice, plaintexts, records=11)
     summary = bob.sync()
     assert [r.reason for r in summary.refused] == [reasons.WRONG_BUCKET]
-    assert _pulled_from(bob, alice) == 0  # bucket 3 was merged, then rolled back
+    assert bob.written_by(alice) == 0  # bucket 3 was merged, then rolled back
     assert _head(bob, alice) is None
     assert summary.pulled_new == 0
 
@@ -125,7 +118,7 @@ def test_a_lone_surrogate_in_a_chunk_is_refused_and_the_sync_goes_on(
     assert "Traceback" not in done.err
     assert carol.key.kid in report["members"]  # the other writer's memories still arrived
     assert bob.store.get(kept.id).content == kept.content
-    assert _pulled_from(bob, alice) == 0
+    assert bob.written_by(alice) == 0
 
 
 def test_a_local_storage_failure_still_stops_the_sync(world: World) -> None:
