@@ -213,23 +213,57 @@ def bm25_pool(
     *,
     newest: bool = False,
 ) -> list[tuple[float, Row]]:
-    """The ``limit`` best BM25 matches in scope with their rows (higher score is better).
+    """The ``limit`` best BM25 matches in scope with their rows (higher score is better;
+    equal scores: the earlier stored first).
 
     FTS5 computes BM25 for every match before it can sort, and its IDF reads every
-    posting of every word, so this costs in proportion to the words' postings.
+    posting of every word, so this costs in proportion to the words' postings.  The
+    scope is checked on the best matches only (a cold row read per match was half the
+    pool's cost): the best ``2 * limit`` of the whole index are read first, and only
+    when fewer than ``limit`` of them are in scope (another project's memories, say)
+    does the pool ask again with the scope inside the ranking, as before.
     With ``newest`` the pool is instead the ``limit`` most recently stored matches
     (rowid order, which FTS5 walks without sorting) and their BM25 is 0: they
-    compete on the other features.  The other columns are read after the LIMIT."""
-    score = "0.0" if newest else "-bm25(memories_fts, 1.0, ?)"
-    order = "memories_fts.rowid DESC" if newest else "s DESC"
+    compete on the other features."""
+    cur = _cursor(conn)
+    if newest:
+        return [(1e-9, row) for row in cur.execute(*_ranked(match, scope, limit, None))]
+    wide = 2 * limit
     sql = (
-        f"SELECT p.s, {_COLUMNS} FROM (SELECT m.rowid AS rid, {score} AS s "
-        "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+        "SELECT rowid, -bm25(memories_fts, 1.0, ?) AS s FROM memories_fts "
+        "WHERE memories_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?"
+    )
+    best = cur.execute(sql, (keywords_weight, match, wide)).fetchall()
+    found: list[tuple[float, Row]] = []
+    for start in range(0, len(best), limit):
+        part = best[start : start + limit]
+        rows = {row[0]: row for row in fetch(conn, [rowid for rowid, _ in part], scope)}
+        found.extend((max(s, 1e-9), rows[rowid]) for rowid, s in part if rowid in rows)
+        if len(found) >= limit:
+            return found[:limit]
+    if len(best) < wide:
+        return found  # every match was looked at
+    ranked = cur.execute(*_ranked(match, scope, limit, keywords_weight))
+    return [(max(r[0], 1e-9), r[1:]) for r in ranked]
+
+
+def _ranked(
+    match: str, scope: Scope, limit: int, keywords_weight: float | None
+) -> tuple[str, list[object]]:
+    """The statement of a pool ranked with the scope inside: the best BM25 matches in
+    scope (``keywords_weight`` None: the newest, scored 0), with their rows after the
+    LIMIT; for :func:`bm25_pool` the newest matches and the pools whose best matches
+    are mostly out of scope."""
+    newest = keywords_weight is None
+    score = "0.0" if newest else "-bm25(memories_fts, 1.0, ?)"
+    order = "memories_fts.rowid DESC" if newest else "s DESC, m.rowid"
+    sql = (
+        f"SELECT {'' if newest else 'p.s, '}{_COLUMNS} FROM (SELECT m.rowid AS rid, "
+        f"{score} AS s FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
         f"WHERE memories_fts MATCH ? AND {scope.sql} ORDER BY {order} LIMIT ?) AS p "
         "JOIN memories m ON m.rowid = p.rid"
     )
-    args = [*([] if newest else [keywords_weight]), match, *scope.args, limit]
-    return [(max(r[0], 1e-9), r[1:]) for r in _cursor(conn).execute(sql, args)]
+    return sql, [*([] if newest else [keywords_weight]), match, *scope.args, limit]
 
 
 def history_pool(
@@ -247,13 +281,18 @@ def history_pool(
     return found
 
 
-def fetch(conn: sqlite3.Connection, rowids: Iterable[int]) -> list[Row]:
-    """The rows of these memories."""
+def fetch(conn: sqlite3.Connection, rowids: Iterable[int], scope: Scope | None = None) -> list[Row]:
+    """The rows of these memories (those in ``scope`` when given)."""
     wanted = list(rowids)
     if not wanted:
         return []
-    sql = f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid IN ({_marks(len(wanted))})"
-    return list(_cursor(conn).execute(sql, wanted))
+    where = "" if scope is None else f" AND {scope.sql}"
+    # NOT INDEXED: rowid lookups, never a scan of the project's index for the scope
+    sql = (
+        f"SELECT {_COLUMNS} FROM memories AS m NOT INDEXED "
+        f"WHERE m.rowid IN ({_marks(len(wanted))}){where}"
+    )
+    return list(_cursor(conn).execute(sql, [*wanted, *(scope.args if scope else [])]))
 
 
 def newest_in(conn: sqlite3.Connection, scope: Scope, limit: int) -> list[Row]:
