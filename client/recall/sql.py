@@ -128,33 +128,55 @@ def document_frequencies(
         while len(_STATS) > _STATS_SLOTS:
             _STATS.popitem(last=False)
     _STATS.move_to_end(key)
+    wanted = [p for p in prefixes if p not in stats.longer]
+    wanted += [s for s in stems if s not in stats.df and s not in wanted]
+    kept = _kept(cur, wanted)
     for stem in prefixes:
         if stem not in stats.longer:
-            exact, stats.df[stem + "*"], stats.longer[stem] = _prefixed(cur, stem, tables)
+            exact, stats.df[stem + "*"], stats.longer[stem] = _prefixed(cur, stem, tables, kept)
             stats.df[stem] = exact  # the range holds the stem itself: no second lookup
     missing = [s for s in dict.fromkeys(stems) if s not in stats.df]
     if missing:
-        found = dict.fromkeys(missing, 0)
+        found = {s: kept.get(s, 0) for s in missing}
         for table in tables:
-            sql = (
-                f"SELECT term, doc FROM temp.{_vocab(table)} WHERE term IN ({_marks(len(missing))})"
-            )
-            for term, doc in cur.execute(sql, missing):
+            walk = [s for s in missing if table != "memories_fts" or s not in kept]
+            if not walk:
+                continue
+            sql = f"SELECT term, doc FROM temp.{_vocab(table)} WHERE term IN ({_marks(len(walk))})"
+            for term, doc in cur.execute(sql, walk):
                 found[term] += doc
         stats.df.update(found)
     df = {s: stats.df[s] for s in [*stems, *(p + "*" for p in prefixes)]}
     return stats.n_docs, df, {p: stats.longer[p] for p in prefixes}
 
 
-def _prefixed(cur: sqlite3.Cursor, stem: str, tables: list[str]) -> tuple[int, int, frozenset[str]]:
+def _kept(cur: sqlite3.Cursor, stems: Sequence[str]) -> dict[str, int]:
+    """The document counts in ``memories_fts`` of those ``stems`` the store keeps
+    (frequent terms, schema version 12: :mod:`sealmem.client.recall.frequent`)."""
+    if not stems:
+        return {}
+    sql = f"SELECT term, docs FROM term_counts WHERE term IN ({_marks(len(stems))})"
+    return {term: int(docs) for term, docs in cur.execute(sql, list(stems))}
+
+
+def _prefixed(
+    cur: sqlite3.Cursor, stem: str, tables: list[str], kept: dict[str, int]
+) -> tuple[int, int, frozenset[str]]:
     """The document count of ``stem``, the postings of the index terms it begins (itself
-    included) and those terms: one range of the vocabulary per table."""
+    included) and those terms: one range of the vocabulary per table.  The count of a
+    kept term (``kept``: in ``memories_fts``) is read, not walked: its range then starts
+    after it (a longer term goes on with a letter or a digit, all above "0")."""
     end = stem[:-1] + chr(ord(stem[-1]) + 1)
     exact = total = 0
     terms: set[str] = set()
     for table in tables:
+        start = stem
+        if table == "memories_fts" and stem in kept:
+            exact = total = kept[stem]
+            terms.update([stem] if exact else [])
+            start = stem + "0"
         sql = f"SELECT term, doc FROM temp.{_vocab(table)} WHERE term >= ? AND term < ?"
-        for term, doc in cur.execute(sql, (stem, end)):
+        for term, doc in cur.execute(sql, (start, end)):
             terms.add(term)
             total += int(doc)
             if term == stem:

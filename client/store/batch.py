@@ -42,6 +42,7 @@ from typing import Any
 
 from ...protocol.errors import StoreError
 from ...protocol.record import Record
+from ..recall.frequent import count_added
 from .memory import Provenance
 from .rows import (
     HISTORY_COLUMNS,
@@ -218,6 +219,7 @@ _OWN_COUNTS_ADD = (
     "rows = rows + excluded.rows, live = live + excluded.live"
 )
 _PROJECT, _EDITOR = _COLUMN["project"], _COLUMN["editor"]
+_STEMS = _COLUMN["stems"]
 _VISIBILITY, _DELETED = _COLUMN["visibility"], _COLUMN["deleted"]
 
 
@@ -227,6 +229,7 @@ def _count_added(conn: sqlite3.Connection, added: Sequence[Sequence[Any]]) -> No
     row count, the team counts per (project, editor), and the dirty log of the rows of
     the member this store pushes as (every team row while none is named)."""
     conn.execute("UPDATE store_counts SET memories = memories + ?", (len(added),))
+    count_added(conn, [v[_STEMS] for v in added])  # recall's frequent terms (version 12)
     team = [v for v in added if v[_VISIBILITY] == "team"]
     counts: dict[tuple[str, str], list[int]] = {}
     for v in team:

@@ -100,6 +100,17 @@ rows before it (the connection's ``sealmem_stems`` function).  NULL means not kn
 recall then stems the text itself, as before; a trigger sets it to NULL when a
 write changes the text without writing its stems.  A change of the tokenizer or
 the stemmer must come with a migration that refills the column.
+
+Version 12 keeps the document count of every frequent term for recall
+(:mod:`sealmem.client.recall.frequent`: FTS5 keeps none, and walking a common word's
+postings cost a cold recall milliseconds): ``term_counts`` holds, per term held by
+at least 1,000 memories when it was last filled from the index, how many memories
+hold it; ``term_counts_at`` how many memories the store held then (the write paths
+fill it again when the store has doubled).  Triggers keep the counts exact: a
+single write adds or takes one per stem of ``memories.stems`` it inserts, deletes
+or re-words (the insert trigger stands aside while ``fts_batch`` holds a row: the
+batch writer counts its inserted rows once per batch); a write whose stems are not
+known empties the table, and recall counts in the index until the next fill.
 """
 
 from __future__ import annotations
@@ -548,6 +559,84 @@ WHEN new.stems IS old.stems
 END;
 """
 
+
+def _stem_list(stems: str) -> str:
+    """SQL for the terms of a ``memories.stems`` value (space-joined stems, which hold
+    only letters and digits) as a JSON array, for ``json_each``."""
+    return f"""'["' || replace({stems}, ' ', '","') || '"]'"""
+
+
+_FORGET_COUNTS = """
+    DELETE FROM term_counts;
+    UPDATE term_counts_at SET memories = 0;
+"""
+_TEXT_CHANGED = "(new.content IS NOT old.content OR new.keywords IS NOT old.keywords)"
+
+_V12 = f"""
+CREATE TABLE IF NOT EXISTS term_counts (
+    term TEXT    PRIMARY KEY,
+    docs INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS term_counts_at (
+    one      INTEGER PRIMARY KEY CHECK (one = 1),
+    memories INTEGER NOT NULL
+);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.sealmem_v12_vocab USING fts5vocab(main, memories_fts, row);
+
+DELETE FROM term_counts;
+
+INSERT INTO term_counts (term, docs) SELECT term, doc FROM temp.sealmem_v12_vocab WHERE doc >= 1000;
+
+DROP TABLE temp.sealmem_v12_vocab;
+
+INSERT OR REPLACE INTO term_counts_at (one, memories) SELECT 1, memories FROM store_counts;
+
+DROP TRIGGER IF EXISTS memories_terms_insert;
+
+DROP TRIGGER IF EXISTS memories_terms_insert_unknown;
+
+DROP TRIGGER IF EXISTS memories_terms_delete;
+
+DROP TRIGGER IF EXISTS memories_terms_delete_unknown;
+
+DROP TRIGGER IF EXISTS memories_terms_update;
+
+DROP TRIGGER IF EXISTS memories_terms_update_unknown;
+
+CREATE TRIGGER memories_terms_insert AFTER INSERT ON memories
+WHEN new.stems IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
+    UPDATE term_counts SET docs = docs + 1
+    WHERE term IN (SELECT value FROM json_each({_stem_list("new.stems")}));
+END;
+
+CREATE TRIGGER memories_terms_insert_unknown AFTER INSERT ON memories
+WHEN new.stems IS NULL BEGIN{_FORGET_COUNTS}END;
+
+CREATE TRIGGER memories_terms_delete AFTER DELETE ON memories
+WHEN old.stems IS NOT NULL BEGIN
+    UPDATE term_counts SET docs = docs - 1
+    WHERE term IN (SELECT value FROM json_each({_stem_list("old.stems")}));
+END;
+
+CREATE TRIGGER memories_terms_delete_unknown AFTER DELETE ON memories
+WHEN old.stems IS NULL BEGIN{_FORGET_COUNTS}END;
+
+CREATE TRIGGER memories_terms_update AFTER UPDATE OF content, keywords ON memories
+WHEN {_TEXT_CHANGED} AND old.stems IS NOT NULL AND new.stems IS NOT NULL
+    AND new.stems IS NOT old.stems BEGIN
+    UPDATE term_counts SET docs = docs - 1
+    WHERE term IN (SELECT value FROM json_each({_stem_list("old.stems")}));
+    UPDATE term_counts SET docs = docs + 1
+    WHERE term IN (SELECT value FROM json_each({_stem_list("new.stems")}));
+END;
+
+CREATE TRIGGER memories_terms_update_unknown AFTER UPDATE OF content, keywords ON memories
+WHEN {_TEXT_CHANGED} AND (old.stems IS NULL OR new.stems IS NULL OR new.stems IS old.stems)
+BEGIN{_FORGET_COUNTS}END;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
@@ -574,6 +663,8 @@ MIGRATIONS: list[Migration] = [
     Migration(10, "batch-aware counts, own-rows-only dirty log, row count", _V10),
     # Recall reads each candidate's stems instead of stemming its text (cold recall).
     Migration(11, "recall: stems kept per memory", _V11),
+    # Recall reads the document counts of frequent terms instead of walking their postings.
+    Migration(12, "recall: document counts of frequent terms", _V12),
 ]
 
 

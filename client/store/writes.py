@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ...protocol.errors import InputError, NotFoundError, ProtocolError, StoreError
 from ...protocol.record import MAX_KEYWORDS, MAX_SUPERSEDES, Record, new_memory_id
+from ..recall.frequent import keep_fresh
 from . import ids as memory_ids
 from . import redacting
 from .memory import Memory, Provenance
@@ -85,6 +86,7 @@ def _write(
         seen_count=seen_count,
         updated_at=now,
     )
+    keep_fresh(conn)  # recall's frequent terms (schema version 12)
     row = load_row(conn, record.id)
     if row is None:
         raise StoreError(f"memory {record.id} vanished while it was being written")

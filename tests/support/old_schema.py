@@ -10,8 +10,15 @@ __all__ = ["rewind_schema"]
 def rewind_schema(conn: sqlite3.Connection, before: int) -> None:
     """Forget the migrations from version ``before`` on, and undo those that cannot run
     twice (version 7 adds a column, version 8 a table, version 10 a row count table,
-    version 11 a column), so that opening the store runs them again."""
+    version 11 a column, version 12 tables and triggers), so that opening the store runs
+    them again."""
     conn.execute("DELETE FROM schema_migrations WHERE version >= ?", (before,))
+    if before <= 12:
+        for name in ("insert", "delete", "update"):
+            for suffix in ("", "_unknown"):
+                conn.execute(f"DROP TRIGGER IF EXISTS memories_terms_{name}{suffix}")
+        conn.execute("DROP TABLE IF EXISTS term_counts")
+        conn.execute("DROP TABLE IF EXISTS term_counts_at")
     if before <= 11:
         conn.execute("DROP TRIGGER IF EXISTS memories_stems_stale")
         columns = [row[1] for row in conn.execute("PRAGMA table_info(memories)")]

@@ -1,0 +1,223 @@
+"""The document counts of frequent terms the store keeps for recall (schema version
+12): equal to the full-text index's after every write path, filled by the migration
+and again as the store doubles, read by a cold recall instead of walking the index,
+and recall ranks the same with or without them."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sealmem.client import MemoryStore
+from sealmem.client.recall import frequent, search
+from sealmem.client.store.connection import connect
+from sealmem.client.store.schema import latest_version
+from tests.support.old_schema import rewind_schema
+
+from .conftest import OpenStore
+
+_WORDS = ["orders", "postgres", "cache", "caching", "redis", "deploy", "friday", "tokens", "q1"]
+_START = 1_767_225_600_000
+
+
+def _kept(conn: sqlite3.Connection) -> dict[str, int]:
+    return dict(conn.execute("SELECT term, docs FROM term_counts"))
+
+
+def _indexed(conn: sqlite3.Connection) -> dict[str, int]:
+    """Every term's document count as the full-text index gives it (walked)."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.test_vocab "
+        "USING fts5vocab(main, memories_fts, row)"
+    )
+    return dict(conn.execute("SELECT term, doc FROM temp.test_vocab"))
+
+
+def _check(conn: sqlite3.Connection) -> dict[str, int]:
+    kept, indexed = _kept(conn), _indexed(conn)
+    assert kept == {term: indexed.get(term, 0) for term in kept}
+    return kept
+
+
+@contextmanager
+def _frequent_from(docs: int) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(frequent, "FREQUENT_DOCS", docs)
+        yield
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(rng.choices(_WORDS, k=rng.randint(1, 5)))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_the_kept_counts_are_the_index_counts_after_every_write_path(seed: int) -> None:
+    rng = random.Random(seed)
+    now = [_START]
+
+    def clock() -> int:
+        now[0] += 1000
+        return now[0]
+
+    with (
+        _frequent_from(3),
+        tempfile.TemporaryDirectory() as tmp,
+        MemoryStore.open(Path(tmp) / "a.db", author="ann", clock=clock) as store,
+        MemoryStore.open(Path(tmp) / "b.db", author="bob", clock=clock) as other,
+    ):
+        conn = store.connection
+        live = [store.remember(f"orders {i}").memory.id for i in range(3)]
+        seen = set(_check(conn))  # filled at 3 memories
+        assert "order" in seen
+        for _ in range(rng.randint(5, 40)):
+            action = rng.random()
+            if action < 0.5 or not live:  # a new memory, or a repeat that reinforces one
+                memory_id = store.remember(_text(rng), keywords=rng.sample(_WORDS, 1)).memory.id
+                live.extend([memory_id] if memory_id not in live else [])
+            elif action < 0.6:
+                store.forget(live.pop(rng.randrange(len(live))), reason="wrong")
+            elif action < 0.7:  # a correction: a new memory that supersedes an old one
+                memory_id = store.remember(_text(rng), supersedes=[rng.choice(live)]).memory.id
+                live.extend([memory_id] if memory_id not in live else [])
+            elif action < 0.8:  # the batch writer: new rows and changed ones
+                for _ in range(rng.randint(1, 8)):
+                    other.remember(_text(rng))
+                store.import_(other.export())
+            elif action < 0.85:  # a text changed without its stems: the counts give up
+                conn.execute(
+                    "UPDATE memories SET content = ? WHERE id = ?", (_text(rng), rng.choice(live))
+                )
+            elif action < 0.9:
+                conn.execute("DELETE FROM memories WHERE id = ?", (live.pop(),))
+            else:
+                store.set_importance(rng.choice(live), rng.random())
+            seen.update(_check(conn))
+
+
+def test_the_counts_are_filled_again_each_time_the_store_doubles(open_store: OpenStore) -> None:
+    with _frequent_from(4):
+        store = open_store(author="ann")
+        conn = store.connection
+        at = []
+        for i in range(17):
+            store.remember(f"cache note {i}" + (" redis" if i >= 6 else ""), project="app")
+            (memories,) = conn.execute("SELECT memories FROM term_counts_at").fetchone()
+            at.append(memories)
+        assert at == [0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 8, 8, 8, 8, 16, 16]
+        kept = _check(conn)
+        assert kept["cach"] == 17  # kept since 4 memories, counted at every write since
+        assert kept["redi"] == 11  # frequent by the fill at 16 memories
+        assert set(kept) == {"cach", "note", "redi"}  # the numbers are each in one memory
+
+
+def test_a_store_of_version_11_gets_the_counts_of_its_frequent_terms(
+    tmp_path: Path, open_store: OpenStore
+) -> None:
+    path = tmp_path / "old.db"
+    store = open_store(path, author="ann")
+    rng = random.Random(12)
+    store.import_(_export_of(tmp_path, rng, 1100))  # one batch writer run
+    before = [hit.memory.id for hit in store.recall("orders cache", project="app")]
+    store.close()
+    conn = connect(path)
+    rewind_schema(conn, 12)  # the store as version 11 left it: no counts
+    conn.close()
+    reopened = open_store(path, author="ann")
+    conn = reopened.connection
+    version = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+    assert version == latest_version()
+    kept = _check(conn)
+    indexed = _indexed(conn)
+    assert set(kept) == {term for term, docs in indexed.items() if docs >= 1000}
+    assert kept["cach"] == 1100  # in every memory
+    assert conn.execute("SELECT memories FROM term_counts_at").fetchone()[0] == 1100
+    after = [hit.memory.id for hit in reopened.recall("orders cache", project="app")]
+    assert after == before
+    assert len(after) == 5
+
+
+def _export_of(tmp_path: Path, rng: random.Random, n: int) -> Path:
+    """An export of ``n`` memories of project "app", each holding "cache"."""
+    now = [_START]
+
+    def clock() -> int:
+        now[0] += 1000
+        return now[0]
+
+    source = tmp_path / "source.db"
+    with MemoryStore.open(source, author="bob", clock=clock) as writer:
+        for i in range(n):
+            writer.remember(f"cache {_text(rng)} {i}", project="app")
+        return writer.export()
+
+
+def test_a_cold_recall_reads_a_frequent_count_instead_of_walking_the_index(
+    open_store: OpenStore,
+) -> None:
+    with _frequent_from(5):
+        store = open_store(author="ann")
+        for i in range(12):
+            store.remember(f"the cache of orders {i}", project="app")
+        store.remember("redis holds the sessions", project="app")
+        path = store.path
+        store.close()
+        cold = open_store(path, author="ann")
+        statements: list[str] = []
+        cold.connection.set_trace_callback(statements.append)
+        hits = cold.recall("cache redis", project="app")
+        cold.connection.set_trace_callback(None)
+    assert hits[0].memory.content == "redis holds the sessions"
+    walked = [sql for sql in statements if "_vocab" in sql]
+    assert walked  # the rare word is counted in the index
+    assert not any("'cach'" in sql for sql in walked)  # the frequent one is read
+    assert any("term_counts" in sql and "'cach'" in sql for sql in statements)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_recall_ranks_the_same_with_and_without_the_kept_counts(seed: int) -> None:
+    rng = random.Random(seed)
+    now = [_START]
+    with (
+        _frequent_from(2),
+        tempfile.TemporaryDirectory() as tmp,
+        MemoryStore.open(Path(tmp) / "s.db", author="ann", clock=lambda: now[0]) as store,
+    ):
+        for i in range(rng.randint(5, 40)):
+            now[0] += rng.choice([60_000, 3_600_000 * 5])
+            origin = "cli" if i % 3 else f"mcp:s{i // 6}"
+            memory = store.remember(_text(rng), keywords=rng.sample(_WORDS, 1), origin=origin)
+            if rng.random() < 0.2:  # a replaced version, for include_history
+                store.remember(_text(rng), supersedes=[memory.memory.id], origin=origin)
+        queries = [" ".join(rng.sample(_WORDS, rng.randint(1, 4))) for _ in range(8)]
+
+        def ranked() -> list[list[tuple[str, float, dict[str, float]]]]:
+            out = []
+            for query in queries:
+                for history in (False, True):
+                    hits = search.search(
+                        store.connection,
+                        query,
+                        k=10,
+                        projects=None,
+                        include_history=history,
+                        kinds=None,
+                        now_ms=now[0],
+                    )
+                    out.append([(hit.id, hit.score, hit.why) for hit in hits])
+            return out
+
+        assert _kept(store.connection)
+        with_counts = ranked()
+        assert any(with_counts)
+        store.connection.execute("DELETE FROM term_counts")  # every count walked again
+        assert ranked() == with_counts
