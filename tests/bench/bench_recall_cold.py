@@ -24,8 +24,13 @@ calls of this tree's (last) child.  Beside the wall-clock figures each child rep
 the CPU time of its recall calls (``time.process_time``): on a shared machine it
 leaves out the time the process waited for a core.
 
+``--single N`` also asks the first ``N`` queries one per fresh process each (a fresh
+copy of the store too), after each run, for every tree: the first recall of a
+process, which is what the CLI and every hook run pays.
+
 Run:  python tests/bench/bench_recall_cold.py [--size 100000] [--queries 200]
           [--store-cache DIR] [--baseline-src DIR] [--runs 3] [--profile FILE]
+          [--single 40]
 """
 
 from __future__ import annotations
@@ -238,6 +243,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--baseline-src", type=Path, help="a source tree to compare with")
     parser.add_argument("--runs", type=int, default=1, help="children per source tree")
     parser.add_argument("--profile", help="cProfile of this tree's timed calls, to this file")
+    parser.add_argument(
+        "--single",
+        type=int,
+        default=0,
+        help="also ask the first N queries one per fresh process (the CLI's and hooks' case)",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--prepare", help=argparse.SUPPRESS)
     parser.add_argument("--build", nargs=3, help=argparse.SUPPRESS)
@@ -274,7 +285,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  MemoryStore.recall  ms {figures(timed.recall)}")
                 print(f"    its CPU time      ms {figures(timed.cpu)}")
                 print(f"  plain FTS5 BM25     ms {figures(timed.plain)}")
+            for tree in trees if args.single else []:
+                alone = _run_alone(tree, now_ms, texts[: args.single], tmp)
+                print(
+                    f"run {run + 1}, {tree.label}: {len(alone.recall)} queries, one per fresh "
+                    f"process (load average {alone.load})"
+                )
+                print(f"  MemoryStore.recall  ms {figures(alone.recall)}")
+                print(f"    its CPU time      ms {figures(alone.cpu)}")
     return 0
+
+
+def _run_alone(tree: Tree, now_ms: int, texts: list[str], tmp: Path) -> Timed:
+    """Each query in a process of its own (its first recall: every word new to it)."""
+    before = _load()
+    timed = [_run_child(tree, now_ms, [text], tmp, None) for text in texts]
+    return Timed(
+        [t.recall[0] for t in timed],
+        [t.cpu[0] for t in timed],
+        [t.plain[0] for t in timed],
+        f"{before} -> {_load()}",
+    )
 
 
 if __name__ == "__main__":
