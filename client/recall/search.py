@@ -60,6 +60,7 @@ from .sql import (
     document_frequencies,
     fetch,
     history_pool,
+    narrow_scope,
     neighbours,
     newest_in,
 )
@@ -180,12 +181,20 @@ def search(
     scope = Scope(projects, kinds)
     rows: dict[int, Row] = {}
     bm25: dict[int, float] = {}
-    pools = [(pool.expression, scope, pool.newest) for pool in plan]
+    narrow = narrow_scope(conn, projects, kinds)
+    pools = [(pool.expression, scope, pool.newest, narrow) for pool in plan]
     if spans:  # the period the query names gets its own candidates
-        pools.append((plan[0].expression, Scope(projects, kinds, spans), plan[0].newest))
-    for expression, where, newest in pools:
+        period = Scope(projects, kinds, spans)
+        pools.append((plan[0].expression, period, plan[0].newest, True))
+    for expression, where, newest, inside in pools:
         found = bm25_pool(
-            conn, expression, where, weights.keywords_column, weights.pool, newest=newest
+            conn,
+            expression,
+            where,
+            weights.keywords_column,
+            weights.pool,
+            newest=newest,
+            narrow=inside,
         )
         for score, row in found:
             if row[0] not in bm25:

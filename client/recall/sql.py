@@ -28,6 +28,7 @@ __all__ = [
     "document_frequencies",
     "fetch",
     "history_pool",
+    "narrow_scope",
     "neighbours",
     "newest_in",
 ]
@@ -234,6 +235,7 @@ def bm25_pool(
     limit: int,
     *,
     newest: bool = False,
+    narrow: bool = False,
 ) -> list[tuple[float, Row]]:
     """The ``limit`` best BM25 matches in scope with their rows (higher score is better;
     equal scores: the earlier stored first).
@@ -243,13 +245,18 @@ def bm25_pool(
     scope is checked on the best matches only (a cold row read per match was half the
     pool's cost): the best ``2 * limit`` of the whole index are read first, and only
     when fewer than ``limit`` of them are in scope (another project's memories, say)
-    does the pool ask again with the scope inside the ranking, as before.
+    does the pool ask again with the scope inside the ranking.  A ``narrow`` scope
+    (most memories out of it: :func:`narrow_scope`) is put inside the ranking at
+    once, so that BM25 is computed for the matches in scope only.
     With ``newest`` the pool is instead the ``limit`` most recently stored matches
     (rowid order, which FTS5 walks without sorting) and their BM25 is 0: they
     compete on the other features."""
     cur = _cursor(conn)
     if newest:
         return [(1e-9, row) for row in cur.execute(*_ranked(match, scope, limit, None))]
+    if narrow:
+        ranked = cur.execute(*_ranked(match, scope, limit, keywords_weight))
+        return [(max(r[0], 1e-9), r[1:]) for r in ranked]
     wide = 2 * limit
     sql = (
         "SELECT rowid, -bm25(memories_fts, 1.0, ?) AS s FROM memories_fts "
@@ -286,6 +293,25 @@ def _ranked(
         "JOIN memories m ON m.rowid = p.rid"
     )
     return sql, [*([] if newest else [keywords_weight]), match, *scope.args, limit]
+
+
+def narrow_scope(
+    conn: sqlite3.Connection, projects: Sequence[str] | None, kinds: Sequence[str] | None
+) -> bool:
+    """Whether fewer than half of the live memories are likely in scope, judged from
+    the team rows counted per project (``own_counts``, kept by the store): a scope of
+    kinds, or a store whose live rows are all private, counts as narrow (the pool then
+    ranks as it always did)."""
+    if kinds is not None:
+        return True
+    if projects is None:
+        return False
+    sql = (
+        f"SELECT coalesce(sum(live) FILTER (WHERE project IN ({_marks(len(projects))})), 0), "
+        "coalesce(sum(live), 0) FROM own_counts"
+    )
+    inside, live = _cursor(conn).execute(sql, list(projects)).fetchone()
+    return not live or 2 * inside < live
 
 
 def history_pool(

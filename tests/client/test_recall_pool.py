@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from sealmem.client import MemoryStore
 from sealmem.client.recall import search
 from sealmem.client.recall.ranking import RankingWeights
-from sealmem.client.recall.sql import _COLUMNS, Row, Scope, bm25_pool
+from sealmem.client.recall.sql import _COLUMNS, Row, Scope, bm25_pool, narrow_scope
 
 _WORDS = ["orders", "postgres", "cache", "redis", "deploy", "friday", "tokens", "queue"]
 _START = 1_767_225_600_000
@@ -31,8 +31,10 @@ def _every_match_pool(
     limit: int,
     *,
     newest: bool = False,
+    narrow: bool = False,
 ) -> list[tuple[float, Row]]:
-    """The pool as it was: the scope inside the ranking, every match's row read."""
+    """The pool as it was: the scope inside the ranking, every match's row read
+    (``narrow`` or not)."""
     score = "0.0" if newest else "-bm25(memories_fts, 1.0, ?)"
     order = "memories_fts.rowid DESC" if newest else "s DESC"
     sql = (
@@ -84,8 +86,8 @@ def test_the_pool_draws_what_the_pool_of_every_match_drew(seed: int) -> None:
             match = " OR ".join(f'"{w}"' for w in rng.sample(_WORDS, rng.randint(1, 3)))
             scope = Scope(rng.choice([["app"], ["other"], ["app", "other"], None]), None)
             limit = rng.randint(1, 12)
-            for newest in (False, True):
-                got = bm25_pool(conn, match, scope, 2.0, limit, newest=newest)
+            for newest, narrow in ((False, False), (False, True), (True, False)):
+                got = bm25_pool(conn, match, scope, 2.0, limit, newest=newest, narrow=narrow)
                 want = _every_match_pool(conn, match, scope, 2.0, limit, newest=newest)
                 assert _key(got) == _key(want)
                 assert len(got) == len(want) <= limit
@@ -136,3 +138,33 @@ def test_a_pool_whose_best_matches_are_out_of_scope_asks_again(tmp_path: Path) -
         assert [row[3] for _, row in pool] == ["app", "app"]
         want = _every_match_pool(store.connection, '"redis"', Scope(["app"], None), 2.0, 2)
         assert _key(pool) == _key(want)
+
+
+def _pool_statements(store: MemoryStore, query: str, project: str) -> list[str]:
+    statements: list[str] = []
+    store.connection.set_trace_callback(statements.append)
+    try:
+        assert store.recall(query, project=project)
+    finally:
+        store.connection.set_trace_callback(None)
+    return [sql for sql in statements if "MATCH" in sql and "bm25(memories_fts" in sql]
+
+
+def test_the_pool_reads_the_rows_of_its_best_matches_only_when_most_are_in_scope(
+    tmp_path: Path,
+) -> None:
+    now = [_START]
+    with MemoryStore.open(tmp_path / "s.db", author="ann", clock=lambda: now[0]) as store:
+        for i in range(60):
+            now[0] += 60_000
+            project = "app" if i % 6 else "lib"  # five memories in six are "app"'s
+            store.remember(f"redis cache note {i}", project=project)
+        assert not narrow_scope(store.connection, ["app", "shared"], None)
+        assert narrow_scope(store.connection, ["lib", "shared"], None)
+        assert narrow_scope(store.connection, ["app"], ["note"])
+        # "app": the index ranks alone, and the rows of its best matches are read after
+        (ranked,) = _pool_statements(store, "redis", "app")
+        assert "JOIN memories" not in ranked
+        # "lib": most matches are out of scope, so the scope is inside the ranking
+        (ranked,) = _pool_statements(store, "redis", "lib")
+        assert "JOIN memories m ON m.rowid = memories_fts.rowid" in ranked
