@@ -17,10 +17,14 @@ CLI without ``SEALMEM_SESSION``) falls back on a time-gap rule: memories of the
 same origin, author and project written at most ``session_gap_ms`` apart are
 one session (two memories a teammate wrote an hour apart are not).
 
-Cost.  A recall is at most four round trips on the common path: the term
-statistics (cached per connection until the database changes), one BM25 pool
-with the columns ranking needs, the pool of the period the query names (only
-when it names one) and one query for the session neighbours of the best hits.
+Cost.  A recall is a handful of round trips on the common path: the term
+statistics (cached per connection until the database changes; the counts of
+frequent terms are read from the store, schema version 12, the others walked in
+the index), how much of the store the scope holds, one BM25 pool (the index ranked
+alone, then the rows of its best matches; or, for a scope that holds fewer than
+half the memories, ranked with the scope inside), the pool of the period the query
+names (only when it names one) and one query for the session neighbours of the best
+hits.
 A candidate's stems are read with its row (``memories.stems``, kept since schema
 version 11; a row without them is stemmed here, once per text, cached); the score
 of each candidate is arithmetic over a bit mask of the query terms it holds, and the ``why``

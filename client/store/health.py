@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...protocol.errors import StoreError
+from ..recall.frequent import refresh as refresh_term_counts
 from . import journal
 from .connection import DIR_MODE, FILE_MODE, check_file, connect_readonly, schema_version
 from .memory import Check
@@ -280,12 +281,14 @@ def reindex(
 ) -> dict[str, Any]:
     """Rebuild the full-text indexes from the tables they index; run inside a transaction.
 
-    Nothing but the indexes changes: memories and history are the source of truth.
+    Nothing but the indexes changes: memories and history are the source of truth
+    (and recall's counts of frequent terms are counted again from the rebuilt index).
     """
     for done, (name, sql) in enumerate(REINDEX_STEPS):
         if progress is not None:
             progress(done, len(REINDEX_STEPS), name)
         conn.execute(sql)
+    refresh_term_counts(conn)
     if progress is not None:
         progress(len(REINDEX_STEPS), len(REINDEX_STEPS), "done")
     return {

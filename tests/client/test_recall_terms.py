@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from sealmem.client import MemoryStore
 from sealmem.client.recall import frequent, search
 from sealmem.client.store.connection import connect
+from sealmem.client.store.recover import recover
 from sealmem.client.store.schema import latest_version
 from tests.support.old_schema import rewind_schema
 
@@ -221,3 +222,25 @@ def test_recall_ranks_the_same_with_and_without_the_kept_counts(seed: int) -> No
         assert any(with_counts)
         store.connection.execute("DELETE FROM term_counts")  # every count walked again
         assert ranked() == with_counts
+
+
+def test_reindex_and_recover_count_the_frequent_terms_again(
+    tmp_path: Path, open_store: OpenStore
+) -> None:
+    with _frequent_from(3):
+        path = tmp_path / "s.db"
+        store = open_store(path, author="ann")
+        for i in range(8):
+            store.remember(f"orders queue {i}", project="app")
+        conn = store.connection
+        right = _check(conn)
+        assert right["order"] == 8
+        conn.execute("UPDATE term_counts SET docs = docs + 5")  # counts gone wrong somehow
+        store.reindex()
+        assert _check(conn) == right
+        conn.execute("UPDATE term_counts SET docs = 1")
+        store.close()
+        salvaged = tmp_path / "salvaged.db"
+        recover(path, output=salvaged, now_ms=_START + 86_400_000)
+        again = open_store(salvaged, author="ann")
+        assert _check(again.connection) == right
