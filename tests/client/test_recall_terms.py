@@ -18,10 +18,14 @@ from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
 from sealmem.client.recall import frequent, search
-from sealmem.client.store.connection import connect
+from sealmem.client.store.connection import connect, transaction
+from sealmem.client.store.memory import Provenance
 from sealmem.client.store.recover import recover
 from sealmem.client.store.schema import latest_version
+from sealmem.client.sync.apply import apply_versions
+from sealmem.protocol.record import Record
 from tests.support.old_schema import rewind_schema
+from tests.support.versions import versions
 
 from .conftest import OpenStore
 
@@ -244,3 +248,24 @@ def test_reindex_and_recover_count_the_frequent_terms_again(
         recover(path, output=salvaged, now_ms=_START + 86_400_000)
         again = open_store(salvaged, author="ann")
         assert _check(again.connection) == right
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pulls=st.lists(st.lists(versions(), min_size=1, max_size=8), min_size=1, max_size=6))
+def test_the_kept_counts_follow_pulled_versions(pulls: list[list[Record]]) -> None:
+    """A pull writes through the batch writer and, for a tombstone, row by row."""
+    now = [_START]
+    with (
+        _frequent_from(2),
+        tempfile.TemporaryDirectory() as tmp,
+        MemoryStore.open(Path(tmp) / "s.db", author="alice", clock=lambda: now[0]) as store,
+    ):
+        conn = store.connection
+        for i in range(3):
+            store.remember(f"use uv {i}", project="proj")
+        assert "uv" in _check(conn)
+        pulled = Provenance("folder", "bob", "bob", True, _START, 1)
+        for records in pulls:
+            with transaction(conn):
+                apply_versions(conn, records, pulled, _START)
+            _check(conn)
