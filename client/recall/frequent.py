@@ -16,7 +16,10 @@ term of ``memories.stems`` when a single write inserts, deletes or re-words a ro
 and the batch writer adds its inserted rows once per batch (:func:`count_added`).
 A write whose stems are not known (NULL, or a text changed without its stems)
 empties the table: recall then walks the postings again, until the next refresh.
-A term left out of the table is never a wrong count, only a slower one.
+A term left out of the table is never a wrong count, only a slower one; and recall
+reads the table only while the rows it has counted (``term_counts_at.counted``)
+are the rows the store holds (``store_counts.memories``), so a write path that
+inserts rows without counting them costs speed, not correctness.
 """
 
 from __future__ import annotations
@@ -45,34 +48,40 @@ def refresh(conn: sqlite3.Connection) -> None:
         (FREQUENT_DOCS,),
     )
     conn.execute(
-        "INSERT OR REPLACE INTO term_counts_at (one, memories) SELECT 1, memories FROM store_counts"
+        "INSERT OR REPLACE INTO term_counts_at (one, memories, counted) "
+        "SELECT 1, memories, memories FROM store_counts"
     )
 
 
-def keep_fresh(conn: sqlite3.Connection) -> None:
+def keep_fresh(conn: sqlite3.Connection) -> bool:
     """:func:`refresh` when the store holds twice the memories it held at the last
     refresh (and at least :data:`FREQUENT_DOCS`): amortized, about a microsecond of
-    CPU per memory written."""
+    CPU per memory written.  True when it did."""
     row = conn.execute(
         "SELECT s.memories >= max(2 * coalesce(a.memories, 0), ?) "
         "FROM store_counts AS s LEFT JOIN term_counts_at AS a ON a.one = 1",
         (FREQUENT_DOCS,),
     ).fetchone()
-    if row is not None and row[0]:
-        refresh(conn)
+    if row is None or not row[0]:
+        return False
+    refresh(conn)
+    return True
 
 
 def count_added(conn: sqlite3.Connection, stems: Sequence[str | None]) -> None:
     """Count the rows a batch inserted while their per-row triggers stood aside
-    (``fts_batch``), given their ``memories.stems``; refreshes first when the store
-    has doubled (the index then does not hold the batch yet: it is counted here)."""
+    (``fts_batch``), given their ``memories.stems``, after ``store_counts`` counted
+    them; refreshes first when the store has doubled (the index then does not hold
+    the batch yet: its terms are counted here, its rows are in ``store_counts``)."""
     if not stems:
         return
-    keep_fresh(conn)
+    refreshed = keep_fresh(conn)
     if any(value is None for value in stems):
         conn.execute("DELETE FROM term_counts")
         conn.execute("UPDATE term_counts_at SET memories = 0")
         return
+    if not refreshed:
+        conn.execute("UPDATE term_counts_at SET counted = counted + ?", (len(stems),))
     tracked = {term for (term,) in conn.execute("SELECT term FROM term_counts")}
     if not tracked:
         return

@@ -153,10 +153,14 @@ def document_frequencies(
 
 def _kept(cur: sqlite3.Cursor, stems: Sequence[str]) -> dict[str, int]:
     """The document counts in ``memories_fts`` of those ``stems`` the store keeps
-    (frequent terms, schema version 12: :mod:`sealmem.client.recall.frequent`)."""
+    (frequent terms, schema version 12: :mod:`sealmem.client.recall.frequent`), while
+    they have counted every row the store holds."""
     if not stems:
         return {}
-    sql = f"SELECT term, docs FROM term_counts WHERE term IN ({_marks(len(stems))})"
+    sql = (
+        f"SELECT term, docs FROM term_counts WHERE term IN ({_marks(len(stems))}) "
+        "AND (SELECT counted FROM term_counts_at) = (SELECT memories FROM store_counts)"
+    )
     return {term: int(docs) for term, docs in cur.execute(sql, list(stems))}
 
 

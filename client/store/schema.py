@@ -106,11 +106,14 @@ Version 12 keeps the document count of every frequent term for recall
 postings cost a cold recall milliseconds): ``term_counts`` holds, per term held by
 at least 1,000 memories when it was last filled from the index, how many memories
 hold it; ``term_counts_at`` how many memories the store held then (the write paths
-fill it again when the store has doubled).  Triggers keep the counts exact: a
-single write adds or takes one per stem of ``memories.stems`` it inserts, deletes
-or re-words (the insert trigger stands aside while ``fts_batch`` holds a row: the
-batch writer counts its inserted rows once per batch); a write whose stems are not
-known empties the table, and recall counts in the index until the next fill.
+fill it again when the store has doubled) and how many rows the counts have counted
+since.  Triggers keep the counts exact: a single write adds or takes one per stem
+of ``memories.stems`` it inserts, deletes or re-words (the insert trigger stands
+aside while ``fts_batch`` holds a row: the batch writer counts its inserted rows
+once per batch); a write whose stems are not known empties the table, and recall
+counts in the index until the next fill.  Recall reads the counts only while the
+rows counted equal ``store_counts.memories``: a write path that inserted rows
+without counting them makes it walk the index, never read a wrong count.
 """
 
 from __future__ import annotations
@@ -580,7 +583,8 @@ CREATE TABLE IF NOT EXISTS term_counts (
 
 CREATE TABLE IF NOT EXISTS term_counts_at (
     one      INTEGER PRIMARY KEY CHECK (one = 1),
-    memories INTEGER NOT NULL
+    memories INTEGER NOT NULL,
+    counted  INTEGER NOT NULL
 );
 
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.sealmem_v12_vocab USING fts5vocab(main, memories_fts, row);
@@ -591,7 +595,8 @@ INSERT INTO term_counts (term, docs) SELECT term, doc FROM temp.sealmem_v12_voca
 
 DROP TABLE temp.sealmem_v12_vocab;
 
-INSERT OR REPLACE INTO term_counts_at (one, memories) SELECT 1, memories FROM store_counts;
+INSERT OR REPLACE INTO term_counts_at (one, memories, counted)
+SELECT 1, memories, memories FROM store_counts;
 
 DROP TRIGGER IF EXISTS memories_terms_insert;
 
@@ -609,6 +614,7 @@ CREATE TRIGGER memories_terms_insert AFTER INSERT ON memories
 WHEN new.stems IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
     UPDATE term_counts SET docs = docs + 1
     WHERE term IN (SELECT value FROM json_each({_stem_list("new.stems")}));
+    UPDATE term_counts_at SET counted = counted + 1;
 END;
 
 CREATE TRIGGER memories_terms_insert_unknown AFTER INSERT ON memories
@@ -618,6 +624,7 @@ CREATE TRIGGER memories_terms_delete AFTER DELETE ON memories
 WHEN old.stems IS NOT NULL BEGIN
     UPDATE term_counts SET docs = docs - 1
     WHERE term IN (SELECT value FROM json_each({_stem_list("old.stems")}));
+    UPDATE term_counts_at SET counted = counted - 1;
 END;
 
 CREATE TRIGGER memories_terms_delete_unknown AFTER DELETE ON memories

@@ -47,8 +47,16 @@ def _indexed(conn: sqlite3.Connection) -> dict[str, int]:
 
 
 def _check(conn: sqlite3.Connection) -> dict[str, int]:
+    """The kept counts, after checking they are the index's and that recall reads them
+    (they have counted every row the store holds)."""
     kept, indexed = _kept(conn), _indexed(conn)
     assert kept == {term: indexed.get(term, 0) for term in kept}
+    if kept:
+        (counted, memories, rows) = conn.execute(
+            "SELECT (SELECT counted FROM term_counts_at), (SELECT memories FROM store_counts), "
+            "(SELECT count(*) FROM memories)"
+        ).fetchone()
+        assert counted == memories == rows
     return kept
 
 
@@ -269,3 +277,37 @@ def test_the_kept_counts_follow_pulled_versions(pulls: list[list[Record]]) -> No
             with transaction(conn):
                 apply_versions(conn, records, pulled, _START)
             _check(conn)
+
+
+def test_rows_a_writer_inserted_without_counting_them_are_never_read_as_counted(
+    open_store: OpenStore,
+) -> None:
+    with _frequent_from(3):
+        store = open_store(author="ann")
+        for i in range(6):
+            store.remember(f"orders queue {i}", project="app")
+        conn = store.connection
+        assert _check(conn)["order"] == 6
+        # a batch path that forgot the counts: its rows stand aside the triggers
+        conn.execute("INSERT INTO fts_batch (one) VALUES (1)")
+        conn.execute(
+            "INSERT INTO memories (id, project, kind, content, importance, local_importance, "
+            "author, editor, created_at, hlc_wall, hlc_counter, origin, visibility, updated_at, "
+            "stems) SELECT id || 'x', project, kind, content, importance, local_importance, "
+            "author, editor, created_at, hlc_wall, hlc_counter + 1, origin, visibility, "
+            "updated_at, stems FROM memories"
+        )
+        conn.execute(
+            "INSERT INTO memories_fts (rowid, content, keywords) "
+            "SELECT rowid, content, keywords FROM memories WHERE id LIKE '%x'"
+        )
+        conn.execute("UPDATE store_counts SET memories = memories + 6")
+        conn.execute("DELETE FROM fts_batch")
+        assert _kept(conn)["order"] == 6  # stale: the index holds 12
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        hits = store.recall("orders", k=20, project="app")
+        conn.set_trace_callback(None)
+    assert len(hits) == 12
+    assert any("_vocab" in sql and "'order'" in sql for sql in statements)  # walked
+    assert all(hit.why["coverage"] == hits[0].why["coverage"] for hit in hits)
