@@ -361,8 +361,13 @@ def write_version(
     local_importance: float,
     seen_count: int,
     updated_at: int,
+    bucket_key: int | None = None,
 ) -> int:
     """Make ``record`` the winner for its id: archive any previous version, relink.
+
+    ``bucket_key`` (:func:`~sealmem.protocol.snapshot.bucket_key` of the id) is stored
+    with a new row; None leaves it to the next push, and a row already there keeps its
+    own (the id, hence the key, is the same).
 
     A tombstone is not archived over the text it covers (:func:`covers`): the
     previous version's text is dropped if covered, and the covered history of the
@@ -385,6 +390,8 @@ def write_version(
     # whose text a tombstone erases here: every version (forget), or its writer's own
     only = None if provenance.transport == "local" else record.editor
     if previous is None:
+        if bucket_key is not None:
+            values["bucket_key"] = bucket_key
         names = ", ".join(values)
         marks = ", ".join(f":{name}" for name in values)
         conn.execute(f"INSERT INTO memories ({names}) VALUES ({marks})", values)

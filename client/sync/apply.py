@@ -30,9 +30,11 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ...crypto import SUITE
 from ...protocol.hlc import Hlc, receive
 from ...protocol.merge import effective_importance, merge_many
 from ...protocol.record import Record
+from ...protocol.snapshot import bucket_key
 from ..store.batch import Keep, Write, keep_versions, load_rows, write_versions
 from ..store.memory import Provenance
 from ..store.redacting import redact_versions
@@ -93,14 +95,16 @@ def apply_versions(
         if float(row["local_importance"]) > float(row["importance"])
     }
     merged = merge_many(local, incoming, now_ms=now, clock=clock, floors=floors)
+    # a new row gets its bucket key now (one hash), not from the next push (an UPDATE)
     writes = [
         Write(
             merged.winners[rid],
             provenance,
             effective_importance(merged.winners[rid], merged.floors.get(rid)),
-            1 if rows.get(rid) is None else int(rows[rid]["seen_count"]),
+            1 if (row := rows.get(rid)) is None else int(row["seen_count"]),
             now,
-            rows.get(rid),
+            row,
+            bucket_key(SUITE, rid) if row is None else None,
         )
         for rid in merged.changed
     ]
