@@ -27,7 +27,7 @@ merges nothing.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ...crypto import SUITE
@@ -68,9 +68,18 @@ class ApplyResult:
 
 
 def apply_versions(
-    conn: sqlite3.Connection, records: Iterable[Record], provenance: Provenance, now: int
+    conn: sqlite3.Connection,
+    records: Iterable[Record],
+    provenance: Provenance,
+    now: int,
+    bucket_keys: Mapping[str, int] | None = None,
 ) -> ApplyResult:
-    """Merge verified versions from one snapshot (see the module docstring)."""
+    """Merge verified versions from one snapshot (see the module docstring).
+
+    ``bucket_keys`` may give the ids' bucket keys (the chunk opener hashed them); a new
+    row is stored with its key (:func:`~sealmem.protocol.snapshot.bucket_key` of the id,
+    computed here when not given)."""
+    keys = {} if bucket_keys is None else bucket_keys
     result = ApplyResult()
     pulled = list(records)
     if not pulled:
@@ -104,7 +113,7 @@ def apply_versions(
             1 if (row := rows.get(rid)) is None else int(row["seen_count"]),
             now,
             row,
-            bucket_key(SUITE, rid) if row is None else None,
+            None if row is not None else keys[rid] if rid in keys else bucket_key(SUITE, rid),
         )
         for rid in merged.changed
     ]
