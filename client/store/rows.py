@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import unicodedata
 from typing import Any
@@ -83,6 +84,20 @@ HISTORY_INSERT = (
 _TEXT = json.JSONEncoder(ensure_ascii=False).encode
 _SORTED_TEXT = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
 _ASCII_TEXT = json.JSONEncoder().encode  # json.dumps
+
+
+# What json.dumps(..., ensure_ascii=False) escapes in a string (json.encoder's ESCAPE)
+_ESCAPED = re.compile(r'[\x00-\x1f\\"]')
+
+
+def _keywords_json(keywords: tuple[str, ...], spaced: str) -> str:
+    """``_TEXT(list(keywords))``: built by a join when no keyword holds a character JSON
+    escapes (``spaced``, the keywords joined by spaces, is searched once)."""
+    if not keywords:
+        return "[]"
+    if _ESCAPED.search(spaced) is None:
+        return '["' + '", "'.join(keywords) + '"]'
+    return _TEXT(list(keywords))
 
 
 def normalize(content: str) -> str:
@@ -259,13 +274,14 @@ def memory_row(
     """The ``memories`` columns (all but ``rowid``) of a row holding ``record``, in
     :data:`MEMORY_VALUE_COLUMNS` order (what a batch writes: no dict per row)."""
     keywords, supersedes = record.keywords, record.supersedes
+    spaced = " ".join(keywords)
     return (
         record.id,
         record.project,
         record.kind,
         record.content,
-        " ".join(keywords),
-        _TEXT(list(keywords)) if keywords else "[]",
+        spaced,
+        _keywords_json(keywords, spaced),
         record.importance,
         local_importance,
         record.author,
@@ -281,7 +297,7 @@ def memory_row(
         seen_count,
         updated_at,
         None if record.deleted else norm_hash(record.content),
-        stored_stems(record.content, " ".join(keywords)),
+        stored_stems(record.content, spaced),
         provenance.transport,
         provenance.signer,
         provenance.signer_name,
