@@ -39,6 +39,7 @@ __all__ = [
     "HISTORY_INSERT",
     "MEMORY_COLUMNS",
     "MEMORY_VALUE_COLUMNS",
+    "RECORD_COLUMNS",
     "archive",
     "archived_values",
     "covers",
@@ -68,6 +69,13 @@ MEMORY_COLUMNS = (
     "deleted, delete_reason, origin, visibility, seen_count, updated_at, norm_hash, "
     "transport, signer, signer_name, verified, received_at, snapshot_seq"
 )
+
+RECORD_COLUMNS = (
+    "id, project, kind, content, keywords_json, importance, author, editor, created_at, "
+    "hlc_wall, hlc_counter, supersedes_json, deleted, delete_reason, origin, visibility"
+)
+"""The ``memories`` columns :func:`record_from_row` reads (a push reads every own row:
+not the stems, the search text or the provenance)."""
 
 HISTORY_COLUMNS = (
     "id", "record_json", "local_importance", "seen_count", "updated_at", "transport",
