@@ -26,6 +26,7 @@ import json
 import re
 import sqlite3
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
 from ...protocol.hlc import ZERO, Hlc, receive, tick
@@ -58,6 +59,7 @@ __all__ = [
     "purge_history",
     "read_hlc",
     "record_from_row",
+    "record_from_values",
     "record_json",
     "save_hlc",
     "write_version",
@@ -138,6 +140,29 @@ def record_from_row(row: sqlite3.Row) -> Record:
         delete_reason=row["delete_reason"],
         origin=row["origin"],
         visibility=row["visibility"],
+    )
+
+
+def record_from_values(row: Sequence[Any]) -> Record:
+    """:func:`record_from_row` of a row read with :data:`RECORD_COLUMNS` first, by
+    position (a push reads every own row: no lookup by name, no JSON parse of ``[]``)."""
+    keywords, supersedes = row[4], row[11]
+    return Record(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        () if keywords == "[]" else tuple(json.loads(keywords)),
+        float(row[5]),
+        row[6],
+        row[7],
+        int(row[8]),
+        Hlc(int(row[9]), int(row[10])),
+        () if supersedes == "[]" else tuple(json.loads(supersedes)),
+        bool(row[12]),
+        row[13],
+        row[14],
+        row[15],
     )
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ...crypto import SUITE
 from ...protocol.record import Record
 from ...protocol.snapshot import BUCKET_KEYS, bucket_key
-from ..store.rows import RECORD_COLUMNS, record_from_row
+from ..store.rows import RECORD_COLUMNS, record_from_values
 
 __all__ = [
     "EVERY_BUCKET",
@@ -142,7 +142,7 @@ def records_in_buckets(
             )
             if row["bucket_key"] % total in wanted
         ]
-    return [record_from_row(row) for row in rows]
+    return list(map(record_from_values, rows))
 
 
 def clear_dirty(conn: sqlite3.Connection, project: str, upto: int) -> None:
