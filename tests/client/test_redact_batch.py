@@ -91,3 +91,13 @@ def test_the_word_lookup_redacts_as_the_whole_text_scan(text: str) -> None:
         patch.setattr(engine, "_cues_in", engine._cues_scan)
         reference = engine.redact(text)
     assert engine.redact(text) == reference
+
+
+def test_the_word_memo_emptied_alone_still_finds_every_cue() -> None:
+    """``bench_redact.py`` empties ``_WORDS`` between rule sets; a word still named in
+    ``_CUED`` is then learned again, not looked up in the emptied memo."""
+    index = engine._index()
+    text = "rotate the deploy token weekly"
+    assert engine._cues_in(text, index) == {"token"}
+    engine._WORDS.clear()
+    assert engine._cues_in(text, index) == {"token"}

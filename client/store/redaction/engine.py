@@ -129,7 +129,7 @@ def _cues_in(lowered: str, index: _Index) -> set[str]:
     words = set(lowered.split())
     memo = _WORDS
     for word in words.intersection(_CUED):
-        found |= memo[word]
+        found |= memo.get(word, frozenset())  # one not in the memo is learned again below
     missed = words.difference(memo)
     if missed:
         letters = _LETTER.search
