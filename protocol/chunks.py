@@ -33,7 +33,7 @@ from . import canonical, hlc, reasons
 from .errors import DecryptionError, InputError, ProtocolError, Rejected
 from .manifest import MAX_CHUNK_BYTES, ChunkRef, Manifest
 from .record import Record
-from .snapshot import bucket_of, chunk_ad, chunk_id
+from .snapshot import BUCKET_KEYS, bucket_key, bucket_of, chunk_ad, chunk_id
 from .suite import ContentKeyLike, Suite
 
 __all__ = [
@@ -88,6 +88,9 @@ def open_chunk(
     return _open_chunk(suite, key, manifest, ref, data, now_ms=now_ms)[0]
 
 
+_Opened = tuple[list[Record], int, list[int]]
+
+
 def _open_chunk(
     suite: Suite,
     key: ContentKeyLike,
@@ -97,8 +100,10 @@ def _open_chunk(
     *,
     now_ms: int,
     limit: int = MAX_BUCKET_PLAINTEXT,
-) -> tuple[list[Record], int]:
-    """:func:`open_chunk`, inflating to at most ``limit`` bytes; also the inflated size."""
+) -> _Opened:
+    """:func:`open_chunk`, inflating to at most ``limit`` bytes; also the inflated size and
+    each record's bucket key (:func:`~.snapshot.bucket_key`: the hash the bucket check
+    computes, which a reader stores; the bucket is the key mod the power-of-two count)."""
     where = f"chunk {ref.id[:16]} (bucket {ref.bucket}) of {manifest.writer}/{manifest.project}"
     if len(data) > MAX_CHUNK_BYTES:
         raise Rejected(reasons.TOO_LARGE, f"{where}: {len(data)} bytes; limit {MAX_CHUNK_BYTES}")
@@ -122,6 +127,9 @@ def _open_chunk(
     if not isinstance(value, list) or not value:
         raise Rejected(reasons.MALFORMED, f"{where}: must hold a non-empty list of records")
     records: list[Record] = []
+    keys: list[int] = []
+    buckets = manifest.buckets
+    divides = BUCKET_KEYS % buckets == 0  # a parsed manifest's count (a power of two) does
     for item in value:
         try:
             rec = Record.from_wire(item)
@@ -147,10 +155,13 @@ def _open_chunk(
                 f"{hlc.MAX_AHEAD_MS // 3_600_000} h ahead of this reader's {now_ms} ms; "
                 "the writer's clock is wrong (ask them to fix it and sync again)",
             )
-        if bucket_of(suite, rec.id, manifest.buckets) != ref.bucket:
+        slot = bucket_key(suite, rec.id)
+        bucket = slot % buckets if divides else bucket_of(suite, rec.id, buckets)
+        if bucket != ref.bucket:
             raise Rejected(reasons.WRONG_BUCKET, f"{where}: record {rec.id} is in the wrong bucket")
         records.append(rec)
-    return records, len(plaintext)
+        keys.append(slot)
+    return records, len(plaintext), keys
 
 
 def chunk_slot(manifest: Manifest, ref: ChunkRef) -> str:
@@ -191,6 +202,8 @@ class SnapshotOpener:
         self.max_plaintext = max_plaintext
         self.inflated = 0
         self.count = 0
+        self.keys: list[int] = []
+        """The bucket keys of the records the last :meth:`feed` returned, in order."""
         self._pending: dict[str, ChunkRef] = {}
         self._opened: dict[str, int] = {}
         cache = opened or {}
@@ -240,7 +253,7 @@ class SnapshotOpener:
         room = max(self.max_plaintext - self.inflated, 0)
         limit = min(MAX_BUCKET_PLAINTEXT, room)
         try:
-            records, size = _open_chunk(
+            records, size, self.keys = _open_chunk(
                 self.suite, self.key, self.manifest, ref, data, now_ms=self.now_ms, limit=limit
             )
         except Rejected as exc:

@@ -70,6 +70,25 @@ def is_memory_id(value: object) -> bool:
     return isinstance(value, str) and _ID_RE.fullmatch(value) is not None
 
 
+_VALID_PROJECTS: set[str] = set()
+_VALID_KINDS: set[str] = set()
+_VALID_MEMBERS: set[str] = set()
+_VALID = {PROJECT_RE: _VALID_PROJECTS, KIND_RE: _VALID_KINDS, MEMBER_RE: _VALID_MEMBERS}
+_VALID_KEPT = 4096
+
+
+def _valid(pattern: re.Pattern[str], value: str) -> bool:
+    """Whether ``value`` matches ``pattern``; a match is remembered (in :data:`_VALID`):
+    the same few project, kind and member names come back record after record."""
+    if pattern.fullmatch(value) is None:
+        return False
+    seen = _VALID[pattern]
+    if len(seen) >= _VALID_KEPT:
+        seen.clear()
+    seen.add(value)
+    return True
+
+
 def _fail(what: str) -> ProtocolError:
     return ProtocolError(f"invalid record: {what}")
 
@@ -97,9 +116,9 @@ class Record:
         """Raise :class:`ProtocolError` naming the first broken rule; return self."""
         if not is_memory_id(self.id):
             raise _fail(f"id {self.id!r} is not a UUIDv7")
-        if not PROJECT_RE.fullmatch(self.project):
+        if self.project not in _VALID_PROJECTS and not _valid(PROJECT_RE, self.project):
             raise _fail(f"project {self.project!r} must match {PROJECT_RE.pattern}")
-        if not KIND_RE.fullmatch(self.kind):
+        if self.kind not in _VALID_KINDS and not _valid(KIND_RE, self.kind):
             raise _fail(f"kind {self.kind!r} must match {KIND_RE.pattern}")
         if len(self.content) > MAX_CONTENT_CHARS:
             raise _fail(
@@ -114,9 +133,9 @@ class Record:
                 raise _fail(f"keyword {kw!r} must be 1..{MAX_KEYWORD_CHARS} characters")
         if not 0.0 <= self.importance <= 1.0:
             raise _fail(f"importance {self.importance} must be between 0 and 1")
-        for name in ("author", "editor"):
-            if not MEMBER_RE.fullmatch(getattr(self, name)):
-                raise _fail(f"{name} {getattr(self, name)!r} is not a member id")
+        for name, member in (("author", self.author), ("editor", self.editor)):
+            if member not in _VALID_MEMBERS and not _valid(MEMBER_RE, member):
+                raise _fail(f"{name} {member!r} is not a member id")
         if not 0 <= self.created_at <= MAX_WALL_MS:
             raise _fail(f"created_at must be 0..{MAX_WALL_MS} ms")
         if not (0 <= self.hlc.wall <= MAX_WALL_MS and 0 <= self.hlc.counter <= MAX_COUNTER):
@@ -188,7 +207,7 @@ class Record:
                 and type(keywords) is list
                 and set(map(type, keywords)) <= _ONLY_STR
                 and type(supersedes) is list
-                and set(map(type, supersedes)) <= _ONLY_STR
+                and (not supersedes or set(map(type, supersedes)) <= _ONLY_STR)
                 and type(stamp) is list
                 and len(stamp) == 2
                 and type(stamp[0]) is int

@@ -81,6 +81,9 @@ class Write:
     updated_at: int
     previous: sqlite3.Row | None
     """The ``memories`` row of ``record.id`` before this write (None: there is none)."""
+    bucket_key: int | None = None
+    """``record.id``'s bucket key (:func:`~sealmem.protocol.snapshot.bucket_key`), stored
+    with a new row (None: the next push fills it; a row already there keeps its own)."""
 
 
 def write_each(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
@@ -94,6 +97,7 @@ def write_each(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
             local_importance=w.local_importance,
             seen_count=w.seen_count,
             updated_at=w.updated_at,
+            bucket_key=w.bucket_key,
         )
     return purged
 
@@ -139,7 +143,7 @@ def _flush(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
         )
         for w in run
     ]
-    added = [v for v, w in zip(rows, run, strict=True) if w.previous is None]
+    added = [(*v, w.bucket_key) for v, w in zip(rows, run, strict=True) if w.previous is None]
     changed = [(v, w.previous) for v, w in zip(rows, run, strict=True) if w.previous is not None]
     with _triggers_aside(conn):
         # the replaced versions, in order (a live version never covers text: archive all)
@@ -151,7 +155,7 @@ def _flush(conn: sqlite3.Connection, run: Sequence[Write]) -> None:
         )
         (last,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()
         if added:
-            insert_staged(conn, "memories", MEMORY_VALUE_COLUMNS, added)
+            insert_staged(conn, "memories", (*MEMORY_VALUE_COLUMNS, "bucket_key"), added)
             _count_added(conn, added)
         # an update that keeps the text (a reinforce, an importance) keeps its index entry
         retext = [

@@ -29,6 +29,7 @@ __all__ = [
     "Texts",
     "redact",
     "redact_all",
+    "redact_batch",
     "redact_texts",
     "redact_version",
     "secret_spans",
@@ -60,6 +61,14 @@ def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
     (empty: it was clean and ``record`` itself is returned)."""
     run: Callable[[Record], tuple[Record, dict[str, int]]] = _rules().redact_version
     return run(record)
+
+
+def redact_batch(records: Sequence[Record]) -> list[tuple[Record, dict[str, int]]]:
+    """:func:`redact_version` of each record, in order, the contents redacted together
+    (:func:`.redaction.texts.redact_batch`)."""
+    run: Callable[[Sequence[Record]], list[tuple[Record, dict[str, int]]]]
+    run = _rules().redact_batch
+    return run(records)
 
 
 def secret_spans(text: str) -> list[tuple[int, int, str]]:

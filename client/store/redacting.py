@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from ...protocol.record import Record
 from .connection import get_meta, set_meta
-from .redact import redact_version
+from .redact import redact_batch, redact_version
 
 __all__ = [
     "check_rules",
@@ -64,22 +64,29 @@ def redact_versions(
         str(row[0]): row
         for row in conn.execute(_MARKED, (json.dumps(sorted({r.id for r in records})),))
     }
-    out: list[tuple[Record, dict[str, int]]] = []
-    marks: list[tuple[str, int, int, str]] = []
+    out: list[tuple[Record, dict[str, int]] | None] = []
+    todo: list[Record] = []
     for record in records:
         row = rows.get(record.id)
         if row is not None and row[7] and _same_text(record, row):
             out.append((record, {}))
+        else:
+            out.append(None)
+            todo.append(record)
+    done = iter(redact_batch(todo))
+    marks: list[tuple[str, int, int, str]] = []
+    for i, kept in enumerate(out):
+        if kept is not None:
             continue
-        cleaned, found = redact_version(record)
-        out.append((cleaned, found))
+        cleaned, _ = out[i] = next(done)
+        row = rows.get(cleaned.id)
         key = cleaned.order_key
         if row is None or key > (int(row[4]), int(row[5]), str(row[6])):
             marks.append((cleaned.id, *key))
         elif _same_text(cleaned, row):
             marks.append((cleaned.id, int(row[4]), int(row[5]), str(row[6])))
     mark_redacted(conn, marks)
-    return out
+    return [pair for pair in out if pair is not None]
 
 
 def mark_redacted(conn: sqlite3.Connection, marks: Iterable[tuple[str, int, int, str]]) -> None:

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
 from ...protocol.hlc import ZERO, Hlc, receive, tick
@@ -38,6 +40,7 @@ __all__ = [
     "HISTORY_INSERT",
     "MEMORY_COLUMNS",
     "MEMORY_VALUE_COLUMNS",
+    "RECORD_COLUMNS",
     "archive",
     "archived_values",
     "covers",
@@ -56,6 +59,7 @@ __all__ = [
     "purge_history",
     "read_hlc",
     "record_from_row",
+    "record_from_values",
     "record_json",
     "save_hlc",
     "write_version",
@@ -67,6 +71,13 @@ MEMORY_COLUMNS = (
     "deleted, delete_reason, origin, visibility, seen_count, updated_at, norm_hash, "
     "transport, signer, signer_name, verified, received_at, snapshot_seq"
 )
+
+RECORD_COLUMNS = (
+    "id, project, kind, content, keywords_json, importance, author, editor, created_at, "
+    "hlc_wall, hlc_counter, supersedes_json, deleted, delete_reason, origin, visibility"
+)
+"""The ``memories`` columns :func:`record_from_row` reads (a push reads every own row:
+not the stems, the search text or the provenance)."""
 
 HISTORY_COLUMNS = (
     "id", "record_json", "local_importance", "seen_count", "updated_at", "transport",
@@ -83,6 +94,20 @@ HISTORY_INSERT = (
 _TEXT = json.JSONEncoder(ensure_ascii=False).encode
 _SORTED_TEXT = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
 _ASCII_TEXT = json.JSONEncoder().encode  # json.dumps
+
+
+# What json.dumps(..., ensure_ascii=False) escapes in a string (json.encoder's ESCAPE)
+_ESCAPED = re.compile(r'[\x00-\x1f\\"]')
+
+
+def _keywords_json(keywords: tuple[str, ...], spaced: str) -> str:
+    """``_TEXT(list(keywords))``: built by a join when no keyword holds a character JSON
+    escapes (``spaced``, the keywords joined by spaces, is searched once)."""
+    if not keywords:
+        return "[]"
+    if _ESCAPED.search(spaced) is None:
+        return '["' + '", "'.join(keywords) + '"]'
+    return _TEXT(list(keywords))
 
 
 def normalize(content: str) -> str:
@@ -115,6 +140,29 @@ def record_from_row(row: sqlite3.Row) -> Record:
         delete_reason=row["delete_reason"],
         origin=row["origin"],
         visibility=row["visibility"],
+    )
+
+
+def record_from_values(row: Sequence[Any]) -> Record:
+    """:func:`record_from_row` of a row read with :data:`RECORD_COLUMNS` first, by
+    position (a push reads every own row: no lookup by name, no JSON parse of ``[]``)."""
+    keywords, supersedes = row[4], row[11]
+    return Record(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        () if keywords == "[]" else tuple(json.loads(keywords)),
+        float(row[5]),
+        row[6],
+        row[7],
+        int(row[8]),
+        Hlc(int(row[9]), int(row[10])),
+        () if supersedes == "[]" else tuple(json.loads(supersedes)),
+        bool(row[12]),
+        row[13],
+        row[14],
+        row[15],
     )
 
 
@@ -259,13 +307,14 @@ def memory_row(
     """The ``memories`` columns (all but ``rowid``) of a row holding ``record``, in
     :data:`MEMORY_VALUE_COLUMNS` order (what a batch writes: no dict per row)."""
     keywords, supersedes = record.keywords, record.supersedes
+    spaced = " ".join(keywords)
     return (
         record.id,
         record.project,
         record.kind,
         record.content,
-        " ".join(keywords),
-        _TEXT(list(keywords)) if keywords else "[]",
+        spaced,
+        _keywords_json(keywords, spaced),
         record.importance,
         local_importance,
         record.author,
@@ -281,7 +330,7 @@ def memory_row(
         seen_count,
         updated_at,
         None if record.deleted else norm_hash(record.content),
-        stored_stems(record.content, " ".join(keywords)),
+        stored_stems(record.content, spaced),
         provenance.transport,
         provenance.signer,
         provenance.signer_name,
@@ -361,8 +410,13 @@ def write_version(
     local_importance: float,
     seen_count: int,
     updated_at: int,
+    bucket_key: int | None = None,
 ) -> int:
     """Make ``record`` the winner for its id: archive any previous version, relink.
+
+    ``bucket_key`` (:func:`~sealmem.protocol.snapshot.bucket_key` of the id) is stored
+    with a new row; None leaves it to the next push, and a row already there keeps its
+    own (the id, hence the key, is the same).
 
     A tombstone is not archived over the text it covers (:func:`covers`): the
     previous version's text is dropped if covered, and the covered history of the
@@ -385,6 +439,8 @@ def write_version(
     # whose text a tombstone erases here: every version (forget), or its writer's own
     only = None if provenance.transport == "local" else record.editor
     if previous is None:
+        if bucket_key is not None:
+            values["bucket_key"] = bucket_key
         names = ", ".join(values)
         marks = ", ".join(f":{name}" for name in values)
         conn.execute(f"INSERT INTO memories ({names}) VALUES ({marks})", values)

@@ -27,12 +27,14 @@ merges nothing.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ...crypto import SUITE
 from ...protocol.hlc import Hlc, receive
 from ...protocol.merge import effective_importance, merge_many
 from ...protocol.record import Record
+from ...protocol.snapshot import bucket_key
 from ..store.batch import Keep, Write, keep_versions, load_rows, write_versions
 from ..store.memory import Provenance
 from ..store.redacting import redact_versions
@@ -66,9 +68,18 @@ class ApplyResult:
 
 
 def apply_versions(
-    conn: sqlite3.Connection, records: Iterable[Record], provenance: Provenance, now: int
+    conn: sqlite3.Connection,
+    records: Iterable[Record],
+    provenance: Provenance,
+    now: int,
+    bucket_keys: Mapping[str, int] | None = None,
 ) -> ApplyResult:
-    """Merge verified versions from one snapshot (see the module docstring)."""
+    """Merge verified versions from one snapshot (see the module docstring).
+
+    ``bucket_keys`` may give the ids' bucket keys (the chunk opener hashed them); a new
+    row is stored with its key (:func:`~sealmem.protocol.snapshot.bucket_key` of the id,
+    computed here when not given)."""
+    keys = {} if bucket_keys is None else bucket_keys
     result = ApplyResult()
     pulled = list(records)
     if not pulled:
@@ -93,14 +104,16 @@ def apply_versions(
         if float(row["local_importance"]) > float(row["importance"])
     }
     merged = merge_many(local, incoming, now_ms=now, clock=clock, floors=floors)
+    # a new row gets its bucket key now (one hash), not from the next push (an UPDATE)
     writes = [
         Write(
             merged.winners[rid],
             provenance,
             effective_importance(merged.winners[rid], merged.floors.get(rid)),
-            1 if rows.get(rid) is None else int(rows[rid]["seen_count"]),
+            1 if (row := rows.get(rid)) is None else int(row["seen_count"]),
             now,
-            rows.get(rid),
+            row,
+            None if row is not None else keys[rid] if rid in keys else bucket_key(SUITE, rid),
         )
         for rid in merged.changed
     ]

@@ -260,8 +260,12 @@ class SafeDir:
         finally:
             os.close(fd)
 
-    def write(self, name: str, data: bytes, *, exclusive: bool = False) -> bool:
-        """Write ``name`` atomically (temp file, fsync, rename; link with ``exclusive``).
+    def write(
+        self, name: str, data: bytes, *, exclusive: bool = False, sync_dir: bool = True
+    ) -> bool:
+        """Write ``name`` atomically (temp file, fsync, rename; link with ``exclusive``),
+        then fsync the directory so the new entry lasts (``sync_dir=False``: the caller
+        writes several and calls :meth:`sync` once after the last).
 
         The rename replaces a planted link itself, never what it points at.  With
         ``exclusive`` the return value says whether this call created the file.
@@ -301,10 +305,15 @@ class SafeDir:
             if isinstance(exc, OSError):
                 raise TransportError(f"cannot write {path}: {exc.strerror}") from exc
             raise
-        if at is not None:
-            with contextlib.suppress(OSError):
-                os.fsync(at)
+        if sync_dir:
+            self.sync()
         return True
+
+    def sync(self) -> None:
+        """fsync the directory: the entries renamed into it since last for good."""
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.fsync(self._fd)
 
     def unlink(self, name: str) -> None:
         """Remove the entry ``name`` itself (a link is removed, not what it points at)."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ...crypto import SUITE
 from ...protocol.record import Record
 from ...protocol.snapshot import BUCKET_KEYS, bucket_key
-from ..store.rows import record_from_row
+from ..store.rows import RECORD_COLUMNS, record_from_values
 
 __all__ = [
     "EVERY_BUCKET",
@@ -130,16 +130,19 @@ def records_in_buckets(
     keys = [k for b in sorted(wanted) for k in range(b, BUCKET_KEYS, total)]
     if len(keys) <= _IN_ONE_QUERY:
         rows = conn.execute(
-            f"SELECT * {_OWN} AND bucket_key IN (SELECT value FROM json_each(?)) ORDER BY id",
+            f"SELECT {RECORD_COLUMNS} {_OWN} AND bucket_key IN (SELECT value FROM json_each(?)) "
+            "ORDER BY id",
             (project, me, json.dumps(keys)),
         ).fetchall()
     else:
         rows = [
             row
-            for row in conn.execute(f"SELECT * {_OWN} ORDER BY id", (project, me))
+            for row in conn.execute(
+                f"SELECT {RECORD_COLUMNS}, bucket_key {_OWN} ORDER BY id", (project, me)
+            )
             if row["bucket_key"] % total in wanted
         ]
-    return [record_from_row(row) for row in rows]
+    return list(map(record_from_values, rows))
 
 
 def clear_dirty(conn: sqlite3.Connection, project: str, upto: int) -> None:

@@ -180,20 +180,25 @@ class _Batch:
         self.conn, self.provenance, self.now, self.result = conn, provenance, now, result
         self.records: list[Record] = []
         self.ids: set[str] = set()
+        self.keys: dict[str, int] = {}
 
-    def add(self, records: list[Record]) -> None:
+    def add(self, records: list[Record], keys: list[int]) -> None:
+        """Add one chunk's records and their bucket keys (the opener computed them)."""
         ids = {r.id for r in records}
         if not self.ids.isdisjoint(ids):
             self.flush()  # never the case for an accepted snapshot; keep the order anyway
         self.records.extend(records)
         self.ids |= ids
+        self.keys.update(zip((r.id for r in records), keys, strict=True))
         if len(self.records) >= MERGE_BATCH:
             self.flush()
 
     def flush(self) -> None:
         if self.records:
-            self.result.add(apply_versions(self.conn, self.records, self.provenance, self.now))
-        self.records, self.ids = [], set()
+            self.result.add(
+                apply_versions(self.conn, self.records, self.provenance, self.now, self.keys)
+            )
+        self.records, self.ids, self.keys = [], set(), {}
 
 
 def _merge_snapshot(
@@ -230,7 +235,7 @@ def _merge_snapshot(
                 data = team.transport.chunk(m.project, m.writer, ref.id)
                 if data is None:
                     raise opener.missing(ref)
-                batch.add(opener.feed(ref, data))
+                batch.add(opener.feed(ref, data), opener.keys)
             batch.flush()
             replica.save_head(
                 team.conn, m.writer, m.project, head, epoch=m.epoch, buckets=m.buckets,

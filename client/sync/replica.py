@@ -29,7 +29,14 @@ from ...protocol.suite import Suite
 from ...protocol.verify import accept_keyring, accept_roster
 from ..store.memory import Provenance
 from ..store.redacting import check_rules, mark_redacted, redact_version, rules_current
-from ..store.rows import load_row, next_hlc, record_from_row, write_version
+from ..store.rows import (
+    RECORD_COLUMNS,
+    load_row,
+    next_hlc,
+    record_from_row,
+    record_from_values,
+    write_version,
+)
 
 __all__ = [
     "OwnChain",
@@ -179,8 +186,8 @@ _PUBLISHABLE = "FROM memories WHERE project = ? AND editor = ? AND visibility = 
 
 def publishable_records(conn: sqlite3.Connection, me: str, project: str) -> list[Record]:
     """Team winners of ``project`` edited by ``me``, tombstones included, sorted by id."""
-    rows = conn.execute(f"SELECT * {_PUBLISHABLE} ORDER BY id", (project, me)).fetchall()
-    return [record_from_row(row) for row in rows]
+    rows = conn.execute(f"SELECT {RECORD_COLUMNS} {_PUBLISHABLE} ORDER BY id", (project, me))
+    return list(map(record_from_values, rows))
 
 
 def own_team_counts(

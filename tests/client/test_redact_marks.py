@@ -9,7 +9,7 @@ rules again.  The rules really run (the spy only counts calls).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -35,13 +35,18 @@ SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 def rule_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every text the redaction rules run over (the real rules run)."""
     seen: list[str] = []
-    real = texts.redact
+    real, real_many = texts.redact, texts.redact_many
 
     def spy(text: str) -> redaction.Redacted:
         seen.append(text)
         return real(text)
 
+    def spy_many(batch: Sequence[str]) -> dict[int, redaction.Redacted]:
+        seen.extend(batch)
+        return real_many(batch)
+
     monkeypatch.setattr(texts, "redact", spy)  # where every write path calls the rules
+    monkeypatch.setattr(texts, "redact_many", spy_many)  # a batch's contents (a pull)
     return seen
 
 

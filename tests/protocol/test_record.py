@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from sealmem.protocol import record
 from sealmem.protocol.errors import ProtocolError
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import Record, is_memory_id, new_memory_id
@@ -47,3 +48,24 @@ def test_is_memory_id_matches_the_whole_string() -> None:
     rid = new_memory_id(1_700_000_000_000, bytes(10))
     assert is_memory_id(rid)
     assert not is_memory_id(rid + "\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "bad"), [("project", "web app"), ("kind", "Note"), ("editor", "B")]
+)
+def test_names_found_valid_before_let_no_other_value_through(name: str, bad: str) -> None:
+    """Valid project, kind and member names are remembered (the same few come back in
+    every chunk); a value never seen valid is still matched against its pattern."""
+    Record.from_wire(_wire())
+    wire = _wire()
+    wire[name] = bad
+    with pytest.raises(ProtocolError, match=name):
+        Record.from_wire(wire)
+
+
+def test_the_remembered_names_stay_bounded() -> None:
+    for i in range(5_000):
+        wire = _wire()
+        wire["author"] = f"member{i}"
+        Record.from_wire(wire)
+    assert len(record._VALID_MEMBERS) <= record._VALID_KEPT

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
 
 from sealmem.client.sync.folder import MANIFESTS_KEPT, FolderTransport
 from sealmem.client.sync.transport import ConflictError
+from sealmem.crypto import SUITE
 from sealmem.protocol.errors import InputError, TransportError
+from sealmem.protocol.snapshot import chunk_id
 from tests.sync.conftest import PROJECT, make_world
 
 WRITER = "a" * 26
@@ -157,3 +160,27 @@ def test_push_is_compare_and_swap_on_the_writers_valid_looking_seq(tmp_path: Pat
 def test_an_existing_roster_version_is_a_conflict(folder: FolderTransport) -> None:
     with pytest.raises(ConflictError, match="already exists"):
         folder.put_roster(1, b"another one")
+
+
+def test_a_push_syncs_each_chunk_and_the_chunk_directory_once_before_the_manifest(
+    folder: FolderTransport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every chunk file is fsynced before its rename, the chunk directory once after the
+    last rename and before the manifest is written (it was once per chunk: two fsyncs a
+    chunk, ~2,600 in a first sync of 5 x 10k), then the manifest and its directory."""
+    synced: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    blobs = [f"chunk {i}".encode() for i in range(6)]
+    chunks = {chunk_id(SUITE, data): data for data in blobs}
+    folder.push("proj", WRITER, 1, b"m1", chunks)
+    assert synced == ["file"] * 6 + ["dir", "file", "dir"]
+    assert all(folder.chunk("proj", WRITER, c) == data for c, data in chunks.items())
+    synced.clear()
+    folder.push("proj", WRITER, 2, b"m2", chunks)  # every chunk there: none written again
+    assert synced == ["file", "dir"]

@@ -10,7 +10,7 @@ same as with one chunk per call.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import pytest
 
@@ -22,10 +22,16 @@ from tests.sync.conftest import World
 
 
 def _counting(calls: list[int]) -> object:
-    def run(conn: object, records: Iterable[Record], prov: Provenance, now: int) -> ApplyResult:
+    def run(
+        conn: object,
+        records: Iterable[Record],
+        prov: Provenance,
+        now: int,
+        bucket_keys: Mapping[str, int] | None = None,
+    ) -> ApplyResult:
         batch = list(records)
         calls.append(len(batch))
-        return apply_versions(conn, batch, prov, now)  # type: ignore[arg-type]
+        return apply_versions(conn, batch, prov, now, bucket_keys)  # type: ignore[arg-type]
 
     return run
 

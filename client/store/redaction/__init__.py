@@ -15,10 +15,18 @@ the same version need not be redacted again.
 
 from __future__ import annotations
 
-from .engine import Redacted, redact, redact_all, rules_fingerprint, secret_spans, warning_for
+from .engine import (
+    Redacted,
+    redact,
+    redact_all,
+    redact_many,
+    rules_fingerprint,
+    secret_spans,
+    warning_for,
+)
 from .gitleaks import GITLEAKS_VERSION
 from .rules import RULES, Rule
-from .texts import Texts, fit, redact_texts, redact_version
+from .texts import Texts, fit, redact_batch, redact_texts, redact_version
 
 __all__ = [
     "GITLEAKS_VERSION",
@@ -30,6 +38,8 @@ __all__ = [
     "fit",
     "redact",
     "redact_all",
+    "redact_batch",
+    "redact_many",
     "redact_texts",
     "redact_version",
     "rules_fingerprint",

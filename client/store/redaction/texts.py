@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ....protocol.record import MAX_CONTENT_CHARS, MAX_KEYWORD_CHARS, MAX_REASON_CHARS, Record
-from .engine import Redacted, redact, secret_spans
+from .engine import Redacted, redact, redact_many, secret_spans
 
-__all__ = ["Texts", "fit", "redact_texts", "redact_version"]
+__all__ = ["Texts", "fit", "redact_batch", "redact_texts", "redact_version"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,11 @@ class Texts:
 def redact_texts(content: str, keywords: Sequence[str] = (), reason: str | None = None) -> Texts:
     """``content``, ``keywords`` and ``reason`` redacted (keywords also read together),
     each cut to its limit (:func:`fit`) when the placeholders made it longer."""
-    text = redact(content)
+    return _redact_texts(redact(content), keywords, reason)
+
+
+def _redact_texts(text: Redacted, keywords: Sequence[str], reason: str | None) -> Texts:
+    """:func:`redact_texts` with the content already redacted (``text``)."""
     clean = _CLEAN_WORDS
     words = [] if all(w in clean for w in keywords) else list(map(_redact_word, keywords))
     said = None if reason is None else redact(reason)
@@ -86,13 +90,46 @@ def redact_version(record: Record) -> tuple[Record, dict[str, int]]:
     A version keeps its identity (id, clock, editor) so replicas still agree on the
     winner; only this store's copy of the text loses the secret (DESIGN §3).
     """
-    texts = redact_texts(record.content, record.keywords, record.delete_reason)
+    return _version(record, redact_texts(record.content, record.keywords, record.delete_reason))
+
+
+def _version(record: Record, texts: Texts) -> tuple[Record, dict[str, int]]:
+    """``record`` holding ``texts`` (itself when they are unchanged), and what was found."""
     if not texts.changed:
         return record, {}
     cleaned = record.evolve(
         content=texts.content, keywords=texts.keywords, delete_reason=texts.reason
     )
     return cleaned, texts.total()
+
+
+def redact_batch(records: Sequence[Record]) -> list[tuple[Record, dict[str, int]]]:
+    """:func:`redact_version` of each record, in order, with the contents redacted
+    together (:func:`~.engine.redact_many`: one cue lookup for the batch).
+
+    A version whose content the rules leave as it is, with no delete reason and
+    keywords already found clean one by one and read together (:data:`_CLEAN_WORDS`),
+    is returned as it is without building its :class:`Texts`: what
+    :func:`redact_version` returns for it."""
+    changed = redact_many([record.content for record in records])
+    known = _CLEAN_WORDS.issuperset
+    out: list[tuple[Record, dict[str, int]]] = []
+    for i, record in enumerate(records):
+        text = changed.get(i)
+        keywords = record.keywords
+        if (
+            text is None
+            and record.delete_reason is None
+            and known(keywords)
+            and (len(keywords) < 2 or " ".join(keywords) in _CLEAN_WORDS)
+        ):
+            out.append((record, {}))
+            continue
+        texts = _redact_texts(
+            Redacted(record.content) if text is None else text, keywords, record.delete_reason
+        )
+        out.append(_version(record, texts))
+    return out
 
 
 _OPENING = "[REDACTED:"

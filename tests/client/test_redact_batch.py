@@ -1,0 +1,103 @@
+"""Redacting a batch of texts (a pull's or an import's versions) finds what redacting each
+alone finds: :func:`engine.redact_many` against :func:`engine.redact`, and
+:func:`texts.redact_batch` against :func:`texts.redact_version`, over random texts built
+from the labelled corpus (secrets of every family, hard negatives), cue words in prose,
+look-alike fragments, numbers, case twins, letters that lower-case to two, and the
+sync bench's own words.  The per-text path itself is checked against the whole-text cue
+scan (the reference the word lookup replaced)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sealmem.client.store.redaction import engine, texts
+from sealmem.protocol.hlc import Hlc
+from sealmem.protocol.record import Record, new_memory_id
+from tests.fixtures.redaction import corpus
+
+LINES = [line.text for line in corpus.load()]
+FRAGMENTS = [
+    "token", "TOKEN", "api_key", "secret", "password", "pw", "pass", "--password", " is",
+    " was", ":", "=", " ", "\n", "\t", "the deploy", "x9Kf2LmQ7pRt4VwZ", "hunter2x",
+    "Abc123def456GHI789", "ſecret", "\u212aey", "\u0130", "ß", "é", "日本", "12:", "(ticket 7)",
+    "https://", "://", "private key", "<add key=", "sk-", "ghp_", "0", "[REDACTED:jwt]",
+    "deploy cache schema", "vault proxy gateway", "member 3 note 41:",
+]  # fmt: skip
+PARTS = st.one_of(st.sampled_from(LINES), st.sampled_from(FRAGMENTS))
+TEXTS = st.lists(PARTS, min_size=0, max_size=8).map("".join)
+KEYWORDS = st.lists(st.sampled_from(["cache", "token", "password=", "hunter2x", "deploy"]))
+
+
+def _record(i: int, content: str, keywords: list[str], reason: str | None) -> Record:
+    deleted = reason is not None
+    return Record(
+        id=new_memory_id(1_700_000_000_000 + i, i.to_bytes(10, "big")),
+        project="webapp",
+        kind="note",
+        content="" if deleted else content,
+        keywords=() if deleted else tuple(keywords),
+        importance=0.5,
+        author="alice",
+        editor="alice",
+        created_at=1_700_000_000_000,
+        hlc=Hlc(1_700_000_000_000 + i, 0),
+        deleted=deleted,
+        delete_reason=reason,
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(TEXTS, max_size=12))
+def test_a_batch_finds_what_each_text_alone_finds(batch: list[str]) -> None:
+    many = engine.redact_many(batch)
+    for i, text in enumerate(batch):
+        alone = engine.redact(text)
+        if alone.changed:
+            assert many[i] == alone, text
+        else:
+            assert i not in many, text
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(TEXTS, KEYWORDS, st.none() | TEXTS), max_size=10))
+def test_a_batch_of_versions_is_redacted_as_each_version_alone(
+    items: list[tuple[str, list[str], str | None]],
+) -> None:
+    records = [_record(i, *item) for i, item in enumerate(items)]
+    assert texts.redact_batch(records) == [texts.redact_version(r) for r in records]
+
+
+def test_the_corpus_in_one_batch_and_with_the_bench_words() -> None:
+    words = "member 2 note 17: deploy token cache (ticket 529)"
+    batch = [*LINES, words, *LINES]
+    many = engine.redact_many(batch)
+    assert {i for i, text in enumerate(batch) if engine.redact(text).changed} == set(many)
+    assert all(many[i] == engine.redact(batch[i]) for i in many)
+
+
+def test_a_letter_that_lower_cases_to_two_keeps_each_text_in_its_place() -> None:
+    batch = ["\u0130stanbul deploy notes", "DB_PASSWORD=hunter2x", "the token is x9Kf2LmQ7pRt"]
+    many = engine.redact_many(batch)
+    assert set(many) == {1, 2}
+    assert many[1].text == "DB_PASSWORD=[REDACTED:password]"
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS)
+def test_the_word_lookup_redacts_as_the_whole_text_scan(text: str) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine, "_cues_in", engine._cues_scan)
+        reference = engine.redact(text)
+    assert engine.redact(text) == reference
+
+
+def test_the_word_memo_emptied_alone_still_finds_every_cue() -> None:
+    """``bench_redact.py`` empties ``_WORDS`` between rule sets; a word still named in
+    ``_CUED`` is then learned again, not looked up in the emptied memo."""
+    index = engine._index()
+    text = "rotate the deploy token weekly"
+    assert engine._cues_in(text, index) == {"token"}
+    engine._WORDS.clear()
+    assert engine._cues_in(text, index) == {"token"}
