@@ -8,6 +8,7 @@ and the storage.  SPEC.md "Hub API (messages)" lists every message.
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from collections.abc import Callable, Mapping
@@ -66,6 +67,9 @@ class Ctx:
     client: str
     kid: str | None = None  # set once authenticated, for the access log
     changed: str | None = None  # team whose change feed moved
+    #: a blocking step the handler leaves to the endpoint, run in a worker thread
+    #: before the answer goes out (a handler on the event loop must not write)
+    later: Callable[[], object] | None = None
 
     def param(self, name: str) -> str:
         """A text path parameter, checked against its pattern in :data:`hubapi.PARAMS`."""
@@ -325,8 +329,10 @@ class Handlers:
         writer = ctx.param("writer")
         cid = ctx.param("chunk")
         self._reader(state, caller, project, writer)
-        data = self.storage.chunk(team, project, writer, cid)
-        if data is None:
+        data = self.storage.chunk_read(team, project, writer, cid)
+        if not isinstance(data, bytes):
+            if data is not None:  # a row without its blob: dropped before the answer
+                ctx.later = functools.partial(self.storage.drop_blobless, data)
             raise Refusal(
                 404, hubapi.NOT_FOUND, f"chunk {cid[:16]} of {writer}/{project} is not here"
             )
