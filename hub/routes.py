@@ -26,7 +26,7 @@ from ..protocol.manifest import MAX_CHUNK_BYTES
 from ..protocol.snapshot import chunk_id
 from ..protocol.state import TrustedState
 from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
-from .auth import Authenticator, Caller
+from .auth import Authenticator, Caller, Signed
 from .config import HubConfig
 from .door import Door
 from .edge import number
@@ -70,6 +70,8 @@ class Ctx:
     #: a blocking step the handler leaves to the endpoint, run in a worker thread
     #: before the answer goes out (a handler on the event loop must not write)
     later: Callable[[], object] | None = None
+    #: the signature headers as the gate read them (the handler does not parse them again)
+    claimed: Signed | None = None
 
     def param(self, name: str) -> str:
         """A text path parameter, checked against its pattern in :data:`hubapi.PARAMS`."""
@@ -158,16 +160,17 @@ class Handlers:
             self._may_register(ctx, team)
             self.auth.signed(ctx.headers)
             return
-        self.auth.claim(team, self.teams.state(team), ctx.headers)
+        ctx.claimed = self.auth.claim(team, self.teams.state(team), ctx.headers)
 
     def _caller(
         self, ctx: Ctx, *, pending: bool = False, revoked: bool = False
     ) -> tuple[str, TrustedState, Caller]:
         team = ctx.param("team")
+        # read again after the body: a revocation committed meanwhile is honoured
         state = self.teams.state(team)
         caller = self.auth.caller(
             team, state, ctx.method, ctx.target, ctx.headers, ctx.body,
-            allow_pending=pending, allow_revoked=revoked,
+            allow_pending=pending, allow_revoked=revoked, claimed=ctx.claimed,
         )  # fmt: skip
         ctx.kid = caller.kid
         self.member_rate.take(caller.kid, self.clock())
