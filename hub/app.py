@@ -46,7 +46,7 @@ from .edge import BodyPolicy, BodyReader, MetricsDoor, PollSlots, route_path, un
 from .errors import Refusal
 from .front import Answers, Direct, Endpoint, Exchange, Front, Routes
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
-from .routes import Ctx, Handler, Handlers, Json
+from .routes import Blocking, Ctx, Handler, Handlers, Json
 from .storage import QuotaExceeded, Storage, StorageError
 from .teams import Teams
 from .workers import Workers
@@ -146,6 +146,7 @@ def create_app(
         registering: bool = False,
         reads: bool = False,
         blob_reads: bool = False,
+        checks: bool = False,
     ) -> Endpoint:
         """An endpoint; with ``limit``, a body read only after the headers name a known key.
 
@@ -153,10 +154,15 @@ def create_app(
         (headers only: reads) and a handler that only ``reads`` run on the event loop,
         and one that reads a blob too (``blob_reads``) if the blobs are local files
         (:attr:`BlobStore.local`); writes and every call of a networked backend take a
-        worker thread."""
+        worker thread.  A handler with ``checks`` (a PUT) authenticates and checks on
+        the loop and leaves its write to a worker (:class:`~sealmem.hub.routes.Blocking`):
+        the worker thread, which competes with the loop for the GIL at every SQLite call
+        and fsync, does only the write."""
         limit = min(limit, config.max_body_bytes)
         bodies = readers[signed]
-        on_loop = (reads or blob_reads) and local and (not blob_reads or store.blobs.local)
+        on_loop = (
+            (reads or blob_reads or checks) and local and (not blob_reads or store.blobs.local)
+        )
 
         async def endpoint(exchange: Exchange) -> Response:
             ctx = _context(exchange.scope, exchange.params)
@@ -169,7 +175,12 @@ def create_app(
                     ctx.body = await bodies.read(exchange.receive, ctx.headers, limit, claimed)
                     exchange.body_done = True
                 try:
-                    return await call(on_loop, handler, ctx)
+                    if not on_loop:  # the handler and the write it leaves: one hop
+                        return await call(False, _finish, handler, ctx)
+                    answer = handler(ctx)
+                    if isinstance(answer, Blocking):  # checked on the loop; the write: a hop
+                        return await call(False, answer.run)
+                    return answer
                 finally:
                     if ctx.later is not None:  # a write the handler left: never on the loop
                         await call(False, ctx.later)
@@ -238,8 +249,10 @@ def create_app(
     # the signed routes: direct from the front (hub/front.py), and in Starlette's table
     direct = [
         Direct(hubapi.CHUNK, "GET", wrap(handlers.get_chunk, blob_reads=True)),
-        Direct(hubapi.CHUNK, "PUT", wrap(handlers.put_chunk, MAX_CHUNK_BYTES)),
-        Direct(hubapi.MANIFEST, "PUT", wrap(handlers.put_manifest, MAX_MANIFEST_BYTES)),
+        Direct(hubapi.CHUNK, "PUT", wrap(handlers.put_chunk, MAX_CHUNK_BYTES, checks=True)),
+        Direct(
+            hubapi.MANIFEST, "PUT", wrap(handlers.put_manifest, MAX_MANIFEST_BYTES, checks=True)
+        ),
         Direct(hubapi.WRITER_MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
         Direct(hubapi.SEQS, "GET", wrap(handlers.get_seqs, reads=True)),
         Direct(hubapi.MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
@@ -343,6 +356,12 @@ async def _janitor(store: Storage, config: HubConfig, clock: Callable[[], int]) 
             log.exception("janitor: unexpected error; the next pass runs as planned")
         if walk:
             next_walk = time.monotonic() + config.orphan_min_age_s / 2
+
+
+def _finish(handler: Handler, ctx: Ctx) -> Response:
+    """``handler`` and the write it leaves, in one go (in a worker thread)."""
+    answer = handler(ctx)
+    return answer.run() if isinstance(answer, Blocking) else answer
 
 
 def _context(scope: Scope, params: Mapping[str, Any]) -> Ctx:

@@ -35,13 +35,23 @@ from .limits import RateLimiter, check_quota
 from .storage import Storage
 from .teams import Teams, genesis_signer
 
-__all__ = ["Ctx", "Handlers", "Json"]
+__all__ = ["Blocking", "Ctx", "Handler", "Handlers", "Json"]
 
 _MAX_KEYRINGS_PER_PUBLISH = 4096
 #: a collect request's grace period: 0..2^47 ms, the range of an HLC wall clock
 MAX_GRACE_MS = MAX_WALL_MS + 1
 
-Handler = Callable[["Ctx"], Response]
+
+@dataclass(frozen=True, slots=True)
+class Blocking:
+    """The rest of a handler that writes (durably: fsyncs, a commit), left to a worker
+    thread once the checks before it ran, on the event loop where the storage's reads
+    are local (:attr:`Storage.local_reads`): the worker does the write alone."""
+
+    run: Callable[[], Response]
+
+
+Handler = Callable[["Ctx"], "Response | Blocking"]
 
 
 class Json(Response):
@@ -310,7 +320,7 @@ class Handlers:
             return Json({"manifests": _envelopes(found.get(writer, [])[:limit])})
         return Json({"writers": {w: _envelopes(d) for w, d in found.items()}})
 
-    def put_manifest(self, ctx: Ctx) -> Response:
+    def put_manifest(self, ctx: Ctx) -> Response | Blocking:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
         writer = ctx.param("writer")
@@ -321,10 +331,14 @@ class Handlers:
             )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         seq = ctx.number("seq")
-        stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
-        if stored:
-            ctx.changed = team
-        return Json({"seq": seq, "stored": stored}, 201 if stored else 200)
+
+        def store() -> Response:
+            stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
+            if stored:
+                ctx.changed = team
+            return Json({"seq": seq, "stored": stored}, 201 if stored else 200)
+
+        return Blocking(store)
 
     def get_chunk(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
@@ -341,7 +355,7 @@ class Handlers:
             )
         return Response(data, media_type="application/octet-stream")
 
-    def put_chunk(self, ctx: Ctx) -> Response:
+    def put_chunk(self, ctx: Ctx) -> Response | Blocking:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
         writer = ctx.param("writer")
@@ -354,8 +368,12 @@ class Handlers:
                 422, hubapi.BAD_CHUNK_ID, f"the body does not hash to chunk id {cid[:16]}"
             )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
-        stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
-        return Json({"stored": stored}, 201 if stored else 200)
+
+        def store() -> Response:
+            stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
+            return Json({"stored": stored}, 201 if stored else 200)
+
+        return Blocking(store)
 
     def collect(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)

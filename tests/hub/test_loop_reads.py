@@ -127,3 +127,19 @@ def store_writer(store: SQLiteStorage) -> str:
     """The one writer whose chunk the tests put (alice)."""
     rows = store.chunk_rows(None, 10)
     return rows[0][0].writer
+
+
+def _put_wrong_id(client: TestClient, world: HubWorld) -> None:
+    key = world.nodes["alice"].key
+    path = f"/v1/teams/{TEAM}/projects/{PROJECT}/chunks/{key.kid}/{chunk_id(SUITE, b'other')}"
+    answer = client.put(path, headers=signed(key, "PUT", path, DATA), content=DATA)
+    assert answer.status_code == 422
+
+
+def test_an_upload_is_checked_on_the_loop_and_only_its_write_takes_a_hop(
+    hops: tuple[bool, Hops, SQLiteStorage],
+) -> None:
+    """A PUT authenticates and checks on the event loop: refused there, it never takes
+    a worker thread; accepted, its write is its one hop (see the upload test above)."""
+    local, count, _ = hops
+    assert count(_put_wrong_id) == (0 if local else 2)
