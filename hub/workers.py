@@ -3,8 +3,9 @@ fsyncs, a networked backend) run here, off the event loop.
 
 Starlette's ``run_in_threadpool`` (anyio's worker threads) cost ~60 µs of CPU a
 call on this machine: a capacity limiter, a cancel scope, a context copy, a
-worker looked up per call.  :class:`Workers` is what the hub needs of it: a
-fixed set of threads started on first use, one queue (``SimpleQueue``, in C),
+worker looked up per call.  :class:`Workers` is what the hub needs of it: up
+to ``size`` threads, started when a call finds none idle and ended after
+:data:`IDLE_S` without work (as anyio's), one queue (``SimpleQueue``, in C),
 and the answer handed back to the loop with one ``call_soon_threadsafe``
 (~8 µs a call, measured side by side).  As with anyio, a call whose awaiting
 task is cancelled still runs to its end (a write is never cut in half); its
@@ -20,12 +21,14 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["WORKERS", "Workers"]
+__all__ = ["IDLE_S", "WORKERS", "Workers"]
 
 T = TypeVar("T")
 
 #: threads, as many as anyio's default capacity (requests blocked at once)
 WORKERS = 40
+#: a thread with no work for this long ends
+IDLE_S = 10.0
 
 _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
 
@@ -40,38 +43,48 @@ def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None
 
 
 class Workers:
-    """A pool of ``size`` daemon threads running blocking calls for the event loop."""
+    """A pool of at most ``size`` daemon threads running blocking calls for the loop."""
 
     def __init__(self, size: int = WORKERS, name: str = "sealmem-hub-worker") -> None:
         self._size = size
         self._name = name
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0  # threads waiting for a job
+        self._waiting = 0  # jobs queued, not yet taken
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a worker thread; its result or exception, on the loop."""
-        if not self._threads:
-            self._start()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
+        with self._lock:
+            self._waiting += 1
+            start = self._waiting > self._idle and self._threads < self._size
+            if start:
+                self._threads += 1
         self._queue.put((loop, future, fn, args))
+        if start:
+            threading.Thread(target=self._work, name=self._name, daemon=True).start()
         return await future
 
-    def _start(self) -> None:
-        with self._lock:
-            while len(self._threads) < self._size:
-                thread = threading.Thread(
-                    target=self._work, name=f"{self._name}-{len(self._threads)}", daemon=True
-                )
-                thread.start()
-                self._threads.append(thread)
-
     def _work(self) -> None:
+        with self._lock:
+            self._idle += 1
         while True:
-            job = self._queue.get()
-            if job is None:
-                return
+            try:
+                job = self._queue.get(timeout=IDLE_S)
+            except queue.Empty:
+                job = None
+            with self._lock:
+                if job is None:  # idle too long, or closing: this thread ends, unless
+                    if self._waiting > self._idle - 1:  # a job just queued counts on it
+                        continue
+                    self._idle -= 1
+                    self._threads -= 1
+                    return
+                self._idle -= 1
+                self._waiting -= 1
             loop, future, fn, args = job
             value: Any = None
             error: BaseException | None = None
@@ -80,13 +93,15 @@ class Workers:
             except BaseException as exc:  # handed to the awaiting task, as anyio does
                 error = exc
             del job, fn, args
+            with self._lock:  # idle again before the caller learns the result
+                self._idle += 1
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
                 loop.call_soon_threadsafe(_settle, future, value, error)
             del future, value, error
 
     def close(self) -> None:
-        """Stop the threads once the calls queued before have run."""
+        """End the threads once the calls queued before have run."""
         with self._lock:
-            for _ in self._threads:
-                self._queue.put(None)
-            self._threads = []
+            threads = self._threads
+        for _ in range(threads):
+            self._queue.put(None)
