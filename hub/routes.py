@@ -1,9 +1,11 @@
 """The /v1 endpoints: who may do what, then the verified read or write.
 
-Each handler is a plain blocking function over a :class:`Ctx` (run in the
-thread pool): authenticate the caller against the team's trusted state, check
-its role and grants, then read or write through :class:`~sealmem.hub.teams.Teams`
-and the storage.  SPEC.md "Hub API (messages)" lists every message.
+Each handler is a plain blocking function over a :class:`Ctx` (on the event
+loop where the storage's reads are local, else in a worker thread):
+authenticate the caller against the team's trusted state, check its role and
+grants, then read or write through :class:`~sealmem.hub.teams.Teams` and the
+storage.  A handler that writes durably returns its write as a :class:`Blocking`,
+which runs in a worker thread.  SPEC.md "Hub API (messages)" lists every message.
 """
 
 from __future__ import annotations

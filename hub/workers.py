@@ -1,7 +1,7 @@
 """The hub's worker threads: the blocking calls of a request (writes and their
 fsyncs, a networked backend) run here, off the event loop.
 
-Starlette's ``run_in_threadpool`` (anyio's worker threads) cost ~60 µs of CPU a
+Starlette's ``run_in_threadpool`` (anyio's worker threads) cost 28-60 µs of CPU a
 call on this machine: a capacity limiter, a cancel scope, a context copy, a
 worker looked up per call.  :class:`Workers` is what the hub needs of it: up
 to ``size`` threads, started when a call finds none idle and ended after
