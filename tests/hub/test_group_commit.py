@@ -318,3 +318,29 @@ def test_every_acknowledged_put_of_a_group_survives_a_kill(tmp_path: Path) -> No
         w.close()
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize(
+    ("bound", "value", "least"),
+    [("MAX_AGE_S", 0.05, 2), ("MAX_WRITES", 2, 4)],
+    ids=["age", "size"],
+)
+def test_a_group_commits_at_its_bound_even_with_writes_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bound: str, value: float, least: int
+) -> None:
+    """A steady stream never keeps the first writes of a group waiting: past its age
+    (the holder keeps it 0.4 s) or its size, a group commits; the rest start another."""
+    monkeypatch.setattr(sqlite_group, bound, value)
+    db = _db(tmp_path)
+    try:
+        held, results = queued_behind(_holder(db, 0), [_insert(db, i) for i in range(1, 7)])
+        group = db.group
+        assert group is not None
+        commits, writes = group.commits, group.writes
+    finally:
+        db.close()
+    assert held == 0
+    assert results == [1, 2, 3, 4, 5, 6]
+    assert writes == 7
+    assert commits >= least
+    assert _rows(tmp_path / "t.db") == set(range(7))
