@@ -46,9 +46,10 @@ from .edge import BodyPolicy, BodyReader, MetricsDoor, PollSlots, route_path, un
 from .errors import Refusal
 from .front import Answers, Direct, Endpoint, Exchange, Front, Routes
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
-from .routes import Ctx, Handler, Handlers, Json
+from .routes import Blocking, Ctx, Handler, Handlers, Json
 from .storage import QuotaExceeded, Storage, StorageError
 from .teams import Teams
+from .workers import Workers
 
 __all__ = ["HubApp", "create_app", "run_janitor"]
 
@@ -127,11 +128,15 @@ def create_app(
 
     local = store.local_reads
 
+    workers = Workers()
+
     async def call(on_loop: bool, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn`` on the event loop, or in the thread pool (a hop: ~80 µs of CPU)."""
+        """``fn`` on the event loop, or in a worker thread (a hop: ~8 µs of CPU)."""
         if on_loop:
             return fn(*args, **kwargs)
-        return await run_in_threadpool(fn, *args, **kwargs)
+        if kwargs:
+            return await workers.run(functools.partial(fn, *args, **kwargs))
+        return await workers.run(fn, *args)
 
     def wrap(
         handler: Handler,
@@ -140,15 +145,24 @@ def create_app(
         signed: bool = True,
         registering: bool = False,
         reads: bool = False,
+        blob_reads: bool = False,
+        checks: bool = False,
     ) -> Endpoint:
         """An endpoint; with ``limit``, a body read only after the headers name a known key.
 
         Where the storage's reads are local (:attr:`Storage.local_reads`), the gate
-        (headers only: reads) and a handler that only ``reads`` run on the event loop;
-        writes, blob reads and every call of a networked backend take the thread pool."""
+        (headers only: reads) and a handler that only ``reads`` run on the event loop,
+        and one that reads a blob too (``blob_reads``) if the blobs are local files
+        (:attr:`BlobStore.local`); writes and every call of a networked backend take a
+        worker thread.  A handler with ``checks`` (a PUT) authenticates and checks on
+        the loop and leaves its write to a worker (:class:`~sealmem.hub.routes.Blocking`):
+        the worker thread, which competes with the loop for the GIL at every SQLite call
+        and fsync, does only the write."""
         limit = min(limit, config.max_body_bytes)
         bodies = readers[signed]
-        on_loop = reads and local
+        on_loop = (
+            (reads or blob_reads or checks) and local and (not blob_reads or store.blobs.local)
+        )
 
         async def endpoint(exchange: Exchange) -> Response:
             ctx = _context(exchange.scope, exchange.params)
@@ -160,7 +174,16 @@ def create_app(
                     claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else ctx.client
                     ctx.body = await bodies.read(exchange.receive, ctx.headers, limit, claimed)
                     exchange.body_done = True
-                return await call(on_loop, handler, ctx)
+                try:
+                    if not on_loop:  # the handler and the write it leaves: one hop
+                        return await call(False, _finish, handler, ctx)
+                    answer = handler(ctx)
+                    if isinstance(answer, Blocking):  # checked on the loop; the write: a hop
+                        return await call(False, answer.run)
+                    return answer
+                finally:
+                    if ctx.later is not None:  # a write the handler left: never on the loop
+                        await call(False, ctx.later)
             finally:
                 exchange.kid = ctx.kid
                 if ctx.changed:
@@ -225,9 +248,11 @@ def create_app(
     join = min(config.max_join_bytes, MAX_JOIN_BYTES)
     # the signed routes: direct from the front (hub/front.py), and in Starlette's table
     direct = [
-        Direct(hubapi.CHUNK, "GET", wrap(handlers.get_chunk)),
-        Direct(hubapi.CHUNK, "PUT", wrap(handlers.put_chunk, MAX_CHUNK_BYTES)),
-        Direct(hubapi.MANIFEST, "PUT", wrap(handlers.put_manifest, MAX_MANIFEST_BYTES)),
+        Direct(hubapi.CHUNK, "GET", wrap(handlers.get_chunk, blob_reads=True)),
+        Direct(hubapi.CHUNK, "PUT", wrap(handlers.put_chunk, MAX_CHUNK_BYTES, checks=True)),
+        Direct(
+            hubapi.MANIFEST, "PUT", wrap(handlers.put_manifest, MAX_MANIFEST_BYTES, checks=True)
+        ),
         Direct(hubapi.WRITER_MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
         Direct(hubapi.SEQS, "GET", wrap(handlers.get_seqs, reads=True)),
         Direct(hubapi.MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
@@ -284,6 +309,7 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             await feed.close()
+            workers.close()
             store.close()
 
     app = HubApp(
@@ -330,6 +356,12 @@ async def _janitor(store: Storage, config: HubConfig, clock: Callable[[], int]) 
             log.exception("janitor: unexpected error; the next pass runs as planned")
         if walk:
             next_walk = time.monotonic() + config.orphan_min_age_s / 2
+
+
+def _finish(handler: Handler, ctx: Ctx) -> Response:
+    """``handler`` and the write it leaves, in one go (in a worker thread)."""
+    answer = handler(ctx)
+    return answer.run() if isinstance(answer, Blocking) else answer
 
 
 def _context(scope: Scope, params: Mapping[str, Any]) -> Ctx:

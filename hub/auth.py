@@ -240,13 +240,20 @@ class Authenticator:
         *,
         allow_pending: bool = False,
         allow_revoked: bool = False,
+        claimed: Signed | None = None,
     ) -> Caller:
         """Who sent this request, once its signature over ``body`` verifies.
 
-        A key the team holds whose signature does not verify gets the same 401
-        ``unknown-key`` as a key the team does not hold: a stranger who names a kid
-        learns nothing from the answer about that kid's membership."""
-        signed = self.signed(headers)
+        ``claimed``: the same ``headers`` as :meth:`claim` read them (not parsed
+        again; the time is checked again).  A key the team holds whose signature does
+        not verify gets the same 401 ``unknown-key`` as a key the team does not hold: a
+        stranger who names a kid learns nothing from the answer about that kid's
+        membership."""
+        if claimed is None:
+            signed = self.signed(headers)
+        else:
+            signed = claimed
+            self._guard.check_time(signed.time_ms, self._clock())
         unknown = _unknown_key(team, signed.kid, allow_pending)
         found = self._team_key(team, state, signed.kid, allow_pending)
         if found is not None:

@@ -32,6 +32,8 @@ def _fsync_dir(path: Path) -> None:
 
 
 class BlobDir(BlobStore):
+    local = True
+
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         try:

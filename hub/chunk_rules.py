@@ -123,15 +123,29 @@ class ChunkRules(abc.ABC):
 
     def chunk(self, team: str, project: str, writer: str, chunk_id: str) -> bytes | None:
         """The chunk's bytes; a row whose blob is gone is dropped (the writer re-uploads)."""
+        data = self.chunk_read(team, project, writer, chunk_id)
+        if isinstance(data, BlobKey):
+            self.drop_blobless(data)
+            return None
+        return data
+
+    def chunk_read(
+        self, team: str, project: str, writer: str, chunk_id: str
+    ) -> bytes | BlobKey | None:
+        """The chunk's bytes, None if the slot holds no such chunk, or its key if the row
+        is there but the blob is gone: the caller then drops the row
+        (:meth:`drop_blobless`, a write).  Reads only."""
         if self.missing_chunks(team, project, writer, [chunk_id]):
             return None
         key = BlobKey(team, project, writer, chunk_id)
         data = self.blobs.get(key)
-        if data is None:
-            log.warning("chunk %s of %s/%s/%s has no blob: dropped its row", chunk_id[:16],
-                        team, project, writer)  # fmt: skip
-            self.chunk_rows_remove([key], stored_before_ms=ANY_AGE_MS, unreferenced=False)
-        return data
+        return key if data is None else data
+
+    def drop_blobless(self, key: BlobKey) -> None:
+        """Drop the row of a chunk whose blob is gone, so that it reads as missing."""
+        log.warning("chunk %s of %s/%s/%s has no blob: dropped its row", key.chunk_id[:16],
+                    key.team, key.project, key.writer)  # fmt: skip
+        self.chunk_rows_remove([key], stored_before_ms=ANY_AGE_MS, unreferenced=False)
 
     def _remove(self, keys: Sequence[BlobKey], *, stored_before_ms: int, unreferenced: bool) -> int:
         gone = self.chunk_rows_remove(

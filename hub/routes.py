@@ -1,13 +1,16 @@
 """The /v1 endpoints: who may do what, then the verified read or write.
 
-Each handler is a plain blocking function over a :class:`Ctx` (run in the
-thread pool): authenticate the caller against the team's trusted state, check
-its role and grants, then read or write through :class:`~sealmem.hub.teams.Teams`
-and the storage.  SPEC.md "Hub API (messages)" lists every message.
+Each handler is a plain blocking function over a :class:`Ctx` (on the event
+loop where the storage's reads are local, else in a worker thread):
+authenticate the caller against the team's trusted state, check its role and
+grants, then read or write through :class:`~sealmem.hub.teams.Teams` and the
+storage.  A handler that writes durably returns its write as a :class:`Blocking`,
+which runs in a worker thread.  SPEC.md "Hub API (messages)" lists every message.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from collections.abc import Callable, Mapping
@@ -25,7 +28,7 @@ from ..protocol.manifest import MAX_CHUNK_BYTES
 from ..protocol.snapshot import chunk_id
 from ..protocol.state import TrustedState
 from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
-from .auth import Authenticator, Caller
+from .auth import Authenticator, Caller, Signed
 from .config import HubConfig
 from .door import Door
 from .edge import number
@@ -34,13 +37,23 @@ from .limits import RateLimiter, check_quota
 from .storage import Storage
 from .teams import Teams, genesis_signer
 
-__all__ = ["Ctx", "Handlers", "Json"]
+__all__ = ["Blocking", "Ctx", "Handler", "Handlers", "Json"]
 
 _MAX_KEYRINGS_PER_PUBLISH = 4096
 #: a collect request's grace period: 0..2^47 ms, the range of an HLC wall clock
 MAX_GRACE_MS = MAX_WALL_MS + 1
 
-Handler = Callable[["Ctx"], Response]
+
+@dataclass(frozen=True, slots=True)
+class Blocking:
+    """The rest of a handler that writes (durably: fsyncs, a commit), left to a worker
+    thread once the checks before it ran, on the event loop where the storage's reads
+    are local (:attr:`Storage.local_reads`): the worker does the write alone."""
+
+    run: Callable[[], Response]
+
+
+Handler = Callable[["Ctx"], "Response | Blocking"]
 
 
 class Json(Response):
@@ -66,6 +79,11 @@ class Ctx:
     client: str
     kid: str | None = None  # set once authenticated, for the access log
     changed: str | None = None  # team whose change feed moved
+    #: a blocking step the handler leaves to the endpoint, run in a worker thread
+    #: before the answer goes out (a handler on the event loop must not write)
+    later: Callable[[], object] | None = None
+    #: the signature headers as the gate read them (the handler does not parse them again)
+    claimed: Signed | None = None
 
     def param(self, name: str) -> str:
         """A text path parameter, checked against its pattern in :data:`hubapi.PARAMS`."""
@@ -154,16 +172,17 @@ class Handlers:
             self._may_register(ctx, team)
             self.auth.signed(ctx.headers)
             return
-        self.auth.claim(team, self.teams.state(team), ctx.headers)
+        ctx.claimed = self.auth.claim(team, self.teams.state(team), ctx.headers)
 
     def _caller(
         self, ctx: Ctx, *, pending: bool = False, revoked: bool = False
     ) -> tuple[str, TrustedState, Caller]:
         team = ctx.param("team")
+        # read again after the body: a revocation committed meanwhile is honoured
         state = self.teams.state(team)
         caller = self.auth.caller(
             team, state, ctx.method, ctx.target, ctx.headers, ctx.body,
-            allow_pending=pending, allow_revoked=revoked,
+            allow_pending=pending, allow_revoked=revoked, claimed=ctx.claimed,
         )  # fmt: skip
         ctx.kid = caller.kid
         self.member_rate.take(caller.kid, self.clock())
@@ -303,7 +322,7 @@ class Handlers:
             return Json({"manifests": _envelopes(found.get(writer, [])[:limit])})
         return Json({"writers": {w: _envelopes(d) for w, d in found.items()}})
 
-    def put_manifest(self, ctx: Ctx) -> Response:
+    def put_manifest(self, ctx: Ctx) -> Response | Blocking:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
         writer = ctx.param("writer")
@@ -314,10 +333,14 @@ class Handlers:
             )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         seq = ctx.number("seq")
-        stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
-        if stored:
-            ctx.changed = team
-        return Json({"seq": seq, "stored": stored}, 201 if stored else 200)
+
+        def store() -> Response:
+            stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
+            if stored:
+                ctx.changed = team
+            return Json({"seq": seq, "stored": stored}, 201 if stored else 200)
+
+        return Blocking(store)
 
     def get_chunk(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
@@ -325,14 +348,16 @@ class Handlers:
         writer = ctx.param("writer")
         cid = ctx.param("chunk")
         self._reader(state, caller, project, writer)
-        data = self.storage.chunk(team, project, writer, cid)
-        if data is None:
+        data = self.storage.chunk_read(team, project, writer, cid)
+        if not isinstance(data, bytes):
+            if data is not None:  # a row without its blob: dropped before the answer
+                ctx.later = functools.partial(self.storage.drop_blobless, data)
             raise Refusal(
                 404, hubapi.NOT_FOUND, f"chunk {cid[:16]} of {writer}/{project} is not here"
             )
         return Response(data, media_type="application/octet-stream")
 
-    def put_chunk(self, ctx: Ctx) -> Response:
+    def put_chunk(self, ctx: Ctx) -> Response | Blocking:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
         writer = ctx.param("writer")
@@ -345,8 +370,12 @@ class Handlers:
                 422, hubapi.BAD_CHUNK_ID, f"the body does not hash to chunk id {cid[:16]}"
             )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
-        stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
-        return Json({"stored": stored}, 201 if stored else 200)
+
+        def store() -> Response:
+            stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
+            return Json({"stored": stored}, 201 if stored else 200)
+
+        return Blocking(store)
 
     def collect(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)

@@ -8,7 +8,9 @@ says otherwise: the nonce file's ``NORMAL`` may forget the newest nonces on a
 power loss, never corrupt anything).  Writes take a lock of this file's own
 and ``BEGIN IMMEDIATE``, so two files never wait for each other; every
 ``sqlite3`` error becomes a :class:`~sealmem.hub.stored.StorageError` naming
-the file.
+the file.  With ``grouped=True``, writes arriving together share one durable
+commit (:mod:`sealmem.hub.sqlite_group`): they run on one write connection, and
+a thread inside a write reads through it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 import filelock
 
+from .sqlite_group import GroupCommit
 from .stored import StorageError
 
 __all__ = ["SQLiteDb"]
@@ -35,6 +38,7 @@ class SQLiteDb:
         *,
         synchronous: str = "FULL",
         autocheckpoint: bool = True,
+        grouped: bool = False,
     ) -> None:
         self.path = path
         self._synchronous = synchronous
@@ -61,6 +65,7 @@ class SQLiteDb:
         self._write = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
+        self._group = GroupCommit(self._open) if grouped else None
 
     def set_up(self, schema: Callable[[sqlite3.Connection], None]) -> None:
         """Run ``schema`` (create or upgrade) under the write lock."""
@@ -70,27 +75,47 @@ class SQLiteDb:
         except sqlite3.Error as exc:
             raise StorageError(f"cannot set up {self.path}: {exc}") from exc
 
+    def _open(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            if not self._autocheckpoint:
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open {self.path}: {exc}") from exc
+        return conn
+
     def conn(self) -> sqlite3.Connection:
+        if self._group is not None:
+            writing = self._group.writing()
+            if writing is not None:  # inside a write: see the group's uncommitted work
+                return writing
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            try:
-                conn = sqlite3.connect(
-                    self.path, isolation_level=None, check_same_thread=False, timeout=30.0
-                )
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute(f"PRAGMA synchronous={self._synchronous}")
-                if not self._autocheckpoint:
-                    conn.execute("PRAGMA wal_autocheckpoint=0")
-            except sqlite3.Error as exc:
-                raise StorageError(f"cannot open {self.path}: {exc}") from exc
+            conn = self._open()
             self._local.conn = conn
             with self._conns_lock:
                 self._conns.append(conn)
         return conn
 
+    @property
+    def group(self) -> GroupCommit | None:
+        """The group commit of a ``grouped`` file (its counters), else None."""
+        return self._group
+
+    def tx(self, *, solo: bool = False) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """A write transaction (not reentrant: never open one inside another).  On a
+        ``grouped`` file it may share its commit with writes arriving together, unless
+        ``solo``; either way it returns once durable."""
+        if self._group is not None:
+            return self._group.tx(solo=solo)
+        return self._alone()
+
     @contextlib.contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (not reentrant: never open one inside another)."""
+    def _alone(self) -> Iterator[sqlite3.Connection]:
         conn = self.conn()
         with self._write:
             try:
@@ -107,7 +132,7 @@ class SQLiteDb:
     @contextlib.contextmanager
     def statement(self) -> Iterator[sqlite3.Connection]:
         """The write lock for one writing statement, run in autocommit mode (its own
-        transaction: no BEGIN/COMMIT round trips)."""
+        transaction: no BEGIN/COMMIT round trips).  Not on a ``grouped`` file."""
         conn = self.conn()
         with self._write:
             try:
@@ -122,6 +147,8 @@ class SQLiteDb:
             raise StorageError(f"hub database read failed: {exc}") from exc
 
     def close(self) -> None:
+        if self._group is not None:
+            self._group.close()
         with self._conns_lock:
             for conn in self._conns:
                 conn.close()

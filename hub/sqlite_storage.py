@@ -66,7 +66,8 @@ class SQLiteStorage(Storage):
     ) -> None:
         data_dir = Path(data_dir)
         lock_name = LOCK_FILE if db_name == DB_FILE else f"{db_name}.lock"
-        self._sql = SQLiteDb(data_dir / db_name, data_dir / lock_name)  # takes hub.lock
+        # takes hub.lock; manifests and chunk rows share commits (sqlite_group.py)
+        self._sql = SQLiteDb(data_dir / db_name, data_dir / lock_name, grouped=True)
         try:
             self._nonces = NonceFile(data_dir / nonce_file_name(db_name))
         except BaseException:
@@ -100,8 +101,19 @@ class SQLiteStorage(Storage):
 
     @contextlib.contextmanager
     def write(self, team: str) -> Iterator[TeamWrite]:
-        with self._sql.tx() as conn:
+        with self._sql.tx(solo=True) as conn:
             yield SQLiteTeamWrite(conn, team, self.quota)
+
+    @contextlib.contextmanager
+    def push(self, team: str) -> Iterator[TeamWrite]:
+        with self._sql.tx() as conn:  # group commit
+            yield SQLiteTeamWrite(conn, team, self.quota)
+
+    @property
+    def commits(self) -> tuple[int, int]:
+        """(transactions committed, writes run) on ``hub.db`` since it was opened."""
+        group = self._sql.group
+        return (group.commits, group.writes) if group is not None else (0, 0)
 
     def rosters(self, team: str, after_version: int) -> list[bytes]:
         rows = self._sql.read(
@@ -183,7 +195,7 @@ class SQLiteStorage(Storage):
         max_pending: int,
         max_per_address: int,
     ) -> Admission:
-        with self._sql.tx() as conn:
+        with self._sql.tx(solo=True) as conn:
             expired = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM requests "
                 "WHERE team = ? AND stored_at <= ?",
@@ -231,7 +243,7 @@ class SQLiteStorage(Storage):
         return [PendingRequest(str(k), bytes(d), int(t)) for k, d, t in rows]
 
     def remove_request(self, team: str, kid: str) -> bool:
-        with self._sql.tx() as conn:
+        with self._sql.tx(solo=True) as conn:
             old = conn.execute(
                 "SELECT LENGTH(data) FROM requests WHERE team = ? AND kid = ?", (team, kid)
             ).fetchone()
@@ -280,7 +292,7 @@ class SQLiteStorage(Storage):
         return [i for i in wanted if i not in have]
 
     def chunk_row_add(self, key: BlobKey, size: int, now_ms: int) -> bool:
-        with self._sql.tx() as conn:
+        with self._sql.tx() as conn:  # group commit
             cur = conn.execute(
                 "UPDATE chunks SET stored_at = MAX(stored_at, ?) "
                 "WHERE team = ? AND project = ? AND writer = ? AND id = ?",
@@ -351,7 +363,7 @@ class SQLiteStorage(Storage):
         self, keys: Sequence[BlobKey], *, stored_before_ms: int, unreferenced: bool
     ) -> list[BlobKey]:
         gone: list[BlobKey] = []
-        with self._sql.tx() as conn:
+        with self._sql.tx(solo=True) as conn:
             for key in keys:
                 row = conn.execute(
                     "SELECT size, stored_at FROM chunks "

@@ -267,8 +267,9 @@ class Teams:
     def put_manifest(
         self, team: str, project: str, writer: str, seq: int, data: bytes, now_ms: int
     ) -> bool:
-        """Verify and store a writer's manifest (compare-and-swap on ``seq``)."""
-        with self._storage.write(team) as tx:
+        """Verify and store a writer's manifest (compare-and-swap on ``seq``); a write
+        that may share its durable commit with others (:meth:`Storage.push`)."""
+        with self._storage.push(team) as tx:
             cached = self._fresh(team, tx.generation)
             if cached is None:
                 raise Refusal(

@@ -52,6 +52,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import random
 import re
 import shutil
 import statistics
@@ -60,8 +61,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -383,6 +385,7 @@ class Writer:
     previous: PreviousSnapshot | None = None
     prev_hash: str | None = None
     seen: dict[str, int] = field(default_factory=dict)
+    ready: deque[tuple[int, bytes, dict[str, bytes]]] = field(default_factory=deque)
 
     def record(self, i: int, wall: int) -> Record:
         kid = self.key.kid
@@ -412,8 +415,13 @@ class Writer:
         self.prev_hash = snap.manifest.hash(SUITE)
         return self.seq, snap.envelope, dict(snap.new_chunks)
 
+    def prebuild(self, count: int) -> None:
+        """Build the next ``count`` snapshots now (outside a timed window), so that a
+        push in it costs the client only its requests."""
+        self.ready.extend(self.next_snapshot() for _ in range(count))
+
     def push(self, hub: HubTransport) -> None:
-        seq, manifest, chunks = self.next_snapshot()
+        seq, manifest, chunks = self.ready.popleft() if self.ready else self.next_snapshot()
         hub.push(PROJECT, self.key.kid, seq, manifest, chunks)
 
     def cycle(self, hub: HubTransport) -> None:
@@ -551,6 +559,30 @@ def run_wrk(n: int, hub: Hub, seconds: float, connections: int) -> Result | None
     )  # fmt: skip
 
 
+def _members(
+    n: int, hub: Cluster
+) -> tuple[list[Writer], list[TimedTransport], list[httpx.Client], list[HubTransport]]:
+    """A team of ``n`` members on ``hub``, each with its own timed connection and key,
+    each having pushed its first snapshot (outside any timed window)."""
+    admin = MemberKey.generate()
+    keys = [MemberKey.generate() for _ in range(n)]
+    team, version, content_key = register_team(hub.urls[0], admin, keys)
+    writers = [Writer(k, content_key, team, version) for k in keys]
+    timers = [TimedTransport() for _ in writers]
+    # member i talks to replica i mod R
+    urls = [hub.urls[i % len(hub.urls)] for i in range(n)]
+    clients = [
+        httpx.Client(base_url=u, transport=t, timeout=60) for u, t in zip(urls, timers, strict=True)
+    ]
+    hubs = [
+        HubTransport(u, team, w.key, client=c)
+        for u, w, c in zip(urls, writers, clients, strict=True)
+    ]
+    for w, h in zip(writers, hubs, strict=True):
+        w.push(h)
+    return writers, timers, clients, hubs
+
+
 def run_level(
     n: int,
     args: argparse.Namespace,
@@ -562,23 +594,7 @@ def run_level(
     label = http if code is None else f"{http} @{args.baseline}"
     hub = backing.start(f"hub-{n}-{http}-{code is not None}", args.replicas, http, code)
     try:
-        admin = MemberKey.generate()
-        keys = [MemberKey.generate() for _ in range(n)]
-        team, version, content_key = register_team(hub.urls[0], admin, keys)
-        writers = [Writer(k, content_key, team, version) for k in keys]
-        timers = [TimedTransport() for _ in writers]
-        # member i talks to replica i mod R
-        urls = [hub.urls[i % len(hub.urls)] for i in range(n)]
-        clients = [
-            httpx.Client(base_url=u, transport=t, timeout=60)
-            for u, t in zip(urls, timers, strict=True)
-        ]
-        hubs = [
-            HubTransport(u, team, w.key, client=c)
-            for u, w, c in zip(urls, writers, clients, strict=True)
-        ]
-        for w, h in zip(writers, hubs, strict=True):
-            w.push(h)  # the first snapshot of every member, outside the timed window
+        writers, timers, clients, hubs = _members(n, hub)
         workers = min(n, args.concurrency)
 
         def member_loop(j: int, rec: Recorder, stop: threading.Event) -> None:
@@ -624,6 +640,142 @@ def run_level(
         return results
     finally:
         hub.stop()
+
+
+@dataclass
+class OpenResult:
+    """One open-loop run: cycles arriving at random (Poisson) at a set rate."""
+
+    http: str
+    members: int
+    multiplier: float
+    rate: float  # cycles/s asked
+    cycles: int
+    seconds: float
+    requests: int
+    p50_ms: float
+    p99_ms: float
+    errors: int
+    hub_cpu: float
+    client_cpu: float
+    late_p99_ms: float  # how late cycles started against their arrival time (client side)
+    load: float
+    kinds: list[tuple[str, int, float, float]]
+
+
+def run_open_level(
+    n: int, args: argparse.Namespace, http: str, backing: Backing, code: Path | None = None
+) -> list[OpenResult]:
+    """Open loop: member cycles arrive as a Poisson process, ``n / cadence`` cycles/s
+    (one per member every ``--cadence`` seconds on average) times each multiplier; a
+    cycle starts at its arrival whatever the others are doing (up to 128 at once), so
+    latencies are those of a hub at that load, not of a queue of 32 clients."""
+    label = http if code is None else f"{http} @{args.baseline}"
+    hub = backing.start(f"open-{n}-{http}-{code is not None}", args.replicas, http, code)
+    out: list[OpenResult] = []
+    try:
+        writers, timers, clients, hubs = _members(n, hub)
+        locks = [threading.Lock() for _ in writers]
+        pool = ThreadPoolExecutor(max_workers=128, thread_name_prefix="member")
+        try:
+            for mult in args.multipliers:
+                rate = n / args.cadence * mult
+                expected = rate * (args.seconds + args.warmup) / n
+                for w in writers:  # snapshots built before the clock starts (in seq order:
+                    # one left over from the run before is the next one to push)
+                    w.prebuild(max(0, math.ceil(expected * 1.5) + 2 - len(w.ready)))
+                out.append(_open_run(n, mult, rate, args, label, hub, writers, timers, hubs,
+                                     locks, pool))  # fmt: skip
+                print(f"N={n} {label} open x{mult:g}: done", file=sys.stderr)
+        finally:
+            pool.shutdown(wait=True)
+            for c in clients:
+                c.close()
+        return out
+    finally:
+        hub.stop()
+
+
+def _open_run(
+    n: int, mult: float, rate: float, args: argparse.Namespace, label: str, hub: Cluster,
+    writers: list[Writer], timers: list[TimedTransport], hubs: list[HubTransport],
+    locks: list[threading.Lock], pool: ThreadPoolExecutor,
+) -> OpenResult:  # fmt: skip
+    rec = Recorder()
+    for t in timers:
+        t.recorder = rec
+    late: list[float] = []
+    rng = random.Random(n * 1000 + int(mult * 10))
+
+    def cycle(i: int, due: float) -> None:
+        with locks[i]:  # a member runs one cycle at a time
+            start = time.monotonic()
+            if rec.started <= due <= rec.until:
+                with rec.lock:
+                    late.append(start - due)
+            try:
+                writers[i].cycle(hubs[i])
+                rec.cycle()
+            except SealmemError as exc:
+                rec.error(exc)
+
+    t0 = time.monotonic()
+    rec.started, rec.until = t0 + args.warmup, t0 + args.warmup + args.seconds
+    due = t0
+    measured = False
+    hub_cpu = client_cpu = 0.0
+    while due < rec.until:
+        due += rng.expovariate(rate)
+        if not measured and due >= rec.started:
+            measured = True
+            hub_cpu, client_cpu = hub.cpu_seconds(), _client_cpu()
+        pause = due - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        pool.submit(cycle, rng.randrange(n), due)
+    rec.hub_cpu = (hub.cpu_seconds() - hub_cpu) / args.seconds
+    rec.client_cpu = (_client_cpu() - client_cpu) / args.seconds
+    load = os.getloadavg()[0]
+    while pool._work_queue.qsize():  # let the cycles still queued finish, unmeasured
+        time.sleep(0.05)
+    time.sleep(0.5)
+    lat = sorted(rec.latencies)
+    q = statistics.quantiles(lat, n=100, method="inclusive") if len(lat) >= 2 else [0.0] * 99
+    lq = (
+        statistics.quantiles(sorted(late), n=100, method="inclusive")
+        if len(late) >= 2
+        else [0.0] * 99
+    )
+    return OpenResult(
+        label, n, mult, rate, rec.cycles, args.seconds, len(lat), q[49] * 1e3, q[98] * 1e3,
+        rec.errors, rec.hub_cpu, rec.client_cpu, lq[98] * 1e3, load, _by_kind(rec),
+    )  # fmt: skip
+
+
+def print_open(results: Sequence[OpenResult], cadence: float) -> None:
+    print(
+        f"\nOpen loop: each member syncs once every {cadence:g} s on average (Poisson "
+        "arrivals), times the multiplier; latency of each request from send to body read"
+    )
+    print(
+        "| http | members | rate | cycles/s asked | cycles/s | req/s | p50 ms | p99 ms | errors "
+        "| start late p99 ms | hub CPU | hub ms/req | client CPU | client ms/req | loadavg |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in results:
+        per = r.requests / r.seconds if r.seconds else 0.0
+        hub_ms = r.hub_cpu * r.seconds / r.requests * 1e3 if r.requests else math.nan
+        client_ms = r.client_cpu * r.seconds / r.requests * 1e3 if r.requests else math.nan
+        print(
+            f"| {r.http} | {r.members} | x{r.multiplier:g} | {r.rate:.1f} | "
+            f"{r.cycles / r.seconds:.1f} | {per:,.0f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | "
+            f"{r.errors} | {r.late_p99_ms:.1f} | {r.hub_cpu:.0%} | {hub_ms:.2f} | "
+            f"{r.client_cpu:.0%} | {client_ms:.2f} | {r.load:.1f} |"
+        )
+    print("\nOpen loop by request kind (p50 / p99 ms, requests):")
+    for r in results:
+        parts = [f"{k} {p50:.1f}/{p99:.1f} ({n})" for k, n, p50, p99 in r.kinds]
+        print(f"  N={r.members:<4} x{r.multiplier:<3g} {r.http:<14} " + "; ".join(parts))
 
 
 def print_table(results: Sequence[Result]) -> None:
@@ -699,6 +851,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="at each N, run the baseline and this hub alternately this many times; the "
         "speed-up compares their medians (a shared machine's load drifts between rows)",
     )  # fmt: skip
+    parser.add_argument(
+        "--open-loop", action="store_true",
+        help="instead of the closed loop: member cycles arriving at random (Poisson) at a "
+        "realistic rate, one per member every --cadence seconds, times each --multipliers",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cadence", type=float, default=10.0,
+        help="open loop: mean seconds between two cycles of one member (the client syncs "
+        "on change and every 60 s idle; 10 s is a busy team)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--multipliers", type=float, nargs="+", default=[1.0, 5.0, 10.0],
+        help="open loop: the rates to run, as multiples of members / cadence",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.replicas < 1 or (args.replicas > 1 and args.backend != "pg-s3"):
         parser.error("--replicas above 1 needs --backend pg-s3 (SQLite is one process's file)")
@@ -711,6 +877,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"at most {args.concurrency} requests in flight, backend {args.backend} x"
         f"{args.replicas}, load average at start {os.getloadavg()[0]:.1f}"
     )
+    if args.open_loop:
+        return open_main(args)
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="sealmem-bench-hub-") as tmp:
         backing = Backing(args.backend, Path(tmp))
@@ -731,6 +899,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_kinds(results)
     if code is not None:
         print_speedup(results, args.baseline, args.baseline_http)
+    return 0
+
+
+def open_main(args: argparse.Namespace) -> int:
+    """The open-loop runs: at each N, the baseline hub (if any) then each stack."""
+    results: list[OpenResult] = []
+    with tempfile.TemporaryDirectory(prefix="sealmem-bench-hub-") as tmp:
+        backing = Backing(args.backend, Path(tmp))
+        code = baseline(args.baseline, Path(tmp)) if args.baseline else None
+        try:
+            for n in args.members:
+                if code is not None:
+                    results += run_open_level(n, args, args.baseline_http, backing, code)
+                for http in args.http:
+                    results += run_open_level(n, args, http, backing)
+        finally:
+            backing.close()
+    print_open(results, args.cadence)
     return 0
 
 
