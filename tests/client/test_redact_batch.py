@@ -101,3 +101,18 @@ def test_the_word_memo_emptied_alone_still_finds_every_cue() -> None:
     assert engine._cues_in(text, index) == {"token"}
     engine._WORDS.clear()
     assert engine._cues_in(text, index) == {"token"}
+
+
+@pytest.mark.parametrize("emptied", ["_CUED", "_WORDS"])
+def test_a_cue_word_one_memo_lost_is_learned_again_never_taken_as_clean(emptied: str) -> None:
+    """The word memo is two structures; one emptied without the other (a thread reading
+    between the two writes of another thread's learning, the size bound, a benchmark)
+    must never make a known cue word look clean: the secret it wakes a rule for would
+    be stored and pushed as it is."""
+    secret = "rotate the deploy token x9Kf2LmQ7pRt4VwZ8sYu weekly"
+    assert engine.redact(secret).changed  # "token" is learned, with its cue
+    index = engine._index()
+    getattr(engine, emptied).clear()
+    assert engine._cues_in(secret.lower(), index) == {"token"}
+    assert engine.redact(secret).changed
+    assert engine.redact_many(["deploy notes", secret]).keys() == {1}
