@@ -128,7 +128,7 @@ def _cues_in(lowered: str, index: _Index) -> set[str]:
     found: set[str] = set()
     words = set(lowered.split())
     cued = _CUED
-    for word in words.intersection(cued):
+    for word in cued.keys() & words:  # a set in C, iterating the smaller side
         found |= cued.get(word, frozenset())  # one emptied meanwhile is learned again below
     missed = words.difference(_WORDS, cued)
     if missed:
