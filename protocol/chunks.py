@@ -203,7 +203,8 @@ class SnapshotOpener:
         self.inflated = 0
         self.count = 0
         self.keys: list[int] = []
-        """The bucket keys of the records the last :meth:`feed` returned, in order."""
+        """The bucket keys of the records the last :meth:`feed` returned, in order (each
+        computed here from the record's id; empty after a refused chunk)."""
         self._pending: dict[str, ChunkRef] = {}
         self._opened: dict[str, int] = {}
         cache = opened or {}
@@ -252,6 +253,7 @@ class SnapshotOpener:
             )
         room = max(self.max_plaintext - self.inflated, 0)
         limit = min(MAX_BUCKET_PLAINTEXT, room)
+        self.keys = []  # a refused chunk leaves none: never the previous chunk's
         try:
             records, size, self.keys = _open_chunk(
                 self.suite, self.key, self.manifest, ref, data, now_ms=self.now_ms, limit=limit

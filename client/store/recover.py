@@ -9,7 +9,11 @@ itself, read-only and immutable:
 * a ``WITHOUT ROWID`` table is read in key order from both ends, up to the first
   row that raises from each side;
 * rows go into a freshly created store of the current schema (columns matched by
-  name, ``INSERT OR IGNORE``), then the full-text indexes are rebuilt from them.
+  name, ``INSERT OR IGNORE``), then the full-text indexes are rebuilt from them;
+  the columns a memory's other columns determine (:data:`_DERIVED`: its stems, its
+  bucket key) are not read from the damaged file but computed again, so a garbled
+  one neither loses the memory (a stem list that is not a list broke the insert)
+  nor lives on in the new store.
 
 The new store replaces the damaged one only when complete: the damaged file (and
 its ``-wal``) is renamed ``store.db.damaged-<time>`` first and never written.
@@ -172,6 +176,17 @@ def _keyed_rows(
         )
 
 
+_DERIVED = {"memories": ("stems", "bucket_key")}
+"""Columns computed from a row's other columns, never copied from a damaged file:
+``stems`` is filled again from the text (:func:`_derive`), ``bucket_key`` by the next
+push (NULL: what a local write leaves)."""
+
+
+def _derive(dst: sqlite3.Connection) -> None:
+    """Fill the :data:`_DERIVED` stems from each memory's own text (version 11's fill)."""
+    dst.execute("UPDATE memories SET stems = sealmem_stems(content, keywords)")
+
+
 def _copy(src: sqlite3.Connection, dst: sqlite3.Connection, result: RecoverResult) -> None:
     have = {
         str(r[0])
@@ -181,7 +196,7 @@ def _copy(src: sqlite3.Connection, dst: sqlite3.Connection, result: RecoverResul
         if table not in have:
             continue
         try:
-            wanted = _columns(dst, table)
+            wanted = [c for c in _columns(dst, table) if c not in _DERIVED.get(table, ())]
             common = [c for c in _columns(src, table) if c in wanted]
         except sqlite3.DatabaseError:
             result.unreadable_tables.append(table)
@@ -328,6 +343,7 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
             dst.execute("PRAGMA foreign_keys = OFF")
             with transaction(dst):
                 _copy(src, dst, result)
+                _derive(dst)
                 _new_identity(dst)
                 health.reindex(dst)
             dst.execute("PRAGMA wal_checkpoint(TRUNCATE)")

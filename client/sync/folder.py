@@ -343,19 +343,20 @@ class FolderTransport(Transport):
             with self._open(
                 ("sealmem", self._team, "snapshots", project, writer, "chunks")
             ) as chunk_dir:
-                written = False
                 for chunk_id, data in chunks.items():
                     if not _CHUNK.match(chunk_id):
                         raise InputError(f"chunk id {chunk_id!r} is not a 64-digit hex hash")
                     if not self._intact(chunk_dir, chunk_id):
                         # each file is fsynced; the directory once, before the manifest
                         chunk_dir.write(chunk_id, data, sync_dir=False)
-                        written = True
                     # written or found intact: a later check need not read it again
                     with contextlib.suppress(Unusable):
                         if (found := chunk_dir.lstat(chunk_id)) is not None:
                             self._verified[(project, writer, chunk_id)] = _stamp(found)
-                if written:
+                if chunks:
+                    # even when every chunk was found there: a push stopped after its
+                    # renames and before this fsync left entries that may not last, and
+                    # the manifest written next must never outlive the chunks it names
                     chunk_dir.sync()
             name = f"manifest-{seq:012d}.json"
             if not wdir.write(name, manifest, exclusive=True):

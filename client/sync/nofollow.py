@@ -137,6 +137,7 @@ class SafeDir:
             # one made meanwhile by another member is opened like any other
             with contextlib.suppress(FileExistsError):
                 os.mkdir(target, 0o755, dir_fd=at)
+                self.sync()  # the new entry lasts before anything is written inside it
         except OSError as exc:
             raise TransportError(f"cannot create {path}: {exc.strerror}") from exc
         found = self._open_dir(name, path)

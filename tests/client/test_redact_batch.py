@@ -101,3 +101,76 @@ def test_the_word_memo_emptied_alone_still_finds_every_cue() -> None:
     assert engine._cues_in(text, index) == {"token"}
     engine._WORDS.clear()
     assert engine._cues_in(text, index) == {"token"}
+
+
+@pytest.mark.parametrize("emptied", ["_CUED", "_WORDS"])
+def test_a_cue_word_one_memo_lost_is_learned_again_never_taken_as_clean(emptied: str) -> None:
+    """The word memo is two structures; one emptied without the other (a thread reading
+    between the two writes of another thread's learning, the size bound, a benchmark)
+    must never make a known cue word look clean: the secret it wakes a rule for would
+    be stored and pushed as it is."""
+    secret = "rotate the deploy token x9Kf2LmQ7pRt4VwZ8sYu weekly"
+    assert engine.redact(secret).changed  # "token" is learned, with its cue
+    index = engine._index()
+    getattr(engine, emptied).clear()
+    assert engine._cues_in(secret.lower(), index) == {"token"}
+    assert engine.redact(secret).changed
+    assert engine.redact_many(["deploy notes", secret]).keys() == {1}
+
+
+_TWISTS = [
+    lambda s: s,
+    lambda s: s.upper(),
+    lambda s: s.swapcase(),
+    lambda s: s.replace(" ", "\t"),
+    lambda s: s.replace(" ", "\u00a0"),
+    lambda s: s.replace("s", "\u017f"),
+    lambda s: s.replace("k", "\u212a"),
+    lambda s: "\u0130" + s,
+]
+
+
+def test_every_corpus_line_twisted_in_one_batch_of_thousands() -> None:
+    """A pull's batch is thousands of versions: every line of the corpus, each twisted
+    (case, other whitespace, case twins) and each at the end and the start of a text
+    that fills the content limit, all in one batch, as each alone."""
+    from sealmem.protocol.record import MAX_CONTENT_CHARS
+
+    batch = [twist(line) for line in LINES for twist in _TWISTS]
+    filler = "deploy cache schema note " * (MAX_CONTENT_CHARS // 25)
+    batch += [filler[: MAX_CONTENT_CHARS - len(line) - 1] + " " + line for line in LINES[:50]]
+    batch += [line + " " + filler[: MAX_CONTENT_CHARS - len(line) - 1] for line in LINES[:50]]
+    assert len(batch) > 2000
+    many = engine.redact_many(batch)
+    alone = {i: engine.redact(text) for i, text in enumerate(batch)}
+    assert set(many) == {i for i, result in alone.items() if result.changed}
+    assert all(many[i] == alone[i] for i in many)
+    assert engine.redact_many(batch[:1]) == ({0: alone[0]} if alone[0].changed else {})
+
+
+_WORDS_OF_LINES = sorted({word for line in LINES for word in line.split()})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            TEXTS,
+            st.lists(st.sampled_from(_WORDS_OF_LINES) | st.sampled_from(FRAGMENTS), max_size=6),
+            st.none() | st.sampled_from(LINES),
+        ),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_secrets_in_keywords_or_the_reason_only_are_found_by_the_batch(
+    items: list[tuple[str, list[str], str | None]],
+) -> None:
+    """The corpus's secrets split into keywords (a secret read across them) or said in a
+    delete reason, behind a content with or without cue words."""
+    records = []
+    for i, (content, words, reason) in enumerate(items):
+        words = [w.strip() for w in words if w.strip()][:20]
+        words = [w[:64] for w in words]
+        records.append(_record(i, content, words, reason))
+    assert texts.redact_batch(records) == [texts.redact_version(r) for r in records]

@@ -101,12 +101,14 @@ def test_word_lookup_on_the_corpus_and_prose() -> None:
 def test_remembered_words_hold_no_digit_or_are_plain_words() -> None:
     index = engine._index()
     engine._cues_in("deploy token ghp_abc123 hunter2 tokens, password=hunter", index)
-    for word, cues in engine._WORDS.items():
+    assert "token" in engine._CUED
+    assert "deploy" in engine._WORDS
+    for word in engine._CUED:
         assert len(word) <= 32
-        if cues:
-            assert word.strip(engine._PUNCTUATION).isalpha(), word
-        else:
-            assert not any(ch.isdigit() for ch in word), word
-    assert "ghp_abc123" not in engine._WORDS
-    assert "hunter2" not in engine._WORDS
-    assert "password=hunter" not in engine._WORDS
+        assert word.strip(engine._PUNCTUATION).isalpha(), word
+    for word in engine._WORDS:
+        assert len(word) <= 32
+        assert not any(ch.isdigit() for ch in word), word
+    for word in ("ghp_abc123", "hunter2", "password=hunter"):
+        assert word not in engine._WORDS
+        assert word not in engine._CUED

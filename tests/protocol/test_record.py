@@ -69,3 +69,24 @@ def test_the_remembered_names_stay_bounded() -> None:
         wire["author"] = f"member{i}"
         Record.from_wire(wire)
     assert len(record._VALID_MEMBERS) <= record._VALID_KEPT
+
+
+def test_a_name_remembered_valid_for_one_field_is_matched_again_for_another() -> None:
+    """ "Webapp" and "a.b" are valid projects, not kinds; "x.y" a valid member, not a
+    kind: each field keeps the names its own rule accepted."""
+    for name, value in (("project", "Webapp"), ("project", "a.b"), ("author", "x.y")):
+        wire = _wire()
+        wire[name] = value
+        if name == "author":
+            wire["editor"] = value
+        Record.from_wire(wire)
+    for field, value in (
+        ("kind", "Webapp"),
+        ("kind", "a.b"),
+        ("kind", "x.y"),
+        ("editor", "Webapp"),
+    ):
+        wire = _wire()
+        wire[field] = value
+        with pytest.raises(ProtocolError, match=field):
+            Record.from_wire(wire)

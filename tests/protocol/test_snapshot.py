@@ -323,3 +323,46 @@ def test_the_opener_is_fed_each_needed_chunk_once(world: World) -> None:
     with pytest.raises(InputError, match="not one"):
         opener.feed(stranger, snap.new_chunks[ref.id])
     assert reason_of(lambda: opener.feed(m.chunks[1], b"\x00" * 40)) == "bad-chunk-id"
+
+
+def test_the_opener_keeps_the_bucket_key_it_computes_for_each_record(world: World) -> None:
+    """The keys a reader stores with pulled rows are the hash of each id computed here,
+    one per record returned and in its order; a chunk refused for a record in its
+    middle (its clock too far ahead) returns nothing and leaves no keys behind (the
+    previous chunk's keys must never be read as this one's: rows would be stored in
+    another bucket, and a push would then leave them out of their chunk)."""
+    from sealmem.protocol.hlc import MAX_AHEAD_MS, Hlc
+    from sealmem.protocol.snapshot import bucket_key
+
+    records = [make_record(world.alice, i) for i in range(300)]
+    snap = world.snapshot(world.alice, records)
+    m = snap.manifest
+    opener = SnapshotOpener(SUITE, world.key1, m, now_ms=READER_NOW)
+    for ref in opener.needed:
+        got = opener.feed(ref, snap.new_chunks[ref.id])
+        assert opener.keys == [bucket_key(SUITE, r.id) for r in got]
+        assert {key % m.buckets for key in opener.keys} == {ref.bucket}
+    opener.finish()
+
+    # three records of one bucket, the middle one written by a clock two days ahead
+    first = records[0]
+    bucket = bucket_of(SUITE, first.id, m.buckets)
+    same = [r for r in records if bucket_of(SUITE, r.id, m.buckets) == bucket][:3]
+    assert len(same) == 3
+    ahead = replace(same[1], hlc=Hlc(READER_NOW + MAX_AHEAD_MS + 60_000, 0))
+    payload = canonical.encode(
+        sorted((r.to_wire() for r in (same[0], ahead, same[2])), key=lambda w: str(w["id"]))
+    )
+    chunk = encrypt_bucket(world, payload, bucket, writer=world.alice.kid)
+    ref = replace(
+        next(r for r in m.chunks if r.bucket == bucket),
+        id=chunk_id(SUITE, chunk),
+        size=len(chunk),
+    )
+    bent = replace(m, chunks=tuple(ref if r.bucket == bucket else r for r in m.chunks))
+    opener = SnapshotOpener(SUITE, world.key1, bent, now_ms=READER_NOW)
+    before = next(r for r in opener.needed if r.bucket != bucket)
+    opener.feed(before, snap.new_chunks[before.id])
+    assert opener.keys
+    assert reason_of(lambda: opener.feed(ref, chunk)) == "clock-ahead"
+    assert opener.keys == []

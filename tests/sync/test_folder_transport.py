@@ -179,8 +179,53 @@ def test_a_push_syncs_each_chunk_and_the_chunk_directory_once_before_the_manifes
     blobs = [f"chunk {i}".encode() for i in range(6)]
     chunks = {chunk_id(SUITE, data): data for data in blobs}
     folder.push("proj", WRITER, 1, b"m1", chunks)
-    assert synced == ["file"] * 6 + ["dir", "file", "dir"]
+    # the snapshots, project, writer and chunk directories made: each parent synced once
+    assert synced == ["dir"] * 4 + ["file"] * 6 + ["dir", "file", "dir"]
     assert all(folder.chunk("proj", WRITER, c) == data for c, data in chunks.items())
     synced.clear()
     folder.push("proj", WRITER, 2, b"m2", chunks)  # every chunk there: none written again
-    assert synced == ["file", "dir"]
+    assert synced == ["dir", "file", "dir"]
+
+
+def test_a_push_stopped_before_its_directory_sync_syncs_it_on_the_retry(
+    folder: FolderTransport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A push stopped after renaming its chunks and before the chunk directory's fsync
+    (the process killed there) leaves entries that may not survive a power cut.  The
+    retry finds every chunk there and writes none: it must still fsync the chunk
+    directory before the manifest that names them, or the manifest can last without
+    its chunks (the team then refuses the snapshot: missing-chunk)."""
+    from sealmem.client.sync.nofollow import SafeDir
+
+    blobs = [f"chunk {i}".encode() for i in range(3)]
+    chunks = {chunk_id(SUITE, data): data for data in blobs}
+
+    real_sync = SafeDir.sync
+
+    def stopped(self: SafeDir) -> None:
+        if self.path.name == "chunks":
+            raise KeyboardInterrupt  # the process stopped before the directory's fsync
+        real_sync(self)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(SafeDir, "sync", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            folder.push("proj", WRITER, 1, b"m1", chunks)
+    chunk_dir = folder._root / "sealmem" / "team1" / "snapshots" / "proj" / WRITER / "chunks"
+    assert sorted(os.listdir(chunk_dir)) == sorted(chunks)  # renamed, not yet synced
+    synced: list[tuple[int, int]] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        found = os.fstat(fd)
+        synced.append((found.st_dev, found.st_ino))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    folder.push("proj", WRITER, 1, b"m1", chunks)
+    manifest = (chunk_dir.parent / f"manifest-{1:012d}.json").stat()
+    where = chunk_dir.stat()
+    assert (where.st_dev, where.st_ino) in synced
+    assert synced.index((where.st_dev, where.st_ino)) < synced.index(
+        (manifest.st_dev, manifest.st_ino)
+    )

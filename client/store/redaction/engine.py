@@ -119,18 +119,18 @@ def _cues_in(lowered: str, index: _Index) -> set[str]:
     Every cue but those of :attr:`_Index.unworded` (searched in the whole text with
     ``in``) holds an ASCII letter and no whitespace, so it lies inside one
     whitespace-separated word that holds a letter.  The cues of a word are remembered
-    (:data:`_WORDS`): memory texts are mostly the same few thousand words, and a text
-    of known words costs a split and two set operations in C (the known words that
-    hold cues, :data:`_CUED`, and the words not known), where the scan costs a trie step
-    per character.  The words not seen before that hold a letter (not "12:" or "#42)")
-    are scanned together, in one pass.
+    (:data:`_CUED`, and the words with none in :data:`_WORDS`): memory texts are mostly
+    the same few thousand words, and a text of known words costs a split and two set
+    operations in C (the known words that hold cues, and the words not known), where
+    the scan costs a trie step per character.  The words not seen before that hold a
+    letter (not "12:" or "#42)") are scanned together, in one pass.
     """
     found: set[str] = set()
     words = set(lowered.split())
-    memo = _WORDS
-    for word in words.intersection(_CUED):
-        found |= memo.get(word, frozenset())  # one not in the memo is learned again below
-    missed = words.difference(memo)
+    cued = _CUED
+    for word in cued.keys() & words:  # a set in C, iterating the smaller side
+        found |= cued.get(word, frozenset())  # one emptied meanwhile is learned again below
+    missed = words.difference(_WORDS, cued)
     if missed:
         letters = _LETTER.search
         unseen = [word for word in missed if letters(word)]
@@ -142,12 +142,15 @@ def _cues_in(lowered: str, index: _Index) -> set[str]:
     return found
 
 
-_WORDS: dict[str, frozenset[str]] = {}
-"""Per lower-cased word, the cues it holds.  Only words unlikely to be a secret are kept:
-up to 32 characters with no digit and no cue, or letters only (trailing punctuation
-aside: "tokens,").  Emptied when it reaches :data:`_WORDS_MAX`."""
-_CUED: set[str] = set()
-"""The words of :data:`_WORDS` that hold a cue (emptied with it)."""
+_WORDS: set[str] = set()
+"""Lower-cased words known to hold no cue: up to 32 characters with no digit."""
+_CUED: dict[str, frozenset[str]] = {}
+"""Per lower-cased word that holds cues, the cues it holds: letters only (trailing
+punctuation aside: "tokens,"), up to 32 characters.  The two memos are apart, so that
+each alone says all it knows: a word in neither (one memo emptied, by
+:data:`_WORDS_MAX` or a benchmark, or another thread halfway through :func:`_learn`)
+is learned again, never taken for a word without cues.  Both are emptied when they
+reach :data:`_WORDS_MAX` together."""
 _WORDS_MAX = 1 << 15
 _NO_DIGIT = re.compile(r"[^0-9]{1,32}")
 _LETTER = re.compile(r"[a-z]")
@@ -156,7 +159,7 @@ _PUNCTUATION = ".,;:!?()[]\"'`"
 
 def _learn(words: list[str], index: _Index) -> set[str]:
     """The cues of ``words`` (one scan of them joined by newlines: no cue holds one),
-    remembering those of the words :data:`_WORDS` keeps."""
+    remembering those of the words :data:`_CUED` or :data:`_WORDS` keeps."""
     parts = [word.encode("utf-8", "surrogatepass") for word in words]
     starts: list[int] = []
     at = 0
@@ -166,7 +169,7 @@ def _learn(words: list[str], index: _Index) -> set[str]:
     per: dict[int, set[str]] = {}
     for start, holds in _scan(b"\n".join(parts), index):
         per.setdefault(bisect.bisect_right(starts, start) - 1, set()).update(holds)
-    if len(_WORDS) + len(words) > _WORDS_MAX:
+    if len(_WORDS) + len(_CUED) + len(words) > _WORDS_MAX:
         _WORDS.clear()
         _CUED.clear()
     found: set[str] = set()
@@ -175,10 +178,9 @@ def _learn(words: list[str], index: _Index) -> set[str]:
         if cues:
             found |= cues
             if len(word) <= 32 and word.strip(_PUNCTUATION).isalpha():
-                _WORDS[word] = frozenset(cues)
-                _CUED.add(word)
+                _CUED[word] = frozenset(cues)
         elif _NO_DIGIT.fullmatch(word):
-            _WORDS[word] = frozenset()
+            _WORDS.add(word)
     return found
 
 
