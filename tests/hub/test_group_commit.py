@@ -9,12 +9,9 @@ The WAL file is read to count commits: one commit record per transaction.
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import struct
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -33,7 +30,7 @@ from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.hub.storage import StorageError
 from sealmem.protocol.snapshot import chunk_id
 
-from .conftest import PROJECT, TEAM, TOKEN, HubWorld, signed, wait_healthy
+from .conftest import PROJECT, TEAM, TOKEN, HubWorld, signed, start_hub_process
 
 WRITER = "b" * 26
 QUEUED = 6
@@ -252,22 +249,13 @@ def test_reads_inside_a_write_see_its_group(tmp_path: Path) -> None:
         db.close()
 
 
-def _start_hub(data: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "SEALMEM_HUB_OPERATOR_TOKEN": TOKEN}
-    code = "import sys; from sealmem.client.cli import main; sys.exit(main())"
-    cmd = [sys.executable, "-c", code, "hub", "serve", "--data", str(data), "--port", str(port)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_healthy(f"http://127.0.0.1:{port}")
-    return proc
-
-
 @pytest.mark.slow
 def test_every_acknowledged_put_of_a_group_survives_a_kill(tmp_path: Path) -> None:
     """Sixteen uploads at a time (so their rows share commits), the hub killed with
     SIGKILL while they run: after a restart every chunk the hub acknowledged is there."""
     data, port = tmp_path / "hub-data", free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = _start_hub(data, port)
+    proc = start_hub_process(data, port)
     homes = tmp_path / "homes"
     homes.mkdir()
     w = HubWorld(homes, url, lambda k: HubTransport(url, TEAM, k, operator_token=TOKEN))
@@ -305,7 +293,7 @@ def test_every_acknowledged_put_of_a_group_survives_a_kill(tmp_path: Path) -> No
         for t in threads:
             t.join(20)
         assert len(acked) >= 300
-        proc = _start_hub(data, port)
+        proc = start_hub_process(data, port)
         keys = {m.key.kid: m.key for m in members}
         with httpx.Client(base_url=url, timeout=10) as client:
             for (kid, cid), body in sorted(acked.items()):

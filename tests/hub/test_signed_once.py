@@ -4,7 +4,6 @@ read; the time is checked again, and the team's state read again, after the body
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,29 +11,21 @@ import pytest
 from starlette.testclient import TestClient
 
 import sealmem.hub.auth as hub_auth
-from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE
-from sealmem.hub.app import create_app
 from sealmem.protocol import hubapi
 from sealmem.protocol.snapshot import chunk_id
 
-from .conftest import IN_PROCESS_URL, PROJECT, TEAM, TOKEN, HubWorld, hub_config, now_ms, signed
+from .conftest import IN_PROCESS_URL, PROJECT, TEAM, HubWorld, InProcess, now_ms, signed
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[tuple[TestClient, HubWorld]]:
-    app = create_app(hub_config(tmp_path / "hub"))
+def world(tmp_path: Path, inproc: InProcess) -> tuple[TestClient, HubWorld]:
     homes = tmp_path / "homes"
     homes.mkdir()
-    with TestClient(app, base_url=IN_PROCESS_URL) as client:
-        w = HubWorld(
-            homes,
-            IN_PROCESS_URL,
-            lambda k: HubTransport(IN_PROCESS_URL, TEAM, k, operator_token=TOKEN, client=client),
-        )
-        w.create()
-        w.join("alice")
-        yield client, w
+    w = HubWorld(homes, IN_PROCESS_URL, inproc.transport)
+    w.create()
+    w.join("alice")
+    return inproc.client, w
 
 
 def test_a_put_reads_its_signature_headers_once(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -24,7 +22,15 @@ from sealmem.hub.server import BackgroundHub, free_port
 from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.protocol.errors import TransportError
 
-from .conftest import PROJECT, TEAM, TOKEN, HubWorld, Node, hub_config, wait_healthy
+from .conftest import (
+    PROJECT,
+    TEAM,
+    TOKEN,
+    HubWorld,
+    Node,
+    hub_config,
+    start_hub_process,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -99,19 +105,10 @@ def test_twenty_concurrent_members_converge(tmp_path: Path) -> None:
         hub.stop()
 
 
-def _start_hub(data: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "SEALMEM_HUB_OPERATOR_TOKEN": TOKEN}
-    code = "import sys; from sealmem.client.cli import main; sys.exit(main())"
-    cmd = [sys.executable, "-c", code, "hub", "serve", "--data", str(data), "--port", str(port)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_healthy(f"http://127.0.0.1:{port}")
-    return proc
-
-
 def test_hub_killed_mid_push_loses_nothing(tmp_path: Path) -> None:
     data, port = tmp_path / "hub-data", free_port()
     url = f"http://127.0.0.1:{port}"
-    procs = [_start_hub(data, port)]
+    procs = [start_hub_process(data, port)]
     uploads: list[str] = []
 
     def kill_after_four_chunks(response: httpx.Response) -> None:
@@ -146,7 +143,7 @@ def test_hub_killed_mid_push_loses_nothing(tmp_path: Path) -> None:
         stray = data / "blobs" / TEAM / PROJECT / alice.key.kid
         (stray / ".tmp-interrupted").write_bytes(b"half a chunk")
         (stray / ("f" * 64)).write_bytes(b"a blob whose row never committed")
-        procs[0] = _start_hub(data, port)
+        procs[0] = start_hub_process(data, port)
         # young: it could be a write in flight on another replica, so a start keeps it
         assert (stray / ".tmp-interrupted").exists()
         assert (stray / ("f" * 64)).exists()
