@@ -1,15 +1,13 @@
-"""The kept counts of frequent terms (schema version 12) are kept by the triggers from
-``memories.stems``, which Python's tokenizer writes; the counts they stand for are the
-full-text index's, which FTS5's unicode61 tokenizer writes.  The two split alike on
-ASCII text but not on much else (a private-use or unassigned character joins a word in
-FTS5 and splits it in Python; a compatibility character is folded by one only), so a
-memory holding such text moves a kept count the index does not move, and recall reads
-the wrong count while ``counted`` still equals the rows held.
+"""Non-ASCII text is split and folded as the full-text index does (issue 16).
 
-Known and not yet fixed: the fix needs a tokenizer that splits and folds as unicode61
-does, and a schema version that refills the stems (and keeps the counts from the
-index's own terms).  Strict xfail:
-it fails the suite once the counts are exact again, so the marker is then removed."""
+The kept counts of frequent terms (schema version 12) are kept by the triggers from
+``memories.stems``, which the write path computes; the counts they stand for are the
+full-text index's, which FTS5's unicode61 tokenizer writes.  Python's own split
+agreed with it on ASCII text but not on much else (a private-use or unassigned
+character joins a word in FTS5 and split it in Python; "й" and a Hangul syllable are
+kept whole by unicode61 and were folded apart by NFKD), so a kept count drifted and a
+query word such as "мойка" matched no index term.  Text with a non-ASCII character is
+now tokenized by SQLite itself (:mod:`sealmem.client.recall.terms`)."""
 
 from __future__ import annotations
 
@@ -31,7 +29,6 @@ def _indexed(conn: sqlite3.Connection) -> dict[str, int]:
     return dict(conn.execute("SELECT term, doc FROM temp.test_vocab"))
 
 
-@pytest.mark.xfail(strict=True, reason="stems are not the index's terms for non-ASCII text")
 @pytest.mark.parametrize("text", ["deploy\ue000 the orders", "deploy\U000148be today"])
 def test_a_word_the_two_tokenizers_split_apart_keeps_the_counts_exact(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
@@ -41,7 +38,8 @@ def test_a_word_the_two_tokenizers_split_apart_keeps_the_counts_exact(
         for i in range(6):  # filled at 3 and 6 memories: the next fill is at 12
             store.remember(f"deploy the orders service {i}")
         conn = store.connection
-        assert "deploi" in stored_stems(text, "").split()  # Python: "deploy" + separator
+        # the index keeps the word whole (unicode61 joins the character to it); so do the stems
+        assert "deploi" not in stored_stems(text, "").split()
         store.remember(text)  # a teammate's pulled version goes the same way
         kept = dict(conn.execute("SELECT term, docs FROM term_counts"))
         counted, memories = conn.execute(
@@ -52,7 +50,6 @@ def test_a_word_the_two_tokenizers_split_apart_keeps_the_counts_exact(
         assert counted != memories or kept["deploi"] == indexed["deploi"]
 
 
-@pytest.mark.xfail(strict=True, reason="the query is folded by Python, the index by unicode61")
 @pytest.mark.parametrize(
     ("text", "query"),
     [("сервер мойка настроен", "мойка"), ("한국어 배포 설정은 서버에 있다", "배포")],
@@ -66,4 +63,7 @@ def test_a_word_with_a_letter_the_two_tokenizers_fold_apart_is_recalled(
     with MemoryStore.open(tmp_path / "s.db", author="ann") as store:
         memory = store.remember(text).memory
         store.remember("another text about caches")
-        assert [hit.memory.id for hit in store.recall(query)] == [memory.id]
+        hits = store.recall(query)
+        # found by the index (the other memory may follow as its session neighbour)
+        assert [hit.memory.id for hit in hits if hit.why["bm25"] > 0] == [memory.id]
+        assert hits[0].memory.id == memory.id
