@@ -48,9 +48,11 @@ CREATE VIRTUAL TABLE words USING fts5 (
 );
 CREATE VIRTUAL TABLE stems_at USING fts5vocab (stems, instance);
 CREATE VIRTUAL TABLE words_at USING fts5vocab (words, instance);
-CREATE VIRTUAL TABLE stems_in USING fts5vocab (stems, row);
 """
 _local = threading.local()
+# the stems of pieces of text between ASCII separators that hold another character
+_PIECES: dict[str, frozenset[str]] = {}
+_PIECES_KEPT = 65536
 
 
 def _tokenizer() -> sqlite3.Connection:
@@ -64,15 +66,16 @@ def _tokenizer() -> sqlite3.Connection:
     return conn
 
 
-def _indexed(text: str, sql: str, tables: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """The rows of ``sql`` over the vocabularies of ``tables`` while they hold ``text``
-    alone (inserted, read and rolled back: the tables stay empty)."""
-    text = _SURROGATE_RE.sub(" ", text)
+def _indexed(texts: list[str], sql: str, tables: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The rows of ``sql`` over the vocabularies of ``tables`` while they hold ``texts``
+    alone, the i-th as row i + 1 (inserted, read and rolled back: the tables stay
+    empty)."""
+    rows = [(i, _SURROGATE_RE.sub(" ", text)) for i, text in enumerate(texts, 1)]
     conn = _tokenizer()
     conn.execute("BEGIN")
     try:
         for table in tables:
-            conn.execute(f"INSERT INTO {table} (rowid, text) VALUES (1, ?)", (text,))
+            conn.executemany(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", rows)
         return conn.execute(sql).fetchall()
     finally:
         conn.execute("ROLLBACK")
@@ -87,22 +90,46 @@ def word_stems(text: str) -> list[tuple[str, str]]:
     sql = (
         "SELECT w.term, s.term FROM words_at AS w JOIN stems_at AS s USING (offset) ORDER BY offset"
     )
-    return [(word, stemmed) for word, stemmed in _indexed(text, sql, ("words", "stems"))]
+    return [(word, stemmed) for word, stemmed in _indexed([text], sql, ("words", "stems"))]
 
 
 def tokens(text: str) -> list[str]:
     """Lower-case, diacritic-free word tokens, split and folded as unicode61 does."""
     if text.isascii():
         return text.translate(_ASCII_WORDS).split()
-    return [
-        word for (word,) in _indexed(text, "SELECT term FROM words_at ORDER BY offset", ("words",))
-    ]
+    sql = "SELECT term FROM words_at ORDER BY offset"
+    return [word for (word,) in _indexed([text], sql, ("words",))]
 
 
 def _stems(text: str) -> frozenset[str]:
+    words = text.translate(_ASCII_WORDS).split(" ")
     if text.isascii():
-        return frozenset(map(stem, set(text.translate(_ASCII_WORDS).split())))
-    return frozenset(term for (term,) in _indexed(text, "SELECT term FROM stems_in", ("stems",)))
+        return frozenset(map(stem, set(words) - {""}))
+    # An ASCII character splits or joins the same in both (unicode61 folds it as the
+    # table does): the pieces between ASCII separators that are all ASCII are stemmed
+    # here, the others by SQLite's tokenizer, each once (then remembered: the fixed
+    # cost of a call to it, ~20 µs, is most of its cost on a text of a few such words)
+    found: set[str] = set()
+    other = []
+    for piece in set(words):
+        if piece.isascii():
+            found.update([stem(piece)] if piece else [])
+            continue
+        known = _PIECES.get(piece)  # one lookup: another thread may clear it meanwhile
+        if known is None:
+            other.append(piece)
+        else:
+            found.update(known)
+    if other:
+        terms: dict[int, set[str]] = {i: set() for i in range(1, len(other) + 1)}
+        for row, term in _indexed(other, "SELECT doc, term FROM stems_at", ("stems",)):
+            terms[int(row)].add(str(term))
+        if len(_PIECES) + len(other) > _PIECES_KEPT:
+            _PIECES.clear()
+        for i, piece in enumerate(other, 1):
+            _PIECES[piece] = frozenset(terms[i])
+            found.update(terms[i])
+    return frozenset(found)
 
 
 @lru_cache(maxsize=8192)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from sealmem.client import MemoryStore
 from sealmem.client.recall import frequent
 from sealmem.client.recall.ranking import analyse_query
-from sealmem.client.recall.terms import parse_stems, tokens
+from sealmem.client.recall.terms import parse_stems, tokens, word_stems
 
 
 def _indexed(conn: sqlite3.Connection) -> dict[str, int]:
@@ -135,6 +135,16 @@ def test_non_ascii_words_are_the_index_terms_and_each_is_recalled(
                 "SELECT rowid, stems FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
             assert parse_stems(stems) == _indexed_terms(conn, rowid)
+        for memory_id, words in written:
+            text = " ".join(words)
+            folded = tokens(text)
+            assert folded == [word for word, _ in word_stems(text)]
+            (rowid,) = conn.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,))
+            positions = conn.execute(
+                "SELECT count(*) FROM temp.test_instances WHERE doc = ? AND col = 'keywords'",
+                (rowid[0],),
+            ).fetchone()[0]
+            assert len(tokens(words[0])) == positions  # split where the index splits
         for memory_id, words in written:
             for word in words:
                 if not analyse_query(word):  # stop words only, or no token at all
