@@ -102,9 +102,9 @@ def tokens(text: str) -> list[str]:
 
 
 def _stems(text: str) -> frozenset[str]:
-    words = text.translate(_ASCII_WORDS).split(" ")
     if text.isascii():
-        return frozenset(map(stem, set(words) - {""}))
+        return frozenset(map(stem, set(text.translate(_ASCII_WORDS).split())))
+    words = text.translate(_ASCII_WORDS).split(" ")
     # An ASCII character splits or joins the same in both (unicode61 folds it as the
     # table does): the pieces between ASCII separators that are all ASCII are stemmed
     # here, the others by SQLite's tokenizer, each once (then remembered: the fixed
