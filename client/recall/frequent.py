@@ -81,7 +81,7 @@ def count_added(conn: sqlite3.Connection, stems: Sequence[str | None]) -> None:
     if not stems:
         return
     refreshed = keep_fresh(conn)
-    if any(value is None or _UNCLEAN.search(value) for value in stems):
+    if None in stems or _UNCLEAN.search(" ".join(map(str, stems))):
         conn.execute("DELETE FROM term_counts")
         conn.execute("UPDATE term_counts_at SET memories = 0")
         return
