@@ -51,8 +51,11 @@ CREATE VIRTUAL TABLE words_at USING fts5vocab (words, instance);
 """
 _local = threading.local()
 # the stems of pieces of text between ASCII separators that hold another character
+# (those of at most _PIECE_MAX characters; forgotten all at once past _PIECES_KEPT:
+# a few MB at most)
 _PIECES: dict[str, frozenset[str]] = {}
-_PIECES_KEPT = 65536
+_PIECES_KEPT = 8192
+_PIECE_MAX = 64
 
 
 def _tokenizer() -> sqlite3.Connection:
@@ -127,8 +130,9 @@ def _stems(text: str) -> frozenset[str]:
         if len(_PIECES) + len(other) > _PIECES_KEPT:
             _PIECES.clear()
         for i, piece in enumerate(other, 1):
-            _PIECES[piece] = frozenset(terms[i])
             found.update(terms[i])
+            if len(piece) <= _PIECE_MAX:  # a word, not a paragraph of CJK text
+                _PIECES[piece] = frozenset(terms[i])
     return frozenset(found)
 
 

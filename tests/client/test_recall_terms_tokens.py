@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
-from sealmem.client.recall import frequent
+from sealmem.client.recall import frequent, terms
 from sealmem.client.recall.ranking import analyse_query
-from sealmem.client.recall.terms import parse_stems, tokens, word_stems
+from sealmem.client.recall.terms import TOKENIZE, parse_stems, stems_of, tokens, word_stems
 
 
 def _indexed(conn: sqlite3.Connection) -> dict[str, int]:
@@ -152,3 +152,19 @@ def test_non_ascii_words_are_the_index_terms_and_each_is_recalled(
                 hits = store.recall(word, k=10)
                 found = [hit.memory.id for hit in hits if hit.why["bm25"] > 0]
                 assert memory_id in found, (word, tokens(word))
+
+
+def test_the_tokenizer_asked_is_the_one_of_the_full_text_indexes(tmp_path: Path) -> None:
+    with MemoryStore.open(tmp_path / "s.db", author="ann") as store:
+        for table in ("memories_fts", "history_fts"):
+            (sql,) = store.connection.execute(
+                "SELECT sql FROM sqlite_master WHERE name = ?", (table,)
+            ).fetchone()
+            assert f"tokenize = '{TOKENIZE}'" in sql
+
+
+def test_a_long_piece_of_text_without_ascii_separators_is_tokenized_not_remembered() -> None:
+    text = "東京の配置" * 40 + " мойка"  # one piece of 200 characters, one word
+    assert stems_of(text) == frozenset(["東京の配置" * 40, "мойка"])
+    assert "мойка" in terms._PIECES
+    assert "東京の配置" * 40 not in terms._PIECES
