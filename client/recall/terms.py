@@ -13,10 +13,13 @@ anything else a separator, and :func:`sealmem.client.recall.stemmer.stem` is FTS
 Porter.  Text with any other character is handed to SQLite's own tokenizer, because
 unicode61 folds and splits by its own Unicode tables (it keeps "й" and a Hangul
 syllable whole, joins a private-use or unassigned character to a word) and FTS5's
-Porter works on UTF-8 bytes: a private in-memory database of this thread holds two
+Porter works on UTF-8 bytes: a private in-memory database of the process holds two
 FTS5 tables, one with :data:`TOKENIZE` (the index's stems) and one with unicode61
 alone (the folded words); the text is inserted, its terms read back through
-``fts5vocab`` and the insert rolled back (about 30 to 80 µs a text).
+``fts5vocab`` and the insert rolled back (about 20 µs a call, plus some 1.5 µs a
+word).  For the stems a memory keeps, only the pieces between ASCII separators that
+hold another character are asked, and each piece's stems are remembered, so a text
+of words already seen costs about what ASCII text costs (``tests/bench/bench_tokens.py``).
 """
 
 from __future__ import annotations
@@ -49,7 +52,6 @@ CREATE VIRTUAL TABLE words USING fts5 (
 CREATE VIRTUAL TABLE stems_at USING fts5vocab (stems, instance);
 CREATE VIRTUAL TABLE words_at USING fts5vocab (words, instance);
 """
-_local = threading.local()
 # the stems of pieces of text between ASCII separators that hold another character
 # (those of at most _PIECE_MAX characters; forgotten all at once past _PIECES_KEPT:
 # a few MB at most)
@@ -58,30 +60,45 @@ _PIECES_KEPT = 8192
 _PIECE_MAX = 64
 
 
-def _tokenizer() -> sqlite3.Connection:
-    """This thread's private in-memory database of tokenizer tables (a new one in a
-    forked child: a connection never crosses a fork)."""
-    conn: sqlite3.Connection | None = getattr(_local, "conn", None)
-    if conn is None or _local.pid != os.getpid():
-        conn = sqlite3.connect(":memory:", isolation_level=None)
-        conn.executescript(_SCHEMA)
-        _local.conn, _local.pid = conn, os.getpid()
-    return conn
+class _Tokenizer:
+    """The process's private in-memory database of tokenizer tables, one caller at a
+    time (a call takes some 20 to 80 µs).  A forked child makes its own: the parent's
+    connection is kept, never used nor closed there."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.conn: sqlite3.Connection | None = None
+        self.forked: list[sqlite3.Connection] = []
+
+    def after_fork(self) -> None:
+        self.lock = threading.Lock()
+        if self.conn is not None:
+            self.forked.append(self.conn)
+        self.conn = None
+
+    def rows(self, texts: list[str], sql: str, tables: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """The rows of ``sql`` over the vocabularies of ``tables`` while they hold
+        ``texts`` alone, the i-th as row i + 1 (inserted, read and rolled back: the
+        tables stay empty)."""
+        rows = [(i, _SURROGATE_RE.sub(" ", text)) for i, text in enumerate(texts, 1)]
+        with self.lock:
+            conn = self.conn
+            if conn is None:
+                conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                conn.executescript(_SCHEMA)
+                self.conn = conn
+            conn.execute("BEGIN")
+            try:
+                for table in tables:
+                    conn.executemany(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", rows)
+                return conn.execute(sql).fetchall()
+            finally:
+                conn.execute("ROLLBACK")
 
 
-def _indexed(texts: list[str], sql: str, tables: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """The rows of ``sql`` over the vocabularies of ``tables`` while they hold ``texts``
-    alone, the i-th as row i + 1 (inserted, read and rolled back: the tables stay
-    empty)."""
-    rows = [(i, _SURROGATE_RE.sub(" ", text)) for i, text in enumerate(texts, 1)]
-    conn = _tokenizer()
-    conn.execute("BEGIN")
-    try:
-        for table in tables:
-            conn.executemany(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", rows)
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.execute("ROLLBACK")
+_TOKENIZER = _Tokenizer()
+os.register_at_fork(after_in_child=_TOKENIZER.after_fork)
+_indexed = _TOKENIZER.rows
 
 
 def word_stems(text: str) -> list[tuple[str, str]]:
