@@ -15,8 +15,8 @@ two refreshes the counts are exact: the triggers of version 12 add or take one p
 term of ``memories.stems`` when a single write inserts, deletes or re-words a row,
 and the batch writer adds its inserted rows once per batch (:func:`count_added`).
 A write whose stems are not known (NULL, a text changed without its stems, or since
-version 13 a value that is not a clean word list) empties the table: recall then
-walks the postings again, until the next refresh.
+version 13 a value that is not a clean word list: the triggers split on spaces only)
+empties the table: recall then walks the postings again, until the next refresh.
 A term left out of the table is never a wrong count, only a slower one; and recall
 reads the table only while the rows it has counted (``term_counts_at.counted``)
 are the rows the store holds (``store_counts.memories``), so a write path that
@@ -25,7 +25,6 @@ inserts rows without counting them costs speed, not correctness.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections import Counter
 from collections.abc import Sequence
@@ -36,9 +35,6 @@ __all__ = ["FREQUENT_DOCS", "count_added", "keep_fresh", "refresh"]
 FREQUENT_DOCS = 1000  # a term held by fewer memories is counted in the index (cheap)
 
 _VOCAB = "temp.sealmem_terms_vocab"
-# what the triggers (schema version 13) take for a stems value that is not a clean
-# word list: they split on spaces only, and forget the counts on such a value
-_UNCLEAN = re.compile(r'["\\\x00-\x1f]')
 
 
 def refresh(conn: sqlite3.Connection) -> None:
@@ -77,11 +73,13 @@ def count_added(conn: sqlite3.Connection, stems: Sequence[str | None]) -> None:
     """Count the rows a batch inserted while their per-row triggers stood aside
     (``fts_batch``), given their ``memories.stems``, after ``store_counts`` counted
     them; refreshes first when the store has doubled (the index then does not hold
-    the batch yet: its terms are counted here, its rows are in ``store_counts``)."""
+    the batch yet: its terms are counted here, its rows are in ``store_counts``).
+    The stems are the batch writer's own (``stored_stems``: always a clean word list,
+    so unlike the triggers this does not look for a foreign value)."""
     if not stems:
         return
     refreshed = keep_fresh(conn)
-    if None in stems or _UNCLEAN.search(" ".join(map(str, stems))):
+    if any(value is None for value in stems):
         conn.execute("DELETE FROM term_counts")
         conn.execute("UPDATE term_counts_at SET memories = 0")
         return
@@ -90,7 +88,7 @@ def count_added(conn: sqlite3.Connection, stems: Sequence[str | None]) -> None:
     tracked = {term for (term,) in conn.execute("SELECT term FROM term_counts")}
     if not tracked:
         return
-    counts = Counter(chain.from_iterable(str(value).split(" ") for value in stems))
+    counts = Counter(chain.from_iterable(str(value).split() for value in stems))
     conn.executemany(
         "UPDATE term_counts SET docs = docs + ? WHERE term = ?",
         [(n, term) for term, n in counts.items() if term in tracked],

@@ -131,17 +131,3 @@ def test_a_stems_value_that_is_not_a_word_list_forgets_the_counts_instead_of_fai
     assert tuple(conn.execute("SELECT memories FROM term_counts_at").fetchone()) == (0,)
     hits = store.recall("orders", k=10, project="app")  # the index's counts: walked
     assert len(hits) == 6 + (write == "insert") - (write == "delete")
-
-
-@pytest.mark.parametrize("value", _UNCLEAN)
-def test_a_batch_with_a_stems_value_that_is_not_a_word_list_forgets_the_counts(
-    open_store: OpenStore, monkeypatch: pytest.MonkeyPatch, value: str
-) -> None:
-    monkeypatch.setattr(frequent, "FREQUENT_DOCS", 3)
-    store = open_store(author="ann")
-    for i in range(6):
-        store.remember(f"orders queue {i}", project="app")
-    conn = store.connection
-    frequent.count_added(conn, ["order queue", value])
-    assert list(conn.execute("SELECT term, docs FROM term_counts")) == []
-    assert tuple(conn.execute("SELECT memories FROM term_counts_at").fetchone()) == (0,)
