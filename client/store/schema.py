@@ -121,7 +121,9 @@ fold differed from unicode61's there), so the migration fills ``stems`` again fo
 rows whose content or keywords hold a non-ASCII character and counts the frequent
 terms again from the index.  Its counting triggers also take a ``stems`` value that is
 not a clean word list (a quote, a backslash or a control character: never written by
-the tokenizer) as not known: the write forgets the counts instead of failing.
+the tokenizer) as not known: a single write forgets the counts instead of failing (the
+batch writer counts the stems it computed itself, in Python).  The check runs inside
+the triggers' bodies, so a batch's rows pay nothing more than under version 12.
 """
 
 from __future__ import annotations
@@ -663,7 +665,22 @@ def _clean(stems: str) -> str:
     )
 
 
-_BATCH = "EXISTS (SELECT 1 FROM fts_batch)"
+def _terms(stems: str) -> str:
+    """SQL: the terms of a ``memories.stems`` value for ``json_each``, none when it is
+    not a clean word list (never an error)."""
+    return f"CASE WHEN {_clean(stems)} THEN {_stem_list(stems)} ELSE '[]' END"
+
+
+def _forget_unless_clean(*stems: str) -> str:
+    """SQL statements: forget the counts when one of the ``stems`` values is not clean."""
+    unclean = " OR ".join(f"NOT {_clean(value)}" for value in stems)
+    return f"""
+    DELETE FROM term_counts WHERE {unclean};
+    UPDATE term_counts_at SET memories = 0 WHERE {unclean};
+"""
+
+
+_FORGET_REWORDED = _forget_unless_clean("old.stems", "new.stems")
 
 _V13 = f"""
 UPDATE memories SET stems = sealmem_stems(content, keywords)
@@ -694,37 +711,33 @@ DROP TRIGGER IF EXISTS memories_terms_update;
 DROP TRIGGER IF EXISTS memories_terms_update_unknown;
 
 CREATE TRIGGER memories_terms_insert AFTER INSERT ON memories
-WHEN NOT {_BATCH} AND new.stems IS NOT NULL AND {_clean("new.stems")} BEGIN
+WHEN new.stems IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
     UPDATE term_counts SET docs = docs + 1
-    WHERE term IN (SELECT value FROM json_each({_stem_list("new.stems")}));
-    UPDATE term_counts_at SET counted = counted + 1;
-END;
+    WHERE term IN (SELECT value FROM json_each({_terms("new.stems")}));
+    UPDATE term_counts_at SET counted = counted + 1;{_forget_unless_clean("new.stems")}END;
 
 CREATE TRIGGER memories_terms_insert_unknown AFTER INSERT ON memories
-WHEN new.stems IS NULL OR (NOT {_BATCH} AND NOT {_clean("new.stems")}) BEGIN{_FORGET_COUNTS}END;
+WHEN new.stems IS NULL BEGIN{_FORGET_COUNTS}END;
 
 CREATE TRIGGER memories_terms_delete AFTER DELETE ON memories
-WHEN old.stems IS NOT NULL AND {_clean("old.stems")} BEGIN
+WHEN old.stems IS NOT NULL BEGIN
     UPDATE term_counts SET docs = docs - 1
-    WHERE term IN (SELECT value FROM json_each({_stem_list("old.stems")}));
-    UPDATE term_counts_at SET counted = counted - 1;
-END;
+    WHERE term IN (SELECT value FROM json_each({_terms("old.stems")}));
+    UPDATE term_counts_at SET counted = counted - 1;{_forget_unless_clean("old.stems")}END;
 
 CREATE TRIGGER memories_terms_delete_unknown AFTER DELETE ON memories
-WHEN old.stems IS NULL OR NOT {_clean("old.stems")} BEGIN{_FORGET_COUNTS}END;
+WHEN old.stems IS NULL BEGIN{_FORGET_COUNTS}END;
 
 CREATE TRIGGER memories_terms_update AFTER UPDATE OF content, keywords ON memories
 WHEN {_TEXT_CHANGED} AND old.stems IS NOT NULL AND new.stems IS NOT NULL
-    AND new.stems IS NOT old.stems AND {_clean("old.stems")} AND {_clean("new.stems")} BEGIN
+    AND new.stems IS NOT old.stems BEGIN
     UPDATE term_counts SET docs = docs - 1
-    WHERE term IN (SELECT value FROM json_each({_stem_list("old.stems")}));
+    WHERE term IN (SELECT value FROM json_each({_terms("old.stems")}));
     UPDATE term_counts SET docs = docs + 1
-    WHERE term IN (SELECT value FROM json_each({_stem_list("new.stems")}));
-END;
+    WHERE term IN (SELECT value FROM json_each({_terms("new.stems")}));{_FORGET_REWORDED}END;
 
 CREATE TRIGGER memories_terms_update_unknown AFTER UPDATE OF content, keywords ON memories
-WHEN {_TEXT_CHANGED} AND (old.stems IS NULL OR new.stems IS NULL OR new.stems IS old.stems
-    OR NOT {_clean("old.stems")} OR NOT {_clean("new.stems")})
+WHEN {_TEXT_CHANGED} AND (old.stems IS NULL OR new.stems IS NULL OR new.stems IS old.stems)
 BEGIN{_FORGET_COUNTS}END;
 """
 
