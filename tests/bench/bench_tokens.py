@@ -14,7 +14,9 @@
 3. The schema 13 step on a store of N memories all holding non-ASCII text (each row's
    stems filled again, then the frequent terms counted again).
 
-Prints the load average beside the figures (2 shared cores: compare rows of one run).
+Runs on the code before the fix too (its "SQLite tokenizer" rows are then its NFKD
+split), so the two can be compared in one window.  Prints the load average beside the
+figures (2 shared cores: compare rows of one run).
 """
 
 from __future__ import annotations
@@ -59,8 +61,10 @@ def _cold(fn: Callable[[str, str], str]) -> Callable[[str, str], str]:
     """``fn`` with the pieces the tokenizer remembers forgotten before each call."""
     from sealmem.client.recall import terms
 
+    pieces: dict[str, object] = getattr(terms, "_PIECES", {})  # none before the fix
+
     def call(content: str, keywords: str) -> str:
-        terms._PIECES.clear()
+        pieces.clear()
         return fn(content, keywords)
 
     return call
