@@ -14,7 +14,8 @@ store that grows one ``remember`` at a time gets its frequent words too.  Betwee
 two refreshes the counts are exact: the triggers of version 12 add or take one per
 term of ``memories.stems`` when a single write inserts, deletes or re-words a row,
 and the batch writer adds its inserted rows once per batch (:func:`count_added`).
-A write whose stems are not known (NULL, or a text changed without its stems)
+A write whose stems are not known (NULL, a text changed without its stems, or since
+version 13 a value that is not a clean word list: the triggers split on spaces only)
 empties the table: recall then walks the postings again, until the next refresh.
 A term left out of the table is never a wrong count, only a slower one; and recall
 reads the table only while the rows it has counted (``term_counts_at.counted``)
@@ -72,7 +73,9 @@ def count_added(conn: sqlite3.Connection, stems: Sequence[str | None]) -> None:
     """Count the rows a batch inserted while their per-row triggers stood aside
     (``fts_batch``), given their ``memories.stems``, after ``store_counts`` counted
     them; refreshes first when the store has doubled (the index then does not hold
-    the batch yet: its terms are counted here, its rows are in ``store_counts``)."""
+    the batch yet: its terms are counted here, its rows are in ``store_counts``).
+    The stems are the batch writer's own (``stored_stems``: always a clean word list,
+    so unlike the triggers this does not look for a foreign value)."""
     if not stems:
         return
     refreshed = keep_fresh(conn)

@@ -47,9 +47,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from .stemmer import stem
 from .stopwords import STOP_WORDS
-from .terms import stems_of, tokens
+from .terms import stems_of, tokens, word_stems
 
 __all__ = [
     "DATE_WORDS",
@@ -141,10 +140,9 @@ def analyse_query(query: str) -> list[QueryTerm]:
                 entities.update(tokens(match.group()))
     seen: set[str] = set()
     terms: list[QueryTerm] = []
-    for word in tokens(query):
+    for word, stemmed in word_stems(query):
         if word in STOP_WORDS or len(word) > 64:
             continue
-        stemmed = stem(word)
         if stemmed in seen:
             continue
         seen.add(stemmed)

@@ -6,41 +6,151 @@ splitting and stemming them the way FTS5 does keeps those features in step with
 the full-text index.  This module is small on purpose: the store's write path
 imports it to keep each memory's stems (:func:`stored_stems`), so that recall
 does not stem every candidate it looks at.
+
+Two paths give the same terms as the index.  ASCII text (nearly all of it) is split
+and stemmed in Python, which is exact there: a letter or digit is a token character,
+anything else a separator, and :func:`sealmem.client.recall.stemmer.stem` is FTS5's
+Porter.  Text with any other character is handed to SQLite's own tokenizer, because
+unicode61 folds and splits by its own Unicode tables (it keeps "й" and a Hangul
+syllable whole, joins a private-use or unassigned character to a word) and FTS5's
+Porter works on UTF-8 bytes: a private in-memory database of the process holds two
+FTS5 tables, one with :data:`TOKENIZE` (the index's stems) and one with unicode61
+alone (the folded words); the text is inserted, its terms read back through
+``fts5vocab`` and the insert rolled back (about 20 µs a call, plus some 1.5 µs a
+word).  For the stems a memory keeps, only the pieces between ASCII separators that
+hold another character are asked, and each piece's stems are remembered, so a text
+of words already seen costs about what ASCII text costs (``tests/bench/bench_tokens.py``).
 """
 
 from __future__ import annotations
 
+import os
 import re
-import unicodedata
+import sqlite3
+import threading
 from functools import lru_cache
 
 from .stemmer import stem
 
-__all__ = ["parse_stems", "stems_of", "stored_stems", "tokens"]
+__all__ = ["TOKENIZE", "parse_stems", "stems_of", "stored_stems", "tokens", "word_stems"]
 
-_TOKEN_RE = re.compile(r"[^\W_]+")
+# the tokenizer of ``memories_fts`` and ``history_fts`` (schema version 1)
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+
 # ASCII text: a letter or digit is a token character (lower-cased), anything else a
-# separator; ``str.translate`` + ``split`` is the same split as ``_TOKEN_RE`` there,
-# about twice as fast (stemming at every write made it worth it)
+# separator, as unicode61 splits it; ``str.translate`` + ``split`` is about twice as
+# fast as a regular expression (stemming at every write made it worth it)
 _ASCII_WORDS = str.maketrans({i: chr(i).lower() if chr(i).isalnum() else " " for i in range(128)})
+# a lone surrogate has no UTF-8 form: SQLite cannot take it, unicode61 would not keep it
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+_SCHEMA = f"""
+CREATE VIRTUAL TABLE stems USING fts5 (text, tokenize = '{TOKENIZE}');
+CREATE VIRTUAL TABLE words USING fts5 (
+    text, tokenize = '{TOKENIZE.removeprefix("porter ")}'
+);
+CREATE VIRTUAL TABLE stems_at USING fts5vocab (stems, instance);
+CREATE VIRTUAL TABLE words_at USING fts5vocab (words, instance);
+"""
+# the stems of pieces of text between ASCII separators that hold another character
+# (those of at most _PIECE_MAX characters; forgotten all at once past _PIECES_KEPT:
+# a few MB at most)
+_PIECES: dict[str, frozenset[str]] = {}
+_PIECES_KEPT = 8192
+_PIECE_MAX = 64
 
 
-def _fold(text: str) -> str:
+class _Tokenizer:
+    """The process's private in-memory database of tokenizer tables, one caller at a
+    time (a call takes some 20 to 80 µs).  A forked child makes its own: the parent's
+    connection is kept, never used nor closed there."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.conn: sqlite3.Connection | None = None
+        self.forked: list[sqlite3.Connection] = []
+
+    def after_fork(self) -> None:
+        self.lock = threading.Lock()
+        if self.conn is not None:
+            self.forked.append(self.conn)
+        self.conn = None
+
+    def rows(self, texts: list[str], sql: str, tables: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """The rows of ``sql`` over the vocabularies of ``tables`` while they hold
+        ``texts`` alone, the i-th as row i + 1 (inserted, read and rolled back: the
+        tables stay empty)."""
+        rows = [(i, _SURROGATE_RE.sub(" ", text)) for i, text in enumerate(texts, 1)]
+        with self.lock:
+            conn = self.conn
+            if conn is None:
+                conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                conn.executescript(_SCHEMA)
+                self.conn = conn
+            conn.execute("BEGIN")
+            try:
+                for table in tables:
+                    conn.executemany(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", rows)
+                return conn.execute(sql).fetchall()
+            finally:
+                conn.execute("ROLLBACK")
+
+
+_TOKENIZER = _Tokenizer()
+os.register_at_fork(after_in_child=_TOKENIZER.after_fork)
+_indexed = _TOKENIZER.rows
+
+
+def word_stems(text: str) -> list[tuple[str, str]]:
+    """Each token of ``text`` in order, as ``(folded word, stem)``: the word is what
+    unicode61 makes of it (an FTS5 query of it matches the same term), the stem the
+    term the index holds for it."""
     if text.isascii():
-        return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
+        return [(word, stem(word)) for word in text.translate(_ASCII_WORDS).split()]
+    sql = (
+        "SELECT w.term, s.term FROM words_at AS w JOIN stems_at AS s USING (offset) ORDER BY offset"
+    )
+    return [(word, stemmed) for word, stemmed in _indexed([text], sql, ("words", "stems"))]
 
 
 def tokens(text: str) -> list[str]:
-    """Lower-case, diacritic-free word tokens, split as FTS5's unicode61 splits."""
+    """Lower-case, diacritic-free word tokens, split and folded as unicode61 does."""
     if text.isascii():
         return text.translate(_ASCII_WORDS).split()
-    return _TOKEN_RE.findall(_fold(text))
+    sql = "SELECT term FROM words_at ORDER BY offset"
+    return [word for (word,) in _indexed([text], sql, ("words",))]
 
 
 def _stems(text: str) -> frozenset[str]:
-    return frozenset(map(stem, set(tokens(text))))
+    if text.isascii():
+        return frozenset(map(stem, set(text.translate(_ASCII_WORDS).split())))
+    words = text.translate(_ASCII_WORDS).split(" ")
+    # An ASCII character splits or joins the same in both (unicode61 folds it as the
+    # table does): the pieces between ASCII separators that are all ASCII are stemmed
+    # here, the others by SQLite's tokenizer, each once (then remembered: the fixed
+    # cost of a call to it, ~20 µs, is most of its cost on a text of a few such words)
+    found: set[str] = set()
+    other = []
+    for piece in set(words):
+        if piece.isascii():
+            found.update([stem(piece)] if piece else [])
+            continue
+        known = _PIECES.get(piece)  # one lookup: another thread may clear it meanwhile
+        if known is None:
+            other.append(piece)
+        else:
+            found.update(known)
+    if other:
+        terms: dict[int, set[str]] = {i: set() for i in range(1, len(other) + 1)}
+        for row, term in _indexed(other, "SELECT doc, term FROM stems_at", ("stems",)):
+            terms[int(row)].add(str(term))
+        if len(_PIECES) + len(other) > _PIECES_KEPT:
+            _PIECES.clear()
+        for i, piece in enumerate(other, 1):
+            found.update(terms[i])
+            if len(piece) <= _PIECE_MAX:  # a word, not a paragraph of CJK text
+                _PIECES[piece] = frozenset(terms[i])
+    return frozenset(found)
 
 
 @lru_cache(maxsize=8192)

@@ -114,6 +114,16 @@ once per batch); a write whose stems are not known empties the table, and recall
 counts in the index until the next fill.  Recall reads the counts only while the
 rows counted equal ``store_counts.memories``: a write path that inserted rows
 without counting them makes it walk the index, never read a wrong count.
+
+Version 13 makes the stems of non-ASCII text the index's own terms: such text is now
+tokenized by SQLite itself (:mod:`sealmem.client.recall.terms`; Python's split and
+fold differed from unicode61's there), so the migration fills ``stems`` again for the
+rows whose content or keywords hold a non-ASCII character and counts the frequent
+terms again from the index.  Its counting triggers also take a ``stems`` value that is
+not a clean word list (a quote, a backslash or a control character: never written by
+the tokenizer) as not known: a single write forgets the counts instead of failing (the
+batch writer counts the stems it computed itself, in Python).  The check runs inside
+the triggers' bodies, so a batch's rows pay nothing more than under version 12.
 """
 
 from __future__ import annotations
@@ -644,6 +654,93 @@ WHEN {_TEXT_CHANGED} AND (old.stems IS NULL OR new.stems IS NULL OR new.stems IS
 BEGIN{_FORGET_COUNTS}END;
 """
 
+
+def _clean(stems: str) -> str:
+    """SQL: whether a ``memories.stems`` value is a clean word list, one that
+    :func:`_stem_list` turns into the JSON array of its words (no quote, backslash or
+    control character: the tokenizer's terms hold none, a foreign value may)."""
+    return (
+        f"(instr({stems}, '\"') = 0 AND instr({stems}, '\\') = 0 "
+        f"AND json_valid({_stem_list(stems)}))"
+    )
+
+
+def _terms(stems: str) -> str:
+    """SQL: the terms of a ``memories.stems`` value for ``json_each``, none when it is
+    not a clean word list (never an error)."""
+    return f"CASE WHEN {_clean(stems)} THEN {_stem_list(stems)} ELSE '[]' END"
+
+
+def _forget_unless_clean(*stems: str) -> str:
+    """SQL statements: forget the counts when one of the ``stems`` values is not clean."""
+    unclean = " OR ".join(f"NOT {_clean(value)}" for value in stems)
+    return f"""
+    DELETE FROM term_counts WHERE {unclean};
+    UPDATE term_counts_at SET memories = 0 WHERE {unclean};
+"""
+
+
+_FORGET_REWORDED = _forget_unless_clean("old.stems", "new.stems")
+
+_V13 = f"""
+UPDATE memories SET stems = sealmem_stems(content, keywords)
+WHERE length(CAST(content AS BLOB)) != length(content)
+    OR length(CAST(keywords AS BLOB)) != length(keywords);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.sealmem_v13_vocab USING fts5vocab(main, memories_fts, row);
+
+DELETE FROM term_counts;
+
+INSERT INTO term_counts (term, docs) SELECT term, doc FROM temp.sealmem_v13_vocab WHERE doc >= 1000;
+
+DROP TABLE temp.sealmem_v13_vocab;
+
+INSERT OR REPLACE INTO term_counts_at (one, memories, counted)
+SELECT 1, memories, memories FROM store_counts;
+
+DROP TRIGGER IF EXISTS memories_terms_insert;
+
+DROP TRIGGER IF EXISTS memories_terms_insert_unknown;
+
+DROP TRIGGER IF EXISTS memories_terms_delete;
+
+DROP TRIGGER IF EXISTS memories_terms_delete_unknown;
+
+DROP TRIGGER IF EXISTS memories_terms_update;
+
+DROP TRIGGER IF EXISTS memories_terms_update_unknown;
+
+CREATE TRIGGER memories_terms_insert AFTER INSERT ON memories
+WHEN new.stems IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fts_batch) BEGIN
+    UPDATE term_counts SET docs = docs + 1
+    WHERE term IN (SELECT value FROM json_each({_terms("new.stems")}));
+    UPDATE term_counts_at SET counted = counted + 1;{_forget_unless_clean("new.stems")}END;
+
+CREATE TRIGGER memories_terms_insert_unknown AFTER INSERT ON memories
+WHEN new.stems IS NULL BEGIN{_FORGET_COUNTS}END;
+
+CREATE TRIGGER memories_terms_delete AFTER DELETE ON memories
+WHEN old.stems IS NOT NULL BEGIN
+    UPDATE term_counts SET docs = docs - 1
+    WHERE term IN (SELECT value FROM json_each({_terms("old.stems")}));
+    UPDATE term_counts_at SET counted = counted - 1;{_forget_unless_clean("old.stems")}END;
+
+CREATE TRIGGER memories_terms_delete_unknown AFTER DELETE ON memories
+WHEN old.stems IS NULL BEGIN{_FORGET_COUNTS}END;
+
+CREATE TRIGGER memories_terms_update AFTER UPDATE OF content, keywords ON memories
+WHEN {_TEXT_CHANGED} AND old.stems IS NOT NULL AND new.stems IS NOT NULL
+    AND new.stems IS NOT old.stems BEGIN
+    UPDATE term_counts SET docs = docs - 1
+    WHERE term IN (SELECT value FROM json_each({_terms("old.stems")}));
+    UPDATE term_counts SET docs = docs + 1
+    WHERE term IN (SELECT value FROM json_each({_terms("new.stems")}));{_FORGET_REWORDED}END;
+
+CREATE TRIGGER memories_terms_update_unknown AFTER UPDATE OF content, keywords ON memories
+WHEN {_TEXT_CHANGED} AND (old.stems IS NULL OR new.stems IS NULL OR new.stems IS old.stems)
+BEGIN{_FORGET_COUNTS}END;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
@@ -672,6 +769,9 @@ MIGRATIONS: list[Migration] = [
     Migration(11, "recall: stems kept per memory", _V11),
     # Recall reads the document counts of frequent terms instead of walking their postings.
     Migration(12, "recall: document counts of frequent terms", _V12),
+    # Non-ASCII text: the stems are the index's own terms (SQLite's tokenizer), and a
+    # stems value that is not a clean word list forgets the counts instead of failing.
+    Migration(13, "recall: the index's terms for non-ASCII text, tolerant counting", _V13),
 ]
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sealmem.client import MemoryStore
 from sealmem.client.recall import stemmer
 from sealmem.client.recall.stemmer import stem
-from sealmem.client.recall.terms import _fold, parse_stems, stems_of, stored_stems, tokens
+from sealmem.client.recall.terms import parse_stems, stems_of, stored_stems, tokens
 from sealmem.client.store.connection import connect
 from sealmem.client.store.schema import latest_version
 from tests.support.old_schema import rewind_schema
@@ -137,10 +137,11 @@ def _ranked(store: MemoryStore, query: str) -> list[tuple[str, float, dict[str, 
 
 
 @settings(max_examples=300, deadline=None)
-@given(text=st.one_of(st.text(st.characters(max_codepoint=127)), _TEXT))
-def test_tokens_split_as_the_token_pattern_splits_the_folded_text(text: str) -> None:
-    # ASCII text takes a faster path (translate + split): the same tokens
-    assert tokens(text) == re.findall(r"[^\W_]+", _fold(text))
+@given(text=st.text(st.characters(max_codepoint=127)))
+def test_ascii_tokens_split_as_the_token_pattern_splits_the_lowered_text(text: str) -> None:
+    # ASCII text takes a faster path (translate + split); other text is tokenized by
+    # SQLite itself (tests/client/test_recall_terms_tokens.py)
+    assert tokens(text) == re.findall(r"[^\W_]+", text.lower())
 
 
 @given(st.from_regex(r"[0-9]{1,70}", fullmatch=True))
