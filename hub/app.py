@@ -49,7 +49,7 @@ from .metrics import CONTENT_TYPE, Metrics, resident_bytes
 from .routes import Blocking, Ctx, Handler, Handlers, Json
 from .storage import QuotaExceeded, Storage, StorageError
 from .teams import Teams
-from .workers import Workers
+from .workers import Batcher, Workers
 
 __all__ = ["HubApp", "create_app", "run_janitor"]
 
@@ -129,6 +129,10 @@ def create_app(
     local = store.local_reads
 
     workers = Workers()
+    # the PUTs' writes, where the metadata and the blobs are local: one committer thread
+    # runs those queued together in one transaction (hub/sqlite_group.py)
+    runner = store.batch_runner() if local and store.blobs.local else None
+    committer = Batcher(runner) if runner is not None else None
 
     async def call(on_loop: bool, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn`` on the event loop, or in a worker thread (a hop: ~8 µs of CPU)."""
@@ -179,6 +183,8 @@ def create_app(
                         return await call(False, _finish, handler, ctx)
                     answer = handler(ctx)
                     if isinstance(answer, Blocking):  # checked on the loop; the write: a hop
+                        if committer is not None:
+                            return await committer.run(answer.run)
                         return await call(False, answer.run)
                     return answer
                 finally:
@@ -309,6 +315,8 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             await feed.close()
+            if committer is not None:
+                await asyncio.to_thread(committer.close)  # the writes queued: run, answered
             workers.close()
             store.close()
 

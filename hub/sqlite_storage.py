@@ -43,6 +43,7 @@ from .storage import (
     StoredHead,
     TeamWrite,
 )
+from .workers import Runner
 
 __all__ = ["DB_FILE", "LOCK_FILE", "SQLiteStorage"]
 
@@ -108,6 +109,10 @@ class SQLiteStorage(Storage):
     def push(self, team: str) -> Iterator[TeamWrite]:
         with self._sql.tx() as conn:  # group commit
             yield SQLiteTeamWrite(conn, team, self.quota)
+
+    def batch_runner(self) -> Runner | None:
+        group = self._sql.group
+        return group.batch if group is not None else None
 
     @property
     def commits(self) -> tuple[int, int]:

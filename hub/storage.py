@@ -80,6 +80,7 @@ from .stored import (
     delta_base,
     manifests_to_drop,
 )
+from .workers import Runner
 
 __all__ = [
     "ANY_AGE_MS",
@@ -208,6 +209,14 @@ class Storage(ChunkRules):
         backend may commit several of these together (SQLite: group commit); each
         still returns only once its own work is durable, and fails alone."""
         return self.write(team)
+
+    def batch_runner(self) -> Runner | None:
+        """A runner for writes that share one durable commit, run by one thread in turn
+        (:class:`~sealmem.hub.workers.Batcher`): the chunk and manifest PUTs.  Each
+        write runs alone as far as it can tell (a refusal rolls back only its own
+        work) and is answered once the batch's commit is durable.  None: the backend
+        has no such runner (its writes take worker threads)."""
+        return None
 
     @abc.abstractmethod
     def rosters(self, team: str, after_version: int) -> list[bytes]:

@@ -12,6 +12,11 @@ and the answer handed back to the loop with one ``call_soon_threadsafe``
 threads, joined at exit, for the life of the process).  As with anyio, a call whose awaiting
 task is cancelled still runs to its end (a write is never cut in half); its
 result is dropped.
+
+:class:`Batcher` is one thread for the writes that share a commit: it takes every
+call queued while its previous batch ran, hands them to a runner that runs them
+together (:meth:`sealmem.hub.sqlite_group.GroupCommit.batch`), and answers all of
+them with one ``call_soon_threadsafe``.
 """
 
 from __future__ import annotations
@@ -20,10 +25,10 @@ import asyncio
 import contextlib
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["IDLE_S", "WORKERS", "Workers"]
+__all__ = ["BATCH_CALLS", "IDLE_S", "WORKERS", "Batcher", "Workers"]
 
 T = TypeVar("T")
 
@@ -31,6 +36,8 @@ T = TypeVar("T")
 WORKERS = 40
 #: a thread with no work for this long ends
 IDLE_S = 10.0
+#: calls in one batch of a :class:`Batcher`, at most (as a group commit's writes)
+BATCH_CALLS = 64
 
 _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
 
@@ -107,3 +114,100 @@ class Workers:
             threads = self._threads
         for _ in range(threads):
             self._queue.put(None)
+
+
+#: a runner: the calls of one batch in, each one's (result, exception) out, in order
+Runner = Callable[[Sequence[Callable[[], Any]]], "list[tuple[Any, BaseException | None]]"]
+
+
+_Call = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any]]
+_Settled = tuple["asyncio.Future[Any]", Any, "BaseException | None"]
+
+
+def _settle_all(items: list[_Settled]) -> None:
+    for future, value, error in items:
+        _settle(future, value, error)
+
+
+class Batcher:
+    """One thread running calls in batches: the calls queued while a batch ran (at
+    most ``max_calls``) form the next one, passed to ``runner`` together.
+
+    A thread starts at the first call and ends at :meth:`close`, after the calls
+    queued before it (a call after that starts another).  As with :class:`Workers`,
+    a call whose awaiting task is cancelled still runs (a write is never cut in
+    half); its result is dropped."""
+
+    def __init__(
+        self, runner: Runner, max_calls: int = BATCH_CALLS, name: str = "sealmem-hub-committer"
+    ) -> None:
+        self._runner = runner
+        self._max = max_calls
+        self._name = name
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[_Call | None] | None = None  # the running thread's
+        self._thread: threading.Thread | None = None
+        #: batches run, calls run (the ratio is the mean batch)
+        self.batches = 0
+        self.calls = 0
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        """``fn()`` in the batch thread, with the calls queued beside it."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        with self._lock:
+            if self._queue is None:
+                self._queue = queue.SimpleQueue()
+                self._thread = threading.Thread(
+                    target=self._work, args=(self._queue,), name=self._name, daemon=True
+                )
+                self._thread.start()
+            self._queue.put((loop, future, fn))
+        return await future
+
+    def _work(self, calls: queue.SimpleQueue[_Call | None]) -> None:
+        while True:
+            first = calls.get()
+            if first is None:
+                return
+            batch = [first]
+            ending = False
+            while len(batch) < self._max:
+                try:
+                    more = calls.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    ending = True
+                    break
+                batch.append(more)
+            self._run(batch)
+            if ending:
+                return
+
+    def _run(self, batch: list[_Call]) -> None:
+        try:
+            outcomes = self._runner([fn for _, _, fn in batch])
+        except BaseException as exc:  # the runner itself failed: every call gets it
+            outcomes = [(None, exc)] * len(batch)
+        if len(outcomes) != len(batch):
+            wrong = RuntimeError(f"{len(outcomes)} outcomes for {len(batch)} calls")
+            outcomes = [(None, wrong)] * len(batch)
+        self.batches += 1
+        self.calls += len(batch)
+        by_loop: dict[asyncio.AbstractEventLoop, list[_Settled]] = {}
+        for (loop, future, _), (value, error) in zip(batch, outcomes, strict=True):
+            by_loop.setdefault(loop, []).append((future, value, error))
+        for loop, items in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                loop.call_soon_threadsafe(_settle_all, items)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Run the calls queued so far, then end the thread (waiting up to ``timeout``)."""
+        with self._lock:
+            calls, thread = self._queue, self._thread
+            self._queue = self._thread = None
+            if calls is not None:
+                calls.put(None)
+        if thread is not None:
+            thread.join(timeout)

@@ -1,8 +1,9 @@
 """Where the storage's reads are local (SQLite), a signed request that only reads
 metadata is served on the event loop and a body's headers-only gate too: a GET
-takes no worker-thread hop and a PUT one (its handler), where a networked backend
-takes one per storage call (a GET one, a PUT two).  A chunk read from local blob
-files takes none either; the drop of a row whose blob is gone (a write) takes one."""
+takes no worker-thread hop and a PUT one (its write, to the committer thread, which
+runs the writes queued together in one transaction), where a networked backend takes
+one per storage call (a GET one, a PUT two).  A chunk read from local blob files takes
+none either; the drop of a row whose blob is gone (a write) takes one."""
 
 from __future__ import annotations
 
@@ -18,12 +19,14 @@ from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE
 from sealmem.hub.blobstore import BlobKey
 from sealmem.hub.sqlite_storage import SQLiteStorage
-from sealmem.hub.workers import Workers
+from sealmem.hub.workers import Batcher, Workers
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import IN_PROCESS_URL, PROJECT, TEAM, TOKEN, HubWorld, hub_config, signed
 
 Hops = Callable[[Callable[[TestClient, HubWorld], object]], int]
+#: the hops of the last count: worker calls by function name, "committer" for a batch
+seen_hops: list[str] = []
 DATA = b"an encrypted chunk, as far as the hub can tell"
 
 
@@ -53,10 +56,18 @@ def hops(
             return await real(self, fn, *args)
 
         monkeypatch.setattr(Workers, "run", counted)
+        batched = Batcher.run
+
+        async def counted_batch(self: Batcher, fn: Callable[[], Any]) -> Any:
+            calls.append("committer")
+            return await batched(self, fn)
+
+        monkeypatch.setattr(Batcher, "run", counted_batch)
 
         def count(action: Callable[[TestClient, HubWorld], object]) -> int:
             calls.clear()
             action(client, world)
+            seen_hops[:] = calls
             return len(calls)
 
         yield local, count, store
@@ -97,8 +108,13 @@ def test_a_signed_read_takes_no_threadpool_hop_on_local_storage(
 def test_a_signed_upload_takes_one_threadpool_hop_on_local_storage(
     hops: tuple[bool, Hops, SQLiteStorage],
 ) -> None:
-    local, count, _ = hops
+    local, count, store = hops
+    before = store.commits
     assert count(_put_chunk) == (1 if local else 2)
+    commits, writes = store.commits
+    assert (commits - before[0], writes - before[1]) == (1, 1)  # one write, committed
+    expected = ["committer"] if local else ["?", "_finish"]  # "?": the gate, a partial
+    assert seen_hops == expected
 
 
 def test_a_chunk_read_from_local_blobs_takes_no_hop(

@@ -1,5 +1,7 @@
 """The hub's worker threads: results and exceptions come back to the loop, threads are
-started only as calls need them (at most ``size``), and end once idle or closed."""
+started only as calls need them (at most ``size``), and end once idle or closed.  The
+committer (:class:`Batcher`): the calls queued while a batch runs form the next one,
+each gets its own outcome, and closing runs what was queued."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import time
 import pytest
 
 from sealmem.hub import workers as hub_workers
-from sealmem.hub.workers import Workers
+from sealmem.hub.workers import Batcher, Workers
 
 
 def _alive(name: str) -> int:
@@ -58,3 +60,118 @@ def test_an_idle_thread_ends(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _raise() -> None:
     raise ValueError("refused")
+
+
+class _Runner:
+    """Runs each batch's calls in turn; the first batch waits for ``release``."""
+
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, calls: list[object]) -> list[tuple[object, BaseException | None]]:
+        self.batches.append(len(calls))
+        if len(self.batches) == 1:
+            self.started.set()
+            assert self.release.wait(10)
+        out: list[tuple[object, BaseException | None]] = []
+        for call in calls:
+            try:
+                out.append((call(), None))  # type: ignore[operator]
+            except Exception as exc:
+                out.append((None, exc))
+        return out
+
+
+def test_calls_queued_while_a_batch_runs_form_the_next_batch() -> None:
+    runner = _Runner()
+    batcher = Batcher(runner, max_calls=4, name="test-committer-a")
+
+    async def main() -> list[object]:
+        first = asyncio.ensure_future(batcher.run(lambda: "first"))
+        await asyncio.to_thread(runner.started.wait, 10)
+        rest = [asyncio.ensure_future(batcher.run(lambda i=i: i)) for i in range(6)]
+        failing = asyncio.ensure_future(batcher.run(_raise))
+        await asyncio.sleep(0.05)  # all queued behind the first batch
+        runner.release.set()
+        with pytest.raises(ValueError, match="refused"):
+            await failing
+        return [await first, *[await r for r in rest]]
+
+    try:
+        assert asyncio.run(main()) == ["first", 0, 1, 2, 3, 4, 5]
+    finally:
+        batcher.close()
+    assert runner.batches == [1, 4, 3]  # at most max_calls a batch, in arrival order
+    assert (batcher.batches, batcher.calls) == (3, 8)
+    assert _alive("test-committer-a") == 0
+
+
+def test_a_failing_runner_fails_every_call_of_its_batch_and_the_next_batch_runs() -> None:
+    calls: list[int] = []
+
+    def runner(batch: object) -> list[tuple[object, BaseException | None]]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("the database went away")
+        return [(fn(), None) for fn in batch]  # type: ignore[attr-defined]
+
+    batcher = Batcher(runner, name="test-committer-b")
+
+    async def main() -> None:
+        with pytest.raises(OSError, match="went away"):
+            await batcher.run(lambda: 1)
+        assert await batcher.run(lambda: 2) == 2
+
+    try:
+        asyncio.run(main())
+    finally:
+        batcher.close()
+
+
+def test_close_runs_the_queued_calls_and_a_later_call_starts_a_thread() -> None:
+    runner = _Runner()
+    batcher = Batcher(runner, name="test-committer-c")
+    ran: list[int] = []
+
+    async def main() -> None:
+        first = asyncio.ensure_future(batcher.run(lambda: ran.append(0)))
+        await asyncio.to_thread(runner.started.wait, 10)
+        queued = [asyncio.ensure_future(batcher.run(lambda i=i: ran.append(i))) for i in (1, 2)]
+        await asyncio.sleep(0.05)
+        closing = asyncio.ensure_future(asyncio.to_thread(batcher.close))
+        await asyncio.sleep(0.05)
+        runner.release.set()
+        await closing
+        await asyncio.gather(first, *queued)
+        assert _alive("test-committer-c") == 0
+        assert await batcher.run(lambda: 7) == 7  # a new thread, after the close
+
+    try:
+        asyncio.run(main())
+    finally:
+        batcher.close()
+    assert ran == [0, 1, 2]
+    assert _alive("test-committer-c") == 0
+
+
+def test_a_cancelled_caller_s_call_still_runs() -> None:
+    runner = _Runner()
+    batcher = Batcher(runner, name="test-committer-d")
+    ran = threading.Event()
+
+    async def main() -> None:
+        first = asyncio.ensure_future(batcher.run(lambda: None))
+        await asyncio.to_thread(runner.started.wait, 10)
+        gone = asyncio.ensure_future(batcher.run(ran.set))
+        await asyncio.sleep(0.05)
+        gone.cancel()
+        runner.release.set()
+        await first
+        assert await asyncio.to_thread(ran.wait, 10)
+
+    try:
+        asyncio.run(main())
+    finally:
+        batcher.close()

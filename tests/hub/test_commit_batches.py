@@ -1,0 +1,191 @@
+"""Batches of writes on the SQLite hub (:meth:`GroupCommit.batch`): the committer thread
+runs the PUTs queued together, each in its own savepoint, then commits once.
+
+A batch must answer each write exactly as that write run alone would (stored, or
+refused with its own error, nothing of it kept), with one commit for the lot; a
+transaction the engine ends under one write fails that write and those before it
+in the batch (none stored), and the rest run in a new transaction; a failed commit
+fails every write of the batch.  The hypothesis test compares a batch with the same
+writes run one by one through ``tx``."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sealmem.hub.sqlite_db import SQLiteDb
+from sealmem.hub.sqlite_group import GroupCommit
+from sealmem.hub.storage import StorageError
+
+from .test_group_commit import wal_commits
+
+
+def _db(path: Path) -> SQLiteDb:
+    db = SQLiteDb(path, None, grouped=True)
+    db.set_up(lambda conn: conn.execute("CREATE TABLE t (a INTEGER PRIMARY KEY)"))
+    return db
+
+
+def _rows(path: Path) -> set[int]:
+    with sqlite3.connect(path) as conn:
+        rows = {int(r[0]) for r in conn.execute("SELECT a FROM t")}
+    conn.close()
+    return rows
+
+
+class Refused(Exception):
+    """A job's own refusal, after its insert."""
+
+
+def _job(db: SQLiteDb, values: list[int], refuse: str = "") -> Callable[[], object]:
+    """Insert ``values`` (one write each, as a PUT's storage calls); ``refuse``: raise
+    inside the last write ("inside", as a manifest's verification does) or after it."""
+
+    def job() -> object:
+        for i, value in enumerate(values):
+            with db.tx() as conn:
+                conn.execute("INSERT INTO t VALUES (?)", (value,))
+                if refuse == "inside" and i == len(values) - 1:
+                    raise Refused(values)
+        if refuse == "after":
+            raise Refused(values)
+        return values
+
+    return job
+
+
+def _group(db: SQLiteDb) -> GroupCommit:
+    group = db.group
+    assert group is not None
+    return group
+
+
+def test_a_batch_commits_once_and_a_refused_write_leaves_the_others(tmp_path: Path) -> None:
+    db = _db(tmp_path / "t.db")
+    try:
+        group = _group(db)
+        before = (group.commits, wal_commits(tmp_path / "t.db"))
+        outcomes = group.batch(
+            [
+                _job(db, [1]),
+                _job(db, [90, 91], refuse="inside"),  # 90 stays: as a write of its own
+                _job(db, [80], refuse="after"),  # refused once its write is done: kept
+                _job(db, [2, 3]),
+                _job(db, [1]),  # the primary key: refused by the engine
+                _job(db, [4]),
+            ]
+        )
+        after = (group.commits, wal_commits(tmp_path / "t.db"))
+    finally:
+        db.close()
+    assert [value for value, _ in outcomes] == [[1], None, None, [2, 3], None, [4]]
+    assert isinstance(outcomes[1][1], Refused)
+    assert isinstance(outcomes[2][1], Refused)
+    assert isinstance(outcomes[4][1], StorageError)
+    assert "UNIQUE constraint failed" in str(outcomes[4][1])
+    assert _rows(tmp_path / "t.db") == {1, 2, 3, 4, 80, 90}
+    assert (after[0] - before[0], after[1] - before[1]) == (1, 1)  # one commit, in the WAL
+
+
+def test_a_transaction_ended_under_a_write_fails_it_and_those_before_it(tmp_path: Path) -> None:
+    """The engine rolls everything back (a full disk): the writes before it in the batch
+    are told, none stored; the writes after it run in a transaction of their own."""
+    db = _db(tmp_path / "t.db")
+
+    def lose_everything() -> object:
+        with db.tx() as conn:
+            conn.execute("INSERT INTO t VALUES (20)")
+            conn.execute("ROLLBACK")  # what the engine does on SQLITE_FULL
+            raise sqlite3.OperationalError("database or disk is full")
+
+    try:
+        outcomes = _group(db).batch([_job(db, [1]), lose_everything, _job(db, [3])])
+        assert _group(db).batch([_job(db, [4])]) == [([4], None)]
+    finally:
+        db.close()
+    assert isinstance(outcomes[0][1], StorageError)
+    assert isinstance(outcomes[1][1], StorageError)
+    assert "disk is full" in str(outcomes[1][1])
+    assert outcomes[2] == ([3], None)
+    assert _rows(tmp_path / "t.db") == {3, 4}
+
+
+def test_a_failed_commit_fails_every_write_of_the_batch(tmp_path: Path) -> None:
+    """A deferred foreign key is checked only at COMMIT: the commit fails, so every write
+    of the batch fails with it (none was answered, none is stored)."""
+    path = tmp_path / "fk.db"
+    with sqlite3.connect(path) as setup:
+        setup.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+        setup.execute(
+            "CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER "
+            "REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
+        )
+    setup.close()
+
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    group = GroupCommit(connect)
+
+    def insert(sql: str) -> Callable[[], object]:
+        def job() -> object:
+            with group.tx() as conn:
+                conn.execute(sql)
+            return sql
+
+        return job
+
+    try:
+        outcomes = group.batch(
+            [insert("INSERT INTO parent VALUES (1)"), insert("INSERT INTO child VALUES (1, 7)")]
+        )
+        again = group.batch([insert("INSERT INTO parent VALUES (2)")])
+    finally:
+        group.close()
+    assert all(value is None and isinstance(error, StorageError) for value, error in outcomes)
+    assert "FOREIGN KEY" in str(outcomes[0][1])
+    assert again == [("INSERT INTO parent VALUES (2)", None)]
+    with sqlite3.connect(path) as check:
+        assert check.execute("SELECT id FROM parent").fetchall() == [(2,)]
+        assert check.execute("SELECT COUNT(*) FROM child").fetchone()[0] == 0
+    check.close()
+
+
+_JOBS = st.lists(
+    st.tuples(
+        st.lists(st.integers(0, 12), min_size=1, max_size=3),
+        st.sampled_from(["", "inside", "after"]),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(jobs=_JOBS)
+def test_a_batch_answers_and_stores_as_the_writes_one_by_one(
+    tmp_path_factory: object, jobs: list[tuple[list[int], str]]
+) -> None:
+    base = tmp_path_factory.mktemp("batch")  # type: ignore[attr-defined]
+    batched, alone = _db(base / "batched.db"), _db(base / "alone.db")
+    try:
+        outcomes = _group(batched).batch([_job(batched, v, r) for v, r in jobs])
+        expected: list[tuple[object, type[BaseException] | None]] = []
+        for values, refuse in jobs:
+            try:
+                expected.append((_job(alone, values, refuse)(), None))
+            except (Refused, StorageError) as exc:
+                expected.append((None, type(exc)))
+    finally:
+        batched.close()
+        alone.close()
+    assert [(v, None if e is None else type(e)) for v, e in outcomes] == expected
+    assert _rows(base / "batched.db") == _rows(base / "alone.db")
