@@ -77,6 +77,20 @@ def serve(
         typer.Option("--allow-team", help="A team id allowed to register (repeatable)."),
     ] = None,
     team_quota_mb: Annotated[int, typer.Option(help="Storage quota per team, in MiB.")] = 1024,
+    member_rate: Annotated[
+        float | None,
+        typer.Option(
+            min=1.0,
+            help="Signed requests per second each member may make, sustained; more get "
+            "429 rate-limited [default: 50].",
+        ),
+    ] = None,
+    member_burst: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Requests a member may make at once, above the rate [default: 400]."
+        ),
+    ] = None,
     http: Annotated[
         str,
         typer.Option(
@@ -111,6 +125,8 @@ def serve(
         team_quota_bytes=team_quota_mb * 1024 * 1024,
         http_stack=http,
         metrics_token=metrics_token,
+        member_rate=HubConfig.member_rate if member_rate is None else member_rate,
+        member_burst=HubConfig.member_burst if member_burst is None else member_burst,
     )
     if not config.registration_open:
         output.say(

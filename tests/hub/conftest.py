@@ -203,12 +203,13 @@ def wait_healthy(url: str, timeout_s: float = 15.0) -> None:
     raise AssertionError(f"the hub at {url} did not become healthy")
 
 
-def start_hub_process(data: Path, port: int) -> subprocess.Popen[bytes]:
-    """``sealmem hub serve`` in a child process on 127.0.0.1:``port`` (a real process, to
-    kill with SIGKILL), returned once it answers ``/healthz``."""
+def start_hub_process(data: Path, port: int, *options: str) -> subprocess.Popen[bytes]:
+    """``sealmem hub serve`` (with ``options``) in a child process on 127.0.0.1:``port``
+    (a real process, to kill with SIGKILL), returned once it answers ``/healthz``."""
     env = {**os.environ, "SEALMEM_HUB_OPERATOR_TOKEN": TOKEN}
     code = "import sys; from sealmem.client.cli import main; sys.exit(main())"
-    cmd = [sys.executable, "-c", code, "hub", "serve", "--data", str(data), "--port", str(port)]
+    cmd = [sys.executable, "-c", code, "hub", "serve", "--data", str(data), "--port", str(port),
+           *options]  # fmt: skip
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_healthy(f"http://127.0.0.1:{port}")
     return proc

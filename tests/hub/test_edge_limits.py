@@ -28,7 +28,17 @@ from sealmem.hub.server import BackgroundHub, free_port
 from sealmem.protocol.errors import InputError
 from tests.support.rawhttp import answer
 
-from .conftest import METRICS_AUTH, METRICS_TOKEN, TEAM, TOKEN, HubWorld, hub_config, signed
+from .conftest import (
+    METRICS_AUTH,
+    METRICS_TOKEN,
+    PROJECT,
+    TEAM,
+    TOKEN,
+    HubWorld,
+    hub_config,
+    signed,
+    start_hub_process,
+)
 
 PROMPT_S = 5.0
 
@@ -219,3 +229,33 @@ def test_a_long_poll_whose_client_left_gives_its_slot_back_at_once(
             break
         time.sleep(0.2)
     assert status == 200, "the slots of polls whose clients left must be free again"
+
+
+def test_hub_serve_sets_the_member_rate(tmp_path: Path) -> None:
+    """``--member-rate``/``--member-burst``: an operator's own request rate per member
+    (the defaults, 50/s and bursts of 400, would answer all ten requests below)."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start_hub_process(
+        tmp_path / "hub-data", port, "--member-rate", "1", "--member-burst", "3"
+    )
+    try:
+        homes = tmp_path / "homes"
+        homes.mkdir()
+        w = HubWorld(homes, url, lambda k: HubTransport(url, TEAM, k, operator_token=TOKEN))
+        try:
+            w.create()
+            bob = w.join("bob")[0].key
+        finally:
+            w.close()
+        path = f"/v1/teams/{TEAM}/projects/{PROJECT}/seqs"
+        with httpx.Client(base_url=url, timeout=10) as client:
+            answers = [client.get(path, headers=signed(bob, "GET", path)) for _ in range(10)]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+    statuses = [a.status_code for a in answers]
+    assert 429 in statuses[:5], statuses
+    refused = answers[statuses.index(429)]
+    assert refused.json()["error"] == "rate-limited"
+    assert int(refused.headers["Retry-After"]) >= 1
