@@ -159,8 +159,10 @@ def create_app(
         and one that reads a blob too (``blob_reads``) if the blobs are local files
         (:attr:`BlobStore.local`); writes and every call of a networked backend take a
         worker thread.  A handler with ``checks`` (a PUT) authenticates and checks on
-        the loop and leaves its write to a worker (:class:`~sealmem.hub.routes.Blocking`):
-        the worker thread, which competes with the loop for the GIL at every SQLite call
+        the loop and leaves its write (:class:`~sealmem.hub.routes.Blocking`) to the
+        committer where the metadata and blobs are local (the writes that arrive
+        together share one transaction and one hand-off back), else to a worker thread:
+        either thread, which competes with the loop for the GIL at every SQLite call
         and fsync, does only the write."""
         limit = min(limit, config.max_body_bytes)
         bodies = readers[signed]
@@ -183,7 +185,7 @@ def create_app(
                         return await call(False, _finish, handler, ctx)
                     answer = handler(ctx)
                     if isinstance(answer, Blocking):  # checked on the loop; the write: a hop
-                        if committer is not None:
+                        if committer is not None and answer.batched:
                             return await committer.run(answer.run)
                         return await call(False, answer.run)
                     return answer

@@ -5,7 +5,8 @@ loop where the storage's reads are local, else in a worker thread):
 authenticate the caller against the team's trusted state, check its role and
 grants, then read or write through :class:`~sealmem.hub.teams.Teams` and the
 storage.  A handler that writes durably returns its write as a :class:`Blocking`,
-which runs in a worker thread.  SPEC.md "Hub API (messages)" lists every message.
+which runs in another thread (the committer, or a worker).  SPEC.md "Hub API
+(messages)" lists every message.
 """
 
 from __future__ import annotations
@@ -37,20 +38,28 @@ from .limits import RateLimiter, check_quota
 from .storage import Storage
 from .teams import Teams, genesis_signer
 
-__all__ = ["Blocking", "Ctx", "Handler", "Handlers", "Json"]
+__all__ = ["BATCHED_CHUNK_BYTES", "Blocking", "Ctx", "Handler", "Handlers", "Json"]
 
 _MAX_KEYRINGS_PER_PUBLISH = 4096
+#: a chunk up to this size is written in the committer's batches (a bucket of a snapshot
+#: is tens of KiB); a larger one, in a worker thread of its own
+BATCHED_CHUNK_BYTES = 256 * 1024
 #: a collect request's grace period: 0..2^47 ms, the range of an HLC wall clock
 MAX_GRACE_MS = MAX_WALL_MS + 1
 
 
 @dataclass(frozen=True, slots=True)
 class Blocking:
-    """The rest of a handler that writes (durably: fsyncs, a commit), left to a worker
+    """The rest of a handler that writes (durably: fsyncs, a commit), left to another
     thread once the checks before it ran, on the event loop where the storage's reads
-    are local (:attr:`Storage.local_reads`): the worker does the write alone."""
+    are local (:attr:`Storage.local_reads`): that thread (the committer, or a worker)
+    does the write alone."""
 
     run: Callable[[], Response]
+    #: may share the committer's batches; False: a large write (fsyncs of megabytes),
+    #: which takes a worker thread of its own rather than hold up the small ones queued
+    #: behind it in a batch
+    batched: bool = True
 
 
 Handler = Callable[["Ctx"], "Response | Blocking"]
@@ -375,7 +384,7 @@ class Handlers:
             stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
             return Json({"stored": stored}, 201 if stored else 200)
 
-        return Blocking(store)
+        return Blocking(store, batched=len(ctx.body) <= BATCHED_CHUNK_BYTES)
 
     def collect(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)

@@ -18,6 +18,7 @@ import sealmem.hub.app as hub_app
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE
 from sealmem.hub.blobstore import BlobKey
+from sealmem.hub.routes import BATCHED_CHUNK_BYTES
 from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.hub.workers import Batcher, Workers
 from sealmem.protocol.snapshot import chunk_id
@@ -86,6 +87,16 @@ def _put_chunk(client: TestClient, world: HubWorld) -> None:
     assert answer.status_code == 201
 
 
+BIG = b"x" * (BATCHED_CHUNK_BYTES + 1)
+
+
+def _put_big_chunk(client: TestClient, world: HubWorld) -> None:
+    key = world.nodes["alice"].key
+    path = f"/v1/teams/{TEAM}/projects/{PROJECT}/chunks/{key.kid}/{chunk_id(SUITE, BIG)}"
+    answer = client.put(path, headers=signed(key, "PUT", path, BIG), content=BIG)
+    assert answer.status_code == 201
+
+
 def _get_chunk(status: int) -> Callable[[TestClient, HubWorld], None]:
     def get(client: TestClient, world: HubWorld) -> None:
         key = world.nodes["alice"].key
@@ -115,6 +126,17 @@ def test_a_signed_upload_takes_one_threadpool_hop_on_local_storage(
     assert (commits - before[0], writes - before[1]) == (1, 1)  # one write, committed
     expected = ["committer"] if local else ["?", "_finish"]  # "?": the gate, a partial
     assert seen_hops == expected
+
+
+def test_a_large_chunk_takes_a_worker_of_its_own_not_the_committer(
+    hops: tuple[bool, Hops, SQLiteStorage],
+) -> None:
+    """Megabytes to fsync would hold up the small writes queued behind it in a batch."""
+    local, count, store = hops
+    assert count(_put_big_chunk) == (1 if local else 2)
+    expected = ["store"] if local else ["?", "_finish"]
+    assert seen_hops == expected
+    assert store.chunk(TEAM, PROJECT, store_writer(store), chunk_id(SUITE, BIG)) == BIG
 
 
 def test_a_chunk_read_from_local_blobs_takes_no_hop(
