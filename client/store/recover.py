@@ -50,6 +50,7 @@ from .connection import (
     set_meta,
     transaction,
 )
+from .rows import norm_hash
 
 __all__ = ["BATCH", "RecoverResult", "recover"]
 
@@ -176,15 +177,21 @@ def _keyed_rows(
         )
 
 
-_DERIVED = {"memories": ("stems", "bucket_key")}
+_DERIVED = {"memories": ("stems", "norm_hash", "bucket_key")}
 """Columns computed from a row's other columns, never copied from a damaged file:
-``stems`` is filled again from the text (:func:`_derive`), ``bucket_key`` by the next
-push (NULL: what a local write leaves)."""
+``stems`` and ``norm_hash`` are filled again from the text (:func:`_derive`),
+``bucket_key`` by the next push (NULL: what a local write leaves)."""
 
 
 def _derive(dst: sqlite3.Connection) -> None:
-    """Fill the :data:`_DERIVED` stems from each memory's own text (version 11's fill)."""
+    """Fill the :data:`_DERIVED` stems (version 11's fill) and the de-duplication hash
+    (as a write stores it: none for a tombstone) from each memory's own text."""
     dst.execute("UPDATE memories SET stems = sealmem_stems(content, keywords)")
+    dst.create_function("sealmem_norm_hash", 1, norm_hash, deterministic=True)
+    dst.execute(
+        "UPDATE memories SET norm_hash = "
+        "CASE WHEN deleted THEN NULL ELSE sealmem_norm_hash(content) END"
+    )
 
 
 def _copy(src: sqlite3.Connection, dst: sqlite3.Connection, result: RecoverResult) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from sealmem.client import MemoryStore
 from sealmem.client.recall.terms import stored_stems
 from sealmem.client.store.recover import recover
+from sealmem.client.store.rows import norm_hash
 
 NOW = 1_800_000_000_000
 
@@ -37,3 +38,24 @@ def test_a_garbled_derived_column_neither_loses_the_memory_nor_survives(tmp_path
         assert salvaged.recall("orders service")[0].memory.id == quoted
         salvaged.forget(quoted, reason="wrong")  # the count triggers read the stems
         assert quoted not in {hit.memory.id for hit in salvaged.recall("orders service")}
+
+
+def test_a_garbled_dedup_hash_is_computed_again(tmp_path: Path) -> None:
+    """``norm_hash`` is the text's de-duplication key: copied garbled, the same text
+    remembered again after a salvage would be stored twice instead of merged."""
+    path = tmp_path / "store.db"
+    with MemoryStore.open(path, author="ann") as store:
+        kept = store.remember("Rotate the staging keys every Monday").memory.id
+        gone = store.remember("a note that is forgotten").memory.id
+        store.forget(gone, reason="obsolete")
+        conn = store.connection
+        conn.execute("UPDATE memories SET norm_hash = ? WHERE id = ?", ("garbled", kept))
+        conn.execute("UPDATE memories SET norm_hash = ? WHERE id = ?", ("garbled-2", gone))
+    result = recover(path, output=tmp_path / "salvaged.db", now_ms=NOW)
+    assert result.lost["memories"] == 0
+    with MemoryStore.open(tmp_path / "salvaged.db", author="ann") as salvaged:
+        hashes = dict(salvaged.connection.execute("SELECT id, norm_hash FROM memories"))
+        assert hashes[kept] == norm_hash("Rotate the staging keys every Monday")
+        assert hashes[gone] is None  # a tombstone has none, as a write leaves it
+        again = salvaged.remember("rotate the staging keys   every monday").memory.id
+        assert again == kept  # merged with the salvaged memory, not stored twice
