@@ -79,7 +79,7 @@ class _Runner:
         for call in calls:
             try:
                 out.append((call(), None))  # type: ignore[operator]
-            except Exception as exc:
+            except BaseException as exc:  # as GroupCommit.batch: each call's own outcome
                 out.append((None, exc))
         return out
 
@@ -175,3 +175,43 @@ def test_a_cancelled_caller_s_call_still_runs() -> None:
         asyncio.run(main())
     finally:
         batcher.close()
+
+
+def _stop() -> None:
+    raise StopIteration("a bug")
+
+
+def _exit() -> None:
+    raise SystemExit(3)
+
+
+def test_a_call_raising_what_a_future_cannot_carry_fails_alone_and_its_batch_is_answered() -> None:
+    """StopIteration cannot be set on a future (TypeError in the loop's callback), and
+    SystemExit raised into a task stops the loop: either becomes the caller's
+    RuntimeError, and the calls of the same batch get their own answers."""
+    runner = _Runner()
+    batcher = Batcher(runner, name="test-committer-e")
+    pool = Workers(size=2, name="test-workers-e")
+
+    async def main() -> list[object]:
+        first = asyncio.ensure_future(batcher.run(lambda: "first"))
+        await asyncio.to_thread(runner.started.wait, 10)
+        calls = [_stop, lambda: 1, _exit, lambda: 2]
+        batch = [asyncio.ensure_future(batcher.run(fn)) for fn in calls]
+        await asyncio.sleep(0.05)  # all four queued: one batch
+        runner.release.set()
+        done = await asyncio.wait_for(asyncio.gather(first, *batch, return_exceptions=True), 10)
+        alone = [pool.run(_stop), pool.run(_exit), pool.run(int, "5")]
+        more = await asyncio.wait_for(asyncio.gather(*alone, return_exceptions=True), 10)
+        return [*done, *more]
+
+    try:
+        answers = asyncio.run(main())
+    finally:
+        batcher.close()
+        pool.close()
+    assert runner.batches == [1, 4]
+    assert [answers[i] for i in (0, 2, 4, 7)] == ["first", 1, 2, 5]
+    for i, cause in [(1, StopIteration), (3, SystemExit), (5, StopIteration), (6, SystemExit)]:
+        assert isinstance(answers[i], RuntimeError)
+        assert isinstance(answers[i].__cause__, cause)  # type: ignore[union-attr]
