@@ -189,3 +189,40 @@ def test_a_batch_answers_and_stores_as_the_writes_one_by_one(
         alone.close()
     assert [(v, None if e is None else type(e)) for v, e in outcomes] == expected
     assert _rows(base / "batched.db") == _rows(base / "alone.db")
+
+
+def test_a_transaction_ended_outside_a_savepoint_stores_nothing_that_is_answered_failed(
+    tmp_path: Path,
+) -> None:
+    """The engine may end the transaction under a statement outside any ``tx`` of the
+    job (a read on the write connection hitting an I/O error or a full disk): the writes
+    before it fail, none stored; a ``tx`` the same job opens afterwards is refused (a
+    SAVEPOINT outside a transaction would commit on its own, under an answer of failure);
+    the jobs after it run, and are stored, in a new transaction."""
+    db = _db(tmp_path / "t.db")
+    group = _group(db)
+
+    def lose() -> None:
+        conn = group.writing()
+        assert conn is not None
+        conn.execute("ROLLBACK")  # what the engine does on SQLITE_IOERR / SQLITE_FULL
+        raise StorageError("hub database read failed: disk I/O error")
+
+    def lose_then_write() -> object:
+        conn = group.writing()
+        assert conn is not None
+        conn.execute("ROLLBACK")
+        with db.tx() as tx:
+            tx.execute("INSERT INTO t VALUES (50)")
+        return 50
+
+    try:
+        first = group.batch([_job(db, [1]), lose, _job(db, [3])])
+        second = group.batch([_job(db, [2]), lose_then_write, _job(db, [4])])
+    finally:
+        db.close()
+    assert [type(e) for _, e in first] == [StorageError, StorageError, type(None)]
+    assert first[2] == ([3], None)
+    assert [type(e) for _, e in second] == [StorageError, StorageError, type(None)]
+    assert second[2] == ([4], None)
+    assert _rows(tmp_path / "t.db") == {3, 4}
