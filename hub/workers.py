@@ -145,7 +145,8 @@ class Batcher:
     most ``max_calls``) form the next one, passed to ``runner`` together.
 
     A thread starts at the first call and ends at :meth:`close`, after the calls
-    queued before it (a call after that starts another).  As with :class:`Workers`,
+    queued before it, or after :data:`IDLE_S` without a call (a call after that
+    starts another).  As with :class:`Workers`,
     a call whose awaiting task is cancelled still runs (a write is never cut in
     half); its result is dropped."""
 
@@ -178,7 +179,14 @@ class Batcher:
 
     def _work(self, calls: queue.SimpleQueue[_Call | None]) -> None:
         while True:
-            first = calls.get()
+            try:
+                first = calls.get(timeout=IDLE_S)
+            except queue.Empty:  # idle (an app whose lifespan never ran closes nothing):
+                with self._lock:  # the thread ends, unless a call just came
+                    if self._queue is calls and calls.empty():
+                        self._queue = self._thread = None
+                        return
+                continue
             if first is None:
                 return
             batch = [first]

@@ -215,3 +215,24 @@ def test_a_call_raising_what_a_future_cannot_carry_fails_alone_and_its_batch_is_
     for i, cause in [(1, StopIteration), (3, SystemExit), (5, StopIteration), (6, SystemExit)]:
         assert isinstance(answers[i], RuntimeError)
         assert isinstance(answers[i].__cause__, cause)  # type: ignore[union-attr]
+
+
+def test_an_idle_committer_ends_and_a_later_call_starts_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An app whose lifespan never runs (mounted in another app, driven by an
+    ``ASGITransport``) never closes its committer: the thread must not outlive its work."""
+    monkeypatch.setattr(hub_workers, "IDLE_S", 0.05)
+    runner = _Runner()
+    runner.release.set()
+    batcher = Batcher(runner, name="test-committer-f")
+    try:
+        assert asyncio.run(batcher.run(lambda: 1)) == 1
+        deadline = time.monotonic() + 10
+        while _alive("test-committer-f") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _alive("test-committer-f") == 0
+        assert asyncio.run(batcher.run(lambda: 2)) == 2  # a new thread, when needed
+    finally:
+        batcher.close()
+    assert _alive("test-committer-f") == 0
