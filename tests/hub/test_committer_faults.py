@@ -13,13 +13,24 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.testclient import TestClient
 
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE, MemberKey
+from sealmem.hub.app import create_app
 from sealmem.hub.routes import BATCHED_CHUNK_BYTES
 from sealmem.protocol.snapshot import chunk_id
 
-from .conftest import IN_PROCESS_URL, PROJECT, TEAM, TOKEN, HubWorld, InProcess, signed
+from .conftest import (
+    IN_PROCESS_URL,
+    PROJECT,
+    TEAM,
+    TOKEN,
+    HubWorld,
+    InProcess,
+    hub_config,
+    signed,
+)
 
 #: a PUT's answer must come well within this (a hang fails the test, not the run)
 ANSWER_S = 20.0
@@ -105,3 +116,38 @@ def test_a_write_raising_what_a_future_cannot_carry_is_a_500_and_the_others_are_
     for data in [*good, b"after" * 10]:
         assert store.chunk(TEAM, PROJECT, team.alice.kid, chunk_id(SUITE, data)) == data
     assert store.chunk(TEAM, PROJECT, team.alice.kid, chunk_id(SUITE, bad)) is None
+
+
+def test_quota_refusals_inside_a_batch_store_nothing_and_leave_the_others(
+    tmp_path: Path,
+) -> None:
+    """Chunks queued together that pass a member's quota only together: each is judged
+    on the usage the writes before it in its batch left (uncommitted), exactly as one by
+    one; a refused one (507) leaves no row, no usage and no blob of its own."""
+    size, fit, sent = 1000, 5, 12
+    data_dir = tmp_path / "hub-data"
+    app = create_app(hub_config(data_dir, member_quota_bytes=size * fit))
+    homes = tmp_path / "homes"
+    homes.mkdir()
+    with TestClient(app, base_url=IN_PROCESS_URL) as client:
+        hub = InProcess(app, client, data_dir)
+        world = HubWorld(homes, IN_PROCESS_URL, lambda k: hub.transport(k))
+        world.create()
+        (alice,) = world.join("alice")
+        chunks = [bytes([i]) * size for i in range(sent)]
+
+        async def main() -> list[httpx.Response]:
+            async with hub.asgi() as asgi:
+                return list(await asyncio.gather(*(_put(asgi, alice.key, d) for d in chunks)))
+
+        store = hub.storage
+        answers = asyncio.run(main())  # the 11 after the first share 2 or 3 commits
+        stored = [d for d, a in zip(chunks, answers, strict=True) if a.status_code == 201]
+        assert sorted(a.status_code for a in answers) == [201] * fit + [507] * (sent - fit)
+        assert store.member_usage(TEAM, alice.key.kid) == size * fit
+        for data in chunks:
+            held = store.chunk(TEAM, PROJECT, alice.key.kid, chunk_id(SUITE, data))
+            assert held == (data if data in stored else None)
+        blobs = [p for p in (data_dir / "blobs").rglob("*") if p.is_file()]
+        assert len(blobs) == fit
+        world.close()
