@@ -6,13 +6,22 @@ each gets its own outcome, and closing runs what was queued."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
+import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
+from sealmem.client.sync.hub import HubTransport
 from sealmem.hub import workers as hub_workers
+from sealmem.hub.app import create_app
 from sealmem.hub.workers import Batcher, Workers
+
+from .conftest import IN_PROCESS_URL, TEAM, TOKEN, HubWorld, hub_config, signed
 
 
 def _alive(name: str) -> int:
@@ -236,3 +245,46 @@ def test_an_idle_committer_ends_and_a_later_call_starts_another(
     finally:
         batcher.close()
     assert _alive("test-committer-f") == 0
+
+
+def _open_files(name: str) -> int:
+    """File descriptors of this process open on a file called ``name``."""
+    fds = Path("/proc/self/fd")
+    count = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            count += os.readlink(fd).endswith(os.sep + name)
+    return count
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts /proc/self/fd")
+def test_a_worker_thread_that_ends_takes_its_database_connection_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request that reads in a worker (an admin's DELETE of a join request) opens that
+    thread's connection to hub.db; the thread ends once idle and the next burst starts
+    another: the connections of ended threads must not pile up until the hub runs out
+    of file descriptors."""
+    monkeypatch.setattr(hub_workers, "IDLE_S", 0.02)
+    homes = tmp_path / "homes"
+    homes.mkdir()
+    app = create_app(hub_config(tmp_path / "hub"))
+    with TestClient(app, base_url=IN_PROCESS_URL) as client:
+        world = HubWorld(
+            homes,
+            IN_PROCESS_URL,
+            lambda k: HubTransport(IN_PROCESS_URL, TEAM, k, operator_token=TOKEN, client=client),
+        )
+        admin = world.create()
+        path = f"/v1/teams/{TEAM}/requests/{'a' * 26}"
+        counts = []
+        for _ in range(12):
+            answer = client.delete(path, headers=signed(admin.key, "DELETE", path))
+            assert answer.status_code == 200
+            deadline = time.monotonic() + 10  # the worker thread ends, idle
+            while _alive("sealmem-hub-worker") and time.monotonic() < deadline:
+                time.sleep(0.01)
+            gc.collect()
+            counts.append(_open_files("hub.db"))
+        world.close()
+    assert counts[-1] <= counts[1], counts  # not one more connection per thread
