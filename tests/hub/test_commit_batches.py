@@ -11,6 +11,8 @@ writes run one by one through ``tx``."""
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -226,3 +228,72 @@ def test_a_transaction_ended_outside_a_savepoint_stores_nothing_that_is_answered
     assert [type(e) for _, e in second] == [StorageError, StorageError, type(None)]
     assert second[2] == ([4], None)
     assert _rows(tmp_path / "t.db") == {3, 4}
+
+
+def test_a_group_handed_on_to_the_committer_stands_or_falls_with_its_batch(
+    tmp_path: Path,
+) -> None:
+    """A ``tx`` thread done while the committer waits hands it its open transaction: the
+    batch's commit is that write's too, and a failed one (a deferred foreign key) fails
+    the thread's write as well as the batch's jobs, none stored; the next batch commits."""
+    path = tmp_path / "fk.db"
+    with sqlite3.connect(path) as setup:
+        setup.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+        setup.execute(
+            "CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER "
+            "REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
+        )
+    setup.close()
+
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    group = GroupCommit(connect)
+    inside, go = threading.Event(), threading.Event()
+    answers: dict[str, object] = {}
+
+    def writer() -> None:
+        try:
+            with group.tx() as conn:
+                conn.execute("INSERT INTO parent VALUES (1)")
+                inside.set()
+                assert go.wait(10)
+            answers["writer"] = "stored"
+        except StorageError as exc:
+            answers["writer"] = exc
+
+    def orphan() -> object:
+        with group.tx() as conn:
+            conn.execute("INSERT INTO child VALUES (1, 7)")
+        return "child"
+
+    def committer() -> None:
+        answers["batch"] = group.batch([orphan])
+
+    threads = [threading.Thread(target=writer), threading.Thread(target=committer)]
+    try:
+        threads[0].start()
+        assert inside.wait(10)
+        threads[1].start()
+        deadline = time.monotonic() + 10
+        while group._queued < 1 and time.monotonic() < deadline:  # the committer waits
+            time.sleep(0.001)
+        go.set()
+        for thread in threads:
+            thread.join(10)
+        assert not any(t.is_alive() for t in threads)
+        again = group.batch([lambda: "empty"])
+    finally:
+        group.close()
+    assert isinstance(answers["writer"], StorageError)
+    assert "FOREIGN KEY" in str(answers["writer"])
+    batch = answers["batch"]
+    assert isinstance(batch, list) and isinstance(batch[0][1], StorageError)
+    assert again == [("empty", None)]
+    assert group.commits == 1  # the empty batch's; the failed one committed nothing
+    with sqlite3.connect(path) as check:
+        assert check.execute("SELECT COUNT(*) FROM parent").fetchone()[0] == 0
+        assert check.execute("SELECT COUNT(*) FROM child").fetchone()[0] == 0
+    check.close()
