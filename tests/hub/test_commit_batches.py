@@ -290,7 +290,8 @@ def test_a_group_handed_on_to_the_committer_stands_or_falls_with_its_batch(
     assert isinstance(answers["writer"], StorageError)
     assert "FOREIGN KEY" in str(answers["writer"])
     batch = answers["batch"]
-    assert isinstance(batch, list) and isinstance(batch[0][1], StorageError)
+    assert isinstance(batch, list)
+    assert isinstance(batch[0][1], StorageError)
     assert again == [("empty", None)]
     assert group.commits == 1  # the empty batch's; the failed one committed nothing
     with sqlite3.connect(path) as check:
