@@ -298,3 +298,66 @@ def test_a_group_handed_on_to_the_committer_stands_or_falls_with_its_batch(
         assert check.execute("SELECT COUNT(*) FROM parent").fetchone()[0] == 0
         assert check.execute("SELECT COUNT(*) FROM child").fetchone()[0] == 0
     check.close()
+
+
+_KINDS = st.lists(
+    st.tuples(
+        st.sampled_from(["ok", "inside", "after", "dup", "lose", "lose-write", "stop"]),
+        st.integers(1, 3),
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(kinds=_KINDS)
+def test_no_job_answered_failed_for_a_lost_transaction_left_a_row(
+    tmp_path_factory: object, kinds: list[tuple[str, int]]
+) -> None:
+    """Whatever the jobs of a batch do (refuse, collide, raise what a future cannot carry,
+    end the transaction outside a savepoint, write again after that): each gets an
+    answer; every job answered with a value has all its rows stored; a job that ended
+    the transaction, or was failed with it, has none."""
+    base = tmp_path_factory.mktemp("kinds")  # type: ignore[attr-defined]
+    db = _db(base / "t.db")
+    group = _group(db)
+    with db.tx() as conn:
+        conn.execute("INSERT INTO t VALUES (-1)")
+
+    def job(index: int, kind: str, count: int) -> Callable[[], object]:
+        values = [index * 10 + k for k in range(count)]
+
+        def run() -> object:
+            if kind == "stop":
+                raise StopIteration(index)
+            if kind.startswith("lose"):
+                _job(db, values[:1])()
+                conn = group.writing()
+                assert conn is not None
+                conn.execute("ROLLBACK")
+                if kind == "lose-write":
+                    _job(db, values[1:])()
+                raise StorageError("hub database read failed: disk I/O error")
+            if kind == "dup":
+                return _job(db, [*values, -1])()
+            return _job(db, values, "" if kind == "ok" else kind)()
+
+        return run
+
+    jobs = [job(i, kind, count) for i, (kind, count) in enumerate(kinds)]
+    try:
+        outcomes = group.batch(jobs)
+        rows = _rows(base / "t.db")
+    finally:
+        db.close()
+    assert len(outcomes) == len(jobs)
+    lost = "rolled back under a write"
+    for i, ((kind, count), (value, error)) in enumerate(zip(kinds, outcomes, strict=True)):
+        values = {i * 10 + k for k in range(count)}
+        if error is None:
+            assert values <= rows, (kind, value)
+        elif kind.startswith("lose") or lost in str(error):
+            assert not values & rows, (kind, error)
