@@ -261,6 +261,8 @@ class GroupCommit:
 
     def close(self) -> None:
         with self._mutex:
+            if self._batch is not None:  # handed on by writes that wait for its commit
+                self._commit(self._batch)
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None

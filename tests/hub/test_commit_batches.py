@@ -16,9 +16,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sealmem.hub import sqlite_group
 from sealmem.hub.sqlite_db import SQLiteDb
 from sealmem.hub.sqlite_group import GroupCommit
 from sealmem.hub.storage import StorageError
@@ -361,3 +363,52 @@ def test_no_job_answered_failed_for_a_lost_transaction_left_a_row(
             assert values <= rows, (kind, value)
         elif kind.startswith("lose") or lost in str(error):
             assert not values & rows, (kind, error)
+
+
+def test_closing_while_a_group_is_handed_on_commits_it_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write done while another waits hands it the open transaction; a ``close`` that
+    takes the connection first (the hub shutting down under a worker's write) must commit
+    that group, not close the connection under it: the write that then runs would find
+    the group without its transaction and commit alone, answered as failed."""
+    monkeypatch.setattr(sqlite_group, "MAX_AGE_S", 60.0)  # handed on, however slow the run
+    db = _db(tmp_path / "t.db")
+    group = _group(db)
+    inside, go = threading.Event(), threading.Event()
+    answers: dict[int, object] = {}
+
+    def write(value: int, hold: bool = False) -> None:
+        try:
+            with db.tx() as conn:
+                conn.execute("INSERT INTO t VALUES (?)", (value,))
+                if hold:
+                    inside.set()
+                    assert go.wait(10)
+            answers[value] = "stored"
+        except StorageError as exc:
+            answers[value] = exc
+
+    first = threading.Thread(target=write, args=(1, True))
+    first.start()
+    assert inside.wait(10)
+    closing = threading.Thread(target=group.close)
+    closing.start()  # waits for the connection
+    time.sleep(0.05)
+    # a second write between counting itself as waiting and taking the mutex (which
+    # thread the mutex wakes first is the kernel's choice; here, the close's)
+    with group._guard:
+        group._queued += 1
+    go.set()  # the first write hands its group on, and waits for its commit
+    closing.join(10)
+    with group._guard:
+        group._queued -= 1
+    second = threading.Thread(target=write, args=(2,))
+    second.start()
+    for thread in (first, second):
+        thread.join(10)
+    assert not any(t.is_alive() for t in (first, closing, second))
+    db.close()
+    stored = {value for value, answer in answers.items() if answer == "stored"}
+    assert _rows(tmp_path / "t.db") == stored
+    assert stored == {1, 2}
