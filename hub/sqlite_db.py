@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,20 @@ from .sqlite_group import GroupCommit
 from .stored import StorageError
 
 __all__ = ["SQLiteDb"]
+
+
+class _Held:
+    """One thread's connection, held by that thread's ``threading.local`` alone: when the
+    thread ends, this goes and closes it."""
+
+    __slots__ = ("__weakref__", "conn")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # closed already, or the interpreter is ending
+            self.conn.close()
 
 
 class SQLiteDb:
@@ -63,7 +78,9 @@ class SQLiteDb:
                 raise StorageError(f"cannot lock {lock_path}: {exc}") from exc
         self._local = threading.local()
         self._write = threading.Lock()
-        self._conns: list[sqlite3.Connection] = []
+        #: the threads' read connections, each closed when its thread ends (worker threads
+        #: come and go) or at close()
+        self._conns: weakref.WeakSet[_Held] = weakref.WeakSet()
         self._conns_lock = threading.Lock()
         self._group = GroupCommit(self._open) if grouped else None
 
@@ -93,13 +110,13 @@ class SQLiteDb:
             writing = self._group.writing()
             if writing is not None:  # inside a write: see the group's uncommitted work
                 return writing
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._open()
-            self._local.conn = conn
+        held: _Held | None = getattr(self._local, "held", None)
+        if held is None:
+            held = _Held(self._open())
+            self._local.held = held
             with self._conns_lock:
-                self._conns.append(conn)
-        return conn
+                self._conns.add(held)
+        return held.conn
 
     @property
     def group(self) -> GroupCommit | None:
@@ -150,8 +167,8 @@ class SQLiteDb:
         if self._group is not None:
             self._group.close()
         with self._conns_lock:
-            for conn in self._conns:
-                conn.close()
+            for held in list(self._conns):
+                held.conn.close()
             self._conns.clear()
         self._local = threading.local()
         if self._lock is not None:

@@ -98,7 +98,14 @@ class GroupCommit:
             if solo:
                 raise RuntimeError("a solo write cannot run inside a batch of writes")
             conn = self._conn
-            assert conn is not None
+            if conn is None or not conn.in_transaction:
+                # the engine ended the batch's transaction under an earlier step of this
+                # job; a SAVEPOINT now would open (and its RELEASE commit) one of its own
+                running.broken = True
+                raise StorageError(
+                    "hub database write failed: the transaction was rolled back under a "
+                    "write of the same commit group; nothing of it was stored, retry"
+                )
             with self._savepoint(conn, running):
                 yield conn
             return
@@ -141,7 +148,7 @@ class GroupCommit:
         while todo:
             ran: list[int] = []  # the outcomes that stand or fall with this commit
             try:
-                _, batch = self._enter(False)
+                conn, batch = self._enter(False)
             except StorageError as exc:  # no connection: nothing of the rest can run
                 outcomes.extend((None, exc) for _ in todo)
                 return outcomes
@@ -157,6 +164,8 @@ class GroupCommit:
                     else:
                         outcomes.append((value, None))
                     ran.append(len(outcomes) - 1)
+                    if not conn.in_transaction:  # ended outside a savepoint: the rest
+                        batch.broken = True  # run in a new transaction, not in autocommit
             finally:
                 self._local.batch = None
                 self._local.writing = False
@@ -252,6 +261,8 @@ class GroupCommit:
 
     def close(self) -> None:
         with self._mutex:
+            if self._batch is not None:  # handed on by writes that wait for its commit
+                self._commit(self._batch)
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None

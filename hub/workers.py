@@ -43,10 +43,17 @@ _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any
 
 
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
-    if future.cancelled():
+    if future.done():  # its awaiting task was cancelled: nobody waits for it
         return
     if error is None:
         future.set_result(value)
+    elif isinstance(error, StopIteration) or not isinstance(error, Exception):
+        # a future refuses StopIteration (TypeError: the caller would wait for ever), and
+        # SystemExit or KeyboardInterrupt raised into a task would stop the event loop
+        # (the whole hub) for one call's fault: the caller gets a RuntimeError instead
+        wrapped = RuntimeError(f"a call in a hub thread raised {error!r}")
+        wrapped.__cause__ = error
+        future.set_exception(wrapped)
     else:
         future.set_exception(error)
 
@@ -126,7 +133,11 @@ _Settled = tuple["asyncio.Future[Any]", Any, "BaseException | None"]
 
 def _settle_all(items: list[_Settled]) -> None:
     for future, value, error in items:
-        _settle(future, value, error)
+        try:  # one call's answer failing must not leave the others of its batch waiting
+            _settle(future, value, error)
+        except Exception as exc:
+            if not future.done():
+                future.set_exception(exc)
 
 
 class Batcher:
@@ -134,7 +145,8 @@ class Batcher:
     most ``max_calls``) form the next one, passed to ``runner`` together.
 
     A thread starts at the first call and ends at :meth:`close`, after the calls
-    queued before it (a call after that starts another).  As with :class:`Workers`,
+    queued before it, or after :data:`IDLE_S` without a call (a call after that
+    starts another).  As with :class:`Workers`,
     a call whose awaiting task is cancelled still runs (a write is never cut in
     half); its result is dropped."""
 
@@ -167,7 +179,14 @@ class Batcher:
 
     def _work(self, calls: queue.SimpleQueue[_Call | None]) -> None:
         while True:
-            first = calls.get()
+            try:
+                first = calls.get(timeout=IDLE_S)
+            except queue.Empty:  # idle (an app whose lifespan never ran closes nothing):
+                with self._lock:  # the thread ends, unless a call just came
+                    if self._queue is calls and calls.empty():
+                        self._queue = self._thread = None
+                        return
+                continue
             if first is None:
                 return
             batch = [first]

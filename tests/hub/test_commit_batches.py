@@ -11,12 +11,16 @@ writes run one by one through ``tx``."""
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sealmem.hub import sqlite_group
 from sealmem.hub.sqlite_db import SQLiteDb
 from sealmem.hub.sqlite_group import GroupCommit
 from sealmem.hub.storage import StorageError
@@ -189,3 +193,222 @@ def test_a_batch_answers_and_stores_as_the_writes_one_by_one(
         alone.close()
     assert [(v, None if e is None else type(e)) for v, e in outcomes] == expected
     assert _rows(base / "batched.db") == _rows(base / "alone.db")
+
+
+def test_a_transaction_ended_outside_a_savepoint_stores_nothing_that_is_answered_failed(
+    tmp_path: Path,
+) -> None:
+    """The engine may end the transaction under a statement outside any ``tx`` of the
+    job (a read on the write connection hitting an I/O error or a full disk): the writes
+    before it fail, none stored; a ``tx`` the same job opens afterwards is refused (a
+    SAVEPOINT outside a transaction would commit on its own, under an answer of failure);
+    the jobs after it run, and are stored, in a new transaction."""
+    db = _db(tmp_path / "t.db")
+    group = _group(db)
+
+    def lose() -> None:
+        conn = group.writing()
+        assert conn is not None
+        conn.execute("ROLLBACK")  # what the engine does on SQLITE_IOERR / SQLITE_FULL
+        raise StorageError("hub database read failed: disk I/O error")
+
+    def lose_then_write() -> object:
+        conn = group.writing()
+        assert conn is not None
+        conn.execute("ROLLBACK")
+        with db.tx() as tx:
+            tx.execute("INSERT INTO t VALUES (50)")
+        return 50
+
+    try:
+        first = group.batch([_job(db, [1]), lose, _job(db, [3])])
+        second = group.batch([_job(db, [2]), lose_then_write, _job(db, [4])])
+    finally:
+        db.close()
+    assert [type(e) for _, e in first] == [StorageError, StorageError, type(None)]
+    assert first[2] == ([3], None)
+    assert [type(e) for _, e in second] == [StorageError, StorageError, type(None)]
+    assert second[2] == ([4], None)
+    assert _rows(tmp_path / "t.db") == {3, 4}
+
+
+def test_a_group_handed_on_to_the_committer_stands_or_falls_with_its_batch(
+    tmp_path: Path,
+) -> None:
+    """A ``tx`` thread done while the committer waits hands it its open transaction: the
+    batch's commit is that write's too, and a failed one (a deferred foreign key) fails
+    the thread's write as well as the batch's jobs, none stored; the next batch commits."""
+    path = tmp_path / "fk.db"
+    with sqlite3.connect(path) as setup:
+        setup.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+        setup.execute(
+            "CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER "
+            "REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
+        )
+    setup.close()
+
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    group = GroupCommit(connect)
+    inside, go = threading.Event(), threading.Event()
+    answers: dict[str, object] = {}
+
+    def writer() -> None:
+        try:
+            with group.tx() as conn:
+                conn.execute("INSERT INTO parent VALUES (1)")
+                inside.set()
+                assert go.wait(10)
+            answers["writer"] = "stored"
+        except StorageError as exc:
+            answers["writer"] = exc
+
+    def orphan() -> object:
+        with group.tx() as conn:
+            conn.execute("INSERT INTO child VALUES (1, 7)")
+        return "child"
+
+    def committer() -> None:
+        answers["batch"] = group.batch([orphan])
+
+    threads = [threading.Thread(target=writer), threading.Thread(target=committer)]
+    try:
+        threads[0].start()
+        assert inside.wait(10)
+        threads[1].start()
+        deadline = time.monotonic() + 10
+        while group._queued < 1 and time.monotonic() < deadline:  # the committer waits
+            time.sleep(0.001)
+        go.set()
+        for thread in threads:
+            thread.join(10)
+        assert not any(t.is_alive() for t in threads)
+        again = group.batch([lambda: "empty"])
+    finally:
+        group.close()
+    assert isinstance(answers["writer"], StorageError)
+    assert "FOREIGN KEY" in str(answers["writer"])
+    batch = answers["batch"]
+    assert isinstance(batch, list)
+    assert isinstance(batch[0][1], StorageError)
+    assert again == [("empty", None)]
+    assert group.commits == 1  # the empty batch's; the failed one committed nothing
+    with sqlite3.connect(path) as check:
+        assert check.execute("SELECT COUNT(*) FROM parent").fetchone()[0] == 0
+        assert check.execute("SELECT COUNT(*) FROM child").fetchone()[0] == 0
+    check.close()
+
+
+_KINDS = st.lists(
+    st.tuples(
+        st.sampled_from(["ok", "inside", "after", "dup", "lose", "lose-write", "stop"]),
+        st.integers(1, 3),
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(kinds=_KINDS)
+def test_no_job_answered_failed_for_a_lost_transaction_left_a_row(
+    tmp_path_factory: object, kinds: list[tuple[str, int]]
+) -> None:
+    """Whatever the jobs of a batch do (refuse, collide, raise what a future cannot carry,
+    end the transaction outside a savepoint, write again after that): each gets an
+    answer; every job answered with a value has all its rows stored; a job that ended
+    the transaction, or was failed with it, has none."""
+    base = tmp_path_factory.mktemp("kinds")  # type: ignore[attr-defined]
+    db = _db(base / "t.db")
+    group = _group(db)
+    with db.tx() as conn:
+        conn.execute("INSERT INTO t VALUES (-1)")
+
+    def job(index: int, kind: str, count: int) -> Callable[[], object]:
+        values = [index * 10 + k for k in range(count)]
+
+        def run() -> object:
+            if kind == "stop":
+                raise StopIteration(index)
+            if kind.startswith("lose"):
+                _job(db, values[:1])()
+                conn = group.writing()
+                assert conn is not None
+                conn.execute("ROLLBACK")
+                if kind == "lose-write":
+                    _job(db, values[1:])()
+                raise StorageError("hub database read failed: disk I/O error")
+            if kind == "dup":
+                return _job(db, [*values, -1])()
+            return _job(db, values, "" if kind == "ok" else kind)()
+
+        return run
+
+    jobs = [job(i, kind, count) for i, (kind, count) in enumerate(kinds)]
+    try:
+        outcomes = group.batch(jobs)
+        rows = _rows(base / "t.db")
+    finally:
+        db.close()
+    assert len(outcomes) == len(jobs)
+    lost = "rolled back under a write"
+    for i, ((kind, count), (value, error)) in enumerate(zip(kinds, outcomes, strict=True)):
+        values = {i * 10 + k for k in range(count)}
+        if error is None:
+            assert values <= rows, (kind, value)
+        elif kind.startswith("lose") or lost in str(error):
+            assert not values & rows, (kind, error)
+
+
+def test_closing_while_a_group_is_handed_on_commits_it_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write done while another waits hands it the open transaction; a ``close`` that
+    takes the connection first (the hub shutting down under a worker's write) must commit
+    that group, not close the connection under it: the write that then runs would find
+    the group without its transaction and commit alone, answered as failed."""
+    monkeypatch.setattr(sqlite_group, "MAX_AGE_S", 60.0)  # handed on, however slow the run
+    db = _db(tmp_path / "t.db")
+    group = _group(db)
+    inside, go = threading.Event(), threading.Event()
+    answers: dict[int, object] = {}
+
+    def write(value: int, hold: bool = False) -> None:
+        try:
+            with db.tx() as conn:
+                conn.execute("INSERT INTO t VALUES (?)", (value,))
+                if hold:
+                    inside.set()
+                    assert go.wait(10)
+            answers[value] = "stored"
+        except StorageError as exc:
+            answers[value] = exc
+
+    first = threading.Thread(target=write, args=(1, True))
+    first.start()
+    assert inside.wait(10)
+    closing = threading.Thread(target=group.close)
+    closing.start()  # waits for the connection
+    time.sleep(0.05)
+    # a second write between counting itself as waiting and taking the mutex (which
+    # thread the mutex wakes first is the kernel's choice; here, the close's)
+    with group._guard:
+        group._queued += 1
+    go.set()  # the first write hands its group on, and waits for its commit
+    closing.join(10)
+    with group._guard:
+        group._queued -= 1
+    second = threading.Thread(target=write, args=(2,))
+    second.start()
+    for thread in (first, second):
+        thread.join(10)
+    assert not any(t.is_alive() for t in (first, closing, second))
+    db.close()
+    stored = {value for value, answer in answers.items() if answer == "stored"}
+    assert _rows(tmp_path / "t.db") == stored
+    assert stored == {1, 2}

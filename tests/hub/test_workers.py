@@ -6,13 +6,22 @@ each gets its own outcome, and closing runs what was queued."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
+import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
+from sealmem.client.sync.hub import HubTransport
 from sealmem.hub import workers as hub_workers
+from sealmem.hub.app import create_app
 from sealmem.hub.workers import Batcher, Workers
+
+from .conftest import IN_PROCESS_URL, TEAM, TOKEN, HubWorld, hub_config, signed
 
 
 def _alive(name: str) -> int:
@@ -79,7 +88,7 @@ class _Runner:
         for call in calls:
             try:
                 out.append((call(), None))  # type: ignore[operator]
-            except Exception as exc:
+            except BaseException as exc:  # as GroupCommit.batch: each call's own outcome
                 out.append((None, exc))
         return out
 
@@ -175,3 +184,107 @@ def test_a_cancelled_caller_s_call_still_runs() -> None:
         asyncio.run(main())
     finally:
         batcher.close()
+
+
+def _stop() -> None:
+    raise StopIteration("a bug")
+
+
+def _exit() -> None:
+    raise SystemExit(3)
+
+
+def test_a_call_raising_what_a_future_cannot_carry_fails_alone_and_its_batch_is_answered() -> None:
+    """StopIteration cannot be set on a future (TypeError in the loop's callback), and
+    SystemExit raised into a task stops the loop: either becomes the caller's
+    RuntimeError, and the calls of the same batch get their own answers."""
+    runner = _Runner()
+    batcher = Batcher(runner, name="test-committer-e")
+    pool = Workers(size=2, name="test-workers-e")
+
+    async def main() -> list[object]:
+        first = asyncio.ensure_future(batcher.run(lambda: "first"))
+        await asyncio.to_thread(runner.started.wait, 10)
+        calls = [_stop, lambda: 1, _exit, lambda: 2]
+        batch = [asyncio.ensure_future(batcher.run(fn)) for fn in calls]
+        await asyncio.sleep(0.05)  # all four queued: one batch
+        runner.release.set()
+        done = await asyncio.wait_for(asyncio.gather(first, *batch, return_exceptions=True), 10)
+        alone = [pool.run(_stop), pool.run(_exit), pool.run(int, "5")]
+        more = await asyncio.wait_for(asyncio.gather(*alone, return_exceptions=True), 10)
+        return [*done, *more]
+
+    try:
+        answers = asyncio.run(main())
+    finally:
+        batcher.close()
+        pool.close()
+    assert runner.batches == [1, 4]
+    assert [answers[i] for i in (0, 2, 4, 7)] == ["first", 1, 2, 5]
+    for i, cause in [(1, StopIteration), (3, SystemExit), (5, StopIteration), (6, SystemExit)]:
+        assert isinstance(answers[i], RuntimeError)
+        assert isinstance(answers[i].__cause__, cause)  # type: ignore[union-attr]
+
+
+def test_an_idle_committer_ends_and_a_later_call_starts_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An app whose lifespan never runs (mounted in another app, driven by an
+    ``ASGITransport``) never closes its committer: the thread must not outlive its work."""
+    monkeypatch.setattr(hub_workers, "IDLE_S", 0.05)
+    runner = _Runner()
+    runner.release.set()
+    batcher = Batcher(runner, name="test-committer-f")
+    try:
+        assert asyncio.run(batcher.run(lambda: 1)) == 1
+        deadline = time.monotonic() + 10
+        while _alive("test-committer-f") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _alive("test-committer-f") == 0
+        assert asyncio.run(batcher.run(lambda: 2)) == 2  # a new thread, when needed
+    finally:
+        batcher.close()
+    assert _alive("test-committer-f") == 0
+
+
+def _open_files(name: str) -> int:
+    """File descriptors of this process open on a file called ``name``."""
+    fds = Path("/proc/self/fd")
+    count = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            count += os.readlink(fd).endswith(os.sep + name)
+    return count
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts /proc/self/fd")
+def test_a_worker_thread_that_ends_takes_its_database_connection_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request that reads in a worker (an admin's DELETE of a join request) opens that
+    thread's connection to hub.db; the thread ends once idle and the next burst starts
+    another: the connections of ended threads must not pile up until the hub runs out
+    of file descriptors."""
+    monkeypatch.setattr(hub_workers, "IDLE_S", 0.02)
+    homes = tmp_path / "homes"
+    homes.mkdir()
+    app = create_app(hub_config(tmp_path / "hub"))
+    with TestClient(app, base_url=IN_PROCESS_URL) as client:
+        world = HubWorld(
+            homes,
+            IN_PROCESS_URL,
+            lambda k: HubTransport(IN_PROCESS_URL, TEAM, k, operator_token=TOKEN, client=client),
+        )
+        admin = world.create()
+        path = f"/v1/teams/{TEAM}/requests/{'a' * 26}"
+        counts = []
+        for _ in range(12):
+            answer = client.delete(path, headers=signed(admin.key, "DELETE", path))
+            assert answer.status_code == 200
+            deadline = time.monotonic() + 10  # the worker thread ends, idle
+            while _alive("sealmem-hub-worker") and time.monotonic() < deadline:
+                time.sleep(0.01)
+            gc.collect()
+            counts.append(_open_files("hub.db"))
+        world.close()
+    assert counts[-1] <= counts[1], counts  # not one more connection per thread
