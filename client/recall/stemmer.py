@@ -4,6 +4,12 @@ Recall tokenizes queries and candidate memories in Python to compute its extra
 ranking features (term coverage, context from neighbouring memories, entity
 matches); stemming them the same way FTS5 does keeps those features in step
 with the index.  :func:`stem` is cached: conversational text repeats words.
+
+FTS5's stemmer differs from the paper in a few places, and this one follows
+FTS5 (``fts5_tokenize.c``; a differential test checks it against SQLite): a
+suffix matches only a longer word (``eed`` is stemmed by the ``ed`` rule to
+``e``, ``ies`` loses only its ``s``), and step 1b's double consonant counts
+``y`` as a consonant (``yyed`` -> ``y``).
 """
 
 from __future__ import annotations
@@ -41,7 +47,14 @@ def _has_vowel(stem_: str) -> bool:
 
 
 def _double_cons(word: str) -> bool:
-    return len(word) >= 2 and word[-1] == word[-2] and _is_cons(word, len(word) - 1)
+    """Step 1b's double consonant: two equal letters, not a vowel (``y`` counts)."""
+    return len(word) >= 2 and word[-1] == word[-2] and word[-1] not in _VOWELS
+
+
+def _ends(word: str, suffix: str) -> bool:
+    """``word`` ends with ``suffix`` and is longer (FTS5's rules never match a suffix
+    that is the whole word)."""
+    return len(word) > len(suffix) and word.endswith(suffix)
 
 
 def _cvc(word: str) -> bool:
@@ -59,7 +72,7 @@ def _cvc(word: str) -> bool:
 
 def _replace(word: str, rules: tuple[tuple[str, str], ...], min_m: int) -> str:
     for suffix, repl in rules:
-        if word.endswith(suffix):
+        if _ends(word, suffix):
             base = word[: len(word) - len(suffix)]
             return base + repl if _measure(base) > min_m else word
     return word
@@ -83,22 +96,23 @@ _STEP4 = (
 
 
 def _step1(word: str) -> str:
-    if word.endswith("sses") or word.endswith("ies"):
+    if _ends(word, "sses") or _ends(word, "ies"):
         word = word[:-2]
     elif word.endswith("ss"):
         pass
     elif word.endswith("s"):
         word = word[:-1]
     fix = False
-    if word.endswith("eed"):
+    if _ends(word, "eed"):
         if _measure(word[:-3]) > 0:
             word = word[:-1]
-    elif word.endswith("ed") and _has_vowel(word[:-2]):
-        word, fix = word[:-2], True
-    elif word.endswith("ing") and _has_vowel(word[:-3]):
+    elif _ends(word, "ed"):
+        if _has_vowel(word[:-2]):
+            word, fix = word[:-2], True
+    elif _ends(word, "ing") and _has_vowel(word[:-3]):
         word, fix = word[:-3], True
     if fix:
-        if word.endswith(("at", "bl", "iz")):
+        if _ends(word, "at") or _ends(word, "bl") or _ends(word, "iz"):
             word += "e"
         elif _double_cons(word) and word[-1] not in "lsz":
             word = word[:-1]
@@ -109,9 +123,12 @@ def _step1(word: str) -> str:
     return word
 
 
+_STEP4_LONGEST_FIRST = tuple(sorted(_STEP4, key=len, reverse=True))
+
+
 def _step4(word: str) -> str:
-    for suffix in sorted(_STEP4, key=len, reverse=True):
-        if word.endswith(suffix):
+    for suffix in _STEP4_LONGEST_FIRST:
+        if _ends(word, suffix):
             base = word[: len(word) - len(suffix)]
             if _measure(base) > 1 and (suffix != "ion" or base.endswith(("s", "t"))):
                 return base

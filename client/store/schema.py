@@ -124,6 +124,13 @@ not a clean word list (a quote, a backslash or a control character: never writte
 the tokenizer) as not known: a single write forgets the counts instead of failing (the
 batch writer counts the stems it computed itself, in Python).  The check runs inside
 the triggers' bodies, so a batch's rows pay nothing more than under version 12.
+
+Version 14 follows a fix of the Python stemmer (:mod:`sealmem.client.recall.stemmer`),
+which now stems every ASCII word as FTS5's ``porter`` does: it differed on a few
+made-up words only (``eed``, ``ies``, ``sses``, and words whose stem ends in ``yy``
+before ``ed`` or ``ing``).  The migration fills ``stems`` again for the rows whose
+content or keywords hold one of those letter sequences, and counts the frequent terms
+again from the index (the counting triggers had counted the old stems).
 """
 
 from __future__ import annotations
@@ -741,6 +748,25 @@ WHEN {_TEXT_CHANGED} AND (old.stems IS NULL OR new.stems IS NULL OR new.stems IS
 BEGIN{_FORGET_COUNTS}END;
 """
 
+_V14 = """
+UPDATE memories SET stems = sealmem_stems(content, keywords)
+WHERE content LIKE '%eed%' OR content LIKE '%ies%' OR content LIKE '%sses%'
+    OR content LIKE '%yyed%' OR content LIKE '%yying%'
+    OR keywords LIKE '%eed%' OR keywords LIKE '%ies%' OR keywords LIKE '%sses%'
+    OR keywords LIKE '%yyed%' OR keywords LIKE '%yying%';
+
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.sealmem_v14_vocab USING fts5vocab(main, memories_fts, row);
+
+DELETE FROM term_counts;
+
+INSERT INTO term_counts (term, docs) SELECT term, doc FROM temp.sealmem_v14_vocab WHERE doc >= 1000;
+
+DROP TABLE temp.sealmem_v14_vocab;
+
+INSERT OR REPLACE INTO term_counts_at (one, memories, counted)
+SELECT 1, memories, memories FROM store_counts;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, supersedes, history, fts, meta", _V1),
     # Recall: neighbouring memories of one session (origin, time), and the text of
@@ -772,6 +798,8 @@ MIGRATIONS: list[Migration] = [
     # Non-ASCII text: the stems are the index's own terms (SQLite's tokenizer), and a
     # stems value that is not a clean word list forgets the counts instead of failing.
     Migration(13, "recall: the index's terms for non-ASCII text, tolerant counting", _V13),
+    # The Python stemmer stems as FTS5's porter on every ASCII word (it differed on a few).
+    Migration(14, "recall: stems again where the stemmer was fixed", _V14),
 ]
 
 

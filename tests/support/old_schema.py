@@ -11,9 +11,9 @@ def rewind_schema(conn: sqlite3.Connection, before: int) -> None:
     """Forget the migrations from version ``before`` on, and undo those that cannot run
     twice (version 7 adds a column, version 8 a table, version 10 a row count table,
     version 11 a column, version 12 tables and triggers), so that opening the store runs
-    them again.  Version 13 can run twice (it refills stems, counts again and replaces
-    version 12's triggers): for a store as version 12 left it, rewind to 12 and open it
-    with ``MIGRATIONS[:12]``."""
+    them again.  Versions 13 and 14 can run twice (they refill stems, count again and
+    replace version 12's triggers): for a store as version 12 left it, rewind to 12 and
+    open it with ``MIGRATIONS[:12]`` (13: rewind to 13, open with ``MIGRATIONS[:13]``)."""
     conn.execute("DELETE FROM schema_migrations WHERE version >= ?", (before,))
     if before <= 12:
         for name in ("insert", "delete", "update"):
