@@ -25,7 +25,7 @@ from sealmem.hub.sqlite_db import SQLiteDb
 from sealmem.hub.sqlite_group import GroupCommit
 from sealmem.hub.storage import StorageError
 
-from .test_group_commit import wal_commits
+from .test_group_commit import _rows, wal_commits
 
 
 def _db(path: Path) -> SQLiteDb:
@@ -34,11 +34,23 @@ def _db(path: Path) -> SQLiteDb:
     return db
 
 
-def _rows(path: Path) -> set[int]:
-    with sqlite3.connect(path) as conn:
-        rows = {int(r[0]) for r in conn.execute("SELECT a FROM t")}
-    conn.close()
-    return rows
+def _deferred_fk_group(path: Path) -> GroupCommit:
+    """The write side of a file whose ``child`` rows name ``parent`` rows through a
+    deferred foreign key: checked only at COMMIT, so a commit can fail."""
+    with sqlite3.connect(path) as setup:
+        setup.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+        setup.execute(
+            "CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER "
+            "REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
+        )
+    setup.close()
+
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    return GroupCommit(connect)
 
 
 class Refused(Exception):
@@ -122,20 +134,7 @@ def test_a_failed_commit_fails_every_write_of_the_batch(tmp_path: Path) -> None:
     """A deferred foreign key is checked only at COMMIT: the commit fails, so every write
     of the batch fails with it (none was answered, none is stored)."""
     path = tmp_path / "fk.db"
-    with sqlite3.connect(path) as setup:
-        setup.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
-        setup.execute(
-            "CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER "
-            "REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
-        )
-    setup.close()
-
-    def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA foreign_keys = ON")
-        return conn
-
-    group = GroupCommit(connect)
+    group = _deferred_fk_group(path)
 
     def insert(sql: str) -> Callable[[], object]:
         def job() -> object:
@@ -239,20 +238,7 @@ def test_a_group_handed_on_to_the_committer_stands_or_falls_with_its_batch(
     batch's commit is that write's too, and a failed one (a deferred foreign key) fails
     the thread's write as well as the batch's jobs, none stored; the next batch commits."""
     path = tmp_path / "fk.db"
-    with sqlite3.connect(path) as setup:
-        setup.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
-        setup.execute(
-            "CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER "
-            "REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
-        )
-    setup.close()
-
-    def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA foreign_keys = ON")
-        return conn
-
-    group = GroupCommit(connect)
+    group = _deferred_fk_group(path)
     inside, go = threading.Event(), threading.Event()
     answers: dict[str, object] = {}
 
