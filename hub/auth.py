@@ -38,7 +38,7 @@ from .errors import Refusal
 from .inbox import join_request_key
 from .storage import Storage
 
-__all__ = ["Authenticator", "Caller", "ReplayGuard", "Signed", "read_signature"]
+__all__ = ["Authenticator", "Caller", "ReplayGuard", "Signed", "read_signature", "revoked"]
 
 #: teams whose members' keys are kept looked up (past it, the lookups start again)
 _MAX_ROSTERS = 1024
@@ -260,9 +260,7 @@ class Authenticator:
             key, caller = found
             self.verify(signed, key, method, target, body, refusal=unknown)
             if caller.revoked and not allow_revoked:
-                raise Refusal(
-                    403, hubapi.REVOKED, f"member {signed.kid} was revoked from team {team}"
-                )
+                raise revoked(team, signed.kid)
             return caller
         for other, key in self._storage.keys_of(signed.kid):
             if other == team:
@@ -281,6 +279,11 @@ class Authenticator:
                 "check the team id in your sealmem config",
             )
         raise unknown
+
+
+def revoked(team: str, kid: str) -> Refusal:
+    """The 403 of a request signed by a member the team revoked."""
+    return Refusal(403, hubapi.REVOKED, f"member {kid} was revoked from team {team}")
 
 
 def _unknown_key(team: str, kid: str, allow_pending: bool) -> Refusal:

@@ -29,7 +29,7 @@ from ..protocol.manifest import MAX_CHUNK_BYTES
 from ..protocol.snapshot import chunk_id
 from ..protocol.state import TrustedState
 from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
-from .auth import Authenticator, Caller, Signed
+from .auth import Authenticator, Caller, Signed, revoked
 from .config import HubConfig
 from .door import Door
 from .edge import number
@@ -381,6 +381,13 @@ class Handlers:
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
 
         def store() -> Response:
+            # a roster committed since the checks (a revocation, a grant taken back) is
+            # honoured: the rosters commit alone, so the write sees it or comes before it
+            now = self.teams.state(team)
+            if now is not state:
+                if now.roster is not None and now.roster.revocation(caller.kid) is not None:
+                    raise revoked(team, caller.kid)
+                self._own_slot(now, caller, project, writer)
             stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
             return Json({"stored": stored}, 201 if stored else 200)
 
