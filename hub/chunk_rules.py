@@ -141,11 +141,14 @@ class ChunkRules(abc.ABC):
         data = self.blobs.get(key)
         return key if data is None else data
 
-    def drop_blobless(self, key: BlobKey) -> None:
-        """Drop the row of a chunk whose blob is gone, so that it reads as missing."""
-        log.warning("chunk %s of %s/%s/%s has no blob: dropped its row", key.chunk_id[:16],
-                    key.team, key.project, key.writer)  # fmt: skip
-        self.chunk_rows_remove([key], stored_before_ms=ANY_AGE_MS, unreferenced=False)
+    def drop_blobless(self, key: BlobKey, seen_at_ms: int = ANY_AGE_MS) -> None:
+        """Drop the row of a chunk whose blob is gone, so that it reads as missing.
+
+        ``seen_at_ms``: when the row was read without its blob.  A row stored since (the
+        writer uploaded the chunk again, blob and row, meanwhile) is kept."""
+        if self.chunk_rows_remove([key], stored_before_ms=seen_at_ms, unreferenced=False):
+            log.warning("chunk %s of %s/%s/%s has no blob: dropped its row",
+                        key.chunk_id[:16], key.team, key.project, key.writer)  # fmt: skip
 
     def _remove(self, keys: Sequence[BlobKey], *, stored_before_ms: int, unreferenced: bool) -> int:
         gone = self.chunk_rows_remove(

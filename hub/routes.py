@@ -357,10 +357,11 @@ class Handlers:
         writer = ctx.param("writer")
         cid = ctx.param("chunk")
         self._reader(state, caller, project, writer)
+        seen_at = self.clock()
         data = self.storage.chunk_read(team, project, writer, cid)
         if not isinstance(data, bytes):
             if data is not None:  # a row without its blob: dropped before the answer
-                ctx.later = functools.partial(self.storage.drop_blobless, data)
+                ctx.later = functools.partial(self.storage.drop_blobless, data, seen_at)
             raise Refusal(
                 404, hubapi.NOT_FOUND, f"chunk {cid[:16]} of {writer}/{project} is not here"
             )

@@ -217,3 +217,24 @@ def test_the_orphan_job_leaves_what_is_not_the_hubs_alone(store: Storage) -> Non
     assert store.blobs.get(foreign) == b"the operator's backup"
     assert store.blobs.get(orphan) is None
     assert _blobs(store) == set()
+
+
+def test_a_blobless_row_is_dropped_unless_its_chunk_was_uploaded_again_since(
+    store: Storage,
+) -> None:
+    """A GET finds the row without its blob and leaves the drop for later; if the writer
+    uploads the chunk again meanwhile (blob and row, answered 200), the drop keeps the
+    row.  Without a new upload the row goes, and the chunk reads as missing."""
+    team(store, "t1")
+    a = chunk(store, "t1", ALICE, b"one")
+    key = BlobKey("t1", PROJECT, ALICE, a)
+    store.blobs.delete(key)
+    seen_at = T0 + 1_000
+    assert store.chunk_read("t1", PROJECT, ALICE, a) == key  # the row, without its blob
+    assert store.put_chunk("t1", PROJECT, ALICE, a, b"one", T0 + 2_000) is False  # again
+    store.drop_blobless(key, seen_at)
+    assert store.chunk("t1", PROJECT, ALICE, a) == b"one"
+    store.blobs.delete(key)
+    store.drop_blobless(key, T0 + 3_000)  # found gone again, no upload since
+    assert store.chunk_read("t1", PROJECT, ALICE, a) is None
+    assert store.member_usage("t1", ALICE) == 0
