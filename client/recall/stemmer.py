@@ -72,7 +72,7 @@ def _cvc(word: str) -> bool:
 
 def _replace(word: str, rules: tuple[tuple[str, str], ...], min_m: int) -> str:
     for suffix, repl in rules:
-        if _ends(word, suffix):
+        if word.endswith(suffix) and len(word) > len(suffix):  # _ends, inlined: hot
             base = word[: len(word) - len(suffix)]
             return base + repl if _measure(base) > min_m else word
     return word
@@ -128,7 +128,7 @@ _STEP4_LONGEST_FIRST = tuple(sorted(_STEP4, key=len, reverse=True))
 
 def _step4(word: str) -> str:
     for suffix in _STEP4_LONGEST_FIRST:
-        if _ends(word, suffix):
+        if word.endswith(suffix) and len(word) > len(suffix):  # _ends, inlined: hot
             base = word[: len(word) - len(suffix)]
             if _measure(base) > 1 and (suffix != "ion" or base.endswith(("s", "t"))):
                 return base
