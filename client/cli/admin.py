@@ -43,7 +43,7 @@ def _roster_doc(roster: Any) -> dict[str, Any]:
 def _reads(team: Any, who: str, project: str) -> bool:
     """Whether ``who`` may already read ``project`` in the roster this store trusts."""
     from ...protocol.errors import InputError
-    from ..team.session import find_member
+    from ..sync.session import find_member
 
     roster = team.trusted().roster
     if roster is None:
@@ -95,8 +95,8 @@ def _status(item: dict[str, Any]) -> str:
 
 def requests(as_json: JsonOpt = False) -> None:
     """List the join requests waiting, with fingerprints; 'admin approve' approves these."""
+    from ..clock import now_ms
     from ..team import admin
-    from ..team.session import now_ms
 
     with open_team() as team:
         team.refresh(team.trusted(), now_ms())
@@ -199,9 +199,9 @@ def approve(
 ) -> None:
     """Approve join requests: new roster + keyrings. Compare fingerprints first."""
     from ...protocol.errors import InputError
+    from ..clock import now_ms
     from ..team import admin
     from ..team.inbox import load_shown
-    from ..team.session import now_ms
 
     with open_team() as team:
         left: list[dict[str, Any]] = []
@@ -253,8 +253,8 @@ def reject(
     as_json: JsonOpt = False,
 ) -> None:
     """Remove join requests from the folder or hub without approving them."""
+    from ..clock import now_ms
     from ..team import admin
-    from ..team.session import now_ms
 
     with open_team() as team:
         team.refresh(team.trusted(), now_ms())
@@ -283,8 +283,8 @@ def issue(
 ) -> None:
     """Generate a member's key for them: a passphrase-sealed bundle for 'team join'."""
     from ...crypto.keyfile import write_private_file
+    from ..clock import now_ms
     from ..team import admin
-    from ..team.session import now_ms
 
     secret = passphrase_for(f"{name}'s key bundle", confirm=True)
     with open_team() as team:
@@ -317,8 +317,8 @@ def grant(
     as_json: JsonOpt = False,
 ) -> None:
     """Set a member's read/write access to a project."""
+    from ..clock import now_ms
     from ..team import admin
-    from ..team.session import now_ms
 
     with open_team() as team:
         reader = _reads(team, member, project)
@@ -354,9 +354,10 @@ def revoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a member and rotate the key of every project it could read."""
+    from ..clock import now_ms
     from ..sync.engine import sync
+    from ..sync.session import find_member
     from ..team import admin
-    from ..team.session import find_member, now_ms
 
     with open_team() as team:
         # pins (and the count below) come from the manifests this admin accepted: pull first
@@ -404,8 +405,8 @@ def rotate(
     as_json: JsonOpt = False,
 ) -> None:
     """Give a project a new content key (a new epoch) for everything written from now on."""
+    from ..clock import now_ms
     from ..team import admin
-    from ..team.session import now_ms
 
     with open_team() as team:
         roster = admin.rotate(team, project, now=now_ms())
@@ -421,8 +422,8 @@ def reset_writer(
     as_json: JsonOpt = False,
 ) -> None:
     """Let a member who lost its store start new snapshot chains."""
+    from ..clock import now_ms
     from ..team import admin
-    from ..team.session import now_ms
 
     with open_team() as team:
         roster = admin.reset_writer(team, member, now=now_ms())

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from ...protocol.errors import InputError
 from ..store.memory import SHARED_PROJECT, Memory
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
-from ..team.names import member_names
+from .names import member_names
 
 __all__ = ["MAX_LINE_CHARS", "estimate_tokens", "startup_context"]
 

@@ -18,7 +18,7 @@ two syncs of one store never interleave:
    chunks are collected after the grace period;
 4. **local only**: per project whose team memories of ours are not pushed (no
    write grant, unregistered project, revoked, not approved yet), one warning
-   with the count, why and the fix (:mod:`sealmem.client.team.local_only`).
+   with the count, why and the fix (:mod:`sealmem.client.sync.local_only`).
 
 Refused objects are logged with their named reason and counted in the summary;
 they never stop the sync.  Failures that do (unreachable folder, bad local
@@ -64,10 +64,10 @@ from ...protocol.state import TrustedState
 from ...protocol.verify import MAX_MANIFEST_BYTES
 from ..clock import now_ms
 from ..store.connection import sqlite_errors, transaction
-from ..team.local_only import LocalOnly, local_only
-from ..team.session import Refusal, Team, trusted_roster
 from . import bases, clockhealth, dropping, outgoing, replica
+from .local_only import LocalOnly, local_only
 from .pull import pull_project
+from .session import Refusal, Team, trusted_roster
 from .transport import ConflictError
 
 __all__ = ["LOCK_FILE", "LOCK_TIMEOUT_S", "SyncSummary", "sync", "sync_lock"]

@@ -22,8 +22,9 @@ from ...protocol.invite import DEFAULT_INVITE_MS
 from ...protocol.names import id_like, name_problem
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
-from ..paths import sanitize_project
+from ..project import sanitize_project
 from ..sync.hub import is_hub_location
+from ..sync.session import Team, TeamConfig, find_member, transport_for
 from .inbox import (
     Inbox,
     RejectedLog,
@@ -46,7 +47,6 @@ from .invite import (
 )
 from .publish import admin_state, change, missing_history, publish
 from .registry import load_registry, update_registry
-from .session import Team, TeamConfig, find_member, transport_for
 
 __all__ = [
     "Approved",

@@ -25,6 +25,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ...protocol.errors import InputError, NotFoundError, SealmemError
+from ..failures import describe
 from ..paths import local_author, store_path
 from ..store.api import MemoryStore
 from ..textsafe import visible
@@ -99,8 +100,6 @@ def create_app(
 
     async def failed(request: Request, exc: Exception) -> Response:
         """A store or file failure no lower layer translated: one sentence, no traceback."""
-        from ..cli.failures import describe
-
         message = describe(exc) if isinstance(exc, sqlite3.Error | OSError) else str(exc)
         return page("error.html", request, {"message": message}, 503)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sealmem.client.sync.session import Team
 from sealmem.client.team import admin
 from sealmem.client.team.invite import make_join_request, read_invite
-from sealmem.client.team.session import Team, join_team
+from sealmem.client.team.join import join_team
 from tests.sync.conftest import make_world
 
 

@@ -13,9 +13,10 @@ from collections.abc import Callable
 import pytest
 
 from sealmem.client.sync import replica
+from sealmem.client.sync.session import Team
 from sealmem.client.team import admin
 from sealmem.client.team.invite import read_invite
-from sealmem.client.team.session import Team, join_team
+from sealmem.client.team.join import join_team
 from sealmem.crypto import KDF_INTERACTIVE, SUITE, MemberKey
 from sealmem.protocol.envelope import unpack
 from sealmem.protocol.keyring import Keyring
