@@ -62,7 +62,6 @@ __all__ = [
     "plan_shown",
     "reject",
     "reset_writer",
-    "review_requests",
     "revoke",
     "rotate",
     "show_requests",
@@ -159,11 +158,6 @@ def _inbox(team: Team, now: int) -> Inbox:
     roster = team.trusted().roster
     views = classify_requests(waiting, load_registry(team.home), roster, team.config.team, now)
     return Inbox.of(waiting, views, roster)
-
-
-def review_requests(team: Team, now: int) -> list[RequestView]:
-    """The waiting join requests, checked against this admin's invites at ``now``."""
-    return _inbox(team, now).views
 
 
 def pending_requests(team: Team, now: int) -> list[dict[str, Any]]:
