@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ...protocol.errors import SealmemError
+from ..store.ids import short_id
 from . import output
 
 if TYPE_CHECKING:
@@ -171,8 +172,8 @@ def _remember(actor: Actor, content: str, keywords: Sequence[str], supersedes: s
             supersedes=[supersedes] if supersedes else [], origin="demo",
         )  # fmt: skip
     memory_id = result.memory.record.id
-    replaces = f" (supersedes {output.short_id(supersedes)})" if supersedes else ""
-    _say(f"   {actor.name}: decision {output.short_id(memory_id)}{replaces}  {content}")
+    replaces = f" (supersedes {short_id(supersedes)})" if supersedes else ""
+    _say(f"   {actor.name}: decision {short_id(memory_id)}{replaces}  {content}")
     return memory_id
 
 
