@@ -58,7 +58,7 @@ def _history_gaps(
     team: Any, projects: list[str] | None, *, read: bool, from_now: bool
 ) -> list[str]:
     """Warnings naming the older epochs this admin could not wrap to a new reader."""
-    from ..team import admin
+    from ..team.publish import missing_history
 
     if not read or from_now:
         return []
@@ -67,7 +67,7 @@ def _history_gaps(
         "readers: you hold no key for them. What was written under them stays unreadable "
         "to the new readers until its writers re-publish under the current epoch (at their "
         "next sync); an admin who holds those keys can approve or grant instead"
-        for project, epochs in admin.missing_history(team, projects).items()
+        for project, epochs in missing_history(team, projects).items()
     ]
 
 
@@ -96,11 +96,11 @@ def _status(item: dict[str, Any]) -> str:
 def requests(as_json: JsonOpt = False) -> None:
     """List the join requests waiting, with fingerprints; 'admin approve' approves these."""
     from ..clock import now_ms
-    from ..team import admin
+    from ..team import approval
 
     with open_team() as team:
         team.refresh(team.trusted(), now_ms())
-        items, shown = admin.show_requests(team, now_ms())
+        items, shown = approval.show_requests(team, now_ms())
         skipped = team.transport.take_warnings()
     if as_json:
         doc = {"kids": sorted(shown.requests), "at": shown.shown_at, "digest": shown.digest}
@@ -200,7 +200,7 @@ def approve(
     """Approve join requests: new roster + keyrings. Compare fingerprints first."""
     from ...protocol.errors import InputError
     from ..clock import now_ms
-    from ..team import admin
+    from ..team import approval
     from ..team.inbox import load_shown
 
     with open_team() as team:
@@ -212,18 +212,18 @@ def approve(
         team.refresh(team.trusted(), now_ms())
         shown = load_shown(team.home, team=team.config.team, now=now_ms())
         if not request:
-            plan = admin.plan_shown(team, shown, now_ms())
+            plan = approval.plan_shown(team, shown, now_ms())
             _confirm_shown(plan, yes=yes)
             request = [v.kid for v in plan.approve]
             left = [{"kid": v.kid, "name": v.name} for v in plan.left]
         else:  # by name or id: still one of those shown, and say which key it is
-            for view in admin.chosen_requests(team, request, now_ms()):
+            for view in approval.chosen_requests(team, request, now_ms()):
                 fingerprint = view.fingerprint or "-"
                 output.say(
                     f"approving {view.name or '?'} ({view.kid}) fingerprint {fingerprint}",
                     err=True,
                 )
-        done = admin.approve(
+        done = approval.approve(
             team, request, projects=project, read=read, write=write, now=now_ms(),
             rename=rename, expect=shown, from_now=from_now,
         )  # fmt: skip
@@ -254,11 +254,11 @@ def reject(
 ) -> None:
     """Remove join requests from the folder or hub without approving them."""
     from ..clock import now_ms
-    from ..team import admin
+    from ..team import approval
 
     with open_team() as team:
         team.refresh(team.trusted(), now_ms())
-        gone = admin.reject(team, request or [], all_refused=all_refused, now=now_ms())
+        gone = approval.reject(team, request or [], all_refused=all_refused, now=now_ms())
     items = [{"kid": v.kid, "name": v.name, "refused": (v.refused or (None,))[0]} for v in gone]
     if as_json:
         output.emit_json({"rejected": items})

@@ -201,7 +201,7 @@ def search_files(data_dir: Path, terms: Sequence[str]) -> dict[str, int]:
 def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
     from ..clock import now_ms
     from ..identity import member_kid
-    from ..team import admin as admin_ops
+    from ..team.approval import approve
 
     admin, alice, bob = (Actor(n, root / n) for n in ("admin", "alice", "bob"))
     _say(f"1. A hub runs on {hub_url}; its data directory is {hub_data}.")
@@ -218,7 +218,7 @@ def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
     _say("\n3. admin compares the fingerprints (out of band) and approves both:")
     with admin.team() as team:
         names = [alice.name, bob.name]
-        done = admin_ops.approve(team, names, projects=None, read=True, write=True, now=now_ms())
+        done = approve(team, names, projects=None, read=True, write=True, now=now_ms())
         version = team.roster().version
     for item in done:
         _say(f"   approved {item.name} ({item.kid[:8]}) fingerprint {item.fingerprint}")

@@ -32,7 +32,8 @@ from sealmem.client.sync import pull
 from sealmem.client.sync.engine import sync
 from sealmem.client.sync.session import Team
 from sealmem.client.sync.transport import Transport
-from sealmem.client.team.admin import approve, create_team, invite
+from sealmem.client.team.admin import create_team, invite
+from sealmem.client.team.approval import approve
 from sealmem.client.team.invite import read_invite
 from sealmem.client.team.join import join_team
 

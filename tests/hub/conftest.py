@@ -28,7 +28,8 @@ from sealmem.client.identity import load_member_key
 from sealmem.client.sync.engine import SyncSummary, sync
 from sealmem.client.sync.hub import HubTransport
 from sealmem.client.sync.session import Team, TeamConfig
-from sealmem.client.team.admin import approve, invite
+from sealmem.client.team.admin import invite
+from sealmem.client.team.approval import approve
 from sealmem.client.team.invite import make_join_request, read_invite
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.crypto.request import sign_request
