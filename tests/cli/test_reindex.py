@@ -20,6 +20,7 @@ def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_doctor_finds_a_drifted_index_and_reindex_mends_it(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with MemoryStore.open(home / "store.db") as store:

@@ -128,6 +128,7 @@ def _indexed_terms(conn: sqlite3.Connection, rowid: int) -> frozenset[str]:
     return frozenset(term for (term,) in rows)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(memories=st.lists(_texts(), min_size=1, max_size=5))
 @example(memories=[["Å", "Å"], ["eed", "eed"]])  # the stemmer's "eed" was not FTS5's "e"
@@ -206,6 +207,7 @@ def _terms_by_row(conn: sqlite3.Connection) -> dict[int, frozenset[str]]:
     return {rowid: frozenset(terms) for rowid, terms in found.items()}
 
 
+@pytest.mark.slow
 def test_a_store_of_version_12_gets_the_index_terms_of_its_non_ascii_memories(
     tmp_path: Path, open_store: OpenStore
 ) -> None:
@@ -260,6 +262,7 @@ def test_a_store_of_version_12_gets_the_index_terms_of_its_non_ascii_memories(
 _UNCLEAN = ['order "x', "order \\u0041", "order\\", "order\tqueue", "order\x00"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", _UNCLEAN)
 @pytest.mark.parametrize("write", ["insert", "update", "delete"])
 def test_a_stems_value_that_is_not_a_word_list_forgets_the_counts_instead_of_failing(

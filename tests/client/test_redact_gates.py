@@ -77,6 +77,7 @@ WORDY = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from(WORDY), min_size=0, max_size=20))
 def test_word_lookup_finds_the_cues_one_scan_finds(parts: list[str]) -> None:

@@ -38,6 +38,7 @@ from tests.sync.conftest import make_world
 AUTHOR = "me"
 
 
+@pytest.mark.slow
 def test_a_damaged_wal_refuses_every_write_and_keeps_reads(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     write_unchecked(path, AUTHOR, 40)
@@ -65,6 +66,7 @@ store.close()
 """
 
 
+@pytest.mark.slow
 def test_overlapping_writers_raise_no_false_alarm(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     MemoryStore.open(path, author=AUTHOR).close()
@@ -266,6 +268,7 @@ def test_a_writer_takes_writes_again_after_a_salvage_that_gave_up(tmp_path: Path
         assert len(server.recent(limit=10, all_projects=True)) == 2
 
 
+@pytest.mark.slow
 def test_a_writer_s_sidecar_update_never_lifts_a_salvage_hold(tmp_path: Path) -> None:
     """Another process writes without pause while 'sealmem recover' holds the store:
     its sidecar update after each commit (read, fsync, replace: milliseconds) must not

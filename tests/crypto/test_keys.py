@@ -143,6 +143,7 @@ def test_sealed_key_file_round_trip(tmp_path: Path, alice: MemberKey) -> None:
     assert MemberKey.load(path, passphrase="correct horse") == alice
 
 
+@pytest.mark.slow
 def test_default_kdf_is_moderate(tmp_path: Path, alice: MemberKey) -> None:
     path = tmp_path / "member.key"
     alice.save(path, passphrase="pw")

@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from sealmem.client.hosts import capture, follow
 from sealmem.client.hosts.transcripts import find_transcripts, read_turns
 from sealmem.client.store.api import MemoryStore
@@ -122,6 +124,7 @@ def test_follower_reads_only_new_turns(env: Env, store: MemoryStore) -> None:
     assert find_transcripts(root) == [old]
 
 
+@pytest.mark.slow
 def test_watch_captures_a_new_transcript(env: Env, store: MemoryStore) -> None:
     root = env.home / ".claude" / "projects"
     root.mkdir(parents=True)

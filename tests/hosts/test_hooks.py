@@ -74,6 +74,7 @@ def test_session_start_prints_the_context_warnings_first(
     ]
 
 
+@pytest.mark.slow
 def test_hooks_are_silent_and_quick_while_the_store_is_locked(
     script: Script, cli: Script, env: Env, store: MemoryStore
 ) -> None:
@@ -126,6 +127,7 @@ def test_prompt_hook_prints_only_memories_that_match(
     assert (miss.code, miss.out) == (0, "")
 
 
+@pytest.mark.slow
 def test_stop_hook_captures_lessons_once(script: Script, env: Env, store: MemoryStore) -> None:
     transcript = env.project / "session.jsonl"
     shutil.copyfile(FIXTURES / "transcript.jsonl", transcript)
@@ -165,6 +167,7 @@ def test_stop_hook_captures_lessons_once(script: Script, env: Env, store: Memory
     assert all(token not in line for line in _log(env))
 
 
+@pytest.mark.slow
 def test_a_host_that_never_closes_stdin_cannot_hang_the_hook(env: Env) -> None:
     env.environ["SEALMEM_HOOK_BUDGET_S"] = "2"  # the default time bound, under test
     started = time.monotonic()

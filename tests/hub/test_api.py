@@ -94,6 +94,7 @@ def team(tmp_path: Path, inproc: InProcess) -> HubWorld:
     return w
 
 
+@pytest.mark.slow
 def test_the_hub_verifies_what_it_stores(
     team: HubWorld, inproc: InProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -209,6 +210,7 @@ def test_join_inbox(team: HubWorld, inproc: InProcess) -> None:
     assert carol.kid not in admin.requests()
 
 
+@pytest.mark.slow
 def test_unknown_routes_and_the_access_log(
     team: HubWorld, inproc: InProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -259,6 +261,7 @@ def test_a_join_request_with_a_huge_integer_is_refused_by_name(inproc: InProcess
     assert inproc.dump() == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grace", ["Infinity", "-Infinity", "NaN", '"soon"'])
 def test_collect_refuses_a_grace_that_is_not_a_number(
     team: HubWorld, inproc: InProcess, grace: str

@@ -86,6 +86,7 @@ async def test_wrong_key(matrix: tuple[InProcess, HubWorld, HubWorld]) -> None:
     )
 
 
+@pytest.mark.slow
 async def test_body_altered_in_transit(matrix: tuple[InProcess, HubWorld, HubWorld]) -> None:
     hub, acme, _ = matrix
     alice = acme.nodes["alice"].key

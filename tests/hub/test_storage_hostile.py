@@ -26,6 +26,7 @@ from .conftest import PROJECT, TEAM, hub_config, now_ms, signed
 from .restartable import Hub, make_hub_fixture  # noqa: F401 - the make_hub fixture
 
 
+@pytest.mark.slow
 def test_a_member_filling_the_quota_cannot_stop_its_revocation(
     tmp_path: Path, make_hub: type[Hub]
 ) -> None:
@@ -139,6 +140,7 @@ def test_a_revoked_writers_unpinned_chunks_are_dropped(tmp_path: Path, make_hub:
     world.close()
 
 
+@pytest.mark.slow
 def test_queried_team_ids_leave_nothing_behind(tmp_path: Path, make_hub: type[Hub]) -> None:
     hub = make_hub(hub_config(tmp_path / "hub"))
     key = MemberKey.generate()
@@ -150,6 +152,7 @@ def test_queried_team_ids_leave_nothing_behind(tmp_path: Path, make_hub: type[Hu
     assert len(teams) == 0
 
 
+@pytest.mark.slow
 def test_a_feed_holds_nothing_for_a_team_nobody_waits_on() -> None:
     feed = LocalFeed()
     for i in range(100):

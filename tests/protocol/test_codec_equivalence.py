@@ -118,6 +118,7 @@ def _spellings(value: Any) -> list[bytes]:
 ONE_CODEC = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # constant
 
 
+@pytest.mark.slow
 @ONE_CODEC
 @given(json_values)
 @example({"a": 2**63})
@@ -130,6 +131,7 @@ def test_decode_matches_the_strict_decoder_on_every_spelling(codec: str, value: 
         assert _outcome(canonical.decode, data) == _outcome(canonical._decode_strict, data)
 
 
+@pytest.mark.slow
 @ONE_CODEC
 @given(json_values, st.integers(min_value=0), st.binary(min_size=0, max_size=3))
 def test_decode_matches_the_strict_decoder_on_damaged_bytes(

@@ -56,6 +56,7 @@ def _stored(store: MemoryStore) -> tuple[dict[str, Any], dict[str, float], list[
     return winners, floors, history
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(version_lists, min_size=1, max_size=3))
 def test_the_store_merges_exactly_like_merge_many(batches: list[list[Record]]) -> None:

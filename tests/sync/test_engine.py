@@ -39,6 +39,7 @@ def test_alice_remembers_and_bob_recalls_with_provenance(world: World) -> None:
     assert (again.pulled_new, again.pulled_updated, again.refused) == (0, 0, [])
 
 
+@pytest.mark.slow
 def test_concurrent_edits_converge_whatever_the_order(world: World) -> None:
     alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
     mem = alice.remember("use ruff for linting", keywords=["lint"])
@@ -61,6 +62,7 @@ def test_concurrent_edits_converge_whatever_the_order(world: World) -> None:
     assert len(alice.store.history(mem.id)) >= 1
 
 
+@pytest.mark.slow
 def test_a_pulled_copy_never_lowers_local_importance(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     mem = alice.remember("the API rate limit is 100 requests per minute", importance=0.9)
@@ -84,6 +86,7 @@ def test_a_pulled_copy_never_lowers_local_importance(world: World) -> None:
     assert row[1] == pytest.approx(0.9)  # ... but bob's local importance stays
 
 
+@pytest.mark.slow
 def test_forget_propagates_as_a_tombstone(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     mem = alice.remember("the old build server is build01")
@@ -134,6 +137,7 @@ def test_redaction_runs_again_before_push(world: World) -> None:
     assert secret not in alice.store.get(mem.id).content
 
 
+@pytest.mark.slow
 def test_one_member_with_its_clock_a_day_off_still_converges(tmp_path: Path) -> None:
     w = make_world(tmp_path, "alice", "bob", "carol", offsets={"carol": -DAY_MS})
     try:

@@ -160,6 +160,7 @@ def test_a_read_grant_wraps_the_history_of_that_project(world: World) -> None:
     assert old in erin.memories()
 
 
+@pytest.mark.slow
 def test_an_issued_member_is_wrapped_the_history_unless_from_now(world: World) -> None:
     adm = world.nodes["admin"]
     _alice_writes_then_admin_rotates(world)
@@ -172,6 +173,7 @@ def test_an_issued_member_is_wrapped_the_history_unless_from_now(world: World) -
     assert later.kid in _keyring_file(world, 2).wraps
 
 
+@pytest.mark.slow
 def test_a_newcomer_that_first_sees_the_old_history_keyring_picks_up_the_update_later(
     world: World,
 ) -> None:
@@ -194,6 +196,7 @@ def test_a_newcomer_that_first_sees_the_old_history_keyring_picks_up_the_update_
     assert old in dave.memories()
 
 
+@pytest.mark.slow
 def test_an_epoch_the_admin_cannot_unwrap_is_skipped_and_named(world: World) -> None:
     adm = world.nodes["admin"]
     admin.grant(adm.t, "admin", "shared", read=False, write=False, now=adm.clock())  # epoch 2
@@ -228,6 +231,7 @@ def _request(world: World, name: str) -> Node:
     return node
 
 
+@pytest.mark.slow
 def test_cli_approve_from_now_and_the_warning_for_epochs_it_cannot_wrap(
     world: World, as_admin: Callable[..., Run]
 ) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from sealmem.client import MemoryStore
 from sealmem.client.store.connection import transaction
 from sealmem.client.sync import engine, replica
@@ -61,6 +63,7 @@ def published(node: Node) -> tuple[dict[int, str], int, int]:
     return dict(chain.digests), manifest.manifest.buckets, manifest.manifest.records
 
 
+@pytest.mark.slow
 def test_one_change_reads_only_its_bucket(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     for i in range(150):
@@ -77,6 +80,7 @@ def test_one_change_reads_only_its_bucket(world: World) -> None:
     assert any(m.content.startswith("one more note") for m in bob.memories().values())
 
 
+@pytest.mark.slow
 def test_every_kind_of_write_ends_in_the_full_snapshot(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     rnd = random.Random(7)

@@ -124,6 +124,7 @@ CASES: list[tuple[str, Callable[[World, Node, Path], None], str, bool]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("attack", "reason", "after_bob_pulled"),
     [pytest.param(a, r, p, id=name) for name, a, r, p in CASES],

@@ -122,6 +122,7 @@ def guarded(seeded: Seeded) -> Iterator[Viewer]:
         yield served
 
 
+@pytest.mark.slow
 def test_a_form_whose_body_never_comes_is_answered_408(
     viewer: Viewer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -163,6 +164,7 @@ def _handshake(viewer: Viewer, path: str = "/", **headers: str) -> bytes:
         return _exchange(sock, ("\r\n".join(lines) + "\r\n\r\n").encode())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "headers",
     [
@@ -195,6 +197,7 @@ def test_the_viewer_serves_no_websocket_even_signed_in(viewer: Viewer) -> None:
     assert not viewer.errors, [r.getMessage() for r in viewer.errors]
 
 
+@pytest.mark.slow
 def test_a_form_cut_off_by_a_disconnect_is_not_acted_on(viewer: Viewer, seeded: Seeded) -> None:
     """A client that goes away mid-body (a closed tab, a killed curl) sent only part of
     its form: before, the guard handed the part to the app, which stored a truncated
