@@ -89,6 +89,7 @@ def test_an_older_copy_put_back_is_caught(cli: Callable[..., Run], home: Path) -
     assert "2 memories missing" in one_line(cli("remember", "fourth"))
 
 
+@pytest.mark.slow
 def test_a_sound_store_passes(cli: Callable[..., Run], home: Path) -> None:
     for i in range(5):
         assert cli("remember", f"lesson {i}").code == 0

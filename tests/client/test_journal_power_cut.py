@@ -112,6 +112,7 @@ with MemoryStore.open(sys.argv[1], author="me") as store:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 def test_the_wal_is_synced_before_the_sidecar_counts_the_commit(tmp_path: Path) -> None:
     """In a real process, traced: after the commit's last write to the WAL, an fsync

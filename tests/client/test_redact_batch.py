@@ -86,6 +86,7 @@ def test_a_letter_that_lower_cases_to_two_keeps_each_text_in_its_place() -> None
     assert many[1].text == "DB_PASSWORD=[REDACTED:password]"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(TEXTS)
 def test_the_word_lookup_redacts_as_the_whole_text_scan(text: str) -> None:

@@ -43,6 +43,7 @@ def test_gates_change_nothing_on_the_corpus(monkeypatch: pytest.MonkeyPatch) -> 
         assert redact(line.text).text == ungated(line.text, monkeypatch), line.text
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=14))
 def test_gates_change_nothing_on_look_alikes(parts: list[str]) -> None:

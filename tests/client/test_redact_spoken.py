@@ -95,6 +95,7 @@ def test_the_rule_is_gated() -> None:
     assert rule.gate is not None
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=12))
 def test_the_gate_changes_no_finding(parts: list[str]) -> None:

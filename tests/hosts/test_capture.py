@@ -69,6 +69,7 @@ def test_propose_keeps_lessons_and_drops_narration() -> None:
     assert dups == len(proposed)
 
 
+@pytest.mark.slow
 def test_scan_proposes_then_stores_once(cli: CLI, env: Env, store: MemoryStore) -> None:
     path = _transcript(env)
     store.remember(

@@ -97,6 +97,7 @@ toml_prefixes = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(toml_prefixes, st.text(st.characters(codec="utf-8", exclude_categories=["Cs"])))
 def test_toml_entry_round_trip(prefix: str, value: str) -> None:

@@ -204,6 +204,7 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "SEALMEM_HOME": str(home), **extra}
 
 
+@pytest.mark.slow
 def test_session_start_prints_utf8_to_a_pipe_in_a_legacy_encoding(unicode_home: Path) -> None:
     for encoding in ("cp1252", "ascii"):
         done = subprocess.run(
@@ -219,6 +220,7 @@ def test_session_start_prints_utf8_to_a_pipe_in_a_legacy_encoding(unicode_home: 
         assert TEXT in done.stdout.decode("utf-8")
 
 
+@pytest.mark.slow
 def test_a_host_that_closed_the_pipe_does_not_fail_the_hook(unicode_home: Path) -> None:
     proc = subprocess.Popen(
         [str(SEALMEM), "hook", "session-start"],

@@ -266,6 +266,7 @@ def test_relocated_host_dirs_are_respected(
     assert not (env.home / ".claude.json").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("host", "rel", "fixture", "other"), HOSTS, ids=[h[0] for h in HOSTS])
 def test_install_into_an_absent_host_is_refused_without_create(
     cli: CLI, env: Env, host: str, rel: str, fixture: str, other: str

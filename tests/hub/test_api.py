@@ -131,6 +131,7 @@ def test_the_hub_verifies_what_it_stores(
     assert (info.value.status, info.value.code) == (422, "not-canonical")
 
 
+@pytest.mark.slow
 def test_keyrings_wait_for_their_roster_and_rosters_cannot_roll_back(team: HubWorld) -> None:
     admin = team.nodes["admin"]
     t = admin.t.transport
@@ -147,6 +148,7 @@ def test_keyrings_wait_for_their_roster_and_rosters_cannot_roll_back(team: HubWo
     assert info.value.code == "rollback"
 
 
+@pytest.mark.slow
 def test_limits_answer_with_clear_errors(tmp_path: Path) -> None:
     config = hub_config(tmp_path / "d", max_body_bytes=4096, member_rate=0.001, member_burst=40,
                         team_quota_bytes=60_000)  # fmt: skip

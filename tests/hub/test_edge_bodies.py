@@ -98,6 +98,7 @@ def _chunk_path(kid: str) -> str:
 TWELVE_MIB = 12 * 1024 * 1024
 
 
+@pytest.mark.slow
 def test_an_unknown_key_is_refused_before_its_body_is_sent(
     edge: tuple[BackgroundHub, HubWorld],
 ) -> None:

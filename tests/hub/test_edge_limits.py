@@ -148,6 +148,7 @@ def test_one_address_stalls_at_most_a_quarter_of_the_join_readers(
             sock.close()
 
 
+@pytest.mark.slow
 def test_metrics_are_off_unless_the_operator_sets_a_token(tmp_path: Path) -> None:
     config = HubConfig(data_dir=tmp_path / "hub-data", port=free_port(), operator_token=TOKEN)
     with BackgroundHub(config) as hub:

@@ -72,6 +72,7 @@ plain_values = st.recursive(
 )  # fmt: skip
 
 
+@pytest.mark.slow
 @given(plain_values)
 def test_encode_is_byte_identical_to_the_reference(value: Any) -> None:
     assert canonical.encode(value) == reference(value)

@@ -188,6 +188,7 @@ def test_the_clock_passes_every_merged_version(vs: list[Record], start: int) -> 
         assert result.clock > v.hlc
 
 
+@pytest.mark.slow
 @given(
     st.lists(versions(), max_size=12),
     st.integers(0, 10),
@@ -215,6 +216,7 @@ def test_default_grace_is_180_days() -> None:
         collect_tombstones({}, NOW, -1)
 
 
+@pytest.mark.slow
 @given(version_lists)
 def test_publishable_is_my_team_winners_only(vs: list[Record]) -> None:
     winners = apply({}, vs)

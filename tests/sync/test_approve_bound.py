@@ -82,6 +82,7 @@ def test_a_request_posted_after_admin_requests_is_not_approved(cli: Cli, invite:
     assert cli("alice", "team", "status", "--json").json()["my_access"]["webapp"]["key"]
 
 
+@pytest.mark.slow
 def test_approve_with_no_argument_needs_a_recent_listing_and_a_confirmation(
     cli: Cli, invite: str, tmp_path: Path
 ) -> None:

@@ -18,6 +18,7 @@ from sealmem.protocol.errors import StoreError
 from tests.sync.conftest import DAY_MS, PROJECT, World, make_world
 
 
+@pytest.mark.slow
 def test_alice_remembers_and_bob_recalls_with_provenance(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     mem = alice.remember("the staging database is reset every night at 02:00", kind="warning")
@@ -102,6 +103,7 @@ def test_forget_propagates_as_a_tombstone(world: World) -> None:
     assert alice.store.recall("build server", project=PROJECT) == []
 
 
+@pytest.mark.slow
 def test_private_memories_and_plaintext_never_reach_the_folder(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     canary = "CANARY-7f3a9c-private-note"
@@ -116,6 +118,7 @@ def test_private_memories_and_plaintext_never_reach_the_folder(world: World) -> 
     assert any("team-visible-marker" in m.content for m in bob.memories().values())
 
 
+@pytest.mark.slow
 def test_redaction_runs_again_before_push(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     mem = alice.remember("deploy notes")
@@ -159,6 +162,7 @@ def test_one_member_with_its_clock_a_day_off_still_converges(tmp_path: Path) -> 
         w.close()
 
 
+@pytest.mark.slow
 def test_two_syncs_of_one_store_do_not_interleave(world: World) -> None:
     home = world.nodes["alice"].home
     with (
@@ -171,6 +175,7 @@ def test_two_syncs_of_one_store_do_not_interleave(world: World) -> None:
         pass
 
 
+@pytest.mark.slow
 def test_nothing_changed_means_nothing_pushed(world: World) -> None:
     alice = world.nodes["alice"]
     alice.remember("a note to publish once")

@@ -54,6 +54,7 @@ def test_a_teammate_that_merges_the_tombstone_keeps_no_text(world: World) -> Non
         assert traces(node.store.path) == [], node.name
 
 
+@pytest.mark.slow
 def test_a_late_version_that_loses_to_the_tombstone_is_not_kept(world: World) -> None:
     """carol edited the memory before bob forgot it, but publishes the edit after: bob
     merges a version that loses to his tombstone, and keeps no copy of its text."""

@@ -56,6 +56,7 @@ def _alice_writes_then_admin_rotates(world: World) -> str:
     return mem.id
 
 
+@pytest.mark.slow
 def test_a_member_approved_after_a_rotation_reads_the_older_epoch(world: World) -> None:
     adm, bob = world.nodes["admin"], world.nodes["bob"]
     old = _alice_writes_then_admin_rotates(world)
@@ -119,6 +120,7 @@ def test_from_now_wraps_only_the_current_epoch(world: World) -> None:
     assert later.id in dave.memories()
 
 
+@pytest.mark.slow
 def test_a_revoked_members_pinned_manifest_is_read_by_a_later_newcomer(world: World) -> None:
     adm, alice, carol = world.nodes["admin"], world.nodes["alice"], world.nodes["carol"]
     by_alice = alice.remember("release notes live in docs/releases")

@@ -132,6 +132,7 @@ def test_nothing_changed_leaves_the_log_empty_and_pushes_nothing(world: World) -
     assert nulls[0] == 0
 
 
+@pytest.mark.slow
 def test_a_store_migrated_to_the_log_rebuilds_every_bucket_once(world: World) -> None:
     alice = world.nodes["alice"]
     for i in range(40):

@@ -114,6 +114,7 @@ def test_a_single_use_invite_admits_its_one_member_and_an_open_one_several(
         assert "Tuesdays" in str(hits)
 
 
+@pytest.mark.slow
 def test_an_expired_a_1970_or_an_old_invite_is_refused_at_join(
     cli: Cli, team_id: str, tmp_path: Path
 ) -> None:

@@ -91,6 +91,7 @@ def test_cli_remember_solo_says_nothing(
     assert doc["stays_local"] is None
 
 
+@pytest.mark.slow
 def test_sync_warns_once_per_project_with_the_count(
     world: World,
     read_only_bob: Node,
@@ -123,6 +124,7 @@ def test_sync_warns_once_per_project_with_the_count(
     assert "shared" not in by_project
 
 
+@pytest.mark.slow
 def test_team_status_shows_the_count_the_reason_and_the_fix(
     world: World,
     read_only_bob: Node,

@@ -118,6 +118,7 @@ def test_a_selector_that_is_a_name_and_an_id_prefix_is_ambiguous() -> None:
     assert find_member(roster, "ALICE").kid == world.alice.kid  # names by skeleton
 
 
+@pytest.mark.slow
 def test_a_refused_lookalike_request_blocks_nobody(cli: Cli, invite: str, tmp_path: Path) -> None:
     alice = _join(cli, invite, "alice")
     team = cli("admin", "team", "status", "--json").json()["team"]

@@ -60,6 +60,7 @@ def _clock(node: Node) -> tuple[int, int]:
     return int(wall), int(counter)
 
 
+@pytest.mark.slow
 def test_sync_recovers_a_poisoned_store(world: World) -> None:
     alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
     mem = alice.remember("the API keys rotate every 90 days")
@@ -187,6 +188,7 @@ def test_a_poisoned_push_is_published_again(world: World) -> None:
     assert _sane(alice.memories()[poisoned.id].record.hlc.wall)
 
 
+@pytest.mark.slow
 def test_an_import_from_the_far_future_does_not_cut_a_member_off(world: World) -> None:
     alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
     tip = carol.remember("handy tip from carol's export")

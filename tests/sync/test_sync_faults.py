@@ -100,6 +100,7 @@ def test_sync_on_a_full_disk_says_so_in_one_line_and_loses_nothing(
             world.close()
 
 
+@pytest.mark.slow
 def test_sync_translates_sqlite_full_into_a_store_error(world: World) -> None:
     """The same ``SQLITE_FULL`` without a mount: the store may not grow past its size."""
     admin, alice = world.nodes["admin"], world.nodes["alice"]

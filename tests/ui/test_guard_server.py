@@ -187,10 +187,12 @@ def test_websocket_handshakes_pass_the_same_checks(
     assert _handshake(viewer, **headers).startswith(b"HTTP/1.1 403 ")
 
 
+@pytest.mark.slow
 def test_a_handshake_of_this_viewer_signed_in_reaches_the_app(guarded: Viewer) -> None:
     assert _handshake(guarded).startswith(b"HTTP/1.1 101 ")
 
 
+@pytest.mark.slow
 def test_the_viewer_serves_no_websocket_even_signed_in(viewer: Viewer) -> None:
     for path in ("/", "/static/app.css", "/m/x"):
         assert _handshake(viewer, path).startswith(b"HTTP/1.1 403 "), path
