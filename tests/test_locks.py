@@ -29,6 +29,7 @@ with sync_lock(Path(sys.argv[1])):
 """
 
 
+@pytest.mark.slow
 def test_a_sync_lock_held_by_another_process_is_refused_by_name(tmp_path: Path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", _HOLD, str(tmp_path)],

@@ -75,6 +75,7 @@ async def test_unsigned(matrix: tuple[InProcess, HubWorld, HubWorld]) -> None:
     assert (status, code) == (401, "bad-auth-header")
 
 
+@pytest.mark.slow
 async def test_wrong_key(matrix: tuple[InProcess, HubWorld, HubWorld]) -> None:
     hub, acme, _ = matrix
     alice = acme.nodes["alice"].key
@@ -86,6 +87,7 @@ async def test_wrong_key(matrix: tuple[InProcess, HubWorld, HubWorld]) -> None:
     )
 
 
+@pytest.mark.slow
 async def test_body_altered_in_transit(matrix: tuple[InProcess, HubWorld, HubWorld]) -> None:
     hub, acme, _ = matrix
     alice = acme.nodes["alice"].key

@@ -102,6 +102,7 @@ def test_a_delta_whose_base_the_hub_lacks_is_refused_by_name(
     assert _push(store, teams, second, delta)
 
 
+@pytest.mark.slow
 def test_members_sync_through_the_hub_with_deltas(world: HubWorld) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     for i in range(300):
@@ -160,6 +161,7 @@ def _restored(world: HubWorld, node: Node, name: str) -> Node:
     return restored
 
 
+@pytest.mark.slow
 def test_a_store_restored_from_before_the_hub_dropped_its_base_syncs_again(
     world: HubWorld,
 ) -> None:

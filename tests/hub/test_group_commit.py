@@ -95,6 +95,7 @@ def _patient_groups(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_group, "MAX_AGE_S", 30.0)
 
 
+@pytest.mark.slow
 def test_chunk_rows_arriving_together_share_one_commit(tmp_path: Path) -> None:
     store = SQLiteStorage(tmp_path / "hub")
     db = tmp_path / "hub" / "hub.db"
@@ -166,6 +167,7 @@ def _insert(
     return write
 
 
+@pytest.mark.slow
 def test_a_failing_write_leaves_the_others_of_its_group(tmp_path: Path) -> None:
     db = _db(tmp_path)
 
@@ -188,6 +190,7 @@ def test_a_failing_write_leaves_the_others_of_its_group(tmp_path: Path) -> None:
     assert commits <= 2
 
 
+@pytest.mark.slow
 def test_a_transaction_ended_under_one_write_fails_its_whole_group(tmp_path: Path) -> None:
     """SQLite rolls the whole transaction back on some errors (a full disk, an I/O
     error): every write of that group is told, none is stored; the next one works."""
@@ -217,6 +220,7 @@ def test_a_transaction_ended_under_one_write_fails_its_whole_group(tmp_path: Pat
     assert 4 in rows
 
 
+@pytest.mark.slow
 def test_a_solo_write_commits_the_group_before_it_and_then_alone(tmp_path: Path) -> None:
     db = _db(tmp_path)
     seen: list[set[int]] = []
@@ -321,6 +325,7 @@ def test_every_acknowledged_put_survives_a_kill_or_a_stop(
         proc.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("bound", "value", "least"),
     [("MAX_AGE_S", 0.05, 2), ("MAX_WRITES", 2, 4)],

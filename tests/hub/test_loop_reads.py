@@ -25,6 +25,8 @@ from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import IN_PROCESS_URL, PROJECT, TEAM, TOKEN, HubWorld, hub_config, signed
 
+pytestmark = pytest.mark.slow
+
 Hops = Callable[[Callable[[TestClient, HubWorld], object]], int]
 #: the hops of the last count: worker calls by function name, "committer" for a batch
 seen_hops: list[str] = []

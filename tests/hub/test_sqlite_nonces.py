@@ -157,6 +157,7 @@ def test_a_nonce_file_from_a_newer_hub_is_refused(tmp_path: Path) -> None:
     SQLiteStorage(data).close()  # and hub.lock was released on the way out
 
 
+@pytest.mark.slow
 def test_the_nonce_wal_is_checkpointed_off_the_requests_path(tmp_path: Path) -> None:
     data = tmp_path / "hub"
     store = SQLiteStorage(data)

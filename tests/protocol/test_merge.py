@@ -47,6 +47,7 @@ def oracle(all_versions: list[Record]) -> dict[str, Record]:
     return best
 
 
+@pytest.mark.slow
 @given(version_lists, st.randoms(use_true_random=False))
 def test_any_order_gives_the_greatest_version_per_id(vs: list[Record], rnd: object) -> None:
     shuffled = list(vs)
@@ -54,6 +55,7 @@ def test_any_order_gives_the_greatest_version_per_id(vs: list[Record], rnd: obje
     assert wire(apply({}, vs)) == wire(apply({}, shuffled)) == wire(oracle(vs))
 
 
+@pytest.mark.slow
 @given(version_lists, st.lists(st.integers(0, 24), max_size=4))
 def test_any_grouping_converges(vs: list[Record], cuts: list[int]) -> None:
     bounds = [0, *sorted(c % (len(vs) + 1) for c in cuts), len(vs)]
@@ -70,6 +72,7 @@ def test_any_grouping_converges(vs: list[Record], cuts: list[int]) -> None:
     assert wire(sequential) == wire(folded) == wire(apply({}, vs))
 
 
+@pytest.mark.slow
 @given(version_lists, version_lists)
 def test_merging_twice_changes_nothing(base: list[Record], vs: list[Record]) -> None:
     state = apply({}, base)
@@ -80,6 +83,7 @@ def test_merging_twice_changes_nothing(base: list[Record], vs: list[Record]) -> 
     assert twice.floors == once.floors
 
 
+@pytest.mark.slow
 @given(versions(), versions(), versions())
 def test_join_is_commutative_associative_idempotent(a: Record, b: Record, c: Record) -> None:
     def join(x: Record, y: Record) -> Record:
@@ -96,6 +100,7 @@ def test_join_is_commutative_associative_idempotent(a: Record, b: Record, c: Rec
     assert join(a, a) == a
 
 
+@pytest.mark.slow
 @given(version_lists, version_lists, st.dictionaries(st.sampled_from(IDS), st.integers(0, 1000)))
 def test_a_pull_never_lowers_local_effective_importance(
     local: list[Record], pulled: list[Record], raw_floors: dict[str, int]
@@ -173,6 +178,7 @@ def test_merge_refuses_versions_of_different_ids() -> None:
         merge(_record(IDS[0], "alice", Hlc(1, 0)), _record(IDS[1], "alice", Hlc(2, 0)))
 
 
+@pytest.mark.slow
 @given(version_lists, st.integers(0, 10**6))
 def test_the_clock_passes_every_merged_version(vs: list[Record], start: int) -> None:
     before = Hlc(start, 0)
@@ -182,6 +188,7 @@ def test_the_clock_passes_every_merged_version(vs: list[Record], start: int) -> 
         assert result.clock > v.hlc
 
 
+@pytest.mark.slow
 @given(
     st.lists(versions(), max_size=12),
     st.integers(0, 10),
@@ -209,6 +216,7 @@ def test_default_grace_is_180_days() -> None:
         collect_tombstones({}, NOW, -1)
 
 
+@pytest.mark.slow
 @given(version_lists)
 def test_publishable_is_my_team_winners_only(vs: list[Record]) -> None:
     winners = apply({}, vs)

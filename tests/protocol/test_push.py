@@ -217,6 +217,7 @@ def test_needs_transport_read(own_seq: int, listed: int | None, expected: bool) 
 settings.register_profile("sealmem-push", max_examples=200, deadline=None)
 
 
+@pytest.mark.slow
 @settings(settings.get_profile("sealmem-push"))
 @given(
     own_seq=st.none() | st.integers(1, 20),
