@@ -18,12 +18,6 @@ import psycopg
 import pytest
 
 from sealmem.crypto import SUITE, ContentKey, MemberKey
-from sealmem.hub.backends import open_storage
-from sealmem.hub.blobstore import BlobKey
-from sealmem.hub.pg_feed import PgFeed
-from sealmem.hub.pg_schema import MIGRATIONS, upgrade
-from sealmem.hub.pg_storage import BUCKET_IDLE_MS, PgStorage, redact
-from sealmem.hub.s3_blobs import S3Blobs
 from sealmem.hub.server import free_port
 from sealmem.hub.storage import (
     Conflict,
@@ -35,6 +29,12 @@ from sealmem.hub.storage import (
     StorageError,
     StoredHead,
 )
+from sealmem.hub.storage.backends import open_storage
+from sealmem.hub.storage.blobs import BlobKey
+from sealmem.hub.storage.pg_feed import PgFeed
+from sealmem.hub.storage.pg_schema import MIGRATIONS, upgrade
+from sealmem.hub.storage.postgres import BUCKET_IDLE_MS, PgStorage, redact
+from sealmem.hub.storage.s3 import S3Blobs
 from sealmem.protocol.admin import genesis
 from sealmem.protocol.keyring import build_keyring
 from sealmem.protocol.roster import Member, Roster

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.hub.backends import open_storage
 from sealmem.hub.storage import Quota, Storage
+from sealmem.hub.storage.backends import open_storage
 
 
 @dataclass

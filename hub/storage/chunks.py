@@ -22,8 +22,8 @@ import abc
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
-from .blobstore import BlobEntry, BlobKey, BlobStore
-from .stored import Quota, QuotaExceeded, ScrubReport
+from .blobs import BlobEntry, BlobKey, BlobStore
+from .values import Quota, QuotaExceeded, ScrubReport
 
 __all__ = ["ANY_AGE_MS", "ChunkRules"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .storage import StorageError
+from . import StorageError
 
 __all__ = ["MIGRATIONS", "NOTIFY_CHANNEL", "SCHEMA_LOCK", "upgrade"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 
-from .storage import (
+from . import (
     TEAM_OWNER,
     Conflict,
     KeyringBlob,

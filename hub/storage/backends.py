@@ -24,10 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from ..protocol.errors import InputError
-from .blobs import BlobDir
-from .blobstore import BlobStore
-from .storage import Quota, Storage
+from ...protocol.errors import InputError
+from . import Quota, Storage
+from .blobdir import BlobDir
+from .blobs import BlobStore
 
 __all__ = [
     "BLOBS",
@@ -80,7 +80,7 @@ def sqlite_location(url: str) -> tuple[Path, str]:
 
 
 def _sqlite(url: str, blobs: BlobStore, quota: Quota) -> Storage:
-    from .sqlite_storage import SQLiteStorage
+    from .sqlite import SQLiteStorage
 
     data_dir, name = sqlite_location(url)
     return SQLiteStorage(data_dir, blobs, quota=quota, db_name=name)
@@ -91,13 +91,13 @@ def _file(url: str) -> BlobStore:
 
 
 def _postgresql(url: str, blobs: BlobStore, quota: Quota) -> Storage:
-    from .pg_storage import PgStorage  # needs the hub-scale extra: imported when asked for
+    from .postgres import PgStorage  # needs the hub-scale extra: imported when asked for
 
     return PgStorage(url, blobs, quota)
 
 
 def _s3(url: str) -> BlobStore:
-    from .s3_blobs import S3Blobs
+    from .s3 import S3Blobs
 
     blobs = S3Blobs(url)
     blobs.check()  # a missing bucket or bad credentials fail at start, by name

@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..protocol.encoding import HEX_HASH_RE, KID_RE
+from ...protocol.encoding import HEX_HASH_RE, KID_RE
 
 __all__ = ["BlobEntry", "BlobKey", "BlobStore"]
 

@@ -57,12 +57,13 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
-from .blobstore import BlobKey, BlobStore
-from .chunk_rules import ANY_AGE_MS, ChunkRules
+from .blobs import BlobKey, BlobStore
+from .chunks import ANY_AGE_MS, ChunkRules
 from .feed import Feed, LocalFeed
-from .stored import (
+from .values import (
     TEAM_OWNER,
     Admission,
     Change,
@@ -80,7 +81,6 @@ from .stored import (
     delta_base,
     manifests_to_drop,
 )
-from .workers import Runner
 
 __all__ = [
     "ANY_AGE_MS",
@@ -95,6 +95,7 @@ __all__ = [
     "PendingRequest",
     "Quota",
     "QuotaExceeded",
+    "Runner",
     "ScrubReport",
     "StaleSeq",
     "Storage",
@@ -104,6 +105,15 @@ __all__ = [
     "delta_base",
     "manifests_to_drop",
 ]
+
+
+class Runner(Protocol):
+    """What a committer thread needs of a backend that commits writes together: the
+    calls of one batch in, each one's (result, exception) out, in order."""
+
+    def __call__(
+        self, jobs: Sequence[Callable[[], Any]], /
+    ) -> list[tuple[Any, BaseException | None]]: ...
 
 
 class TeamWrite(abc.ABC):

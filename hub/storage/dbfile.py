@@ -25,8 +25,8 @@ from typing import Any
 
 import filelock
 
-from .sqlite_group import GroupCommit
-from .stored import StorageError
+from .group import GroupCommit
+from .values import StorageError
 
 __all__ = ["SQLiteDb"]
 

@@ -26,12 +26,7 @@ import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from .blobstore import BlobKey, BlobStore
-from .feed import Feed
-from .pg_db import Database, redact
-from .pg_feed import PgFeed
-from .pg_write import PgTeamWrite, charge, read_heads
-from .storage import (
+from . import (
     TEAM_OWNER,
     Admission,
     Change,
@@ -42,6 +37,11 @@ from .storage import (
     StoredHead,
     TeamWrite,
 )
+from .blobs import BlobKey, BlobStore
+from .feed import Feed
+from .pg_db import Database, redact
+from .pg_feed import PgFeed
+from .pg_write import PgTeamWrite, charge, read_heads
 
 __all__ = ["PgStorage", "redact"]
 

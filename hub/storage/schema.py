@@ -20,12 +20,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from ..protocol.envelope import unpack
-from ..protocol.errors import Rejected
-from ..protocol.keyring import Keyring
-from ..protocol.manifest import Manifest
-from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
-from .stored import TEAM_OWNER, StorageError
+from ...protocol.envelope import unpack
+from ...protocol.errors import Rejected
+from ...protocol.keyring import Keyring
+from ...protocol.manifest import Manifest
+from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
+from .values import TEAM_OWNER, StorageError
 
 __all__ = ["SCHEMA_VERSION", "set_up"]
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from . import StorageError
 from .pg_schema import upgrade
 from .pg_write import lock_team
-from .storage import StorageError
 
 __all__ = ["Database", "brief", "redact"]
 

@@ -24,26 +24,26 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from .blobs import BlobDir
-from .blobstore import BlobKey, BlobStore
-from .buckets import TokenBuckets
-from .sqlite_db import SQLiteDb
-from .sqlite_nonces import NonceFile, nonce_file_name
-from .sqlite_schema import set_up
-from .sqlite_write import SQLiteTeamWrite, charge
-from .storage import (
+from . import (
     TEAM_OWNER,
     Admission,
     Change,
     KeyringBlob,
     PendingRequest,
     Quota,
+    Runner,
     Storage,
     StorageError,
     StoredHead,
     TeamWrite,
 )
-from .workers import Runner
+from .blobdir import BlobDir
+from .blobs import BlobKey, BlobStore
+from .buckets import TokenBuckets
+from .dbfile import SQLiteDb
+from .nonces import NonceFile, nonce_file_name
+from .schema import set_up
+from .writes import SQLiteTeamWrite, charge
 
 __all__ = ["DB_FILE", "LOCK_FILE", "SQLiteStorage"]
 

@@ -16,8 +16,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .pg_schema import NOTIFY_CHANNEL
-from .storage import (
+from . import (
     TEAM_OWNER,
     Conflict,
     KeyringBlob,
@@ -31,6 +30,7 @@ from .storage import (
     delta_base,
     manifests_to_drop,
 )
+from .pg_schema import NOTIFY_CHANNEL
 
 __all__ = ["PgTeamWrite", "charge", "lock_team", "read_heads", "record_change"]
 

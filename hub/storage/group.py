@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from .stored import StorageError
+from .values import StorageError
 
 __all__ = ["MAX_AGE_S", "MAX_WRITES", "GroupCommit", "Outcome"]
 

@@ -24,8 +24,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from .sqlite_db import SQLiteDb
-from .stored import StorageError
+from .dbfile import SQLiteDb
+from .values import StorageError
 
 __all__ = ["CHECKPOINT_EVERY", "NONCE_SCHEMA_VERSION", "NonceFile", "nonce_file_name"]
 

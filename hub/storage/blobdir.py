@@ -15,8 +15,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .blobstore import BlobEntry, BlobKey, BlobStore
-from .stored import StorageError
+from .blobs import BlobEntry, BlobKey, BlobStore
+from .values import StorageError
 
 __all__ = ["BlobDir"]
 
