@@ -1,6 +1,6 @@
 """Where the hub keeps a team's objects: the metadata seam over a blob store.
 
-A hub's storage is two parts, chosen by URL (:mod:`sealmem.hub.backends`):
+A hub's storage is two parts, chosen by URL (:mod:`.backends`):
 
 - **metadata** (this interface): small signed objects (rosters, keyrings,
   manifests, join requests) as rows, chunk rows (size, when stored, who uses
@@ -8,9 +8,10 @@ A hub's storage is two parts, chosen by URL (:mod:`sealmem.hub.backends`):
   the nonce cache, the rate-limit buckets, the team's generation (so every
   replica's cache of a team's trusted state can tell it is stale), and the
   wake-ups of long-polling readers (:meth:`Storage.feed`).
-  :class:`~sealmem.hub.sqlite_storage.SQLiteStorage` is the embedded one; a
-  PostgreSQL one implements the same methods.
-- **blobs** (:class:`~sealmem.hub.blobstore.BlobStore`): chunk ciphertexts.
+  Both backends, :class:`~sealmem.hub.storage.sqlite.SQLiteStorage` (the embedded
+  one) and :class:`~sealmem.hub.storage.postgres.PgStorage`, are one SQL layer
+  (:mod:`.sql`, :mod:`.writes`) over a dialect (:mod:`.dialect`).
+- **blobs** (:class:`~sealmem.hub.storage.blobs.BlobStore`): chunk ciphertexts.
 
 The ordering rule between the two is kept here, once, for every backend: a
 chunk's blob is durable *before* the row naming it commits, and a row is
@@ -50,7 +51,17 @@ What every metadata backend MUST guarantee:
   transaction (a row refreshed or referenced meanwhile is kept);
 - failures of the engine are raised as :class:`StorageError`.
 
-Storage never checks signatures or grants: that is :mod:`sealmem.hub.teams`.
+Storage never checks signatures or grants: that is :mod:`sealmem.hub.teams`.  It
+never imports the HTTP runtime either: what it offers a committer thread is a
+:class:`Runner`.
+
+The room: this seam, its values and errors (:mod:`.values`), the chunk rules
+(:mod:`.chunks`), wake-ups (:mod:`.feed`); the blob stores (:mod:`.blobs`,
+:mod:`.s3`); the SQL metadata layer (:mod:`.sql`, :mod:`.writes`) over a
+dialect (:mod:`.dialect`), and its two backends: :mod:`.sqlite` (over
+:mod:`.dbfile`, :mod:`.group`, :mod:`.nonces`, :mod:`.buckets`) and
+:mod:`.postgres`; both schemas (:mod:`.schema`); opening them by URL
+(:mod:`.backends`).
 """
 
 from __future__ import annotations
@@ -128,11 +139,10 @@ class TeamWrite(abc.ABC):
     def heads(self) -> list[StoredHead]:
         """The newest manifest of every slot of the team, read inside the transaction."""
 
+    @abc.abstractmethod
     def heads_of(self, slots: Iterable[tuple[str, str]]) -> list[StoredHead]:
         """The newest manifest of each (project, writer) slot named (those that have one):
         what a manifest's verification needs, read without reading every slot's."""
-        wanted = set(slots)
-        return [h for h in self.heads() if (h.project, h.writer) in wanted]
 
     @abc.abstractmethod
     def put_roster(
@@ -177,7 +187,7 @@ class TeamWrite(abc.ABC):
 
 class Storage(ChunkRules):
     """The hub's persistence; see the module docstring.  The chunk methods (blob and
-    row in order) come from :class:`~sealmem.hub.chunk_rules.ChunkRules`."""
+    row in order) come from :class:`~sealmem.hub.storage.chunks.ChunkRules`."""
 
     #: Metadata reads and nonce inserts are local and never wait for a lock held across
     #: a durable commit, an fsync or the network (an embedded database): a request that
@@ -222,7 +232,7 @@ class Storage(ChunkRules):
 
     def batch_runner(self) -> Runner | None:
         """A runner for writes that share one durable commit, run by one thread in turn
-        (:class:`~sealmem.hub.workers.Batcher`): the chunk and manifest PUTs.  Each
+        (the HTTP runtime's committer): the chunk and manifest PUTs.  Each
         write runs alone as far as it can tell (a refusal rolls back only its own
         work) and is answered once the batch's commit is durable.  None: the backend
         has no such runner (its writes take worker threads)."""

@@ -5,7 +5,7 @@ row whose blob is gone or damaged is dropped so that its writer uploads it again
 :class:`ChunkRules` implements them once over a few row primitives that each
 metadata backend provides (``chunk_row_*``, ``chunk_rows_*``,
 ``missing_chunks``, ``usage``, ``member_usage``) and the backend's
-:class:`~sealmem.hub.blobstore.BlobStore`.  The primitives MUST re-check their
+:class:`~sealmem.hub.storage.blobs.BlobStore`.  The primitives MUST re-check their
 conditions inside their own transaction: a row refreshed or referenced
 meanwhile is kept.  See :mod:`sealmem.hub.storage` for the whole seam.
 

@@ -1,24 +1,45 @@
-"""The SQLite hub's schema, versioned in ``PRAGMA user_version``, and its upgraders.
+"""The hub's schemas, SQLite's and PostgreSQL's, and their forward-only upgraders.
+
+SQLite: the version is ``PRAGMA user_version``; :func:`set_up` creates or
+upgrades.
 
 - version 1 (no ``user_version``): the first hub's layout; one global change
   cursor, usage per team only, keyrings without their roster version.
 - version 2: per-team cursor and generation on the team row; changes keyed by
   (team, cursor); usage per (team, member); keyrings with the roster version
   they cite; which chunks each kept manifest names; a nonce table.
-- version 3: the nonce table moves to a file of its own
-  (:mod:`sealmem.hub.sqlite_nonces`), so that a request's nonce insert never
-  waits for a push's durable commit; the nonces still inside their window are
-  handed to that file before the table is dropped.
+- version 3: the nonce table moves to a file of its own (:mod:`.nonces`), so
+  that a request's nonce insert never waits for a push's durable commit; the
+  nonces still inside their window are handed to that file before the table is
+  dropped.
 
 Upgrades are forward only, one transaction each.  Cursors already handed out
 are kept: a team's counter goes on from its newest, so a reader's cursor stays
 valid.  Values the old layout lacked are recomputed from the stored objects.
+
+PostgreSQL: ``schema_version`` holds one row, the version the database is at.
+Each entry of :data:`PG_MIGRATIONS` brings it one version further.
+:func:`upgrade_pg` applies the missing ones in one transaction under a
+transaction-scoped advisory lock, so replicas that start at the same moment
+upgrade once and the others wait and then find the work done.  A database
+written by a newer hub (a version above the last one known here) is refused
+rather than guessed at.
+
+Both engines hang every team's metadata off its ``teams`` row: ``cursor`` is the
+team's change-feed position (allocated under that row's lock, so feed order is
+commit order within a team and says nothing about other teams), ``generation``
+counts its roster and keyring writes (a replica's cached trusted state is stale
+when it differs).  ``usage`` is per (team, member); ``manifest_chunks`` which
+chunks the kept manifests name.  PostgreSQL also keeps ``slots``, each writer's
+newest seq (the compare-and-swap target of a manifest write, see
+:mod:`.dialect`), and ``nonces`` and ``rate_buckets``, shared by every replica.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from typing import Any
 
 from ...protocol.envelope import unpack
 from ...protocol.errors import Rejected
@@ -27,7 +48,7 @@ from ...protocol.manifest import Manifest
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from .values import TEAM_OWNER, StorageError
 
-__all__ = ["SCHEMA_VERSION", "set_up"]
+__all__ = ["PG_MIGRATIONS", "SCHEMA_LOCK", "SCHEMA_VERSION", "set_up", "upgrade_pg"]
 
 SCHEMA_VERSION = 3
 
@@ -224,3 +245,138 @@ def _upgrade_1_to_2(conn: sqlite3.Connection) -> None:
     )
     for table in ("teams", "usage", "keyrings", "changes"):
         conn.execute(f"DROP TABLE old_{table}")
+
+
+# -- PostgreSQL ----------------------------------------------------------------------
+
+#: pg_advisory_xact_lock key of the upgrader ("sealmem" in ASCII, as a bigint)
+SCHEMA_LOCK = 0x7365616C6D656D
+
+_PG_V1 = """
+CREATE TABLE teams (
+    team TEXT PRIMARY KEY,
+    registered_at BIGINT NOT NULL,
+    cursor BIGINT NOT NULL DEFAULT 0,
+    generation BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE usage (
+    team TEXT NOT NULL,
+    member TEXT NOT NULL,
+    bytes BIGINT NOT NULL,
+    PRIMARY KEY (team, member)
+);
+CREATE TABLE rosters (
+    team TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    data BYTEA NOT NULL,
+    stored_at BIGINT NOT NULL,
+    PRIMARY KEY (team, version)
+);
+CREATE TABLE members (
+    team TEXT NOT NULL,
+    kid TEXT NOT NULL,
+    sign_public BYTEA NOT NULL,
+    PRIMARY KEY (team, kid)
+);
+CREATE INDEX members_kid ON members (kid);
+CREATE TABLE keyrings (
+    team TEXT NOT NULL,
+    project TEXT NOT NULL,
+    epoch BIGINT NOT NULL,
+    roster_version BIGINT NOT NULL,
+    data BYTEA NOT NULL,
+    stored_at BIGINT NOT NULL,
+    PRIMARY KEY (team, project, epoch)
+);
+CREATE TABLE slots (
+    team TEXT NOT NULL,
+    project TEXT NOT NULL,
+    writer TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    PRIMARY KEY (team, project, writer)
+);
+CREATE TABLE manifests (
+    team TEXT NOT NULL,
+    project TEXT NOT NULL,
+    writer TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    hash TEXT NOT NULL,
+    reset_at BIGINT NOT NULL,
+    data BYTEA NOT NULL,
+    stored_at BIGINT NOT NULL,
+    PRIMARY KEY (team, project, writer, seq)
+);
+CREATE TABLE manifest_chunks (
+    team TEXT NOT NULL,
+    project TEXT NOT NULL,
+    writer TEXT NOT NULL,
+    id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    PRIMARY KEY (team, project, writer, id, seq)
+);
+CREATE TABLE chunks (
+    team TEXT NOT NULL,
+    project TEXT NOT NULL,
+    writer TEXT NOT NULL,
+    id TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    stored_at BIGINT NOT NULL,
+    PRIMARY KEY (team, project, writer, id)
+);
+CREATE INDEX chunks_stored ON chunks (stored_at);
+CREATE TABLE requests (
+    team TEXT NOT NULL,
+    kid TEXT NOT NULL,
+    data BYTEA NOT NULL,
+    stored_at BIGINT NOT NULL,
+    address TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (team, kid)
+);
+CREATE TABLE changes (
+    team TEXT NOT NULL,
+    cursor BIGINT NOT NULL,
+    kind TEXT NOT NULL,
+    project TEXT,
+    writer TEXT,
+    seq BIGINT,
+    at BIGINT NOT NULL,
+    PRIMARY KEY (team, cursor)
+);
+CREATE TABLE nonces (
+    kid TEXT NOT NULL,
+    nonce TEXT NOT NULL,
+    expires_ms BIGINT NOT NULL,
+    PRIMARY KEY (kid, nonce)
+);
+CREATE INDEX nonces_expiry ON nonces (expires_ms);
+CREATE TABLE rate_buckets (
+    key TEXT PRIMARY KEY,
+    tokens DOUBLE PRECISION NOT NULL,
+    at_ms BIGINT NOT NULL
+);
+"""
+
+#: PG_MIGRATIONS[i] takes the database from version i to version i + 1.
+PG_MIGRATIONS: tuple[str, ...] = (_PG_V1,)
+
+
+def upgrade_pg(conn: Any) -> int:
+    """Bring the database behind ``conn`` (a psycopg connection in autocommit) to the
+    newest version; return it."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+        current = 0 if row is None else int(row[0])
+        if current > len(PG_MIGRATIONS):
+            raise StorageError(
+                f"the hub database is at schema version {current}, newer than this hub "
+                f"understands ({len(PG_MIGRATIONS)}); upgrade sealmem on every replica"
+            )
+        for script in PG_MIGRATIONS[current:]:
+            conn.execute(script)
+        if row is None:
+            conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (len(PG_MIGRATIONS),))
+        elif current < len(PG_MIGRATIONS):
+            conn.execute("UPDATE schema_version SET version = %s", (len(PG_MIGRATIONS),))
+    return len(PG_MIGRATIONS)

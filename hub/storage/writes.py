@@ -1,13 +1,19 @@
-"""A team's write transaction on SQLite (:class:`sealmem.hub.storage.TeamWrite`).
+"""A team's write transaction in SQL (:class:`sealmem.hub.storage.TeamWrite`), for
+both engines.
 
-Runs inside ``BEGIN IMMEDIATE`` (opened by :meth:`SQLiteStorage.write`), which
-is the team's write lock: nothing else writes the database until it commits.
+It runs inside a transaction that holds the team's write lock (opened by
+:meth:`SqlStorage.write <sealmem.hub.storage.sql.SqlStorage.write>`): nothing
+else writes the team until it commits, so what the caller verified inside is
+still true then.  The compare-and-swaps do not rely on the lock alone where a
+statement can carry them: a roster version is inserted once, a keyring replaced
+only by one citing a newer roster, and a writer's seq swapped by the dialect's
+one rule (:meth:`~sealmem.hub.storage.dialect.Dialect.swap_seq`).
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from . import (
     TEAM_OWNER,
@@ -17,24 +23,51 @@ from . import (
     MissingChunks,
     Quota,
     StaleSeq,
+    StorageError,
     StoredHead,
     TeamWrite,
     delta_base,
     manifests_to_drop,
 )
+from .dialect import Conn, Dialect, Slot
 
-__all__ = ["SQLiteTeamWrite", "charge"]
+__all__ = ["HEADS", "SqlTeamWrite", "charge", "missing_ids", "stored_heads"]
+
+#: ids in one ``IN (...)`` list (SQLite allows 32766 parameters a statement)
+PART = 500
+
+#: the newest manifest of every slot of a team
+HEADS = (
+    "SELECT project, writer, seq, hash, reset_at FROM manifests m WHERE team = ? AND "
+    "seq = (SELECT MAX(seq) FROM manifests n WHERE n.team = m.team AND "
+    "n.project = m.project AND n.writer = m.writer)"
+)
+
+_SLOT = "team = ? AND project = ? AND writer = ?"
+
+Rows = list[tuple[Any, ...]]
 
 
-def _member_bytes(conn: sqlite3.Connection, team: str, member: str) -> int:
-    row = conn.execute(
-        "SELECT bytes FROM usage WHERE team = ? AND member = ?", (team, member)
-    ).fetchone()
-    return int(row[0]) if row else 0
+def stored_heads(rows: Iterable[tuple[Any, ...]]) -> list[StoredHead]:
+    return [StoredHead(str(p), str(w), int(s), str(h), int(r)) for p, w, s, h, r in rows]
+
+
+def missing_ids(
+    read: Callable[[str, Sequence[object]], Rows], slot: Slot, ids: Iterable[str]
+) -> list[str]:
+    """The ids among ``ids`` the slot holds no chunk row for, sorted."""
+    wanted = sorted(set(ids))
+    have: set[str] = set()
+    for i in range(0, len(wanted), PART):
+        part = wanted[i : i + PART]
+        marks = ", ".join("?" * len(part))
+        rows = read(f"SELECT id FROM chunks WHERE {_SLOT} AND id IN ({marks})", (*slot, *part))
+        have.update(str(r[0]) for r in rows)
+    return [i for i in wanted if i not in have]
 
 
 def charge(
-    conn: sqlite3.Connection,
+    conn: Conn,
     quota: Quota | None,
     team: str,
     member: str,
@@ -43,7 +76,8 @@ def charge(
     control: bool = False,
 ) -> None:
     """Add ``delta`` bytes to (team, member); a growth is checked against ``quota``
-    (``control``: a roster or keyring, which may use the reserve)."""
+    (``control``: a roster or keyring, which may use the reserve).  The caller holds
+    the team's lock, so the check and the update are one decision."""
     if quota is not None:
         quota.check(
             team,
@@ -60,16 +94,27 @@ def charge(
     if delta:
         conn.execute(
             "INSERT INTO usage (team, member, bytes) VALUES (?, ?, ?) "
-            "ON CONFLICT (team, member) DO UPDATE SET bytes = bytes + excluded.bytes",
+            "ON CONFLICT (team, member) DO UPDATE SET bytes = usage.bytes + excluded.bytes",
             (team, member, delta),
         )
 
 
-class SQLiteTeamWrite(TeamWrite):
-    def __init__(self, conn: sqlite3.Connection, team: str, quota: Quota) -> None:
+def _member_bytes(conn: Conn, team: str, member: str) -> int:
+    row = conn.execute(
+        "SELECT bytes FROM usage WHERE team = ? AND member = ?", (team, member)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+class SqlTeamWrite(TeamWrite):
+    def __init__(self, conn: Conn, team: str, quota: Quota, dialect: Dialect) -> None:
         self._conn = conn
         self._team = team
         self._quota = quota
+        self._dialect = dialect
+
+    def _rows(self, sql: str, args: Sequence[object]) -> Rows:
+        return list(self._conn.execute(sql, args).fetchall())
 
     @property
     def generation(self) -> int | None:
@@ -78,45 +123,42 @@ class SQLiteTeamWrite(TeamWrite):
         ).fetchone()
         return None if row is None else int(row[0])
 
-    @staticmethod
-    def read_heads(conn: sqlite3.Connection, team: str) -> list[StoredHead]:
-        rows = conn.execute(
-            "SELECT project, writer, seq, hash, reset_at FROM manifests m WHERE team = ? AND "
-            "seq = (SELECT MAX(seq) FROM manifests n WHERE n.team = m.team AND "
-            "n.project = m.project AND n.writer = m.writer)",
-            (team,),
-        ).fetchall()
-        return [StoredHead(str(p), str(w), int(s), str(h), int(r)) for p, w, s, h, r in rows]
-
     def heads(self) -> list[StoredHead]:
-        return self.read_heads(self._conn, self._team)
+        return stored_heads(self._rows(HEADS, (self._team,)))
 
     def heads_of(self, slots: Iterable[tuple[str, str]]) -> list[StoredHead]:
-        out: list[StoredHead] = []
-        for project, writer in sorted(set(slots)):
-            row = self._conn.execute(
-                "SELECT seq, hash, reset_at FROM manifests WHERE team = ? AND project = ? "
-                "AND writer = ? ORDER BY seq DESC LIMIT 1",
-                (self._team, project, writer),
-            ).fetchone()
-            if row is not None:
-                out.append(StoredHead(project, writer, int(row[0]), str(row[1]), int(row[2])))
-        return out
+        wanted = sorted(set(slots))
+        found: list[StoredHead] = []
+        for i in range(0, len(wanted), PART):
+            part = wanted[i : i + PART]
+            marks = ", ".join(["(?, ?)"] * len(part))
+            flat = [name for pair in part for name in pair]
+            found += stored_heads(
+                self._rows(
+                    f"{HEADS} AND (project, writer) IN (VALUES {marks})", (self._team, *flat)
+                )
+            )
+        return found
 
     def _change(
         self, kind: str, now_ms: int, project: str | None, writer: str | None, seq: int | None,
         *, bump: bool,
     ) -> None:  # fmt: skip
+        """Append to the team's feed: the next cursor of its row (rosters and keyrings
+        also bump its generation)."""
         row = self._conn.execute(
             "UPDATE teams SET cursor = cursor + 1, generation = generation + ? WHERE team = ? "
             "RETURNING cursor",
             (1 if bump else 0, self._team),
         ).fetchone()
+        if row is None:
+            raise StorageError(f"team {self._team} has no row: its change cannot be recorded")
         self._conn.execute(
             "INSERT INTO changes (team, cursor, kind, project, writer, seq, at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (self._team, int(row[0]), kind, project, writer, seq, now_ms),
         )
+        self._dialect.changed(self._conn, self._team)
 
     def put_roster(
         self,
@@ -127,27 +169,27 @@ class SQLiteTeamWrite(TeamWrite):
         now_ms: int,
     ) -> None:
         conn, team = self._conn, self._team
-        exists = self.generation is not None
-        if version == 1 and exists:
-            raise Conflict(f"team {team} is already registered")
-        if version != 1 and not exists:
-            raise Conflict(f"team {team} is not registered; roster v{version} needs v1 first")
-        if conn.execute(
-            "SELECT 1 FROM rosters WHERE team = ? AND version = ?", (team, version)
-        ).fetchone():
-            raise Conflict(f"team {team} already holds roster v{version}")
         if version == 1:
-            conn.execute(
-                "INSERT INTO teams (team, registered_at, cursor, generation) VALUES (?, ?, 0, 0)",
+            fresh = conn.execute(
+                "INSERT INTO teams (team, registered_at) VALUES (?, ?) "
+                "ON CONFLICT (team) DO NOTHING",
                 (team, now_ms),
             )
-        charge(conn, self._quota, team, TEAM_OWNER, len(data), control=True)
-        conn.execute(
-            "INSERT INTO rosters (team, version, data, stored_at) VALUES (?, ?, ?, ?)",
+            if fresh.rowcount != 1:
+                raise Conflict(f"team {team} is already registered")
+        elif self.generation is None:
+            raise Conflict(f"team {team} is not registered; roster v{version} needs v1 first")
+        stored = conn.execute(
+            "INSERT INTO rosters (team, version, data, stored_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (team, version) DO NOTHING",
             (team, version, data, now_ms),
         )
+        if stored.rowcount != 1:
+            raise Conflict(f"team {team} already holds roster v{version}")
+        charge(conn, self._quota, team, TEAM_OWNER, len(data), control=True)
         conn.executemany(
-            "INSERT OR REPLACE INTO members (team, kid, sign_public) VALUES (?, ?, ?)",
+            "INSERT INTO members (team, kid, sign_public) VALUES (?, ?, ?) "
+            "ON CONFLICT (team, kid) DO UPDATE SET sign_public = excluded.sign_public",
             [(team, kid, pub) for kid, pub in members],
         )
         for k in keyrings:
@@ -164,23 +206,28 @@ class SQLiteTeamWrite(TeamWrite):
         where = f"keyring {keyring.project}/{keyring.epoch}"
         if old is not None:
             stored_version, stored = int(old[0]), bytes(old[1])
+            if stored == keyring.data:
+                return
             if stored_version > keyring.roster_version:
                 raise Conflict(
                     f"{where}: the stored one cites roster v{stored_version}, "
                     f"newer than v{keyring.roster_version}",
                     stale=True,
                 )
-            if stored_version == keyring.roster_version and stored != keyring.data:
+            if stored_version == keyring.roster_version:
                 raise Conflict(f"{where}: another one citing v{stored_version} is stored")
-            if stored == keyring.data:
-                return
         delta = len(keyring.data) - (len(bytes(old[1])) if old is not None else 0)
         charge(conn, self._quota, team, TEAM_OWNER, delta, control=True)
-        conn.execute(
-            "INSERT OR REPLACE INTO keyrings (team, project, epoch, data, stored_at, "
-            "roster_version) VALUES (?, ?, ?, ?, ?, ?)",
-            (team, keyring.project, keyring.epoch, keyring.data, now_ms, keyring.roster_version),
+        swapped = conn.execute(
+            "INSERT INTO keyrings (team, project, epoch, roster_version, data, stored_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (team, project, epoch) DO UPDATE "
+            "SET roster_version = excluded.roster_version, data = excluded.data, "
+            "stored_at = excluded.stored_at "
+            "WHERE excluded.roster_version > keyrings.roster_version",
+            (team, keyring.project, keyring.epoch, keyring.roster_version, keyring.data, now_ms),
         )
+        if swapped.rowcount != 1:
+            raise Conflict(f"{where}: a keyring citing a newer roster was stored", stale=True)
         self._change("keyring", now_ms, keyring.project, None, keyring.epoch, bump=True)
 
     def put_manifest(
@@ -194,50 +241,23 @@ class SQLiteTeamWrite(TeamWrite):
     ) -> None:
         conn = self._conn
         slot = (self._team, head.project, head.writer)
-        row = conn.execute(
-            "SELECT MAX(seq) FROM manifests WHERE team = ? AND project = ? AND writer = ?", slot
-        ).fetchone()
-        if row[0] is not None and int(row[0]) >= head.seq:
-            raise StaleSeq(int(row[0]))
+        current = self._dialect.swap_seq(conn, slot, head.seq)
+        if current is not None:
+            raise StaleSeq(current)
         wanted = sorted(set(chunk_ids))
-        missing = [
-            i
-            for i in wanted
-            if conn.execute(
-                "SELECT 1 FROM chunks WHERE team = ? AND project = ? AND writer = ? AND id = ?",
-                (*slot, i),
-            ).fetchone()
-            is None
-        ]
+        missing = missing_ids(self._rows, slot, wanted)
         if missing:
             raise MissingChunks(missing)
-        if (
-            base is not None
-            and conn.execute(
-                "SELECT 1 FROM manifests WHERE team = ? AND project = ? AND writer = ? AND seq = ? "
-                "AND hash = ?",
-                (*slot, *base),
-            ).fetchone()
-            is None
+        if base is not None and not self._rows(
+            f"SELECT 1 FROM manifests WHERE {_SLOT} AND seq = ? AND hash = ?", (*slot, *base)
         ):
             raise MissingBase(base[0])
-        newest = [
-            bytes(row[0])
-            for row in conn.execute(
-                "SELECT data FROM manifests WHERE team = ? AND project = ? AND writer = ? "
-                "ORDER BY seq DESC LIMIT ?",
-                (*slot, max(keep - 1, 0)),
-            ).fetchall()
-        ]
-        older = [
-            (int(s), int(n))
-            for s, n in conn.execute(
-                "SELECT seq, LENGTH(data) FROM manifests WHERE team = ? AND project = ? "
-                "AND writer = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
-                (*slot, max(keep - 1, 0)),
-            ).fetchall()
-        ]
-        old = manifests_to_drop(newest, older, base)  # a kept delta keeps its base
+        # the keep - 1 newest stay; of the others, a base of a kept delta stays too
+        kept = max(keep - 1, 0)
+        order = f"FROM manifests WHERE {_SLOT} ORDER BY seq DESC"
+        newest = [bytes(r[0]) for r in self._rows(f"SELECT data {order} LIMIT ?", (*slot, kept))]
+        sizes = [(int(s), int(n)) for s, n in self._rows(f"SELECT seq, LENGTH(data) {order}", slot)]
+        old = manifests_to_drop(newest, sizes[kept:], base)
         charge(
             conn, self._quota, self._team, head.writer,
             len(data) - sum(int(n) for _, n in old),
@@ -248,39 +268,32 @@ class SQLiteTeamWrite(TeamWrite):
             "stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (*slot, head.seq, head.hash, head.reset_at, data, now_ms),
         )
-        conn.executemany(
-            "INSERT OR IGNORE INTO manifest_chunks (team, project, writer, id, seq) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(*slot, i, head.seq) for i in wanted],
-        )
+        if wanted:
+            conn.executemany(
+                "INSERT INTO manifest_chunks (team, project, writer, id, seq) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [(*slot, i, head.seq) for i in wanted],
+            )
         self._change("manifest", now_ms, head.project, head.writer, head.seq, bump=False)
 
     def _delete_manifests(self, writer: str, which: Sequence[tuple[str, int]]) -> None:
         for project, seq in which:
             key = (self._team, project, writer, seq)
-            self._conn.execute(
-                "DELETE FROM manifests WHERE team = ? AND project = ? AND writer = ? AND seq = ?",
-                key,
-            )
-            self._conn.execute(
-                "DELETE FROM manifest_chunks WHERE team = ? AND project = ? AND writer = ? "
-                "AND seq = ?",
-                key,
-            )
+            for table in ("manifests", "manifest_chunks"):
+                self._conn.execute(f"DELETE FROM {table} WHERE {_SLOT} AND seq = ?", key)
 
     def drop_writer(self, writer: str, pins: Mapping[str, int]) -> int:
-        rows = self._conn.execute(
+        rows = self._rows(
             "SELECT project, seq, LENGTH(data) FROM manifests WHERE team = ? AND writer = ?",
             (self._team, writer),
-        ).fetchall()
+        )
         keep = set(pins.items())
         for project, seq in pins.items():  # a pinned delta: its base stays readable
-            row = self._conn.execute(
-                "SELECT data FROM manifests WHERE team = ? AND project = ? "
-                "AND writer = ? AND seq = ?",
+            row = self._rows(
+                f"SELECT data FROM manifests WHERE {_SLOT} AND seq = ?",
                 (self._team, project, writer, seq),
-            ).fetchone()
-            base = None if row is None else delta_base(bytes(row[0]))
+            )
+            base = None if not row else delta_base(bytes(row[0][0]))
             if base is not None:
                 keep.add((project, base))
         gone = [(str(p), int(s), int(n)) for p, s, n in rows if (str(p), int(s)) not in keep]
