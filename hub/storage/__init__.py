@@ -223,12 +223,12 @@ class Storage(ChunkRules):
     def write(self, team: str) -> contextlib.AbstractContextManager[TeamWrite]:
         """A transaction holding ``team``'s write lock; commits on a normal exit."""
 
+    @abc.abstractmethod
     def push(self, team: str) -> contextlib.AbstractContextManager[TeamWrite]:
         """:meth:`write` for a manifest: a write that only adds to one writer's slot and
         changes nothing other writes verify against (not the team's generation).  A
         backend may commit several of these together (SQLite: group commit); each
         still returns only once its own work is durable, and fails alone."""
-        return self.write(team)
 
     def batch_runner(self) -> Runner | None:
         """A runner for writes that share one durable commit, run by one thread in turn

@@ -1,7 +1,7 @@
 """The hub's schemas, SQLite's and PostgreSQL's, and their forward-only upgraders.
 
 SQLite: the version is ``PRAGMA user_version``; :func:`set_up` creates or
-upgrades.
+upgrades ``hub.db``, :func:`set_up_nonces` creates the nonce file (version 1).
 
 - version 1 (no ``user_version``): the first hub's layout; one global change
   cursor, usage per team only, keyrings without their roster version.
@@ -37,8 +37,9 @@ newest seq (the compare-and-swap target of a manifest write, see
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...protocol.envelope import unpack
@@ -48,9 +49,19 @@ from ...protocol.manifest import Manifest
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from .values import TEAM_OWNER, StorageError
 
-__all__ = ["PG_MIGRATIONS", "SCHEMA_LOCK", "SCHEMA_VERSION", "set_up", "upgrade_pg"]
+__all__ = [
+    "NONCE_SCHEMA_VERSION",
+    "PG_MIGRATIONS",
+    "SCHEMA_LOCK",
+    "SCHEMA_VERSION",
+    "set_up",
+    "set_up_nonces",
+    "upgrade_pg",
+]
 
 SCHEMA_VERSION = 3
+#: the nonce file's (``hub-nonces.db``): its one version
+NONCE_SCHEMA_VERSION = 1
 
 #: (kid, nonce, expires_ms) rows of the version 2 nonce table, handed over
 Nonces = list[tuple[str, str, int]]
@@ -129,6 +140,13 @@ CREATE INDEX nonces_expiry ON nonces (expires_ms);
 #: version 3: version 2 without the nonce table (now a file of its own)
 _TABLES_V3 = ";".join(s for s in _TABLES_V2.split(";") if "nonces" not in s)
 
+_NONCE_TABLE = """
+CREATE TABLE nonces (
+    kid TEXT NOT NULL, nonce TEXT NOT NULL, expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (kid, nonce)) WITHOUT ROWID;
+CREATE INDEX nonces_expiry ON nonces (expires_ms);
+"""
+
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -143,19 +161,13 @@ def set_up(conn: sqlite3.Connection, adopt_nonces: Callable[[Nonces], None]) -> 
     """Create the schema, or bring an older one up to :data:`SCHEMA_VERSION`;
     ``adopt_nonces`` stores (durably) the nonces of a version 2 table, before the
     upgrade drops it: a request seen before the upgrade stays refused after it."""
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if version > SCHEMA_VERSION:
-        raise StorageError(
-            f"the hub database is at schema version {version}, newer than this hub "
-            f"({SCHEMA_VERSION}); run the newer sealmem hub, or restore a backup"
-        )
+    version = _version(conn, SCHEMA_VERSION, "the hub database")
     if version == SCHEMA_VERSION:
         return
     if version == 2 and "nonces" in _tables(conn):
         rows = conn.execute("SELECT kid, nonce, expires_ms FROM nonces").fetchall()
         adopt_nonces([(str(k), str(n), int(e)) for k, n, e in rows])
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _upgrading(conn, SCHEMA_VERSION):
         if version == 0 and _tables(conn) - {"sqlite_sequence"}:
             for statement in _statements(_TABLES_V1):
                 conn.execute(statement)
@@ -166,7 +178,34 @@ def set_up(conn: sqlite3.Connection, adopt_nonces: Callable[[Nonces], None]) -> 
                 conn.execute(statement)
         if version == 2:
             conn.execute("DROP TABLE IF EXISTS nonces")  # its index goes with it
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def set_up_nonces(conn: sqlite3.Connection) -> None:
+    """Create the nonce file's table (:mod:`.nonces`), at :data:`NONCE_SCHEMA_VERSION`."""
+    if _version(conn, NONCE_SCHEMA_VERSION, "the hub's nonce file") == 0:
+        with _upgrading(conn, NONCE_SCHEMA_VERSION):
+            for statement in _statements(_NONCE_TABLE):
+                conn.execute(statement)
+
+
+def _version(conn: sqlite3.Connection, newest: int, what: str) -> int:
+    """The file's ``user_version``; a file of a newer hub is refused."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > newest:
+        raise StorageError(
+            f"{what} is at schema version {version}, newer than this hub ({newest}); "
+            "run the newer sealmem hub, or restore a backup"
+        )
+    return version
+
+
+@contextlib.contextmanager
+def _upgrading(conn: sqlite3.Connection, version: int) -> Iterator[None]:
+    """One transaction that leaves the file at ``version``, or as it was."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute(f"PRAGMA user_version = {version}")
     except BaseException:
         conn.execute("ROLLBACK")
         raise

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from sealmem.hub.storage import StorageError
-from sealmem.hub.storage.nonces import CHECKPOINT_EVERY, NONCE_SCHEMA_VERSION
-from sealmem.hub.storage.schema import SCHEMA_VERSION
+from sealmem.hub.storage.nonces import CHECKPOINT_EVERY
+from sealmem.hub.storage.schema import NONCE_SCHEMA_VERSION, SCHEMA_VERSION
 from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol import hubapi
 
