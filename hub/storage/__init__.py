@@ -13,7 +13,7 @@ A hub's storage is two parts, chosen by URL (:mod:`.backends`):
   (:mod:`.sql`, :mod:`.writes`) over a dialect (:mod:`.dialect`).
 - **blobs** (:class:`~sealmem.hub.storage.blobs.BlobStore`): chunk ciphertexts.
 
-The ordering rule between the two is kept here, once, for every backend: a
+The ordering rule between the two is kept once, for every backend (:mod:`.chunks`): a
 chunk's blob is durable *before* the row naming it commits, and a row is
 deleted *before* its blob.  A crash leaves at worst a blob no row names; one
 job (:meth:`Storage.collect_orphans`) removes those once they are older than a
@@ -28,8 +28,8 @@ What every metadata backend MUST guarantee:
 - every method is blocking, thread-safe and safe to call from several
   processes (replicas) at once; ids passed in are already validated;
 - :meth:`Storage.write` is a transaction holding the team's write lock across
-  processes (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: the team row ``FOR
-  UPDATE``): the caller verifies against the state it reads inside and writes
+  processes (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: the team's advisory
+  lock): the caller verifies against the state it reads inside and writes
   in the same transaction, all or nothing.  Each change it records takes the
   team's next cursor (a column of the team row, incremented in that
   transaction): cursors count per team from 1, in commit order, and one team's

@@ -293,106 +293,48 @@ SCHEMA_LOCK = 0x7365616C6D656D
 
 _PG_V1 = """
 CREATE TABLE teams (
-    team TEXT PRIMARY KEY,
-    registered_at BIGINT NOT NULL,
-    cursor BIGINT NOT NULL DEFAULT 0,
-    generation BIGINT NOT NULL DEFAULT 0
-);
+    team TEXT PRIMARY KEY, registered_at BIGINT NOT NULL,
+    cursor BIGINT NOT NULL DEFAULT 0, generation BIGINT NOT NULL DEFAULT 0);
 CREATE TABLE usage (
-    team TEXT NOT NULL,
-    member TEXT NOT NULL,
-    bytes BIGINT NOT NULL,
-    PRIMARY KEY (team, member)
-);
+    team TEXT NOT NULL, member TEXT NOT NULL, bytes BIGINT NOT NULL,
+    PRIMARY KEY (team, member));
 CREATE TABLE rosters (
-    team TEXT NOT NULL,
-    version BIGINT NOT NULL,
-    data BYTEA NOT NULL,
-    stored_at BIGINT NOT NULL,
-    PRIMARY KEY (team, version)
-);
+    team TEXT NOT NULL, version BIGINT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL,
+    PRIMARY KEY (team, version));
 CREATE TABLE members (
-    team TEXT NOT NULL,
-    kid TEXT NOT NULL,
-    sign_public BYTEA NOT NULL,
-    PRIMARY KEY (team, kid)
-);
+    team TEXT NOT NULL, kid TEXT NOT NULL, sign_public BYTEA NOT NULL, PRIMARY KEY (team, kid));
 CREATE INDEX members_kid ON members (kid);
 CREATE TABLE keyrings (
-    team TEXT NOT NULL,
-    project TEXT NOT NULL,
-    epoch BIGINT NOT NULL,
-    roster_version BIGINT NOT NULL,
-    data BYTEA NOT NULL,
-    stored_at BIGINT NOT NULL,
-    PRIMARY KEY (team, project, epoch)
-);
+    team TEXT NOT NULL, project TEXT NOT NULL, epoch BIGINT NOT NULL,
+    roster_version BIGINT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL,
+    PRIMARY KEY (team, project, epoch));
 CREATE TABLE slots (
-    team TEXT NOT NULL,
-    project TEXT NOT NULL,
-    writer TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    PRIMARY KEY (team, project, writer)
-);
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq BIGINT NOT NULL,
+    PRIMARY KEY (team, project, writer));
 CREATE TABLE manifests (
-    team TEXT NOT NULL,
-    project TEXT NOT NULL,
-    writer TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    hash TEXT NOT NULL,
-    reset_at BIGINT NOT NULL,
-    data BYTEA NOT NULL,
-    stored_at BIGINT NOT NULL,
-    PRIMARY KEY (team, project, writer, seq)
-);
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq BIGINT NOT NULL,
+    hash TEXT NOT NULL, reset_at BIGINT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL,
+    PRIMARY KEY (team, project, writer, seq));
 CREATE TABLE manifest_chunks (
-    team TEXT NOT NULL,
-    project TEXT NOT NULL,
-    writer TEXT NOT NULL,
-    id TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    PRIMARY KEY (team, project, writer, id, seq)
-);
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
+    seq BIGINT NOT NULL, PRIMARY KEY (team, project, writer, id, seq));
 CREATE TABLE chunks (
-    team TEXT NOT NULL,
-    project TEXT NOT NULL,
-    writer TEXT NOT NULL,
-    id TEXT NOT NULL,
-    size BIGINT NOT NULL,
-    stored_at BIGINT NOT NULL,
-    PRIMARY KEY (team, project, writer, id)
-);
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
+    size BIGINT NOT NULL, stored_at BIGINT NOT NULL, PRIMARY KEY (team, project, writer, id));
 CREATE INDEX chunks_stored ON chunks (stored_at);
 CREATE TABLE requests (
-    team TEXT NOT NULL,
-    kid TEXT NOT NULL,
-    data BYTEA NOT NULL,
-    stored_at BIGINT NOT NULL,
-    address TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (team, kid)
-);
+    team TEXT NOT NULL, kid TEXT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL,
+    address TEXT NOT NULL DEFAULT '', PRIMARY KEY (team, kid));
 CREATE TABLE changes (
-    team TEXT NOT NULL,
-    cursor BIGINT NOT NULL,
-    kind TEXT NOT NULL,
-    project TEXT,
-    writer TEXT,
-    seq BIGINT,
-    at BIGINT NOT NULL,
-    PRIMARY KEY (team, cursor)
-);
+    team TEXT NOT NULL, cursor BIGINT NOT NULL, kind TEXT NOT NULL,
+    project TEXT, writer TEXT, seq BIGINT, at BIGINT NOT NULL,
+    PRIMARY KEY (team, cursor));
 CREATE TABLE nonces (
-    kid TEXT NOT NULL,
-    nonce TEXT NOT NULL,
-    expires_ms BIGINT NOT NULL,
-    PRIMARY KEY (kid, nonce)
-);
+    kid TEXT NOT NULL, nonce TEXT NOT NULL, expires_ms BIGINT NOT NULL,
+    PRIMARY KEY (kid, nonce));
 CREATE INDEX nonces_expiry ON nonces (expires_ms);
 CREATE TABLE rate_buckets (
-    key TEXT PRIMARY KEY,
-    tokens DOUBLE PRECISION NOT NULL,
-    at_ms BIGINT NOT NULL
-);
+    key TEXT PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL, at_ms BIGINT NOT NULL);
 """
 
 #: PG_MIGRATIONS[i] takes the database from version i to version i + 1.
