@@ -36,11 +36,21 @@ __all__ = ["HEADS", "SqlTeamWrite", "charge", "missing_ids", "stored_heads"]
 #: ids in one ``IN (...)`` list (SQLite allows 32766 parameters a statement)
 PART = 500
 
-#: the newest manifest of every slot of a team
+_NEWEST = (
+    "m.seq = (SELECT MAX(seq) FROM manifests n WHERE n.team = m.team AND "
+    "n.project = m.project AND n.writer = m.writer)"
+)
+#: the newest manifest of every slot of a team, by slot
 HEADS = (
     "SELECT project, writer, seq, hash, reset_at FROM manifests m WHERE team = ? AND "
-    "seq = (SELECT MAX(seq) FROM manifests n WHERE n.team = m.team AND "
-    "n.project = m.project AND n.writer = m.writer)"
+    f"{_NEWEST} ORDER BY project, writer"
+)
+#: the newest manifest of each slot of a ``VALUES`` list ({}: its rows), then the team:
+#: one index lookup a slot named, however many slots the team has
+_HEADS_OF = (
+    "SELECT m.project, m.writer, m.seq, m.hash, m.reset_at FROM (VALUES {}) AS s "
+    "JOIN manifests m ON m.team = ? AND m.project = s.column1 AND m.writer = s.column2 "
+    f"AND {_NEWEST}"
 )
 
 _SLOT = "team = ? AND project = ? AND writer = ?"
@@ -133,11 +143,7 @@ class SqlTeamWrite(TeamWrite):
             part = wanted[i : i + PART]
             marks = ", ".join(["(?, ?)"] * len(part))
             flat = [name for pair in part for name in pair]
-            found += stored_heads(
-                self._rows(
-                    f"{HEADS} AND (project, writer) IN (VALUES {marks})", (self._team, *flat)
-                )
-            )
+            found += stored_heads(self._rows(_HEADS_OF.format(marks), (*flat, self._team)))
         return found
 
     def _change(
