@@ -47,8 +47,6 @@ class Conn(Protocol):
 class Dialect:
     """SQLite's spelling; :class:`_Postgres` overrides what PostgreSQL spells otherwise."""
 
-    name = "sqlite"
-
     def sql(self, text: str) -> str:
         """``text`` with the engine's placeholders."""
         return text
@@ -71,8 +69,6 @@ class Dialect:
 
 
 class _Postgres(Dialect):
-    name = "postgresql"
-
     def sql(self, text: str) -> str:
         return _percent(text)
 

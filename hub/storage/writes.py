@@ -31,7 +31,7 @@ from . import (
 )
 from .dialect import Conn, Dialect, Slot
 
-__all__ = ["HEADS", "SqlTeamWrite", "charge", "missing_ids", "stored_heads"]
+__all__ = ["HEADS", "PART", "SqlTeamWrite", "charge", "missing_ids", "stored_heads"]
 
 #: ids in one ``IN (...)`` list (SQLite allows 32766 parameters a statement)
 PART = 500
