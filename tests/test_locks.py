@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from sealmem.client.sync.engine import sync_lock
-from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.hub.storage import StorageError
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol.errors import StoreError
 
 _HOLD = """

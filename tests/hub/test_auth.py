@@ -216,7 +216,7 @@ def test_a_nonce_is_remembered_for_as_long_as_its_request_is_in_the_window(
     still be remembered then, at the very last millisecond too."""
     from sealmem.hub.auth import ReplayGuard
     from sealmem.hub.errors import Refusal
-    from sealmem.hub.sqlite_storage import SQLiteStorage
+    from sealmem.hub.storage.sqlite import SQLiteStorage
 
     window = 300_000
     storage = SQLiteStorage(tmp_path / "hub")

@@ -17,7 +17,7 @@ from sealmem.client.identity import load_member_key
 from sealmem.client.sync.session import Team, TeamConfig
 from sealmem.crypto import SUITE
 from sealmem.hub.errors import Refusal
-from sealmem.hub.sqlite_storage import SQLiteStorage
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.hub.teams import Teams
 from sealmem.protocol import canonical, reasons
 from sealmem.protocol.encoding import object_hash

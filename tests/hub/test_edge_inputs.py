@@ -25,7 +25,7 @@ from starlette.testclient import TestClient
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import MemberKey
 from sealmem.hub.app import create_app
-from sealmem.hub.sqlite_storage import SQLiteStorage
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol import hubapi, reasons
 
 from .conftest import (

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.hub.sqlite_nonces import CHECKPOINT_EVERY, NONCE_SCHEMA_VERSION
-from sealmem.hub.sqlite_schema import SCHEMA_VERSION
-from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.hub.storage import StorageError
+from sealmem.hub.storage.nonces import CHECKPOINT_EVERY
+from sealmem.hub.storage.schema import NONCE_SCHEMA_VERSION, SCHEMA_VERSION
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol import hubapi
 
 from .conftest import PROJECT, TEAM, hub_config, now_ms, signed

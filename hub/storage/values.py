@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..protocol.envelope import unpack
-from ..protocol.errors import Rejected, SealmemError
-from ..protocol.manifest import Manifest
-from ..protocol.verify import MAX_MANIFEST_BYTES
+from ...protocol.envelope import unpack
+from ...protocol.errors import Rejected, SealmemError
+from ...protocol.manifest import Manifest
+from ...protocol.verify import MAX_MANIFEST_BYTES
 
 __all__ = [
     "Admission",
