@@ -47,8 +47,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from ..store.terms import stems_of, tokens, word_stems
 from .stopwords import STOP_WORDS
-from .terms import stems_of, tokens, word_stems
 
 __all__ = [
     "DATE_WORDS",

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...protocol.errors import InputError
+from ..store.terms import parse_stems
 from .ranking import (
     DAY_MS,
     QueryTerm,
@@ -68,7 +69,6 @@ from .sql import (
     neighbours,
     newest_in,
 )
-from .terms import parse_stems
 
 __all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
 

@@ -9,7 +9,7 @@ A candidate row (:data:`Row`) carries what ranking needs and nothing more:
 ``(rowid, id, origin, project, created_at, local_importance, content, keywords,
 superseded, author, stems)`` where ``superseded`` is 1 when a live memory corrects it
 and ``stems`` is the stored stems of the text (None when not known; see
-:func:`sealmem.client.recall.terms.stored_stems`).
+:func:`sealmem.client.store.terms.stored_stems`).
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def document_frequencies(
 
 def _kept(cur: sqlite3.Cursor, stems: Sequence[str]) -> dict[str, int]:
     """The document counts in ``memories_fts`` of those ``stems`` the store keeps
-    (frequent terms, schema version 12: :mod:`sealmem.client.recall.frequent`), while
+    (frequent terms, schema version 12: :mod:`sealmem.client.store.derived`), while
     they have counted every row the store holds."""
     if not stems:
         return {}

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
-from ...protocol.errors import InputError, NotFoundError, StoreError
+from ...protocol.errors import InputError, NotFoundError
 from ...protocol.record import (
     MAX_CONTENT_CHARS,
     MAX_REASON_CHARS,
@@ -324,12 +324,6 @@ class MemoryStore:
         if self._conn.execute("SELECT 1 FROM memories WHERE kind = ? LIMIT 1", (kind,)).fetchone():
             return [kind]
         return [str(r[0]) for r in self._conn.execute("SELECT DISTINCT kind FROM memories")]
-
-    def _memory(self, memory_id: str) -> Memory:
-        row = load_row(self._conn, memory_id)
-        if row is None:
-            raise StoreError(f"memory {memory_id} vanished while it was being written")
-        return memory_from_row(row)
 
     def history(self, memory_id: str) -> list[Memory]:
         """Older versions of a memory, newest first (empty if it never changed)."""

@@ -31,8 +31,7 @@ from urllib.parse import quote
 
 from ...protocol.errors import InputError, StoreError
 from ..clock import now_ms as wall_clock
-from ..recall.terms import stored_stems
-from . import journal
+from . import journal, prebaseline
 from .schema import MIGRATIONS, Migration
 
 __all__ = [
@@ -260,15 +259,6 @@ def _create_store(path: Path) -> None:
                 os.unlink(leftover)
 
 
-def _bucket_key(memory_id: object) -> int | None:
-    # Imported here: only the version 7 migration calls it, and opening a store (a
-    # hook's every run) must not load the crypto suite.
-    from ...crypto import SUITE
-    from ...protocol.snapshot import bucket_key
-
-    return bucket_key(SUITE, memory_id) if isinstance(memory_id, str) else None
-
-
 def connect(
     path: Path,
     *,
@@ -320,13 +310,6 @@ def connect(
             # Deleted rows (a forgotten memory's versions) are overwritten, not left in
             # free space: see sealmem.client.store.scrub.
             conn.execute("PRAGMA secure_delete = ON")
-            # A row that INSERT OR REPLACE removes fires the delete triggers too (the
-            # counters of schema version 8 and the full-text index stay exact).
-            conn.execute("PRAGMA recursive_triggers = ON")
-            # Version 7 fills memories.bucket_key with it (sealmem.client.sync.outgoing).
-            conn.create_function("sealmem_bucket_key", 1, _bucket_key, deterministic=True)
-            # Version 11 fills memories.stems with it (sealmem.client.recall.terms).
-            conn.create_function("sealmem_stems", 2, stored_stems, deterministic=True)
             migrated = migrate(conn, migrations, now_ms=now_ms, path=path)
             if get_meta(conn, "store_id") is None:
                 with transaction(conn):
@@ -386,6 +369,8 @@ def connect_readonly(
 
 
 def _require_current(conn: sqlite3.Connection, path: Path, migrations: Sequence[Migration]) -> None:
+    if migrations:
+        prebaseline.check(conn, path, migrations[0].name)
     current = schema_version(conn)
     known = migrations[-1].version if migrations else 0
     if current > known:
@@ -434,6 +419,8 @@ def migrate(
     written by a newer sealmem (its version is above the last one known here).
     """
     _check_sequence(migrations)
+    if migrations:
+        prebaseline.check(conn, path, migrations[0].name)
     known = migrations[-1].version if migrations else 0
     applied: list[int] = []
     conn.execute(

@@ -40,7 +40,7 @@ from vocab import WORDS  # noqa: E402 - tests/bench is on sys.path when run as a
 
 def _python_stems(content: str, keywords: str) -> str:
     """The split of non-ASCII text before schema 13 (NFKD, marks dropped, lower-cased)."""
-    from sealmem.client.recall.stemmer import stem
+    from sealmem.client.store.stemmer import stem
 
     decomposed = unicodedata.normalize("NFKD", f"{content} {keywords}")
     folded = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
@@ -77,7 +77,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from sealmem.client import MemoryStore
-    from sealmem.client.recall.terms import stored_stems
+    from sealmem.client.store.terms import stored_stems
     from sealmem.client.store.connection import connect
 
     rng = random.Random(16)

@@ -1,13 +1,13 @@
 """Non-ASCII text is split and folded as the full-text index does (issue 16).
 
-The kept counts of frequent terms (schema version 12) are kept by the triggers from
+The kept counts of frequent terms are kept by the store's writer from
 ``memories.stems``, which the write path computes; the counts they stand for are the
 full-text index's, which FTS5's unicode61 tokenizer writes.  Python's own split
 agreed with it on ASCII text but not on much else (a private-use or unassigned
 character joins a word in FTS5 and split it in Python; "й" and a Hangul syllable are
 kept whole by unicode61 and were folded apart by NFKD), so a kept count drifted and a
 query word such as "мойка" matched no index term.  Text with a non-ASCII character is
-now tokenized by SQLite itself (:mod:`sealmem.client.recall.terms`)."""
+now tokenized by SQLite itself (:mod:`sealmem.client.store.terms`)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
-from sealmem.client.recall import frequent, terms
 from sealmem.client.recall.ranking import analyse_query
-from sealmem.client.recall.terms import TOKENIZE, parse_stems, stems_of, tokens, word_stems
+from sealmem.client.store import derived, terms
+from sealmem.client.store.terms import TOKENIZE, parse_stems, stems_of, tokens, word_stems
 from sealmem.protocol.record import MAX_KEYWORD_CHARS
 
 
@@ -38,7 +38,7 @@ def _indexed(conn: sqlite3.Connection) -> dict[str, int]:
 def test_a_word_the_two_tokenizers_split_apart_keeps_the_counts_exact(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
 ) -> None:
-    monkeypatch.setattr(frequent, "FREQUENT_DOCS", 3)
+    monkeypatch.setattr(derived, "FREQUENT_DOCS", 3)
     with MemoryStore.open(tmp_path / "s.db", author="ann") as store:
         for i in range(6):  # filled at 3 and 6 memories: the next fill is at 12
             store.remember(f"deploy the orders service {i}")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from sealmem.client.recall import frequent
-from sealmem.client.recall.stemmer import stem
 from sealmem.client.store.connection import connect
 from sealmem.client.store.schema import MIGRATIONS, latest_version
+from sealmem.client.store.stemmer import stem
 from tests.support.old_schema import rewind_schema
 
 from .conftest import OpenStore

@@ -3,13 +3,13 @@
 Recall tokenizes queries and candidate memories in Python to compute its ranking
 features (term coverage, context from neighbouring memories, entity matches);
 splitting and stemming them the way FTS5 does keeps those features in step with
-the full-text index.  This module is small on purpose: the store's write path
-imports it to keep each memory's stems (:func:`stored_stems`), so that recall
-does not stem every candidate it looks at.
+the full-text index.  It lives in the store: the write path keeps each
+memory's stems (:func:`stored_stems`), so that recall does not stem every candidate
+it looks at, and the stems are the index's terms.
 
 Two paths give the same terms as the index.  ASCII text (nearly all of it) is split
 and stemmed in Python, which is exact there: a letter or digit is a token character,
-anything else a separator, and :func:`sealmem.client.recall.stemmer.stem` is FTS5's
+anything else a separator, and :func:`sealmem.client.store.stemmer.stem` is FTS5's
 Porter.  Text with any other character is handed to SQLite's own tokenizer, because
 unicode61 folds and splits by its own Unicode tables (it keeps "й" and a Hangul
 syllable whole, joins a private-use or unassigned character to a word) and FTS5's
@@ -30,7 +30,7 @@ import sqlite3
 import threading
 from functools import lru_cache
 
-from .stemmer import stem
+from .stemmer import STEMS, stem
 
 __all__ = ["TOKENIZE", "parse_stems", "stems_of", "stored_stems", "tokens", "word_stems"]
 
@@ -123,7 +123,7 @@ def tokens(text: str) -> list[str]:
 
 def _stems(text: str) -> frozenset[str]:
     if text.isascii():
-        return frozenset(map(stem, set(text.translate(_ASCII_WORDS).split())))
+        return frozenset(map(STEMS.__getitem__, text.translate(_ASCII_WORDS).split()))
     words = text.translate(_ASCII_WORDS).split(" ")
     # An ASCII character splits or joins the same in both (unicode61 folds it as the
     # table does): the pieces between ASCII separators that are all ASCII are stemmed
@@ -133,7 +133,7 @@ def _stems(text: str) -> frozenset[str]:
     other = []
     for piece in set(words):
         if piece.isascii():
-            found.update([stem(piece)] if piece else [])
+            found.update([STEMS[piece]] if piece else [])
             continue
         known = _PIECES.get(piece)  # one lookup: another thread may clear it meanwhile
         if known is None:
