@@ -19,7 +19,7 @@ import watchfiles
 
 from ...protocol.errors import InputError
 from .. import paths
-from ..store.api import MemoryStore
+from ..recall.api import MemoryStore
 from . import capture
 from .transcripts import find_transcripts, read_turns
 

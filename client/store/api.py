@@ -1,8 +1,5 @@
-"""The local Python API: :class:`MemoryStore`, one SQLite store used from one thread.
-
->>> with MemoryStore.open() as store:                      # doctest: +SKIP
-...     store.remember("pytest needs --import-mode=importlib here", kind="lesson")
-...     hits = store.recall("pytest import mode")
+"""The store's writes and reads: :class:`LocalStore`, one SQLite store used from one
+thread (:class:`sealmem.client.recall.api.MemoryStore` adds recall to it).
 
 Every write ticks the store's hybrid logical clock and keeps the replaced
 version in ``history``.  Secrets are redacted before anything is stored.
@@ -18,7 +15,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, Self, TextIO
 
 from ...protocol.errors import InputError, NotFoundError
 from ...protocol.record import (
@@ -28,14 +25,11 @@ from ...protocol.record import (
 )
 from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
-from ..recall import context
 from . import health, ids, inputs, scrub, transfer, writes
 from .connection import connect, connect_readonly, sqlite_errors, transaction
 from .memory import (
-    DEFAULT_PROJECT,
     SHARED_PROJECT,
     Check,
-    Hit,
     ImportResult,
     Memory,
     RememberResult,
@@ -48,15 +42,14 @@ from .rows import (
     memory_from_row,
 )
 
-__all__ = ["MAX_K", "MemoryStore"]
+__all__ = ["LocalStore"]
 
 _JOINED_COLUMNS = ", ".join("m." + column.strip() for column in MEMORY_COLUMNS.split(","))
 
-MAX_K = 100
 
-
-class MemoryStore:
-    """One local memory store (a SQLite file in WAL mode); a context manager."""
+class LocalStore:
+    """One local memory store (a SQLite file in WAL mode); a context manager: its writes
+    and reads (:class:`sealmem.client.recall.api.MemoryStore` adds recall)."""
 
     def __init__(
         self,
@@ -81,7 +74,7 @@ class MemoryStore:
         author: str | None = None,
         clock: Callable[[], int] | None = None,
         readonly: bool = False,
-    ) -> MemoryStore:
+    ) -> Self:
         """Open (creating and migrating if needed) the store at ``path``.
 
         ``path`` None means ``<home>/store.db``; ``author`` None means the local
@@ -113,7 +106,7 @@ class MemoryStore:
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> MemoryStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -126,7 +119,7 @@ class MemoryStore:
 
     def __repr__(self) -> str:
         mode = ", readonly=True" if self.readonly else ""
-        return f"MemoryStore({str(self.path)!r}, author={self.author!r}{mode})"
+        return f"{type(self).__name__}({str(self.path)!r}, author={self.author!r}{mode})"
 
     @property
     def connection(self) -> sqlite3.Connection:
@@ -359,54 +352,6 @@ class MemoryStore:
             ).fetchall()
         return [memory_from_row(row) for row in rows]
 
-    def recall(
-        self,
-        query: str,
-        *,
-        k: int = 5,
-        project: str | None = None,
-        all_projects: bool = False,
-        include_history: bool = False,
-        kinds: Sequence[str] | None = None,
-    ) -> list[Hit]:
-        """The ``k`` memories that best match ``query``; superseded ones carry replacements."""
-        from ..recall import search as retrieval
-
-        if not isinstance(query, str) or not query.strip():
-            raise InputError("the query is empty; pass words to search for")
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            raise InputError(f"k={k} must be between 1 and {MAX_K}")
-        kind_list = None if kinds is None else [inputs.kind(kind) for kind in kinds]
-        with sqlite_errors(self.path):
-            scored = retrieval.search(
-                self._conn,
-                query,
-                k=k,
-                projects=self._scope(project, all_projects),
-                include_history=include_history,
-                kinds=kind_list,
-                now_ms=self._clock(),
-            )
-            ids = [item.id for item in scored]
-            marks = ", ".join("?" * len(ids))
-            rows = {
-                row["id"]: row
-                for row in self._conn.execute(
-                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})", ids
-                )
-            }
-            replaced = self._superseded_by(ids)
-        return [
-            Hit(
-                memory=memory_from_row(rows[item.id]),
-                score=float(item.score),
-                why=dict(item.why),
-                superseded_by=replaced.get(item.id, []),
-            )
-            for item in scored
-            if item.id in rows
-        ]
-
     def superseded_by(self, ids: Sequence[str]) -> dict[str, list[Memory]]:
         """For each of ``ids`` that a live memory corrects: those memories, newest first."""
         with sqlite_errors(self.path):
@@ -423,14 +368,6 @@ class MemoryStore:
         ):
             replaced.setdefault(row["replaced_id"], []).append(memory_from_row(row))
         return replaced
-
-    def startup_context(self, *, project: str | None = None, budget_tokens: int = 1200) -> str:
-        """Text for the start of an agent session: warnings and decisions first; "" if none."""
-        scope = self._scope(project, False) or [DEFAULT_PROJECT, SHARED_PROJECT]
-        with sqlite_errors(self.path):
-            return context.startup_context(
-                self._conn, projects=scope, me=self.author, budget_tokens=budget_tokens
-            )
 
     def _scope(self, project: str | None, all_projects: bool) -> list[str] | None:
         if all_projects:

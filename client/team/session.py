@@ -33,7 +33,7 @@ from .invite import Invite, fingerprint_of, make_join_request
 from .local_only import local_only
 
 if TYPE_CHECKING:  # avoids importing the store API at module load
-    from ..store.api import MemoryStore
+    from ..recall.api import MemoryStore
 
 __all__ = [
     "CONFIG_FILE",

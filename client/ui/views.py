@@ -21,7 +21,7 @@ from ..team.names import member_names
 from .charts import stacked_bars
 
 if TYPE_CHECKING:
-    from ..store.api import MemoryStore
+    from ..recall.api import MemoryStore
     from ..store.memory import Authorship, Memory
 
 __all__ = [

@@ -77,8 +77,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from sealmem.client import MemoryStore
-    from sealmem.client.store.terms import stored_stems
     from sealmem.client.store.connection import connect
+    from sealmem.client.store.terms import stored_stems
 
     rng = random.Random(16)
     extra = ["мойка", "배포", "Zürich", "東京", "café"]

@@ -12,6 +12,7 @@ import sealmem.client
 MODULES = [
     "paths",
     "recall.context",
+    "recall.api",
     "store.api",
     "store.connection",
     "store.health",

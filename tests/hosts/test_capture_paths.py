@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 
-from sealmem.client.store.api import MemoryStore
+from sealmem.client.recall.api import MemoryStore
 from tests.hosts.conftest import FIXTURES, Env, Run
 
 CLI = Callable[..., Run]

@@ -9,7 +9,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from sealmem.client.store.api import MemoryStore
+from sealmem.client.recall.api import MemoryStore
 from tests.hosts.conftest import FIXTURES, SEALMEM, Env, Run
 
 Script = Callable[..., Run]  # the console script in a subprocess, or main() in-process
