@@ -19,7 +19,6 @@ from typing import Any, Self, TextIO
 
 from ...protocol.errors import InputError, NotFoundError
 from ...protocol.record import (
-    MAX_CONTENT_CHARS,
     MAX_REASON_CHARS,
     MEMBER_RE,
 )
@@ -153,14 +152,7 @@ class LocalStore:
         given_kind = None if kind is None else inputs.kind(kind)
         importance = inputs.importance(importance)
         origin = inputs.origin(origin)
-        if not isinstance(content, str) or not content.strip():
-            raise InputError("content is empty; pass the text to remember")
-        content = inputs.text(content.strip(), "memory text")
-        if len(content) > MAX_CONTENT_CHARS:
-            raise InputError(
-                f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}: "
-                "split it into several memories"
-            )
+        content = inputs.content(content)
         # the rule of every write path: keywords also read together, each text cut to
         # its limit if the placeholders pushed it past
         cleaned = redact_texts(content, inputs.keywords(keywords))
@@ -204,18 +196,7 @@ class LocalStore:
                 supersedes=() if shared_twin else old_ids,
             )
         warnings += warning_for(found_together, "keywords")
-        if memory.record.kind != old_kind:
-            warnings.append(
-                f"the same text was stored as a {old_kind}; it is a {memory.record.kind} now "
-                f"(a new version; the {old_kind} version is kept in history: "
-                f"sealmem show {memory.record.id} --history)"
-            )
-        wanted = "private" if private else "team"
-        if memory.record.visibility != wanted:
-            warnings.append(
-                f"the same memory already exists as {memory.record.visibility}; it stays so "
-                "(forget it and remember it again to change that)"
-            )
+        warnings += _repeat_warnings(memory, old_kind, "private" if private else "team")
         return RememberResult(memory, created=False, merged=True, warnings=warnings)
 
     def forget(self, memory_id: str, *, reason: str) -> Memory:
@@ -441,3 +422,21 @@ class LocalStore:
         """Rebuild the full-text indexes (what 'doctor' asks for when they drift)."""
         with sqlite_errors(self.path), transaction(self._conn):
             return health.reindex(self._conn, progress)
+
+
+def _repeat_warnings(memory: Memory, old_kind: str, wanted: str) -> list[str]:
+    """What a repeat of a memory did that the caller did not ask for."""
+    out = []
+    record = memory.record
+    if record.kind != old_kind:
+        out.append(
+            f"the same text was stored as a {old_kind}; it is a {record.kind} now (a new "
+            f"version; the {old_kind} version is kept in history: "
+            f"sealmem show {record.id} --history)"
+        )
+    if record.visibility != wanted:
+        out.append(
+            f"the same memory already exists as {record.visibility}; it stays so "
+            "(forget it and remember it again to change that)"
+        )
+    return out

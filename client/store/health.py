@@ -17,8 +17,9 @@ from typing import Any
 
 from ...protocol.errors import StoreError
 from . import derived, journal, prebaseline
-from .connection import DIR_MODE, FILE_MODE, check_file, connect_readonly, schema_version
+from .connection import DIR_MODE, FILE_MODE, check_file, connect_readonly
 from .memory import Check
+from .migrations import schema_version
 from .schema import latest_version
 
 __all__ = [

@@ -49,10 +49,10 @@ from .connection import (
     check_file,
     connect,
     describe,
-    schema_version,
     set_meta,
     transaction,
 )
+from .migrations import schema_version
 
 __all__ = ["BATCH", "RecoverResult", "recover"]
 
