@@ -19,14 +19,14 @@ one session (two memories a teammate wrote an hour apart are not).
 
 Cost.  A recall is a handful of round trips on the common path: the term
 statistics (cached per connection until the database changes; the counts of
-frequent terms are read from the store, schema version 12, the others walked in
+frequent terms are read from the store's ``term_counts``, the others walked in
 the index), how much of the store the scope holds, one BM25 pool (the index ranked
 alone, then the rows of its best matches; or, for a scope that holds fewer than
 half the memories, ranked with the scope inside), the pool of the period the query
 names (only when it names one) and one query for the session neighbours of the best
 hits.
-A candidate's stems are read with its row (``memories.stems``, kept since schema
-version 11; a row without them is stemmed here, once per text, cached); the score
+A candidate's stems are read with its row (``memories.stems``; a row another tool
+wrote without them is stemmed here, once per text, cached); the score
 of each candidate is arithmetic over a bit mask of the query terms it holds, and the ``why``
 dictionary is built for the ``k`` results only.  The pool is bounded twice:
 ``pool`` candidates, drawn from the rarest terms while their document counts

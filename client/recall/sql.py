@@ -153,7 +153,7 @@ def document_frequencies(
 
 def _kept(cur: sqlite3.Cursor, stems: Sequence[str]) -> dict[str, int]:
     """The document counts in ``memories_fts`` of those ``stems`` the store keeps
-    (frequent terms, schema version 12: :mod:`sealmem.client.store.derived`), while
+    (frequent terms, :mod:`sealmem.client.store.derived`), while
     they have counted every row the store holds."""
     if not stems:
         return {}
@@ -207,7 +207,7 @@ def _count(cur: sqlite3.Cursor, include_history: bool) -> int:
 
 def _indexed(cur: sqlite3.Cursor) -> int | None:
     """How many rows ``memories_fts`` indexes, which is ``count(*)`` of ``memories``
-    (its triggers and the batch writer index every row, tombstones too) without a scan
+    (the store's writer indexes every row, tombstones too) without a scan
     of the table (milliseconds at 100k memories, paid by every cold recall): the first
     varint of FTS5's averages record (``memories_fts_data`` row 1), the row count its
     own BM25 uses, kept on every insert and delete.  None when it cannot be read."""

@@ -1,7 +1,7 @@
 """The keepers of the derived tables: what a batch of writes changes in them, and
 ``rebuild``.
 
-Every table here follows from ``memories`` and ``history`` alone (schema version 1
+Every table here follows from ``memories`` and ``history`` alone (:mod:`.schema`
 lists them).  The one writer (:mod:`sealmem.client.store.writer`) calls
 :func:`memories_changed` and :func:`history_added` / :func:`history_removed` once per
 batch with the rows it inserted, replaced and deleted; nothing else writes them (no
@@ -28,9 +28,10 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Any
 
-from .rows import norm_hash
+from .rows import MEMORY_VALUE_COLUMNS, norm_hash
 from .terms import stored_stems
 
 __all__ = [
@@ -56,12 +57,18 @@ class Row:
 
     __slots__ = ("content", "deleted", "editor", "id", "keywords", "project", "stems", "team")
 
-    def __init__(self, source: sqlite3.Row | dict[str, Any]) -> None:
-        self.id, self.project, self.editor = source["id"], source["project"], source["editor"]
-        self.content, self.keywords = source["content"], source["keywords"]
-        self.stems: str | None = source["stems"]
-        self.team = source["visibility"] == "team"
-        self.deleted = bool(source["deleted"])
+    def __init__(self, source: sqlite3.Row | Values) -> None:
+        get = source.__getitem__
+        at = _BY_NAME if isinstance(source, sqlite3.Row) else _BY_POSITION
+        self.id, self.project, self.editor = get(at[0]), get(at[1]), get(at[2])
+        self.content, self.keywords, self.stems = get(at[3]), get(at[4]), get(at[5])
+        self.team = get(at[6]) == "team"
+        self.deleted = bool(get(at[7]))
+
+
+_FIELDS = ("id", "project", "editor", "content", "keywords", "stems", "visibility", "deleted")
+_BY_NAME: tuple[Any, ...] = _FIELDS
+_BY_POSITION: tuple[Any, ...] = tuple(MEMORY_VALUE_COLUMNS.index(name) for name in _FIELDS)
 
 
 def memories_changed(
@@ -88,7 +95,7 @@ def memories_changed(
     gone = [old for old, _ in deleted] + [old for old, _, _ in replaced]
     came = [*inserted, *(new for _, new, _ in replaced)]
     _own_counts(conn, gone, came)
-    _dirty(conn, inserted, replaced, [old for old, _ in deleted])
+    _dirty(conn, after, replaced, [old for old, _ in deleted])
     _terms(conn, inserted, reworded, [old for old, _ in deleted])
 
 
@@ -136,17 +143,25 @@ def _own_counts(conn: sqlite3.Connection, gone: Sequence[Row], came: Sequence[Ro
 
 def _dirty(
     conn: sqlite3.Connection,
-    inserted: Sequence[Row],
+    after: int | None,
     replaced: Sequence[tuple[Row, Row, int]],
     deleted: Sequence[Row],
 ) -> None:
+    """``push_dirty``: the rows above rowid ``after`` (inserted), ``replaced`` and
+    ``deleted`` that are team rows of the member this store pushes as."""
     row = conn.execute("SELECT editor FROM push_editor").fetchone()
     me = None if row is None else str(row[0])
+    if after is not None:
+        conn.execute(
+            "INSERT INTO push_dirty (project, id) SELECT project, id FROM memories "
+            "WHERE rowid > ? AND visibility = 'team' AND coalesce(editor = ?, 1) ORDER BY rowid",
+            (after, me),
+        )
 
     def mine(r: Row) -> bool:
         return r.team and (me is None or r.editor == me)
 
-    logged = [(r.project, r.id) for r in (*inserted, *deleted) if mine(r)]
+    logged = [(r.project, r.id) for r in deleted if mine(r)]
     for old, new, _ in replaced:
         if mine(old) or mine(new):
             logged.append((old.project, old.id))
@@ -180,15 +195,15 @@ def _terms(
     if any(old.stems is None for old in olds):  # written by another tool: not known
         _forget_terms(conn)
         return
-    counts: Counter[str] = Counter()
-    for rows, sign in ((olds, -1), ([*inserted, *(new for _, new, _ in reworded)], 1)):
-        for r in rows:
-            for term in str(r.stems).split():
-                if term in tracked:
-                    counts[term] += sign
+    gone = Counter(chain.from_iterable(str(r.stems).split() for r in olds))
+    came = Counter(
+        chain.from_iterable(
+            str(r.stems).split() for r in (*inserted, *(new for _, new, _ in reworded))
+        )
+    )
     conn.executemany(
         "UPDATE term_counts SET docs = docs + ? WHERE term = ?",
-        [(n, term) for term, n in counts.items() if n],
+        [(n, term) for term in tracked if (n := came[term] - gone[term])],
     )
 
 
@@ -235,11 +250,12 @@ FROM history
 """
 
 
-def history_added(conn: sqlite3.Connection, after: int) -> None:
-    """``history_fts``: index the history rows above ``seq`` ``after`` (just added)."""
-    conn.execute(
-        f"INSERT INTO history_fts (rowid, content, keywords) {_HISTORY_TEXT} WHERE seq > ?",
-        (after,),
+def history_added(conn: sqlite3.Connection, after: int, texts: Sequence[tuple[str, str]]) -> None:
+    """``history_fts``: index the history rows just added, ``seq`` ``after + 1`` on, whose
+    text (content, space-joined keywords) is ``texts``, in order."""
+    conn.executemany(
+        "INSERT INTO history_fts (rowid, content, keywords) VALUES (?, ?, ?)",
+        [(after + i, content, keywords) for i, (content, keywords) in enumerate(texts, 1)],
     )
 
 

@@ -27,6 +27,7 @@ from .terms import stored_stems
 __all__ = [
     "HISTORY_COLUMNS",
     "MEMORY_COLUMNS",
+    "MEMORY_COLUMN_NAMES",
     "MEMORY_VALUE_COLUMNS",
     "RECORD_COLUMNS",
     "archived_values",
@@ -54,6 +55,9 @@ MEMORY_COLUMNS = (
     "deleted, delete_reason, origin, visibility, seen_count, updated_at, norm_hash, "
     "transport, signer, signer_name, verified, received_at, snapshot_seq, stems"
 )
+
+MEMORY_COLUMN_NAMES = tuple(name.strip() for name in MEMORY_COLUMNS.split(","))
+"""The names of :data:`MEMORY_COLUMNS`, in its order (a row read with it is indexed so)."""
 
 RECORD_COLUMNS = (
     "id, project, kind, content, keywords_json, importance, author, editor, created_at, "
@@ -101,19 +105,23 @@ def norm_hash(content: str) -> str | None:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
+def _listed(text: str) -> tuple[str, ...]:
+    return () if text == "[]" else tuple(json.loads(text))
+
+
 def record_from_row(row: sqlite3.Row) -> Record:
     return Record(
         id=row["id"],
         project=row["project"],
         kind=row["kind"],
         content=row["content"],
-        keywords=tuple(json.loads(row["keywords_json"])),
+        keywords=_listed(row["keywords_json"]),
         importance=float(row["importance"]),
         author=row["author"],
         editor=row["editor"],
         created_at=int(row["created_at"]),
         hlc=Hlc(int(row["hlc_wall"]), int(row["hlc_counter"])),
-        supersedes=tuple(json.loads(row["supersedes_json"])),
+        supersedes=_listed(row["supersedes_json"]),
         deleted=bool(row["deleted"]),
         delete_reason=row["delete_reason"],
         origin=row["origin"],
@@ -124,19 +132,18 @@ def record_from_row(row: sqlite3.Row) -> Record:
 def record_from_values(row: Sequence[Any]) -> Record:
     """:func:`record_from_row` of a row read with :data:`RECORD_COLUMNS` first, by
     position (a push reads every own row: no lookup by name, no JSON parse of ``[]``)."""
-    keywords, supersedes = row[4], row[11]
     return Record(
         row[0],
         row[1],
         row[2],
         row[3],
-        () if keywords == "[]" else tuple(json.loads(keywords)),
+        _listed(row[4]),
         float(row[5]),
         row[6],
         row[7],
         int(row[8]),
         Hlc(int(row[9]), int(row[10])),
-        () if supersedes == "[]" else tuple(json.loads(supersedes)),
+        _listed(row[11]),
         bool(row[12]),
         row[13],
         row[14],
@@ -210,11 +217,20 @@ def memory_row(
     local_importance: float,
     seen_count: int,
     updated_at: int,
+    same_text: sqlite3.Row | None = None,
 ) -> tuple[Any, ...]:
     """The ``memories`` columns (all but ``rowid``) of a row holding ``record``, in
-    :data:`MEMORY_VALUE_COLUMNS` order (what a batch writes: no dict per row)."""
+    :data:`MEMORY_VALUE_COLUMNS` order (what a batch writes: no dict per row).
+
+    ``same_text``: a row that holds the same content and keywords (the row it replaces,
+    mostly), whose stems and de-duplication hash are then taken as they are."""
     keywords, supersedes = record.keywords, record.supersedes
     spaced = " ".join(keywords)
+    if same_text is not None and not record.deleted:
+        digest, stems = same_text["norm_hash"], same_text["stems"]
+    else:
+        digest = None if record.deleted else norm_hash(record.content)
+        stems = stored_stems(record.content, spaced)
     return (
         record.id,
         record.project,
@@ -236,8 +252,8 @@ def memory_row(
         record.visibility,
         seen_count,
         updated_at,
-        None if record.deleted else norm_hash(record.content),
-        stored_stems(record.content, spaced),
+        digest,
+        stems,
         provenance.transport,
         provenance.signer,
         provenance.signer_name,
@@ -273,10 +289,13 @@ def history_values(
     )
 
 
-def archived_values(row: sqlite3.Row, replaced_at: int) -> tuple[Any, ...]:
-    """The ``history`` columns that archive a ``memories`` row."""
+def archived_values(
+    row: sqlite3.Row, replaced_at: int, record: Record | None = None
+) -> tuple[Any, ...]:
+    """The ``history`` columns that archive a ``memories`` row (``record``: the version
+    it holds, when already read from it)."""
     return history_values(
-        record_from_row(row),
+        record_from_row(row) if record is None else record,
         provenance=provenance_of(row),
         local_importance=float(row["local_importance"]),
         seen_count=int(row["seen_count"]),

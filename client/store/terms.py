@@ -34,7 +34,7 @@ from .stemmer import STEMS, stem
 
 __all__ = ["TOKENIZE", "parse_stems", "stems_of", "stored_stems", "tokens", "word_stems"]
 
-# the tokenizer of ``memories_fts`` and ``history_fts`` (schema version 1)
+# the tokenizer of ``memories_fts`` and ``history_fts`` (:mod:`.schema`)
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 # ASCII text: a letter or digit is a token character (lower-cased), anything else a

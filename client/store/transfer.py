@@ -240,7 +240,9 @@ class _Importer:
             when = (
                 entry.updated_at if row is None else max(int(row["updated_at"]), entry.updated_at)
             )
-            writes.append(Write(winner, entry.provenance, importance, seen, when, row))
+            writes.append(
+                Write(winner, entry.provenance, importance, seen, when, row, replaced=local)
+            )
             return "added" if row is None else "updated"
         if outcome.loser is not None:
             keeps.append(_keep(entry, entry.updated_at))

@@ -42,6 +42,7 @@ from .derived import Row
 from .memory import Provenance
 from .rows import (
     HISTORY_COLUMNS,
+    MEMORY_COLUMN_NAMES,
     MEMORY_COLUMNS,
     MEMORY_VALUE_COLUMNS,
     archived_values,
@@ -69,6 +70,8 @@ class Write:
     bucket_key: int | None = None
     """``record.id``'s bucket key (:func:`~sealmem.protocol.snapshot.bucket_key`), stored
     with a new row (None: the next push fills it; a row already there keeps its own)."""
+    replaced: Record | None = None
+    """The version ``previous`` holds, when the caller has read it (else read here)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,17 +158,22 @@ def write_version(
     return write(conn, Batch(writes=[one])).purged
 
 
-_COLUMN = {name: i for i, name in enumerate(MEMORY_VALUE_COLUMNS)}
-_ID = _COLUMN["id"]
-_UPDATE = (
-    "UPDATE memories SET "
-    + ", ".join(f"{name} = ?" for name in MEMORY_VALUE_COLUMNS if name != "id")
-    + " WHERE id = ?"
+_ID = MEMORY_VALUE_COLUMNS.index("id")
+# (position in a value tuple, name, position in a row read with MEMORY_COLUMNS)
+_COLUMNS = tuple(
+    (i, name, MEMORY_COLUMN_NAMES.index(name))
+    for i, name in enumerate(MEMORY_VALUE_COLUMNS)
+    if i != _ID
 )
 
 
-def _values_row(values: Sequence[Any]) -> Row:
-    return Row(dict(zip(MEMORY_VALUE_COLUMNS, values, strict=True)))
+def _same_text(record: Record, prev: sqlite3.Row | None) -> sqlite3.Row | None:
+    """``prev`` when it holds ``record``'s text with its stems (they are then reused)."""
+    if prev is None or prev["deleted"] or prev["stems"] is None:
+        return None
+    if prev["content"] != record.content or prev["keywords"] != " ".join(record.keywords):
+        return None
+    return prev
 
 
 def _winners(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
@@ -178,10 +186,33 @@ def _winners(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
             local_importance=w.local_importance,
             seen_count=w.seen_count,
             updated_at=w.updated_at,
+            same_text=_same_text(w.record, w.previous),
         )
         for w in writes
     ]
+    purged = _archive(conn, writes)
+    pairs = list(zip(values, writes, strict=True))
+    added = [(*v, w.bucket_key) for v, w in pairs if w.previous is None]
+    changed = [(v, w.previous) for v, w in pairs if w.previous is not None]
+    (last,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()
+    insert_staged(conn, "memories", (*MEMORY_VALUE_COLUMNS, "bucket_key"), added)
+    _update(conn, changed)
+    derived.memories_changed(
+        conn,
+        after=last if added else None,
+        inserted=[Row(v) for v in added],
+        replaced=[(Row(p), Row(v), int(p["rowid"])) for v, p in changed],
+        deleted=[],
+    )
+    _relink(conn, writes)
+    return purged
+
+
+def _archive(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
+    """The versions ``writes`` replace into ``history``, but the text a tombstone covers,
+    which leaves ``history`` too; returns how many versions with content left."""
     archived: list[tuple[Any, ...]] = []
+    texts: list[tuple[str, str]] = []
     purges: list[tuple[str, str | None]] = []
     purged = 0
     for w in writes:
@@ -192,27 +223,27 @@ def _winners(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
             if record.deleted and not prev["deleted"] and (only is None or prev["editor"] == only):
                 purged += 1  # the text it replaces is covered: not archived
             else:
-                archived.append(archived_values(prev, w.updated_at))
+                archived.append(archived_values(prev, w.updated_at, w.replaced))
+                texts.append((prev["content"], prev["keywords"]))
         if record.deleted:
             purges.append((record.id, only))
     purged += _purge(conn, purges)
-    _insert_history(conn, archived)
-    added = [(*v, w.bucket_key) for v, w in zip(values, writes, strict=True) if w.previous is None]
-    changed = [
-        (v, w.previous) for v, w in zip(values, writes, strict=True) if w.previous is not None
-    ]
-    (last,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()
-    insert_staged(conn, "memories", (*MEMORY_VALUE_COLUMNS, "bucket_key"), added)
-    conn.executemany(_UPDATE, [(*v[1:], v[_ID]) for v, _ in changed])
-    derived.memories_changed(
-        conn,
-        after=last if added else None,
-        inserted=[_values_row(v[:-1]) for v in added],
-        replaced=[(Row(p), _values_row(v), int(p["rowid"])) for v, p in changed],
-        deleted=[],
-    )
-    _relink(conn, writes)
+    _insert_history(conn, archived, texts)
     return purged
+
+
+def _update(conn: sqlite3.Connection, changed: Sequence[tuple[Sequence[Any], sqlite3.Row]]) -> None:
+    """Rewrite the ``changed`` rows, each only in the columns whose value changed (an
+    index none of whose columns changed is then not touched)."""
+    groups: dict[tuple[str, ...], list[list[Any]]] = {}
+    for v, p in changed:
+        differ = [(i, name) for i, name, j in _COLUMNS if v[i] != p[j]]
+        if differ:
+            names = tuple(name for _, name in differ)
+            groups.setdefault(names, []).append([*(v[i] for i, _ in differ), v[_ID]])
+    for names, rows in groups.items():
+        sets = ", ".join(f"{name} = ?" for name in names)
+        conn.executemany(f"UPDATE memories SET {sets} WHERE id = ?", rows)
 
 
 def _purge(conn: sqlite3.Connection, purges: Sequence[tuple[str, str | None]]) -> int:
@@ -234,12 +265,16 @@ def _purge(conn: sqlite3.Connection, purges: Sequence[tuple[str, str | None]]) -
     return len(seqs)
 
 
-def _insert_history(conn: sqlite3.Connection, values: Sequence[Sequence[Any]]) -> None:
+def _insert_history(
+    conn: sqlite3.Connection, values: Sequence[Sequence[Any]], texts: Sequence[tuple[str, str]]
+) -> None:
+    """Add ``values`` to ``history``, their ``texts`` (content, space-joined keywords) to
+    its index: a new row takes the ``seq`` after the last one, in order."""
     if not values:
         return
     (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM history").fetchone()
     insert_staged(conn, "history", HISTORY_COLUMNS, values)
-    derived.history_added(conn, int(last))
+    derived.history_added(conn, int(last), texts)
 
 
 def insert_staged(
@@ -289,7 +324,11 @@ def _relink(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
 
 
 def _remove(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row], replaced_at: int) -> None:
-    _insert_history(conn, [archived_values(row, replaced_at) for row in rows])
+    _insert_history(
+        conn,
+        [archived_values(row, replaced_at) for row in rows],
+        [(row["content"], row["keywords"]) for row in rows],
+    )
     ids = [(str(row["id"]),) for row in rows]
     conn.executemany("DELETE FROM supersedes WHERE new_id = ?", ids)
     conn.executemany("DELETE FROM redaction_marks WHERE id = ?", ids)
@@ -323,7 +362,7 @@ def _keep(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool)
             (json.dumps(ids),),
         )
     }
-    values = []
+    values, texts = [], []
     for k in keeps:
         key = (k.record.id, record_json(k.record))
         if key in seen:
@@ -346,5 +385,6 @@ def _keep(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool)
                 replaced_at=k.replaced_at,
             )
         )
-    _insert_history(conn, values)
+        texts.append((k.record.content, " ".join(k.record.keywords)))
+    _insert_history(conn, values, texts)
     return len(values)

@@ -110,6 +110,7 @@ def apply_versions(
             now,
             row,
             None if row is not None else keys[rid] if rid in keys else bucket_key(SUITE, rid),
+            local.get(rid),
         )
         for rid in merged.changed
     ]

@@ -219,7 +219,7 @@ def pushes_as(conn: sqlite3.Connection) -> str | None:
 
 
 def claim_pushes(conn: sqlite3.Connection, me: str) -> bool:
-    """Record that this store pushes as ``me`` (``push_editor``, schema version 10), so
+    """Record that this store pushes as ``me`` (``push_editor``), so
     that the dirty log keeps only the rows ``me`` wrote; return True when that changed.
 
     Writes only on a change (a new store, another member key): then every chain pushed
@@ -274,7 +274,7 @@ def redact_pending(conn: sqlite3.Connection, me: str, project: str, since: Hlc, 
     Run in its own transaction before a push is planned, so that the push itself only
     reads the store (newer rules may catch a secret an older sealmem let in).  A version
     whose text this store's rules already redacted (its ``redaction_marks`` row names
-    it, schema version 9: a pull, an import, or this function before) is not redacted
+    it: a pull, an import, or this function before) is not redacted
     again; one found clean, or stored cleaned, is marked (a push that did not land, or
     found nothing to publish, does not run the rules over it again).
     """

@@ -59,7 +59,7 @@ def _best_us(fn: Callable[[str, str], str], texts: list[str]) -> float:
 
 def _cold(fn: Callable[[str, str], str]) -> Callable[[str, str], str]:
     """``fn`` with the pieces the tokenizer remembers forgotten before each call."""
-    from sealmem.client.recall import terms
+    from sealmem.client.store import terms
 
     pieces: dict[str, object] = getattr(terms, "_PIECES", {})  # none before the fix
 
