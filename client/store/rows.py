@@ -27,7 +27,6 @@ from .terms import stored_stems
 __all__ = [
     "HISTORY_COLUMNS",
     "MEMORY_COLUMNS",
-    "MEMORY_COLUMN_NAMES",
     "MEMORY_VALUE_COLUMNS",
     "RECORD_COLUMNS",
     "archived_values",
@@ -55,9 +54,6 @@ MEMORY_COLUMNS = (
     "deleted, delete_reason, origin, visibility, seen_count, updated_at, norm_hash, "
     "transport, signer, signer_name, verified, received_at, snapshot_seq, stems"
 )
-
-MEMORY_COLUMN_NAMES = tuple(name.strip() for name in MEMORY_COLUMNS.split(","))
-"""The names of :data:`MEMORY_COLUMNS`, in its order (a row read with it is indexed so)."""
 
 RECORD_COLUMNS = (
     "id, project, kind, content, keywords_json, importance, author, editor, created_at, "

@@ -42,7 +42,6 @@ from .derived import Row
 from .memory import Provenance
 from .rows import (
     HISTORY_COLUMNS,
-    MEMORY_COLUMN_NAMES,
     MEMORY_COLUMNS,
     MEMORY_VALUE_COLUMNS,
     archived_values,
@@ -159,12 +158,7 @@ def write_version(
 
 
 _ID = MEMORY_VALUE_COLUMNS.index("id")
-# (position in a value tuple, name, position in a row read with MEMORY_COLUMNS)
-_COLUMNS = tuple(
-    (i, name, MEMORY_COLUMN_NAMES.index(name))
-    for i, name in enumerate(MEMORY_VALUE_COLUMNS)
-    if i != _ID
-)
+_COLUMNS = tuple((i, name) for i, name in enumerate(MEMORY_VALUE_COLUMNS) if i != _ID)
 
 
 def _same_text(record: Record, prev: sqlite3.Row | None) -> sqlite3.Row | None:
@@ -237,7 +231,7 @@ def _update(conn: sqlite3.Connection, changed: Sequence[tuple[Sequence[Any], sql
     index none of whose columns changed is then not touched)."""
     groups: dict[tuple[str, ...], list[list[Any]]] = {}
     for v, p in changed:
-        differ = [(i, name) for i, name, j in _COLUMNS if v[i] != p[j]]
+        differ = [(i, name) for i, name in _COLUMNS if v[i] != p[name]]
         if differ:
             names = tuple(name for _, name in differ)
             groups.setdefault(names, []).append([*(v[i] for i, _ in differ), v[_ID]])
