@@ -24,7 +24,7 @@ from ...protocol.record import (
 )
 from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
-from . import health, ids, inputs, scrub, transfer, writes
+from . import export, health, ids, inputs, scrub, transfer, writes
 from .connection import connect, connect_readonly, sqlite_errors, transaction
 from .memory import (
     SHARED_PROJECT,
@@ -361,7 +361,7 @@ class LocalStore:
     def export(self) -> dict[str, Any]:
         """Every record (tombstones, private ones, history, links) as a JSON-able document."""
         with sqlite_errors(self.path):
-            return transfer.export_document(self._conn, now_ms=self._clock())
+            return export.export_document(self._conn, now_ms=self._clock())
 
     def export_to(self, out: TextIO) -> int:
         """Write the export document to ``out`` one entry at a time (memory bounded
@@ -369,7 +369,7 @@ class LocalStore:
         with sqlite_errors(self.path):
             self._conn.execute("BEGIN")  # one consistent read of the whole store
             try:
-                return transfer.write_export(self._conn, out, now_ms=self._clock())
+                return export.write_export(self._conn, out, now_ms=self._clock())
             finally:
                 self._conn.execute("COMMIT")
 

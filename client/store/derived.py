@@ -36,6 +36,8 @@ from .terms import stored_stems
 
 __all__ = [
     "FREQUENT_DOCS",
+    "REBUILD_STEPS",
+    "Row",
     "drift",
     "history_added",
     "history_removed",

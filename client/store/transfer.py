@@ -38,22 +38,14 @@ from ...protocol.hlc import MAX_AHEAD_MS, ZERO, Hlc, too_far_ahead
 from ...protocol.merge import effective_importance, merge
 from ...protocol.record import Record
 from .connection import transaction
-from .export import FORMAT, VERSION, export_document, write_export
+from .export import FORMAT, VERSION
 from .jsonscan import JsonScanner, scan
 from .memory import ImportResult, Provenance
 from .redacting import redact_versions
 from .rows import observe_hlc, record_from_row
 from .writer import Batch, Keep, Local, Write, load_rows, write
 
-__all__ = [
-    "BATCH",
-    "FORMAT",
-    "VERSION",
-    "export_document",
-    "import_document",
-    "import_stream",
-    "write_export",
-]
+__all__ = ["BATCH", "import_document", "import_stream"]
 
 BATCH = 2000
 """Entries merged per batch on import (as many as a pull merges per call: 500 ran ~9 %

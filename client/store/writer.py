@@ -52,7 +52,17 @@ from .rows import (
     record_json,
 )
 
-__all__ = ["Batch", "Keep", "Local", "Write", "Written", "load_rows", "write", "write_version"]
+__all__ = [
+    "Batch",
+    "Keep",
+    "Local",
+    "Write",
+    "Written",
+    "insert_staged",
+    "load_rows",
+    "write",
+    "write_version",
+]
 
 
 @dataclass(frozen=True, slots=True)
