@@ -58,7 +58,6 @@ __all__ = [
     "Local",
     "Write",
     "Written",
-    "insert_staged",
     "load_rows",
     "write",
     "write_version",
@@ -199,7 +198,7 @@ def _winners(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
     added = [(*v, w.bucket_key) for v, w in pairs if w.previous is None]
     changed = [(v, w.previous) for v, w in pairs if w.previous is not None]
     (last,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()
-    insert_staged(conn, "memories", (*MEMORY_VALUE_COLUMNS, "bucket_key"), added)
+    _insert_staged(conn, "memories", (*MEMORY_VALUE_COLUMNS, "bucket_key"), added)
     _update(conn, changed)
     derived.memories_changed(
         conn,
@@ -277,11 +276,11 @@ def _insert_history(
     if not values:
         return
     (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM history").fetchone()
-    insert_staged(conn, "history", HISTORY_COLUMNS, values)
+    _insert_staged(conn, "history", HISTORY_COLUMNS, values)
     derived.history_added(conn, int(last), texts)
 
 
-def insert_staged(
+def _insert_staged(
     conn: sqlite3.Connection,
     table: str,
     columns: Sequence[str],
