@@ -23,7 +23,7 @@ so do the reads a writing thread makes meanwhile (:meth:`GroupCommit.writing`):
 a write that read another's uncommitted work commits or fails with it.
 
 :meth:`GroupCommit.batch` is the same group run by one thread: the hub's committer
-(:class:`sealmem.hub.workers.Batcher`) hands it every write queued while the
+(:class:`sealmem.hub.http.workers.Batcher`) hands it every write queued while the
 previous commit ran, and it runs them one after the other (each :meth:`GroupCommit.tx`
 in them a savepoint), then commits once.  No thread waits for another: a write
 costs the loop one hand-off to the committer and one answer back, instead of a

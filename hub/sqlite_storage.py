@@ -38,12 +38,12 @@ from .storage import (
     KeyringBlob,
     PendingRequest,
     Quota,
+    Runner,
     Storage,
     StorageError,
     StoredHead,
     TeamWrite,
 )
-from .workers import Runner
 
 __all__ = ["DB_FILE", "LOCK_FILE", "SQLiteStorage"]
 

@@ -57,7 +57,8 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from .blobstore import BlobKey, BlobStore
 from .chunk_rules import ANY_AGE_MS, ChunkRules
@@ -80,7 +81,6 @@ from .stored import (
     delta_base,
     manifests_to_drop,
 )
-from .workers import Runner
 
 __all__ = [
     "ANY_AGE_MS",
@@ -104,6 +104,9 @@ __all__ = [
     "delta_base",
     "manifests_to_drop",
 ]
+
+#: runs the calls of one batch, each one's (result, exception) out, in order
+Runner = Callable[[Sequence[Callable[[], Any]]], "list[tuple[Any, BaseException | None]]"]
 
 
 class TeamWrite(abc.ABC):
@@ -212,7 +215,7 @@ class Storage(ChunkRules):
 
     def batch_runner(self) -> Runner | None:
         """A runner for writes that share one durable commit, run by one thread in turn
-        (:class:`~sealmem.hub.workers.Batcher`): the chunk and manifest PUTs.  Each
+        (:class:`~sealmem.hub.http.workers.Batcher`): the chunk and manifest PUTs.  Each
         write runs alone as far as it can tell (a refusal rolls back only its own
         work) and is answered once the batch's commit is durable.  None: the backend
         has no such runner (its writes take worker threads)."""

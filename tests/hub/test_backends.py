@@ -13,7 +13,7 @@ from sealmem.client.sync.hub import HubTransport
 from sealmem.hub.backends import default_blobs_url, open_storage
 from sealmem.hub.blobs import BlobDir
 from sealmem.hub.config import HubConfig
-from sealmem.hub.server import free_port
+from sealmem.hub.http.server import free_port
 from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.protocol.errors import InputError
 from tests.support.cli import in_process

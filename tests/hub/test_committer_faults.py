@@ -17,8 +17,8 @@ from starlette.testclient import TestClient
 
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE, MemberKey
-from sealmem.hub.app import create_app
-from sealmem.hub.routes import BATCHED_CHUNK_BYTES
+from sealmem.hub.http.app import create_app
+from sealmem.hub.http.routes import BATCHED_CHUNK_BYTES
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import (

@@ -24,8 +24,8 @@ from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE, MemberKey
 from sealmem.hub import sqlite_group
 from sealmem.hub.blobstore import BlobKey
-from sealmem.hub.routes import BATCHED_CHUNK_BYTES
-from sealmem.hub.server import free_port
+from sealmem.hub.http.routes import BATCHED_CHUNK_BYTES
+from sealmem.hub.http.server import free_port
 from sealmem.hub.sqlite_db import SQLiteDb
 from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.hub.storage import StorageError

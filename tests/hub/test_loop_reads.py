@@ -3,7 +3,8 @@ metadata is served on the event loop and a body's headers-only gate too: a GET
 takes no worker-thread hop and a PUT one (its write, to the committer thread, which
 runs the writes queued together in one transaction), where a networked backend takes
 one per storage call (a GET one, a PUT two).  A chunk read from local blob files takes
-none either; the drop of a row whose blob is gone (a write) takes one."""
+none either; the drop of a row whose blob is gone (a write) takes one.  The plain path
+takes Starlette's router and thread pool for all of it."""
 
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-import sealmem.hub.app as hub_app
+import sealmem.hub.http.app as hub_app
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE
 from sealmem.hub.blobstore import BlobKey
-from sealmem.hub.routes import BATCHED_CHUNK_BYTES
+from sealmem.hub.http import workers as hub_workers
+from sealmem.hub.http.front import Front
+from sealmem.hub.http.routes import BATCHED_CHUNK_BYTES
+from sealmem.hub.http.workers import Batcher, Workers
 from sealmem.hub.sqlite_storage import SQLiteStorage
-from sealmem.hub.workers import Batcher, Workers
+from sealmem.protocol import hubapi
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import IN_PROCESS_URL, PROJECT, TEAM, TOKEN, HubWorld, hub_config, signed
@@ -124,7 +128,7 @@ def test_a_signed_upload_takes_one_threadpool_hop_on_local_storage(
     assert count(_put_chunk) == (1 if local else 2)
     commits, writes = store.commits
     assert (commits - before[0], writes - before[1]) == (1, 1)  # one write, committed
-    expected = ["committer"] if local else ["?", "_finish"]  # "?": the gate, a partial
+    expected = ["committer"] if local else ["gate", "_finish"]
     assert seen_hops == expected
 
 
@@ -134,7 +138,7 @@ def test_a_large_chunk_takes_a_worker_of_its_own_not_the_committer(
     """Megabytes to fsync would hold up the small writes queued behind it in a batch."""
     local, count, store = hops
     assert count(_put_big_chunk) == (1 if local else 2)
-    expected = ["store"] if local else ["?", "_finish"]
+    expected = ["store"] if local else ["gate", "_finish"]
     assert seen_hops == expected
     assert store.chunk(TEAM, PROJECT, store_writer(store), chunk_id(SUITE, BIG)) == BIG
 
@@ -181,3 +185,52 @@ def test_an_upload_is_checked_on_the_loop_and_only_its_write_takes_a_hop(
     a worker thread; accepted, its write is its one hop (see the upload test above)."""
     local, count, _ = hops
     assert count(_put_wrong_id) == (0 if local else 2)
+
+
+def test_the_plain_path_takes_starlettes_router_and_threads_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``fast=False``: every request goes through Starlette's router and every blocking
+    call through ``run_in_threadpool``; the hub's direct routes, worker threads and
+    committer are never used."""
+    hubs_own: list[str] = []
+    threadpool: list[str] = []
+    real_threadpool = hub_workers.run_in_threadpool
+
+    async def counted(fn: Callable[..., Any], *args: Any) -> Any:
+        threadpool.append(getattr(fn, "__name__", "?"))
+        return await real_threadpool(fn, *args)
+
+    async def refused(self: object, *args: Any) -> Any:
+        hubs_own.append(type(self).__name__)
+        raise AssertionError("the plain path took the fast path's threads")
+
+    monkeypatch.setattr(hub_workers, "run_in_threadpool", counted)
+    monkeypatch.setattr(Workers, "run", refused)
+    monkeypatch.setattr(Batcher, "run", refused)
+    app = hub_app.create_app(hub_config(tmp_path / "hub", fast=False))
+    homes = tmp_path / "homes"
+    homes.mkdir()
+    with TestClient(app, base_url=IN_PROCESS_URL) as client:
+        world = HubWorld(
+            homes,
+            IN_PROCESS_URL,
+            lambda k: HubTransport(IN_PROCESS_URL, TEAM, k, operator_token=TOKEN, client=client),
+        )
+        world.create()
+        world.join("alice")
+        routed: list[str] = []
+        real_route = Front._framework
+
+        async def framework(self: Front, scope: Any, *args: Any) -> None:
+            await real_route(self, scope, *args)
+            routed.append(str(scope["route"].name))
+
+        monkeypatch.setattr(Front, "_framework", framework)
+        threadpool.clear()
+        _put_chunk(client, world)
+        _get_seqs(client, world)
+        _get_chunk(200)(client, world)
+    assert hubs_own == []
+    assert routed == [hubapi.CHUNK, hubapi.SEQS, hubapi.CHUNK]
+    assert threadpool == ["gate", "_finish", "_finish", "_finish"]

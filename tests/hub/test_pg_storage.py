@@ -20,11 +20,11 @@ import pytest
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.hub.backends import open_storage
 from sealmem.hub.blobstore import BlobKey
+from sealmem.hub.http.server import free_port
 from sealmem.hub.pg_feed import PgFeed
 from sealmem.hub.pg_schema import MIGRATIONS, upgrade
 from sealmem.hub.pg_storage import BUCKET_IDLE_MS, PgStorage, redact
 from sealmem.hub.s3_blobs import S3Blobs
-from sealmem.hub.server import free_port
 from sealmem.hub.storage import (
     Conflict,
     KeyringBlob,

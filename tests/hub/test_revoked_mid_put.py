@@ -15,7 +15,7 @@ import pytest
 
 from sealmem.client.team import admin
 from sealmem.crypto import SUITE
-from sealmem.hub.workers import Batcher
+from sealmem.hub.http.workers import Batcher
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import PROJECT, TEAM, HubWorld, now_ms, signed

@@ -18,8 +18,8 @@ import pytest
 
 from sealmem.client.team import admin as team_admin
 from sealmem.crypto import SUITE, MemberKey
-from sealmem.hub.app import run_janitor
 from sealmem.hub.feed import LocalFeed
+from sealmem.hub.http.app import run_janitor
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import PROJECT, TEAM, hub_config, now_ms, signed

@@ -17,9 +17,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from sealmem.client.sync.hub import HubTransport
-from sealmem.hub import workers as hub_workers
-from sealmem.hub.app import create_app
-from sealmem.hub.workers import Batcher, Workers
+from sealmem.hub.http import workers as hub_workers
+from sealmem.hub.http.app import create_app
+from sealmem.hub.http.workers import Batcher, Workers
 
 from .conftest import IN_PROCESS_URL, TEAM, TOKEN, HubWorld, hub_config, signed
 

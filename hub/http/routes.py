@@ -21,22 +21,22 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from ..crypto import SUITE
-from ..protocol import hubapi
-from ..protocol.encoding import b64d, b64e
-from ..protocol.hlc import MAX_WALL_MS
-from ..protocol.manifest import MAX_CHUNK_BYTES
-from ..protocol.snapshot import chunk_id
-from ..protocol.state import TrustedState
-from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
-from .auth import Authenticator, Caller, Signed, revoked
-from .config import HubConfig
-from .door import Door
+from ...crypto import SUITE
+from ...protocol import hubapi
+from ...protocol.encoding import b64d, b64e
+from ...protocol.hlc import MAX_WALL_MS
+from ...protocol.manifest import MAX_CHUNK_BYTES
+from ...protocol.snapshot import chunk_id
+from ...protocol.state import TrustedState
+from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
+from ..auth import Authenticator, Caller, Signed, revoked
+from ..config import HubConfig
+from ..door import Door
+from ..errors import Refusal
+from ..limits import RateLimiter, check_quota
+from ..storage import Storage
+from ..teams import Teams, genesis_signer
 from .edge import number
-from .errors import Refusal
-from .limits import RateLimiter, check_quota
-from .storage import Storage
-from .teams import Teams, genesis_signer
 
 __all__ = ["BATCHED_CHUNK_BYTES", "Blocking", "Ctx", "Handler", "Handlers", "Json"]
 
@@ -168,7 +168,7 @@ class Handlers:
 
     # -- shared steps ----------------------------------------------------------------
 
-    def gate(self, ctx: Ctx, *, registering: bool = False) -> None:
+    def gate(self, ctx: Ctx, registering: bool = False) -> None:
         """Before a signed body is read: the headers alone must name a key the hub holds.
 
         The team exists (else 404), the signature headers are well formed and in

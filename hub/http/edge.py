@@ -10,7 +10,7 @@
   declared ``Content-Length``), 408 for a body that stalls or trickles, 503
   ``busy`` with ``Retry-After`` when full.  It runs
   only after the caller was identified from the headers (see
-  :meth:`sealmem.hub.routes.Handlers.gate`).
+  :meth:`sealmem.hub.http.routes.Handlers.gate`).
 - :class:`PollSlots` caps the long polls (``GET .../changes`` that wait) one
   member holds at once: the next is refused 429 ``rate-limited`` with
   ``Retry-After``, so that one member (or one stolen key) cannot hold every
@@ -22,7 +22,7 @@
   (storage counts and request rates are nobody else's business).
 
 The JSON 500 for the unexpected and the connection closed after an answer sent
-before the body was read are the front's (:mod:`sealmem.hub.front`).
+before the body was read are the front's (:mod:`sealmem.hub.http.front`).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ import anyio
 from starlette.convertors import CONVERTOR_TYPES, Convertor, register_url_convertor
 from starlette.types import Message, Receive
 
-from ..protocol import hubapi
-from ..protocol.errors import InputError
-from .errors import Refusal
+from ...protocol import hubapi
+from ...protocol.errors import InputError
+from ..errors import Refusal
 
 __all__ = [
     "BodyPolicy",
