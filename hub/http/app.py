@@ -14,11 +14,10 @@ member id: no bodies, no query strings, no ids in paths, no secrets.
 
 One switch, :attr:`HubConfig.fast`, picks the path a request takes.  Fast (the
 default): the signed routes are found by the front's direct table
-(:class:`~sealmem.hub.http.front.Routes`), the reads of a local storage run on the
-event loop, the other blocking calls take the hub's own worker threads and the
-PUTs' writes share the committer's transactions
-(:class:`~sealmem.hub.http.workers.Calls`).  Plain (``sealmem hub serve --plain``):
-Starlette routes every request and every blocking call takes its
+(:class:`~sealmem.hub.http.front.Routes`), the blocking calls take the hub's own
+worker threads (:class:`~sealmem.hub.http.workers.Workers`) and the writes arriving
+together share a commit (the storage's group commit).  Plain (``sealmem hub serve
+--plain``): Starlette routes every request and every blocking call takes its
 ``run_in_threadpool``; the same front stamps and logs both.
 """
 
@@ -56,7 +55,7 @@ from .endpoints import Endpoints
 from .front import Answers, Direct, Front, Routes
 from .metrics import Metrics
 from .routes import Handlers, Json
-from .workers import Calls
+from .workers import thread_runner
 
 __all__ = ["HubApp", "create_app", "run_janitor"]
 
@@ -102,8 +101,8 @@ def create_app(
         store, ReplayGuard(config.replay_window_ms, store), tick,
         request_ttl_ms=config.request_ttl_ms,
     )  # fmt: skip
-    calls = Calls(store, config.fast)
-    endpoints = Endpoints(config, store, Handlers(config, store, teams, auth, tick), calls)
+    run, close_threads = thread_runner(config.fast)
+    endpoints = Endpoints(config, store, Handlers(config, store, teams, auth, tick), run)
     direct = _direct(config, endpoints)
     answers = Answers(endpoints.metrics)
     front = functools.partial(
@@ -121,7 +120,7 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             await endpoints.feed.close()
-            await calls.close()  # the writes queued: run, answered
+            close_threads()  # after the calls queued
             store.close()
 
     app = HubApp(
@@ -140,25 +139,23 @@ def _direct(config: HubConfig, endpoints: Endpoints) -> list[Direct]:
     wrap, handlers = endpoints.wrap, endpoints.handlers
     join = min(config.max_join_bytes, MAX_JOIN_BYTES)
     return [
-        Direct(hubapi.CHUNK, "GET", wrap(handlers.get_chunk, blob_reads=True)),
-        Direct(hubapi.CHUNK, "PUT", wrap(handlers.put_chunk, MAX_CHUNK_BYTES, checks=True)),
-        Direct(
-            hubapi.MANIFEST, "PUT", wrap(handlers.put_manifest, MAX_MANIFEST_BYTES, checks=True)
-        ),
-        Direct(hubapi.WRITER_MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
-        Direct(hubapi.SEQS, "GET", wrap(handlers.get_seqs, reads=True)),
-        Direct(hubapi.MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
-        Direct(hubapi.ROSTERS, "GET", wrap(handlers.get_rosters, reads=True)),
+        Direct(hubapi.CHUNK, "GET", wrap(handlers.get_chunk)),
+        Direct(hubapi.CHUNK, "PUT", wrap(handlers.put_chunk, MAX_CHUNK_BYTES)),
+        Direct(hubapi.MANIFEST, "PUT", wrap(handlers.put_manifest, MAX_MANIFEST_BYTES)),
+        Direct(hubapi.WRITER_MANIFESTS, "GET", wrap(handlers.get_manifests)),
+        Direct(hubapi.SEQS, "GET", wrap(handlers.get_seqs)),
+        Direct(hubapi.MANIFESTS, "GET", wrap(handlers.get_manifests)),
+        Direct(hubapi.ROSTERS, "GET", wrap(handlers.get_rosters)),
         Direct(
             hubapi.ROSTER,
             "PUT",
             wrap(handlers.put_roster, hubapi.MAX_ROSTER_PUBLISH_BYTES, registering=True),
         ),
-        Direct(hubapi.KEYRINGS, "GET", wrap(handlers.get_keyrings, reads=True)),
+        Direct(hubapi.KEYRINGS, "GET", wrap(handlers.get_keyrings)),
         Direct(hubapi.KEYRING, "PUT", wrap(handlers.put_keyring, MAX_KEYRING_BYTES)),
-        Direct(hubapi.REQUESTS, "GET", wrap(handlers.get_requests, reads=True)),
+        Direct(hubapi.REQUESTS, "GET", wrap(handlers.get_requests)),
         Direct(hubapi.REQUEST, "POST", wrap(handlers.post_request, join, signed=False)),
-        Direct(hubapi.REQUEST, "GET", wrap(handlers.get_request, reads=True)),
+        Direct(hubapi.REQUEST, "GET", wrap(handlers.get_request)),
         Direct(hubapi.REQUEST, "DELETE", wrap(handlers.delete_request)),
         Direct(hubapi.COLLECT, "POST", wrap(handlers.collect, hubapi.MAX_COLLECT_BYTES)),
     ]

@@ -97,13 +97,10 @@ class BodyPolicy:
     grace_s: float = 5.0
     min_rate: int = 16 * 1024
     max_reads: int = 32
-    #: bodies read at once for one claimed key (the gate checks a claim, not yet a
-    #: signature); None: a quarter of ``max_reads``, at least 1
-    max_reads_per_key: int | None = None
 
     def per_key(self) -> int:
-        if self.max_reads_per_key is not None:
-            return self.max_reads_per_key
+        """Bodies read at once for one claimed key (the gate checks a claim, not yet a
+        signature): a quarter of ``max_reads``, at least 1."""
         return max(self.max_reads // 4, 1)
 
 
@@ -192,9 +189,6 @@ class PollSlots:
         self.per_member = per_member
         self.retry_after = retry_after
         self._held: dict[str, int] = {}  # only members with a poll under way: bounded
-
-    def held(self, key: str) -> int:
-        return self._held.get(key, 0)
 
     def take(self, key: str) -> str:
         """One slot of ``key`` (give it back with :meth:`give`); 429 ``rate-limited``

@@ -1,6 +1,15 @@
 """The hub's endpoints: a handler of :mod:`~sealmem.hub.http.routes` behind its edge
-(the gate, the body read within its limit) and the threads its calls take; the
-change feed's long poll, ``/healthz`` and ``/metrics``.
+(the gate, the body read within its limit), run in a thread; the change feed's long
+poll, ``/healthz`` and ``/metrics``.
+
+Every blocking call (the gate, a handler, a read of the change feed) takes a thread:
+the hub's own :class:`~sealmem.hub.http.workers.Workers` on the fast path, Starlette's
+``run_in_threadpool`` on the plain one.  None runs on the event loop, even a read of
+local files: a signature check, a hash, an SQLite call and an fsync release the GIL in
+a thread, and on a machine short of CPU the loop is one thread among many (a hub that
+checked its PUTs and read its GETs on the loop, and wrote through one committer
+thread, had up to three times the p99 of the plain path under load:
+``tests/bench/bench_hub.py --paths fast plain --burn 2``).
 
 Each endpoint takes an :class:`~sealmem.hub.http.front.Exchange`: the front hands
 one over on the fast path's direct routes, and :meth:`Endpoints.starlette` makes
@@ -28,8 +37,8 @@ from ..storage import Storage
 from .edge import BodyPolicy, BodyReader, MetricsDoor, PollSlots, unless_gone
 from .front import Endpoint, Exchange
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
-from .routes import Blocking, Ctx, Handler, Handlers, Json
-from .workers import Calls
+from .routes import Ctx, Handlers, Json
+from .workers import Run
 
 __all__ = ["Endpoints"]
 
@@ -40,11 +49,11 @@ _SECONDS = re.compile(r"[0-9.eE+-]{1,32}")
 class Endpoints:
     """The endpoints of one app, over its handlers, storage and threads."""
 
-    def __init__(self, config: HubConfig, store: Storage, handlers: Handlers, calls: Calls) -> None:
+    def __init__(self, config: HubConfig, store: Storage, handlers: Handlers, run: Run) -> None:
         self.config = config
         self.store = store
         self.handlers = handlers
-        self.calls = calls
+        self.run = run
         self.feed = store.feed()
         self.metrics = Metrics()
         # signed bodies and unsigned join requests have readers of their own
@@ -69,52 +78,30 @@ class Endpoints:
 
     def wrap(
         self,
-        handler: Handler,
+        handler: Callable[[Ctx], Response],
         limit: int = 0,
         *,
         signed: bool = True,
         registering: bool = False,
-        reads: bool = False,
-        blob_reads: bool = False,
-        checks: bool = False,
     ) -> Endpoint:
-        """An endpoint; with ``limit``, a body read only after the headers name a known key.
-
-        Where :class:`Calls` lets reads run on the event loop, the gate (headers only:
-        reads) and a handler that only ``reads`` run there, and one that reads a blob
-        too (``blob_reads``) if the blobs are local files; writes and every call of a
-        networked backend take a thread.  A handler with ``checks`` (a PUT)
-        authenticates and checks on the loop and leaves its write
-        (:class:`~sealmem.hub.http.routes.Blocking`) to :meth:`Calls.write` (the
-        committer, where there is one: the writes that arrive together share one
-        transaction and one hand-off back): that thread, which competes with the loop
-        for the GIL at every SQLite call and fsync, does only the write."""
+        """An endpoint; with ``limit``, a body read only after the headers name a known
+        key (the gate, in a thread of its own before the body)."""
         limit = min(limit, self.config.max_body_bytes)
         bodies = self.readers[signed]
-        calls, handlers, feed = self.calls, self.handlers, self.feed
-        gate_on_loop = calls.loop_reads
-        on_loop = calls.loop_blob_reads if blob_reads else (reads or checks) and calls.loop_reads
+        run, gate, feed = self.run, self.handlers.gate, self.feed
 
         async def endpoint(exchange: Exchange) -> Response:
             ctx = _context(exchange.scope, exchange.params)
             try:
                 if limit:
                     if signed:
-                        await calls.run(gate_on_loop, handlers.gate, ctx, registering)
+                        await run(gate, ctx, registering)
                     # unsigned join requests: at most a quarter of their readers per address
                     claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else ctx.client
                     ctx.body = await bodies.read(exchange.receive, ctx.headers, limit, claimed)
                     exchange.body_done = True
-                try:
-                    if not on_loop:  # the handler and the write it leaves: one hop
-                        return await calls.run(False, _finish, handler, ctx)
-                    answer = handler(ctx)
-                    if isinstance(answer, Blocking):  # checked on the loop; the write: a hop
-                        return await calls.write(answer.run, answer.batched)
-                    return answer
-                finally:
-                    if ctx.later is not None:  # a write the handler left: never on the loop
-                        await calls.run(False, ctx.later)
+                answer: Response = await run(handler, ctx)
+                return answer
             finally:
                 exchange.kid = ctx.kid
                 if ctx.changed:
@@ -138,7 +125,7 @@ class Endpoints:
     async def changes(self, request: Request) -> Response:
         """``GET .../changes``: at once, or once the team changes within ``wait`` seconds."""
         ctx = _context(request.scope, request.path_params)
-        calls, handlers, feed = self.calls, self.handlers, self.feed
+        run, handlers, feed = self.run, self.handlers, self.feed
         held: str | None = None  # the member whose long-poll slot this request holds
         try:
             wait = _seconds(request.query_params.get(hubapi.QUERY_WAIT, "0"))
@@ -146,11 +133,11 @@ class Endpoints:
                 raise Refusal(400, hubapi.BAD_REQUEST, "query wait must be a number of seconds")
             wait = min(wait, self.config.long_poll_max_s)
             deadline = time.monotonic() + max(wait, 0.0)
-            team, caller, since = await calls.run(calls.loop_reads, handlers.changes_caller, ctx)
+            team, caller, since = await run(handlers.changes_caller, ctx)
             held = self.polls.take(caller.kid) if wait > 0 else None
             while True:
                 event = feed.event(team)
-                doc = await calls.run(calls.loop_reads, handlers.changes, team, caller, since)
+                doc = await run(handlers.changes, team, caller, since)
                 remaining = deadline - time.monotonic()
                 if doc["changes"] or remaining <= 0:
                     return Json(doc)
@@ -165,7 +152,7 @@ class Endpoints:
 
     async def metrics_text(self, request: Request) -> Response:
         self.metrics_door.check(request.headers)
-        text = await self.calls.run(False, self.metrics.render)
+        text = await self.run(self.metrics.render)
         return Response(text, media_type=CONTENT_TYPE)
 
     def _gauges(self) -> dict[str, tuple[str, float]]:
@@ -188,12 +175,6 @@ def _seconds(raw: str) -> float:
         return float(raw) if _SECONDS.fullmatch(raw) else math.nan
     except ValueError:
         return math.nan
-
-
-def _finish(handler: Handler, ctx: Ctx) -> Response:
-    """``handler`` and the write it leaves, in one go (in a thread)."""
-    answer = handler(ctx)
-    return answer.run() if isinstance(answer, Blocking) else answer
 
 
 def _context(scope: Scope, params: Mapping[str, Any]) -> Ctx:

@@ -1,17 +1,13 @@
 """The /v1 endpoints: who may do what, then the verified read or write.
 
-Each handler is a plain blocking function over a :class:`Ctx` (on the event
-loop where the storage's reads are local, else in a worker thread):
-authenticate the caller against the team's trusted state, check its role and
-grants, then read or write through :class:`~sealmem.hub.teams.Teams` and the
-storage.  A handler that writes durably returns its write as a :class:`Blocking`,
-which runs in another thread (the committer, or a worker).  SPEC.md "Hub API
-(messages)" lists every message.
+Each handler is a plain blocking function over a :class:`Ctx`, run in a worker
+thread: authenticate the caller against the team's trusted state, check its role
+and grants, then read or write through :class:`~sealmem.hub.teams.Teams` and the
+storage.  SPEC.md "Hub API (messages)" lists every message.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import secrets
 from collections.abc import Callable, Mapping
@@ -38,31 +34,14 @@ from ..storage import Storage
 from ..teams import Teams, genesis_signer
 from .edge import number
 
-__all__ = ["BATCHED_CHUNK_BYTES", "Blocking", "Ctx", "Handler", "Handlers", "Json"]
+__all__ = ["Ctx", "Handler", "Handlers", "Json"]
 
 _MAX_KEYRINGS_PER_PUBLISH = 4096
-#: a chunk up to this size is written in the committer's batches (a bucket of a snapshot
-#: is tens of KiB); a larger one, in a worker thread of its own
-BATCHED_CHUNK_BYTES = 256 * 1024
 #: a collect request's grace period: 0..2^47 ms, the range of an HLC wall clock
 MAX_GRACE_MS = MAX_WALL_MS + 1
 
 
-@dataclass(frozen=True, slots=True)
-class Blocking:
-    """The rest of a handler that writes (durably: fsyncs, a commit), left to another
-    thread once the checks before it ran, on the event loop where the storage's reads
-    are local (:attr:`Storage.local_reads`): that thread (the committer, or a worker)
-    does the write alone."""
-
-    run: Callable[[], Response]
-    #: may share the committer's batches; False: a large write (fsyncs of megabytes),
-    #: which takes a worker thread of its own rather than hold up the small ones queued
-    #: behind it in a batch
-    batched: bool = True
-
-
-Handler = Callable[["Ctx"], "Response | Blocking"]
+Handler = Callable[["Ctx"], Response]
 
 
 class Json(Response):
@@ -88,9 +67,6 @@ class Ctx:
     client: str
     kid: str | None = None  # set once authenticated, for the access log
     changed: str | None = None  # team whose change feed moved
-    #: a blocking step the handler leaves to the endpoint, run in a worker thread
-    #: before the answer goes out (a handler on the event loop must not write)
-    later: Callable[[], object] | None = None
     #: the signature headers as the gate read them (the handler does not parse them again)
     claimed: Signed | None = None
 
@@ -331,7 +307,7 @@ class Handlers:
             return Json({"manifests": _envelopes(found.get(writer, [])[:limit])})
         return Json({"writers": {w: _envelopes(d) for w, d in found.items()}})
 
-    def put_manifest(self, ctx: Ctx) -> Response | Blocking:
+    def put_manifest(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
         writer = ctx.param("writer")
@@ -342,14 +318,10 @@ class Handlers:
             )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         seq = ctx.number("seq")
-
-        def store() -> Response:
-            stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
-            if stored:
-                ctx.changed = team
-            return Json({"seq": seq, "stored": stored}, 201 if stored else 200)
-
-        return Blocking(store)
+        stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
+        if stored:
+            ctx.changed = team
+        return Json({"seq": seq, "stored": stored}, 201 if stored else 200)
 
     def get_chunk(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
@@ -361,13 +333,13 @@ class Handlers:
         data = self.storage.chunk_read(team, project, writer, cid)
         if not isinstance(data, bytes):
             if data is not None:  # a row without its blob: dropped before the answer
-                ctx.later = functools.partial(self.storage.drop_blobless, data, seen_at)
+                self.storage.drop_blobless(data, seen_at)
             raise Refusal(
                 404, hubapi.NOT_FOUND, f"chunk {cid[:16]} of {writer}/{project} is not here"
             )
         return Response(data, media_type="application/octet-stream")
 
-    def put_chunk(self, ctx: Ctx) -> Response | Blocking:
+    def put_chunk(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
         writer = ctx.param("writer")
@@ -380,19 +352,15 @@ class Handlers:
                 422, hubapi.BAD_CHUNK_ID, f"the body does not hash to chunk id {cid[:16]}"
             )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
-
-        def store() -> Response:
-            # a roster committed since the checks (a revocation, a grant taken back) is
-            # honoured: the rosters commit alone, so the write sees it or comes before it
-            now = self.teams.state(team)
-            if now is not state:
-                if now.roster is not None and now.roster.revocation(caller.kid) is not None:
-                    raise revoked(team, caller.kid)
-                self._own_slot(now, caller, project, writer)
-            stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
-            return Json({"stored": stored}, 201 if stored else 200)
-
-        return Blocking(store, batched=len(ctx.body) <= BATCHED_CHUNK_BYTES)
+        # a roster committed since the checks (a revocation, a grant taken back) is
+        # honoured: the rosters commit alone, so the write sees it or comes before it
+        now = self.teams.state(team)
+        if now is not state:
+            if now.roster is not None and now.roster.revocation(caller.kid) is not None:
+                raise revoked(team, caller.kid)
+            self._own_slot(now, caller, project, writer)
+        stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
+        return Json({"stored": stored}, 201 if stored else 200)
 
     def collect(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)

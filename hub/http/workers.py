@@ -13,10 +13,8 @@ threads, joined at exit, for the life of the process).  As with anyio, a call wh
 task is cancelled still runs to its end (a write is never cut in half); its
 result is dropped.
 
-:class:`Batcher` is one thread for the writes that share a commit: it takes every
-call queued while its previous batch ran, hands them to a runner that runs them
-together (:meth:`sealmem.hub.sqlite_group.GroupCommit.batch`), and answers all of
-them with one ``call_soon_threadsafe``.
+The plain path (``HubConfig.fast`` False) takes Starlette's ``run_in_threadpool``
+instead: :func:`thread_runner` hands out one or the other.
 """
 
 from __future__ import annotations
@@ -25,14 +23,12 @@ import asyncio
 import contextlib
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from ..storage import Runner, Storage
-
-__all__ = ["BATCH_CALLS", "IDLE_S", "WORKERS", "Batcher", "Calls", "Workers"]
+__all__ = ["IDLE_S", "WORKERS", "Run", "Workers", "thread_runner"]
 
 T = TypeVar("T")
 
@@ -40,8 +36,6 @@ T = TypeVar("T")
 WORKERS = 40
 #: a thread with no work for this long ends
 IDLE_S = 10.0
-#: calls in one batch of a :class:`Batcher`, at most (as a group commit's writes)
-BATCH_CALLS = 64
 
 _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
 
@@ -127,148 +121,13 @@ class Workers:
             self._queue.put(None)
 
 
-_Call = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any]]
-_Settled = tuple["asyncio.Future[Any]", Any, "BaseException | None"]
+#: runs ``fn(*args)`` in a thread and hands its result (or exception) to the loop
+Run = Callable[..., Awaitable[Any]]
 
 
-def _settle_all(items: list[_Settled]) -> None:
-    for future, value, error in items:
-        try:  # one call's answer failing must not leave the others of its batch waiting
-            _settle(future, value, error)
-        except Exception as exc:
-            if not future.done():
-                future.set_exception(exc)
-
-
-class Batcher:
-    """One thread running calls in batches: the calls queued while a batch ran (at
-    most ``max_calls``) form the next one, passed to ``runner`` together.
-
-    A thread starts at the first call and ends at :meth:`close`, after the calls
-    queued before it, or after :data:`IDLE_S` without a call (a call after that
-    starts another).  As with :class:`Workers`,
-    a call whose awaiting task is cancelled still runs (a write is never cut in
-    half); its result is dropped."""
-
-    def __init__(
-        self, runner: Runner, max_calls: int = BATCH_CALLS, name: str = "sealmem-hub-committer"
-    ) -> None:
-        self._runner = runner
-        self._max = max_calls
-        self._name = name
-        self._lock = threading.Lock()
-        self._queue: queue.SimpleQueue[_Call | None] | None = None  # the running thread's
-        self._thread: threading.Thread | None = None
-        #: batches run, calls run (the ratio is the mean batch)
-        self.batches = 0
-        self.calls = 0
-
-    async def run(self, fn: Callable[[], T]) -> T:
-        """``fn()`` in the batch thread, with the calls queued beside it."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        with self._lock:
-            if self._queue is None:
-                self._queue = queue.SimpleQueue()
-                self._thread = threading.Thread(
-                    target=self._work, args=(self._queue,), name=self._name, daemon=True
-                )
-                self._thread.start()
-            self._queue.put((loop, future, fn))
-        return await future
-
-    def _work(self, calls: queue.SimpleQueue[_Call | None]) -> None:
-        while True:
-            try:
-                first = calls.get(timeout=IDLE_S)
-            except queue.Empty:  # idle (an app whose lifespan never ran closes nothing):
-                with self._lock:  # the thread ends, unless a call just came
-                    if self._queue is calls and calls.empty():
-                        self._queue = self._thread = None
-                        return
-                continue
-            if first is None:
-                return
-            batch = [first]
-            ending = False
-            while len(batch) < self._max:
-                try:
-                    more = calls.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    ending = True
-                    break
-                batch.append(more)
-            self._run(batch)
-            if ending:
-                return
-
-    def _run(self, batch: list[_Call]) -> None:
-        try:
-            outcomes = self._runner([fn for _, _, fn in batch])
-        except BaseException as exc:  # the runner itself failed: every call gets it
-            outcomes = [(None, exc)] * len(batch)
-        if len(outcomes) != len(batch):
-            wrong = RuntimeError(f"{len(outcomes)} outcomes for {len(batch)} calls")
-            outcomes = [(None, wrong)] * len(batch)
-        self.batches += 1
-        self.calls += len(batch)
-        by_loop: dict[asyncio.AbstractEventLoop, list[_Settled]] = {}
-        for (loop, future, _), (value, error) in zip(batch, outcomes, strict=True):
-            by_loop.setdefault(loop, []).append((future, value, error))
-        for loop, items in by_loop.items():
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                loop.call_soon_threadsafe(_settle_all, items)
-
-    def close(self, timeout: float = 30.0) -> None:
-        """Run the calls queued so far, then end the thread (waiting up to ``timeout``)."""
-        with self._lock:
-            calls, thread = self._queue, self._thread
-            self._queue = self._thread = None
-            if calls is not None:
-                calls.put(None)
-        if thread is not None:
-            thread.join(timeout)
-
-
-class Calls:
-    """Where a request's blocking calls run, by the path the app serves.
-
-    Fast: where the storage's reads are local (:attr:`Storage.local_reads`), the
-    calls that only read run on the event loop; the others take one of the hub's own
-    :class:`Workers`, and the small writes of the PUTs go to the committer
-    (:class:`Batcher`) where the metadata and the blobs are local.  Plain: every
-    call takes Starlette's ``run_in_threadpool``, as any Starlette app's would."""
-
-    def __init__(self, store: Storage, fast: bool) -> None:
-        #: the reads that may run on the event loop do
-        self.loop_reads = fast and store.local_reads
-        #: ... and so do those that read a blob too
-        self.loop_blob_reads = self.loop_reads and store.blobs.local
-        self._workers = Workers() if fast else None
-        # one committer thread runs the writes queued together in one transaction
-        runner = store.batch_runner() if self.loop_blob_reads else None
-        self.committer = Batcher(runner) if runner is not None else None
-
-    async def run(self, on_loop: bool, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` on the event loop, or in a thread (a hop: ~8 µs of CPU fast)."""
-        if on_loop:
-            return fn(*args)
-        if self._workers is None:
-            return await run_in_threadpool(fn, *args)
-        return await self._workers.run(fn, *args)
-
-    async def write(self, fn: Callable[[], T], batched: bool) -> T:
-        """A write checked on the loop: in the committer's next batch if ``batched``
-        and there is one, else in a thread of its own."""
-        if batched and self.committer is not None:
-            return await self.committer.run(fn)
-        return await self.run(False, fn)
-
-    async def close(self) -> None:
-        """Run and answer the writes queued, then end the threads."""
-        if self.committer is not None:
-            await asyncio.to_thread(self.committer.close)
-        if self._workers is not None:
-            self._workers.close()
+def thread_runner(fast: bool) -> tuple[Run, Callable[[], None]]:
+    """(run, close): the hub's own :class:`Workers` (fast), or Starlette's thread pool."""
+    if not fast:
+        return run_in_threadpool, lambda: None
+    workers = Workers()
+    return workers.run, workers.close

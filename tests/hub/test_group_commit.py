@@ -24,7 +24,6 @@ from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE, MemberKey
 from sealmem.hub import sqlite_group
 from sealmem.hub.blobstore import BlobKey
-from sealmem.hub.http.routes import BATCHED_CHUNK_BYTES
 from sealmem.hub.http.server import free_port
 from sealmem.hub.sqlite_db import SQLiteDb
 from sealmem.hub.sqlite_storage import SQLiteStorage
@@ -32,6 +31,9 @@ from sealmem.hub.storage import StorageError
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import PROJECT, TEAM, TOKEN, HubWorld, signed, start_hub_process
+
+#: a chunk over a bucket of a snapshot (tens of KiB)
+BATCHED_CHUNK_BYTES = 256 * 1024
 
 WRITER = "b" * 26
 QUEUED = 6
