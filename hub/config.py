@@ -96,9 +96,8 @@ class HubConfig:
     max_connections: int = 1024
     #: uvicorn's HTTP parser and loop, one of HTTP_STACKS
     http_stack: str = "httptools"
-    #: the fast path (hub/http/app.py): the front's direct routes, reads of a local
-    #: storage on the event loop, the hub's own worker threads and the committer's
-    #: shared transactions; False: plain Starlette routing and ``run_in_threadpool``
+    #: the fast path (hub/http/app.py): the front's direct routes, the hub's own worker
+    #: threads and shared commits; False: plain Starlette routing and ``run_in_threadpool``
     fast: bool = True
 
     def __post_init__(self) -> None:

@@ -112,9 +112,8 @@ def serve(
         bool,
         typer.Option(
             "--plain",
-            help="Serve on the plain path: Starlette's routing and thread pool, one "
-            "thread per write (default: the fast path, direct routes, the hub's own "
-            "threads and shared commits).",
+            help="Serve on the plain path: Starlette's router and thread pool (default: "
+            "the fast path, direct routes and the hub's own worker threads).",
         ),
     ] = False,
 ) -> None:

@@ -53,8 +53,9 @@ from ..teams import Teams
 from .edge import route_path
 from .endpoints import Endpoints
 from .front import Answers, Direct, Front, Routes
+from .messages import Json
 from .metrics import Metrics
-from .routes import Handlers, Json
+from .routes import Handlers
 from .workers import thread_runner
 
 __all__ = ["HubApp", "create_app", "run_janitor"]

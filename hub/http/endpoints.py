@@ -22,13 +22,10 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 
-from starlette.datastructures import URL, QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Scope
 
 from ...protocol import hubapi
 from ..config import HubConfig
@@ -36,8 +33,9 @@ from ..errors import Refusal
 from ..storage import Storage
 from .edge import BodyPolicy, BodyReader, MetricsDoor, PollSlots, unless_gone
 from .front import Endpoint, Exchange
+from .messages import Ctx, Json, context
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
-from .routes import Ctx, Handlers, Json
+from .routes import Handlers
 from .workers import Run
 
 __all__ = ["Endpoints"]
@@ -91,7 +89,7 @@ class Endpoints:
         run, gate, feed = self.run, self.handlers.gate, self.feed
 
         async def endpoint(exchange: Exchange) -> Response:
-            ctx = _context(exchange.scope, exchange.params)
+            ctx = context(exchange.scope, exchange.params)
             try:
                 if limit:
                     if signed:
@@ -124,7 +122,7 @@ class Endpoints:
 
     async def changes(self, request: Request) -> Response:
         """``GET .../changes``: at once, or once the team changes within ``wait`` seconds."""
-        ctx = _context(request.scope, request.path_params)
+        ctx = context(request.scope, request.path_params)
         run, handlers, feed = self.run, self.handlers, self.feed
         held: str | None = None  # the member whose long-poll slot this request holds
         try:
@@ -175,22 +173,3 @@ def _seconds(raw: str) -> float:
         return float(raw) if _SECONDS.fullmatch(raw) else math.nan
     except ValueError:
         return math.nan
-
-
-def _context(scope: Scope, params: Mapping[str, Any]) -> Ctx:
-    """The request as the handlers see it, read straight from the ASGI scope."""
-    target = scope.get("raw_path") or URL(scope=scope).path.encode()
-    query = scope.get("query_string") or b""
-    if query:
-        target = target + b"?" + query
-    client = scope.get("client")
-    return Ctx(
-        method=scope["method"],
-        target=target.decode("latin-1"),
-        params=params,
-        query=dict(QueryParams(query)) if query else {},
-        # as dict(request.headers): lowercase names, latin-1, a repeated name's first value
-        headers={k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])},
-        body=b"",
-        client=client[0] if client else "-",
-    )

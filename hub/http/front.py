@@ -32,8 +32,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ...protocol import hubapi
 from ..errors import Refusal
 from ..storage import QuotaExceeded, StorageError
+from .messages import Json
 from .metrics import Metrics
-from .routes import Json
 
 __all__ = ["Answers", "Direct", "Exchange", "Front", "Routes"]
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-import orjson
 from starlette.responses import Response
 
 from ...crypto import SUITE
@@ -25,68 +23,23 @@ from ...protocol.manifest import MAX_CHUNK_BYTES
 from ...protocol.snapshot import chunk_id
 from ...protocol.state import TrustedState
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
-from ..auth import Authenticator, Caller, Signed, revoked
+from ..auth import Authenticator, Caller, revoked
 from ..config import HubConfig
 from ..door import Door
 from ..errors import Refusal
 from ..limits import RateLimiter, check_quota
 from ..storage import Storage
 from ..teams import Teams, genesis_signer
-from .edge import number
+from .messages import Ctx, Json
 
-__all__ = ["Ctx", "Handler", "Handlers", "Json"]
+__all__ = ["Handler", "Handlers"]
 
 _MAX_KEYRINGS_PER_PUBLISH = 4096
 #: a collect request's grace period: 0..2^47 ms, the range of an HLC wall clock
 MAX_GRACE_MS = MAX_WALL_MS + 1
 
 
-Handler = Callable[["Ctx"], Response]
-
-
-class Json(Response):
-    """A JSON answer: the bytes of Starlette's ``JSONResponse`` (compact, UTF-8, no NaN),
-    encoded by orjson (several times faster for the hub's documents)."""
-
-    media_type = "application/json"
-
-    def render(self, content: Any) -> bytes:
-        return orjson.dumps(content)
-
-
-@dataclass
-class Ctx:
-    """One request as the handlers see it (body already read within its limit)."""
-
-    method: str
-    target: str
-    params: Mapping[str, Any]
-    query: Mapping[str, str]
-    headers: Mapping[str, str]
-    body: bytes
-    client: str
-    kid: str | None = None  # set once authenticated, for the access log
-    changed: str | None = None  # team whose change feed moved
-    #: the signature headers as the gate read them (the handler does not parse them again)
-    claimed: Signed | None = None
-
-    def param(self, name: str) -> str:
-        """A text path parameter, checked against its pattern in :data:`hubapi.PARAMS`."""
-        value = str(self.params[name])
-        pattern = hubapi.PARAMS[name]
-        if pattern.fullmatch(value) is None:
-            raise Refusal(
-                400, hubapi.BAD_REQUEST, f"{name} {value[:80]!r} must match {pattern.pattern}"
-            )
-        return value
-
-    def number(self, name: str) -> int:
-        """A number path parameter (routed as ASCII digits), within int64; else 400."""
-        return number(self.params[name], name)
-
-    def int_query(self, name: str, default: int) -> int:
-        raw = self.query.get(name)
-        return default if raw is None else number(raw, f"query {name}")
+Handler = Callable[[Ctx], Response]
 
 
 def _envelopes(items: list[bytes]) -> list[str]:

@@ -2,7 +2,8 @@
 fast path the hub's own workers, one hop per call (a GET one, a PUT two: the gate before
 the body, then the handler and its write), the route found by the front's direct table;
 on the plain path Starlette's router and its ``run_in_threadpool``, the same hops.  A
-chunk row whose blob is gone is dropped in the GET's hop, before its 404."""
+chunk row whose blob is gone is dropped in the GET's hop, before its 404.  ``sealmem hub
+serve --plain`` serves the plain path."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from sealmem.client.cli import main
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE
 from sealmem.hub.blobstore import BlobKey
+from sealmem.hub.config import HubConfig
+from sealmem.hub.http import server
 from sealmem.hub.http import workers as hub_workers
 from sealmem.hub.http.app import create_app
 from sealmem.hub.http.front import Front
@@ -134,3 +138,13 @@ def test_a_row_whose_blob_is_gone_is_dropped_before_the_404(counted: Counted) ->
     assert len(counted.workers + counted.threadpool) == 1  # the read and its heal: one hop
     assert counted.storage.chunk_rows_named([key]) == set()
     assert counted.request("GET") == 404
+
+
+@pytest.mark.parametrize(("options", "serves_fast"), [([], True), (["--plain"], False)])
+def test_hub_serve_plain_serves_the_plain_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: list[str], serves_fast: bool
+) -> None:
+    served: list[HubConfig] = []
+    monkeypatch.setattr(server, "serve", served.append)
+    assert main(["hub", "serve", "--data", str(tmp_path / "hub"), *options]) == 0
+    assert [c.fast for c in served] == [serves_fast]
