@@ -8,7 +8,6 @@ The token is compared in constant time and never logged.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,20 +17,9 @@ from ..protocol.roster import TEAM_RE
 from ..protocol.verify import MAX_ROSTER_BYTES
 from .storage import Quota
 
-__all__ = [
-    "BLOBS_ENV",
-    "DB_ENV",
-    "HTTP_STACKS",
-    "METRICS_TOKEN_ENV",
-    "MIN_ORPHAN_AGE_S",
-    "TOKEN_ENV",
-    "HubConfig",
-]
+__all__ = ["DB_ENV", "HTTP_STACKS", "MIN_ORPHAN_AGE_S", "HubConfig"]
 
-TOKEN_ENV = "SEALMEM_HUB_OPERATOR_TOKEN"  # noqa: S105 - the variable's name, not a token
-METRICS_TOKEN_ENV = "SEALMEM_HUB_METRICS_TOKEN"  # noqa: S105 - the variable's name
 DB_ENV = "SEALMEM_HUB_DB"
-BLOBS_ENV = "SEALMEM_HUB_BLOBS"
 #: the least age (s) at which a blob no row names may be collected: a put in flight on
 #: another replica (blob written, row not yet committed) must never look like an orphan
 MIN_ORPHAN_AGE_S = 60.0
@@ -93,7 +81,7 @@ class HubConfig:
     #: orphan blobs (written but never committed) younger than this are left alone
     orphan_min_age_s: float = 3600.0
 
-    # -- the HTTP edge: how patiently request bodies are read (hub/edge.py) --
+    # -- the HTTP edge: how patiently request bodies are read (hub/http/edge.py) --
     #: longest wait for the next piece of a request body (s); then 408
     body_idle_s: float = 15.0
     #: after body_grace_s, a body must come at least body_min_rate bytes/s on average
@@ -108,6 +96,9 @@ class HubConfig:
     max_connections: int = 1024
     #: uvicorn's HTTP parser and loop, one of HTTP_STACKS
     http_stack: str = "httptools"
+    #: the fast path (hub/http/app.py): the front's direct routes, the hub's own worker
+    #: threads and shared commits; False: plain Starlette routing and ``run_in_threadpool``
+    fast: bool = True
 
     def __post_init__(self) -> None:
         for what, token in (("operator", self.operator_token), ("metrics", self.metrics_token)):
@@ -181,8 +172,3 @@ class HubConfig:
         if reserve is None:
             reserve = min(16 * 1024 * 1024, self.team_quota_bytes // 8)
         return Quota(self.team_quota_bytes, reserve, self.member_quota_bytes)
-
-    @classmethod
-    def token_from_env(cls) -> str | None:
-        value = os.environ.get(TOKEN_ENV, "").strip()
-        return value or None

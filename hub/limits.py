@@ -1,5 +1,5 @@
 """Limits, each answered with a clear JSON error: request rate (429), team storage
-quota (507).  Body sizes and read rates are the edge's (:mod:`sealmem.hub.edge`)."""
+quota (507).  Body sizes and read rates are the edge's (:mod:`sealmem.hub.http.edge`)."""
 
 from __future__ import annotations
 

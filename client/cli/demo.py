@@ -283,7 +283,7 @@ def run_demo(*, keep: bool = False) -> None:
     import tempfile
 
     from ...hub.config import HubConfig
-    from ...hub.server import BackgroundHub, free_port
+    from ...hub.http.server import BackgroundHub, free_port
 
     root = Path(tempfile.mkdtemp(prefix="sealmem-demo-"))
     token = secrets.token_urlsafe(24)

@@ -108,11 +108,19 @@ def serve(
             show_envvar=True,
         ),
     ] = None,
+    plain: Annotated[
+        bool,
+        typer.Option(
+            "--plain",
+            help="Serve on the plain path: Starlette's router and thread pool (default: "
+            "the fast path, direct routes and the hub's own worker threads).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the hub API under /v1 (plus /healthz, and /metrics with --metrics-token)
     until interrupted."""
     from ...hub.config import HubConfig
-    from ...hub.server import serve as run
+    from ...hub.http.server import serve as run
 
     config = HubConfig(
         data_dir=data,
@@ -125,6 +133,7 @@ def serve(
         team_quota_bytes=team_quota_mb * 1024 * 1024,
         http_stack=http,
         metrics_token=metrics_token,
+        fast=not plain,
         member_rate=HubConfig.member_rate if member_rate is None else member_rate,
         member_burst=HubConfig.member_burst if member_burst is None else member_burst,
     )

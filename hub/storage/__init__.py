@@ -52,8 +52,7 @@ What every metadata backend MUST guarantee:
 - failures of the engine are raised as :class:`StorageError`.
 
 Storage never checks signatures or grants: that is :mod:`sealmem.hub.teams`.  It
-never imports the HTTP runtime either: what it offers a committer thread is a
-:class:`Runner`.
+never imports the HTTP runtime either.
 
 The room: this seam, its values and errors (:mod:`.values`), the chunk rules
 (:mod:`.chunks`), wake-ups (:mod:`.feed`); the blob stores (:mod:`.blobs`,
@@ -68,8 +67,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping, Sequence
 
 from .blobs import BlobKey, BlobStore
 from .chunks import ANY_AGE_MS, ChunkRules
@@ -106,7 +104,6 @@ __all__ = [
     "PendingRequest",
     "Quota",
     "QuotaExceeded",
-    "Runner",
     "ScrubReport",
     "StaleSeq",
     "Storage",
@@ -116,15 +113,6 @@ __all__ = [
     "delta_base",
     "manifests_to_drop",
 ]
-
-
-class Runner(Protocol):
-    """What a committer thread needs of a backend that commits writes together: the
-    calls of one batch in, each one's (result, exception) out, in order."""
-
-    def __call__(
-        self, jobs: Sequence[Callable[[], Any]], /
-    ) -> list[tuple[Any, BaseException | None]]: ...
 
 
 class TeamWrite(abc.ABC):
@@ -189,12 +177,6 @@ class Storage(ChunkRules):
     """The hub's persistence; see the module docstring.  The chunk methods (blob and
     row in order) come from :class:`~sealmem.hub.storage.chunks.ChunkRules`."""
 
-    #: Metadata reads and nonce inserts are local and never wait for a lock held across
-    #: a durable commit, an fsync or the network (an embedded database): a request that
-    #: only reads metadata may be served on the event loop, without a threadpool hop.
-    #: False for a backend that talks to a server (PostgreSQL, S3).
-    local_reads: bool = False
-
     def __init__(self, blobs: BlobStore, quota: Quota | None = None) -> None:
         self.blobs = blobs
         self.quota = quota or Quota()
@@ -229,14 +211,6 @@ class Storage(ChunkRules):
         changes nothing other writes verify against (not the team's generation).  A
         backend may commit several of these together (SQLite: group commit); each
         still returns only once its own work is durable, and fails alone."""
-
-    def batch_runner(self) -> Runner | None:
-        """A runner for writes that share one durable commit, run by one thread in turn
-        (the HTTP runtime's committer): the chunk and manifest PUTs.  Each
-        write runs alone as far as it can tell (a refusal rolls back only its own
-        work) and is answered once the batch's commit is durable.  None: the backend
-        has no such runner (its writes take worker threads)."""
-        return None
 
     @abc.abstractmethod
     def rosters(self, team: str, after_version: int) -> list[bytes]:

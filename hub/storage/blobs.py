@@ -94,10 +94,6 @@ class BlobEntry:
 class BlobStore(abc.ABC):
     """Chunk ciphertexts by key; see the module docstring for the guarantees."""
 
-    #: :meth:`get` reads a local file (no network, no lock held across an fsync): a
-    #: request may read a blob on the event loop
-    local: bool = False
-
     @abc.abstractmethod
     def put(self, key: BlobKey, data: bytes) -> None:
         """Store ``data`` at ``key`` durably, replacing what is there (age back to 0)."""
@@ -134,8 +130,6 @@ def _fsync_dir(path: Path) -> None:
 
 
 class BlobDir(BlobStore):
-    local = True
-
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         try:

@@ -21,9 +21,6 @@ class TokenBuckets:
         self._buckets: dict[str, tuple[float, int]] = {}  # key -> (tokens, at ms)
         self._lock = threading.Lock()
 
-    def __len__(self) -> int:
-        return len(self._buckets)
-
     def take(self, key: str, rate_per_s: float, burst: int, now_ms: int) -> float:
         """0.0 when a token was spent, else the seconds until one is there."""
         with self._lock:

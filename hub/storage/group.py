@@ -21,14 +21,6 @@ PUTs arriving together used to queue behind each other's fsyncs.
 The writes of one group see each other's uncommitted work (one connection), and
 so do the reads a writing thread makes meanwhile (:meth:`GroupCommit.writing`):
 a write that read another's uncommitted work commits or fails with it.
-
-:meth:`GroupCommit.batch` is the same group run by one thread: the hub's committer
-(the HTTP runtime's, given it as :meth:`SQLiteStorage.batch_runner
-<sealmem.hub.storage.sqlite.SQLiteStorage.batch_runner>`) hands it every write
-queued while the previous commit ran, and it runs them one after the other (each
-:meth:`GroupCommit.tx` in them a savepoint), then commits once.  No thread waits
-for another: a write costs the loop one hand-off to the committer and one answer
-back, instead of a worker thread of its own that sleeps until the group's commit.
 """
 
 from __future__ import annotations
@@ -37,17 +29,11 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
 
 from .values import StorageError
 
-__all__ = ["MAX_AGE_S", "MAX_WRITES", "GroupCommit", "Outcome"]
-
-T = TypeVar("T")
-
-#: a job's result, or the exception it raised (or its commit's failure)
-Outcome = tuple[T | None, BaseException | None]
+__all__ = ["MAX_AGE_S", "MAX_WRITES", "GroupCommit"]
 
 #: a group commits once it holds this many writes, even if more are waiting
 MAX_WRITES = 64
@@ -91,25 +77,7 @@ class GroupCommit:
     @contextlib.contextmanager
     def tx(self, *, solo: bool = False) -> Iterator[sqlite3.Connection]:
         """One write, in a savepoint of the open group (or, ``solo``, alone); returns
-        once its transaction is durable, raises :class:`StorageError` if it is not.
-        Inside :meth:`batch` (its thread), a savepoint of the batch's transaction,
-        durable once the batch commits."""
-        running = getattr(self._local, "batch", None)
-        if running is not None:
-            if solo:
-                raise RuntimeError("a solo write cannot run inside a batch of writes")
-            conn = self._conn
-            if conn is None or not conn.in_transaction:
-                # the engine ended the batch's transaction under an earlier step of this
-                # job; a SAVEPOINT now would open (and its RELEASE commit) one of its own
-                running.broken = True
-                raise StorageError(
-                    "hub database write failed: the transaction was rolled back under a "
-                    "write of the same commit group; nothing of it was stored, retry"
-                )
-            with self._savepoint(conn, running):
-                yield conn
-            return
+        once its transaction is durable, raises :class:`StorageError` if it is not."""
         conn, batch = self._enter(solo)
         self._local.writing = True
         try:
@@ -135,50 +103,6 @@ class GroupCommit:
         except sqlite3.Error as exc:
             batch.broken = batch.broken or not conn.in_transaction
             raise StorageError(f"hub database write failed: {exc}") from exc
-
-    def batch(self, jobs: Sequence[Callable[[], Any]]) -> list[Outcome[Any]]:
-        """Run ``jobs`` in turn on this thread, in one transaction, then commit once;
-        return each job's result or exception.  A job's writes (:meth:`tx`) are
-        savepoints of that transaction: one that raises is rolled back alone, and the
-        rest go on, exactly as if each job had run on its own.  A failed commit fails
-        every job that had succeeded (none of them is stored, none was answered).
-        A job that ends the whole transaction (the engine does on a full disk) fails,
-        with the jobs of the batch before it; the jobs after it run in a new one."""
-        outcomes: list[Outcome[Any]] = []
-        todo = list(jobs)
-        while todo:
-            ran: list[int] = []  # the outcomes that stand or fall with this commit
-            try:
-                conn, batch = self._enter(False)
-            except StorageError as exc:  # no connection: nothing of the rest can run
-                outcomes.extend((None, exc) for _ in todo)
-                return outcomes
-            self._local.batch = batch
-            self._local.writing = True
-            try:
-                while todo and not batch.broken:
-                    job = todo.pop(0)
-                    try:  # its writes (tx) are savepoints: one it refuses is rolled back
-                        value = job()
-                    except BaseException as exc:  # that job's answer; the others go on
-                        outcomes.append((None, exc))
-                    else:
-                        outcomes.append((value, None))
-                    ran.append(len(outcomes) - 1)
-                    if not conn.in_transaction:  # ended outside a savepoint: the rest
-                        batch.broken = True  # run in a new transaction, not in autocommit
-            finally:
-                self._local.batch = None
-                self._local.writing = False
-                batch.writes += len(ran)
-                self.writes += len(ran)
-                self._commit(batch)
-                self._mutex.release()
-            if batch.error is not None:
-                for i in ran:
-                    if outcomes[i][1] is None:
-                        outcomes[i] = (None, batch.error)
-        return outcomes
 
     def _enter(self, solo: bool) -> tuple[sqlite3.Connection, _Batch]:
         with self._guard:

@@ -17,10 +17,10 @@ the schema and its upgraders in :mod:`.schema`.
 Two ways to commit, chosen when the storage is opened (``group_commit``):
 
 - ``True`` (the default, the fast path): the writes that arrive together share one
-  durable commit (:mod:`.group`), and :meth:`SQLiteStorage.batch_runner` offers a
-  committer thread the PUTs' writes in batches;
+  durable commit (:mod:`.group`): each write still returns only once that commit
+  is durable;
 - ``False`` (the plain path): every write is a transaction of its own, committed
-  before it returns, and there is no batch runner.
+  before it returns.
 
 Both keep every guarantee of the seam; the storage contract runs over both.
 """
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import Quota, Runner
+from . import Quota
 from .blobs import BlobDir, BlobStore
 from .buckets import TokenBuckets
 from .dbfile import SQLiteDb
@@ -51,7 +51,6 @@ LOCK_FILE = "hub.lock"
 class SQLiteStorage(SqlStorage):
     """See the module docstring.  One instance per database and process."""
 
-    local_reads = True  # hub.db in WAL: a read never waits for a writer; nonces never fsync
     dialect = SQLITE
 
     def __init__(
@@ -93,10 +92,6 @@ class SQLiteStorage(SqlStorage):
         self, *teams: str, grouped: bool = False
     ) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._sql.tx(solo=not grouped)  # the database's write lock covers every team
-
-    def batch_runner(self) -> Runner | None:
-        group = self._sql.group
-        return group.batch if group is not None else None
 
     @property
     def commits(self) -> tuple[int, int]:

@@ -6,6 +6,7 @@ Run from the repository root (not collected by pytest)::
     python tests/bench/bench_hub.py --members 20 --seconds 5
     python tests/bench/bench_hub.py --backend pg-s3 --replicas 2 --seconds 5
     python tests/bench/bench_hub.py --http h11 httptools   # the two HTTP stacks, side by side
+    python tests/bench/bench_hub.py --members 200 --paths fast plain --burn 2 --rounds 3
 
 ``--backend sqlite`` (default) is the embedded hub: SQLite + a blob directory.
 ``--backend pg-s3`` starts a real PostgreSQL (Debian's binaries, as in the
@@ -14,7 +15,13 @@ tests: ``tests/support/postgres.py``) and moto's S3 server, and runs
 spread over the replicas (member i talks to replica i mod R).  ``--http``
 names the HTTP stacks to measure (each is a separate hub run in the same
 invocation): ``httptools`` (llhttp + uvloop, the default) and ``h11`` (the pure
-Python stack before).  Beside the Python client's figures, ``wrk`` (a compiled
+Python stack before).  ``--paths`` names the hub's paths to measure, each a hub
+run of its own: ``fast`` (the default: the direct routes, the hub's own threads
+and the committer's shared transactions) and ``plain`` (``sealmem hub serve
+--plain``: Starlette's router and thread pool); with ``--rounds`` the paths
+alternate at each N, and a last table sets each path's p99 beside the fast one's.
+``--burn N`` starts N busy-loop processes for the whole run (the CPU contention
+of a shared machine, on purpose).  Beside the Python client's figures, ``wrk`` (a compiled
 load generator, ``apt-get install wrk``) measures the ``/healthz`` ceiling of
 one hub process; without it that column is skipped.
 
@@ -50,6 +57,7 @@ load average at its end.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import random
@@ -62,7 +70,7 @@ import tempfile
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,7 +82,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE, ContentKey, MemberKey, random_bytes
-from sealmem.hub.server import free_port
+from sealmem.hub.http.server import free_port
 from sealmem.protocol.envelope import unpack
 from sealmem.protocol.errors import SealmemError
 from sealmem.protocol.hlc import Hlc
@@ -213,7 +221,12 @@ class Hub:
     command-line options that name it: ``--data DIR`` or ``--db URL --blobs URL``)."""
 
     def __init__(
-        self, storage: Sequence[str], logs: Path, http: str, code: Path | None = None
+        self,
+        storage: Sequence[str],
+        logs: Path,
+        http: str,
+        code: Path | None = None,
+        plain: bool = False,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -225,6 +238,8 @@ class Hub:
         argv = [*command, "hub", "serve", *storage, "--port", str(self.port), "--http", http]
         if code is None:  # this hub: its member rate limit out of the way (see UNLIMITED)
             argv += UNLIMITED
+        if plain:
+            argv.append("--plain")
         self.log = (logs / f"hub-{self.port}.log").open("wb")
         self.proc = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
@@ -311,12 +326,14 @@ class Backing:
             return 0.0
         return tree_cpu_seconds(self.pg._proc.pid) + proc_cpu_seconds(self.s3.proc.pid)
 
-    def start(self, name: str, replicas: int, http: str, code: Path | None = None) -> Cluster:
+    def start(
+        self, name: str, replicas: int, http: str, code: Path | None = None, plain: bool = False
+    ) -> Cluster:
         storage = self.storage(name)
         hubs: list[Hub] = []
         try:
             for _ in range(replicas):
-                hubs.append(Hub(storage, self.workdir, http, code))
+                hubs.append(Hub(storage, self.workdir, http, code, plain))
         except BaseException:
             for h in hubs:
                 h.stop()
@@ -600,9 +617,11 @@ def run_level(
     backing: Backing,
     use_wrk: bool,
     code: Path | None = None,
+    path: str = "fast",
 ) -> list[Result]:
-    label = http if code is None else f"{http} @{args.baseline}"
-    hub = backing.start(f"hub-{n}-{http}-{code is not None}", args.replicas, http, code)
+    label = f"{http} @{args.baseline}" if code is not None else _label(http, path)
+    name = f"hub-{n}-{http}-{path}-{code is not None}-{time.monotonic_ns()}"
+    hub = backing.start(name, args.replicas, http, code, plain=path == "plain")
     try:
         writers, timers, clients, hubs = _members(n, hub)
         workers = min(n, args.concurrency)
@@ -671,6 +690,11 @@ class OpenResult:
     late_p99_ms: float  # how late cycles started against their arrival time (client side)
     load: float
     kinds: list[tuple[str, int, float, float]]
+
+
+def _label(http: str, path: str) -> str:
+    """A row's hub: its HTTP stack, and its path where it is not the fast one."""
+    return http if path == "fast" else f"{http} {path}"
 
 
 def run_open_level(
@@ -840,6 +864,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--http", nargs="+", choices=["httptools", "h11"], default=["httptools"],
         help="HTTP stacks to measure, each in its own hub run (default: httptools)",
     )  # fmt: skip
+    parser.add_argument(
+        "--paths", nargs="+", choices=["fast", "plain"], default=["fast"],
+        help="the hub's paths to measure, each in its own hub run (default: fast)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--burn", type=int, default=0, metavar="N",
+        help="load the CPU: N busy-loop processes run for the whole run",
+    )  # fmt: skip
     parser.add_argument("--no-wrk", action="store_true", help="skip the wrk /healthz ceiling")
     parser.add_argument(
         "--by-kind", action="store_true", help="also print p50/p99 by request kind (sync rows)"
@@ -887,8 +919,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"at most {args.concurrency} requests in flight, backend {args.backend} x"
         f"{args.replicas}, load average at start {os.getloadavg()[0]:.1f}"
     )
-    if args.open_loop:
-        return open_main(args)
+    with burning(args.burn):
+        return open_main(args) if args.open_loop else closed_main(args, use_wrk)
+
+
+def closed_main(args: argparse.Namespace, use_wrk: bool) -> int:
+    """The closed-loop runs: at each N and round, the baseline hub (if any), then each
+    stack on each path."""
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="sealmem-bench-hub-") as tmp:
         backing = Backing(args.backend, Path(tmp))
@@ -900,8 +937,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         results += run_level(n, args, args.baseline_http, backing, use_wrk, code)
                         print(f"N={n} {args.baseline_http} @{args.baseline}: done", file=sys.stderr)
                     for http in args.http:
-                        results += run_level(n, args, http, backing, use_wrk)
-                        print(f"N={n} {http}: done", file=sys.stderr)
+                        for path in args.paths:
+                            results += run_level(n, args, http, backing, use_wrk, None, path)
+                            print(f"N={n} {_label(http, path)}: done", file=sys.stderr)
         finally:
             backing.close()
     print_table(results)
@@ -909,7 +947,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_kinds(results)
     if code is not None:
         print_speedup(results, args.baseline, args.baseline_http)
+    if len(args.paths) > 1:
+        print_paths(results, args.http, args.burn)
     return 0
+
+
+@contextlib.contextmanager
+def burning(processes: int) -> Iterator[None]:
+    """``processes`` busy loops in child processes while the block runs."""
+    burners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)
+    ]
+    if burners:
+        print(f"{len(burners)} busy-loop process(es) load the CPU for the whole run")
+    try:
+        yield
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+
+
+def print_paths(results: Sequence[Result], stacks: Sequence[str], burn: int) -> None:
+    """The sync rows' p99 on each path beside the fast path's, at each N and stack (the
+    median of the rounds), with the load averages of those rows."""
+    print(f"\nSync p99 by path ({burn} busy-loop process(es) beside the hub):")
+    for n in sorted({r.members for r in results}):
+        for http in stacks:
+            cells = []
+            for path in ("fast", "plain"):
+                rows = [
+                    r for r in results
+                    if r.members == n and r.label == "sync" and r.http == _label(http, path)
+                ]  # fmt: skip
+                if rows:
+                    p99 = statistics.median(r.p99_ms for r in rows)
+                    each = "/".join(f"{r.p99_ms:.0f}" for r in rows)
+                    loads = "/".join(f"{r.load:.1f}" for r in rows)
+                    cells.append(f"{path} {p99:.0f} ms ({each}; loadavg {loads})")
+            print(f"  N={n:<4} {http:<10} " + "; ".join(cells))
 
 
 def open_main(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sealmem.client.sync.hub import HubTransport
-from sealmem.hub.server import free_port
+from sealmem.hub.http.server import free_port
 from sealmem.protocol.errors import SealmemError
 from tests.hub.conftest import TEAM, TOKEN, HubWorld, wait_healthy
 

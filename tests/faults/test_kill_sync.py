@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sealmem.client.sync.hub import HubTransport
-from sealmem.hub.server import BackgroundHub, free_port
+from sealmem.hub.http.server import BackgroundHub, free_port
 from tests.hub.conftest import TEAM, TOKEN, HubWorld, hub_config
 from tests.sync.conftest import make_world
 

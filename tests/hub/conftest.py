@@ -33,9 +33,9 @@ from sealmem.client.team.approval import approve
 from sealmem.client.team.invite import make_join_request, read_invite
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.crypto.request import sign_request
-from sealmem.hub.app import create_app
 from sealmem.hub.config import HubConfig
-from sealmem.hub.server import BackgroundHub, free_port
+from sealmem.hub.http.app import create_app
+from sealmem.hub.http.server import BackgroundHub, free_port
 from sealmem.hub.storage import Storage
 from sealmem.protocol.admin import genesis
 from sealmem.protocol.keyring import build_keyring
@@ -165,10 +165,32 @@ class HubWorld:
             node.store.close()
 
 
+#: ``pytestmark = BOTH_PATHS``: a module's tests that take a hub (the ``fast`` fixture,
+#: which ``hub`` and ``inproc`` take) run against the fast path and the plain one
+BOTH_PATHS = pytest.mark.both_paths
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "both_paths: run the tests on the hub's fast and plain paths (HubConfig.fast)"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "fast" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_paths"):
+        metafunc.parametrize("fast", [True, False], ids=["fast", "plain"], indirect=True)
+
+
 @pytest.fixture
-def hub(tmp_path: Path) -> Iterator[BackgroundHub]:
+def fast(request: pytest.FixtureRequest) -> bool:
+    """The path the hubs of a test serve: fast, unless the module runs on ``BOTH_PATHS``."""
+    return bool(getattr(request, "param", True))
+
+
+@pytest.fixture
+def hub(tmp_path: Path, fast: bool) -> Iterator[BackgroundHub]:
     """A real uvicorn hub on 127.0.0.1, on a free port, data in tmp_path/hub-data."""
-    config = hub_config(tmp_path / "hub-data", port=free_port())
+    config = hub_config(tmp_path / "hub-data", port=free_port(), fast=fast)
     with BackgroundHub(config) as server:
         yield server
 
@@ -257,9 +279,9 @@ IN_PROCESS_URL = "http://hub.test"
 
 
 @pytest.fixture
-def inproc(tmp_path: Path) -> Iterator[InProcess]:
+def inproc(tmp_path: Path, fast: bool) -> Iterator[InProcess]:
     data_dir = tmp_path / "hub-data"
-    app = create_app(hub_config(data_dir))
+    app = create_app(hub_config(data_dir, fast=fast))
     with TestClient(app, base_url=IN_PROCESS_URL) as client:
         yield InProcess(app, client, data_dir)
 

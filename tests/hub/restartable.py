@@ -11,8 +11,8 @@ from starlette.testclient import TestClient
 
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE, MemberKey
-from sealmem.hub.app import create_app
 from sealmem.hub.config import HubConfig
+from sealmem.hub.http.app import create_app
 from sealmem.hub.storage import Storage
 from sealmem.protocol.snapshot import chunk_id
 

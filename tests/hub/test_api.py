@@ -16,7 +16,7 @@ from sealmem.client.sync.hub import HubError, HubTransport, open_transport
 from sealmem.client.sync.transport import ConflictError
 from sealmem.client.team.invite import make_join_request
 from sealmem.crypto import SUITE, ContentKey, MemberKey
-from sealmem.hub.app import create_app
+from sealmem.hub.http.app import create_app
 from sealmem.protocol import snapshot
 from sealmem.protocol.admin import genesis
 from sealmem.protocol.encoding import b64e
@@ -28,6 +28,7 @@ from sealmem.protocol.roster import Member
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import (
+    BOTH_PATHS,
     IN_PROCESS_URL,
     PROJECT,
     TEAM,
@@ -38,6 +39,8 @@ from .conftest import (
     now_ms,
     signed,
 )
+
+pytestmark = BOTH_PATHS
 
 ANY_INVITE = "A" * 22  # the hub cannot know invites: any well-formed id passes
 
@@ -56,10 +59,12 @@ def _register(client: TestClient, key: MemberKey, token: str | None, team: str =
     return client.put(path, headers=headers, content=body).status_code
 
 
-def test_registration_is_the_operators_choice(tmp_path: Path) -> None:
+def test_registration_is_the_operators_choice(tmp_path: Path, fast: bool) -> None:
     token = "a-long-operator-token-0123456789"
     listed = frozenset({"listed-team"})
-    app = create_app(hub_config(tmp_path / "a", operator_token=token, allow_teams=listed))
+    app = create_app(
+        hub_config(tmp_path / "a", operator_token=token, allow_teams=listed, fast=fast)
+    )
     with TestClient(app, base_url=IN_PROCESS_URL) as client:
         root = MemberKey.generate()
         assert _register(client, root, None) == 403  # registration-closed without the token
@@ -68,7 +73,7 @@ def test_registration_is_the_operators_choice(tmp_path: Path) -> None:
         assert _register(client, root, token) == 200  # the same v1 again: idempotent
         assert _register(client, MemberKey.generate(), token) == 401  # a stranger's v1
         assert _register(client, MemberKey.generate(), None, "listed-team") == 201
-    closed = create_app(hub_config(tmp_path / "b", operator_token=None))
+    closed = create_app(hub_config(tmp_path / "b", operator_token=None, fast=fast))
     with TestClient(closed, base_url=IN_PROCESS_URL) as client:
         response_code = _register(client, MemberKey.generate(), token)
         assert response_code == 403
@@ -149,9 +154,9 @@ def test_keyrings_wait_for_their_roster_and_rosters_cannot_roll_back(team: HubWo
 
 
 @pytest.mark.slow
-def test_limits_answer_with_clear_errors(tmp_path: Path) -> None:
+def test_limits_answer_with_clear_errors(tmp_path: Path, fast: bool) -> None:
     config = hub_config(tmp_path / "d", max_body_bytes=4096, member_rate=0.001, member_burst=40,
-                        team_quota_bytes=60_000)  # fmt: skip
+                        team_quota_bytes=60_000, fast=fast)  # fmt: skip
     app = create_app(config)
     with TestClient(app, base_url=IN_PROCESS_URL) as client:
         homes = tmp_path / "homes"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sealmem.hub.config import HubConfig
-from sealmem.hub.server import BackgroundHub, free_port
+from sealmem.hub.http.server import BackgroundHub, free_port
 
 TOKEN = "operator-token-for-cli-tests-42"
 CLI = [sys.executable, "-m", "sealmem.client.cli"]

@@ -17,8 +17,7 @@ from starlette.testclient import TestClient
 
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE, MemberKey
-from sealmem.hub.app import create_app
-from sealmem.hub.routes import BATCHED_CHUNK_BYTES
+from sealmem.hub.http.app import create_app
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import (
@@ -31,6 +30,9 @@ from .conftest import (
     hub_config,
     signed,
 )
+
+#: a chunk over a bucket of a snapshot (tens of KiB)
+BATCHED_CHUNK_BYTES = 256 * 1024
 
 #: a PUT's answer must come well within this (a hang fails the test, not the run)
 ANSWER_S = 20.0

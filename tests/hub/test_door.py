@@ -19,7 +19,7 @@ from sealmem.client.team.admin import invite
 from sealmem.client.team.approval import approve
 from sealmem.client.team.invite import make_join_request, read_invite
 from sealmem.crypto import MemberKey
-from sealmem.hub.app import create_app
+from sealmem.hub.http.app import create_app
 from sealmem.hub.storage.sqlite import SQLiteStorage
 
 from .conftest import IN_PROCESS_URL, TEAM, TOKEN, HubWorld, hub_config, now_ms, signed

@@ -12,11 +12,11 @@ import pytest
 from sealmem.client.sync.hub import HubTransport
 from sealmem.client.sync.transport import ConflictError
 from sealmem.client.team.invite import make_join_request
-from sealmem.hub.server import BackgroundHub
+from sealmem.hub.http.server import BackgroundHub
 
-from .conftest import METRICS_AUTH, PROJECT, TEAM, HubWorld, data_bytes
+from .conftest import BOTH_PATHS, METRICS_AUTH, PROJECT, TEAM, HubWorld, data_bytes
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, BOTH_PATHS]
 
 ANY_INVITE = "A" * 22  # the hub cannot know invites: any well-formed id passes
 

@@ -19,7 +19,7 @@ import pytest
 
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import MemberKey
-from sealmem.hub.server import BackgroundHub, free_port
+from sealmem.hub.http.server import BackgroundHub, free_port
 from sealmem.protocol.verify import MAX_MANIFEST_BYTES
 from tests.support.rawhttp import answer
 

@@ -24,11 +24,12 @@ from starlette.testclient import TestClient
 
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import MemberKey
-from sealmem.hub.app import create_app
+from sealmem.hub.http.app import create_app
 from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol import hubapi, reasons
 
 from .conftest import (
+    BOTH_PATHS,
     IN_PROCESS_URL,
     METRICS_AUTH,
     PROJECT,
@@ -38,6 +39,8 @@ from .conftest import (
     hub_config,
     signed,
 )
+
+pytestmark = BOTH_PATHS
 
 
 class _World:
@@ -68,9 +71,9 @@ class _World:
         return answer.status_code, doc if isinstance(doc, dict) else {}
 
 
-def _world(tmp_path: Path, storage: SQLiteStorage | None = None) -> Iterator[_World]:
+def _world(tmp_path: Path, fast: bool, storage: SQLiteStorage | None = None) -> Iterator[_World]:
     data = tmp_path / "hub-data"
-    app = create_app(hub_config(data, long_poll_max_s=0.01), storage)
+    app = create_app(hub_config(data, long_poll_max_s=0.01, fast=fast), storage)
     with TestClient(app, base_url=IN_PROCESS_URL, raise_server_exceptions=False) as client:
         homes = tmp_path / "homes"
         homes.mkdir()
@@ -88,8 +91,8 @@ def _world(tmp_path: Path, storage: SQLiteStorage | None = None) -> Iterator[_Wo
 
 
 @pytest.fixture
-def hub(tmp_path: Path) -> Iterator[_World]:
-    yield from _world(tmp_path)
+def hub(tmp_path: Path, fast: bool) -> Iterator[_World]:
+    yield from _world(tmp_path, fast)
 
 
 # -- numbers ---------------------------------------------------------------------------
@@ -153,9 +156,9 @@ class _FailingSeqs(SQLiteStorage):
 
 
 def test_a_handler_error_is_a_json_500_without_a_traceback(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, fast: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    for world in _world(tmp_path, _FailingSeqs(tmp_path / "hub-data")):
+    for world in _world(tmp_path, fast, _FailingSeqs(tmp_path / "hub-data")):
         target = f"{TEAM_PATH}/projects/{PROJECT}/seqs"
         with caplog.at_level(logging.ERROR, logger="sealmem.hub"):
             answer = world.client.get(target, headers=signed(world.alice, "GET", target))

@@ -24,7 +24,7 @@ import pytest
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import MemberKey
 from sealmem.hub.config import HubConfig
-from sealmem.hub.server import BackgroundHub, free_port
+from sealmem.hub.http.server import BackgroundHub, free_port
 from sealmem.protocol.errors import InputError
 from tests.support.rawhttp import answer
 

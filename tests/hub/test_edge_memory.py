@@ -1,6 +1,6 @@
 """Unfinished anonymous uploads cost the hub process no memory.
 
-The hub runs in its own process (``sealmem.hub.server.serve``), so that its
+The hub runs in its own process (``sealmem.hub.http.server.serve``), so that its
 resident set is measured alone.  Before, each unsigned PUT had up to 12 MiB of
 body buffered before anyone looked at its headers: 24 unfinished ones took the
 RSS from 49 to 360 MiB, and about 75 would have filled the shipped 1 GiB unit.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.hub.server import free_port
+from sealmem.hub.http.server import free_port
 
 from .conftest import PROJECT, TEAM, TOKEN, wait_healthy
 
@@ -36,7 +36,7 @@ def hub_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]
     port = free_port()
     code = (
         "import sys; from pathlib import Path; from sealmem.hub.config import HubConfig; "
-        "from sealmem.hub.server import serve; "
+        "from sealmem.hub.http.server import serve; "
         "serve(HubConfig(data_dir=Path(sys.argv[1]), port=int(sys.argv[2]), "
         "operator_token=sys.argv[3]))"
     )

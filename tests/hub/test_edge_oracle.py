@@ -14,7 +14,9 @@ import pytest
 
 from sealmem.crypto import MemberKey
 
-from .conftest import IN_PROCESS_URL, PROJECT, TEAM, HubWorld, InProcess, signed
+from .conftest import BOTH_PATHS, IN_PROCESS_URL, PROJECT, TEAM, HubWorld, InProcess, signed
+
+pytestmark = BOTH_PATHS
 
 pytestmark = pytest.mark.slow
 

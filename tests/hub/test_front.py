@@ -2,7 +2,7 @@
 
 - An answer leaves the hub in one write (head and body together), a ``HEAD``
   answer's head at once, and a keep-alive connection serves the next request.
-- The direct route table (``hub/front.py``) never routes a path where Starlette
+- The direct route table (``hub/http/front.py``) never routes a path where Starlette
   would not route it the same way (the same template, the same parameters); a
   path it does not take goes to Starlette, which answers it as before.
 - The hub process's log time text is the standard formatter's, cached per second.
@@ -25,11 +25,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from starlette.routing import Match, Route
 
-from sealmem.hub.app import create_app
-from sealmem.hub.edge import route_path
-from sealmem.hub.front import Direct, Routes
-from sealmem.hub.http_protocol import BoundedHttpTools
-from sealmem.hub.server import LogFormat, free_port
+from sealmem.hub.http.app import create_app
+from sealmem.hub.http.edge import route_path
+from sealmem.hub.http.front import Direct, Routes
+from sealmem.hub.http.http_protocol import BoundedHttpTools
+from sealmem.hub.http.server import LogFormat, free_port
 from sealmem.protocol import hubapi
 
 from .conftest import hub_config

@@ -22,8 +22,7 @@ import pytest
 
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE, MemberKey
-from sealmem.hub.routes import BATCHED_CHUNK_BYTES
-from sealmem.hub.server import free_port
+from sealmem.hub.http.server import free_port
 from sealmem.hub.storage import StorageError
 from sealmem.hub.storage import group as group_commit
 from sealmem.hub.storage.blobs import BlobKey
@@ -32,6 +31,9 @@ from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import PROJECT, TEAM, TOKEN, HubWorld, signed, start_hub_process
+
+#: a chunk over a bucket of a snapshot (tens of KiB)
+BATCHED_CHUNK_BYTES = 256 * 1024
 
 WRITER = "b" * 26
 QUEUED = 6

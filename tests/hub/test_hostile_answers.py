@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from sealmem.client.sync.hub import HubError, HubTransport
 from sealmem.crypto import MemberKey
-from sealmem.hub.server import free_port
+from sealmem.hub.http.server import free_port
 
 from .conftest import TEAM
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from sealmem.hub.config import HubConfig
-from sealmem.hub.server import MAX_HEAD_BYTES, BackgroundHub, free_port
+from sealmem.hub.http.server import MAX_HEAD_BYTES, BackgroundHub, free_port
 from sealmem.protocol.errors import InputError
 
 from .conftest import hub_config
@@ -113,7 +113,7 @@ def test_the_default_stack_is_httptools() -> None:
 def test_a_head_that_trickles_is_cut_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Slowloris: a head sent a few bytes at a time, never finished, holds no connection
     past the head timeout (httptools, the default stack; h11 behind Caddy)."""
-    from sealmem.hub import server
+    from sealmem.hub.http import server
 
     monkeypatch.setattr(server, "HEAD_TIMEOUT_S", 0.5)
     config = hub_config(tmp_path / "hub-data", port=free_port(), http_stack="httptools")

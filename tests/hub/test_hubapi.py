@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.hub.app import create_app
-from sealmem.hub.edge import route_path
+from sealmem.hub.http.app import create_app
+from sealmem.hub.http.edge import route_path
 from sealmem.protocol import hubapi
 from sealmem.protocol.errors import InputError
 

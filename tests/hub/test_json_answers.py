@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from starlette.responses import JSONResponse
 
-from sealmem.hub.routes import Json
+from sealmem.hub.http.messages import Json
 
 #: what the hub answers with: text, int64 numbers, booleans, null, lists, objects
 DOCS = st.recursive(

@@ -14,7 +14,7 @@ import uvicorn
 
 from sealmem.client.sync.folder import FolderTransport
 from sealmem.client.sync.hub import HubTransport
-from sealmem.hub.server import free_port
+from sealmem.hub.http.server import free_port
 from tests.sync.conftest import Node, World, make_world
 from tests.sync.test_refusals import CASES, refused_by_name_while_the_rest_syncs
 

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from sealmem.crypto import SUITE, ContentKey, MemberKey
-from sealmem.hub.server import free_port
+from sealmem.hub.http.server import free_port
 from sealmem.hub.storage import (
     Conflict,
     KeyringBlob,

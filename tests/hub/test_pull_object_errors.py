@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 from sealmem.client.sync.folder import FolderTransport
 from sealmem.client.sync.hub import HubTransport
 from sealmem.client.sync.transport import Unreachable
-from sealmem.hub.server import free_port
+from sealmem.hub.http.server import free_port
 from tests.sync.conftest import PROJECT, World, make_world
 
 from .evil_hub import evil_app

@@ -31,7 +31,7 @@ from sealmem.client.sync.session import Team
 from sealmem.client.team.admin import revoke
 from sealmem.crypto import SUITE, MemberKey
 from sealmem.crypto.request import sign_request
-from sealmem.hub.server import free_port
+from sealmem.hub.http.server import free_port
 from sealmem.protocol import hubapi, reasons
 from sealmem.protocol.envelope import unpack
 from sealmem.protocol.errors import TransportError

@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 from sealmem.client.sync.hub import HubError, HubTransport
 from sealmem.client.team import admin as team_admin
 from sealmem.crypto import SUITE, MemberKey
-from sealmem.hub.app import create_app
+from sealmem.hub.http.app import create_app
 from sealmem.hub.storage import Storage
 from sealmem.protocol.encoding import b64e
 

@@ -6,9 +6,9 @@ import pytest
 
 from sealmem.client.team import admin
 
-from .conftest import HubWorld, now_ms
+from .conftest import BOTH_PATHS, HubWorld, now_ms
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, BOTH_PATHS]
 
 
 def test_drop_over_the_hub_keeps_what_teammates_wrote(world: HubWorld) -> None:

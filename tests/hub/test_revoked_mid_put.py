@@ -5,9 +5,7 @@ same real hub."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -15,7 +13,7 @@ import pytest
 
 from sealmem.client.team import admin
 from sealmem.crypto import SUITE
-from sealmem.hub.workers import Batcher
+from sealmem.hub.http import routes
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import PROJECT, TEAM, HubWorld, now_ms, signed
@@ -27,16 +25,16 @@ def test_a_chunk_checked_before_a_revocation_is_not_stored_after_it(
     world: HubWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     adm, alice = world.nodes["admin"], world.nodes["alice"]
-    real = Batcher.run
+    real = routes.check_quota
     reached, go = threading.Event(), threading.Event()
 
-    async def hold_first(self: Batcher, fn: Callable[[], Any]) -> Any:
-        if not reached.is_set():  # the first write queued: alice's chunk, already checked
+    def hold_first(*args: Any) -> None:
+        real(*args)
+        if not reached.is_set():  # alice's chunk, its last check passed; then its write
             reached.set()
-            await asyncio.to_thread(go.wait, 30)
-        return await real(self, fn)
+            go.wait(30)
 
-    monkeypatch.setattr(Batcher, "run", hold_first)
+    monkeypatch.setattr(routes, "check_quota", hold_first)
     data = b"a chunk from alice, checked before her revocation"
     path = f"/v1/teams/{TEAM}/projects/{PROJECT}/chunks/{alice.key.kid}/{chunk_id(SUITE, data)}"
     answers: list[httpx.Response] = []

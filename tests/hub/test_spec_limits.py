@@ -14,8 +14,8 @@ import pytest
 from starlette.datastructures import Headers
 
 from sealmem.hub.config import HubConfig
-from sealmem.hub.edge import BodyPolicy, MetricsDoor, PollSlots
 from sealmem.hub.errors import Refusal
+from sealmem.hub.http.edge import BodyPolicy, MetricsDoor, PollSlots
 from sealmem.protocol import hubapi
 from sealmem.protocol.errors import InputError
 

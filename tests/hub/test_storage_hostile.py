@@ -18,7 +18,7 @@ import pytest
 
 from sealmem.client.team import admin as team_admin
 from sealmem.crypto import SUITE, MemberKey
-from sealmem.hub.app import run_janitor
+from sealmem.hub.http.app import run_janitor
 from sealmem.hub.storage.feed import LocalFeed
 from sealmem.protocol.snapshot import chunk_id
 

@@ -18,7 +18,7 @@ from sealmem.client.sync.hub import HubTransport
 from sealmem.client.sync.session import Team
 from sealmem.crypto import MemberKey
 from sealmem.hub.config import HubConfig
-from sealmem.hub.server import BackgroundHub, free_port
+from sealmem.hub.http.server import BackgroundHub, free_port
 from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol.errors import TransportError
 

@@ -26,7 +26,7 @@ from starlette.testclient import TestClient
 from sealmem.client.sync.hub import HubTransport
 from sealmem.client.team.admin import invite
 from sealmem.client.team.invite import make_join_request, read_invite
-from sealmem.hub.app import create_app
+from sealmem.hub.http.app import create_app
 from tests.hub.conftest import IN_PROCESS_URL, TOKEN, HubWorld, hub_config
 
 

@@ -1,116 +1,45 @@
 """The /v1 endpoints: who may do what, then the verified read or write.
 
-Each handler is a plain blocking function over a :class:`Ctx` (on the event
-loop where the storage's reads are local, else in a worker thread):
-authenticate the caller against the team's trusted state, check its role and
-grants, then read or write through :class:`~sealmem.hub.teams.Teams` and the
-storage.  A handler that writes durably returns its write as a :class:`Blocking`,
-which runs in another thread (the committer, or a worker).  SPEC.md "Hub API
-(messages)" lists every message.
+Each handler is a plain blocking function over a :class:`Ctx`, run in a worker
+thread: authenticate the caller against the team's trusted state, check its role
+and grants, then read or write through :class:`~sealmem.hub.teams.Teams` and the
+storage.  SPEC.md "Hub API (messages)" lists every message.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import secrets
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-import orjson
 from starlette.responses import Response
 
-from ..crypto import SUITE
-from ..protocol import hubapi
-from ..protocol.encoding import b64d, b64e
-from ..protocol.hlc import MAX_WALL_MS
-from ..protocol.manifest import MAX_CHUNK_BYTES
-from ..protocol.snapshot import chunk_id
-from ..protocol.state import TrustedState
-from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
-from .auth import Authenticator, Caller, Signed, revoked
-from .config import HubConfig
-from .door import Door
-from .edge import number
-from .errors import Refusal
-from .limits import RateLimiter, check_quota
-from .storage import Storage
-from .teams import Teams, genesis_signer
+from ...crypto import SUITE
+from ...protocol import hubapi
+from ...protocol.encoding import b64d, b64e
+from ...protocol.hlc import MAX_WALL_MS
+from ...protocol.manifest import MAX_CHUNK_BYTES
+from ...protocol.snapshot import chunk_id
+from ...protocol.state import TrustedState
+from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
+from ..auth import Authenticator, Caller, revoked
+from ..config import HubConfig
+from ..door import Door
+from ..errors import Refusal
+from ..limits import RateLimiter, check_quota
+from ..storage import Storage
+from ..teams import Teams, genesis_signer
+from .messages import Ctx, Json
 
-__all__ = ["BATCHED_CHUNK_BYTES", "Blocking", "Ctx", "Handler", "Handlers", "Json"]
+__all__ = ["Handler", "Handlers"]
 
 _MAX_KEYRINGS_PER_PUBLISH = 4096
-#: a chunk up to this size is written in the committer's batches (a bucket of a snapshot
-#: is tens of KiB); a larger one, in a worker thread of its own
-BATCHED_CHUNK_BYTES = 256 * 1024
 #: a collect request's grace period: 0..2^47 ms, the range of an HLC wall clock
 MAX_GRACE_MS = MAX_WALL_MS + 1
 
 
-@dataclass(frozen=True, slots=True)
-class Blocking:
-    """The rest of a handler that writes (durably: fsyncs, a commit), left to another
-    thread once the checks before it ran, on the event loop where the storage's reads
-    are local (:attr:`Storage.local_reads`): that thread (the committer, or a worker)
-    does the write alone."""
-
-    run: Callable[[], Response]
-    #: may share the committer's batches; False: a large write (fsyncs of megabytes),
-    #: which takes a worker thread of its own rather than hold up the small ones queued
-    #: behind it in a batch
-    batched: bool = True
-
-
-Handler = Callable[["Ctx"], "Response | Blocking"]
-
-
-class Json(Response):
-    """A JSON answer: the bytes of Starlette's ``JSONResponse`` (compact, UTF-8, no NaN),
-    encoded by orjson (several times faster for the hub's documents)."""
-
-    media_type = "application/json"
-
-    def render(self, content: Any) -> bytes:
-        return orjson.dumps(content)
-
-
-@dataclass
-class Ctx:
-    """One request as the handlers see it (body already read within its limit)."""
-
-    method: str
-    target: str
-    params: Mapping[str, Any]
-    query: Mapping[str, str]
-    headers: Mapping[str, str]
-    body: bytes
-    client: str
-    kid: str | None = None  # set once authenticated, for the access log
-    changed: str | None = None  # team whose change feed moved
-    #: a blocking step the handler leaves to the endpoint, run in a worker thread
-    #: before the answer goes out (a handler on the event loop must not write)
-    later: Callable[[], object] | None = None
-    #: the signature headers as the gate read them (the handler does not parse them again)
-    claimed: Signed | None = None
-
-    def param(self, name: str) -> str:
-        """A text path parameter, checked against its pattern in :data:`hubapi.PARAMS`."""
-        value = str(self.params[name])
-        pattern = hubapi.PARAMS[name]
-        if pattern.fullmatch(value) is None:
-            raise Refusal(
-                400, hubapi.BAD_REQUEST, f"{name} {value[:80]!r} must match {pattern.pattern}"
-            )
-        return value
-
-    def number(self, name: str) -> int:
-        """A number path parameter (routed as ASCII digits), within int64; else 400."""
-        return number(self.params[name], name)
-
-    def int_query(self, name: str, default: int) -> int:
-        raw = self.query.get(name)
-        return default if raw is None else number(raw, f"query {name}")
+Handler = Callable[[Ctx], Response]
 
 
 def _envelopes(items: list[bytes]) -> list[str]:
@@ -168,7 +97,7 @@ class Handlers:
 
     # -- shared steps ----------------------------------------------------------------
 
-    def gate(self, ctx: Ctx, *, registering: bool = False) -> None:
+    def gate(self, ctx: Ctx, registering: bool = False) -> None:
         """Before a signed body is read: the headers alone must name a key the hub holds.
 
         The team exists (else 404), the signature headers are well formed and in
@@ -331,7 +260,7 @@ class Handlers:
             return Json({"manifests": _envelopes(found.get(writer, [])[:limit])})
         return Json({"writers": {w: _envelopes(d) for w, d in found.items()}})
 
-    def put_manifest(self, ctx: Ctx) -> Response | Blocking:
+    def put_manifest(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
         writer = ctx.param("writer")
@@ -342,14 +271,10 @@ class Handlers:
             )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         seq = ctx.number("seq")
-
-        def store() -> Response:
-            stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
-            if stored:
-                ctx.changed = team
-            return Json({"seq": seq, "stored": stored}, 201 if stored else 200)
-
-        return Blocking(store)
+        stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
+        if stored:
+            ctx.changed = team
+        return Json({"seq": seq, "stored": stored}, 201 if stored else 200)
 
     def get_chunk(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
@@ -361,13 +286,13 @@ class Handlers:
         data = self.storage.chunk_read(team, project, writer, cid)
         if not isinstance(data, bytes):
             if data is not None:  # a row without its blob: dropped before the answer
-                ctx.later = functools.partial(self.storage.drop_blobless, data, seen_at)
+                self.storage.drop_blobless(data, seen_at)
             raise Refusal(
                 404, hubapi.NOT_FOUND, f"chunk {cid[:16]} of {writer}/{project} is not here"
             )
         return Response(data, media_type="application/octet-stream")
 
-    def put_chunk(self, ctx: Ctx) -> Response | Blocking:
+    def put_chunk(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
         writer = ctx.param("writer")
@@ -380,19 +305,15 @@ class Handlers:
                 422, hubapi.BAD_CHUNK_ID, f"the body does not hash to chunk id {cid[:16]}"
             )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
-
-        def store() -> Response:
-            # a roster committed since the checks (a revocation, a grant taken back) is
-            # honoured: the rosters commit alone, so the write sees it or comes before it
-            now = self.teams.state(team)
-            if now is not state:
-                if now.roster is not None and now.roster.revocation(caller.kid) is not None:
-                    raise revoked(team, caller.kid)
-                self._own_slot(now, caller, project, writer)
-            stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
-            return Json({"stored": stored}, 201 if stored else 200)
-
-        return Blocking(store, batched=len(ctx.body) <= BATCHED_CHUNK_BYTES)
+        # a roster committed since the checks (a revocation, a grant taken back) is
+        # honoured: the rosters commit alone, so the write sees it or comes before it
+        now = self.teams.state(team)
+        if now is not state:
+            if now.roster is not None and now.roster.revocation(caller.kid) is not None:
+                raise revoked(team, caller.kid)
+            self._own_slot(now, caller, project, writer)
+        stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
+        return Json({"stored": stored}, 201 if stored else 200)
 
     def collect(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)

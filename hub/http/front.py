@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..protocol import hubapi
-from .errors import Refusal
+from ...protocol import hubapi
+from ..errors import Refusal
+from ..storage import QuotaExceeded, StorageError
+from .messages import Json
 from .metrics import Metrics
-from .routes import Json
-from .storage import QuotaExceeded, StorageError
 
 __all__ = ["Answers", "Direct", "Exchange", "Front", "Routes"]
 

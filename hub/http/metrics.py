@@ -27,7 +27,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ..protocol import hubapi, reasons
+from ...protocol import hubapi, reasons
 
 __all__ = [
     "BUCKETS",

@@ -13,9 +13,9 @@ import time
 
 import uvicorn
 
-from ..protocol.errors import SealmemError
+from ...protocol.errors import SealmemError
+from ..config import HubConfig
 from .app import create_app
-from .config import HubConfig
 
 __all__ = [
     "HEAD_TIMEOUT_S",
@@ -66,8 +66,8 @@ def _uvicorn_config(config: HubConfig, access_log: bool) -> uvicorn.Config:
         log_level="info" if access_log else "warning",
         timeout_graceful_shutdown=_GRACEFUL_S,
         server_header=False,
-        # the edge (hub/edge.py) reads bodies; these bound what comes before them
-        http=http,  # with a head-size bound on either stack (hub/http_protocol.py for httptools)
+        # the edge (hub/http/edge.py) reads bodies; these bound what comes before them
+        http=http,  # with a head-size bound on either stack (http_protocol.py for httptools)
         loop=loop,
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         limit_concurrency=config.max_connections,  # more connections get 503 at once

@@ -10,7 +10,7 @@
   declared ``Content-Length``), 408 for a body that stalls or trickles, 503
   ``busy`` with ``Retry-After`` when full.  It runs
   only after the caller was identified from the headers (see
-  :meth:`sealmem.hub.routes.Handlers.gate`).
+  :meth:`sealmem.hub.http.routes.Handlers.gate`).
 - :class:`PollSlots` caps the long polls (``GET .../changes`` that wait) one
   member holds at once: the next is refused 429 ``rate-limited`` with
   ``Retry-After``, so that one member (or one stolen key) cannot hold every
@@ -22,7 +22,7 @@
   (storage counts and request rates are nobody else's business).
 
 The JSON 500 for the unexpected and the connection closed after an answer sent
-before the body was read are the front's (:mod:`sealmem.hub.front`).
+before the body was read are the front's (:mod:`sealmem.hub.http.front`).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ import anyio
 from starlette.convertors import CONVERTOR_TYPES, Convertor, register_url_convertor
 from starlette.types import Message, Receive
 
-from ..protocol import hubapi
-from ..protocol.errors import InputError
-from .errors import Refusal
+from ...protocol import hubapi
+from ...protocol.errors import InputError
+from ..errors import Refusal
 
 __all__ = [
     "BodyPolicy",
@@ -97,13 +97,10 @@ class BodyPolicy:
     grace_s: float = 5.0
     min_rate: int = 16 * 1024
     max_reads: int = 32
-    #: bodies read at once for one claimed key (the gate checks a claim, not yet a
-    #: signature); None: a quarter of ``max_reads``, at least 1
-    max_reads_per_key: int | None = None
 
     def per_key(self) -> int:
-        if self.max_reads_per_key is not None:
-            return self.max_reads_per_key
+        """Bodies read at once for one claimed key (the gate checks a claim, not yet a
+        signature): a quarter of ``max_reads``, at least 1."""
         return max(self.max_reads // 4, 1)
 
 
@@ -192,9 +189,6 @@ class PollSlots:
         self.per_member = per_member
         self.retry_after = retry_after
         self._held: dict[str, int] = {}  # only members with a poll under way: bounded
-
-    def held(self, key: str) -> int:
-        return self._held.get(key, 0)
 
     def take(self, key: str) -> str:
         """One slot of ``key`` (give it back with :meth:`give`); 429 ``rate-limited``

@@ -1,0 +1,150 @@
+"""Every blocking call of a request takes a thread, none runs on the event loop: on the
+fast path the hub's own workers, one hop per call (a GET one, a PUT two: the gate before
+the body, then the handler and its write), the route found by the front's direct table;
+on the plain path Starlette's router and its ``run_in_threadpool``, the same hops.  A
+chunk row whose blob is gone is dropped in the GET's hop, before its 404.  ``sealmem hub
+serve --plain`` serves the plain path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from sealmem.client.cli import main
+from sealmem.client.sync.hub import HubTransport
+from sealmem.crypto import SUITE
+from sealmem.hub.storage.blobs import BlobKey
+from sealmem.hub.config import HubConfig
+from sealmem.hub.http import server
+from sealmem.hub.http import workers as hub_workers
+from sealmem.hub.http.app import create_app
+from sealmem.hub.http.front import Front
+from sealmem.hub.http.workers import Workers
+from sealmem.hub.storage import Storage
+from sealmem.protocol import hubapi
+from sealmem.protocol.snapshot import chunk_id
+
+from .conftest import BOTH_PATHS, IN_PROCESS_URL, PROJECT, TEAM, TOKEN, HubWorld, hub_config
+from .conftest import signed as sign
+
+pytestmark = BOTH_PATHS
+
+DATA = b"an encrypted chunk, as far as the hub can tell"
+
+
+@dataclass
+class Counted:
+    client: TestClient
+    world: HubWorld
+    storage: Storage
+    #: the calls that took the hub's workers, and Starlette's thread pool, by name
+    workers: list[str]
+    threadpool: list[str]
+    #: the templates Starlette's router answered
+    routed: list[str]
+
+    def clear(self) -> None:
+        self.workers.clear()
+        self.threadpool.clear()
+        self.routed.clear()
+
+    def request(self, method: str, data: bytes = DATA, what: str = "chunks") -> int:
+        key = self.world.nodes["alice"].key
+        tail = f"chunks/{key.kid}/{chunk_id(SUITE, data)}" if what == "chunks" else what
+        path = f"/v1/teams/{TEAM}/projects/{PROJECT}/{tail}"
+        body = data if method == "PUT" else b""
+        headers = sign(key, method, path, body)
+        return self.client.request(method, path, headers=headers, content=body).status_code
+
+
+@pytest.fixture
+def counted(tmp_path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> Iterator[Counted]:
+    workers: list[str] = []
+    threadpool: list[str] = []
+    routed: list[str] = []
+    real_run, real_threadpool, real_route = (
+        Workers.run,
+        hub_workers.run_in_threadpool,
+        (Front._framework),
+    )
+
+    async def run(self: Workers, fn: Callable[..., Any], *args: Any) -> Any:
+        workers.append(fn.__name__)
+        return await real_run(self, fn, *args)
+
+    async def threadpool_run(fn: Callable[..., Any], *args: Any) -> Any:
+        threadpool.append(fn.__name__)
+        return await real_threadpool(fn, *args)
+
+    async def framework(self: Front, scope: Any, *args: Any) -> None:
+        await real_route(self, scope, *args)
+        route = scope.get("route")
+        if route is not None:
+            routed.append(str(route.name))
+
+    monkeypatch.setattr(Workers, "run", run)
+    monkeypatch.setattr(hub_workers, "run_in_threadpool", threadpool_run)
+    monkeypatch.setattr(Front, "_framework", framework)
+    app = create_app(hub_config(tmp_path / "hub", fast=fast))
+    homes = tmp_path / "homes"
+    homes.mkdir()
+    with TestClient(app, base_url=IN_PROCESS_URL) as client:
+        world = HubWorld(
+            homes,
+            IN_PROCESS_URL,
+            lambda k: HubTransport(IN_PROCESS_URL, TEAM, k, operator_token=TOKEN, client=client),
+        )
+        world.create()
+        world.join("alice")
+        yield Counted(client, world, app.state.storage, workers, threadpool, routed)
+        world.close()
+
+
+def test_each_blocking_call_takes_one_hop_on_the_path_s_threads(
+    counted: Counted, fast: bool
+) -> None:
+    counted.clear()
+    assert counted.request("PUT") == 201
+    assert counted.request("GET") == 200
+    assert counted.request("GET", what="seqs") == 200
+    hops = ["gate", "put_chunk", "get_chunk", "get_seqs"]
+    assert (counted.workers, counted.threadpool) == ((hops, []) if fast else ([], hops))
+    assert counted.routed == ([] if fast else [hubapi.CHUNK, hubapi.CHUNK, hubapi.SEQS])
+
+
+def test_a_refused_upload_takes_its_hops_and_stores_nothing(counted: Counted) -> None:
+    counted.clear()
+    key = counted.world.nodes["alice"].key
+    path = f"/v1/teams/{TEAM}/projects/{PROJECT}/chunks/{key.kid}/{chunk_id(SUITE, b'other')}"
+    answer = counted.client.put(path, headers=sign(key, "PUT", path, DATA), content=DATA)
+    assert answer.status_code == 422
+    assert len(counted.workers + counted.threadpool) == 2  # the gate, the handler
+    assert counted.storage.chunk_rows(None, 10) == []
+
+
+def test_a_row_whose_blob_is_gone_is_dropped_before_the_404(counted: Counted) -> None:
+    assert counted.request("PUT") == 201
+    ((key, _),) = [(k, v) for k, v in counted.storage.chunk_rows(None, 10)]
+    key = BlobKey(TEAM, PROJECT, key.writer, chunk_id(SUITE, DATA))
+    counted.storage.blobs.delete(key)
+    assert counted.storage.chunk_rows_named([key]) == {key}
+    counted.clear()
+    assert counted.request("GET") == 404
+    assert len(counted.workers + counted.threadpool) == 1  # the read and its heal: one hop
+    assert counted.storage.chunk_rows_named([key]) == set()
+    assert counted.request("GET") == 404
+
+
+@pytest.mark.parametrize(("options", "serves_fast"), [([], True), (["--plain"], False)])
+def test_hub_serve_plain_serves_the_plain_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: list[str], serves_fast: bool
+) -> None:
+    served: list[HubConfig] = []
+    monkeypatch.setattr(server, "serve", served.append)
+    assert main(["hub", "serve", "--data", str(tmp_path / "hub"), *options]) == 0
+    assert [c.fast for c in served] == [serves_fast]
