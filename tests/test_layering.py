@@ -21,7 +21,7 @@ PACKAGES = ("client", "hub", "crypto", "protocol")
 LINT = Path(sys.executable).with_name("lint-imports")
 
 CLIENT_LAYERS = "the client's layers: each imports only the layers below it"
-HUB_ROOMS = "hub storage never imports the hub's HTTP runtime"
+HUB_ROOMS = "the hub's rooms: http above the rules, the rules above storage"
 PURE_PROTOCOL = "protocol is pure: it imports neither crypto, client nor hub"
 
 # (contract, {file: text} written into the copy, the import the tool must name)
@@ -38,12 +38,13 @@ PLANTS = {
     ),
     "hub storage imports hub http": (
         HUB_ROOMS,
-        {
-            "hub/http/__init__.py": "",
-            "hub/storage/__init__.py": "",
-            "hub/storage/planted.py": "from .. import http\n",
-        },
-        "sealmem.hub.storage.planted -> sealmem.hub.http",
+        {"hub/storage/planted.py": "from ..http import app\n"},
+        "sealmem.hub.storage.planted -> sealmem.hub.http.app",
+    ),
+    "hub storage imports a hub rule": (
+        HUB_ROOMS,
+        {"hub/storage/planted_rule.py": "from .. import teams\n"},
+        "sealmem.hub.storage.planted_rule -> sealmem.hub.teams",
     ),
     "protocol imports crypto": (
         PURE_PROTOCOL,
