@@ -13,11 +13,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from . import reasons
-from .envelope import unpack
 from .errors import Rejected
-from .manifest import Manifest, chunk_root
+from .manifest import Manifest, chunk_root, peek
 from .suite import Suite
-from .verify import MAX_MANIFEST_BYTES
 
 __all__ = ["parse_base", "rebuild", "rebuild_from"]
 
@@ -25,7 +23,7 @@ __all__ = ["parse_base", "rebuild", "rebuild_from"]
 def parse_base(suite: Suite, data: bytes) -> tuple[Manifest, str]:
     """A manifest envelope offered as a base: its manifest and object hash (not verified:
     :func:`rebuild` compares the hash with the one the delta signed)."""
-    m = Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+    m = peek(data)
     return m, m.hash(suite)
 
 

@@ -23,7 +23,7 @@ from .encoding import object_hash
 from .envelope import Envelope, unpack
 from .errors import Rejected
 from .keyring import Keyring
-from .manifest import Manifest
+from .manifest import MAX_MANIFEST_BYTES, Manifest
 from .roster import Roster
 from .state import ChainHead, TrustedState, Witness
 from .suite import Suite
@@ -37,11 +37,11 @@ __all__ = [
     "accept_roster",
     "accept_roster_chain",
     "open_snapshot",
+    "own_manifest",
 ]
 
 MAX_ROSTER_BYTES = 4 * 1024 * 1024
 MAX_KEYRING_BYTES = 1024 * 1024
-MAX_MANIFEST_BYTES = 1024 * 1024
 
 
 def _team(state: TrustedState, body: Mapping[str, Any], what: str) -> None:
@@ -324,6 +324,28 @@ def accept_manifest(
             witnessed[(h.writer, h.project)] = Witness(h.seq, h.hash, m.writer)
     heads = {**state.heads, (m.writer, m.project): head}
     return state.evolve(heads=heads, witnessed=witnessed), m
+
+
+def own_manifest(
+    suite: Suite, data: bytes, *, writer: str, sign_public: bytes, project: str
+) -> Manifest:
+    """A manifest of our own read back from a transport (one a push left there before this
+    store recorded it, or another device of ours wrote): ``Rejected`` unless ``writer``
+    signed it under ``sign_public``, for ``writer`` and ``project``.
+
+    Nothing else needs trust: we wrote it, so its roster, grant and chain are ours to
+    continue (a delta still needs its base: :func:`~sealmem.protocol.bases.rebuild`)."""
+    env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
+    if env.signer != writer:
+        raise Rejected(reasons.SIGNER_MISMATCH, f"a manifest of {writer} signed by {env.signer}")
+    env.check(suite, "manifest", sign_public)
+    m = Manifest.from_body(env.body)
+    where = f"manifest {m.writer}/{m.project} seq {m.seq}"
+    if m.writer != writer:
+        raise Rejected(reasons.SIGNER_MISMATCH, f"{where} is signed by {writer}")
+    if m.project != project:
+        raise Rejected(reasons.CROSS_PROJECT, f"{where} was served as one of {project!r}")
+    return m
 
 
 def _check_grant(roster: Roster, m: Manifest, digest: str, where: str) -> None:

@@ -27,10 +27,11 @@ the damaged ones its manifest lists and publish those buckets again).
 
 A push is compare-and-swap on ``seq``, as on the hub: two devices of one member
 cannot both land the same seq (the manifest file is created exclusively), and a
-seq at or below the writer's newest valid-looking manifest is a
-:class:`~sealmem.client.sync.transport.ConflictError`.  Valid-looking: a
-manifest envelope signed by its writer (verified when the transport holds that
-writer's key), for this project and writer, at the seq its file name says; a
+seq at or below the writer's newest manifest is a
+:class:`~sealmem.client.sync.transport.ConflictError`.  Which files are the writer's
+manifests is not the folder's to judge: whoever opens it for a member passes the
+protocol's check (``ours``, :func:`~sealmem.protocol.verify.own_manifest` under the
+member's key), and only a file it accepts, at the seq its name says, counts; a
 planted or stale file cannot block a writer.
 """
 
@@ -44,22 +45,25 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 import watchfiles
 
-from ...crypto import SUITE, MemberKey
-from ...protocol.envelope import unpack
+from ...crypto import SUITE
 from ...protocol.errors import InputError, Rejected, TransportError
-from ...protocol.manifest import MAX_CHUNK_BYTES, Manifest
+from ...protocol.manifest import MAX_CHUNK_BYTES, Manifest, peek
 from ...protocol.snapshot import chunk_id as hash_chunk
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES, MAX_ROSTER_BYTES
 from ..clock import now_ms
 from .nofollow import SafeDir, Symlinked, Unusable
 from .transport import ConflictError, Transport, Unreachable
 
-__all__ = ["CHECKED_CHUNKS", "MANIFESTS_KEPT", "FolderTransport"]
+__all__ = ["CHECKED_CHUNKS", "MANIFESTS_KEPT", "FolderTransport", "Ours"]
+
+Ours = Callable[[bytes, str, str], Manifest]
+"""``ours(data, project, writer)``: the manifest in ``data`` when it is ``writer``'s own for
+``project``; ``Rejected`` when it is not."""
 
 #: Manifests kept per writer: readers that are a little behind still find the
 #: chunks of the manifest they last saw while they move on.
@@ -90,10 +94,11 @@ class FolderTransport(Transport):
     kind = "folder"
 
     def __init__(
-        self, root: str | os.PathLike[str], team: str, *, key: MemberKey | None = None
+        self, root: str | os.PathLike[str], team: str, *, ours: Ours | None = None
     ) -> None:
-        """``key``: the member using the folder, whose own manifests are then verified."""
-        self._own = None if key is None else (key.kid, key.sign_public)
+        """``ours``: which manifest files a push counts (see the module docstring); without
+        it, every manifest file does."""
+        self._ours = ours
         self._root = Path(root)
         self._team = _name(team, "team id")
         if not self._root.is_dir():
@@ -300,26 +305,20 @@ class FolderTransport(Transport):
         with self._reading(*parts) as chunk_dir:
             return self._read(chunk_dir, chunk_id, MAX_CHUNK_BYTES)
 
-    def _valid_looking(self, data: bytes | None, project: str, writer: str, seq: int) -> bool:
-        """A manifest its writer signed for this slot at ``seq`` (signature checked if we can)."""
-        if data is None:
-            return False
+    def _counts(self, data: bytes | None, project: str, writer: str, seq: int) -> bool:
+        """Whether a push counts ``data``, found as ``writer``'s manifest ``seq``."""
+        if data is None or self._ours is None:
+            return data is not None
         try:
-            env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
-            if env.signer != writer:
-                return False
-            if self._own is not None and self._own[0] == writer:
-                env.check(SUITE, "manifest", self._own[1])
-            m = Manifest.from_body(env.body)
+            return self._ours(data, project, writer).seq == seq
         except Rejected:
             return False
-        return (m.writer, m.project, m.seq) == (writer, project, seq)
 
     def _newest_held(self, writer_dir: SafeDir, project: str, writer: str) -> tuple[int, bytes]:
-        """The writer's newest valid-looking manifest in the folder: (seq, bytes), or (0, b"")."""
+        """The writer's newest manifest that counts in the folder: (seq, bytes), or (0, b"")."""
         for number, name in reversed(self._listing(writer_dir, _MANIFEST)):
             data = self._read(writer_dir, name, MAX_MANIFEST_BYTES)
-            if data is not None and self._valid_looking(data, project, writer, number):
+            if data is not None and self._counts(data, project, writer, number):
                 return number, data
         return 0, b""
 
@@ -363,7 +362,7 @@ class FolderTransport(Transport):
                 # Someone wrote this seq since we looked: another device wins, a planted
                 # file that does not look like this writer's manifest is replaced.
                 there = self._read(wdir, name, MAX_MANIFEST_BYTES)
-                if there != manifest and self._valid_looking(there, project, writer, seq):
+                if there != manifest and self._counts(there, project, writer, seq):
                     raise self._conflict(project, writer, seq, seq)
                 if there != manifest:
                     wdir.write(name, manifest)
@@ -388,7 +387,7 @@ class FolderTransport(Transport):
         for number, name in self._listing(wdir, _MANIFEST):
             if number <= seq:
                 mine.append(name)
-            elif not self._valid_looking(
+            elif not self._counts(
                 self._read(wdir, name, MAX_MANIFEST_BYTES), project, writer, number
             ):
                 with contextlib.suppress(TransportError):
@@ -579,7 +578,7 @@ def _base_seq(manifest: bytes) -> int | None:
     """The seq of the full manifest that ``manifest`` (ours, or one kept in the folder) is
     listed against; None for a full manifest or bytes that are not a manifest."""
     try:
-        m = Manifest.from_body(unpack(manifest, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+        m = peek(manifest)
     except Rejected:
         return None
     return None if m.delta is None else m.delta.base_seq

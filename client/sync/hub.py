@@ -33,7 +33,9 @@ from ...crypto.request import sign_request
 from ...protocol import hubapi, snapshot
 from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
 from ...protocol.errors import InputError, TransportError
+from ...protocol.manifest import Manifest
 from ...protocol.roster import TEAM_RE
+from ...protocol.verify import own_manifest
 from ..clock import now_ms
 from .folder import FolderTransport
 from .transport import ConflictError, Transport, Unreachable
@@ -79,10 +81,17 @@ def is_hub_location(location: str) -> bool:
 def open_transport(
     location: str, team: str, key: MemberKey, *, operator_token: str | None = None
 ) -> Transport:
-    """A :class:`HubTransport` for an http(s) URL, else a :class:`FolderTransport`."""
+    """A :class:`HubTransport` for an http(s) URL, else a :class:`FolderTransport` whose
+    pushes count only the manifests ``key`` signed (the protocol's check)."""
     if is_hub_location(location):
         return HubTransport(location, team, key, operator_token=operator_token)
-    return FolderTransport(location, team, key=key)
+
+    def ours(data: bytes, project: str, writer: str) -> Manifest:
+        return own_manifest(
+            SUITE, data, writer=writer, sign_public=key.sign_public, project=project
+        )
+
+    return FolderTransport(location, team, ours=ours)
 
 
 class HubTransport(Transport):
