@@ -4,7 +4,7 @@ The store records the last manifest this writer published in a project
 (:class:`Recorded`).  The transport may hold a newer one of ours: a push that landed
 before the store recorded it, or a store restored from a backup.  The push reads ours
 back from the transport only when the transport lists a seq above the recorded one
-(:func:`~sealmem.protocol.push.needs_transport_read`); a copy read back counts only
+(``Transport.manifests_above``); a copy read back counts only
 when our key signed it (:func:`~sealmem.protocol.verify.own_manifest`).  A delta is
 rebuilt from its base: the full manifest the store keeps, else a copy the transport
 holds (:func:`bases_wanted` says which seqs to read).  :func:`ours` turns all of it

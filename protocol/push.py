@@ -50,7 +50,6 @@ __all__ = [
     "OwnHead",
     "Publishable",
     "PushPlan",
-    "needs_transport_read",
     "plan_push",
     "plan_rebuild",
     "plan_reuse",
@@ -158,15 +157,6 @@ def why_local(roster: Roster | None, me: str, project: str) -> str | None:
 def writable_projects(roster: Roster, me: str) -> list[str]:
     """The projects ``me`` pushes to, sorted: those it may write, none once revoked."""
     return [p for p in sorted(roster.projects) if why_local(roster, me, p) is None]
-
-
-def needs_transport_read(own_seq: int, listed_seq: int | None) -> bool:
-    """Whether to read our own manifests back from the transport before planning.
-
-    ``listed_seq`` is our newest seq as the transport lists it cheaply (None when
-    it cannot).  Only a seq above ``own_seq`` (what we recorded) is worth reading.
-    """
-    return listed_seq is None or listed_seq > own_seq
 
 
 def plan_push(

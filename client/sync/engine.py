@@ -51,7 +51,7 @@ from ..team.local_only import LocalOnly, local_only
 from ..team.session import Refusal, Team
 from . import clockhealth, dropping, outgoing, replica
 from .pull import pull_project
-from .push import push_with_retry, redact_pending
+from .push import push_project, redact_pending
 
 __all__ = ["LOCK_FILE", "LOCK_TIMEOUT_S", "SyncSummary", "sync", "sync_lock"]
 
@@ -188,7 +188,7 @@ def _run(
     elif push:
         for project in writable_projects(roster, team.me):
             redact_pending(team, project, tick())
-            push_with_retry(team, state, project, summary, tick)
+            push_project(team, state, project, summary, tick)
         with transaction(team.conn):
             outgoing.drop_unused_dirty(team.conn)
     _note_local_only(team, roster, summary)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ...crypto import SUITE, random_bytes
+from ...crypto import SUITE, ContentKey, random_bytes
 from ...protocol.errors import Rejected
 from ...protocol.hlc import ZERO, Hlc
 from ...protocol.manifest import Head
@@ -29,7 +29,6 @@ from ...protocol.own import Damage, Held, Ours, Recorded, bases_wanted, ours
 from ...protocol.push import (
     Publishable,
     PushPlan,
-    needs_transport_read,
     plan_push,
     plan_reuse,
 )
@@ -41,7 +40,7 @@ from ..team.session import Refusal, Team, trusted_roster
 from . import bases, outgoing, replica
 from .transport import ConflictError, Transport
 
-__all__ = ["PushSink", "own_heads", "push_project", "push_with_retry", "redact_pending"]
+__all__ = ["PushSink", "own_heads", "push_project", "redact_pending"]
 
 
 class PushSink(Protocol):
@@ -65,20 +64,42 @@ def redact_pending(team: Team, project: str, now: int) -> None:
         replica.redact_pending(team.conn, team.me, project, since, now)
 
 
-def push_with_retry(
+def push_project(
     team: Team, state: TrustedState, project: str, summary: PushSink, tick: Callable[[], int]
 ) -> None:
-    """Push; when the transport says our seq is stale, read our newest chain back and retry."""
+    """Push ``project`` with its current content key; when the transport says our seq is
+    stale, read our newest chain back and push again, once."""
+    key = _content_key(team, state, project, summary)
+    if key is None:
+        return
     try:
-        push_project(team, state, project, summary, tick())
+        _push(team, state, project, key, summary, tick())
     except ConflictError as first:
         try:
-            push_project(team, state, project, summary, tick())
+            _push(team, state, project, key, summary, tick())
         except ConflictError as second:
             summary.warnings.append(
                 f"push to {project!r} refused twice as stale ({first.detail}; {second.detail}); "
                 "another device may be writing with this member key — sync again"
             )
+
+
+def _content_key(
+    team: Team, state: TrustedState, project: str, summary: PushSink
+) -> ContentKey | None:
+    """Our content key for the project's current epoch; None (said in ``summary``) when
+    we hold none yet or its wrap does not match the keyring's key_id (never write then)."""
+    epoch = trusted_roster(state).projects[project]
+    try:
+        key = team.content_key(state, project, epoch)
+    except Rejected as exc:
+        summary.refused.append(Refusal(exc.reason, f"keyring {project}", exc.detail))
+        return None
+    if key is None:
+        summary.warnings.append(
+            f"no key for {project!r} epoch {epoch} yet; not pushing (sync again later)"
+        )
+    return key
 
 
 def own_heads(team: Team, project: str, chain: replica.OwnChain | None) -> Ours:
@@ -107,11 +128,7 @@ def _held(
 ) -> Held:
     """Our newest manifests in the transport (read only when it lists one above the
     recorded seq), and its copies of the bases our deltas name that are not ``kept``."""
-    own_seq = 0 if recorded is None else recorded.seq
-    listed = transport.newest_seqs(project)
-    manifests: list[bytes] = []
-    if needs_transport_read(own_seq, None if listed is None else listed.get(me, 0)):
-        manifests = transport.writer_manifests(project, me)
+    manifests = transport.manifests_above(project, me, 0 if recorded is None else recorded.seq)
     wanted = bases_wanted(SUITE, recorded, kept, manifests)
     copies = {seq: transport.base_manifests(project, me, seq) for seq in sorted(wanted)}
     return Held(manifests, copies)
@@ -191,22 +208,12 @@ def _next(
     return _Next(plan, records, previous, rebuild, upto, count, newest)
 
 
-def push_project(
-    team: Team, state: TrustedState, project: str, summary: PushSink, now: int
+def _push(
+    team: Team, state: TrustedState, project: str, key: ContentKey, summary: PushSink, now: int
 ) -> None:
     """Gather, decide, build, push, save (see the module docstring)."""
     roster = trusted_roster(state)
     epoch = roster.projects[project]
-    try:
-        key = team.content_key(state, project, epoch)
-    except Rejected as exc:  # the wrap does not match the keyring's key_id: never write
-        summary.refused.append(Refusal(exc.reason, f"keyring {project}", exc.detail))
-        return
-    if key is None:
-        summary.warnings.append(
-            f"no key for {project!r} epoch {epoch} yet; not pushing (sync again later)"
-        )
-        return
     chain = replica.load_own_chain(team.conn, project)
     heads = own_heads(team, project, chain)
     damage = _damage(team, project, chain, heads)

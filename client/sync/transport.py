@@ -128,6 +128,15 @@ class Transport(abc.ABC):
         """One writer's newest manifest envelopes, newest first."""
         return self.manifests(project).get(writer, [])
 
+    def manifests_above(self, project: str, writer: str, seq: int) -> list[bytes]:
+        """One writer's newest manifest envelopes, newest first, when the transport may hold
+        one above ``seq``: :meth:`newest_seqs` lists a higher one, or cannot tell; else none
+        (a push reads its own back only when one landed above what it recorded)."""
+        listed = self.newest_seqs(project)
+        if listed is not None and listed.get(writer, 0) <= seq:
+            return []
+        return self.writer_manifests(project, writer)
+
     def newest_manifest(self, project: str, writer: str) -> bytes | None:
         """One writer's newest manifest envelope only (readers fall back to
         :meth:`writer_manifests` when it is refused)."""

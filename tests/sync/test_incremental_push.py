@@ -28,7 +28,7 @@ def traced_push(node: Node) -> tuple[SyncSummary, list[str]]:
     conn.set_trace_callback(statements.append)
     try:
         summary = SyncSummary()
-        push.push_project(node.t, state, PROJECT, summary, node.clock())
+        push.push_project(node.t, state, PROJECT, summary, node.clock)
     finally:
         conn.set_trace_callback(None)
     return summary, statements

@@ -175,7 +175,7 @@ def test_a_poisoned_push_is_published_again(world: World) -> None:
     poisoned = bob.remember("pushed by an old sealmem with a poisoned clock")
     assert poisoned.record.hlc.wall >= far
     # an old sealmem pushed it without bringing the store clock back first
-    push_project(bob.t, bob.t.trusted(), PROJECT, SyncSummary(), bob.clock())
+    push_project(bob.t, bob.t.trusted(), PROJECT, SyncSummary(), bob.clock)
     refused = alice.sync().refused
     assert [r.reason for r in refused] == ["clock-ahead"]
 

@@ -52,7 +52,7 @@ def test_a_push_writes_nothing_but_its_own_chain_head(world: World) -> None:
     conn.set_trace_callback(statements.append)
     try:
         summary = SyncSummary()
-        push.push_project(alice.t, state, PROJECT, summary, alice.clock())
+        push.push_project(alice.t, state, PROJECT, summary, alice.clock)
     finally:
         conn.set_trace_callback(None)
     writes = [s for s in statements if s.lstrip().upper().startswith(WRITES)]
