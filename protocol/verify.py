@@ -14,7 +14,7 @@ Chunks of an accepted manifest are opened with :func:`open_snapshot`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from . import reasons
@@ -35,7 +35,6 @@ __all__ = [
     "accept_keyring",
     "accept_manifest",
     "accept_roster",
-    "accept_roster_chain",
     "open_snapshot",
     "own_manifest",
 ]
@@ -141,13 +140,6 @@ def accept_roster(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trust
     else:
         _check_extends(suite, current, roster)
     return state.evolve(rosters={**state.rosters, roster.version: roster}), roster
-
-
-def accept_roster_chain(suite: Suite, state: TrustedState, chain: Iterable[bytes]) -> TrustedState:
-    """Accept consecutive roster versions in order; all or nothing."""
-    for data in chain:
-        state, _ = accept_roster(suite, state, data)
-    return state
 
 
 # -- keyring ------------------------------------------------------------------
