@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from .bases import parse_base, rebuild
+from .bases import parsed_base, rebuild, rebuild_with
 from .errors import Rejected, StoreError
 from .hlc import Hlc
 from .manifest import Manifest, peek
@@ -86,19 +86,6 @@ def _peeked(data: bytes) -> Manifest:
     return peek(data)
 
 
-def _base(suite: Suite, data: bytes) -> tuple[Manifest, str] | None:
-    """A kept or fetched base, parsed once per process; None when it does not parse."""
-    return _cached_base(cast(Hashable, suite), data)  # a suite is one immutable object
-
-
-@functools.lru_cache(maxsize=32)
-def _cached_base(suite: Hashable, data: bytes) -> tuple[Manifest, str] | None:
-    try:
-        return parse_base(cast(Suite, suite), data)
-    except Rejected:
-        return None
-
-
 def _rebuilt(suite: Suite, data: bytes, base: bytes) -> Manifest:
     """Our recorded manifest, a delta, rebuilt from the base kept here: once per process."""
     return _cached_rebuilt(cast(Hashable, suite), data, base)
@@ -106,7 +93,7 @@ def _rebuilt(suite: Suite, data: bytes, base: bytes) -> Manifest:
 
 @functools.lru_cache(maxsize=16)
 def _cached_rebuilt(suite: Hashable, data: bytes, base: bytes) -> Manifest:
-    found = _base(cast(Suite, suite), base)
+    found = parsed_base(cast(Suite, suite), base)
     return rebuild(cast(Suite, suite), _peeked(data), [] if found is None else [found])
 
 
@@ -116,7 +103,7 @@ def bases_wanted(
     """The seqs of the bases that the recorded manifest and ``manifests`` (ours, read back
     from the transport) are listed against and the ``kept`` base is not: read those from
     the transport.  Nothing is trusted here: a copy that is no base is refused later."""
-    found = None if kept is None else _base(suite, kept)
+    found = None if kept is None else parsed_base(suite, kept)
     kept_hash = None if found is None else found[1]
     wanted = set()
     for data in [recorded.manifest] if recorded is not None else []:
@@ -131,42 +118,6 @@ def bases_wanted(
         if delta is not None and delta.base_hash != kept_hash:
             wanted.add(delta.base_seq)
     return frozenset(wanted)
-
-
-@dataclass(frozen=True, slots=True)
-class _Base:
-    manifest: Manifest
-    hash: str
-    data: bytes
-    fetched: bool  # read from the transport (else kept in the store)
-
-
-def _candidates(suite: Suite, kept: bytes | None, copies: Sequence[bytes]) -> Iterator[_Base]:
-    """The kept base (a damaged copy is passed over), then the transport's copies."""
-    for data, fetched in [(kept, False)] if kept is not None else []:
-        if (found := _base(suite, data)) is not None:
-            yield _Base(*found, data, fetched)
-    for data in copies:
-        if (found := _base(suite, data)) is not None:
-            yield _Base(*found, data, True)
-
-
-def _rebuild(
-    suite: Suite, m: Manifest, kept: bytes | None, held: Held
-) -> tuple[Manifest, _Base | None]:
-    """``m`` with its whole chunk list, and the base it was rebuilt from (None: ``m`` is
-    full).  ``Rejected`` (``missing-base``, ``tampered``) when no candidate rebuilds it."""
-    delta = m.delta
-    if delta is None:
-        return m, None
-    used: list[_Base] = []
-
-    def tried() -> Iterator[tuple[Manifest, str]]:
-        for base in _candidates(suite, kept, held.bases.get(delta.base_seq, ())):
-            used[:] = [base]
-            yield base.manifest, base.hash
-
-    return rebuild(suite, m, tried()), used[0]
 
 
 def ours(
@@ -189,7 +140,7 @@ def ours(
     for data in held.manifests:
         try:
             m = own_manifest(suite, data, writer=writer, sign_public=sign_public, project=project)
-            rebuilt, base = _rebuild(suite, m, kept, held)
+            rebuilt, base = rebuild_with(suite, m, kept, _copies(held, m))
         except Rejected:
             continue
         full = None if base is None else (base.manifest, base.hash)
@@ -210,11 +161,11 @@ def _own(
     values = (recorded.hash, recorded.pushed, recorded.pushed_count, recorded.reset_at)
     if m.delta is None:
         return OwnHead(m, *values), None
-    if kept is not None and (found := _base(suite, kept)) is not None:
+    if kept is not None and (found := parsed_base(suite, kept)) is not None:
         with contextlib.suppress(Rejected):  # the common case, cached: the base kept here
             return OwnHead(_rebuilt(suite, recorded.manifest, kept), *values, found), None
     try:
-        rebuilt, base = _rebuild(suite, m, None, held)
+        rebuilt, base = rebuild_with(suite, m, None, _copies(held, m))
     except Rejected as exc:
         if landed is not None and landed.manifest.seq > m.seq:
             return OwnHead(m, *values), None  # the push builds on the landed one
@@ -224,3 +175,8 @@ def _own(
         ) from exc
     full = None if base is None else (base.manifest, base.hash)
     return OwnHead(rebuilt, *values, full), None if base is None else base.data
+
+
+def _copies(held: Held, m: Manifest) -> Sequence[bytes]:
+    """The transport's copies of the base the delta ``m`` names (none for a full one)."""
+    return () if m.delta is None else held.bases.get(m.delta.base_seq, ())
