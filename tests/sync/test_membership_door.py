@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.client.sync.hub import door_warnings
+from sealmem.client.sync.door import door_warnings
 from sealmem.client.team.invite import make_join_request
 from sealmem.client.team.session import find_member
 from sealmem.crypto import MemberKey
