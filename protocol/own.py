@@ -104,20 +104,15 @@ def bases_wanted(
     from the transport) are listed against and the ``kept`` base is not: read those from
     the transport.  Nothing is trusted here: a copy that is no base is refused later."""
     found = None if kept is None else parsed_base(suite, kept)
-    kept_hash = None if found is None else found[1]
-    wanted = set()
-    for data in [recorded.manifest] if recorded is not None else []:
-        delta = _peeked(data).delta
-        if delta is not None and delta.base_hash != kept_hash:
-            wanted.add(delta.base_seq)
+    offered = [] if recorded is None else [_peeked(recorded.manifest)]
     for data in manifests:
-        try:
-            delta = peek(data).delta
-        except Rejected:
-            continue
-        if delta is not None and delta.base_hash != kept_hash:
-            wanted.add(delta.base_seq)
-    return frozenset(wanted)
+        with contextlib.suppress(Rejected):
+            offered.append(peek(data))
+    return frozenset(
+        m.delta.base_seq
+        for m in offered
+        if m.delta is not None and (found is None or m.delta.base_hash != found[1])
+    )
 
 
 def ours(
