@@ -293,7 +293,7 @@ def peek(data: bytes) -> Manifest:
     For what needs no trust (the base a delta names, the chunk ids a manifest lists, our
     own record read back); a reader trusts a teammate's manifest only through
     :func:`~sealmem.protocol.verify.accept_manifest`, a writer its own read back from the
-    transport through :func:`~sealmem.protocol.verify.own_manifest`."""
+    transport through :func:`~sealmem.protocol.own.own_manifest`."""
     return Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
 
 

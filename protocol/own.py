@@ -5,7 +5,7 @@ The store records the last manifest this writer published in a project
 before the store recorded it, or a store restored from a backup.  The push reads ours
 back from the transport only when the transport lists a seq above the recorded one
 (``Transport.manifests_above``); a copy read back counts only
-when our key signed it (:func:`~sealmem.protocol.verify.own_manifest`).  A delta is
+when our key signed it (:func:`own_manifest`).  A delta is
 rebuilt from its base: the full manifest the store keeps, else a copy the transport
 holds (:func:`bases_wanted` says which seqs to read).  :func:`ours` turns all of it
 into the heads that :func:`~sealmem.protocol.push.plan_push` plans from.
@@ -19,15 +19,16 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
+from . import reasons
 from .bases import parsed_base, rebuild, rebuild_with
+from .envelope import unpack
 from .errors import Rejected, StoreError
 from .hlc import Hlc
-from .manifest import Manifest, peek
+from .manifest import MAX_MANIFEST_BYTES, Manifest, peek
 from .push import Landed, OwnHead
 from .suite import Suite
-from .verify import own_manifest
 
-__all__ = ["Damage", "Held", "Ours", "Recorded", "bases_wanted", "ours"]
+__all__ = ["Damage", "Held", "Ours", "Recorded", "bases_wanted", "ours", "own_manifest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,28 @@ class Damage:
         if self.chunks:
             return True
         return heads.own is not None and heads.landed is None and (self.manifest or self.base)
+
+
+def own_manifest(
+    suite: Suite, data: bytes, *, writer: str, sign_public: bytes, project: str
+) -> Manifest:
+    """A manifest of our own read back from a transport (one a push left there before this
+    store recorded it, or another device of ours wrote): ``Rejected`` unless ``writer``
+    signed it under ``sign_public``, for ``writer`` and ``project``.
+
+    Nothing else needs trust: we wrote it, so its roster, grant and chain are ours to
+    continue (a delta still needs its base: :func:`~sealmem.protocol.bases.rebuild`)."""
+    env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
+    if env.signer != writer:
+        raise Rejected(reasons.SIGNER_MISMATCH, f"a manifest of {writer} signed by {env.signer}")
+    env.check(suite, "manifest", sign_public)
+    m = Manifest.from_body(env.body)
+    where = f"manifest {m.writer}/{m.project} seq {m.seq}"
+    if m.writer != writer:
+        raise Rejected(reasons.SIGNER_MISMATCH, f"{where} is signed by {writer}")
+    if m.project != project:
+        raise Rejected(reasons.CROSS_PROJECT, f"{where} was served as one of {project!r}")
+    return m
 
 
 @functools.lru_cache(maxsize=16)

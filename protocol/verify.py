@@ -36,7 +36,6 @@ __all__ = [
     "accept_manifest",
     "accept_roster",
     "open_snapshot",
-    "own_manifest",
 ]
 
 MAX_ROSTER_BYTES = 4 * 1024 * 1024
@@ -316,28 +315,6 @@ def accept_manifest(
             witnessed[(h.writer, h.project)] = Witness(h.seq, h.hash, m.writer)
     heads = {**state.heads, (m.writer, m.project): head}
     return state.evolve(heads=heads, witnessed=witnessed), m
-
-
-def own_manifest(
-    suite: Suite, data: bytes, *, writer: str, sign_public: bytes, project: str
-) -> Manifest:
-    """A manifest of our own read back from a transport (one a push left there before this
-    store recorded it, or another device of ours wrote): ``Rejected`` unless ``writer``
-    signed it under ``sign_public``, for ``writer`` and ``project``.
-
-    Nothing else needs trust: we wrote it, so its roster, grant and chain are ours to
-    continue (a delta still needs its base: :func:`~sealmem.protocol.bases.rebuild`)."""
-    env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
-    if env.signer != writer:
-        raise Rejected(reasons.SIGNER_MISMATCH, f"a manifest of {writer} signed by {env.signer}")
-    env.check(suite, "manifest", sign_public)
-    m = Manifest.from_body(env.body)
-    where = f"manifest {m.writer}/{m.project} seq {m.seq}"
-    if m.writer != writer:
-        raise Rejected(reasons.SIGNER_MISMATCH, f"{where} is signed by {writer}")
-    if m.project != project:
-        raise Rejected(reasons.CROSS_PROJECT, f"{where} was served as one of {project!r}")
-    return m
 
 
 def _check_grant(roster: Roster, m: Manifest, digest: str, where: str) -> None:

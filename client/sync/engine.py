@@ -10,12 +10,10 @@ two syncs of one store never interleave:
    (:mod:`sealmem.client.sync.pull`).  A snapshot's merged versions, chain head
    and chunk cache commit in one transaction: a refused snapshot merges nothing;
 3. **push**, per writable project: first the versions not pushed yet are
-   redacted again (their own transaction); then the push is planned from values
-   (:func:`~sealmem.protocol.push.plan_push`) and carried out: publishable
-   winners (never private ones) bucketed into a snapshot that reuses unchanged
-   chunks; the new chunks then the manifest go to the transport, then the new
-   chain head is recorded locally (the push's only write to the store).  Old
-   chunks are collected after the grace period;
+   redacted again (their own transaction); then the push gathers what the store
+   and the transport hold of ours, decides in :mod:`sealmem.protocol` (which head
+   is ours, the plan, what it reuses), builds the snapshot, pushes it and records
+   the new chain head, its only write (:mod:`sealmem.client.sync.push`);
 4. **local only**: per project whose team memories of ours are not pushed (no
    write grant, unregistered project, revoked, not approved yet), one warning
    with the count, why and the fix (:mod:`sealmem.client.team.local_only`).

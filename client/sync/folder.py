@@ -30,7 +30,7 @@ cannot both land the same seq (the manifest file is created exclusively), and a
 seq at or below the writer's newest manifest is a
 :class:`~sealmem.client.sync.transport.ConflictError`.  Which files are the writer's
 manifests is not the folder's to judge: whoever opens it for a member passes the
-protocol's check (``ours``, :func:`~sealmem.protocol.verify.own_manifest` under the
+protocol's check (``ours``, :func:`~sealmem.protocol.own.own_manifest` under the
 member's key), and only a file it accepts, at the seq its name says, counts; a
 planted or stale file cannot block a writer.
 """

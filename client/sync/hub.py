@@ -33,8 +33,8 @@ from ...protocol import hubapi, snapshot
 from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
 from ...protocol.errors import InputError, TransportError
 from ...protocol.manifest import Manifest
+from ...protocol.own import own_manifest
 from ...protocol.roster import TEAM_RE
-from ...protocol.verify import own_manifest
 from ..clock import now_ms
 from .door import door_warnings
 from .folder import FolderTransport

@@ -13,9 +13,8 @@ from sealmem.protocol import reasons
 from sealmem.protocol.errors import Rejected, StoreError
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.manifest import ChunkRef, Manifest, peek
-from sealmem.protocol.own import Damage, Held, Ours, Recorded, bases_wanted, ours
+from sealmem.protocol.own import Damage, Held, Ours, Recorded, bases_wanted, ours, own_manifest
 from sealmem.protocol.push import Landed, OwnHead, PushPlan, plan_reuse
-from sealmem.protocol.verify import own_manifest
 from tests.protocol.team_world import member_key
 
 ME, OTHER = member_key(1), member_key(2)
