@@ -1,7 +1,8 @@
 """The small interface the sync engine talks to, and nothing more.
 
 A transport moves opaque, signed bytes; it never decides whether they are
-valid. Everything it returns is untrusted and goes through
+valid (the folder's compare-and-swap counts the manifests that the check its
+opener passes accepts). Everything it returns is untrusted and goes through
 ``sealmem.protocol`` verification before use. Two implementations share it:
 :class:`sealmem.client.sync.folder.FolderTransport` (a shared directory) and the
 hub client; tests add an in-memory one and a malicious one.
