@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_write", "ensure_dir", "fsync_dir"]
+__all__ = ["atomic_write", "fsync_dir"]
 
 
 def fsync_dir(path: Path) -> None:
@@ -20,11 +20,6 @@ def fsync_dir(path: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-def ensure_dir(path: Path, mode: int = 0o700) -> Path:
-    path.mkdir(mode=mode, parents=True, exist_ok=True)
-    return path
 
 
 def atomic_write(

@@ -1,4 +1,4 @@
-"""Where sealmem keeps its state, who the local member is, which project is current.
+"""Where sealmem keeps its state and who the local member is.
 
 ``SEALMEM_HOME`` relocates everything (store, identity, keys, config), so tests
 and several members can live on one machine.  Without it, the per-user data
@@ -9,25 +9,21 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import unicodedata
 from pathlib import Path
 
 import platformdirs
 
 from ..protocol.encoding import KID_RE
 from ..protocol.errors import StoreError
-from ..protocol.record import MEMBER_RE, PROJECT_RE
+from ..protocol.record import MEMBER_RE
 from .fsutil import atomic_write
-from .store.memory import DEFAULT_PROJECT
+from .identity import has_member_key, member_kid
 
 __all__ = [
     "HOME_ENV",
-    "current_project",
     "ensure_home",
     "home",
     "local_author",
-    "sanitize_project",
     "store_path",
 ]
 
@@ -70,8 +66,6 @@ def local_author(home_dir: Path) -> str:
     ``<home>/identity.json`` records that id the first time; a key swapped later is
     refused, since memories written under the old id would silently stop being shared.
     """
-    from .team.identity import has_member_key, member_kid  # crypto-layer key
-
     home_dir = Path(home_dir)
     home_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     new_key = not has_member_key(home_dir)
@@ -100,28 +94,3 @@ def local_author(home_dir: Path) -> str:
             "or move the identity file aside to continue as the new member"
         )
     return kid
-
-
-def sanitize_project(name: str) -> str:
-    """Lower-case ``name`` and make it match ``PROJECT_RE`` (DEFAULT_PROJECT if nothing is left)."""
-    ascii_name = unicodedata.normalize("NFKD", name.strip().casefold())
-    ascii_name = ascii_name.encode("ascii", "ignore").decode("ascii")
-    cleaned = re.sub(r"[^a-z0-9._-]+", "-", ascii_name)
-    cleaned = re.sub(r"^[^a-z0-9]+", "", cleaned)[:64].rstrip("-.")
-    return cleaned if cleaned and PROJECT_RE.match(cleaned) else DEFAULT_PROJECT
-
-
-def _git_root(start: Path) -> Path | None:
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None
-
-
-def current_project(cwd: Path | None = None) -> str:
-    """The project for a call made in ``cwd``: the name of its git repository's root
-    directory, or outside git the name of ``cwd`` itself (not of a parent), both
-    through :func:`sanitize_project`.  ``--project`` pins another name per command."""
-    here = Path(cwd if cwd is not None else Path.cwd()).absolute()
-    root = _git_root(here) or here
-    return sanitize_project(root.name)

@@ -61,3 +61,11 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert "sealmem demo" in lines[0]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert lines[1].strip() in ci, f"CI does not run the README's test command {lines[1]!r}"
+
+
+def test_every_file_the_readme_links_exists() -> None:
+    targets = re.findall(r"\]\(([^)#\s]+)\)", README)
+    local = [t for t in targets if "://" not in t]
+    assert "client/ui/screenshot-search.png" in local
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert not missing, f"README.md links files that do not exist: {missing}"

@@ -17,10 +17,7 @@ def _source_modules() -> set[str]:
     found = set()
     for top in PACKAGES:
         for path in (ROOT / top).rglob("*.py"):
-            rel = path.relative_to(ROOT)
-            if "vectors" in rel.parts:  # protocol/vectors is data + its generator script
-                continue
-            found.add("sealmem/" + rel.as_posix())
+            found.add("sealmem/" + path.relative_to(ROOT).as_posix())
     return found
 
 

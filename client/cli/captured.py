@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ...protocol.errors import InputError
+from ..store.ids import short_id
 from . import output
 from .memory import JsonOpt, open_store
 
@@ -83,7 +84,7 @@ def list_captured(
         return
     rows = [
         [
-            output.short_id(m.record.id),
+            short_id(m.record.id),
             output.format_time(m.record.created_at),
             m.record.project,
             m.record.kind,
@@ -121,7 +122,7 @@ def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) 
         return
     for row in done:
         note = "already shared" if row["already_shared"] else "shared with the team"
-        output.say(f"{output.short_id(row['id'])}  {note}: {row['first_line']}")
+        output.say(f"{short_id(row['id'])}  {note}: {row['first_line']}")
     output.say(f"{len(done)} accepted; 'sealmem sync' sends them")
 
 
@@ -137,7 +138,7 @@ def discard(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False)
         output.emit_json({"discarded": [row["id"] for row in done]})
         return
     for row in done:
-        output.say(f"{output.short_id(row['id'])}  discarded: {row['first_line']}")
+        output.say(f"{short_id(row['id'])}  discarded: {row['first_line']}")
     output.say(f"{len(done)} discarded")
 
 

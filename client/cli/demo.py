@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ...protocol.errors import SealmemError
+from ..store.ids import short_id
 from . import output
 
 if TYPE_CHECKING:
     from .. import Hit
-    from ..team.session import Team
+    from ..sync.session import Team
 
 __all__ = ["DemoError", "demo", "register", "run_demo", "search_files"]
 
@@ -79,9 +80,9 @@ class Actor:
     def team(self) -> Iterator[Team]:
         """This member's team, with its store open (like one CLI command)."""
         from .. import MemoryStore
+        from ..identity import load_member_key
         from ..paths import local_author, store_path
-        from ..team.identity import load_member_key
-        from ..team.session import Team
+        from ..sync.session import Team
 
         with self.active():
             key = load_member_key(self.home)
@@ -102,9 +103,9 @@ class Actor:
 def create_team(admin: Actor, hub_url: str, operator_token: str, now: int) -> str:
     """Register a new team on the hub (what 'sealmem team create --hub' does); its invite."""
     from .. import SHARED_PROJECT, MemoryStore
+    from ..identity import load_member_key
     from ..paths import local_author, store_path
     from ..team import admin as admin_ops
-    from ..team.identity import load_member_key
 
     with admin.active():
         key = load_member_key(admin.home)
@@ -121,9 +122,9 @@ def create_team(admin: Actor, hub_url: str, operator_token: str, now: int) -> st
 
 def join_team(member: Actor, invite_text: str, now: int) -> str:
     """What 'sealmem team join INVITE' does: pin the root key, post a join request."""
-    from ..team.identity import load_member_key
+    from ..identity import load_member_key
     from ..team.invite import read_invite
-    from ..team.session import join_team as join
+    from ..team.join import join_team as join
 
     invite = read_invite(invite_text, now=now)
     with member.active():
@@ -171,8 +172,8 @@ def _remember(actor: Actor, content: str, keywords: Sequence[str], supersedes: s
             supersedes=[supersedes] if supersedes else [], origin="demo",
         )  # fmt: skip
     memory_id = result.memory.record.id
-    replaces = f" (supersedes {output.short_id(supersedes)})" if supersedes else ""
-    _say(f"   {actor.name}: decision {output.short_id(memory_id)}{replaces}  {content}")
+    replaces = f" (supersedes {short_id(supersedes)})" if supersedes else ""
+    _say(f"   {actor.name}: decision {short_id(memory_id)}{replaces}  {content}")
     return memory_id
 
 
@@ -198,9 +199,9 @@ def search_files(data_dir: Path, terms: Sequence[str]) -> dict[str, int]:
 
 
 def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
-    from ..team import admin as admin_ops
-    from ..team.identity import member_kid
-    from ..team.session import now_ms
+    from ..clock import now_ms
+    from ..identity import member_kid
+    from ..team.approval import approve
 
     admin, alice, bob = (Actor(n, root / n) for n in ("admin", "alice", "bob"))
     _say(f"1. A hub runs on {hub_url}; its data directory is {hub_data}.")
@@ -217,7 +218,7 @@ def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
     _say("\n3. admin compares the fingerprints (out of band) and approves both:")
     with admin.team() as team:
         names = [alice.name, bob.name]
-        done = admin_ops.approve(team, names, projects=None, read=True, write=True, now=now_ms())
+        done = approve(team, names, projects=None, read=True, write=True, now=now_ms())
         version = team.roster().version
     for item in done:
         _say(f"   approved {item.name} ({item.kid[:8]}) fingerprint {item.fingerprint}")

@@ -181,7 +181,7 @@ def hook_cmd(
     """Run a Claude Code hook (reads the hook JSON on stdin; never fails)."""
     # `sealmem hook NAME` is answered by sealmem.client.launch before typer loads; this
     # command serves `python -m sealmem.client.cli hook ...` and the in-process tests.
-    from ..launch import emit_hook_output, run_hook
+    from ..hosts.hooks import emit_hook_output, run_hook
 
     text = run_hook(name, home)
     if text:
@@ -240,7 +240,7 @@ def scan_cmd(
 ) -> None:
     """Propose memories from Claude Code transcripts (redacted); --store keeps them."""
     from ..hosts import capture
-    from ..paths import current_project
+    from ..project import current_project
     from ..store.api import MemoryStore
 
     found = []

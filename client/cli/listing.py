@@ -18,6 +18,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..store.ids import short_id
 from . import output
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def _content(memory: Memory, newer: Sequence[Memory], *, full: bool) -> list[str
         return [f"(forgotten: {rec.delete_reason or 'no reason recorded'})"]
     mark = ""
     if newer:
-        mark = "(superseded by " + ", ".join(output.short_id(m.id) for m in newer) + ") "
+        mark = "(superseded by " + ", ".join(short_id(m.id) for m in newer) + ") "
     lines = [output.clean(line).replace("\t", " ").rstrip() for line in rec.content.split("\n")]
     while len(lines) > 1 and not lines[-1]:
         lines.pop()
@@ -81,7 +82,7 @@ def render(
     """The table: a header line, then each memory with its content (see the module doc)."""
     rows = [
         [
-            output.short_id(m.id),
+            short_id(m.id),
             output.format_time(m.updated_at),
             output.clean(m.record.kind),
             output.clean(m.authorship(names, me).writer_name),

@@ -221,7 +221,7 @@ def _trusted_roster(conn: Any) -> Any:
     from ...protocol.errors import SealmemError
     from ..paths import home
     from ..sync.replica import load_state
-    from ..team.session import TeamConfig
+    from ..sync.session import TeamConfig
 
     try:
         config = TeamConfig.load(home())
@@ -288,8 +288,9 @@ def _clock(path: Path, *, usable: bool) -> Check:
 
 def status(as_json: JsonOpt = False) -> None:
     """Where the state lives, the current project, what the store holds, sync health."""
-    from ..paths import current_project, home
-    from ..team.session import sync_health
+    from ..paths import home
+    from ..project import current_project
+    from ..sync.session import sync_health
 
     with open_store(readonly=True) as store:
         doc: dict[str, Any] = {

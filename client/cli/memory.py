@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ...protocol.errors import InputError
-from ..team.names import member_names
+from ..recall.names import member_names
 from . import output
 
 __all__ = ["open_store", "register", "resolve_project"]
@@ -45,7 +45,7 @@ def resolve_project(project: str | None) -> str:
     """``--project`` as given, or the project of the current directory."""
     if project:
         return project
-    from ..paths import current_project
+    from ..project import current_project
 
     return current_project()
 
@@ -145,7 +145,7 @@ def remember(
         rec = result.memory.record
         local = None
         if rec.visibility == "team":
-            from ..team.local_only import stays_local
+            from ..sync.local_only import stays_local
 
             local = stays_local(store.connection, store.author, rec.project)
     for message in result.warnings:

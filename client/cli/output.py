@@ -33,7 +33,6 @@ __all__ = [
     "one_line",
     "provenance_label",
     "say",
-    "short_id",
     "table",
     "warn",
     "why_line",
@@ -68,13 +67,6 @@ def emit_json(document: Any) -> None:
 def warn(message: str) -> None:
     """Print a warning for people on stderr."""
     say(f"warning: {message}", err=True)
-
-
-def short_id(memory_id: str) -> str:
-    """The short form of a memory id (:func:`sealmem.client.store.ids.short_id`)."""
-    from ..store.ids import short_id as short
-
-    return short(memory_id)
 
 
 def format_time(ms: int | None) -> str:

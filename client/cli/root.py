@@ -5,7 +5,7 @@ Errors are turned into one message and an exit code here, in one place: an
 expected failure (any :class:`SealmemError`) never shows a traceback.  A
 ``sqlite3.Error`` or ``OSError`` that no lower layer translated (a full disk,
 a read-only file system, a permission) is phrased for people by
-:mod:`~sealmem.client.cli.failures`, as a last line of defence.  With
+:mod:`~sealmem.client.failures`, as a last line of defence.  With
 ``SEALMEM_DEBUG=1`` these errors are raised with their traceback instead;
 any other exception is a bug and always shows its traceback.
 """
@@ -19,7 +19,8 @@ from typing import Annotated
 import typer
 
 from ...protocol.errors import SealmemError
-from . import admin, captured, failures, hosts, hub, memory, output, sync, team, ui
+from .. import failures
+from . import admin, captured, hosts, hub, memory, output, sync, team, ui
 from .readable import ReadableGroup
 
 __all__ = ["app", "main"]

@@ -18,7 +18,7 @@ from . import output
 from .memory import JsonOpt, resolve_project
 
 if TYPE_CHECKING:
-    from ..team.session import Team
+    from ..sync.session import Team
 
 __all__ = ["open_team", "parse_duration", "passphrase_for", "register"]
 
@@ -31,9 +31,9 @@ team_app = typer.Typer(
 def open_team() -> Iterator[Team]:
     """The team of the current ``SEALMEM_HOME``, with its store open, for one command."""
     from .. import MemoryStore
+    from ..identity import load_member_key
     from ..paths import ensure_home
-    from ..team.identity import load_member_key
-    from ..team.session import Team
+    from ..sync.session import Team
 
     home = ensure_home()
     key = load_member_key(home)
@@ -61,7 +61,7 @@ def _login_name() -> str:
 
 def passphrase_for(what: str, *, confirm: bool = False) -> str:
     """A passphrase from ``$SEALMEM_PASSPHRASE`` or a hidden prompt (never from argv)."""
-    from ..team.identity import PASSPHRASE_ENV
+    from ..identity import PASSPHRASE_ENV
 
     value = os.environ.get(PASSPHRASE_ENV)
     if value:
@@ -96,10 +96,10 @@ def create(
 ) -> None:
     """Create a team in a shared folder or on a hub: your key becomes its root admin key."""
     from .. import SHARED_PROJECT, MemoryStore
+    from ..clock import now_ms
+    from ..identity import load_member_key
     from ..paths import ensure_home
     from ..team.admin import create_team
-    from ..team.identity import load_member_key
-    from ..team.session import now_ms
 
     home = ensure_home()
     key = load_member_key(home)
@@ -161,9 +161,9 @@ def invite(
     """Print an invite (team id, root key fingerprint, location) to hand to a new member."""
     from ...protocol.errors import InputError
     from ...protocol.invite import DAY_MS, MAX_INVITE_MS
+    from ..clock import now_ms
     from ..team import admin
     from ..team.invite import read_invite
-    from ..team.session import now_ms
 
     lifetime = parse_duration(expires)
     if lifetime > MAX_INVITE_MS:
@@ -219,10 +219,11 @@ def join(
     """Join a team: make (or import) your member key and post a join request."""
     from ...crypto import MemberKey
     from ...protocol.errors import InputError
+    from ..clock import now_ms
+    from ..identity import import_member_key, load_member_key
     from ..paths import ensure_home
-    from ..team.identity import import_member_key, load_member_key
     from ..team.invite import read_invite, root_fingerprint
-    from ..team.session import join_team, now_ms
+    from ..team.join import join_team
 
     home = ensure_home()
     inv = read_invite(invite_text, now=now_ms())
@@ -271,7 +272,7 @@ def join(
 
 def status(as_json: JsonOpt = False) -> None:
     """Roster version, members, grants, your access, what stays local, last sync, alarms."""
-    from ..team.session import now_ms
+    from ..clock import now_ms
 
     with open_team() as team:
         team.refresh(team.trusted(), now_ms())

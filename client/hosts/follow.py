@@ -19,6 +19,7 @@ import watchfiles
 
 from ...protocol.errors import InputError
 from .. import paths
+from ..project import current_project
 from ..store.api import MemoryStore
 from . import capture
 from .transcripts import find_transcripts, read_turns
@@ -81,7 +82,7 @@ class Follower:
         result = None
         if turns:
             cwd = next((t.cwd for t in turns if t.cwd), None)
-            project = paths.current_project(Path(cwd) if cwd else None)
+            project = current_project(Path(cwd) if cwd else None)
             result = capture.capture(store, turns, project=project, save=self.save)
             if result.proposed:
                 self.report(path, [c.text for c in result.proposed])

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 import traceback
@@ -39,6 +40,8 @@ from typing import Any
 
 from ...protocol.errors import InputError
 from .. import paths
+from ..project import current_project
+from ..textsafe import visible
 
 __all__ = [
     "BUDGET_ENV",
@@ -46,8 +49,10 @@ __all__ = [
     "HOOK_NAMES",
     "PROMPT_MIN_OVERLAP",
     "PROMPT_MIN_SHARED",
+    "emit_hook_output",
     "log_path",
     "run",
+    "run_hook",
 ]
 
 HOOK_BUDGET_S = 2.0
@@ -99,7 +104,7 @@ def _payload(stdin_text: str) -> dict[str, Any]:
 
 def _project(payload: dict[str, Any]) -> str:
     cwd = payload.get("cwd")
-    return paths.current_project(Path(cwd) if isinstance(cwd, str) and cwd else None)
+    return current_project(Path(cwd) if isinstance(cwd, str) and cwd else None)
 
 
 def _open_existing() -> Any:
@@ -123,7 +128,7 @@ def _session_start(payload: dict[str, Any]) -> str:
 
 
 def _prompt(payload: dict[str, Any]) -> str:
-    from ..team.names import member_names
+    from ..recall.names import member_names
     from .gate import content_stems
 
     text = payload.get("prompt")
@@ -240,3 +245,45 @@ def run(name: str, read_input: Callable[[], str], *, budget_s: float | None = No
     out = str(box.get("out") or "")
     _log(name, "ok" if out else "ok-silent", started)
     return out
+
+
+def run_hook(name: str, home: Path | None) -> str:
+    """What hook ``name`` prints (escaped for a terminal), reading its JSON from stdin."""
+    if home is not None:
+        os.environ[paths.HOME_ENV] = str(home)
+
+    def read_input() -> str:
+        stream = sys.stdin
+        return "" if stream is None or stream.isatty() else stream.read()
+
+    # Teammates' text, on its way to a host that may show it in a terminal: escaped
+    # like everything else the CLI prints (newlines kept).
+    return visible(run(name, read_input))
+
+
+def emit_hook_output(text: str) -> None:
+    """Print a hook's text for the host, as UTF-8 whatever the locale; never raises.
+
+    Hosts read a hook's stdout as UTF-8, while Python writes a pipe in the locale's
+    encoding (on Windows the ANSI code page, where a teammate's emoji or CJK text does
+    not exist: a ``UnicodeEncodeError`` failed the hook).  A host that stopped reading
+    (a closed pipe) loses the text, and the hook still ends with status 0.
+    """
+    data = (text + "\n").encode("utf-8", "replace")
+    try:
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is not None:
+            sys.stdout.flush()
+            buffer.write(data)
+            buffer.flush()
+        else:  # a text stream with no bytes underneath (an in-process test's capture)
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+    except (OSError, ValueError, UnicodeError):
+        # Nobody reads any more: point stdout at the null device so that the flush at
+        # exit does not fail the hook a second time (the Python docs' BrokenPipe recipe).
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stdout.fileno())
+        except (OSError, ValueError):
+            return

@@ -26,12 +26,12 @@ from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationError
 
 from ...protocol.errors import SealmemError
+from ..recall.names import member_names
 from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
 from ..store.api import MAX_K
 from ..store.connection import replaced
-from ..team.local_only import stays_local
-from ..team.names import member_names
-from ..team.session import sync_health
+from ..sync.local_only import stays_local
+from ..sync.session import sync_health
 from .arguments import explain
 from .views import (
     Forgotten,
@@ -374,7 +374,7 @@ def create_server(
 ) -> MCPServer[None]:
     """Build the server; ``opener`` defaults to ``MemoryStore.open`` (``SEALMEM_HOME``)."""
     from .. import MemoryStore
-    from ..paths import current_project
+    from ..project import current_project
 
     tools = MemoryTools(opener or MemoryStore.open, project or current_project())
 

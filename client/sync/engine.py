@@ -16,7 +16,7 @@ two syncs of one store never interleave:
    the new chain head, its only write (:mod:`sealmem.client.sync.push`);
 4. **local only**: per project whose team memories of ours are not pushed (no
    write grant, unregistered project, revoked, not approved yet), one warning
-   with the count, why and the fix (:mod:`sealmem.client.team.local_only`).
+   with the count, why and the fix (:mod:`sealmem.client.sync.local_only`).
 
 Refused objects are logged with their named reason and counted in the summary;
 they never stop the sync.  Failures that do (unreachable folder, bad local
@@ -45,11 +45,11 @@ from ...protocol.roster import Roster
 from ...protocol.state import TrustedState
 from ..clock import now_ms
 from ..store.connection import sqlite_errors, transaction
-from ..team.local_only import LocalOnly, local_only
-from ..team.session import Refusal, Team
 from . import clockhealth, dropping, outgoing, replica
+from .local_only import LocalOnly, local_only
 from .pull import pull_project
 from .push import push_project, redact_pending
+from .session import Refusal, Team
 
 __all__ = ["LOCK_FILE", "LOCK_TIMEOUT_S", "SyncSummary", "sync", "sync_lock"]
 

@@ -42,9 +42,9 @@ from ...protocol.verify import accept_manifest
 from ..store import scrub
 from ..store.connection import describe, transaction
 from ..store.memory import Provenance
-from ..team.session import Refusal, Team, trusted_roster
 from . import bases, replica
 from .apply import ApplyResult, apply_versions
+from .session import Refusal, Team, trusted_roster
 from .transport import ConflictError, Unreachable
 
 __all__ = ["OBJECT_ERRORS", "PullSink", "pull_project"]

@@ -36,8 +36,8 @@ from ...protocol.record import Record
 from ...protocol.snapshot import PreviousSnapshot, Rebuild, Snapshot, build_snapshot
 from ...protocol.state import TrustedState
 from ..store.connection import transaction
-from ..team.session import Refusal, Team, trusted_roster
 from . import bases, outgoing, replica
+from .session import Refusal, Team, trusted_roster
 from .transport import ConflictError, Transport
 
 __all__ = ["PushSink", "own_heads", "push_project", "redact_pending"]

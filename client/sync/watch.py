@@ -47,10 +47,10 @@ import watchfiles
 
 from ...protocol.errors import SealmemError
 from ...protocol.push import writable_projects
-from ..team.session import Team
 from . import clockhealth, replica
 from .backoff import Backoff
 from .engine import SyncSummary, sync
+from .session import Team
 from .transport import Transport
 
 __all__ = ["DEBOUNCE_MS", "has_unpushed", "local_version", "quiet_repeats", "watch"]

@@ -1,1 +1,1 @@
-"""Team membership: session, admin operations, invites, identity, names."""
+"""Team membership: creating a team, admin operations, invites and join requests, joining."""

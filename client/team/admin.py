@@ -1,5 +1,5 @@
-"""Admin operations (DESIGN §4): create a team, invite, review and approve or reject
-join requests, issue, grant, revoke, rotate, reset.
+"""Admin operations (DESIGN §4): create a team, invite, issue, grant, revoke, rotate,
+reset; the join requests (review, approve, reject) are :mod:`.approval`.
 
 Each operation decides its roster edits (``protocol.admin``) and hands them to
 :mod:`sealmem.client.team.publish`, which publishes one new roster version with
@@ -10,73 +10,26 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...crypto import KDF_MODERATE, SUITE, KdfLimits, MemberKey
 from ...protocol import admin as edits
-from ...protocol.admission import check_request_against_invite
-from ...protocol.errors import InputError, Rejected
+from ...protocol.errors import InputError
 from ...protocol.invite import DEFAULT_INVITE_MS
 from ...protocol.names import id_like, name_problem
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
-from ..paths import sanitize_project
+from ..project import sanitize_project
 from ..sync.hub import is_hub_location
-from .inbox import (
-    Inbox,
-    RejectedLog,
-    Shown,
-    check_name_free,
-    forget_shown,
-    load_rejected,
-    name_key,
-    record_rejected,
-    resolve,
-    save_shown,
-)
-from .invite import (
-    InviteRecord,
-    RequestView,
-    classify_requests,
-    fingerprint_of,
-    make_invite,
-    mark_invite_used,
-)
-from .publish import admin_state, change, missing_history, publish
-from .registry import load_registry, update_registry
-from .session import Team, TeamConfig, find_member, transport_for
+from ..sync.session import Team, TeamConfig, find_member, transport_for
+from .approval import Approved
+from .inbox import name_key
+from .invite import InviteRecord, fingerprint_of, make_invite
+from .publish import admin_state, change, publish
+from .registry import update_registry
 
-__all__ = [
-    "Approved",
-    "ShownPlan",
-    "approve",
-    "chosen_requests",
-    "create_team",
-    "grant",
-    "invite",
-    "issue",
-    "missing_history",
-    "pending_requests",
-    "plan_shown",
-    "reject",
-    "reset_writer",
-    "review_requests",
-    "revoke",
-    "rotate",
-    "show_requests",
-]
-
-
-@dataclass(frozen=True)
-class Approved:
-    kid: str
-    name: str
-    fingerprint: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kid": self.kid, "name": self.name, "fingerprint": self.fingerprint}
+__all__ = ["create_team", "grant", "invite", "issue", "reset_writer", "revoke", "rotate"]
 
 
 def create_team(
@@ -153,212 +106,6 @@ def invite(
     return text
 
 
-def _inbox(team: Team, now: int) -> Inbox:
-    """The waiting requests, checked against this admin's invites at ``now``."""
-    waiting = team.transport.requests()
-    roster = team.trusted().roster
-    views = classify_requests(waiting, load_registry(team.home), roster, team.config.team, now)
-    return Inbox.of(waiting, views, roster)
-
-
-def review_requests(team: Team, now: int) -> list[RequestView]:
-    """The waiting join requests, checked against this admin's invites at ``now``."""
-    return _inbox(team, now).views
-
-
-def pending_requests(team: Team, now: int) -> list[dict[str, Any]]:
-    """Join requests waiting, checked, with fingerprints (refused ones say why), age and
-    name clashes."""
-    return _inbox(team, now).to_dicts(now)
-
-
-def show_requests(team: Team, now: int) -> tuple[list[dict[str, Any]], Shown]:
-    """:func:`pending_requests` (each flagged when this admin rejected that key before),
-    and record the admissible ones as shown at ``now``: what ``admin approve`` approves
-    (:mod:`.inbox`)."""
-    inbox = _inbox(team, now)
-    rejected = load_rejected(team.home, team=team.config.team)
-    shown = Shown(team.config.team, now, {v.kid: inbox.hashes[v.kid] for v in inbox.admissible()})
-    save_shown(team.home, shown)
-    return inbox.to_dicts(now, rejected), shown
-
-
-@dataclass(frozen=True)
-class ShownPlan:
-    """What approving the shown set does now: who is approved, who is left waiting (arrived
-    or changed since, rejected since, or refused now) and which shown requests are gone."""
-
-    approve: list[RequestView]
-    left: list[RequestView]
-    gone: list[str]
-    rejected: frozenset[str] = frozenset()
-    """Kids of ``left`` that this admin rejected after they were shown."""
-
-
-def plan_shown(team: Team, shown: Shown, now: int) -> ShownPlan:
-    """Match the waiting requests against ``shown`` (:func:`~.inbox.load_shown`)."""
-    inbox = _inbox(team, now)
-    rejected = load_rejected(team.home, team=team.config.team)
-    chosen: list[RequestView] = []
-    left: list[RequestView] = []
-    again = set()
-    for view in inbox.views:
-        if view.member:
-            continue
-        same = shown.requests.get(view.kid) == inbox.hashes.get(view.kid)
-        if rejected.after(view.kid, shown.shown_at):
-            again.add(view.kid)
-            same = False
-        (chosen if same and view.refused is None else left).append(view)
-    gone = sorted(set(shown.requests) - {v.kid for v in inbox.views})
-    return ShownPlan(chosen, left, gone, frozenset(again))
-
-
-def chosen_requests(team: Team, selectors: Sequence[str], now: int) -> list[RequestView]:
-    """The waiting requests ``selectors`` name, as :func:`approve` resolves them (to show
-    their fingerprints before approving)."""
-    views = _inbox(team, now).views
-    chosen: list[RequestView] = []
-    for selector in selectors:
-        view = resolve(views, selector, admissible=True)
-        if view not in chosen:
-            chosen.append(view)
-    return chosen
-
-
-def approve(
-    team: Team,
-    kids: Sequence[str],
-    *,
-    projects: Sequence[str] | None,
-    read: bool,
-    write: bool,
-    now: int,
-    from_now: bool = False,
-    rename: str | None = None,
-    expect: Shown | None = None,
-) -> list[Approved]:
-    """Add the members of the join requests ``kids`` names (kids, kid prefixes of 8+
-    characters, or names unique among the waiting requests).
-
-    All or nothing.  A request that is refused (SPEC "Admission": an unknown,
-    expired, used or mismatched invite, or an invalid request) is never
-    approved, nor one whose name looks like a member's or another waiting
-    request's, unless ``rename`` gives the one request chosen a new name.  With
-    ``expect`` (what ``admin requests`` showed: kid -> request hash, and when), a
-    request that was not shown, whose bytes differ, or that this admin rejected
-    since is refused; without, a request this admin ever rejected is refused.
-
-    Readers are wrapped every older epoch of their projects this admin holds, so
-    they read what the team already wrote; ``from_now`` wraps only the current one.
-    """
-    if not kids:
-        raise InputError(
-            "name the join requests to approve (names or ids); 'sealmem admin requests' lists them"
-        )
-    if rename is not None and len(kids) != 1:
-        raise InputError("--as renames one request: approve that one alone")
-    if rename is not None and (problem := name_problem(rename)):
-        raise InputError(f"the member name {rename!r} {problem}")
-    state, roster = admin_state(team, now)
-    inbox = _inbox(team, now)
-    rejected = load_rejected(team.home, team=team.config.team)
-    chosen: list[RequestView] = []
-    for selector in kids:
-        view = resolve(inbox.views, selector, admissible=True)
-        if view not in chosen:
-            chosen.append(view)
-    granted = sorted(set(projects) if projects else set(roster.projects))
-    changes: list[edits.Edit] = []
-    done: list[tuple[Approved, str]] = []
-    registry = load_registry(team.home)
-    for view in chosen:
-        req = view.request
-        if view.refused is not None or req is None:
-            reason, detail = view.refused or ("malformed", "unreadable")
-            raise InputError(f"join request {view.kid} is refused ({reason}): {detail}")
-        if roster.member(req.kid) is not None:
-            raise InputError(f"{req.name} ({req.kid}) is already a member")
-        _check_shown(req.name, req.kid, inbox.hashes.get(req.kid), expect, rejected)
-        name = rename or req.name
-        taken = [a.name for a, _ in done]
-        check_name_free(name, req.kid, roster, inbox.views, taken, renamed=rename is not None)
-        try:  # two requests in one approval may race for one single-use invite
-            check_request_against_invite(req, registry.get(req.invite_id), now)
-        except Rejected as exc:
-            raise InputError(
-                f"join request {view.kid} is refused ({exc.reason}): {exc.detail}"
-            ) from exc
-        registry = mark_invite_used(registry, req.invite_id, req.kid)
-        member = Member(req.kid, name, req.sign_public, req.box_public)
-        changes.append(edits.adding_member(member, projects=granted, read=read, write=write))
-        done.append((Approved(req.kid, name, str(view.fingerprint)), req.invite_id))
-    update_registry(team.home, lambda reg: _mark_all(reg, done))
-    change(team, state, changes, now, readers_added=granted if read else (), from_now=from_now)
-    for item, _ in done:
-        team.transport.remove_request(item.kid)
-    return [item for item, _ in done]
-
-
-def _check_shown(
-    name: str, kid: str, digest: str | None, expect: Shown | None, rejected: RejectedLog
-) -> None:
-    """Refuse a request ``expect`` did not show as it is now, or rejected since."""
-    again = "run 'sealmem admin requests' again, compare its fingerprint, then approve"
-    if rejected.after(kid, None if expect is None else expect.shown_at):
-        raise InputError(
-            f"you rejected the join request of {name!r} ({kid}) after it was shown; if it "
-            f"was posted again and you mean to let it in: {again}"
-        )
-    if expect is None:
-        return
-    if kid not in expect.requests:
-        raise InputError(
-            f"the join request of {name!r} ({kid}) is not one the last 'sealmem admin "
-            f"requests' showed (it arrived since, or another key took that name): {again}"
-        )
-    if expect.requests[kid] != digest:
-        raise InputError(
-            f"the join request of {name!r} ({kid}) changed since it was shown: {again}"
-        )
-
-
-def reject(
-    team: Team, kids: Sequence[str], *, all_refused: bool = False, now: int
-) -> list[RequestView]:
-    """Remove the join requests ``kids`` names (as :func:`approve` resolves them) and, with
-    ``all_refused``, every refused one and every one of a key that is already a member.
-
-    The rejected requests leave the record of what ``admin requests`` showed, and
-    are noted (kid, request hash) so the same request posted again is not approved
-    before ``admin requests`` shows it again, flagged (:mod:`.inbox`)."""
-    if not kids and not all_refused:
-        raise InputError("name the join requests to reject (names or ids), or give --all-refused")
-    inbox = _inbox(team, now)
-    views = inbox.views
-    chosen: list[RequestView] = []
-    for selector in kids:
-        view = resolve(views, selector)
-        if view not in chosen:
-            chosen.append(view)
-    if all_refused:
-        chosen += [v for v in views if (v.refused is not None or v.member) and v not in chosen]
-    noted = {v.kid: inbox.hashes[v.kid] for v in chosen if v.kid in inbox.hashes}
-    record_rejected(team.home, team=team.config.team, requests=noted, now=now)
-    forget_shown(team.home, noted)
-    for view in chosen:
-        team.transport.remove_request(view.kid)
-    return chosen
-
-
-def _mark_all(
-    registry: dict[str, InviteRecord], done: Sequence[tuple[Approved, str]]
-) -> dict[str, InviteRecord]:
-    for item, invite_id in done:
-        registry = mark_invite_used(registry, invite_id, item.kid)
-    return registry
-
-
 def issue(
     team: Team,
     name: str,
@@ -374,7 +121,7 @@ def issue(
     """Generate a member key for ``name``, add it to the roster, return the sealed bundle.
 
     The roster records that this admin generated the key (``issued_by_admin``).
-    Older epochs are wrapped to it as in :func:`approve` unless ``from_now``.
+    Older epochs are wrapped to it as in :func:`.approval.approve` unless ``from_now``.
     """
     if len(passphrase) < 8:
         raise InputError("the bundle passphrase must be at least 8 characters")

@@ -29,7 +29,7 @@ from ...protocol.state import TrustedState
 from ...protocol.verify import accept_keyring, accept_roster
 from ..store.connection import transaction
 from ..sync import replica
-from .session import Team, trusted_roster
+from ..sync.session import Team, trusted_roster
 
 __all__ = ["admin_state", "change", "current_key", "missing_history", "publish"]
 

@@ -1,16 +1,15 @@
-"""The viewer as a Starlette app: pages, writes, and the server that runs it.
+"""The viewer as a Starlette app: its pages, and its writes (:mod:`.writes`).
 
 :func:`create_app` builds the ASGI app for one ``SEALMEM_HOME``;
-:func:`serve` runs it with uvicorn on 127.0.0.1.  Each request opens the
+:mod:`.server` runs it with uvicorn on 127.0.0.1.  Each request opens the
 store for itself (read-only for pages, so a read-only store can be viewed),
 in a worker thread.  Writes answer 303 to the page that shows their result.
 """
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -24,16 +23,21 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ...protocol.errors import InputError, NotFoundError, SealmemError
+from ...protocol.errors import NotFoundError, SealmemError
+from ..failures import describe
 from ..paths import local_author, store_path
 from ..store.api import MemoryStore
 from ..textsafe import visible
 from . import views
 from .guard import Guard, Secrets
+from .writes import WRITES, Write
 
 __all__ = ["allowed_hosts", "create_app"]
 
 HERE = Path(__file__).parent
+
+Read = Callable[[Request, MemoryStore], Any]
+"""What a page shows: built from its request and the store, opened read-only."""
 
 
 def _finalize(value: Any) -> Any:
@@ -65,6 +69,31 @@ def allowed_hosts(port: int) -> frozenset[str]:
     return frozenset({f"{name}:{port}" for name in names} | (set(names) if port == 80 else set()))
 
 
+def _arg(request: Request, name: str) -> str | None:
+    value = request.query_params.get(name, "").strip()
+    return value or None
+
+
+def _reads(home: Path) -> dict[str, tuple[str, Read]]:
+    """Each page: its path, its template and what it shows."""
+    return {
+        "/": (
+            "search.html",
+            lambda r, s: views.search_page(
+                s, r.query_params.get("q", ""), _arg(r, "project"), _arg(r, "kind")
+            ),
+        ),
+        "/m/{id}": ("memory.html", lambda r, s: views.memory_page(s, r.path_params["id"])),
+        "/timeline": (
+            "timeline.html",
+            lambda r, s: views.timeline_page(s, _arg(r, "project"), _arg(r, "kind")),
+        ),
+        "/team": ("team.html", lambda r, s: views.team_page(home, s)),
+        "/store": ("store.html", lambda r, s: views.store_page(s)),
+        "/captured": ("captured.html", lambda r, s: views.captured_page(s)),
+    }
+
+
 def create_app(
     home: Path,
     secrets: Secrets,
@@ -79,167 +108,54 @@ def create_app(
     # rewrite identity.json) the moment the key went missing while a page was viewed.
     author = local_author(home)
 
-    @contextlib.contextmanager
-    def opened(*, readonly: bool) -> Iterator[MemoryStore]:
-        store = MemoryStore.open(db, author=author, clock=clock, readonly=readonly)
-        try:
-            yield store
-        finally:
-            store.close()
-
     def page(name: str, request: Request, ctx: dict[str, Any], status: int = 200) -> HTMLResponse:
         html = env.get_template(name).render(
             {**ctx, "csrf": secrets.csrf, "path": request.url.path}
         )
         return HTMLResponse(html, status_code=status)
 
-    def refused(request: Request, exc: SealmemError) -> HTMLResponse:
-        status = 404 if isinstance(exc, NotFoundError) else 400
-        return page("error.html", request, {"message": str(exc)}, status)
+    async def in_store(request: Request, readonly: bool, work: Callable[[MemoryStore], Any]) -> Any:
+        """``work``'s result in a worker thread, or the refusal page of a SealmemError."""
+
+        def run() -> Any:
+            store = MemoryStore.open(db, author=author, clock=clock, readonly=readonly)
+            try:
+                return work(store)
+            finally:
+                store.close()
+
+        try:
+            return await run_in_threadpool(run)
+        except SealmemError as exc:
+            status = 404 if isinstance(exc, NotFoundError) else 400
+            return page("error.html", request, {"message": str(exc)}, status)
 
     async def failed(request: Request, exc: Exception) -> Response:
         """A store or file failure no lower layer translated: one sentence, no traceback."""
-        from ..cli.failures import describe
-
         message = describe(exc) if isinstance(exc, sqlite3.Error | OSError) else str(exc)
         return page("error.html", request, {"message": message}, 503)
 
-    async def render(request: Request, name: str, build: Callable[[MemoryStore], Any]) -> Response:
-        def run() -> Any:
-            with opened(readonly=True) as store:
-                return build(store)
-
-        try:
-            data = await run_in_threadpool(run)
-        except SealmemError as exc:
-            return refused(request, exc)
-        return page(name, request, data)
-
-    def arg(request: Request, name: str) -> str | None:
-        value = request.query_params.get(name, "").strip()
-        return value or None
-
-    async def search(request: Request) -> Response:
-        query = request.query_params.get("q", "")
-        return await render(
-            request,
-            "search.html",
-            lambda s: views.search_page(s, query, arg(request, "project"), arg(request, "kind")),
-        )
-
-    async def memory(request: Request) -> Response:
-        given = request.path_params["id"]
-        return await render(request, "memory.html", lambda s: views.memory_page(s, given))
-
-    async def timeline(request: Request) -> Response:
-        return await render(
-            request,
-            "timeline.html",
-            lambda s: views.timeline_page(s, arg(request, "project"), arg(request, "kind")),
-        )
-
-    async def team(request: Request) -> Response:
-        return await render(request, "team.html", lambda s: views.team_page(home, s))
-
-    async def store_view(request: Request) -> Response:
-        return await render(request, "store.html", views.store_page)
-
-    async def captured(request: Request) -> Response:
-        return await render(request, "captured.html", views.captured_page)
-
-    # -- writes ------------------------------------------------------------------
-
-    async def write(
-        request: Request, act: Callable[[MemoryStore, dict[str, str]], str]
-    ) -> Response:
-        form: dict[str, str] = request.scope.get("sealmem.form", {})
-
-        def run() -> str:
-            with opened(readonly=False) as store:
-                return act(store, form)
-
-        try:
-            target = await run_in_threadpool(run)
-        except SealmemError as exc:
-            return refused(request, exc)
-        return RedirectResponse(target, status_code=303)
-
-    def _importance(form: dict[str, str]) -> float:
-        text = form.get("importance", "").strip() or "0.5"
-        try:
-            return float(text)
-        except ValueError:
-            raise InputError(f"importance {text!r} is not a number between 0 and 1") from None
-
-    def _remember(store: MemoryStore, form: dict[str, str]) -> str:
-        words = [w.strip() for w in form.get("keywords", "").split(",") if w.strip()]
-        result = store.remember(
-            form.get("content", ""),
-            kind=form.get("kind") or None,
-            keywords=words,
-            importance=_importance(form),
-            project=form.get("project") or None,
-            private=form.get("private") == "on",
-            origin="ui",
-        )
-        return f"/m/{result.memory.id}"
-
-    def _forget(store: MemoryStore, form: dict[str, str]) -> str:
-        reason = form.get("reason", "").strip()
-        if not reason:
-            raise InputError("say why the memory is forgotten (the reason is kept)")
-        return f"/m/{store.forget(form.get('id', ''), reason=reason).id}"
-
-    def _set_importance(store: MemoryStore, form: dict[str, str]) -> str:
-        return f"/m/{store.set_importance(form.get('id', ''), _importance(form)).id}"
-
-    def _correct(store: MemoryStore, form: dict[str, str]) -> str:
-        old = store.get(form.get("id", ""))
-        result = store.remember(
-            form.get("content", ""),
-            kind=old.kind,
-            keywords=list(old.record.keywords),
-            importance=old.record.importance,
-            project=old.project,
-            supersedes=[old.id],
-            origin="ui",
-        )
-        return f"/m/{result.memory.id}"
-
-    def _review(verb: str) -> Callable[[MemoryStore, dict[str, str]], str]:
-        def act(store: MemoryStore, form: dict[str, str]) -> str:
-            from ..hosts import review
-
-            chosen = review.choose(store, [form.get("id", "")], verb)
-            if verb == "accept":
-                review.accept(store, chosen)
-            else:
-                review.discard(store, chosen)
-            return "/captured"
-
-        return act
-
-    def posting(act: Callable[[MemoryStore, dict[str, str]], str]) -> Callable[[Request], Any]:
+    def reading(name: str, read: Read) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
-            return await write(request, act)
+            data = await in_store(request, True, lambda store: read(request, store))
+            return data if isinstance(data, Response) else page(name, request, data)
 
         return endpoint
 
-    routes = [
-        Route("/", search, methods=["GET"]),
-        Route("/m/{id}", memory, methods=["GET"]),
-        Route("/timeline", timeline, methods=["GET"]),
-        Route("/team", team, methods=["GET"]),
-        Route("/store", store_view, methods=["GET"]),
-        Route("/captured", captured, methods=["GET"]),
-        Route("/remember", posting(_remember), methods=["POST"]),
-        Route("/forget", posting(_forget), methods=["POST"]),
-        Route("/importance", posting(_set_importance), methods=["POST"]),
-        Route("/correct", posting(_correct), methods=["POST"]),
-        Route("/captured/accept", posting(_review("accept")), methods=["POST"]),
-        Route("/captured/discard", posting(_review("discard")), methods=["POST"]),
-        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    def posting(write: Write) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            form: dict[str, str] = request.scope.get("sealmem.form", {})
+            target = await in_store(request, False, lambda store: write(store, form))
+            return target if isinstance(target, Response) else RedirectResponse(target, 303)
+
+        return endpoint
+
+    routes: list[Route | Mount] = [
+        Route(path, reading(name, read), methods=["GET"])
+        for path, (name, read) in _reads(home).items()
     ]
+    routes += [Route(path, posting(write), methods=["POST"]) for path, write in WRITES.items()]
+    routes.append(Mount("/static", StaticFiles(directory=HERE / "static"), name="static"))
     handlers = {sqlite3.Error: failed, OSError: failed}
     return Guard(
         Starlette(routes=routes, exception_handlers=handlers),

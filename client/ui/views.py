@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import NotFoundError, SealmemError
+from ..recall.names import member_names
 from ..store.ids import short_id
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
-from ..team.names import member_names
 from .charts import stacked_bars
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ def timeline_page(store: MemoryStore, project: str | None, kind: str | None) -> 
 def team_page(home: Path, store: MemoryStore) -> dict[str, Any]:
     """Roster, members, grants, last sync, alarms, refusals; sync and refusal charts."""
     from ..sync import replica
-    from ..team.session import sync_health
+    from ..sync.session import sync_health
 
     conn = store.connection
     health = sync_health(home, conn)
@@ -194,8 +194,8 @@ def team_page(home: Path, store: MemoryStore) -> dict[str, Any]:
 
 def _team_status(home: Path, store: MemoryStore) -> tuple[dict[str, Any] | None, str | None]:
     """The team's status from the trusted state in the store (no network)."""
-    from ..team.identity import load_member_key
-    from ..team.session import Team
+    from ..identity import load_member_key
+    from ..sync.session import Team
 
     try:
         key = load_member_key(home, create=False)

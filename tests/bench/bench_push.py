@@ -49,11 +49,11 @@ from bench_snapshot import READER_NOW, build, make_records, trusting
 from bench_sync import PROJECT, Counting, Member, build_team, change_one
 
 from sealmem.client import MemoryStore
+from sealmem.client.identity import load_member_key
 from sealmem.client.store.connection import transaction
 from sealmem.client.sync.engine import sync
 from sealmem.client.sync.outgoing import EVERY_BUCKET
-from sealmem.client.team.identity import load_member_key
-from sealmem.client.team.session import Team
+from sealmem.client.sync.session import Team
 from sealmem.crypto import SUITE
 from sealmem.protocol import canonical, snapshot
 from sealmem.protocol.chunks import open_snapshot

@@ -25,14 +25,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sealmem.client import MemoryStore
+from sealmem.client.clock import now_ms
+from sealmem.client.identity import load_member_key
 from sealmem.client.store.connection import transaction
 from sealmem.client.sync import pull
 from sealmem.client.sync.engine import sync
+from sealmem.client.sync.session import Team
 from sealmem.client.sync.transport import Transport
-from sealmem.client.team.admin import approve, create_team, invite
-from sealmem.client.team.identity import load_member_key
+from sealmem.client.team.admin import create_team, invite
+from sealmem.client.team.approval import approve
 from sealmem.client.team.invite import read_invite
-from sealmem.client.team.session import Team, join_team, now_ms
+from sealmem.client.team.join import join_team
 
 PROJECT = "webapp"
 from vocab import WORDS  # noqa: E402 - tests/bench is on sys.path when run as a script

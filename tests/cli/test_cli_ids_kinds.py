@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.cli.output import short_id
+from sealmem.client.store.ids import short_id
 from tests.cli.conftest import Run
 
 CliFn = Callable[..., Run]

@@ -82,7 +82,7 @@ def test_status_is_a_readable_view_and_json_is_unchanged(cli: CLI, home: Path) -
 def test_sync_summary_line_counts_in_good_english(
     versions: int, chunks: int, members: int, refused: int, line: str
 ) -> None:
-    from sealmem.client.team.session import Refusal
+    from sealmem.client.sync.session import Refusal
 
     summary = SyncSummary(
         pushed_versions=versions,

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from sealmem.client import SHARED_PROJECT, MemoryStore
-from sealmem.client.recall.context import estimate_tokens
+from sealmem.client.recall.context import CHARS_PER_TOKEN
 from sealmem.protocol.errors import InputError
 
 from .conftest import FakeClock, OpenStore
@@ -95,7 +95,7 @@ def test_budget_is_respected(store: MemoryStore, clock: FakeClock) -> None:
         store.remember(f"memory {i}: " + "words " * 20, project="p", importance=i / 100)
     for budget in (80, 200, 1200):
         text = store.startup_context(project="p", budget_tokens=budget)
-        assert estimate_tokens(text) <= budget
+        assert len(text) <= budget * CHARS_PER_TOKEN
         assert text
     small = store.startup_context(project="p", budget_tokens=200).count("\n- ")
     large = store.startup_context(project="p", budget_tokens=1200).count("\n- ")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import DEFAULT_PROJECT, paths
-from sealmem.client.paths import current_project, ensure_home, local_author, sanitize_project
+from sealmem.client.paths import ensure_home, local_author
+from sealmem.client.project import current_project, sanitize_project
 from sealmem.protocol.errors import StoreError
 from sealmem.protocol.record import MEMBER_RE, PROJECT_RE
 
@@ -96,7 +97,7 @@ def test_outside_git_the_project_is_the_directory_itself(tmp_path: Path) -> None
 def test_a_missing_member_key_is_not_replaced_silently(tmp_path: Path) -> None:
     """The identity names a member key's kid; the key file is gone: refusing beats
     minting a new key, which would leave the team's roster pointing at the lost one."""
-    from sealmem.client.team.identity import member_key_path
+    from sealmem.client.identity import member_key_path
 
     first = local_author(tmp_path)
     identity = (tmp_path / "identity.json").read_bytes()

@@ -18,7 +18,7 @@ from sealmem.client.mcp.server import MemoryTools
 from sealmem.client.store import journal
 from sealmem.client.store.connection import DamagedStoreError
 from sealmem.client.sync.engine import sync
-from sealmem.client.team.session import Team
+from sealmem.client.sync.session import Team
 from tests.support.wal import flip_wal_frame, write_unchecked
 from tests.sync.conftest import make_world
 

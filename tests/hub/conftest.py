@@ -24,12 +24,13 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from sealmem.client import Memory, MemoryStore
+from sealmem.client.identity import load_member_key
 from sealmem.client.sync.engine import SyncSummary, sync
 from sealmem.client.sync.hub import HubTransport
-from sealmem.client.team.admin import approve, invite
-from sealmem.client.team.identity import load_member_key
+from sealmem.client.sync.session import Team, TeamConfig
+from sealmem.client.team.admin import invite
+from sealmem.client.team.approval import approve
 from sealmem.client.team.invite import make_join_request, read_invite
-from sealmem.client.team.session import Team, TeamConfig
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.crypto.request import sign_request
 from sealmem.hub.app import create_app

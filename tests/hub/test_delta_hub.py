@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.team.identity import load_member_key
-from sealmem.client.team.session import Team, TeamConfig
+from sealmem.client.identity import load_member_key
+from sealmem.client.sync.session import Team, TeamConfig
 from sealmem.crypto import SUITE
 from sealmem.hub.errors import Refusal
 from sealmem.hub.sqlite_storage import SQLiteStorage

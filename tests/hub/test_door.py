@@ -15,7 +15,8 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from sealmem.client.sync.hub import HubError, HubTransport
-from sealmem.client.team.admin import approve, invite
+from sealmem.client.team.admin import invite
+from sealmem.client.team.approval import approve
 from sealmem.client.team.invite import make_join_request, read_invite
 from sealmem.crypto import MemberKey
 from sealmem.hub.app import create_app

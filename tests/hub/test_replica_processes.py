@@ -27,8 +27,8 @@ import pytest
 from sealmem.client import MemoryStore
 from sealmem.client.sync.engine import sync
 from sealmem.client.sync.hub import HubConflictError, HubError, HubTransport
+from sealmem.client.sync.session import Team
 from sealmem.client.team.admin import revoke
-from sealmem.client.team.session import Team
 from sealmem.crypto import SUITE, MemberKey
 from sealmem.crypto.request import sign_request
 from sealmem.hub.server import free_port

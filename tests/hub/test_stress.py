@@ -15,7 +15,7 @@ import pytest
 from sealmem.client import MemoryStore
 from sealmem.client.sync.engine import sync
 from sealmem.client.sync.hub import HubTransport
-from sealmem.client.team.session import Team
+from sealmem.client.sync.session import Team
 from sealmem.crypto import MemberKey
 from sealmem.hub.config import HubConfig
 from sealmem.hub.server import BackgroundHub, free_port

@@ -1,5 +1,8 @@
 """Replay every committed vector in protocol/vectors/ through the real code.
 
+The files are the contract (SPEC.md "Test vectors"); ``vectorgen/`` beside this
+test writes them (``python -m tests.protocol.vectorgen.generate``).
+
 Chain objects (roster, keyring, manifest, snapshot) go through the verifier;
 the building blocks and the objects outside the chain each have a replay below
 (SPEC.md "Test vectors" lists the object kinds).  A case with ``output`` also
@@ -30,10 +33,11 @@ from sealmem.protocol.record import Record
 from sealmem.protocol.snapshot import bucket_count, bucket_of
 from sealmem.protocol.state import TrustedState
 from sealmem.protocol.verify import accept_keyring, accept_manifest, accept_roster, open_snapshot
+from tests.protocol.vectorgen.basics import NOW, TEAM
+from tests.protocol.vectorgen.generate import VECTORS
 
-VECTORS = Path(__file__).resolve().parents[2] / "protocol" / "vectors"
 # The reader's clock for snapshot vectors that name none: the generator's NOW + 1 minute.
-READER_NOW = 1_760_000_060_000
+READER_NOW = NOW + 60_000
 FILES = sorted(VECTORS.glob("*.json"))
 ACCEPT = {"roster": accept_roster, "keyring": accept_keyring, "manifest": accept_manifest}
 
@@ -86,13 +90,13 @@ def derive(obj: dict[str, Any]) -> dict[str, Any]:
             "for": invite.for_name,
         }  # fmt: skip
     if kind == "join":
-        request = read_join_request(SUITE, b64d(obj["data"]), TEAM_OF_VECTORS)
+        request = read_join_request(SUITE, b64d(obj["data"]), TEAM)
         return {
             "kid": request.kid, "invite_id": request.invite_id,
             "fingerprint": fingerprint_of(request.sign_public, request.box_public),
         }  # fmt: skip
     if kind == "admission":
-        request = read_join_request(SUITE, b64d(obj["data"]), TEAM_OF_VECTORS)
+        request = read_join_request(SUITE, b64d(obj["data"]), TEAM)
         registry = {r.invite_id: r for r in map(InviteRecord.from_json, obj["registry"])}
         check_request_against_invite(request, registry.get(request.invite_id), obj["now_ms"])
         return {}
@@ -101,9 +105,6 @@ def derive(obj: dict[str, Any]) -> dict[str, Any]:
     if kind == "merge":
         return replay_merge(obj)
     raise AssertionError(f"unknown vector kind {kind!r}")
-
-
-TEAM_OF_VECTORS = "acme-team"
 
 
 def replay_request(obj: dict[str, Any]) -> dict[str, Any]:

@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import Memory, MemoryStore
+from sealmem.client.identity import load_member_key
 from sealmem.client.sync.engine import SyncSummary, sync
-from sealmem.client.team.admin import approve, create_team, invite
-from sealmem.client.team.identity import load_member_key
+from sealmem.client.sync.session import Team
+from sealmem.client.team.admin import create_team, invite
+from sealmem.client.team.approval import approve
 from sealmem.client.team.invite import read_invite
-from sealmem.client.team.session import Team, join_team
+from sealmem.client.team.join import join_team
 from sealmem.crypto import MemberKey
 
 PROJECT = "webapp"

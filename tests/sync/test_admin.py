@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import MemoryStore
+from sealmem.client.identity import import_member_key
 from sealmem.client.sync import replica
+from sealmem.client.sync.session import Team
 from sealmem.client.team import admin
-from sealmem.client.team.identity import import_member_key
 from sealmem.client.team.invite import read_invite
-from sealmem.client.team.session import Team, join_team
+from sealmem.client.team.join import join_team
 from sealmem.crypto import KDF_INTERACTIVE, SUITE, ContentKey, MemberKey, random_bytes
 from sealmem.protocol import reasons
 from sealmem.protocol.envelope import unpack

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from sealmem.client import MemoryStore
+from sealmem.client.identity import load_member_key
+from sealmem.client.sync.session import Team
 from sealmem.client.team import admin
-from sealmem.client.team.identity import load_member_key
 from sealmem.client.team.inbox import SHOWN_FILE, SHOWN_MAX_AGE_MS
 from sealmem.client.team.invite import make_join_request, read_invite
-from sealmem.client.team.session import Team
 from sealmem.crypto import KDF_INTERACTIVE
 from sealmem.protocol.invite import DAY_MS
 from tests.support.cli import Run, per_home

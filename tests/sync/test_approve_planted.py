@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sealmem.client.team import admin
+from sealmem.client.sync.session import Team
+from sealmem.client.team import admin, approval
 from sealmem.client.team.invite import make_join_request, read_invite
-from sealmem.client.team.session import Team, join_team
+from sealmem.client.team.join import join_team
 from tests.sync.conftest import make_world
 
 
@@ -32,12 +33,12 @@ def test_approving_the_shown_set_skips_garbage_and_replayed_requests(tmp_path: P
         (requests / f"{alice.key.kid}.json").write_bytes(replayed)
         dave_request = (requests / f"{dave.key.kid}.json").read_bytes()
         (requests / ("b" * 26 + ".json")).write_bytes(dave_request)
-        _, shown = admin.show_requests(boss.t, boss.clock())
+        _, shown = approval.show_requests(boss.t, boss.clock())
         assert set(shown.requests) == {dave.key.kid}
-        plan = admin.plan_shown(boss.t, shown, boss.clock())
+        plan = approval.plan_shown(boss.t, shown, boss.clock())
         assert [v.kid for v in plan.approve] == [dave.key.kid]
         kids = [v.kid for v in plan.approve]
-        done = admin.approve(
+        done = approval.approve(
             boss.t, kids, projects=None, read=True, write=True, now=boss.clock(),
             expect=shown,
         )  # fmt: skip

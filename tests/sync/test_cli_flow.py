@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.team.identity import member_kid
+from sealmem.client.identity import member_kid
 from sealmem.protocol import canonical
 
 pytestmark = pytest.mark.slow

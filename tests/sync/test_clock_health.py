@@ -17,8 +17,8 @@ from sealmem.client.mcp.server import MemoryTools
 from sealmem.client.sync import clockhealth
 from sealmem.client.sync.engine import SyncSummary, sync
 from sealmem.client.sync.hub import HubTransport
+from sealmem.client.sync.session import Team, sync_health
 from sealmem.client.sync.watch import quiet_repeats
-from sealmem.client.team.session import Team, sync_health
 from sealmem.hub.app import create_app
 from sealmem.hub.server import free_port
 from tests.hub.conftest import TEAM, TOKEN, HubWorld, hub_config

@@ -12,7 +12,7 @@ from sealmem.client.store.memory import Provenance
 from sealmem.client.store.rows import load_row, next_hlc, record_from_row, write_version
 from sealmem.client.sync import replica
 from sealmem.client.sync.engine import sync_lock
-from sealmem.client.team.session import sync_health
+from sealmem.client.sync.session import sync_health
 from sealmem.protocol import reasons
 from sealmem.protocol.errors import StoreError
 from tests.sync.conftest import DAY_MS, PROJECT, World, make_world

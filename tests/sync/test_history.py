@@ -13,9 +13,10 @@ from collections.abc import Callable
 import pytest
 
 from sealmem.client.sync import replica
-from sealmem.client.team import admin
+from sealmem.client.sync.session import Team
+from sealmem.client.team import admin, approval, publish
 from sealmem.client.team.invite import read_invite
-from sealmem.client.team.session import Team, join_team
+from sealmem.client.team.join import join_team
 from sealmem.crypto import KDF_INTERACTIVE, SUITE, MemberKey
 from sealmem.protocol.envelope import unpack
 from sealmem.protocol.keyring import Keyring
@@ -40,7 +41,7 @@ def _approve(world: World, name: str, **kw: object) -> Node:
     node = world.node(name)
     inv = read_invite(admin.invite(adm.t, adm.clock()), now=adm.clock())
     join_team(node.home, inv, node.key, name=name, now=node.clock())
-    admin.approve(adm.t, [node.key.kid], projects=None, read=True, write=True,
+    approval.approve(adm.t, [node.key.kid], projects=None, read=True, write=True,
                   now=adm.clock(), **kw)  # type: ignore[arg-type]  # fmt: skip
     node.team = Team.open(node.home, node.store, node.key)
     return node
@@ -148,7 +149,7 @@ def test_a_read_grant_wraps_the_history_of_that_project(world: World) -> None:
     erin = world.node("erin")
     inv = read_invite(admin.invite(adm.t, adm.clock()), now=adm.clock())
     join_team(erin.home, inv, erin.key, name="erin", now=erin.clock())
-    admin.approve(adm.t, ["erin"], projects=["shared"], read=True, write=True, now=adm.clock())
+    approval.approve(adm.t, ["erin"], projects=["shared"], read=True, write=True, now=adm.clock())
     erin.team = Team.open(erin.home, erin.store, erin.key)
     assert erin.key.kid not in _keyring_file(world, 1).wraps
     erin.sync()
@@ -199,8 +200,8 @@ def test_an_epoch_the_admin_cannot_unwrap_is_skipped_and_named(world: World) -> 
     admin.grant(adm.t, "admin", "shared", read=False, write=False, now=adm.clock())  # epoch 2
     admin.grant(adm.t, "admin", "shared", read=True, write=True, now=adm.clock())  # epoch 3
     assert adm.t.roster().projects["shared"] == 3
-    assert admin.missing_history(adm.t) == {"shared": [2]}
-    assert admin.missing_history(adm.t, [PROJECT]) == {}
+    assert publish.missing_history(adm.t) == {"shared": [2]}
+    assert publish.missing_history(adm.t, [PROJECT]) == {}
     dave = _approve(world, "dave")
     keyrings = {k.epoch: k for k in (_keyring_file(world, e, "shared") for e in (1, 2, 3))}
     assert dave.key.kid in keyrings[1].wraps

@@ -16,7 +16,7 @@ import uvicorn
 
 from sealmem.client.sync import clockhealth
 from sealmem.client.sync.hub import HubTransport
-from sealmem.client.team.session import sync_health
+from sealmem.client.sync.session import sync_health
 from sealmem.hub.app import create_app
 from sealmem.hub.server import free_port
 from sealmem.protocol.hubapi import HEADER_HUB_TIME

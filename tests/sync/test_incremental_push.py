@@ -10,7 +10,7 @@ from sealmem.client import MemoryStore
 from sealmem.client.store.connection import transaction
 from sealmem.client.sync import push, replica
 from sealmem.client.sync.engine import SyncSummary
-from sealmem.client.team.session import Team
+from sealmem.client.sync.session import Team
 from sealmem.crypto import SUITE
 from sealmem.protocol.merge import collect_tombstones
 from sealmem.protocol.snapshot import bucket_key, build_snapshot

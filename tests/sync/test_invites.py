@@ -14,11 +14,12 @@ import pytest
 
 from sealmem.client import MemoryStore
 from sealmem.client.cli.team import parse_duration
+from sealmem.client.identity import load_member_key
+from sealmem.client.sync.session import Team
 from sealmem.client.team import admin
-from sealmem.client.team.identity import load_member_key
 from sealmem.client.team.invite import INVITE_PREFIX, make_join_request, read_invite
+from sealmem.client.team.join import join_team
 from sealmem.client.team.registry import load_registry
-from sealmem.client.team.session import Team, join_team
 from sealmem.crypto import MemberKey
 from sealmem.protocol.encoding import b64e
 from sealmem.protocol.envelope import seal

@@ -17,9 +17,9 @@ from mcp_types import TextContent
 from sealmem.client import MemoryStore
 from sealmem.client.mcp.server import create_server
 from sealmem.client.sync.engine import SyncSummary
+from sealmem.client.sync.local_only import stays_local
 from sealmem.client.sync.watch import watch
 from sealmem.client.team import admin
-from sealmem.client.team.local_only import stays_local
 from sealmem.protocol.errors import SealmemError
 from tests.support.cli import Run, in_process
 

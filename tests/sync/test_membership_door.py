@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from sealmem.client.sync.door import door_warnings
+from sealmem.client.sync.session import find_member
 from sealmem.client.team.invite import make_join_request
-from sealmem.client.team.session import find_member
 from sealmem.crypto import MemberKey
 from sealmem.protocol.errors import InputError
 from tests.protocol.team_world import World

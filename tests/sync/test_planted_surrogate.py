@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.client.team.identity import load_member_key
+from sealmem.client.identity import load_member_key
 from sealmem.client.team.invite import make_join_request
 from tests.support.cli import Run, in_process
 

@@ -12,9 +12,9 @@ from sealmem.client.store.rows import load_row, next_hlc, record_from_row, write
 from sealmem.client.store.schema import MIGRATIONS
 from sealmem.client.sync import push, replica
 from sealmem.client.sync.engine import SyncSummary
+from sealmem.client.sync.session import Team
 from sealmem.client.sync.watch import has_unpushed
 from sealmem.client.team import admin
-from sealmem.client.team.session import Team
 from sealmem.protocol.hlc import MAX_COUNTER, MAX_WALL_MS, ZERO, Hlc, pack
 from tests.support.old_schema import rewind_schema
 from tests.sync.conftest import PROJECT, Node, World

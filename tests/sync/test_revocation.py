@@ -10,8 +10,8 @@ from collections.abc import Callable
 import pytest
 
 from sealmem.client.sync import dropping
+from sealmem.client.sync.session import Team
 from sealmem.client.team import admin
-from sealmem.client.team.session import Team
 from tests.support.cli import Run, in_process
 from tests.sync.conftest import PROJECT, Node, World
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import MemoryStore
+from sealmem.client.identity import load_member_key
+from sealmem.client.sync.session import Team
 from sealmem.client.sync.transport import Transport
-from sealmem.client.team.identity import load_member_key
-from sealmem.client.team.session import Team
 from tests.support.memory_transport import MemoryTransport
 from tests.sync.conftest import PROJECT, Node, World, make_world
 

@@ -141,7 +141,7 @@ def test_the_private_file_signs_the_browser_in(seeded: Seeded, tmp_path: Path) -
     _need_chromium()
     from playwright.sync_api import sync_playwright
 
-    from sealmem.client.cli.ui import opener
+    from sealmem.client.ui.server import opener
 
     env = {**os.environ, "SEALMEM_HOME": str(seeded.home)}
     proc = subprocess.Popen(

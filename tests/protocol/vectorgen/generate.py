@@ -1,9 +1,9 @@
-"""Write the protocol test vectors: one JSON file per case, beside this script.
+"""Write the protocol test vectors: one JSON file per case, in ``protocol/vectors/``.
 
 Run from the repository root::
 
-    python -m sealmem.protocol.vectors.generate          # write new or changed cases
-    python -m sealmem.protocol.vectors.generate --force  # rewrite every file
+    python -m tests.protocol.vectorgen.generate          # write new or changed cases
+    python -m tests.protocol.vectorgen.generate --force  # rewrite every file
 
 Keys come from fixed seeds and nonces are pinned, so signatures and chunks are
 reproducible; keyring wraps (SealedBox) are randomised, which is why the
@@ -45,17 +45,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ...crypto import SUITE, ContentKey, MemberKey
-from .. import canonical
-from ..chunks import MAX_BUCKET_PLAINTEXT
-from ..encoding import b64d, b64e
-from ..envelope import seal
-from ..hlc import MAX_AHEAD_MS, MAX_WALL_MS, Hlc
-from ..keyring import build_keyring, extend_keyring
-from ..manifest import MAX_RECORDS, ChunkRef, Delta, Manifest, chunk_root
-from ..record import Record, new_memory_id
-from ..roster import Grant, Member, Pin, Reset, Revocation, Roster
-from ..snapshot import (
+from sealmem.crypto import SUITE, ContentKey, MemberKey
+from sealmem.protocol import canonical
+from sealmem.protocol.chunks import MAX_BUCKET_PLAINTEXT
+from sealmem.protocol.encoding import b64d, b64e
+from sealmem.protocol.envelope import seal
+from sealmem.protocol.hlc import MAX_AHEAD_MS, MAX_WALL_MS, Hlc
+from sealmem.protocol.keyring import build_keyring, extend_keyring
+from sealmem.protocol.manifest import MAX_RECORDS, ChunkRef, Delta, Manifest, chunk_root
+from sealmem.protocol.record import Record, new_memory_id
+from sealmem.protocol.roster import Grant, Member, Pin, Reset, Revocation, Roster
+from sealmem.protocol.snapshot import (
     PreviousSnapshot,
     Snapshot,
     bucket_of,
@@ -63,10 +63,11 @@ from ..snapshot import (
     chunk_ad,
     chunk_id,
 )
+
 from .basics import Vector, basic_vectors
 from .invites import invite_family
 
-HERE = Path(__file__).resolve().parent
+VECTORS = Path(__file__).resolve().parents[3] / "protocol" / "vectors"
 TEAM = "acme-team"
 PROJECT = "webapp"
 NOW = 1_760_000_000_000
@@ -771,17 +772,17 @@ def main(argv: list[str] | None = None) -> int:
         if v.name in docs:
             raise SystemExit(f"vector name {v.name} is used twice")
         docs[v.name] = vector_json(v)
-    for old in HERE.glob("*.json"):
+    for old in VECTORS.glob("*.json"):
         if force or old.stem not in docs:
             old.unlink()
     written = 0
     for name, doc in docs.items():
-        path = HERE / f"{name}.json"
+        path = VECTORS / f"{name}.json"
         if not force and _same_case(path, doc):
             continue
         path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         written += 1
-    print(f"{len(docs)} vectors in {HERE}; wrote {written}")
+    print(f"{len(docs)} vectors in {VECTORS}; wrote {written}")
     return 0
 
 

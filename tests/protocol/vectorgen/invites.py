@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...crypto import MemberKey
-from ..admission import InviteRecord
-from ..encoding import b64e
-from ..envelope import seal
-from ..invite import DAY_MS, INVITE_FORMAT, JOIN_FORMAT, MAX_INVITE_MS
+from sealmem.crypto import MemberKey
+from sealmem.protocol.admission import InviteRecord
+from sealmem.protocol.encoding import b64e
+from sealmem.protocol.envelope import seal
+from sealmem.protocol.invite import DAY_MS, INVITE_FORMAT, JOIN_FORMAT, MAX_INVITE_MS
+
 from .basics import NOW, TEAM, Vector
 
 __all__ = ["admission_vectors", "invite_family", "invite_vectors", "join_vectors"]

@@ -14,11 +14,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...protocol.encoding import KID_RE
-from ...protocol.errors import KeyFileError
+from ..protocol.encoding import KID_RE
+from ..protocol.errors import KeyFileError
 
 if TYPE_CHECKING:  # crypto (nacl) loads only where a key is made or opened, not for the kid
-    from ...crypto import MemberKey
+    from ..crypto import MemberKey
 
 __all__ = [
     "KEY_FILE",
@@ -61,7 +61,7 @@ def load_member_key(
     home_dir: Path, *, create: bool = True, passphrase: str | None = None
 ) -> MemberKey:
     """The member key of ``home_dir``; generated (unsealed) on first use when ``create``."""
-    from ...crypto import MemberKey
+    from ..crypto import MemberKey
 
     path = member_key_path(home_dir)
     if not path.exists():

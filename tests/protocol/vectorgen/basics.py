@@ -14,14 +14,14 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...crypto import SUITE, MemberKey
-from ...crypto.request import request_message, sign_request
-from .. import canonical
-from ..encoding import b64d, b64e, object_hash
-from ..hlc import Hlc
-from ..merge import merge_many
-from ..record import Record, new_memory_id
-from ..snapshot import bucket_count, bucket_of
+from sealmem.crypto import SUITE, MemberKey
+from sealmem.crypto.request import request_message, sign_request
+from sealmem.protocol import canonical
+from sealmem.protocol.encoding import b64d, b64e, object_hash
+from sealmem.protocol.hlc import Hlc
+from sealmem.protocol.merge import merge_many
+from sealmem.protocol.record import Record, new_memory_id
+from sealmem.protocol.snapshot import bucket_count, bucket_of
 
 __all__ = ["Vector", "basic_vectors"]
 

@@ -31,7 +31,8 @@ from ...protocol.push import (
 )
 from ...protocol.roster import Roster
 from ...protocol.verify import MAX_ROSTER_BYTES
-from ..sync import replica
+from ..recall.names import newest_roster_data
+from . import replica
 
 __all__ = ["LocalOnly", "local_only", "newest_roster", "stays_local"]
 
@@ -112,17 +113,12 @@ def newest_roster(conn: sqlite3.Connection) -> Roster | None:
     """The newest roster this store accepted, read back without checking its signature
     again (it was verified when accepted; ``Team.trusted`` re-verifies the chain).
     None in a store that is not in a team, or whose join is not approved yet."""
-    try:
-        row = conn.execute(
-            "SELECT data FROM team_objects WHERE kind = 'roster' ORDER BY name DESC LIMIT 1"
-        ).fetchone()
-    except sqlite3.OperationalError:  # a store from before team tables existed
-        return None
-    if row is None:
+    data = newest_roster_data(conn)
+    if data is None:
         return None
     from ...crypto import SUITE  # only a store in a team pays for it
 
-    env = unpack(bytes(row[0]), what="roster", max_bytes=MAX_ROSTER_BYTES)
+    env = unpack(data, what="roster", max_bytes=MAX_ROSTER_BYTES)
     return Roster.from_body(env.body, SUITE)
 
 

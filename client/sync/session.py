@@ -1,11 +1,11 @@
-"""Team membership of one sealmem home: config, trusted state, roster refresh, status.
+"""The team session of one sealmem home: config, trusted state, roster refresh, status.
 
 The config (``<home>/team.json``) names the team, the pinned root key and where
 the team's objects live.  What this member trusts (rosters, keyrings, chain
 heads) lives in the store (:mod:`sealmem.client.sync.replica`), re-verified on load.
 :class:`Team` bundles the store, the member key, the config and the transport
 for the sync engine (:mod:`sealmem.client.sync.engine`) and the admin operations
-(:mod:`sealmem.client.team.admin`).
+(:mod:`sealmem.client.team.admin`); joining is :mod:`sealmem.client.team.join`.
 """
 
 from __future__ import annotations
@@ -15,22 +15,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...crypto import SUITE, ContentKey, MemberKey
+from ...crypto import SUITE, ContentKey, MemberKey, PublicIdentity
 from ...protocol import hubapi, reasons
 from ...protocol.encoding import b64d, b64e
 from ...protocol.errors import InputError, Rejected, SealmemError, StoreError
-from ...protocol.names import name_problem, select
+from ...protocol.names import select
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_keyring, accept_roster
-from ..clock import now_ms
 from ..fsutil import atomic_write
 from ..store.connection import transaction
-from ..sync import clockhealth, replica
-from ..sync.hub import is_hub_location, open_transport
-from ..sync.transport import Transport
-from .invite import Invite, fingerprint_of, make_join_request
+from . import clockhealth, replica
+from .hub import is_hub_location, open_transport
 from .local_only import local_only
+from .transport import Transport
 
 if TYPE_CHECKING:  # avoids importing the store API at module load
     from ..store.api import MemoryStore
@@ -43,8 +41,6 @@ __all__ = [
     "Team",
     "TeamConfig",
     "find_member",
-    "join_team",
-    "now_ms",
     "sync_health",
     "transport_for",
     "trusted_roster",
@@ -76,7 +72,7 @@ class TeamConfig:
 
     @property
     def root_fingerprint(self) -> str:
-        return fingerprint_of(self.root_public, self.root_box_public)
+        return PublicIdentity.from_public_keys(self.root_public, self.root_box_public).fingerprint()
 
     def save(self, home_dir: Path) -> None:
         doc = {**asdict(self), "root_public": b64e(self.root_public)}
@@ -350,7 +346,9 @@ class Team:
                     "kid": m.kid,
                     "name": m.name,
                     "role": m.role,
-                    "fingerprint": fingerprint_of(m.sign_public, m.box_public),
+                    "fingerprint": PublicIdentity.from_public_keys(
+                        m.sign_public, m.box_public
+                    ).fingerprint(),
                     "revoked": roster.revocation(m.kid) is not None,
                     "issued_by_admin": m.issued_by_admin,
                     "last_received_at": max((v[1] for v in seen), default=None),
@@ -393,101 +391,3 @@ def _my_name(config: TeamConfig, roster: Roster | None, kid: str) -> str:
     """This member's name in the roster (the admin's choice), else the one it joined with."""
     member = None if roster is None else roster.member(kid)
     return config.name if member is None else member.name
-
-
-def _join_location(invite: Invite, *, folder: str | None, hub: str | None) -> str:
-    """Where this member reaches the team: the invite's location unless overridden."""
-    if folder and hub:
-        raise InputError("give either --folder or --hub, not both")
-    if hub:
-        if not is_hub_location(hub):
-            raise InputError(f"hub URL {hub!r} must start with http:// or https://")
-        return hub.rstrip("/")
-    if folder or invite.transport != "hub":
-        return str(Path(folder or invite.location).absolute())
-    return invite.location
-
-
-def join_team(
-    home_dir: Path,
-    invite: Invite,
-    key: MemberKey,
-    *,
-    name: str | None,
-    default_name: str | None = None,
-    folder: str | None = None,
-    hub: str | None = None,
-    post_request: bool = True,
-    now: int,
-) -> TeamConfig:
-    """Pin the invite's root key, save the team config and (unless the admin issued our
-    key) leave a join request in the team folder.
-
-    The display name is ``name``, else the invite's ``--for`` name, else
-    ``default_name``.  A key the admin issued (``post_request=False``) is already in
-    the roster under the name it was issued for: that name is taken from the
-    verified roster (a different ``name`` is refused).
-    """
-    if (Path(home_dir) / CONFIG_FILE).exists():
-        raise InputError(f"this sealmem home ({home_dir}) is already in a team")
-    location = _join_location(invite, folder=folder, hub=hub)
-    transport_kind = "hub" if hub or (not folder and invite.transport == "hub") else "folder"
-    if not post_request:
-        issued = _issued_name(invite, key, location, transport_kind)
-        if issued is not None and name is not None and name != issued:
-            raise InputError(
-                f"this key was issued for {issued!r}: join without --name (or with "
-                f"--name {issued!r}); the admin changes names"
-            )
-        name = issued or name
-    name = name or invite.for_name or default_name
-    if name is None:
-        raise InputError("give your display name with --name")
-    if problem := name_problem(name):
-        raise InputError(f"your display name {name!r} {problem}; choose another with --name")
-    if post_request and invite.for_name is not None and name != invite.for_name:
-        raise InputError(
-            f"this invite is for {invite.for_name!r}: join with --name {invite.for_name!r}, "
-            "or ask the admin for an invite for you"
-        )
-    config = TeamConfig(
-        team=invite.team,
-        root_public=invite.root_public,
-        root_box_public=invite.root_box_public,
-        location=location,
-        name=name,
-        transport=transport_kind,
-    )
-    if post_request:
-        request = make_join_request(
-            key, team=invite.team, name=name, invite_id=invite.invite_id, now=now
-        )
-        transport = transport_for(config, key)
-        try:
-            transport.post_request(key.kid, request)
-        finally:
-            transport.close()
-    config.save(home_dir)
-    return config
-
-
-def _issued_name(invite: Invite, key: MemberKey, location: str, kind: str) -> str | None:
-    """The name ``key`` has in the team's newest roster that verifies from the invite's root
-    key, or None when the transport holds none naming it (or cannot be reached)."""
-    config = TeamConfig(
-        invite.team, invite.root_public, invite.root_box_public, location, "-", kind
-    )
-    state = TrustedState.pin(SUITE, invite.team, invite.root_public)
-    try:
-        transport = transport_for(config, key)
-    except SealmemError:
-        return None
-    try:
-        for data in transport.rosters(0):
-            state, _ = accept_roster(SUITE, state, data)
-    except SealmemError:  # unreachable, or a broken chain: keep what verified so far
-        pass
-    finally:
-        transport.close()
-    member = None if state.roster is None else state.roster.member(key.kid)
-    return None if member is None else member.name

@@ -1,9 +1,9 @@
-"""The CLI's last line of defence: foreign errors no lower layer translated, in one sentence.
+"""The last line of defence of the CLI and the viewer: foreign errors in one sentence.
 
 Every layer translates what it expects (``StoreError`` for SQLite,
 ``TransportError`` for the folder and the hub, ``InputError`` for a bad path or
-text).  What still reaches :func:`sealmem.client.cli.main` as a bare
-``sqlite3.Error`` or ``OSError`` is phrased here for people: what failed, on
+text).  What still reaches :func:`sealmem.client.cli.main` or a viewer page as a
+bare ``sqlite3.Error`` or ``OSError`` is phrased here for people: what failed, on
 which file, and what to do.  ``SEALMEM_DEBUG=1`` shows the traceback instead.
 """
 
@@ -14,7 +14,9 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ...protocol.errors import SealmemError
+from ..protocol.errors import SealmemError
+from .paths import home, store_path
+from .store.connection import describe as describe_sqlite
 
 __all__ = ["DEBUG_ENV", "debugging", "describe"]
 
@@ -28,8 +30,6 @@ def debugging() -> bool:
 
 
 def _home() -> str:
-    from ..paths import home
-
     try:
         return str(home())
     except (SealmemError, OSError):  # the message must not fail: fall back to words
@@ -37,8 +37,6 @@ def _home() -> str:
 
 
 def _store() -> str:
-    from ..paths import store_path
-
     where = _home()
     return "the local store" if where == "SEALMEM_HOME" else str(store_path(Path(where)))
 
@@ -74,7 +72,5 @@ def _os_error(exc: OSError) -> str:
 def describe(exc: sqlite3.Error | OSError) -> str:
     """One line for people: what failed and the fix."""
     if isinstance(exc, sqlite3.Error):
-        from ..store.connection import describe as describe_sqlite
-
         return f"{describe_sqlite(_store(), exc)} {_RERUN}"
     return _os_error(exc)

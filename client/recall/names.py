@@ -1,6 +1,6 @@
 """Member names for display: who a kid is, from the newest roster this store accepted.
 
-Rosters are verified before they are saved (``client/team/session.py``), so reading the
+Rosters are verified before they are saved (``client/sync/session.py``), so reading the
 newest one back needs no signature check; a store that never joined a team has
 no names and every author shows as its short id.
 """
@@ -12,21 +12,27 @@ import sqlite3
 from ...protocol import canonical
 from ...protocol.errors import ProtocolError
 
-__all__ = ["member_names"]
+__all__ = ["member_names", "newest_roster_data"]
 
 
-def member_names(conn: sqlite3.Connection) -> dict[str, str]:
-    """``{kid: name}`` of every member in the newest accepted roster (empty without a team)."""
+def newest_roster_data(conn: sqlite3.Connection) -> bytes | None:
+    """The envelope of the newest roster this store accepted; None without a team."""
     try:
         row = conn.execute(
             "SELECT data FROM team_objects WHERE kind = 'roster' ORDER BY name DESC LIMIT 1"
         ).fetchone()
     except sqlite3.OperationalError:  # a store from before team tables existed
-        return {}
-    if row is None:
+        return None
+    return None if row is None else bytes(row[0])
+
+
+def member_names(conn: sqlite3.Connection) -> dict[str, str]:
+    """``{kid: name}`` of every member in the newest accepted roster (empty without a team)."""
+    data = newest_roster_data(conn)
+    if data is None:
         return {}
     try:
-        members = canonical.decode(bytes(row[0]))["body"]["members"]
+        members = canonical.decode(data)["body"]["members"]
         return {m["kid"]: m["name"] for m in members}
     except (ProtocolError, KeyError, TypeError):
         return {}

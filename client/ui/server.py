@@ -1,0 +1,117 @@
+"""The viewer's server: a loopback socket, uvicorn on it, and the browser's way in.
+
+The browser is handed a private file (mode 0600 in ``SEALMEM_HOME``) that
+refreshes to the URL with its token, never the URL itself: a browser started
+with the URL keeps it in its command line, which every user of the machine
+can read (``ps``), and the viewer's port is open to all of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+import threading
+import warnings
+from collections.abc import Iterator
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from ..fsutil import atomic_write
+
+__all__ = ["can_open_browser", "listen", "opener", "serve"]
+
+
+def listen(port: int) -> socket.socket:
+    """A socket listening on 127.0.0.1:``port`` (0: a free one); ``OSError`` if taken."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(128)  # a browser opened before the server runs may connect: queue it
+    return sock
+
+
+def opener(home: Path, port: int, url: str) -> Path:
+    """Write the private file that sends a browser to ``url`` (with its token)."""
+    where = escape(url, quote=True)
+    page = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0;url={where}"><title>sealmem ui</title></head>'
+        f'<body><p><a href="{where}">Open the sealmem viewer</a></p></body></html>\n'
+    )
+    path = home / f"ui-{port}.html"
+    atomic_write(path, page.encode(), mode=0o600)
+    return path
+
+
+def can_open_browser() -> bool:
+    """Whether a graphical browser can be opened here.
+
+    Without a display (over ssh, in a container) Python's :mod:`webbrowser`
+    runs a console browser (lynx, w3m, www-browser) in this very terminal.
+    ``BROWSER`` set by the user is honoured.
+    """
+    if os.environ.get("BROWSER") or sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def serve(app: Any, sock: socket.socket) -> None:
+    """Run ``app`` on ``sock`` until Ctrl-C or SIGTERM (then act as they would)."""
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    server = _QuietServer(config)
+    # A Ctrl-C that lands before uvicorn starts awaiting its server leaves that coroutine
+    # unawaited: the stop is clean (exit 130), the warning about it is noise.
+    warnings.filterwarnings("ignore", "coroutine 'Server.serve' was never awaited", RuntimeWarning)
+    with _stops(server):
+        server.run(sockets=[sock])
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn's server without signal handlers of its own (:func:`_stops` has them)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@contextlib.contextmanager
+def _stops(server: Any) -> Iterator[None]:
+    """Ctrl-C (and SIGTERM) stop ``server`` whenever they come, then act as they would.
+
+    uvicorn installs its handlers only once its loop runs, after asyncio's own SIGINT
+    handler, so a Ctrl-C meets a different handler depending on when it comes.  Here
+    one handler is in place before the server starts and until it stopped; it asks the
+    server to exit (a second Ctrl-C: at once).
+    Afterwards each signal taken is raised again with the old handlers back, as
+    uvicorn does: Ctrl-C ends the command with 130, SIGTERM the process.
+    """
+    taken: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        taken.append(signum)
+        if server.should_exit and signum == signal.SIGINT:
+            server.force_exit = True
+        server.should_exit = True
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only: nothing to install
+        return
+    wanted = [signal.SIGINT, signal.SIGTERM]
+    before = {sig: signal.signal(sig, stop) for sig in wanted}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+    for signum in reversed(taken):
+        signal.raise_signal(signum)

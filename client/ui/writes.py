@@ -1,0 +1,86 @@
+"""The viewer's writes: a form in, one ``MemoryStore`` call, the page that shows the result.
+
+Each write takes the open store and the checked form (the :class:`~.guard.Guard`
+read it) and returns the path the browser is sent to (303).  A bad value is an
+``InputError``: the viewer shows it as a page, nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...protocol.errors import InputError
+from ..hosts import review
+from ..store.api import MemoryStore
+
+__all__ = ["WRITES", "Write"]
+
+Write = Callable[[MemoryStore, dict[str, str]], str]
+
+
+def _importance(form: dict[str, str]) -> float:
+    text = form.get("importance", "").strip() or "0.5"
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"importance {text!r} is not a number between 0 and 1") from None
+
+
+def _remember(store: MemoryStore, form: dict[str, str]) -> str:
+    words = [w.strip() for w in form.get("keywords", "").split(",") if w.strip()]
+    result = store.remember(
+        form.get("content", ""),
+        kind=form.get("kind") or None,
+        keywords=words,
+        importance=_importance(form),
+        project=form.get("project") or None,
+        private=form.get("private") == "on",
+        origin="ui",
+    )
+    return f"/m/{result.memory.id}"
+
+
+def _forget(store: MemoryStore, form: dict[str, str]) -> str:
+    reason = form.get("reason", "").strip()
+    if not reason:
+        raise InputError("say why the memory is forgotten (the reason is kept)")
+    return f"/m/{store.forget(form.get('id', ''), reason=reason).id}"
+
+
+def _set_importance(store: MemoryStore, form: dict[str, str]) -> str:
+    return f"/m/{store.set_importance(form.get('id', ''), _importance(form)).id}"
+
+
+def _correct(store: MemoryStore, form: dict[str, str]) -> str:
+    old = store.get(form.get("id", ""))
+    result = store.remember(
+        form.get("content", ""),
+        kind=old.kind,
+        keywords=list(old.record.keywords),
+        importance=old.record.importance,
+        project=old.project,
+        supersedes=[old.id],
+        origin="ui",
+    )
+    return f"/m/{result.memory.id}"
+
+
+def _accept(store: MemoryStore, form: dict[str, str]) -> str:
+    review.accept(store, review.choose(store, [form.get("id", "")], "accept"))
+    return "/captured"
+
+
+def _discard(store: MemoryStore, form: dict[str, str]) -> str:
+    review.discard(store, review.choose(store, [form.get("id", "")], "discard"))
+    return "/captured"
+
+
+WRITES: dict[str, Write] = {
+    "/remember": _remember,
+    "/forget": _forget,
+    "/importance": _set_importance,
+    "/correct": _correct,
+    "/captured/accept": _accept,
+    "/captured/discard": _discard,
+}
+"""Each write's path (POST)."""
