@@ -40,7 +40,6 @@ from ..protocol.invite import MAX_JOIN_BYTES
 from ..protocol.manifest import MAX_CHUNK_BYTES
 from ..protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from .auth import Authenticator, ReplayGuard
-from .backends import open_storage
 from .config import HubConfig
 from .edge import BodyPolicy, BodyReader, MetricsDoor, PollSlots, route_path, unless_gone
 from .errors import Refusal
@@ -48,6 +47,7 @@ from .front import Answers, Direct, Endpoint, Exchange, Front, Routes
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
 from .routes import Blocking, Ctx, Handler, Handlers, Json
 from .storage import QuotaExceeded, Storage, StorageError
+from .storage.backends import open_storage
 from .teams import Teams
 from .workers import Batcher, Workers
 

@@ -16,7 +16,7 @@ from ..protocol.errors import InputError
 from ..protocol.manifest import MAX_CHUNK_BYTES
 from ..protocol.roster import TEAM_RE
 from ..protocol.verify import MAX_ROSTER_BYTES
-from .stored import Quota
+from .storage import Quota
 
 __all__ = [
     "BLOBS_ENV",

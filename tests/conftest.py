@@ -4,10 +4,14 @@ Every test starts with ``SEALMEM_HOME`` and ``HOME`` pointing into a fresh
 temporary directory, so a code path that falls back to the default home (or
 to ``~/.claude``, ``~/.codex``, ...) lands there. Tests that need their own
 homes set them explicitly, as the multi-member tests do.
+
+A test of the PostgreSQL + S3 backend is marked ``slow`` here, wherever it is: it
+needs the session's PostgreSQL cluster and S3 server (seconds to start).
 """
 
 from __future__ import annotations
 
+import re
 import signal
 
 import pytest
@@ -40,3 +44,17 @@ def _isolated_home(
     monkeypatch.setenv("SEALMEM_HOOK_BUDGET_S", "30")
     for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(var, raising=False)
+
+
+_ENGINE_FIXTURES = frozenset({"pg_server", "pg_dsn", "s3_server", "s3_url"})
+_ENGINE_PARAM = re.compile(r"postgresql(\+\w+)*")  # a backend's name, not a URL
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        params = getattr(item, "callspec", None)
+        values = params.params.values() if params is not None else ()
+        if _ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())) or any(
+            isinstance(v, str) and _ENGINE_PARAM.fullmatch(v) for v in values
+        ):
+            item.add_marker(pytest.mark.slow)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from sealmem.client.sync.engine import sync_lock
-from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.hub.storage import StorageError
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol.errors import StoreError
 
 _HOLD = """
@@ -29,6 +29,7 @@ with sync_lock(Path(sys.argv[1])):
 """
 
 
+@pytest.mark.slow
 def test_a_sync_lock_held_by_another_process_is_refused_by_name(tmp_path: Path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", _HOLD, str(tmp_path)],

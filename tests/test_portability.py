@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("client", "hub", "crypto", "protocol")
 POSIX_ONLY = {"fcntl", "termios", "pwd", "grp", "resource"}
@@ -26,6 +28,7 @@ def _imported(tree: ast.AST) -> set[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_module_imports_a_posix_only_module() -> None:
     modules = [p for top in PACKAGES for p in (ROOT / top).rglob("*.py")]
     assert len(modules) > 50  # the walk really sees the package

@@ -46,7 +46,7 @@ BlobsOpt = Annotated[
 
 
 def _where(data: Path | None, db: str | None, blobs: str | None) -> str:
-    from ...hub.backends import shown_url  # never print a password
+    from ...hub.storage.backends import shown_url  # never print a password
 
     shown = [f"data: {data}"] if data is not None and db is None else []
     if db is not None:
@@ -146,9 +146,9 @@ def scrub(
     that their writers upload them again at their next sync.  An SQLite hub must be
     stopped first (it holds hub.lock)."""
     from ...crypto import SUITE
-    from ...hub.backends import open_storage
-    from ...hub.blobstore import BlobKey
     from ...hub.config import HubConfig
+    from ...hub.storage.backends import open_storage
+    from ...hub.storage.blobs import BlobKey
     from ...protocol.snapshot import chunk_id
 
     config = HubConfig(data_dir=data, db_url=db, blobs_url=blobs)

@@ -20,6 +20,7 @@ def ok(run: Run) -> Run:
     return run
 
 
+@pytest.mark.slow
 def test_forget_removes_the_text_of_every_version(sealmem: Sealmem, home: Path) -> None:
     text = f"the vpn password is {CONTENT}"
     memory_id = ok(sealmem("remember", text, "-k", KEYWORD, "--json")).json()["memory"]["id"]

@@ -33,6 +33,7 @@ def same_minute(cli: CliFn, *texts: str) -> list[str]:
         return [store.remember(text, project="webshop").memory.id for text in texts]
 
 
+@pytest.mark.slow
 def test_the_printed_suffix_works_for_show_forget_and_supersedes(cli: CliFn) -> None:
     first = str(remember(cli, "The API listens on port 8000.")["id"])
     suffix = short_id(first)
@@ -48,6 +49,7 @@ def test_the_printed_suffix_works_for_show_forget_and_supersedes(cli: CliFn) -> 
     assert forgot.json()["id"] == first
 
 
+@pytest.mark.slow
 def test_an_ambiguous_prefix_lists_the_candidates_and_the_way_out(cli: CliFn) -> None:
     a, b = same_minute(cli, "deploys go out on Tuesdays", "deploys freeze on Fridays")
     assert a[:8] == b[:8]

@@ -147,6 +147,7 @@ def test_show_and_unknown_id(cli: CliFn) -> None:
     assert len(missing.err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_list_newest_first_with_limit(cli: CliFn) -> None:
     ids = [remember(cli, f"fact number {n}") for n in range(3)]
     listed = cli("list", "--json").json()["memories"]
@@ -157,6 +158,7 @@ def test_list_newest_first_with_limit(cli: CliFn) -> None:
     assert ids[0][-12:] in table  # the short id: room for the content
 
 
+@pytest.mark.slow
 def test_forget_requires_reason_and_keeps_it(cli: CliFn) -> None:
     memory_id = remember(cli, "The staging password rotates weekly.")
     no_reason = cli("forget", memory_id)
@@ -177,6 +179,7 @@ def test_forget_requires_reason_and_keeps_it(cli: CliFn) -> None:
     assert cli("recall", "staging password", "--json").json()["hits"] == []
 
 
+@pytest.mark.slow
 def test_export_import_round_trip(
     cli: CliFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -234,6 +237,7 @@ def test_big_import_outside_a_terminal_draws_no_progress(cli: CliFn, tmp_path: P
     assert run.err == ""  # the bar is drawn on a terminal only (tests/cli/test_list_view.py)
 
 
+@pytest.mark.slow
 def test_stats_status_doctor(cli: CliFn, home: Path) -> None:
     remember(cli, "one memory", "--kind", "fact")
     stats = cli("stats", "--json").json()

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.skipif(not SEALMEM.exists(), reason="console script not
 Sealmem = Callable[..., Run]
 
 
+@pytest.mark.slow
 def test_remember_recall_round_trip(sealmem: Sealmem) -> None:
     stored = sealmem("remember", "Feature flags live in LaunchDarkly.", "-k", "flags", "--json")
     assert stored.code == 0, stored.err
@@ -28,6 +29,7 @@ def test_remember_recall_round_trip(sealmem: Sealmem) -> None:
     assert hits[0]["content"] == "Feature flags live in LaunchDarkly."
 
 
+@pytest.mark.slow
 def test_expected_failures_are_one_line_without_traceback(sealmem: Sealmem) -> None:
     unknown = sealmem("show", "01900000-0000-7000-8000-000000000000")
     assert unknown.code == 1
@@ -50,6 +52,7 @@ def test_expected_failures_are_one_line_without_traceback(sealmem: Sealmem) -> N
     assert len(oversize.err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_export_import_between_homes(sealmem: Sealmem, tmp_path: Path) -> None:
     ids = set()
     for text in ("Alpha is the auth service.", "Beta is the billing service."):
@@ -83,6 +86,7 @@ def test_export_import_between_homes(sealmem: Sealmem, tmp_path: Path) -> None:
     assert {m["id"] for m in json.loads(listed.stdout)["memories"]} == ids
 
 
+@pytest.mark.slow
 def test_doctor_passes_on_a_fresh_store(sealmem: Sealmem) -> None:
     assert sealmem("init").code == 0
     run = sealmem("doctor")
@@ -90,6 +94,7 @@ def test_doctor_passes_on_a_fresh_store(sealmem: Sealmem) -> None:
     assert "all good" in run.out
 
 
+@pytest.mark.slow
 def test_demo_tells_the_story_and_cleans_up(sealmem: Sealmem, home: Path) -> None:
     run = sealmem("demo")
     assert run.code == 0, run.out + run.err

@@ -35,6 +35,7 @@ def test_shell_completion_is_offered(cli: CLI) -> None:
         assert "not supported" in shown.err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [["remember"], ["recall"], ["install"], ["team", "join"], ["admin", "grant"], ["--help"]],
@@ -93,6 +94,7 @@ def test_sync_summary_line_counts_in_good_english(
     assert summary.line() == line
 
 
+@pytest.mark.slow
 def test_join_says_the_request_is_waiting_not_joined(
     cli: CLI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,6 +9,8 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from sealmem.client.paths import local_author
 from sealmem.client.store import journal
 from tests.support.cli import Run
@@ -41,6 +43,7 @@ def damaged_store(cli: Callable[..., Run], home: Path) -> int:
     return left
 
 
+@pytest.mark.slow
 def test_lost_memories_are_named_and_writes_refused(cli: Callable[..., Run], home: Path) -> None:
     left = damaged_store(cli, home)
     doctor = cli("doctor", "--json")  # the doctor said "all good" here
@@ -62,6 +65,7 @@ def test_lost_memories_are_named_and_writes_refused(cli: Callable[..., Run], hom
     assert count(cli) == left
 
 
+@pytest.mark.slow
 def test_recover_clears_the_mark(cli: Callable[..., Run], home: Path) -> None:
     left = damaged_store(cli, home)
     assert cli("recover").code == 0
@@ -85,6 +89,7 @@ def test_an_older_copy_put_back_is_caught(cli: Callable[..., Run], home: Path) -
     assert "2 memories missing" in one_line(cli("remember", "fourth"))
 
 
+@pytest.mark.slow
 def test_a_sound_store_passes(cli: Callable[..., Run], home: Path) -> None:
     for i in range(5):
         assert cli("remember", f"lesson {i}").code == 0
@@ -94,6 +99,7 @@ def test_a_sound_store_passes(cli: Callable[..., Run], home: Path) -> None:
     assert "5 memories" in checks["journal"]["detail"], checks["journal"]
 
 
+@pytest.mark.slow
 def test_a_store_sqlite_calls_corrupt_is_marked_by_doctor(
     cli: Callable[..., Run], home: Path
 ) -> None:

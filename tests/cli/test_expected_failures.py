@@ -33,6 +33,7 @@ def stored(home: Path) -> int:
         return len(store.recent(limit=100, all_projects=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
 def test_remember_refuses_non_utf8_stdin_in_a_real_process(home: Path, locale: str) -> None:
     env = {**os.environ, "SEALMEM_HOME": str(home), "LC_ALL": locale, "LANG": locale}

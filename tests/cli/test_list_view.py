@@ -132,6 +132,7 @@ def _export_file(tmp_path: Path, count: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_import_outside_a_terminal_prints_only_the_summary(cli: CliFn, tmp_path: Path) -> None:
     path = _export_file(tmp_path, 210)
     run = cli("import", str(path))

@@ -95,6 +95,7 @@ def test_export_refuses_to_overwrite_an_existing_file_unless_forced(
 # -- read-only stores --------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("read_only", ["file", "directory"])
 def test_a_read_only_store_can_be_read(
     open_home: Path,
@@ -187,6 +188,7 @@ def _damaged_store(cli: Callable[..., Run], home: Path, count: int) -> tuple[Pat
     return store, lost
 
 
+@pytest.mark.slow
 def test_doctor_reports_a_damaged_store_and_recover_salvages_the_readable_memories(
     cli: Callable[..., Run], home: Path, tmp_path: Path
 ) -> None:
@@ -227,6 +229,7 @@ def test_doctor_reports_a_damaged_store_and_recover_salvages_the_readable_memori
     assert cli("remember", "written after the recovery").code == 0
 
 
+@pytest.mark.slow
 def test_recover_to_a_new_path_leaves_the_damaged_store_in_place(
     cli: Callable[..., Run], home: Path, tmp_path: Path
 ) -> None:

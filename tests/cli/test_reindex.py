@@ -20,6 +20,7 @@ def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_doctor_finds_a_drifted_index_and_reindex_mends_it(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with MemoryStore.open(home / "store.db") as store:
@@ -54,6 +55,7 @@ def test_doctor_finds_a_drifted_index_and_reindex_mends_it(tmp_path: Path) -> No
 # -- progress: the project's own (rich, on a terminal only), not click's bar --------------
 
 
+@pytest.mark.slow
 def test_reindex_outside_a_terminal_prints_only_the_summary(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with MemoryStore.open(home / "store.db") as store:

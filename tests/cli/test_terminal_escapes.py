@@ -27,6 +27,8 @@ from sealmem.protocol.names import hidden_at
 from tests.support.cli import Run, in_process
 from tests.sync.conftest import PROJECT, World, make_world
 
+pytestmark = pytest.mark.slow
+
 HOSTILE = "deploy \x1b]0;pwned\x07 from \x1b[2J the \u202eesaeler\u202c branch \x9b31m only"
 RAW = ("\x1b", "\x07", "\x9b", "\u202e", "\u202c", "\u2066")
 

@@ -112,6 +112,7 @@ with MemoryStore.open(sys.argv[1], author="me") as store:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 def test_the_wal_is_synced_before_the_sidecar_counts_the_commit(tmp_path: Path) -> None:
     """In a real process, traced: after the commit's last write to the WAL, an fsync
@@ -142,3 +143,36 @@ def test_the_wal_is_synced_before_the_sidecar_counts_the_commit(tmp_path: Path) 
         if i > wal_writes[-1] and re.search(r"\bf(data)?sync\(", x) and wal in x
     ]
     assert synced, "the sidecar counted a commit the WAL had not synced"
+
+
+def test_the_wal_synced_before_the_sidecar_is_the_one_sqlite_writes_through_a_symlink(
+    tmp_path: Path,
+) -> None:
+    """A store path that is a symlink (a home whose store lives on another disk): SQLite
+    writes its WAL beside the link's target, so the journal must fsync that one before
+    it calls the count durable.  Before, it looked for the WAL beside the link, found
+    none, fsynced the main file instead and still wrote ``"durable": true``: after a
+    power cut that took unsynced WAL frames, the store would be called damaged."""
+    real = tmp_path / "disk" / "store.db"
+    real.parent.mkdir()
+    _write(real, "a note on the real disk")
+    link = tmp_path / "home" / "store.db"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from sealmem.client import MemoryStore\n"
+        "opened = []\n"
+        "sys.addaudithook(lambda event, args: opened.append(str(args[0]))"
+        " if event == 'open' and str(args[0]).endswith('-wal') else None)\n"
+        f"with MemoryStore.open(Path({str(link)!r}), author='me') as store:\n"
+        "    del opened[:]\n"
+        "    store.remember('a note written through the link', project='webapp')\n"
+        "print('\\n'.join(opened))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert f"{real}-wal" in done.stdout.split("\n"), done.stdout
+    assert journal.read(link)[0] is not None

@@ -9,6 +9,8 @@ import pytest
 
 from tests.sync.conftest import PROJECT, World, make_world
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[World]:

@@ -192,6 +192,7 @@ def test_neighbours_are_limited_to_one_session(mem: MemoryStore, recall_clock: C
     assert too_late not in found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("origin", ["cli", "mcp", "api", "demo", "cli:", ":abc", "mcp:  "])
 def test_an_origin_without_a_session_has_no_neighbours_beyond_the_gap(
     mem: MemoryStore, recall_clock: Clock, origin: str

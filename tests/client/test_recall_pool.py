@@ -77,6 +77,7 @@ def _key(pool: list[tuple[float, Row]]) -> list[tuple[float, Row]]:
     return sorted(pool, key=lambda hit: (-hit[0], hit[1][0]))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_the_pool_draws_what_the_pool_of_every_match_drew(seed: int) -> None:
@@ -93,6 +94,7 @@ def test_the_pool_draws_what_the_pool_of_every_match_drew(seed: int) -> None:
                 assert len(got) == len(want) <= limit
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_recall_ranks_the_same_as_with_the_pool_of_every_match(seed: int) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -63,6 +64,7 @@ _WORDS = st.builds(
 ).filter(lambda w: 2 < len(w) <= 64)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(words=st.lists(_WORDS, min_size=1, max_size=50))
 @example(words=["eed", "eeds", "ies", "sses", "yyed", "yying", "pfoyyed", "wleyyed"])
@@ -70,6 +72,7 @@ def test_random_words_stem_as_fts5_does(words: list[str]) -> None:
     assert [stem(w) for w in words] == _fts5_stems(words)
 
 
+@pytest.mark.slow
 def test_a_store_of_version_13_gets_the_stems_the_stemmer_now_gives(
     tmp_path: Path, open_store: OpenStore
 ) -> None:

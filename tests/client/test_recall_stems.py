@@ -9,6 +9,7 @@ import re
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -110,6 +111,7 @@ def test_a_text_written_without_its_stems_loses_them_and_recall_stems_it(
     assert _stored(store)[memory_id][2] is None  # other updates leave the column alone
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_recall_ranks_the_same_with_and_without_stored_stems(seed: int) -> None:

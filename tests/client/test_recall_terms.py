@@ -71,6 +71,7 @@ def _text(rng: random.Random) -> str:
     return " ".join(rng.choices(_WORDS, k=rng.randint(1, 5)))
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_the_kept_counts_are_the_index_counts_after_every_write_path(seed: int) -> None:
@@ -132,6 +133,7 @@ def test_the_counts_are_filled_again_each_time_the_store_doubles(open_store: Ope
         assert set(kept) == {"cach", "note", "redi"}  # the numbers are each in one memory
 
 
+@pytest.mark.slow
 def test_a_store_of_version_11_gets_the_counts_of_its_frequent_terms(
     tmp_path: Path, open_store: OpenStore
 ) -> None:
@@ -195,6 +197,7 @@ def test_a_cold_recall_reads_a_frequent_count_instead_of_walking_the_index(
     assert any("term_counts" in sql and "'cach'" in sql for sql in statements)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_recall_ranks_the_same_with_and_without_the_kept_counts(seed: int) -> None:
@@ -258,6 +261,7 @@ def test_reindex_and_recover_count_the_frequent_terms_again(
         assert _check(again.connection) == right
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pulls=st.lists(st.lists(versions(), min_size=1, max_size=8), min_size=1, max_size=6))
 def test_the_kept_counts_follow_pulled_versions(pulls: list[list[Record]]) -> None:

@@ -61,6 +61,7 @@ def test_each_secret_type_is_redacted(kind: str, secret: str, template: str) -> 
     assert redact(result.text).text == result.text  # idempotent
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "secret", "template"), CASES, ids=[c[0] for c in CASES])
 def test_stored_memory_and_warnings_never_hold_the_secret(
     store: MemoryStore, kind: str, secret: str, template: str

@@ -48,6 +48,7 @@ def _record(i: int, content: str, keywords: list[str], reason: str | None) -> Re
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(TEXTS, max_size=12))
 def test_a_batch_finds_what_each_text_alone_finds(batch: list[str]) -> None:
@@ -60,6 +61,7 @@ def test_a_batch_finds_what_each_text_alone_finds(batch: list[str]) -> None:
             assert i not in many, text
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(TEXTS, KEYWORDS, st.none() | TEXTS), max_size=10))
 def test_a_batch_of_versions_is_redacted_as_each_version_alone(
@@ -84,6 +86,7 @@ def test_a_letter_that_lower_cases_to_two_keeps_each_text_in_its_place() -> None
     assert many[1].text == "DB_PASSWORD=[REDACTED:password]"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(TEXTS)
 def test_the_word_lookup_redacts_as_the_whole_text_scan(text: str) -> None:
@@ -130,6 +133,7 @@ _TWISTS = [
 ]
 
 
+@pytest.mark.slow
 def test_every_corpus_line_twisted_in_one_batch_of_thousands() -> None:
     """A pull's batch is thousands of versions: every line of the corpus, each twisted
     (case, other whitespace, case twins) and each at the end and the start of a text
@@ -151,6 +155,7 @@ def test_every_corpus_line_twisted_in_one_batch_of_thousands() -> None:
 _WORDS_OF_LINES = sorted({word for line in LINES for word in line.split()})
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(

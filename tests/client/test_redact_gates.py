@@ -43,6 +43,7 @@ def test_gates_change_nothing_on_the_corpus(monkeypatch: pytest.MonkeyPatch) -> 
         assert redact(line.text).text == ungated(line.text, monkeypatch), line.text
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=14))
 def test_gates_change_nothing_on_look_alikes(parts: list[str]) -> None:
@@ -77,6 +78,7 @@ WORDY = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from(WORDY), min_size=0, max_size=20))
 def test_word_lookup_finds_the_cues_one_scan_finds(parts: list[str]) -> None:

@@ -1,4 +1,5 @@
-"""The secrets that leaked past redaction (issue 12) are redacted, with a warning.
+"""The secrets that leaked past redaction (issue 12), and the listed kinds that got
+through in another spelling, are redacted, with a warning.
 
 Each fake secret is assembled from a seeded generator, so no real-looking token sits
 in the source as one string; none is real.
@@ -111,3 +112,51 @@ def test_the_redact_api_callers_use_still_works() -> None:
     for name in ("RULES", "Redacted", "Rule", "redact", "redact_all", "warning_for"):
         assert name in redact_module.__all__
     assert all(rule.type and rule.pattern.pattern for rule in redact_module.RULES)
+
+
+SECRET = "hunter2Xq9"
+
+
+@pytest.mark.parametrize(
+    ("text", "leaked"),
+    [
+        ("redis://:hunter2Xq9@cache:6379/0", SECRET),  # a password with no user name
+        ("db_password = 'correct horse battery staple'", "horse battery staple"),
+        ('DB_PASSWORD="two words hunter2Xq9"', SECRET),
+        ('"api_secret": "hunter2Xq9 and more"', "and more"),
+        ("DB_PASS=hunter2Xq9", SECRET),
+        ("SMTP_PASS: hunter2Xq9", SECRET),
+        ("https://example.com/login?user=bob&pass=hunter2Xq9", SECRET),
+        ("pg_dump --password hunter2Xq9 prod", SECRET),
+        ("mysql -u root -phunter2Xq9 prod", SECRET),
+        ("mysqldump -uroot -p'hunter2Xq9 x' shop", SECRET),
+        ('deploy --db-password "hunter2Xq9 x" --yes', SECRET),
+        ("discord.com/api/webhooks/123456789012345678/zQ3xV8mN2pL5tR7wK9yB4cH6jD1fG0s", "zQ3xV8"),
+        (
+            "https://discord.com/api/v10/webhooks/123456789012345678/zQ3xV8mN2pL5tR7wK9yB4cH6jD1f",
+            "zQ3xV8",
+        ),
+    ],
+)
+def test_another_spelling_of_a_listed_kind_is_redacted(text: str, leaked: str) -> None:
+    result = redact(text)
+    assert leaked not in result.text
+    assert result.found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "second pass: we rerun the flaky tests",
+        "def close(self):\n    pass\n",
+        "the bypass=on flag skips the cache",
+        "run it with --no-password --verbose",
+        "keep it in --password-file /run/secrets/db",
+        "git clone https://github.com/org/repo.git",
+        "the passport photo is in the drive",
+        "mysql -h db -P3306 -u app -p",
+        "mysql -u root -p prod",
+    ],
+)
+def test_prose_and_code_near_the_new_spellings_is_left_alone(text: str) -> None:
+    assert redact(text).text == text

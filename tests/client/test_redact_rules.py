@@ -1,4 +1,5 @@
-"""The rule set: its version, the gitleaks data, the prefilter, and the labelled corpus."""
+"""The rule set: its version, the gitleaks data, the prefilter, the labelled corpus, and
+rules that must not backtrack on hostile text."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from sealmem.client.store import redaction
 from sealmem.client.store.redaction import RULES_VERSION, engine, gitleaks, redact
+from sealmem.client.store.redaction.rules import RULES
 from tests.fixtures.redaction import corpus
 
 
@@ -155,3 +157,29 @@ def test_a_quadratic_rule_is_tried_only_near_its_first_keywords(
     assert list(spec.finditer(hostile)) == []
     assert len(counting.calls) <= gitleaks.MAX_STARTS
     assert all(kind == "match" and size <= 1024 for kind, size in counting.calls)
+
+
+def test_a_url_rule_match_never_begins_inside_a_scheme() -> None:
+    """``a-`` x 32,000 then ``://`` took 30 s: a match was tried at every ``\\b`` of the
+    run and each scanned the rest of it.  A scheme now begins where its run begins, so
+    each character is scanned once; no match may start inside the run."""
+    (pattern,) = [rule.pattern for rule in RULES if rule.type == "url_password"]
+    text = "x-y-z.w+v" + "://app:hunter2Xq9@db"
+    assert pattern.match(text, 0) is not None
+    starts = [k for k in range(1, text.index("://")) if pattern.match(text, k) is not None]
+    assert starts == []
+
+
+def test_a_bitbake_only_allowlist_does_not_let_secrets_through_elsewhere() -> None:
+    """gitleaks allows ``LICENSE...="..."`` and ``SRC...="..."`` lines only in BitBake
+    files (paths AND regexes); a memory has no path, so the list must not apply at all."""
+    for text in ['SRC_ACCESS="k3JqP0xz9Lm2Wv"', 'LICENSE="MIT" BUILD_ACCESS="k3JqP0xz9Lm2Wv"']:
+        result = redact(text)
+        assert "k3JqP0xz9Lm2Wv" not in result.text, text
+        assert result.found == {"generic-api-key": 1}
+
+
+def test_every_gitleaks_allowlist_kept_can_hold_without_a_path() -> None:
+    for spec in gitleaks.specs()[0]:
+        for allow in spec.allowlists:
+            assert allow.regexes or allow.stopwords, spec.id

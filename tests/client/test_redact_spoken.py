@@ -4,12 +4,16 @@
 wants 16+ characters of mixed case and refuses hex).  The rule takes only a value
 shaped like a credential, so prose about tokens stays as it is, and its gate keeps the
 cost of prose where it was (the gate changes no finding: checked here and in
-``test_redact_gates.py``).
+``test_redact_gates.py``); a spoken secret word before a long run of blanks is read in
+one pass.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -91,6 +95,7 @@ def test_the_rule_is_gated() -> None:
     assert rule.gate is not None
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=12))
 def test_the_gate_changes_no_finding(parts: list[str]) -> None:
@@ -99,3 +104,43 @@ def test_the_gate_changes_no_finding(parts: list[str]) -> None:
         gated = redact(text).text
         patch.setattr(engine, "RULES", UNGATED)
         assert redact(text).text == gated
+
+
+SPOKEN_LEADS = [
+    "the token is",
+    "token was set to",
+    "the api key for prod was",
+    "the password is",
+    "password for staging was",
+]
+
+
+def test_a_spoken_secret_word_before_a_run_of_blanks_is_read_in_one_pass(tmp_path: Path) -> None:
+    """ "the token is" (or "the password is") then 64 KiB of blanks took 130-200 s on one
+    core: the blanks between "is" and the value were split between two ``\\s*`` every
+    way there is.  Run in a child process that must finish; a hang guard with a wide
+    margin (the shapes take milliseconds), not a measure of speed
+    (tests/bench/bench_redos.py measures)."""
+    size = 64 * 1024
+    texts = [lead + blank * (size - len(lead)) for lead in SPOKEN_LEADS for blank in (" ", "\n")]
+    texts += [(lead + " " * 600 + "hunter2Xq9 ") * 50 for lead in SPOKEN_LEADS]
+    path = tmp_path / "texts.txt"
+    path.write_text("\0".join(texts), encoding="utf-8")
+    code = (
+        "import sys\n"
+        "from sealmem.client.store.redaction import redact\n"
+        "texts = open(sys.argv[1], encoding='utf-8').read().split('\\0')\n"
+        "print(sum(len(redact(t).found) > 0 for t in texts))\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=True,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("redacting 64 KiB of blanks after a spoken secret word did not finish")
+    # the blanks hide nothing; the value after each blank run is still found
+    assert done.stdout.split() == [str(len(SPOKEN_LEADS))]

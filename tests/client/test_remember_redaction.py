@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sealmem.client import MemoryStore
 from sealmem.protocol.record import MAX_CONTENT_CHARS, MAX_KEYWORD_CHARS, MAX_REASON_CHARS
 
@@ -102,6 +104,7 @@ def test_plain_keywords_are_kept_as_given(store: MemoryStore) -> None:
     assert result.warnings == []
 
 
+@pytest.mark.slow
 def test_the_cli_remembers_a_text_at_the_limit(home: Path) -> None:
     """The CLI (and the MCP tool, over the same API) stores it instead of refusing it."""
     text = crowded(MAX_CONTENT_CHARS)

@@ -19,6 +19,8 @@ from sealmem.client.store.memory import Provenance
 from sealmem.protocol.record import Record
 from tests.support.versions import versions
 
+pytestmark = pytest.mark.slow
+
 ODD = st.sampled_from(['"', "\\", "\n", "\x00", "\x1f", "\x7f", "\u2028", "é", "\ud800", " "])
 WORDS = st.lists(st.text(st.one_of(ODD, st.characters()), max_size=8), max_size=6)
 

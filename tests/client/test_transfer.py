@@ -185,6 +185,7 @@ texts = st.text(
 ).filter(lambda s: s.strip() != "")
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

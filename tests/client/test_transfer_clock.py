@@ -71,6 +71,7 @@ _versions = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -93,6 +93,7 @@ def _entry(record: Record, local: int, history: bool) -> dict[str, Any]:
 entries = st.lists(st.tuples(versions(), st.integers(0, 10)), max_size=16)
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(versions(), max_size=4), entries, entries, st.sampled_from([1, 3, 500]))
 def test_the_batched_import_stores_what_one_entry_at_a_time_stores(
@@ -210,6 +211,7 @@ def _peak(run: Callable[[], Run]) -> int:
     return peak
 
 
+@pytest.mark.slow
 def test_export_and_import_memory_does_not_grow_with_the_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,6 +37,7 @@ def _imports_nacl(path: Path) -> list[int]:
     return lines
 
 
+@pytest.mark.slow
 def test_no_module_outside_crypto_imports_nacl() -> None:
     offenders = []
     for top in ("client", "hub", "protocol"):

@@ -143,6 +143,7 @@ def test_sealed_key_file_round_trip(tmp_path: Path, alice: MemberKey) -> None:
     assert MemberKey.load(path, passphrase="correct horse") == alice
 
 
+@pytest.mark.slow
 def test_default_kdf_is_moderate(tmp_path: Path, alice: MemberKey) -> None:
     path = tmp_path / "member.key"
     alice.save(path, passphrase="pw")
@@ -277,6 +278,7 @@ def test_sealed_file_with_swapped_public_keys_is_refused(
         MemberKey.load(path, passphrase="pw")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("opslimit", "memlimit"), [(2**40, 2**26), (2, 2**50), (1, 2**26)])
 def test_sealed_file_with_absurd_limits_is_refused(
     tmp_path: Path, alice: MemberKey, opslimit: int, memlimit: int
@@ -307,6 +309,7 @@ def test_bundle_wrong_passphrase_and_corruption(alice: MemberKey) -> None:
         MemberKey.import_bundle(bundle[:-20], "right")
 
 
+@pytest.mark.slow
 def test_bundle_is_a_key_file(tmp_path: Path, alice: MemberKey) -> None:
     path = tmp_path / "issued.key"
     path.write_bytes(alice.export_bundle("pw", kdf=FAST))

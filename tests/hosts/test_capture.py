@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from sealmem.client.hosts import capture, follow
 from sealmem.client.hosts.transcripts import find_transcripts, read_turns
 from sealmem.client.store.api import MemoryStore
@@ -67,6 +69,7 @@ def test_propose_keeps_lessons_and_drops_narration() -> None:
     assert dups == len(proposed)
 
 
+@pytest.mark.slow
 def test_scan_proposes_then_stores_once(cli: CLI, env: Env, store: MemoryStore) -> None:
     path = _transcript(env)
     store.remember(
@@ -122,6 +125,7 @@ def test_follower_reads_only_new_turns(env: Env, store: MemoryStore) -> None:
     assert find_transcripts(root) == [old]
 
 
+@pytest.mark.slow
 def test_watch_captures_a_new_transcript(env: Env, store: MemoryStore) -> None:
     root = env.home / ".claude" / "projects"
     root.mkdir(parents=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 
+import pytest
+
 from sealmem.client.store.api import MemoryStore
 from tests.hosts.conftest import FIXTURES, Env, Run
 
@@ -40,6 +42,7 @@ def test_scan_of_a_directory_says_which_files_to_give(cli: CLI, env: Env) -> Non
     assert f"sealmem scan {folder}/*.jsonl" in line
 
 
+@pytest.mark.slow
 def test_watch_of_a_missing_root_fails_at_once(script: Callable[..., Run], env: Env) -> None:
     """A real process: it used to create the directory and follow it forever."""
     missing = env.home / "not-there" / "projects"
@@ -49,6 +52,7 @@ def test_watch_of_a_missing_root_fails_at_once(script: Callable[..., Run], env: 
     assert not missing.parent.exists()
 
 
+@pytest.mark.slow
 def test_watch_of_a_file_as_root_fails_at_once(script: Callable[..., Run], env: Env) -> None:
     plain = env.home / "notes.txt"
     plain.write_text("not a directory\n", encoding="utf-8")

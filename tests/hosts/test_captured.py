@@ -82,6 +82,7 @@ def _held(tmp_path: Path, who: str) -> dict[str, tuple[str, str]]:
     return {str(r[0]): (str(r[1]), str(r[2])) for r in rows}
 
 
+@pytest.mark.slow
 def test_a_teammate_gets_a_capture_only_once_it_is_accepted(
     env: Env, tmp_path: Path, member: Member
 ) -> None:
@@ -139,6 +140,7 @@ def _captured(store: MemoryStore, text: str) -> str:
     return store.remember(text, project="webshop", private=True, origin="claude-code").memory.id
 
 
+@pytest.mark.slow
 def test_accept_and_discard_touch_only_captured_memories(cli: Member, store: MemoryStore) -> None:
     mine = store.remember("We release on Thursdays.", project="webshop").memory.id
     note = store.remember("My editor uses tabs.", project="webshop", private=True).memory.id

@@ -107,6 +107,7 @@ HAND_WRITTEN = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", list(HAND_WRITTEN))
 def test_a_hand_written_sealmem_entry_is_recognised_and_repaired(
     cli: CLI, env: Env, style: str

@@ -31,6 +31,7 @@ def _dump(doc: dict[str, Any], indent: int | str | None) -> str:
     return json.dumps(doc, indent=indent) + "\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(documents, st.dictionaries(keys, values, max_size=3), styles)
 def test_add_then_remove_server_is_identity(
@@ -53,6 +54,7 @@ def test_add_then_remove_server_is_identity(
     assert jsonedit.remove(added, ["mcpServers", "sealmem"], prune=not servers) == text
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(documents, st.lists(values, max_size=3), styles)
 def test_append_then_remove_element_is_identity(
@@ -95,6 +97,7 @@ toml_prefixes = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(toml_prefixes, st.text(st.characters(codec="utf-8", exclude_categories=["Cs"])))
 def test_toml_entry_round_trip(prefix: str, value: str) -> None:

@@ -16,6 +16,8 @@ from sealmem.client.cli.output import clean
 from tests.hosts.conftest import SEALMEM
 from tests.sync.conftest import PROJECT, World, make_world
 
+pytestmark = pytest.mark.slow
+
 HOSTILE = "deploy \x1b]0;pwned\x07 the release \x1b[2J branch \u202eesaeler\u202c \x9b31m only"
 RAW = ("\x1b", "\x07", "\x9b", "\u202e", "\u202c")
 

@@ -1,18 +1,26 @@
-"""The hook commands, run as Claude Code runs them: the real console script, JSON on stdin."""
+"""The hook commands, run as Claude Code runs them: the real console script, JSON on stdin.
+
+A hook never fails the host, also when printing fails: a pipe in a legacy encoding
+(Windows writes pipes in the ANSI code page) or a host that closed the pipe."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 
 from sealmem.client.store.api import MemoryStore
 from tests.hosts.conftest import FIXTURES, SEALMEM, Env, Run
 
 Script = Callable[..., Run]  # the console script in a subprocess, or main() in-process
+TEXT = "the deploy script needs the caf\u00e9 \u2615 flag and \u6f22\u5b57 names"
 WARNING = "Never run make reset-db against the shared dev database; it drops every schema."
 
 
@@ -66,6 +74,7 @@ def test_session_start_prints_the_context_warnings_first(
     ]
 
 
+@pytest.mark.slow
 def test_hooks_are_silent_and_quick_while_the_store_is_locked(
     script: Script, cli: Script, env: Env, store: MemoryStore
 ) -> None:
@@ -118,6 +127,7 @@ def test_prompt_hook_prints_only_memories_that_match(
     assert (miss.code, miss.out) == (0, "")
 
 
+@pytest.mark.slow
 def test_stop_hook_captures_lessons_once(script: Script, env: Env, store: MemoryStore) -> None:
     transcript = env.project / "session.jsonl"
     shutil.copyfile(FIXTURES / "transcript.jsonl", transcript)
@@ -157,6 +167,7 @@ def test_stop_hook_captures_lessons_once(script: Script, env: Env, store: Memory
     assert all(token not in line for line in _log(env))
 
 
+@pytest.mark.slow
 def test_a_host_that_never_closes_stdin_cannot_hang_the_hook(env: Env) -> None:
     env.environ["SEALMEM_HOOK_BUDGET_S"] = "2"  # the default time bound, under test
     started = time.monotonic()
@@ -180,3 +191,50 @@ def test_a_host_that_never_closes_stdin_cannot_hang_the_hook(env: Env) -> None:
     assert (proc.returncode, out, err) == (0, b"", b"")
     assert time.monotonic() - started < 10
     assert _log(env)[-1].split()[1:3] == ["session-start", "timeout"]
+
+
+@pytest.fixture
+def unicode_home(tmp_path: Path) -> Path:
+    with MemoryStore.open(tmp_path / "store.db", author="me") as store:
+        store.remember(TEXT, kind="warning", project="shared")
+    return tmp_path
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "SEALMEM_HOME": str(home), **extra}
+
+
+@pytest.mark.slow
+def test_session_start_prints_utf8_to_a_pipe_in_a_legacy_encoding(unicode_home: Path) -> None:
+    for encoding in ("cp1252", "ascii"):
+        done = subprocess.run(
+            [str(SEALMEM), "hook", "session-start"],
+            input=json.dumps({"cwd": str(unicode_home)}).encode(),
+            capture_output=True,
+            env=_env(unicode_home, PYTHONIOENCODING=encoding),
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr.decode()
+        assert done.stderr == b""
+        assert TEXT in done.stdout.decode("utf-8")
+
+
+@pytest.mark.slow
+def test_a_host_that_closed_the_pipe_does_not_fail_the_hook(unicode_home: Path) -> None:
+    proc = subprocess.Popen(
+        [str(SEALMEM), "hook", "session-start"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(unicode_home),
+    )
+    assert proc.stdout is not None
+    assert proc.stdin is not None
+    assert proc.stderr is not None
+    proc.stdout.close()
+    proc.stdin.write(json.dumps({"cwd": str(unicode_home)}).encode())
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read() == b""
+    proc.stderr.close()

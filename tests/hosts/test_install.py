@@ -47,6 +47,7 @@ def _backups(path: Path) -> list[Path]:
     return sorted(path.parent.glob(path.name + ".sealmem-backup*"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("host", "rel", "fixture", "other"), HOSTS, ids=[h[0] for h in HOSTS])
 def test_install_merges_backs_up_and_uninstall_restores_bytes(
     cli: CLI, env: Env, host: str, rel: str, fixture: str, other: str
@@ -112,6 +113,7 @@ def test_unparseable_config_is_left_untouched(
     assert _backups(path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("host", "rel", "fixture", "other"), HOSTS, ids=[h[0] for h in HOSTS])
 def test_repair_fixes_a_stale_path(
     cli: CLI, env: Env, host: str, rel: str, fixture: str, other: str
@@ -264,6 +266,7 @@ def test_relocated_host_dirs_are_respected(
     assert not (env.home / ".claude.json").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("host", "rel", "fixture", "other"), HOSTS, ids=[h[0] for h in HOSTS])
 def test_install_into_an_absent_host_is_refused_without_create(
     cli: CLI, env: Env, host: str, rel: str, fixture: str, other: str

@@ -94,6 +94,7 @@ def team(tmp_path: Path, inproc: InProcess) -> HubWorld:
     return w
 
 
+@pytest.mark.slow
 def test_the_hub_verifies_what_it_stores(
     team: HubWorld, inproc: InProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -130,6 +131,7 @@ def test_the_hub_verifies_what_it_stores(
     assert (info.value.status, info.value.code) == (422, "not-canonical")
 
 
+@pytest.mark.slow
 def test_keyrings_wait_for_their_roster_and_rosters_cannot_roll_back(team: HubWorld) -> None:
     admin = team.nodes["admin"]
     t = admin.t.transport
@@ -146,6 +148,7 @@ def test_keyrings_wait_for_their_roster_and_rosters_cannot_roll_back(team: HubWo
     assert info.value.code == "rollback"
 
 
+@pytest.mark.slow
 def test_limits_answer_with_clear_errors(tmp_path: Path) -> None:
     config = hub_config(tmp_path / "d", max_body_bytes=4096, member_rate=0.001, member_burst=40,
                         team_quota_bytes=60_000)  # fmt: skip
@@ -209,6 +212,7 @@ def test_join_inbox(team: HubWorld, inproc: InProcess) -> None:
     assert carol.kid not in admin.requests()
 
 
+@pytest.mark.slow
 def test_unknown_routes_and_the_access_log(
     team: HubWorld, inproc: InProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -259,6 +263,7 @@ def test_a_join_request_with_a_huge_integer_is_refused_by_name(inproc: InProcess
     assert inproc.dump() == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grace", ["Infinity", "-Infinity", "NaN", '"soon"'])
 def test_collect_refuses_a_grace_that_is_not_a_number(
     team: HubWorld, inproc: InProcess, grace: str

@@ -75,6 +75,7 @@ async def test_unsigned(matrix: tuple[InProcess, HubWorld, HubWorld]) -> None:
     assert (status, code) == (401, "bad-auth-header")
 
 
+@pytest.mark.slow
 async def test_wrong_key(matrix: tuple[InProcess, HubWorld, HubWorld]) -> None:
     hub, acme, _ = matrix
     alice = acme.nodes["alice"].key
@@ -86,6 +87,7 @@ async def test_wrong_key(matrix: tuple[InProcess, HubWorld, HubWorld]) -> None:
     )
 
 
+@pytest.mark.slow
 async def test_body_altered_in_transit(matrix: tuple[InProcess, HubWorld, HubWorld]) -> None:
     hub, acme, _ = matrix
     alice = acme.nodes["alice"].key
@@ -214,7 +216,7 @@ def test_a_nonce_is_remembered_for_as_long_as_its_request_is_in_the_window(
     still be remembered then, at the very last millisecond too."""
     from sealmem.hub.auth import ReplayGuard
     from sealmem.hub.errors import Refusal
-    from sealmem.hub.sqlite_storage import SQLiteStorage
+    from sealmem.hub.storage.sqlite import SQLiteStorage
 
     window = 300_000
     storage = SQLiteStorage(tmp_path / "hub")

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from sealmem.client.sync.hub import HubTransport
-from sealmem.hub.backends import default_blobs_url, open_storage
-from sealmem.hub.blobs import BlobDir
 from sealmem.hub.config import HubConfig
 from sealmem.hub.server import free_port
-from sealmem.hub.sqlite_storage import SQLiteStorage
+from sealmem.hub.storage.backends import default_blobs_url, open_storage
+from sealmem.hub.storage.blobs import BlobDir
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol.errors import InputError
 from tests.support.cli import in_process
 
@@ -47,6 +47,23 @@ def test_urls_place_the_database_and_the_blobs(tmp_path: Path) -> None:
     assert db.is_file()
     assert not (db.parent / "blobs").exists()
     assert (tmp_path / "chunks" / "t1").is_dir()
+
+
+@pytest.mark.parametrize("group_commit", [True, False])
+def test_the_group_commit_is_chosen_when_the_storage_opens(
+    tmp_path: Path, group_commit: bool
+) -> None:
+    """Grouped, the PUTs' writes share commits through a batch runner; plain, every
+    write is a transaction of its own and there is no runner."""
+    store = open_storage(str(tmp_path / "hub"), group_commit=group_commit)
+    try:
+        assert isinstance(store, SQLiteStorage)
+        assert (store.batch_runner() is not None) is group_commit
+        team(store, "t1")
+        chunk(store, "t1", ALICE, b"one")
+        assert (store.commits[1] >= 2) is group_commit  # the roster's write and the chunk row's
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize(

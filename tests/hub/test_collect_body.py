@@ -19,6 +19,8 @@ from sealmem.protocol.hlc import MAX_WALL_MS
 
 from .conftest import IN_PROCESS_URL, PROJECT, TEAM, HubWorld, InProcess, signed
 
+pytestmark = pytest.mark.slow
+
 MAX_GRACE_MS = MAX_WALL_MS + 1  # 2^47
 BIG = "9" * 50
 

@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sealmem.hub import sqlite_group
-from sealmem.hub.sqlite_db import SQLiteDb
-from sealmem.hub.sqlite_group import GroupCommit
 from sealmem.hub.storage import StorageError
+from sealmem.hub.storage import group as group_commit
+from sealmem.hub.storage.dbfile import SQLiteDb
+from sealmem.hub.storage.group import GroupCommit
 
 from .test_group_commit import _rows, wal_commits
 
@@ -170,6 +170,7 @@ _JOBS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -298,6 +299,7 @@ _KINDS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -358,7 +360,7 @@ def test_closing_while_a_group_is_handed_on_commits_it_first(
     takes the connection first (the hub shutting down under a worker's write) must commit
     that group, not close the connection under it: the write that then runs would find
     the group without its transaction and commit alone, answered as failed."""
-    monkeypatch.setattr(sqlite_group, "MAX_AGE_S", 60.0)  # handed on, however slow the run
+    monkeypatch.setattr(group_commit, "MAX_AGE_S", 60.0)  # handed on, however slow the run
     db = _db(tmp_path / "t.db")
     group = _group(db)
     inside, go = threading.Event(), threading.Event()

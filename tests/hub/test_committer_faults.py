@@ -84,6 +84,7 @@ def _failing_on(
     monkeypatch.setattr(store, "put_chunk", put_chunk)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "error",
     [lambda: StopIteration("a bug"), lambda: SystemExit(3)],

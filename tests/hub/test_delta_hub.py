@@ -17,7 +17,7 @@ from sealmem.client.identity import load_member_key
 from sealmem.client.sync.session import Team, TeamConfig
 from sealmem.crypto import SUITE
 from sealmem.hub.errors import Refusal
-from sealmem.hub.sqlite_storage import SQLiteStorage
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.hub.teams import Teams
 from sealmem.protocol import canonical, reasons
 from sealmem.protocol.encoding import object_hash
@@ -102,6 +102,7 @@ def test_a_delta_whose_base_the_hub_lacks_is_refused_by_name(
     assert _push(store, teams, second, delta)
 
 
+@pytest.mark.slow
 def test_members_sync_through_the_hub_with_deltas(world: HubWorld) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     for i in range(300):
@@ -160,6 +161,7 @@ def _restored(world: HubWorld, node: Node, name: str) -> Node:
     return restored
 
 
+@pytest.mark.slow
 def test_a_store_restored_from_before_the_hub_dropped_its_base_syncs_again(
     world: HubWorld,
 ) -> None:

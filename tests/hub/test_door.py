@@ -20,7 +20,7 @@ from sealmem.client.team.approval import approve
 from sealmem.client.team.invite import make_join_request, read_invite
 from sealmem.crypto import MemberKey
 from sealmem.hub.app import create_app
-from sealmem.hub.sqlite_storage import SQLiteStorage
+from sealmem.hub.storage.sqlite import SQLiteStorage
 
 from .conftest import IN_PROCESS_URL, TEAM, TOKEN, HubWorld, hub_config, now_ms, signed
 
@@ -117,6 +117,7 @@ def test_a_strangers_join_post_buys_roster_v1_and_its_own_state_only(door: Door)
     assert len(doc["rosters"]) == 3  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_a_pending_joiner_syncs_without_reading_the_team(
     door: Door, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -145,6 +146,7 @@ def test_a_pending_joiner_syncs_without_reading_the_team(
     assert roster.member(carol.key.kid) is not None
 
 
+@pytest.mark.slow
 def test_join_posts_are_limited_per_team_with_retry_after(door: Door) -> None:
     # the default door: 30 posts in a burst to one team, whatever their addresses
     codes = [door.post(MemberKey.generate(), f"10.0.{i // 200}.{i % 200}") for i in range(40)]

@@ -9,10 +9,14 @@ code apart.  Both are ``unknown-key`` now.
 
 from __future__ import annotations
 
+import pytest
+
 from sealmem.crypto import MemberKey
 from sealmem.protocol.encoding import b64e
 from tests.hub.conftest import TEAM
 from tests.hub.test_door import Door, door
+
+pytestmark = pytest.mark.slow
 
 __all__ = ["door"]  # the fixture, re-exported for pytest
 

@@ -98,6 +98,7 @@ def _chunk_path(kid: str) -> str:
 TWELVE_MIB = 12 * 1024 * 1024
 
 
+@pytest.mark.slow
 def test_an_unknown_key_is_refused_before_its_body_is_sent(
     edge: tuple[BackgroundHub, HubWorld],
 ) -> None:
@@ -117,6 +118,7 @@ def test_an_unknown_key_is_refused_before_its_body_is_sent(
             assert answer_headers.get("connection") == "close"  # the body is not read after
 
 
+@pytest.mark.slow
 def test_a_declared_length_over_the_route_limit_is_refused_at_once(
     edge: tuple[BackgroundHub, HubWorld],
 ) -> None:
@@ -131,6 +133,7 @@ def test_a_declared_length_over_the_route_limit_is_refused_at_once(
     assert str(MAX_MANIFEST_BYTES) in str(doc["detail"])
 
 
+@pytest.mark.slow
 def test_a_chunked_body_is_cut_off_at_the_route_limit(
     edge: tuple[BackgroundHub, HubWorld],
 ) -> None:
@@ -148,6 +151,7 @@ def test_a_chunked_body_is_cut_off_at_the_route_limit(
     assert (status, doc["error"]) == (413, "too-large")
 
 
+@pytest.mark.slow
 def test_a_trickling_body_is_cut_off(edge: tuple[BackgroundHub, HubWorld]) -> None:
     """10 bytes every 0.1 s is 100 bytes/s; this hub asks 2000 after 0.5 s: 408."""
     hub, w = edge
@@ -165,6 +169,7 @@ def test_a_trickling_body_is_cut_off(edge: tuple[BackgroundHub, HubWorld]) -> No
     assert time.monotonic() - started < PROMPT_S
 
 
+@pytest.mark.slow
 def test_stalled_bodies_fill_the_readers_then_free_them(
     edge: tuple[BackgroundHub, HubWorld],
 ) -> None:
@@ -220,6 +225,7 @@ def _healthz_until(hub: BackgroundHub, wanted: int) -> int:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_stalled_join_posts_do_not_take_the_members_readers(tmp_path: Path) -> None:
     """Strangers may post join requests unsigned; their stalled bodies fill a pool of
     their own (503 for the next stranger), and a member's push is still read."""
@@ -256,6 +262,7 @@ def test_stalled_join_posts_do_not_take_the_members_readers(tmp_path: Path) -> N
             w.close()
 
 
+@pytest.mark.slow
 def test_one_key_cannot_take_every_reader(tmp_path: Path) -> None:
     """The gate checks the key the headers claim, not yet a signature: anyone who knows
     one member's kid could stall bodies under it.  One key gets a share of the

@@ -25,7 +25,7 @@ from starlette.testclient import TestClient
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import MemberKey
 from sealmem.hub.app import create_app
-from sealmem.hub.sqlite_storage import SQLiteStorage
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol import hubapi, reasons
 
 from .conftest import (
@@ -98,6 +98,7 @@ BIG = "9" * 5000
 TEAM_PATH = f"/v1/teams/{TEAM}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("method", "target", "status"),
     [
@@ -193,6 +194,7 @@ def _labels(text: str) -> dict[str, set[str]]:
     return seen
 
 
+@pytest.mark.slow
 def test_random_requests_add_no_label_values(hub: _World) -> None:
     rng = random.Random(10)
     words = [TEAM, PROJECT, "v1", "teams", "projects", "rosters", "manifests", "٣", "9" * 30]
@@ -259,6 +261,7 @@ def _requests(draw: st.DrawFn) -> tuple[str, str, dict[str, str], bytes, bool]:
     return draw(METHOD), path, draw(_HEADERS), body, draw(st.booleans())
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -84,6 +84,7 @@ def _poll(hub: BackgroundHub, key: MemberKey, wait: int) -> socket.socket:
     return sock
 
 
+@pytest.mark.slow
 def test_one_member_holds_at_most_four_long_polls(
     team_hub: tuple[BackgroundHub, HubWorld],
 ) -> None:
@@ -122,6 +123,7 @@ def _join_reads(hub: BackgroundHub) -> float:
     return float(line.split()[1])
 
 
+@pytest.mark.slow
 def test_one_address_stalls_at_most_a_quarter_of_the_join_readers(
     team_hub: tuple[BackgroundHub, HubWorld],
 ) -> None:
@@ -146,6 +148,7 @@ def test_one_address_stalls_at_most_a_quarter_of_the_join_readers(
             sock.close()
 
 
+@pytest.mark.slow
 def test_metrics_are_off_unless_the_operator_sets_a_token(tmp_path: Path) -> None:
     config = HubConfig(data_dir=tmp_path / "hub-data", port=free_port(), operator_token=TOKEN)
     with BackgroundHub(config) as hub:
@@ -157,6 +160,7 @@ def test_metrics_are_off_unless_the_operator_sets_a_token(tmp_path: Path) -> Non
         assert httpx.get(hub.url + "/healthz").status_code == 200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "auth",
     [None, "Bearer wrong-token-of-enough-length", f"Basic {METRICS_TOKEN}", METRICS_TOKEN],
@@ -180,6 +184,7 @@ def test_a_short_metrics_token_is_refused(tmp_path: Path) -> None:
         HubConfig(data_dir=tmp_path, metrics_token="short")
 
 
+@pytest.mark.slow
 def test_hub_serve_takes_the_metrics_token_from_its_environment(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, "SEALMEM_HUB_METRICS_TOKEN": METRICS_TOKEN}
@@ -209,6 +214,7 @@ def test_hub_serve_takes_the_metrics_token_from_its_environment(tmp_path: Path) 
     assert METRICS_TOKEN not in err
 
 
+@pytest.mark.slow
 def test_a_long_poll_whose_client_left_gives_its_slot_back_at_once(
     team_hub: tuple[BackgroundHub, HubWorld],
 ) -> None:
@@ -231,6 +237,7 @@ def test_a_long_poll_whose_client_left_gives_its_slot_back_at_once(
     assert status == 200, "the slots of polls whose clients left must be free again"
 
 
+@pytest.mark.slow
 def test_hub_serve_sets_the_member_rate(tmp_path: Path) -> None:
     """``--member-rate``/``--member-burst``: an operator's own request rate per member
     (the defaults, 50/s and bursts of 400, would answer all ten requests below)."""

@@ -22,6 +22,8 @@ from sealmem.hub.server import free_port
 
 from .conftest import PROJECT, TEAM, TOKEN, wait_healthy
 
+pytestmark = pytest.mark.slow
+
 UPLOADS = 24
 EACH = 8 * 1024 * 1024  # sent of a declared 12 MiB, never finished
 PIECE = 256 * 1024

@@ -16,6 +16,8 @@ from sealmem.crypto import MemberKey
 
 from .conftest import IN_PROCESS_URL, PROJECT, TEAM, HubWorld, InProcess, signed
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def team(tmp_path: Path, inproc: InProcess) -> HubWorld:

@@ -22,13 +22,13 @@ import pytest
 
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE, MemberKey
-from sealmem.hub import sqlite_group
-from sealmem.hub.blobstore import BlobKey
 from sealmem.hub.routes import BATCHED_CHUNK_BYTES
 from sealmem.hub.server import free_port
-from sealmem.hub.sqlite_db import SQLiteDb
-from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.hub.storage import StorageError
+from sealmem.hub.storage import group as group_commit
+from sealmem.hub.storage.blobs import BlobKey
+from sealmem.hub.storage.dbfile import SQLiteDb
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import PROJECT, TEAM, TOKEN, HubWorld, signed, start_hub_process
@@ -92,9 +92,10 @@ def queued_behind(
 @pytest.fixture(autouse=True)
 def _patient_groups(monkeypatch: pytest.MonkeyPatch) -> None:
     """The holder keeps its group open 0.4 s: longer than a group's age bound."""
-    monkeypatch.setattr(sqlite_group, "MAX_AGE_S", 30.0)
+    monkeypatch.setattr(group_commit, "MAX_AGE_S", 30.0)
 
 
+@pytest.mark.slow
 def test_chunk_rows_arriving_together_share_one_commit(tmp_path: Path) -> None:
     store = SQLiteStorage(tmp_path / "hub")
     db = tmp_path / "hub" / "hub.db"
@@ -166,6 +167,7 @@ def _insert(
     return write
 
 
+@pytest.mark.slow
 def test_a_failing_write_leaves_the_others_of_its_group(tmp_path: Path) -> None:
     db = _db(tmp_path)
 
@@ -188,6 +190,7 @@ def test_a_failing_write_leaves_the_others_of_its_group(tmp_path: Path) -> None:
     assert commits <= 2
 
 
+@pytest.mark.slow
 def test_a_transaction_ended_under_one_write_fails_its_whole_group(tmp_path: Path) -> None:
     """SQLite rolls the whole transaction back on some errors (a full disk, an I/O
     error): every write of that group is told, none is stored; the next one works."""
@@ -217,6 +220,7 @@ def test_a_transaction_ended_under_one_write_fails_its_whole_group(tmp_path: Pat
     assert 4 in rows
 
 
+@pytest.mark.slow
 def test_a_solo_write_commits_the_group_before_it_and_then_alone(tmp_path: Path) -> None:
     db = _db(tmp_path)
     seen: list[set[int]] = []
@@ -321,6 +325,7 @@ def test_every_acknowledged_put_survives_a_kill_or_a_stop(
         proc.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("bound", "value", "least"),
     [("MAX_AGE_S", 0.05, 2), ("MAX_WRITES", 2, 4)],
@@ -331,7 +336,7 @@ def test_a_group_commits_at_its_bound_even_with_writes_waiting(
 ) -> None:
     """A steady stream never keeps the first writes of a group waiting: past its age
     (the holder keeps it 0.4 s) or its size, a group commits; the rest start another."""
-    monkeypatch.setattr(sqlite_group, bound, value)
+    monkeypatch.setattr(group_commit, bound, value)
     db = _db(tmp_path)
     try:
         held, results = queued_behind(_holder(db, 0), [_insert(db, i) for i in range(1, 7)])

@@ -58,6 +58,7 @@ def hostile() -> Iterator[_Hostile]:
         thread.join(timeout=10)
 
 
+@pytest.mark.slow
 def test_a_nan_retry_after_is_retried_not_raised(hostile: _Hostile) -> None:
     busy = JSONResponse(
         {"error": "rate-limited", "detail": "slow down"}, 429, headers={"retry-after": "nan"}

@@ -66,6 +66,7 @@ def _get(extra_header_bytes: int, body: bytes = b"") -> bytes:
     return head.encode("ascii") + body
 
 
+@pytest.mark.slow
 def test_a_head_over_the_bound_gets_400_across_many_reads(hub: BackgroundHub) -> None:
     """A header value fed a few KiB at a time: llhttp alone would buffer it for ever."""
     whole = _get(4 * MAX_HEAD_BYTES)
@@ -76,17 +77,20 @@ def test_a_head_over_the_bound_gets_400_across_many_reads(hub: BackgroundHub) ->
     assert b'"ok"' not in answer
 
 
+@pytest.mark.slow
 def test_a_head_under_the_bound_is_served(hub: BackgroundHub) -> None:
     answer = _send(hub, _get(MAX_HEAD_BYTES - 1024))
     assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
     assert b'{"ok":true}' in answer
 
 
+@pytest.mark.slow
 def test_a_large_body_in_the_same_read_as_its_head_is_not_counted(hub: BackgroundHub) -> None:
     answer = _send(hub, _get(64, body=b"x" * (4 * MAX_HEAD_BYTES)))
     assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
 
 
+@pytest.mark.slow
 def test_requests_on_one_kept_alive_connection_each_get_the_whole_bound(
     hub: BackgroundHub,
 ) -> None:
@@ -105,6 +109,7 @@ def test_the_default_stack_is_httptools() -> None:
     assert HubConfig(data_dir=Path("unused")).http_stack == "httptools"
 
 
+@pytest.mark.slow
 def test_a_head_that_trickles_is_cut_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Slowloris: a head sent a few bytes at a time, never finished, holds no connection
     past the head timeout (httptools, the default stack; h11 behind Caddy)."""

@@ -66,6 +66,7 @@ def _sources(*dirs: str) -> list[Path]:
     return [p for d in dirs for p in sorted((ROOT / d).rglob("*.py"))]
 
 
+@pytest.mark.slow
 def test_no_header_name_path_or_code_is_spelled_outside_hubapi() -> None:
     headers = [v for n, v in vars(hubapi).items() if n.startswith("HEADER_")]
     literals = [*headers, "/v1/teams", "/projects/", "/rosters", "/keyrings", "/manifests"]

@@ -56,6 +56,7 @@ def test_a_join_post_with_a_lone_surrogate_is_refused_by_name(
     assert inproc.dump() == before
 
 
+@pytest.mark.slow
 def test_a_roster_keyring_or_manifest_with_a_lone_surrogate_is_refused_by_name(
     team: HubWorld, inproc: InProcess
 ) -> None:

@@ -17,13 +17,15 @@ from starlette.testclient import TestClient
 import sealmem.hub.app as hub_app
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE
-from sealmem.hub.blobstore import BlobKey
 from sealmem.hub.routes import BATCHED_CHUNK_BYTES
-from sealmem.hub.sqlite_storage import SQLiteStorage
+from sealmem.hub.storage.blobs import BlobKey
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.hub.workers import Batcher, Workers
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import IN_PROCESS_URL, PROJECT, TEAM, TOKEN, HubWorld, hub_config, signed
+
+pytestmark = pytest.mark.slow
 
 Hops = Callable[[Callable[[TestClient, HubWorld], object]], int]
 #: the hops of the last count: worker calls by function name, "committer" for a batch

@@ -1,10 +1,10 @@
 """The one retention rule both storage backends follow when a manifest is stored
-(``hub.stored.manifests_to_drop``); the contract tests run it through SQLite and
+(``hub.storage.values.manifests_to_drop``); the contract tests run it through SQLite and
 PostgreSQL with real deltas (``tests/hub/contract/test_delta_bases.py``)."""
 
 from __future__ import annotations
 
-from sealmem.hub.stored import manifests_to_drop
+from sealmem.hub.storage.values import manifests_to_drop
 
 FULL = b'{"body":{"chunks":[],"format":"sealmem/manifest/v1"},"sig":"x"}'
 NOT_A_MANIFEST = b'{"body":{"base":{"seq":1}'  # begins as a delta, does not parse

@@ -18,12 +18,6 @@ import psycopg
 import pytest
 
 from sealmem.crypto import SUITE, ContentKey, MemberKey
-from sealmem.hub.backends import open_storage
-from sealmem.hub.blobstore import BlobKey
-from sealmem.hub.pg_feed import PgFeed
-from sealmem.hub.pg_schema import MIGRATIONS, upgrade
-from sealmem.hub.pg_storage import BUCKET_IDLE_MS, PgStorage, redact
-from sealmem.hub.s3_blobs import S3Blobs
 from sealmem.hub.server import free_port
 from sealmem.hub.storage import (
     Conflict,
@@ -35,6 +29,12 @@ from sealmem.hub.storage import (
     StorageError,
     StoredHead,
 )
+from sealmem.hub.storage.backends import open_storage, shown_url
+from sealmem.hub.storage.blobs import BlobKey
+from sealmem.hub.storage.feed import PgFeed
+from sealmem.hub.storage.postgres import BUCKET_IDLE_MS, PgStorage
+from sealmem.hub.storage.s3 import S3Blobs
+from sealmem.hub.storage.schema import PG_MIGRATIONS, upgrade_pg
 from sealmem.protocol.admin import genesis
 from sealmem.protocol.keyring import build_keyring
 from sealmem.protocol.roster import Member, Roster
@@ -98,17 +98,17 @@ def _race(n: int, fn: Callable[[int], object]) -> list[object]:
 def test_replicas_upgrading_at_once_make_one_schema(pg_dsn: str) -> None:
     def open_and_upgrade(_: int) -> int:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            return upgrade(conn)
+            return upgrade_pg(conn)
 
-    assert _race(4, open_and_upgrade) == [len(MIGRATIONS)] * 4
+    assert _race(4, open_and_upgrade) == [len(PG_MIGRATIONS)] * 4
     with psycopg.connect(pg_dsn) as conn:
         rows = conn.execute("SELECT version FROM schema_version").fetchall()
-    assert rows == [(len(MIGRATIONS),)]
+    assert rows == [(len(PG_MIGRATIONS),)]
 
 
 def test_a_database_from_a_newer_hub_is_refused(pg_dsn: str, s3_url: str) -> None:
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        upgrade(conn)
+        upgrade_pg(conn)
         conn.execute("UPDATE schema_version SET version = 999")
     with pytest.raises(StorageError, match="schema version 999, newer"):
         PgStorage(pg_dsn, S3Blobs(s3_url))
@@ -374,11 +374,11 @@ def test_database_errors_name_no_password(s3_url: str) -> None:
     [
         ("postgresql://u:pw@db:5432/hub", "postgresql://u@db:5432/hub"),
         ("postgresql://u@db/hub?password=pw", "postgresql://u@db/hub"),
-        ("host=db password=pw", "(the configured PostgreSQL database)"),
+        ("host=db password=pw", "(the configured database)"),
     ],
 )
-def test_redact(dsn: str, shown: str) -> None:
-    assert redact(dsn) == shown
+def test_a_dsn_is_shown_without_its_password(dsn: str, shown: str) -> None:
+    assert shown_url(dsn) == shown
 
 
 def test_the_feed_listener_reconnects_and_wakes_everyone(

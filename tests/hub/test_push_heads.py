@@ -10,7 +10,7 @@ import pytest
 
 from sealmem.crypto import SUITE
 from sealmem.hub.errors import Refusal
-from sealmem.hub.sqlite_storage import SQLiteStorage
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.hub.teams import Teams
 from sealmem.protocol import reasons
 from sealmem.protocol.manifest import Head

@@ -20,6 +20,8 @@ from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import PROJECT, TEAM, HubWorld, now_ms, signed
 
+pytestmark = pytest.mark.slow
+
 
 def test_a_chunk_checked_before_a_revocation_is_not_stored_after_it(
     world: HubWorld, monkeypatch: pytest.MonkeyPatch

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from sealmem.hub.backends import open_blobs
-from sealmem.hub.blobstore import BlobKey
-from sealmem.hub.s3_blobs import S3Blobs, S3Location
 from sealmem.hub.storage import StorageError
+from sealmem.hub.storage.backends import open_blobs
+from sealmem.hub.storage.blobs import BlobKey
+from sealmem.hub.storage.s3 import S3Blobs, S3Location
 from sealmem.protocol.errors import InputError
 from tests.support.s3 import CREDENTIALS, S3Server
 

@@ -17,6 +17,8 @@ from tests.support.cli import Run, in_process
 from .conftest import PROJECT, TEAM, Node, hub_config
 from .restartable import Hub, make_hub_fixture  # noqa: F401 - the make_hub fixture
 
+pytestmark = pytest.mark.slow
+
 NOTES = [f"alice's note number {i} about the release train" for i in range(6)]
 
 

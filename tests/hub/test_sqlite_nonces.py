@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.hub.sqlite_nonces import CHECKPOINT_EVERY, NONCE_SCHEMA_VERSION
-from sealmem.hub.sqlite_schema import SCHEMA_VERSION
-from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.hub.storage import StorageError
+from sealmem.hub.storage.nonces import CHECKPOINT_EVERY
+from sealmem.hub.storage.schema import NONCE_SCHEMA_VERSION, SCHEMA_VERSION
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol import hubapi
 
 from .conftest import PROJECT, TEAM, hub_config, now_ms, signed
@@ -157,6 +157,7 @@ def test_a_nonce_file_from_a_newer_hub_is_refused(tmp_path: Path) -> None:
     SQLiteStorage(data).close()  # and hub.lock was released on the way out
 
 
+@pytest.mark.slow
 def test_the_nonce_wal_is_checkpointed_off_the_requests_path(tmp_path: Path) -> None:
     data = tmp_path / "hub"
     store = SQLiteStorage(data)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from sealmem.crypto import SUITE
-from sealmem.hub.sqlite_schema import SCHEMA_VERSION
-from sealmem.hub.sqlite_storage import SQLiteStorage
 from sealmem.hub.storage import TEAM_OWNER, StorageError
+from sealmem.hub.storage.schema import SCHEMA_VERSION
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.hub.teams import Teams
 from sealmem.protocol.envelope import unpack
 from sealmem.protocol.manifest import Manifest

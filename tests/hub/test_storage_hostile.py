@@ -19,13 +19,14 @@ import pytest
 from sealmem.client.team import admin as team_admin
 from sealmem.crypto import SUITE, MemberKey
 from sealmem.hub.app import run_janitor
-from sealmem.hub.feed import LocalFeed
+from sealmem.hub.storage.feed import LocalFeed
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import PROJECT, TEAM, hub_config, now_ms, signed
 from .restartable import Hub, make_hub_fixture  # noqa: F401 - the make_hub fixture
 
 
+@pytest.mark.slow
 def test_a_member_filling_the_quota_cannot_stop_its_revocation(
     tmp_path: Path, make_hub: type[Hub]
 ) -> None:
@@ -50,6 +51,7 @@ def test_a_member_filling_the_quota_cannot_stop_its_revocation(
     world.close()
 
 
+@pytest.mark.slow
 def test_a_replayed_request_is_refused_after_a_restart(tmp_path: Path, make_hub: type[Hub]) -> None:
     hub = make_hub(hub_config(tmp_path / "hub"))
     world = hub.world()
@@ -91,6 +93,7 @@ def test_a_young_blob_no_row_names_survives_a_start(tmp_path: Path, make_hub: ty
     assert not in_flight.exists()
 
 
+@pytest.mark.slow
 def test_chunks_no_manifest_names_expire(tmp_path: Path, make_hub: type[Hub]) -> None:
     config = hub_config(tmp_path / "hub", unreferenced_ttl_s=300)
     hub = make_hub(config)
@@ -114,6 +117,7 @@ def test_chunks_no_manifest_names_expire(tmp_path: Path, make_hub: type[Hub]) ->
     world.close()
 
 
+@pytest.mark.slow
 def test_a_revoked_writers_unpinned_chunks_are_dropped(tmp_path: Path, make_hub: type[Hub]) -> None:
     hub = make_hub(hub_config(tmp_path / "hub"))
     world = hub.world()
@@ -139,6 +143,7 @@ def test_a_revoked_writers_unpinned_chunks_are_dropped(tmp_path: Path, make_hub:
     world.close()
 
 
+@pytest.mark.slow
 def test_queried_team_ids_leave_nothing_behind(tmp_path: Path, make_hub: type[Hub]) -> None:
     hub = make_hub(hub_config(tmp_path / "hub"))
     key = MemberKey.generate()
@@ -150,6 +155,7 @@ def test_queried_team_ids_leave_nothing_behind(tmp_path: Path, make_hub: type[Hu
     assert len(teams) == 0
 
 
+@pytest.mark.slow
 def test_a_feed_holds_nothing_for_a_team_nobody_waits_on() -> None:
     feed = LocalFeed()
     for i in range(100):
@@ -161,6 +167,7 @@ def test_a_feed_holds_nothing_for_a_team_nobody_waits_on() -> None:
     assert held.is_set()
 
 
+@pytest.mark.slow
 def test_the_janitor_runs_by_itself(tmp_path: Path, make_hub: type[Hub]) -> None:
     config = hub_config(tmp_path / "hub", unreferenced_ttl_s=0.2, janitor_interval_s=0.1)
     hub = make_hub(config)
@@ -176,6 +183,7 @@ def test_the_janitor_runs_by_itself(tmp_path: Path, make_hub: type[Hub]) -> None
     world.close()
 
 
+@pytest.mark.slow
 def test_the_janitor_outlives_an_unexpected_error(
     tmp_path: Path, make_hub: type[Hub], monkeypatch: pytest.MonkeyPatch
 ) -> None:

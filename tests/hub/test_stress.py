@@ -19,7 +19,7 @@ from sealmem.client.sync.session import Team
 from sealmem.crypto import MemberKey
 from sealmem.hub.config import HubConfig
 from sealmem.hub.server import BackgroundHub, free_port
-from sealmem.hub.sqlite_storage import SQLiteStorage
+from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol.errors import TransportError
 
 from .conftest import (

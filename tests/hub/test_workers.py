@@ -257,6 +257,7 @@ def _open_files(name: str) -> int:
     return count
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts /proc/self/fd")
 def test_a_worker_thread_that_ends_takes_its_database_connection_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -38,6 +38,7 @@ def _contents(home: Path) -> set[str]:
         return {m.record.content for m in store.recent(limit=50, all_projects=True)}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SEALMEM.exists(), reason="console script not installed")
 def test_an_mcp_server_writes_into_the_recovered_store(tmp_path: Path) -> None:
     home = tmp_path / "home"

@@ -153,6 +153,7 @@ def test_bad_calls_are_tool_errors_and_the_server_goes_on(server_home: Path) -> 
     run(session)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SEALMEM.exists(), reason="console script not installed")
 def test_stdio_subprocess_recalls_what_the_cli_stored(tmp_path: Path) -> None:
     home = tmp_path / "home"

@@ -168,6 +168,7 @@ def test_argument_errors_name_the_parameter_and_the_allowed_values(
     run(session)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SEALMEM.exists(), reason="console script not installed")
 def test_stdio_initialize_names_the_version_and_lists_schemas(tmp_path: Path) -> None:
     params = StdioServerParameters(

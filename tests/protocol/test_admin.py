@@ -146,6 +146,7 @@ def _edit(op: str, key: MemberKey, project: str, read: bool, write: bool) -> adm
     return admin.resetting_chain(key.kid, project)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(_OPS)
 def test_every_edit_is_the_next_version_the_verifier_accepts(

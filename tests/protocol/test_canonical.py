@@ -25,6 +25,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @given(json_values)
 def test_round_trip_is_exact(value: Any) -> None:
     data = canonical.encode(value)

@@ -72,6 +72,7 @@ plain_values = st.recursive(
 )  # fmt: skip
 
 
+@pytest.mark.slow
 @given(plain_values)
 def test_encode_is_byte_identical_to_the_reference(value: Any) -> None:
     assert canonical.encode(value) == reference(value)
@@ -118,6 +119,7 @@ def _spellings(value: Any) -> list[bytes]:
 ONE_CODEC = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # constant
 
 
+@pytest.mark.slow
 @ONE_CODEC
 @given(json_values)
 @example({"a": 2**63})
@@ -130,6 +132,7 @@ def test_decode_matches_the_strict_decoder_on_every_spelling(codec: str, value: 
         assert _outcome(canonical.decode, data) == _outcome(canonical._decode_strict, data)
 
 
+@pytest.mark.slow
 @ONE_CODEC
 @given(json_values, st.integers(min_value=0), st.binary(min_size=0, max_size=3))
 def test_decode_matches_the_strict_decoder_on_damaged_bytes(

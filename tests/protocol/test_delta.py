@@ -40,6 +40,7 @@ lists = st.dictionaries(st.integers(0, BUCKETS - 1), st.integers(0, 3), max_size
 )
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=200)
 @given(old=lists, new=lists)
 def test_a_delta_rebuilds_to_the_list_it_was_made_from(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,6 +66,7 @@ good_ref = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=300)
 @given(st.lists(st.one_of(good_ref, good_ref, ref), max_size=6))
 def test_quick_parse_equals_the_item_rules(items: list[Any]) -> None:

@@ -46,6 +46,7 @@ def oracle(all_versions: list[Record]) -> dict[str, Record]:
     return best
 
 
+@pytest.mark.slow
 @given(version_lists, st.randoms(use_true_random=False))
 def test_any_order_gives_the_greatest_version_per_id(vs: list[Record], rnd: object) -> None:
     shuffled = list(vs)
@@ -53,6 +54,7 @@ def test_any_order_gives_the_greatest_version_per_id(vs: list[Record], rnd: obje
     assert wire(apply({}, vs)) == wire(apply({}, shuffled)) == wire(oracle(vs))
 
 
+@pytest.mark.slow
 @given(version_lists, st.lists(st.integers(0, 24), max_size=4))
 def test_any_grouping_converges(vs: list[Record], cuts: list[int]) -> None:
     bounds = [0, *sorted(c % (len(vs) + 1) for c in cuts), len(vs)]
@@ -69,6 +71,7 @@ def test_any_grouping_converges(vs: list[Record], cuts: list[int]) -> None:
     assert wire(sequential) == wire(folded) == wire(apply({}, vs))
 
 
+@pytest.mark.slow
 @given(version_lists, version_lists)
 def test_merging_twice_changes_nothing(base: list[Record], vs: list[Record]) -> None:
     state = apply({}, base)
@@ -79,6 +82,7 @@ def test_merging_twice_changes_nothing(base: list[Record], vs: list[Record]) -> 
     assert twice.floors == once.floors
 
 
+@pytest.mark.slow
 @given(versions(), versions(), versions())
 def test_join_is_commutative_associative_idempotent(a: Record, b: Record, c: Record) -> None:
     def join(x: Record, y: Record) -> Record:
@@ -95,6 +99,7 @@ def test_join_is_commutative_associative_idempotent(a: Record, b: Record, c: Rec
     assert join(a, a) == a
 
 
+@pytest.mark.slow
 @given(version_lists, version_lists, st.dictionaries(st.sampled_from(IDS), st.integers(0, 1000)))
 def test_a_pull_never_lowers_local_effective_importance(
     local: list[Record], pulled: list[Record], raw_floors: dict[str, int]
@@ -172,6 +177,7 @@ def test_merge_refuses_versions_of_different_ids() -> None:
         merge(_record(IDS[0], "alice", Hlc(1, 0)), _record(IDS[1], "alice", Hlc(2, 0)))
 
 
+@pytest.mark.slow
 @given(version_lists, st.integers(0, 10**6))
 def test_the_clock_passes_every_merged_version(vs: list[Record], start: int) -> None:
     before = Hlc(start, 0)
@@ -181,6 +187,7 @@ def test_the_clock_passes_every_merged_version(vs: list[Record], start: int) -> 
         assert result.clock > v.hlc
 
 
+@pytest.mark.slow
 @given(
     st.lists(versions(), max_size=12),
     st.integers(0, 10),

@@ -206,6 +206,7 @@ def test_publishes(base: Manifest | None, force: bool, built: Manifest, expected
 settings.register_profile("sealmem-push", max_examples=200, deadline=None)
 
 
+@pytest.mark.slow
 @settings(settings.get_profile("sealmem-push"))
 @given(
     own_seq=st.none() | st.integers(1, 20),

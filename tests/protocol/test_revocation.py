@@ -101,6 +101,7 @@ _VERSIONS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.dictionaries(st.sampled_from(["id-1", "id-2", "id-3"]), _VERSIONS, max_size=3))
 def test_drop_writer_properties(by_id: dict[str, list[Record]]) -> None:

@@ -116,6 +116,7 @@ def test_new_epoch_reencrypts_everything(world: World) -> None:
     assert not set(second.new_chunks) & set(first.new_chunks)
 
 
+@pytest.mark.slow
 def test_one_change_in_ten_thousand_rewrites_under_two_percent(world: World) -> None:
     def text(i: int) -> str:  # ~200 characters that compress like prose, not like zeros
         return " ".join(

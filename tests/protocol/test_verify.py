@@ -291,6 +291,7 @@ FUZZ_SNAP = FUZZ_WORLD.snapshot(
 FUZZ_ROSTER = next_roster(FUZZ_WORLD.roster_v1()).sign(FUZZ_WORLD.root)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_any_byte_flip_is_refused_with_a_named_reason(data: st.DataObject) -> None:

@@ -23,6 +23,7 @@ from sealmem.protocol.snapshot import build_snapshot
 from tests.sync.conftest import PROJECT, Node, World
 
 
+@pytest.mark.slow
 def test_revoked_member_cannot_read_new_writes_and_its_writes_are_refused(world: World) -> None:
     adm, alice, bob, carol = (world.nodes[n] for n in ("admin", "alice", "bob", "carol"))
     before = alice.remember("written before carol left")
@@ -84,6 +85,7 @@ def test_revoke_without_keep_data_drops_what_was_pulled_from_the_member(world: W
     )
 
 
+@pytest.mark.slow
 def test_rotate_and_grant_change_epochs_and_access(world: World) -> None:
     adm, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
     alice.remember("note under epoch 2")
@@ -110,6 +112,7 @@ def test_rotate_and_grant_change_epochs_and_access(world: World) -> None:
         admin.rotate(bob.t, PROJECT, now=bob.clock())
 
 
+@pytest.mark.slow
 def test_issued_key_bundle_joins_without_a_request(world: World) -> None:
     adm, alice = world.nodes["admin"], world.nodes["alice"]
     mem = alice.remember("for the new hire")
@@ -137,6 +140,7 @@ def test_issued_key_bundle_joins_without_a_request(world: World) -> None:
     assert dave.t.status()["members"][-1]["issued_by_admin"] is True
 
 
+@pytest.mark.slow
 def test_restored_writer_is_refused_until_an_admin_resets_its_chain(world: World) -> None:
     adm, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
     alice.remember("alice before losing her store")

@@ -5,16 +5,22 @@ what :func:`sealmem.protocol.merge.merge_many` decides (the function the merge
 laws in tests/protocol/test_merge.py are property-tested against): the same
 winners, floors and clock, batch after batch, and nothing lost locally but the text
 of forgotten memories.
+
+A chunk opened again (another record in its bucket changed) costs what changed: the
+versions the store already holds are neither redacted nor merged again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sqlite3
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +33,7 @@ from sealmem.client.sync import apply
 from sealmem.client.sync.apply import apply_versions
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.merge import MergeResult, merge_many, version_key
-from sealmem.protocol.record import Record
+from sealmem.protocol.record import Record, new_memory_id
 from tests.support.versions import version_lists
 from tests.sync.conftest import World
 
@@ -50,6 +56,7 @@ def _stored(store: MemoryStore) -> tuple[dict[str, Any], dict[str, float], list[
     return winners, floors, history
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(version_lists, min_size=1, max_size=3))
 def test_the_store_merges_exactly_like_merge_many(batches: list[list[Record]]) -> None:
@@ -118,3 +125,58 @@ def test_the_sync_engine_merges_through_merge_many(world: World, monkeypatch: An
     assert bob.store.get(mem.id).record.to_wire() == seen[0].winners[mem.id].to_wire()
     assert read_hlc(bob.store.connection) == seen[0].clock
     assert seen[0].clock > Hlc(mem.record.hlc.wall, mem.record.hlc.counter)
+
+
+def _records(n: int) -> list[Record]:
+    return [
+        Record(
+            id=new_memory_id(1_700_000_000_000 + i, bytes([i]) * 10),
+            project="proj",
+            kind="note",
+            content=f"alice's note {i} about the deploy",
+            keywords=("deploy",),
+            importance=0.5,
+            author="alice",
+            editor="alice",
+            created_at=1_700_000_000_000,
+            hlc=Hlc(1_700_000_000_000 + i, 0),
+            supersedes=(),
+            deleted=False,
+            delete_reason=None,
+            visibility="team",
+        ).validate()
+        for i in range(40)
+    ]
+
+
+def test_versions_already_held_are_not_redacted_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemoryStore.open(tmp_path / "store.db", author="reader", clock=lambda: NOW)
+    conn = store.connection
+    redacted: list[str] = []
+    real = apply.redact_versions
+
+    def counting(
+        conn: sqlite3.Connection, records: Iterable[Record]
+    ) -> list[tuple[Record, dict[str, int]]]:
+        records = list(records)
+        redacted.extend(record.id for record in records)
+        return real(conn, records)
+
+    monkeypatch.setattr(apply, "redact_versions", counting)
+    first = _records(40)
+    with transaction(conn):
+        assert apply_versions(conn, first, PULLED, NOW).new == 40
+    assert len(redacted) == 40
+    again = list(first)
+    again[7] = dataclasses.replace(first[7], content="changed", hlc=Hlc(NOW - 10, 0))
+    redacted.clear()
+    clock = read_hlc(conn)
+    with transaction(conn):
+        result = apply_versions(conn, again, PULLED, NOW)
+    assert redacted == [first[7].id]  # only the changed version
+    assert (result.new, result.updated, result.unchanged) == (0, 1, 39)
+    assert store.get(first[7].id).content == "changed"
+    assert read_hlc(conn) > clock  # the clock still saw every version
+    store.close()

@@ -62,6 +62,7 @@ def _members(cli: Cli) -> dict[str, str]:
     return {m["kid"]: m["name"] for m in doc["members"]}
 
 
+@pytest.mark.slow
 def test_a_request_posted_after_admin_requests_is_not_approved(cli: Cli, invite: str) -> None:
     alice = _join(cli, invite, "alice")
     shown = cli("admin", "admin", "requests").out
@@ -81,6 +82,7 @@ def test_a_request_posted_after_admin_requests_is_not_approved(cli: Cli, invite:
     assert cli("alice", "team", "status", "--json").json()["my_access"]["webapp"]["key"]
 
 
+@pytest.mark.slow
 def test_approve_with_no_argument_needs_a_recent_listing_and_a_confirmation(
     cli: Cli, invite: str, tmp_path: Path
 ) -> None:
@@ -102,6 +104,7 @@ def test_approve_with_no_argument_needs_a_recent_listing_and_a_confirmation(
     assert list(_members(cli)) == [load_member_key(tmp_path / "admin").kid]  # nothing changed
 
 
+@pytest.mark.slow
 def test_a_request_changed_since_it_was_shown_is_left_waiting(
     cli: Cli, invite: str, tmp_path: Path
 ) -> None:
@@ -117,6 +120,7 @@ def test_a_request_changed_since_it_was_shown_is_left_waiting(
     assert alice["kid"] not in _members(cli)
 
 
+@pytest.mark.slow
 def test_approve_by_name_and_ambiguous_names(cli: Cli, invite: str) -> None:
     alice = _join(cli, invite, "alice")
     bob = _join(cli, invite, "bob")
@@ -141,6 +145,7 @@ def test_approve_by_name_and_ambiguous_names(cli: Cli, invite: str) -> None:
     assert "--as renames one request" in too_many.err
 
 
+@pytest.mark.slow
 def test_a_name_like_a_members_is_refused_unless_renamed(cli: Cli, invite: str) -> None:
     alice = _join(cli, invite, "alice")
     cli("admin", "admin", "requests")
@@ -157,6 +162,7 @@ def test_a_name_like_a_members_is_refused_unless_renamed(cli: Cli, invite: str) 
     assert _members(cli)[fake["kid"]] == "alice-laptop"
 
 
+@pytest.mark.slow
 def test_reject_removes_requests_by_name_and_all_refused(
     cli: Cli, invite: str, tmp_path: Path
 ) -> None:
@@ -186,6 +192,7 @@ def test_reject_removes_requests_by_name_and_all_refused(
     assert list(_waiting(cli)) == [dave["kid"]]
 
 
+@pytest.mark.slow
 def test_grant_on_an_unknown_project_needs_create(cli: Cli, invite: str) -> None:
     _join(cli, invite, "alice")
     cli("admin", "admin", "requests")
@@ -200,6 +207,7 @@ def test_grant_on_an_unknown_project_needs_create(cli: Cli, invite: str) -> None
     assert made["roster_version"] == version + 1
 
 
+@pytest.mark.slow
 def test_an_issued_key_joins_under_its_issued_name(
     cli: Cli, invite: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -83,6 +83,7 @@ def _as_tuples(contents: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(versions(), max_size=4),

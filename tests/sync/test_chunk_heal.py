@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sealmem.client.sync.folder import FolderTransport
 from sealmem.crypto import SUITE
 from sealmem.protocol import reasons
@@ -34,6 +36,7 @@ def _contents(node: Node) -> set[str]:
     return {m.content for m in node.memories().values()}
 
 
+@pytest.mark.slow
 def test_overwritten_and_deleted_chunks_heal_on_the_writers_next_sync(world: World) -> None:
     alice, carol = world.nodes["alice"], world.nodes["carol"]
     for note in NOTES:
@@ -75,6 +78,7 @@ def test_a_damaged_file_under_a_new_chunks_id_is_rewritten(tmp_path: Path) -> No
     assert folder.damaged_chunks("proj", "b" * 26, [cid]) == {cid}
 
 
+@pytest.mark.slow
 def test_only_the_damaged_buckets_are_encrypted_again(world: World) -> None:
     alice, carol = world.nodes["alice"], world.nodes["carol"]
     for note in NOTES:

@@ -108,6 +108,7 @@ def test_a_sync_that_measures_nothing_keeps_the_last_measurement(tmp_path: Path)
         world.close()
 
 
+@pytest.mark.slow
 def test_a_hub_a_day_ahead_tells_every_member(
     tmp_path: Path,
     skewed_hub: str,

@@ -8,12 +8,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from sealmem.client.team import admin
 from sealmem.protocol import canonical, reasons
 from sealmem.protocol.manifest import DELTA_FORMAT, MANIFEST_FORMAT
 
 from .conftest import PROJECT, Node, World
 from .test_transport_seam import second_device
+
+pytestmark = pytest.mark.slow
 
 
 def _files(world: World, writer: Node) -> list[Path]:

@@ -47,6 +47,7 @@ def test_keys_equal_the_hash_of_every_logged_id(tmp_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.slow
 def test_pulled_rows_get_their_bucket_key_at_insert(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:

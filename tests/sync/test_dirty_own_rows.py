@@ -15,6 +15,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,6 +64,7 @@ def _row_count(conn: sqlite3.Connection) -> tuple[int, int]:
     return int(kept), int(counted)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(ops, min_size=1, max_size=14))
 def test_the_log_covers_every_change_of_ours_and_nothing_else(
@@ -121,6 +123,7 @@ def test_a_pull_logs_a_teammates_row_only_where_it_replaces_ours(tmp_path: Path)
         assert _row_count(conn) == (41, 41)
 
 
+@pytest.mark.slow
 def test_a_first_full_sync_logs_no_pulled_row(world: World) -> None:
     """Over a real folder: a pull of a teammate's memories logs none of them (our next
     push rebuilt every bucket for them), only our row that a teammate's tombstone took."""

@@ -18,6 +18,7 @@ from sealmem.protocol.errors import StoreError
 from tests.sync.conftest import DAY_MS, PROJECT, World, make_world
 
 
+@pytest.mark.slow
 def test_alice_remembers_and_bob_recalls_with_provenance(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     mem = alice.remember("the staging database is reset every night at 02:00", kind="warning")
@@ -39,6 +40,7 @@ def test_alice_remembers_and_bob_recalls_with_provenance(world: World) -> None:
     assert (again.pulled_new, again.pulled_updated, again.refused) == (0, 0, [])
 
 
+@pytest.mark.slow
 def test_concurrent_edits_converge_whatever_the_order(world: World) -> None:
     alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
     mem = alice.remember("use ruff for linting", keywords=["lint"])
@@ -61,6 +63,7 @@ def test_concurrent_edits_converge_whatever_the_order(world: World) -> None:
     assert len(alice.store.history(mem.id)) >= 1
 
 
+@pytest.mark.slow
 def test_a_pulled_copy_never_lowers_local_importance(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     mem = alice.remember("the API rate limit is 100 requests per minute", importance=0.9)
@@ -84,6 +87,7 @@ def test_a_pulled_copy_never_lowers_local_importance(world: World) -> None:
     assert row[1] == pytest.approx(0.9)  # ... but bob's local importance stays
 
 
+@pytest.mark.slow
 def test_forget_propagates_as_a_tombstone(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     mem = alice.remember("the old build server is build01")
@@ -99,6 +103,7 @@ def test_forget_propagates_as_a_tombstone(world: World) -> None:
     assert alice.store.recall("build server", project=PROJECT) == []
 
 
+@pytest.mark.slow
 def test_private_memories_and_plaintext_never_reach_the_folder(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     canary = "CANARY-7f3a9c-private-note"
@@ -113,6 +118,7 @@ def test_private_memories_and_plaintext_never_reach_the_folder(world: World) -> 
     assert any("team-visible-marker" in m.content for m in bob.memories().values())
 
 
+@pytest.mark.slow
 def test_redaction_runs_again_before_push(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     mem = alice.remember("deploy notes")
@@ -134,6 +140,7 @@ def test_redaction_runs_again_before_push(world: World) -> None:
     assert secret not in alice.store.get(mem.id).content
 
 
+@pytest.mark.slow
 def test_one_member_with_its_clock_a_day_off_still_converges(tmp_path: Path) -> None:
     w = make_world(tmp_path, "alice", "bob", "carol", offsets={"carol": -DAY_MS})
     try:
@@ -155,6 +162,7 @@ def test_one_member_with_its_clock_a_day_off_still_converges(tmp_path: Path) -> 
         w.close()
 
 
+@pytest.mark.slow
 def test_two_syncs_of_one_store_do_not_interleave(world: World) -> None:
     home = world.nodes["alice"].home
     with (
@@ -167,6 +175,7 @@ def test_two_syncs_of_one_store_do_not_interleave(world: World) -> None:
         pass
 
 
+@pytest.mark.slow
 def test_nothing_changed_means_nothing_pushed(world: World) -> None:
     alice = world.nodes["alice"]
     alice.remember("a note to publish once")

@@ -54,6 +54,7 @@ def test_non_files_under_read_names_are_missing_not_errors(tmp_path: Path) -> No
     assert folder.chunk("proj", WRITER, chunk_id) is None
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_sync_goes_on_past_planted_oversize_fifo_and_dangling_files(tmp_path: Path) -> None:
     world = make_world(tmp_path, "alice", "bob", "carol")

@@ -147,6 +147,7 @@ def test_the_configured_folder_itself_may_be_a_link(tmp_path: Path) -> None:
     assert folder.take_warnings() == []
 
 
+@pytest.mark.slow
 def test_a_team_syncs_past_a_planted_link_and_writes_nothing_outside(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

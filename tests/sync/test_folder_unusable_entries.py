@@ -73,6 +73,7 @@ def test_a_socket_as_a_teammates_manifest_and_chunk_does_not_stop_the_sync(
         assert any(str(path) in w for w in summary.warnings), (path, summary.warnings)
 
 
+@pytest.mark.slow
 def test_the_writer_pushes_past_a_planted_socket_and_removes_it(
     world: World, monkeypatch: pytest.MonkeyPatch, sockets: list[socket.socket]
 ) -> None:

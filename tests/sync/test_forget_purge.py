@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from sealmem.client.sync.engine import sync
 from tests.support.traces import CONTENT, KEYWORD, LATER, MARKERS, traces
 from tests.sync.conftest import World
@@ -16,6 +18,7 @@ from tests.sync.conftest import World
 TEXT = f"the release signing key passphrase is {CONTENT}"
 
 
+@pytest.mark.slow
 def test_a_teammate_that_merges_the_tombstone_keeps_no_text(world: World) -> None:
     """A tombstone erases, on every store, the text its writer wrote; what others wrote
     stays in their history (nothing of theirs is lost to a teammate's tombstone) until
@@ -51,6 +54,7 @@ def test_a_teammate_that_merges_the_tombstone_keeps_no_text(world: World) -> Non
         assert traces(node.store.path) == [], node.name
 
 
+@pytest.mark.slow
 def test_a_late_version_that_loses_to_the_tombstone_is_not_kept(world: World) -> None:
     """carol edited the memory before bob forgot it, but publishes the edit after: bob
     merges a version that loses to his tombstone, and keeps no copy of its text."""

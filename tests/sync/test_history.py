@@ -57,6 +57,7 @@ def _alice_writes_then_admin_rotates(world: World) -> str:
     return mem.id
 
 
+@pytest.mark.slow
 def test_a_member_approved_after_a_rotation_reads_the_older_epoch(world: World) -> None:
     adm, bob = world.nodes["admin"], world.nodes["bob"]
     old = _alice_writes_then_admin_rotates(world)
@@ -120,6 +121,7 @@ def test_from_now_wraps_only_the_current_epoch(world: World) -> None:
     assert later.id in dave.memories()
 
 
+@pytest.mark.slow
 def test_a_revoked_members_pinned_manifest_is_read_by_a_later_newcomer(world: World) -> None:
     adm, alice, carol = world.nodes["admin"], world.nodes["alice"], world.nodes["carol"]
     by_alice = alice.remember("release notes live in docs/releases")
@@ -161,6 +163,7 @@ def test_a_read_grant_wraps_the_history_of_that_project(world: World) -> None:
     assert old in erin.memories()
 
 
+@pytest.mark.slow
 def test_an_issued_member_is_wrapped_the_history_unless_from_now(world: World) -> None:
     adm = world.nodes["admin"]
     _alice_writes_then_admin_rotates(world)
@@ -173,6 +176,7 @@ def test_an_issued_member_is_wrapped_the_history_unless_from_now(world: World) -
     assert later.kid in _keyring_file(world, 2).wraps
 
 
+@pytest.mark.slow
 def test_a_newcomer_that_first_sees_the_old_history_keyring_picks_up_the_update_later(
     world: World,
 ) -> None:
@@ -195,6 +199,7 @@ def test_a_newcomer_that_first_sees_the_old_history_keyring_picks_up_the_update_
     assert old in dave.memories()
 
 
+@pytest.mark.slow
 def test_an_epoch_the_admin_cannot_unwrap_is_skipped_and_named(world: World) -> None:
     adm = world.nodes["admin"]
     admin.grant(adm.t, "admin", "shared", read=False, write=False, now=adm.clock())  # epoch 2
@@ -229,6 +234,7 @@ def _request(world: World, name: str) -> Node:
     return node
 
 
+@pytest.mark.slow
 def test_cli_approve_from_now_and_the_warning_for_epochs_it_cannot_wrap(
     world: World, as_admin: Callable[..., Run]
 ) -> None:

@@ -22,6 +22,8 @@ from sealmem.hub.server import free_port
 from sealmem.protocol.hubapi import HEADER_HUB_TIME
 from tests.hub.conftest import TEAM, TOKEN, HubWorld, hub_config
 
+pytestmark = pytest.mark.slow
+
 Scope = dict[str, Any]
 
 

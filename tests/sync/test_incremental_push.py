@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from sealmem.client import MemoryStore
 from sealmem.client.store.connection import transaction
 from sealmem.client.sync import push, replica
@@ -61,6 +63,7 @@ def published(node: Node) -> tuple[dict[int, str], int, int]:
     return dict(chain.digests), manifest.manifest.buckets, manifest.manifest.records
 
 
+@pytest.mark.slow
 def test_one_change_reads_only_its_bucket(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     for i in range(150):
@@ -77,6 +80,7 @@ def test_one_change_reads_only_its_bucket(world: World) -> None:
     assert any(m.content.startswith("one more note") for m in bob.memories().values())
 
 
+@pytest.mark.slow
 def test_every_kind_of_write_ends_in_the_full_snapshot(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     rnd = random.Random(7)
@@ -128,6 +132,7 @@ def test_nothing_changed_leaves_the_log_empty_and_pushes_nothing(world: World) -
     assert nulls[0] == 0
 
 
+@pytest.mark.slow
 def test_a_store_migrated_to_the_log_rebuilds_every_bucket_once(world: World) -> None:
     alice = world.nodes["alice"]
     for i in range(40):

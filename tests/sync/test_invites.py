@@ -61,6 +61,7 @@ def _admin_team(tmp_path: Path, store: MemoryStore) -> Team:
     return Team.open(home, store, load_member_key(home))
 
 
+@pytest.mark.slow
 def test_a_single_use_invite_admits_its_one_member_and_an_open_one_several(
     cli: Cli, team_id: str, tmp_path: Path
 ) -> None:
@@ -114,6 +115,7 @@ def test_a_single_use_invite_admits_its_one_member_and_an_open_one_several(
         assert "Tuesdays" in str(hits)
 
 
+@pytest.mark.slow
 def test_an_expired_a_1970_or_an_old_invite_is_refused_at_join(
     cli: Cli, team_id: str, tmp_path: Path
 ) -> None:
@@ -142,6 +144,7 @@ def test_an_expired_a_1970_or_an_old_invite_is_refused_at_join(
     assert not requests.exists() or list(requests.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_requests_answering_no_valid_invite_are_refused_by_name(
     cli: Cli, team_id: str, tmp_path: Path
 ) -> None:
@@ -191,6 +194,7 @@ def test_requests_answering_no_valid_invite_are_refused_by_name(
     assert cli("admin", "team", "status", "--json").json()["roster_version"] == version
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ["31d", "0d", "7", "d", "-1d", "1w", "1.5d"])
 def test_invite_lifetimes_out_of_range_are_refused(
     cli: Cli, team_id: str, tmp_path: Path, text: str

@@ -51,6 +51,7 @@ def local_warnings(summary: SyncSummary) -> list[str]:
     return [w for w in summary.warnings if " on this machine: " in w]
 
 
+@pytest.mark.slow
 def test_cli_remember_notes_a_project_bob_may_not_write(
     read_only_bob: Node, cli: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -90,6 +91,7 @@ def test_cli_remember_solo_says_nothing(
     assert doc["stays_local"] is None
 
 
+@pytest.mark.slow
 def test_sync_warns_once_per_project_with_the_count(
     world: World,
     read_only_bob: Node,
@@ -122,6 +124,7 @@ def test_sync_warns_once_per_project_with_the_count(
     assert "shared" not in by_project
 
 
+@pytest.mark.slow
 def test_team_status_shows_the_count_the_reason_and_the_fix(
     world: World,
     read_only_bob: Node,
@@ -212,6 +215,7 @@ def test_revoked_member_learns_its_memories_stay_local(world: World) -> None:
     assert note.reason == "revoked"
 
 
+@pytest.mark.slow
 def test_watch_repeats_the_warning_only_when_the_count_changes(read_only_bob: Node) -> None:
     bob = read_only_bob
     bob.remember("stays local under watch")

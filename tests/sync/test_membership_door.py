@@ -35,6 +35,7 @@ def _requests_dir(cli: Cli, tmp_path: Path) -> Path:
     return tmp_path / "nas" / "sealmem" / team / "requests"
 
 
+@pytest.mark.slow
 def test_a_rejected_request_posted_again_is_not_approved(
     cli: Cli, invite: str, tmp_path: Path
 ) -> None:
@@ -62,6 +63,7 @@ def test_a_rejected_request_posted_again_is_not_approved(
     assert mallory["kid"] in _members(cli)
 
 
+@pytest.mark.slow
 def test_approve_by_name_is_bound_to_what_was_shown(cli: Cli, invite: str, tmp_path: Path) -> None:
     alice = _join(cli, invite, "alice")
     never = cli("admin", "admin", "approve", "alice", code=1)  # nothing was shown yet
@@ -86,6 +88,7 @@ def test_approve_by_name_is_bound_to_what_was_shown(cli: Cli, invite: str, tmp_p
     assert evil.kid not in _members(cli)
 
 
+@pytest.mark.slow
 def test_a_name_that_is_a_members_short_id_is_refused(cli: Cli, invite: str) -> None:
     alice = _join(cli, invite, "alice")
     cli("admin", "admin", "requests")
@@ -115,6 +118,7 @@ def test_a_selector_that_is_a_name_and_an_id_prefix_is_ambiguous() -> None:
     assert find_member(roster, "ALICE").kid == world.alice.kid  # names by skeleton
 
 
+@pytest.mark.slow
 def test_a_refused_lookalike_request_blocks_nobody(cli: Cli, invite: str, tmp_path: Path) -> None:
     alice = _join(cli, invite, "alice")
     team = cli("admin", "team", "status", "--json").json()["team"]

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -201,6 +202,7 @@ def _run(store: MemoryStore, op: tuple[object, ...]) -> None:
                 conn.execute("DELETE FROM memories WHERE deleted = 1")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(ops, min_size=1, max_size=14))
 def test_the_counters_always_equal_the_scan(sequence: list[tuple[object, ...]]) -> None:

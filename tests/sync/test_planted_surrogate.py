@@ -16,6 +16,8 @@ from sealmem.client.identity import load_member_key
 from sealmem.client.team.invite import make_join_request
 from tests.support.cli import Run, in_process
 
+pytestmark = pytest.mark.slow
+
 ANY_INVITE = "A" * 22  # the hub cannot know invites: any well-formed id passes
 
 

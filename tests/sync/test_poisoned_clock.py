@@ -61,6 +61,7 @@ def _clock(node: Node) -> tuple[int, int]:
     return int(wall), int(counter)
 
 
+@pytest.mark.slow
 def test_sync_recovers_a_poisoned_store(world: World) -> None:
     alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
     mem = alice.remember("the API keys rotate every 90 days")
@@ -117,6 +118,7 @@ def _sane(wall: int) -> bool:
     return now - 600_000 <= wall <= now + MAX_AHEAD_MS
 
 
+@pytest.mark.slow
 def test_a_member_who_wrote_while_poisoned_is_read_again(world: World) -> None:
     """Local versions written while the store clock was far ahead are stamped again from
     the recovered clock and published: teammates no longer refuse the snapshot."""
@@ -162,6 +164,7 @@ def test_a_member_who_wrote_while_poisoned_is_read_again(world: World) -> None:
         assert mems[mid].provenance.signer == bob.key.kid
 
 
+@pytest.mark.slow
 def test_a_poisoned_push_is_published_again(world: World) -> None:
     """A version pushed while poisoned (teammates refused that snapshot) is published again
     once stamped anew: what the own chain recorded as pushed is reset."""
@@ -186,6 +189,7 @@ def test_a_poisoned_push_is_published_again(world: World) -> None:
     assert _sane(alice.memories()[poisoned.id].record.hlc.wall)
 
 
+@pytest.mark.slow
 def test_an_import_from_the_far_future_does_not_cut_a_member_off(world: World) -> None:
     alice, bob, carol = world.nodes["alice"], world.nodes["bob"], world.nodes["carol"]
     tip = carol.remember("handy tip from carol's export")
@@ -203,6 +207,7 @@ def test_an_import_from_the_far_future_does_not_cut_a_member_off(world: World) -
     assert mine.id in alice.memories()
 
 
+@pytest.mark.slow
 def test_doctor_stamps_own_versions_again_and_keeps_revocations(
     world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

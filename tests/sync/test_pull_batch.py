@@ -20,6 +20,8 @@ from sealmem.client.sync.apply import ApplyResult, apply_versions
 from sealmem.protocol.record import Record
 from tests.sync.conftest import World
 
+pytestmark = pytest.mark.slow
+
 
 def _counting(calls: list[int]) -> object:
     def run(

@@ -21,6 +21,8 @@ from tests.support.cli import in_process
 from .conftest import PROJECT, Node, World
 from .forge import bucket_plaintext, publish, records_by_bucket
 
+pytestmark = pytest.mark.slow
+
 CONTENT = "x" * 10_000  # inflates large, compresses to almost nothing
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sealmem.client import MemoryStore
 from sealmem.client.store.connection import connect, transaction
 from sealmem.client.store.memory import Provenance
@@ -40,6 +42,7 @@ def leak(node: Node, text: str) -> str:
     return mem.id
 
 
+@pytest.mark.slow
 def test_a_push_writes_nothing_but_its_own_chain_head(world: World) -> None:
     alice = world.nodes["alice"]
     alice.remember("a plain note")
@@ -69,6 +72,7 @@ def test_a_push_writes_nothing_but_its_own_chain_head(world: World) -> None:
     assert any("own_chain" in s for s in writes), writes
 
 
+@pytest.mark.slow
 def test_redact_pending_redacts_only_what_was_not_pushed_and_once(world: World) -> None:
     alice = world.nodes["alice"]
     conn = alice.store.connection
@@ -88,6 +92,7 @@ def test_redact_pending_redacts_only_what_was_not_pushed_and_once(world: World) 
         assert replica.redact_pending(conn, alice.key.kid, PROJECT, ZERO, alice.clock()) == 0
 
 
+@pytest.mark.slow
 def test_own_chain_keeps_a_far_future_clock_in_the_one_packing(world: World) -> None:
     alice = world.nodes["alice"]
     alice.remember("a note")
@@ -134,6 +139,7 @@ def test_migration_converts_the_old_own_chain_packing(tmp_path: Path) -> None:
         conn.close()
 
 
+@pytest.mark.slow
 def test_a_store_migrated_from_the_old_packing_pushes_what_is_new(world: World) -> None:
     alice = world.nodes["alice"]
     alice.remember("pushed before the upgrade")
@@ -155,6 +161,7 @@ def test_a_store_migrated_from_the_old_packing_pushes_what_is_new(world: World) 
     assert world.nodes["bob"].sync().pulled_new == 2
 
 
+@pytest.mark.slow
 def test_a_member_without_write_grant_has_nothing_to_push(world: World) -> None:
     adm, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
     admin.grant(adm.t, "alice", PROJECT, read=True, write=False, now=adm.clock())

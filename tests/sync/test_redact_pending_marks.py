@@ -120,6 +120,7 @@ def test_a_secret_an_older_sealmem_stored_is_still_caught(
     store.close()
 
 
+@pytest.mark.slow
 def test_a_sync_with_nothing_new_opens_no_transaction_for_it(world: World) -> None:
     """Once every unpushed version is marked, the check before a push only reads (a write
     transaction is a commit, an fsync and a journal write at every sync)."""

@@ -124,6 +124,7 @@ CASES: list[tuple[str, Callable[[World, Node, Path], None], str, bool]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("attack", "reason", "after_bob_pulled"),
     [pytest.param(a, r, p, id=name) for name, a, r, p in CASES],
@@ -174,6 +175,7 @@ def refused_by_name_while_the_rest_syncs(
     return bob.memories()[fresh.id]
 
 
+@pytest.mark.slow
 def test_a_refused_object_does_not_fail_the_sync_or_stop_later_ones(world: World) -> None:
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     alice.remember("alice publishes once")

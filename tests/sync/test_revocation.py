@@ -15,6 +15,8 @@ from sealmem.client.team import admin
 from tests.support.cli import Run, in_process
 from tests.sync.conftest import PROJECT, Node, World
 
+pytestmark = pytest.mark.slow
+
 TEXT = "deploys go through 'make release', never by hand"
 
 

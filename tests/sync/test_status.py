@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from sealmem.client.team import admin
 from tests.sync.conftest import World
 
@@ -20,6 +22,7 @@ def test_a_revoked_member_is_told_and_pushes_nothing(world: World) -> None:
     assert any("revoked from the team" in w for w in summary.warnings)
 
 
+@pytest.mark.slow
 def test_status_reports_sync_health(world: World) -> None:
     alice = world.nodes["alice"]
     alice.remember("status check memory")
@@ -37,6 +40,7 @@ def test_status_reports_sync_health(world: World) -> None:
     assert "via folder" in human
 
 
+@pytest.mark.slow
 def test_a_sync_stopped_by_a_missing_share_is_recorded_with_its_reason(world: World) -> None:
     import pytest
 

@@ -68,6 +68,7 @@ def fill(disk: Path) -> Path:
     return filler
 
 
+@pytest.mark.slow
 def test_sync_on_a_full_disk_says_so_in_one_line_and_loses_nothing(
     tmp_path: Path, cli: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,6 +100,7 @@ def test_sync_on_a_full_disk_says_so_in_one_line_and_loses_nothing(
             world.close()
 
 
+@pytest.mark.slow
 def test_sync_translates_sqlite_full_into_a_store_error(world: World) -> None:
     """The same ``SQLITE_FULL`` without a mount: the store may not grow past its size."""
     admin, alice = world.nodes["admin"], world.nodes["alice"]
@@ -126,6 +128,7 @@ def plant_bad_text(conn: sqlite3.Connection, memory_id: str) -> None:
     )
 
 
+@pytest.mark.slow
 def test_bad_text_in_the_store_stops_no_command_and_doctor_names_the_row(
     world: World, cli: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:

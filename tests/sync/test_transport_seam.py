@@ -52,6 +52,7 @@ def second_device(world: World, node: Node, name: str) -> Node:
     return device
 
 
+@pytest.mark.slow
 def test_two_devices_of_one_member_never_fork_its_chain(
     team: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -82,6 +83,7 @@ def test_two_devices_of_one_member_never_fork_its_chain(
     assert {laptop_note.id, desk_note.id} <= set(bob.memories())
 
 
+@pytest.mark.slow
 def test_a_memory_travels_through_the_in_memory_transport(tmp_path: Path) -> None:
     world = make_world(tmp_path, "alice", "bob")
     try:
@@ -115,6 +117,7 @@ def _wait_in_thread(
     return waiter, result
 
 
+@pytest.mark.slow
 def test_wait_for_change_wakes_on_a_teammates_push_not_on_ours(team: World) -> None:
     alice, bob = team.nodes["alice"], team.nodes["bob"]
     watched = bob.t.transport

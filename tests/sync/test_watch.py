@@ -75,6 +75,7 @@ def test_backoff_caps() -> None:
         Backoff(max_s=0)
 
 
+@pytest.mark.slow
 def test_unreachable_folder_is_retried_on_a_backoff_then_heals(
     alice_world: World, tmp_path: Path
 ) -> None:
@@ -112,6 +113,7 @@ def test_unreachable_folder_is_retried_on_a_backoff_then_heals(
     assert all(w >= 3600.0 - 1e-6 for w in sim.waits[10:]), sim.waits  # healthy: interval
 
 
+@pytest.mark.slow
 def test_backoff_is_jittered_within_its_caps(alice_world: World, tmp_path: Path) -> None:
     alice = alice_world.nodes["alice"]
     alice.remember("unpushed while the share is gone")
@@ -140,6 +142,7 @@ def test_backoff_is_jittered_within_its_caps(alice_world: World, tmp_path: Path)
     assert 8 <= made <= 60, made
 
 
+@pytest.mark.slow
 def test_a_syncs_own_writes_do_not_wake_the_next_sync(alice_world: World) -> None:
     """Real store, real folder, real watchfiles: only a memory write wakes a sync."""
     alice = alice_world.nodes["alice"]

@@ -16,6 +16,8 @@ import pytest
 
 from .conftest import Seeded
 
+pytestmark = pytest.mark.slow
+
 
 def _start(seeded: Seeded, *args: str, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(

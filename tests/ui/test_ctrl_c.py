@@ -14,7 +14,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import Seeded
+
+pytestmark = pytest.mark.slow
 
 _INTERRUPTED = """
 import os, signal, sys

@@ -35,6 +35,7 @@ def _session_cookie(c: TestClient, secrets: Secrets) -> str:
     return pair
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "before",
     [

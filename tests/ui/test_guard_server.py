@@ -122,6 +122,7 @@ def guarded(seeded: Seeded) -> Iterator[Viewer]:
         yield served
 
 
+@pytest.mark.slow
 def test_a_form_whose_body_never_comes_is_answered_408(
     viewer: Viewer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -163,6 +164,7 @@ def _handshake(viewer: Viewer, path: str = "/", **headers: str) -> bytes:
         return _exchange(sock, ("\r\n".join(lines) + "\r\n\r\n").encode())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "headers",
     [
@@ -185,16 +187,19 @@ def test_websocket_handshakes_pass_the_same_checks(
     assert _handshake(viewer, **headers).startswith(b"HTTP/1.1 403 ")
 
 
+@pytest.mark.slow
 def test_a_handshake_of_this_viewer_signed_in_reaches_the_app(guarded: Viewer) -> None:
     assert _handshake(guarded).startswith(b"HTTP/1.1 101 ")
 
 
+@pytest.mark.slow
 def test_the_viewer_serves_no_websocket_even_signed_in(viewer: Viewer) -> None:
     for path in ("/", "/static/app.css", "/m/x"):
         assert _handshake(viewer, path).startswith(b"HTTP/1.1 403 "), path
     assert not viewer.errors, [r.getMessage() for r in viewer.errors]
 
 
+@pytest.mark.slow
 def test_a_form_cut_off_by_a_disconnect_is_not_acted_on(viewer: Viewer, seeded: Seeded) -> None:
     """A client that goes away mid-body (a closed tab, a killed curl) sent only part of
     its form: before, the guard handed the part to the app, which stored a truncated

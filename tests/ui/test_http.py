@@ -226,6 +226,7 @@ def test_timeline_store_and_captured_pages(client: TestClient, seeded: Seeded) -
     assert "Run the migrations before the deploy" in captured
 
 
+@pytest.mark.slow
 def test_forget_importance_correct_through_the_page_forms(
     client: TestClient, secrets: Secrets, seeded: Seeded
 ) -> None:
@@ -273,6 +274,7 @@ def test_captured_memories_are_accepted_or_discarded(
     assert "nothing waiting" in client.get("/captured").text
 
 
+@pytest.mark.slow
 def test_the_forms_on_the_pages_carry_the_csrf_token(
     client: TestClient, secrets: Secrets, seeded: Seeded
 ) -> None:

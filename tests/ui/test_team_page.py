@@ -11,6 +11,8 @@ from sealmem.client.ui.app import allowed_hosts, create_app
 from sealmem.client.ui.guard import Secrets
 from tests.support.cli import per_home
 
+pytestmark = pytest.mark.slow
+
 
 def test_the_team_page_shows_the_roster_access_and_sync_activity(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch

@@ -2,7 +2,9 @@
 
 ``storage_backend`` yields a :class:`Backend` per parameter: a fresh database and
 blob store, and ``open()`` to open (or, after ``close()``, reopen) a
-:class:`~sealmem.hub.storage.Storage` over them.  A backend that needs an engine
+:class:`~sealmem.hub.storage.Storage` over them.  SQLite runs twice: with its
+group commit (``sqlite``, the fast path) and with one transaction per write
+(``sqlite-plain``).  A backend that needs an engine
 (PostgreSQL + an S3-compatible store) adds its parameter to ``BACKENDS`` with a
 factory that starts it (or skips with the reason when it cannot).
 """
@@ -15,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.hub.backends import open_storage
 from sealmem.hub.storage import Quota, Storage
+from sealmem.hub.storage.backends import open_storage
 
 
 @dataclass
@@ -35,11 +37,15 @@ class Backend:
             store.close()
 
 
-def _sqlite(tmp_path: Path) -> Callable[[Quota], Storage]:
+def _sqlite(tmp_path: Path, *, group_commit: bool = True) -> Callable[[Quota], Storage]:
     db = f"sqlite://{tmp_path / 'hub' / 'hub.db'}"
     (tmp_path / "hub").mkdir()
     blobs = f"file://{tmp_path / 'blobs'}"
-    return lambda quota: open_storage(db, blobs, quota)
+    return lambda quota: open_storage(db, blobs, quota, group_commit=group_commit)
+
+
+def _sqlite_plain(tmp_path: Path) -> Callable[[Quota], Storage]:
+    return _sqlite(tmp_path, group_commit=False)
 
 
 def _postgresql_s3(request: pytest.FixtureRequest) -> Callable[[Quota], Storage]:
@@ -51,7 +57,10 @@ def _postgresql_s3(request: pytest.FixtureRequest) -> Callable[[Quota], Storage]
 
 
 #: parameter -> factory of an opener over fresh storage in ``tmp_path``
-BACKENDS: dict[str, Callable[[Path], Callable[[Quota], Storage]]] = {"sqlite": _sqlite}
+BACKENDS: dict[str, Callable[[Path], Callable[[Quota], Storage]]] = {
+    "sqlite": _sqlite,
+    "sqlite-plain": _sqlite_plain,
+}
 #: parameter -> factory of an opener over an engine the test session starts
 ENGINES: dict[str, Callable[[pytest.FixtureRequest], Callable[[Quota], Storage]]] = {
     "postgresql+s3": _postgresql_s3,

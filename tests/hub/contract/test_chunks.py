@@ -76,6 +76,7 @@ def test_usage_goes_down_when_chunks_go(store: Storage) -> None:
     assert store.member_usage("t1", ALICE) == 50
 
 
+@pytest.mark.slow
 def test_orphan_blobs_are_collected_only_past_the_minimum_age(store: Storage) -> None:
     team(store, "t1")
     named = chunk(store, "t1", ALICE, b"named")
@@ -204,6 +205,7 @@ def test_join_requests_from_strangers_cannot_take_the_reserve(storage_backend: B
     roster(store, "t1", 2)  # the revocation still fits
 
 
+@pytest.mark.slow
 def test_the_orphan_job_leaves_what_is_not_the_hubs_alone(store: Storage) -> None:
     """A bucket (or prefix) shared with other data holds keys of four parts that are
     not chunks: the orphan job must never delete them, whatever their age."""

@@ -4,6 +4,8 @@ its writer published a full manifest the admin had not seen."""
 
 from __future__ import annotations
 
+import pytest
+
 from sealmem.crypto import SUITE
 from sealmem.hub.storage import Storage
 from sealmem.hub.teams import Teams
@@ -14,6 +16,8 @@ from sealmem.protocol.manifest import Manifest
 from sealmem.protocol.roster import Pin, Revocation
 from sealmem.protocol.snapshot import PreviousSnapshot, Snapshot
 from tests.protocol.team_world import NOW, PROJECT, TEAM, World, make_record
+
+pytestmark = pytest.mark.slow
 
 
 def _push(store: Storage, teams: Teams, snap: Snapshot, envelope: bytes) -> bool:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sealmem.hub.storage import KeyringBlob, StaleSeq, Storage, StoredHead
 
 from .world import ALICE, BOB, PROJECT, T0, chunk, team
+
+pytestmark = pytest.mark.slow
 
 _names = itertools.count()
 

@@ -70,6 +70,7 @@ def test_the_base_of_the_newest_delta_is_kept_past_the_newest(store: Storage) ->
     assert store.manifests("t1", PROJECT, ALICE)[ALICE] == [b"manifest-6", b"manifest-5"]
 
 
+@pytest.mark.slow
 def test_a_delta_whose_base_the_slot_lacks_stores_nothing(store: Storage) -> None:
     team(store, "t1")
     a = chunk(store, "t1", ALICE, b"one")

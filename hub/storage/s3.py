@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ..protocol.errors import InputError
-from .blobstore import BlobEntry, BlobKey, BlobStore
-from .storage import StorageError
+from ...protocol.errors import InputError
+from . import StorageError
+from .blobs import BlobEntry, BlobKey, BlobStore
 
 __all__ = ["S3Blobs", "S3Location"]
 

@@ -1,6 +1,6 @@
 """Where the hub keeps a team's objects: the metadata seam over a blob store.
 
-A hub's storage is two parts, chosen by URL (:mod:`sealmem.hub.backends`):
+A hub's storage is two parts, chosen by URL (:mod:`.backends`):
 
 - **metadata** (this interface): small signed objects (rosters, keyrings,
   manifests, join requests) as rows, chunk rows (size, when stored, who uses
@@ -8,11 +8,12 @@ A hub's storage is two parts, chosen by URL (:mod:`sealmem.hub.backends`):
   the nonce cache, the rate-limit buckets, the team's generation (so every
   replica's cache of a team's trusted state can tell it is stale), and the
   wake-ups of long-polling readers (:meth:`Storage.feed`).
-  :class:`~sealmem.hub.sqlite_storage.SQLiteStorage` is the embedded one; a
-  PostgreSQL one implements the same methods.
-- **blobs** (:class:`~sealmem.hub.blobstore.BlobStore`): chunk ciphertexts.
+  Both backends, :class:`~sealmem.hub.storage.sqlite.SQLiteStorage` (the embedded
+  one) and :class:`~sealmem.hub.storage.postgres.PgStorage`, are one SQL layer
+  (:mod:`.sql`, :mod:`.writes`) over a dialect (:mod:`.dialect`).
+- **blobs** (:class:`~sealmem.hub.storage.blobs.BlobStore`): chunk ciphertexts.
 
-The ordering rule between the two is kept here, once, for every backend: a
+The ordering rule between the two is kept once, for every backend (:mod:`.chunks`): a
 chunk's blob is durable *before* the row naming it commits, and a row is
 deleted *before* its blob.  A crash leaves at worst a blob no row names; one
 job (:meth:`Storage.collect_orphans`) removes those once they are older than a
@@ -27,8 +28,8 @@ What every metadata backend MUST guarantee:
 - every method is blocking, thread-safe and safe to call from several
   processes (replicas) at once; ids passed in are already validated;
 - :meth:`Storage.write` is a transaction holding the team's write lock across
-  processes (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: the team row ``FOR
-  UPDATE``): the caller verifies against the state it reads inside and writes
+  processes (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: the team's advisory
+  lock): the caller verifies against the state it reads inside and writes
   in the same transaction, all or nothing.  Each change it records takes the
   team's next cursor (a column of the team row, incremented in that
   transaction): cursors count per team from 1, in commit order, and one team's
@@ -50,19 +51,30 @@ What every metadata backend MUST guarantee:
   transaction (a row refreshed or referenced meanwhile is kept);
 - failures of the engine are raised as :class:`StorageError`.
 
-Storage never checks signatures or grants: that is :mod:`sealmem.hub.teams`.
+Storage never checks signatures or grants: that is :mod:`sealmem.hub.teams`.  It
+never imports the HTTP runtime either: what it offers a committer thread is a
+:class:`Runner`.
+
+The room: this seam, its values and errors (:mod:`.values`), the chunk rules
+(:mod:`.chunks`), wake-ups (:mod:`.feed`); the blob stores (:mod:`.blobs`,
+:mod:`.s3`); the SQL metadata layer (:mod:`.sql`, :mod:`.writes`) over a
+dialect (:mod:`.dialect`), and its two backends: :mod:`.sqlite` (over
+:mod:`.dbfile`, :mod:`.group`, :mod:`.nonces`, :mod:`.buckets`) and
+:mod:`.postgres`; both schemas (:mod:`.schema`); opening them by URL
+(:mod:`.backends`).
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
-from .blobstore import BlobKey, BlobStore
-from .chunk_rules import ANY_AGE_MS, ChunkRules
+from .blobs import BlobKey, BlobStore
+from .chunks import ANY_AGE_MS, ChunkRules
 from .feed import Feed, LocalFeed
-from .stored import (
+from .values import (
     TEAM_OWNER,
     Admission,
     Change,
@@ -80,7 +92,6 @@ from .stored import (
     delta_base,
     manifests_to_drop,
 )
-from .workers import Runner
 
 __all__ = [
     "ANY_AGE_MS",
@@ -95,6 +106,7 @@ __all__ = [
     "PendingRequest",
     "Quota",
     "QuotaExceeded",
+    "Runner",
     "ScrubReport",
     "StaleSeq",
     "Storage",
@@ -104,6 +116,15 @@ __all__ = [
     "delta_base",
     "manifests_to_drop",
 ]
+
+
+class Runner(Protocol):
+    """What a committer thread needs of a backend that commits writes together: the
+    calls of one batch in, each one's (result, exception) out, in order."""
+
+    def __call__(
+        self, jobs: Sequence[Callable[[], Any]], /
+    ) -> list[tuple[Any, BaseException | None]]: ...
 
 
 class TeamWrite(abc.ABC):
@@ -118,11 +139,10 @@ class TeamWrite(abc.ABC):
     def heads(self) -> list[StoredHead]:
         """The newest manifest of every slot of the team, read inside the transaction."""
 
+    @abc.abstractmethod
     def heads_of(self, slots: Iterable[tuple[str, str]]) -> list[StoredHead]:
         """The newest manifest of each (project, writer) slot named (those that have one):
         what a manifest's verification needs, read without reading every slot's."""
-        wanted = set(slots)
-        return [h for h in self.heads() if (h.project, h.writer) in wanted]
 
     @abc.abstractmethod
     def put_roster(
@@ -167,7 +187,7 @@ class TeamWrite(abc.ABC):
 
 class Storage(ChunkRules):
     """The hub's persistence; see the module docstring.  The chunk methods (blob and
-    row in order) come from :class:`~sealmem.hub.chunk_rules.ChunkRules`."""
+    row in order) come from :class:`~sealmem.hub.storage.chunks.ChunkRules`."""
 
     #: Metadata reads and nonce inserts are local and never wait for a lock held across
     #: a durable commit, an fsync or the network (an embedded database): a request that
@@ -203,16 +223,16 @@ class Storage(ChunkRules):
     def write(self, team: str) -> contextlib.AbstractContextManager[TeamWrite]:
         """A transaction holding ``team``'s write lock; commits on a normal exit."""
 
+    @abc.abstractmethod
     def push(self, team: str) -> contextlib.AbstractContextManager[TeamWrite]:
         """:meth:`write` for a manifest: a write that only adds to one writer's slot and
         changes nothing other writes verify against (not the team's generation).  A
         backend may commit several of these together (SQLite: group commit); each
         still returns only once its own work is durable, and fails alone."""
-        return self.write(team)
 
     def batch_runner(self) -> Runner | None:
         """A runner for writes that share one durable commit, run by one thread in turn
-        (:class:`~sealmem.hub.workers.Batcher`): the chunk and manifest PUTs.  Each
+        (the HTTP runtime's committer): the chunk and manifest PUTs.  Each
         write runs alone as far as it can tell (a refusal rolls back only its own
         work) and is answered once the batch's commit is durable.  None: the backend
         has no such runner (its writes take worker threads)."""

@@ -1,35 +1,67 @@
-"""The SQLite hub's schema, versioned in ``PRAGMA user_version``, and its upgraders.
+"""The hub's schemas, SQLite's and PostgreSQL's, and their forward-only upgraders.
+
+SQLite: the version is ``PRAGMA user_version``; :func:`set_up` creates or
+upgrades ``hub.db``, :func:`set_up_nonces` creates the nonce file (version 1).
 
 - version 1 (no ``user_version``): the first hub's layout; one global change
   cursor, usage per team only, keyrings without their roster version.
 - version 2: per-team cursor and generation on the team row; changes keyed by
   (team, cursor); usage per (team, member); keyrings with the roster version
   they cite; which chunks each kept manifest names; a nonce table.
-- version 3: the nonce table moves to a file of its own
-  (:mod:`sealmem.hub.sqlite_nonces`), so that a request's nonce insert never
-  waits for a push's durable commit; the nonces still inside their window are
-  handed to that file before the table is dropped.
+- version 3: the nonce table moves to a file of its own (:mod:`.nonces`), so
+  that a request's nonce insert never waits for a push's durable commit; the
+  nonces still inside their window are handed to that file before the table is
+  dropped.
 
 Upgrades are forward only, one transaction each.  Cursors already handed out
 are kept: a team's counter goes on from its newest, so a reader's cursor stays
 valid.  Values the old layout lacked are recomputed from the stored objects.
+
+PostgreSQL: ``schema_version`` holds one row, the version the database is at.
+Each entry of :data:`PG_MIGRATIONS` brings it one version further.
+:func:`upgrade_pg` applies the missing ones in one transaction under a
+transaction-scoped advisory lock, so replicas that start at the same moment
+upgrade once and the others wait and then find the work done.  A database
+written by a newer hub (a version above the last one known here) is refused
+rather than guessed at.
+
+Both engines hang every team's metadata off its ``teams`` row: ``cursor`` is the
+team's change-feed position (allocated under that row's lock, so feed order is
+commit order within a team and says nothing about other teams), ``generation``
+counts its roster and keyring writes (a replica's cached trusted state is stale
+when it differs).  ``usage`` is per (team, member); ``manifest_chunks`` which
+chunks the kept manifests name.  PostgreSQL also keeps ``slots``, each writer's
+newest seq (the compare-and-swap target of a manifest write, see
+:mod:`.dialect`), and ``nonces`` and ``rate_buckets``, shared by every replica.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
-from ..protocol.envelope import unpack
-from ..protocol.errors import Rejected
-from ..protocol.keyring import Keyring
-from ..protocol.manifest import peek
-from ..protocol.verify import MAX_KEYRING_BYTES
-from .stored import TEAM_OWNER, StorageError
+from ...protocol.envelope import unpack
+from ...protocol.errors import Rejected
+from ...protocol.keyring import Keyring
+from ...protocol.manifest import peek
+from ...protocol.verify import MAX_KEYRING_BYTES
+from .values import TEAM_OWNER, StorageError
 
-__all__ = ["SCHEMA_VERSION", "set_up"]
+__all__ = [
+    "NONCE_SCHEMA_VERSION",
+    "PG_MIGRATIONS",
+    "SCHEMA_LOCK",
+    "SCHEMA_VERSION",
+    "set_up",
+    "set_up_nonces",
+    "upgrade_pg",
+]
 
 SCHEMA_VERSION = 3
+#: the nonce file's (``hub-nonces.db``): its one version
+NONCE_SCHEMA_VERSION = 1
 
 #: (kid, nonce, expires_ms) rows of the version 2 nonce table, handed over
 Nonces = list[tuple[str, str, int]]
@@ -108,6 +140,13 @@ CREATE INDEX nonces_expiry ON nonces (expires_ms);
 #: version 3: version 2 without the nonce table (now a file of its own)
 _TABLES_V3 = ";".join(s for s in _TABLES_V2.split(";") if "nonces" not in s)
 
+_NONCE_TABLE = """
+CREATE TABLE nonces (
+    kid TEXT NOT NULL, nonce TEXT NOT NULL, expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (kid, nonce)) WITHOUT ROWID;
+CREATE INDEX nonces_expiry ON nonces (expires_ms);
+"""
+
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -122,19 +161,13 @@ def set_up(conn: sqlite3.Connection, adopt_nonces: Callable[[Nonces], None]) -> 
     """Create the schema, or bring an older one up to :data:`SCHEMA_VERSION`;
     ``adopt_nonces`` stores (durably) the nonces of a version 2 table, before the
     upgrade drops it: a request seen before the upgrade stays refused after it."""
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if version > SCHEMA_VERSION:
-        raise StorageError(
-            f"the hub database is at schema version {version}, newer than this hub "
-            f"({SCHEMA_VERSION}); run the newer sealmem hub, or restore a backup"
-        )
+    version = _version(conn, SCHEMA_VERSION, "the hub database")
     if version == SCHEMA_VERSION:
         return
     if version == 2 and "nonces" in _tables(conn):
         rows = conn.execute("SELECT kid, nonce, expires_ms FROM nonces").fetchall()
         adopt_nonces([(str(k), str(n), int(e)) for k, n, e in rows])
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _upgrading(conn, SCHEMA_VERSION):
         if version == 0 and _tables(conn) - {"sqlite_sequence"}:
             for statement in _statements(_TABLES_V1):
                 conn.execute(statement)
@@ -145,7 +178,34 @@ def set_up(conn: sqlite3.Connection, adopt_nonces: Callable[[Nonces], None]) -> 
                 conn.execute(statement)
         if version == 2:
             conn.execute("DROP TABLE IF EXISTS nonces")  # its index goes with it
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def set_up_nonces(conn: sqlite3.Connection) -> None:
+    """Create the nonce file's table (:mod:`.nonces`), at :data:`NONCE_SCHEMA_VERSION`."""
+    if _version(conn, NONCE_SCHEMA_VERSION, "the hub's nonce file") == 0:
+        with _upgrading(conn, NONCE_SCHEMA_VERSION):
+            for statement in _statements(_NONCE_TABLE):
+                conn.execute(statement)
+
+
+def _version(conn: sqlite3.Connection, newest: int, what: str) -> int:
+    """The file's ``user_version``; a file of a newer hub is refused."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > newest:
+        raise StorageError(
+            f"{what} is at schema version {version}, newer than this hub ({newest}); "
+            "run the newer sealmem hub, or restore a backup"
+        )
+    return version
+
+
+@contextlib.contextmanager
+def _upgrading(conn: sqlite3.Connection, version: int) -> Iterator[None]:
+    """One transaction that leaves the file at ``version``, or as it was."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute(f"PRAGMA user_version = {version}")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
@@ -223,3 +283,80 @@ def _upgrade_1_to_2(conn: sqlite3.Connection) -> None:
     )
     for table in ("teams", "usage", "keyrings", "changes"):
         conn.execute(f"DROP TABLE old_{table}")
+
+
+# -- PostgreSQL ----------------------------------------------------------------------
+
+#: pg_advisory_xact_lock key of the upgrader ("sealmem" in ASCII, as a bigint)
+SCHEMA_LOCK = 0x7365616C6D656D
+
+_PG_V1 = """
+CREATE TABLE teams (
+    team TEXT PRIMARY KEY, registered_at BIGINT NOT NULL,
+    cursor BIGINT NOT NULL DEFAULT 0, generation BIGINT NOT NULL DEFAULT 0);
+CREATE TABLE usage (
+    team TEXT NOT NULL, member TEXT NOT NULL, bytes BIGINT NOT NULL,
+    PRIMARY KEY (team, member));
+CREATE TABLE rosters (
+    team TEXT NOT NULL, version BIGINT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL,
+    PRIMARY KEY (team, version));
+CREATE TABLE members (
+    team TEXT NOT NULL, kid TEXT NOT NULL, sign_public BYTEA NOT NULL, PRIMARY KEY (team, kid));
+CREATE INDEX members_kid ON members (kid);
+CREATE TABLE keyrings (
+    team TEXT NOT NULL, project TEXT NOT NULL, epoch BIGINT NOT NULL,
+    roster_version BIGINT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL,
+    PRIMARY KEY (team, project, epoch));
+CREATE TABLE slots (
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq BIGINT NOT NULL,
+    PRIMARY KEY (team, project, writer));
+CREATE TABLE manifests (
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq BIGINT NOT NULL,
+    hash TEXT NOT NULL, reset_at BIGINT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL,
+    PRIMARY KEY (team, project, writer, seq));
+CREATE TABLE manifest_chunks (
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
+    seq BIGINT NOT NULL, PRIMARY KEY (team, project, writer, id, seq));
+CREATE TABLE chunks (
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
+    size BIGINT NOT NULL, stored_at BIGINT NOT NULL, PRIMARY KEY (team, project, writer, id));
+CREATE INDEX chunks_stored ON chunks (stored_at);
+CREATE TABLE requests (
+    team TEXT NOT NULL, kid TEXT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL,
+    address TEXT NOT NULL DEFAULT '', PRIMARY KEY (team, kid));
+CREATE TABLE changes (
+    team TEXT NOT NULL, cursor BIGINT NOT NULL, kind TEXT NOT NULL,
+    project TEXT, writer TEXT, seq BIGINT, at BIGINT NOT NULL,
+    PRIMARY KEY (team, cursor));
+CREATE TABLE nonces (
+    kid TEXT NOT NULL, nonce TEXT NOT NULL, expires_ms BIGINT NOT NULL,
+    PRIMARY KEY (kid, nonce));
+CREATE INDEX nonces_expiry ON nonces (expires_ms);
+CREATE TABLE rate_buckets (
+    key TEXT PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL, at_ms BIGINT NOT NULL);
+"""
+
+#: PG_MIGRATIONS[i] takes the database from version i to version i + 1.
+PG_MIGRATIONS: tuple[str, ...] = (_PG_V1,)
+
+
+def upgrade_pg(conn: Any) -> int:
+    """Bring the database behind ``conn`` (a psycopg connection in autocommit) to the
+    newest version; return it."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+        current = 0 if row is None else int(row[0])
+        if current > len(PG_MIGRATIONS):
+            raise StorageError(
+                f"the hub database is at schema version {current}, newer than this hub "
+                f"understands ({len(PG_MIGRATIONS)}); upgrade sealmem on every replica"
+            )
+        for script in PG_MIGRATIONS[current:]:
+            conn.execute(script)
+        if row is None:
+            conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (len(PG_MIGRATIONS),))
+        elif current < len(PG_MIGRATIONS):
+            conn.execute("UPDATE schema_version SET version = %s", (len(PG_MIGRATIONS),))
+    return len(PG_MIGRATIONS)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..protocol.errors import Rejected, SealmemError
-from ..protocol.manifest import peek
+from ...protocol.errors import Rejected, SealmemError
+from ...protocol.manifest import peek
 
 __all__ = [
     "Admission",

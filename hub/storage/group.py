@@ -23,11 +23,12 @@ so do the reads a writing thread makes meanwhile (:meth:`GroupCommit.writing`):
 a write that read another's uncommitted work commits or fails with it.
 
 :meth:`GroupCommit.batch` is the same group run by one thread: the hub's committer
-(:class:`sealmem.hub.workers.Batcher`) hands it every write queued while the
-previous commit ran, and it runs them one after the other (each :meth:`GroupCommit.tx`
-in them a savepoint), then commits once.  No thread waits for another: a write
-costs the loop one hand-off to the committer and one answer back, instead of a
-worker thread of its own that sleeps until the group's commit.
+(the HTTP runtime's, given it as :meth:`SQLiteStorage.batch_runner
+<sealmem.hub.storage.sqlite.SQLiteStorage.batch_runner>`) hands it every write
+queued while the previous commit ran, and it runs them one after the other (each
+:meth:`GroupCommit.tx` in them a savepoint), then commits once.  No thread waits
+for another: a write costs the loop one hand-off to the committer and one answer
+back, instead of a worker thread of its own that sleeps until the group's commit.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from .stored import StorageError
+from .values import StorageError
 
 __all__ = ["MAX_AGE_S", "MAX_WRITES", "GroupCommit", "Outcome"]
 

@@ -7,9 +7,9 @@ Each thread has its own connection (WAL, ``synchronous=FULL`` unless the file
 says otherwise: the nonce file's ``NORMAL`` may forget the newest nonces on a
 power loss, never corrupt anything).  Writes take a lock of this file's own
 and ``BEGIN IMMEDIATE``, so two files never wait for each other; every
-``sqlite3`` error becomes a :class:`~sealmem.hub.stored.StorageError` naming
+``sqlite3`` error becomes a :class:`~sealmem.hub.storage.values.StorageError` naming
 the file.  With ``grouped=True``, writes arriving together share one durable
-commit (:mod:`sealmem.hub.sqlite_group`): they run on one write connection, and
+commit (:mod:`.group`): they run on one write connection, and
 a thread inside a write reads through it.
 """
 
@@ -25,8 +25,8 @@ from typing import Any
 
 import filelock
 
-from .sqlite_group import GroupCommit
-from .stored import StorageError
+from .group import GroupCommit
+from .values import StorageError
 
 __all__ = ["SQLiteDb"]
 

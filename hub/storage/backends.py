@@ -15,6 +15,10 @@ Blobs (``--blobs``, ``SEALMEM_HUB_BLOBS``):
 
 A backend registers a factory per URL scheme in :data:`METADATA` or
 :data:`BLOBS`; an unknown scheme is refused by name, with the known ones.
+
+``group_commit`` (:func:`open_storage`, :func:`open_metadata`) chooses the fast
+path of a backend that has one: SQLite commits the writes arriving together
+once (True, the default) or each write alone (False); PostgreSQL has one way.
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from ..protocol.errors import InputError
-from .blobs import BlobDir
-from .blobstore import BlobStore
-from .storage import Quota, Storage
+from ...protocol.errors import InputError
+from . import Quota, Storage
+from .blobs import BlobDir, BlobStore
+from .sqlite import DB_FILE, SQLiteStorage
 
 __all__ = [
     "BLOBS",
@@ -39,10 +43,9 @@ __all__ = [
     "shown_url",
 ]
 
-MetadataFactory = Callable[[str, BlobStore, Quota], Storage]
+#: (URL, blobs, quota, group_commit) -> metadata over those blobs
+MetadataFactory = Callable[[str, BlobStore, Quota, bool], Storage]
 BlobsFactory = Callable[[str], BlobStore]
-
-DB_FILE = "hub.db"
 
 
 def _scheme(url: str) -> str:
@@ -79,25 +82,23 @@ def sqlite_location(url: str) -> tuple[Path, str]:
     return path.parent, path.name
 
 
-def _sqlite(url: str, blobs: BlobStore, quota: Quota) -> Storage:
-    from .sqlite_storage import SQLiteStorage
-
+def _sqlite(url: str, blobs: BlobStore, quota: Quota, group_commit: bool) -> Storage:
     data_dir, name = sqlite_location(url)
-    return SQLiteStorage(data_dir, blobs, quota=quota, db_name=name)
+    return SQLiteStorage(data_dir, blobs, quota=quota, db_name=name, group_commit=group_commit)
 
 
 def _file(url: str) -> BlobStore:
     return BlobDir(_path(url, "--blobs"))
 
 
-def _postgresql(url: str, blobs: BlobStore, quota: Quota) -> Storage:
-    from .pg_storage import PgStorage  # needs the hub-scale extra: imported when asked for
+def _postgresql(url: str, blobs: BlobStore, quota: Quota, group_commit: bool) -> Storage:
+    from .postgres import PgStorage  # needs the hub-scale extra: imported when asked for
 
     return PgStorage(url, blobs, quota)
 
 
 def _s3(url: str) -> BlobStore:
-    from .s3_blobs import S3Blobs
+    from .s3 import S3Blobs
 
     blobs = S3Blobs(url)
     blobs.check()  # a missing bucket or bad credentials fail at start, by name
@@ -153,20 +154,29 @@ def open_blobs(url: str) -> BlobStore:
     return factory(url)
 
 
-def open_metadata(url: str, blobs: BlobStore, quota: Quota | None = None) -> Storage:
+def open_metadata(
+    url: str, blobs: BlobStore, quota: Quota | None = None, *, group_commit: bool = True
+) -> Storage:
     factory = METADATA.get(_scheme(url))
     if factory is None:
         raise _unknown("--db", url, dict(METADATA))
-    return factory(url, blobs, quota or Quota())
+    return factory(url, blobs, quota or Quota(), group_commit)
 
 
-def open_storage(db_url: str, blobs_url: str | None = None, quota: Quota | None = None) -> Storage:
-    """Metadata over blobs, both from URLs (blobs default: beside an SQLite database)."""
+def open_storage(
+    db_url: str,
+    blobs_url: str | None = None,
+    quota: Quota | None = None,
+    *,
+    group_commit: bool = True,
+) -> Storage:
+    """Metadata over blobs, both from URLs (blobs default: beside an SQLite database);
+    ``group_commit``: see the module docstring."""
     if _scheme(db_url) not in METADATA:
         raise _unknown("--db", db_url, dict(METADATA))
     blobs = open_blobs(blobs_url or default_blobs_url(db_url))
     try:
-        return open_metadata(db_url, blobs, quota)
+        return open_metadata(db_url, blobs, quota, group_commit=group_commit)
     except BaseException:
         blobs.close()
         raise

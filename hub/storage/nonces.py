@@ -12,61 +12,33 @@ checkpoint (which does fsync) runs on a thread of its own every
 :data:`CHECKPOINT_EVERY` inserts, never in the request that crossed the mark:
 on an embedded hub a request's insert may run on the event loop.
 
-The directory's ``hub.lock`` covers this file too.  Version 1 of its schema is
-in ``PRAGMA user_version``.
+The directory's ``hub.lock`` covers this file too.  Its schema is in
+:mod:`.schema` (:func:`~sealmem.hub.storage.schema.set_up_nonces`).
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from .sqlite_db import SQLiteDb
-from .stored import StorageError
+from .dbfile import SQLiteDb
+from .schema import set_up_nonces
+from .values import StorageError
 
-__all__ = ["CHECKPOINT_EVERY", "NONCE_SCHEMA_VERSION", "NonceFile", "nonce_file_name"]
+__all__ = ["CHECKPOINT_EVERY", "NonceFile", "nonce_file_name"]
 
 log = logging.getLogger("sealmem.hub")
 
-NONCE_SCHEMA_VERSION = 1
 #: inserts between two checkpoints of the WAL (an insert adds 2-3 pages to it)
 CHECKPOINT_EVERY = 256
 _PURGE_EVERY_MS = 60_000
-_TABLE = """
-CREATE TABLE IF NOT EXISTS nonces (
-    kid TEXT NOT NULL, nonce TEXT NOT NULL, expires_ms INTEGER NOT NULL,
-    PRIMARY KEY (kid, nonce)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS nonces_expiry ON nonces (expires_ms);
-"""
 
 
 def nonce_file_name(db_name: str) -> str:
     """``hub.db`` -> ``hub-nonces.db``: the nonce file of a database file."""
     return f"{Path(db_name).stem}-nonces.db"
-
-
-def _set_up(conn: sqlite3.Connection) -> None:
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if version > NONCE_SCHEMA_VERSION:
-        raise StorageError(
-            f"the hub's nonce file is at schema version {version}, newer than this hub "
-            f"({NONCE_SCHEMA_VERSION}); run the newer sealmem hub"
-        )
-    if version == NONCE_SCHEMA_VERSION:
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for statement in (s.strip() for s in _TABLE.split(";")):
-            if statement:
-                conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {NONCE_SCHEMA_VERSION}")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 class NonceFile:
@@ -75,7 +47,7 @@ class NonceFile:
     def __init__(self, path: Path) -> None:
         self._db = SQLiteDb(path, None, synchronous="NORMAL", autocheckpoint=False)
         try:
-            self._db.set_up(_set_up)
+            self._db.set_up(set_up_nonces)
         except BaseException:
             self._db.close()
             raise

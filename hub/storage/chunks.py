@@ -5,7 +5,7 @@ row whose blob is gone or damaged is dropped so that its writer uploads it again
 :class:`ChunkRules` implements them once over a few row primitives that each
 metadata backend provides (``chunk_row_*``, ``chunk_rows_*``,
 ``missing_chunks``, ``usage``, ``member_usage``) and the backend's
-:class:`~sealmem.hub.blobstore.BlobStore`.  The primitives MUST re-check their
+:class:`~sealmem.hub.storage.blobs.BlobStore`.  The primitives MUST re-check their
 conditions inside their own transaction: a row refreshed or referenced
 meanwhile is kept.  See :mod:`sealmem.hub.storage` for the whole seam.
 
@@ -22,8 +22,8 @@ import abc
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
-from .blobstore import BlobEntry, BlobKey, BlobStore
-from .stored import Quota, QuotaExceeded, ScrubReport
+from .blobs import BlobEntry, BlobKey, BlobStore
+from .values import Quota, QuotaExceeded, ScrubReport
 
 __all__ = ["ANY_AGE_MS", "ChunkRules"]
 
