@@ -14,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .store.api import MemoryStore
+    from .recall.api import MemoryStore
     from .store.memory import (
         DEFAULT_PROJECT,
         SHARED_PROJECT,
@@ -38,7 +38,7 @@ __all__ = [
     "RememberResult",
 ]
 
-_HOME = dict.fromkeys(__all__, ".store.memory") | {"MemoryStore": ".store.api"}
+_HOME = dict.fromkeys(__all__, ".store.memory") | {"MemoryStore": ".recall.api"}
 
 
 def __getattr__(name: str) -> Any:

@@ -241,7 +241,7 @@ def scan_cmd(
     """Propose memories from Claude Code transcripts (redacted); --store keeps them."""
     from ..hosts import capture
     from ..project import current_project
-    from ..store.api import MemoryStore
+    from ..recall.api import MemoryStore
 
     found = []
     paths = _scan_paths(transcripts)

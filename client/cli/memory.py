@@ -1,7 +1,7 @@
 """Commands over the local store: remember, recall, show, list, forget.
 
-``register(app)`` also adds the maintenance commands (init, export, import,
-stats, doctor, status), ``demo`` and ``mcp`` from their own modules.
+``register(app)`` adds them; the maintenance commands (init, export, import, stats,
+doctor, status, recover) are in :mod:`.maintenance`, which builds on this module.
 Every command opens the store for its own duration; ``SEALMEM_HOME`` relocates
 it.  ``--project`` defaults to the project of the current directory.
 """
@@ -296,14 +296,8 @@ def forget(
 
 def register(app: typer.Typer) -> None:
     """Add the local-memory commands to ``app``."""
-    from . import demo, maintenance, serve
-
-    maintenance.register_init(app)
     app.command()(remember)
     app.command()(recall)
     app.command()(show)
     app.command("list")(list_)
     app.command()(forget)
-    maintenance.register(app)
-    serve.register(app)
-    demo.register(app)

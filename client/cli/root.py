@@ -20,7 +20,20 @@ import typer
 
 from ...protocol.errors import SealmemError
 from .. import failures
-from . import admin, captured, hosts, hub, memory, output, sync, team, ui
+from . import (
+    admin,
+    captured,
+    demo,
+    hosts,
+    hub,
+    maintenance,
+    memory,
+    output,
+    serve,
+    sync,
+    team,
+    ui,
+)
 from .readable import ReadableGroup
 
 __all__ = ["app", "main"]
@@ -62,7 +75,11 @@ def _root(
     """Signed, end-to-end encrypted team memory for coding agents."""
 
 
+maintenance.register_init(app)
 memory.register(app)
+maintenance.register(app)
+serve.register(app)
+demo.register(app)
 hosts.register(app)
 captured.register(app)
 team.register(app)

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..store.api import MemoryStore
+from ..recall.api import MemoryStore
 from ..store.memory import Memory
 from ..store.redact import redact
 from . import gate

@@ -20,7 +20,7 @@ import watchfiles
 from ...protocol.errors import InputError
 from .. import paths
 from ..project import current_project
-from ..store.api import MemoryStore
+from ..recall.api import MemoryStore
 from . import capture
 from .transcripts import find_transcripts, read_turns
 

@@ -112,7 +112,7 @@ def _open_existing() -> Any:
     db = paths.store_path(paths.home())
     if not db.is_file():
         return None
-    from ..store.api import MemoryStore
+    from ..recall.api import MemoryStore
 
     return MemoryStore.open(db)
 

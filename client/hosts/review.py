@@ -17,7 +17,7 @@ from ..store.ids import short_id
 from .capture import ORIGIN, is_captured
 
 if TYPE_CHECKING:
-    from ..store.api import MemoryStore
+    from ..recall.api import MemoryStore
     from ..store.memory import Memory
 
 __all__ = ["DISCARD_REASON", "accept", "choose", "discard", "waiting"]

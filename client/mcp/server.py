@@ -26,9 +26,9 @@ from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationError
 
 from ...protocol.errors import SealmemError
+from ..recall.api import MAX_K
 from ..recall.names import member_names
 from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
-from ..store.api import MAX_K
 from ..store.connection import replaced
 from ..sync.local_only import stays_local
 from ..sync.session import sync_health

@@ -43,12 +43,12 @@ from __future__ import annotations
 import calendar
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from ..store.terms import stems_of, tokens, word_stems
 from .stopwords import STOP_WORDS
-from .terms import stems_of, tokens, word_stems
 
 __all__ = [
     "DATE_WORDS",
@@ -58,7 +58,6 @@ __all__ = [
     "Span",
     "analyse_query",
     "date_spans",
-    "fts_match_expression",
     "fts_phrase",
     "is_date_word",
     "is_session_origin",
@@ -148,11 +147,6 @@ def analyse_query(query: str) -> list[QueryTerm]:
         seen.add(stemmed)
         terms.append(QueryTerm(word, stemmed, word in entities))
     return terms
-
-
-def fts_match_expression(words: Iterable[str]) -> str:
-    """An FTS5 query OR-ing each word as a quoted string (no operator can be injected)."""
-    return " OR ".join(fts_phrase(w) for w in words)
 
 
 def fts_phrase(word: str, prefix: bool = False) -> str:

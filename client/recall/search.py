@@ -19,14 +19,14 @@ one session (two memories a teammate wrote an hour apart are not).
 
 Cost.  A recall is a handful of round trips on the common path: the term
 statistics (cached per connection until the database changes; the counts of
-frequent terms are read from the store, schema version 12, the others walked in
+frequent terms are read from the store's ``term_counts``, the others walked in
 the index), how much of the store the scope holds, one BM25 pool (the index ranked
 alone, then the rows of its best matches; or, for a scope that holds fewer than
 half the memories, ranked with the scope inside), the pool of the period the query
 names (only when it names one) and one query for the session neighbours of the best
 hits.
-A candidate's stems are read with its row (``memories.stems``, kept since schema
-version 11; a row without them is stemmed here, once per text, cached); the score
+A candidate's stems are read with its row (``memories.stems``; a row another tool
+wrote without them is stemmed here, once per text, cached); the score
 of each candidate is arithmetic over a bit mask of the query terms it holds, and the ``why``
 dictionary is built for the ``k`` results only.  The pool is bounded twice:
 ``pool`` candidates, drawn from the rarest terms while their document counts
@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...protocol.errors import InputError
+from ..store.terms import parse_stems
 from .ranking import (
     DAY_MS,
     QueryTerm,
@@ -68,7 +69,6 @@ from .sql import (
     neighbours,
     newest_in,
 )
-from .terms import parse_stems
 
 __all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
 
@@ -183,34 +183,9 @@ def search(
     if not plan:
         return []
     scope = Scope(projects, kinds)
-    rows: dict[int, Row] = {}
-    bm25: dict[int, float] = {}
-    narrow = narrow_scope(conn, projects, kinds)
-    pools = [(pool.expression, scope, pool.newest, narrow) for pool in plan]
-    if spans:  # the period the query names gets its own candidates
-        period = Scope(projects, kinds, spans)
-        pools.append((plan[0].expression, period, plan[0].newest, True))
-    for expression, where, newest, inside in pools:
-        found = bm25_pool(
-            conn,
-            expression,
-            where,
-            weights.keywords_column,
-            weights.pool,
-            newest=newest,
-            narrow=inside,
-        )
-        for score, row in found:
-            if row[0] not in bm25:
-                rows[row[0]] = row
-                bm25[row[0]] = score
-    from_history: set[int] = set()
-    if include_history:
-        older = history_pool(conn, plan[0].expression, scope, weights.keywords_column, weights.pool)
-        for row in fetch(conn, older.keys() - bm25.keys()):
-            rows[row[0]] = row
-            bm25[row[0]] = older[row[0]] * weights.history
-            from_history.add(row[0])
+    rows, bm25, from_history = _candidates(
+        conn, plan, (projects, kinds), spans, include_history, weights
+    )
     if not bm25:
         return []
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
@@ -230,19 +205,57 @@ def search(
     scorer = _Scorer(rows, bm25, near, masks, share_list, entities, spans, now_ms, weights)
     scorer.partial = partial
     ranked = sorted((-sum(scorer.parts(r)), rows[r][1], r) for r in rows)
+    left_out = {"context": not context, "date": not spans, "entity": not entities}
     out: list[Scored] = []
     for _, memory_id, rowid in ranked[:k]:
-        why = dict(zip(_NAMES, scorer.parts(rowid), strict=True))
-        if not context:
-            del why["context"]
-        if not spans:
-            del why["date"]
-        if not entities:
-            del why["entity"]
+        why = {
+            name: part
+            for name, part in zip(_NAMES, scorer.parts(rowid), strict=True)
+            if not left_out.get(name)
+        }
         if rowid in from_history:
             why["history"] = 0.0
         out.append(Scored(memory_id, sum(why.values()), why))
     return out
+
+
+def _candidates(
+    conn: sqlite3.Connection,
+    plan: Sequence[Pool],
+    asked: tuple[Sequence[str] | None, Sequence[str] | None],
+    spans: Sequence[Span],
+    include_history: bool,
+    weights: RankingWeights,
+) -> tuple[dict[int, Row], dict[int, float], set[int]]:
+    """The candidates of the pools of ``plan`` in the ``asked`` (projects, kinds), and of
+    the period the query names, and of replaced versions with ``include_history``:
+    their rows, BM25 scores, and which came from history."""
+    projects, kinds = asked
+    scope = Scope(projects, kinds)
+    rows: dict[int, Row] = {}
+    bm25: dict[int, float] = {}
+    narrow = narrow_scope(conn, projects, kinds)
+    pools = [(pool.expression, scope, pool.newest, narrow) for pool in plan]
+    if spans:  # the period the query names gets its own candidates
+        period = Scope(projects, kinds, spans)
+        pools.append((plan[0].expression, period, plan[0].newest, True))
+    for expression, where, newest, inside in pools:
+        found = bm25_pool(
+            conn, expression, where, weights.keywords_column, weights.pool,
+            newest=newest, narrow=inside,
+        )  # fmt: skip
+        for score, row in found:
+            if row[0] not in bm25:
+                rows[row[0]] = row
+                bm25[row[0]] = score
+    from_history: set[int] = set()
+    if include_history:
+        older = history_pool(conn, plan[0].expression, scope, weights.keywords_column, weights.pool)
+        for row in fetch(conn, older.keys() - bm25.keys()):
+            rows[row[0]] = row
+            bm25[row[0]] = older[row[0]] * weights.history
+            from_history.add(row[0])
+    return rows, bm25, from_history
 
 
 def _sessions(

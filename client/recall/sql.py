@@ -9,7 +9,7 @@ A candidate row (:data:`Row`) carries what ranking needs and nothing more:
 ``(rowid, id, origin, project, created_at, local_importance, content, keywords,
 superseded, author, stems)`` where ``superseded`` is 1 when a live memory corrects it
 and ``stems`` is the stored stems of the text (None when not known; see
-:func:`sealmem.client.recall.terms.stored_stems`).
+:func:`sealmem.client.store.terms.stored_stems`).
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def document_frequencies(
 
 def _kept(cur: sqlite3.Cursor, stems: Sequence[str]) -> dict[str, int]:
     """The document counts in ``memories_fts`` of those ``stems`` the store keeps
-    (frequent terms, schema version 12: :mod:`sealmem.client.recall.frequent`), while
+    (frequent terms, :mod:`sealmem.client.store.derived`), while
     they have counted every row the store holds."""
     if not stems:
         return {}
@@ -207,7 +207,7 @@ def _count(cur: sqlite3.Cursor, include_history: bool) -> int:
 
 def _indexed(cur: sqlite3.Cursor) -> int | None:
     """How many rows ``memories_fts`` indexes, which is ``count(*)`` of ``memories``
-    (its triggers and the batch writer index every row, tombstones too) without a scan
+    (the store's writer indexes every row, tombstones too) without a scan
     of the table (milliseconds at 100k memories, paid by every cold recall): the first
     varint of FTS5's averages record (``memories_fts_data`` row 1), the row count its
     own BM25 uses, kept on every insert and delete.  None when it cannot be read."""

@@ -1,8 +1,5 @@
-"""The local Python API: :class:`MemoryStore`, one SQLite store used from one thread.
-
->>> with MemoryStore.open() as store:                      # doctest: +SKIP
-...     store.remember("pytest needs --import-mode=importlib here", kind="lesson")
-...     hits = store.recall("pytest import mode")
+"""The store's writes and reads: :class:`LocalStore`, one SQLite store used from one
+thread (:class:`sealmem.client.recall.api.MemoryStore` adds recall to it).
 
 Every write ticks the store's hybrid logical clock and keeps the replaced
 version in ``history``.  Secrets are redacted before anything is stored.
@@ -18,24 +15,20 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, Self, TextIO
 
-from ...protocol.errors import InputError, NotFoundError, StoreError
+from ...protocol.errors import InputError, NotFoundError
 from ...protocol.record import (
-    MAX_CONTENT_CHARS,
     MAX_REASON_CHARS,
     MEMBER_RE,
 )
 from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
-from ..recall import context
-from . import health, ids, inputs, scrub, transfer, writes
+from . import export, health, ids, inputs, scrub, transfer, writes
 from .connection import connect, connect_readonly, sqlite_errors, transaction
 from .memory import (
-    DEFAULT_PROJECT,
     SHARED_PROJECT,
     Check,
-    Hit,
     ImportResult,
     Memory,
     RememberResult,
@@ -48,15 +41,14 @@ from .rows import (
     memory_from_row,
 )
 
-__all__ = ["MAX_K", "MemoryStore"]
+__all__ = ["LocalStore"]
 
 _JOINED_COLUMNS = ", ".join("m." + column.strip() for column in MEMORY_COLUMNS.split(","))
 
-MAX_K = 100
 
-
-class MemoryStore:
-    """One local memory store (a SQLite file in WAL mode); a context manager."""
+class LocalStore:
+    """One local memory store (a SQLite file in WAL mode); a context manager: its writes
+    and reads (:class:`sealmem.client.recall.api.MemoryStore` adds recall)."""
 
     def __init__(
         self,
@@ -81,7 +73,7 @@ class MemoryStore:
         author: str | None = None,
         clock: Callable[[], int] | None = None,
         readonly: bool = False,
-    ) -> MemoryStore:
+    ) -> Self:
         """Open (creating and migrating if needed) the store at ``path``.
 
         ``path`` None means ``<home>/store.db``; ``author`` None means the local
@@ -113,7 +105,7 @@ class MemoryStore:
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> MemoryStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -126,7 +118,7 @@ class MemoryStore:
 
     def __repr__(self) -> str:
         mode = ", readonly=True" if self.readonly else ""
-        return f"MemoryStore({str(self.path)!r}, author={self.author!r}{mode})"
+        return f"{type(self).__name__}({str(self.path)!r}, author={self.author!r}{mode})"
 
     @property
     def connection(self) -> sqlite3.Connection:
@@ -160,14 +152,7 @@ class MemoryStore:
         given_kind = None if kind is None else inputs.kind(kind)
         importance = inputs.importance(importance)
         origin = inputs.origin(origin)
-        if not isinstance(content, str) or not content.strip():
-            raise InputError("content is empty; pass the text to remember")
-        content = inputs.text(content.strip(), "memory text")
-        if len(content) > MAX_CONTENT_CHARS:
-            raise InputError(
-                f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}: "
-                "split it into several memories"
-            )
+        content = inputs.content(content)
         # the rule of every write path: keywords also read together, each text cut to
         # its limit if the placeholders pushed it past
         cleaned = redact_texts(content, inputs.keywords(keywords))
@@ -211,18 +196,7 @@ class MemoryStore:
                 supersedes=() if shared_twin else old_ids,
             )
         warnings += warning_for(found_together, "keywords")
-        if memory.record.kind != old_kind:
-            warnings.append(
-                f"the same text was stored as a {old_kind}; it is a {memory.record.kind} now "
-                f"(a new version; the {old_kind} version is kept in history: "
-                f"sealmem show {memory.record.id} --history)"
-            )
-        wanted = "private" if private else "team"
-        if memory.record.visibility != wanted:
-            warnings.append(
-                f"the same memory already exists as {memory.record.visibility}; it stays so "
-                "(forget it and remember it again to change that)"
-            )
+        warnings += _repeat_warnings(memory, old_kind, "private" if private else "team")
         return RememberResult(memory, created=False, merged=True, warnings=warnings)
 
     def forget(self, memory_id: str, *, reason: str) -> Memory:
@@ -325,12 +299,6 @@ class MemoryStore:
             return [kind]
         return [str(r[0]) for r in self._conn.execute("SELECT DISTINCT kind FROM memories")]
 
-    def _memory(self, memory_id: str) -> Memory:
-        row = load_row(self._conn, memory_id)
-        if row is None:
-            raise StoreError(f"memory {memory_id} vanished while it was being written")
-        return memory_from_row(row)
-
     def history(self, memory_id: str) -> list[Memory]:
         """Older versions of a memory, newest first (empty if it never changed)."""
         current = self.get(memory_id)
@@ -365,54 +333,6 @@ class MemoryStore:
             ).fetchall()
         return [memory_from_row(row) for row in rows]
 
-    def recall(
-        self,
-        query: str,
-        *,
-        k: int = 5,
-        project: str | None = None,
-        all_projects: bool = False,
-        include_history: bool = False,
-        kinds: Sequence[str] | None = None,
-    ) -> list[Hit]:
-        """The ``k`` memories that best match ``query``; superseded ones carry replacements."""
-        from ..recall import search as retrieval
-
-        if not isinstance(query, str) or not query.strip():
-            raise InputError("the query is empty; pass words to search for")
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            raise InputError(f"k={k} must be between 1 and {MAX_K}")
-        kind_list = None if kinds is None else [inputs.kind(kind) for kind in kinds]
-        with sqlite_errors(self.path):
-            scored = retrieval.search(
-                self._conn,
-                query,
-                k=k,
-                projects=self._scope(project, all_projects),
-                include_history=include_history,
-                kinds=kind_list,
-                now_ms=self._clock(),
-            )
-            ids = [item.id for item in scored]
-            marks = ", ".join("?" * len(ids))
-            rows = {
-                row["id"]: row
-                for row in self._conn.execute(
-                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})", ids
-                )
-            }
-            replaced = self._superseded_by(ids)
-        return [
-            Hit(
-                memory=memory_from_row(rows[item.id]),
-                score=float(item.score),
-                why=dict(item.why),
-                superseded_by=replaced.get(item.id, []),
-            )
-            for item in scored
-            if item.id in rows
-        ]
-
     def superseded_by(self, ids: Sequence[str]) -> dict[str, list[Memory]]:
         """For each of ``ids`` that a live memory corrects: those memories, newest first."""
         with sqlite_errors(self.path):
@@ -430,14 +350,6 @@ class MemoryStore:
             replaced.setdefault(row["replaced_id"], []).append(memory_from_row(row))
         return replaced
 
-    def startup_context(self, *, project: str | None = None, budget_tokens: int = 1200) -> str:
-        """Text for the start of an agent session: warnings and decisions first; "" if none."""
-        scope = self._scope(project, False) or [DEFAULT_PROJECT, SHARED_PROJECT]
-        with sqlite_errors(self.path):
-            return context.startup_context(
-                self._conn, projects=scope, me=self.author, budget_tokens=budget_tokens
-            )
-
     def _scope(self, project: str | None, all_projects: bool) -> list[str] | None:
         if all_projects:
             return None
@@ -449,7 +361,7 @@ class MemoryStore:
     def export(self) -> dict[str, Any]:
         """Every record (tombstones, private ones, history, links) as a JSON-able document."""
         with sqlite_errors(self.path):
-            return transfer.export_document(self._conn, now_ms=self._clock())
+            return export.export_document(self._conn, now_ms=self._clock())
 
     def export_to(self, out: TextIO) -> int:
         """Write the export document to ``out`` one entry at a time (memory bounded
@@ -457,7 +369,7 @@ class MemoryStore:
         with sqlite_errors(self.path):
             self._conn.execute("BEGIN")  # one consistent read of the whole store
             try:
-                return transfer.write_export(self._conn, out, now_ms=self._clock())
+                return export.write_export(self._conn, out, now_ms=self._clock())
             finally:
                 self._conn.execute("COMMIT")
 
@@ -510,3 +422,21 @@ class MemoryStore:
         """Rebuild the full-text indexes (what 'doctor' asks for when they drift)."""
         with sqlite_errors(self.path), transaction(self._conn):
             return health.reindex(self._conn, progress)
+
+
+def _repeat_warnings(memory: Memory, old_kind: str, wanted: str) -> list[str]:
+    """What a repeat of a memory did that the caller did not ask for."""
+    out = []
+    record = memory.record
+    if record.kind != old_kind:
+        out.append(
+            f"the same text was stored as a {old_kind}; it is a {record.kind} now (a new "
+            f"version; the {old_kind} version is kept in history: "
+            f"sealmem show {record.id} --history)"
+        )
+    if record.visibility != wanted:
+        out.append(
+            f"the same memory already exists as {record.visibility}; it stays so "
+            "(forget it and remember it again to change that)"
+        )
+    return out

@@ -30,9 +30,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ...protocol.errors import InputError, StoreError
-from ..clock import now_ms as wall_clock
-from ..recall.terms import stored_stems
 from . import journal
+from .migrations import migrate, require_current
 from .schema import MIGRATIONS, Migration
 
 __all__ = [
@@ -41,7 +40,6 @@ __all__ = [
     "FILE_MODE",
     "SQLITE_HEADER",
     "DamagedStoreError",
-    "MigrationNeededError",
     "StoreConnection",
     "StoreLockedError",
     "StoreReplacedError",
@@ -50,10 +48,8 @@ __all__ = [
     "connect_readonly",
     "describe",
     "get_meta",
-    "migrate",
     "read_text",
     "replaced",
-    "schema_version",
     "set_meta",
     "sqlite_errors",
     "transaction",
@@ -74,10 +70,6 @@ class StoreLockedError(StoreError):
 
 class DamagedStoreError(StoreError):
     """The store file is empty, not SQLite, or SQLite reports it corrupt."""
-
-
-class MigrationNeededError(StoreError):
-    """A read-only open found a store whose schema is older than this sealmem's."""
 
 
 class StoreReplacedError(StoreError):
@@ -260,15 +252,6 @@ def _create_store(path: Path) -> None:
                 os.unlink(leftover)
 
 
-def _bucket_key(memory_id: object) -> int | None:
-    # Imported here: only the version 7 migration calls it, and opening a store (a
-    # hook's every run) must not load the crypto suite.
-    from ...crypto import SUITE
-    from ...protocol.snapshot import bucket_key
-
-    return bucket_key(SUITE, memory_id) if isinstance(memory_id, str) else None
-
-
 def connect(
     path: Path,
     *,
@@ -320,13 +303,6 @@ def connect(
             # Deleted rows (a forgotten memory's versions) are overwritten, not left in
             # free space: see sealmem.client.store.scrub.
             conn.execute("PRAGMA secure_delete = ON")
-            # A row that INSERT OR REPLACE removes fires the delete triggers too (the
-            # counters of schema version 8 and the full-text index stay exact).
-            conn.execute("PRAGMA recursive_triggers = ON")
-            # Version 7 fills memories.bucket_key with it (sealmem.client.sync.outgoing).
-            conn.create_function("sealmem_bucket_key", 1, _bucket_key, deterministic=True)
-            # Version 11 fills memories.stems with it (sealmem.client.recall.terms).
-            conn.create_function("sealmem_stems", 2, stored_stems, deterministic=True)
             migrated = migrate(conn, migrations, now_ms=now_ms, path=path)
             if get_meta(conn, "store_id") is None:
                 with transaction(conn):
@@ -357,8 +333,8 @@ def connect_readonly(
     """Open the existing store at ``path`` read-only (``mode=ro``): no migration, no write.
 
     With ``check_schema``, a store that needs a migration raises
-    :class:`MigrationNeededError` (a write command applies it) and one from a newer
-    sealmem :class:`StoreError`.  In a directory this user cannot write, where SQLite
+    :class:`~.migrations.MigrationNeededError` (a write command applies it) and one
+    from a newer sealmem :class:`StoreError`.  In a directory this user cannot write, where SQLite
     cannot make the ``-shm`` file a WAL reader needs, the file is opened immutable
     (nobody can be writing it there: a writer needs that directory too).
     """
@@ -377,104 +353,12 @@ def connect_readonly(
             conn.text_factory = read_text
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if check_schema:
-                _require_current(conn, path, migrations)
+                require_current(conn, path, migrations)
     except BaseException:
         if conn is not None:
             conn.close()
         raise
     return conn
-
-
-def _require_current(conn: sqlite3.Connection, path: Path, migrations: Sequence[Migration]) -> None:
-    current = schema_version(conn)
-    known = migrations[-1].version if migrations else 0
-    if current > known:
-        raise StoreError(
-            f"the store {path} has schema version {current}, but this sealmem knows "
-            f"versions up to {known}; upgrade sealmem ('pip install -U sealmem') to open it"
-        )
-    if current < known:
-        raise MigrationNeededError(
-            f"the store {path} has schema version {current} and this sealmem reads "
-            f"version {known}; a read-only open does not migrate it: run a write command "
-            "('sealmem init') once to apply the migration, then read again"
-        )
-
-
-def schema_version(conn: sqlite3.Connection) -> int:
-    """The highest migration recorded in the store (0 for an empty store)."""
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
-    ).fetchone()
-    if exists is None:
-        return 0
-    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
-    return int(row[0] or 0)
-
-
-def _check_sequence(migrations: Sequence[Migration]) -> None:
-    for expected, migration in enumerate(migrations, start=1):
-        if migration.version != expected:
-            raise StoreError(
-                f"migration {migration.name!r} has version {migration.version}, expected "
-                f"{expected}: migrations must be numbered 1, 2, 3, ... in order"
-            )
-
-
-def migrate(
-    conn: sqlite3.Connection,
-    migrations: Sequence[Migration] = MIGRATIONS,
-    *,
-    now_ms: int | None = None,
-    path: Path | str = "<store>",
-) -> list[int]:
-    """Apply every migration the store lacks, each in its own transaction.
-
-    Returns the versions applied.  Raises :class:`StoreError` if the store was
-    written by a newer sealmem (its version is above the last one known here).
-    """
-    _check_sequence(migrations)
-    known = migrations[-1].version if migrations else 0
-    applied: list[int] = []
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
-    )
-    while True:
-        with transaction(conn):
-            current = schema_version(conn)
-            if current > known:
-                raise StoreError(
-                    f"the store {path} has schema version {current}, but this sealmem "
-                    f"knows versions up to {known}; upgrade sealmem "
-                    "('pip install -U sealmem') to open it"
-                )
-            if current == known:
-                return applied
-            step = migrations[current]
-            stamp = now_ms if now_ms is not None else wall_clock()
-            for statement in _statements(step.sql):
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                (step.version, step.name, stamp),
-            )
-            applied.append(step.version)
-
-
-def _statements(sql: str) -> Iterator[str]:
-    """Split a script into complete statements (triggers keep their inner ``;``)."""
-    buffer = ""
-    for line in sql.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip():
-                yield buffer.strip()
-            buffer = ""
-    if buffer.strip() and sqlite3.complete_statement(buffer + ";"):
-        yield buffer.strip()
-    elif buffer.strip():
-        raise StoreError(f"migration SQL ends with an incomplete statement: {buffer.strip()!r}")
 
 
 def _check_writable(conn: sqlite3.Connection, *, fresh: bool = False) -> None:

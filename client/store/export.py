@@ -12,7 +12,8 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
-from .connection import get_meta, schema_version
+from .connection import get_meta
+from .migrations import schema_version
 from .rows import memory_from_history_row, memory_from_row
 
 __all__ = ["FORMAT", "VERSION", "export_document", "write_export"]

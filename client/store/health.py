@@ -16,15 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from ...protocol.errors import StoreError
-from ..recall.frequent import refresh as refresh_term_counts
-from . import journal
-from .connection import DIR_MODE, FILE_MODE, check_file, connect_readonly, schema_version
+from . import derived, journal, prebaseline
+from .connection import DIR_MODE, FILE_MODE, check_file, connect_readonly
 from .memory import Check
+from .migrations import schema_version
 from .schema import latest_version
 
 __all__ = [
     "RECOVER_HINT",
-    "REINDEX_STEPS",
     "doctor",
     "doctor_file",
     "reindex",
@@ -110,6 +109,13 @@ def _fts(conn: sqlite3.Connection, path: Path) -> tuple[bool, str]:
     return True, "full-text index matches the memories table"
 
 
+def _derived(conn: sqlite3.Connection) -> tuple[bool, str]:
+    found = derived.drift(conn)
+    if found:
+        return False, "; ".join(found) + "; count them again with 'sealmem reindex'"
+    return True, "the counts kept beside the memories match them"
+
+
 def _wal(conn: sqlite3.Connection) -> tuple[bool, str]:
     mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
     return mode == "wal", f"journal_mode is {mode}" + ("" if mode == "wal" else "; expected wal")
@@ -132,6 +138,8 @@ def _modes(path: Path) -> tuple[bool, str]:
 
 
 def _schema(conn: sqlite3.Connection) -> tuple[bool, str]:
+    if prebaseline.is_pre_baseline(conn):
+        return False, "written by a pre-release build of sealmem: 'sealmem recover' copies it"
     have, want = schema_version(conn), latest_version()
     if have == want:
         return True, f"schema version {have} (current)"
@@ -226,6 +234,7 @@ def doctor(conn: sqlite3.Connection, path: Path) -> list[Check]:
         integrity,
         _check("journal", lambda: _journal(conn, path)),
         _check("fts", lambda: _fts(conn, path)),
+        _check("derived", lambda: _derived(conn)),
         _check("wal", lambda: _wal(conn)),
         _check("schema", lambda: _schema(conn)),
         _check("text", lambda: _damaged_text(conn)),
@@ -268,29 +277,13 @@ def doctor_file(path: Path) -> list[Check]:
         conn.close()
 
 
-REINDEX_STEPS = (
-    ("memories", "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"),
-    ("history", "INSERT INTO history_fts (history_fts) VALUES ('rebuild')"),
-    ("memories (optimize)", "INSERT INTO memories_fts (memories_fts) VALUES ('optimize')"),
-    ("history (optimize)", "INSERT INTO history_fts (history_fts) VALUES ('optimize')"),
-)
-
-
 def reindex(
     conn: sqlite3.Connection, progress: Callable[[int, int, str], None] | None = None
 ) -> dict[str, Any]:
-    """Rebuild the full-text indexes from the tables they index; run inside a transaction.
-
-    Nothing but the indexes changes: memories and history are the source of truth
-    (and recall's counts of frequent terms are counted again from the rebuilt index).
-    """
-    for done, (name, sql) in enumerate(REINDEX_STEPS):
-        if progress is not None:
-            progress(done, len(REINDEX_STEPS), name)
-        conn.execute(sql)
-    refresh_term_counts(conn)
-    if progress is not None:
-        progress(len(REINDEX_STEPS), len(REINDEX_STEPS), "done")
+    """Rebuild the full-text indexes and every other derived table from the tables they
+    derive from (:func:`sealmem.client.store.derived.rebuild`); run inside a transaction.
+    Nothing but derived data changes: memories and history are the source of truth."""
+    derived.rebuild(conn, progress)
     return {
         "memories": int(conn.execute("SELECT count(*) FROM memories").fetchone()[0]),
         "history": int(conn.execute("SELECT count(*) FROM history").fetchone()[0]),

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from ...protocol.errors import InputError
 from ...protocol.record import (
     KIND_RE,
+    MAX_CONTENT_CHARS,
     MAX_KEYWORD_CHARS,
     MAX_KEYWORDS,
     MAX_SUPERSEDES,
@@ -23,6 +24,7 @@ from .memory import DEFAULT_PROJECT
 __all__ = [
     "BUILTIN_KINDS",
     "MAX_ORIGIN_CHARS",
+    "content",
     "importance",
     "keywords",
     "kind",
@@ -110,6 +112,19 @@ def origin(origin: str) -> str:
     if not 1 <= len(value) <= MAX_ORIGIN_CHARS:
         raise InputError(f"origin {origin!r} must be 1..{MAX_ORIGIN_CHARS} characters")
     return text(value, "origin")
+
+
+def content(value: object) -> str:
+    """A memory's text, stripped; refused when empty, not UTF-8 or over the limit."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError("content is empty; pass the text to remember")
+    text_ = text(value.strip(), "memory text")
+    if len(text_) > MAX_CONTENT_CHARS:
+        raise InputError(
+            f"content is {len(text_)} characters; the limit is {MAX_CONTENT_CHARS}: "
+            "split it into several memories"
+        )
+    return text_
 
 
 def keywords(keywords: Sequence[str]) -> list[str]:

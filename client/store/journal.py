@@ -15,8 +15,7 @@ then drops their frames, as it drops a damaged one).  So the sidecar is written
 only *after* the WAL holding the counted commit was fsynced, and says so
 (``"durable": true``): it never counts a write that a power cut can take back.
 The sidecar itself is not fsynced: one that comes back older only makes the
-store look newer.  A sidecar without the flag (written by a sealmem before
-this rule, possibly durable before the WAL frames it counts) may run one
+store look newer.  A sidecar without the flag (the sync failed) may run one
 commit ahead of a healthy store: for it a lag of one commit is tolerated.
 
 The sidecar is read before the store (a write committed in between only makes
@@ -84,7 +83,7 @@ class Tally:
     memories: int
     at: int
     #: written after the store's WAL was fsynced: the store cannot lose these commits
-    #: to a power cut (False: a sidecar of an older sealmem, or the sync failed)
+    #: to a power cut (False: the sync failed)
     durable: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -169,16 +168,10 @@ def measure(conn: sqlite3.Connection) -> Tally:
 
 
 def _memories(conn: sqlite3.Connection) -> int:
-    """How many memories the store holds: the row count the schema's triggers keep
-    (``store_counts``, schema version 10: one read, whatever the store's size), or
-    counted where there is none (a store opened without migrating it)."""
-    try:
-        row = conn.execute("SELECT memories FROM store_counts").fetchone()
-    except sqlite3.OperationalError:  # no such table: an older schema
-        row = None
-    if row is not None:
-        return int(row[0])
-    return int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+    """How many memories the store holds: the row count the store keeps
+    (``store_counts``: one read, whatever the store's size)."""
+    (count,) = conn.execute("SELECT memories FROM store_counts").fetchone()
+    return int(count)
 
 
 def read(store: Path) -> tuple[Tally | None, Damage | None]:
@@ -280,7 +273,7 @@ def mark(store: Path, tally: Tally, why: str) -> Damage:
 
 def _lost(before: Tally, now: Tally) -> str | None:
     """Why ``now`` lost writes that ``before`` saw committed, or None."""
-    # a sidecar of an older sealmem may count one commit the store had not synced yet
+    # a sidecar written after a failed sync may count one commit the store had not synced
     slack = 0 if before.durable else 1
     if before.store_id != now.store_id or now.commits + slack >= before.commits:
         return None

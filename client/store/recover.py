@@ -9,11 +9,14 @@ itself, read-only and immutable:
 * a ``WITHOUT ROWID`` table is read in key order from both ends, up to the first
   row that raises from each side;
 * rows go into a freshly created store of the current schema (columns matched by
-  name, ``INSERT OR IGNORE``), then the full-text indexes are rebuilt from them;
-  the columns a memory's other columns determine (:data:`_DERIVED`: its stems, its
-  bucket key) are not read from the damaged file but computed again, so a garbled
-  one neither loses the memory (a stem list that is not a list broke the insert)
-  nor lives on in the new store.
+  name, ``INSERT OR IGNORE``), then every derived table is rebuilt from them
+  (:func:`sealmem.client.store.derived.rebuild`); derived tables and the columns a
+  memory's other columns determine (:data:`_DERIVED`: its stems, its bucket key) are
+  not read from the damaged file but computed again, so a garbled one neither loses
+  the memory nor lives on in the new store.
+
+The same salvage copies a store of a pre-release build (:mod:`.prebaseline`) into the
+current schema; its old file is kept as ``store.db.pre-baseline-<time>``.
 
 The new store replaces the damaged one only when complete: the damaged file (and
 its ``-wal``) is renamed ``store.db.damaged-<time>`` first and never written.
@@ -40,25 +43,27 @@ from urllib.parse import quote
 
 from ...protocol.errors import StoreError
 from ..fsutil import fsync_dir
-from . import health, journal
+from . import health, journal, prebaseline
 from .connection import (
     BUSY_TIMEOUT_MS,
     check_file,
     connect,
     describe,
-    schema_version,
     set_meta,
     transaction,
 )
-from .rows import norm_hash
+from .migrations import schema_version
 
 __all__ = ["BATCH", "RecoverResult", "recover"]
 
 #: Rows read per rowid range before falling back to one row at a time.
 BATCH = 256
 
-#: Tables the new store fills itself (its migrations) or derives (indexes).
-_SKIPPED = ("schema_migrations",)
+#: Tables the new store fills itself (its migrations) or derives (:mod:`.derived`).
+_SKIPPED = (
+    "schema_migrations", "store_counts", "own_counts", "push_dirty", "term_counts",
+    "term_counts_at",
+)  # fmt: skip
 
 
 @dataclass
@@ -179,19 +184,9 @@ def _keyed_rows(
 
 _DERIVED = {"memories": ("stems", "norm_hash", "bucket_key")}
 """Columns computed from a row's other columns, never copied from a damaged file:
-``stems`` and ``norm_hash`` are filled again from the text (:func:`_derive`),
-``bucket_key`` by the next push (NULL: what a local write leaves)."""
-
-
-def _derive(dst: sqlite3.Connection) -> None:
-    """Fill the :data:`_DERIVED` stems (version 11's fill) and the de-duplication hash
-    (as a write stores it: none for a tombstone) from each memory's own text."""
-    dst.execute("UPDATE memories SET stems = sealmem_stems(content, keywords)")
-    dst.create_function("sealmem_norm_hash", 1, norm_hash, deterministic=True)
-    dst.execute(
-        "UPDATE memories SET norm_hash = "
-        "CASE WHEN deleted THEN NULL ELSE sealmem_norm_hash(content) END"
-    )
+``stems`` and ``norm_hash`` are filled again from the text
+(:func:`sealmem.client.store.derived.rebuild`), ``bucket_key`` by the next push (NULL:
+what a local write leaves)."""
 
 
 def _copy(src: sqlite3.Connection, dst: sqlite3.Connection, result: RecoverResult) -> None:
@@ -329,6 +324,7 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
         check_file(path)
         src = _open_damaged(path)
         result.source_schema = schema_version(src)
+        old = prebaseline.is_pre_baseline(src)
     except (StoreError, sqlite3.DatabaseError) as exc:
         raise StoreError(
             f"SQLite cannot read the header or schema of {path} ({exc}), so nothing can be "
@@ -350,7 +346,6 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
             dst.execute("PRAGMA foreign_keys = OFF")
             with transaction(dst):
                 _copy(src, dst, result)
-                _derive(dst)
                 _new_identity(dst)
                 health.reindex(dst)
             dst.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -365,7 +360,8 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
     finally:
         src.close()
     if output is None:
-        result.damaged = path.with_name(f"{path.name}.damaged-{_stamp(now_ms)}")
+        kept = "pre-baseline" if old else "damaged"
+        result.damaged = path.with_name(f"{path.name}.{kept}-{_stamp(now_ms)}")
         for suffix in ("-wal", "-shm", ""):
             with contextlib.suppress(FileNotFoundError):
                 os.rename(f"{path}{suffix}", f"{result.damaged}{suffix}")

@@ -3,7 +3,8 @@
 Deleting a row does not erase it: SQLite leaves the bytes in free space of the
 page and on free pages, FTS5 marks a deleted document in a new segment while the
 old segment keeps its tokens, and a WAL file keeps every page image written
-since the last checkpoint.  So, after a purge (:func:`sealmem.client.store.rows.purge_history`):
+since the last checkpoint.  So, after a purge (a winning tombstone,
+:mod:`sealmem.client.store.writer`):
 
 - every store connection runs with ``PRAGMA secure_delete = ON``
   (:func:`sealmem.client.store.connection.connect`): freed cells and pages are

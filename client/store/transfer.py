@@ -14,7 +14,7 @@ DESIGN §3: last-write-wins per id under ``version_key``), keeps the higher loca
 importance (importance floor, the export's local one included), and puts losing
 versions in history: importing the same document twice changes nothing the
 second time.  Entries are merged in batches (one read of the batch's rows, the
-batched writers of :mod:`sealmem.client.store.batch`), in document order, with
+one writer, :mod:`sealmem.client.store.writer`), in document order, with
 the same outcome as one entry at a time.  Records dated more than
 ``MAX_AHEAD_MS`` ahead of this machine's clock are not imported (a pull refuses
 them too): their clock would become the store's, and teammates refuse a snapshot
@@ -37,23 +37,15 @@ from ...protocol.errors import InputError, ProtocolError
 from ...protocol.hlc import MAX_AHEAD_MS, ZERO, Hlc, too_far_ahead
 from ...protocol.merge import effective_importance, merge
 from ...protocol.record import Record
-from .batch import Keep, Write, keep_versions, load_rows, write_versions
 from .connection import transaction
-from .export import FORMAT, VERSION, export_document, write_export
+from .export import FORMAT, VERSION
 from .jsonscan import JsonScanner, scan
 from .memory import ImportResult, Provenance
 from .redacting import redact_versions
 from .rows import observe_hlc, record_from_row
+from .writer import Batch, Keep, Local, Write, load_rows, write
 
-__all__ = [
-    "BATCH",
-    "FORMAT",
-    "VERSION",
-    "export_document",
-    "import_document",
-    "import_stream",
-    "write_export",
-]
+__all__ = ["BATCH", "import_document", "import_stream"]
 
 BATCH = 2000
 """Entries merged per batch on import (as many as a pull merges per call: 500 ran ~9 %
@@ -201,13 +193,11 @@ class _Importer:
         rows = load_rows(self.conn, (e.record.id for e in batch))
         writes: list[Write] = []
         keeps: list[Keep] = []
-        raised: list[tuple[float, str]] = []
+        raised: list[Local] = []
         for entry in batch:
             self.counts[self._decide(entry, rows.get(entry.record.id), writes, keeps, raised)] += 1
             self.newest = max(self.newest, entry.record.hlc)
-        write_versions(self.conn, writes)
-        keep_versions(self.conn, keeps, skip_winner=True)
-        self.conn.executemany("UPDATE memories SET local_importance = ? WHERE id = ?", raised)
+        write(self.conn, Batch(writes=writes, keeps=keeps, skip_winner=True, local=raised))
         self._step(len(batch))
 
     def _decide(
@@ -216,7 +206,7 @@ class _Importer:
         row: sqlite3.Row | None,
         writes: list[Write],
         keeps: list[Keep],
-        raised: list[tuple[float, str]],
+        raised: list[Local],
     ) -> str:
         """What one current record does (through the protocol merge): 'added', 'updated',
         'unchanged' or 'skipped'.  The winner is the one :func:`~sealmem.protocol.merge.merge`
@@ -242,12 +232,14 @@ class _Importer:
             when = (
                 entry.updated_at if row is None else max(int(row["updated_at"]), entry.updated_at)
             )
-            writes.append(Write(winner, entry.provenance, importance, seen, when, row))
+            writes.append(
+                Write(winner, entry.provenance, importance, seen, when, row, replaced=local)
+            )
             return "added" if row is None else "updated"
         if outcome.loser is not None:
             keeps.append(_keep(entry, entry.updated_at))
         if importance > here:
-            raised.append((importance, incoming.id))
+            raised.append(Local(incoming.id, local_importance=importance))
             return "updated"
         return "unchanged"
 
@@ -271,11 +263,8 @@ class _Importer:
         if not batch:
             return
         batch = self._redacted(batch)
-        keep_versions(
-            self.conn,
-            [_keep(e, e.replaced_at or self.now_ms) for e in batch],
-            skip_winner=True,
-        )
+        keeps = [_keep(e, e.replaced_at or self.now_ms) for e in batch]
+        write(self.conn, Batch(keeps=keeps, skip_winner=True))
         self._step(len(batch))
 
     def finish(self) -> ImportResult:

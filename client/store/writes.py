@@ -1,8 +1,8 @@
 """Local writes: a new memory, a reinforced duplicate, a tombstone.
 
 Each function runs inside the caller's transaction, ticks the store's HLC for
-every new version, and writes through :func:`sealmem.client.store.rows.write_version`
-(so the replaced version lands in history).  Arguments arrive validated and
+every new version, and writes through :mod:`sealmem.client.store.writer` (so the
+replaced version lands in history).  Arguments arrive validated and
 redacted (:mod:`sealmem.client.store.inputs`, :mod:`sealmem.client.store.redact`).
 """
 
@@ -14,19 +14,12 @@ from collections.abc import Sequence
 
 from ...protocol.errors import InputError, NotFoundError, ProtocolError, StoreError
 from ...protocol.record import MAX_KEYWORDS, MAX_SUPERSEDES, Record, new_memory_id
-from ..recall.frequent import keep_fresh
 from . import ids as memory_ids
 from . import redacting
 from .memory import Memory, Provenance
 from .redact import redact_texts
-from .rows import (
-    MEMORY_COLUMNS,
-    load_row,
-    memory_from_row,
-    next_hlc,
-    norm_hash,
-    write_version,
-)
+from .rows import MEMORY_COLUMNS, load_row, memory_from_row, next_hlc, norm_hash
+from .writer import Batch, Local, write, write_version
 
 __all__ = [
     "create",
@@ -86,7 +79,6 @@ def _write(
         seen_count=seen_count,
         updated_at=now,
     )
-    keep_fresh(conn)  # recall's frequent terms (schema version 12)
     row = load_row(conn, record.id)
     if row is None:
         raise StoreError(f"memory {record.id} vanished while it was being written")
@@ -179,10 +171,7 @@ def reinforce(
     )
     seen_count = int(twin["seen_count"]) + 1
     if changed == current:
-        conn.execute(
-            "UPDATE memories SET seen_count = ?, updated_at = ? WHERE id = ?",
-            (seen_count, now, current.id),
-        )
+        write(conn, Batch(local=[Local(current.id, seen_count=seen_count, updated_at=now)]))
         return memory_from_row(load_row(conn, current.id) or twin), found
     record = changed.evolve(editor=author, hlc=next_hlc(conn, now))
     floor = max(float(twin["local_importance"]), record.importance)

@@ -14,8 +14,8 @@
 4. **write**: changed winners with the snapshot's provenance (the replaced local
    version goes to ``history``), pulled versions that lost to ``history``, the
    store's clock.  A tombstone that wins purges the text of the memory's versions
-   here too (:func:`sealmem.client.store.batch.write_versions`, a few statements
-   per batch; ``ApplyResult.purged``
+   here too (:func:`sealmem.client.store.writer.write`, a few statements per
+   batch; ``ApplyResult.purged``
    counts them, and the caller runs :func:`sealmem.client.store.scrub.settle` after
    committing), and a pulled version with content that loses to a tombstone is
    not kept.
@@ -35,14 +35,10 @@ from ...protocol.hlc import Hlc, receive
 from ...protocol.merge import effective_importance, merge_many
 from ...protocol.record import Record
 from ...protocol.snapshot import bucket_key
-from ..store.batch import Keep, Write, keep_versions, load_rows, write_versions
 from ..store.memory import Provenance
 from ..store.redacting import redact_versions
-from ..store.rows import (
-    read_hlc,
-    record_from_row,
-    save_hlc,
-)
+from ..store.rows import read_hlc, record_from_row, save_hlc
+from ..store.writer import Batch, Keep, Write, load_rows, write
 
 __all__ = ["ApplyResult", "apply_versions"]
 
@@ -114,19 +110,16 @@ def apply_versions(
             now,
             row,
             None if row is not None else keys[rid] if rid in keys else bucket_key(SUITE, rid),
+            local.get(rid),
         )
         for rid in merged.changed
     ]
+    pulled_losers = [loser for loser in merged.losers if loser is not local.get(loser.id)]
+    keeps = [Keep(loser, provenance, loser.importance, 1, now, now) for loser in pulled_losers]
     # archives each replaced local version in history
-    result.purged += write_versions(conn, writes)
+    result.purged += write(conn, Batch(writes=writes, keeps=keeps)).purged
     result.new = sum(1 for w in writes if w.previous is None)
     result.updated = len(writes) - result.new
-    pulled_losers = [loser for loser in merged.losers if loser is not local.get(loser.id)]
-    keep_versions(
-        conn,
-        [Keep(loser, provenance, loser.importance, 1, now, now) for loser in pulled_losers],
-        skip_winner=False,
-    )
     result.unchanged = skipped_same + max(
         len(incoming) - len(merged.skipped) - len(merged.changed), 0
     )

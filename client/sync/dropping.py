@@ -44,14 +44,8 @@ from ...protocol.state import ChainHead
 from ..clock import now_ms
 from ..store.connection import get_meta, set_meta, transaction
 from ..store.memory import Check, Provenance
-from ..store.rows import (
-    MEMORY_COLUMNS,
-    archive,
-    read_hlc,
-    record_from_row,
-    save_hlc,
-    write_version,
-)
+from ..store.rows import MEMORY_COLUMNS, provenance_of, read_hlc, record_from_row, save_hlc
+from ..store.writer import Batch, Write, write, write_version
 from . import replica
 
 __all__ = [
@@ -130,33 +124,19 @@ def _plan(rows: Iterable[sqlite3.Row], conn: sqlite3.Connection, rule: DropRule)
 
 def _apply(conn: sqlite3.Connection, steps: list[_Step], now: int) -> Dropped:
     result = Dropped()
+    removed, writes, unkept = [], [], []
     for step in steps:
-        mid = step.row["id"]
-        result.ids.append(mid)
+        result.ids.append(step.row["id"])
         if step.best is None or step.source is None:
-            archive(conn, step.row, now)
-            conn.execute("DELETE FROM supersedes WHERE new_id = ?", (mid,))
-            conn.execute("DELETE FROM memories WHERE id = ?", (mid,))
-            result.removed += 1
+            removed.append(step.row)
             continue
         src = step.source
-        write_version(
-            conn,
-            step.best,
-            provenance=Provenance(
-                transport=src["transport"],
-                signer=src["signer"],
-                signer_name=src["signer_name"],
-                verified=bool(src["verified"]),
-                received_at=src["received_at"],
-                snapshot_seq=src["snapshot_seq"],
-            ),
-            local_importance=max(float(src["local_importance"]), step.best.importance),
-            seen_count=int(step.row["seen_count"]),
-            updated_at=now,
-        )
-        conn.execute("DELETE FROM history WHERE seq = ?", (src["seq"],))  # it is the winner now
-        result.restored += 1
+        importance = max(float(src["local_importance"]), step.best.importance)
+        seen = int(step.row["seen_count"])
+        writes.append(Write(step.best, provenance_of(src), importance, seen, now, step.row))
+        unkept.append(int(src["seq"]))  # it is the winner now
+    write(conn, Batch(writes=writes, removed=removed, unkept=unkept, replaced_at=now))
+    result.removed, result.restored = len(removed), len(writes)
     return result
 
 

@@ -29,14 +29,8 @@ from ...protocol.suite import Suite
 from ...protocol.verify import accept_keyring, accept_roster
 from ..store.memory import Provenance
 from ..store.redacting import check_rules, mark_redacted, redact_version, rules_current
-from ..store.rows import (
-    RECORD_COLUMNS,
-    load_row,
-    next_hlc,
-    record_from_row,
-    record_from_values,
-    write_version,
-)
+from ..store.rows import RECORD_COLUMNS, load_row, next_hlc, record_from_row, record_from_values
+from ..store.writer import write_version
 
 __all__ = [
     "OwnChain",
@@ -195,7 +189,7 @@ def own_team_counts(
 ) -> dict[str, int]:
     """``{project: n}``: the live team memories (not forgotten, never private ones) whose
     winning version ``me`` wrote, per project (only ``project`` when given).  Read from
-    the counters the schema's triggers keep (``own_counts``), not counted row by row."""
+    the counters the store keeps (``own_counts``), not counted row by row."""
     sql = "SELECT project, live FROM own_counts WHERE editor = ? AND live > 0"
     args: tuple[str, ...] = (me,)
     if project is not None:
@@ -225,7 +219,7 @@ def pushes_as(conn: sqlite3.Connection) -> str | None:
 
 
 def claim_pushes(conn: sqlite3.Connection, me: str) -> bool:
-    """Record that this store pushes as ``me`` (``push_editor``, schema version 10), so
+    """Record that this store pushes as ``me`` (``push_editor``), so
     that the dirty log keeps only the rows ``me`` wrote; return True when that changed.
 
     Writes only on a change (a new store, another member key): then every chain pushed
@@ -280,7 +274,7 @@ def redact_pending(conn: sqlite3.Connection, me: str, project: str, since: Hlc, 
     Run in its own transaction before a push is planned, so that the push itself only
     reads the store (newer rules may catch a secret an older sealmem let in).  A version
     whose text this store's rules already redacted (its ``redaction_marks`` row names
-    it, schema version 9: a pull, an import, or this function before) is not redacted
+    it: a pull, an import, or this function before) is not redacted
     again; one found clean, or stored cleaned, is marked (a push that did not land, or
     found nothing to publish, does not run the rules over it again).
     """
@@ -304,7 +298,7 @@ def own_summary(
     many are tombstones older than ``collect_before`` (wall ms; collected, not published).
 
     The cost does not grow with the store: the count and the tombstone count come from
-    ``own_counts`` (kept by triggers), the newest HLC from one index seek, and the due
+    ``own_counts`` (kept by the store's writer), the newest HLC from one index seek, and the due
     tombstones are all tombstones less those newer than ``collect_before`` (a range of the
     tombstones index that holds only the grace period's tombstones)."""
     row = conn.execute(

@@ -31,7 +31,7 @@ from .local_only import local_only
 from .transport import Transport
 
 if TYPE_CHECKING:  # avoids importing the store API at module load
-    from ..store.api import MemoryStore
+    from ..recall.api import MemoryStore
 
 __all__ = [
     "CONFIG_FILE",

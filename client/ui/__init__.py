@@ -8,5 +8,5 @@ token; a strict Content-Security-Policy forbids inline script and style.
 All text is escaped, and control and bidi characters are shown as escapes
 (:func:`sealmem.client.textsafe.visible`): memory text is written by
 teammates and is treated as hostile.  Writes go through the same
-:class:`~sealmem.client.store.api.MemoryStore` API as the CLI.
+:class:`~sealmem.client.recall.api.MemoryStore` API as the CLI.
 """

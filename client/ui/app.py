@@ -26,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 from ...protocol.errors import NotFoundError, SealmemError
 from ..failures import describe
 from ..paths import local_author, store_path
-from ..store.api import MemoryStore
+from ..recall.api import MemoryStore
 from ..textsafe import visible
 from . import views
 from .guard import Guard, Secrets

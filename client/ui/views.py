@@ -21,7 +21,7 @@ from ..store.rows import MEMORY_COLUMNS, memory_from_row
 from .charts import stacked_bars
 
 if TYPE_CHECKING:
-    from ..store.api import MemoryStore
+    from ..recall.api import MemoryStore
     from ..store.memory import Authorship, Memory
 
 __all__ = [

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from ...protocol.errors import InputError
 from ..hosts import review
-from ..store.api import MemoryStore
+from ..recall.api import MemoryStore
 
 __all__ = ["WRITES", "Write"]
 

@@ -10,8 +10,10 @@
    (``getrusage(RUSAGE_CHILDREN).ru_maxrss`` of that child alone).
 3. Limits in child processes too: Python with sealmem's modules imported and a
    store opened (the floor of any sealmem command's RSS), and the import limit:
-   ``json.loads`` of each entry plus one FTS5 ``executemany`` per 500 on the same
-   schema with plain ``sqlite3``.
+   ``json.loads`` of each entry plus one FTS5 ``executemany`` per 500 with plain
+   ``sqlite3``, on the tables the limit was first measured on
+   (``bench_merge.LIMIT_SCHEMA``: the first schema's ``memories``, four indexes, its
+   full-text index).
 
 Prints the load average beside the figures (2 shared cores: compare rows of one run).
 """
@@ -30,7 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from vocab import WORDS  # noqa: E402 - tests/bench is on sys.path when run as a script
+from bench_merge import LIMIT_SCHEMA  # noqa: E402 - tests/bench is on sys.path as a script
+from vocab import WORDS  # noqa: E402
 
 
 def write_export(path: Path, n: int) -> None:
@@ -65,11 +68,9 @@ def write_export(path: Path, n: int) -> None:
 
 LIMIT_IMPORT = """
 import json, sqlite3, sys
-from sealmem.client.store.schema import MIGRATIONS
 conn = sqlite3.connect(sys.argv[2], isolation_level=None)
 conn.execute("PRAGMA journal_mode=WAL")
-conn.executescript(MIGRATIONS[0].sql)
-conn.execute("DROP TRIGGER memories_fts_insert")
+conn.executescript(sys.argv[3])  # bench_merge.LIMIT_SCHEMA
 cols = ("id, project, kind, content, keywords, keywords_json, importance, local_importance, "
         "author, editor, created_at, hlc_wall, hlc_counter, origin, visibility, updated_at")
 sql = f"INSERT INTO memories ({cols}) VALUES ({', '.join('?' * 16)})"
@@ -138,7 +139,8 @@ def main() -> None:
         print(f"{n} memories, export file {mb:.0f} MB; load average {os.getloadavg()}")
         floor_s, floor_rss, _ = child([sys.executable, "-c", FLOOR, str(root)], root / "h0")
         limit_s, limit_rss, limit_cpu = child(
-            [sys.executable, "-c", LIMIT_IMPORT, str(source), str(root / "limit.db")], root / "h1"
+            [sys.executable, "-c", LIMIT_IMPORT, str(source), str(root / "limit.db"), LIMIT_SCHEMA],
+            root / "h1",
         )
         imp_s, imp_rss, imp_cpu = child([*sealmem, "import", str(source)], root / "h2")
         exp_s, exp_rss, exp_cpu = child(

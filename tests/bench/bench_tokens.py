@@ -40,7 +40,7 @@ from vocab import WORDS  # noqa: E402 - tests/bench is on sys.path when run as a
 
 def _python_stems(content: str, keywords: str) -> str:
     """The split of non-ASCII text before schema 13 (NFKD, marks dropped, lower-cased)."""
-    from sealmem.client.recall.stemmer import stem
+    from sealmem.client.store.stemmer import stem
 
     decomposed = unicodedata.normalize("NFKD", f"{content} {keywords}")
     folded = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
@@ -59,7 +59,7 @@ def _best_us(fn: Callable[[str, str], str], texts: list[str]) -> float:
 
 def _cold(fn: Callable[[str, str], str]) -> Callable[[str, str], str]:
     """``fn`` with the pieces the tokenizer remembers forgotten before each call."""
-    from sealmem.client.recall import terms
+    from sealmem.client.store import terms
 
     pieces: dict[str, object] = getattr(terms, "_PIECES", {})  # none before the fix
 
@@ -77,8 +77,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from sealmem.client import MemoryStore
-    from sealmem.client.recall.terms import stored_stems
     from sealmem.client.store.connection import connect
+    from sealmem.client.store.terms import stored_stems
 
     rng = random.Random(16)
     extra = ["мойка", "배포", "Zürich", "東京", "café"]

@@ -11,8 +11,6 @@ import pytest
 
 from sealmem.client import MemoryStore
 from sealmem.client.store.connection import connect
-from sealmem.client.store.schema import MIGRATIONS
-from tests.support.old_schema import rewind_schema
 from tests.support.traces import CONTENT, KEYWORD, LATER, MARKERS, traces
 
 from .conftest import OpenStore
@@ -100,45 +98,6 @@ def test_an_old_export_does_not_bring_the_text_back(
     assert traces(other.path) == []
 
 
-def test_a_store_that_forgot_before_the_purge_is_purged_on_open(
-    store: MemoryStore, open_store: OpenStore
-) -> None:
-    """As an older sealmem left it: a tombstone whose older versions keep their text in
-    history; migration 5 purges them when the store is opened."""
-    memory_id = two_versions(store)
-    kept = store.remember("a memory that stays, with history", keywords=["stays"]).memory
-    store.remember("a memory that stays, with history", keywords=["more"])
-    path = store.path
-    store.forget(memory_id, reason="leaked")
-    store.close()
-    old = sqlite3.connect(path)
-    with old:
-        row = old.execute("SELECT * FROM history WHERE id = ?", (kept.id,)).fetchone()
-        names = [d[0] for d in old.execute("SELECT * FROM history LIMIT 0").description]
-        record = json.loads(row[names.index("record_json")])
-        record.update(id=memory_id, content=f"old text {CONTENT}", keywords=[KEYWORD])
-        values = dict(zip(names, row, strict=True)) | {
-            "seq": None,
-            "id": memory_id,
-            "record_json": json.dumps(record),
-        }
-        marks = ", ".join("?" * len(values))
-        old.execute(
-            f"INSERT INTO history ({', '.join(values)}) VALUES ({marks})", [*values.values()]
-        )
-        rewind_schema(old, 5)
-    old.close()
-    assert traces(path)
-    reopened = open_store(path)
-    assert reopened.history(memory_id) == []
-    assert len(reopened.history(kept.id)) == 1  # the history of a live memory stays
-    assert traces(path) == []
-    assert reopened.connection.execute("SELECT max(version) FROM schema_migrations").fetchone()[
-        0
-    ] == len(MIGRATIONS)
-
-
-@pytest.mark.usefixtures("any_build")
 def test_connections_overwrite_what_they_delete(tmp_path: Path) -> None:
     conn = connect(tmp_path / "s.db")
     try:

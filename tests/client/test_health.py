@@ -43,7 +43,6 @@ def test_doctor_reports_loose_modes(store: MemoryStore) -> None:
 def test_doctor_reports_a_broken_fts_index(store: MemoryStore) -> None:
     memory = store.remember("indexed words here").memory
     conn = sqlite3.connect(store.path)
-    conn.execute("DROP TRIGGER memories_fts_update")
     conn.execute("UPDATE memories SET content = 'other text' WHERE id = ?", (memory.id,))
     conn.commit()
     conn.close()

@@ -59,7 +59,7 @@ def _cut(tmp_path: Path, writes_lost: int) -> Path:
 
 
 def _legacy(path: Path) -> None:
-    """The sidecar as a sealmem before the durable flag wrote it."""
+    """A sidecar without the durable flag (as written when its sync failed)."""
     sidecar = journal.journal_path(path)
     doc = json.loads(sidecar.read_text())
     doc.pop("durable", None)

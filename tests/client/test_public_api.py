@@ -12,15 +12,21 @@ import sealmem.client
 MODULES = [
     "paths",
     "recall.context",
+    "recall.api",
     "store.api",
     "store.connection",
+    "store.derived",
     "store.health",
     "store.inputs",
     "store.memory",
+    "store.migrations",
+    "store.prebaseline",
     "store.redact",
     "store.rows",
     "store.schema",
+    "store.terms",
     "store.transfer",
+    "store.writer",
     "store.writes",
 ]
 

@@ -7,6 +7,9 @@ import pytest
 
 from sealmem.client import MemoryStore
 from sealmem.client.recall.sql import _indexed, _varint, document_frequencies
+from sealmem.client.store.memory import Provenance
+from sealmem.client.store.writer import write_version
+from sealmem.protocol.record import new_memory_id
 
 from .conftest import OpenStore
 
@@ -80,15 +83,20 @@ def test_a_cold_recall_does_not_scan_the_memories(open_store: OpenStore) -> None
 
 def test_inside_a_write_transaction_the_count_is_the_rows(open_store: OpenStore) -> None:
     store = open_store(author="ann")
-    store.remember("first note", project="app")
+    first = store.remember("first note", project="app").memory.id
     conn = store.connection
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute(
-            "INSERT INTO memories (id, project, kind, content, importance, local_importance, "
-            "author, editor, created_at, hlc_wall, hlc_counter, origin, visibility, updated_at) "
-            "VALUES ('x1', 'app', 'note', 'second note', 0.5, 0.5, 'ann', 'ann', 1, 1, 0, "
-            "'cli', 'private', 1)"
+        record = store.get(first).record.evolve(
+            id=new_memory_id(2, bytes(10)), content="second note"
+        )
+        write_version(
+            conn,
+            record,
+            provenance=Provenance.local(),
+            local_importance=0.5,
+            seen_count=1,
+            updated_at=2,
         )
         n_docs, df, _ = document_frequencies(conn, ["note"], False)
         assert n_docs == 2

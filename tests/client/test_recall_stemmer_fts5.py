@@ -1,24 +1,15 @@
 """The Python stemmer stems every ASCII word as SQLite's FTS5 ``porter`` tokenizer does
-(differential test against SQLite itself), and schema version 14 fills ``stems`` again
-for the memories whose words it used to stem otherwise (``eed``, ``ies``, ``sses``,
-``yyed``, ...), then counts the frequent terms again from the index."""
+(differential test against SQLite itself)."""
 
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sealmem.client.recall.stemmer import _STEP2, _STEP3, _STEP4, stem
-from sealmem.client.recall.terms import stored_stems
-from sealmem.client.store.connection import connect
-from sealmem.client.store.schema import MIGRATIONS, latest_version
-from tests.support.old_schema import rewind_schema
-
-from .conftest import OpenStore
+from sealmem.client.store.stemmer import _STEP2, _STEP3, _STEP4, stem
 
 _SUFFIXES = sorted(
     {s for s, _ in _STEP2}
@@ -70,51 +61,3 @@ _WORDS = st.builds(
 @example(words=["eed", "eeds", "ies", "sses", "yyed", "yying", "pfoyyed", "wleyyed"])
 def test_random_words_stem_as_fts5_does(words: list[str]) -> None:
     assert [stem(w) for w in words] == _fts5_stems(words)
-
-
-@pytest.mark.slow
-def test_a_store_of_version_13_gets_the_stems_the_stemmer_now_gives(
-    tmp_path: Path, open_store: OpenStore
-) -> None:
-    path = tmp_path / "old.db"
-    source = open_store(tmp_path / "source.db", author="bob")
-    for i in range(1000):  # "e" frequent: held by at least 1,000 memories
-        source.remember(f"the eed batch {i}", project="app")
-    source.remember("queries of sses and yyed words", keywords=["ies"], project="app")
-    plain = source.remember("plain orders note", project="app").memory.id
-    store = open_store(path, author="ann")
-    store.import_(source.export())
-    store.close()
-    conn = connect(path)
-    rewind_schema(conn, 13)
-    conn.close()
-    conn = connect(path, migrations=MIGRATIONS[:13])  # a store as version 13 left it
-    # what the stemmer before wrote for these rows, and what the triggers counted of it
-    conn.execute("UPDATE memories SET stems = 'batch eed the' WHERE content LIKE 'the eed%'")
-    conn.execute(
-        "UPDATE memories SET stems = 'and i of queri ss word yy' WHERE content LIKE 'queries%'"
-    )
-    conn.execute("UPDATE memories SET stems = 'left alone' WHERE id = ?", (plain,))
-    conn.execute("DELETE FROM term_counts")
-    conn.execute("INSERT INTO term_counts (term, docs) VALUES ('eed', 1000), ('the', 1000)")
-    conn.close()
-
-    reopened = open_store(path, author="ann")
-    conn = reopened.connection
-    assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == (
-        latest_version()
-    )
-    for content, keywords, stems in conn.execute(
-        "SELECT content, keywords, stems FROM memories WHERE id != ?", (plain,)
-    ):
-        assert stems == stored_stems(content, keywords)
-    assert "e" in stored_stems("the eed batch 1", "").split(" ")
-    # a row holding none of the letter sequences is not read again
-    assert conn.execute("SELECT stems FROM memories WHERE id = ?", (plain,)).fetchone()[0] == (
-        "left alone"
-    )
-    kept = dict(conn.execute("SELECT term, docs FROM term_counts"))
-    assert kept["e"] == 1000  # counted from the index: "eed" is indexed as "e"
-    assert "eed" not in kept
-    hits = reopened.recall("eed", k=3, project="app")
-    assert len(hits) == 3

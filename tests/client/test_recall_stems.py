@@ -1,6 +1,5 @@
-"""The stems each memory keeps for recall (schema version 11): what every write path
-stores, what the migration fills in, and that recall ranks the same with or without
-them."""
+"""The stems each memory keeps for recall: what every write path stores, and that
+recall ranks the same with or without them."""
 
 from __future__ import annotations
 
@@ -14,12 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
-from sealmem.client.recall import stemmer
-from sealmem.client.recall.stemmer import stem
-from sealmem.client.recall.terms import parse_stems, stems_of, stored_stems, tokens
-from sealmem.client.store.connection import connect
-from sealmem.client.store.schema import latest_version
-from tests.support.old_schema import rewind_schema
+from sealmem.client.store import stemmer
+from sealmem.client.store.stemmer import stem
+from sealmem.client.store.terms import parse_stems, stems_of, stored_stems, tokens
 
 from .conftest import OpenStore
 
@@ -72,43 +68,15 @@ def test_every_write_path_keeps_the_stems_of_what_it_wrote(open_store: OpenStore
     assert stems == stored_stems(content, keywords)
 
 
-def test_a_store_of_version_10_gets_the_stems_of_its_memories(
-    tmp_path: Path, open_store: OpenStore
-) -> None:
-    path = tmp_path / "old.db"
-    store = open_store(path, author="ann")
-    for i in range(12):
-        store.remember(f"relational databases run {i} queries happily", project="app")
-    before = [hit.memory.id for hit in store.recall("running relational query", project="app")]
-    assert len(before) == 5
-    store.close()
-    conn = connect(path)
-    rewind_schema(conn, 11)  # the store as version 10 left it: no stems column
-    assert "stems" not in {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
-    conn.close()
-    reopened = open_store(path, author="ann")
-    assert _check_stems(reopened) == 12
-    version = reopened.connection.execute("SELECT max(version) FROM schema_migrations")
-    assert version.fetchone()[0] == latest_version()
-    after = [hit.memory.id for hit in reopened.recall("running relational query", project="app")]
-    assert after == before
-
-
-def test_a_text_written_without_its_stems_loses_them_and_recall_stems_it(
-    open_store: OpenStore,
-) -> None:
+def test_a_row_without_its_stems_is_stemmed_by_recall(open_store: OpenStore) -> None:
+    """Another tool's row (no stems): recall stems its text itself."""
     store = open_store(author="ann")
-    memory_id = store.remember("the cache lives in redis", project="app").memory.id
+    memory_id = store.remember("orders live in postgres", project="app").memory.id
     conn = store.connection
-    conn.execute(
-        "UPDATE memories SET content = 'orders live in postgres' WHERE id = ?", (memory_id,)
-    )
-    assert _stored(store)[memory_id][2] is None  # stale stems are never read
+    conn.execute("UPDATE memories SET stems = NULL WHERE id = ?", (memory_id,))
     hits = store.recall("postgres orders", k=3, project="app")
     assert [hit.memory.id for hit in hits] == [memory_id]
     assert hits[0].why["coverage"] > 0  # the terms come from the text, stemmed at recall
-    conn.execute("UPDATE memories SET seen_count = seen_count + 1 WHERE id = ?", (memory_id,))
-    assert _stored(store)[memory_id][2] is None  # other updates leave the column alone
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
-"""The document counts of frequent terms the store keeps for recall (schema version
-12): equal to the full-text index's after every write path, filled by the migration
-and again as the store doubles, read by a cold recall instead of walking the index,
-and recall ranks the same with or without them."""
+"""The document counts of frequent terms the store keeps for recall: equal to the
+full-text index's after every write path, filled again as the store doubles, read by a
+cold recall instead of walking the index, and recall ranks the same with or without
+them."""
 
 from __future__ import annotations
 
@@ -17,14 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
-from sealmem.client.recall import frequent, search
-from sealmem.client.store.connection import connect, transaction
+from sealmem.client.recall import search
+from sealmem.client.store import derived
+from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.recover import recover
-from sealmem.client.store.schema import latest_version
 from sealmem.client.sync.apply import apply_versions
 from sealmem.protocol.record import Record
-from tests.support.old_schema import rewind_schema
 from tests.support.versions import versions
 
 from .conftest import OpenStore
@@ -63,7 +62,7 @@ def _check(conn: sqlite3.Connection) -> dict[str, int]:
 @contextmanager
 def _frequent_from(docs: int) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(frequent, "FREQUENT_DOCS", docs)
+        patch.setattr(derived, "FREQUENT_DOCS", docs)
         yield
 
 
@@ -102,16 +101,10 @@ def test_the_kept_counts_are_the_index_counts_after_every_write_path(seed: int) 
             elif action < 0.7:  # a correction: a new memory that supersedes an old one
                 memory_id = store.remember(_text(rng), supersedes=[rng.choice(live)]).memory.id
                 live.extend([memory_id] if memory_id not in live else [])
-            elif action < 0.8:  # the batch writer: new rows and changed ones
+            elif action < 0.85:  # a batch: new rows and changed ones
                 for _ in range(rng.randint(1, 8)):
                     other.remember(_text(rng))
                 store.import_(other.export())
-            elif action < 0.85:  # a text changed without its stems: the counts give up
-                conn.execute(
-                    "UPDATE memories SET content = ? WHERE id = ?", (_text(rng), rng.choice(live))
-                )
-            elif action < 0.9:
-                conn.execute("DELETE FROM memories WHERE id = ?", (live.pop(),))
             else:
                 store.set_importance(rng.choice(live), rng.random())
             seen.update(_check(conn))
@@ -131,48 +124,6 @@ def test_the_counts_are_filled_again_each_time_the_store_doubles(open_store: Ope
         assert kept["cach"] == 17  # kept since 4 memories, counted at every write since
         assert kept["redi"] == 11  # frequent by the fill at 16 memories
         assert set(kept) == {"cach", "note", "redi"}  # the numbers are each in one memory
-
-
-@pytest.mark.slow
-def test_a_store_of_version_11_gets_the_counts_of_its_frequent_terms(
-    tmp_path: Path, open_store: OpenStore
-) -> None:
-    path = tmp_path / "old.db"
-    store = open_store(path, author="ann")
-    rng = random.Random(12)
-    store.import_(_export_of(tmp_path, rng, 1100))  # one batch writer run
-    before = [hit.memory.id for hit in store.recall("orders cache", project="app")]
-    store.close()
-    conn = connect(path)
-    rewind_schema(conn, 12)  # the store as version 11 left it: no counts
-    conn.close()
-    reopened = open_store(path, author="ann")
-    conn = reopened.connection
-    version = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
-    assert version == latest_version()
-    kept = _check(conn)
-    indexed = _indexed(conn)
-    assert set(kept) == {term for term, docs in indexed.items() if docs >= 1000}
-    assert kept["cach"] == 1100  # in every memory
-    assert conn.execute("SELECT memories FROM term_counts_at").fetchone()[0] == 1100
-    after = [hit.memory.id for hit in reopened.recall("orders cache", project="app")]
-    assert after == before
-    assert len(after) == 5
-
-
-def _export_of(tmp_path: Path, rng: random.Random, n: int) -> Path:
-    """An export of ``n`` memories of project "app", each holding "cache"."""
-    now = [_START]
-
-    def clock() -> int:
-        now[0] += 1000
-        return now[0]
-
-    source = tmp_path / "source.db"
-    with MemoryStore.open(source, author="bob", clock=clock) as writer:
-        for i in range(n):
-            writer.remember(f"cache {_text(rng)} {i}", project="app")
-        return writer.export()
 
 
 def test_a_cold_recall_reads_a_frequent_count_instead_of_walking_the_index(
@@ -265,7 +216,7 @@ def test_reindex_and_recover_count_the_frequent_terms_again(
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pulls=st.lists(st.lists(versions(), min_size=1, max_size=8), min_size=1, max_size=6))
 def test_the_kept_counts_follow_pulled_versions(pulls: list[list[Record]]) -> None:
-    """A pull writes through the batch writer and, for a tombstone, row by row."""
+    """A pull writes through the one writer, tombstones included."""
     now = [_START]
     with (
         _frequent_from(2),
@@ -292,8 +243,7 @@ def test_rows_a_writer_inserted_without_counting_them_are_never_read_as_counted(
             store.remember(f"orders queue {i}", project="app")
         conn = store.connection
         assert _check(conn)["order"] == 6
-        # a batch path that forgot the counts: its rows stand aside the triggers
-        conn.execute("INSERT INTO fts_batch (one) VALUES (1)")
+        # another tool's rows, indexed and counted in the row count, not in the terms
         conn.execute(
             "INSERT INTO memories (id, project, kind, content, importance, local_importance, "
             "author, editor, created_at, hlc_wall, hlc_counter, origin, visibility, updated_at, "
@@ -306,7 +256,6 @@ def test_rows_a_writer_inserted_without_counting_them_are_never_read_as_counted(
             "SELECT rowid, content, keywords FROM memories WHERE id LIKE '%x'"
         )
         conn.execute("UPDATE store_counts SET memories = memories + 6")
-        conn.execute("DELETE FROM fts_batch")
         assert _kept(conn)["order"] == 6  # stale: the index holds 12
         statements: list[str] = []
         conn.set_trace_callback(statements.append)

@@ -1,24 +1,18 @@
 """Non-ASCII text is split and folded as the full-text index does (issue 16).
 
-The kept counts of frequent terms (schema version 12) are kept by the triggers from
+The kept counts of frequent terms are kept by the store's writer from
 ``memories.stems``, which the write path computes; the counts they stand for are the
 full-text index's, which FTS5's unicode61 tokenizer writes.  Python's own split
 agreed with it on ASCII text but not on much else (a private-use or unassigned
 character joins a word in FTS5 and split it in Python; "й" and a Hangul syllable are
 kept whole by unicode61 and were folded apart by NFKD), so a kept count drifted and a
 query word such as "мойка" matched no index term.  Text with a non-ASCII character is
-now tokenized by SQLite itself (:mod:`sealmem.client.recall.terms`).
-
-Schema version 13 filled the stems of non-ASCII memories again with the index's own
-terms and counted the frequent terms again; a ``stems`` value that is not a clean word
-list makes the counting triggers forget the counts instead of failing the write."""
+now tokenized by SQLite itself (:mod:`sealmem.client.store.terms`)."""
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import tempfile
-import unicodedata
 from pathlib import Path
 
 import pytest
@@ -26,16 +20,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
-from sealmem.client.recall import frequent, terms
 from sealmem.client.recall.ranking import analyse_query
-from sealmem.client.recall.stemmer import stem
-from sealmem.client.recall.terms import TOKENIZE, parse_stems, stems_of, tokens, word_stems
-from sealmem.client.store.connection import connect
-from sealmem.client.store.schema import MIGRATIONS, latest_version
+from sealmem.client.store import derived, terms
+from sealmem.client.store.terms import TOKENIZE, parse_stems, stems_of, tokens, word_stems
 from sealmem.protocol.record import MAX_KEYWORD_CHARS
-from tests.support.old_schema import rewind_schema
-
-from .conftest import OpenStore
 
 
 def _indexed(conn: sqlite3.Connection) -> dict[str, int]:
@@ -50,7 +38,7 @@ def _indexed(conn: sqlite3.Connection) -> dict[str, int]:
 def test_a_word_the_two_tokenizers_split_apart_keeps_the_counts_exact(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
 ) -> None:
-    monkeypatch.setattr(frequent, "FREQUENT_DOCS", 3)
+    monkeypatch.setattr(derived, "FREQUENT_DOCS", 3)
     with MemoryStore.open(tmp_path / "s.db", author="ann") as store:
         for i in range(6):  # filled at 3 and 6 memories: the next fill is at 12
             store.remember(f"deploy the orders service {i}")
@@ -186,110 +174,3 @@ def test_a_long_piece_of_text_without_ascii_separators_is_tokenized_not_remember
     assert stems_of(text) == frozenset(["東京の配置" * 40, "мойка"])
     assert "мойка" in terms._PIECES
     assert "東京の配置" * 40 not in terms._PIECES
-
-
-def _python_stems(content: str, keywords: str) -> str:
-    """``memories.stems`` as the code before version 13 wrote it for non-ASCII text:
-    NFKD, combining marks dropped, lower-cased, split on non-word characters."""
-    decomposed = unicodedata.normalize("NFKD", f"{content} {keywords}")
-    folded = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
-    return " ".join(sorted({stem(word) for word in re.findall(r"[^\W_]+", folded)}))
-
-
-def _terms_by_row(conn: sqlite3.Connection) -> dict[int, frozenset[str]]:
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.test_instances "
-        "USING fts5vocab(main, memories_fts, instance)"
-    )
-    found: dict[int, set[str]] = {}
-    for term, rowid in conn.execute("SELECT term, doc FROM temp.test_instances"):
-        found.setdefault(rowid, set()).add(term)
-    return {rowid: frozenset(terms) for rowid, terms in found.items()}
-
-
-@pytest.mark.slow
-def test_a_store_of_version_12_gets_the_index_terms_of_its_non_ascii_memories(
-    tmp_path: Path, open_store: OpenStore
-) -> None:
-    path = tmp_path / "old.db"
-    source = open_store(tmp_path / "source.db", author="bob")
-    for i in range(1100):  # frequent: held by at least 1,000 memories
-        source.remember(f"deploy\ue000 the мойка service {i}", keywords=["Ёлка"], project="app")
-    for i in range(5):
-        source.remember(f"plain ascii orders note {i}", project="app")
-    store = open_store(path, author="ann")
-    store.import_(source.export())
-    store.close()
-    conn = connect(path)
-    rewind_schema(conn, 12)
-    conn.close()
-    conn = connect(path, migrations=MIGRATIONS[:12])  # a store as version 12 left it
-    conn.create_function("old_stems", 2, _python_stems, deterministic=True)
-    conn.execute("UPDATE memories SET stems = old_stems(content, keywords)")
-    ascii_before = dict(conn.execute("SELECT id, stems FROM memories WHERE content LIKE 'plain%'"))
-    # what the counting triggers kept from Python's stems: "deploy" split off its
-    # private-use character, "мойка" folded to "моика"
-    conn.execute("DELETE FROM term_counts")
-    conn.execute("INSERT INTO term_counts (term, docs) VALUES ('deploi', 1100), ('моика', 1100)")
-    assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 12
-    conn.close()
-
-    reopened = open_store(path, author="ann")
-    conn = reopened.connection
-    assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == (
-        latest_version()
-    )
-    terms = _terms_by_row(conn)
-    rows = list(conn.execute("SELECT rowid, id, stems FROM memories"))
-    assert len(rows) == 1105
-    for rowid, _, stems in rows:
-        assert frozenset(stems.split(" ")) == terms[rowid]
-    assert {i: s for _, i, s in rows if i in ascii_before} == ascii_before  # left alone
-    indexed = _indexed(conn)
-    kept = dict(conn.execute("SELECT term, docs FROM term_counts"))
-    assert kept == {term: docs for term, docs in indexed.items() if docs >= 1000}
-    assert kept["deploy\ue000"] == kept["мойка"] == kept["ёлка"] == 1100
-    assert tuple(conn.execute("SELECT memories, counted FROM term_counts_at").fetchone()) == (
-        1105,
-        1105,
-    )
-    hits = reopened.recall("мойка", k=5, project="app")
-    assert len(hits) == 5
-    assert all(hit.why["bm25"] > 0 for hit in hits)
-
-
-# a quote, a backslash (a JSON escape once put between quotes), a control character
-_UNCLEAN = ['order "x', "order \\u0041", "order\\", "order\tqueue", "order\x00"]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("value", _UNCLEAN)
-@pytest.mark.parametrize("write", ["insert", "update", "delete"])
-def test_a_stems_value_that_is_not_a_word_list_forgets_the_counts_instead_of_failing(
-    open_store: OpenStore, monkeypatch: pytest.MonkeyPatch, value: str, write: str
-) -> None:
-    monkeypatch.setattr(frequent, "FREQUENT_DOCS", 3)
-    store = open_store(author="ann")
-    ids = [store.remember(f"orders queue {i}", project="app").memory.id for i in range(6)]
-    conn = store.connection
-    assert dict(conn.execute("SELECT term, docs FROM term_counts"))["order"] == 6
-    if write == "insert":
-        conn.execute(
-            "INSERT INTO memories (id, project, kind, content, importance, local_importance, "
-            "author, editor, created_at, hlc_wall, hlc_counter, origin, visibility, updated_at, "
-            "stems) SELECT id || 'x', project, kind, content, importance, local_importance, "
-            "author, editor, created_at, hlc_wall, hlc_counter + 1, origin, visibility, "
-            "updated_at, ? FROM memories WHERE id = ?",
-            (value, ids[0]),
-        )
-    elif write == "update":
-        conn.execute(
-            "UPDATE memories SET content = 'orders later', stems = ? WHERE id = ?", (value, ids[0])
-        )
-    else:
-        conn.execute("UPDATE memories SET stems = ? WHERE id = ?", (value, ids[0]))
-        conn.execute("DELETE FROM memories WHERE id = ?", (ids[0],))
-    assert list(conn.execute("SELECT term, docs FROM term_counts")) == []
-    assert tuple(conn.execute("SELECT memories FROM term_counts_at").fetchone()) == (0,)
-    hits = store.recall("orders", k=10, project="app")  # the index's counts: walked
-    assert len(hits) == 6 + (write == "insert") - (write == "delete")

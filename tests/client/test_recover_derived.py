@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sealmem.client import MemoryStore
-from sealmem.client.recall.terms import stored_stems
 from sealmem.client.store.recover import recover
 from sealmem.client.store.rows import norm_hash
+from sealmem.client.store.terms import stored_stems
 
 NOW = 1_800_000_000_000
 

@@ -19,7 +19,7 @@ from sealmem.client.store import redaction
 from sealmem.client.store.connection import set_meta, transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.redaction import texts
-from sealmem.client.store.rows import write_version
+from sealmem.client.store.writer import Batch, load_rows, write, write_version
 from sealmem.client.sync.apply import apply_versions
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import Record, new_memory_id
@@ -181,8 +181,9 @@ def test_forgetting_a_memory_leaves_no_mark_for_its_text(store: MemoryStore) -> 
     assert [tuple(m) for m in marks] == [
         (r.id, r.hlc.wall, r.hlc.counter, r.editor) for r in sorted(records, key=lambda r: r.id)
     ]
-    with transaction(store.connection):
-        store.connection.execute("DELETE FROM memories WHERE id = ?", (records[0].id,))
+    with transaction(store.connection):  # as dropping a revoked writer's last version does
+        row = load_rows(store.connection, [records[0].id])[records[0].id]
+        write(store.connection, Batch(removed=[row], replaced_at=NOW))
     left = store.connection.execute("SELECT id FROM redaction_marks").fetchall()
     assert sorted(str(m[0]) for m in left) == sorted(r.id for r in records[1:])
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
-from sealmem.client.store import rows
+from sealmem.client.store import rows, writer
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.protocol.record import Record
@@ -49,7 +49,7 @@ def test_a_record_read_by_position_is_the_record_read_by_name(
                 seen.add(record.id)
                 if words and not record.deleted:
                     record = record.evolve(keywords=tuple(w for w in words if w))
-                rows.write_version(
+                writer.write_version(
                     conn, record, provenance=Provenance.local(), local_importance=0.5,
                     seen_count=1, updated_at=1,
                 )  # fmt: skip

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.store.connection import connect, migrate, schema_version, transaction
+from sealmem.client.store.connection import connect, transaction
+from sealmem.client.store.migrations import migrate, schema_version
 from sealmem.client.store.schema import MIGRATIONS, Migration, latest_version
 from sealmem.protocol.errors import StoreError
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -22,14 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
-from sealmem.client.store import batch, transfer
-from sealmem.client.store.connection import transaction
-from sealmem.client.store.memory import Provenance
-from sealmem.client.store.transfer import FORMAT
+from sealmem.client.store import transfer
+from sealmem.client.store.export import FORMAT
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import Record, new_memory_id
 from tests.support.cli import Run, in_process
@@ -91,50 +87,6 @@ def _entry(record: Record, local: int, history: bool) -> dict[str, Any]:
 
 
 entries = st.lists(st.tuples(versions(), st.integers(0, 10)), max_size=16)
-
-
-@pytest.mark.slow
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(versions(), max_size=4), entries, entries, st.sampled_from([1, 3, 500]))
-def test_the_batched_import_stores_what_one_entry_at_a_time_stores(
-    local: list[Record],
-    memories: list[tuple[Record, int]],
-    history: list[tuple[Record, int]],
-    size: int,
-) -> None:
-    document = {
-        "format": FORMAT,
-        "version": 1,
-        "memories": [_entry(r, n, False) for r, n in memories],
-        "history": [_entry(r, n, True) for r, n in history],
-    }
-    old_layout = json.dumps(document, indent=2, sort_keys=True)  # history before memories
-    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
-        root = Path(tmp)
-        results, contents = [], []
-        for how in ("reference", "batched", "streamed"):
-            with _store(root, how) as store:
-                conn = store.connection
-                with transaction(conn):
-                    batch.write_each(
-                        conn,
-                        [batch.Write(r, Provenance.local(), r.importance, 1, NOW - 1, None)
-                         for r in {r.id: r for r in local}.values()],
-                    )  # fmt: skip
-                if how == "reference":  # one entry at a time, one write_version each
-                    patch.setattr(transfer, "BATCH", 1)
-                    patch.setattr(transfer, "write_versions", batch.write_each)
-                    patch.setattr(transfer, "keep_versions", batch.keep_each)
-                else:
-                    patch.setattr(transfer, "BATCH", size)
-                if how == "streamed":
-                    results.append(store.import_stream(io.StringIO(old_layout)))
-                else:
-                    results.append(store.import_(document))
-                patch.undo()
-                contents.append(_contents(conn))
-        assert results[0] == results[1] == results[2]
-        assert contents[0] == contents[1] == contents[2]
 
 
 def test_a_streamed_export_imports_like_the_document(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.client.store.api import MemoryStore
+from sealmem.client.recall.api import MemoryStore
 from tests.support.cli import Run, in_process
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"

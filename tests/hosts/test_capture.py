@@ -13,7 +13,7 @@ import pytest
 
 from sealmem.client.hosts import capture, follow
 from sealmem.client.hosts.transcripts import find_transcripts, read_turns
-from sealmem.client.store.api import MemoryStore
+from sealmem.client.recall.api import MemoryStore
 from tests.hosts.conftest import FIXTURES, Env, Run
 
 CLI = Callable[..., Run]

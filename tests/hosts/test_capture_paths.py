@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from sealmem.client.store.api import MemoryStore
+from sealmem.client.recall.api import MemoryStore
 from tests.hosts.conftest import FIXTURES, Env, Run
 
 CLI = Callable[..., Run]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.client.store.api import MemoryStore
+from sealmem.client.recall.api import MemoryStore
 from sealmem.protocol.errors import InputError
 from tests.hosts.conftest import FIXTURES, SEALMEM, Env
 from tests.support.cli import Run, in_process

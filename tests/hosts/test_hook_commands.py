@@ -20,7 +20,7 @@ import pytest
 
 from sealmem.client.hosts import claude_hooks, configs
 from sealmem.client.hosts.install import plan_install
-from sealmem.client.store.api import MemoryStore
+from sealmem.client.recall.api import MemoryStore
 from sealmem.protocol.errors import InputError
 from tests.hosts.conftest import SEALMEM, Env
 

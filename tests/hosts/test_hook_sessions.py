@@ -6,7 +6,7 @@ import json
 import shutil
 from collections.abc import Callable
 
-from sealmem.client.store.api import MemoryStore
+from sealmem.client.recall.api import MemoryStore
 from tests.hosts.conftest import FIXTURES, Env, Run
 
 Script = Callable[..., Run]

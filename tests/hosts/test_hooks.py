@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.client.store.api import MemoryStore
+from sealmem.client.recall.api import MemoryStore
 from tests.hosts.conftest import FIXTURES, SEALMEM, Env, Run
 
 Script = Callable[..., Run]  # the console script in a subprocess, or main() in-process

@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, TextContent, Tool
 
 from sealmem.client.mcp.server import KINDS, MAX_RECENT, create_server
-from sealmem.client.store.api import MAX_K
+from sealmem.client.recall.api import MAX_K
 
 SEALMEM = Path(sys.executable).with_name("sealmem")
 MISSING_ID = "01900000-0000-7000-8000-000000000000"

@@ -1,14 +1,11 @@
-"""The batched merge stores exactly what the per-version merge stores.
+"""The one writer keeps the derived tables as their rebuild from scratch computes them.
 
-``apply_versions`` writes a batch's winners with
-:func:`sealmem.client.store.batch.write_versions` (a few statements per batch, the
-full-text index filled once).  The reference is the per-version path,
-:func:`sealmem.client.store.batch.write_each` (one ``write_version`` per winner,
-the per-row triggers) and :func:`~sealmem.client.store.batch.keep_each` (the pulled
-versions that lost, one at a time).  Over random version sequences (ties, tombstones, importance
-floors, supersedes, local versions already there) both stores must hold the same
-rows byte for byte: memories (row ids included), history (sequence included),
-supersede links, the clock, and the same full-text answers.
+``apply_versions`` writes a batch's winners and losers through
+:func:`sealmem.client.store.writer.write` (a few statements per batch, the full-text
+index filled once), which keeps every derived table itself.  Over random version
+sequences (ties, tombstones, importance floors, supersedes, local versions already
+there) the derived tables after the pulls must equal what
+:func:`sealmem.client.store.derived.rebuild` computes from ``memories`` and ``history``.
 """
 
 from __future__ import annotations
@@ -25,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
-from sealmem.client.store import batch
+from sealmem.client.store import derived
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.redaction import texts
-from sealmem.client.sync import apply
+from sealmem.client.store.writer import write_version
 from sealmem.client.sync.apply import apply_versions
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import Record, new_memory_id
@@ -50,7 +47,7 @@ def _store(root: Path, name: str) -> Iterator[MemoryStore]:
 
 
 def _contents(conn: sqlite3.Connection) -> dict[str, Any]:
-    """Everything a merge writes, in a comparable form."""
+    """The derived tables (and the rows, whose stems are derived), comparably."""
     fts = {
         word: conn.execute(
             "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid",
@@ -68,9 +65,11 @@ def _contents(conn: sqlite3.Connection) -> dict[str, Any]:
     conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
     return {
         "memories": conn.execute("SELECT * FROM memories ORDER BY rowid").fetchall(),
-        "history": conn.execute("SELECT * FROM history ORDER BY seq").fetchall(),
-        "supersedes": conn.execute("SELECT * FROM supersedes ORDER BY old_id, new_id").fetchall(),
-        "meta": conn.execute("SELECT * FROM meta WHERE key = 'hlc'").fetchall(),
+        "store_counts": conn.execute("SELECT * FROM store_counts").fetchall(),
+        "own_counts": conn.execute(
+            "SELECT * FROM own_counts WHERE rows != 0 ORDER BY project, editor"
+        ).fetchall(),
+        "term_counts": conn.execute("SELECT * FROM term_counts ORDER BY term").fetchall(),
         "fts": fts,
         "history_fts": history_fts,
     }
@@ -89,36 +88,24 @@ def _as_tuples(contents: dict[str, Any]) -> dict[str, Any]:
     st.lists(versions(), max_size=4),
     st.lists(version_lists, min_size=1, max_size=3),
 )
-def test_the_batched_merge_stores_what_the_per_version_merge_stores(
+def test_the_writer_keeps_the_derived_tables_as_their_rebuild(
     local: list[Record], batches: list[list[Record]]
 ) -> None:
-    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
-        root = Path(tmp)
-        with _store(root, "batched") as batched, _store(root, "reference") as reference:
-            for store in (batched, reference):  # versions written here before the pulls
-                conn = store.connection
-                with transaction(conn):
-                    seen: set[str] = set()
-                    for record in local:
-                        if record.id not in seen:
-                            seen.add(record.id)
-                            batch.write_each(
-                                conn,
-                                [batch.Write(record, Provenance.local(), record.importance,
-                                             1, NOW - 1, None)],
-                            )  # fmt: skip
-            for pulled in batches:
-                with transaction(batched.connection):
-                    fast = apply_versions(batched.connection, pulled, PULLED, NOW)
-                patch.setattr(apply, "write_versions", batch.write_each)
-                patch.setattr(apply, "keep_versions", batch.keep_each)
-                with transaction(reference.connection):
-                    slow = apply_versions(reference.connection, pulled, PULLED, NOW)
-                patch.undo()
-                assert fast == slow
-                assert _as_tuples(_contents(batched.connection)) == _as_tuples(
-                    _contents(reference.connection)
-                )
+    with tempfile.TemporaryDirectory() as tmp, _store(Path(tmp), "s") as store:
+        conn = store.connection
+        with transaction(conn):
+            for record in {r.id: r for r in local}.values():  # written here before the pulls
+                write_version(
+                    conn, record, provenance=Provenance.local(),
+                    local_importance=record.importance, seen_count=1, updated_at=NOW - 1,
+                )  # fmt: skip
+        for pulled in batches:
+            with transaction(conn):
+                apply_versions(conn, pulled, PULLED, NOW)
+            kept = _as_tuples(_contents(conn))
+            with transaction(conn):
+                derived.rebuild(conn)
+            assert _as_tuples(_contents(conn)) == kept
 
 
 def _new_versions(n: int) -> list[Record]:
@@ -175,7 +162,7 @@ def test_a_pulled_batch_reads_once_and_fills_the_full_text_index_once(tmp_path: 
         conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
 
 
-def test_a_single_remember_still_goes_through_the_triggers(tmp_path: Path) -> None:
+def test_a_single_remember_is_a_batch_of_one(tmp_path: Path) -> None:
     with _store(tmp_path, "writer") as store:
         mem = store.remember("the nightly job rotates the staging database password").memory
         found = store.connection.execute(
@@ -183,7 +170,9 @@ def test_a_single_remember_still_goes_through_the_triggers(tmp_path: Path) -> No
             "WHERE memories_fts MATCH 'nightly'"
         ).fetchall()
         assert [r[0] for r in found] == [mem.id]
-        assert store.connection.execute("SELECT count(*) FROM fts_batch").fetchone()[0] == 0
+        assert tuple(store.connection.execute("SELECT memories FROM store_counts").fetchone()) == (
+            1,
+        )
 
 
 def test_a_secret_in_a_keyword_is_redacted_in_every_batch_and_not_remembered(

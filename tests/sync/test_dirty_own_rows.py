@@ -20,15 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client.store import journal
-from sealmem.client.store.batch import Write, write_each
-from sealmem.client.store.connection import connect, transaction
-from sealmem.client.store.memory import Provenance
+from sealmem.client.store.connection import transaction
+from sealmem.client.store.rows import MEMORY_COLUMNS
+from sealmem.client.store.writer import Batch, write
 from sealmem.client.sync import replica
 from sealmem.client.sync.apply import apply_versions
 from sealmem.client.sync.engine import sync
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import Record, new_memory_id
-from tests.support.old_schema import rewind_schema
 from tests.sync.conftest import World
 from tests.sync.test_own_counts import ME, PULLED, _run, _store, check_counters, ops
 
@@ -161,39 +160,6 @@ def test_another_member_key_logs_every_bucket(tmp_path: Path) -> None:
         assert _logged(conn, 0) == {"*"}
 
 
-def test_a_version_9_store_upgrades(tmp_path: Path) -> None:
-    """A store left by schema version 9: the row count is taken, the log keeps every team
-    row until the store is claimed, then only ours."""
-    path = tmp_path / "store.db"
-    old = connect(path)
-    with transaction(old):
-        write_each(
-            old,
-            [
-                Write(r, Provenance.local(), 0.5, 1, NOW, None)
-                for r in _teammate_versions(7, editor=ME)
-            ],
-        )
-    rewind_schema(old, 10)  # the store as version 9 left it (rows written by today's code)
-    assert old.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == 9
-    old.close()
-    with _store(tmp_path) as store:
-        conn = store.connection
-        assert _row_count(conn) == (7, 7)
-        check_counters(conn)
-        seq = _last_seq(conn)
-        with transaction(conn):
-            apply_versions(conn, [_bobs(1)], PULLED, NOW)
-        assert _logged(conn, seq) == {_bobs(1).id}  # nobody claimed the store: as before
-        with transaction(conn):
-            replica.claim_pushes(conn, ME)
-        seq = _last_seq(conn)
-        with transaction(conn):
-            apply_versions(conn, [_bobs(2)], PULLED, NOW)
-        assert _logged(conn, seq) == set()
-        assert _row_count(conn) == (9, 9)
-
-
 def _bobs(i: int) -> Record:
     return Record(
         id=new_memory_id(NOW - 1_000 + i, bytes([i]) * 10), project="proj", kind="note",
@@ -204,7 +170,7 @@ def _bobs(i: int) -> Record:
 
 def test_the_journal_reads_the_row_count_kept_by_the_store(tmp_path: Path) -> None:
     """No ``COUNT(*)`` of every row at each commit; the sidecar's count stays exact through
-    local writes, batched pulls, forget and raw deletes."""
+    local writes, batched pulls, forget and a drop."""
     with _store(tmp_path) as store:
         conn = store.connection
         statements: list[str] = []
@@ -218,8 +184,11 @@ def test_the_journal_reads_the_row_count_kept_by_the_store(tmp_path: Path) -> No
         with transaction(conn):
             apply_versions(conn, _teammate_versions(25), PULLED, NOW)
         store.forget(mid, reason="wrong")
-        with transaction(conn):
-            conn.execute("DELETE FROM memories WHERE rowid = (SELECT MAX(rowid) FROM memories)")
+        with transaction(conn):  # what dropping a revoked writer's only version does
+            last = conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories ORDER BY rowid DESC"
+            ).fetchone()
+            write(conn, Batch(removed=[last], replaced_at=NOW))
         tally, _damage = journal.read(store.path)
         assert tally is not None
         assert tally.memories == 25 == _row_count(conn)[1]

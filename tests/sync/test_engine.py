@@ -9,7 +9,8 @@ import pytest
 
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
-from sealmem.client.store.rows import load_row, next_hlc, record_from_row, write_version
+from sealmem.client.store.rows import load_row, next_hlc, record_from_row
+from sealmem.client.store.writer import write_version
 from sealmem.client.sync import replica
 from sealmem.client.sync.engine import sync_lock
 from sealmem.client.sync.session import sync_health

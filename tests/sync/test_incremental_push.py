@@ -8,15 +8,11 @@ import random
 
 import pytest
 
-from sealmem.client import MemoryStore
-from sealmem.client.store.connection import transaction
 from sealmem.client.sync import push, replica
 from sealmem.client.sync.engine import SyncSummary
-from sealmem.client.sync.session import Team
 from sealmem.crypto import SUITE
 from sealmem.protocol.merge import collect_tombstones
-from sealmem.protocol.snapshot import bucket_key, build_snapshot
-from tests.support.old_schema import rewind_schema
+from sealmem.protocol.snapshot import build_snapshot
 from tests.sync.conftest import PROJECT, Node, World
 
 FULL_READ = "AND visibility = 'team' ORDER BY id"  # publishable_records: every own row
@@ -130,33 +126,3 @@ def test_nothing_changed_leaves_the_log_empty_and_pushes_nothing(world: World) -
     assert alice.sync().pushed_chunks == 0  # a teammate's memory logged, nothing of ours
     nulls = conn.execute("SELECT COUNT(*) FROM memories WHERE bucket_key IS NULL").fetchone()
     assert nulls[0] == 0
-
-
-@pytest.mark.slow
-def test_a_store_migrated_to_the_log_rebuilds_every_bucket_once(world: World) -> None:
-    alice = world.nodes["alice"]
-    for i in range(40):
-        alice.remember(f"written before the upgrade {i}")
-    alice.sync()
-    before = published(alice)
-    conn = alice.store.connection
-    with transaction(conn):
-        rewind_schema(conn, 7)
-        # as an older sealmem would leave it: a memory written and never pushed, and one
-        # that left our snapshot, neither of them logged
-        conn.execute("UPDATE memories SET content = 'changed before the upgrade' WHERE rowid = 3")
-    alice.store.close()
-    alice.store = MemoryStore.open(alice.home / "store.db", author=alice.key.kid,
-                                   clock=alice.clock)  # fmt: skip
-    alice.team = Team.open(alice.home, alice.store, alice.key)
-    conn = alice.store.connection
-    rows = conn.execute("SELECT id, bucket_key FROM memories").fetchall()
-    assert rows
-    assert all(key == bucket_key(SUITE, mid) for mid, key in rows)
-    logged = conn.execute("SELECT project, id FROM push_dirty").fetchall()
-    assert [tuple(row) for row in logged] == [(PROJECT, "*")]
-    alice.remember("after the upgrade")  # so that the plan does not skip
-    summary = alice.sync()
-    assert published(alice) == full_digests(alice)
-    changed = {b for b, d in published(alice)[0].items() if before[0].get(b) != d}
-    assert summary.pushed_chunks == len(changed) <= 2

@@ -1,13 +1,12 @@
-"""The writer's own summary and live team counts, served from counters kept by triggers.
+"""The writer's own summary and live team counts, served from counters the store keeps.
 
 ``own_summary`` (what the manifest's record count comes from: a wrong count makes
 every reader refuse the snapshot) and ``own_team_counts`` were covering-index scans
 of every own row (~21 ms at 100k rows, paid by writer and reader on every sync).
-Schema version 8 keeps ``own_counts`` per (project, editor) with triggers; these
-tests hold the counters equal to the scan over random write sequences through every
-write path (remember, share, forget and its purge, pulls, drops, ``INSERT OR
-REPLACE``, raw updates and deletes), and show that the cost no longer follows the
-store's size (SQLite virtual-machine steps, not time).
+The store keeps ``own_counts`` per (project, editor) in its one writer; these tests
+hold the counters equal to the scan over random write sequences through every write
+path (remember, share, forget and its purge, pulls, drops), and show that the cost
+no longer follows the store's size (SQLite virtual-machine steps, not time).
 """
 
 from __future__ import annotations
@@ -25,12 +24,11 @@ from hypothesis import strategies as st
 from sealmem.client import MemoryStore
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
-from sealmem.client.store.rows import memory_values
+from sealmem.client.store.writer import Batch, load_rows, write
 from sealmem.client.sync import replica
 from sealmem.client.sync.apply import apply_versions
 from sealmem.protocol.hlc import ZERO, Hlc
 from sealmem.protocol.record import Record, new_memory_id
-from tests.support.old_schema import rewind_schema
 from tests.support.versions import EDITORS, versions
 
 NOW = 1_800_000_000_000
@@ -114,56 +112,13 @@ def _pick(conn: sqlite3.Connection, i: int) -> str | None:
     return ids[i % len(ids)] if ids else None
 
 
-def _replace(conn: sqlite3.Connection, mid: str, editor: str, private: bool, gone: bool) -> None:
-    """``INSERT OR REPLACE`` of a row under the same id (the replaced row's delete
-    triggers fire only with ``recursive_triggers``), another editor, visibility, state."""
-    row = conn.execute("SELECT * FROM memories WHERE id = ?", (mid,)).fetchone()
-    old = Record(
-        id=mid, project=str(row["project"]), kind="note", content="" if gone else "replaced",
-        keywords=(), importance=0.5, author=editor, editor=editor, created_at=NOW,
-        hlc=Hlc(int(row["hlc_wall"]) + 1, 0), deleted=gone,
-        visibility="private" if private else "team",
-    )  # fmt: skip
-    values = memory_values(
-        old, provenance=Provenance.local(), local_importance=0.5, seen_count=1, updated_at=NOW
-    )
-    names = list(values)
-    conn.execute(
-        f"INSERT OR REPLACE INTO memories ({', '.join(names)}) "
-        f"VALUES ({', '.join(':' + n for n in names)})",
-        values,
-    )
-
-
 ops = st.one_of(
     st.tuples(st.just("remember"), st.sampled_from(PROJECTS), st.booleans(), st.integers(0, 5)),
     st.tuples(st.just("forget"), st.integers(0, 50)),
     st.tuples(st.just("share"), st.integers(0, 50)),
     st.tuples(st.just("pull"), st.lists(versions(), min_size=1, max_size=6)),
     st.tuples(st.just("drop"), st.integers(0, 50)),
-    st.tuples(
-        st.just("replace"),
-        st.integers(0, 50),
-        st.sampled_from(EDITORS),
-        st.booleans(),
-        st.booleans(),
-    ),
-    st.tuples(
-        st.just("update"),
-        st.integers(0, 50),
-        st.sampled_from(["project", "editor", "visibility", "deleted", "kind"]),
-        st.integers(0, 2),
-    ),
-    st.tuples(st.just("purge-tombstones")),
 )
-
-_UPDATES = {
-    "project": [*PROJECTS, "third"],
-    "editor": EDITORS,
-    "visibility": ["team", "private", "team"],
-    "deleted": [0, 1, 0],
-    "kind": ["note", "decision", "warning"],
-}
 
 
 def _run(store: MemoryStore, op: tuple[object, ...]) -> None:
@@ -190,16 +145,7 @@ def _run(store: MemoryStore, op: tuple[object, ...]) -> None:
         mid = _pick(conn, int(op[1])) if len(op) > 1 else None  # type: ignore[call-overload]
         with transaction(conn):
             if what == "drop" and mid is not None:  # what dropping a revoked writer does
-                conn.execute("DELETE FROM supersedes WHERE new_id = ?", (mid,))
-                conn.execute("DELETE FROM memories WHERE id = ?", (mid,))
-            elif what == "replace" and mid is not None:
-                _replace(conn, mid, str(op[2]), bool(op[3]), bool(op[4]))
-            elif what == "update" and mid is not None:
-                column, choice = str(op[2]), int(op[3])  # type: ignore[call-overload]
-                value = _UPDATES[column][choice % len(_UPDATES[column])]
-                conn.execute(f"UPDATE memories SET {column} = ? WHERE id = ?", (value, mid))
-            elif what == "purge-tombstones":
-                conn.execute("DELETE FROM memories WHERE deleted = 1")
+                write(conn, Batch(removed=[load_rows(conn, [mid])[mid]], replaced_at=NOW))
 
 
 @pytest.mark.slow
@@ -211,34 +157,6 @@ def test_the_counters_always_equal_the_scan(sequence: list[tuple[object, ...]]) 
         for op in sequence:
             _run(store, op)
             check_counters(store.connection)
-
-
-def test_insert_or_replace_counts_the_row_it_replaces(tmp_path: Path) -> None:
-    with _store(tmp_path) as store:
-        mid = store.remember("a memory", project="proj").memory.id
-        conn = store.connection
-        with transaction(conn):
-            _replace(conn, mid, "bob", private=False, gone=False)
-        assert replica.own_team_counts(conn, ME) == {}
-        assert replica.own_team_counts(conn, "bob") == {"proj": 1}
-        check_counters(conn)
-
-
-def test_a_migrated_store_counts_what_it_held(tmp_path: Path) -> None:
-    """Rows written before version 8 (no counting triggers) are counted by the migration."""
-    with _store(tmp_path) as store:
-        for i in range(12):
-            store.remember(f"before the upgrade {i}", project=PROJECTS[i % 2], private=i == 5)
-        store.forget(_ids(store.connection)[0], reason="wrong")
-        conn = store.connection
-        with transaction(conn):
-            rewind_schema(conn, 8)
-            conn.execute(
-                "UPDATE memories SET editor = 'bob' WHERE rowid = 4"
-            )  # written by an older sealmem: counted by nobody
-    with _store(tmp_path) as store:
-        check_counters(store.connection)
-        assert sum(replica.own_team_counts(store.connection, ME).values()) == 9
 
 
 def _steps(conn: sqlite3.Connection, call: object) -> int:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
+from sealmem.client.store import derived
 from sealmem.client.sync.engine import SyncSummary
 from sealmem.client.sync.push import push_project
 from sealmem.protocol.hlc import MAX_AHEAD_MS, MAX_WALL_MS
@@ -51,6 +52,7 @@ def _poison(node: Node, memory_id: str, writer: str) -> str:
             (future_only, writer, writer, FAR_WALL, writer, memory_id),
         )
         conn.execute("UPDATE meta SET value = ? WHERE key = 'hlc'", (f"{POISONED_CLOCK}:0",))
+        derived.rebuild(conn)  # what copying such a store into this schema computes
     conn.close()
     return future_only
 

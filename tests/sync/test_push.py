@@ -3,22 +3,17 @@ own-chain clock and its migration, re-redaction as its own step, grants in watch
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from sealmem.client import MemoryStore
-from sealmem.client.store.connection import connect, transaction
+from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
-from sealmem.client.store.rows import load_row, next_hlc, record_from_row, write_version
-from sealmem.client.store.schema import MIGRATIONS
+from sealmem.client.store.rows import load_row, next_hlc, record_from_row
+from sealmem.client.store.writer import write_version
 from sealmem.client.sync import push, replica
 from sealmem.client.sync.engine import SyncSummary
-from sealmem.client.sync.session import Team
 from sealmem.client.sync.watch import has_unpushed
 from sealmem.client.team import admin
 from sealmem.protocol.hlc import MAX_COUNTER, MAX_WALL_MS, ZERO, Hlc, pack
-from tests.support.old_schema import rewind_schema
 from tests.sync.conftest import PROJECT, Node, World
 
 SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -111,54 +106,6 @@ def test_own_chain_keeps_a_far_future_clock_in_the_one_packing(world: World) -> 
     loaded = replica.load_own_chain(conn, PROJECT)
     assert loaded is not None
     assert loaded.pushed_wall == far
-
-
-def test_migration_converts_the_old_own_chain_packing(tmp_path: Path) -> None:
-    path = tmp_path / "old.db"
-    conn = connect(path, migrations=MIGRATIONS[:3])  # a store written by the previous release
-    rows = {"webapp": (1_800_000_000_123, 7), "infra": (1_700_000_000_000, 0),
-            "clamped": (1_750_000_000_000, 70_000)}  # fmt: skip
-    with transaction(conn):
-        for project, (wall, counter) in rows.items():
-            conn.execute(
-                "INSERT INTO own_chain (project, seq, hash, manifest, digests_json, pushed_wall, "
-                "pushed_count, reset_at, pushed_at) VALUES (?, 1, 'h', x'00', '{}', ?, 1, 0, 0)",
-                (project, (wall << 20) + min(counter, (1 << 20) - 1)),
-            )
-    conn.close()
-    conn = connect(path)
-    try:
-        raw = dict(conn.execute("SELECT project, pushed_wall FROM own_chain").fetchall())
-        assert raw["webapp"] == pack(Hlc(1_800_000_000_123, 7))
-        assert raw["infra"] == pack(Hlc(1_700_000_000_000, 0))
-        assert raw["clamped"] == pack(Hlc(1_750_000_000_000, MAX_COUNTER))
-        own = replica.load_own_chain(conn, "webapp")
-        assert own is not None
-        assert own.pushed_wall == Hlc(1_800_000_000_123, 7)
-    finally:
-        conn.close()
-
-
-@pytest.mark.slow
-def test_a_store_migrated_from_the_old_packing_pushes_what_is_new(world: World) -> None:
-    alice = world.nodes["alice"]
-    alice.remember("pushed before the upgrade")
-    alice.sync()
-    conn = alice.store.connection
-    own = replica.load_own_chain(conn, PROJECT)
-    assert own is not None
-    wall, counter = own.pushed_wall
-    with transaction(conn):  # as the previous release left it
-        conn.execute("UPDATE own_chain SET pushed_wall = ?", ((wall << 20) + counter,))
-        rewind_schema(conn, 4)
-    alice.store.close()
-    alice.store = MemoryStore.open(alice.home / "store.db", author=alice.key.kid,
-                                   clock=alice.clock)  # fmt: skip
-    alice.team = Team.open(alice.home, alice.store, alice.key)
-    assert alice.sync().pushed_versions == 0  # nothing new: the migrated watermark holds
-    alice.remember("written after the upgrade")
-    assert alice.sync().pushed_versions == 1  # read in the old packing it looked pushed
-    assert world.nodes["bob"].sync().pulled_new == 2
 
 
 @pytest.mark.slow

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.store.batch import Write, write_each
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
+from sealmem.client.store.writer import write_version
 from sealmem.client.sync import push, replica
 from sealmem.protocol.hlc import ZERO, Hlc
 from sealmem.protocol.record import Record, new_memory_id
@@ -110,7 +110,10 @@ def test_a_secret_an_older_sealmem_stored_is_still_caught(
     store = MemoryStore.open(tmp_path / "store.db", author=ME, clock=lambda: NOW)
     leaked = _record(1, "the deploy password=hunter2hunter2 for staging")
     with transaction(store.connection):  # stored without the rules, as an older sealmem might
-        write_each(store.connection, [Write(leaked, Provenance.local(), 0.5, 1, NOW, None)])
+        write_version(
+            store.connection, leaked, provenance=Provenance.local(), local_importance=0.5,
+            seen_count=1, updated_at=NOW,
+        )  # fmt: skip
     calls = _counting(monkeypatch)
     assert _pending(store) == 1
     stored = store.get(leaked.id).record

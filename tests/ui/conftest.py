@@ -9,7 +9,7 @@ import pytest
 
 from sealmem.client.hosts.capture import ORIGIN
 from sealmem.client.paths import local_author, store_path
-from sealmem.client.store.api import MemoryStore
+from sealmem.client.recall.api import MemoryStore
 
 HOSTILE = (
     "<script>alert('x')</script> \u202egnp.exe\u202c \x1b[31mred\x1b[0m "

@@ -8,7 +8,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from sealmem.client.paths import local_author, store_path
-from sealmem.client.store.api import MemoryStore
+from sealmem.client.recall.api import MemoryStore
 from sealmem.client.ui.app import allowed_hosts, create_app
 from sealmem.client.ui.guard import CSP, MAX_FORM_BYTES, Secrets, cookie_name
 

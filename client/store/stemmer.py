@@ -3,7 +3,10 @@
 Recall tokenizes queries and candidate memories in Python to compute its extra
 ranking features (term coverage, context from neighbouring memories, entity
 matches); stemming them the same way FTS5 does keeps those features in step
-with the index.  :func:`stem` is cached: conversational text repeats words.
+with the index.  The store stems the text of every row it writes
+(:func:`sealmem.client.store.terms.stored_stems`), so :data:`STEMS` remembers each
+word's stem (a dict whose misses compute it: a known word costs one lookup, with no
+Python call, when the words are mapped through ``STEMS.__getitem__``).
 
 FTS5's stemmer differs from the paper in a few places, and this one follows
 FTS5 (``fts5_tokenize.c``; a differential test checks it against SQLite): a
@@ -14,9 +17,7 @@ suffix matches only a longer word (``eed`` is stemmed by the ``ed`` rule to
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-__all__ = ["stem"]
+__all__ = ["STEMS", "stem"]
 
 _VOWELS = frozenset("aeiou")
 
@@ -147,18 +148,8 @@ def _step5(word: str) -> str:
     return word
 
 
-def stem(word: str) -> str:
-    """The Porter stem of a lower-case word; words of one or two
-    letters, or longer than 64, stay as they are (as in FTS5).
-
-    A number is its own stem (no step of the algorithm changes a word of digits), and
-    is not cached: a store's numbers (ids, counts, dates) would push its words out."""
-    return word if word.isdigit() else _stem(word)
-
-
-@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """:func:`stem` of a word that is not a number."""
+    """The Porter stem of a lower-case word, computed."""
     if not 2 < len(word) <= 64 or not word.isascii():
         return word
     word = _step1(word)
@@ -166,3 +157,29 @@ def _stem(word: str) -> str:
     word = _replace(word, _STEP3, 0)
     word = _step4(word)
     return _step5(word)
+
+
+class _Stems(dict[str, str]):
+    """Word -> stem, filled on a miss; forgotten all at once past :data:`KEPT` words
+    (a few MB).  A number is its own stem and is not kept: a store's numbers (ids,
+    counts, dates) would push its words out."""
+
+    KEPT = 65536
+
+    def __missing__(self, word: str) -> str:
+        if word.isdigit():
+            return word
+        if len(self) >= self.KEPT:
+            self.clear()
+        stemmed = self[word] = _stem(word)
+        return stemmed
+
+
+STEMS = _Stems()
+
+
+def stem(word: str) -> str:
+    """The Porter stem of a lower-case word; words of one or two letters, or longer than
+    64, stay as they are (as in FTS5), and so does a number (no step of the algorithm
+    changes a word of digits)."""
+    return STEMS[word]

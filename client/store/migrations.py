@@ -1,0 +1,125 @@
+"""The migration runner: applies the schema steps a store lacks (:mod:`.schema`).
+
+Migrations are forward-only: a store written by a newer sealmem is refused rather
+than guessed at, and one of a pre-release build (:mod:`.prebaseline`) is refused with
+the way out.  Each step runs in its own transaction at open, before the store's
+write journal is attached (:func:`sealmem.client.store.connection.connect`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ...protocol.errors import StoreError
+from ..clock import now_ms as wall_clock
+from . import prebaseline
+from .schema import MIGRATIONS, Migration
+
+__all__ = ["MigrationNeededError", "migrate", "require_current", "schema_version"]
+
+
+class MigrationNeededError(StoreError):
+    """A read-only open found a store whose schema is older than this sealmem's."""
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The highest migration recorded in the store (0 for an empty store)."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if exists is None:
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def _versions(
+    conn: sqlite3.Connection, path: Path | str, migrations: Sequence[Migration]
+) -> tuple[int, int]:
+    """(the store's schema version, the last one known here); refuses a store of a
+    pre-release build or of a newer sealmem."""
+    if migrations:
+        prebaseline.check(conn, path, migrations[0].name)
+    current, known = schema_version(conn), migrations[-1].version if migrations else 0
+    if current > known:
+        raise StoreError(
+            f"the store {path} has schema version {current}, but this sealmem knows "
+            f"versions up to {known}; upgrade sealmem ('pip install -U sealmem') to open it"
+        )
+    return current, known
+
+
+def require_current(
+    conn: sqlite3.Connection, path: Path, migrations: Sequence[Migration] = MIGRATIONS
+) -> None:
+    """Refuse a store a read-only open cannot read as it is (see :func:`_versions`), and
+    one that needs a migration (:class:`MigrationNeededError`)."""
+    current, known = _versions(conn, path, migrations)
+    if current < known:
+        raise MigrationNeededError(
+            f"the store {path} has schema version {current} and this sealmem reads "
+            f"version {known}; a read-only open does not migrate it: run a write command "
+            "('sealmem init') once to apply the migration, then read again"
+        )
+
+
+def _check_sequence(migrations: Sequence[Migration]) -> None:
+    for expected, migration in enumerate(migrations, start=1):
+        if migration.version != expected:
+            raise StoreError(
+                f"migration {migration.name!r} has version {migration.version}, expected "
+                f"{expected}: migrations must be numbered 1, 2, 3, ... in order"
+            )
+
+
+def migrate(
+    conn: sqlite3.Connection,
+    migrations: Sequence[Migration] = MIGRATIONS,
+    *,
+    now_ms: int | None = None,
+    path: Path | str = "<store>",
+) -> list[int]:
+    """Apply every migration the store lacks, each in its own transaction (``BEGIN
+    IMMEDIATE``, rolled back on any error).  Returns the versions applied."""
+    _check_sequence(migrations)
+    applied: list[int] = []
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+    )
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            current, known = _versions(conn, path, migrations)
+            if current < known:
+                step = migrations[current]
+                for statement in _statements(step.sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (step.version, step.name, wall_clock() if now_ms is None else now_ms),
+                )
+                applied.append(step.version)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        if current == known:
+            return applied
+
+
+def _statements(sql: str) -> Iterator[str]:
+    """Split a script into complete statements (a trigger keeps its inner ``;``)."""
+    buffer = ""
+    for line in sql.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                yield buffer.strip()
+            buffer = ""
+    if buffer.strip() and sqlite3.complete_statement(buffer + ";"):
+        yield buffer.strip()
+    elif buffer.strip():
+        raise StoreError(f"migration SQL ends with an incomplete statement: {buffer.strip()!r}")
