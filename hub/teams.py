@@ -29,12 +29,11 @@ from ..protocol import hubapi, reasons
 from ..protocol.envelope import unpack
 from ..protocol.errors import Rejected
 from ..protocol.keyring import Keyring
-from ..protocol.manifest import Manifest
+from ..protocol.manifest import peek
 from ..protocol.roster import Roster
 from ..protocol.state import ChainHead, TrustedState
 from ..protocol.verify import (
     MAX_KEYRING_BYTES,
-    MAX_MANIFEST_BYTES,
     MAX_ROSTER_BYTES,
     accept_keyring,
     accept_manifest,
@@ -161,7 +160,7 @@ class Teams:
         and those of the slots it witnesses (not every slot of the team: a push costs
         the same at 10 members and at 200)."""
         try:
-            m = Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+            m = peek(data)
             slots = {(m.project, m.writer), *((h.project, h.writer) for h in m.heads)}
         except Rejected:
             slots = set()  # accept_manifest refuses it, by name, before any head is read
@@ -328,8 +327,7 @@ class Teams:
         out: set[str] = set()
         for data in self._storage.manifests(team, project, writer).get(writer, []):
             try:
-                body = unpack(data, what="manifest", max_bytes=len(data)).body
-                out.update(c.id for c in Manifest.from_body(body).listed)
+                out.update(c.id for c in peek(data).listed)
             except Rejected:
                 continue
         return out

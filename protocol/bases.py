@@ -9,24 +9,70 @@ only as far as needed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
+import functools
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import cast
 
 from . import reasons
-from .envelope import unpack
 from .errors import Rejected
-from .manifest import Manifest, chunk_root
+from .manifest import Manifest, chunk_root, peek
 from .suite import Suite
-from .verify import MAX_MANIFEST_BYTES
 
-__all__ = ["parse_base", "rebuild", "rebuild_from"]
+__all__ = ["Base", "parse_base", "parsed_base", "rebuild", "rebuild_from", "rebuild_with"]
 
 
 def parse_base(suite: Suite, data: bytes) -> tuple[Manifest, str]:
     """A manifest envelope offered as a base: its manifest and object hash (not verified:
     :func:`rebuild` compares the hash with the one the delta signed)."""
-    m = Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+    m = peek(data)
     return m, m.hash(suite)
+
+
+def parsed_base(suite: Suite, data: bytes) -> tuple[Manifest, str] | None:
+    """:func:`parse_base`, once per process for the same bytes (a base holds up to one ref
+    per bucket, and the same one is offered at every sync); None when it does not parse."""
+    return _parsed_base(cast(Hashable, suite), data)  # a suite is one immutable object
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed_base(suite: Hashable, data: bytes) -> tuple[Manifest, str] | None:
+    try:
+        return parse_base(cast(Suite, suite), data)
+    except Rejected:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Base:
+    """The full manifest a delta was rebuilt from: parsed, its object hash, its bytes, and
+    whether the transport gave it (else the reader kept it)."""
+
+    manifest: Manifest
+    hash: str
+    data: bytes
+    fetched: bool
+
+
+def rebuild_with(
+    suite: Suite, m: Manifest, kept: bytes | None, copies: Sequence[bytes]
+) -> tuple[Manifest, Base | None]:
+    """``m`` with its whole chunk list (:func:`rebuild`), and the base it was rebuilt from
+    (None: ``m`` is full): the ``kept`` one, else the first of the transport's ``copies``
+    that is its base (one that does not parse is passed over)."""
+    delta = m.delta
+    if m.complete or delta is None:
+        return m, None
+    used: list[Base] = []
+
+    def candidates() -> Iterator[tuple[Manifest, str]]:
+        offered = [(kept, False)] if kept is not None else []
+        for data, fetched in [*offered, *((c, True) for c in copies)]:
+            if (found := parsed_base(suite, data)) is not None:
+                used[:] = [Base(*found, data, fetched)]
+                yield found
+
+    return rebuild(suite, m, candidates()), used[0]
 
 
 def rebuild(suite: Suite, m: Manifest, candidates: Iterable[tuple[Manifest, str]]) -> Manifest:

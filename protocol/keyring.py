@@ -72,16 +72,6 @@ class Keyring:
     def sign(self, signer: Signer) -> bytes:
         return seal(self.to_body(), "keyring", signer)
 
-    def wrap_for(self, kid: str) -> bytes:
-        """The sealed key for member ``kid``; ``InputError`` if it holds none."""
-        try:
-            return self.wraps[kid]
-        except KeyError:
-            raise InputError(
-                f"keyring {self.project!r} epoch {self.epoch} holds no key for member {kid}; "
-                "ask an admin to grant read access ('sealmem admin grant')"
-            ) from None
-
     def check_key(self, key: Wrapper) -> None:
         """Refuse (``tampered``) an unwrapped key that is not the one ``key_id`` commits to."""
         if key.commitment() != self.key_id:

@@ -45,6 +45,7 @@ from .encoding import (
     need_str,
     object_hash,
 )
+from .envelope import unpack
 from .errors import InputError, Rejected
 from .record import PROJECT_RE
 from .roster import TEAM_RE
@@ -56,12 +57,14 @@ __all__ = [
     "MAX_BUCKETS",
     "MAX_CHUNK_BYTES",
     "MAX_HEADS",
+    "MAX_MANIFEST_BYTES",
     "MAX_RECORDS",
     "ChunkRef",
     "Delta",
     "Head",
     "Manifest",
     "chunk_root",
+    "peek",
 ]
 
 MANIFEST_FORMAT = "sealmem/manifest/v1"
@@ -70,6 +73,7 @@ MAX_BUCKETS = 4096
 MAX_CHUNK_BYTES = 8 * 1024 * 1024  # one encrypted, padded chunk
 MAX_RECORDS = 1_000_000  # records in one snapshot
 MAX_HEADS = 16384
+MAX_MANIFEST_BYTES = 1024 * 1024  # one signed manifest envelope
 _BODY_KEYS = frozenset(
     {
         "format", "team", "project", "writer", "seq", "prev", "epoch", "roster_version",
@@ -280,6 +284,17 @@ class Manifest:
         if len(set(keys)) != len(keys) or (manifest.writer, manifest.project) in keys:
             raise _bad("heads must name each (writer, project) once, and not the manifest's own")
         return manifest
+
+
+def peek(data: bytes) -> Manifest:
+    """The manifest in the envelope ``data``, parsed but not trusted: its form is checked
+    (``Rejected`` names the first problem), its signature and its place in a chain are not.
+
+    For what needs no trust (the base a delta names, the chunk ids a manifest lists, our
+    own record read back); a reader trusts a teammate's manifest only through
+    :func:`~sealmem.protocol.verify.accept_manifest`, a writer its own read back from the
+    transport through :func:`~sealmem.protocol.own.own_manifest`."""
+    return Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
 
 
 def _delta(obj: Mapping[str, Any], seq: int, buckets: int, changed: tuple[ChunkRef, ...]) -> Delta:

@@ -39,7 +39,6 @@ __all__ = [
     "effective_importance",
     "merge",
     "merge_many",
-    "publishable",
     "version_key",
     "wins",
 ]
@@ -222,15 +221,3 @@ def collect_tombstones(
         else:
             kept[key] = record
     return Collected(kept, tuple(sorted(gone)))
-
-
-def publishable(my_kid: str, winners: Iterable[Record]) -> list[Record]:
-    """The versions this member's next snapshot carries, sorted by id.
-
-    Only winners this member wrote (``editor == my_kid``) and that are not
-    private; tombstones are included so deletions propagate.
-    """
-    return sorted(
-        (r for r in winners if r.editor == my_kid and r.visibility != "private"),
-        key=lambda r: r.id,
-    )

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from .hlc import MAX_AHEAD_MS, ZERO, Hlc, too_far_ahead
 from .manifest import Manifest
 from .roster import Roster
-from .snapshot import BUCKET_KEYS, Rebuild, bucket_count
+from .snapshot import BUCKET_KEYS, PreviousSnapshot, Rebuild, bucket_count
 
 __all__ = [
     "LOCAL_NOT_MEMBER",
@@ -50,9 +50,9 @@ __all__ = [
     "OwnHead",
     "Publishable",
     "PushPlan",
-    "needs_transport_read",
     "plan_push",
     "plan_rebuild",
+    "plan_reuse",
     "why_local",
     "writable_projects",
 ]
@@ -157,15 +157,6 @@ def why_local(roster: Roster | None, me: str, project: str) -> str | None:
 def writable_projects(roster: Roster, me: str) -> list[str]:
     """The projects ``me`` pushes to, sorted: those it may write, none once revoked."""
     return [p for p in sorted(roster.projects) if why_local(roster, me, p) is None]
-
-
-def needs_transport_read(own_seq: int, listed_seq: int | None) -> bool:
-    """Whether to read our own manifests back from the transport before planning.
-
-    ``listed_seq`` is our newest seq as the transport lists it cheaply (None when
-    it cannot).  Only a seq above ``own_seq`` (what we recorded) is worth reading.
-    """
-    return listed_seq is None or listed_seq > own_seq
 
 
 def plan_push(
@@ -281,3 +272,28 @@ def plan_rebuild(
     only.update(lost)
     only.update(c.bucket for c in base.chunks if c.bucket not in digests)
     return Rebuild(frozenset(only), buckets, published)
+
+
+def plan_reuse(
+    plan: PushPlan,
+    *,
+    epoch: int,
+    published: int,
+    digests: Mapping[int, str],
+    dirty: Iterable[int],
+    damaged: Collection[str] = (),
+) -> tuple[PreviousSnapshot | None, Rebuild | None]:
+    """What the push keeps of ``plan.base`` (None: nothing, no base), and which buckets it
+    builds again (:func:`plan_rebuild`; None: every bucket).
+
+    The base keeps the plaintext ``digests`` of our last push, but for an adopted manifest
+    (they are not its digests) and for the buckets whose chunks the transport lost or
+    damaged (the chunk ids in ``damaged``): those are encrypted again."""
+    if plan.base is None:
+        return None, None
+    lost = {c.bucket for c in plan.base.chunks if c.id in damaged}
+    ours = {} if plan.adopt is not None else {b: d for b, d in digests.items() if b not in lost}
+    rebuild = plan_rebuild(
+        plan, epoch=epoch, published=published, digests=ours, dirty=dirty, lost=lost
+    )
+    return PreviousSnapshot(plan.base, ours), rebuild

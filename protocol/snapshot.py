@@ -205,6 +205,51 @@ def build_snapshot(
     With ``listing``, the manifest may be published as a delta (:func:`listed_against`).
     """
     writer = signer.kid
+    by_id = _checked(records, writer, project)
+    old = (
+        previous
+        if previous is not None and _same_chain(previous, team, project, writer, epoch)
+        else None
+    )
+    buckets, total = _layout(old, only, len(by_id))
+    if old is not None and buckets != old.manifest.buckets:
+        old = None
+    grouped: dict[int, list[Record]] = {}
+    for rid in sorted(by_id):
+        grouped.setdefault(bucket_of(suite, rid, buckets), []).append(by_id[rid])
+    old_refs = {c.bucket: c for c in old.manifest.chunks} if old is not None else {}
+    old_digests = old.digests if old is not None else {}
+    refs: list[ChunkRef] = []
+    new_chunks: dict[str, bytes] = {}
+    digests: dict[int, str] = {}
+    if only is not None:
+        refs, digests = _kept(only, grouped, old_refs, old_digests, total, len(by_id))
+    for bucket in sorted(grouped):
+        plaintext = canonical.encode([r.to_wire() for r in grouped[bucket]])
+        digest = digests[bucket] = _digest(suite, plaintext)
+        ref = old_refs.get(bucket)
+        if ref is not None and old_digests.get(bucket) == digest:
+            refs.append(ref)
+            continue
+        padded = suite.pad(zlib.compress(plaintext, _ZLIB_LEVEL))
+        ad = chunk_ad(team, project, writer, epoch, bucket)
+        chunk = key.encrypt(padded, ad, nonce=random(NONCE_SIZE))
+        cid = chunk_id(suite, chunk)
+        new_chunks[cid] = chunk
+        refs.append(ChunkRef(bucket, cid, len(chunk)))
+    refs.sort(key=lambda ref: ref.bucket)
+    manifest = Manifest(
+        team=team, project=project, writer=writer, seq=seq, prev=prev, epoch=epoch,
+        roster_version=roster_version, buckets=buckets, chunks=tuple(refs), records=total,
+        heads=tuple(sorted(heads, key=lambda h: (h.writer, h.project))), created_at=created_at,
+    )  # fmt: skip
+    manifest = listed_against(suite, manifest, listing)
+    envelope, digest = manifest.sign_and_hash(suite, signer)
+    return Snapshot(manifest, envelope, new_chunks, digests, digest)
+
+
+def _checked(records: Iterable[Record], writer: str, project: str) -> dict[str, Record]:
+    """``records`` by id, each validated: team records of ``project`` edited by ``writer``."""
     by_id: dict[str, Record] = {}
     for rec in records:
         if rec.editor != writer or rec.project != project or rec.visibility != "team":
@@ -215,76 +260,56 @@ def build_snapshot(
         if rec.id in by_id:
             raise InputError(f"record {rec.id} appears twice; pass one version per id")
         by_id[rec.id] = rec.validate()
-    reuse = previous is not None and (
-        previous.manifest.team,
-        previous.manifest.project,
-        previous.manifest.writer,
-        previous.manifest.epoch,
-    ) == (team, project, writer, epoch)
-    old_buckets = previous.manifest.buckets if previous is not None and reuse else None
-    if only is not None:
-        if previous is None or not reuse or only.buckets_total != old_buckets:
-            raise InputError(
-                "a partial rebuild needs the previous snapshot of the same writer, project, "
-                "epoch and bucket count; build from every record instead"
-            )
-        buckets, total = old_buckets, only.records
-    else:
-        buckets, total = bucket_count(len(by_id), old_buckets), len(by_id)
-    if buckets != old_buckets:
-        reuse = False
-    grouped: dict[int, list[Record]] = {}
-    for rid in sorted(by_id):
-        grouped.setdefault(bucket_of(suite, rid, buckets), []).append(by_id[rid])
-    old_refs = {c.bucket: c for c in previous.manifest.chunks} if previous and reuse else {}
-    old_digests = previous.digests if previous is not None and reuse else {}
+    return by_id
+
+
+def _same_chain(
+    previous: PreviousSnapshot, team: str, project: str, writer: str, epoch: int
+) -> bool:
+    """Whether ``previous`` is of the same writer, project and epoch (its chunks reusable)."""
+    m = previous.manifest
+    return (m.team, m.project, m.writer, m.epoch) == (team, project, writer, epoch)
+
+
+def _layout(old: PreviousSnapshot | None, only: Rebuild | None, count: int) -> tuple[int, int]:
+    """(bucket count, record total) of the new snapshot: a partial rebuild keeps those of
+    ``old`` (reusable, or refused); a full build sizes the buckets for ``count`` records."""
+    old_buckets = None if old is None else old.manifest.buckets
+    if only is None:
+        return bucket_count(count, old_buckets), count
+    if old is None or only.buckets_total != old_buckets:
+        raise InputError(
+            "a partial rebuild needs the previous snapshot of the same writer, project, "
+            "epoch and bucket count; build from every record instead"
+        )
+    return old.manifest.buckets, only.records
+
+
+def _kept(
+    only: Rebuild,
+    grouped: Mapping[int, list[Record]],
+    old_refs: Mapping[int, ChunkRef],
+    old_digests: Mapping[int, str],
+    total: int,
+    count: int,
+) -> tuple[list[ChunkRef], dict[int, str]]:
+    """The refs and digests a partial rebuild keeps from the previous snapshot unread:
+    those of every bucket outside ``only.buckets``."""
+    stray = set(grouped) - only.buckets
+    if stray:
+        raise InputError(
+            f"records of bucket {min(stray)} were passed to a rebuild of buckets "
+            f"{sorted(only.buckets)[:8]}: pass the records of the rebuilt buckets only"
+        )
+    if total < count:
+        raise InputError(f"a snapshot of {total} records cannot hold {count} rebuilt ones")
     refs: list[ChunkRef] = []
-    new_chunks: dict[str, bytes] = {}
     digests: dict[int, str] = {}
-    if only is not None:
-        stray = set(grouped) - only.buckets
-        if stray:
-            raise InputError(
-                f"records of bucket {min(stray)} were passed to a rebuild of buckets "
-                f"{sorted(only.buckets)[:8]}: pass the records of the rebuilt buckets only"
-            )
-        if total < len(by_id):
-            raise InputError(f"a snapshot of {total} records cannot hold {len(by_id)} rebuilt ones")
-        for bucket, ref in old_refs.items():
-            if bucket in only.buckets:
-                continue
-            if bucket not in old_digests:
-                raise InputError(f"bucket {bucket} is kept but its digest is unknown; rebuild it")
-            refs.append(ref)
-            digests[bucket] = old_digests[bucket]
-    for bucket in sorted(grouped):
-        plaintext = canonical.encode([r.to_wire() for r in grouped[bucket]])
-        digest = digests[bucket] = _digest(suite, plaintext)
-        old = old_refs.get(bucket)
-        if old is not None and old_digests.get(bucket) == digest:
-            refs.append(old)
+    for bucket, ref in old_refs.items():
+        if bucket in only.buckets:
             continue
-        padded = suite.pad(zlib.compress(plaintext, _ZLIB_LEVEL))
-        ad = chunk_ad(team, project, writer, epoch, bucket)
-        chunk = key.encrypt(padded, ad, nonce=random(NONCE_SIZE))
-        cid = chunk_id(suite, chunk)
-        new_chunks[cid] = chunk
-        refs.append(ChunkRef(bucket, cid, len(chunk)))
-    refs.sort(key=lambda ref: ref.bucket)
-    manifest = Manifest(
-        team=team,
-        project=project,
-        writer=writer,
-        seq=seq,
-        prev=prev,
-        epoch=epoch,
-        roster_version=roster_version,
-        buckets=buckets,
-        chunks=tuple(refs),
-        records=total,
-        heads=tuple(sorted(heads, key=lambda h: (h.writer, h.project))),
-        created_at=created_at,
-    )
-    manifest = listed_against(suite, manifest, listing)
-    envelope, digest = manifest.sign_and_hash(suite, signer)
-    return Snapshot(manifest, envelope, new_chunks, digests, digest)
+        if bucket not in old_digests:
+            raise InputError(f"bucket {bucket} is kept but its digest is unknown; rebuild it")
+        refs.append(ref)
+        digests[bucket] = old_digests[bucket]
+    return refs, digests

@@ -14,7 +14,7 @@ Chunks of an accepted manifest are opened with :func:`open_snapshot`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from . import reasons
@@ -23,7 +23,7 @@ from .encoding import object_hash
 from .envelope import Envelope, unpack
 from .errors import Rejected
 from .keyring import Keyring
-from .manifest import Manifest
+from .manifest import MAX_MANIFEST_BYTES, Manifest
 from .roster import Roster
 from .state import ChainHead, TrustedState, Witness
 from .suite import Suite
@@ -35,13 +35,11 @@ __all__ = [
     "accept_keyring",
     "accept_manifest",
     "accept_roster",
-    "accept_roster_chain",
     "open_snapshot",
 ]
 
 MAX_ROSTER_BYTES = 4 * 1024 * 1024
 MAX_KEYRING_BYTES = 1024 * 1024
-MAX_MANIFEST_BYTES = 1024 * 1024
 
 
 def _team(state: TrustedState, body: Mapping[str, Any], what: str) -> None:
@@ -141,13 +139,6 @@ def accept_roster(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trust
     else:
         _check_extends(suite, current, roster)
     return state.evolve(rosters={**state.rosters, roster.version: roster}), roster
-
-
-def accept_roster_chain(suite: Suite, state: TrustedState, chain: Iterable[bytes]) -> TrustedState:
-    """Accept consecutive roster versions in order; all or nothing."""
-    for data in chain:
-        state, _ = accept_roster(suite, state, data)
-    return state
 
 
 # -- keyring ------------------------------------------------------------------

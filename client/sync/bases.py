@@ -11,17 +11,16 @@ only if its body hashes to the one the delta signed
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import sqlite3
-from collections.abc import Iterator
 
 from ...crypto import SUITE
-from ...protocol.bases import parse_base, rebuild
+from ...protocol.bases import rebuild_with
 from ...protocol.errors import Rejected
 from ...protocol.manifest import Manifest
 from .transport import Transport
 
-__all__ = ["Found", "find", "load", "parsed", "save"]
+__all__ = ["Found", "find", "load", "save"]
 
 _KIND = "manifest-base"
 
@@ -47,21 +46,6 @@ def save(conn: sqlite3.Connection, writer: str, project: str, data: bytes, now: 
     )
 
 
-@functools.lru_cache(maxsize=32)
-def parsed(data: bytes) -> tuple[Manifest, str]:
-    """A kept or fetched base, parsed once per process (up to one ref per bucket)."""
-    return parse_base(SUITE, data)
-
-
-def _parse(data: bytes | None) -> tuple[Manifest, str] | None:
-    if data is None:
-        return None
-    try:
-        return parsed(data)
-    except Rejected:
-        return None
-
-
 class Found:
     """A delta rebuilt: the complete manifest, and the base's bytes when they came from
     the transport (keep them with what the delta's snapshot commits; None: already kept)."""
@@ -72,22 +56,16 @@ class Found:
 
 
 def find(conn: sqlite3.Connection, transport: Transport, m: Manifest) -> Found:
-    """``m`` with its whole chunk list (a full manifest comes back as is).  Raise
+    """``m`` with its whole chunk list (a full manifest comes back as is), rebuilt from
+    the base kept here, else from the transport's copy (read only then).  Raise
     ``Rejected`` (``missing-base``, ``tampered``) when it cannot be rebuilt."""
     delta = m.delta
     if m.complete or delta is None:
         return Found(m, None)
-    fetched: list[bytes] = []
-
-    def candidates() -> Iterator[tuple[Manifest, str]]:
-        kept = _parse(load(conn, m.writer, m.project))
-        if kept is not None:  # a damaged copy is passed over: look in the transport
-            yield kept
-        for data in transport.base_manifests(m.project, m.writer, delta.base_seq):
-            found = _parse(data)
-            if found is not None:
-                fetched[:] = [data]
-                yield found
-
-    rebuilt = rebuild(SUITE, m, candidates())
-    return Found(rebuilt, fetched[0] if fetched else None)
+    kept = load(conn, m.writer, m.project)
+    if kept is not None:
+        with contextlib.suppress(Rejected):  # a damaged copy is passed over
+            return Found(rebuild_with(SUITE, m, kept, ())[0], None)
+    copies = transport.base_manifests(m.project, m.writer, delta.base_seq)
+    rebuilt, base = rebuild_with(SUITE, m, None, copies)
+    return Found(rebuilt, None if base is None else base.data)

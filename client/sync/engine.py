@@ -10,12 +10,10 @@ two syncs of one store never interleave:
    (:mod:`sealmem.client.sync.pull`).  A snapshot's merged versions, chain head
    and chunk cache commit in one transaction: a refused snapshot merges nothing;
 3. **push**, per writable project: first the versions not pushed yet are
-   redacted again (their own transaction); then the push is planned from values
-   (:func:`~sealmem.protocol.push.plan_push`) and carried out: publishable
-   winners (never private ones) bucketed into a snapshot that reuses unchanged
-   chunks; the new chunks then the manifest go to the transport, then the new
-   chain head is recorded locally (the push's only write to the store).  Old
-   chunks are collected after the grace period;
+   redacted again (their own transaction); then the push gathers what the store
+   and the transport hold of ours, decides in :mod:`sealmem.protocol` (which head
+   is ours, the plan, what it reuses), builds the snapshot, pushes it and records
+   the new chain head, its only write (:mod:`sealmem.client.sync.push`);
 4. **local only**: per project whose team memories of ours are not pushed (no
    write grant, unregistered project, revoked, not approved yet), one warning
    with the count, why and the fix (:mod:`sealmem.client.sync.local_only`).
@@ -31,7 +29,6 @@ a sync stopped part way loses nothing and the next one carries on.
 from __future__ import annotations
 
 import contextlib
-import functools
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -41,34 +38,18 @@ from typing import Any
 
 import filelock
 
-from ...crypto import SUITE, random_bytes
-from ...protocol import hubapi, reasons
-from ...protocol.bases import rebuild
-from ...protocol.envelope import unpack
-from ...protocol.errors import Rejected, SealmemError, StoreError
-from ...protocol.hlc import ZERO
-from ...protocol.manifest import Head, Manifest
-from ...protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
-from ...protocol.push import (
-    Landed,
-    OwnHead,
-    Publishable,
-    needs_transport_read,
-    plan_push,
-    plan_rebuild,
-    writable_projects,
-)
+from ...protocol import hubapi
+from ...protocol.errors import SealmemError, StoreError
+from ...protocol.push import writable_projects
 from ...protocol.roster import Roster
-from ...protocol.snapshot import PreviousSnapshot, build_snapshot
 from ...protocol.state import TrustedState
-from ...protocol.verify import MAX_MANIFEST_BYTES
 from ..clock import now_ms
 from ..store.connection import sqlite_errors, transaction
-from . import bases, clockhealth, dropping, outgoing, replica
+from . import clockhealth, dropping, outgoing, replica
 from .local_only import LocalOnly, local_only
 from .pull import pull_project
-from .session import Refusal, Team, trusted_roster
-from .transport import ConflictError
+from .push import push_project, redact_pending
+from .session import Refusal, Team
 
 __all__ = ["LOCK_FILE", "LOCK_TIMEOUT_S", "SyncSummary", "sync", "sync_lock"]
 
@@ -204,8 +185,8 @@ def _run(
         )
     elif push:
         for project in writable_projects(roster, team.me):
-            _redact_pending(team, project, tick())
-            _push_with_retry(team, state, project, summary, tick)
+            redact_pending(team, project, tick())
+            push_project(team, state, project, summary, tick)
         with transaction(team.conn):
             outgoing.drop_unused_dirty(team.conn)
     _note_local_only(team, roster, summary)
@@ -284,239 +265,3 @@ def _purge_revoked(
         return state
     gone = set(revoked.rewound)
     return state.evolve(heads={k: h for k, h in state.heads.items() if k not in gone})
-
-
-# -- push ----------------------------------------------------------------------------
-
-
-def _own_newest(team: Team, project: str, now: int) -> Landed | None:
-    """The newest manifest of ours in the transport that verifies under our key (a delta
-    rebuilt from its base; one whose base cannot be found is passed over)."""
-    for data in team.transport.writer_manifests(project, team.me):
-        try:
-            env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
-            env.check(SUITE, "manifest", team.key.sign_public)
-            manifest = Manifest.from_body(env.body)
-            if manifest.writer != team.me or manifest.project != project:
-                continue
-            found = bases.find(team.conn, team.transport, manifest)
-        except Rejected:
-            continue
-        if found.fetched is not None:  # what the next delta is listed against: keep it
-            with transaction(team.conn):
-                bases.save(team.conn, team.me, project, found.fetched, now)
-        return Landed(found.manifest, manifest.hash(SUITE), _full_of(team, found.manifest))
-    return None
-
-
-def _full_of(team: Team, manifest: Manifest) -> tuple[Manifest, str] | None:
-    """The full manifest a (rebuilt) delta of ours is listed against, as kept here."""
-    if manifest.delta is None:
-        return None
-    data = bases.load(team.conn, team.me, manifest.project)
-    if data is None:
-        return None
-    base = bases.parsed(data)
-    return base if base[1] == manifest.delta.base_hash else None
-
-
-def _redact_pending(team: Team, project: str, now: int) -> None:
-    """Redact again, in its own transaction, what the next push would publish for the
-    first time (newer rules may catch a secret an older sealmem let in)."""
-    chain = replica.load_own_chain(team.conn, project)
-    since = chain.pushed_wall if chain else ZERO
-    if not replica.needs_redaction(team.conn, team.me, project, since):
-        return  # every version it would look at is marked: no write transaction
-    with transaction(team.conn):
-        replica.redact_pending(team.conn, team.me, project, since, now)
-
-
-def _push_with_retry(
-    team: Team,
-    state: TrustedState,
-    project: str,
-    summary: SyncSummary,
-    tick: Callable[[], int],
-) -> None:
-    """Push; when the transport says our seq is stale, read our newest chain back and retry."""
-    try:
-        _push_project(team, state, project, summary, tick())
-    except ConflictError as first:
-        try:
-            _push_project(team, state, project, summary, tick())
-        except ConflictError as second:
-            summary.warnings.append(
-                f"push to {project!r} refused twice as stale ({first.detail}; {second.detail}); "
-                "another device may be writing with this member key — sync again"
-            )
-
-
-@functools.lru_cache(maxsize=16)
-def _own_manifest(data: bytes) -> Manifest:
-    """Our last manifest as recorded locally, parsed once per process (it holds one ref per
-    bucket, up to 1,024, and is read at every sync; a Manifest is immutable)."""
-    return Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
-
-
-@functools.lru_cache(maxsize=16)
-def _own_rebuilt(data: bytes, base: bytes) -> Manifest:
-    """Our last manifest, a delta, rebuilt from the base kept here: once per process."""
-    return rebuild(SUITE, _own_manifest(data), [bases.parsed(base)])
-
-
-def _own_head(
-    team: Team, chain: replica.OwnChain | None, now: int, landed: Landed | None = None
-) -> OwnHead | None:
-    """Our last manifest as recorded here (a delta rebuilt from its base).  When a newer
-    manifest of ours ``landed`` in the transport (a store restored from an old backup, a
-    device left behind), the push builds on that one: a recorded delta whose base is gone
-    everywhere is then kept as parsed, its chunk list unused."""
-    if chain is None:
-        return None
-    manifest = _own_manifest(chain.manifest)
-    full = None
-    if manifest.delta is not None:
-        kept = bases.load(team.conn, team.me, chain.project)
-        try:
-            if kept is None:
-                raise Rejected(reasons.MISSING_BASE, "this store keeps no base")
-            manifest, full = _own_rebuilt(chain.manifest, kept), bases.parsed(kept)
-        except Rejected:  # not kept here (or damaged): the transport's copy
-            try:
-                found = bases.find(team.conn, team.transport, manifest)
-            except Rejected as exc:
-                if landed is not None and landed.manifest.seq > chain.seq:
-                    return OwnHead(
-                        manifest, chain.hash, chain.pushed_wall, chain.pushed_count,
-                        chain.reset_at,
-                    )  # fmt: skip
-                raise StoreError(
-                    f"our last manifest of {chain.project!r} (seq {chain.seq}) is a delta "
-                    f"whose base this store and the transport lost ({exc.detail}); run "
-                    "'sealmem doctor'"
-                ) from exc
-            manifest = found.manifest
-            if found.fetched is not None:
-                full = bases.parsed(found.fetched)
-                with transaction(team.conn):
-                    bases.save(team.conn, team.me, chain.project, found.fetched, now)
-    return OwnHead(
-        manifest, chain.hash, chain.pushed_wall, chain.pushed_count, chain.reset_at, full
-    )
-
-
-def _push_project(
-    team: Team, state: TrustedState, project: str, summary: SyncSummary, now: int
-) -> None:
-    """Plan the push (:func:`plan_push`) and carry it out; the only write to the store is
-    the new own chain head, recorded after the transport took the manifest."""
-    roster = trusted_roster(state)
-    epoch = roster.projects[project]
-    try:
-        key = team.content_key(state, project, epoch)
-    except Rejected as exc:  # the wrap does not match the keyring's key_id: never write
-        summary.refused.append(Refusal(exc.reason, f"keyring {project}", exc.detail))
-        return
-    if key is None:
-        summary.warnings.append(
-            f"no key for {project!r} epoch {epoch} yet; not pushing (sync again later)"
-        )
-        return
-    chain = replica.load_own_chain(team.conn, project)
-    listed = team.transport.newest_seqs(project)
-    landed = None
-    listed_seq = None if listed is None else listed.get(team.me, 0)
-    if needs_transport_read(chain.seq if chain else 0, listed_seq):
-        landed = _own_newest(team, project, now)
-    reset = roster.latest_reset(team.me, project)
-    seen = state.witnessed.get((team.me, project))
-    own = _own_head(team, chain, now, landed)
-    damaged = (
-        set()
-        if own is None
-        else team.transport.damaged_chunks(project, team.me, [c.id for c in own.manifest.chunks])
-    )
-    # A manifest of ours (or the base our delta is listed against) damaged or gone in the
-    # folder: publish the snapshot again, as a full manifest.
-    base_data = bases.load(team.conn, team.me, project) if own and own.full else None
-    repair = bool(damaged) or (
-        chain is not None
-        and landed is None
-        and (
-            team.transport.damaged_manifest(project, team.me, chain.seq, chain.manifest)
-            or (
-                own is not None
-                and own.full is not None
-                and base_data is not None
-                and team.transport.damaged_manifest(project, team.me, own.full[0].seq, base_data)
-            )
-        )
-    )
-    with transaction(team.conn):  # one consistent read of what we publish
-        outgoing.fill_bucket_keys(team.conn, project)
-        count, newest, due = replica.own_summary(
-            team.conn, team.me, project, now - DEFAULT_GRACE_MS
-        )
-        plan = plan_push(
-            project=project, own=own, landed=landed, epoch=epoch,
-            reset_at=0 if reset is None else reset.at_version,
-            witnessed_seq=0 if seen is None else seen.seq,
-            publishable=Publishable(count, newest, due), now_ms=now, repair=repair,
-        )  # fmt: skip
-        if plan.skip is not None:
-            summary.warnings.extend(plan.warnings)
-            outgoing.compact_dirty(team.conn, project)
-            return
-        upto = outgoing.dirty_upto(team.conn, project)  # what this push carries
-        previous = None
-        rebuild = None
-        if plan.base is not None:
-            dirty = outgoing.dirty_since(team.conn, team.me, project, now, DEFAULT_GRACE_MS)
-            digests = chain.digests if plan.adopt is None and chain is not None else {}
-            lost = {c.bucket for c in plan.base.chunks if c.id in damaged}  # encrypted again
-            previous = PreviousSnapshot(
-                plan.base, {b: d for b, d in digests.items() if b not in lost}
-            )
-            rebuild = plan_rebuild(
-                plan, epoch=epoch, published=count - due, digests=previous.digests,
-                dirty=dirty.keys, lost=lost,
-            )  # fmt: skip
-        if rebuild is None:
-            current = replica.publishable_records(team.conn, team.me, project)
-        else:
-            current = outgoing.records_in_buckets(
-                team.conn, team.me, project, rebuild.buckets, rebuild.buckets_total
-            )
-    summary.warnings.extend(plan.warnings)
-    kept = collect_tombstones({r.id: r for r in current}, now).kept
-    records = sorted(kept.values(), key=lambda r: r.id)
-    heads = [Head(w, p, h.seq, h.hash) for (w, p), h in state.heads.items() if p == project]
-    snap = build_snapshot(
-        SUITE, key, team.key, team=team.config.team, project=project, epoch=epoch,
-        roster_version=roster.version, seq=plan.seq, prev=plan.prev, records=records,
-        random=random_bytes, heads=heads, created_at=now, previous=previous, only=rebuild,
-        listing=plan.listing,
-    )  # fmt: skip
-    if not plan.publishes(snap.manifest):  # nothing changed since our last manifest
-        with transaction(team.conn):
-            outgoing.clear_dirty(team.conn, project, upto)
-        return
-    team.transport.push(project, team.me, plan.seq, snap.envelope, snap.new_chunks)
-    newest_pushed = max(max((r.hlc for r in records), default=plan.pushed), newest)
-    with transaction(team.conn):
-        replica.save_own_chain(
-            team.conn,
-            replica.OwnChain(
-                project, plan.seq, snap.hash or snap.manifest.hash(SUITE), snap.envelope,
-                dict(snap.digests), max(newest_pushed, plan.pushed), count, plan.reset_at,
-            ),
-            now,
-        )  # fmt: skip
-        if snap.manifest.delta is None:  # the next deltas are listed against this one
-            bases.save(team.conn, team.me, project, snap.envelope, now)
-        outgoing.clear_dirty(team.conn, project, upto)
-    summary.pushed_versions += sum(1 for r in records if r.hlc > plan.pushed)
-    summary.pushed_chunks += len(snap.new_chunks)
-    summary.collected_chunks += team.transport.collect(
-        project, team.me, set(snap.chunk_ids()), team.config.gc_grace_ms
-    )

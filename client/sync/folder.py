@@ -27,57 +27,54 @@ the damaged ones its manifest lists and publish those buckets again).
 
 A push is compare-and-swap on ``seq``, as on the hub: two devices of one member
 cannot both land the same seq (the manifest file is created exclusively), and a
-seq at or below the writer's newest valid-looking manifest is a
-:class:`~sealmem.client.sync.transport.ConflictError`.  Valid-looking: a
-manifest envelope signed by its writer (verified when the transport holds that
-writer's key), for this project and writer, at the seq its file name says; a
+seq at or below the writer's newest manifest is a
+:class:`~sealmem.client.sync.transport.ConflictError`.  Which files are the writer's
+manifests is not the folder's to judge: whoever opens it for a member passes the
+protocol's check (``ours``, :func:`~sealmem.protocol.own.own_manifest` under the
+member's key), and only a file it accepts, at the seq its name says, counts; a
 planted or stale file cannot block a writer.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import random
 import re
 import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
-import watchfiles
-
-from ...crypto import SUITE, MemberKey
-from ...protocol.envelope import unpack
+from ...crypto import SUITE
 from ...protocol.errors import InputError, Rejected, TransportError
-from ...protocol.manifest import MAX_CHUNK_BYTES, Manifest
+from ...protocol.manifest import MAX_CHUNK_BYTES, MAX_MANIFEST_BYTES, Manifest, peek
 from ...protocol.snapshot import chunk_id as hash_chunk
-from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES, MAX_ROSTER_BYTES
+from ...protocol.verify import MAX_KEYRING_BYTES, MAX_ROSTER_BYTES
 from ..clock import now_ms
+from . import folder_watch
+from .folder_chunks import Verified
+from .folder_watch import NAME as _NAME
 from .nofollow import SafeDir, Symlinked, Unusable
 from .transport import ConflictError, Transport, Unreachable
 
-__all__ = ["CHECKED_CHUNKS", "MANIFESTS_KEPT", "FolderTransport"]
+__all__ = ["MANIFESTS_KEPT", "FolderTransport", "Ours"]
+
+Ours = Callable[[bytes, str, str], Manifest]
+"""``ours(data, project, writer)``: the manifest in ``data`` when it is ``writer``'s own for
+``project``; ``Rejected`` when it is not."""
 
 #: Manifests kept per writer: readers that are a little behind still find the
 #: chunks of the manifest they last saw while they move on.
 MANIFESTS_KEPT = 3
 
-#: Chunk files a writer reads back per check when this process has not verified them
-#: yet (a new process, or files written by another one): as over a hub, a random sample,
-#: so the check costs the same whatever the snapshot's size.
-CHECKED_CHUNKS = 8
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _CHUNK = re.compile(r"^[0-9a-f]{64}$")
 _ROSTER = re.compile(r"^(\d{10})\.json$")
 _KEYRING = re.compile(r"^(\d{10})\.json$")
 _MANIFEST = re.compile(r"^manifest-(\d{12})\.json$")
 _REQUEST = re.compile(r"^([a-z2-7]{26})\.json$")
 _MAX_REQUEST_BYTES = 16 * 1024
-_WATCH_DEBOUNCE_MS = 400
 
 
 def _name(value: str, what: str) -> str:
@@ -90,10 +87,11 @@ class FolderTransport(Transport):
     kind = "folder"
 
     def __init__(
-        self, root: str | os.PathLike[str], team: str, *, key: MemberKey | None = None
+        self, root: str | os.PathLike[str], team: str, *, ours: Ours | None = None
     ) -> None:
-        """``key``: the member using the folder, whose own manifests are then verified."""
-        self._own = None if key is None else (key.kid, key.sign_public)
+        """``ours``: which manifest files a push counts (see the module docstring); without
+        it, every manifest file does."""
+        self._ours = ours
         self._root = Path(root)
         self._team = _name(team, "team id")
         if not self._root.is_dir():
@@ -103,8 +101,7 @@ class FolderTransport(Transport):
             )
         self._base = self._root / "sealmem" / self._team
         self._notes: list[str] = []
-        #: chunk files found intact: (project, writer, id) -> (size, inode, mtime, ctime)
-        self._verified: dict[tuple[str, str, str], tuple[int, int, int, int]] = {}
+        self._verified = Verified()  # chunk files found intact
         #: the mtime the file server gave our newest manifest, and when we saw it
         self._server_time: tuple[int, float] | None = None
 
@@ -300,26 +297,20 @@ class FolderTransport(Transport):
         with self._reading(*parts) as chunk_dir:
             return self._read(chunk_dir, chunk_id, MAX_CHUNK_BYTES)
 
-    def _valid_looking(self, data: bytes | None, project: str, writer: str, seq: int) -> bool:
-        """A manifest its writer signed for this slot at ``seq`` (signature checked if we can)."""
-        if data is None:
-            return False
+    def _counts(self, data: bytes | None, project: str, writer: str, seq: int) -> bool:
+        """Whether a push counts ``data``, found as ``writer``'s manifest ``seq``."""
+        if data is None or self._ours is None:
+            return data is not None
         try:
-            env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
-            if env.signer != writer:
-                return False
-            if self._own is not None and self._own[0] == writer:
-                env.check(SUITE, "manifest", self._own[1])
-            m = Manifest.from_body(env.body)
+            return self._ours(data, project, writer).seq == seq
         except Rejected:
             return False
-        return (m.writer, m.project, m.seq) == (writer, project, seq)
 
     def _newest_held(self, writer_dir: SafeDir, project: str, writer: str) -> tuple[int, bytes]:
-        """The writer's newest valid-looking manifest in the folder: (seq, bytes), or (0, b"")."""
+        """The writer's newest manifest that counts in the folder: (seq, bytes), or (0, b"")."""
         for number, name in reversed(self._listing(writer_dir, _MANIFEST)):
             data = self._read(writer_dir, name, MAX_MANIFEST_BYTES)
-            if data is not None and self._valid_looking(data, project, writer, number):
+            if data is not None and self._counts(data, project, writer, number):
                 return number, data
         return 0, b""
 
@@ -352,7 +343,7 @@ class FolderTransport(Transport):
                     # written or found intact: a later check need not read it again
                     with contextlib.suppress(Unusable):
                         if (found := chunk_dir.lstat(chunk_id)) is not None:
-                            self._verified[(project, writer, chunk_id)] = _stamp(found)
+                            self._verified.note(project, writer, chunk_id, found)
                 if chunks:
                     # even when every chunk was found there: a push stopped after its
                     # renames and before this fsync left entries that may not last, and
@@ -363,7 +354,7 @@ class FolderTransport(Transport):
                 # Someone wrote this seq since we looked: another device wins, a planted
                 # file that does not look like this writer's manifest is replaced.
                 there = self._read(wdir, name, MAX_MANIFEST_BYTES)
-                if there != manifest and self._valid_looking(there, project, writer, seq):
+                if there != manifest and self._counts(there, project, writer, seq):
                     raise self._conflict(project, writer, seq, seq)
                 if there != manifest:
                     wdir.write(name, manifest)
@@ -388,7 +379,7 @@ class FolderTransport(Transport):
         for number, name in self._listing(wdir, _MANIFEST):
             if number <= seq:
                 mine.append(name)
-            elif not self._valid_looking(
+            elif not self._counts(
                 self._read(wdir, name, MAX_MANIFEST_BYTES), project, writer, number
             ):
                 with contextlib.suppress(TransportError):
@@ -418,49 +409,16 @@ class FolderTransport(Transport):
             return self._read(d, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES) != manifest
 
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
-        """Chunks missing, not regular files, or not hashing to their id.
-
-        Every chunk is looked at (one ``lstat``): a file is hashed again once its size,
-        inode, mtime or ctime changed since it last verified in this process (or since
-        this process wrote it).  Files this process never verified are read and hashed
-        :data:`CHECKED_CHUNKS` at a time, a random sample per call, as over a hub, so a
-        first sync does not read back a whole snapshot; a damaged one among them is
-        found within a few syncs."""
+        """Chunks missing, not regular files, or not hashing to their id, checked at a
+        bounded cost (:mod:`~sealmem.client.sync.folder_chunks`)."""
         parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
-        damaged = set()
-        unknown: list[tuple[str, tuple[int, int, int, int]]] = []
+        ids = list(chunk_ids)
         with self._reading(*parts) as chunk_dir:
-            for c in chunk_ids:
-                if not _CHUNK.match(c) or chunk_dir is None:
-                    damaged.add(c)
-                    continue
-                try:
-                    found = chunk_dir.lstat(c)
-                except Unusable:
-                    found = None
-                if found is None or not stat.S_ISREG(found.st_mode):
-                    damaged.add(c)
-                    continue
-                key = (project, writer, c)
-                stamp = _stamp(found)
-                known = self._verified.get(key)
-                if known == stamp:
-                    continue
-                if known is None:
-                    unknown.append((c, stamp))
-                    continue
-                if self._intact(chunk_dir, c):
-                    self._verified[key] = stamp
-                else:
-                    damaged.add(c)
-            if len(unknown) > CHECKED_CHUNKS:
-                unknown = random.sample(unknown, CHECKED_CHUNKS)
-            for c, stamp in unknown:
-                if chunk_dir is not None and self._intact(chunk_dir, c):
-                    self._verified[(project, writer, c)] = stamp
-                else:
-                    damaged.add(c)
-        return damaged
+            if chunk_dir is None:
+                return set(ids)
+            bad = {c for c in ids if not _CHUNK.match(c)}
+            good = [c for c in ids if c not in bad]
+            return bad | self._verified.damaged(project, writer, chunk_dir, good, self._intact)
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
         parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
@@ -512,28 +470,6 @@ class FolderTransport(Transport):
 
     # -- changes (for sync --watch) ------------------------------------------------------
 
-    def _fingerprint(self, ignore_writer: str | None) -> str:
-        """A digest of what a sync reads: names, sizes and mtimes of rosters, keyrings,
-        manifests (but ``ignore_writer``'s) and join requests; chunks follow manifests."""
-        digest = hashlib.blake2b(digest_size=16)
-        dirs = [d for d in (self._base / "roster", self._base / "requests") if not d.is_symlink()]
-        dirs += _subdirs(self._base / "keyrings")
-        for project_dir in _subdirs(self._base / "snapshots"):
-            dirs += [d for d in _subdirs(project_dir) if d.name != ignore_writer]
-        for directory in dirs:
-            try:
-                entries = sorted(os.scandir(directory), key=lambda e: e.name)
-            except OSError:
-                continue
-            for entry in entries:
-                if entry.name.startswith(".") or not entry.name.endswith(".json"):
-                    continue
-                with contextlib.suppress(OSError):
-                    st = entry.stat(follow_symlinks=False)
-                    rel = os.path.relpath(entry.path, self._base)
-                    digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-        return digest.hexdigest()
-
     def wait_for_change(
         self,
         since: str | None,
@@ -542,60 +478,18 @@ class FolderTransport(Transport):
         ignore_writer: str | None = None,
         stop: threading.Event | None = None,
     ) -> tuple[str, bool]:
-        """Watch the folder with watchfiles; the cursor is a digest of what a sync reads, so
-        a change made while nobody watched (or that a network share never reported) is
-        seen on the next call."""
-        current = self._fingerprint(ignore_writer)
-        if since is None or current != since:
-            return current, since is not None
+        """Watch the folder (:func:`~sealmem.client.sync.folder_watch.wait_for_change`)."""
         top = self._base if self._base.is_dir() else self._root
-        own = None if ignore_writer is None else f"{os.sep}{ignore_writer}{os.sep}"
-
-        def relevant(_change: watchfiles.Change, path: str) -> bool:
-            return not path.endswith(".tmp") and (own is None or own not in path)
-
-        deadline = time.monotonic() + timeout_s
-        try:
-            for _changes in watchfiles.watch(
-                top,
-                watch_filter=relevant,
-                debounce=_WATCH_DEBOUNCE_MS,
-                rust_timeout=max(1, int(timeout_s * 1000)),
-                yield_on_timeout=True,
-                stop_event=stop,
-                raise_interrupt=False,
-            ):
-                current = self._fingerprint(ignore_writer)
-                if current != since:
-                    return current, True
-                if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
-                    break
-        except OSError as exc:
-            raise TransportError(f"cannot watch {top} for changes: {exc}") from exc
-        return since, False
+        return folder_watch.wait_for_change(
+            self._base, top, since, timeout_s, ignore_writer=ignore_writer, stop=stop
+        )
 
 
 def _base_seq(manifest: bytes) -> int | None:
     """The seq of the full manifest that ``manifest`` (ours, or one kept in the folder) is
     listed against; None for a full manifest or bytes that are not a manifest."""
     try:
-        m = Manifest.from_body(unpack(manifest, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+        m = peek(manifest)
     except Rejected:
         return None
     return None if m.delta is None else m.delta.base_seq
-
-
-def _stamp(found: os.stat_result) -> tuple[int, int, int, int]:
-    """What changes when a file is rewritten: size, inode, mtime, ctime."""
-    return (found.st_size, found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
-
-
-def _subdirs(directory: Path) -> list[Path]:
-    """Real subdirectories (no links) of ``directory``, by name; none if it is missing."""
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return []
-    return sorted(
-        Path(e.path) for e in entries if e.is_dir(follow_symlinks=False) and _NAME.match(e.name)
-    )

@@ -20,7 +20,6 @@ import json
 import math
 import os
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -33,8 +32,11 @@ from ...crypto.request import sign_request
 from ...protocol import hubapi, snapshot
 from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
 from ...protocol.errors import InputError, TransportError
+from ...protocol.manifest import Manifest
+from ...protocol.own import own_manifest
 from ...protocol.roster import TEAM_RE
 from ..clock import now_ms
+from .door import door_warnings
 from .folder import FolderTransport
 from .transport import ConflictError, Transport, Unreachable
 
@@ -43,7 +45,6 @@ __all__ = [
     "HubConflictError",
     "HubError",
     "HubTransport",
-    "door_warnings",
     "is_hub_location",
     "open_transport",
 ]
@@ -79,10 +80,17 @@ def is_hub_location(location: str) -> bool:
 def open_transport(
     location: str, team: str, key: MemberKey, *, operator_token: str | None = None
 ) -> Transport:
-    """A :class:`HubTransport` for an http(s) URL, else a :class:`FolderTransport`."""
+    """A :class:`HubTransport` for an http(s) URL, else a :class:`FolderTransport` whose
+    pushes count only the manifests ``key`` signed (the protocol's check)."""
     if is_hub_location(location):
         return HubTransport(location, team, key, operator_token=operator_token)
-    return FolderTransport(location, team, key=key)
+
+    def ours(data: bytes, project: str, writer: str) -> Manifest:
+        return own_manifest(
+            SUITE, data, writer=writer, sign_public=key.sign_public, project=project
+        )
+
+    return FolderTransport(location, team, ours=ours)
 
 
 class HubTransport(Transport):
@@ -396,65 +404,6 @@ class HubTransport(Transport):
                 return str(cursor), True
             if not changes or time.monotonic() >= deadline or (stop and stop.is_set()):
                 return str(cursor), False
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-_DOOR_CODE = re.compile(r"[a-z][a-z0-9-]{0,40}")
-_MAX_DOOR_CODES = 16
-
-
-def door_warnings(door: Mapping[str, Any], now: int) -> list[str]:
-    """What an admin must know about the team's door: a full inbox, refused join posts.
-
-    The hub is not trusted with the admin's terminal: only refusal codes shaped like
-    the hub's own (``^[a-z][a-z0-9-]{0,40}$``) with a sane count are named, the 16
-    most frequent at most."""
-    out: list[str] = []
-    pending, capacity = _int(door.get("pending")), _int(door.get("capacity"))
-    expires, oldest = _int(door.get("expires_after_ms")), _int(door.get("oldest_posted_at"))
-    fix = "approve or reject them ('sealmem admin approve KID' / 'sealmem admin reject KID')"
-    if pending is not None and capacity and pending * 4 >= capacity * 3:
-        age = "" if oldest is None else f", the oldest posted {_ago(now - oldest)} ago"
-        ttl = "" if expires is None else f"; unhandled ones expire after {_ago(expires)}"
-        out.append(
-            f"the hub's join inbox for this team holds {pending} of {capacity} requests"
-            f"{age}{ttl}: {fix}, or new join requests are refused"
-        )
-    refused = door.get("refused")
-    if isinstance(refused, dict) and isinstance(by_code := refused.get("by_code"), dict):
-        valid = [
-            (n, k)
-            for k, v in by_code.items()
-            if isinstance(k, str) and _DOOR_CODE.fullmatch(k)
-            if (n := _int(v)) is not None and 0 < n < 10**12
-        ]
-        counts = dict(
-            sorted((k, n) for n, k in sorted(valid, key=lambda x: (-x[0], x[1]))[:_MAX_DOOR_CODES])
-        )
-        if counts:
-            total = sum(counts.values())
-            since = _int(door.get("counted_since"))
-            last = _int(refused.get("last_at"))
-            when = "" if since is None else f" in the last {_ago(now - since)}"
-            latest = "" if last is None else f", the last {_ago(now - last)} ago"
-            parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items()))
-            out.append(
-                f"the hub refused {total} join post(s) to this team{when} ({parts}{latest}): "
-                f"a stranger may be flooding the team's door; a teammate who cannot join may "
-                f"be among them: {fix}"
-            )
-    return out
-
-
-def _ago(ms: int) -> str:
-    seconds = max(0, ms) // 1000
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds // size} {unit}"
-    return f"{seconds} s"
 
 
 def _code(response: httpx.Response) -> str:

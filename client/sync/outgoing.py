@@ -5,7 +5,7 @@ Schema version 7 keeps, per memory, its bucket key (``memories.bucket_key``,
 of every team row whose published fields were written, by triggers, so that every
 write path (local writes, pulls, forget and purge, drops) logs without knowing it.
 
-A push then (:func:`sealmem.client.sync.engine._push_project`), in one transaction:
+A push then (:mod:`sealmem.client.sync.push`), in one transaction:
 fills the keys of rows written since the last push (:func:`fill_bucket_keys`),
 reads the log (:func:`dirty_since`), and after the plan
 (:func:`~sealmem.protocol.push.plan_rebuild`) reads the records of the rebuilt

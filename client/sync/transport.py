@@ -1,7 +1,8 @@
 """The small interface the sync engine talks to, and nothing more.
 
 A transport moves opaque, signed bytes; it never decides whether they are
-valid. Everything it returns is untrusted and goes through
+valid (the folder's compare-and-swap counts the manifests that the check its
+opener passes accepts). Everything it returns is untrusted and goes through
 ``sealmem.protocol`` verification before use. Two implementations share it:
 :class:`sealmem.client.sync.folder.FolderTransport` (a shared directory) and the
 hub client; tests add an in-memory one and a malicious one.
@@ -127,6 +128,15 @@ class Transport(abc.ABC):
     def writer_manifests(self, project: str, writer: str) -> list[bytes]:
         """One writer's newest manifest envelopes, newest first."""
         return self.manifests(project).get(writer, [])
+
+    def manifests_above(self, project: str, writer: str, seq: int) -> list[bytes]:
+        """One writer's newest manifest envelopes, newest first, when the transport may hold
+        one above ``seq``: :meth:`newest_seqs` lists a higher one, or cannot tell; else none
+        (a push reads its own back only when one landed above what it recorded)."""
+        listed = self.newest_seqs(project)
+        if listed is not None and listed.get(writer, 0) <= seq:
+            return []
+        return self.writer_manifests(project, writer)
 
     def newest_manifest(self, project: str, writer: str) -> bytes | None:
         """One writer's newest manifest envelope only (readers fall back to

@@ -45,8 +45,8 @@ from typing import Any
 from ...protocol.envelope import unpack
 from ...protocol.errors import Rejected
 from ...protocol.keyring import Keyring
-from ...protocol.manifest import Manifest
-from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
+from ...protocol.manifest import peek
+from ...protocol.verify import MAX_KEYRING_BYTES
 from .values import TEAM_OWNER, StorageError
 
 __all__ = [
@@ -223,8 +223,7 @@ def _keyring_roster_version(data: bytes) -> int:
 
 def _manifest_chunks(data: bytes) -> list[str]:
     try:
-        body = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body
-        return [c.id for c in Manifest.from_body(body).listed]
+        return [c.id for c in peek(data).listed]
     except Rejected:
         return []
 

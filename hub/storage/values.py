@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ...protocol.envelope import unpack
 from ...protocol.errors import Rejected, SealmemError
-from ...protocol.manifest import Manifest
-from ...protocol.verify import MAX_MANIFEST_BYTES
+from ...protocol.manifest import peek
 
 __all__ = [
     "Admission",
@@ -44,7 +42,7 @@ def delta_base(data: bytes) -> int | None:
     if not data.startswith(_DELTA_START):
         return None
     try:
-        m = Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
+        m = peek(data)
     except Rejected:
         return None
     return None if m.delta is None else m.delta.base_seq

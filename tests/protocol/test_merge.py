@@ -18,7 +18,6 @@ from sealmem.protocol.merge import (
     effective_importance,
     merge,
     merge_many,
-    publishable,
     version_key,
     wins,
 )
@@ -214,27 +213,6 @@ def test_default_grace_is_180_days() -> None:
     assert day * 180 == DEFAULT_GRACE_MS
     with pytest.raises(InputError, match="negative"):
         collect_tombstones({}, NOW, -1)
-
-
-@pytest.mark.slow
-@given(version_lists)
-def test_publishable_is_my_team_winners_only(vs: list[Record]) -> None:
-    winners = apply({}, vs)
-    out = publishable("alice", winners.values())
-    assert [r.id for r in out] == sorted(r.id for r in out)
-    assert all(r.editor == "alice" and r.visibility == "team" for r in out)
-    assert all(winners[r.id] is r for r in out)
-    expected = {r.id for r in winners.values() if r.editor == "alice" and r.visibility == "team"}
-    assert {r.id for r in out} == expected
-
-
-def test_a_version_that_lost_leaves_my_next_snapshot() -> None:
-    mine = _record(IDS[0], "alice", Hlc(5, 0))
-    assert publishable("alice", [mine]) == [mine]
-    theirs = mine.evolve(editor="bob", hlc=Hlc(6, 0))
-    winners = apply({IDS[0]: mine}, [theirs])
-    assert publishable("alice", winners.values()) == []
-    assert publishable("bob", winners.values()) == [theirs]
 
 
 def _record(rid: str, editor: str, hlc: Hlc, *, importance: float = 0.5) -> Record:

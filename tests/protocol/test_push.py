@@ -17,7 +17,6 @@ from sealmem.protocol.push import (
     OwnHead,
     Publishable,
     PushPlan,
-    needs_transport_read,
     plan_push,
     writable_projects,
 )
@@ -202,16 +201,6 @@ PUBLISHES = {
 def test_publishes(base: Manifest | None, force: bool, built: Manifest, expected: bool) -> None:
     plan = PushPlan(None, 4, "hash-3", None, base, force=force)
     assert plan.publishes(built) is expected
-
-
-@pytest.mark.parametrize(
-    ("own_seq", "listed", "expected"),
-    [(3, None, True), (3, 3, False), (3, 2, False), (3, 4, True), (0, 0, False), (0, 1, True)],
-    ids=["cannot-list", "listed-equal", "listed-behind", "listed-ahead", "none-anywhere",
-         "listed-first"],
-)  # fmt: skip
-def test_needs_transport_read(own_seq: int, listed: int | None, expected: bool) -> None:
-    assert needs_transport_read(own_seq, listed) is expected
 
 
 settings.register_profile("sealmem-push", max_examples=200, deadline=None)

@@ -18,7 +18,7 @@ from sealmem.protocol.errors import InputError, Rejected
 from sealmem.protocol.names import HIDDEN_RANGES, hidden_at, name_problem
 from sealmem.protocol.roster import Grant, Pin, Reset, Revocation, Roster
 from sealmem.protocol.state import TrustedState
-from sealmem.protocol.verify import accept_roster, accept_roster_chain
+from sealmem.protocol.verify import accept_roster
 
 from .team_world import PROJECT, World, member_key, member_of, next_roster
 
@@ -112,7 +112,9 @@ def test_chain_extends_and_rejects_stale_forked_and_skipping(world: World) -> No
         "roster-not-extending"
     )
     v3 = next_roster(v2)
-    final = accept_roster_chain(SUITE, state2, [v3.sign(world.root), v4.sign(world.root)])
+    final = state2
+    for version in (v3, v4):  # in order, each extending the last
+        final, _ = accept_roster(SUITE, final, version.sign(world.root))
     assert final.roster == v4
 
 
@@ -232,9 +234,8 @@ def test_admin_flow_from_genesis_to_revocation(world: World) -> None:
     v6 = admin.revoke(SUITE, v5, world.alice.kid, created_at=6, pins=pins)
     v7 = admin.reset_chain(SUITE, v6, world.bob.kid, PROJECT, created_at=7)
     state = TrustedState.pin(SUITE, "acme-team", world.root.sign_public)
-    state = accept_roster_chain(
-        SUITE, state, [r.sign(world.root) for r in (v1, v2, v3, v4, v5, v6, v7)]
-    )
+    for version in (v1, v2, v3, v4, v5, v6, v7):
+        state, _ = accept_roster(SUITE, state, version.sign(world.root))
     final = state.roster
     assert final == v7
     assert not final.can_write(world.bob.kid, PROJECT)

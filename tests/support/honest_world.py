@@ -268,5 +268,5 @@ def open_view(
     if keyring is None:
         raise LookupError(f"no trusted keyring for {project!r} epoch {manifest.epoch}")
     member = world.keys[reader]
-    key = ContentKey.unwrap(keyring.wrap_for(member.kid), member)
+    key = ContentKey.unwrap(keyring.wraps[member.kid], member)
     return open_snapshot(world.suite, key, manifest, chunks, now_ms=READER_NOW)

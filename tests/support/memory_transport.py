@@ -15,23 +15,17 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from sealmem.client.sync.transport import ConflictError, Transport
-from sealmem.protocol.envelope import unpack
 from sealmem.protocol.errors import Rejected
-from sealmem.protocol.manifest import Manifest
-from sealmem.protocol.verify import MAX_MANIFEST_BYTES
+from sealmem.protocol.manifest import peek
 
 __all__ = ["MemoryTransport"]
 
 MANIFESTS_KEPT = 3
 
 
-def _parse(data: bytes) -> Manifest:
-    return Manifest.from_body(unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES).body)
-
-
 def _base_seq(data: bytes) -> int | None:
     try:
-        delta = _parse(data).delta
+        delta = peek(data).delta
     except Rejected:
         return None
     return None if delta is None else delta.base_seq
@@ -66,7 +60,7 @@ class MemoryTransport(Transport):
                 if base is not None:
                     found = [*found, *source.base_manifests(project, writer, base)]
                 for data in found:
-                    manifest = _parse(data)
+                    manifest = peek(data)
                     copy.manifest_log.setdefault((project, writer), {})[manifest.seq] = data
                     for ref in manifest.listed:
                         chunk = source.chunk(project, writer, ref.id)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from sealmem.client.sync.folder import CHECKED_CHUNKS, FolderTransport
+from sealmem.client.sync.folder import FolderTransport
+from sealmem.client.sync.folder_chunks import CHECKED_CHUNKS
 from sealmem.client.sync.nofollow import SafeDir
 from sealmem.crypto import SUITE
 from sealmem.protocol.snapshot import chunk_id

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sealmem.client.sync.folder import MANIFESTS_KEPT, FolderTransport
+from sealmem.client.sync.transport import Transport
 
 WRITER = "b" * 26
 OTHER = "c" * 26
@@ -26,3 +29,26 @@ def test_newest_seqs_and_manifests_read_only_what_is_asked(tmp_path: Path) -> No
     ]
     assert folder.newest_manifest("proj", "../../etc") is None
     assert folder.writer_manifests("proj", "not-a-kid") == []
+
+
+class _Unlisted(FolderTransport):
+    """A folder that cannot list seqs cheaply (the interface's default)."""
+
+    newest_seqs = Transport.newest_seqs
+
+
+@pytest.mark.parametrize(
+    ("recorded", "listed", "read"),
+    [(3, False, True), (3, True, False), (4, True, False), (2, True, True), (0, True, True)],
+    ids=["cannot-list", "listed-equal", "listed-behind", "listed-ahead", "none-recorded"],
+)  # fmt: skip
+def test_own_manifests_are_read_back_only_above_the_recorded_seq(
+    tmp_path: Path, recorded: int, listed: bool, read: bool
+) -> None:
+    folder = (FolderTransport if listed else _Unlisted)(tmp_path, "team1")
+    folder.prepare_new_team()
+    assert folder.manifests_above("proj", WRITER, 0) == []  # nothing anywhere
+    for seq in (1, 2, 3):
+        folder.push("proj", WRITER, seq, f"w{seq}".encode(), {})
+    expected = [b"w3", b"w2", b"w1"] if read else []
+    assert folder.manifests_above("proj", WRITER, recorded) == expected

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from sealmem.client.sync import engine, replica
+from sealmem.client.sync import push, replica
 from sealmem.client.sync.engine import SyncSummary
 from sealmem.crypto import SUITE
 from sealmem.protocol.merge import collect_tombstones
@@ -26,7 +26,7 @@ def traced_push(node: Node) -> tuple[SyncSummary, list[str]]:
     conn.set_trace_callback(statements.append)
     try:
         summary = SyncSummary()
-        engine._push_project(node.t, state, PROJECT, summary, node.clock())
+        push.push_project(node.t, state, PROJECT, summary, node.clock)
     finally:
         conn.set_trace_callback(None)
     return summary, statements
@@ -54,7 +54,7 @@ def _no_key() -> object:
 def published(node: Node) -> tuple[dict[int, str], int, int]:
     chain = replica.load_own_chain(node.store.connection, PROJECT)
     assert chain is not None
-    manifest = engine._own_head(node.t, chain, node.clock())
+    manifest = push.own_heads(node.t, PROJECT, chain).own
     assert manifest is not None
     return dict(chain.digests), manifest.manifest.buckets, manifest.manifest.records
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.client.sync.hub import door_warnings
+from sealmem.client.sync.door import door_warnings
 from sealmem.client.sync.session import find_member
 from sealmem.client.team.invite import make_join_request
 from sealmem.crypto import MemberKey

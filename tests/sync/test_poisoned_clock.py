@@ -11,7 +11,8 @@ from collections.abc import Callable
 import pytest
 
 from sealmem.client.store import derived
-from sealmem.client.sync.engine import SyncSummary, _push_project
+from sealmem.client.sync.engine import SyncSummary
+from sealmem.client.sync.push import push_project
 from sealmem.protocol.hlc import MAX_AHEAD_MS, MAX_WALL_MS
 from tests.support.cli import Run, in_process
 from tests.sync.conftest import PROJECT, Node, World
@@ -179,7 +180,7 @@ def test_a_poisoned_push_is_published_again(world: World) -> None:
     poisoned = bob.remember("pushed by an old sealmem with a poisoned clock")
     assert poisoned.record.hlc.wall >= far
     # an old sealmem pushed it without bringing the store clock back first
-    _push_project(bob.t, bob.t.trusted(), PROJECT, SyncSummary(), bob.clock())
+    push_project(bob.t, bob.t.trusted(), PROJECT, SyncSummary(), bob.clock)
     refused = alice.sync().refused
     assert [r.reason for r in refused] == ["clock-ahead"]
 

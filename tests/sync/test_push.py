@@ -9,7 +9,7 @@ from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.rows import load_row, next_hlc, record_from_row
 from sealmem.client.store.writer import write_version
-from sealmem.client.sync import engine, replica
+from sealmem.client.sync import push, replica
 from sealmem.client.sync.engine import SyncSummary
 from sealmem.client.sync.watch import has_unpushed
 from sealmem.client.team import admin
@@ -50,7 +50,7 @@ def test_a_push_writes_nothing_but_its_own_chain_head(world: World) -> None:
     conn.set_trace_callback(statements.append)
     try:
         summary = SyncSummary()
-        engine._push_project(alice.t, state, PROJECT, summary, alice.clock())
+        push.push_project(alice.t, state, PROJECT, summary, alice.clock)
     finally:
         conn.set_trace_callback(None)
     writes = [s for s in statements if s.lstrip().upper().startswith(WRITES)]

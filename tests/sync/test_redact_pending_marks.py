@@ -19,7 +19,7 @@ from sealmem.client import MemoryStore
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.writer import write_version
-from sealmem.client.sync import engine, replica
+from sealmem.client.sync import push, replica
 from sealmem.protocol.hlc import ZERO, Hlc
 from sealmem.protocol.record import Record, new_memory_id
 from tests.sync.conftest import PROJECT, World
@@ -140,7 +140,7 @@ def test_a_sync_with_nothing_new_opens_no_transaction_for_it(world: World) -> No
         statements: list[str] = []
         conn.set_trace_callback(statements.append)
         try:
-            engine._redact_pending(alice.t, PROJECT, alice.clock())
+            push.redact_pending(alice.t, PROJECT, alice.clock())
         finally:
             conn.set_trace_callback(None)
         return statements

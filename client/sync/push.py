@@ -1,0 +1,259 @@
+"""The push of one project: gather, decide, build, push, save.
+
+1. **gather**, I/O only: our last manifest as the store recorded it and the base it
+   keeps; what the transport holds of ours (our newest manifests when it lists one
+   above the recorded seq, the copies of the bases our deltas name, what it lost);
+2. **decide**, in :mod:`sealmem.protocol` with pure functions: which head is ours
+   (:func:`~sealmem.protocol.own.ours`), whether to repair, then, over one consistent
+   read of the store, the plan (:func:`~sealmem.protocol.push.plan_push`: skip, adopt,
+   continue or start a chain) and what of the base it reuses
+   (:func:`~sealmem.protocol.push.plan_reuse`);
+3. **build** the snapshot from the records of the buckets it rebuilds, **push** it (the
+   new chunks, then the manifest), and **save** the new chain head: the push's only
+   write to the store, with a base read from the transport.  Old chunks are collected
+   after the grace period.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from ...crypto import SUITE, ContentKey, random_bytes
+from ...protocol.errors import Rejected
+from ...protocol.hlc import ZERO, Hlc
+from ...protocol.manifest import Head
+from ...protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
+from ...protocol.own import Damage, Held, Ours, Recorded, bases_wanted, ours
+from ...protocol.push import (
+    Publishable,
+    PushPlan,
+    plan_push,
+    plan_reuse,
+)
+from ...protocol.record import Record
+from ...protocol.snapshot import PreviousSnapshot, Rebuild, Snapshot, build_snapshot
+from ...protocol.state import TrustedState
+from ..store.connection import transaction
+from . import bases, outgoing, replica
+from .session import Refusal, Team, trusted_roster
+from .transport import ConflictError, Transport
+
+__all__ = ["PushSink", "own_heads", "push_project", "redact_pending"]
+
+
+class PushSink(Protocol):
+    """Where a push reports (:class:`~sealmem.client.sync.engine.SyncSummary` is one)."""
+
+    pushed_versions: int
+    pushed_chunks: int
+    collected_chunks: int
+    refused: list[Refusal]
+    warnings: list[str]
+
+
+def redact_pending(team: Team, project: str, now: int) -> None:
+    """Redact again, in its own transaction, what the next push would publish for the
+    first time (newer rules may catch a secret an older sealmem let in)."""
+    chain = replica.load_own_chain(team.conn, project)
+    since = chain.pushed_wall if chain else ZERO
+    if not replica.needs_redaction(team.conn, team.me, project, since):
+        return  # every version it would look at is marked: no write transaction
+    with transaction(team.conn):
+        replica.redact_pending(team.conn, team.me, project, since, now)
+
+
+def push_project(
+    team: Team, state: TrustedState, project: str, summary: PushSink, tick: Callable[[], int]
+) -> None:
+    """Push ``project`` with its current content key; when the transport says our seq is
+    stale, read our newest chain back and push again, once."""
+    key = _content_key(team, state, project, summary)
+    if key is None:
+        return
+    try:
+        _push(team, state, project, key, summary, tick())
+    except ConflictError as first:
+        try:
+            _push(team, state, project, key, summary, tick())
+        except ConflictError as second:
+            summary.warnings.append(
+                f"push to {project!r} refused twice as stale ({first.detail}; {second.detail}); "
+                "another device may be writing with this member key — sync again"
+            )
+
+
+def _content_key(
+    team: Team, state: TrustedState, project: str, summary: PushSink
+) -> ContentKey | None:
+    """Our content key for the project's current epoch; None (said in ``summary``) when
+    we hold none yet or its wrap does not match the keyring's key_id (never write then)."""
+    epoch = trusted_roster(state).projects[project]
+    try:
+        key = team.content_key(state, project, epoch)
+    except Rejected as exc:
+        summary.refused.append(Refusal(exc.reason, f"keyring {project}", exc.detail))
+        return None
+    if key is None:
+        summary.warnings.append(
+            f"no key for {project!r} epoch {epoch} yet; not pushing (sync again later)"
+        )
+    return key
+
+
+def own_heads(team: Team, project: str, chain: replica.OwnChain | None) -> Ours:
+    """Gather what the store and the transport hold of ours in ``project`` and decide which
+    head is ours (:func:`~sealmem.protocol.own.ours`)."""
+    kept = bases.load(team.conn, team.me, project)
+    recorded = _recorded(chain)
+    held = _held(team.transport, team.me, project, recorded, kept)
+    return ours(
+        SUITE, writer=team.me, project=project, sign_public=team.key.sign_public,
+        recorded=recorded, kept=kept, held=held,
+    )  # fmt: skip
+
+
+def _recorded(chain: replica.OwnChain | None) -> Recorded | None:
+    if chain is None:
+        return None
+    return Recorded(
+        chain.manifest, chain.seq, chain.hash, chain.pushed_wall, chain.pushed_count,
+        chain.reset_at,
+    )  # fmt: skip
+
+
+def _held(
+    transport: Transport, me: str, project: str, recorded: Recorded | None, kept: bytes | None
+) -> Held:
+    """Our newest manifests in the transport (read only when it lists one above the
+    recorded seq), and its copies of the bases our deltas name that are not ``kept``."""
+    manifests = transport.manifests_above(project, me, 0 if recorded is None else recorded.seq)
+    wanted = bases_wanted(SUITE, recorded, kept, manifests)
+    copies = {seq: transport.base_manifests(project, me, seq) for seq in sorted(wanted)}
+    return Held(manifests, copies)
+
+
+def _damage(team: Team, project: str, chain: replica.OwnChain | None, heads: Ours) -> Damage:
+    """What the transport lost of our last publication (see :class:`Damage`)."""
+    own = heads.own
+    if own is None or chain is None:
+        return Damage()
+    transport, me = team.transport, team.me
+    chunks = transport.damaged_chunks(project, me, [c.id for c in own.manifest.chunks])
+    base = heads.keep or bases.load(team.conn, me, project)
+    return Damage(
+        frozenset(chunks),
+        transport.damaged_manifest(project, me, chain.seq, chain.manifest),
+        own.full is not None
+        and base is not None
+        and transport.damaged_manifest(project, me, own.full[0].seq, base),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Next:
+    """What the next push publishes, read from the store in one transaction."""
+
+    plan: PushPlan
+    records: list[Record]  # sorted by id, due tombstones left out
+    previous: PreviousSnapshot | None
+    rebuild: Rebuild | None
+    upto: int  # the dirty log position the push clears once it landed
+    count: int  # publishable versions (due tombstones included)
+    newest: Hlc  # the newest HLC among them
+
+
+def _next(
+    team: Team, state: TrustedState, project: str, chain: replica.OwnChain | None,
+    heads: Ours, damage: Damage, now: int,
+) -> _Next:  # fmt: skip
+    """Plan the push over one consistent read of the store (call inside a transaction)."""
+    roster = trusted_roster(state)
+    conn, me = team.conn, team.me
+    if heads.keep is not None:  # what the next delta is listed against: keep it
+        bases.save(conn, me, project, heads.keep, now)
+    outgoing.fill_bucket_keys(conn, project)
+    count, newest, due = replica.own_summary(conn, me, project, now - DEFAULT_GRACE_MS)
+    reset = roster.latest_reset(me, project)
+    seen = state.witnessed.get((me, project))
+    epoch = roster.projects[project]
+    plan = plan_push(
+        project=project, own=heads.own, landed=heads.landed, epoch=epoch,
+        reset_at=0 if reset is None else reset.at_version,
+        witnessed_seq=0 if seen is None else seen.seq,
+        publishable=Publishable(count, newest, due), now_ms=now, repair=damage.repairs(heads),
+    )  # fmt: skip
+    if plan.skip is not None:
+        outgoing.compact_dirty(conn, project)
+        return _Next(plan, [], None, None, 0, count, newest)
+    upto = outgoing.dirty_upto(conn, project)  # what this push carries
+    dirty = (
+        outgoing.dirty_since(conn, me, project, now, DEFAULT_GRACE_MS).keys
+        if plan.base is not None
+        else frozenset()
+    )
+    previous, rebuild = plan_reuse(
+        plan, epoch=epoch, published=count - due, digests=chain.digests if chain else {},
+        dirty=dirty, damaged=damage.chunks,
+    )  # fmt: skip
+    if rebuild is None:
+        current = replica.publishable_records(conn, me, project)
+    else:
+        current = outgoing.records_in_buckets(
+            conn, me, project, rebuild.buckets, rebuild.buckets_total
+        )
+    kept = collect_tombstones({r.id: r for r in current}, now).kept
+    records = sorted(kept.values(), key=lambda r: r.id)
+    return _Next(plan, records, previous, rebuild, upto, count, newest)
+
+
+def _push(
+    team: Team, state: TrustedState, project: str, key: ContentKey, summary: PushSink, now: int
+) -> None:
+    """Gather, decide, build, push, save (see the module docstring)."""
+    roster = trusted_roster(state)
+    epoch = roster.projects[project]
+    chain = replica.load_own_chain(team.conn, project)
+    heads = own_heads(team, project, chain)
+    damage = _damage(team, project, chain, heads)
+    with transaction(team.conn):
+        up = _next(team, state, project, chain, heads, damage, now)
+    summary.warnings.extend(up.plan.warnings)
+    if up.plan.skip is not None:
+        return
+    plan = up.plan
+    snap = build_snapshot(
+        SUITE, key, team.key, team=team.config.team, project=project, epoch=epoch,
+        roster_version=roster.version, seq=plan.seq, prev=plan.prev, records=up.records,
+        random=random_bytes, heads=[
+            Head(w, p, h.seq, h.hash) for (w, p), h in state.heads.items() if p == project
+        ],
+        created_at=now, previous=up.previous, only=up.rebuild, listing=plan.listing,
+    )  # fmt: skip
+    if not plan.publishes(snap.manifest):  # nothing changed since our last manifest
+        with transaction(team.conn):
+            outgoing.clear_dirty(team.conn, project, up.upto)
+        return
+    team.transport.push(project, team.me, plan.seq, snap.envelope, snap.new_chunks)
+    _save(team, project, up, snap, now)
+    summary.pushed_versions += sum(1 for r in up.records if r.hlc > plan.pushed)
+    summary.pushed_chunks += len(snap.new_chunks)
+    summary.collected_chunks += team.transport.collect(
+        project, team.me, set(snap.chunk_ids()), team.config.gc_grace_ms
+    )
+
+
+def _save(team: Team, project: str, up: _Next, snap: Snapshot, now: int) -> None:
+    """Record the new chain head once the transport took it: the push's only write."""
+    plan, conn = up.plan, team.conn
+    newest = max(max((r.hlc for r in up.records), default=plan.pushed), up.newest)
+    head = replica.OwnChain(
+        project, plan.seq, snap.hash or snap.manifest.hash(SUITE), snap.envelope,
+        dict(snap.digests), max(newest, plan.pushed), up.count, plan.reset_at,
+    )  # fmt: skip
+    with transaction(conn):
+        replica.save_own_chain(conn, head, now)
+        if snap.manifest.delta is None:  # the next deltas are listed against this one
+            bases.save(conn, team.me, project, snap.envelope, now)
+        outgoing.clear_dirty(conn, project, up.upto)
