@@ -18,7 +18,6 @@ from starlette.testclient import TestClient
 from sealmem.client.cli import main
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE
-from sealmem.hub.storage.blobs import BlobKey
 from sealmem.hub.config import HubConfig
 from sealmem.hub.http import server
 from sealmem.hub.http import workers as hub_workers
@@ -26,6 +25,7 @@ from sealmem.hub.http.app import create_app
 from sealmem.hub.http.front import Front
 from sealmem.hub.http.workers import Workers
 from sealmem.hub.storage import Storage
+from sealmem.hub.storage.blobs import BlobKey
 from sealmem.protocol import hubapi
 from sealmem.protocol.snapshot import chunk_id
 
