@@ -56,6 +56,64 @@ def _where(data: Path | None, db: str | None, blobs: str | None) -> str:
     return ", ".join(shown)
 
 
+OperatorTokenOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--operator-token",
+        envvar="SEALMEM_HUB_OPERATOR_TOKEN",
+        help="Token a team creator must present to register a team (prefer the env var).",
+        show_envvar=True,
+    ),
+]
+
+AllowTeamOpt = Annotated[
+    list[str] | None,
+    typer.Option("--allow-team", help="A team id allowed to register (repeatable)."),
+]
+
+MemberRateOpt = Annotated[
+    float | None,
+    typer.Option(
+        min=1.0,
+        help="Signed requests per second each member may make, sustained; more get "
+        "429 rate-limited [default: 50].",
+    ),
+]
+
+MemberBurstOpt = Annotated[
+    int | None,
+    typer.Option(min=1, help="Requests a member may make at once, above the rate [default: 400]."),
+]
+
+HttpOpt = Annotated[
+    str,
+    typer.Option(
+        "--http",
+        help="HTTP stack: httptools (with uvloop, the fast default) or h11 (pure Python).",
+    ),
+]
+
+MetricsTokenOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--metrics-token",
+        envvar="SEALMEM_HUB_METRICS_TOKEN",
+        help="Serve /metrics to 'Authorization: Bearer TOKEN' only (default: /metrics "
+        "is off; prefer the env var).",
+        show_envvar=True,
+    ),
+]
+
+PlainOpt = Annotated[
+    bool,
+    typer.Option(
+        "--plain",
+        help="Serve on the plain path: Starlette's router and thread pool (default: "
+        "the fast path, direct routes and the hub's own worker threads).",
+    ),
+]
+
+
 @hub_app.command()
 def serve(
     data: DataOpt = None,
@@ -63,59 +121,14 @@ def serve(
     blobs: BlobsOpt = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
-    operator_token: Annotated[
-        str | None,
-        typer.Option(
-            "--operator-token",
-            envvar="SEALMEM_HUB_OPERATOR_TOKEN",
-            help="Token a team creator must present to register a team (prefer the env var).",
-            show_envvar=True,
-        ),
-    ] = None,
-    allow_team: Annotated[
-        list[str] | None,
-        typer.Option("--allow-team", help="A team id allowed to register (repeatable)."),
-    ] = None,
+    operator_token: OperatorTokenOpt = None,
+    allow_team: AllowTeamOpt = None,
     team_quota_mb: Annotated[int, typer.Option(help="Storage quota per team, in MiB.")] = 1024,
-    member_rate: Annotated[
-        float | None,
-        typer.Option(
-            min=1.0,
-            help="Signed requests per second each member may make, sustained; more get "
-            "429 rate-limited [default: 50].",
-        ),
-    ] = None,
-    member_burst: Annotated[
-        int | None,
-        typer.Option(
-            min=1, help="Requests a member may make at once, above the rate [default: 400]."
-        ),
-    ] = None,
-    http: Annotated[
-        str,
-        typer.Option(
-            "--http",
-            help="HTTP stack: httptools (with uvloop, the fast default) or h11 (pure Python).",
-        ),
-    ] = "httptools",
-    metrics_token: Annotated[
-        str | None,
-        typer.Option(
-            "--metrics-token",
-            envvar="SEALMEM_HUB_METRICS_TOKEN",
-            help="Serve /metrics to 'Authorization: Bearer TOKEN' only (default: /metrics "
-            "is off; prefer the env var).",
-            show_envvar=True,
-        ),
-    ] = None,
-    plain: Annotated[
-        bool,
-        typer.Option(
-            "--plain",
-            help="Serve on the plain path: Starlette's router and thread pool (default: "
-            "the fast path, direct routes and the hub's own worker threads).",
-        ),
-    ] = False,
+    member_rate: MemberRateOpt = None,
+    member_burst: MemberBurstOpt = None,
+    http: HttpOpt = "httptools",
+    metrics_token: MetricsTokenOpt = None,
+    plain: PlainOpt = False,
 ) -> None:
     """Serve the hub API under /v1 (plus /healthz, and /metrics with --metrics-token)
     until interrupted."""
