@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.mcp.server import MemoryTools
+from sealmem.client.mcp.tools import MemoryTools
 from sealmem.client.recall.ranking import (
     QueryTerm,
     RankingWeights,

@@ -22,7 +22,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from sealmem.client import MemoryStore
-from sealmem.client.mcp.server import MemoryTools
+from sealmem.client.mcp.tools import MemoryTools
 from sealmem.client.store import journal
 from sealmem.client.store.connection import (
     DamagedStoreError,

@@ -170,12 +170,6 @@ class HubWorld:
 BOTH_PATHS = pytest.mark.both_paths
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "both_paths: run the tests on the hub's fast and plain paths (HubConfig.fast)"
-    )
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "fast" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_paths"):
         metafunc.parametrize("fast", [True, False], ids=["fast", "plain"], indirect=True)

@@ -18,7 +18,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
 from sealmem.client import MemoryStore
-from sealmem.client.mcp.server import DATA_NOT_INSTRUCTIONS, create_server
+from sealmem.client.mcp.server import create_server
+from sealmem.client.mcp.tools import DATA_NOT_INSTRUCTIONS
 
 SEALMEM = Path(sys.executable).with_name("sealmem")
 TOOLS = {"recall", "remember", "get", "recent", "forget", "status"}

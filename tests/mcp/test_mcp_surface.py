@@ -16,7 +16,8 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, TextContent, Tool
 
-from sealmem.client.mcp.server import KINDS, MAX_RECENT, create_server
+from sealmem.client.mcp.server import create_server
+from sealmem.client.mcp.tools import KINDS, MAX_RECENT
 from sealmem.client.recall.api import MAX_K
 
 SEALMEM = Path(sys.executable).with_name("sealmem")

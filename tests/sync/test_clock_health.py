@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from sealmem.client.mcp.server import MemoryTools
+from sealmem.client.mcp.tools import MemoryTools
 from sealmem.client.sync import clockhealth
 from sealmem.client.sync.engine import SyncSummary, sync
 from sealmem.client.sync.hub import HubTransport

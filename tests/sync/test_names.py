@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 
-from sealmem.client.mcp.server import MemoryTools
+from sealmem.client.mcp.tools import MemoryTools
 from sealmem.client.recall.names import member_names
 from tests.sync.conftest import PROJECT, World
 
