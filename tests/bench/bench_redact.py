@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from sealmem.client.store.redaction import RULES_VERSION, redact  # noqa: E402
+from sealmem.client.store.redaction import RULES_VERSION, cues, redact  # noqa: E402
 from tests.fixtures.redaction import corpus  # noqa: E402
 
 
@@ -121,7 +121,7 @@ def using(rules: tuple[object, ...] | None) -> Iterator[None]:
         engine.RULES = to  # type: ignore[assignment]
         engine._index.cache_clear()
         engine._plan.cache_clear()
-        engine._WORDS.clear()
+        cues._WORDS.clear()
         redact("warm up: password=Warm1234 and the token is Warm1234x")
 
     swap(rules)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sealmem.client.store.redaction import engine, texts
+from sealmem.client.store.redaction import cues, engine, texts
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import Record, new_memory_id
 from tests.fixtures.redaction import corpus
@@ -91,7 +91,7 @@ def test_a_letter_that_lower_cases_to_two_keeps_each_text_in_its_place() -> None
 @given(TEXTS)
 def test_the_word_lookup_redacts_as_the_whole_text_scan(text: str) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(engine, "_cues_in", engine._cues_scan)
+        patch.setattr(engine, "cues_in", cues.cues_scan)
         reference = engine.redact(text)
     assert engine.redact(text) == reference
 
@@ -99,11 +99,11 @@ def test_the_word_lookup_redacts_as_the_whole_text_scan(text: str) -> None:
 def test_the_word_memo_emptied_alone_still_finds_every_cue() -> None:
     """``bench_redact.py`` empties ``_WORDS`` between rule sets; a word still named in
     ``_CUED`` is then learned again, not looked up in the emptied memo."""
-    index = engine._index()
+    index = cues.cue_index()
     text = "rotate the deploy token weekly"
-    assert engine._cues_in(text, index) == {"token"}
-    engine._WORDS.clear()
-    assert engine._cues_in(text, index) == {"token"}
+    assert cues.cues_in(text, index) == {"token"}
+    cues._WORDS.clear()
+    assert cues.cues_in(text, index) == {"token"}
 
 
 @pytest.mark.parametrize("emptied", ["_CUED", "_WORDS"])
@@ -114,9 +114,9 @@ def test_a_cue_word_one_memo_lost_is_learned_again_never_taken_as_clean(emptied:
     be stored and pushed as it is."""
     secret = "rotate the deploy token x9Kf2LmQ7pRt4VwZ8sYu weekly"
     assert engine.redact(secret).changed  # "token" is learned, with its cue
-    index = engine._index()
-    getattr(engine, emptied).clear()
-    assert engine._cues_in(secret.lower(), index) == {"token"}
+    index = cues.cue_index()
+    getattr(cues, emptied).clear()
+    assert cues.cues_in(secret.lower(), index) == {"token"}
     assert engine.redact(secret).changed
     assert engine.redact_many(["deploy notes", secret]).keys() == {1}
 

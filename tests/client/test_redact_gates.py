@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sealmem.client.store.redaction import engine, redact
+from sealmem.client.store.redaction import cues, engine, redact
 from sealmem.client.store.redaction.rules import RULES
 from tests.fixtures.redaction import corpus
 
@@ -84,33 +84,33 @@ WORDY = [
 def test_word_lookup_finds_the_cues_one_scan_finds(parts: list[str]) -> None:
     """The prefilter's word-by-word lookup (remembered words) finds exactly the cues a
     scan of the whole text finds: with the words new, and again when remembered."""
-    index = engine._index()
+    index = cues.cue_index()
     lowered = "".join(parts).translate(engine._CASE_TWINS).lower()
-    expected = engine._cues_scan(lowered, index)
-    assert engine._cues_in(lowered, index) == expected
-    assert engine._cues_in(lowered, index) == expected
+    expected = cues.cues_scan(lowered, index)
+    assert cues.cues_in(lowered, index) == expected
+    assert cues.cues_in(lowered, index) == expected
 
 
 def test_word_lookup_on_the_corpus_and_prose() -> None:
-    index = engine._index()
+    index = cues.cue_index()
     texts = [line.text for line in corpus.load()]
     texts.append("rotate the deploy token weekly; tokens, keys. and passwords: none here")
     for text in texts + texts:
         lowered = text.translate(engine._CASE_TWINS).lower()
-        assert engine._cues_in(lowered, index) == engine._cues_scan(lowered, index), text
+        assert cues.cues_in(lowered, index) == cues.cues_scan(lowered, index), text
 
 
 def test_remembered_words_hold_no_digit_or_are_plain_words() -> None:
-    index = engine._index()
-    engine._cues_in("deploy token ghp_abc123 hunter2 tokens, password=hunter", index)
-    assert "token" in engine._CUED
-    assert "deploy" in engine._WORDS
-    for word in engine._CUED:
+    index = cues.cue_index()
+    cues.cues_in("deploy token ghp_abc123 hunter2 tokens, password=hunter", index)
+    assert "token" in cues._CUED
+    assert "deploy" in cues._WORDS
+    for word in cues._CUED:
         assert len(word) <= 32
-        assert word.strip(engine._PUNCTUATION).isalpha(), word
-    for word in engine._WORDS:
+        assert word.strip(cues._PUNCTUATION).isalpha(), word
+    for word in cues._WORDS:
         assert len(word) <= 32
         assert not any(ch.isdigit() for ch in word), word
     for word in ("ghp_abc123", "hunter2", "password=hunter"):
-        assert word not in engine._WORDS
-        assert word not in engine._CUED
+        assert word not in cues._WORDS
+        assert word not in cues._CUED

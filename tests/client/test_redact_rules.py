@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sealmem.client.store import redaction
-from sealmem.client.store.redaction import RULES_VERSION, engine, gitleaks, redact
+from sealmem.client.store.redaction import RULES_VERSION, cues, gitleaks, redact
 from sealmem.client.store.redaction.rules import RULES
 from tests.fixtures.redaction import corpus
 
@@ -58,10 +58,10 @@ def test_go_case_insensitive_tail_matches_like_go() -> None:
 
 
 def test_the_prefilter_finds_overlapping_and_nested_cue_words() -> None:
-    index = engine._index()
-    cues = engine._cues_in("x sk-ant-api03 y", index)
-    assert {"sk-", "sk-ant-"} <= cues  # the Anthropic rule and the OpenAI rule both wake
-    assert engine._cues_in("nothing to see in these words", index) == set()
+    index = cues.cue_index()
+    found = cues.cues_in("x sk-ant-api03 y", index)
+    assert {"sk-", "sk-ant-"} <= found  # the Anthropic rule and the OpenAI rule both wake
+    assert cues.cues_in("nothing to see in these words", index) == set()
 
 
 def test_the_generic_rule_gate_holds_for_every_generic_match() -> None:
@@ -85,7 +85,7 @@ def test_non_ascii_text_is_scanned_like_ascii() -> None:
 
 def test_text_without_a_cue_word_is_returned_as_is() -> None:
     text = "We moved the build to a faster runner and the tests now finish in time."
-    assert engine._cues_in(text.lower(), engine._index()) == set()
+    assert cues.cues_in(text.lower(), cues.cue_index()) == set()
     assert redact(text).text is text
 
 
