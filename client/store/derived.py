@@ -32,6 +32,7 @@ from itertools import chain
 from typing import Any
 
 from .rows import MEMORY_VALUE_COLUMNS, norm_hash
+from .scrub import FTS_TABLES
 from .terms import stored_stems
 
 __all__ = [
@@ -294,8 +295,13 @@ def rebuild(
         lambda: _restem(conn),
         lambda: conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"),
         lambda: (
+            # built anew from the rows it holds first: a DELETE reads the index it
+            # deletes from, which may be the damage a rebuild is asked to mend
+            conn.execute("INSERT INTO history_fts (history_fts) VALUES ('rebuild')"),
             conn.execute("DELETE FROM history_fts"),
             conn.execute(f"INSERT INTO history_fts (rowid, content, keywords) {_HISTORY_TEXT}"),
+            # one segment each, without the tokens of the rows deleted above
+            *(conn.execute(f"INSERT INTO {t} ({t}) VALUES ('optimize')") for t in FTS_TABLES),
         ),
         lambda: (
             conn.execute("UPDATE store_counts SET memories = (SELECT count(*) FROM memories)"),
