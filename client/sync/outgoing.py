@@ -1,9 +1,10 @@
 """What this member's next push carries, read so that a push costs what changed.
 
-Schema version 7 keeps, per memory, its bucket key (``memories.bucket_key``,
+The store keeps, per memory, its bucket key (``memories.bucket_key``,
 :func:`~sealmem.protocol.snapshot.bucket_key`) and logs in ``push_dirty`` the id
-of every team row whose published fields were written, by triggers, so that every
-write path (local writes, pulls, forget and purge, drops) logs without knowing it.
+of every team row of ours that was written: the store's one writer keeps the log
+(:mod:`sealmem.client.store.derived`), so that every write path (local writes,
+pulls, forget and purge, drops) logs without knowing it.
 
 A push then (:mod:`sealmem.client.sync.push`), in one transaction:
 fills the keys of rows written since the last push (:func:`fill_bucket_keys`),

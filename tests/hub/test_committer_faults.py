@@ -1,8 +1,8 @@
-"""The committer under faults, on the real app and real SQLite files: a write that raises
-what a future cannot carry (StopIteration) or what would stop the event loop
-(SystemExit) is answered with a JSON 500, the writes queued beside it in its batch are
-answered and stored as alone, and the next PUT is served; the same holds for a worker
-thread (a chunk too large for the batches)."""
+"""Writes under faults, on the real app and real SQLite files: a write that raises what a
+future cannot carry (StopIteration) or what would stop the event loop (SystemExit) is
+answered with a JSON 500, the writes arriving beside it (sharing its group commit) are
+answered and stored as alone, and the next PUT is served, for a small chunk and for a
+large one."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from .conftest import (
     signed,
 )
 
-#: a chunk over a bucket of a snapshot (tens of KiB)
+#: a chunk larger than a bucket of a snapshot (tens of KiB)
 BATCHED_CHUNK_BYTES = 256 * 1024
 
 #: a PUT's answer must come well within this (a hang fails the test, not the run)
@@ -92,7 +92,7 @@ def _failing_on(
     [lambda: StopIteration("a bug"), lambda: SystemExit(3)],
     ids=["StopIteration", "SystemExit"],
 )
-@pytest.mark.parametrize("size", [64, BATCHED_CHUNK_BYTES + 1], ids=["committer", "worker"])
+@pytest.mark.parametrize("size", [64, BATCHED_CHUNK_BYTES + 1], ids=["small", "large"])
 def test_a_write_raising_what_a_future_cannot_carry_is_a_500_and_the_others_are_served(
     team: Team,
     monkeypatch: pytest.MonkeyPatch,
