@@ -36,9 +36,11 @@ from .scrub import FTS_TABLES
 from .terms import stored_stems
 
 __all__ = [
+    "EVERY_BUCKET",
     "FREQUENT_DOCS",
     "REBUILD_STEPS",
     "Row",
+    "dirty_everywhere",
     "drift",
     "history_added",
     "history_removed",
@@ -171,6 +173,18 @@ def _dirty(
             if (new.project, new.id) != (old.project, old.id):
                 logged.append((new.project, new.id))
     conn.executemany("INSERT INTO push_dirty (project, id) VALUES (?, ?)", logged)
+
+
+EVERY_BUCKET = "*"
+"""The id ``push_dirty`` logs for a chain whose buckets must all be read again."""
+
+
+def dirty_everywhere(conn: sqlite3.Connection) -> None:
+    """``push_dirty``: every bucket of every chain this member pushed (its next push
+    reads them all)."""
+    conn.execute(
+        "INSERT INTO push_dirty (project, id) SELECT project, ? FROM own_chain", (EVERY_BUCKET,)
+    )
 
 
 def _forget_terms(conn: sqlite3.Connection) -> None:
@@ -312,9 +326,7 @@ def rebuild(
                 "GROUP BY project, editor"
             ),
         ),
-        lambda: conn.execute(
-            "INSERT INTO push_dirty (project, id) SELECT project, '*' FROM own_chain"
-        ),
+        lambda: dirty_everywhere(conn),
         lambda: refresh_terms(conn),
     ]
     for done, (name, step) in enumerate(zip(REBUILD_STEPS, steps, strict=True)):

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from ...crypto import SUITE
 from ...protocol.record import Record
 from ...protocol.snapshot import BUCKET_KEYS, bucket_key
+from ..store.derived import EVERY_BUCKET
 from ..store.rows import RECORD_COLUMNS, record_from_values
 
 __all__ = [
-    "EVERY_BUCKET",
     "Dirty",
     "clear_dirty",
     "compact_dirty",
@@ -39,9 +39,6 @@ __all__ = [
     "records_in_buckets",
 ]
 
-EVERY_BUCKET = "*"
-"""The id logged for a chain whose buckets must all be read again (schema version 7
-logs it for every chain pushed before the log existed)."""
 _COMPACT_ABOVE = 10_000  # log rows of one project kept before duplicates are dropped
 _OWN = "FROM memories WHERE project = ? AND editor = ? AND visibility = 'team'"
 _IN_ONE_QUERY = 4096  # bucket keys listed in one query; above, read every own row
