@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -78,10 +79,12 @@ def _failing_on(
     store = team.hub.storage
     real = store.put_chunk
 
-    def put_chunk(t: str, p: str, w: str, cid: str, data: bytes, now_ms: int) -> bool:
+    def put_chunk(
+        t: str, p: str, w: str, cid: str, data: bytes, now_ms: int, check: Any = None
+    ) -> bool:
         if data == bad:
             raise error()
-        return real(t, p, w, cid, data, now_ms)
+        return real(t, p, w, cid, data, now_ms, check)
 
     monkeypatch.setattr(store, "put_chunk", put_chunk)
 
