@@ -17,9 +17,9 @@ from sealmem.hub.http import routes
 from sealmem.hub.storage.blobs import BlobDir
 from sealmem.protocol.snapshot import chunk_id
 
-from .conftest import PROJECT, TEAM, HubWorld, now_ms, signed
+from .conftest import BOTH_PATHS, PROJECT, TEAM, HubWorld, now_ms, signed
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, BOTH_PATHS]
 
 
 def _hold_first(real: Any) -> tuple[Any, threading.Event, threading.Event]:
