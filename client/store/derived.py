@@ -337,12 +337,15 @@ def rebuild(
         progress(len(steps), len(steps), "done")
 
 
-_OWN_DRIFT = """
-SELECT count(*) FROM (
-    SELECT project, editor, count(*) AS rows, sum(deleted = 0) AS live FROM memories
-    WHERE visibility = 'team' GROUP BY project, editor
-    EXCEPT SELECT project, editor, rows, live FROM own_counts WHERE rows != 0
-)
+_OWN_SCAN = """
+SELECT project, editor, count(*), sum(deleted = 0) FROM memories WHERE visibility = 'team'
+GROUP BY project, editor
+"""
+_OWN_KEPT = "SELECT project, editor, rows, live FROM own_counts WHERE rows != 0 OR live != 0"
+#: the (project, editor) pairs counted otherwise than the table holds them, either way
+_OWN_DRIFT = f"""
+SELECT (SELECT count(*) FROM ({_OWN_SCAN} EXCEPT {_OWN_KEPT}))
+     + (SELECT count(*) FROM ({_OWN_KEPT} EXCEPT {_OWN_SCAN}))
 """
 
 

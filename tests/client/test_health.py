@@ -68,3 +68,24 @@ def test_reindex_mends_a_damaged_history_index(store: MemoryStore) -> None:
     conn.execute(check)  # sound again
     hits = conn.execute("SELECT count(*) FROM history_fts WHERE history_fts MATCH 'deploy'")
     assert hits.fetchone()[0] == 30
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "UPDATE own_counts SET live = live - 1",  # a pair counted wrong
+        "INSERT INTO own_counts (project, editor, rows, live) VALUES ('p', 'bob', 3, 3)",
+    ],
+    ids=["wrong", "phantom"],
+)
+def test_doctor_finds_team_counts_out_of_step_either_way(store: MemoryStore, planted: str) -> None:
+    """A pair the counts hold and the table does not (another tool deleted its rows)
+    answers for teammates that have none: as out of step as a pair counted wrong."""
+    store.remember("a team memory", project="p")
+    conn = store.connection
+    conn.execute(planted)
+    check = next(c for c in store.doctor() if c.name == "derived")
+    assert not check.ok
+    assert "sealmem reindex" in check.detail
+    store.reindex()
+    assert next(c for c in store.doctor() if c.name == "derived").ok
