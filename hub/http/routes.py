@@ -307,18 +307,15 @@ class Handlers:
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
 
         def still_allowed(generation: int | None) -> None:
-            # a roster committed since the checks (a revocation, a grant taken back) is
-            # honoured: this runs inside the row's transaction, which holds the team's
-            # write lock, so the write sees that roster or comes before it
+            # in the row's transaction: a roster committed since the checks is seen here
             now = self.teams.state_at(team, generation)
             if now is not state:
                 if now.roster is not None and now.roster.revocation(caller.kid) is not None:
                     raise revoked(team, caller.kid)
                 self._own_slot(now, caller, project, writer)
 
-        stored = self.storage.put_chunk(
-            team, project, writer, cid, ctx.body, self.clock(), check=still_allowed
-        )
+        put = self.storage.put_chunk
+        stored = put(team, project, writer, cid, ctx.body, self.clock(), check=still_allowed)
         return Json({"stored": stored}, 201 if stored else 200)
 
     def collect(self, ctx: Ctx) -> Response:
