@@ -123,7 +123,12 @@ class Teams:
 
     def state(self, team: str) -> TrustedState:
         """The team's trusted state; 404 ``unknown-team`` if it never registered."""
-        found = self._fresh(team, self._storage.generation(team))
+        return self.state_at(team, self._storage.generation(team))
+
+    def state_at(self, team: str, generation: int | None) -> TrustedState:
+        """The team's trusted state at ``generation`` (read by the caller, e.g. inside
+        its write transaction); 404 ``unknown-team`` if it never registered."""
+        found = self._fresh(team, generation)
         if found is None:
             raise Refusal(
                 404,

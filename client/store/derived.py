@@ -32,12 +32,15 @@ from itertools import chain
 from typing import Any
 
 from .rows import MEMORY_VALUE_COLUMNS, norm_hash
+from .scrub import FTS_TABLES
 from .terms import stored_stems
 
 __all__ = [
+    "EVERY_BUCKET",
     "FREQUENT_DOCS",
     "REBUILD_STEPS",
     "Row",
+    "dirty_everywhere",
     "drift",
     "history_added",
     "history_removed",
@@ -172,6 +175,18 @@ def _dirty(
     conn.executemany("INSERT INTO push_dirty (project, id) VALUES (?, ?)", logged)
 
 
+EVERY_BUCKET = "*"
+"""The id ``push_dirty`` logs for a chain whose buckets must all be read again."""
+
+
+def dirty_everywhere(conn: sqlite3.Connection) -> None:
+    """``push_dirty``: every bucket of every chain this member pushed (its next push
+    reads them all)."""
+    conn.execute(
+        "INSERT INTO push_dirty (project, id) SELECT project, ? FROM own_chain", (EVERY_BUCKET,)
+    )
+
+
 def _forget_terms(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM term_counts")
     conn.execute("UPDATE term_counts_at SET memories = 0")
@@ -294,8 +309,13 @@ def rebuild(
         lambda: _restem(conn),
         lambda: conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"),
         lambda: (
+            # built anew from the rows it holds first: a DELETE reads the index it
+            # deletes from, which may be the damage a rebuild is asked to mend
+            conn.execute("INSERT INTO history_fts (history_fts) VALUES ('rebuild')"),
             conn.execute("DELETE FROM history_fts"),
             conn.execute(f"INSERT INTO history_fts (rowid, content, keywords) {_HISTORY_TEXT}"),
+            # one segment each, without the tokens of the rows deleted above
+            *(conn.execute(f"INSERT INTO {t} ({t}) VALUES ('optimize')") for t in FTS_TABLES),
         ),
         lambda: (
             conn.execute("UPDATE store_counts SET memories = (SELECT count(*) FROM memories)"),
@@ -306,9 +326,7 @@ def rebuild(
                 "GROUP BY project, editor"
             ),
         ),
-        lambda: conn.execute(
-            "INSERT INTO push_dirty (project, id) SELECT project, '*' FROM own_chain"
-        ),
+        lambda: dirty_everywhere(conn),
         lambda: refresh_terms(conn),
     ]
     for done, (name, step) in enumerate(zip(REBUILD_STEPS, steps, strict=True)):
@@ -319,12 +337,15 @@ def rebuild(
         progress(len(steps), len(steps), "done")
 
 
-_OWN_DRIFT = """
-SELECT count(*) FROM (
-    SELECT project, editor, count(*) AS rows, sum(deleted = 0) AS live FROM memories
-    WHERE visibility = 'team' GROUP BY project, editor
-    EXCEPT SELECT project, editor, rows, live FROM own_counts WHERE rows != 0
-)
+_OWN_SCAN = """
+SELECT project, editor, count(*), sum(deleted = 0) FROM memories WHERE visibility = 'team'
+GROUP BY project, editor
+"""
+_OWN_KEPT = "SELECT project, editor, rows, live FROM own_counts WHERE rows != 0 OR live != 0"
+#: the (project, editor) pairs counted otherwise than the table holds them, either way
+_OWN_DRIFT = f"""
+SELECT (SELECT count(*) FROM ({_OWN_SCAN} EXCEPT {_OWN_KEPT}))
+     + (SELECT count(*) FROM ({_OWN_KEPT} EXCEPT {_OWN_SCAN}))
 """
 
 

@@ -1,9 +1,10 @@
 """What this member's next push carries, read so that a push costs what changed.
 
-Schema version 7 keeps, per memory, its bucket key (``memories.bucket_key``,
+The store keeps, per memory, its bucket key (``memories.bucket_key``,
 :func:`~sealmem.protocol.snapshot.bucket_key`) and logs in ``push_dirty`` the id
-of every team row whose published fields were written, by triggers, so that every
-write path (local writes, pulls, forget and purge, drops) logs without knowing it.
+of every team row of ours that was written: the store's one writer keeps the log
+(:mod:`sealmem.client.store.derived`), so that every write path (local writes,
+pulls, forget and purge, drops) logs without knowing it.
 
 A push then (:mod:`sealmem.client.sync.push`), in one transaction:
 fills the keys of rows written since the last push (:func:`fill_bucket_keys`),
@@ -24,10 +25,10 @@ from dataclasses import dataclass
 from ...crypto import SUITE
 from ...protocol.record import Record
 from ...protocol.snapshot import BUCKET_KEYS, bucket_key
+from ..store.derived import EVERY_BUCKET
 from ..store.rows import RECORD_COLUMNS, record_from_values
 
 __all__ = [
-    "EVERY_BUCKET",
     "Dirty",
     "clear_dirty",
     "compact_dirty",
@@ -38,9 +39,6 @@ __all__ = [
     "records_in_buckets",
 ]
 
-EVERY_BUCKET = "*"
-"""The id logged for a chain whose buckets must all be read again (schema version 7
-logs it for every chain pushed before the log existed)."""
 _COMPACT_ABOVE = 10_000  # log rows of one project kept before duplicates are dropped
 _OWN = "FROM memories WHERE project = ? AND editor = ? AND visibility = 'team'"
 _IN_ONE_QUERY = 4096  # bucket keys listed in one query; above, read every own row

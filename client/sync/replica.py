@@ -27,6 +27,7 @@ from ...protocol.record import Record
 from ...protocol.state import ChainHead, TrustedState, Witness
 from ...protocol.suite import Suite
 from ...protocol.verify import accept_keyring, accept_roster
+from ..store import derived
 from ..store.memory import Provenance
 from ..store.redacting import check_rules, mark_redacted, redact_version, rules_current
 from ..store.rows import RECORD_COLUMNS, load_row, next_hlc, record_from_row, record_from_values
@@ -229,7 +230,7 @@ def claim_pushes(conn: sqlite3.Connection, me: str) -> bool:
     if before == me:
         return False
     if before is not None:
-        conn.execute("INSERT INTO push_dirty (project, id) SELECT project, '*' FROM own_chain")
+        derived.dirty_everywhere(conn)
     conn.execute("INSERT OR REPLACE INTO push_editor (one, editor) VALUES (1, ?)", (me,))
     return True
 

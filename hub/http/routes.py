@@ -305,14 +305,17 @@ class Handlers:
                 422, hubapi.BAD_CHUNK_ID, f"the body does not hash to chunk id {cid[:16]}"
             )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
-        # a roster committed since the checks (a revocation, a grant taken back) is
-        # honoured: the rosters commit alone, so the write sees it or comes before it
-        now = self.teams.state(team)
-        if now is not state:
-            if now.roster is not None and now.roster.revocation(caller.kid) is not None:
-                raise revoked(team, caller.kid)
-            self._own_slot(now, caller, project, writer)
-        stored = self.storage.put_chunk(team, project, writer, cid, ctx.body, self.clock())
+
+        def still_allowed(generation: int | None) -> None:
+            # in the row's transaction: a roster committed since the checks is seen here
+            now = self.teams.state_at(team, generation)
+            if now is not state:
+                if now.roster is not None and now.roster.revocation(caller.kid) is not None:
+                    raise revoked(team, caller.kid)
+                self._own_slot(now, caller, project, writer)
+
+        put = self.storage.put_chunk
+        stored = put(team, project, writer, cid, ctx.body, self.clock(), check=still_allowed)
         return Json({"stored": stored}, 201 if stored else 200)
 
     def collect(self, ctx: Ctx) -> Response:

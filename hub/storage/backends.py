@@ -50,7 +50,10 @@ BlobsFactory = Callable[[str], BlobStore]
 
 def _scheme(url: str) -> str:
     """The URL's scheme, or "" for a plain path (a Windows drive letter is a path)."""
-    scheme = urlsplit(url).scheme
+    try:
+        scheme = urlsplit(url).scheme
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket; the URL is not repeated
+        raise InputError(f"a storage URL that is not a URL ({exc})") from None
     return "" if len(scheme) <= 1 else scheme.lower()
 
 
@@ -118,15 +121,19 @@ BLOBS: dict[str, BlobsFactory] = {"file": _file, "": _file, "s3": _s3}
 def shown_url(url: str) -> str:
     """``url`` as messages and logs may show it: without a password (in the user
     part or the query); a string that is not a URL but names one shows as nothing."""
-    parts = urlsplit(url)
-    if _scheme(url) == "" and "password" in url.lower():  # e.g. a libpq key=value string
-        return "(the configured database)"
-    if "password" in parts.query.lower():
-        parts = parts._replace(query="")
-    if parts.password is not None:
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-        parts = parts._replace(netloc=f"{parts.username}@{host}{port}")
+    hidden = "(the configured database)"
+    try:
+        if _scheme(url) == "" and "password" in url.lower():  # e.g. libpq's key=value
+            return hidden
+        parts = urlsplit(url)
+        if "password" in parts.query.lower():
+            parts = parts._replace(query="")
+        if parts.password is not None:
+            host = parts.hostname or ""
+            port = f":{parts.port}" if parts.port else ""
+            parts = parts._replace(netloc=f"{parts.username}@{host}{port}")
+    except ValueError:  # no URL (a bad port, an unclosed IPv6 bracket): show none of it
+        return hidden
     return urlunsplit(parts)
 
 

@@ -25,11 +25,15 @@ from collections.abc import Callable, Iterable, Sequence
 from .blobs import BlobEntry, BlobKey, BlobStore
 from .values import Quota, QuotaExceeded, ScrubReport
 
-__all__ = ["ANY_AGE_MS", "ChunkRules"]
+__all__ = ["ANY_AGE_MS", "Check", "ChunkRules"]
 
 log = logging.getLogger("sealmem.hub")
 
 _PAGE = 500
+Check = Callable[[int | None], None]
+"""Run inside a chunk row's transaction with the team's generation read there (None: the
+team has no row); it raises to refuse the row."""
+
 #: a bound no stored_at reaches: "whatever its age"
 ANY_AGE_MS = 2**62
 
@@ -55,9 +59,13 @@ class ChunkRules(abc.ABC):
         """The ids among ``ids`` the writer's slot holds no row for, sorted."""
 
     @abc.abstractmethod
-    def chunk_row_add(self, key: BlobKey, size: int, now_ms: int) -> bool:
+    def chunk_row_add(
+        self, key: BlobKey, size: int, now_ms: int, check: Check | None = None
+    ) -> bool:
         """Insert the row (True), or refresh its stored_at if there (False); the
-        writer's and the team's data quota checked in the same transaction."""
+        writer's and the team's data quota, and ``check`` (given the team's generation
+        as the transaction reads it; it raises to refuse), checked in the same
+        transaction."""
 
     @abc.abstractmethod
     def chunk_rows(self, after: BlobKey | None, limit: int) -> list[tuple[BlobKey, int]]:
@@ -95,17 +103,26 @@ class ChunkRules(abc.ABC):
     # -- chunks: the blob/row ordering, once for every backend ------------------------
 
     def put_chunk(
-        self, team: str, project: str, writer: str, chunk_id: str, data: bytes, now_ms: int
+        self,
+        team: str,
+        project: str,
+        writer: str,
+        chunk_id: str,
+        data: bytes,
+        now_ms: int,
+        check: Check | None = None,
     ) -> bool:
         """Store a chunk whose id the caller checked: blob durable first, then the row.
 
         Putting an id already held rewrites the blob (a damaged one is repaired) and
-        refreshes its age; False when the row was already there."""
+        refreshes its age; False when the row was already there.  ``check`` runs inside
+        the row's transaction, given the team's generation there (what it raises
+        refuses the row; the blob is left an orphan)."""
         key = BlobKey(team, project, writer, chunk_id)
         self._check_room(team, writer, len(data))
         self.blobs.put(key, data)
         try:
-            return self.chunk_row_add(key, len(data), now_ms)
+            return self.chunk_row_add(key, len(data), now_ms, check)
         except QuotaExceeded:
             if not self.chunk_rows_named([key]):
                 self.blobs.delete(key)

@@ -26,6 +26,7 @@ from . import (
     TeamWrite,
 )
 from .blobs import BlobKey
+from .chunks import Check
 from .dialect import Conn, Dialect
 from .writes import HEADS, PART, SqlTeamWrite, charge, missing_ids, stored_heads
 
@@ -223,8 +224,12 @@ class SqlStorage(Storage):
     def missing_chunks(self, team: str, project: str, writer: str, ids: Iterable[str]) -> list[str]:
         return missing_ids(self._read, (team, project, writer), ids)
 
-    def chunk_row_add(self, key: BlobKey, size: int, now_ms: int) -> bool:
+    def chunk_row_add(
+        self, key: BlobKey, size: int, now_ms: int, check: Check | None = None
+    ) -> bool:
         with self._tx(key.team, grouped=True) as conn:
+            if check is not None:
+                check(SqlTeamWrite(conn, key.team, self.quota, self.dialect).generation)
             again = conn.execute(
                 "UPDATE chunks SET stored_at = CASE WHEN stored_at < ? THEN ? ELSE stored_at "
                 f"END WHERE {_KEY}",

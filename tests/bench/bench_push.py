@@ -51,8 +51,8 @@ from bench_sync import PROJECT, Counting, Member, build_team, change_one
 from sealmem.client import MemoryStore
 from sealmem.client.identity import load_member_key
 from sealmem.client.store.connection import transaction
+from sealmem.client.store.derived import EVERY_BUCKET
 from sealmem.client.sync.engine import sync
-from sealmem.client.sync.outgoing import EVERY_BUCKET
 from sealmem.client.sync.session import Team
 from sealmem.crypto import SUITE
 from sealmem.protocol import canonical, snapshot

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sqlite3
 
+import pytest
+
 from sealmem.client import MemoryStore
 
 
@@ -49,3 +51,41 @@ def test_doctor_reports_a_broken_fts_index(store: MemoryStore) -> None:
     check = next(c for c in store.doctor() if c.name == "fts")
     assert not check.ok
     assert "rebuild" in check.detail
+
+
+def test_reindex_mends_a_damaged_history_index(store: MemoryStore) -> None:
+    """``reindex`` builds the history index anew, whatever its pages hold: deleting its
+    rows one by one reads the damaged index and leaves it damaged."""
+    for i in range(30):
+        store.remember(f"step {i} of the deploy pipeline", project="p")
+        store.remember(f"step {i} of the deploy pipeline", project="p", kind="decision")
+    conn = store.connection
+    check = "INSERT INTO history_fts (history_fts, rank) VALUES ('integrity-check', 1)"
+    conn.execute("UPDATE history_fts_data SET block = zeroblob(length(block)) WHERE id > 10")
+    with pytest.raises(sqlite3.DatabaseError):
+        conn.execute(check)
+    assert store.reindex() == {"memories": 30, "history": 30}
+    conn.execute(check)  # sound again
+    hits = conn.execute("SELECT count(*) FROM history_fts WHERE history_fts MATCH 'deploy'")
+    assert hits.fetchone()[0] == 30
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "UPDATE own_counts SET live = live - 1",  # a pair counted wrong
+        "INSERT INTO own_counts (project, editor, rows, live) VALUES ('p', 'bob', 3, 3)",
+    ],
+    ids=["wrong", "phantom"],
+)
+def test_doctor_finds_team_counts_out_of_step_either_way(store: MemoryStore, planted: str) -> None:
+    """A pair the counts hold and the table does not (another tool deleted its rows)
+    answers for teammates that have none: as out of step as a pair counted wrong."""
+    store.remember("a team memory", project="p")
+    conn = store.connection
+    conn.execute(planted)
+    check = next(c for c in store.doctor() if c.name == "derived")
+    assert not check.ok
+    assert "sealmem reindex" in check.detail
+    store.reindex()
+    assert next(c for c in store.doctor() if c.name == "derived").ok

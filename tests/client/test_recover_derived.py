@@ -36,7 +36,7 @@ def test_a_garbled_derived_column_neither_loses_the_memory_nor_survives(tmp_path
             assert stems == stored_stems(content, keywords)
             assert key is None  # the next push fills it from the id
         assert salvaged.recall("orders service")[0].memory.id == quoted
-        salvaged.forget(quoted, reason="wrong")  # the count triggers read the stems
+        salvaged.forget(quoted, reason="wrong")  # the term counts read the stems
         assert quoted not in {hit.memory.id for hit in salvaged.recall("orders service")}
 
 

@@ -194,3 +194,22 @@ def test_a_libpq_key_value_string_is_not_taken_for_a_directory(
         open_storage("host=127.0.0.1 dbname=hub password=hunter2-secret")
     assert "hunter2" not in str(caught.value)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "db",
+    [
+        "postgresql://hub:hunter2-secret@127.0.0.1:no-port/hub",
+        "postgresql://hub:hunter2-secret@[::1/hub",
+    ],
+)
+def test_hub_serve_refuses_a_url_python_cannot_split_without_a_traceback(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bad port or an unclosed IPv6 bracket: urllib raises ValueError on reading the
+    URL; the banner and the refusal still come as sentences, without the password."""
+    run = in_process(capsys, monkeypatch)
+    done = run("hub", "serve", "--db", db, "--blobs", f"file://{tmp_path / 'blobs'}")
+    assert done.code != 0
+    assert "Traceback" not in done.out + done.err
+    assert "hunter2" not in done.out + done.err

@@ -1,8 +1,8 @@
-"""The committer under faults, on the real app and real SQLite files: a write that raises
-what a future cannot carry (StopIteration) or what would stop the event loop
-(SystemExit) is answered with a JSON 500, the writes queued beside it in its batch are
-answered and stored as alone, and the next PUT is served; the same holds for a worker
-thread (a chunk too large for the batches)."""
+"""Writes under faults, on the real app and real SQLite files: a write that raises what a
+future cannot carry (StopIteration) or what would stop the event loop (SystemExit) is
+answered with a JSON 500, the writes arriving beside it (sharing its group commit) are
+answered and stored as alone, and the next PUT is served, for a small chunk and for a
+large one."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -31,7 +32,7 @@ from .conftest import (
     signed,
 )
 
-#: a chunk over a bucket of a snapshot (tens of KiB)
+#: a chunk larger than a bucket of a snapshot (tens of KiB)
 BATCHED_CHUNK_BYTES = 256 * 1024
 
 #: a PUT's answer must come well within this (a hang fails the test, not the run)
@@ -78,10 +79,12 @@ def _failing_on(
     store = team.hub.storage
     real = store.put_chunk
 
-    def put_chunk(t: str, p: str, w: str, cid: str, data: bytes, now_ms: int) -> bool:
+    def put_chunk(
+        t: str, p: str, w: str, cid: str, data: bytes, now_ms: int, check: Any = None
+    ) -> bool:
         if data == bad:
             raise error()
-        return real(t, p, w, cid, data, now_ms)
+        return real(t, p, w, cid, data, now_ms, check)
 
     monkeypatch.setattr(store, "put_chunk", put_chunk)
 
@@ -92,7 +95,7 @@ def _failing_on(
     [lambda: StopIteration("a bug"), lambda: SystemExit(3)],
     ids=["StopIteration", "SystemExit"],
 )
-@pytest.mark.parametrize("size", [64, BATCHED_CHUNK_BYTES + 1], ids=["committer", "worker"])
+@pytest.mark.parametrize("size", [64, BATCHED_CHUNK_BYTES + 1], ids=["small", "large"])
 def test_a_write_raising_what_a_future_cannot_carry_is_a_500_and_the_others_are_served(
     team: Team,
     monkeypatch: pytest.MonkeyPatch,

@@ -1,7 +1,7 @@
 """A chunk PUT whose checks passed just before its writer was revoked: the write, run
 after the revocation committed, is refused (403 ``revoked``) and stores nothing.  The
-revocation is published while the PUT waits for its write (between the two), over the
-same real hub."""
+revocation is published while the PUT waits for its write (after its checks, and after
+the blob was written, before the row's transaction), over the same real hub."""
 
 from __future__ import annotations
 
@@ -14,27 +14,37 @@ import pytest
 from sealmem.client.team import admin
 from sealmem.crypto import SUITE
 from sealmem.hub.http import routes
+from sealmem.hub.storage.blobs import BlobDir
 from sealmem.protocol.snapshot import chunk_id
 
-from .conftest import PROJECT, TEAM, HubWorld, now_ms, signed
+from .conftest import BOTH_PATHS, PROJECT, TEAM, HubWorld, now_ms, signed
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, BOTH_PATHS]
 
 
-def test_a_chunk_checked_before_a_revocation_is_not_stored_after_it(
-    world: HubWorld, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    adm, alice = world.nodes["admin"], world.nodes["alice"]
-    real = routes.check_quota
+def _hold_first(real: Any) -> tuple[Any, threading.Event, threading.Event]:
     reached, go = threading.Event(), threading.Event()
 
     def hold_first(*args: Any) -> None:
         real(*args)
-        if not reached.is_set():  # alice's chunk, its last check passed; then its write
+        if not reached.is_set():  # alice's chunk, past this step; then the rest of it
             reached.set()
             go.wait(30)
 
-    monkeypatch.setattr(routes, "check_quota", hold_first)
+    return hold_first, reached, go
+
+
+@pytest.mark.parametrize("at", ["checks", "blob"])
+def test_a_chunk_checked_before_a_revocation_is_not_stored_after_it(
+    world: HubWorld, monkeypatch: pytest.MonkeyPatch, at: str
+) -> None:
+    adm, alice = world.nodes["admin"], world.nodes["alice"]
+    if at == "checks":
+        hold_first, reached, go = _hold_first(routes.check_quota)
+        monkeypatch.setattr(routes, "check_quota", hold_first)
+    else:  # the blob is written after every check the handler makes before the row
+        hold_first, reached, go = _hold_first(BlobDir.put)
+        monkeypatch.setattr(BlobDir, "put", hold_first)
     data = b"a chunk from alice, checked before her revocation"
     path = f"/v1/teams/{TEAM}/projects/{PROJECT}/chunks/{alice.key.kid}/{chunk_id(SUITE, data)}"
     answers: list[httpx.Response] = []
