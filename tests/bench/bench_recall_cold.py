@@ -17,12 +17,13 @@ its own copy once before any child is timed, so its schema migrations are not ti
 ``--baseline-src DIR`` runs the same child with another source tree (a checkout of
 the repository, e.g. ``git archive main | tar -x -C DIR``) imported instead of this
 one, ``--runs`` times each, interleaved (baseline, this tree, baseline, ...), and
-prints both with the load average of each run.  The baseline then builds the store (a
-newer tree migrates an older store, never the other way), cached as
-``cold-<size>-<queries>-base.db``.  ``--profile FILE`` writes a cProfile of the timed
-calls of this tree's (last) child.  Beside the wall-clock figures each child reports
-the CPU time of its recall calls (``time.process_time``): on a shared machine it
-leaves out the time the process waited for a core.
+prints both with the load average of each run.  Each tree builds its own store from
+the same seeded texts and clock (a store of an older schema may not open in a newer
+tree), cached as ``cold-<size>-<queries>.db`` and ``cold-<size>-<queries>-base.db``.
+``--profile FILE`` writes a cProfile of the timed calls of this tree's (last) child.
+Beside the wall-clock figures each child reports the CPU time of its recall calls
+(``time.process_time``): on a shared machine it leaves out the time the process
+waited for a core.
 
 ``--single N`` also asks the first ``N`` queries one per fresh process each (a fresh
 copy of the store too), after each run, for every tree: the first recall of a
@@ -269,10 +270,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.baseline_src is not None:
             shim = _shim(args.baseline_src, tmp)
             base = Tree(f"baseline {args.baseline_src}", shim, tmp / "base" / "store.db")
-        # the older tree builds, so that both can open the store (migrations go forward)
-        built, texts, now_ms = _stored(args.store_cache, tmp, args.size, args.queries, base or here)
+        # each tree builds its own store from the same seeded texts and clock: a store of
+        # an older schema may not open in this tree (the v1 baseline refuses pre-release
+        # stores), so neither opens the other's
         trees = [tree for tree in (base, here) if tree is not None]
         for tree in trees:
+            built, texts, now_ms = _stored(args.store_cache, tmp, args.size, args.queries, tree)
             _prepare(tree, built)
         for run in range(args.runs):
             for tree in trees:
