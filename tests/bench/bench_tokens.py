@@ -11,8 +11,8 @@
    baseline of what the fix costs); best of 5 runs.
 2. ``MemoryStore.remember`` of such texts, ASCII and non-ASCII alternating in one
    store (so both meet the same store size), per call.
-3. The schema 13 step on a store of N memories all holding non-ASCII text (each row's
-   stems filled again, then the frequent terms counted again).
+3. ``reindex`` of a store of N memories all holding non-ASCII text (each row's stems
+   computed again, the indexes and the frequent terms counted again).
 
 Runs on the code before the fix too (its "SQLite tokenizer" rows are then its NFKD
 split), so the two can be compared in one window.  Prints the load average beside the
@@ -39,7 +39,7 @@ from vocab import WORDS  # noqa: E402 - tests/bench is on sys.path when run as a
 
 
 def _python_stems(content: str, keywords: str) -> str:
-    """The split of non-ASCII text before schema 13 (NFKD, marks dropped, lower-cased)."""
+    """The NFKD split once used for non-ASCII text (marks dropped, lower-cased)."""
     from sealmem.client.store.stemmer import stem
 
     decomposed = unicodedata.normalize("NFKD", f"{content} {keywords}")
@@ -77,7 +77,6 @@ def main() -> None:
     args = parser.parse_args()
 
     from sealmem.client import MemoryStore
-    from sealmem.client.store.connection import connect
     from sealmem.client.store.terms import stored_stems
 
     rng = random.Random(16)
@@ -108,20 +107,16 @@ def main() -> None:
         for kind, seconds in took.items():
             print(f"  {kind:10} {seconds / args.memories * 1e6:8.1f}")
 
-        path = Path(tmp) / "big.db"
-        with MemoryStore.open(path, author="ann") as big:
+        with MemoryStore.open(Path(tmp) / "big.db", author="ann") as big:
             source = MemoryStore.open(Path(tmp) / "src.db", author="bob")
             for i in range(args.store_rows):
                 source.remember(mixed[i % len(mixed)] + f" n{i}", project="app")
             big.import_(source.export())
             source.close()
-        conn = connect(path)  # as version 12 left it: the step runs again when opened
-        conn.execute("DELETE FROM schema_migrations WHERE version = 13")
-        conn.close()
-        start = time.perf_counter()
-        connect(path).close()
-        seconds = time.perf_counter() - start
-        print(f"schema 13 step, {args.store_rows} memories all non-ASCII: {seconds:.2f} s")
+            start = time.perf_counter()
+            big.reindex()
+            seconds = time.perf_counter() - start
+        print(f"reindex, {args.store_rows} memories all non-ASCII: {seconds:.2f} s")
     print(f"load average after {os.getloadavg()}")
 
 
