@@ -10,6 +10,7 @@ import typer
 
 from ...protocol.errors import InputError
 from . import output
+from .memory import JsonOpt
 
 if TYPE_CHECKING:
     from ..hosts import install
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 PrintOpt = Annotated[
     bool, typer.Option("--print", help="Show the changes as a diff; write nothing.")
 ]

@@ -59,6 +59,9 @@ ProjectOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+AllProjectsOpt = Annotated[
+    bool, typer.Option("--all-projects", help="Every project, not only one.")
+]
 _ID_HELP = "The memory id: the full id, or at least 8 hex digits that start or end it."
 
 
@@ -165,9 +168,7 @@ def recall(
     query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
     k: Annotated[int, typer.Option("--k", "-n", help="How many hits to return.", min=1)] = 5,
     project: ProjectOpt = None,
-    all_projects: Annotated[
-        bool, typer.Option("--all-projects", help="Search every project, not one.")
-    ] = False,
+    all_projects: AllProjectsOpt = False,
     include_history: Annotated[
         bool, typer.Option("--include-history", help="Also search older versions.")
     ] = False,
@@ -239,9 +240,7 @@ def show(
 def list_(
     limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many.", min=1)] = 20,
     project: ProjectOpt = None,
-    all_projects: Annotated[
-        bool, typer.Option("--all-projects", help="List every project, not one.")
-    ] = False,
+    all_projects: AllProjectsOpt = False,
     full: Annotated[
         bool, typer.Option("--full", help="Every line of the content, not only the first.")
     ] = False,
