@@ -262,7 +262,6 @@ def reject(
 
 
 def register(admin_app: typer.Typer) -> None:
-    """Add ``requests``, ``approve`` and ``reject`` to ``sealmem admin``."""
     admin_app.command()(requests)
     admin_app.command()(approve)
     admin_app.command()(reject)

@@ -143,7 +143,6 @@ def discard(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False)
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``captured`` (list, ``accept``, ``discard``) to ``app``."""
     captured_app.command()(accept)
     captured_app.command()(discard)
     app.add_typer(captured_app, name="captured")

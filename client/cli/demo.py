@@ -294,5 +294,4 @@ def demo(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``demo`` to ``app``."""
     app.command()(demo)

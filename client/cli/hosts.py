@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -28,27 +29,10 @@ def _list_hosts(as_json: bool) -> None:
 
     executable = configs.sealmem_executable()
     env = configs.server_env()
-    rows = []
-    for host in configs.HOSTS.values():
-        status = install.host_status(host, host.entry(executable, env))
-        rows.append(status)
+    rows = [install.host_status(h, h.entry(executable, env)) for h in configs.HOSTS.values()]
     if as_json:
-        output.emit_json(
-            {
-                "executable": str(executable),
-                "hosts": [
-                    {
-                        "host": s.host,
-                        "title": s.title,
-                        "detected": s.detected,
-                        "config": str(s.config),
-                        "state": s.state,
-                        "hooks": s.hooks,
-                    }
-                    for s in rows
-                ],
-            }
-        )
+        hosts = [{**asdict(s), "config": str(s.config)} for s in rows]
+        output.emit_json({"executable": str(executable), "hosts": hosts})
         return
     table = [
         [
@@ -357,7 +341,6 @@ def snippet_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the agent-host commands to ``app``."""
     app.command("install")(install_cmd)
     app.command("uninstall")(uninstall_cmd)
     app.command("hook")(hook_cmd)

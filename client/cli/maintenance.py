@@ -376,7 +376,6 @@ def reindex(as_json: JsonOpt = False) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add export, import, stats, doctor, reindex, status and recover to ``app``."""
     app.command()(export)
     app.command("import")(import_)
     app.command()(stats)

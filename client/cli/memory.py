@@ -294,7 +294,6 @@ def forget(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the local-memory commands to ``app``."""
     app.command()(remember)
     app.command()(recall)
     app.command()(show)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
@@ -40,11 +40,10 @@ from .views import (
 if TYPE_CHECKING:
     from .. import Memory, MemoryStore
 
-__all__ = ["DATA_NOT_INSTRUCTIONS", "KINDS", "MAX_RECENT", "MemoryTools"]
+__all__ = ["DATA_NOT_INSTRUCTIONS", "MAX_RECENT", "KindName", "MemoryTools"]
 
+#: The kinds an agent may write; the store takes any lower-case word (``KIND_RE``).
 KindName = Literal["note", "decision", "warning", "lesson", "fact", "preference", "trace"]
-KINDS: tuple[str, ...] = get_args(KindName)
-"""The kinds an agent may write; the store takes any lower-case word (``KIND_RE``)."""
 
 Kind = Annotated[
     KindName, BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v)
