@@ -7,7 +7,6 @@ the writer is the local member or the verified signer, never the claimed author.
 
 from __future__ import annotations
 
-import contextlib
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -198,17 +197,13 @@ def _team_status(home: Path, store: MemoryStore) -> tuple[dict[str, Any] | None,
     from ..sync.session import Team
 
     try:
-        key = load_member_key(home, create=False)
-        team = Team.open(home, store, key)
-    except SealmemError as exc:
-        return None, str(exc)
-    try:
-        return team.status(), None
-    except SealmemError as exc:
-        return None, str(exc)
-    finally:
-        with contextlib.suppress(Exception):
+        team = Team.open(home, store, load_member_key(home, create=False))
+        try:
+            return team.status(), None
+        finally:
             team.transport.close()
+    except SealmemError as exc:
+        return None, str(exc)
 
 
 def store_page(store: MemoryStore) -> dict[str, Any]:
