@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from ...protocol.errors import InputError
+from ..clock import now_ms
 from . import output
 from .memory import JsonOpt
 from .team import open_team
@@ -86,7 +88,6 @@ def _status(item: dict[str, Any]) -> str:
 
 def requests(as_json: JsonOpt = False) -> None:
     """List the join requests waiting, with fingerprints; 'admin approve' approves these."""
-    from ..clock import now_ms
     from ..team.approval import show_requests
 
     with open_team() as team:
@@ -135,7 +136,6 @@ def requests(as_json: JsonOpt = False) -> None:
 
 def _confirm_shown(plan: Any, *, yes: bool) -> None:
     """List what approving the shown requests does; ask (or refuse without a terminal)."""
-    from ...protocol.errors import InputError
 
     for view in plan.left:
         why = (
@@ -189,8 +189,6 @@ def approve(
     as_json: JsonOpt = False,
 ) -> None:
     """Approve join requests: new roster + keyrings. Compare fingerprints first."""
-    from ...protocol.errors import InputError
-    from ..clock import now_ms
     from ..team import approval as requests_of
     from ..team.inbox import load_shown
 
@@ -244,7 +242,6 @@ def reject(
     as_json: JsonOpt = False,
 ) -> None:
     """Remove join requests from the folder or hub without approving them."""
-    from ..clock import now_ms
     from ..team.approval import reject as reject_requests
 
     with open_team() as team:

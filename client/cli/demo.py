@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ...protocol.errors import SealmemError
+from ..clock import now_ms
 from ..store.ids import short_id
 from .memory import open_store
 from .output import say
@@ -182,7 +183,6 @@ def search_files(data_dir: Path, terms: Sequence[str]) -> dict[str, int]:
 
 
 def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
-    from ..clock import now_ms
     from ..identity import member_kid
     from ..team.approval import approve
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TextIO
 import typer
 
 from ...protocol.errors import InputError, StoreError
+from ..clock import now_ms
 from ..fsutil import atomic_write
 from ..store import health
 from ..store.memory import Check
@@ -272,7 +273,6 @@ _READABLE = ("open", "integrity", "journal", "schema", "writable")
 
 def _clock(path: Path, *, usable: bool) -> Check:
     """Find and mend versions dated far ahead; only in a sound, writable store."""
-    from ..clock import now_ms
     from ..sync.dropping import clock_check
 
     if not usable:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ...protocol.errors import InputError
+from ..clock import now_ms
 from . import output
 from .memory import JsonOpt, resolve_project
 
@@ -96,7 +98,6 @@ def create(
 ) -> None:
     """Create a team in a shared folder or on a hub: your key becomes its root admin key."""
     from .. import SHARED_PROJECT, MemoryStore
-    from ..clock import now_ms
     from ..identity import load_member_key
     from ..paths import ensure_home
     from ..team.admin import create_team
@@ -135,7 +136,6 @@ _DURATION_UNITS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000}
 
 def parse_duration(text: str) -> int:
     """``7d``, ``12h`` or ``90m`` in milliseconds; :class:`InputError` for anything else."""
-    from ...protocol.errors import InputError
 
     value = text.strip().lower()
     number, unit = value[:-1], value[-1:]
@@ -159,9 +159,7 @@ def invite(
     as_json: JsonOpt = False,
 ) -> None:
     """Print an invite (team id, root key fingerprint, location) to hand to a new member."""
-    from ...protocol.errors import InputError
     from ...protocol.invite import DAY_MS, MAX_INVITE_MS
-    from ..clock import now_ms
     from ..team import admin
     from ..team.invite import read_invite
 
@@ -218,8 +216,6 @@ def join(
 ) -> None:
     """Join a team: make (or import) your member key and post a join request."""
     from ...crypto import MemberKey
-    from ...protocol.errors import InputError
-    from ..clock import now_ms
     from ..identity import import_member_key, load_member_key
     from ..paths import ensure_home
     from ..team.invite import read_invite, root_fingerprint
@@ -272,7 +268,6 @@ def join(
 
 def status(as_json: JsonOpt = False) -> None:
     """Roster version, members, grants, your access, what stays local, last sync, alarms."""
-    from ..clock import now_ms
 
     with open_team() as team:
         team.refresh(team.trusted(), now_ms())
