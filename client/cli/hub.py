@@ -15,7 +15,7 @@ import typer
 from . import output
 from .memory import JsonOpt
 
-__all__ = ["register"]
+__all__ = ["hub_app"]
 
 hub_app = typer.Typer(
     rich_markup_mode=None, help="Run the blind relay hub (it stores ciphertext it cannot read)."
@@ -192,7 +192,3 @@ def scrub(
         f"checked {report.checked} chunk(s): {report.damaged} damaged, {report.missing} "
         "missing, dropped; their writers upload them again at their next sync"
     )
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(hub_app, name="hub")

@@ -22,7 +22,7 @@ from .memory import JsonOpt, resolve_project
 if TYPE_CHECKING:
     from ..sync.session import Team
 
-__all__ = ["open_team", "parse_duration", "passphrase_for", "register"]
+__all__ = ["open_team", "parse_duration", "passphrase_for", "team_app"]
 
 team_app = typer.Typer(
     rich_markup_mode=None, help="Create or join a team and see its members and your access."
@@ -72,6 +72,7 @@ def passphrase_for(what: str, *, confirm: bool = False) -> str:
     return str(typer.prompt(prompt, hide_input=True, confirmation_prompt=confirm))
 
 
+@team_app.command()
 def create(
     name: Annotated[str, typer.Argument(help="A name for the team (an id is derived from it).")],
     folder: Annotated[
@@ -147,6 +148,7 @@ def parse_duration(text: str) -> int:
     return int(number) * _DURATION_UNITS[unit]
 
 
+@team_app.command()
 def invite(
     expires: Annotated[
         str,
@@ -192,6 +194,7 @@ def invite(
     output.say(f"invite {made.invite_id}{who}, valid until {output.format_time(made.expires_at)}")
 
 
+@team_app.command()
 def join(
     invite_text: Annotated[str, typer.Argument(metavar="INVITE", help="The invite line.")],
     me: Annotated[
@@ -266,6 +269,7 @@ def join(
         output.say("key imported; run: sealmem sync")
 
 
+@team_app.command()
 def status(as_json: JsonOpt = False) -> None:
     """Roster version, members, grants, your access, what stays local, last sync, alarms."""
 
@@ -305,11 +309,3 @@ def status(as_json: JsonOpt = False) -> None:
         output.say(f"\nlast sync {when}: {last['summary']['summary']}")
     for alarm in doc["alarms"]:
         output.say(f"ALARM: {alarm}")
-
-
-def register(app: typer.Typer) -> None:
-    team_app.command()(create)
-    team_app.command()(invite)
-    team_app.command()(join)
-    team_app.command()(status)
-    app.add_typer(team_app, name="team")
