@@ -125,7 +125,8 @@ def import_(
             if source != "-":
                 stream = stack.enter_context(Path(source).open(encoding="utf-8"))
             store = stack.enter_context(open_store())
-            result = store.import_stream(stream, name=source, progress=_import_progress(stack))
+            progress = _stderr_progress(stack, "importing", "versions", minimum=PROGRESS_THRESHOLD)
+            result = store.import_stream(stream, name=source, progress=progress)
     except OSError as exc:
         raise InputError(f"cannot read {source}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
@@ -141,11 +142,6 @@ def import_(
             f"imported {source}: {result.added} added, {result.updated} updated, "
             f"{result.unchanged} unchanged, {result.skipped} skipped"
         )
-
-
-def _import_progress(stack: ExitStack) -> Callable[[int, int], None] | None:
-    """Progress of an import of at least :data:`PROGRESS_THRESHOLD` versions."""
-    return _stderr_progress(stack, "importing", "versions", minimum=PROGRESS_THRESHOLD)
 
 
 def _stderr_progress(

@@ -9,8 +9,6 @@ it.  ``--project`` defaults to the project of the current directory.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -25,20 +23,15 @@ if TYPE_CHECKING:  # imported lazily at run time: keeps `sealmem --help` light
     from .. import MemoryStore
 
 
-@contextmanager
-def open_store(*, readonly: bool = False) -> Iterator[MemoryStore]:
-    """Open the store under the current ``SEALMEM_HOME`` for one command.
+def open_store(*, readonly: bool = False) -> MemoryStore:
+    """The store under the current ``SEALMEM_HOME``, for one command (``with``: closed after).
 
     Commands that only read pass ``readonly``: no migration, no write, so a store on
     a read-only file or directory can still be read.
     """
     from .. import MemoryStore
 
-    store = MemoryStore.open(readonly=readonly)
-    try:
-        yield store
-    finally:
-        store.close()
+    return MemoryStore.open(readonly=readonly)
 
 
 def resolve_project(project: str | None) -> str:
