@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...protocol.errors import NotFoundError, SealmemError
+from ...protocol.errors import SealmemError
 from ..recall.names import member_names
 from ..store.ids import short_id
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
@@ -37,20 +37,16 @@ __all__ = [
 TIMELINE_LIMIT = 500
 
 
+def _utc(ms: int | None, form: str) -> str:
+    return "-" if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(form)
+
+
 def day(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d")
+    return _utc(ms, "%Y-%m-%d")
 
 
 def when(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _week(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%G-W%V")
+    return _utc(ms, "%Y-%m-%d %H:%M UTC")
 
 
 @dataclass(frozen=True)
@@ -105,7 +101,7 @@ def memory_page(store: MemoryStore, given: str) -> dict[str, Any]:
     for old_id in memory.record.supersedes:
         try:
             old = store.get(old_id)
-        except (NotFoundError, SealmemError):
+        except SealmemError:
             replaced.append({"id": old_id, "short": short_id(old_id), "memory": None})
             continue
         replaced.append({"id": old.id, "short": short_id(old.id), "memory": old})
@@ -147,7 +143,7 @@ def timeline_page(store: MemoryStore, project: str | None, kind: str | None) -> 
     weeks: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for card in cards:
         days[day(card.memory.record.created_at)].append(card)
-        weeks[_week(card.memory.record.created_at)][card.by.writer_name] += 1
+        weeks[_utc(card.memory.record.created_at, "%G-W%V")][card.by.writer_name] += 1
     columns = sorted(weeks.items())[-26:]
     projects = [r[0] for r in store.connection.execute("SELECT DISTINCT project FROM memories")]
     kinds = [r[0] for r in store.connection.execute("SELECT DISTINCT kind FROM memories")]
