@@ -15,6 +15,7 @@ import typer
 
 from ...protocol.errors import InputError
 from ..clock import now_ms
+from ..sync.clockhealth import span
 from . import output
 from .memory import JsonOpt
 from .team import open_team
@@ -64,15 +65,6 @@ def history_gaps(team: Any, projects: list[str] | None, *, read: bool, from_now:
     ]
 
 
-def _age(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    minutes = ms // 60_000
-    if minutes < 60:
-        return f"{minutes}m"
-    return f"{minutes // 60}h" if minutes < 48 * 60 else f"{minutes // (24 * 60)}d"
-
-
 def _status(item: dict[str, Any]) -> str:
     if "refused" in item:
         return "refused: " + str(item["refused"])
@@ -109,7 +101,7 @@ def requests(as_json: JsonOpt = False) -> None:
             i["kid"],
             i["fingerprint"] or "-",
             i["invite_id"] or "-",
-            _age(i["age_ms"]),
+            "-" if i["age_ms"] is None else span(i["age_ms"]),
             _status(i),
         ]
         for i in items
