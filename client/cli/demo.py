@@ -168,9 +168,11 @@ def _from(hits: Sequence[Hit], memory_id: str) -> Hit:
     raise DemoError(f"recall did not return memory {memory_id}")
 
 
-def _check_arrival(hit: Hit, author: Actor, author_kid: str) -> None:
+def _check_arrival(hit: Hit, author: Actor) -> None:
+    from ..identity import member_kid
+
     prov = hit.memory.provenance
-    if hit.memory.record.author != author_kid or prov.signer_name != author.name:
+    if hit.memory.record.author != member_kid(author.home) or prov.signer_name != author.name:
         raise DemoError(f"the memory is not attributed to {author.name}: {prov}")
     if not prov.verified or prov.transport != "hub":
         raise DemoError(f"the memory did not arrive verified through the hub: {prov}")
@@ -183,7 +185,6 @@ def search_files(data_dir: Path, terms: Sequence[str]) -> dict[str, int]:
 
 
 def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
-    from ..identity import member_kid
     from ..team.approval import approve
 
     admin, alice, bob = (Actor(n, root / n) for n in ("admin", "alice", "bob"))
@@ -215,9 +216,7 @@ def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
 
     say(f'\n5. bob syncs, then his agent asks "{QUESTION}?"')
     _sync(bob)
-    with alice.active():
-        alice_kid = member_kid(alice.home)
-    _check_arrival(_from(_recall(bob, QUESTION), decision_id), alice, alice_kid)
+    _check_arrival(_from(_recall(bob, QUESTION), decision_id), alice)
     say("   -> bob recalled alice's memory: author alice, signature verified, via hub.")
 
     say("\n6. bob knows better: the orders moved. He records a correction that")
@@ -227,8 +226,7 @@ def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
     _sync(alice)
     say("   alice asks the same question:")
     hits = _recall(alice, QUESTION)
-    with bob.active():
-        _check_arrival(_from(hits, correction_id), bob, member_kid(bob.home))
+    _check_arrival(_from(hits, correction_id), bob)
     ranked = [h.memory.record.id for h in hits]
     if ranked.index(correction_id) > ranked.index(decision_id):
         raise DemoError("alice's superseded decision still ranks above bob's correction")

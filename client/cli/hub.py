@@ -7,6 +7,7 @@ embedded default), or ``--db URL`` and ``--blobs URL`` (also from
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Annotated
 
@@ -178,11 +179,8 @@ def scrub(
     def verify(key: BlobKey, blob: bytes) -> bool:
         return chunk_id(SUITE, blob) == key.chunk_id
 
-    storage = open_storage(config.metadata_url, config.blobs_url, config.quota)
-    try:
+    with closing(open_storage(config.metadata_url, config.blobs_url, config.quota)) as storage:
         report = storage.scrub(verify)
-    finally:
-        storage.close()
     if as_json:
         output.emit_json(
             {"checked": report.checked, "damaged": report.damaged, "missing": report.missing}
