@@ -11,7 +11,7 @@ import typer
 
 from ...protocol.errors import InputError
 from . import output
-from .memory import JsonOpt
+from .memory import JsonOpt, open_store
 
 if TYPE_CHECKING:
     from ..hosts import install
@@ -225,11 +225,10 @@ def scan_cmd(
     """Propose memories from Claude Code transcripts (redacted); --store keeps them."""
     from ..hosts import capture
     from ..project import current_project
-    from ..recall.api import MemoryStore
 
     found = []
     paths = _scan_paths(transcripts)
-    with MemoryStore.open() as store:
+    with open_store() as store:
         for path in paths:
             turns = _read_transcript(path)
             where = project or current_project(

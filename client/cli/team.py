@@ -17,7 +17,7 @@ import typer
 from ...protocol.errors import InputError
 from ..clock import now_ms
 from . import output
-from .memory import JsonOpt, resolve_project
+from .memory import JsonOpt, open_store, resolve_project
 
 if TYPE_CHECKING:
     from ..sync.session import Team
@@ -32,22 +32,18 @@ team_app = typer.Typer(
 @contextmanager
 def open_team() -> Iterator[Team]:
     """The team of the current ``SEALMEM_HOME``, with its store open, for one command."""
-    from .. import MemoryStore
     from ..identity import load_member_key
     from ..paths import ensure_home
     from ..sync.session import Team
 
     home = ensure_home()
     key = load_member_key(home)
-    store = MemoryStore.open()
-    try:
+    with open_store() as store:
         team = Team.open(home, store, key)
         try:
             yield team
         finally:
             team.transport.close()
-    finally:
-        store.close()
 
 
 def _login_name() -> str:
@@ -98,7 +94,7 @@ def create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a team in a shared folder or on a hub: your key becomes its root admin key."""
-    from .. import SHARED_PROJECT, MemoryStore
+    from .. import SHARED_PROJECT
     from ..identity import load_member_key
     from ..paths import ensure_home
     from ..team.admin import create_team
@@ -106,7 +102,7 @@ def create(
     home = ensure_home()
     key = load_member_key(home)
     projects = [*(project or [resolve_project(None)]), SHARED_PROJECT]
-    with MemoryStore.open() as store:
+    with open_store() as store:
         team = create_team(
             home, store, key, name=name, folder=None if folder is None else str(folder),
             hub=hub, operator_token=operator_token, projects=projects,
