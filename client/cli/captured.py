@@ -111,13 +111,11 @@ def _chosen(store: MemoryStore, ids: list[str] | None, every: bool, verb: str) -
 @captured_app.command()
 def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) -> None:
     """Share captured memories with the team: the next sync sends them."""
-    done: list[dict[str, Any]] = []
     from ..hosts import review
 
     with open_store() as store:
         chosen = _chosen(store, ids, every, "accept")
-        for shared, already in review.accept(store, chosen):
-            done.append({**_row(shared), "already_shared": already})
+        done = [{**_row(m), "already_shared": was} for m, was in review.accept(store, chosen)]
     if as_json:
         output.emit_json({"accepted": done})
         return
@@ -130,7 +128,6 @@ def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) 
 @captured_app.command()
 def discard(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) -> None:
     """Forget captured memories that were never shared (reason "discarded capture")."""
-    done: list[dict[str, Any]] = []
     from ..hosts import review
 
     with open_store() as store:

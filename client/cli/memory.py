@@ -182,9 +182,7 @@ def recall(
         )
         names, me = member_names(store.connection), store.author
     if as_json:
-        docs = [h.to_dict() for h in hits]
-        for hit, doc in zip(hits, docs, strict=True):
-            doc.update(hit.memory.authorship(names, me).to_dict())
+        docs = [{**h.to_dict(), **h.memory.authorship(names, me).to_dict()} for h in hits]
         output.emit_json({"query": query, "hits": docs})
         return
     if not hits:
@@ -218,8 +216,7 @@ def show(
         older = store.history(memory.id) if history else []
         names, me = member_names(store.connection), store.author
     if as_json:
-        doc = memory.to_dict()
-        doc.update(memory.authorship(names, me).to_dict())
+        doc = {**memory.to_dict(), **memory.authorship(names, me).to_dict()}
         if history:
             doc = {"memory": doc, "history": [m.to_dict() for m in older]}
         output.emit_json(doc)
