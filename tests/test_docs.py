@@ -11,7 +11,7 @@ import anyio
 import pytest
 import typer.main
 
-from sealmem.client.cli import app
+from sealmem.client.cli.root import app
 from sealmem.client.mcp.server import create_server
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from ...protocol.errors import InputError
+from ..clock import now_ms
 from . import approval, output
 from .approval import FromNowOpt, ProjectsOpt, ReadOpt, WriteOpt, history_gaps, roster_doc
 from .memory import JsonOpt
@@ -24,7 +26,6 @@ admin_app = typer.Typer(rich_markup_mode=None, help="Team administration: member
 
 def _reads(team: Any, who: str, project: str) -> bool:
     """Whether ``who`` may already read ``project`` in the roster this store trusts."""
-    from ...protocol.errors import InputError
     from ..sync.session import find_member
 
     roster = team.trusted().roster
@@ -49,7 +50,6 @@ def issue(
 ) -> None:
     """Generate a member's key for them: a passphrase-sealed bundle for 'team join'."""
     from ...crypto.keyfile import write_private_file
-    from ..clock import now_ms
     from ..team import admin
 
     secret = passphrase_for(f"{name}'s key bundle", confirm=True)
@@ -83,7 +83,6 @@ def grant(
     as_json: JsonOpt = False,
 ) -> None:
     """Set a member's read/write access to a project."""
-    from ..clock import now_ms
     from ..team import admin
 
     with open_team() as team:
@@ -120,7 +119,6 @@ def revoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a member and rotate the key of every project it could read."""
-    from ..clock import now_ms
     from ..sync.engine import sync
     from ..sync.session import find_member
     from ..team import admin
@@ -143,7 +141,6 @@ def revoke(
 
 def _confirm_drop(team: Any, target: Any, *, yes: bool) -> None:
     """Say what --drop-data changes in this store; ask (or refuse without a terminal)."""
-    from ...protocol.errors import InputError
     from ..sync.dropping import preview_writer
 
     preview = preview_writer(team.conn, target.kid)
@@ -171,7 +168,6 @@ def rotate(
     as_json: JsonOpt = False,
 ) -> None:
     """Give a project a new content key (a new epoch) for everything written from now on."""
-    from ..clock import now_ms
     from ..team import admin
 
     with open_team() as team:
@@ -188,7 +184,6 @@ def reset_writer(
     as_json: JsonOpt = False,
 ) -> None:
     """Let a member who lost its store start new snapshot chains."""
-    from ..clock import now_ms
     from ..team import admin
 
     with open_team() as team:

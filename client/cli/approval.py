@@ -13,6 +13,9 @@ from typing import Annotated, Any
 
 import typer
 
+from ...protocol.errors import InputError
+from ..clock import now_ms
+from ..sync.clockhealth import span
 from . import output
 from .memory import JsonOpt
 from .team import open_team
@@ -62,15 +65,6 @@ def history_gaps(team: Any, projects: list[str] | None, *, read: bool, from_now:
     ]
 
 
-def _age(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    minutes = ms // 60_000
-    if minutes < 60:
-        return f"{minutes}m"
-    return f"{minutes // 60}h" if minutes < 48 * 60 else f"{minutes // (24 * 60)}d"
-
-
 def _status(item: dict[str, Any]) -> str:
     if "refused" in item:
         return "refused: " + str(item["refused"])
@@ -86,7 +80,6 @@ def _status(item: dict[str, Any]) -> str:
 
 def requests(as_json: JsonOpt = False) -> None:
     """List the join requests waiting, with fingerprints; 'admin approve' approves these."""
-    from ..clock import now_ms
     from ..team.approval import show_requests
 
     with open_team() as team:
@@ -108,7 +101,7 @@ def requests(as_json: JsonOpt = False) -> None:
             i["kid"],
             i["fingerprint"] or "-",
             i["invite_id"] or "-",
-            _age(i["age_ms"]),
+            "-" if i["age_ms"] is None else span(i["age_ms"]),
             _status(i),
         ]
         for i in items
@@ -135,7 +128,6 @@ def requests(as_json: JsonOpt = False) -> None:
 
 def _confirm_shown(plan: Any, *, yes: bool) -> None:
     """List what approving the shown requests does; ask (or refuse without a terminal)."""
-    from ...protocol.errors import InputError
 
     for view in plan.left:
         why = (
@@ -189,8 +181,6 @@ def approve(
     as_json: JsonOpt = False,
 ) -> None:
     """Approve join requests: new roster + keyrings. Compare fingerprints first."""
-    from ...protocol.errors import InputError
-    from ..clock import now_ms
     from ..team import approval as requests_of
     from ..team.inbox import load_shown
 
@@ -244,7 +234,6 @@ def reject(
     as_json: JsonOpt = False,
 ) -> None:
     """Remove join requests from the folder or hub without approving them."""
-    from ..clock import now_ms
     from ..team.approval import reject as reject_requests
 
     with open_team() as team:
@@ -262,7 +251,6 @@ def reject(
 
 
 def register(admin_app: typer.Typer) -> None:
-    """Add ``requests``, ``approve`` and ``reject`` to ``sealmem admin``."""
     admin_app.command()(requests)
     admin_app.command()(approve)
     admin_app.command()(reject)

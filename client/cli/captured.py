@@ -21,7 +21,7 @@ from .memory import JsonOpt, open_store
 if TYPE_CHECKING:
     from .. import Memory, MemoryStore
 
-__all__ = ["register"]
+__all__ = ["captured_app"]
 
 
 captured_app = typer.Typer(
@@ -108,15 +108,14 @@ def _chosen(store: MemoryStore, ids: list[str] | None, every: bool, verb: str) -
     return _waiting(store) if every else choose(store, ids or [], verb)
 
 
+@captured_app.command()
 def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) -> None:
     """Share captured memories with the team: the next sync sends them."""
-    done: list[dict[str, Any]] = []
     from ..hosts import review
 
     with open_store() as store:
         chosen = _chosen(store, ids, every, "accept")
-        for shared, already in review.accept(store, chosen):
-            done.append({**_row(shared), "already_shared": already})
+        done = [{**_row(m), "already_shared": was} for m, was in review.accept(store, chosen)]
     if as_json:
         output.emit_json({"accepted": done})
         return
@@ -126,9 +125,9 @@ def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) 
     output.say(f"{len(done)} accepted; 'sealmem sync' sends them")
 
 
+@captured_app.command()
 def discard(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) -> None:
     """Forget captured memories that were never shared (reason "discarded capture")."""
-    done: list[dict[str, Any]] = []
     from ..hosts import review
 
     with open_store() as store:
@@ -140,10 +139,3 @@ def discard(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False)
     for row in done:
         output.say(f"{short_id(row['id'])}  discarded: {row['first_line']}")
     output.say(f"{len(done)} discarded")
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``captured`` (list, ``accept``, ``discard``) to ``app``."""
-    captured_app.command()(accept)
-    captured_app.command()(discard)
-    app.add_typer(captured_app, name="captured")

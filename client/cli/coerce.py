@@ -9,28 +9,24 @@ here, with pydantic's wording for a bad value, so pydantic is never imported.
 A parameter of any other type keeps typer's converter.
 
 This uses typer's ``RuntimeParam`` seam (``typer._coercion``; the project pins
-typer to 0.29.x).  Should that seam move, :func:`install` leaves every parameter
-to typer, which converts the same values, only more slowly:
-``tests/cli/test_startup.py`` then fails on pydantic being imported.
+typer to 0.29.x, and ``tests/cli/test_coerce.py`` checks that every parameter of
+the CLI gets this converter).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from typer._click.exceptions import BadParameter
+from typer._coercion import RuntimeParam
+from typer._param_types import coerce_cli_path
 
 __all__ = ["install"]
 
 _TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
 _FALSE = frozenset({"0", "false", "f", "no", "n", "off"})
-
-try:
-    from typer._click.exceptions import BadParameter
-    from typer._coercion import RuntimeParam
-    from typer._param_types import coerce_cli_path
-except ImportError:  # pragma: no cover - another typer: keep its converters
-    RuntimeParam = None  # type: ignore[assignment,misc]
 
 
 def _bounded(value: float, info: Any) -> None:
@@ -124,41 +120,35 @@ def _leaf_of(annotation: Any) -> Any:
     return None
 
 
-if RuntimeParam is not None:
+@dataclass(frozen=True)
+class _Plain(RuntimeParam):
+    leaf: Any
 
-    @dataclass(frozen=True)
-    class _Plain(RuntimeParam):
-        leaf: Any
-
-        def _convert(self, value: Any, param: Any, ctx: Any) -> Any:
-            if self.leaf is Path:
-                # typer's own path checks (exists, dir_okay, ...), with str as the type:
-                # the one step of them that goes through pydantic is str -> Path.
-                try:
-                    checked = coerce_cli_path(
-                        value, self.parameter_info, path_type=str, param=param, ctx=ctx
-                    )
-                except ValueError as exc:  # a NUL byte: os.stat refuses it
-                    raise BadParameter(f"Value error, {exc}", ctx=ctx, param=param) from None
-                if isinstance(checked, bytes):  # not with path_type=str; kept for the type
-                    checked = checked.decode()
-                return checked if isinstance(checked, Path) else Path(checked)
+    def _convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if self.leaf is Path:
+            # typer's own path checks (exists, dir_okay, ...), with str as the type:
+            # the one step of them that goes through pydantic is str -> Path.
             try:
-                return _LEAVES[self.leaf](value, self.parameter_info)
-            except ValueError as exc:
-                raise BadParameter(str(exc), ctx=ctx, param=param) from None
+                checked = coerce_cli_path(
+                    value, self.parameter_info, path_type=str, param=param, ctx=ctx
+                )
+            except ValueError as exc:  # a NUL byte: os.stat refuses it
+                raise BadParameter(f"Value error, {exc}", ctx=ctx, param=param) from None
+            return Path(cast(str, checked))  # a str: path_type=str
+        try:
+            return _LEAVES[self.leaf](value, self.parameter_info)
+        except ValueError as exc:
+            raise BadParameter(str(exc), ctx=ctx, param=param) from None
 
-        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            if self.leaf is not self.annotation:  # list[T]
-                items = value if isinstance(value, (list, tuple)) else [value]
-                return [self._convert(item, param, ctx) for item in items]
-            return self._convert(value, param, ctx)
+    def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+        if self.leaf is not self.annotation:  # list[T]
+            items = value if isinstance(value, (list, tuple)) else [value]
+            return [self._convert(item, param, ctx) for item in items]
+        return self._convert(value, param, ctx)
 
 
 def install(param: Any) -> None:
     """Give ``param`` this module's converter when its type is one of the simple ones."""
-    if RuntimeParam is None:
-        return
     descriptor = getattr(param, "type_descriptor", None)
     if descriptor is None or not hasattr(param, "_runtime_param"):
         return

@@ -29,8 +29,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ...protocol.errors import SealmemError
+from ..clock import now_ms
 from ..store.ids import short_id
-from . import output
+from .memory import open_store
+from .output import say
+from .team import open_team
 
 if TYPE_CHECKING:
     from .. import Hit
@@ -50,10 +53,6 @@ SECRET_WORDS = ("PostgreSQL", "Frankfurt", "cluster", "retired")
 
 class DemoError(SealmemError):
     """The team did not behave the way the demo narrates: a bug to report."""
-
-
-def _say(text: str = "") -> None:
-    output.say(text)
 
 
 @dataclass(frozen=True)
@@ -79,22 +78,8 @@ class Actor:
     @contextmanager
     def team(self) -> Iterator[Team]:
         """This member's team, with its store open (like one CLI command)."""
-        from .. import MemoryStore
-        from ..identity import load_member_key
-        from ..paths import local_author, store_path
-        from ..sync.session import Team
-
-        with self.active():
-            key = load_member_key(self.home)
-            store = MemoryStore.open(store_path(self.home), author=local_author(self.home))
-            try:
-                team = Team.open(self.home, store, key)
-                try:
-                    yield team
-                finally:
-                    team.transport.close()
-            finally:
-                store.close()
+        with self.active(), open_team() as team:
+            yield team
 
 
 # -- team setup over the hub ----------------------------------------------------------
@@ -102,14 +87,13 @@ class Actor:
 
 def create_team(admin: Actor, hub_url: str, operator_token: str, now: int) -> str:
     """Register a new team on the hub (what 'sealmem team create --hub' does); its invite."""
-    from .. import SHARED_PROJECT, MemoryStore
+    from .. import SHARED_PROJECT
     from ..identity import load_member_key
-    from ..paths import local_author, store_path
     from ..team import admin as admin_ops
 
     with admin.active():
         key = load_member_key(admin.home)
-        with MemoryStore.open(store_path(admin.home), author=local_author(admin.home)) as store:
+        with open_store() as store:
             team = admin_ops.create_team(
                 admin.home, store, key, name="demo", hub=hub_url, operator_token=operator_token,
                 projects=[PROJECT, SHARED_PROJECT], admin_name=admin.name, now=now,
@@ -141,7 +125,7 @@ def _sync(actor: Actor) -> None:
 
     with actor.team() as team:
         summary = sync(team)
-    _say(f"   {actor.name}$ sealmem sync  ->  {summary.line()}")
+    say(f"   {actor.name}$ sealmem sync  ->  {summary.line()}")
     if summary.refused:
         raise DemoError(f"{actor.name}'s sync refused objects: {summary.refused}")
 
@@ -151,8 +135,8 @@ def _recall(actor: Actor, query: str) -> list[Hit]:
         hits = team.store.recall(query, k=3, project=PROJECT)
     for rank, hit in enumerate(hits, start=1):
         flag = "  [superseded]" if hit.superseded_by else ""
-        _say(f"   {rank}. {hit.memory.record.kind}{flag}: {hit.memory.record.content}")
-        _say(f"      {_provenance(hit)}")
+        say(f"   {rank}. {hit.memory.record.kind}{flag}: {hit.memory.record.content}")
+        say(f"      {_provenance(hit)}")
     return hits
 
 
@@ -173,7 +157,7 @@ def _remember(actor: Actor, content: str, keywords: Sequence[str], supersedes: s
         )  # fmt: skip
     memory_id = result.memory.record.id
     replaces = f" (supersedes {short_id(supersedes)})" if supersedes else ""
-    _say(f"   {actor.name}: decision {short_id(memory_id)}{replaces}  {content}")
+    say(f"   {actor.name}: decision {short_id(memory_id)}{replaces}  {content}")
     return memory_id
 
 
@@ -184,9 +168,11 @@ def _from(hits: Sequence[Hit], memory_id: str) -> Hit:
     raise DemoError(f"recall did not return memory {memory_id}")
 
 
-def _check_arrival(hit: Hit, author: Actor, author_kid: str) -> None:
+def _check_arrival(hit: Hit, author: Actor) -> None:
+    from ..identity import member_kid
+
     prov = hit.memory.provenance
-    if hit.memory.record.author != author_kid or prov.signer_name != author.name:
+    if hit.memory.record.author != member_kid(author.home) or prov.signer_name != author.name:
         raise DemoError(f"the memory is not attributed to {author.name}: {prov}")
     if not prov.verified or prov.transport != "hub":
         raise DemoError(f"the memory did not arrive verified through the hub: {prov}")
@@ -199,61 +185,56 @@ def search_files(data_dir: Path, terms: Sequence[str]) -> dict[str, int]:
 
 
 def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
-    from ..clock import now_ms
-    from ..identity import member_kid
     from ..team.approval import approve
 
     admin, alice, bob = (Actor(n, root / n) for n in ("admin", "alice", "bob"))
-    _say(f"1. A hub runs on {hub_url}; its data directory is {hub_data}.")
-    _say("   Members sign every request with their own key; the hub keeps no shared secret.")
+    say(f"1. A hub runs on {hub_url}; its data directory is {hub_data}.")
+    say("   Members sign every request with their own key; the hub keeps no shared secret.")
 
-    _say("\n2. admin creates a team on the hub; alice and bob join with its invite:")
+    say("\n2. admin creates a team on the hub; alice and bob join with its invite:")
     invite = create_team(admin, hub_url, token, now_ms())
     with admin.team() as team:
-        _say(f"   team {team.config.team}, root key fingerprint {team.config.root_fingerprint}")
+        say(f"   team {team.config.team}, root key fingerprint {team.config.root_fingerprint}")
     for member in (alice, bob):
         fingerprint = join_team(member, invite, now_ms())
-        _say(f"   {member.name} posts a join request; fingerprint {fingerprint}")
+        say(f"   {member.name} posts a join request; fingerprint {fingerprint}")
 
-    _say("\n3. admin compares the fingerprints (out of band) and approves both:")
+    say("\n3. admin compares the fingerprints (out of band) and approves both:")
     with admin.team() as team:
         names = [alice.name, bob.name]
         done = approve(team, names, projects=None, read=True, write=True, now=now_ms())
         version = team.roster().version
     for item in done:
-        _say(f"   approved {item.name} ({item.kid[:8]}) fingerprint {item.fingerprint}")
+        say(f"   approved {item.name} ({item.kid[:8]}) fingerprint {item.fingerprint}")
     if sorted(a.name for a in done) != ["alice", "bob"]:
         raise DemoError(f"the admin approved {[a.name for a in done]}, not alice and bob")
-    _say(f"   the roster is now v{version}; every project key is wrapped to all three")
+    say(f"   the roster is now v{version}; every project key is wrapped to all three")
 
-    _say(f'\n4. alice\'s agent, working on "{PROJECT}", records a decision and syncs:')
+    say(f'\n4. alice\'s agent, working on "{PROJECT}", records a decision and syncs:')
     decision_id = _remember(alice, DECISION, DECISION_KEYWORDS)
     _sync(alice)
 
-    _say(f'\n5. bob syncs, then his agent asks "{QUESTION}?"')
+    say(f'\n5. bob syncs, then his agent asks "{QUESTION}?"')
     _sync(bob)
-    with alice.active():
-        alice_kid = member_kid(alice.home)
-    _check_arrival(_from(_recall(bob, QUESTION), decision_id), alice, alice_kid)
-    _say("   -> bob recalled alice's memory: author alice, signature verified, via hub.")
+    _check_arrival(_from(_recall(bob, QUESTION), decision_id), alice)
+    say("   -> bob recalled alice's memory: author alice, signature verified, via hub.")
 
-    _say("\n6. bob knows better: the orders moved. He records a correction that")
-    _say("   supersedes alice's decision (hers is kept, not deleted) and syncs:")
+    say("\n6. bob knows better: the orders moved. He records a correction that")
+    say("   supersedes alice's decision (hers is kept, not deleted) and syncs:")
     correction_id = _remember(bob, CORRECTION, CORRECTION_KEYWORDS, supersedes=decision_id)
     _sync(bob)
     _sync(alice)
-    _say("   alice asks the same question:")
+    say("   alice asks the same question:")
     hits = _recall(alice, QUESTION)
-    with bob.active():
-        _check_arrival(_from(hits, correction_id), bob, member_kid(bob.home))
+    _check_arrival(_from(hits, correction_id), bob)
     ranked = [h.memory.record.id for h in hits]
     if ranked.index(correction_id) > ranked.index(decision_id):
         raise DemoError("alice's superseded decision still ranks above bob's correction")
-    _say("   -> the correction now ranks above the old decision, which is demoted, not")
-    _say("      hidden, and carries a pointer to its replacement.")
+    say("   -> the correction now ranks above the old decision, which is demoted, not")
+    say("      hidden, and carries a pointer to its replacement.")
 
-    _say(f"\n7. What does the hub hold? Every file under {hub_data}, searched for the")
-    _say("   memories' words, keywords, ids and kind:")
+    say(f"\n7. What does the hub hold? Every file under {hub_data}, searched for the")
+    say("   memories' words, keywords, ids and kind:")
     with bob.team() as team:
         visible = {"the team id": team.config.team, "alice's name": "alice", "bob's id": team.me}
     secret = [DECISION, CORRECTION, *SECRET_WORDS, *CORRECTION_KEYWORDS]
@@ -261,19 +242,19 @@ def _story(root: Path, hub_url: str, hub_data: Path, token: str) -> None:
     found = search_files(hub_data, [*secret, *visible.values()])
     files = [p for p in hub_data.rglob("*") if p.is_file()]
     size = sum(p.stat().st_size for p in files)
-    _say(f"   {len(files)} files, {size:,} bytes; {len(secret)} searches:")
+    say(f"   {len(files)} files, {size:,} bytes; {len(secret)} searches:")
     for term in secret:
         shown = term if len(term) <= 40 else term[:37] + "..."
-        _say(f"     {found[term]} files contain {shown!r}")
+        say(f"     {found[term]} files contain {shown!r}")
     leaks = [t for t in secret if found[t]]
     if leaks:
         raise DemoError(f"the hub's data directory holds plaintext: {leaks}")
     missing = [what for what, term in visible.items() if not found[term]]
     if missing:
         raise DemoError(f"the search is broken: it did not find {', '.join(missing)}")
-    _say("   -> no plaintext in the hub's data: no content, keyword, memory id or kind.")
-    _say(f"   What a relay does see, found the same way: {', '.join(visible)}, plus")
-    _say("   sizes and timing (deploy/README.md lists it all).")
+    say("   -> no plaintext in the hub's data: no content, keyword, memory id or kind.")
+    say(f"   What a relay does see, found the same way: {', '.join(visible)}, plus")
+    say("   sizes and timing (deploy/README.md lists it all).")
 
 
 def run_demo(*, keep: bool = False) -> None:
@@ -288,17 +269,17 @@ def run_demo(*, keep: bool = False) -> None:
     root = Path(tempfile.mkdtemp(prefix="sealmem-demo-"))
     token = secrets.token_urlsafe(24)
     hub_data = root / "hub"
-    _say(f"sealmem demo: a team syncing through a blind relay hub, in a temporary home {root}\n")
+    say(f"sealmem demo: a team syncing through a blind relay hub, in a temporary home {root}\n")
     try:
         config = HubConfig(data_dir=hub_data, port=free_port(), operator_token=token)
         with BackgroundHub(config) as hub:
             _story(root, hub.url, hub_data, token)
-        _say("\nThe hub is stopped.")
+        say("\nThe hub is stopped.")
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
-    _say("Done. " + (f"Everything is kept in {root}." if keep else "Cleaned up."))
-    _say("Try it for real: 'Teams' and 'The hub' in the README; deploy/README.md to run a hub.")
+    say("Done. " + (f"Everything is kept in {root}." if keep else "Cleaned up."))
+    say("Try it for real: 'Teams' and 'The hub' in the README; deploy/README.md to run a hub.")
 
 
 def demo(
@@ -311,5 +292,4 @@ def demo(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``demo`` to ``app``."""
     app.command()(demo)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -10,6 +11,7 @@ import typer
 
 from ...protocol.errors import InputError
 from . import output
+from .memory import JsonOpt, open_store
 
 if TYPE_CHECKING:
     from ..hosts import install
@@ -17,7 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 PrintOpt = Annotated[
     bool, typer.Option("--print", help="Show the changes as a diff; write nothing.")
 ]
@@ -28,27 +29,10 @@ def _list_hosts(as_json: bool) -> None:
 
     executable = configs.sealmem_executable()
     env = configs.server_env()
-    rows = []
-    for host in configs.HOSTS.values():
-        status = install.host_status(host, host.entry(executable, env))
-        rows.append(status)
+    rows = [install.host_status(h, h.entry(executable, env)) for h in configs.HOSTS.values()]
     if as_json:
-        output.emit_json(
-            {
-                "executable": str(executable),
-                "hosts": [
-                    {
-                        "host": s.host,
-                        "title": s.title,
-                        "detected": s.detected,
-                        "config": str(s.config),
-                        "state": s.state,
-                        "hooks": s.hooks,
-                    }
-                    for s in rows
-                ],
-            }
-        )
+        hosts = [{**asdict(s), "config": str(s.config)} for s in rows]
+        output.emit_json({"executable": str(executable), "hosts": hosts})
         return
     table = [
         [
@@ -241,11 +225,10 @@ def scan_cmd(
     """Propose memories from Claude Code transcripts (redacted); --store keeps them."""
     from ..hosts import capture
     from ..project import current_project
-    from ..recall.api import MemoryStore
 
     found = []
     paths = _scan_paths(transcripts)
-    with MemoryStore.open() as store:
+    with open_store() as store:
         for path in paths:
             turns = _read_transcript(path)
             where = project or current_project(
@@ -357,7 +340,6 @@ def snippet_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the agent-host commands to ``app``."""
     app.command("install")(install_cmd)
     app.command("uninstall")(uninstall_cmd)
     app.command("hook")(hook_cmd)

@@ -7,6 +7,7 @@ embedded default), or ``--db URL`` and ``--blobs URL`` (also from
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +16,7 @@ import typer
 from . import output
 from .memory import JsonOpt
 
-__all__ = ["register"]
+__all__ = ["hub_app"]
 
 hub_app = typer.Typer(
     rich_markup_mode=None, help="Run the blind relay hub (it stores ciphertext it cannot read)."
@@ -178,11 +179,8 @@ def scrub(
     def verify(key: BlobKey, blob: bytes) -> bool:
         return chunk_id(SUITE, blob) == key.chunk_id
 
-    storage = open_storage(config.metadata_url, config.blobs_url, config.quota)
-    try:
+    with closing(open_storage(config.metadata_url, config.blobs_url, config.quota)) as storage:
         report = storage.scrub(verify)
-    finally:
-        storage.close()
     if as_json:
         output.emit_json(
             {"checked": report.checked, "damaged": report.damaged, "missing": report.missing}
@@ -192,7 +190,3 @@ def scrub(
         f"checked {report.checked} chunk(s): {report.damaged} damaged, {report.missing} "
         "missing, dropped; their writers upload them again at their next sync"
     )
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(hub_app, name="hub")

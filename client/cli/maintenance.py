@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TextIO
 import typer
 
 from ...protocol.errors import InputError, StoreError
+from ..clock import now_ms
 from ..fsutil import atomic_write
 from ..store import health
 from ..store.memory import Check
@@ -124,7 +125,8 @@ def import_(
             if source != "-":
                 stream = stack.enter_context(Path(source).open(encoding="utf-8"))
             store = stack.enter_context(open_store())
-            result = store.import_stream(stream, name=source, progress=_import_progress(stack))
+            progress = _stderr_progress(stack, "importing", "versions", minimum=PROGRESS_THRESHOLD)
+            result = store.import_stream(stream, name=source, progress=progress)
     except OSError as exc:
         raise InputError(f"cannot read {source}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
@@ -140,11 +142,6 @@ def import_(
             f"imported {source}: {result.added} added, {result.updated} updated, "
             f"{result.unchanged} unchanged, {result.skipped} skipped"
         )
-
-
-def _import_progress(stack: ExitStack) -> Callable[[int, int], None] | None:
-    """Progress of an import of at least :data:`PROGRESS_THRESHOLD` versions."""
-    return _stderr_progress(stack, "importing", "versions", minimum=PROGRESS_THRESHOLD)
 
 
 def _stderr_progress(
@@ -272,7 +269,6 @@ _READABLE = ("open", "integrity", "journal", "schema", "writable")
 
 def _clock(path: Path, *, usable: bool) -> Check:
     """Find and mend versions dated far ahead; only in a sound, writable store."""
-    from ..clock import now_ms
     from ..sync.dropping import clock_check
 
     if not usable:
@@ -376,7 +372,6 @@ def reindex(as_json: JsonOpt = False) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add export, import, stats, doctor, reindex, status and recover to ``app``."""
     app.command()(export)
     app.command("import")(import_)
     app.command()(stats)

@@ -9,8 +9,6 @@ it.  ``--project`` defaults to the project of the current directory.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -25,20 +23,15 @@ if TYPE_CHECKING:  # imported lazily at run time: keeps `sealmem --help` light
     from .. import MemoryStore
 
 
-@contextmanager
-def open_store(*, readonly: bool = False) -> Iterator[MemoryStore]:
-    """Open the store under the current ``SEALMEM_HOME`` for one command.
+def open_store(*, readonly: bool = False) -> MemoryStore:
+    """The store under the current ``SEALMEM_HOME``, for one command (``with``: closed after).
 
     Commands that only read pass ``readonly``: no migration, no write, so a store on
     a read-only file or directory can still be read.
     """
     from .. import MemoryStore
 
-    store = MemoryStore.open(readonly=readonly)
-    try:
-        yield store
-    finally:
-        store.close()
+    return MemoryStore.open(readonly=readonly)
 
 
 def resolve_project(project: str | None) -> str:
@@ -59,6 +52,9 @@ ProjectOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+AllProjectsOpt = Annotated[
+    bool, typer.Option("--all-projects", help="Every project, not only one.")
+]
 _ID_HELP = "The memory id: the full id, or at least 8 hex digits that start or end it."
 
 
@@ -165,9 +161,7 @@ def recall(
     query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
     k: Annotated[int, typer.Option("--k", "-n", help="How many hits to return.", min=1)] = 5,
     project: ProjectOpt = None,
-    all_projects: Annotated[
-        bool, typer.Option("--all-projects", help="Search every project, not one.")
-    ] = False,
+    all_projects: AllProjectsOpt = False,
     include_history: Annotated[
         bool, typer.Option("--include-history", help="Also search older versions.")
     ] = False,
@@ -188,9 +182,7 @@ def recall(
         )
         names, me = member_names(store.connection), store.author
     if as_json:
-        docs = [h.to_dict() for h in hits]
-        for hit, doc in zip(hits, docs, strict=True):
-            doc.update(hit.memory.authorship(names, me).to_dict())
+        docs = [{**h.to_dict(), **h.memory.authorship(names, me).to_dict()} for h in hits]
         output.emit_json({"query": query, "hits": docs})
         return
     if not hits:
@@ -224,8 +216,7 @@ def show(
         older = store.history(memory.id) if history else []
         names, me = member_names(store.connection), store.author
     if as_json:
-        doc = memory.to_dict()
-        doc.update(memory.authorship(names, me).to_dict())
+        doc = {**memory.to_dict(), **memory.authorship(names, me).to_dict()}
         if history:
             doc = {"memory": doc, "history": [m.to_dict() for m in older]}
         output.emit_json(doc)
@@ -239,9 +230,7 @@ def show(
 def list_(
     limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many.", min=1)] = 20,
     project: ProjectOpt = None,
-    all_projects: Annotated[
-        bool, typer.Option("--all-projects", help="List every project, not one.")
-    ] = False,
+    all_projects: AllProjectsOpt = False,
     full: Annotated[
         bool, typer.Option("--full", help="Every line of the content, not only the first.")
     ] = False,
@@ -295,7 +284,6 @@ def forget(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the local-memory commands to ``app``."""
     app.command()(remember)
     app.command()(recall)
     app.command()(show)

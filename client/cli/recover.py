@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..clock import now_ms
 from . import output
 from .memory import JsonOpt
 
@@ -26,7 +27,6 @@ def recover(
     as_json: JsonOpt = False,
 ) -> None:
     """Salvage the readable memories of a damaged store into a new store; print what was lost."""
-    from ..clock import now_ms
     from ..paths import ensure_home, store_path
     from ..store.recover import recover as salvage
 

@@ -13,13 +13,13 @@ any other exception is a bug and always shows its traceback.
 from __future__ import annotations
 
 import sqlite3
-import sys
 from typing import Annotated
 
 import typer
 
 from ...protocol.errors import SealmemError
 from .. import failures
+from ..mcp import package_version
 from . import (
     admin,
     captured,
@@ -50,17 +50,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"sealmem {_installed_version()}")
+        typer.echo(f"sealmem {package_version()}")
         raise typer.Exit()
-
-
-def _installed_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("sealmem")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "0+unknown"
 
 
 @app.callback()
@@ -81,11 +72,11 @@ maintenance.register(app)
 serve.register(app)
 demo.register(app)
 hosts.register(app)
-captured.register(app)
-team.register(app)
+app.add_typer(captured.captured_app, name="captured")
+app.add_typer(team.team_app, name="team")
 admin.register(app)
 sync.register(app)
-hub.register(app)
+app.add_typer(hub.hub_app, name="hub")
 ui.register(app)
 
 
@@ -126,7 +117,3 @@ def main(argv: list[str] | None = None) -> int:
             typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
         return int(exc.exit_code)
     return rc if isinstance(rc, int) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -26,5 +26,4 @@ def mcp(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``mcp`` to ``app``."""
     app.command()(mcp)

@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ...protocol.errors import InputError
+from ..clock import now_ms
 from . import output
-from .memory import JsonOpt, resolve_project
+from .memory import JsonOpt, open_store, resolve_project
 
 if TYPE_CHECKING:
     from ..sync.session import Team
 
-__all__ = ["open_team", "parse_duration", "passphrase_for", "register"]
+__all__ = ["open_team", "parse_duration", "passphrase_for", "team_app"]
 
 team_app = typer.Typer(
     rich_markup_mode=None, help="Create or join a team and see its members and your access."
@@ -30,22 +32,18 @@ team_app = typer.Typer(
 @contextmanager
 def open_team() -> Iterator[Team]:
     """The team of the current ``SEALMEM_HOME``, with its store open, for one command."""
-    from .. import MemoryStore
     from ..identity import load_member_key
     from ..paths import ensure_home
     from ..sync.session import Team
 
     home = ensure_home()
     key = load_member_key(home)
-    store = MemoryStore.open()
-    try:
+    with open_store() as store:
         team = Team.open(home, store, key)
         try:
             yield team
         finally:
             team.transport.close()
-    finally:
-        store.close()
 
 
 def _login_name() -> str:
@@ -70,6 +68,7 @@ def passphrase_for(what: str, *, confirm: bool = False) -> str:
     return str(typer.prompt(prompt, hide_input=True, confirmation_prompt=confirm))
 
 
+@team_app.command()
 def create(
     name: Annotated[str, typer.Argument(help="A name for the team (an id is derived from it).")],
     folder: Annotated[
@@ -95,8 +94,7 @@ def create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a team in a shared folder or on a hub: your key becomes its root admin key."""
-    from .. import SHARED_PROJECT, MemoryStore
-    from ..clock import now_ms
+    from .. import SHARED_PROJECT
     from ..identity import load_member_key
     from ..paths import ensure_home
     from ..team.admin import create_team
@@ -104,7 +102,7 @@ def create(
     home = ensure_home()
     key = load_member_key(home)
     projects = [*(project or [resolve_project(None)]), SHARED_PROJECT]
-    with MemoryStore.open() as store:
+    with open_store() as store:
         team = create_team(
             home, store, key, name=name, folder=None if folder is None else str(folder),
             hub=hub, operator_token=operator_token, projects=projects,
@@ -135,7 +133,6 @@ _DURATION_UNITS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000}
 
 def parse_duration(text: str) -> int:
     """``7d``, ``12h`` or ``90m`` in milliseconds; :class:`InputError` for anything else."""
-    from ...protocol.errors import InputError
 
     value = text.strip().lower()
     number, unit = value[:-1], value[-1:]
@@ -147,6 +144,7 @@ def parse_duration(text: str) -> int:
     return int(number) * _DURATION_UNITS[unit]
 
 
+@team_app.command()
 def invite(
     expires: Annotated[
         str,
@@ -159,9 +157,7 @@ def invite(
     as_json: JsonOpt = False,
 ) -> None:
     """Print an invite (team id, root key fingerprint, location) to hand to a new member."""
-    from ...protocol.errors import InputError
     from ...protocol.invite import DAY_MS, MAX_INVITE_MS
-    from ..clock import now_ms
     from ..team import admin
     from ..team.invite import read_invite
 
@@ -194,6 +190,7 @@ def invite(
     output.say(f"invite {made.invite_id}{who}, valid until {output.format_time(made.expires_at)}")
 
 
+@team_app.command()
 def join(
     invite_text: Annotated[str, typer.Argument(metavar="INVITE", help="The invite line.")],
     me: Annotated[
@@ -218,8 +215,6 @@ def join(
 ) -> None:
     """Join a team: make (or import) your member key and post a join request."""
     from ...crypto import MemberKey
-    from ...protocol.errors import InputError
-    from ..clock import now_ms
     from ..identity import import_member_key, load_member_key
     from ..paths import ensure_home
     from ..team.invite import read_invite, root_fingerprint
@@ -270,9 +265,9 @@ def join(
         output.say("key imported; run: sealmem sync")
 
 
+@team_app.command()
 def status(as_json: JsonOpt = False) -> None:
     """Roster version, members, grants, your access, what stays local, last sync, alarms."""
-    from ..clock import now_ms
 
     with open_team() as team:
         team.refresh(team.trusted(), now_ms())
@@ -310,11 +305,3 @@ def status(as_json: JsonOpt = False) -> None:
         output.say(f"\nlast sync {when}: {last['summary']['summary']}")
     for alarm in doc["alarms"]:
         output.say(f"ALARM: {alarm}")
-
-
-def register(app: typer.Typer) -> None:
-    team_app.command()(create)
-    team_app.command()(invite)
-    team_app.command()(join)
-    team_app.command()(status)
-    app.add_typer(team_app, name="team")

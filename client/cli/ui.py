@@ -57,5 +57,4 @@ def ui(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``ui`` to ``app``."""
     app.command()(ui)

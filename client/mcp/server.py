@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -16,6 +15,8 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import ValidationError
 
+from ...protocol.errors import SealmemError
+from . import package_version
 from .arguments import explain
 from .tools import DATA_NOT_INSTRUCTIONS, MemoryTools
 
@@ -66,19 +67,14 @@ _TOOL_DOCS = {
 }
 
 
-def package_version() -> str:
-    """The installed ``sealmem`` version, for ``serverInfo.version``."""
-    try:
-        return version("sealmem")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "0+unknown"
-
-
 class SealmemServer(MCPServer[None]):
-    """``MCPServer`` whose argument errors name the parameter and the allowed values.
+    """``MCPServer`` whose tool errors an agent can act on.
 
-    The SDK answers a pydantic ``ValidationError`` verbatim (error URLs and
-    all); here it becomes one short line built from the tool's input schema.
+    The SDK treats any exception of a tool but its own ``ToolError`` as a crash (a
+    message without the cause, a traceback in the log): a :class:`SealmemError` is an
+    expected refusal and is answered with its message.  The SDK answers a pydantic
+    ``ValidationError`` verbatim (error URLs and all); here it becomes one short line
+    built from the tool's input schema.
     """
 
     async def call_tool(
@@ -88,6 +84,8 @@ class SealmemServer(MCPServer[None]):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
+            if isinstance(cause, SealmemError):  # expected: the agent reads what to fix
+                raise ToolError(f"Error executing tool {name}: {cause}") from cause
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
             tool = self._tool_manager.get_tool(name)

@@ -5,19 +5,18 @@ SQLite connection is confined to the thread that opened it, and the SDK would
 run plain functions on anyio worker threads.  The store opens on the first call
 and closes when the session ends; it opens again when ``sealmem recover``
 replaced the file.  Expected failures (unknown id, oversize input, empty query,
-missing reason) come back as tool errors (``isError``); the server keeps serving.
+missing reason) raise a SealmemError, which the server answers as a tool error
+(``isError``, :mod:`.server`); it keeps serving.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BeforeValidator, Field
 
-from ...protocol.errors import SealmemError
 from ..recall.api import MAX_K
 from ..recall.names import member_names
 from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
@@ -41,11 +40,10 @@ from .views import (
 if TYPE_CHECKING:
     from .. import Memory, MemoryStore
 
-__all__ = ["DATA_NOT_INSTRUCTIONS", "KINDS", "MAX_RECENT", "MemoryTools"]
+__all__ = ["DATA_NOT_INSTRUCTIONS", "MAX_RECENT", "KindName", "MemoryTools"]
 
+#: The kinds an agent may write; the store takes any lower-case word (``KIND_RE``).
 KindName = Literal["note", "decision", "warning", "lesson", "fact", "preference", "trace"]
-KINDS: tuple[str, ...] = get_args(KindName)
-"""The kinds an agent may write; the store takes any lower-case word (``KIND_RE``)."""
 
 Kind = Annotated[
     KindName, BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v)
@@ -122,17 +120,14 @@ class MemoryTools:
             Field(description="Only memories of these kinds (e.g. ['warning', 'decision'])."),
         ] = None,
     ) -> RecallResult:
-        try:
-            hits = self.store().recall(
-                query,
-                k=k,
-                project=None if all_projects else self._scope(project),
-                all_projects=all_projects,
-                include_history=include_history,
-                kinds=kinds,
-            )
-        except SealmemError as exc:
-            raise ToolError(str(exc)) from exc
+        hits = self.store().recall(
+            query,
+            k=k,
+            project=None if all_projects else self._scope(project),
+            all_projects=all_projects,
+            include_history=include_history,
+            kinds=kinds,
+        )
         view = self._viewer()
         results = [
             Hit(
@@ -188,24 +183,21 @@ class MemoryTools:
             ),
         ] = None,
     ) -> Remembered:
-        try:
-            origin = self.origin if session is None else session_origin("mcp", session)
-            result = self.store().remember(
-                content,
-                kind=kind,
-                keywords=keywords or (),
-                importance=importance,
-                project=self._scope(project),
-                supersedes=supersedes or (),
-                private=private,
-                origin=origin,
-            )
-            rec = result.memory.record
-            local = None
-            if rec.visibility == "team":
-                local = stays_local(self.store().connection, self.store().author, rec.project)
-        except SealmemError as exc:
-            raise ToolError(str(exc)) from exc
+        origin = self.origin if session is None else session_origin("mcp", session)
+        result = self.store().remember(
+            content,
+            kind=kind,
+            keywords=keywords or (),
+            importance=importance,
+            project=self._scope(project),
+            supersedes=supersedes or (),
+            private=private,
+            origin=origin,
+        )
+        rec = result.memory.record
+        local = None
+        if rec.visibility == "team":
+            local = stays_local(self.store().connection, self.store().author, rec.project)
         return Remembered(
             id=rec.id,
             project=rec.project,
@@ -217,10 +209,7 @@ class MemoryTools:
         )
 
     async def get(self, id: IdArg) -> OneMemory:
-        try:
-            memory = self.store().get(id)
-        except SealmemError as exc:
-            raise ToolError(str(exc)) from exc
+        memory = self.store().get(id)
         return OneMemory(note=DATA_NOT_INSTRUCTIONS, memory=self._viewer()(memory))
 
     async def recent(
@@ -231,14 +220,11 @@ class MemoryTools:
         project: ProjectArg = None,
         all_projects: AllProjectsArg = False,
     ) -> MemoryList:
-        try:
-            memories = self.store().recent(
-                limit=limit,
-                project=None if all_projects else self._scope(project),
-                all_projects=all_projects,
-            )
-        except SealmemError as exc:
-            raise ToolError(str(exc)) from exc
+        memories = self.store().recent(
+            limit=limit,
+            project=None if all_projects else self._scope(project),
+            all_projects=all_projects,
+        )
         view = self._viewer()
         return MemoryList(note=DATA_NOT_INSTRUCTIONS, memories=[view(m) for m in memories])
 
@@ -249,19 +235,13 @@ class MemoryTools:
             str, Field(description="Why it is forgotten; kept on the tombstone and shared.")
         ],
     ) -> Forgotten:
-        try:
-            tombstone = self.store().forget(id, reason=reason)
-        except SealmemError as exc:
-            raise ToolError(str(exc)) from exc
+        tombstone = self.store().forget(id, reason=reason)
         return Forgotten(forgotten=tombstone.record.id, reason=tombstone.record.delete_reason)
 
     async def status(self) -> Status:
-        try:
-            store = self.store()
-            stats: Mapping[str, Any] = store.stats()
-            sync = sync_health(store.path.parent, store.connection)  # the store's home
-        except SealmemError as exc:
-            raise ToolError(str(exc)) from exc
+        store = self.store()
+        stats: Mapping[str, Any] = store.stats()
+        sync = sync_health(store.path.parent, store.connection)  # the store's home
         return Status(
             store=str(store.path),
             author=store.author,

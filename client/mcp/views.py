@@ -145,13 +145,8 @@ class Status(BaseModel):
 
 
 def memory_view(memory: Memory, names: Mapping[str, str], me: str) -> MemoryView:
-    """The fields an agent needs, with provenance; not the full wire record.
-
-    ``written_by`` is who wrote this version: ``you`` only when this machine
-    wrote it, else the verified signer's roster name
-    (:meth:`~sealmem.client.store.memory.Memory.authorship`).  The record's
-    ``author`` is a claim and is shown as ``claimed_author``.
-    """
+    """The fields an agent needs, with provenance (:meth:`Memory.authorship`); not the
+    full wire record."""
     rec = memory.record
     prov = memory.provenance
     who = memory.authorship(names, me)

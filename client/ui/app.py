@@ -94,13 +94,7 @@ def _reads(home: Path) -> dict[str, tuple[str, Read]]:
     }
 
 
-def create_app(
-    home: Path,
-    secrets: Secrets,
-    hosts: frozenset[str],
-    *,
-    clock: Callable[[], int] | None = None,
-) -> Guard:
+def create_app(home: Path, secrets: Secrets, hosts: frozenset[str]) -> Guard:
     """The viewer of the store under ``home``, behind its :class:`Guard`."""
     env = _environment()
     db = store_path(home)
@@ -118,7 +112,7 @@ def create_app(
         """``work``'s result in a worker thread, or the refusal page of a SealmemError."""
 
         def run() -> Any:
-            store = MemoryStore.open(db, author=author, clock=clock, readonly=readonly)
+            store = MemoryStore.open(db, author=author, readonly=readonly)
             try:
                 return work(store)
             finally:

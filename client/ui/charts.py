@@ -16,24 +16,23 @@ __all__ = ["PALETTE", "stacked_bars"]
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f")
 _W, _H, _PAD, _LEGEND = 640, 180, 28, 18
+SERIES = 7
 
 
 def _text(value: str) -> str:
     return escape(visible(value), quote=True)
 
 
-def stacked_bars(
-    title: str, columns: Sequence[tuple[str, Mapping[str, int]]], *, series_limit: int = 7
-) -> Markup:
+def stacked_bars(title: str, columns: Sequence[tuple[str, Mapping[str, int]]]) -> Markup:
     """Stacked bars: one column per label, one colour per series (the largest
-    ``series_limit`` series; the rest together as "others")."""
+    :data:`SERIES` series; the rest together as "others")."""
     totals: dict[str, int] = {}
     for _, counts in columns:
         for name, n in counts.items():
             totals[name] = totals.get(name, 0) + n
     ranked = sorted(totals, key=lambda name: (-totals[name], name))
-    kept = ranked[:series_limit]
-    rest = ranked[series_limit:]
+    kept = ranked[:SERIES]
+    rest = ranked[SERIES:]
     # The rest is keyed None: a writer may well be named "others".
     series: list[str | None] = [*kept, *([None] if rest else [])]
     shown = {name: name for name in kept} | {None: f"{len(rest)} others"}

@@ -51,6 +51,7 @@ from html import escape
 from urllib.parse import parse_qsl, quote, urlencode
 
 import anyio
+from starlette.responses import HTMLResponse, PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "Guard",
     "Secrets",
     "cookie_name",
+    "refresh_page",
 ]
 
 COOKIE = "sealmem_ui"
@@ -149,45 +151,47 @@ class Guard:
                 message = {**message, "headers": [*message.get("headers", []), *_HEADERS]}
             await send(message)
 
+        async def refuse(status: int, text: str) -> None:
+            await PlainTextResponse(text + "\n", status)(scope, receive, secured)
+
         host = headers.get("host", "")
         if host not in self.hosts:
-            await _plain(secured, 421, "unknown host: open the URL that 'sealmem ui' printed")
+            await refuse(421, "unknown host: open the URL that 'sealmem ui' printed")
             return
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         path = scope["path"]
         tokens = [value for key, value in query if key == "token"]
         if tokens:
             if not all(_same(token, self.secrets.token) for token in tokens):
-                await _plain(secured, 401, "wrong token: open the URL that 'sealmem ui' printed")
+                await refuse(401, "wrong token: open the URL that 'sealmem ui' printed")
                 return
             rest = urlencode([(k, v) for k, v in query if k != "token"])
             here = "/" + quote(path.lstrip("/"), safe="/")  # never "//host": no open redirect
-            await _signed_in(
-                secured, here + (f"?{rest}" if rest else ""), self.cookie, self.secrets.session
-            )
+            target = here + (f"?{rest}" if rest else "")
+            page = refresh_page(target, "sealmem", "Continue", before="Signed in. ", after=".")
+            cookie = f"{self.cookie}={self.secrets.session}; HttpOnly; SameSite=Strict; Path=/"
+            await HTMLResponse(page, headers={"set-cookie": cookie})(scope, receive, secured)
             return
         if headers.get("sec-fetch-site", "same-origin") not in _OWN:
-            await _plain(secured, 403, _ANOTHER_SITE)
+            await refuse(403, _ANOTHER_SITE)
             return
         if path.startswith("/static/"):
             await self.app(scope, receive, secured)
             return
         sessions = _cookie_values(scope["headers"], self.cookie)
         if not any(_same(value, self.secrets.session) for value in sessions):
-            await _plain(
-                secured,
-                401,
-                "not signed in: open the URL (with its token) that 'sealmem ui' printed",
+            await refuse(
+                401, "not signed in: open the URL (with its token) that 'sealmem ui' printed"
             )
             return
         if scope["method"] not in _SAFE:
             origin = headers.get("origin")
             if origin not in self.origins:
-                await _plain(secured, 403, "cross-site request refused (Origin is not this viewer)")
+                await refuse(403, "cross-site request refused (Origin is not this viewer)")
                 return
             kind = headers.get("content-type", "").partition(";")[0].strip().lower()
             if kind != _FORM:
-                await _plain(secured, 415, f"writes are HTML form posts ({_FORM}) only")
+                await refuse(415, f"writes are HTML form posts ({_FORM}) only")
                 return
             body: bytes | None = b""
             too_big = False
@@ -196,18 +200,16 @@ class Guard:
             if body is None:  # the client left mid-body: part of a form is not acted on
                 return
             if timer.cancelled_caught:
-                await _plain(
-                    secured,
-                    408,
-                    f"the form did not arrive within {BODY_TIMEOUT_S:g} s; send it again",
+                await refuse(
+                    408, f"the form did not arrive within {BODY_TIMEOUT_S:g} s; send it again"
                 )
                 return
             if too_big:
-                await _plain(secured, 413, f"form larger than {MAX_FORM_BYTES} bytes refused")
+                await refuse(413, f"form larger than {MAX_FORM_BYTES} bytes refused")
                 return
             form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
             if not _same(form.get("csrf"), self.secrets.csrf):
-                await _plain(secured, 403, "missing or wrong CSRF token: reload the page")
+                await refuse(403, "missing or wrong CSRF token: reload the page")
                 return
             scope = {**scope, "sealmem.form": form}
             receive = _replay(body)
@@ -263,39 +265,12 @@ def _replay(body: bytes) -> Receive:
     return receive
 
 
-async def _plain(send: Send, status: int, text: str) -> None:
-    body = text.encode() + b"\n"
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _signed_in(send: Send, location: str, name: str, session: str) -> None:
-    """Set the cookie, then go to ``location`` (a same-origin path) by a refresh."""
-    cookie = f"{name}={session}; HttpOnly; SameSite=Strict; Path=/"
-    where = escape(location, quote=True)
-    body = (
+def refresh_page(url: str, title: str, link: str, before: str = "", after: str = "") -> str:
+    """A page that sends the browser on to ``url`` by a meta refresh (the CSP allows no
+    script), with the same address as a link for a browser that does not follow it."""
+    where = escape(url, quote=True)
+    return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="refresh" content="0;url={where}"><title>sealmem</title></head>'
-        f'<body><p>Signed in. <a href="{where}">Continue</a>.</p></body></html>\n'
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
-                (b"content-type", b"text/html; charset=utf-8"),
-                (b"set-cookie", cookie.encode()),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
+        f'<meta http-equiv="refresh" content="0;url={where}"><title>{title}</title></head>'
+        f'<body><p>{before}<a href="{where}">{link}</a>{after}</p></body></html>\n'
     )
-    await send({"type": "http.response.body", "body": body})

@@ -10,44 +10,32 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import sys
-import threading
 import warnings
 from collections.abc import Iterator
-from html import escape
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 
 from ..fsutil import atomic_write
+from .guard import refresh_page
 
 __all__ = ["can_open_browser", "listen", "opener", "serve"]
 
 
 def listen(port: int) -> socket.socket:
-    """A socket listening on 127.0.0.1:``port`` (0: a free one); ``OSError`` if taken."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(("127.0.0.1", port))
-    except OSError:
-        sock.close()
-        raise
-    sock.listen(128)  # a browser opened before the server runs may connect: queue it
-    return sock
+    """A socket listening on 127.0.0.1:``port`` (0: a free one); ``OSError`` if taken.
+
+    Its backlog queues a browser opened before the server runs.
+    """
+    return socket.create_server(("127.0.0.1", port), backlog=128)
 
 
 def opener(home: Path, port: int, url: str) -> Path:
     """Write the private file that sends a browser to ``url`` (with its token)."""
-    where = escape(url, quote=True)
-    page = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="refresh" content="0;url={where}"><title>sealmem ui</title></head>'
-        f'<body><p><a href="{where}">Open the sealmem viewer</a></p></body></html>\n'
-    )
+    page = refresh_page(url, "sealmem ui", "Open the sealmem viewer")
     path = home / f"ui-{port}.html"
     atomic_write(path, page.encode(), mode=0o600)
     return path
@@ -68,50 +56,24 @@ def can_open_browser() -> bool:
 def serve(app: Any, sock: socket.socket) -> None:
     """Run ``app`` on ``sock`` until Ctrl-C or SIGTERM (then act as they would)."""
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    server = _QuietServer(config)
+    server = _EarlySignals(config)
     # A Ctrl-C that lands before uvicorn starts awaiting its server leaves that coroutine
     # unawaited: the stop is clean (exit 130), the warning about it is noise.
     warnings.filterwarnings("ignore", "coroutine 'Server.serve' was never awaited", RuntimeWarning)
-    with _stops(server):
+    with uvicorn.Server.capture_signals(server):
         server.run(sockets=[sock])
 
 
-class _QuietServer(uvicorn.Server):
-    """uvicorn's server without signal handlers of its own (:func:`_stops` has them)."""
+class _EarlySignals(uvicorn.Server):
+    """uvicorn's server with its signal handlers in place before its loop starts.
+
+    uvicorn installs them once its loop runs, after asyncio's own SIGINT handler, so a
+    Ctrl-C would meet a different handler depending on when it comes; :func:`serve`
+    enters uvicorn's ``capture_signals`` around the whole run instead (a second Ctrl-C
+    stops at once; afterwards each signal taken is raised again: Ctrl-C ends the
+    command with 130, SIGTERM the process).
+    """
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
-
-
-@contextlib.contextmanager
-def _stops(server: Any) -> Iterator[None]:
-    """Ctrl-C (and SIGTERM) stop ``server`` whenever they come, then act as they would.
-
-    uvicorn installs its handlers only once its loop runs, after asyncio's own SIGINT
-    handler, so a Ctrl-C meets a different handler depending on when it comes.  Here
-    one handler is in place before the server starts and until it stopped; it asks the
-    server to exit (a second Ctrl-C: at once).
-    Afterwards each signal taken is raised again with the old handlers back, as
-    uvicorn does: Ctrl-C ends the command with 130, SIGTERM the process.
-    """
-    taken: list[int] = []
-
-    def stop(signum: int, frame: object) -> None:
-        taken.append(signum)
-        if server.should_exit and signum == signal.SIGINT:
-            server.force_exit = True
-        server.should_exit = True
-
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signals reach the main thread only: nothing to install
-        return
-    wanted = [signal.SIGINT, signal.SIGTERM]
-    before = {sig: signal.signal(sig, stop) for sig in wanted}
-    try:
-        yield
-    finally:
-        for sig, handler in before.items():
-            signal.signal(sig, handler)
-    for signum in reversed(taken):
-        signal.raise_signal(signum)

@@ -7,14 +7,13 @@ the writer is the local member or the verified signer, never the claimed author.
 
 from __future__ import annotations
 
-import contextlib
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...protocol.errors import NotFoundError, SealmemError
+from ...protocol.errors import SealmemError
 from ..recall.names import member_names
 from ..store.ids import short_id
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
@@ -38,20 +37,16 @@ __all__ = [
 TIMELINE_LIMIT = 500
 
 
+def _utc(ms: int | None, form: str) -> str:
+    return "-" if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(form)
+
+
 def day(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d")
+    return _utc(ms, "%Y-%m-%d")
 
 
 def when(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _week(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%G-W%V")
+    return _utc(ms, "%Y-%m-%d %H:%M UTC")
 
 
 @dataclass(frozen=True)
@@ -106,7 +101,7 @@ def memory_page(store: MemoryStore, given: str) -> dict[str, Any]:
     for old_id in memory.record.supersedes:
         try:
             old = store.get(old_id)
-        except (NotFoundError, SealmemError):
+        except SealmemError:
             replaced.append({"id": old_id, "short": short_id(old_id), "memory": None})
             continue
         replaced.append({"id": old.id, "short": short_id(old.id), "memory": old})
@@ -148,7 +143,7 @@ def timeline_page(store: MemoryStore, project: str | None, kind: str | None) -> 
     weeks: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for card in cards:
         days[day(card.memory.record.created_at)].append(card)
-        weeks[_week(card.memory.record.created_at)][card.by.writer_name] += 1
+        weeks[_utc(card.memory.record.created_at, "%G-W%V")][card.by.writer_name] += 1
     columns = sorted(weeks.items())[-26:]
     projects = [r[0] for r in store.connection.execute("SELECT DISTINCT project FROM memories")]
     kinds = [r[0] for r in store.connection.execute("SELECT DISTINCT kind FROM memories")]
@@ -198,17 +193,13 @@ def _team_status(home: Path, store: MemoryStore) -> tuple[dict[str, Any] | None,
     from ..sync.session import Team
 
     try:
-        key = load_member_key(home, create=False)
-        team = Team.open(home, store, key)
-    except SealmemError as exc:
-        return None, str(exc)
-    try:
-        return team.status(), None
-    except SealmemError as exc:
-        return None, str(exc)
-    finally:
-        with contextlib.suppress(Exception):
+        team = Team.open(home, store, load_member_key(home, create=False))
+        try:
+            return team.status(), None
+        finally:
             team.transport.close()
+    except SealmemError as exc:
+        return None, str(exc)
 
 
 def store_page(store: MemoryStore) -> dict[str, Any]:

@@ -90,16 +90,6 @@ def test_only_a_plain_hook_line_takes_the_fast_path(
     assert _hook_args(args) == expected
 
 
-def test_the_app_is_still_reachable_from_the_cli_package() -> None:
-    import typer
-
-    import sealmem.client.cli.root
-    from sealmem.client.cli import app
-
-    assert isinstance(app, typer.Typer)
-    assert app is sealmem.client.cli.root.app
-
-
 NOT_IN_A_LIGHT_COMMAND = ("pydantic", "rich", "httpx", "starlette", "uvicorn", "mcp")
 
 

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 import jsonschema
@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, TextContent, Tool
 
 from sealmem.client.mcp.server import create_server
-from sealmem.client.mcp.tools import KINDS, MAX_RECENT
+from sealmem.client.mcp.tools import MAX_RECENT, KindName
 from sealmem.client.recall.api import MAX_K
 
 SEALMEM = Path(sys.executable).with_name("sealmem")
@@ -62,7 +62,7 @@ def check_listed(tools: dict[str, Tool]) -> None:
     remember = tools["remember"].input_schema["properties"]
     kind = remember["kind"]
     enums = [k["enum"] for k in kind.get("anyOf", [kind]) if "enum" in k]
-    assert enums == [list(KINDS)]  # one of the kinds, or left out (null)
+    assert enums == [list(get_args(KindName))]  # one of the kinds, or left out (null)
     assert (remember["importance"]["minimum"], remember["importance"]["maximum"]) == (0, 1)
     recall = tools["recall"].input_schema["properties"]
     assert (recall["k"]["minimum"], recall["k"]["maximum"]) == (1, MAX_K)
