@@ -9,7 +9,7 @@ from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.rows import load_row, next_hlc, record_from_row
 from sealmem.client.store.writer import write_version
-from sealmem.client.sync import push, replica
+from sealmem.client.sync import push, redaction, replica
 from sealmem.client.sync.engine import SyncSummary
 from sealmem.client.sync.watch import has_unpushed
 from sealmem.client.team import admin
@@ -74,17 +74,17 @@ def test_redact_pending_redacts_only_what_was_not_pushed_and_once(world: World) 
     mid = leak(alice, "deploy notes")
     before = alice.store.get(mid).record.hlc
     with transaction(conn):
-        assert replica.redact_pending(conn, alice.key.kid, PROJECT, before, alice.clock()) == 0
+        assert redaction.redact_pending(conn, alice.key.kid, PROJECT, before, alice.clock()) == 0
     assert SECRET in alice.store.get(mid).content  # already pushed (as far as `since` says)
     with transaction(conn):
-        assert replica.redact_pending(conn, alice.key.kid, PROJECT, ZERO, alice.clock()) == 1
+        assert redaction.redact_pending(conn, alice.key.kid, PROJECT, ZERO, alice.clock()) == 1
     cleaned = alice.store.get(mid)
     assert SECRET not in cleaned.content
     assert "[REDACTED:github_token]" in cleaned.content
     assert cleaned.record.hlc > before  # a new local version, newer than the leaked one
     assert cleaned.record.editor == alice.key.kid
     with transaction(conn):
-        assert replica.redact_pending(conn, alice.key.kid, PROJECT, ZERO, alice.clock()) == 0
+        assert redaction.redact_pending(conn, alice.key.kid, PROJECT, ZERO, alice.clock()) == 0
 
 
 @pytest.mark.slow
