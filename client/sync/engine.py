@@ -44,6 +44,7 @@ from ...protocol.push import writable_projects
 from ...protocol.roster import Roster
 from ...protocol.state import TrustedState
 from ..clock import now_ms
+from ..store import scrub
 from ..store.connection import sqlite_errors, transaction
 from . import clockhealth, dropping, outgoing, replica
 from .local_only import LocalOnly, local_only
@@ -243,6 +244,8 @@ def _purge_revoked(
     with transaction(team.conn):
         ahead = dropping.drop_far_ahead(team.conn, now, me=team.me, roster=roster)
         revoked = dropping.drop_revoked(team.conn, roster, team.me, now)
+    if ahead.purged or revoked.purged:  # a tombstone won again: wipe the text it erased
+        scrub.settle(team.conn)
     if ahead.affected or ahead.clock is not None:
         parts = [
             f"dropped {ahead.affected} pulled versions dated more than 2 days ahead "
