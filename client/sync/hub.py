@@ -31,8 +31,7 @@ from ...crypto import SUITE, MemberKey
 from ...crypto.request import sign_request
 from ...protocol import hubapi, snapshot
 from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
-from ...protocol.errors import InputError, TransportError
-from ...protocol.manifest import Manifest
+from ...protocol.errors import InputError, Rejected, TransportError
 from ...protocol.own import own_manifest
 from ...protocol.roster import TEAM_RE
 from ..clock import now_ms
@@ -85,10 +84,14 @@ def open_transport(
     if is_hub_location(location):
         return HubTransport(location, team, key, operator_token=operator_token)
 
-    def ours(data: bytes, project: str, writer: str) -> Manifest:
-        return own_manifest(
-            SUITE, data, writer=writer, sign_public=key.sign_public, project=project
-        )
+    def ours(data: bytes, project: str, writer: str, seq: int) -> bool:
+        try:
+            own = own_manifest(
+                SUITE, data, writer=writer, sign_public=key.sign_public, project=project
+            )
+        except Rejected:
+            return False
+        return own.seq == seq
 
     return FolderTransport(location, team, ours=ours)
 
