@@ -41,7 +41,6 @@ from ...protocol.revocation import (
     restamp,
 )
 from ...protocol.roster import Roster
-from ...protocol.state import ChainHead
 from ..clock import now_ms
 from ..store import scrub
 from ..store.connection import get_meta, set_meta, transaction
@@ -154,13 +153,6 @@ def _pulled_by(conn: sqlite3.Connection, project: str, kids: frozenset[str]) -> 
     ).fetchall()
 
 
-def _heads(conn: sqlite3.Connection) -> dict[tuple[str, str], ChainHead]:
-    return {
-        (str(r[0]), str(r[1])): ChainHead(int(r[2]), str(r[3]), int(r[4]))
-        for r in conn.execute("SELECT writer, project, seq, hash, reset_at FROM chain_heads")
-    }
-
-
 def pending(conn: sqlite3.Connection, roster: Roster, now: int) -> bool:
     """Whether :func:`drop_revoked` or :func:`drop_far_ahead` has work (read only, so that a
     sync opens no write transaction when there is nothing to drop)."""
@@ -187,7 +179,7 @@ def drop_revoked(conn: sqlite3.Connection, roster: Roster, me: str, now: int) ->
             continue
         rows = _pulled_by(conn, project, rule.editors)
         result.add(_apply(conn, _plan(rows, conn, rule), now))
-    for writer, project in heads_past_pins(roster, _heads(conn), me):
+    for writer, project in heads_past_pins(roster, replica.load_heads(conn), me):
         replica.forget_head(conn, writer, project)
         result.rewound.append((writer, project))
     set_meta(conn, _APPLIED_KEY, str(len(roster.revocations)))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,8 +36,8 @@ __all__ = [
     "chunk_cache",
     "claim_pushes",
     "forget_head",
-    "has_unpushed",
     "last_run",
+    "load_heads",
     "load_own_chain",
     "load_state",
     "log_refusal",
@@ -87,15 +87,19 @@ def load_state(
         "SELECT data FROM team_objects WHERE kind = 'keyring' ORDER BY name"
     ):
         state, _ = accept_keyring(suite, state, bytes(data))
-    heads = {
-        (str(r[0]), str(r[1])): ChainHead(int(r[2]), str(r[3]), int(r[4]))
-        for r in conn.execute("SELECT writer, project, seq, hash, reset_at FROM chain_heads")
-    }
     witnessed = {
         (str(r[0]), str(r[1])): Witness(int(r[2]), str(r[3]), str(r[4]))
         for r in conn.execute("SELECT writer, project, seq, hash, by FROM witnessed")
     }
-    return state.evolve(heads=heads, witnessed=witnessed)
+    return state.evolve(heads=load_heads(conn), witnessed=witnessed)
+
+
+def load_heads(conn: sqlite3.Connection) -> dict[tuple[str, str], ChainHead]:
+    """The accepted chain head of every (writer, project)."""
+    return {
+        (str(r[0]), str(r[1])): ChainHead(int(r[2]), str(r[3]), int(r[4]))
+        for r in conn.execute("SELECT writer, project, seq, hash, reset_at FROM chain_heads")
+    }
 
 
 def chunk_cache(conn: sqlite3.Connection, writer: str, project: str) -> dict[str, int]:
@@ -188,21 +192,6 @@ def own_team_counts(
     if project is not None:
         sql, args = sql + " AND project = ?", (me, project)
     return {str(p): int(n) for p, n in conn.execute(sql, args)}
-
-
-def has_unpushed(conn: sqlite3.Connection, me: str, projects: Iterable[str]) -> bool:
-    """True when a publishable version of ``me`` in one of ``projects`` (those it may
-    write) is newer than everything its chain there has published."""
-    for project in projects:
-        own = load_own_chain(conn, project)
-        since = ZERO if own is None else own.pushed_wall
-        newer = conn.execute(
-            f"SELECT 1 {PUBLISHABLE} AND (hlc_wall, hlc_counter) > (?, ?) LIMIT 1",
-            (project, me, since.wall, since.counter),
-        ).fetchone()
-        if newer is not None:
-            return True
-    return False
 
 
 def pushes_as(conn: sqlite3.Connection) -> str | None:

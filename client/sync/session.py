@@ -131,13 +131,15 @@ def sync_health(home_dir: Path, conn: Any) -> dict[str, Any]:
         "last_sync": replica.last_run(conn),
         "clock": None if skew is None else skew.to_dict(),
         "recent_refusals": refusals,
-        "alarms": [
-            f"{r['reason']}: {r['object']}: {r['detail']}"
-            for r in refusals
-            if r["reason"] in SERIOUS
-        ]
-        + ([] if clock_off is None else [clock_off]),
+        "alarms": _serious(refusals) + ([] if clock_off is None else [clock_off]),
     }
+
+
+def _serious(refusals: list[dict[str, Any]]) -> list[str]:
+    """One alarm line per refusal that points at an attack or a broken writer."""
+    return [
+        f"{r['reason']}: {r['object']}: {r['detail']}" for r in refusals if r["reason"] in SERIOUS
+    ]
 
 
 def transport_for(
@@ -372,9 +374,7 @@ class Team:
             out.append("you are not in the roster yet: an admin must approve your join request")
         if roster.revocation(self.me) is not None:
             out.append("your membership was revoked: your new writes are refused by the team")
-        for item in replica.recent_refusals(self.conn, limit=50):
-            if item["reason"] in SERIOUS:
-                out.append(f"{item['reason']}: {item['object']}: {item['detail']}")
+        out += _serious(replica.recent_refusals(self.conn, limit=50))
         if roster.is_admin(self.me):
             try:
                 pending = self.transport.requests()

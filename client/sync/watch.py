@@ -46,28 +46,18 @@ from pathlib import Path
 import watchfiles
 
 from ...protocol.errors import SealmemError
-from ...protocol.push import writable_projects
-from . import clockhealth, replica
+from . import clockhealth
 from .backoff import Backoff
 from .engine import SyncSummary, sync
 from .session import Team
 from .transport import Transport
 
-__all__ = ["DEBOUNCE_MS", "has_unpushed", "local_version", "quiet_repeats", "watch"]
+__all__ = ["DEBOUNCE_MS", "local_version", "quiet_repeats", "watch"]
 
 DEBOUNCE_MS = 800
 
 #: ``(count, newest hlc wall, its counter)`` of our own team memories; None: unreadable.
 Marker = tuple[int, int, int] | None
-
-
-def has_unpushed(team: Team) -> bool:
-    """True when a team memory of ours, in a project we may write, is newer than what we
-    pushed there (a read-only or revoked member has nothing to push)."""
-    roster = team.trusted().roster
-    if roster is None:
-        return False
-    return replica.has_unpushed(team.conn, team.me, writable_projects(roster, team.me))
 
 
 def local_version(team: Team) -> Marker:
