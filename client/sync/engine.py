@@ -32,7 +32,7 @@ import contextlib
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -117,9 +117,7 @@ class SyncSummary:
             "pulled_new": self.pulled_new,
             "pulled_updated": self.pulled_updated,
             "members": sorted(self.members),
-            "refused": [
-                {"reason": r.reason, "object": r.object, "detail": r.detail} for r in self.refused
-            ],
+            "refused": [asdict(r) for r in self.refused],
             "warnings": list(self.warnings),
             "collected_chunks": self.collected_chunks,
             "local_only": [entry.to_dict() for entry in self.local_only],

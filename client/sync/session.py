@@ -173,26 +173,20 @@ def find_member(roster: Roster, who: str) -> Member:
     """A member by kid, kid prefix (8+ characters) or a name unique by its skeleton; a
     selector that is one member's name and the start of another's id is refused
     (``protocol.names.select``, the precedence ``admin approve`` uses too)."""
+    members = {m.kid: m for m in roster.members}
     by_id, by_name = select(who, [(m.kid, m.name) for m in roster.members])
     found = {*by_id, *by_name}
     if len(found) == 1:
-        return _member(roster, found.pop())
+        return members[found.pop()]
     names = ", ".join(f"{m.name!r} ({m.kid[:8]})" for m in roster.members)
     if by_id and by_name:
-        both = ", ".join(f"{_member(roster, k).name!r} ({k})" for k in sorted(found))
+        both = ", ".join(f"{members[k].name!r} ({k})" for k in sorted(found))
         raise InputError(
             f"{who!r} is both a member's name and the start of another member's id ({both}); "
             "give the member's full id"
         )
     why = "matches several members" if found else "is not a member"
     raise InputError(f"{who!r} {why} of roster v{roster.version}; members: {names}")
-
-
-def _member(roster: Roster, kid: str) -> Member:
-    member = roster.member(kid)
-    if member is None:  # select() only returns kids of the roster
-        raise InputError(f"member {kid} is not in roster v{roster.version}")
-    return member
 
 
 @dataclass(frozen=True)
