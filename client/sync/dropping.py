@@ -59,9 +59,7 @@ __all__ = [
 ]
 
 _APPLIED_KEY = "revocations_applied"
-"""Meta key: how many revocations of the trusted roster this store has applied (pins
-included; an older store that counted under ``revocations_dropped`` applies them again
-once, which changes nothing but what a pin drops)."""
+"""Meta key: how many revocations of the trusted roster this store has applied (pins included)."""
 
 
 @dataclass
@@ -194,15 +192,10 @@ def preview_writer(conn: sqlite3.Connection, kid: str, now: int | None = None) -
         "ORDER BY id",
         (kid,),
     ).fetchall()
-    result = Dropped()
     rule = DropRule(now_ms() if now is None else now, frozenset((kid,)))
-    for step in _plan(rows, conn, rule):
-        result.ids.append(step.row["id"])
-        if step.best is None:
-            result.removed += 1
-        else:
-            result.restored += 1
-    return result
+    steps = _plan(rows, conn, rule)
+    removed = sum(step.best is None for step in steps)
+    return Dropped(len(steps) - removed, removed, [step.row["id"] for step in steps])
 
 
 def _drop_pulled_ahead(
