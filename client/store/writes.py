@@ -122,7 +122,7 @@ def mark_redacted_here(conn: sqlite3.Connection, memory: Memory) -> None:
     """Note that ``memory``'s text was written by this store's rules just now (the
     caller ran :func:`~sealmem.client.store.redact.redact_texts` over the content and
     all the keywords), so the redaction before its first push
-    (:func:`sealmem.client.sync.replica.redact_pending`) does not run them again."""
+    (:func:`sealmem.client.sync.redaction.redact_pending`) does not run them again."""
     redacting.check_rules(conn)
     record = memory.record
     redacting.mark_redacted(conn, [(record.id, *record.order_key)])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+from dataclasses import dataclass
 
 from ...crypto import SUITE
 from ...protocol.bases import rebuild_with
@@ -46,13 +47,13 @@ def save(conn: sqlite3.Connection, writer: str, project: str, data: bytes, now: 
     )
 
 
+@dataclass(frozen=True)
 class Found:
     """A delta rebuilt: the complete manifest, and the base's bytes when they came from
     the transport (keep them with what the delta's snapshot commits; None: already kept)."""
 
-    def __init__(self, manifest: Manifest, fetched: bytes | None) -> None:
-        self.manifest = manifest
-        self.fetched = fetched
+    manifest: Manifest
+    fetched: bytes | None
 
 
 def find(conn: sqlite3.Connection, transport: Transport, m: Manifest) -> Found:

@@ -25,7 +25,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ...protocol.hlc import MAX_AHEAD_MS, MAX_WALL_MS
@@ -41,7 +41,6 @@ __all__ = [
     "load",
     "measure",
     "note",
-    "record",
     "span",
 ]
 
@@ -102,14 +101,7 @@ class Skew:
         return line
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "skew_ms": self.skew_ms,
-            "source": self.source,
-            "location": self.location,
-            "measured_at": self.measured_at,
-            "ok": self.ok,
-            "warning": self.warning(),
-        }
+        return {**asdict(self), "ok": self.ok, "warning": self.warning()}
 
 
 def measure(transport: Transport, now_ms: int) -> Skew | None:
@@ -122,11 +114,6 @@ def measure(transport: Transport, now_ms: int) -> Skew | None:
         return None
     elapsed_ms = int((time.monotonic() - seen_at) * 1000)
     return Skew(now_ms - (theirs + elapsed_ms), transport.kind, transport.location, now_ms)
-
-
-def record(conn: sqlite3.Connection, skew: Skew) -> None:
-    with transaction(conn):
-        set_meta(conn, META_KEY, json.dumps(skew.to_dict(), sort_keys=True))
 
 
 def load(conn: sqlite3.Connection) -> Skew | None:
@@ -151,5 +138,6 @@ def note(conn: sqlite3.Connection, transport: Transport, now_ms: int) -> str | N
     skew = measure(transport, now_ms)
     if skew is None:
         return None
-    record(conn, skew)
+    with transaction(conn):
+        set_meta(conn, META_KEY, json.dumps(skew.to_dict(), sort_keys=True))
     return skew.warning()

@@ -18,7 +18,8 @@ For each dropped winner the replica's versions (the winner and its ``history``
 rows) go through the rule; the best remaining version becomes the winner again
 with the provenance it arrived with, and the dropped winner moves to history.
 A memory with no remaining version leaves the winners, and stays in history.
-Run inside the caller's transaction.
+Run inside the caller's transaction; when ``Dropped.purged`` is not 0 (a tombstone that
+won again erased text), run :func:`sealmem.client.store.scrub.settle` after committing.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from ...protocol.revocation import (
     restamp,
 )
 from ...protocol.roster import Roster
-from ...protocol.state import ChainHead
 from ..clock import now_ms
+from ..store import scrub
 from ..store.connection import get_meta, set_meta, transaction
 from ..store.memory import Check, Provenance
 from ..store.rows import MEMORY_COLUMNS, provenance_of, read_hlc, record_from_row, save_hlc
@@ -58,9 +59,7 @@ __all__ = [
 ]
 
 _APPLIED_KEY = "revocations_applied"
-"""Meta key: how many revocations of the trusted roster this store has applied (pins
-included; an older store that counted under ``revocations_dropped`` applies them again
-once, which changes nothing but what a pin drops)."""
+"""Meta key: how many revocations of the trusted roster this store has applied (pins included)."""
 
 
 @dataclass
@@ -74,6 +73,7 @@ class Dropped:
     still_ahead: bool = False  # ... and it is still more than MAX_AHEAD_MS ahead
     restamped: int = 0  # own versions stamped again from the recovered clock
     rewound: list[tuple[str, str]] = field(default_factory=list)  # chain heads forgotten
+    purged: int = 0  # versions with content a restored tombstone erased: run scrub.settle
 
     @property
     def affected(self) -> int:
@@ -83,6 +83,7 @@ class Dropped:
         self.restored += other.restored
         self.removed += other.removed
         self.ids += other.ids
+        self.purged += other.purged
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,8 @@ def _apply(conn: sqlite3.Connection, steps: list[_Step], now: int) -> Dropped:
         seen = int(step.row["seen_count"])
         writes.append(Write(step.best, provenance_of(src), importance, seen, now, step.row))
         unkept.append(int(src["seq"]))  # it is the winner now
-    write(conn, Batch(writes=writes, removed=removed, unkept=unkept, replaced_at=now))
+    batch = Batch(writes=writes, removed=removed, unkept=unkept, replaced_at=now)
+    result.purged = write(conn, batch).purged
     result.removed, result.restored = len(removed), len(writes)
     return result
 
@@ -147,13 +149,6 @@ def _pulled_by(conn: sqlite3.Connection, project: str, kids: frozenset[str]) -> 
         "AND transport != 'local' ORDER BY id",
         (project, *sorted(kids)),
     ).fetchall()
-
-
-def _heads(conn: sqlite3.Connection) -> dict[tuple[str, str], ChainHead]:
-    return {
-        (str(r[0]), str(r[1])): ChainHead(int(r[2]), str(r[3]), int(r[4]))
-        for r in conn.execute("SELECT writer, project, seq, hash, reset_at FROM chain_heads")
-    }
 
 
 def pending(conn: sqlite3.Connection, roster: Roster, now: int) -> bool:
@@ -182,7 +177,7 @@ def drop_revoked(conn: sqlite3.Connection, roster: Roster, me: str, now: int) ->
             continue
         rows = _pulled_by(conn, project, rule.editors)
         result.add(_apply(conn, _plan(rows, conn, rule), now))
-    for writer, project in heads_past_pins(roster, _heads(conn), me):
+    for writer, project in heads_past_pins(roster, replica.load_heads(conn), me):
         replica.forget_head(conn, writer, project)
         result.rewound.append((writer, project))
     set_meta(conn, _APPLIED_KEY, str(len(roster.revocations)))
@@ -197,15 +192,10 @@ def preview_writer(conn: sqlite3.Connection, kid: str, now: int | None = None) -
         "ORDER BY id",
         (kid,),
     ).fetchall()
-    result = Dropped()
     rule = DropRule(now_ms() if now is None else now, frozenset((kid,)))
-    for step in _plan(rows, conn, rule):
-        result.ids.append(step.row["id"])
-        if step.best is None:
-            result.removed += 1
-        else:
-            result.restored += 1
-    return result
+    steps = _plan(rows, conn, rule)
+    removed = sum(step.best is None for step in steps)
+    return Dropped(len(steps) - removed, removed, [step.row["id"] for step in steps])
 
 
 def _drop_pulled_ahead(
@@ -224,18 +214,20 @@ def _drop_pulled_ahead(
     return result
 
 
-def _restamp_own(conn: sqlite3.Connection, me: str, now: int) -> int:
+def _restamp_own(conn: sqlite3.Connection, me: str, now: int) -> tuple[int, int]:
     """Stamp this store's own far-ahead winners again from the store clock (oldest first,
-    so they keep their order); the far-ahead version goes to history."""
+    so they keep their order); the far-ahead version goes to history.  Returns how many,
+    and how many versions with content the restamped tombstones erased."""
     rows = conn.execute(
         f"SELECT {MEMORY_COLUMNS} FROM memories WHERE hlc_wall > ? AND transport = 'local' "
         "ORDER BY hlc_wall, hlc_counter, id",
         (now + MAX_AHEAD_MS,),
     ).fetchall()
+    purged = 0
     for row in rows:
         held = [h.record.hlc for h, _ in _history(conn, str(row["id"]))]
         record, clock = restamp(record_from_row(row), read_hlc(conn), held, me=me, now_ms=now)
-        write_version(
+        purged += write_version(
             conn,
             record,
             provenance=Provenance.local(),
@@ -244,7 +236,7 @@ def _restamp_own(conn: sqlite3.Connection, me: str, now: int) -> int:
             updated_at=now,
         )
         save_hlc(conn, clock)
-    return len(rows)
+    return len(rows), purged
 
 
 def drop_far_ahead(
@@ -277,7 +269,8 @@ def drop_far_ahead(
     if fixed is not None:
         save_hlc(conn, fixed)
         replica.rewind_pushed(conn, fixed)  # else the push skips what is stamped again
-    result.restamped = _restamp_own(conn, me, now)
+    result.restamped, purged = _restamp_own(conn, me, now)
+    result.purged += purged
     if fixed is not None or result.restamped:
         result.clock = read_hlc(conn)
         result.still_ahead = too_far_ahead(result.clock, now)
@@ -290,6 +283,8 @@ def clock_check(
     """``sealmem doctor``: look for far-ahead versions and clock in the whole store; mend them."""
     with transaction(conn):
         done = drop_far_ahead(conn, now, me=me, roster=roster, check_all=True)
+    if done.purged:
+        scrub.settle(conn)
     if not done.affected and done.clock is None:
         return Check("clock", True, "no version and not the store clock is more than 2 days ahead")
     parts = []

@@ -32,7 +32,7 @@ import contextlib
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from ...protocol.push import writable_projects
 from ...protocol.roster import Roster
 from ...protocol.state import TrustedState
 from ..clock import now_ms
+from ..store import scrub
 from ..store.connection import sqlite_errors, transaction
 from . import clockhealth, dropping, outgoing, replica
 from .local_only import LocalOnly, local_only
@@ -116,9 +117,7 @@ class SyncSummary:
             "pulled_new": self.pulled_new,
             "pulled_updated": self.pulled_updated,
             "members": sorted(self.members),
-            "refused": [
-                {"reason": r.reason, "object": r.object, "detail": r.detail} for r in self.refused
-            ],
+            "refused": [asdict(r) for r in self.refused],
             "warnings": list(self.warnings),
             "collected_chunks": self.collected_chunks,
             "local_only": [entry.to_dict() for entry in self.local_only],
@@ -243,6 +242,8 @@ def _purge_revoked(
     with transaction(team.conn):
         ahead = dropping.drop_far_ahead(team.conn, now, me=team.me, roster=roster)
         revoked = dropping.drop_revoked(team.conn, roster, team.me, now)
+    if ahead.purged or revoked.purged:  # a tombstone won again: wipe the text it erased
+        scrub.settle(team.conn)
     if ahead.affected or ahead.clock is not None:
         parts = [
             f"dropped {ahead.affected} pulled versions dated more than 2 days ahead "

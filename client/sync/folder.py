@@ -11,16 +11,11 @@ Layout under ``{root}/sealmem/{team}/``::
 The folder is untrusted: anyone with write access can drop or delete files,
 nobody can forge them. Names read back from the folder are checked against
 strict patterns and anything else is ignored, so a planted ``../`` or a stray
-file cannot steer a path. No symbolic link below ``{root}`` is followed
-(``nofollow.py``): one in a read path is skipped with a warning, one in a write
-or delete path refuses the operation, so nothing outside the folder is
-written or deleted. ``{root}`` itself is the user's choice and may be a link.
-An entry that cannot be opened or read (a planted socket, a file nobody may
-read) is skipped with a warning too; only an unreachable team folder stops a
-sync (:class:`~sealmem.client.sync.transport.Unreachable`).
-Every write is atomic (temp file, fsync, rename), and
-a push writes its chunks before the manifest that names them, so a reader never
-sees a manifest whose chunks are not there yet, even after a crash mid-push.
+file cannot steer a path. No symbolic link below ``{root}`` (the user's choice, which
+may be one) is followed, and an entry that cannot be used is skipped with a warning
+(:mod:`~sealmem.client.sync.folder_dirs`).  Every write is atomic (temp file, fsync,
+rename), and a push writes its chunks before the manifest that names them, so a reader
+never sees a manifest whose chunks are not there yet, even after a crash mid-push.
 A chunk file is reused only when its bytes hash to its name; anyone may have
 overwritten it (:meth:`FolderTransport.damaged_chunks` lets the writer find
 the damaged ones its manifest lists and publish those buckets again).
@@ -43,37 +38,37 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ...crypto import SUITE
+from ...protocol.encoding import HEX_HASH_RE, KID_RE
 from ...protocol.errors import InputError, Rejected, TransportError
-from ...protocol.manifest import MAX_CHUNK_BYTES, MAX_MANIFEST_BYTES, Manifest, peek
+from ...protocol.manifest import MAX_CHUNK_BYTES, MAX_MANIFEST_BYTES, peek
 from ...protocol.snapshot import chunk_id as hash_chunk
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_ROSTER_BYTES
 from ..clock import now_ms
 from . import folder_watch
 from .folder_chunks import Verified
+from .folder_dirs import TeamDirs
 from .folder_watch import NAME as _NAME
-from .nofollow import SafeDir, Symlinked, Unusable
-from .transport import ConflictError, Transport, Unreachable
+from .nofollow import SafeDir, Unusable
+from .transport import ConflictError, Transport
 
 __all__ = ["MANIFESTS_KEPT", "FolderTransport", "Ours"]
 
-Ours = Callable[[bytes, str, str], Manifest]
-"""``ours(data, project, writer)``: the manifest in ``data`` when it is ``writer``'s own for
-``project``; ``Rejected`` when it is not."""
+Ours = Callable[[bytes, str, str, int], bool]
+"""``ours(data, project, writer, seq)``: whether ``data`` is ``writer``'s own manifest
+``seq`` of ``project``."""
 
 #: Manifests kept per writer: readers that are a little behind still find the
 #: chunks of the manifest they last saw while they move on.
 MANIFESTS_KEPT = 3
 
 
-_CHUNK = re.compile(r"^[0-9a-f]{64}$")
-_ROSTER = re.compile(r"^(\d{10})\.json$")
-_KEYRING = re.compile(r"^(\d{10})\.json$")
+_NUMBERED = re.compile(r"^(\d{10})\.json$")  # rosters by version, keyrings by epoch
 _MANIFEST = re.compile(r"^manifest-(\d{12})\.json$")
-_REQUEST = re.compile(r"^([a-z2-7]{26})\.json$")
+_REQUEST = re.compile(rf"^({KID_RE.pattern})\.json$")
 _MAX_REQUEST_BYTES = 16 * 1024
 
 
@@ -83,24 +78,24 @@ def _name(value: str, what: str) -> str:
     return value
 
 
+def _snapshots(project: str, writer: str, *more: str) -> tuple[str, ...]:
+    """The parts of ``snapshots/{project}/{writer}/{more}``, the names checked."""
+    return ("snapshots", _name(project, "project"), _name(writer, "writer"), *more)
+
+
 class FolderTransport(Transport):
     kind = "folder"
 
-    def __init__(
-        self, root: str | os.PathLike[str], team: str, *, ours: Ours | None = None
-    ) -> None:
-        """``ours``: which manifest files a push counts (see the module docstring); without
-        it, every manifest file does."""
+    def __init__(self, root: str | os.PathLike[str], team: str, *, ours: Ours) -> None:
+        """``ours``: which manifest files a push counts (see the module docstring)."""
         self._ours = ours
         self._root = Path(root)
-        self._team = _name(team, "team id")
         if not self._root.is_dir():
             raise TransportError(
                 f"the shared folder {self._root} does not exist or is not a directory; "
                 "mount it there (or, if it moved, fix 'location' in team.json)"
             )
-        self._base = self._root / "sealmem" / self._team
-        self._notes: list[str] = []
+        self._dirs = TeamDirs(self._root, _name(team, "team id"))
         self._verified = Verified()  # chunk files found intact
         #: the mtime the file server gave our newest manifest, and when we saw it
         self._server_time: tuple[int, float] | None = None
@@ -111,127 +106,45 @@ class FolderTransport(Transport):
 
     @property
     def base(self) -> Path:
-        return self._base
-
-    # -- helpers ---------------------------------------------------------------
+        return self._dirs.base
 
     def take_warnings(self) -> list[str]:
-        notes, self._notes = list(dict.fromkeys(self._notes)), []
-        return notes
-
-    def _team_dir(self) -> SafeDir:
-        """The team's directory, which only 'team create' makes.
-
-        An unmounted share usually leaves an empty mount point behind; writing there
-        would put the team's files on the local disk and show an empty team.
-        """
-        try:
-            found = SafeDir.open(self._root, ("sealmem", self._team))
-        except Unusable as exc:
-            raise Unreachable(f"cannot open the team folder: {exc}") from exc
-        if found is None:
-            raise Unreachable(
-                f"the team folder {self._base} is missing: is the shared folder mounted at "
-                f"{self._root}? (only 'sealmem team create' makes it)"
-            )
-        return found
+        return self._dirs.take_warnings()
 
     def prepare_new_team(self) -> None:
         """Make the team's directory (``team create``; every other write needs it to exist)."""
-        self._open(("sealmem", self._team)).close()
+        self._dirs.make().close()
 
-    def _open(self, parts: tuple[str, ...]) -> SafeDir:
-        found = SafeDir.open(self._root, parts, create=True)
-        if found is None:  # open(create=True) makes every part or raises
-            raise TransportError(f"cannot create {self._root.joinpath(*parts)}")
-        return found
-
-    def _dir(self, *parts: str) -> SafeDir:
-        """``base/parts``, made if missing, for writing: a link on the way is refused."""
-        self._team_dir().close()
-        return self._open(("sealmem", self._team, *parts))
-
-    @contextlib.contextmanager
-    def _reading(self, *parts: str) -> Iterator[SafeDir | None]:
-        """``base/parts`` for reading, or None when it is missing.
-
-        A link on the way is not followed: what lies behind it (or a directory that
-        cannot be opened) is skipped with a warning (:meth:`take_warnings`) and the
-        rest of the sync goes on.
-        """
-        found: SafeDir | None = None
-        try:
-            found = SafeDir.open(self._root, ("sealmem", self._team, *parts))
-        except (Symlinked, Unusable) as exc:
-            self._notes.append(f"skipped {exc}")
-        try:
-            yield found
-        finally:
-            if found is not None:
-                found.close()
-
-    def _names(self, directory: SafeDir | None) -> list[str]:
-        """The entries of ``directory`` (none, with a warning, when it cannot be listed)."""
-        if directory is None:
-            return []
-        try:
-            return directory.names()
-        except Unusable as exc:
-            self._notes.append(f"skipped {exc}")
-            return []
-
-    def _read(self, directory: SafeDir | None, name: str, limit: int) -> bytes | None:
-        """``directory.read``; an entry that cannot be opened or read is no file (warned)."""
-        if directory is None:
-            return None
-        try:
-            return directory.read(name, limit)
-        except Unusable as exc:
-            self._notes.append(f"skipped {exc}")
-            return None
-
-    def _listing(
-        self, directory: SafeDir | None, pattern: re.Pattern[str]
-    ) -> list[tuple[int, str]]:
-        found = []
-        for name in self._names(directory):
-            match = pattern.match(name)
-            if match:
-                found.append((int(match.group(1)), name))
-        return sorted(found)
-
-    def _manifests(self, project: str, writer: str, keep: int) -> list[bytes]:
-        """A writer's newest ``keep`` manifests that are files, newest first."""
-        with self._reading("snapshots", project, writer) as writer_dir:
-            found = self._listing(writer_dir, _MANIFEST)[-keep:]
+    def _manifests(self, project: str, writer: str) -> list[bytes]:
+        """A writer's newest :data:`MANIFESTS_KEPT` manifests that are files, newest first."""
+        with self._dirs.reading("snapshots", project, writer) as writer_dir:
+            found = self._dirs.listing(writer_dir, _MANIFEST)[-MANIFESTS_KEPT:]
             return [
                 d
                 for _, name in reversed(found)
-                if (d := self._read(writer_dir, name, MAX_MANIFEST_BYTES))
+                if (d := self._dirs.read(writer_dir, name, MAX_MANIFEST_BYTES))
             ]
 
     def _writers(self, project: str) -> list[str]:
         """Member ids with a directory under ``snapshots/{project}`` (anything else ignored)."""
-        with self._reading("snapshots", _name(project, "project")) as project_dir:
-            names = self._names(project_dir)
-        return sorted(w for w in names if _REQUEST.match(w + ".json"))
+        with self._dirs.reading("snapshots", _name(project, "project")) as project_dir:
+            names = self._dirs.names(project_dir)
+        return sorted(w for w in names if KID_RE.fullmatch(w))
 
     # -- rosters and keyrings ----------------------------------------------------
 
     def rosters(self, after_version: int) -> list[bytes]:
-        self._team_dir().close()
-        out = []
-        with self._reading("roster") as directory:
-            for version, name in self._listing(directory, _ROSTER):
-                if (
-                    version > after_version
-                    and (data := self._read(directory, name, MAX_ROSTER_BYTES)) is not None
-                ):
-                    out.append(data)
-        return out
+        self._dirs.team_dir().close()
+        with self._dirs.reading("roster") as directory:
+            found = [
+                self._dirs.read(directory, name, MAX_ROSTER_BYTES)
+                for version, name in self._dirs.listing(directory, _NUMBERED)
+                if version > after_version
+            ]
+        return [data for data in found if data is not None]
 
     def put_roster(self, version: int, data: bytes) -> None:
-        with self._dir("roster") as directory:
+        with self._dirs.writing("roster") as directory:
             created = directory.write(f"{version:010d}.json", data, exclusive=True)
         if not created:
             raise ConflictError(
@@ -240,15 +153,15 @@ class FolderTransport(Transport):
             )
 
     def keyrings(self, project: str) -> list[bytes]:
-        with self._reading("keyrings", _name(project, "project")) as directory:
+        with self._dirs.reading("keyrings", _name(project, "project")) as directory:
             return [
                 d
-                for _, name in self._listing(directory, _KEYRING)
-                if (d := self._read(directory, name, MAX_KEYRING_BYTES))
+                for _, name in self._dirs.listing(directory, _NUMBERED)
+                if (d := self._dirs.read(directory, name, MAX_KEYRING_BYTES))
             ]
 
     def put_keyring(self, project: str, epoch: int, data: bytes) -> None:
-        with self._dir("keyrings", _name(project, "project")) as directory:
+        with self._dirs.writing("keyrings", _name(project, "project")) as directory:
             directory.write(f"{epoch:010d}.json", data)
 
     # -- snapshots ---------------------------------------------------------------
@@ -256,60 +169,54 @@ class FolderTransport(Transport):
     def manifests(self, project: str) -> dict[str, list[bytes]]:
         out: dict[str, list[bytes]] = {}
         for writer in self._writers(project):
-            if newest := self._manifests(project, writer, MANIFESTS_KEPT):
+            if newest := self._manifests(project, writer):
                 out[writer] = newest
         return out
 
     def newest_seqs(self, project: str) -> dict[str, int] | None:
         out: dict[str, int] = {}
         for writer in self._writers(project):
-            with self._reading("snapshots", project, writer) as writer_dir:
-                found = self._listing(writer_dir, _MANIFEST)
+            with self._dirs.reading("snapshots", project, writer) as writer_dir:
+                found = self._dirs.listing(writer_dir, _MANIFEST)
             if found:
                 out[writer] = found[-1][0]
         return out
 
     def writer_manifests(self, project: str, writer: str) -> list[bytes]:
-        if not _REQUEST.match(writer + ".json"):
+        if not KID_RE.fullmatch(writer):
             return []
-        return self._manifests(_name(project, "project"), writer, MANIFESTS_KEPT)
+        return self._manifests(_name(project, "project"), writer)
 
     def newest_manifest(self, project: str, writer: str) -> bytes | None:
-        if not _REQUEST.match(writer + ".json"):
+        if not KID_RE.fullmatch(writer):
             return None
-        with self._reading("snapshots", _name(project, "project"), writer) as writer_dir:
-            found = self._listing(writer_dir, _MANIFEST)
-            return self._read(writer_dir, found[-1][1], MAX_MANIFEST_BYTES) if found else None
+        with self._dirs.reading(*_snapshots(project, writer)) as writer_dir:
+            found = self._dirs.listing(writer_dir, _MANIFEST)
+            return self._dirs.read(writer_dir, found[-1][1], MAX_MANIFEST_BYTES) if found else None
 
     def base_manifests(self, project: str, writer: str, seq: int) -> list[bytes]:
         """The file of manifest ``seq`` (kept by :meth:`_prune` while the newest manifest
         is a delta listed against it)."""
-        if not _REQUEST.match(writer + ".json"):
+        if not KID_RE.fullmatch(writer):
             return []
-        with self._reading("snapshots", _name(project, "project"), writer) as writer_dir:
-            data = self._read(writer_dir, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES)
+        with self._dirs.reading(*_snapshots(project, writer)) as writer_dir:
+            data = self._dirs.read(writer_dir, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES)
         return [] if data is None else [data]
 
     def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
-        if not _CHUNK.match(chunk_id):
+        if not HEX_HASH_RE.fullmatch(chunk_id):
             return None
-        parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
-        with self._reading(*parts) as chunk_dir:
-            return self._read(chunk_dir, chunk_id, MAX_CHUNK_BYTES)
+        with self._dirs.reading(*_snapshots(project, writer, "chunks")) as chunk_dir:
+            return self._dirs.read(chunk_dir, chunk_id, MAX_CHUNK_BYTES)
 
     def _counts(self, data: bytes | None, project: str, writer: str, seq: int) -> bool:
         """Whether a push counts ``data``, found as ``writer``'s manifest ``seq``."""
-        if data is None or self._ours is None:
-            return data is not None
-        try:
-            return self._ours(data, project, writer).seq == seq
-        except Rejected:
-            return False
+        return data is not None and self._ours(data, project, writer, seq)
 
     def _newest_held(self, writer_dir: SafeDir, project: str, writer: str) -> tuple[int, bytes]:
         """The writer's newest manifest that counts in the folder: (seq, bytes), or (0, b"")."""
-        for number, name in reversed(self._listing(writer_dir, _MANIFEST)):
-            data = self._read(writer_dir, name, MAX_MANIFEST_BYTES)
+        for number, name in reversed(self._dirs.listing(writer_dir, _MANIFEST)):
+            data = self._dirs.read(writer_dir, name, MAX_MANIFEST_BYTES)
             if data is not None and self._counts(data, project, writer, number):
                 return number, data
         return 0, b""
@@ -325,17 +232,15 @@ class FolderTransport(Transport):
     def push(
         self, project: str, writer: str, seq: int, manifest: bytes, chunks: Mapping[str, bytes]
     ) -> None:
-        with self._dir("snapshots", _name(project, "project"), _name(writer, "writer")) as wdir:
+        with self._dirs.writing(*_snapshots(project, writer)) as wdir:
             held, held_bytes = self._newest_held(wdir, project, writer)
             if held > seq or (held == seq and held_bytes != manifest):
                 raise self._conflict(project, writer, seq, held)
             if held == seq:
                 return  # this very manifest is already the newest: nothing to do
-            with self._open(
-                ("sealmem", self._team, "snapshots", project, writer, "chunks")
-            ) as chunk_dir:
+            with self._dirs.make("snapshots", project, writer, "chunks") as chunk_dir:
                 for chunk_id, data in chunks.items():
-                    if not _CHUNK.match(chunk_id):
+                    if not HEX_HASH_RE.fullmatch(chunk_id):
                         raise InputError(f"chunk id {chunk_id!r} is not a 64-digit hex hash")
                     if not self._intact(chunk_dir, chunk_id):
                         # each file is fsynced; the directory once, before the manifest
@@ -353,7 +258,7 @@ class FolderTransport(Transport):
             if not wdir.write(name, manifest, exclusive=True):
                 # Someone wrote this seq since we looked: another device wins, a planted
                 # file that does not look like this writer's manifest is replaced.
-                there = self._read(wdir, name, MAX_MANIFEST_BYTES)
+                there = self._dirs.read(wdir, name, MAX_MANIFEST_BYTES)
                 if there != manifest and self._counts(there, project, writer, seq):
                     raise self._conflict(project, writer, seq, seq)
                 if there != manifest:
@@ -376,11 +281,11 @@ class FolderTransport(Transport):
         against (``base`` for the new manifest, if a delta); drop files above ``seq`` that
         cannot be this writer's (planted ones would otherwise hide its manifests)."""
         mine = []
-        for number, name in self._listing(wdir, _MANIFEST):
+        for number, name in self._dirs.listing(wdir, _MANIFEST):
             if number <= seq:
                 mine.append(name)
             elif not self._counts(
-                self._read(wdir, name, MAX_MANIFEST_BYTES), project, writer, number
+                self._dirs.read(wdir, name, MAX_MANIFEST_BYTES), project, writer, number
             ):
                 with contextlib.suppress(TransportError):
                     wdir.unlink(name)
@@ -390,7 +295,7 @@ class FolderTransport(Transport):
         # and a revoked writer's pinned manifest may be one of them
         bases = {base} if base is not None else set()
         for name in mine[-MANIFESTS_KEPT:-1]:
-            older = _base_seq(self._read(wdir, name, MAX_MANIFEST_BYTES) or b"")
+            older = _base_seq(self._dirs.read(wdir, name, MAX_MANIFEST_BYTES) or b"")
             if older is not None:
                 bases.add(older)
         keep = {f"manifest-{b:012d}.json" for b in bases}
@@ -400,37 +305,36 @@ class FolderTransport(Transport):
 
     def _intact(self, chunk_dir: SafeDir, chunk_id: str) -> bool:
         """Whether ``chunk_id`` is a file whose bytes hash to its name (a reusable chunk)."""
-        data = self._read(chunk_dir, chunk_id, MAX_CHUNK_BYTES)
+        data = self._dirs.read(chunk_dir, chunk_id, MAX_CHUNK_BYTES)
         return data is not None and hash_chunk(SUITE, data) == chunk_id
 
     def damaged_manifest(self, project: str, writer: str, seq: int, manifest: bytes) -> bool:
         """Whether the file of manifest ``seq`` is gone or not these bytes (one small read)."""
-        with self._reading("snapshots", _name(project, "project"), _name(writer, "writer")) as d:
-            return self._read(d, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES) != manifest
+        with self._dirs.reading(*_snapshots(project, writer)) as d:
+            return self._dirs.read(d, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES) != manifest
 
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
         """Chunks missing, not regular files, or not hashing to their id, checked at a
         bounded cost (:mod:`~sealmem.client.sync.folder_chunks`)."""
-        parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
         ids = list(chunk_ids)
-        with self._reading(*parts) as chunk_dir:
+        with self._dirs.reading(*_snapshots(project, writer, "chunks")) as chunk_dir:
             if chunk_dir is None:
                 return set(ids)
-            bad = {c for c in ids if not _CHUNK.match(c)}
+            bad = {c for c in ids if not HEX_HASH_RE.fullmatch(c)}
             good = [c for c in ids if c not in bad]
             return bad | self._verified.damaged(project, writer, chunk_dir, good, self._intact)
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
-        parts = ("snapshots", _name(project, "project"), _name(writer, "writer"), "chunks")
         # A delete: a link on the way is refused (Symlinked), never skipped or followed.
-        chunk_dir = SafeDir.open(self._root, ("sealmem", self._team, *parts))
+        parts = ("sealmem", self._dirs.team, *_snapshots(project, writer, "chunks"))
+        chunk_dir = SafeDir.open(self._root, parts)
         if chunk_dir is None:
             return 0
         cutoff = (now_ms() - grace_ms) / 1000  # compared with file mtimes (s)
         removed = 0
         with chunk_dir:
-            for name in self._names(chunk_dir):
-                if name in keep or not _CHUNK.match(name):
+            for name in self._dirs.names(chunk_dir):
+                if name in keep or not HEX_HASH_RE.fullmatch(name):
                     continue
                 # Anyone may drop files here: a dangling link, a directory or a chunk another
                 # process removed first is skipped, never the end of the sync.
@@ -448,24 +352,25 @@ class FolderTransport(Transport):
     # -- join requests -------------------------------------------------------------
 
     def post_request(self, kid: str, data: bytes) -> None:
-        if not _REQUEST.match(kid + ".json"):
+        if not KID_RE.fullmatch(kid):
             raise InputError(f"{kid!r} is not a member id")
-        with self._dir("requests") as directory:
+        with self._dirs.writing("requests") as directory:
             directory.write(f"{kid}.json", data)
 
     def requests(self) -> dict[str, bytes]:
         out = {}
-        with self._reading("requests") as directory:
-            for name in sorted(self._names(directory)):
+        with self._dirs.reading("requests") as directory:
+            for name in sorted(self._dirs.names(directory)):
                 match = _REQUEST.match(name)
-                if match and (data := self._read(directory, name, _MAX_REQUEST_BYTES)) is not None:
+                data = self._dirs.read(directory, name, _MAX_REQUEST_BYTES) if match else None
+                if match and data is not None:
                     out[match.group(1)] = data
         return out
 
     def remove_request(self, kid: str) -> None:
-        if not _REQUEST.match(kid + ".json"):
+        if not KID_RE.fullmatch(kid):
             return
-        with self._dir("requests") as directory:
+        with self._dirs.writing("requests") as directory:
             directory.unlink(f"{kid}.json")
 
     # -- changes (for sync --watch) ------------------------------------------------------
@@ -479,9 +384,8 @@ class FolderTransport(Transport):
         stop: threading.Event | None = None,
     ) -> tuple[str, bool]:
         """Watch the folder (:func:`~sealmem.client.sync.folder_watch.wait_for_change`)."""
-        top = self._base if self._base.is_dir() else self._root
         return folder_watch.wait_for_change(
-            self._base, top, since, timeout_s, ignore_writer=ignore_writer, stop=stop
+            self._dirs.base, since, timeout_s, ignore_writer=ignore_writer, stop=stop
         )
 
 

@@ -18,12 +18,10 @@ import stat
 from collections.abc import Callable, Iterable
 
 from .nofollow import SafeDir, Unusable
+from .transport import CHECKED_CHUNKS
 
-__all__ = ["CHECKED_CHUNKS", "Verified"]
+__all__ = ["Verified"]
 
-#: Chunk files a writer reads back per check when this process has not verified them
-#: yet (a new process, or files written by another one).
-CHECKED_CHUNKS = 8
 
 _Stamp = tuple[int, int, int, int]
 

@@ -51,15 +51,15 @@ def fingerprint(base: Path, ignore_writer: str | None) -> str:
 
 def wait_for_change(
     base: Path,
-    top: Path,
     since: str | None,
     timeout_s: float,
     *,
     ignore_writer: str | None = None,
     stop: threading.Event | None = None,
 ) -> tuple[str, bool]:
-    """The interface's ``wait_for_change`` over the team folder ``base``, watching ``top``
-    (``base``, or the shared folder while the team folder is missing)."""
+    """The interface's ``wait_for_change`` over the team folder ``base`` (watching the
+    shared folder while the team folder is missing)."""
+    top = base if base.is_dir() else base.parent.parent
     current = fingerprint(base, ignore_writer)
     if since is None or current != since:
         return current, since is not None

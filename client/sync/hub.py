@@ -1,12 +1,9 @@
 """The hub as a transport: :class:`HubTransport` speaks the hub's /v1 API over httpx.
 
-Every request is signed with the member key (:mod:`sealmem.crypto.request`);
-the hub answers refusals as ``{"error": code, "detail": sentence}``, raised here
-as :class:`HubError` (a :class:`~sealmem.protocol.errors.TransportError`) with
-the hub's reason, and for 409 (a stale ``seq`` or an existing roster version:
-pull, then retry) as :class:`HubConflictError`, which is also the interface's
-:class:`~sealmem.client.sync.transport.ConflictError`.  Paths, headers and codes
-come from :mod:`sealmem.protocol.hubapi`, which the hub routes on.  Keyrings that name a roster the
+Every request is signed with the member key (:mod:`sealmem.crypto.request`); a
+refusal is a :class:`~.hub_answers.HubError` with the hub's reason
+(:mod:`~sealmem.client.sync.hub_answers`).  Paths, headers and codes come from
+:mod:`sealmem.protocol.hubapi`, which the hub routes on.  Keyrings that name a roster the
 hub does not hold yet (an admin publishes keyrings before their roster) are
 kept and sent with the next :meth:`HubTransport.put_roster`, in one request the
 hub accepts or refuses as a whole.
@@ -17,7 +14,6 @@ hub accepts or refuses as a whole.
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import threading
@@ -31,46 +27,19 @@ from ...crypto import SUITE, MemberKey
 from ...crypto.request import sign_request
 from ...protocol import hubapi, snapshot
 from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
-from ...protocol.errors import InputError, TransportError
-from ...protocol.manifest import Manifest
+from ...protocol.errors import InputError, Rejected, TransportError
 from ...protocol.own import own_manifest
 from ...protocol.roster import TEAM_RE
 from ..clock import now_ms
 from .door import door_warnings
 from .folder import FolderTransport
-from .transport import ConflictError, Transport, Unreachable
+from .hub_answers import HubError, blobs, error, is_ms, json_object, retry_after
+from .transport import CHECKED_CHUNKS, Transport, Unreachable
 
-__all__ = [
-    "OPERATOR_TOKEN_ENV",
-    "HubConflictError",
-    "HubError",
-    "HubTransport",
-    "is_hub_location",
-    "open_transport",
-]
+__all__ = ["OPERATOR_TOKEN_ENV", "HubTransport", "is_hub_location", "open_transport"]
 
 OPERATOR_TOKEN_ENV = "SEALMEM_HUB_OPERATOR_TOKEN"  # noqa: S105 - a variable name
-_NO_BODY = "http-error"  # our code for an error answer without a hub error body
 _RETRIES_429 = 4
-#: own chunks read back per project and sync to find ones the hub lost or holds damaged
-#: (a scrub dropped them, a disk flipped a bit); a larger snapshot is sampled, so a
-#: damaged chunk is found within a few syncs without reading every chunk every time
-CHECKED_CHUNKS = 8
-_MAX_RETRY_WAIT_S = 5.0
-
-
-class HubError(TransportError):
-    """The hub refused a request: ``status``, its ``code`` and ``detail``."""
-
-    def __init__(self, message: str, *, status: int, code: str, detail: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.detail = detail
-
-
-class HubConflictError(HubError, ConflictError):
-    """409: the hub holds a newer or different object here; pull, then retry."""
 
 
 def is_hub_location(location: str) -> bool:
@@ -85,10 +54,14 @@ def open_transport(
     if is_hub_location(location):
         return HubTransport(location, team, key, operator_token=operator_token)
 
-    def ours(data: bytes, project: str, writer: str) -> Manifest:
-        return own_manifest(
-            SUITE, data, writer=writer, sign_public=key.sign_public, project=project
-        )
+    def ours(data: bytes, project: str, writer: str, seq: int) -> bool:
+        try:
+            own = own_manifest(
+                SUITE, data, writer=writer, sign_public=key.sign_public, project=project
+            )
+        except Rejected:
+            return False
+        return own.seq == seq
 
     return FolderTransport(location, team, ours=ours)
 
@@ -167,46 +140,30 @@ class HubTransport(Transport):
                     f"cannot reach the hub at {self._url} to {what}: {exc}; check the URL "
                     "and that the hub is running"
                 ) from exc
-            if _is_ms(told := response.headers.get(hubapi.HEADER_HUB_TIME, "")):
+            if is_ms(told := response.headers.get(hubapi.HEADER_HUB_TIME, "")):
                 self._hub_time = (int(told), time.monotonic())
             if response.status_code < 400:
                 return response
-            if response.status_code == 404 and missing_ok and _code(response) == hubapi.NOT_FOUND:
+            refused = error(response, self._url, what)
+            if refused.status == 404 and missing_ok and refused.code == hubapi.NOT_FOUND:
                 return None
-            if response.status_code == 429 and attempt < _RETRIES_429:
-                time.sleep(_retry_after(response))
+            if refused.status == 429 and attempt < _RETRIES_429:
+                time.sleep(retry_after(response))
                 continue
-            if (
-                response.status_code == 401
-                and _code(response) == hubapi.STALE_TIME
-                and not skew_retried
-                and _is_ms(hub_time := response.headers.get(hubapi.HEADER_HUB_TIME, ""))
-            ):
-                self._skew_ms = int(hub_time) - self._clock()
+            stale = refused.status == 401 and refused.code == hubapi.STALE_TIME
+            if stale and not skew_retried and is_ms(told):
+                self._skew_ms = int(told) - self._clock()
                 skew_retried = True
                 continue
-            raise _error(response, self._url, what)
-        raise _error(response, self._url, what)
+            raise refused
+        raise refused
 
     def _json(self, method: str, path: str, what: str, **kw: Any) -> dict[str, Any]:
         response = self._send(method, path, what, **kw)
-        if response is None:
-            return {}
-        try:
-            doc = response.json()
-        except ValueError as exc:
-            raise TransportError(f"the hub at {self._url} answered {what} with bad JSON") from exc
-        if not isinstance(doc, dict):
-            raise TransportError(f"the hub at {self._url} answered {what} with a non-object")
-        return doc
+        return {} if response is None else json_object(response, self._url, what)
 
     def _blobs(self, value: object, what: str) -> list[bytes]:
-        if not isinstance(value, list):
-            raise TransportError(f"the hub at {self._url} answered {what} without a list")
-        try:
-            return [b64d(v) for v in value]
-        except ValueError as exc:
-            raise TransportError(f"the hub at {self._url} sent bad base64 for {what}") from exc
+        return blobs(value, self._url, what)
 
     # -- rosters and keyrings --------------------------------------------------------
 
@@ -347,7 +304,7 @@ class HubTransport(Transport):
         try:
             doc = self._json("GET", path, "read the state of the join request")
         except HubError as exc:
-            if exc.code in (hubapi.NO_REQUEST, hubapi.UNKNOWN_KEY):  # older hubs: 404
+            if exc.code in (hubapi.NO_REQUEST, hubapi.UNKNOWN_KEY):
                 return hubapi.REQUEST_UNKNOWN
             if exc.status in (404, 405):  # a hub (or proxy) without this endpoint
                 return None
@@ -393,7 +350,7 @@ class HubTransport(Transport):
         stop: threading.Event | None = None,
     ) -> tuple[str, bool]:
         """Long-poll the hub's change feed (``stop`` is seen between polls only)."""
-        cursor = int(since) if since is not None and _is_ms(since) else 0
+        cursor = int(since) if since is not None and is_ms(since) else 0
         if since is None:
             cursor, _ = self.feed(cursor, wait_s=0)
             return str(cursor), False
@@ -404,43 +361,3 @@ class HubTransport(Transport):
                 return str(cursor), True
             if not changes or time.monotonic() >= deadline or (stop and stop.is_set()):
                 return str(cursor), False
-
-
-def _code(response: httpx.Response) -> str:
-    try:
-        doc = response.json()
-    except ValueError:
-        return ""
-    return str(doc.get("error", "")) if isinstance(doc, dict) else ""
-
-
-def _is_ms(text: str) -> bool:
-    """True for a plain ASCII millisecond count (``"²".isdigit()`` is true, ``int`` refuses it)."""
-    return text.isascii() and text.isdigit() and len(text) <= 18
-
-
-def _retry_after(response: httpx.Response) -> float:
-    raw = response.headers.get(hubapi.HEADER_RETRY_AFTER, "1")
-    try:
-        wait = float(raw)
-    except ValueError:
-        return 1.0
-    if not math.isfinite(wait):  # time.sleep(nan) raises
-        return 1.0
-    return min(max(wait, 0.05), _MAX_RETRY_WAIT_S)
-
-
-def _error(response: httpx.Response, url: str, what: str) -> HubError:
-    status = response.status_code
-    try:
-        doc = response.json()
-        code, detail = str(doc["error"]), str(doc["detail"])
-    except (ValueError, KeyError, TypeError):
-        code, detail = _NO_BODY, f"HTTP {status} without an error body"
-    cls = HubConflictError if status == hubapi.CONFLICT_STATUS else HubError
-    return cls(
-        f"the hub at {url} refused to {what}: {detail} ({code}, HTTP {status})",
-        status=status,
-        code=code,
-        detail=detail,
-    )

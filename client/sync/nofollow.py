@@ -34,7 +34,6 @@ import secrets
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 
 from ...protocol.errors import TransportError
 from .transport import Unreachable
@@ -210,10 +209,6 @@ class SafeDir:
         found = self.lstat(name)
         return found is not None and _is_link(found)
 
-    def is_file(self, name: str) -> bool:
-        found = self.lstat(name)
-        return found is not None and stat.S_ISREG(found.st_mode)
-
     def read(self, name: str, limit: int) -> bytes | None:
         """At most ``limit + 1`` bytes of the regular file ``name`` (None: no such file).
 
@@ -336,7 +331,5 @@ class SafeDir:
     def __enter__(self) -> SafeDir:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

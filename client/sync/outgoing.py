@@ -85,37 +85,19 @@ def dirty_since(conn: sqlite3.Connection, me: str, project: str, now: int, grace
         "SELECT 1 FROM push_dirty WHERE project = ? AND id = ? LIMIT 1", (project, EVERY_BUCKET)
     ).fetchone():
         return Dirty(frozenset(range(BUCKET_KEYS)), upto)
-    keys: set[int] = set()
-    gone: set[str] = set()
-    for mid, key in conn.execute(
+    found = conn.execute(
         "SELECT DISTINCT d.id, m.bucket_key FROM push_dirty AS d "
         "LEFT JOIN memories AS m ON m.id = d.id WHERE d.project = ? AND d.seq <= ?",
         (project, upto),
-    ):
-        if key is None:
-            gone.add(str(mid))
-        else:
-            keys.add(int(key))
+    ).fetchall()
     last = conn.execute("SELECT pushed_at FROM own_chain WHERE project = ?", (project,)).fetchone()
     if last is not None:
         low, high = sorted((int(last[0]) - grace_ms, now - grace_ms))
-        keys.update(
-            int(row[0])
-            for row in conn.execute(
-                f"SELECT bucket_key {_OWN} AND deleted = 1 AND hlc_wall > ? AND hlc_wall <= ? "
-                "AND bucket_key IS NOT NULL",
-                (project, me, low, high),
-            )
-        )
-        gone.update(
-            str(row[0])
-            for row in conn.execute(
-                f"SELECT id {_OWN} AND deleted = 1 AND hlc_wall > ? AND hlc_wall <= ? "
-                "AND bucket_key IS NULL",
-                (project, me, low, high),
-            )
-        )
-    keys.update(bucket_key(SUITE, mid) for mid in gone)
+        found += conn.execute(
+            f"SELECT id, bucket_key {_OWN} AND deleted = 1 AND hlc_wall > ? AND hlc_wall <= ?",
+            (project, me, low, high),
+        ).fetchall()
+    keys = {bucket_key(SUITE, str(mid)) if key is None else int(key) for mid, key in found}
     return Dirty(frozenset(keys), upto)
 
 

@@ -36,7 +36,7 @@ from ...protocol.record import Record
 from ...protocol.snapshot import PreviousSnapshot, Rebuild, Snapshot, build_snapshot
 from ...protocol.state import TrustedState
 from ..store.connection import transaction
-from . import bases, outgoing, replica
+from . import bases, outgoing, redaction, replica
 from .session import Refusal, Team, trusted_roster
 from .transport import ConflictError, Transport
 
@@ -58,10 +58,10 @@ def redact_pending(team: Team, project: str, now: int) -> None:
     first time (newer rules may catch a secret an older sealmem let in)."""
     chain = replica.load_own_chain(team.conn, project)
     since = chain.pushed_wall if chain else ZERO
-    if not replica.needs_redaction(team.conn, team.me, project, since):
+    if not redaction.needs_redaction(team.conn, team.me, project, since):
         return  # every version it would look at is marked: no write transaction
     with transaction(team.conn):
-        replica.redact_pending(team.conn, team.me, project, since, now)
+        redaction.redact_pending(team.conn, team.me, project, since, now)
 
 
 def push_project(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,30 +28,25 @@ from ...protocol.state import ChainHead, TrustedState, Witness
 from ...protocol.suite import Suite
 from ...protocol.verify import accept_keyring, accept_roster
 from ..store import derived
-from ..store.memory import Provenance
-from ..store.redacting import check_rules, mark_redacted, redact_version, rules_current
-from ..store.rows import RECORD_COLUMNS, load_row, next_hlc, record_from_row, record_from_values
-from ..store.writer import write_version
+from ..store.rows import RECORD_COLUMNS, record_from_values
 
 __all__ = [
+    "PUBLISHABLE",
     "OwnChain",
     "chunk_cache",
     "claim_pushes",
     "forget_head",
-    "has_unpushed",
     "last_run",
+    "load_heads",
     "load_own_chain",
     "load_state",
     "log_refusal",
-    "needs_redaction",
     "own_summary",
     "own_team_counts",
     "publishable_records",
     "pushes_as",
     "recent_refusals",
     "record_run",
-    "redact_pending",
-    "reredact",
     "rewind_pushed",
     "save_head",
     "save_keyring",
@@ -92,15 +87,19 @@ def load_state(
         "SELECT data FROM team_objects WHERE kind = 'keyring' ORDER BY name"
     ):
         state, _ = accept_keyring(suite, state, bytes(data))
-    heads = {
-        (str(r[0]), str(r[1])): ChainHead(int(r[2]), str(r[3]), int(r[4]))
-        for r in conn.execute("SELECT writer, project, seq, hash, reset_at FROM chain_heads")
-    }
     witnessed = {
         (str(r[0]), str(r[1])): Witness(int(r[2]), str(r[3]), str(r[4]))
         for r in conn.execute("SELECT writer, project, seq, hash, by FROM witnessed")
     }
-    return state.evolve(heads=heads, witnessed=witnessed)
+    return state.evolve(heads=load_heads(conn), witnessed=witnessed)
+
+
+def load_heads(conn: sqlite3.Connection) -> dict[tuple[str, str], ChainHead]:
+    """The accepted chain head of every (writer, project)."""
+    return {
+        (str(r[0]), str(r[1])): ChainHead(int(r[2]), str(r[3]), int(r[4]))
+        for r in conn.execute("SELECT writer, project, seq, hash, reset_at FROM chain_heads")
+    }
 
 
 def chunk_cache(conn: sqlite3.Connection, writer: str, project: str) -> dict[str, int]:
@@ -170,18 +169,15 @@ def save_witnessed(conn: sqlite3.Connection, witnessed: Mapping[tuple[str, str],
     )
 
 
-# -- pulled versions (merged by :mod:`sealmem.client.sync.apply`) -------------------
-
-
 # -- own versions ----------------------------------------------------------------------
 
 
-_PUBLISHABLE = "FROM memories WHERE project = ? AND editor = ? AND visibility = 'team'"
+PUBLISHABLE = "FROM memories WHERE project = ? AND editor = ? AND visibility = 'team'"
 
 
 def publishable_records(conn: sqlite3.Connection, me: str, project: str) -> list[Record]:
     """Team winners of ``project`` edited by ``me``, tombstones included, sorted by id."""
-    rows = conn.execute(f"SELECT {RECORD_COLUMNS} {_PUBLISHABLE} ORDER BY id", (project, me))
+    rows = conn.execute(f"SELECT {RECORD_COLUMNS} {PUBLISHABLE} ORDER BY id", (project, me))
     return list(map(record_from_values, rows))
 
 
@@ -196,21 +192,6 @@ def own_team_counts(
     if project is not None:
         sql, args = sql + " AND project = ?", (me, project)
     return {str(p): int(n) for p, n in conn.execute(sql, args)}
-
-
-def has_unpushed(conn: sqlite3.Connection, me: str, projects: Iterable[str]) -> bool:
-    """True when a publishable version of ``me`` in one of ``projects`` (those it may
-    write) is newer than everything its chain there has published."""
-    for project in projects:
-        own = load_own_chain(conn, project)
-        since = ZERO if own is None else own.pushed_wall
-        newer = conn.execute(
-            f"SELECT 1 {_PUBLISHABLE} AND (hlc_wall, hlc_counter) > (?, ?) LIMIT 1",
-            (project, me, since.wall, since.counter),
-        ).fetchone()
-        if newer is not None:
-            return True
-    return False
 
 
 def pushes_as(conn: sqlite3.Connection) -> str | None:
@@ -235,63 +216,6 @@ def claim_pushes(conn: sqlite3.Connection, me: str) -> bool:
     return True
 
 
-_UNMARKED = """
-SELECT 1 FROM memories AS m LEFT JOIN redaction_marks AS k ON k.id = m.id
-WHERE m.project = ? AND m.editor = ? AND m.visibility = 'team'
-  AND (m.hlc_wall, m.hlc_counter) > (?, ?)
-  AND (k.id IS NULL OR k.hlc_wall != m.hlc_wall OR k.hlc_counter != m.hlc_counter
-       OR k.editor != m.editor)
-LIMIT 1
-"""
-
-_PENDING = """
-SELECT m.*, k.hlc_wall = m.hlc_wall AND k.hlc_counter = m.hlc_counter AND k.editor = m.editor
-       AS marked
-FROM memories AS m LEFT JOIN redaction_marks AS k ON k.id = m.id
-WHERE m.project = ? AND m.editor = ? AND m.visibility = 'team'
-  AND (m.hlc_wall, m.hlc_counter) > (?, ?)
-ORDER BY m.id
-"""
-
-
-def needs_redaction(conn: sqlite3.Connection, me: str, project: str, since: Hlc) -> bool:
-    """Whether :func:`redact_pending` has anything to do: a publishable version of ``me``
-    newer than ``since`` that is not marked, or marks made under other rules.  Read
-    only, so that a sync with nothing new opens no write transaction for it (and, with
-    no unpushed version at all, does not load the rules)."""
-    args = (project, me, since.wall, since.counter)
-    newer = f"SELECT 1 {_PUBLISHABLE} AND (hlc_wall, hlc_counter) > (?, ?) LIMIT 1"
-    if conn.execute(newer, args).fetchone() is None:
-        return False
-    if not rules_current(conn):
-        return True
-    return conn.execute(_UNMARKED, args).fetchone() is not None
-
-
-def redact_pending(conn: sqlite3.Connection, me: str, project: str, since: Hlc, now: int) -> int:
-    """Redact again the publishable versions of ``me`` newer than ``since`` (not pushed
-    yet); a changed one is stored as a new local version.  Return how many changed.
-
-    Run in its own transaction before a push is planned, so that the push itself only
-    reads the store (newer rules may catch a secret an older sealmem let in).  A version
-    whose text this store's rules already redacted (its ``redaction_marks`` row names
-    it: a pull, an import, or this function before) is not redacted
-    again; one found clean, or stored cleaned, is marked (a push that did not land, or
-    found nothing to publish, does not run the rules over it again).
-    """
-    check_rules(conn)  # marks made under other rules are gone before they are read
-    rows = conn.execute(_PENDING, (project, me, since.wall, since.counter)).fetchall()
-    pending = [record_from_row(row) for row in rows if not row["marked"]]
-    changed = 0
-    marks: list[tuple[str, int, int, str]] = []
-    for record in pending:
-        cleaned = reredact(conn, record, me, now)
-        changed += cleaned is not record
-        marks.append((cleaned.id, *cleaned.order_key))
-    mark_redacted(conn, marks)
-    return changed
-
-
 def own_summary(
     conn: sqlite3.Connection, me: str, project: str, collect_before: int
 ) -> tuple[int, Hlc, int]:
@@ -309,7 +233,7 @@ def own_summary(
         return 0, ZERO, 0
     count, tombstones = int(row[0]), int(row[0]) - int(row[1])
     wall, counter = conn.execute(
-        f"SELECT hlc_wall, hlc_counter {_PUBLISHABLE} "
+        f"SELECT hlc_wall, hlc_counter {PUBLISHABLE} "
         "ORDER BY hlc_wall DESC, hlc_counter DESC LIMIT 1",
         (project, me),
     ).fetchone()
@@ -323,24 +247,6 @@ def own_summary(
         ).fetchone()
         due = tombstones - int(recent)
     return count, Hlc(int(wall), int(counter)), due
-
-
-def reredact(conn: sqlite3.Connection, record: Record, me: str, now: int) -> Record:
-    """``record`` with secrets redacted again; a changed one is stored as a new local version."""
-    redacted, found = redact_version(record)  # the one call site of the rules
-    if not found:
-        return record
-    row = load_row(conn, record.id)
-    cleaned = redacted.evolve(editor=me, hlc=next_hlc(conn, now))
-    write_version(
-        conn,
-        cleaned,
-        provenance=Provenance.local(),
-        local_importance=cleaned.importance if row is None else float(row["local_importance"]),
-        seen_count=1 if row is None else int(row["seen_count"]),
-        updated_at=now,
-    )
-    return cleaned
 
 
 @dataclass(frozen=True)

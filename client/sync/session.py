@@ -131,13 +131,15 @@ def sync_health(home_dir: Path, conn: Any) -> dict[str, Any]:
         "last_sync": replica.last_run(conn),
         "clock": None if skew is None else skew.to_dict(),
         "recent_refusals": refusals,
-        "alarms": [
-            f"{r['reason']}: {r['object']}: {r['detail']}"
-            for r in refusals
-            if r["reason"] in SERIOUS
-        ]
-        + ([] if clock_off is None else [clock_off]),
+        "alarms": _serious(refusals) + ([] if clock_off is None else [clock_off]),
     }
+
+
+def _serious(refusals: list[dict[str, Any]]) -> list[str]:
+    """One alarm line per refusal that points at an attack or a broken writer."""
+    return [
+        f"{r['reason']}: {r['object']}: {r['detail']}" for r in refusals if r["reason"] in SERIOUS
+    ]
 
 
 def transport_for(
@@ -171,26 +173,20 @@ def find_member(roster: Roster, who: str) -> Member:
     """A member by kid, kid prefix (8+ characters) or a name unique by its skeleton; a
     selector that is one member's name and the start of another's id is refused
     (``protocol.names.select``, the precedence ``admin approve`` uses too)."""
+    members = {m.kid: m for m in roster.members}
     by_id, by_name = select(who, [(m.kid, m.name) for m in roster.members])
     found = {*by_id, *by_name}
     if len(found) == 1:
-        return _member(roster, found.pop())
+        return members[found.pop()]
     names = ", ".join(f"{m.name!r} ({m.kid[:8]})" for m in roster.members)
     if by_id and by_name:
-        both = ", ".join(f"{_member(roster, k).name!r} ({k})" for k in sorted(found))
+        both = ", ".join(f"{members[k].name!r} ({k})" for k in sorted(found))
         raise InputError(
             f"{who!r} is both a member's name and the start of another member's id ({both}); "
             "give the member's full id"
         )
     why = "matches several members" if found else "is not a member"
     raise InputError(f"{who!r} {why} of roster v{roster.version}; members: {names}")
-
-
-def _member(roster: Roster, kid: str) -> Member:
-    member = roster.member(kid)
-    if member is None:  # select() only returns kids of the roster
-        raise InputError(f"member {kid} is not in roster v{roster.version}")
-    return member
 
 
 @dataclass(frozen=True)
@@ -372,9 +368,7 @@ class Team:
             out.append("you are not in the roster yet: an admin must approve your join request")
         if roster.revocation(self.me) is not None:
             out.append("your membership was revoked: your new writes are refused by the team")
-        for item in replica.recent_refusals(self.conn, limit=50):
-            if item["reason"] in SERIOUS:
-                out.append(f"{item['reason']}: {item['object']}: {item['detail']}")
+        out += _serious(replica.recent_refusals(self.conn, limit=50))
         if roster.is_admin(self.me):
             try:
                 pending = self.transport.requests()

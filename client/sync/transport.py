@@ -33,7 +33,13 @@ from collections.abc import Iterable, Mapping
 
 from ...protocol.errors import TransportError
 
-__all__ = ["ConflictError", "Transport", "TransportError", "Unreachable"]
+__all__ = ["CHECKED_CHUNKS", "ConflictError", "Transport", "TransportError", "Unreachable"]
+
+#: Own chunks a writer reads back per project and sync when it cannot tell they are intact
+#: (a hub's scrub dropped them, a disk flipped a bit, a file in the folder was rewritten):
+#: a larger snapshot is sampled, so a damaged chunk is found within a few syncs without
+#: reading every chunk every time.
+CHECKED_CHUNKS = 8
 
 
 class Unreachable(TransportError):

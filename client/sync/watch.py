@@ -41,33 +41,24 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import watchfiles
 
 from ...protocol.errors import SealmemError
-from ...protocol.push import writable_projects
-from . import clockhealth, replica
+from . import clockhealth
 from .backoff import Backoff
 from .engine import SyncSummary, sync
 from .session import Team
 from .transport import Transport
 
-__all__ = ["DEBOUNCE_MS", "has_unpushed", "local_version", "quiet_repeats", "watch"]
+__all__ = ["DEBOUNCE_MS", "local_version", "quiet_repeats", "watch"]
 
 DEBOUNCE_MS = 800
 
 #: ``(count, newest hlc wall, its counter)`` of our own team memories; None: unreadable.
 Marker = tuple[int, int, int] | None
-
-
-def has_unpushed(team: Team) -> bool:
-    """True when a team memory of ours, in a project we may write, is newer than what we
-    pushed there (a read-only or revoked member has nothing to push)."""
-    roster = team.trusted().roster
-    if roster is None:
-        return False
-    return replica.has_unpushed(team.conn, team.me, writable_projects(roster, team.me))
 
 
 def local_version(team: Team) -> Marker:
@@ -135,8 +126,9 @@ def watch(
     ]
     for helper in helpers:
         helper.start()
-    loop = _Loop(team, on_sync, on_error, on_recovered, interval_s, backoff or Backoff(), clock)
-    loop.rand = rand
+    loop = _Loop(
+        team, on_sync, on_error, on_recovered, interval_s, backoff or Backoff(), clock, rand
+    )
     pause = wait or poke.wait
     try:
         loop.attempt()
@@ -155,29 +147,24 @@ def watch(
             helper.join(timeout=1.0)
 
 
+@dataclass
 class _Loop:
     """One watch's state: when it last tried, how many failures in a row, what it said."""
 
-    def __init__(
-        self,
-        team: Team,
-        on_sync: Callable[[SyncSummary], None],
-        on_error: Callable[[SealmemError], None],
-        on_recovered: Callable[[int], None] | None,
-        interval_s: float,
-        backoff: Backoff,
-        clock: Callable[[], float],
-    ) -> None:
-        self.team, self.on_sync, self.on_error = team, on_sync, on_error
-        self.on_recovered, self.interval_s = on_recovered, interval_s
-        self.backoff, self.clock = backoff, clock
-        self.rand: Callable[[], float] = random.random
-        self.failures = 0
-        self.started_at = 0.0
-        self.retry_at = 0.0
-        self.baseline: Marker = None
-        self.error: tuple[type[SealmemError], str] | None = None
-        self.shown: set[str] = set()
+    team: Team
+    on_sync: Callable[[SyncSummary], None]
+    on_error: Callable[[SealmemError], None]
+    on_recovered: Callable[[int], None] | None
+    interval_s: float
+    backoff: Backoff
+    clock: Callable[[], float]
+    rand: Callable[[], float]
+    failures: int = 0
+    started_at: float = 0.0
+    retry_at: float = 0.0
+    baseline: Marker = None
+    error: tuple[type[SealmemError], str] | None = None
+    shown: set[str] = field(default_factory=set)
 
     def due(self, team_changed: threading.Event, store_touched: threading.Event) -> bool:
         """Is it time to sync?  A change the transport reports always is; while failing,

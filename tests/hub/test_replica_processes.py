@@ -26,7 +26,8 @@ import pytest
 
 from sealmem.client import MemoryStore
 from sealmem.client.sync.engine import sync
-from sealmem.client.sync.hub import HubConflictError, HubError, HubTransport
+from sealmem.client.sync.hub import HubTransport
+from sealmem.client.sync.hub_answers import HubConflictError, HubError
 from sealmem.client.sync.session import Team
 from sealmem.client.team.admin import revoke
 from sealmem.crypto import SUITE, MemberKey

@@ -13,10 +13,11 @@ import math
 from pathlib import Path
 
 from sealmem.client.sync.folder import FolderTransport
-from sealmem.client.sync.folder_chunks import CHECKED_CHUNKS
 from sealmem.client.sync.nofollow import SafeDir
+from sealmem.client.sync.transport import CHECKED_CHUNKS
 from sealmem.crypto import SUITE
 from sealmem.protocol.snapshot import chunk_id
+from tests.sync.conftest import every_file
 
 WRITER = "b" * 26
 CHUNKS = 50
@@ -33,7 +34,7 @@ class Reading(FolderTransport):
 
 
 def _pushed(tmp_path: Path) -> tuple[list[str], Path]:
-    writer = FolderTransport(tmp_path, "team1")
+    writer = FolderTransport(tmp_path, "team1", ours=every_file)
     writer.prepare_new_team()
     chunks = {
         chunk_id(SUITE, data): data for data in (f"chunk {i}".encode() for i in range(CHUNKS))
@@ -44,7 +45,7 @@ def _pushed(tmp_path: Path) -> tuple[list[str], Path]:
 
 def test_a_new_process_reads_back_a_bounded_sample(tmp_path: Path) -> None:
     ids, _ = _pushed(tmp_path)
-    fresh = Reading(tmp_path, "team1")
+    fresh = Reading(tmp_path, "team1", ours=every_file)
     assert fresh.damaged_chunks("proj", WRITER, ids) == set()
     assert fresh.reads == CHECKED_CHUNKS  # not one read per chunk
     checks = math.ceil(CHUNKS / CHECKED_CHUNKS)
@@ -59,7 +60,7 @@ def test_a_damaged_file_is_found_within_a_few_checks(tmp_path: Path) -> None:
     ids, chunk_dir = _pushed(tmp_path)
     victim = ids[17]
     (chunk_dir / victim).write_bytes(b"garbage from a hostile share user")
-    fresh = Reading(tmp_path, "team1")
+    fresh = Reading(tmp_path, "team1", ours=every_file)
     found: set[str] = set()
     for _ in range(math.ceil(CHUNKS / CHECKED_CHUNKS)):
         found |= fresh.damaged_chunks("proj", WRITER, ids)
@@ -70,12 +71,12 @@ def test_a_deleted_chunk_is_found_at_once_without_reading(tmp_path: Path) -> Non
     ids, chunk_dir = _pushed(tmp_path)
     (chunk_dir / ids[3]).unlink()
     (chunk_dir / ids[4]).unlink()
-    fresh = Reading(tmp_path, "team1")
+    fresh = Reading(tmp_path, "team1", ours=every_file)
     assert {ids[3], ids[4]} <= fresh.damaged_chunks("proj", WRITER, ids)
 
 
 def test_the_writing_process_finds_every_overwritten_chunk_at_once(tmp_path: Path) -> None:
-    writer = Reading(tmp_path, "team1")
+    writer = Reading(tmp_path, "team1", ours=every_file)
     writer.prepare_new_team()
     chunks = {
         chunk_id(SUITE, data): data for data in (f"chunk {i}".encode() for i in range(CHUNKS))

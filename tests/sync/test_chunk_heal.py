@@ -18,7 +18,7 @@ from sealmem.client.sync.folder import FolderTransport
 from sealmem.crypto import SUITE
 from sealmem.protocol import reasons
 from sealmem.protocol.snapshot import chunk_id
-from tests.sync.conftest import PROJECT, Node, World
+from tests.sync.conftest import PROJECT, Node, World, every_file
 
 NOTES = [f"carol's note number {i} about the deploy pipeline" for i in range(40)]
 
@@ -64,7 +64,7 @@ def test_overwritten_and_deleted_chunks_heal_on_the_writers_next_sync(world: Wor
 
 
 def test_a_damaged_file_under_a_new_chunks_id_is_rewritten(tmp_path: Path) -> None:
-    folder = FolderTransport(tmp_path, "team1")
+    folder = FolderTransport(tmp_path, "team1", ours=every_file)
     folder.prepare_new_team()
     good = b"the real ciphertext"
     cid = chunk_id(SUITE, good)

@@ -11,7 +11,7 @@ from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.rows import load_row, next_hlc, record_from_row
 from sealmem.client.store.writer import write_version
-from sealmem.client.sync import replica
+from sealmem.client.sync import redaction, replica
 from sealmem.client.sync.engine import sync_lock
 from sealmem.client.sync.session import sync_health
 from sealmem.protocol import reasons
@@ -219,7 +219,7 @@ def test_pulled_versions_are_redacted_again(world: World, monkeypatch: pytest.Mo
             seen_count=1, updated_at=alice.clock(),
         )  # fmt: skip
     # alice runs a sealmem that does not redact before pushing (an older rule set)
-    monkeypatch.setattr(replica, "reredact", lambda _conn, record, _me, _now: record)
+    monkeypatch.setattr(redaction, "reredact", lambda _conn, record, _me, _now: record)
     alice.sync()
     pulled = bob.sync()
     got = bob.store.get(mem.id)

@@ -15,7 +15,7 @@ import pytest
 from sealmem.client.sync.folder import FolderTransport
 from sealmem.protocol import reasons
 from sealmem.protocol.verify import MAX_MANIFEST_BYTES
-from tests.sync.conftest import PROJECT, Node, World, make_world
+from tests.sync.conftest import PROJECT, Node, World, every_file, make_world
 
 WRITER = "b" * 26
 
@@ -26,7 +26,7 @@ def _writer_dir(world: World, node: Node) -> Path:
 
 
 def test_a_huge_manifest_is_read_only_up_to_its_limit(tmp_path: Path) -> None:
-    folder = FolderTransport(tmp_path, "team1")
+    folder = FolderTransport(tmp_path, "team1", ours=every_file)
     folder.prepare_new_team()
     folder.push("proj", WRITER, 1, b"m1", {})
     huge = folder.base / "snapshots" / "proj" / WRITER / "manifest-000000000002.json"
@@ -39,7 +39,7 @@ def test_a_huge_manifest_is_read_only_up_to_its_limit(tmp_path: Path) -> None:
 
 
 def test_non_files_under_read_names_are_missing_not_errors(tmp_path: Path) -> None:
-    folder = FolderTransport(tmp_path, "team1")
+    folder = FolderTransport(tmp_path, "team1", ours=every_file)
     folder.prepare_new_team()
     folder.push("proj", WRITER, 1, b"m1", {})
     writer_dir = folder.base / "snapshots" / "proj" / WRITER

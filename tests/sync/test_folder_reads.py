@@ -8,13 +8,14 @@ import pytest
 
 from sealmem.client.sync.folder import MANIFESTS_KEPT, FolderTransport
 from sealmem.client.sync.transport import Transport
+from tests.sync.conftest import every_file
 
 WRITER = "b" * 26
 OTHER = "c" * 26
 
 
 def test_newest_seqs_and_manifests_read_only_what_is_asked(tmp_path: Path) -> None:
-    folder = FolderTransport(tmp_path, "team1")
+    folder = FolderTransport(tmp_path, "team1", ours=every_file)
     folder.prepare_new_team()
     assert folder.newest_seqs("proj") == {}
     assert folder.newest_manifest("proj", WRITER) is None
@@ -45,7 +46,7 @@ class _Unlisted(FolderTransport):
 def test_own_manifests_are_read_back_only_above_the_recorded_seq(
     tmp_path: Path, recorded: int, listed: bool, read: bool
 ) -> None:
-    folder = (FolderTransport if listed else _Unlisted)(tmp_path, "team1")
+    folder = (FolderTransport if listed else _Unlisted)(tmp_path, "team1", ours=every_file)
     folder.prepare_new_team()
     assert folder.manifests_above("proj", WRITER, 0) == []  # nothing anywhere
     for seq in (1, 2, 3):

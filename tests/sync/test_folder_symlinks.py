@@ -19,7 +19,7 @@ from sealmem.client.sync.folder import FolderTransport
 from sealmem.client.sync.nofollow import Symlinked
 from sealmem.protocol.errors import TransportError
 from tests.support.cli import in_process
-from tests.sync.conftest import PROJECT, make_world
+from tests.sync.conftest import PROJECT, every_file, make_world
 
 WRITER = "b" * 26
 OLD_CHUNK = "c" * 64
@@ -46,7 +46,7 @@ def _contents(directory: Path) -> dict[str, bytes]:
 def folder(tmp_path: Path) -> FolderTransport:
     share = tmp_path / "share"
     share.mkdir()
-    transport = FolderTransport(share, "team1")
+    transport = FolderTransport(share, "team1", ours=every_file)
     transport.prepare_new_team()
     return transport
 
@@ -124,7 +124,7 @@ def test_a_linked_team_folder_is_refused(tmp_path: Path) -> None:
     (share / "sealmem").mkdir(parents=True)
     elsewhere.mkdir()
     (share / "sealmem" / "team1").symlink_to(elsewhere)
-    folder = FolderTransport(share, "team1")
+    folder = FolderTransport(share, "team1", ours=every_file)
     with pytest.raises(Symlinked):
         folder.rosters(0)
     with pytest.raises(Symlinked):
@@ -136,7 +136,7 @@ def test_the_configured_folder_itself_may_be_a_link(tmp_path: Path) -> None:
     real = tmp_path / "real-share"
     real.mkdir()
     (tmp_path / "mounted").symlink_to(real)
-    folder = FolderTransport(tmp_path / "mounted", "team1")
+    folder = FolderTransport(tmp_path / "mounted", "team1", ours=every_file)
     folder.prepare_new_team()
     folder.push("proj", WRITER, 1, b"m1", {"d" * 64: b"chunk"})
     folder.put_roster(1, b"r1")

@@ -18,6 +18,7 @@ import pytest
 from sealmem.client.sync import nofollow
 from sealmem.client.sync.folder import FolderTransport
 from sealmem.client.sync.nofollow import SafeDir, Symlinked
+from tests.sync.conftest import every_file
 
 from . import test_folder_symlinks as planted
 
@@ -33,7 +34,7 @@ def path_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
 def folder(tmp_path: Path) -> FolderTransport:
     share = tmp_path / "share"
     share.mkdir()
-    transport = FolderTransport(share, "team1")
+    transport = FolderTransport(share, "team1", ours=every_file)
     transport.prepare_new_team()
     return transport
 

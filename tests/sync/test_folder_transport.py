@@ -13,7 +13,7 @@ from sealmem.client.sync.transport import ConflictError
 from sealmem.crypto import SUITE
 from sealmem.protocol.errors import InputError, TransportError
 from sealmem.protocol.snapshot import chunk_id
-from tests.sync.conftest import PROJECT, make_world
+from tests.sync.conftest import PROJECT, every_file, make_world
 
 WRITER = "a" * 26
 CHUNK = "0" * 64
@@ -21,7 +21,7 @@ CHUNK = "0" * 64
 
 @pytest.fixture
 def folder(tmp_path: Path) -> FolderTransport:
-    transport = FolderTransport(tmp_path, "team1")
+    transport = FolderTransport(tmp_path, "team1", ours=every_file)
     transport.prepare_new_team()  # what 'team create' does first
     transport.put_roster(1, b"one")
     return transport
@@ -29,7 +29,7 @@ def folder(tmp_path: Path) -> FolderTransport:
 
 def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(TransportError, match="does not exist"):
-        FolderTransport(tmp_path / "nope", "team1")
+        FolderTransport(tmp_path / "nope", "team1", ours=every_file)
 
 
 def test_roster_chain_in_order_and_never_overwritten(folder: FolderTransport) -> None:
@@ -110,11 +110,11 @@ def test_atomic_write_sets_the_exact_mode_whatever_the_umask(tmp_path: Path) -> 
 def test_an_unmounted_share_is_an_error_not_an_empty_team(tmp_path: Path) -> None:
     mount = tmp_path / "mnt"
     mount.mkdir()
-    created = FolderTransport(mount, "team1")
+    created = FolderTransport(mount, "team1", ours=every_file)
     created.prepare_new_team()
     created.put_roster(1, b"one")
     (mount / "sealmem").rename(tmp_path / "elsewhere")  # the share is gone; the mount point stays
-    folder = FolderTransport(mount, "team1")
+    folder = FolderTransport(mount, "team1", ours=every_file)
     with pytest.raises(TransportError, match="mounted"):
         folder.rosters(0)
     with pytest.raises(TransportError, match="mounted"):
@@ -132,7 +132,9 @@ def test_push_is_compare_and_swap_on_the_writers_valid_looking_seq(tmp_path: Pat
             alice.remember(text)
             alice.sync()
         mine = alice.t.transport
-        keyless = FolderTransport(world.folder, alice.t.config.team)  # checks shapes only
+        keyless = FolderTransport(
+            world.folder, alice.t.config.team, ours=every_file
+        )  # checks shapes only
         kid = alice.key.kid
         second, first = mine.writer_manifests(PROJECT, kid)
         slot = next(world.folder.rglob(f"{kid}/manifest-000000000002.json")).parent

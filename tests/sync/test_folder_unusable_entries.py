@@ -20,7 +20,7 @@ import pytest
 from sealmem.client.sync.folder import FolderTransport
 from sealmem.protocol import reasons
 from tests.support.nobody import as_nobody
-from tests.sync.conftest import PROJECT, Node, World
+from tests.sync.conftest import PROJECT, Node, World, every_file
 
 WRITER = "b" * 26
 
@@ -105,7 +105,7 @@ def open_root() -> Iterator[Path]:
 
 def test_an_unreadable_manifest_or_chunk_is_no_file_with_a_warning(open_root: Path) -> None:
     root = open_root
-    folder = FolderTransport(root, "team1")
+    folder = FolderTransport(root, "team1", ours=every_file)
     folder.prepare_new_team()
     chunk_id = "a" * 64
     folder.push("proj", WRITER, 1, b"m1", {chunk_id: b"chunk"})
@@ -118,7 +118,7 @@ def test_an_unreadable_manifest_or_chunk_is_no_file_with_a_warning(open_root: Pa
         path.chmod(0)
 
     def read() -> tuple[bytes | None, list[bytes], bytes | None, list[str]]:
-        reader = FolderTransport(root, "team1")
+        reader = FolderTransport(root, "team1", ours=every_file)
         return (
             reader.newest_manifest("proj", WRITER),
             reader.writer_manifests("proj", WRITER),

@@ -1,6 +1,6 @@
 """The redaction before a first push runs the rules once per version, never again.
 
-``replica.redact_pending`` redacts our versions not pushed yet (an older sealmem may have
+``redaction.redact_pending`` redacts our versions not pushed yet (an older sealmem may have
 stored a secret that newer rules catch).  A version whose text this store's rules
 already redacted (``redaction_marks``, schema version 9: an import, a pull, this
 function before) is skipped; what it finds clean or stores cleaned it marks.  The rules
@@ -19,7 +19,7 @@ from sealmem.client import MemoryStore
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.writer import write_version
-from sealmem.client.sync import push, replica
+from sealmem.client.sync import push, redaction
 from sealmem.protocol.hlc import ZERO, Hlc
 from sealmem.protocol.record import Record, new_memory_id
 from tests.sync.conftest import PROJECT, World
@@ -30,19 +30,19 @@ ME = "alice"
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    real = replica.redact_version
+    real = redaction.redact_version
 
     def spy(record: Record) -> tuple[Record, dict[str, int]]:
         calls.append(record.id)
         return real(record)
 
-    monkeypatch.setattr(replica, "redact_version", spy)
+    monkeypatch.setattr(redaction, "redact_version", spy)
     return calls
 
 
 def _pending(store: MemoryStore) -> int:
     with transaction(store.connection):
-        return replica.redact_pending(store.connection, ME, "proj", ZERO, NOW)
+        return redaction.redact_pending(store.connection, ME, "proj", ZERO, NOW)
 
 
 def _record(i: int, content: str) -> Record:
@@ -133,7 +133,7 @@ def test_a_sync_with_nothing_new_opens_no_transaction_for_it(world: World) -> No
     alice.sync()
     conn = alice.store.connection
     written = alice.remember("written after the push")  # marked by remember itself
-    assert not replica.needs_redaction(conn, alice.key.kid, PROJECT, ZERO)
+    assert not redaction.needs_redaction(conn, alice.key.kid, PROJECT, ZERO)
     conn.execute("DELETE FROM redaction_marks WHERE id = ?", (written.id,))  # as before
 
     def traced() -> list[str]:
@@ -147,4 +147,4 @@ def test_a_sync_with_nothing_new_opens_no_transaction_for_it(world: World) -> No
 
     assert "BEGIN IMMEDIATE" in traced()  # the new version: redacted, then marked
     assert "BEGIN IMMEDIATE" not in traced()
-    assert not replica.needs_redaction(conn, alice.key.kid, PROJECT, ZERO)
+    assert not redaction.needs_redaction(conn, alice.key.kid, PROJECT, ZERO)

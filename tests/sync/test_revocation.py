@@ -5,14 +5,21 @@ from __future__ import annotations
 import io
 import sqlite3
 import sys
+import time
 from collections.abc import Callable
 
 import pytest
 
+from sealmem.client.store.connection import transaction
+from sealmem.client.store.memory import Provenance
+from sealmem.client.store.rows import load_row, next_hlc, record_from_row
+from sealmem.client.store.writer import write_version
 from sealmem.client.sync import dropping
+from sealmem.client.sync.engine import sync
 from sealmem.client.sync.session import Team
 from sealmem.client.team import admin
 from tests.support.cli import Run, in_process
+from tests.support.traces import KEYWORD, traces
 from tests.sync.conftest import PROJECT, Node, World
 
 pytestmark = pytest.mark.slow
@@ -228,6 +235,46 @@ def test_a_revoked_members_forget_is_undone_by_the_revocation(world: World) -> N
     assert bob.store.get(mem.id).content == TEXT
     assert bob.store.get(mem.id).record.editor == alice.key.kid
     assert [h.memory.id for h in bob.store.recall("make release", all_projects=True)] == [mem.id]
+
+
+def _rewrite(node: Node, memory_id: str, content: str) -> None:
+    """A new version of ``memory_id`` by ``node`` with other text (a stolen key may write any)."""
+    conn, now = node.store.connection, node.clock()
+    with transaction(conn):
+        row = load_row(conn, memory_id)
+        assert row is not None
+        edit = record_from_row(row).evolve(
+            content=content, keywords=("release",), editor=node.key.kid, hlc=next_hlc(conn, now)
+        )
+        write_version(
+            conn, edit, provenance=Provenance.local(), local_importance=edit.importance,
+            seen_count=1, updated_at=now,
+        )  # fmt: skip
+
+
+def test_a_tombstone_the_drop_brings_back_wipes_the_text_it_covers_from_the_files(
+    world: World,
+) -> None:
+    """bob forgot his memory, but carol's later rewrite reached alice first: alice keeps bob's
+    text and his tombstone in history.  Dropping carol makes bob's tombstone the winner
+    again, which erases bob's text, from the history table and from the store's files."""
+    adm, alice, bob, carol = (world.nodes[n] for n in ("admin", "alice", "bob", "carol"))
+    mem = bob.remember(TEXT, keywords=[KEYWORD])
+    world.sync_all(1)
+    bob.store.forget(mem.id, reason="a secret")
+    time.sleep(0.01)  # carol's edit is later than bob's tombstone
+    _rewrite(carol, mem.id, "deploys go through the release bot")
+    carol.sync()
+    alice.sync()  # carol's edit wins; bob's version goes to history
+    sync(bob.t, clock=bob.clock, pull=False)  # bob publishes his tombstone, unaware
+    alice.sync()  # bob's tombstone loses to carol's edit: kept in history
+    assert alice.winners()[mem.id][3] == carol.key.kid
+    assert traces(alice.store.path, (KEYWORD,))
+    admin.revoke(adm.t, carol.key.kid, keep_data=False, now=adm.clock())
+    alice.sync()
+    assert alice.store.get(mem.id).deleted
+    assert all(KEYWORD not in h for h in _history(alice, mem.id))
+    assert traces(alice.store.path, (KEYWORD,)) == []
 
 
 # -- one predicate for every drop ----------------------------------------------------
