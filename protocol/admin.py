@@ -4,9 +4,7 @@ Each change is an :data:`Edit` of the next version's body; :func:`next_roster`
 applies one or several to a roster and returns its successor (``version + 1``,
 ``prev`` = hash of the current body), checked for consistency, so that one
 admin command is one new version however many edits it makes (approving two
-members and rotating a project the admin cannot re-wrap, say).  The functions
-named after a single change (:func:`add_member`, :func:`set_grant`,
-:func:`revoke`, ...) are ``next_roster`` with that one edit.
+members and rotating a project the admin cannot re-wrap, say).
 
 The rules settled here, once, for every caller:
 
@@ -35,20 +33,14 @@ from .suite import Suite
 
 __all__ = [
     "Edit",
-    "add_member",
-    "add_project",
     "adding_member",
     "adding_project",
     "genesis",
     "next_roster",
     "pins_for",
-    "reset_chain",
     "resetting_chain",
-    "revoke",
     "revoking",
-    "rotate",
     "rotating",
-    "set_grant",
     "setting_grant",
 ]
 
@@ -187,66 +179,6 @@ def resetting_chain(kid: str, project: str) -> Edit:
         return replace(draft, resets=(*draft.resets, Reset(kid, project, draft.version)))
 
     return edit
-
-
-# -- one change, one version -------------------------------------------------------
-
-
-def add_member(
-    suite: Suite,
-    roster: Roster,
-    member: Member,
-    *,
-    created_at: int,
-    projects: Iterable[str] = (),
-    read: bool = True,
-    write: bool = True,
-) -> Roster:
-    """Add ``member`` with ``read`` (and ``write``) grants on ``projects``."""
-    edit = adding_member(member, projects=projects, read=read, write=write)
-    return next_roster(suite, roster, edit, created_at=created_at)
-
-
-def add_project(suite: Suite, roster: Roster, project: str, *, created_at: int) -> Roster:
-    """Register ``project`` at epoch 1; every admin gets read/write on it."""
-    return next_roster(suite, roster, adding_project(project), created_at=created_at)
-
-
-def set_grant(
-    suite: Suite,
-    roster: Roster,
-    kid: str,
-    project: str,
-    *,
-    read: bool,
-    write: bool,
-    created_at: int,
-) -> Roster:
-    """Set (or with ``read=write=False`` remove) ``kid``'s grant on ``project``."""
-    edit = setting_grant(kid, project, read=read, write=write)
-    return next_roster(suite, roster, edit, created_at=created_at)
-
-
-def rotate(suite: Suite, roster: Roster, project: str, *, created_at: int) -> Roster:
-    """Move ``project`` to the next content-key epoch."""
-    return next_roster(suite, roster, rotating(project), created_at=created_at)
-
-
-def revoke(
-    suite: Suite,
-    roster: Roster,
-    kid: str,
-    *,
-    created_at: int,
-    pins: Mapping[str, Pin] | None = None,
-) -> Roster:
-    """Revoke ``kid`` (see :func:`revoking`); publish a keyring for each rotated project."""
-    return next_roster(suite, roster, revoking(kid, pins=pins), created_at=created_at)
-
-
-def reset_chain(suite: Suite, roster: Roster, kid: str, project: str, *, created_at: int) -> Roster:
-    """Let ``kid`` start a new manifest chain in ``project`` (after losing its store)."""
-    return next_roster(suite, roster, resetting_chain(kid, project), created_at=created_at)
 
 
 def pins_for(state: TrustedState, kid: str) -> dict[str, Pin]:

@@ -77,11 +77,19 @@ def test_recovered_clock() -> None:
 def test_dropped_writers_follow_the_pins_per_project() -> None:
     v1 = admin.genesis(SUITE, TEAM, member_of(member_key(1), "root"), created_at=1,
                        projects=[PROJECT, "docs"])  # fmt: skip
-    v2 = admin.add_member(SUITE, v1, member_of(ALICE, "alice"), created_at=2,
-                          projects=[PROJECT, "docs"])  # fmt: skip
-    v3 = admin.add_member(SUITE, v2, member_of(BOB, "bob"), created_at=3, projects=[PROJECT])
-    v4 = admin.revoke(SUITE, v3, ALICE.kid, created_at=4, pins={PROJECT: Pin(3, "cd" * 32)})
-    v5 = admin.revoke(SUITE, v4, BOB.kid, created_at=5)
+    v2 = admin.next_roster(
+        SUITE,
+        v1,
+        admin.adding_member(member_of(ALICE, "alice"), projects=[PROJECT, "docs"]),
+        created_at=2,
+    )
+    v3 = admin.next_roster(
+        SUITE, v2, admin.adding_member(member_of(BOB, "bob"), projects=[PROJECT]), created_at=3
+    )
+    v4 = admin.next_roster(
+        SUITE, v3, admin.revoking(ALICE.kid, pins={PROJECT: Pin(3, "cd" * 32)}), created_at=4
+    )
+    v5 = admin.next_roster(SUITE, v4, admin.revoking(BOB.kid), created_at=5)
     assert dropped_writers(v5, PROJECT, CAROL.kid) == {BOB.kid}
     assert dropped_writers(v5, "docs", CAROL.kid) == {ALICE.kid, BOB.kid}
     assert dropped_writers(v5, "docs", BOB.kid) == {ALICE.kid}  # never its own versions
@@ -127,12 +135,22 @@ def test_drop_writer_properties(by_id: dict[str, list[Record]]) -> None:
 def _revoked_roster() -> Roster:
     v1 = admin.genesis(SUITE, TEAM, member_of(member_key(1), "root"), created_at=1,
                        projects=[PROJECT, "docs"])  # fmt: skip
-    v2 = admin.add_member(SUITE, v1, member_of(ALICE, "alice"), created_at=2,
-                          projects=[PROJECT, "docs"])  # fmt: skip
-    v3 = admin.add_member(SUITE, v2, member_of(BOB, "bob"), created_at=3, projects=[PROJECT])
-    v4 = admin.add_member(SUITE, v3, member_of(CAROL, "carol"), created_at=4, projects=[PROJECT])
-    v5 = admin.revoke(SUITE, v4, ALICE.kid, created_at=5, pins={PROJECT: Pin(3, "cd" * 32)})
-    return admin.revoke(SUITE, v5, BOB.kid, created_at=6)
+    v2 = admin.next_roster(
+        SUITE,
+        v1,
+        admin.adding_member(member_of(ALICE, "alice"), projects=[PROJECT, "docs"]),
+        created_at=2,
+    )
+    v3 = admin.next_roster(
+        SUITE, v2, admin.adding_member(member_of(BOB, "bob"), projects=[PROJECT]), created_at=3
+    )
+    v4 = admin.next_roster(
+        SUITE, v3, admin.adding_member(member_of(CAROL, "carol"), projects=[PROJECT]), created_at=4
+    )
+    v5 = admin.next_roster(
+        SUITE, v4, admin.revoking(ALICE.kid, pins={PROJECT: Pin(3, "cd" * 32)}), created_at=5
+    )
+    return admin.next_roster(SUITE, v5, admin.revoking(BOB.kid), created_at=6)
 
 
 def test_drop_rule_is_one_predicate() -> None:
