@@ -29,7 +29,7 @@ Pure functions over values: the caller reads the versions and writes the result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .hlc import MAX_AHEAD_MS, Hlc, receive, tick, too_far_ahead
@@ -41,11 +41,7 @@ from .state import ChainHead
 __all__ = [
     "DropRule",
     "Held",
-    "best_remaining",
-    "drop_ahead",
     "drop_rule",
-    "drop_versions",
-    "drop_writer",
     "dropped_writers",
     "heads_past_pins",
     "pinned_seqs",
@@ -95,36 +91,6 @@ class DropRule:
     def editors(self) -> frozenset[str]:
         """Editors some of whose versions this rule drops whatever their clock."""
         return self.writers | frozenset(self.pins)
-
-
-def best_remaining(versions: Iterable[Record], dropped: Callable[[Record], bool]) -> Record | None:
-    """The greatest version (``version_key``) that is not ``dropped``; None if none is left."""
-    kept = [v for v in versions if not dropped(v)]
-    return max(kept, key=version_key) if kept else None
-
-
-def drop_versions(
-    versions_by_id: Mapping[str, Iterable[Record]], dropped: Callable[[Record], bool]
-) -> dict[str, Record | None]:
-    """Per id, the winner once the ``dropped`` versions are gone (see the module docstring)."""
-    return {mid: best_remaining(versions, dropped) for mid, versions in versions_by_id.items()}
-
-
-def drop_writer(
-    versions_by_id: Mapping[str, Iterable[Record]], kid: str | Set[str]
-) -> dict[str, Record | None]:
-    """Per id, the best version written by anyone but ``kid`` (one kid or a set of them)."""
-    kids = frozenset((kid,)) if isinstance(kid, str) else frozenset(kid)
-    return drop_versions(versions_by_id, lambda r: r.editor in kids)
-
-
-def drop_ahead(
-    versions_by_id: Mapping[str, Iterable[Record]],
-    now_ms: int,
-    max_ahead_ms: int = MAX_AHEAD_MS,
-) -> dict[str, Record | None]:
-    """Per id, the best version whose clock is at most ``max_ahead_ms`` ahead of ``now_ms``."""
-    return drop_versions(versions_by_id, lambda r: too_far_ahead(r.hlc, now_ms, max_ahead_ms))
 
 
 def dropped_writers(roster: Roster, project: str, me: str) -> frozenset[str]:
