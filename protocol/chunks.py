@@ -71,27 +71,10 @@ def decompress(data: bytes, limit: int = MAX_BUCKET_PLAINTEXT) -> bytes:
     return out
 
 
-def open_chunk(
-    suite: Suite,
-    key: ContentKeyLike,
-    manifest: Manifest,
-    ref: ChunkRef,
-    data: bytes,
-    *,
-    now_ms: int,
-) -> list[Record]:
-    """Verify, decrypt and decode one chunk of ``manifest``; return its records.
-
-    ``now_ms`` is the reader's clock: a record whose HLC is more than
-    :data:`~sealmem.protocol.hlc.MAX_AHEAD_MS` ahead of it is ``clock-ahead``.
-    """
-    return _open_chunk(suite, key, manifest, ref, data, now_ms=now_ms)[0]
-
-
 _Opened = tuple[list[Record], int, list[int]]
 
 
-def _open_chunk(
+def open_chunk(
     suite: Suite,
     key: ContentKeyLike,
     manifest: Manifest,
@@ -101,9 +84,13 @@ def _open_chunk(
     now_ms: int,
     limit: int = MAX_BUCKET_PLAINTEXT,
 ) -> _Opened:
-    """:func:`open_chunk`, inflating to at most ``limit`` bytes; also the inflated size and
-    each record's bucket key (:func:`~.snapshot.bucket_key`: the hash the bucket check
-    computes, which a reader stores; the bucket is the key mod the power-of-two count)."""
+    """Verify, decrypt and decode one chunk of ``manifest``, inflating to at most ``limit``
+    bytes: its records, the inflated size, and each record's bucket key
+    (:func:`~.snapshot.bucket_key`: the hash the bucket check computes, which a reader
+    stores; the bucket is the key mod the power-of-two count).
+
+    ``now_ms`` is the reader's clock: a record whose HLC is more than
+    :data:`~sealmem.protocol.hlc.MAX_AHEAD_MS` ahead of it is ``clock-ahead``."""
     where = f"chunk {ref.id[:16]} (bucket {ref.bucket}) of {manifest.writer}/{manifest.project}"
     if len(data) > MAX_CHUNK_BYTES:
         raise Rejected(reasons.TOO_LARGE, f"{where}: {len(data)} bytes; limit {MAX_CHUNK_BYTES}")
@@ -255,7 +242,7 @@ class SnapshotOpener:
         limit = min(MAX_BUCKET_PLAINTEXT, room)
         self.keys = []  # a refused chunk leaves none: never the previous chunk's
         try:
-            records, size, self.keys = _open_chunk(
+            records, size, self.keys = open_chunk(
                 self.suite, self.key, self.manifest, ref, data, now_ms=self.now_ms, limit=limit
             )
         except Rejected as exc:
