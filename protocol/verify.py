@@ -19,7 +19,6 @@ from typing import Any
 
 from . import reasons
 from .chunks import open_snapshot
-from .encoding import object_hash
 from .envelope import Envelope, unpack
 from .errors import Rejected
 from .keyring import Keyring
@@ -78,11 +77,15 @@ def _roster_signer_key(state: TrustedState, env: Envelope, version: int) -> byte
             f"roster v{version} does not follow a trusted version; fetch versions "
             f"{(max(state.rosters) + 1) if state.rosters else 1}..{version - 1} first",
         )
-    member = prior.member(env.signer)
-    if member is None or not prior.is_admin(env.signer):
+    return _admin_key(prior, env.signer, f"roster v{version}")
+
+
+def _admin_key(roster: Roster, signer: str, what: str) -> bytes:
+    """The public key of ``signer``, an admin of ``roster``; else ``not-admin``."""
+    member = roster.member(signer)
+    if member is None or not roster.is_admin(signer):
         raise Rejected(
-            reasons.NOT_ADMIN,
-            f"roster v{version} is signed by {env.signer}, not an admin of v{version - 1}",
+            reasons.NOT_ADMIN, f"{what} is signed by {signer}, not an admin of v{roster.version}"
         )
     return member.sign_public
 
@@ -167,13 +170,7 @@ def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trus
             f"{where} names roster v{keyring.roster_version}, newer than the trusted "
             f"v{current.version}; fetch the roster first",
         )
-    signer = cited.member(env.signer)
-    if signer is None or not cited.is_admin(env.signer):
-        raise Rejected(
-            reasons.NOT_ADMIN,
-            f"{where} is signed by {env.signer}, not an admin of v{cited.version}",
-        )
-    env.check(suite, "keyring", signer.sign_public)
+    env.check(suite, "keyring", _admin_key(cited, env.signer, where))
     if current.revocation(env.signer) is not None:
         raise Rejected(reasons.REVOKED, f"{where} is signed by revoked admin {env.signer}")
     _check_epoch(state, cited, keyring, where)
@@ -184,9 +181,7 @@ def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trus
             )
     known = state.keyring(keyring.project, keyring.epoch)
     if known is not None:
-        if object_hash(suite, "keyring", known.to_body()) == object_hash(
-            suite, "keyring", keyring.to_body()
-        ):
+        if known == keyring:
             return state, known
         _check_update(known, keyring, cited, where)
     slot = (keyring.project, keyring.epoch)
