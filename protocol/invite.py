@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import reasons
-from .encoding import b64e, need_b64, need_int, need_kid, need_str
-from .envelope import Envelope, seal, unpack
+from .encoding import b64e, exact_keys, need_b64, need_int, need_kid, need_str
+from .envelope import seal, unpack
 from .errors import InputError, Rejected
 from .hlc import MAX_AHEAD_MS
 from .names import hidden_at, name_problem
@@ -129,21 +129,12 @@ def _format_of(body: dict[str, Any], expected: str, what: str) -> None:
     raise Rejected(reasons.UNKNOWN_FORMAT, f"{what} format {fmt!r}; expected {expected!r}")
 
 
-def _keys(body: dict[str, Any], required: frozenset[str], optional: set[str], what: str) -> None:
-    missing = sorted(required - body.keys())
-    unknown = sorted(body.keys() - required - optional)
-    if missing or unknown:
-        raise Rejected(
-            reasons.MALFORMED, f"{what} has missing fields {missing} and unknown fields {unknown}"
-        )
-
-
 def read_invite(suite: Suite, data: bytes, *, now_ms: int) -> Invite:
     """Check an invite envelope as its joiner does, at ``now_ms``; raise ``Rejected``."""
     env = unpack(data, what="invite", max_bytes=MAX_JOIN_BYTES)
     body = env.body
     _format_of(body, INVITE_FORMAT, "invite")
-    _keys(body, _INVITE_KEYS, {"for"}, "invite")
+    exact_keys(body, _INVITE_KEYS | ({"for"} & body.keys()), "invite")
     for_name = body.get("for")
     invite = Invite(
         team=need_str(body["team"], "invite.team", pattern=TEAM_RE),
@@ -221,10 +212,6 @@ def seal_join_request(request: JoinRequest, key: Signer) -> bytes:
     return seal(join_body(request), "join", key)
 
 
-def _join_envelope(data: bytes) -> Envelope:
-    return unpack(data, what="join request", max_bytes=MAX_JOIN_BYTES)
-
-
 def read_join_request(
     suite: Suite, data: bytes, team: str, *, filed_as: str | None = None
 ) -> JoinRequest:
@@ -234,10 +221,10 @@ def read_join_request(
     file name); a request filed under another id is ``signer-mismatch``.  This is
     all the hub can check: whether it answers a real invite is the admin's check.
     """
-    env = _join_envelope(data)
+    env = unpack(data, what="join request", max_bytes=MAX_JOIN_BYTES)
     body = env.body
     _format_of(body, JOIN_FORMAT, "join request")
-    _keys(body, _JOIN_KEYS, set(), "join request")
+    exact_keys(body, _JOIN_KEYS, "join request")
     if body["team"] != team:
         raise Rejected(reasons.CROSS_TEAM, f"join request is for team {body['team']!r}")
     request = JoinRequest(

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from sealmem.client.team.invite import fingerprint_of
-from sealmem.crypto import SUITE, ContentKey, MemberKey
+from sealmem.crypto import SUITE, ContentKey, MemberKey, padme
 from sealmem.crypto.request import body_digest, request_message, sign_request, verify_request
 from sealmem.protocol import canonical, reasons
 from sealmem.protocol.admission import InviteRecord, check_request_against_invite
@@ -71,7 +71,7 @@ def derive(obj: dict[str, Any]) -> dict[str, Any]:
     if kind == "base64":
         return {"hex": need_b64(obj["text"], "text").hex()}
     if kind == "padme":
-        return {"padded": [SUITE.padme(n) for n in obj["lengths"]]}
+        return {"padded": [padme(n) for n in obj["lengths"]]}
     if kind == "unpad":
         try:
             return {"content": b64e(SUITE.unpad(b64d(obj["data"])))}
