@@ -10,9 +10,8 @@ only as far as needed.
 from __future__ import annotations
 
 import functools
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import cast
 
 from . import reasons
 from .errors import Rejected
@@ -29,16 +28,12 @@ def parse_base(suite: Suite, data: bytes) -> tuple[Manifest, str]:
     return m, m.hash(suite)
 
 
+@functools.lru_cache(maxsize=32)
 def parsed_base(suite: Suite, data: bytes) -> tuple[Manifest, str] | None:
     """:func:`parse_base`, once per process for the same bytes (a base holds up to one ref
     per bucket, and the same one is offered at every sync); None when it does not parse."""
-    return _parsed_base(cast(Hashable, suite), data)  # a suite is one immutable object
-
-
-@functools.lru_cache(maxsize=32)
-def _parsed_base(suite: Hashable, data: bytes) -> tuple[Manifest, str] | None:
     try:
-        return parse_base(cast(Suite, suite), data)
+        return parse_base(suite, data)
     except Rejected:
         return None
 

@@ -30,6 +30,10 @@ class Suite(Protocol):
 
     def kid_from_public(self, sign_public: bytes) -> str: ...
 
+    def __hash__(self) -> int:
+        """A suite is one immutable object: results that depend on it may be cached."""
+        ...
+
 
 class Signer(Protocol):
     """A member's signing key (``sealmem.crypto.MemberKey``)."""

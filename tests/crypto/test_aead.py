@@ -108,7 +108,7 @@ def test_nonce_size_is_checked(content_key: ContentKey, size: int) -> None:
 
 def test_wrap_unwrap(content_key: ContentKey, alice: MemberKey) -> None:
     wrapped = content_key.wrap_to(alice.box_public)
-    assert content_key._raw not in wrapped
+    assert content_key._key not in wrapped
     assert len(wrapped) == 32 + 48  # ephemeral public key + MAC + key
     assert ContentKey.unwrap(wrapped, alice) == content_key
     assert content_key.wrap_to(alice.box_public) != wrapped  # fresh ephemeral key each time
@@ -161,7 +161,7 @@ def test_key_id_equality_and_repr(content_key: ContentKey) -> None:
     assert kid.isalnum()
     text = repr(content_key) + str(content_key)
     assert kid in text
-    raw = content_key._raw
+    raw = content_key._key
     for form in (raw.hex(), repr(raw), raw.hex()[:16]):
         assert form not in text
     assert not hasattr(content_key, "__bytes__")
