@@ -15,13 +15,8 @@ that a small upload cannot cost a reader much: all chunks together inflate to
 at most ``MAX_SNAPSHOT_PLAINTEXT`` bytes (``too-large``), and the running record
 count may never pass the manifest's ``records`` (``tampered``, refused as soon as
 it does, before any further chunk is opened).  At the end the total must equal
-the manifest's record count (``tampered``).
-
-The opener is incremental: it starts from the chunks a reader already opened
-under an earlier manifest (the chunk cache, :func:`chunk_slot` -> record count),
-lists only the chunks still needed, and is fed them one at a time, so a reader
-can merge chunk by chunk with memory bounded by one chunk.  :func:`open_snapshot`
-is the same opener run all at once over a mapping of chunks.
+the manifest's record count (``tampered``).  The opener is fed one chunk at a
+time, so a reader merges chunk by chunk with memory bounded by one chunk.
 """
 
 from __future__ import annotations
@@ -152,24 +147,18 @@ def open_chunk(
 
 
 def chunk_slot(manifest: Manifest, ref: ChunkRef) -> str:
-    """The chunk cache key of ``ref`` in ``manifest``: ``"epoch:buckets:bucket:id"``.
-
-    A chunk listed again under the same slot by a later manifest of the same
-    writer and project holds the same records: a reader need not open it again.
-    """
+    """The chunk cache key of ``ref``: a chunk listed again under the same slot by a later
+    manifest of the same writer and project holds the same records."""
     return f"{manifest.epoch}:{manifest.buckets}:{ref.bucket}:{ref.id}"
 
 
 class SnapshotOpener:
     """Opens the chunks of one accepted manifest incrementally, within per-snapshot budgets.
 
-    ``opened`` is the reader's chunk cache (slot -> record count) from the last
-    manifest it merged of the same writer and project; chunks found there count
-    towards the total without being opened again.  Feed every chunk of
-    :attr:`needed` once with :meth:`feed` (each returns that chunk's records),
-    then call :meth:`finish`, which checks the total and returns the chunk cache
-    of this manifest.  Any refusal is a :class:`Rejected`; once one is raised the
-    snapshot as a whole is refused (the caller merges nothing of it).
+    ``opened`` is the reader's chunk cache (:func:`chunk_slot` -> record count) from the
+    last manifest it merged of the same writer and project: those chunks count towards
+    the total unopened.  Feed every chunk of :attr:`needed` once, then :meth:`finish`.
+    Once a :class:`Rejected` is raised the snapshot as a whole is refused.
     """
 
     def __init__(
@@ -189,9 +178,7 @@ class SnapshotOpener:
         self.max_plaintext = max_plaintext
         self.inflated = 0
         self.count = 0
-        self.keys: list[int] = []
-        """The bucket keys of the records the last :meth:`feed` returned, in order (each
-        computed here from the record's id; empty after a refused chunk)."""
+        self.keys: list[int] = []  # bucket keys of the last fed chunk's records, in order
         self._pending: dict[str, ChunkRef] = {}
         self._opened: dict[str, int] = {}
         cache = opened or {}
@@ -206,7 +193,6 @@ class SnapshotOpener:
 
     @property
     def needed(self) -> tuple[ChunkRef, ...]:
-        """The chunks still to feed, in manifest order."""
         return tuple(self._pending.values())
 
     def _name(self) -> str:
@@ -214,7 +200,6 @@ class SnapshotOpener:
         return f"snapshot {m.writer}/{m.project} seq {m.seq}"
 
     def missing(self, ref: ChunkRef) -> Rejected:
-        """The refusal for a needed chunk the transport does not have."""
         return Rejected(
             reasons.MISSING_CHUNK,
             f"chunk {ref.id[:16]} of {self._name()} is missing; the transport may still "
@@ -231,7 +216,6 @@ class SnapshotOpener:
             )
 
     def feed(self, ref: ChunkRef, data: bytes) -> list[Record]:
-        """Open one needed chunk; return its records, or refuse the snapshot."""
         slot = chunk_slot(self.manifest, ref)
         if self._pending.get(slot) != ref:
             raise InputError(
@@ -261,7 +245,7 @@ class SnapshotOpener:
         return records
 
     def finish(self) -> dict[str, int]:
-        """Check that every chunk was fed and the total; return this manifest's chunk cache."""
+        """Check the total; return this manifest's chunk cache."""
         for ref in self._pending.values():
             raise self.missing(ref)
         if self.count != self.manifest.records:

@@ -107,9 +107,9 @@ def receive(last: Hlc, remote: Hlc, now_ms: int) -> Hlc:
     return _after(wall, counter)
 
 
-def too_far_ahead(stamp: Hlc, now_ms: int, max_ahead_ms: int = MAX_AHEAD_MS) -> bool:
-    """True when ``stamp`` is more than ``max_ahead_ms`` ahead of the reader's ``now_ms``."""
-    return stamp.wall - now_ms > max_ahead_ms
+def too_far_ahead(stamp: Hlc, now_ms: int) -> bool:
+    """True when ``stamp`` is more than ``MAX_AHEAD_MS`` ahead of the reader's ``now_ms``."""
+    return stamp.wall - now_ms > MAX_AHEAD_MS
 
 
 def pack(stamp: Hlc) -> int:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .hlc import MAX_AHEAD_MS, Hlc, receive, tick, too_far_ahead
+from .hlc import Hlc, receive, tick, too_far_ahead
 from .merge import version_key
 from .record import Record
 from .roster import Roster
@@ -61,21 +61,16 @@ class Held:
 
 @dataclass(frozen=True, slots=True)
 class DropRule:
-    """The one predicate of every drop, for one project (see the module docstring).
-
-    ``writers``: revoked without a pin here, every version of theirs goes;
-    ``pins``: revoked with a pin here, writer -> the pinned seq, versions that
-    arrived in a later snapshot go.  The clock bound holds for every version.
-    """
+    """The one predicate of every drop, for one project (see the module docstring):
+    ``writers`` revoked without a pin here; ``pins``, writer -> its pinned seq here."""
 
     now_ms: int
     writers: frozenset[str] = frozenset()
     pins: Mapping[str, int] = field(default_factory=dict)
-    max_ahead_ms: int = MAX_AHEAD_MS
 
     def drops(self, held: Held) -> bool:
         record = held.record
-        if too_far_ahead(record.hlc, self.now_ms, self.max_ahead_ms):
+        if too_far_ahead(record.hlc, self.now_ms):
             return True
         if record.editor in self.writers:
             return True
@@ -94,12 +89,7 @@ class DropRule:
 
 
 def dropped_writers(roster: Roster, project: str, me: str) -> frozenset[str]:
-    """Revoked writers whose versions in ``project`` a replica of member ``me`` drops.
-
-    A revocation that pins a manifest of the project keeps what the writer published
-    up to it (the verifier accepts exactly that manifest); without a pin the
-    writer's versions there go.  A revoked member never drops its own versions.
-    """
+    """Revoked writers without a pin in ``project`` (never ``me``): all their versions go."""
     return frozenset(r.kid for r in roster.revocations if r.kid != me and project not in r.pins)
 
 
@@ -110,19 +100,13 @@ def pinned_seqs(roster: Roster, project: str, me: str) -> dict[str, int]:
     }
 
 
-def drop_rule(
-    roster: Roster | None, project: str, me: str, now_ms: int, max_ahead_ms: int = MAX_AHEAD_MS
-) -> DropRule:
+def drop_rule(roster: Roster | None, project: str, me: str, now_ms: int) -> DropRule:
     """The drop rule of member ``me`` in ``project``; only the clock bound without a roster
     (a store in no team)."""
     if roster is None:
-        return DropRule(now_ms, max_ahead_ms=max_ahead_ms)
-    return DropRule(
-        now_ms,
-        dropped_writers(roster, project, me),
-        pinned_seqs(roster, project, me),
-        max_ahead_ms,
-    )
+        return DropRule(now_ms)
+    pins = pinned_seqs(roster, project, me)
+    return DropRule(now_ms, dropped_writers(roster, project, me), pins)
 
 
 def heads_past_pins(
@@ -148,18 +132,16 @@ def heads_past_pins(
     return sorted(out)
 
 
-def recovered_clock(
-    clock: Hlc, winners: Iterable[Hlc], now_ms: int, max_ahead_ms: int = MAX_AHEAD_MS
-) -> Hlc | None:
+def recovered_clock(clock: Hlc, winners: Iterable[Hlc], now_ms: int) -> Hlc | None:
     """The store clock to use instead of ``clock`` when it is too far ahead; else None.
 
     It goes back to the greatest of ``now_ms`` and the winners' clocks that are
     within the bound (the others are dropped or stamped again), so a later local
     edit still wins over every version the replica keeps.
     """
-    if not too_far_ahead(clock, now_ms, max_ahead_ms):
+    if not too_far_ahead(clock, now_ms):
         return None
-    kept = (w for w in winners if not too_far_ahead(w, now_ms, max_ahead_ms))
+    kept = (w for w in winners if not too_far_ahead(w, now_ms))
     return max((Hlc(now_ms, 0), *kept))
 
 
@@ -170,7 +152,6 @@ def restamp(
     *,
     me: str,
     now_ms: int,
-    max_ahead_ms: int = MAX_AHEAD_MS,
 ) -> tuple[Record, Hlc]:
     """A far-ahead version this replica wrote, as a new version of ``me`` after ``clock``.
 
@@ -180,7 +161,7 @@ def restamp(
     Returns the new version and the store clock after it.
     """
     for stamp in held:
-        if not too_far_ahead(stamp, now_ms, max_ahead_ms):
+        if not too_far_ahead(stamp, now_ms):
             clock = receive(clock, stamp, now_ms)
     stamp = tick(clock, now_ms)
     return record.evolve(hlc=stamp, editor=me), stamp

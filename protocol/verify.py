@@ -148,14 +148,9 @@ def accept_roster(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trust
 
 
 def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[TrustedState, Keyring]:
-    """Accept a project epoch's keyring signed by an admin of the roster it names.
-
-    The epoch is the cited roster's epoch for the project, or an older epoch of it
-    (an admin wraps the history to new readers).  A keyring for an epoch already
-    trusted replaces it when it only adds readers: same ``key_id``, a newer cited
-    roster, every trusted wrap of a member who may still read kept.  An older
-    epoch's keyring never changes which epoch is current: that is the roster's.
-    """
+    """Accept a project epoch's keyring signed by an admin of the roster it names (its
+    epoch: :func:`_check_epoch`; a second one for a trusted epoch: :func:`_check_update`).
+    An older epoch's keyring never changes which epoch is current: that is the roster's."""
     env = unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES)
     _team(state, env.body, "keyring")
     keyring = Keyring.from_body(env.body)
@@ -260,11 +255,8 @@ def accept_manifest(
     project: str | None = None,
     writer: str | None = None,
 ) -> tuple[TrustedState, Manifest]:
-    """Accept a writer's manifest.
-
-    ``project`` and ``writer`` are where the transport filed the object; a
-    manifest found in another slot is refused.
-    """
+    """Accept a writer's manifest; ``project`` and ``writer`` are where the transport
+    filed it (a manifest found in another slot is refused)."""
     env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
     _team(state, env.body, "manifest")
     m = Manifest.from_body(env.body)
