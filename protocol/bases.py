@@ -18,7 +18,7 @@ from .errors import Rejected
 from .manifest import Manifest, chunk_root, peek
 from .suite import Suite
 
-__all__ = ["Base", "parse_base", "parsed_base", "rebuild", "rebuild_from", "rebuild_with"]
+__all__ = ["Base", "parse_base", "parsed_base", "rebuild", "rebuild_with"]
 
 
 def parse_base(suite: Suite, data: bytes) -> tuple[Manifest, str]:
@@ -78,29 +78,14 @@ def rebuild(suite: Suite, m: Manifest, candidates: Iterable[tuple[Manifest, str]
     delta = m.delta
     if m.complete or delta is None:
         return m
-    for base, digest in candidates:
-        if digest == delta.base_hash:
-            return rebuild_from(suite, m, base, digest)
-    raise Rejected(
-        reasons.MISSING_BASE,
-        f"manifest {m.writer}/{m.project} seq {m.seq} lists its chunks against manifest seq "
-        f"{delta.base_seq}, which the transport no longer holds; nothing of it was kept "
-        "(its writer publishes a full manifest within a few syncs; sync again later)",
-    )
-
-
-def rebuild_from(suite: Suite, m: Manifest, base: Manifest, base_hash: str) -> Manifest:
-    """The delta ``m`` with its whole chunk list, rebuilt from ``base`` (whose object hash
-    the caller computed as ``base_hash``); raise ``Rejected`` naming the mismatch."""
-    delta = m.delta
-    if delta is None:
-        return m
+    base = next((b for b, digest in candidates if digest == delta.base_hash), None)
     where = f"manifest {m.writer}/{m.project} seq {m.seq}"
-    if base_hash != delta.base_hash:
+    if base is None:
         raise Rejected(
             reasons.MISSING_BASE,
-            f"{where} is listed against manifest seq {delta.base_seq} "
-            f"({delta.base_hash[:16]}), not the one supplied ({base_hash[:16]})",
+            f"{where} lists its chunks against manifest seq {delta.base_seq}, which the "
+            "transport no longer holds; nothing of it was kept (its writer publishes a full "
+            "manifest within a few syncs; sync again later)",
         )
     if base.delta is not None:
         raise Rejected(reasons.TAMPERED, f"{where}: its base is not a full manifest")

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .errors import ProtocolError
+
 __all__ = [
     "MAX_AHEAD_MS",
     "MAX_COUNTER",
@@ -55,8 +57,6 @@ class Hlc(NamedTuple):
 
     @classmethod
     def from_wire(cls, value: object) -> Hlc:
-        from .errors import ProtocolError
-
         if (
             not isinstance(value, list)
             or len(value) != 2
@@ -115,8 +115,6 @@ def too_far_ahead(stamp: Hlc, now_ms: int) -> bool:
 def pack(stamp: Hlc) -> int:
     """One integer that orders like the timestamp and fits a signed 64-bit column."""
     if not (0 <= stamp.wall <= MAX_WALL_MS and 0 <= stamp.counter <= MAX_COUNTER):
-        from .errors import ProtocolError
-
         raise ProtocolError(f"hlc {tuple(stamp)} is outside the valid range")
     return (stamp.wall << _COUNTER_BITS) | stamp.counter
 

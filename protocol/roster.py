@@ -105,15 +105,12 @@ class Member:
     @classmethod
     def from_wire(cls, value: object, path: str) -> Member:
         obj = exact_keys(value, set(cls.__slots__), path)
-        name = need_str(obj["name"], f"{path}.name")
-        if problem := name_problem(name):
-            raise _bad(f"{path}.name {name!r} {problem}")
         role = need_str(obj["role"], f"{path}.role")
         if role not in ROLES:
             raise _bad(f"{path}.role {role!r} must be one of {ROLES}")
         return cls(
             kid=need_kid(obj["kid"], f"{path}.kid"),
-            name=name,
+            name=need_str(obj["name"], f"{path}.name"),
             sign_public=need_b64(obj["sign_public"], f"{path}.sign_public", size=_KEY_SIZE),
             box_public=need_b64(obj["box_public"], f"{path}.box_public", size=_KEY_SIZE),
             role=role,

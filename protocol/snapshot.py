@@ -206,11 +206,11 @@ def build_snapshot(
     """
     writer = signer.kid
     by_id = _checked(records, writer, project)
-    old = (
-        previous
-        if previous is not None and _same_chain(previous, team, project, writer, epoch)
-        else None
-    )
+    old = previous  # its chunks are reusable only in the same chain and epoch
+    if old is not None:
+        m = old.manifest
+        if (m.team, m.project, m.writer, m.epoch) != (team, project, writer, epoch):
+            old = None
     buckets, total = _layout(old, only, len(by_id))
     if old is not None and buckets != old.manifest.buckets:
         old = None
@@ -261,14 +261,6 @@ def _checked(records: Iterable[Record], writer: str, project: str) -> dict[str, 
             raise InputError(f"record {rec.id} appears twice; pass one version per id")
         by_id[rec.id] = rec.validate()
     return by_id
-
-
-def _same_chain(
-    previous: PreviousSnapshot, team: str, project: str, writer: str, epoch: int
-) -> bool:
-    """Whether ``previous`` is of the same writer, project and epoch (its chunks reusable)."""
-    m = previous.manifest
-    return (m.team, m.project, m.writer, m.epoch) == (team, project, writer, epoch)
 
 
 def _layout(old: PreviousSnapshot | None, only: Rebuild | None, count: int) -> tuple[int, int]:
