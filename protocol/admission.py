@@ -1,13 +1,7 @@
 """The admin's check of join requests against the invites it issued (SPEC.md "Admission").
 
-The admin keeps a **registry** of its invites (:class:`InviteRecord`: id,
-creation, expiry, the one person it is for, who used it).  A join request is
-admissible only if it is valid (:func:`~.invite.read_join_request`) and names an
-invite of the registry that is unexpired at the admin's clock, not used by
-another key when it was for one person, and for that person's name.
-
-Pure: the registry, roster and clock come in as values; :func:`mark_invite_used`
-returns a new registry for the caller to store.
+Pure: the registry of invites (:class:`InviteRecord`), roster and clock come in as
+values; :func:`mark_invite_used` returns a new registry for the caller to store.
 """
 
 from __future__ import annotations

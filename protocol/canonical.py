@@ -1,14 +1,9 @@
 """Canonical JSON: the only byte form that is ever signed, hashed or encrypted.
 
-Rules (SPEC.md, "Canonical JSON"): UTF-8, object keys sorted by code point,
-no insignificant whitespace, no floats, no NaN, integers within the signed
-64-bit range.  Strings escape ``"`` and ``\\`` and the C0 controls only
-(``\\b \\f \\n \\r \\t`` short, the others as lowercase ``\\u00xx``);
-everything else, DEL, U+2028/U+2029 and non-ASCII included, is literal UTF-8.
-A string holding a lone surrogate (U+D800..U+DFFF) has no UTF-8 form and is
-refused by both directions as :class:`NonCanonical`, never as a UnicodeError.
-:func:`decode` accepts exactly the bytes :func:`encode` produces and rejects any
-other spelling of the same value, so a signature covers one byte string only.
+Rules: SPEC.md "Canonical JSON".  A string holding a lone surrogate has no UTF-8 form
+and is refused by both directions as :class:`NonCanonical`, never as a UnicodeError.
+:func:`decode` accepts exactly the bytes :func:`encode` produces and rejects any other
+spelling of the same value, so a signature covers one byte string only.
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """Opening snapshot chunks: every check between ciphertext and validated records.
 
-For each chunk the manifest lists, in order: present (``missing-chunk``), hashes
-to its id (``bad-chunk-id``), has the listed size (``tampered``), decrypts with
-the epoch key and the chunk's associated data (``tampered``), unpads
-(``tampered``), decompresses within ``MAX_BUCKET_PLAINTEXT`` (``too-large``;
-the zip-bomb guard), is canonical JSON (``not-canonical``), is a list of valid
-records sorted by id (``malformed``), each edited by the writer
-(``editor-mismatch``), in the manifest's project (``cross-project``) and in the
-bucket its id hashes to (``wrong-bucket``), with a clock not too far ahead of the
-reader's (``clock-ahead``).
-
-Across the chunks of one snapshot, :class:`SnapshotOpener` holds two budgets so
-that a small upload cannot cost a reader much: all chunks together inflate to
-at most ``MAX_SNAPSHOT_PLAINTEXT`` bytes (``too-large``), and the running record
-count may never pass the manifest's ``records`` (``tampered``, refused as soon as
-it does, before any further chunk is opened).  At the end the total must equal
-the manifest's record count (``tampered``).  The opener is fed one chunk at a
+The checks, in order, and the per-snapshot caps (so that a small upload cannot cost a
+reader much): SPEC.md "Chunk rules".  :class:`SnapshotOpener` is fed one chunk at a
 time, so a reader merges chunk by chunk with memory bounded by one chunk.
 """
 

@@ -1,20 +1,10 @@
 """Hybrid logical clock (Kulkarni et al.), as pure functions over values.
 
-A timestamp is ``(wall, counter)``: ``wall`` is milliseconds since the Unix
-epoch, ``counter`` breaks ties within one millisecond.  Timestamps compare as
-tuples.  The caller passes the physical clock reading ``now_ms`` explicitly, so
-these functions are deterministic and testable.
-
-Clocks from outside are bounded (SPEC.md "Clocks"):
-
-- a valid timestamp has ``0 <= wall <= MAX_WALL_MS`` and ``0 <= counter <=
-  MAX_COUNTER`` (a record outside is ``malformed``), so that a timestamp always
-  fits the signed 64-bit integers of SQLite and of :func:`pack`;
-- a reader refuses a version whose ``wall`` is more than ``MAX_AHEAD_MS``
-  ahead of its own clock reading (``clock-ahead``, :func:`too_far_ahead`), so
-  a peer with a skewed or hostile clock cannot pin a memory for long;
-- :func:`tick` and :func:`receive` never leave those bounds: a counter that
-  would pass ``MAX_COUNTER`` carries into the next millisecond.
+A timestamp is ``(wall, counter)``: ``wall`` is milliseconds since the Unix epoch,
+``counter`` breaks ties within one millisecond; timestamps compare as tuples.  The
+caller passes the clock reading ``now_ms``, so these functions are deterministic.
+The bounds on clocks from outside, and :func:`tick` and :func:`receive`: SPEC.md
+"Clocks".
 """
 
 from __future__ import annotations

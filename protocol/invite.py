@@ -1,17 +1,10 @@
 """Invites and join requests (SPEC.md "Invite and join request"): build, parse, verify.
 
-An **invite** is signed by the team root key (context ``invite``) and handed to
-a new member out of band; it names itself (``invite_id``), expires
-(``expires_at``, at most :data:`MAX_INVITE_MS` after ``created_at``), and may be
-for one person only (``for``).  The **joiner** checks it, with its own clock.
-
-A **join request** is self-signed by the key it introduces (context ``join``)
-and names the invite it answers.  The **hub** checks only its shape, team and
-self-signature (:func:`read_join_request`); the **admin** also checks it against
-the invites it issued (:mod:`sealmem.protocol.admission`).
-
-Pure: keys come in as bytes, signatures go through a :class:`~.suite.Suite`,
-randomness and the clock are arguments.
+The **joiner** checks an invite with its own clock (:func:`read_invite`); the **hub**
+checks only a join request's shape, team and self-signature (:func:`read_join_request`);
+the **admin** also checks it against the invites it issued
+(:mod:`sealmem.protocol.admission`).  Pure: keys come in as bytes, signatures go
+through a :class:`~.suite.Suite`, randomness and the clock are arguments.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """The keyring (DESIGN §4): one project epoch's content key, wrapped per reader.
 
-A keyring is a signed body (context ``keyring``, signed by an admin of the
-roster version it names)::
-
-    format          "sealmem/keyring/v1"
-    team, project   ids
-    epoch           content-key epoch (>= 1), as in roster.projects
-    roster_version  the roster whose readers the key is wrapped to
-    key_id          hex BLAKE2b-256 commitment to the key (``ContentKey.commitment``)
-    wraps           {kid: b64url(SealedBox(key, member box_public))}
-
-A keyring may be re-published for the same (project, epoch) with more wraps
-(a reader joined) as long as ``key_id`` stays the same, citing a newer roster;
-the epoch may be the cited roster's current one or an older one the project had
-(:func:`extend_keyring`: a newcomer is wrapped the history it is granted).  The
-verifier enforces that, and a reader checks ``key_id`` against the key it unwraps
-(:meth:`Keyring.check_key`).  Unwrapping needs a member's secret key, so it
-lives in ``sealmem.crypto`` (``ContentKey.unwrap(keyring.wraps[kid], member_key)``).
+Fields and update rules: SPEC.md "Keyring".  A reader checks ``key_id`` against the
+key it unwraps (:meth:`Keyring.check_key`); unwrapping needs a member's secret key, so
+it lives in ``sealmem.crypto`` (``ContentKey.unwrap(keyring.wraps[kid], member_key)``).
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
 """Merging pulled record versions into a replica (DESIGN §3, SPEC.md "Merge").
 
-Pure functions over values: no clock (``now_ms`` is passed in), no I/O.
-
-*Winners* converge.  Per memory id the winning version is the greatest under
-:func:`version_key`: ``(hlc.wall, hlc.counter, editor)`` and, only when two
-distinct versions share all three, their canonical wire bytes.  That is a total
-order, so "keep the greater" is a join-semilattice: merging the same versions in
-any order or grouping, any number of times, gives the same winners.  Content,
-kind, tombstones and supersession links travel inside the version and converge
-with it.
-
-*Importance floors* are local policy, kept beside the winners and never
-published.  The effective importance of a memory is
-``max(floor, winner.importance)``.  A pull never lowers it: when a pull replaces
-the local winner, the floor becomes the effective importance held before the
-pull.  A local edit clears the floor (the user may lower importance).  Floors
-are stored only while they are above the winner's own importance.
+Pure functions over values: no clock (``now_ms`` is passed in), no I/O.  Winners
+converge (a join-semilattice over :func:`version_key`); importance floors are local
+policy, kept beside the winners and never published.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """Dropping versions a replica must no longer hold, without losing anyone else's.
 
-One predicate for every drop (DESIGN §4 "Revocation", SPEC.md "Dropping versions"):
-in a project, a version is **dropped** when
-
-- its clock is **too far ahead** (``protocol.hlc.too_far_ahead``), as a store
-  that merged it before clocks were bounded may still hold; or
-- its editor was **revoked without a pin** for the project; or
-- its editor was **revoked with a pin** for the project and it arrived in a
-  snapshot of that writer **after the pin** (a reader that merged past the pin
-  before the revocation reached it must not keep what a stolen key may have
-  written).
-
-:class:`DropRule` is that predicate (:func:`drop_rule` builds it from the trusted
-roster).  For each affected memory id the new winner is the greatest version
-under :func:`sealmem.protocol.merge.version_key` among the versions the replica
-holds (the current winner and its local history) that are not dropped; ``None``
-when every version is dropped (the memory leaves the winners; the replica keeps
-it in history).  Nothing written by anyone else is ever lost.
+One predicate for every drop, :class:`DropRule` (:func:`drop_rule` builds it from the
+trusted roster): SPEC.md "Dropping versions" and "Revocation".  The new winner of an
+affected id is the greatest version (:func:`sealmem.protocol.merge.version_key`) that is
+not dropped, ``None`` when every one is (the replica keeps it in history).
 
 A replica that wrote while its own clock was far ahead does not drop its own
 versions: :func:`restamp` makes each a new version of the same memory, stamped

@@ -1,21 +1,7 @@
 """The team roster (DESIGN §4): who is in the team, with which keys and grants.
 
-A roster is a signed body (context ``roster``)::
-
-    format       "sealmem/roster/v1"
-    team         team id
-    version      1, 2, 3, ...   (v1 is signed by the pinned root key)
-    prev         object hash of the previous roster body, null for v1
-    admins       [kid]          who may sign the NEXT version and keyrings
-    members      [{kid, name, sign_public, box_public, role, issued_by_admin}]
-    projects     {name: {"epoch": n}}   current content-key epoch per project
-    grants       [{kid, project, read, write}]
-    revocations  [{kid, at_version, pins: {project: {seq, manifest_hash}}}]
-    resets       [{kid, project, at_version}]   admin-approved chain restarts
-    created_at   ms (informational)
-
-:meth:`Roster.from_body` checks the shape and internal consistency;
-``verify.accept_roster`` checks the chain and the signature.
+Fields and rules: SPEC.md "Roster".  :meth:`Roster.from_body` checks the shape and
+internal consistency; ``verify.accept_roster`` checks the chain and the signature.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Snapshot assembly (DESIGN §5): records -> buckets -> encrypted chunks + manifest.
 
-The records of one (writer, project) are spread over ``buckets`` buckets by a
-hash of their id.  Each non-empty bucket becomes one chunk::
-
-    plaintext = canonical([record.to_wire() ... sorted by id])
-    chunk     = key.encrypt(pad(zlib(plaintext)), ad, nonce=random(24))
-    ad        = canonical({"format": SNAPSHOT_FORMAT, "team", "project",
-                           "writer", "epoch", "bucket"})
-    chunk id  = hex BLAKE2b-256(chunk)
-
-so changing one record rewrites one chunk.  A bucket whose plaintext did not
-change since the previous snapshot (same epoch and layout) keeps its chunk: it
-is never re-encrypted.  The caller keeps the per-bucket plaintext digests
-(:attr:`Snapshot.digests`, local only, never published) to pass back next time.
-Opening chunks is in :mod:`sealmem.protocol.chunks`.
+The layout and the chunk formula: SPEC.md "Buckets" and "Chunks".  Changing one record
+rewrites one chunk; a bucket whose plaintext did not change keeps its chunk.  The
+caller keeps the per-bucket plaintext digests (:attr:`Snapshot.digests`, local only,
+never published) to pass back next time.  Opening chunks: :mod:`sealmem.protocol.chunks`.
 """
 
 from __future__ import annotations
