@@ -119,8 +119,6 @@ class MemberKey:
                 "or was altered"
             ) from exc
 
-    # -- key files and bundles -------------------------------------------------
-
     def _content(self) -> KeyFileContent:
         return KeyFileContent(
             self.kid, self.sign_public, self.box_public, self._sign_seed, self._box_seed
@@ -163,8 +161,6 @@ class MemberKey:
         """Open a bundle made by :meth:`export_bundle`; raises :class:`KeyFileError`."""
         content = decode_key_file(bytes(data), passphrase=passphrase, where="key bundle")
         return cls._from_content(content, "key bundle")
-
-    # -- value behaviour -------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MemberKey):

@@ -79,9 +79,6 @@ def next_roster(suite: Suite, roster: Roster, *edits: Edit, created_at: int) -> 
     return draft.check(suite)
 
 
-# -- edits -------------------------------------------------------------------------
-
-
 def adding_member(
     member: Member, *, projects: Iterable[str] = (), read: bool = True, write: bool = True
 ) -> Edit:

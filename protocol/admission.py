@@ -75,11 +75,8 @@ class InviteRecord:
 def check_request_against_invite(
     request: JoinRequest, record: InviteRecord | None, now_ms: int
 ) -> None:
-    """Refuse ``request`` by name unless it answers ``record`` at ``now_ms``.
-
-    ``record`` is the registry's entry for ``request.invite_id`` (None: no such
-    invite was issued by this admin).
-    """
+    """Refuse ``request`` by name unless it answers ``record`` (the registry's entry for its
+    invite, None if there is none) at ``now_ms``."""
     iid = request.invite_id
     if record is None:
         raise Rejected(

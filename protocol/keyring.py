@@ -97,10 +97,8 @@ class Keyring:
 
 
 def build_keyring(key: Wrapper, roster: Roster, project: str, epoch: int | None = None) -> Keyring:
-    """Wrap ``key`` to every current reader of ``project`` in ``roster``.
-
-    ``epoch`` defaults to the project's current epoch in the roster.
-    """
+    """Wrap ``key`` to every current reader of ``project`` in ``roster`` (at its current
+    epoch unless ``epoch`` says otherwise)."""
     if project not in roster.projects:
         raise InputError(
             f"project {project!r} is not registered in roster v{roster.version}; "
@@ -119,15 +117,8 @@ def build_keyring(key: Wrapper, roster: Roster, project: str, epoch: int | None 
 def extend_keyring(
     keyring: Keyring, key: Wrapper, roster: Roster, readers: Iterable[str]
 ) -> Keyring:
-    """``keyring`` re-published citing ``roster``, with ``key`` also wrapped to ``readers``.
-
-    Works for any epoch the project had, the current one or an older one.  The
-    update keeps every wrap of a member who may still read the project in
-    ``roster`` and drops the others (revoked, or read grant taken back); it never
-    changes the key.  ``InputError`` if ``key`` is not the one ``key_id`` commits
-    to, ``roster`` is not newer than the cited one, or a kid in ``readers`` may
-    not read the project in ``roster``.
-    """
+    """``keyring`` (of any epoch the project had) re-published citing ``roster``, with
+    ``key`` also wrapped to ``readers``; the wraps of members who may no longer read go."""
     where = f"keyring {keyring.project!r} epoch {keyring.epoch}"
     if key.commitment() != keyring.key_id:
         raise InputError(f"{where}: the key given is not the one its key_id commits to")

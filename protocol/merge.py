@@ -38,12 +38,8 @@ SKIP_OTHER_PROJECT = "other-project"
 
 
 def version_key(record: Record) -> tuple[int, int, str, bytes]:
-    """The total order of versions: the greatest wins.
-
-    Honest writers never produce two distinct versions with the same
-    ``order_key`` (their HLC ticks); the canonical bytes only make the order
-    total, so that replicas agree even on a writer that did.
-    """
+    """The total order of versions: the greatest wins.  The canonical bytes only make the
+    order total, so that replicas agree even on a writer whose HLC did not tick."""
     return (*record.order_key, canonical.encode(record.to_wire()))
 
 
@@ -85,11 +81,8 @@ def _normal_floor(floor: float | None, winner: Record) -> float | None:
 
 
 def merge(local: Record | None, incoming: Record, *, floor: float | None = None) -> MergeOutcome:
-    """Merge one pulled version into the local winner of the same id.
-
-    ``floor`` is the local importance floor of that id (``None``: none).  The
-    incoming version must already be verified and validated (protocol/verify.py).
-    """
+    """Merge one pulled version, already verified and validated, into the local winner of
+    the same id, whose importance floor is ``floor``."""
     if local is None:
         return MergeOutcome(incoming, True, None, None)
     if local.id != incoming.id:
@@ -151,11 +144,8 @@ def merge_many(
     clock: Hlc,
     floors: Mapping[str, float] | None = None,
 ) -> MergeResult:
-    """Merge pulled versions into ``state`` (id -> winner); nothing is mutated.
-
-    ``clock`` is the replica's HLC before the pull; every merged version
-    advances it with :func:`sealmem.protocol.hlc.receive` at ``now_ms``.
-    """
+    """Merge pulled versions into ``state`` (id -> winner); nothing is mutated.  Every
+    merged version advances ``clock``, the replica's HLC before the pull."""
     winners = dict(state)
     new_floors = dict(floors or {})
     changed: set[str] = set()
@@ -192,12 +182,9 @@ class Collected:
 def collect_tombstones(
     records: Mapping[str, Record], now_ms: int, grace_ms: int = DEFAULT_GRACE_MS
 ) -> Collected:
-    """Drop tombstones whose deletion (``hlc.wall``) is at least ``grace_ms`` old.
-
-    Live versions are never collected, nor tombstones younger than the grace
-    period.  A replica that still holds an older live version of a collected id
-    can bring it back; the grace period must outlast the longest offline member.
-    """
+    """Drop tombstones whose deletion (``hlc.wall``) is at least ``grace_ms`` old.  A
+    replica that still holds an older live version of a collected id can bring it back;
+    the grace period must outlast the longest offline member."""
     if grace_ms < 0:
         raise InputError(f"grace period {grace_ms} ms is negative; pass a duration >= 0")
     kept: dict[str, Record] = {}

@@ -200,8 +200,6 @@ class Roster:
     resets: tuple[Reset, ...] = ()
     created_at: int = 0
 
-    # -- queries -------------------------------------------------------------
-
     def member(self, kid: str) -> Member | None:
         return next((m for m in self.members if m.kid == kid), None)
 
@@ -229,8 +227,6 @@ class Roster:
     def readers(self, project: str) -> tuple[Member, ...]:
         """Members a keyring for ``project`` must be wrapped to."""
         return tuple(m for m in self.members if self.can_read(m.kid, project))
-
-    # -- wire ----------------------------------------------------------------
 
     def to_body(self) -> dict[str, Any]:
         return {
@@ -339,8 +335,6 @@ class Roster:
             if s.at_version > self.version:
                 raise _bad(f"reset for {s.kid} names future version {s.at_version}")
         return self
-
-    # -- building (admin side) -----------------------------------------------
 
     def successor(self, suite: Suite, *, created_at: int, **changes: Any) -> Roster:
         """The next version: ``version + 1``, ``prev`` = this roster's hash, plus ``changes``."""

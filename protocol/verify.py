@@ -58,9 +58,6 @@ def _current(state: TrustedState, what: str) -> Roster:
     return roster
 
 
-# -- roster -------------------------------------------------------------------
-
-
 def _roster_signer_key(state: TrustedState, env: Envelope, version: int) -> bytes:
     """The public key of the admin who may sign roster ``version``."""
     if version == 1:
@@ -142,9 +139,6 @@ def accept_roster(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trust
     else:
         _check_extends(suite, current, roster)
     return state.evolve(rosters={**state.rosters, roster.version: roster}), roster
-
-
-# -- keyring ------------------------------------------------------------------
 
 
 def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[TrustedState, Keyring]:
@@ -242,9 +236,6 @@ def _check_update(known: Keyring, keyring: Keyring, cited: Roster, where: str) -
             f"{where} drops the wrap of {', '.join(dropped)}, who may still read the project "
             f"in roster v{cited.version}; an update only adds readers",
         )
-
-
-# -- manifest -----------------------------------------------------------------
 
 
 def accept_manifest(
