@@ -18,7 +18,6 @@ from .record import Record
 __all__ = [
     "DEFAULT_GRACE_MS",
     "SKIP_OTHER_PROJECT",
-    "Collected",
     "MergeOutcome",
     "MergeResult",
     "Skipped",
@@ -171,27 +170,17 @@ def merge_many(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Collected:
-    """The result of :func:`collect_tombstones`: what stays and which ids went."""
-
-    kept: dict[str, Record]
-    collected: tuple[str, ...]
-
-
 def collect_tombstones(
     records: Mapping[str, Record], now_ms: int, grace_ms: int = DEFAULT_GRACE_MS
-) -> Collected:
-    """Drop tombstones whose deletion (``hlc.wall``) is at least ``grace_ms`` old.  A
+) -> dict[str, Record]:
+    """``records`` without the tombstones whose deletion (``hlc.wall``) is at least
+    ``grace_ms`` old.  A
     replica that still holds an older live version of a collected id can bring it back;
     the grace period must outlast the longest offline member."""
     if grace_ms < 0:
         raise InputError(f"grace period {grace_ms} ms is negative; pass a duration >= 0")
-    kept: dict[str, Record] = {}
-    gone: list[str] = []
-    for key, record in records.items():
-        if record.deleted and now_ms - record.hlc.wall >= grace_ms:
-            gone.append(key)
-        else:
-            kept[key] = record
-    return Collected(kept, tuple(sorted(gone)))
+    return {
+        key: record
+        for key, record in records.items()
+        if not (record.deleted and now_ms - record.hlc.wall >= grace_ms)
+    }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from .errors import ProtocolError
@@ -112,7 +112,6 @@ class Record:
     delete_reason: str | None = None
     origin: str = "cli"
     visibility: Visibility = "team"
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def validate(self) -> Record:
         """Raise :class:`ProtocolError` naming the first broken rule; return self."""
