@@ -43,10 +43,6 @@ class InviteRecord:
     def of(cls, invite: Invite) -> InviteRecord:
         return cls(invite.invite_id, invite.created_at, invite.expires_at, invite.for_name)
 
-    @property
-    def single_use(self) -> bool:
-        return self.for_name is not None
-
     def to_json(self) -> dict[str, Any]:
         return {
             "invite_id": self.invite_id,
@@ -90,7 +86,7 @@ def check_request_against_invite(
             f"join request of {request.name!r} answers invite {iid}, which expired at "
             f"{record.expires_at} (now {now_ms}); send them a new invite ('sealmem team invite')",
         )
-    if record.single_use and any(k != request.kid for k in record.used_by):
+    if record.for_name is not None and any(k != request.kid for k in record.used_by):
         raise Rejected(
             reasons.INVITE_USED,
             f"invite {iid} was for one person and was already used by {record.used_by[0]}; "
