@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import bisect
 import functools
-import re
 import unicodedata
 from collections.abc import Iterable
+
+from .encoding import KID_RE
 
 __all__ = [
     "FILLERS",
@@ -134,14 +135,12 @@ def name_skeleton(name: str) -> str:
 MIN_ID_PREFIX = 8
 """The shortest start of a member id that names a member (``admin grant 3xk7q2mz ...``)."""
 
-_ID_SHAPE = re.compile(r"[a-z2-7]{26}")
-
 
 def id_like(name: str, kids: Iterable[str]) -> str | None:
     """The member id ``name`` reads as, when it would (else None): a new name must not be
     the start (8+ characters) of a member's or waiting request's id, nor shaped like a
     full member id, or ``admin grant NAME`` would mean two members to two people."""
-    if _ID_SHAPE.fullmatch(name):
+    if KID_RE.fullmatch(name):
         return name
     if len(name) >= MIN_ID_PREFIX:
         return next((kid for kid in kids if kid.startswith(name)), None)

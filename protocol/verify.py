@@ -1,15 +1,11 @@
 """The verifier: accept a roster, keyring or manifest into a TrustedState, or refuse it.
 
-Each ``accept_*`` function takes the current :class:`TrustedState` and the
-object's wire bytes and returns ``(new_state, parsed_object)``, or raises
-:class:`~sealmem.protocol.errors.Rejected` with a named reason (see
-:mod:`sealmem.protocol.reasons`).  On rejection nothing changes: the state is
-an immutable value.  Accepting an object identical to the one already trusted
-at that position returns the same state (re-reading is harmless).
-
-Checks run cheapest and most specific first: size, canonical form, format,
-team, shape, then the signer and its signature, then the rules of the chain.
-Chunks of an accepted manifest are opened with :func:`open_snapshot`.
+Each ``accept_*`` function takes the current :class:`TrustedState` and the object's
+wire bytes and returns ``(new_state, parsed_object)``, or raises
+:class:`~sealmem.protocol.errors.Rejected` with a named reason (SPEC.md "Reasons",
+"Roster chain rules", "Manifest rules").  Checks run cheapest and most specific first:
+size, canonical form, format, team, shape, then the signer and its signature, then the
+rules of the chain.  Chunks of an accepted manifest are opened with :func:`open_snapshot`.
 """
 
 from __future__ import annotations
