@@ -6,15 +6,8 @@ applies one or several to a roster and returns its successor (``version + 1``,
 admin command is one new version however many edits it makes (approving two
 members and rotating a project the admin cannot re-wrap, say).
 
-The rules settled here, once, for every caller:
-
-- a member is added with read (and ``write``) grants on registered projects;
-  an admin-generated key is recorded as such (``issued_by_admin``);
-- a new project starts at epoch 1 with read/write for every admin;
-- a grant is given only to an active (known, not revoked) member;
-- revoking drops the member's grants and admin role and moves every project
-  it could read to the next epoch; its manifests stay valid only up to ``pins``;
-- the last admin cannot be revoked.
+The rules of each change are settled here, once, for every caller (each edit's
+docstring says its own).
 
 The caller signs the result (``roster.sign(admin_key)``) and, where an epoch
 changed, publishes a new keyring with :func:`sealmem.protocol.keyring.build_keyring`.
