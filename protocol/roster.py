@@ -7,9 +7,9 @@ internal consistency; ``verify.accept_roster`` checks the chain and the signatur
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from . import reasons
 from .encoding import (
@@ -50,6 +50,7 @@ ROLES = ("admin", "member")
 MAX_MEMBERS = 4096
 _MAX_LIST = 65536
 _KEY_SIZE = 32
+_T = TypeVar("_T")
 
 _BODY_KEYS = frozenset(
     {
@@ -61,6 +62,13 @@ _BODY_KEYS = frozenset(
 
 def _bad(detail: str) -> Rejected:
     return Rejected(reasons.MALFORMED, f"roster {detail}")
+
+
+def _each(
+    lists: Mapping[str, list[Any]], name: str, parse: Callable[[object, str], _T]
+) -> tuple[_T, ...]:
+    """Every item of the list ``name``, parsed with its JSON path."""
+    return tuple(parse(item, f"roster.{name}[{i}]") for i, item in enumerate(lists[name]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,21 +288,12 @@ class Roster:
             team=need_str(obj["team"], "roster.team", pattern=TEAM_RE),
             version=need_int(obj["version"], "roster.version", minimum=1),
             prev=None if prev is None else need_str(prev, "roster.prev", pattern=HEX_HASH_RE),
-            admins=tuple(need_kid(k, f"roster.admins[{i}]") for i, k in enumerate(lists["admins"])),
-            members=tuple(
-                Member.from_wire(m, f"roster.members[{i}]") for i, m in enumerate(lists["members"])
-            ),
+            admins=_each(lists, "admins", need_kid),
+            members=_each(lists, "members", Member.from_wire),
             projects=projects,
-            grants=tuple(
-                Grant.from_wire(g, f"roster.grants[{i}]") for i, g in enumerate(lists["grants"])
-            ),
-            revocations=tuple(
-                Revocation.from_wire(r, f"roster.revocations[{i}]")
-                for i, r in enumerate(lists["revocations"])
-            ),
-            resets=tuple(
-                Reset.from_wire(r, f"roster.resets[{i}]") for i, r in enumerate(lists["resets"])
-            ),
+            grants=_each(lists, "grants", Grant.from_wire),
+            revocations=_each(lists, "revocations", Revocation.from_wire),
+            resets=_each(lists, "resets", Reset.from_wire),
             created_at=need_int(obj["created_at"], "roster.created_at"),
         )
         roster.check(suite)
