@@ -32,8 +32,6 @@ __all__ = [
     "MAX_JOIN_BYTES",
     "Invite",
     "JoinRequest",
-    "invite_body",
-    "join_body",
     "new_invite_id",
     "read_invite",
     "read_join_request",
@@ -78,8 +76,9 @@ class Invite:
     for_name: str | None = None
 
 
-def invite_body(invite: Invite) -> dict[str, Any]:
-    """The signed body of ``invite``; :class:`InputError` for a lifetime out of range."""
+def seal_invite(invite: Invite, root: Signer) -> bytes:
+    """The invite envelope, signed by the team root key; :class:`InputError` for a
+    lifetime out of range or an invitee name that breaks the rules."""
     lifetime = invite.expires_at - invite.created_at
     if not 0 < lifetime <= MAX_INVITE_MS:
         raise InputError(
@@ -101,12 +100,7 @@ def invite_body(invite: Invite) -> dict[str, Any]:
     }
     if invite.for_name is not None:
         body["for"] = invite.for_name
-    return body
-
-
-def seal_invite(invite: Invite, root: Signer) -> bytes:
-    """The invite envelope, signed by the team root key."""
-    return seal(invite_body(invite), "invite", root)
+    return seal(body, "invite", root)
 
 
 def _format_of(body: dict[str, Any], expected: str, what: str) -> None:
@@ -184,11 +178,12 @@ class JoinRequest:
     invite_id: str
 
 
-def join_body(request: JoinRequest) -> dict[str, Any]:
-    """The signed body of ``request``; :class:`InputError` for a name that breaks the rules."""
+def seal_join_request(request: JoinRequest, key: Signer) -> bytes:
+    """The join request envelope, self-signed by the key it introduces; :class:`InputError`
+    for a name that breaks the rules."""
     if problem := name_problem(request.name):
         raise InputError(f"the display name {request.name!r} {problem}; choose another with --name")
-    return {
+    body = {
         "format": JOIN_FORMAT,
         "team": request.team,
         "kid": request.kid,
@@ -198,11 +193,7 @@ def join_body(request: JoinRequest) -> dict[str, Any]:
         "created_at": request.created_at,
         "invite_id": request.invite_id,
     }
-
-
-def seal_join_request(request: JoinRequest, key: Signer) -> bytes:
-    """The join request envelope, self-signed by the key it introduces."""
-    return seal(join_body(request), "join", key)
+    return seal(body, "join", key)
 
 
 def read_join_request(
