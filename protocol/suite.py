@@ -8,6 +8,7 @@ random byte comes in from the caller.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 __all__ = ["ContentKeyLike", "RandomSource", "Signer", "Suite", "Wrapper"]
@@ -64,7 +65,5 @@ class Wrapper(Protocol):
         ...
 
 
-class RandomSource(Protocol):
-    """``n`` random bytes (``sealmem.crypto.random_bytes``, or pinned bytes in vectors)."""
-
-    def __call__(self, n: int, /) -> bytes: ...
+RandomSource = Callable[[int], bytes]
+"""``n`` random bytes (``sealmem.crypto.random_bytes``, or pinned bytes in vectors)."""
