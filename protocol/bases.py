@@ -10,7 +10,7 @@ only as far as needed.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from . import reasons
@@ -58,16 +58,12 @@ def rebuild_with(
     delta = m.delta
     if m.complete or delta is None:
         return m, None
-    used: list[Base] = []
-
-    def candidates() -> Iterator[tuple[Manifest, str]]:
-        offered = [(kept, False)] if kept is not None else []
-        for data, fetched in [*offered, *((c, True) for c in copies)]:
-            if (found := parsed_base(suite, data)) is not None:
-                used[:] = [Base(*found, data, fetched)]
-                yield found
-
-    return rebuild(suite, m, candidates()), used[0]
+    offered = [(kept, False)] if kept is not None else []
+    for data, fetched in [*offered, *((c, True) for c in copies)]:
+        found = parsed_base(suite, data)
+        if found is not None and found[1] == delta.base_hash:
+            return rebuild(suite, m, [found]), Base(*found, data, fetched)
+    return rebuild(suite, m, ()), None  # refused: missing-base
 
 
 def rebuild(suite: Suite, m: Manifest, candidates: Iterable[tuple[Manifest, str]]) -> Manifest:
