@@ -97,11 +97,6 @@ class MemberKey:
         """A fresh key from the system CSPRNG."""
         return cls(random_bytes(cls.SEED_SIZE), random_bytes(cls.SEED_SIZE))
 
-    @classmethod
-    def from_seeds(cls, sign_seed: bytes, box_seed: bytes) -> MemberKey:
-        """The key derived deterministically from two 32-byte seeds (for test vectors)."""
-        return cls(sign_seed, box_seed)
-
     def sign(self, context: str, message: bytes) -> bytes:
         """A 64-byte Ed25519 signature over ``domain_message(context, message)``."""
         return self._signing.sign(domain_message(context, message)).signature

@@ -111,9 +111,9 @@ def test_objects_fit_the_protocol_interfaces() -> None:
     from sealmem.protocol import suite as interfaces
 
     crypto_suite: interfaces.Suite = SUITE
-    signer: interfaces.Signer = MemberKey.from_seeds(b"\x03" * 32, b"\x04" * 32)
-    content: interfaces.ContentKeyLike = ContentKey.from_bytes(b"\x05" * 32)
-    wrapper: interfaces.Wrapper = ContentKey.from_bytes(b"\x05" * 32)
+    signer: interfaces.Signer = MemberKey(b"\x03" * 32, b"\x04" * 32)
+    content: interfaces.ContentKeyLike = ContentKey(b"\x05" * 32)
+    wrapper: interfaces.Wrapper = ContentKey(b"\x05" * 32)
     rand: interfaces.RandomSource = random_bytes
 
     signature = signer.sign("manifest", b"m")

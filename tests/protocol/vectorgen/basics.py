@@ -40,7 +40,7 @@ class Vector:
 
 
 def _key(n: int) -> MemberKey:
-    return MemberKey.from_seeds(bytes([n]) * 32, bytes([n + 100]) * 32)
+    return MemberKey(bytes([n]) * 32, bytes([n + 100]) * 32)
 
 
 def canonical_vectors() -> list[Vector]:
