@@ -56,23 +56,14 @@ def effective_importance(winner: Record, floor: float | None) -> float:
 
 @dataclass(frozen=True, slots=True)
 class MergeOutcome:
-    """What merging one incoming version into one local winner decided.
+    """What merging one incoming version into one local winner decided."""
 
-    ``winner`` is the version to keep (``None`` only when there was no local
-    version and the incoming one was skipped); ``changed`` says it differs from
-    the local one; ``loser`` is the version that did not win (the replaced local
-    version or the discarded incoming one; ``None`` when both were the same), for
-    the local history table; ``floor`` is the importance floor to store (``None``:
-    no floor); ``skipped_reason`` is set when the incoming version was not
-    considered at all, with ``detail`` saying why.
-    """
-
-    winner: Record | None
-    changed: bool
-    loser: Record | None
-    floor: float | None
-    skipped_reason: str | None = None
-    detail: str = ""
+    winner: Record | None  # the version to keep
+    changed: bool  # it differs from the local one
+    loser: Record | None  # the replaced or discarded version, for history; None: the same
+    floor: float | None  # the importance floor to store (None: none)
+    skipped_reason: str | None = None  # set when the incoming version was not considered
+    detail: str = ""  # why it was skipped
 
 
 def _normal_floor(floor: float | None, winner: Record) -> float | None:

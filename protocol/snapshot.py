@@ -113,12 +113,8 @@ DELTA_SHARE = 8
 
 def listed_against(suite: Suite, built: Manifest, listing: tuple[Manifest, str] | None) -> Manifest:
     """``built`` as its writer publishes it: a delta against the full manifest ``listing``
-    (manifest, object hash) of the same chain, or (returned as is) a full manifest.
-
-    Full when there is no such base, on a new chain or a reset (``prev`` null), when the
-    epoch or the bucket count changed since the base, when the base is ``FULL_EVERY``
-    seqs back or more, or when more than 1/``DELTA_SHARE`` of the buckets changed
-    since it: the delta then saves too little, and readers would carry a base too old."""
+    (manifest, object hash) of the same chain, or (returned as is) a full manifest, when
+    SPEC.md "Delta manifests" says a writer publishes a full one."""
     if listing is None or built.prev is None:
         return built
     base, base_hash = listing

@@ -196,14 +196,8 @@ def _check_epoch(state: TrustedState, cited: Roster, keyring: Keyring, where: st
 
 
 def _check_update(known: Keyring, keyring: Keyring, cited: Roster, where: str) -> None:
-    """A second keyring for a trusted (project, epoch) may only add readers.
-
-    It must commit to the same key (else ``fork``) and cite a strictly newer roster
-    than the trusted one: an older roster is ``rollback`` (the transport serves stale
-    data), the same roster with other bytes is ``fork``.  It keeps the wrap of every
-    member of the trusted keyring who may still read the project in the cited roster
-    (else ``fork``): only a member who lost its read grant or was revoked loses it.
-    """
+    """A second keyring for a trusted (project, epoch) may only add readers: the same key,
+    a strictly newer cited roster, every wrap kept whose member may still read."""
     if keyring.key_id != known.key_id:
         raise Rejected(
             reasons.FORK,
