@@ -110,20 +110,14 @@ class Skipped:
 
 @dataclass(frozen=True, slots=True)
 class MergeResult:
-    """The replica after :func:`merge_many`.
-
-    ``winners`` and ``floors`` are complete (not deltas); ``changed`` lists the
-    ids whose winner changed, sorted; ``losers`` are versions that stopped being
-    or never became winners, in arrival order (for the local history table);
-    ``clock`` is the replica's HLC after seeing every merged version.
-    """
+    """The replica after :func:`merge_many`; ``winners`` and ``floors`` are complete."""
 
     winners: dict[str, Record]
     floors: dict[str, float]
-    changed: tuple[str, ...]
-    losers: tuple[Record, ...]
+    changed: tuple[str, ...]  # ids whose winner changed, sorted
+    losers: tuple[Record, ...]  # versions that lost, in arrival order (for history)
     skipped: tuple[Skipped, ...]
-    clock: Hlc
+    clock: Hlc  # the replica's HLC after seeing every merged version
 
 
 def merge_many(
