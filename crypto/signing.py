@@ -1,11 +1,7 @@
-"""Domain-separated Ed25519 signatures.
+"""Domain-separated Ed25519 signatures (SPEC.md "Domain-separated signatures").
 
-Every signature in sealmem covers ``domain_message(context, message)``::
-
-    b"sealmem/v1/" || context || 0x00 || message
-
-so that bytes signed for one purpose (a roster) can never be replayed as
-another (a manifest).  ``context`` is a short lowercase name.
+Every signature covers ``domain_message(context, message)``, so that bytes signed for
+one purpose (a roster) can never be replayed as another (a manifest).
 """
 
 from __future__ import annotations

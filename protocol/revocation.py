@@ -100,12 +100,7 @@ def heads_past_pins(
     roster: Roster, heads: Mapping[tuple[str, str], ChainHead], me: str
 ) -> list[tuple[str, str]]:
     """The (writer, project) chain heads of a reader that are at or past a pin of that
-    writer but are not the pinned manifest, sorted.
-
-    The reader forgets each such head, so that its next pull accepts the pinned
-    manifest again (the only one of the writer that verifies) and merges what it
-    holds: every reader ends at the pin, whatever it had merged before.
-    """
+    writer but are not the pinned manifest, sorted: the heads the reader forgets."""
     out = []
     for revocation in roster.revocations:
         if revocation.kid == me:
