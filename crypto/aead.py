@@ -40,16 +40,6 @@ class ContentKey:
         """A fresh random key."""
         return cls(random_bytes(cls.SIZE))
 
-    @classmethod
-    def from_bytes(cls, key: bytes) -> ContentKey:
-        """The key with these 32 bytes (for test vectors and unwrapping)."""
-        return cls(bytes(key))
-
-    @property
-    def _raw(self) -> bytes:
-        """The key bytes, for crypto-internal use only."""
-        return self._key
-
     def encrypt(self, plaintext: bytes, ad: bytes, *, nonce: bytes | None = None) -> bytes:
         """``nonce || ciphertext+tag`` of ``plaintext`` bound to associated data ``ad``."""
         if nonce is None:

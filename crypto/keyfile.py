@@ -114,8 +114,8 @@ def encode_key_file(
             "box_seed": _b64(content.box_seed),
         }
     else:
-        if not _limits_ok(kdf):
-            raise InputError(_limits_refused(kdf))
+        if problem := _limits_problem(kdf):
+            raise InputError(problem)
         salt = random_bytes(argon2id.SALTBYTES) if salt is None else salt
         box = nacl.secret.SecretBox(_derive(passphrase, salt, kdf))
         sealed = box.encrypt(content.sign_seed + content.box_seed)
@@ -137,15 +137,11 @@ def encode_key_file(
     return canonical.encode(document) + b"\n"
 
 
-def _limits_ok(limits: KdfLimits) -> bool:
+def _limits_problem(limits: KdfLimits) -> str | None:
     low, high = KDF_INTERACTIVE, KDF_SENSITIVE
-    return (
-        low.opslimit <= limits.opslimit <= high.opslimit
-        and low.memlimit <= limits.memlimit <= high.memlimit
-    )
-
-
-def _limits_refused(limits: KdfLimits) -> str:
+    ops, mem = limits
+    if low.opslimit <= ops <= high.opslimit and low.memlimit <= mem <= high.memlimit:
+        return None
     return (
         f"Argon2id limits (opslimit={limits.opslimit}, memlimit={limits.memlimit}) refused: "
         "they must lie between the INTERACTIVE and SENSITIVE presets"
@@ -200,8 +196,8 @@ def decode_key_file(data: bytes, *, passphrase: str | None, where: str) -> KeyFi
         limits = KdfLimits(
             _field(secret, "opslimit", int, where), _field(secret, "memlimit", int, where)
         )
-        if not _limits_ok(limits):
-            raise KeyFileError(f"{where} is corrupt: {_limits_refused(limits)}")
+        if problem := _limits_problem(limits):
+            raise KeyFileError(f"{where} is corrupt: {problem}")
         salt = _bytes_field(secret, "salt", argon2id.SALTBYTES, where)
         sealed = _bytes_field(secret, "box", None, where)
         try:

@@ -97,11 +97,6 @@ class MemberKey:
         """A fresh key from the system CSPRNG."""
         return cls(random_bytes(cls.SEED_SIZE), random_bytes(cls.SEED_SIZE))
 
-    @classmethod
-    def from_seeds(cls, sign_seed: bytes, box_seed: bytes) -> MemberKey:
-        """The key derived deterministically from two 32-byte seeds (for test vectors)."""
-        return cls(sign_seed, box_seed)
-
     def sign(self, context: str, message: bytes) -> bytes:
         """A 64-byte Ed25519 signature over ``domain_message(context, message)``."""
         return self._signing.sign(domain_message(context, message)).signature
@@ -118,8 +113,6 @@ class MemberKey:
                 f"sealed box refused by member {self.kid}: it was not addressed to this key "
                 "or was altered"
             ) from exc
-
-    # -- key files and bundles -------------------------------------------------
 
     def _content(self) -> KeyFileContent:
         return KeyFileContent(
@@ -163,8 +156,6 @@ class MemberKey:
         """Open a bundle made by :meth:`export_bundle`; raises :class:`KeyFileError`."""
         content = decode_key_file(bytes(data), passphrase=passphrase, where="key bundle")
         return cls._from_content(content, "key bundle")
-
-    # -- value behaviour -------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MemberKey):

@@ -1,11 +1,7 @@
-"""Padmé padding (Nikitin et al., "Reducing Metadata Leakage from Encrypted
-Files and Communication with PURBs", PETS 2019).
-
-A length ``L`` is rounded up so that only its top ``floor(log2 E) + 1`` bits
-after the leading one may be non-zero, where ``E = floor(log2 L)``.  The
-overhead is at most 12 % and the set of padded sizes leaks at most
-``O(log log L)`` bits.  :func:`pad` appends ``0x80`` and zero bytes (ISO/IEC
-7816-4) up to ``padme(len(data) + 1)``; :func:`unpad` accepts exactly that form.
+"""Padmé padding (Nikitin et al., "Reducing Metadata Leakage from Encrypted Files and
+Communication with PURBs", PETS 2019): at most 12 % overhead, and the set of padded
+sizes leaks at most ``O(log log L)`` bits.  The formula and the marker: SPEC.md
+"Padding"; :func:`unpad` accepts exactly what :func:`pad` makes.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Signed hub requests (DESIGN §6): a member key signs each HTTP request.
 
-The signature covers, in the domain-separated context ``request``::
-
-    canonical({"method": METHOD, "target": raw path and query, "body": hex BLAKE2b-256(body),
-               "time": ms, "nonce": b64url(16 random bytes), "kid": kid})
-
-and travels in four headers (``HEADER_KID``, ``HEADER_TIME``, ``HEADER_NONCE``,
-``HEADER_SIGNATURE`` of :mod:`sealmem.protocol.hubapi`).  The hub checks the
-time against a replay window and remembers nonces inside it, so a captured
-request cannot be replayed; it needs only the member's public key, so it
-stores no shared secret.
+The message and its headers: SPEC.md "Hub API", "Request signature".  The hub checks
+the time against a replay window and remembers nonces inside it, so a captured request
+cannot be replayed; it needs only the member's public key, so it stores no shared
+secret.
 """
 
 from __future__ import annotations

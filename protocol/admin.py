@@ -4,19 +4,10 @@ Each change is an :data:`Edit` of the next version's body; :func:`next_roster`
 applies one or several to a roster and returns its successor (``version + 1``,
 ``prev`` = hash of the current body), checked for consistency, so that one
 admin command is one new version however many edits it makes (approving two
-members and rotating a project the admin cannot re-wrap, say).  The functions
-named after a single change (:func:`add_member`, :func:`set_grant`,
-:func:`revoke`, ...) are ``next_roster`` with that one edit.
+members and rotating a project the admin cannot re-wrap, say).
 
-The rules settled here, once, for every caller:
-
-- a member is added with read (and ``write``) grants on registered projects;
-  an admin-generated key is recorded as such (``issued_by_admin``);
-- a new project starts at epoch 1 with read/write for every admin;
-- a grant is given only to an active (known, not revoked) member;
-- revoking drops the member's grants and admin role and moves every project
-  it could read to the next epoch; its manifests stay valid only up to ``pins``;
-- the last admin cannot be revoked.
+The rules of each change are settled here, once, for every caller (each edit's
+docstring says its own).
 
 The caller signs the result (``roster.sign(admin_key)``) and, where an epoch
 changed, publishes a new keyring with :func:`sealmem.protocol.keyring.build_keyring`.
@@ -35,20 +26,14 @@ from .suite import Suite
 
 __all__ = [
     "Edit",
-    "add_member",
-    "add_project",
     "adding_member",
     "adding_project",
     "genesis",
     "next_roster",
     "pins_for",
-    "reset_chain",
     "resetting_chain",
-    "revoke",
     "revoking",
-    "rotate",
     "rotating",
-    "set_grant",
     "setting_grant",
 ]
 
@@ -85,9 +70,6 @@ def next_roster(suite: Suite, roster: Roster, *edits: Edit, created_at: int) -> 
     for edit in edits:
         draft = edit(draft)
     return draft.check(suite)
-
-
-# -- edits -------------------------------------------------------------------------
 
 
 def adding_member(
@@ -187,66 +169,6 @@ def resetting_chain(kid: str, project: str) -> Edit:
         return replace(draft, resets=(*draft.resets, Reset(kid, project, draft.version)))
 
     return edit
-
-
-# -- one change, one version -------------------------------------------------------
-
-
-def add_member(
-    suite: Suite,
-    roster: Roster,
-    member: Member,
-    *,
-    created_at: int,
-    projects: Iterable[str] = (),
-    read: bool = True,
-    write: bool = True,
-) -> Roster:
-    """Add ``member`` with ``read`` (and ``write``) grants on ``projects``."""
-    edit = adding_member(member, projects=projects, read=read, write=write)
-    return next_roster(suite, roster, edit, created_at=created_at)
-
-
-def add_project(suite: Suite, roster: Roster, project: str, *, created_at: int) -> Roster:
-    """Register ``project`` at epoch 1; every admin gets read/write on it."""
-    return next_roster(suite, roster, adding_project(project), created_at=created_at)
-
-
-def set_grant(
-    suite: Suite,
-    roster: Roster,
-    kid: str,
-    project: str,
-    *,
-    read: bool,
-    write: bool,
-    created_at: int,
-) -> Roster:
-    """Set (or with ``read=write=False`` remove) ``kid``'s grant on ``project``."""
-    edit = setting_grant(kid, project, read=read, write=write)
-    return next_roster(suite, roster, edit, created_at=created_at)
-
-
-def rotate(suite: Suite, roster: Roster, project: str, *, created_at: int) -> Roster:
-    """Move ``project`` to the next content-key epoch."""
-    return next_roster(suite, roster, rotating(project), created_at=created_at)
-
-
-def revoke(
-    suite: Suite,
-    roster: Roster,
-    kid: str,
-    *,
-    created_at: int,
-    pins: Mapping[str, Pin] | None = None,
-) -> Roster:
-    """Revoke ``kid`` (see :func:`revoking`); publish a keyring for each rotated project."""
-    return next_roster(suite, roster, revoking(kid, pins=pins), created_at=created_at)
-
-
-def reset_chain(suite: Suite, roster: Roster, kid: str, project: str, *, created_at: int) -> Roster:
-    """Let ``kid`` start a new manifest chain in ``project`` (after losing its store)."""
-    return next_roster(suite, roster, resetting_chain(kid, project), created_at=created_at)
 
 
 def pins_for(state: TrustedState, kid: str) -> dict[str, Pin]:

@@ -1,13 +1,7 @@
 """The admin's check of join requests against the invites it issued (SPEC.md "Admission").
 
-The admin keeps a **registry** of its invites (:class:`InviteRecord`: id,
-creation, expiry, the one person it is for, who used it).  A join request is
-admissible only if it is valid (:func:`~.invite.read_join_request`) and names an
-invite of the registry that is unexpired at the admin's clock, not used by
-another key when it was for one person, and for that person's name.
-
-Pure: the registry, roster and clock come in as values; :func:`mark_invite_used`
-returns a new registry for the caller to store.
+Pure: the registry of invites (:class:`InviteRecord`), roster and clock come in as
+values; :func:`mark_invite_used` returns a new registry for the caller to store.
 """
 
 from __future__ import annotations
@@ -49,10 +43,6 @@ class InviteRecord:
     def of(cls, invite: Invite) -> InviteRecord:
         return cls(invite.invite_id, invite.created_at, invite.expires_at, invite.for_name)
 
-    @property
-    def single_use(self) -> bool:
-        return self.for_name is not None
-
     def to_json(self) -> dict[str, Any]:
         return {
             "invite_id": self.invite_id,
@@ -81,11 +71,8 @@ class InviteRecord:
 def check_request_against_invite(
     request: JoinRequest, record: InviteRecord | None, now_ms: int
 ) -> None:
-    """Refuse ``request`` by name unless it answers ``record`` at ``now_ms``.
-
-    ``record`` is the registry's entry for ``request.invite_id`` (None: no such
-    invite was issued by this admin).
-    """
+    """Refuse ``request`` by name unless it answers ``record`` (the registry's entry for its
+    invite, None if there is none) at ``now_ms``."""
     iid = request.invite_id
     if record is None:
         raise Rejected(
@@ -99,7 +86,7 @@ def check_request_against_invite(
             f"join request of {request.name!r} answers invite {iid}, which expired at "
             f"{record.expires_at} (now {now_ms}); send them a new invite ('sealmem team invite')",
         )
-    if record.single_use and any(k != request.kid for k in record.used_by):
+    if record.for_name is not None and any(k != request.kid for k in record.used_by):
         raise Rejected(
             reasons.INVITE_USED,
             f"invite {iid} was for one person and was already used by {record.used_by[0]}; "

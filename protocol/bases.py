@@ -10,16 +10,15 @@ only as far as needed.
 from __future__ import annotations
 
 import functools
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import cast
 
 from . import reasons
 from .errors import Rejected
 from .manifest import Manifest, chunk_root, peek
 from .suite import Suite
 
-__all__ = ["Base", "parse_base", "parsed_base", "rebuild", "rebuild_from", "rebuild_with"]
+__all__ = ["Base", "parse_base", "parsed_base", "rebuild", "rebuild_with"]
 
 
 def parse_base(suite: Suite, data: bytes) -> tuple[Manifest, str]:
@@ -29,16 +28,12 @@ def parse_base(suite: Suite, data: bytes) -> tuple[Manifest, str]:
     return m, m.hash(suite)
 
 
+@functools.lru_cache(maxsize=32)
 def parsed_base(suite: Suite, data: bytes) -> tuple[Manifest, str] | None:
     """:func:`parse_base`, once per process for the same bytes (a base holds up to one ref
     per bucket, and the same one is offered at every sync); None when it does not parse."""
-    return _parsed_base(cast(Hashable, suite), data)  # a suite is one immutable object
-
-
-@functools.lru_cache(maxsize=32)
-def _parsed_base(suite: Hashable, data: bytes) -> tuple[Manifest, str] | None:
     try:
-        return parse_base(cast(Suite, suite), data)
+        return parse_base(suite, data)
     except Rejected:
         return None
 
@@ -63,16 +58,12 @@ def rebuild_with(
     delta = m.delta
     if m.complete or delta is None:
         return m, None
-    used: list[Base] = []
-
-    def candidates() -> Iterator[tuple[Manifest, str]]:
-        offered = [(kept, False)] if kept is not None else []
-        for data, fetched in [*offered, *((c, True) for c in copies)]:
-            if (found := parsed_base(suite, data)) is not None:
-                used[:] = [Base(*found, data, fetched)]
-                yield found
-
-    return rebuild(suite, m, candidates()), used[0]
+    offered = [(kept, False)] if kept is not None else []
+    for data, fetched in [*offered, *((c, True) for c in copies)]:
+        found = parsed_base(suite, data)
+        if found is not None and found[1] == delta.base_hash:
+            return rebuild(suite, m, [found]), Base(*found, data, fetched)
+    return rebuild(suite, m, ()), None  # refused: missing-base
 
 
 def rebuild(suite: Suite, m: Manifest, candidates: Iterable[tuple[Manifest, str]]) -> Manifest:
@@ -83,29 +74,14 @@ def rebuild(suite: Suite, m: Manifest, candidates: Iterable[tuple[Manifest, str]
     delta = m.delta
     if m.complete or delta is None:
         return m
-    for base, digest in candidates:
-        if digest == delta.base_hash:
-            return rebuild_from(suite, m, base, digest)
-    raise Rejected(
-        reasons.MISSING_BASE,
-        f"manifest {m.writer}/{m.project} seq {m.seq} lists its chunks against manifest seq "
-        f"{delta.base_seq}, which the transport no longer holds; nothing of it was kept "
-        "(its writer publishes a full manifest within a few syncs; sync again later)",
-    )
-
-
-def rebuild_from(suite: Suite, m: Manifest, base: Manifest, base_hash: str) -> Manifest:
-    """The delta ``m`` with its whole chunk list, rebuilt from ``base`` (whose object hash
-    the caller computed as ``base_hash``); raise ``Rejected`` naming the mismatch."""
-    delta = m.delta
-    if delta is None:
-        return m
+    base = next((b for b, digest in candidates if digest == delta.base_hash), None)
     where = f"manifest {m.writer}/{m.project} seq {m.seq}"
-    if base_hash != delta.base_hash:
+    if base is None:
         raise Rejected(
             reasons.MISSING_BASE,
-            f"{where} is listed against manifest seq {delta.base_seq} "
-            f"({delta.base_hash[:16]}), not the one supplied ({base_hash[:16]})",
+            f"{where} lists its chunks against manifest seq {delta.base_seq}, which the "
+            "transport no longer holds; nothing of it was kept (its writer publishes a full "
+            "manifest within a few syncs; sync again later)",
         )
     if base.delta is not None:
         raise Rejected(reasons.TAMPERED, f"{where}: its base is not a full manifest")

@@ -1,14 +1,9 @@
 """Canonical JSON: the only byte form that is ever signed, hashed or encrypted.
 
-Rules (SPEC.md, "Canonical JSON"): UTF-8, object keys sorted by code point,
-no insignificant whitespace, no floats, no NaN, integers within the signed
-64-bit range.  Strings escape ``"`` and ``\\`` and the C0 controls only
-(``\\b \\f \\n \\r \\t`` short, the others as lowercase ``\\u00xx``);
-everything else, DEL, U+2028/U+2029 and non-ASCII included, is literal UTF-8.
-A string holding a lone surrogate (U+D800..U+DFFF) has no UTF-8 form and is
-refused by both directions as :class:`NonCanonical`, never as a UnicodeError.
-:func:`decode` accepts exactly the bytes :func:`encode` produces and rejects any
-other spelling of the same value, so a signature covers one byte string only.
+Rules: SPEC.md "Canonical JSON".  A string holding a lone surrogate has no UTF-8 form
+and is refused by both directions as :class:`NonCanonical`, never as a UnicodeError.
+:func:`decode` accepts exactly the bytes :func:`encode` produces and rejects any other
+spelling of the same value, so a signature covers one byte string only.
 """
 
 from __future__ import annotations
@@ -67,16 +62,11 @@ _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,40}")
 def _key_step(key: str) -> str:
     """``.key`` for a plain key, else ``['...']`` escaped (a key from outside may hold a
     newline or a terminal control: an error message carries no raw character of it)."""
-    if _PLAIN_KEY.fullmatch(key):
-        return f".{key}"
-    short = key if len(key) <= 40 else key[:37] + "..."
-    return f"[{short!a}]"
+    return f".{key}" if _PLAIN_KEY.fullmatch(key) else f"[{_short(key)!a}]"
 
 
-def _printable(text: str) -> str:
-    """``text`` for an error message: short, and with surrogates escaped."""
-    short = text if len(text) <= 40 else text[:37] + "..."
-    return short.encode("utf-8", "backslashreplace").decode("utf-8")
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _check_text(text: str, path: str) -> None:
@@ -85,7 +75,8 @@ def _check_text(text: str, path: str) -> None:
             raise NonCanonical(
                 f"string at {path} holds a lone surrogate U+{ord(char):04X} at index {i}: "
                 "it has no UTF-8 form, so canonical JSON cannot carry it "
-                f"(the string starts {_printable(text[:20])!r}); remove or replace it"
+                f"(the string starts {text[:20].encode('utf-8', 'backslashreplace').decode()!r}); "
+                "remove or replace it"
             )
 
 

@@ -1,27 +1,8 @@
 """Opening snapshot chunks: every check between ciphertext and validated records.
 
-For each chunk the manifest lists, in order: present (``missing-chunk``), hashes
-to its id (``bad-chunk-id``), has the listed size (``tampered``), decrypts with
-the epoch key and the chunk's associated data (``tampered``), unpads
-(``tampered``), decompresses within ``MAX_BUCKET_PLAINTEXT`` (``too-large``;
-the zip-bomb guard), is canonical JSON (``not-canonical``), is a list of valid
-records sorted by id (``malformed``), each edited by the writer
-(``editor-mismatch``), in the manifest's project (``cross-project``) and in the
-bucket its id hashes to (``wrong-bucket``), with a clock not too far ahead of the
-reader's (``clock-ahead``).
-
-Across the chunks of one snapshot, :class:`SnapshotOpener` holds two budgets so
-that a small upload cannot cost a reader much: all chunks together inflate to
-at most ``MAX_SNAPSHOT_PLAINTEXT`` bytes (``too-large``), and the running record
-count may never pass the manifest's ``records`` (``tampered``, refused as soon as
-it does, before any further chunk is opened).  At the end the total must equal
-the manifest's record count (``tampered``).
-
-The opener is incremental: it starts from the chunks a reader already opened
-under an earlier manifest (the chunk cache, :func:`chunk_slot` -> record count),
-lists only the chunks still needed, and is fed them one at a time, so a reader
-can merge chunk by chunk with memory bounded by one chunk.  :func:`open_snapshot`
-is the same opener run all at once over a mapping of chunks.
+The checks, in order, and the per-snapshot caps (so that a small upload cannot cost a
+reader much): SPEC.md "Chunk rules".  :class:`SnapshotOpener` is fed one chunk at a
+time, so a reader merges chunk by chunk with memory bounded by one chunk.
 """
 
 from __future__ import annotations
@@ -71,27 +52,10 @@ def decompress(data: bytes, limit: int = MAX_BUCKET_PLAINTEXT) -> bytes:
     return out
 
 
-def open_chunk(
-    suite: Suite,
-    key: ContentKeyLike,
-    manifest: Manifest,
-    ref: ChunkRef,
-    data: bytes,
-    *,
-    now_ms: int,
-) -> list[Record]:
-    """Verify, decrypt and decode one chunk of ``manifest``; return its records.
-
-    ``now_ms`` is the reader's clock: a record whose HLC is more than
-    :data:`~sealmem.protocol.hlc.MAX_AHEAD_MS` ahead of it is ``clock-ahead``.
-    """
-    return _open_chunk(suite, key, manifest, ref, data, now_ms=now_ms)[0]
-
-
 _Opened = tuple[list[Record], int, list[int]]
 
 
-def _open_chunk(
+def open_chunk(
     suite: Suite,
     key: ContentKeyLike,
     manifest: Manifest,
@@ -101,9 +65,13 @@ def _open_chunk(
     now_ms: int,
     limit: int = MAX_BUCKET_PLAINTEXT,
 ) -> _Opened:
-    """:func:`open_chunk`, inflating to at most ``limit`` bytes; also the inflated size and
-    each record's bucket key (:func:`~.snapshot.bucket_key`: the hash the bucket check
-    computes, which a reader stores; the bucket is the key mod the power-of-two count)."""
+    """Verify, decrypt and decode one chunk of ``manifest``, inflating to at most ``limit``
+    bytes: its records, the inflated size, and each record's bucket key
+    (:func:`~.snapshot.bucket_key`: the hash the bucket check computes, which a reader
+    stores; the bucket is the key mod the power-of-two count).
+
+    ``now_ms`` is the reader's clock: a record whose HLC is more than
+    :data:`~sealmem.protocol.hlc.MAX_AHEAD_MS` ahead of it is ``clock-ahead``."""
     where = f"chunk {ref.id[:16]} (bucket {ref.bucket}) of {manifest.writer}/{manifest.project}"
     if len(data) > MAX_CHUNK_BYTES:
         raise Rejected(reasons.TOO_LARGE, f"{where}: {len(data)} bytes; limit {MAX_CHUNK_BYTES}")
@@ -165,24 +133,18 @@ def _open_chunk(
 
 
 def chunk_slot(manifest: Manifest, ref: ChunkRef) -> str:
-    """The chunk cache key of ``ref`` in ``manifest``: ``"epoch:buckets:bucket:id"``.
-
-    A chunk listed again under the same slot by a later manifest of the same
-    writer and project holds the same records: a reader need not open it again.
-    """
+    """The chunk cache key of ``ref``: a chunk listed again under the same slot by a later
+    manifest of the same writer and project holds the same records."""
     return f"{manifest.epoch}:{manifest.buckets}:{ref.bucket}:{ref.id}"
 
 
 class SnapshotOpener:
     """Opens the chunks of one accepted manifest incrementally, within per-snapshot budgets.
 
-    ``opened`` is the reader's chunk cache (slot -> record count) from the last
-    manifest it merged of the same writer and project; chunks found there count
-    towards the total without being opened again.  Feed every chunk of
-    :attr:`needed` once with :meth:`feed` (each returns that chunk's records),
-    then call :meth:`finish`, which checks the total and returns the chunk cache
-    of this manifest.  Any refusal is a :class:`Rejected`; once one is raised the
-    snapshot as a whole is refused (the caller merges nothing of it).
+    ``opened`` is the reader's chunk cache (:func:`chunk_slot` -> record count) from the
+    last manifest it merged of the same writer and project: those chunks count towards
+    the total unopened.  Feed every chunk of :attr:`needed` once, then :meth:`finish`.
+    Once a :class:`Rejected` is raised the snapshot as a whole is refused.
     """
 
     def __init__(
@@ -202,9 +164,7 @@ class SnapshotOpener:
         self.max_plaintext = max_plaintext
         self.inflated = 0
         self.count = 0
-        self.keys: list[int] = []
-        """The bucket keys of the records the last :meth:`feed` returned, in order (each
-        computed here from the record's id; empty after a refused chunk)."""
+        self.keys: list[int] = []  # bucket keys of the last fed chunk's records, in order
         self._pending: dict[str, ChunkRef] = {}
         self._opened: dict[str, int] = {}
         cache = opened or {}
@@ -219,7 +179,6 @@ class SnapshotOpener:
 
     @property
     def needed(self) -> tuple[ChunkRef, ...]:
-        """The chunks still to feed, in manifest order."""
         return tuple(self._pending.values())
 
     def _name(self) -> str:
@@ -227,7 +186,6 @@ class SnapshotOpener:
         return f"snapshot {m.writer}/{m.project} seq {m.seq}"
 
     def missing(self, ref: ChunkRef) -> Rejected:
-        """The refusal for a needed chunk the transport does not have."""
         return Rejected(
             reasons.MISSING_CHUNK,
             f"chunk {ref.id[:16]} of {self._name()} is missing; the transport may still "
@@ -244,7 +202,6 @@ class SnapshotOpener:
             )
 
     def feed(self, ref: ChunkRef, data: bytes) -> list[Record]:
-        """Open one needed chunk; return its records, or refuse the snapshot."""
         slot = chunk_slot(self.manifest, ref)
         if self._pending.get(slot) != ref:
             raise InputError(
@@ -255,7 +212,7 @@ class SnapshotOpener:
         limit = min(MAX_BUCKET_PLAINTEXT, room)
         self.keys = []  # a refused chunk leaves none: never the previous chunk's
         try:
-            records, size, self.keys = _open_chunk(
+            records, size, self.keys = open_chunk(
                 self.suite, self.key, self.manifest, ref, data, now_ms=self.now_ms, limit=limit
             )
         except Rejected as exc:
@@ -274,7 +231,7 @@ class SnapshotOpener:
         return records
 
     def finish(self) -> dict[str, int]:
-        """Check that every chunk was fed and the total; return this manifest's chunk cache."""
+        """Check the total; return this manifest's chunk cache."""
         for ref in self._pending.values():
             raise self.missing(ref)
         if self.count != self.manifest.records:

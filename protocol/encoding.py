@@ -1,17 +1,8 @@
 """Byte encodings and strict field readers shared by the signed objects.
 
-Binary values in signed bodies are **base64url without padding** (RFC 4648 §5,
-``=`` stripped).  Decoding is strict: any other alphabet, padding, whitespace,
-or non-zero trailing bits is refused, so one byte string has exactly one text
-form and a signature covers exactly one spelling.
-
-Object hashes are lowercase hex of BLAKE2b-256 over a domain-separated message,
-``b"sealmem/v1/hash/<kind>\\x00" + canonical(body)``, so a roster hash can never
-collide with a manifest hash.
-
-The ``field``/``need_*`` readers raise :class:`~sealmem.protocol.errors.Rejected`
-with reason ``malformed`` naming the JSON path, for verifiers to use on
-untrusted bodies.
+Base64url and object hashes: SPEC.md "Conventions" and "Object hashes".  Decoding is
+strict, so one byte string has exactly one text form.  The ``need_*`` readers raise
+:class:`~sealmem.protocol.errors.Rejected` (``malformed``) naming the JSON path.
 """
 
 from __future__ import annotations

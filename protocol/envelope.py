@@ -1,13 +1,8 @@
-"""The signed envelope every published object travels in.
+"""The signed envelope every published object travels in (SPEC.md "The signed envelope").
 
-Wire form (the bytes stored and sent) is the canonical JSON of::
-
-    {"body": <object>, "signer": <kid>, "sig": b64url(signature)}
-
-where ``signature = Ed25519(signer, b"sealmem/v1/" + context + b"\\x00" +
-canonical(body))``.  The context is not on the wire: the reader decides what
-kind of object it expects, and a signature made for another context does not
-verify (reported as ``wrong-context`` when it verifies under another one).
+The context is not on the wire: the reader decides what kind of object it expects,
+and a signature made for another context does not verify (reported as
+``wrong-context`` when it verifies under another one).
 """
 
 from __future__ import annotations

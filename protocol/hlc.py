@@ -1,25 +1,17 @@
 """Hybrid logical clock (Kulkarni et al.), as pure functions over values.
 
-A timestamp is ``(wall, counter)``: ``wall`` is milliseconds since the Unix
-epoch, ``counter`` breaks ties within one millisecond.  Timestamps compare as
-tuples.  The caller passes the physical clock reading ``now_ms`` explicitly, so
-these functions are deterministic and testable.
-
-Clocks from outside are bounded (SPEC.md "Clocks"):
-
-- a valid timestamp has ``0 <= wall <= MAX_WALL_MS`` and ``0 <= counter <=
-  MAX_COUNTER`` (a record outside is ``malformed``), so that a timestamp always
-  fits the signed 64-bit integers of SQLite and of :func:`pack`;
-- a reader refuses a version whose ``wall`` is more than ``MAX_AHEAD_MS``
-  ahead of its own clock reading (``clock-ahead``, :func:`too_far_ahead`), so
-  a peer with a skewed or hostile clock cannot pin a memory for long;
-- :func:`tick` and :func:`receive` never leave those bounds: a counter that
-  would pass ``MAX_COUNTER`` carries into the next millisecond.
+A timestamp is ``(wall, counter)``: ``wall`` is milliseconds since the Unix epoch,
+``counter`` breaks ties within one millisecond; timestamps compare as tuples.  The
+caller passes the clock reading ``now_ms``, so these functions are deterministic.
+The bounds on clocks from outside, and :func:`tick` and :func:`receive`: SPEC.md
+"Clocks".
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
+
+from .errors import ProtocolError
 
 __all__ = [
     "MAX_AHEAD_MS",
@@ -55,8 +47,6 @@ class Hlc(NamedTuple):
 
     @classmethod
     def from_wire(cls, value: object) -> Hlc:
-        from .errors import ProtocolError
-
         if (
             not isinstance(value, list)
             or len(value) != 2
@@ -107,16 +97,14 @@ def receive(last: Hlc, remote: Hlc, now_ms: int) -> Hlc:
     return _after(wall, counter)
 
 
-def too_far_ahead(stamp: Hlc, now_ms: int, max_ahead_ms: int = MAX_AHEAD_MS) -> bool:
-    """True when ``stamp`` is more than ``max_ahead_ms`` ahead of the reader's ``now_ms``."""
-    return stamp.wall - now_ms > max_ahead_ms
+def too_far_ahead(stamp: Hlc, now_ms: int) -> bool:
+    """True when ``stamp`` is more than ``MAX_AHEAD_MS`` ahead of the reader's ``now_ms``."""
+    return stamp.wall - now_ms > MAX_AHEAD_MS
 
 
 def pack(stamp: Hlc) -> int:
     """One integer that orders like the timestamp and fits a signed 64-bit column."""
     if not (0 <= stamp.wall <= MAX_WALL_MS and 0 <= stamp.counter <= MAX_COUNTER):
-        from .errors import ProtocolError
-
         raise ProtocolError(f"hlc {tuple(stamp)} is outside the valid range")
     return (stamp.wall << _COUNTER_BITS) | stamp.counter
 

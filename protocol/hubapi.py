@@ -50,7 +50,6 @@ __all__ = [
     "MANIFEST",
     "MANIFESTS",
     "MAX_COLLECT_BYTES",
-    "MAX_NUMBER",
     "MAX_ROSTER_PUBLISH_BYTES",
     "METRICS",
     "NOT_ADMIN",
@@ -171,20 +170,19 @@ QUERY_WAIT = "wait"  # GET changes: long-poll for at most this many seconds
 
 # -- numbers and body sizes ------------------------------------------------------------
 
-#: The largest number in a path or query: the canonical encoding's int64 bound.
-MAX_NUMBER = MAX_INT
 _NUMBER = re.compile(r"[0-9]{1,19}")  # ASCII only (``str.isdigit`` and ``int`` take ``٣``)
 
 
 def parse_number(text: str, what: str) -> int:
-    """``text`` as an integer in ``0..MAX_NUMBER``: ASCII digits only, at most 19 of them.
+    """``text`` as an integer in ``0..MAX_INT`` (the canonical encoding's bound): ASCII
+    digits only, at most 19 of them.
 
     >>> parse_number("42", "seq")
     42
     """
-    if _NUMBER.fullmatch(text) is None or int(text) > MAX_NUMBER:
+    if _NUMBER.fullmatch(text) is None or int(text) > MAX_INT:
         raise InputError(
-            f"{what} {text[:24]!r} must be a number of ASCII digits from 0 to {MAX_NUMBER}"
+            f"{what} {text[:24]!r} must be a number of ASCII digits from 0 to {MAX_INT}"
         )
     return int(text)
 

@@ -1,17 +1,10 @@
 """Invites and join requests (SPEC.md "Invite and join request"): build, parse, verify.
 
-An **invite** is signed by the team root key (context ``invite``) and handed to
-a new member out of band; it names itself (``invite_id``), expires
-(``expires_at``, at most :data:`MAX_INVITE_MS` after ``created_at``), and may be
-for one person only (``for``).  The **joiner** checks it, with its own clock.
-
-A **join request** is self-signed by the key it introduces (context ``join``)
-and names the invite it answers.  The **hub** checks only its shape, team and
-self-signature (:func:`read_join_request`); the **admin** also checks it against
-the invites it issued (:mod:`sealmem.protocol.admission`).
-
-Pure: keys come in as bytes, signatures go through a :class:`~.suite.Suite`,
-randomness and the clock are arguments.
+The **joiner** checks an invite with its own clock (:func:`read_invite`); the **hub**
+checks only a join request's shape, team and self-signature (:func:`read_join_request`);
+the **admin** also checks it against the invites it issued
+(:mod:`sealmem.protocol.admission`).  Pure: keys come in as bytes, signatures go
+through a :class:`~.suite.Suite`, randomness and the clock are arguments.
 """
 
 from __future__ import annotations
@@ -21,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import reasons
-from .encoding import b64e, need_b64, need_int, need_kid, need_str
-from .envelope import Envelope, seal, unpack
+from .encoding import b64e, exact_keys, need_b64, need_int, need_kid, need_str
+from .envelope import seal, unpack
 from .errors import InputError, Rejected
 from .hlc import MAX_AHEAD_MS
 from .names import hidden_at, name_problem
@@ -39,8 +32,6 @@ __all__ = [
     "MAX_JOIN_BYTES",
     "Invite",
     "JoinRequest",
-    "invite_body",
-    "join_body",
     "new_invite_id",
     "read_invite",
     "read_join_request",
@@ -85,8 +76,9 @@ class Invite:
     for_name: str | None = None
 
 
-def invite_body(invite: Invite) -> dict[str, Any]:
-    """The signed body of ``invite``; :class:`InputError` for a lifetime out of range."""
+def seal_invite(invite: Invite, root: Signer) -> bytes:
+    """The invite envelope, signed by the team root key; :class:`InputError` for a
+    lifetime out of range or an invitee name that breaks the rules."""
     lifetime = invite.expires_at - invite.created_at
     if not 0 < lifetime <= MAX_INVITE_MS:
         raise InputError(
@@ -108,12 +100,7 @@ def invite_body(invite: Invite) -> dict[str, Any]:
     }
     if invite.for_name is not None:
         body["for"] = invite.for_name
-    return body
-
-
-def seal_invite(invite: Invite, root: Signer) -> bytes:
-    """The invite envelope, signed by the team root key."""
-    return seal(invite_body(invite), "invite", root)
+    return seal(body, "invite", root)
 
 
 def _format_of(body: dict[str, Any], expected: str, what: str) -> None:
@@ -129,21 +116,12 @@ def _format_of(body: dict[str, Any], expected: str, what: str) -> None:
     raise Rejected(reasons.UNKNOWN_FORMAT, f"{what} format {fmt!r}; expected {expected!r}")
 
 
-def _keys(body: dict[str, Any], required: frozenset[str], optional: set[str], what: str) -> None:
-    missing = sorted(required - body.keys())
-    unknown = sorted(body.keys() - required - optional)
-    if missing or unknown:
-        raise Rejected(
-            reasons.MALFORMED, f"{what} has missing fields {missing} and unknown fields {unknown}"
-        )
-
-
 def read_invite(suite: Suite, data: bytes, *, now_ms: int) -> Invite:
     """Check an invite envelope as its joiner does, at ``now_ms``; raise ``Rejected``."""
     env = unpack(data, what="invite", max_bytes=MAX_JOIN_BYTES)
     body = env.body
     _format_of(body, INVITE_FORMAT, "invite")
-    _keys(body, _INVITE_KEYS, {"for"}, "invite")
+    exact_keys(body, _INVITE_KEYS | ({"for"} & body.keys()), "invite")
     for_name = body.get("for")
     invite = Invite(
         team=need_str(body["team"], "invite.team", pattern=TEAM_RE),
@@ -200,11 +178,12 @@ class JoinRequest:
     invite_id: str
 
 
-def join_body(request: JoinRequest) -> dict[str, Any]:
-    """The signed body of ``request``; :class:`InputError` for a name that breaks the rules."""
+def seal_join_request(request: JoinRequest, key: Signer) -> bytes:
+    """The join request envelope, self-signed by the key it introduces; :class:`InputError`
+    for a name that breaks the rules."""
     if problem := name_problem(request.name):
         raise InputError(f"the display name {request.name!r} {problem}; choose another with --name")
-    return {
+    body = {
         "format": JOIN_FORMAT,
         "team": request.team,
         "kid": request.kid,
@@ -214,15 +193,7 @@ def join_body(request: JoinRequest) -> dict[str, Any]:
         "created_at": request.created_at,
         "invite_id": request.invite_id,
     }
-
-
-def seal_join_request(request: JoinRequest, key: Signer) -> bytes:
-    """The join request envelope, self-signed by the key it introduces."""
-    return seal(join_body(request), "join", key)
-
-
-def _join_envelope(data: bytes) -> Envelope:
-    return unpack(data, what="join request", max_bytes=MAX_JOIN_BYTES)
+    return seal(body, "join", key)
 
 
 def read_join_request(
@@ -234,10 +205,10 @@ def read_join_request(
     file name); a request filed under another id is ``signer-mismatch``.  This is
     all the hub can check: whether it answers a real invite is the admin's check.
     """
-    env = _join_envelope(data)
+    env = unpack(data, what="join request", max_bytes=MAX_JOIN_BYTES)
     body = env.body
     _format_of(body, JOIN_FORMAT, "join request")
-    _keys(body, _JOIN_KEYS, set(), "join request")
+    exact_keys(body, _JOIN_KEYS, "join request")
     if body["team"] != team:
         raise Rejected(reasons.CROSS_TEAM, f"join request is for team {body['team']!r}")
     request = JoinRequest(

@@ -1,22 +1,8 @@
 """The keyring (DESIGN §4): one project epoch's content key, wrapped per reader.
 
-A keyring is a signed body (context ``keyring``, signed by an admin of the
-roster version it names)::
-
-    format          "sealmem/keyring/v1"
-    team, project   ids
-    epoch           content-key epoch (>= 1), as in roster.projects
-    roster_version  the roster whose readers the key is wrapped to
-    key_id          hex BLAKE2b-256 commitment to the key (``ContentKey.commitment``)
-    wraps           {kid: b64url(SealedBox(key, member box_public))}
-
-A keyring may be re-published for the same (project, epoch) with more wraps
-(a reader joined) as long as ``key_id`` stays the same, citing a newer roster;
-the epoch may be the cited roster's current one or an older one the project had
-(:func:`extend_keyring`: a newcomer is wrapped the history it is granted).  The
-verifier enforces that, and a reader checks ``key_id`` against the key it unwraps
-(:meth:`Keyring.check_key`).  Unwrapping needs a member's secret key, so it
-lives in ``sealmem.crypto`` (``ContentKey.unwrap(keyring.wraps[kid], member_key)``).
+Fields and update rules: SPEC.md "Keyring".  A reader checks ``key_id`` against the
+key it unwraps (:meth:`Keyring.check_key`); unwrapping needs a member's secret key, so
+it lives in ``sealmem.crypto`` (``ContentKey.unwrap(keyring.wraps[kid], member_key)``).
 """
 
 from __future__ import annotations
@@ -111,10 +97,8 @@ class Keyring:
 
 
 def build_keyring(key: Wrapper, roster: Roster, project: str, epoch: int | None = None) -> Keyring:
-    """Wrap ``key`` to every current reader of ``project`` in ``roster``.
-
-    ``epoch`` defaults to the project's current epoch in the roster.
-    """
+    """Wrap ``key`` to every current reader of ``project`` in ``roster`` (at its current
+    epoch unless ``epoch`` says otherwise)."""
     if project not in roster.projects:
         raise InputError(
             f"project {project!r} is not registered in roster v{roster.version}; "
@@ -133,15 +117,8 @@ def build_keyring(key: Wrapper, roster: Roster, project: str, epoch: int | None 
 def extend_keyring(
     keyring: Keyring, key: Wrapper, roster: Roster, readers: Iterable[str]
 ) -> Keyring:
-    """``keyring`` re-published citing ``roster``, with ``key`` also wrapped to ``readers``.
-
-    Works for any epoch the project had, the current one or an older one.  The
-    update keeps every wrap of a member who may still read the project in
-    ``roster`` and drops the others (revoked, or read grant taken back); it never
-    changes the key.  ``InputError`` if ``key`` is not the one ``key_id`` commits
-    to, ``roster`` is not newer than the cited one, or a kid in ``readers`` may
-    not read the project in ``roster``.
-    """
+    """``keyring`` (of any epoch the project had) re-published citing ``roster``, with
+    ``key`` also wrapped to ``readers``; the wraps of members who may no longer read go."""
     where = f"keyring {keyring.project!r} epoch {keyring.epoch}"
     if key.commitment() != keyring.key_id:
         raise InputError(f"{where}: the key given is not the one its key_id commits to")

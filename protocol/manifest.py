@@ -1,30 +1,8 @@
 """The snapshot manifest (DESIGN §5): a writer's signed index of its chunks.
 
-Body (context ``manifest``, signed by ``writer``)::
-
-    format          "sealmem/manifest/v1"
-    team, project   ids
-    writer          kid of the signer
-    seq             >= 1, strictly increasing per (writer, project); gaps allowed
-    prev            object hash of the previous manifest body, or null (first / reset)
-    epoch           content-key epoch the chunks are encrypted under
-    roster_version  roster the writer trusted when writing
-    buckets         bucket count (a power of two)
-    chunks          [{bucket, id, size}]  one per non-empty bucket, sorted by bucket
-    records         total record count
-    heads           [{writer, project, seq, hash}]  what this writer accepted from others
-    created_at      ms (informational)
-
-A ``sealmem/manifest/v2`` body (a **delta**) has every field above except
-``chunks``, and instead::
-
-    base            {seq, hash}  an earlier full (v1) manifest of the same chain
-    changed         [{bucket, id, size}]  refs that differ from the base's, sorted by bucket
-    removed         [bucket]  buckets the base lists and this snapshot no longer has, sorted
-    chunk_root      hex :func:`chunk_root` of the whole rebuilt chunk list
-
-Parsed alone, a delta's :attr:`Manifest.chunks` is empty and :attr:`Manifest.complete`
-False; :func:`sealmem.protocol.bases.rebuild` with its base gives the whole list.
+Fields and rules: SPEC.md "Manifest" and "Delta manifests".  Parsed alone, a delta's
+:attr:`Manifest.chunks` is empty and :attr:`Manifest.complete` False;
+:func:`sealmem.protocol.bases.rebuild` with its base gives the whole list.
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
 """Merging pulled record versions into a replica (DESIGN §3, SPEC.md "Merge").
 
-Pure functions over values: no clock (``now_ms`` is passed in), no I/O.
-
-*Winners* converge.  Per memory id the winning version is the greatest under
-:func:`version_key`: ``(hlc.wall, hlc.counter, editor)`` and, only when two
-distinct versions share all three, their canonical wire bytes.  That is a total
-order, so "keep the greater" is a join-semilattice: merging the same versions in
-any order or grouping, any number of times, gives the same winners.  Content,
-kind, tombstones and supersession links travel inside the version and converge
-with it.
-
-*Importance floors* are local policy, kept beside the winners and never
-published.  The effective importance of a memory is
-``max(floor, winner.importance)``.  A pull never lowers it: when a pull replaces
-the local winner, the floor becomes the effective importance held before the
-pull.  A local edit clears the floor (the user may lower importance).  Floors
-are stored only while they are above the winner's own importance.
+Pure functions over values: no clock (``now_ms`` is passed in), no I/O.  Winners
+converge (a join-semilattice over :func:`version_key`); importance floors are local
+policy, kept beside the winners and never published.
 """
 
 from __future__ import annotations
@@ -31,7 +18,6 @@ from .record import Record
 __all__ = [
     "DEFAULT_GRACE_MS",
     "SKIP_OTHER_PROJECT",
-    "Collected",
     "MergeOutcome",
     "MergeResult",
     "Skipped",
@@ -51,12 +37,8 @@ SKIP_OTHER_PROJECT = "other-project"
 
 
 def version_key(record: Record) -> tuple[int, int, str, bytes]:
-    """The total order of versions: the greatest wins.
-
-    Honest writers never produce two distinct versions with the same
-    ``order_key`` (their HLC ticks); the canonical bytes only make the order
-    total, so that replicas agree even on a writer that did.
-    """
+    """The total order of versions: the greatest wins.  The canonical bytes only make the
+    order total, so that replicas agree even on a writer whose HLC did not tick."""
     return (*record.order_key, canonical.encode(record.to_wire()))
 
 
@@ -74,23 +56,14 @@ def effective_importance(winner: Record, floor: float | None) -> float:
 
 @dataclass(frozen=True, slots=True)
 class MergeOutcome:
-    """What merging one incoming version into one local winner decided.
+    """What merging one incoming version into one local winner decided."""
 
-    ``winner`` is the version to keep (``None`` only when there was no local
-    version and the incoming one was skipped); ``changed`` says it differs from
-    the local one; ``loser`` is the version that did not win (the replaced local
-    version or the discarded incoming one; ``None`` when both were the same), for
-    the local history table; ``floor`` is the importance floor to store (``None``:
-    no floor); ``skipped_reason`` is set when the incoming version was not
-    considered at all, with ``detail`` saying why.
-    """
-
-    winner: Record | None
-    changed: bool
-    loser: Record | None
-    floor: float | None
-    skipped_reason: str | None = None
-    detail: str = ""
+    winner: Record | None  # the version to keep
+    changed: bool  # it differs from the local one
+    loser: Record | None  # the replaced or discarded version, for history; None: the same
+    floor: float | None  # the importance floor to store (None: none)
+    skipped_reason: str | None = None  # set when the incoming version was not considered
+    detail: str = ""  # why it was skipped
 
 
 def _normal_floor(floor: float | None, winner: Record) -> float | None:
@@ -98,11 +71,8 @@ def _normal_floor(floor: float | None, winner: Record) -> float | None:
 
 
 def merge(local: Record | None, incoming: Record, *, floor: float | None = None) -> MergeOutcome:
-    """Merge one pulled version into the local winner of the same id.
-
-    ``floor`` is the local importance floor of that id (``None``: none).  The
-    incoming version must already be verified and validated (protocol/verify.py).
-    """
+    """Merge one pulled version, already verified and validated, into the local winner of
+    the same id, whose importance floor is ``floor``."""
     if local is None:
         return MergeOutcome(incoming, True, None, None)
     if local.id != incoming.id:
@@ -140,20 +110,14 @@ class Skipped:
 
 @dataclass(frozen=True, slots=True)
 class MergeResult:
-    """The replica after :func:`merge_many`.
-
-    ``winners`` and ``floors`` are complete (not deltas); ``changed`` lists the
-    ids whose winner changed, sorted; ``losers`` are versions that stopped being
-    or never became winners, in arrival order (for the local history table);
-    ``clock`` is the replica's HLC after seeing every merged version.
-    """
+    """The replica after :func:`merge_many`; ``winners`` and ``floors`` are complete."""
 
     winners: dict[str, Record]
     floors: dict[str, float]
-    changed: tuple[str, ...]
-    losers: tuple[Record, ...]
+    changed: tuple[str, ...]  # ids whose winner changed, sorted
+    losers: tuple[Record, ...]  # versions that lost, in arrival order (for history)
     skipped: tuple[Skipped, ...]
-    clock: Hlc
+    clock: Hlc  # the replica's HLC after seeing every merged version
 
 
 def merge_many(
@@ -164,11 +128,8 @@ def merge_many(
     clock: Hlc,
     floors: Mapping[str, float] | None = None,
 ) -> MergeResult:
-    """Merge pulled versions into ``state`` (id -> winner); nothing is mutated.
-
-    ``clock`` is the replica's HLC before the pull; every merged version
-    advances it with :func:`sealmem.protocol.hlc.receive` at ``now_ms``.
-    """
+    """Merge pulled versions into ``state`` (id -> winner); nothing is mutated.  Every
+    merged version advances ``clock``, the replica's HLC before the pull."""
     winners = dict(state)
     new_floors = dict(floors or {})
     changed: set[str] = set()
@@ -194,30 +155,17 @@ def merge_many(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Collected:
-    """The result of :func:`collect_tombstones`: what stays and which ids went."""
-
-    kept: dict[str, Record]
-    collected: tuple[str, ...]
-
-
 def collect_tombstones(
     records: Mapping[str, Record], now_ms: int, grace_ms: int = DEFAULT_GRACE_MS
-) -> Collected:
-    """Drop tombstones whose deletion (``hlc.wall``) is at least ``grace_ms`` old.
-
-    Live versions are never collected, nor tombstones younger than the grace
-    period.  A replica that still holds an older live version of a collected id
-    can bring it back; the grace period must outlast the longest offline member.
-    """
+) -> dict[str, Record]:
+    """``records`` without the tombstones whose deletion (``hlc.wall``) is at least
+    ``grace_ms`` old.  A
+    replica that still holds an older live version of a collected id can bring it back;
+    the grace period must outlast the longest offline member."""
     if grace_ms < 0:
         raise InputError(f"grace period {grace_ms} ms is negative; pass a duration >= 0")
-    kept: dict[str, Record] = {}
-    gone: list[str] = []
-    for key, record in records.items():
-        if record.deleted and now_ms - record.hlc.wall >= grace_ms:
-            gone.append(key)
-        else:
-            kept[key] = record
-    return Collected(kept, tuple(sorted(gone)))
+    return {
+        key: record
+        for key, record in records.items()
+        if not (record.deleted and now_ms - record.hlc.wall >= grace_ms)
+    }

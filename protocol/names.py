@@ -1,55 +1,25 @@
 """Member display names, and the characters that must never reach a person's screen raw.
 
 Names are shown to people (``team status``, ``admin requests``, next to every
-teammate's memory) and come from outside: a join request anyone can drop into
-the folder, a roster.  A name is 1..64 characters and holds no character a
-terminal acts on or that hides text from the reader:
+teammate's memory) and come from outside: a join request anyone can drop into the
+folder, a roster.  The rules, the fixed table of hidden code points (Unicode 15.0, not
+the running Python's, so every member draws the line in the same place) and the
+look-alike skeleton: SPEC.md "Names" and "Look-alike names".
 
-- controls: C0 ``U+0000..U+001F``, DEL and C1 ``U+007F..U+009F`` (ESC starts the
-  sequences that retitle a window or erase the screen);
-- format characters (Unicode general category Cf): the soft hyphen, bidi marks,
-  embeddings, overrides and isolates ``U+202A..U+202E``, ``U+2066..U+2069``, the
-  zero-width space, word joiner, invisible operators, BOM, tags, ...;
-- the line and paragraph separators ``U+2028``, ``U+2029``; surrogates;
-- the rest of Unicode's default-ignorable code points (they render as nothing:
-  the combining grapheme joiner ``U+034F``, variation selectors, Khmer
-  inherent vowels, Mongolian selectors, ``U+E0000..U+E0FFF``, ...), and the
-  blank braille pattern ``U+2800`` and musical null notehead ``U+1D159``.
-
-The set is the fixed table :data:`HIDDEN_RANGES` (Unicode 15.0), not the Unicode
-version of the running Python, so every member draws the line in the same place.
-One exception keeps real names writable: the zero-width non-joiner and joiner
-``U+200C``/``U+200D`` are allowed *between two non-ASCII characters that are
-neither hidden nor whitespace* (Persian and Indic spellings, emoji sequences);
-at an end, next to ASCII, a space or another hidden character they could only
-hide, and are refused.  Likewise a variation selector is allowed right after such a
-character (an emoji's presentation, an ideograph's variant) and refused elsewhere.
-
-:func:`hidden_at` is the same rule for one position of any text: the CLI uses it
-to escape what it prints.
-
-A name also holds no Hangul filler (``U+115F``, ``U+1160``, ``U+3164``,
-``U+FFA0``: letters that render blank), and neither starts nor ends with
-whitespace: ``"alice\u3164"`` or ``"alice "`` would show as ``alice``.
-
-Names that merely *look* alike stay writable (``Alice``, Cyrillic ``аlice``) but
-must not pass for one another: :func:`name_skeleton` folds a name to what a
-reader sees (NFKC, case folded, whitespace and invisible characters removed,
-common Cyrillic and Greek look-alikes of Latin letters replaced), and a reader
-shows the short member id next to every name whose skeleton another member's
-name (or ``you``) shares.  The fold is deliberately small, not Unicode's full
-confusables table (UTS #39): it catches the look-alikes of Latin names that an
-impostor reaches for first, not every homoglyph of every script; the short id
-is what tells members apart.
+:func:`hidden_at` is the same rule for one position of any text: the CLI uses it to
+escape what it prints.  :func:`name_skeleton` is deliberately small, not Unicode's
+full confusables table (UTS #39): it catches the look-alikes of Latin names that an
+impostor reaches for first; the short member id is what tells members apart.
 """
 
 from __future__ import annotations
 
 import bisect
 import functools
-import re
 import unicodedata
 from collections.abc import Iterable
+
+from .encoding import KID_RE
 
 __all__ = [
     "FILLERS",
@@ -153,13 +123,8 @@ def name_problem(name: str) -> str | None:
 def name_skeleton(name: str) -> str:
     """What ``name`` looks like to a reader: two names with one skeleton may be mistaken.
 
-    NFKC (full-width and styled letters become plain ones), case folded,
-    whitespace, control and format characters and Hangul fillers removed, and
-    common Cyrillic/Greek look-alikes of Latin letters replaced by the Latin
-    letter.  A small fold, not UTS #39: see the module docstring.  It follows the
-    Unicode version of the running Python (it only decides when to show a short
-    member id, or whether an admin is warned of a duplicate name).
-    """
+    It follows the Unicode version of the running Python (it only decides when to show
+    a short member id, or whether an admin is warned of a duplicate name)."""
     text = unicodedata.normalize("NFKC", name).casefold()
     kept = "".join(
         ch for ch in text if not (ch.isspace() or ord(ch) in FILLERS or _in_table(ord(ch)))
@@ -170,14 +135,12 @@ def name_skeleton(name: str) -> str:
 MIN_ID_PREFIX = 8
 """The shortest start of a member id that names a member (``admin grant 3xk7q2mz ...``)."""
 
-_ID_SHAPE = re.compile(r"[a-z2-7]{26}")
-
 
 def id_like(name: str, kids: Iterable[str]) -> str | None:
     """The member id ``name`` reads as, when it would (else None): a new name must not be
     the start (8+ characters) of a member's or waiting request's id, nor shaped like a
     full member id, or ``admin grant NAME`` would mean two members to two people."""
-    if _ID_SHAPE.fullmatch(name):
+    if KID_RE.fullmatch(name):
         return name
     if len(name) >= MIN_ID_PREFIX:
         return next((kid for kid in kids if kid.startswith(name)), None)

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 from . import reasons
 from .bases import parsed_base, rebuild, rebuild_with
@@ -109,15 +108,11 @@ def _peeked(data: bytes) -> Manifest:
     return peek(data)
 
 
+@functools.lru_cache(maxsize=16)
 def _rebuilt(suite: Suite, data: bytes, base: bytes) -> Manifest:
     """Our recorded manifest, a delta, rebuilt from the base kept here: once per process."""
-    return _cached_rebuilt(cast(Hashable, suite), data, base)
-
-
-@functools.lru_cache(maxsize=16)
-def _cached_rebuilt(suite: Hashable, data: bytes, base: bytes) -> Manifest:
-    found = parsed_base(cast(Suite, suite), base)
-    return rebuild(cast(Suite, suite), _peeked(data), [] if found is None else [found])
+    found = parsed_base(suite, base)
+    return rebuild(suite, _peeked(data), [] if found is None else [found])
 
 
 def bases_wanted(

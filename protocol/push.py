@@ -185,12 +185,8 @@ def plan_push(
     adopt = None
     if landed is not None and landed.manifest.seq > (own.manifest.seq if own else 0):
         adopt = landed
-    base: Manifest | None = None
-    base_hash: str | None = None
-    if adopt is not None:
-        base, base_hash = adopt.manifest, adopt.hash
-    elif own is not None:
-        base, base_hash = own.manifest, own.hash
+    head = adopt or own  # the manifest this push builds on
+    base = None if head is None else head.manifest
     pushed = own.pushed if own else ZERO
     chain_reset = own.reset_at if own else 0
     resetting = reset_at > chain_reset
@@ -216,13 +212,13 @@ def plan_push(
             f"ms vs {now_ms} ms); teammates refuse this snapshot (clock-ahead) while it is "
             "that far ahead of theirs: check this machine's clock ('sealmem doctor')"
         )
-    if base is None or resetting:
+    if head is None or resetting:
         known = max(
             base.seq if base is not None else 0,
             landed.manifest.seq if landed is not None else 0,
             witnessed_seq,
         )
-        if base is None and known:
+        if head is None and known:
             warnings.append(
                 f"this store starts a new chain in {project!r}; teammates refuse it until an "
                 "admin runs 'sealmem admin reset-writer' for this member"
@@ -231,10 +227,9 @@ def plan_push(
             None, known + 1, None, adopt, base, force=resetting, pushed=pushed,
             reset_at=reset_at if resetting else chain_reset, warnings=tuple(warnings),
         )  # fmt: skip
-    full = adopt.full if adopt is not None else own.full if own is not None else None
-    listing = (base, base_hash) if base.delta is None and base_hash is not None else full
+    listing = (head.manifest, head.hash) if head.manifest.delta is None else head.full
     return PushPlan(
-        None, base.seq + 1, base_hash, adopt, base, force=repair, pushed=pushed,
+        None, head.manifest.seq + 1, head.hash, adopt, head.manifest, force=repair, pushed=pushed,
         reset_at=chain_reset, warnings=tuple(warnings), listing=None if repair else listing,
     )  # fmt: skip
 

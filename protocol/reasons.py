@@ -75,37 +75,7 @@ INVITE_EXPIRED = "invite-expired"  # the invite's expires_at has passed
 INVITE_USED = "invite-used"  # a single-use invite was already used by another key
 INVITE_NAME_MISMATCH = "invite-name-mismatch"  # a --for NAME invite, requested under another name
 
-REASONS: tuple[str, ...] = (
-    BAD_SIGNATURE,
-    WRONG_CONTEXT,
-    NOT_CANONICAL,
-    MALFORMED,
-    TAMPERED,
-    UNKNOWN_WRITER,
-    SIGNER_MISMATCH,
-    NO_WRITE_GRANT,
-    NO_READ_GRANT,
-    REVOKED,
-    ROLLBACK,
-    FORK,
-    EPOCH_UNKNOWN,
-    CROSS_TEAM,
-    CROSS_PROJECT,
-    UNKNOWN_PROJECT,
-    EDITOR_MISMATCH,
-    TOO_LARGE,
-    UNKNOWN_FORMAT,
-    MISSING_CHUNK,
-    MISSING_BASE,
-    BAD_CHUNK_ID,
-    WRONG_BUCKET,
-    ROSTER_NOT_EXTENDING,
-    ROSTER_UNKNOWN,
-    NOT_ADMIN,
-    EQUIVOCATION,
-    CLOCK_AHEAD,
-    INVITE_UNKNOWN,
-    INVITE_EXPIRED,
-    INVITE_USED,
-    INVITE_NAME_MISMATCH,
+REASONS: tuple[str, ...] = tuple(
+    value for name, value in list(globals().items()) if name.isupper() and isinstance(value, str)
 )
+"""Every reason above, in the order defined."""

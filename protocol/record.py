@@ -8,7 +8,8 @@ thousandths (canonical JSON holds no floats).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from .errors import ProtocolError
@@ -51,6 +52,7 @@ _WIRE_KEYS = frozenset(
 
 
 _ONLY_STR = frozenset({str})
+_STR_KEYS = ("id", "project", "kind", "content", "author", "editor", "origin")
 
 
 def new_memory_id(now_ms: int, rand: bytes) -> str:
@@ -110,7 +112,6 @@ class Record:
     delete_reason: str | None = None
     origin: str = "cli"
     visibility: Visibility = "team"
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def validate(self) -> Record:
         """Raise :class:`ProtocolError` naming the first broken rule; return self."""
@@ -225,68 +226,40 @@ class Record:
 
     @classmethod
     def _from_wire_checked(cls, data: object) -> Record:
+        """:meth:`from_wire` field by field, naming the first field of the wrong type."""
         if not isinstance(data, dict):
             raise _fail("a record must be a JSON object")
         missing = _WIRE_KEYS - data.keys()
         unknown = data.keys() - _WIRE_KEYS
         if missing or unknown:
             raise _fail(f"missing fields {sorted(missing)}, unknown fields {sorted(unknown)}")
-        try:
-            importance = data["importance"]
-            if not isinstance(importance, int) or isinstance(importance, bool):
-                raise _fail("importance must be an integer in thousandths")
-            rec = cls(
-                id=_str(data, "id"),
-                project=_str(data, "project"),
-                kind=_str(data, "kind"),
-                content=_str(data, "content"),
-                keywords=tuple(_str_list(data, "keywords")),
-                importance=importance / 1000,
-                author=_str(data, "author"),
-                editor=_str(data, "editor"),
-                created_at=_int(data, "created_at"),
-                hlc=Hlc.from_wire(data["hlc"]),
-                supersedes=tuple(_str_list(data, "supersedes")),
-                deleted=_bool(data, "deleted"),
-                delete_reason=_opt_str(data, "delete_reason"),
-                origin=_str(data, "origin"),
-                visibility=data["visibility"],
-            )
-        except (TypeError, KeyError) as exc:
-            raise _fail(str(exc)) from exc
-        return rec.validate()
+        for key, what, ok in _CHECKS:
+            if not ok(data[key]):
+                raise _fail(f"{key} must be {what}")
+        wire = {
+            **data,
+            "hlc": Hlc.from_wire(data["hlc"]),
+            "keywords": tuple(data["keywords"]),
+            "supersedes": tuple(data["supersedes"]),
+            "importance": data["importance"] / 1000,
+        }
+        return cls(**wire).validate()
 
 
-def _str(data: dict[str, Any], key: str) -> str:
-    value = data[key]
-    if not isinstance(value, str):
-        raise _fail(f"{key} must be a string")
-    return value
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _opt_str(data: dict[str, Any], key: str) -> str | None:
-    value = data[key]
-    if value is not None and not isinstance(value, str):
-        raise _fail(f"{key} must be a string or null")
-    return value
+def _is_str_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-def _int(data: dict[str, Any], key: str) -> int:
-    value = data[key]
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _fail(f"{key} must be an integer")
-    return value
-
-
-def _bool(data: dict[str, Any], key: str) -> bool:
-    value = data[key]
-    if not isinstance(value, bool):
-        raise _fail(f"{key} must be true or false")
-    return value
-
-
-def _str_list(data: dict[str, Any], key: str) -> list[str]:
-    value = data[key]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _fail(f"{key} must be a list of strings")
-    return value
+_CHECKS: tuple[tuple[str, str, Callable[[object], bool]], ...] = (
+    ("importance", "an integer in thousandths", _is_int),
+    *((key, "a string", lambda v: isinstance(v, str)) for key in _STR_KEYS),
+    ("keywords", "a list of strings", _is_str_list),
+    ("created_at", "an integer", _is_int),
+    ("supersedes", "a list of strings", _is_str_list),
+    ("deleted", "true or false", lambda v: isinstance(v, bool)),
+    ("delete_reason", "a string or null", lambda v: v is None or isinstance(v, str)),
+)

@@ -1,22 +1,9 @@
 """Dropping versions a replica must no longer hold, without losing anyone else's.
 
-One predicate for every drop (DESIGN §4 "Revocation", SPEC.md "Dropping versions"):
-in a project, a version is **dropped** when
-
-- its clock is **too far ahead** (``protocol.hlc.too_far_ahead``), as a store
-  that merged it before clocks were bounded may still hold; or
-- its editor was **revoked without a pin** for the project; or
-- its editor was **revoked with a pin** for the project and it arrived in a
-  snapshot of that writer **after the pin** (a reader that merged past the pin
-  before the revocation reached it must not keep what a stolen key may have
-  written).
-
-:class:`DropRule` is that predicate (:func:`drop_rule` builds it from the trusted
-roster).  For each affected memory id the new winner is the greatest version
-under :func:`sealmem.protocol.merge.version_key` among the versions the replica
-holds (the current winner and its local history) that are not dropped; ``None``
-when every version is dropped (the memory leaves the winners; the replica keeps
-it in history).  Nothing written by anyone else is ever lost.
+One predicate for every drop, :class:`DropRule` (:func:`drop_rule` builds it from the
+trusted roster): SPEC.md "Dropping versions" and "Revocation".  The new winner of an
+affected id is the greatest version (:func:`sealmem.protocol.merge.version_key`) that is
+not dropped, ``None`` when every one is (the replica keeps it in history).
 
 A replica that wrote while its own clock was far ahead does not drop its own
 versions: :func:`restamp` makes each a new version of the same memory, stamped
@@ -29,10 +16,10 @@ Pure functions over values: the caller reads the versions and writes the result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .hlc import MAX_AHEAD_MS, Hlc, receive, tick, too_far_ahead
+from .hlc import Hlc, receive, tick, too_far_ahead
 from .merge import version_key
 from .record import Record
 from .roster import Roster
@@ -41,11 +28,7 @@ from .state import ChainHead
 __all__ = [
     "DropRule",
     "Held",
-    "best_remaining",
-    "drop_ahead",
     "drop_rule",
-    "drop_versions",
-    "drop_writer",
     "dropped_writers",
     "heads_past_pins",
     "pinned_seqs",
@@ -65,21 +48,16 @@ class Held:
 
 @dataclass(frozen=True, slots=True)
 class DropRule:
-    """The one predicate of every drop, for one project (see the module docstring).
-
-    ``writers``: revoked without a pin here, every version of theirs goes;
-    ``pins``: revoked with a pin here, writer -> the pinned seq, versions that
-    arrived in a later snapshot go.  The clock bound holds for every version.
-    """
+    """The one predicate of every drop, for one project (see the module docstring):
+    ``writers`` revoked without a pin here; ``pins``, writer -> its pinned seq here."""
 
     now_ms: int
     writers: frozenset[str] = frozenset()
     pins: Mapping[str, int] = field(default_factory=dict)
-    max_ahead_ms: int = MAX_AHEAD_MS
 
     def drops(self, held: Held) -> bool:
         record = held.record
-        if too_far_ahead(record.hlc, self.now_ms, self.max_ahead_ms):
+        if too_far_ahead(record.hlc, self.now_ms):
             return True
         if record.editor in self.writers:
             return True
@@ -97,43 +75,8 @@ class DropRule:
         return self.writers | frozenset(self.pins)
 
 
-def best_remaining(versions: Iterable[Record], dropped: Callable[[Record], bool]) -> Record | None:
-    """The greatest version (``version_key``) that is not ``dropped``; None if none is left."""
-    kept = [v for v in versions if not dropped(v)]
-    return max(kept, key=version_key) if kept else None
-
-
-def drop_versions(
-    versions_by_id: Mapping[str, Iterable[Record]], dropped: Callable[[Record], bool]
-) -> dict[str, Record | None]:
-    """Per id, the winner once the ``dropped`` versions are gone (see the module docstring)."""
-    return {mid: best_remaining(versions, dropped) for mid, versions in versions_by_id.items()}
-
-
-def drop_writer(
-    versions_by_id: Mapping[str, Iterable[Record]], kid: str | Set[str]
-) -> dict[str, Record | None]:
-    """Per id, the best version written by anyone but ``kid`` (one kid or a set of them)."""
-    kids = frozenset((kid,)) if isinstance(kid, str) else frozenset(kid)
-    return drop_versions(versions_by_id, lambda r: r.editor in kids)
-
-
-def drop_ahead(
-    versions_by_id: Mapping[str, Iterable[Record]],
-    now_ms: int,
-    max_ahead_ms: int = MAX_AHEAD_MS,
-) -> dict[str, Record | None]:
-    """Per id, the best version whose clock is at most ``max_ahead_ms`` ahead of ``now_ms``."""
-    return drop_versions(versions_by_id, lambda r: too_far_ahead(r.hlc, now_ms, max_ahead_ms))
-
-
 def dropped_writers(roster: Roster, project: str, me: str) -> frozenset[str]:
-    """Revoked writers whose versions in ``project`` a replica of member ``me`` drops.
-
-    A revocation that pins a manifest of the project keeps what the writer published
-    up to it (the verifier accepts exactly that manifest); without a pin the
-    writer's versions there go.  A revoked member never drops its own versions.
-    """
+    """Revoked writers without a pin in ``project`` (never ``me``): all their versions go."""
     return frozenset(r.kid for r in roster.revocations if r.kid != me and project not in r.pins)
 
 
@@ -144,31 +87,20 @@ def pinned_seqs(roster: Roster, project: str, me: str) -> dict[str, int]:
     }
 
 
-def drop_rule(
-    roster: Roster | None, project: str, me: str, now_ms: int, max_ahead_ms: int = MAX_AHEAD_MS
-) -> DropRule:
+def drop_rule(roster: Roster | None, project: str, me: str, now_ms: int) -> DropRule:
     """The drop rule of member ``me`` in ``project``; only the clock bound without a roster
     (a store in no team)."""
     if roster is None:
-        return DropRule(now_ms, max_ahead_ms=max_ahead_ms)
-    return DropRule(
-        now_ms,
-        dropped_writers(roster, project, me),
-        pinned_seqs(roster, project, me),
-        max_ahead_ms,
-    )
+        return DropRule(now_ms)
+    pins = pinned_seqs(roster, project, me)
+    return DropRule(now_ms, dropped_writers(roster, project, me), pins)
 
 
 def heads_past_pins(
     roster: Roster, heads: Mapping[tuple[str, str], ChainHead], me: str
 ) -> list[tuple[str, str]]:
     """The (writer, project) chain heads of a reader that are at or past a pin of that
-    writer but are not the pinned manifest, sorted.
-
-    The reader forgets each such head, so that its next pull accepts the pinned
-    manifest again (the only one of the writer that verifies) and merges what it
-    holds: every reader ends at the pin, whatever it had merged before.
-    """
+    writer but are not the pinned manifest, sorted: the heads the reader forgets."""
     out = []
     for revocation in roster.revocations:
         if revocation.kid == me:
@@ -182,18 +114,16 @@ def heads_past_pins(
     return sorted(out)
 
 
-def recovered_clock(
-    clock: Hlc, winners: Iterable[Hlc], now_ms: int, max_ahead_ms: int = MAX_AHEAD_MS
-) -> Hlc | None:
+def recovered_clock(clock: Hlc, winners: Iterable[Hlc], now_ms: int) -> Hlc | None:
     """The store clock to use instead of ``clock`` when it is too far ahead; else None.
 
     It goes back to the greatest of ``now_ms`` and the winners' clocks that are
     within the bound (the others are dropped or stamped again), so a later local
     edit still wins over every version the replica keeps.
     """
-    if not too_far_ahead(clock, now_ms, max_ahead_ms):
+    if not too_far_ahead(clock, now_ms):
         return None
-    kept = (w for w in winners if not too_far_ahead(w, now_ms, max_ahead_ms))
+    kept = (w for w in winners if not too_far_ahead(w, now_ms))
     return max((Hlc(now_ms, 0), *kept))
 
 
@@ -204,7 +134,6 @@ def restamp(
     *,
     me: str,
     now_ms: int,
-    max_ahead_ms: int = MAX_AHEAD_MS,
 ) -> tuple[Record, Hlc]:
     """A far-ahead version this replica wrote, as a new version of ``me`` after ``clock``.
 
@@ -214,7 +143,7 @@ def restamp(
     Returns the new version and the store clock after it.
     """
     for stamp in held:
-        if not too_far_ahead(stamp, now_ms, max_ahead_ms):
+        if not too_far_ahead(stamp, now_ms):
             clock = receive(clock, stamp, now_ms)
     stamp = tick(clock, now_ms)
     return record.evolve(hlc=stamp, editor=me), stamp

@@ -1,29 +1,15 @@
 """The team roster (DESIGN §4): who is in the team, with which keys and grants.
 
-A roster is a signed body (context ``roster``)::
-
-    format       "sealmem/roster/v1"
-    team         team id
-    version      1, 2, 3, ...   (v1 is signed by the pinned root key)
-    prev         object hash of the previous roster body, null for v1
-    admins       [kid]          who may sign the NEXT version and keyrings
-    members      [{kid, name, sign_public, box_public, role, issued_by_admin}]
-    projects     {name: {"epoch": n}}   current content-key epoch per project
-    grants       [{kid, project, read, write}]
-    revocations  [{kid, at_version, pins: {project: {seq, manifest_hash}}}]
-    resets       [{kid, project, at_version}]   admin-approved chain restarts
-    created_at   ms (informational)
-
-:meth:`Roster.from_body` checks the shape and internal consistency;
-``verify.accept_roster`` checks the chain and the signature.
+Fields and rules: SPEC.md "Roster".  :meth:`Roster.from_body` checks the shape and
+internal consistency; ``verify.accept_roster`` checks the chain and the signature.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from . import reasons
 from .encoding import (
@@ -64,6 +50,7 @@ ROLES = ("admin", "member")
 MAX_MEMBERS = 4096
 _MAX_LIST = 65536
 _KEY_SIZE = 32
+_T = TypeVar("_T")
 
 _BODY_KEYS = frozenset(
     {
@@ -75,6 +62,13 @@ _BODY_KEYS = frozenset(
 
 def _bad(detail: str) -> Rejected:
     return Rejected(reasons.MALFORMED, f"roster {detail}")
+
+
+def _each(
+    lists: Mapping[str, list[Any]], name: str, parse: Callable[[object, str], _T]
+) -> tuple[_T, ...]:
+    """Every item of the list ``name``, parsed with its JSON path."""
+    return tuple(parse(item, f"roster.{name}[{i}]") for i, item in enumerate(lists[name]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,15 +99,12 @@ class Member:
     @classmethod
     def from_wire(cls, value: object, path: str) -> Member:
         obj = exact_keys(value, set(cls.__slots__), path)
-        name = need_str(obj["name"], f"{path}.name")
-        if problem := name_problem(name):
-            raise _bad(f"{path}.name {name!r} {problem}")
         role = need_str(obj["role"], f"{path}.role")
         if role not in ROLES:
             raise _bad(f"{path}.role {role!r} must be one of {ROLES}")
         return cls(
             kid=need_kid(obj["kid"], f"{path}.kid"),
-            name=name,
+            name=need_str(obj["name"], f"{path}.name"),
             sign_public=need_b64(obj["sign_public"], f"{path}.sign_public", size=_KEY_SIZE),
             box_public=need_b64(obj["box_public"], f"{path}.box_public", size=_KEY_SIZE),
             role=role,
@@ -217,8 +208,6 @@ class Roster:
     resets: tuple[Reset, ...] = ()
     created_at: int = 0
 
-    # -- queries -------------------------------------------------------------
-
     def member(self, kid: str) -> Member | None:
         return next((m for m in self.members if m.kid == kid), None)
 
@@ -246,8 +235,6 @@ class Roster:
     def readers(self, project: str) -> tuple[Member, ...]:
         """Members a keyring for ``project`` must be wrapped to."""
         return tuple(m for m in self.members if self.can_read(m.kid, project))
-
-    # -- wire ----------------------------------------------------------------
 
     def to_body(self) -> dict[str, Any]:
         return {
@@ -301,21 +288,12 @@ class Roster:
             team=need_str(obj["team"], "roster.team", pattern=TEAM_RE),
             version=need_int(obj["version"], "roster.version", minimum=1),
             prev=None if prev is None else need_str(prev, "roster.prev", pattern=HEX_HASH_RE),
-            admins=tuple(need_kid(k, f"roster.admins[{i}]") for i, k in enumerate(lists["admins"])),
-            members=tuple(
-                Member.from_wire(m, f"roster.members[{i}]") for i, m in enumerate(lists["members"])
-            ),
+            admins=_each(lists, "admins", need_kid),
+            members=_each(lists, "members", Member.from_wire),
             projects=projects,
-            grants=tuple(
-                Grant.from_wire(g, f"roster.grants[{i}]") for i, g in enumerate(lists["grants"])
-            ),
-            revocations=tuple(
-                Revocation.from_wire(r, f"roster.revocations[{i}]")
-                for i, r in enumerate(lists["revocations"])
-            ),
-            resets=tuple(
-                Reset.from_wire(r, f"roster.resets[{i}]") for i, r in enumerate(lists["resets"])
-            ),
+            grants=_each(lists, "grants", Grant.from_wire),
+            revocations=_each(lists, "revocations", Revocation.from_wire),
+            resets=_each(lists, "resets", Reset.from_wire),
             created_at=need_int(obj["created_at"], "roster.created_at"),
         )
         roster.check(suite)
@@ -356,8 +334,6 @@ class Roster:
             if s.at_version > self.version:
                 raise _bad(f"reset for {s.kid} names future version {s.at_version}")
         return self
-
-    # -- building (admin side) -----------------------------------------------
 
     def successor(self, suite: Suite, *, created_at: int, **changes: Any) -> Roster:
         """The next version: ``version + 1``, ``prev`` = this roster's hash, plus ``changes``."""

@@ -1,19 +1,9 @@
 """Snapshot assembly (DESIGN §5): records -> buckets -> encrypted chunks + manifest.
 
-The records of one (writer, project) are spread over ``buckets`` buckets by a
-hash of their id.  Each non-empty bucket becomes one chunk::
-
-    plaintext = canonical([record.to_wire() ... sorted by id])
-    chunk     = key.encrypt(pad(zlib(plaintext)), ad, nonce=random(24))
-    ad        = canonical({"format": SNAPSHOT_FORMAT, "team", "project",
-                           "writer", "epoch", "bucket"})
-    chunk id  = hex BLAKE2b-256(chunk)
-
-so changing one record rewrites one chunk.  A bucket whose plaintext did not
-change since the previous snapshot (same epoch and layout) keeps its chunk: it
-is never re-encrypted.  The caller keeps the per-bucket plaintext digests
-(:attr:`Snapshot.digests`, local only, never published) to pass back next time.
-Opening chunks is in :mod:`sealmem.protocol.chunks`.
+The layout and the chunk formula: SPEC.md "Buckets" and "Chunks".  Changing one record
+rewrites one chunk; a bucket whose plaintext did not change keeps its chunk.  The
+caller keeps the per-bucket plaintext digests (:attr:`Snapshot.digests`, local only,
+never published) to pass back next time.  Opening chunks: :mod:`sealmem.protocol.chunks`.
 """
 
 from __future__ import annotations
@@ -123,12 +113,8 @@ DELTA_SHARE = 8
 
 def listed_against(suite: Suite, built: Manifest, listing: tuple[Manifest, str] | None) -> Manifest:
     """``built`` as its writer publishes it: a delta against the full manifest ``listing``
-    (manifest, object hash) of the same chain, or (returned as is) a full manifest.
-
-    Full when there is no such base, on a new chain or a reset (``prev`` null), when the
-    epoch or the bucket count changed since the base, when the base is ``FULL_EVERY``
-    seqs back or more, or when more than 1/``DELTA_SHARE`` of the buckets changed
-    since it: the delta then saves too little, and readers would carry a base too old."""
+    (manifest, object hash) of the same chain, or (returned as is) a full manifest, when
+    SPEC.md "Delta manifests" says a writer publishes a full one."""
     if listing is None or built.prev is None:
         return built
     base, base_hash = listing
@@ -206,11 +192,11 @@ def build_snapshot(
     """
     writer = signer.kid
     by_id = _checked(records, writer, project)
-    old = (
-        previous
-        if previous is not None and _same_chain(previous, team, project, writer, epoch)
-        else None
-    )
+    old = previous  # its chunks are reusable only in the same chain and epoch
+    if old is not None:
+        m = old.manifest
+        if (m.team, m.project, m.writer, m.epoch) != (team, project, writer, epoch):
+            old = None
     buckets, total = _layout(old, only, len(by_id))
     if old is not None and buckets != old.manifest.buckets:
         old = None
@@ -261,14 +247,6 @@ def _checked(records: Iterable[Record], writer: str, project: str) -> dict[str, 
             raise InputError(f"record {rec.id} appears twice; pass one version per id")
         by_id[rec.id] = rec.validate()
     return by_id
-
-
-def _same_chain(
-    previous: PreviousSnapshot, team: str, project: str, writer: str, epoch: int
-) -> bool:
-    """Whether ``previous`` is of the same writer, project and epoch (its chunks reusable)."""
-    m = previous.manifest
-    return (m.team, m.project, m.writer, m.epoch) == (team, project, writer, epoch)
 
 
 def _layout(old: PreviousSnapshot | None, only: Rebuild | None, count: int) -> tuple[int, int]:

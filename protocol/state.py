@@ -1,14 +1,9 @@
-"""What a reader trusts, as one immutable value (``verify`` returns new ones).
+"""What a reader trusts, as one immutable value (SPEC.md "Trusted state").
 
-``TrustedState`` holds the pinned team root key, every accepted roster
-version, the accepted keyrings per (project, epoch), the accepted chain head
-per (writer, project), and the highest head per (writer, project) that other
-writers' manifests have witnessed.  Nothing here is ever mutated: the verifier
-returns a new state on accept and leaves the old one untouched on reject.
-
-:meth:`TrustedState.to_wire` / :meth:`TrustedState.from_wire` give a canonical
-JSON form for the client to keep locally (it is the reader's own record of
-what it verified, so it carries bodies without signatures).
+``verify`` returns a new state on accept and leaves the old one untouched on reject.
+:meth:`TrustedState.to_wire` / :meth:`TrustedState.from_wire` give a canonical JSON
+form for the client to keep locally (the reader's own record of what it verified, so
+it carries bodies without signatures).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ random byte comes in from the caller.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 __all__ = ["ContentKeyLike", "RandomSource", "Signer", "Suite", "Wrapper"]
@@ -29,6 +30,10 @@ class Suite(Protocol):
         ...
 
     def kid_from_public(self, sign_public: bytes) -> str: ...
+
+    def __hash__(self) -> int:
+        """A suite is one immutable object: results that depend on it may be cached."""
+        ...
 
 
 class Signer(Protocol):
@@ -60,7 +65,5 @@ class Wrapper(Protocol):
         ...
 
 
-class RandomSource(Protocol):
-    """``n`` random bytes (``sealmem.crypto.random_bytes``, or pinned bytes in vectors)."""
-
-    def __call__(self, n: int, /) -> bytes: ...
+RandomSource = Callable[[int], bytes]
+"""``n`` random bytes (``sealmem.crypto.random_bytes``, or pinned bytes in vectors)."""

@@ -1,15 +1,11 @@
 """The verifier: accept a roster, keyring or manifest into a TrustedState, or refuse it.
 
-Each ``accept_*`` function takes the current :class:`TrustedState` and the
-object's wire bytes and returns ``(new_state, parsed_object)``, or raises
-:class:`~sealmem.protocol.errors.Rejected` with a named reason (see
-:mod:`sealmem.protocol.reasons`).  On rejection nothing changes: the state is
-an immutable value.  Accepting an object identical to the one already trusted
-at that position returns the same state (re-reading is harmless).
-
-Checks run cheapest and most specific first: size, canonical form, format,
-team, shape, then the signer and its signature, then the rules of the chain.
-Chunks of an accepted manifest are opened with :func:`open_snapshot`.
+Each ``accept_*`` function takes the current :class:`TrustedState` and the object's
+wire bytes and returns ``(new_state, parsed_object)``, or raises
+:class:`~sealmem.protocol.errors.Rejected` with a named reason (SPEC.md "Reasons",
+"Roster chain rules", "Manifest rules").  Checks run cheapest and most specific first:
+size, canonical form, format, team, shape, then the signer and its signature, then the
+rules of the chain.  Chunks of an accepted manifest are opened with :func:`open_snapshot`.
 """
 
 from __future__ import annotations
@@ -19,7 +15,6 @@ from typing import Any
 
 from . import reasons
 from .chunks import open_snapshot
-from .encoding import object_hash
 from .envelope import Envelope, unpack
 from .errors import Rejected
 from .keyring import Keyring
@@ -59,9 +54,6 @@ def _current(state: TrustedState, what: str) -> Roster:
     return roster
 
 
-# -- roster -------------------------------------------------------------------
-
-
 def _roster_signer_key(state: TrustedState, env: Envelope, version: int) -> bytes:
     """The public key of the admin who may sign roster ``version``."""
     if version == 1:
@@ -78,11 +70,15 @@ def _roster_signer_key(state: TrustedState, env: Envelope, version: int) -> byte
             f"roster v{version} does not follow a trusted version; fetch versions "
             f"{(max(state.rosters) + 1) if state.rosters else 1}..{version - 1} first",
         )
-    member = prior.member(env.signer)
-    if member is None or not prior.is_admin(env.signer):
+    return _admin_key(prior, env.signer, f"roster v{version}")
+
+
+def _admin_key(roster: Roster, signer: str, what: str) -> bytes:
+    """The public key of ``signer``, an admin of ``roster``; else ``not-admin``."""
+    member = roster.member(signer)
+    if member is None or not roster.is_admin(signer):
         raise Rejected(
-            reasons.NOT_ADMIN,
-            f"roster v{version} is signed by {env.signer}, not an admin of v{version - 1}",
+            reasons.NOT_ADMIN, f"{what} is signed by {signer}, not an admin of v{roster.version}"
         )
     return member.sign_public
 
@@ -141,18 +137,10 @@ def accept_roster(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trust
     return state.evolve(rosters={**state.rosters, roster.version: roster}), roster
 
 
-# -- keyring ------------------------------------------------------------------
-
-
 def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[TrustedState, Keyring]:
-    """Accept a project epoch's keyring signed by an admin of the roster it names.
-
-    The epoch is the cited roster's epoch for the project, or an older epoch of it
-    (an admin wraps the history to new readers).  A keyring for an epoch already
-    trusted replaces it when it only adds readers: same ``key_id``, a newer cited
-    roster, every trusted wrap of a member who may still read kept.  An older
-    epoch's keyring never changes which epoch is current: that is the roster's.
-    """
+    """Accept a project epoch's keyring signed by an admin of the roster it names (its
+    epoch: :func:`_check_epoch`; a second one for a trusted epoch: :func:`_check_update`).
+    An older epoch's keyring never changes which epoch is current: that is the roster's."""
     env = unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES)
     _team(state, env.body, "keyring")
     keyring = Keyring.from_body(env.body)
@@ -167,13 +155,7 @@ def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trus
             f"{where} names roster v{keyring.roster_version}, newer than the trusted "
             f"v{current.version}; fetch the roster first",
         )
-    signer = cited.member(env.signer)
-    if signer is None or not cited.is_admin(env.signer):
-        raise Rejected(
-            reasons.NOT_ADMIN,
-            f"{where} is signed by {env.signer}, not an admin of v{cited.version}",
-        )
-    env.check(suite, "keyring", signer.sign_public)
+    env.check(suite, "keyring", _admin_key(cited, env.signer, where))
     if current.revocation(env.signer) is not None:
         raise Rejected(reasons.REVOKED, f"{where} is signed by revoked admin {env.signer}")
     _check_epoch(state, cited, keyring, where)
@@ -184,9 +166,7 @@ def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trus
             )
     known = state.keyring(keyring.project, keyring.epoch)
     if known is not None:
-        if object_hash(suite, "keyring", known.to_body()) == object_hash(
-            suite, "keyring", keyring.to_body()
-        ):
+        if known == keyring:
             return state, known
         _check_update(known, keyring, cited, where)
     slot = (keyring.project, keyring.epoch)
@@ -216,14 +196,8 @@ def _check_epoch(state: TrustedState, cited: Roster, keyring: Keyring, where: st
 
 
 def _check_update(known: Keyring, keyring: Keyring, cited: Roster, where: str) -> None:
-    """A second keyring for a trusted (project, epoch) may only add readers.
-
-    It must commit to the same key (else ``fork``) and cite a strictly newer roster
-    than the trusted one: an older roster is ``rollback`` (the transport serves stale
-    data), the same roster with other bytes is ``fork``.  It keeps the wrap of every
-    member of the trusted keyring who may still read the project in the cited roster
-    (else ``fork``): only a member who lost its read grant or was revoked loses it.
-    """
+    """A second keyring for a trusted (project, epoch) may only add readers: the same key,
+    a strictly newer cited roster, every wrap kept whose member may still read."""
     if keyring.key_id != known.key_id:
         raise Rejected(
             reasons.FORK,
@@ -254,9 +228,6 @@ def _check_update(known: Keyring, keyring: Keyring, cited: Roster, where: str) -
         )
 
 
-# -- manifest -----------------------------------------------------------------
-
-
 def accept_manifest(
     suite: Suite,
     state: TrustedState,
@@ -265,11 +236,8 @@ def accept_manifest(
     project: str | None = None,
     writer: str | None = None,
 ) -> tuple[TrustedState, Manifest]:
-    """Accept a writer's manifest.
-
-    ``project`` and ``writer`` are where the transport filed the object; a
-    manifest found in another slot is refused.
-    """
+    """Accept a writer's manifest; ``project`` and ``writer`` are where the transport
+    filed it (a manifest found in another slot is refused)."""
     env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
     _team(state, env.body, "manifest")
     m = Manifest.from_body(env.body)

@@ -203,7 +203,7 @@ def _next(
         current = outgoing.records_in_buckets(
             conn, me, project, rebuild.buckets, rebuild.buckets_total
         )
-    kept = collect_tombstones({r.id: r for r in current}, now).kept
+    kept = collect_tombstones({r.id: r for r in current}, now)
     records = sorted(kept.values(), key=lambda r: r.id)
     return _Next(plan, records, previous, rebuild, upto, count, newest)
 

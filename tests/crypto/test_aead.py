@@ -28,7 +28,7 @@ VECTOR_SEALED = bytes.fromhex(
 
 
 def test_draft_vector() -> None:
-    key = ContentKey.from_bytes(VECTOR_KEY)
+    key = ContentKey(VECTOR_KEY)
     blob = key.encrypt(VECTOR_PLAINTEXT, VECTOR_AD, nonce=VECTOR_NONCE)
     assert blob == VECTOR_NONCE + VECTOR_SEALED
     assert key.decrypt(blob, VECTOR_AD) == VECTOR_PLAINTEXT
@@ -36,7 +36,7 @@ def test_draft_vector() -> None:
 
 @given(plaintext=st.binary(max_size=2048), ad=st.binary(max_size=128))
 def test_round_trip(plaintext: bytes, ad: bytes) -> None:
-    key = ContentKey.from_bytes(b"\x07" * 32)
+    key = ContentKey(b"\x07" * 32)
     blob = key.encrypt(plaintext, ad)
     assert len(blob) == ContentKey.NONCE_SIZE + len(plaintext) + 16
     assert key.decrypt(blob, ad) == plaintext
@@ -97,7 +97,7 @@ def test_truncated_and_extended_blob_fail(content_key: ContentKey) -> None:
 @pytest.mark.parametrize("size", [0, 16, 31, 33])
 def test_key_size_is_checked(size: int) -> None:
     with pytest.raises(InputError, match="32 bytes"):
-        ContentKey.from_bytes(bytes(size))
+        ContentKey(bytes(size))
 
 
 @pytest.mark.parametrize("size", [0, 12, 23, 25])
@@ -108,7 +108,7 @@ def test_nonce_size_is_checked(content_key: ContentKey, size: int) -> None:
 
 def test_wrap_unwrap(content_key: ContentKey, alice: MemberKey) -> None:
     wrapped = content_key.wrap_to(alice.box_public)
-    assert content_key._raw not in wrapped
+    assert content_key._key not in wrapped
     assert len(wrapped) == 32 + 48  # ephemeral public key + MAC + key
     assert ContentKey.unwrap(wrapped, alice) == content_key
     assert content_key.wrap_to(alice.box_public) != wrapped  # fresh ephemeral key each time
@@ -149,7 +149,7 @@ def test_wrap_to_refuses_bad_public_key(content_key: ContentKey) -> None:
 
 
 def test_key_id_equality_and_repr(content_key: ContentKey) -> None:
-    same = ContentKey.from_bytes(bytes(range(0x80, 0xA0)))
+    same = ContentKey(bytes(range(0x80, 0xA0)))
     other = ContentKey.generate()
     assert same == content_key
     assert hash(same) == hash(content_key)
@@ -161,7 +161,7 @@ def test_key_id_equality_and_repr(content_key: ContentKey) -> None:
     assert kid.isalnum()
     text = repr(content_key) + str(content_key)
     assert kid in text
-    raw = content_key._raw
+    raw = content_key._key
     for form in (raw.hex(), repr(raw), raw.hex()[:16]):
         assert form not in text
     assert not hasattr(content_key, "__bytes__")

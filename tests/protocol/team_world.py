@@ -1,6 +1,6 @@
 """A small deterministic team for the protocol tests: real keys, real signatures.
 
-Keys come from fixed seeds (``MemberKey.from_seeds``) and nonces from a counter,
+Keys come from fixed seeds (``MemberKey(sign_seed, box_seed)``) and nonces from a counter,
 so every object is reproducible; the verifier under test is the real one.
 """
 
@@ -25,7 +25,7 @@ NOW = 1_760_000_000_000
 
 
 def member_key(n: int) -> MemberKey:
-    return MemberKey.from_seeds(bytes([n]) * 32, bytes([n + 100]) * 32)
+    return MemberKey(bytes([n]) * 32, bytes([n + 100]) * 32)
 
 
 def member_of(key: MemberKey, name: str, role: str = "member") -> Member:
@@ -67,8 +67,8 @@ class World:
     alice: MemberKey = field(default_factory=lambda: member_key(2))
     bob: MemberKey = field(default_factory=lambda: member_key(3))
     mallory: MemberKey = field(default_factory=lambda: member_key(4))
-    key1: ContentKey = field(default_factory=lambda: ContentKey.from_bytes(b"\x11" * 32))
-    key2: ContentKey = field(default_factory=lambda: ContentKey.from_bytes(b"\x22" * 32))
+    key1: ContentKey = field(default_factory=lambda: ContentKey(b"\x11" * 32))
+    key2: ContentKey = field(default_factory=lambda: ContentKey(b"\x22" * 32))
     nonces: Counter = field(default_factory=Counter)
 
     def roster_v1(self) -> Roster:

@@ -52,8 +52,12 @@ def test_several_edits_make_one_version_chained_to_the_previous() -> None:
 
 def test_revoke_drops_grants_and_admin_role_and_rotates_what_it_could_read() -> None:
     v2 = _team()
-    v3 = admin.add_project(SUITE, v2, "docs", created_at=3)  # both admins read it
-    v4 = admin.revoke(SUITE, v3, KEYS[1].kid, created_at=4, pins={PROJECT: Pin(2, "ab" * 32)})
+    v3 = admin.next_roster(
+        SUITE, v2, admin.adding_project("docs"), created_at=3
+    )  # both admins read it
+    v4 = admin.next_roster(
+        SUITE, v3, admin.revoking(KEYS[1].kid, pins={PROJECT: Pin(2, "ab" * 32)}), created_at=4
+    )
     assert [g for g in v4.grants if g.kid == KEYS[1].kid] == []
     assert KEYS[1].kid not in v4.admins
     assert v4.member(KEYS[1].kid).role == "member"  # type: ignore[union-attr]
@@ -66,13 +70,23 @@ def test_revoke_drops_grants_and_admin_role_and_rotates_what_it_could_read() -> 
 
 @pytest.mark.parametrize("read", [True, False])
 def test_a_grant_to_a_revoked_or_unknown_member_is_refused(read: bool) -> None:
-    v3 = admin.revoke(SUITE, _team(), KEYS[2].kid, created_at=3)
+    v3 = admin.next_roster(SUITE, _team(), admin.revoking(KEYS[2].kid), created_at=3)
     with pytest.raises(InputError, match="revoked in roster v3"):
-        admin.set_grant(SUITE, v3, KEYS[2].kid, PROJECT, read=read, write=True, created_at=4)
+        admin.next_roster(
+            SUITE,
+            v3,
+            admin.setting_grant(KEYS[2].kid, PROJECT, read=read, write=True),
+            created_at=4,
+        )
     with pytest.raises(InputError, match="not in the roster"):
-        admin.set_grant(SUITE, v3, KEYS[4].kid, PROJECT, read=read, write=True, created_at=4)
+        admin.next_roster(
+            SUITE,
+            v3,
+            admin.setting_grant(KEYS[4].kid, PROJECT, read=read, write=True),
+            created_at=4,
+        )
     with pytest.raises(InputError, match="not an active member"):
-        admin.revoke(SUITE, v3, KEYS[2].kid, created_at=4)
+        admin.next_roster(SUITE, v3, admin.revoking(KEYS[2].kid), created_at=4)
 
 
 def test_a_new_project_is_granted_to_every_admin_and_the_named_member() -> None:
@@ -90,12 +104,19 @@ def test_a_new_project_is_granted_to_every_admin_and_the_named_member() -> None:
     assert all(v3.can_write(k.kid, "infra") for k in KEYS[:2])
     assert not v3.can_write(KEYS[3].kid, "infra")
     with pytest.raises(InputError, match="not registered"):
-        admin.set_grant(SUITE, v2, KEYS[3].kid, "infra", read=True, write=True, created_at=3)
+        admin.next_roster(
+            SUITE,
+            v2,
+            admin.setting_grant(KEYS[3].kid, "infra", read=True, write=True),
+            created_at=3,
+        )
 
 
 def test_an_issued_member_is_recorded_as_generated_by_the_admin() -> None:
     issued = replace(member_of(KEYS[4], "dave"), issued_by_admin=True)
-    v2 = admin.add_member(SUITE, _v1(), issued, created_at=2, projects=[PROJECT], read=False)
+    v2 = admin.next_roster(
+        SUITE, _v1(), admin.adding_member(issued, projects=[PROJECT], read=False), created_at=2
+    )
     dave = v2.member(KEYS[4].kid)
     assert dave is not None
     assert dave.issued_by_admin
@@ -107,11 +128,11 @@ def test_an_issued_member_is_recorded_as_generated_by_the_admin() -> None:
 
 def test_the_last_admin_cannot_be_revoked_and_bad_names_are_refused() -> None:
     with pytest.raises(InputError, match="last admin"):
-        admin.revoke(SUITE, _v1(), KEYS[0].kid, created_at=2)
+        admin.next_roster(SUITE, _v1(), admin.revoking(KEYS[0].kid), created_at=2)
     with pytest.raises(InputError, match="must match"):
         admin.genesis(SUITE, TEAM, member_of(KEYS[0], "root"), created_at=1, projects=["../x"])
     with pytest.raises(InputError, match="already registered"):
-        admin.add_project(SUITE, _v1(), PROJECT, created_at=2)
+        admin.next_roster(SUITE, _v1(), admin.adding_project(PROJECT), created_at=2)
 
 
 # -- properties over chains of edits -------------------------------------------------

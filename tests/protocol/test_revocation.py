@@ -12,10 +12,9 @@ from sealmem.protocol.hlc import MAX_AHEAD_MS, Hlc
 from sealmem.protocol.merge import version_key
 from sealmem.protocol.record import Record
 from sealmem.protocol.revocation import (
+    DropRule,
     Held,
-    drop_ahead,
     drop_rule,
-    drop_writer,
     dropped_writers,
     heads_past_pins,
     recovered_clock,
@@ -39,6 +38,15 @@ C3 = version(CAROL.kid, NOW + 3, content="carol's same text, more keywords")
 C4 = version(CAROL.kid, NOW + 4, content="carol again")
 
 
+def drop_writer(
+    by_id: dict[str, list[Record]], kids: set[str], now: int = NOW
+) -> dict[str, Record | None]:
+    """Per id, the version DropRule keeps once ``kids``' versions (and far-ahead ones) go."""
+    rule = DropRule(now, frozenset(kids))
+    best = {mid: rule.best([Held(v) for v in versions]) for mid, versions in by_id.items()}
+    return {mid: None if held is None else held.record for mid, held in best.items()}
+
+
 @pytest.mark.parametrize(
     ("versions", "expected"),
     [
@@ -50,7 +58,7 @@ C4 = version(CAROL.kid, NOW + 4, content="carol again")
     ],
 )
 def test_drop_writer_table(versions: list[Record], expected: Record | None) -> None:
-    assert drop_writer({BASE.id: versions}, CAROL.kid) == {BASE.id: expected}
+    assert drop_writer({BASE.id: versions}, {CAROL.kid}) == {BASE.id: expected}
 
 
 def test_drop_writer_takes_a_set_of_writers() -> None:
@@ -61,9 +69,9 @@ def test_drop_ahead_keeps_the_best_version_within_the_bound() -> None:
     now = NOW + 10
     far = version(BOB.kid, now + MAX_AHEAD_MS + 1)
     edge = version(CAROL.kid, now + MAX_AHEAD_MS)
-    assert drop_ahead({BASE.id: [far, A1]}, now) == {BASE.id: A1}
-    assert drop_ahead({BASE.id: [far, edge, A1]}, now) == {BASE.id: edge}
-    assert drop_ahead({BASE.id: [far]}, now) == {BASE.id: None}
+    assert drop_writer({BASE.id: [far, A1]}, set(), now) == {BASE.id: A1}
+    assert drop_writer({BASE.id: [far, edge, A1]}, set(), now) == {BASE.id: edge}
+    assert drop_writer({BASE.id: [far]}, set(), now) == {BASE.id: None}
 
 
 def test_recovered_clock() -> None:
@@ -77,11 +85,19 @@ def test_recovered_clock() -> None:
 def test_dropped_writers_follow_the_pins_per_project() -> None:
     v1 = admin.genesis(SUITE, TEAM, member_of(member_key(1), "root"), created_at=1,
                        projects=[PROJECT, "docs"])  # fmt: skip
-    v2 = admin.add_member(SUITE, v1, member_of(ALICE, "alice"), created_at=2,
-                          projects=[PROJECT, "docs"])  # fmt: skip
-    v3 = admin.add_member(SUITE, v2, member_of(BOB, "bob"), created_at=3, projects=[PROJECT])
-    v4 = admin.revoke(SUITE, v3, ALICE.kid, created_at=4, pins={PROJECT: Pin(3, "cd" * 32)})
-    v5 = admin.revoke(SUITE, v4, BOB.kid, created_at=5)
+    v2 = admin.next_roster(
+        SUITE,
+        v1,
+        admin.adding_member(member_of(ALICE, "alice"), projects=[PROJECT, "docs"]),
+        created_at=2,
+    )
+    v3 = admin.next_roster(
+        SUITE, v2, admin.adding_member(member_of(BOB, "bob"), projects=[PROJECT]), created_at=3
+    )
+    v4 = admin.next_roster(
+        SUITE, v3, admin.revoking(ALICE.kid, pins={PROJECT: Pin(3, "cd" * 32)}), created_at=4
+    )
+    v5 = admin.next_roster(SUITE, v4, admin.revoking(BOB.kid), created_at=5)
     assert dropped_writers(v5, PROJECT, CAROL.kid) == {BOB.kid}
     assert dropped_writers(v5, "docs", CAROL.kid) == {ALICE.kid, BOB.kid}
     assert dropped_writers(v5, "docs", BOB.kid) == {ALICE.kid}  # never its own versions
@@ -105,7 +121,7 @@ _VERSIONS = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(st.dictionaries(st.sampled_from(["id-1", "id-2", "id-3"]), _VERSIONS, max_size=3))
 def test_drop_writer_properties(by_id: dict[str, list[Record]]) -> None:
-    result = drop_writer(by_id, CAROL.kid)
+    result = drop_writer(by_id, {CAROL.kid})
     assert result.keys() == by_id.keys()
     for mid, versions in by_id.items():
         others = [v for v in versions if v.editor != CAROL.kid]
@@ -117,7 +133,7 @@ def test_drop_writer_properties(by_id: dict[str, list[Record]]) -> None:
         assert best.editor != CAROL.kid
         assert best in others  # never invented, never someone else's lost
         assert all(version_key(best) >= version_key(v) for v in others)  # the greatest
-    again = drop_writer({k: [v] if v else [] for k, v in result.items()}, CAROL.kid)
+    again = drop_writer({k: [v] if v else [] for k, v in result.items()}, {CAROL.kid})
     assert again == result  # idempotent
 
 
@@ -127,12 +143,22 @@ def test_drop_writer_properties(by_id: dict[str, list[Record]]) -> None:
 def _revoked_roster() -> Roster:
     v1 = admin.genesis(SUITE, TEAM, member_of(member_key(1), "root"), created_at=1,
                        projects=[PROJECT, "docs"])  # fmt: skip
-    v2 = admin.add_member(SUITE, v1, member_of(ALICE, "alice"), created_at=2,
-                          projects=[PROJECT, "docs"])  # fmt: skip
-    v3 = admin.add_member(SUITE, v2, member_of(BOB, "bob"), created_at=3, projects=[PROJECT])
-    v4 = admin.add_member(SUITE, v3, member_of(CAROL, "carol"), created_at=4, projects=[PROJECT])
-    v5 = admin.revoke(SUITE, v4, ALICE.kid, created_at=5, pins={PROJECT: Pin(3, "cd" * 32)})
-    return admin.revoke(SUITE, v5, BOB.kid, created_at=6)
+    v2 = admin.next_roster(
+        SUITE,
+        v1,
+        admin.adding_member(member_of(ALICE, "alice"), projects=[PROJECT, "docs"]),
+        created_at=2,
+    )
+    v3 = admin.next_roster(
+        SUITE, v2, admin.adding_member(member_of(BOB, "bob"), projects=[PROJECT]), created_at=3
+    )
+    v4 = admin.next_roster(
+        SUITE, v3, admin.adding_member(member_of(CAROL, "carol"), projects=[PROJECT]), created_at=4
+    )
+    v5 = admin.next_roster(
+        SUITE, v4, admin.revoking(ALICE.kid, pins={PROJECT: Pin(3, "cd" * 32)}), created_at=5
+    )
+    return admin.next_roster(SUITE, v5, admin.revoking(BOB.kid), created_at=6)
 
 
 def test_drop_rule_is_one_predicate() -> None:

@@ -222,17 +222,25 @@ def test_admin_flow_from_genesis_to_revocation(world: World) -> None:
     root = member_of(world.root, "root")
     v1 = admin.genesis(SUITE, "acme-team", root, created_at=1, projects=[PROJECT])
     assert v1.admins == (world.root.kid,)
-    v2 = admin.add_member(
-        SUITE, v1, member_of(world.alice, "alice"), created_at=2, projects=[PROJECT]
+    v2 = admin.next_roster(
+        SUITE,
+        v1,
+        admin.adding_member(member_of(world.alice, "alice"), projects=[PROJECT]),
+        created_at=2,
     )
-    v3 = admin.add_member(
-        SUITE, v2, member_of(world.bob, "bob"), created_at=3, projects=[PROJECT], write=False
+    v3 = admin.next_roster(
+        SUITE,
+        v2,
+        admin.adding_member(member_of(world.bob, "bob"), projects=[PROJECT], write=False),
+        created_at=3,
     )
-    v4 = admin.add_project(SUITE, v3, "docs", created_at=4)
-    v5 = admin.set_grant(SUITE, v4, world.alice.kid, "docs", read=True, write=True, created_at=5)
+    v4 = admin.next_roster(SUITE, v3, admin.adding_project("docs"), created_at=4)
+    v5 = admin.next_roster(
+        SUITE, v4, admin.setting_grant(world.alice.kid, "docs", read=True, write=True), created_at=5
+    )
     pins = {PROJECT: Pin(3, "ef" * 32)}
-    v6 = admin.revoke(SUITE, v5, world.alice.kid, created_at=6, pins=pins)
-    v7 = admin.reset_chain(SUITE, v6, world.bob.kid, PROJECT, created_at=7)
+    v6 = admin.next_roster(SUITE, v5, admin.revoking(world.alice.kid, pins=pins), created_at=6)
+    v7 = admin.next_roster(SUITE, v6, admin.resetting_chain(world.bob.kid, PROJECT), created_at=7)
     state = TrustedState.pin(SUITE, "acme-team", world.root.sign_public)
     for version in (v1, v2, v3, v4, v5, v6, v7):
         state, _ = accept_roster(SUITE, state, version.sign(world.root))
@@ -253,16 +261,23 @@ def test_admin_refusals(world: World) -> None:
     root = member_of(world.root, "root")
     v1 = admin.genesis(SUITE, "acme-team", root, created_at=1, projects=[PROJECT])
     with pytest.raises(InputError, match="last admin"):
-        admin.revoke(SUITE, v1, world.root.kid, created_at=2)
+        admin.next_roster(SUITE, v1, admin.revoking(world.root.kid), created_at=2)
     with pytest.raises(InputError, match="already in the roster"):
-        admin.add_member(SUITE, v1, root, created_at=2)
+        admin.next_roster(SUITE, v1, admin.adding_member(root), created_at=2)
     with pytest.raises(InputError, match="not registered"):
-        admin.rotate(SUITE, v1, "docs", created_at=2)
+        admin.next_roster(SUITE, v1, admin.rotating("docs"), created_at=2)
     with pytest.raises(InputError, match="must match"):
-        admin.add_project(SUITE, v1, "../etc", created_at=2)
+        admin.next_roster(SUITE, v1, admin.adding_project("../etc"), created_at=2)
     with pytest.raises(InputError, match="not an active member"):
-        admin.set_grant(SUITE, v1, world.bob.kid, PROJECT, read=True, write=True, created_at=2)
-    assert admin.rotate(SUITE, v1, PROJECT, created_at=2).projects == {PROJECT: 2}
+        admin.next_roster(
+            SUITE,
+            v1,
+            admin.setting_grant(world.bob.kid, PROJECT, read=True, write=True),
+            created_at=2,
+        )
+    assert admin.next_roster(SUITE, v1, admin.rotating(PROJECT), created_at=2).projects == {
+        PROJECT: 2
+    }
 
 
 HOSTILE_NAMES = [

@@ -75,9 +75,10 @@ def test_round_trip(world: World) -> None:
     assert sorted(opened, key=lambda r: r.id) == sorted(records, key=lambda r: r.id)
     for ref in m.chunks:
         assert chunk_id(SUITE, snap.new_chunks[ref.id]) == ref.id
-        for rec in open_chunk(
+        opened_chunk = open_chunk(
             SUITE, world.key1, m, ref, snap.new_chunks[ref.id], now_ms=READER_NOW
-        ):
+        )
+        for rec in opened_chunk[0]:
             assert bucket_of(SUITE, rec.id, m.buckets) == ref.bucket
 
 

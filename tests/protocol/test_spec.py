@@ -66,7 +66,7 @@ def test_padme_pseudo_code() -> None:
 
 
 def test_kid_pseudo_code() -> None:
-    key = MemberKey.from_seeds(b"\x05" * 32, b"\x06" * 32)
+    key = MemberKey(b"\x05" * 32, b"\x06" * 32)
     digest = hashlib.blake2b(key.sign_public, digest_size=32).digest()[:16]
     assert base64.b32encode(digest).decode().rstrip("=").lower() == key.kid
 
@@ -123,13 +123,13 @@ def test_box_key_from_seed_is_sha512_then_x25519() -> None:
     import nacl.bindings
 
     seed = b"\x66" * 32
-    key = MemberKey.from_seeds(b"\x02" * 32, seed)
+    key = MemberKey(b"\x02" * 32, seed)
     secret = hashlib.sha512(seed).digest()[:32]
     assert nacl.bindings.crypto_scalarmult_base(secret) == key.box_public
 
 
 def test_fingerprint_pseudo_code() -> None:
-    key = MemberKey.from_seeds(b"\x05" * 32, b"\x06" * 32)
+    key = MemberKey(b"\x05" * 32, b"\x06" * 32)
     digest = hashlib.blake2b(
         key.sign_public + key.box_public, digest_size=32, person=b"sealmem-fpr-v1"
     ).digest()

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from sealmem.client.team.invite import fingerprint_of
-from sealmem.crypto import SUITE, ContentKey, MemberKey
+from sealmem.crypto import SUITE, ContentKey, MemberKey, padme
 from sealmem.crypto.request import body_digest, request_message, sign_request, verify_request
 from sealmem.protocol import canonical, reasons
 from sealmem.protocol.admission import InviteRecord, check_request_against_invite
@@ -58,7 +58,7 @@ def derive(obj: dict[str, Any]) -> dict[str, Any]:
             raise Rejected(reasons.NOT_CANONICAL, str(exc)) from exc
         return {}
     if kind == "kid":
-        key = MemberKey.from_seeds(b64d(obj["sign_seed"]), b64d(obj["box_seed"]))
+        key = MemberKey(b64d(obj["sign_seed"]), b64d(obj["box_seed"]))
         box_secret = hashlib.sha512(b64d(obj["box_seed"])).digest()[:32]
         return {
             "sign_public": b64e(key.sign_public), "box_secret": b64e(box_secret),
@@ -71,7 +71,7 @@ def derive(obj: dict[str, Any]) -> dict[str, Any]:
     if kind == "base64":
         return {"hex": need_b64(obj["text"], "text").hex()}
     if kind == "padme":
-        return {"padded": [SUITE.padme(n) for n in obj["lengths"]]}
+        return {"padded": [padme(n) for n in obj["lengths"]]}
     if kind == "unpad":
         try:
             return {"content": b64e(SUITE.unpad(b64d(obj["data"])))}
@@ -158,7 +158,7 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
         _, keyring = accept_keyring(SUITE, state, data)
         if "reader" in obj:
             seeds = obj["reader"]
-            member = MemberKey.from_seeds(b64d(seeds["sign_seed"]), b64d(seeds["box_seed"]))
+            member = MemberKey(b64d(seeds["sign_seed"]), b64d(seeds["box_seed"]))
             keyring.check_key(ContentKey.unwrap(keyring.wraps[member.kid], member))
         return None
     if obj["kind"] == "roster":
@@ -171,7 +171,7 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     offered = (parse_base(SUITE, b64d(b)) for b in obj.get("bases", []))
     manifest = rebuild(SUITE, manifest, offered)
     chunks = {cid: b64d(text) for cid, text in obj["chunks"].items()}
-    key = ContentKey.from_bytes(b64d(obj["content_key"]))
+    key = ContentKey(b64d(obj["content_key"]))
     return len(open_snapshot(SUITE, key, manifest, chunks, now_ms=obj.get("now_ms", READER_NOW)))
 
 
@@ -187,7 +187,7 @@ def test_there_are_enough_vectors_and_every_reason_is_covered() -> None:
 def test_a_request_vector_matches_the_headers_the_client_sends() -> None:
     case = json.loads((VECTORS / "request-accept.json").read_text(encoding="utf-8"))
     obj = case["inputs"]["object"]
-    key = MemberKey.from_seeds(b"\x02" * 32, b"\x66" * 32)
+    key = MemberKey(b"\x02" * 32, b"\x66" * 32)
     assert b64e(key.sign_public) == obj["sign_public"]
     headers = sign_request(
         key, obj["method"], obj["target"], b64d(obj["body"]), now_ms=obj["time"],

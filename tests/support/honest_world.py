@@ -137,7 +137,7 @@ def _record(key: MemberKey, project: str, i: int) -> Record:
 
 def build_world(records_per_snapshot: int = 4) -> World:
     """The deterministic team described in the module docstring."""
-    keys = {n: MemberKey.from_seeds(bytes([i + 1]) * 32, bytes([i + 101]) * 32)
+    keys = {n: MemberKey(bytes([i + 1]) * 32, bytes([i + 101]) * 32)
             for i, n in enumerate(NAMES)}  # fmt: skip
     world = World(SUITE, keys, {})
     ids = {n: k.kid for n, k in keys.items()}
@@ -188,7 +188,7 @@ def build_world(records_per_snapshot: int = 4) -> World:
     def keyring(view: dict[str, bytes], roster: Roster, project: str) -> None:
         epoch = roster.projects[project]
         seed = (project.encode() * 32)[:31] + bytes([epoch])
-        key = world.content_keys.setdefault((project, epoch), ContentKey.from_bytes(seed))
+        key = world.content_keys.setdefault((project, epoch), ContentKey(seed))
         view[keyring_path(project, epoch)] = build_keyring(key, roster, project).sign(keys["root"])
 
     earlier = world.earlier

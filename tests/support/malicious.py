@@ -207,7 +207,7 @@ def _keyrings(b: _Builder, world: World, keys: Mapping[str, MemberKey]) -> None:
     path = keyring_path("app", 3)
     honest = world.current[path]
     roster = Roster.from_body(_body(world.current[roster_path(3)]), world.suite)
-    other_key = ContentKey.from_bytes(b"\x99" * 32)
+    other_key = ContentKey(b"\x99" * 32)
     rewrapped = build_keyring(other_key, roster, "app")
     b.serve("forked-keyring", reasons.FORK, path, rewrapped.sign(keys["root"]))
     b.serve("member-signed-keyring", reasons.NOT_ADMIN, path, rewrapped.sign(keys["alice"]))

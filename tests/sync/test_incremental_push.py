@@ -38,7 +38,7 @@ def full_digests(node: Node) -> tuple[dict[int, str], int, int]:
     chain = replica.load_own_chain(conn, PROJECT)
     assert chain is not None
     current = replica.publishable_records(conn, node.key.kid, PROJECT)
-    kept = collect_tombstones({r.id: r for r in current}, node.clock()).kept
+    kept = collect_tombstones({r.id: r for r in current}, node.clock())
     snap = build_snapshot(
         SUITE, node.t.content_key(node.t.trusted(), PROJECT, 1) or _no_key(), node.key,
         team=node.t.config.team, project=PROJECT, epoch=1, roster_version=1, seq=1, prev=None,

@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sealmem.crypto import SUITE, MemberKey
+from sealmem.crypto import SUITE, MemberKey, padme
 from sealmem.crypto.request import request_message, sign_request
 from sealmem.protocol import canonical
 from sealmem.protocol.encoding import b64d, b64e, object_hash
@@ -40,7 +40,7 @@ class Vector:
 
 
 def _key(n: int) -> MemberKey:
-    return MemberKey.from_seeds(bytes([n]) * 32, bytes([n + 100]) * 32)
+    return MemberKey(bytes([n]) * 32, bytes([n + 100]) * 32)
 
 
 def canonical_vectors() -> list[Vector]:
@@ -163,7 +163,7 @@ def padding_vectors() -> list[Vector]:
             "padme(L) for lengths around powers of two",
             {"kind": "padme", "lengths": lengths},
             "accept",
-            {"padded": [SUITE.padme(n) for n in lengths]},
+            {"padded": [padme(n) for n in lengths]},
         )
     ]
     good = SUITE.pad(b"abc")

@@ -75,12 +75,12 @@ READER_NOW = NOW + 60_000  # the reader's clock when a snapshot vector names non
 
 
 def key(n: int) -> MemberKey:
-    return MemberKey.from_seeds(bytes([n]) * 32, bytes([n + 100]) * 32)
+    return MemberKey(bytes([n]) * 32, bytes([n + 100]) * 32)
 
 
 ROOT, ALICE, BOB, MALLORY, CAROL = key(1), key(2), key(3), key(4), key(5)
-KEY1 = ContentKey.from_bytes(b"\x11" * 32)
-KEY2 = ContentKey.from_bytes(b"\x22" * 32)
+KEY1 = ContentKey(b"\x11" * 32)
+KEY2 = ContentKey(b"\x22" * 32)
 
 
 class Nonces:

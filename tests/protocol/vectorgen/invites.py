@@ -28,7 +28,7 @@ JOINER_NOW = NOW + DAY_MS  # the joiner's (and admin's) clock: a day after the i
 
 
 def _key(n: int) -> MemberKey:
-    return MemberKey.from_seeds(bytes([n]) * 32, bytes([n + 100]) * 32)
+    return MemberKey(bytes([n]) * 32, bytes([n + 100]) * 32)
 
 
 def _invite_body(root: MemberKey, **changes: Any) -> dict[str, Any]:
