@@ -37,7 +37,7 @@ from .blobs import BlobStore
 from .dialect import POSTGRES
 from .feed import Feed, PgFeed
 from .schema import upgrade_pg
-from .sql import SqlStorage
+from .sql import Storage
 
 __all__ = ["BUCKET_IDLE_MS", "Database", "PgConn", "PgStorage", "brief"]
 
@@ -117,7 +117,7 @@ class Database:
         self._pool.close()
 
 
-class PgStorage(SqlStorage):
+class PgStorage(Storage):
     """See the module docstring.  Any number of instances (replicas) per database."""
 
     dialect = POSTGRES

@@ -40,7 +40,7 @@ from .dbfile import SQLiteDb
 from .dialect import SQLITE
 from .nonces import NonceFile, nonce_file_name
 from .schema import set_up
-from .sql import SqlStorage
+from .sql import Storage
 
 __all__ = ["DB_FILE", "LOCK_FILE", "SQLiteStorage"]
 
@@ -48,7 +48,7 @@ DB_FILE = "hub.db"
 LOCK_FILE = "hub.lock"
 
 
-class SQLiteStorage(SqlStorage):
+class SQLiteStorage(Storage):
     """See the module docstring.  One instance per database and process."""
 
     dialect = SQLITE
