@@ -19,8 +19,7 @@ from sealmem.hub.storage import TEAM_OWNER, StorageError
 from sealmem.hub.storage.schema import SCHEMA_VERSION
 from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.hub.teams import Teams
-from sealmem.protocol.envelope import unpack
-from sealmem.protocol.manifest import Manifest
+from sealmem.protocol.manifest import peek
 from sealmem.protocol.snapshot import chunk_id
 
 V1 = Path(__file__).parent / "data" / "hub-v1"
@@ -92,8 +91,7 @@ def test_a_first_hub_directory_is_upgraded_and_reads_back(old: Path) -> None:
                 kept = store.manifests(team, head.project, head.writer)[head.writer]
                 assert len(kept) == 2
                 for data in kept:
-                    m = Manifest.from_body(unpack(data, what="manifest", max_bytes=len(data)).body)
-                    for c in m.chunks:
+                    for c in peek(data).chunks:
                         blob = store.chunk(team, head.project, head.writer, c.id)
                         assert blob is not None
                         assert chunk_id(SUITE, blob) == c.id
