@@ -322,5 +322,6 @@ class TeamWrite:
                 keep.add((project, base))
         gone = [(str(p), int(s), int(n)) for p, s, n in rows if (str(p), int(s)) not in keep]
         self._delete_manifests(writer, [(p, s) for p, s, _ in gone])
+        self._dialect.dropped(self._conn, self._team, writer)
         charge(self._conn, None, self._team, writer, -sum(n for _, _, n in gone))
         return len(gone)

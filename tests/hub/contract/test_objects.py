@@ -191,6 +191,22 @@ def test_a_revoked_writer_keeps_only_its_pinned_manifest(store: Storage) -> None
         assert tx.drop_writer(ALICE, {PROJECT: 2}) == 2
     assert store.manifests("t1", PROJECT, ALICE) == {ALICE: [b"manifest-2"]}
     assert list(store.manifests("t1", PROJECT, BOB)) == [BOB]
+    manifest(store, "t1", ALICE, 3, [a])  # the slot's newest is its pin again
+    with pytest.raises(StaleSeq) as caught:
+        manifest(store, "t1", ALICE, 3, [a])
+    assert caught.value.current == 3
+
+
+def test_a_write_reads_what_it_wrote(store: Storage) -> None:
+    """Storage read inside a write, on the writing thread (what the team's trusted state
+    is loaded from), sees the write's own work."""
+    with store.write("t1") as tx:
+        tx.put_roster(1, b"roster-1", [(ALICE, b"l" * 32)], [], T0)
+        assert store.generation("t1") == 1
+        assert store.rosters("t1", 0) == [b"roster-1"]
+    with store.push("t1") as tx:
+        tx.put_manifest(StoredHead(PROJECT, ALICE, 1, f"{1:064x}", 0), b"m-1", [], 3, T0)
+        assert store.newest_seqs("t1", PROJECT) == {ALICE: 1}
 
 
 def test_everything_survives_reopening(storage_backend: Backend) -> None:
