@@ -14,15 +14,9 @@ A hub's storage is two parts, chosen by URL (:mod:`.backends`):
   chunk rows in :mod:`.chunks`) over a dialect (:mod:`.dialect`).
 - **blobs** (:class:`~sealmem.hub.storage.blobs.BlobStore`): chunk ciphertexts.
 
-The ordering rule between the two is kept once, for every backend (:mod:`.chunks`): a
-chunk's blob is durable *before* the row naming it commits, and a row is
-deleted *before* its blob.  A crash leaves at worst a blob no row names; one
-job (:meth:`Storage.collect_orphans`) removes those once they are older than a
-minimum age (a blob younger than that may belong to a put still in flight on
-another replica).  A row whose blob went missing or was damaged heals: the
-row is dropped (:meth:`Storage.chunk`, :meth:`Storage.scrub`), so the hub
-reports the chunk missing and the writer's next push uploads it again; putting
-a chunk always rewrites its blob.
+The ordering rule between the two is kept once, for every backend, in
+:mod:`.chunks`: a chunk's blob is durable *before* the row naming it commits,
+and a row is deleted *before* its blob.
 
 What every metadata backend MUST guarantee:
 

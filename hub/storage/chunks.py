@@ -1,6 +1,9 @@
 """The chunk rules of every hub storage: a blob is durable before the row naming it
-commits, a row is deleted before its blob; orphans go only past a minimum age; a
-row whose blob is gone or damaged is dropped so that its writer uploads it again.
+commits, a row is deleted before its blob, so a crash leaves at worst a blob no row
+names; such orphans go only past a minimum age (a younger one may belong to a put
+still in flight on another replica); a row whose blob is gone or damaged is dropped
+(:meth:`ChunkRules.chunk`, :meth:`ChunkRules.scrub`), so that the hub reports the
+chunk missing and its writer uploads it again (a put always rewrites the blob).
 
 :class:`ChunkRules`, the base of :class:`~sealmem.hub.storage.sql.Storage`, keeps
 them once over the chunk rows (``chunk_row_*``, ``chunk_rows_*``,
@@ -26,7 +29,7 @@ from typing import Any
 
 from .blobs import BlobEntry, BlobKey, BlobStore
 from .dialect import Conn, Dialect
-from .feed import Feed, LocalFeed
+from .feed import Feed
 from .values import Quota, QuotaExceeded, ScrubReport
 from .writes import PART, TeamWrite, charge, missing_ids
 
@@ -63,7 +66,7 @@ class ChunkRules(abc.ABC):
 
     def feed(self) -> Feed:
         """Wake-ups of long-polling readers (in-process unless the backend shares them)."""
-        return LocalFeed()
+        return Feed()
 
     @abc.abstractmethod
     def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:

@@ -15,8 +15,8 @@ import contextlib
 from collections.abc import Iterator
 
 from .chunks import ChunkRules
-from .values import TEAM_OWNER, Admission, Change, KeyringBlob, PendingRequest, StoredHead
-from .writes import HEADS, TeamWrite, charge, stored_heads
+from .values import TEAM_OWNER, Admission, Change, KeyringBlob, PendingRequest
+from .writes import TeamWrite, charge
 
 __all__ = ["Storage"]
 
@@ -90,9 +90,6 @@ class Storage(ChunkRules):
         return [(str(t), bytes(p)) for t, p in rows]
 
     # -- manifests -------------------------------------------------------------------
-
-    def heads(self, team: str) -> list[StoredHead]:
-        return stored_heads(self._read(HEADS, (team,)))
 
     def manifests(
         self, team: str, project: str, writer: str | None = None

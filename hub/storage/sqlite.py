@@ -12,17 +12,10 @@ its memory (:mod:`.buckets`); everything else that must survive a restart is in
 ``hub.db`` and ``hub-nonces.db``.  A team's write lock is SQLite's own: every
 write is a ``BEGIN IMMEDIATE`` transaction (:mod:`.dbfile`: connections,
 durability).  The statements are the shared ones (:mod:`.sql`, :mod:`.writes`),
-the schema and its upgraders in :mod:`.schema`.
-
-Two ways to commit, chosen when the storage is opened (``group_commit``):
-
-- ``True`` (the default, the fast path): the writes that arrive together share one
-  durable commit (:mod:`.group`): each write still returns only once that commit
-  is durable;
-- ``False`` (the plain path): every write is a transaction of its own, committed
-  before it returns.
-
-Both keep every guarantee of the seam; the storage contract runs over both.
+the schema and its upgraders in :mod:`.schema`.  ``group_commit`` (the default,
+the fast path): the writes that arrive together share one durable commit
+(:mod:`.group`); False (the plain path): each write commits alone.  The storage
+contract runs over both.
 """
 
 from __future__ import annotations

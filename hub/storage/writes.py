@@ -29,7 +29,7 @@ from .values import (
     manifests_to_drop,
 )
 
-__all__ = ["HEADS", "PART", "TeamWrite", "charge", "missing_ids", "stored_heads"]
+__all__ = ["PART", "TeamWrite", "charge", "missing_ids"]
 
 #: ids in one ``IN (...)`` list (SQLite allows 32766 parameters a statement)
 PART = 500
@@ -37,11 +37,6 @@ PART = 500
 _NEWEST = (
     "m.seq = (SELECT MAX(seq) FROM manifests n WHERE n.team = m.team AND "
     "n.project = m.project AND n.writer = m.writer)"
-)
-#: the newest manifest of every slot of a team, by slot
-HEADS = (
-    "SELECT project, writer, seq, hash, reset_at FROM manifests m WHERE team = ? AND "
-    f"{_NEWEST} ORDER BY project, writer"
 )
 #: the newest manifest of each slot of a ``VALUES`` list ({}: its rows), then the team:
 #: one index lookup a slot named, however many slots the team has
@@ -54,10 +49,6 @@ _HEADS_OF = (
 _SLOT = "team = ? AND project = ? AND writer = ?"
 
 Rows = list[tuple[Any, ...]]
-
-
-def stored_heads(rows: Iterable[tuple[Any, ...]]) -> list[StoredHead]:
-    return [StoredHead(str(p), str(w), int(s), str(h), int(r)) for p, w, s, h, r in rows]
 
 
 def missing_ids(
@@ -135,10 +126,6 @@ class TeamWrite:
         ).fetchone()
         return None if row is None else int(row[0])
 
-    def heads(self) -> list[StoredHead]:
-        """The newest manifest of every slot of the team."""
-        return stored_heads(self._rows(HEADS, (self._team,)))
-
     def heads_of(self, slots: Iterable[tuple[str, str]]) -> list[StoredHead]:
         """The newest manifest of each (project, writer) slot named (those that have one):
         what a manifest's verification needs, read without reading every slot's."""
@@ -148,7 +135,8 @@ class TeamWrite:
             part = wanted[i : i + PART]
             marks = ", ".join(["(?, ?)"] * len(part))
             flat = [name for pair in part for name in pair]
-            found += stored_heads(self._rows(_HEADS_OF.format(marks), (*flat, self._team)))
+            rows = self._rows(_HEADS_OF.format(marks), (*flat, self._team))
+            found += [StoredHead(str(p), str(w), int(s), str(h), int(r)) for p, w, s, h, r in rows]
         return found
 
     def _change(
