@@ -30,12 +30,9 @@ What every metadata backend MUST guarantee:
   transaction): cursors count per team from 1, in commit order, and one team's
   activity never shows in another team's cursor.  Rosters and keyrings also
   bump the team's generation (:meth:`Storage.generation`);
-- :meth:`TeamWrite.put_manifest` is a compare-and-swap on the writer's seq
-  (:class:`StaleSeq`) and checks, inside the transaction, that the slot holds
-  every chunk the manifest names (:class:`MissingChunks`) and, for a delta
-  manifest, the base it is listed against (:class:`MissingBase`), which it then
-  keeps while the newest manifest names it; a duplicate roster
-  version and a stale keyring raise :class:`Conflict`;
+- rosters, keyrings and manifests are compare-and-swapped inside the
+  transaction (:class:`Conflict`, :class:`StaleSeq`), a manifest stored only if
+  its slot holds its chunks and delta base (:class:`TeamWrite.put_manifest`);
 - quotas (:class:`Quota`) are checked inside the transaction that stores,
   against usage kept per team and per member (:class:`QuotaExceeded`);
 - :meth:`Storage.remember_nonce` is atomic across replicas and survives a

@@ -31,7 +31,7 @@ from .blobs import BlobEntry, BlobKey, BlobStore
 from .dialect import Conn, Dialect
 from .feed import Feed
 from .values import Quota, QuotaExceeded, ScrubReport
-from .writes import PART, TeamWrite, charge, missing_ids
+from .writes import MEMBER_BYTES, PART, TEAM_BYTES, TeamWrite, charge, missing_ids
 
 __all__ = ["ANY_AGE_MS", "Check", "ChunkRules"]
 
@@ -81,12 +81,11 @@ class ChunkRules(abc.ABC):
 
     def usage(self, team: str) -> int:
         """Bytes the team holds (objects and chunks)."""
-        rows = self._read("SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = ?", (team,))
-        return int(rows[0][0])
+        return int(self._read(TEAM_BYTES, (team,))[0][0])
 
     def member_usage(self, team: str, member: str) -> int:
         """Bytes of the member's chunks and manifests (:data:`TEAM_OWNER`: team objects)."""
-        rows = self._read("SELECT bytes FROM usage WHERE team = ? AND member = ?", (team, member))
+        rows = self._read(MEMBER_BYTES, (team, member))
         return int(rows[0][0]) if rows else 0
 
     # -- chunk rows: for the methods below, not for the app ----------------------------

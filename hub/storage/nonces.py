@@ -27,18 +27,13 @@ from .dbfile import SQLiteDb
 from .schema import set_up_nonces
 from .values import StorageError
 
-__all__ = ["CHECKPOINT_EVERY", "NonceFile", "nonce_file_name"]
+__all__ = ["CHECKPOINT_EVERY", "NonceFile"]
 
 log = logging.getLogger("sealmem.hub")
 
 #: inserts between two checkpoints of the WAL (an insert adds 2-3 pages to it)
 CHECKPOINT_EVERY = 256
 _PURGE_EVERY_MS = 60_000
-
-
-def nonce_file_name(db_name: str) -> str:
-    """``hub.db`` -> ``hub-nonces.db``: the nonce file of a database file."""
-    return f"{Path(db_name).stem}-nonces.db"
 
 
 class NonceFile:

@@ -95,11 +95,8 @@ class S3Blobs(BlobStore):
             region_name=self.location.region,
             config=config,
         )
+        self.bucket = self.location.bucket
         self._prefix = f"{self.location.prefix}/" if self.location.prefix else ""
-
-    @property
-    def bucket(self) -> str:
-        return self.location.bucket
 
     def name(self, key: BlobKey) -> str:
         """The object key of a blob: ``PREFIX/team/project/writer/chunk id``."""

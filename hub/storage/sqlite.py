@@ -31,7 +31,7 @@ from .blobs import BlobDir, BlobStore
 from .buckets import TokenBuckets
 from .dbfile import SQLiteDb
 from .dialect import SQLITE
-from .nonces import NonceFile, nonce_file_name
+from .nonces import NonceFile
 from .schema import set_up
 from .sql import Storage
 
@@ -60,7 +60,7 @@ class SQLiteStorage(Storage):
         # takes hub.lock; with group_commit, manifests and chunk rows share commits
         self._sql = SQLiteDb(data_dir / db_name, data_dir / lock_name, grouped=group_commit)
         try:
-            self._nonces = NonceFile(data_dir / nonce_file_name(db_name))
+            self._nonces = NonceFile(data_dir / f"{Path(db_name).stem}-nonces.db")
         except BaseException:
             self._sql.close()
             raise

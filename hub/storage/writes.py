@@ -29,7 +29,7 @@ from .values import (
     manifests_to_drop,
 )
 
-__all__ = ["PART", "TeamWrite", "charge", "missing_ids"]
+__all__ = ["MEMBER_BYTES", "PART", "TEAM_BYTES", "TeamWrite", "charge", "missing_ids"]
 
 #: ids in one ``IN (...)`` list (SQLite allows 32766 parameters a statement)
 PART = 500
@@ -49,6 +49,10 @@ _HEADS_OF = (
 _SLOT = "team = ? AND project = ? AND writer = ?"
 
 Rows = list[tuple[Any, ...]]
+
+#: the bytes a team holds, and one member of it (no row: none)
+TEAM_BYTES = "SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = ?"
+MEMBER_BYTES = "SELECT bytes FROM usage WHERE team = ? AND member = ?"
 
 
 def missing_ids(
@@ -78,31 +82,19 @@ def charge(
     (``control``: a roster or keyring, which may use the reserve).  The caller holds
     the team's lock, so the check and the update are one decision."""
     if quota is not None:
-        quota.check(
-            team,
-            member,
-            delta,
-            lambda: int(
-                conn.execute(
-                    "SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = ?", (team,)
-                ).fetchone()[0]
-            ),
-            lambda: _member_bytes(conn, team, member),
-            control=control,
-        )
+
+        def used(sql: str, *args: str) -> int:
+            row = conn.execute(sql, (team, *args)).fetchone()
+            return int(row[0]) if row else 0
+
+        team_used, member_used = (lambda: used(TEAM_BYTES)), (lambda: used(MEMBER_BYTES, member))
+        quota.check(team, member, delta, team_used, member_used, control=control)
     if delta:
         conn.execute(
             "INSERT INTO usage (team, member, bytes) VALUES (?, ?, ?) "
             "ON CONFLICT (team, member) DO UPDATE SET bytes = usage.bytes + excluded.bytes",
             (team, member, delta),
         )
-
-
-def _member_bytes(conn: Conn, team: str, member: str) -> int:
-    row = conn.execute(
-        "SELECT bytes FROM usage WHERE team = ? AND member = ?", (team, member)
-    ).fetchone()
-    return int(row[0]) if row else 0
 
 
 class TeamWrite:
