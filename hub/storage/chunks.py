@@ -144,16 +144,6 @@ class ChunkRules(abc.ABC):
             found.update(BlobKey(str(t), str(p), str(w), str(c)) for t, p, w, c in rows)
         return found
 
-    def chunk_rows_of_writer(
-        self, team: str, project: str, writer: str, stored_before_ms: int
-    ) -> list[str]:
-        """Ids of the writer's chunks stored (or refreshed) before ``stored_before_ms``."""
-        rows = self._read(
-            "SELECT id FROM chunks WHERE team = ? AND project = ? AND writer = ? AND stored_at < ?",
-            (team, project, writer, stored_before_ms),
-        )
-        return [str(r[0]) for r in rows]
-
     def chunk_rows_unreferenced(
         self,
         stored_before_ms: int,
@@ -278,8 +268,11 @@ class ChunkRules(abc.ABC):
         A chunk a kept manifest names is never removed, even if ``keep`` misses it: the
         caller read ``keep`` before this runs, and a manifest naming an old chunk may
         have committed since (the rows are re-checked in the deleting transaction)."""
-        ids = self.chunk_rows_of_writer(team, project, writer, older_than_ms)
-        keys = [BlobKey(team, project, writer, i) for i in ids if i not in keep]
+        rows = self._read(
+            "SELECT id FROM chunks WHERE team = ? AND project = ? AND writer = ? AND stored_at < ?",
+            (team, project, writer, older_than_ms),
+        )
+        keys = [BlobKey(team, project, writer, str(i)) for (i,) in rows if str(i) not in keep]
         removed = 0
         for i in range(0, len(keys), _PAGE):
             part = keys[i : i + _PAGE]

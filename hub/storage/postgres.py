@@ -37,6 +37,7 @@ from .backends import shown_url
 from .blobs import BlobStore
 from .dialect import POSTGRES
 from .feed import Feed, PgFeed
+from .nonces import REMEMBER
 from .schema import upgrade_pg
 from .sql import Storage
 from .values import Quota, StorageError
@@ -150,13 +151,7 @@ class PgStorage(Storage):
             if now_ms >= self._next_purge:
                 conn.execute("DELETE FROM nonces WHERE expires_ms <= ?", (now_ms,))
                 self._next_purge = now_ms + _NONCE_PURGE_MS
-            cur = conn.execute(
-                "INSERT INTO nonces (kid, nonce, expires_ms) VALUES (?, ?, ?) "
-                "ON CONFLICT (kid, nonce) DO UPDATE SET expires_ms = excluded.expires_ms "
-                "WHERE nonces.expires_ms <= ?",
-                (kid, nonce, expires_ms, now_ms),
-            )
-            return bool(cur.rowcount)
+            return bool(conn.execute(REMEMBER, (kid, nonce, expires_ms, now_ms)).rowcount)
 
     def take_token(self, key: str, rate_per_s: float, burst: int, now_ms: int) -> float:
         args = {"k": key, "burst": float(burst), "now": now_ms, "rate": rate_per_s / 1000.0}
