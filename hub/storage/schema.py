@@ -3,8 +3,8 @@
 SQLite: the version is ``PRAGMA user_version``; :func:`set_up` creates or
 upgrades ``hub.db``, :func:`set_up_nonces` creates the nonce file (version 1).
 
-- version 1 (no ``user_version``): the first hub's layout; one global change
-  cursor, usage per team only, keyrings without their roster version.
+- version 1 (no ``user_version``): the first hub's layout (commit c8031a9); one
+  global change cursor, usage per team only, keyrings without their roster version.
 - version 2: per-team cursor and generation on the team row; changes keyed by
   (team, cursor); usage per (team, member); keyrings with the roster version
   they cite; which chunks each kept manifest names; a nonce table.
@@ -66,35 +66,6 @@ NONCE_SCHEMA_VERSION = 1
 
 #: (kid, nonce, expires_ms) rows of the version 2 nonce table, handed over
 Nonces = list[tuple[str, str, int]]
-
-#: The first hub's tables, as it created them (``IF NOT EXISTS``): an old data
-#: directory is completed to this, then upgraded.
-_TABLES_V1 = """
-CREATE TABLE IF NOT EXISTS teams (team TEXT PRIMARY KEY, registered_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS usage (team TEXT PRIMARY KEY, bytes INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS rosters (
-    team TEXT NOT NULL, version INTEGER NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
-    PRIMARY KEY (team, version));
-CREATE TABLE IF NOT EXISTS members (
-    team TEXT NOT NULL, kid TEXT NOT NULL, sign_public BLOB NOT NULL, PRIMARY KEY (team, kid));
-CREATE INDEX IF NOT EXISTS members_kid ON members (kid);
-CREATE TABLE IF NOT EXISTS keyrings (
-    team TEXT NOT NULL, project TEXT NOT NULL, epoch INTEGER NOT NULL, data BLOB NOT NULL,
-    stored_at INTEGER NOT NULL, PRIMARY KEY (team, project, epoch));
-CREATE TABLE IF NOT EXISTS manifests (
-    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq INTEGER NOT NULL,
-    hash TEXT NOT NULL, reset_at INTEGER NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
-    PRIMARY KEY (team, project, writer, seq));
-CREATE TABLE IF NOT EXISTS chunks (
-    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
-    size INTEGER NOT NULL, stored_at INTEGER NOT NULL, PRIMARY KEY (team, project, writer, id));
-CREATE TABLE IF NOT EXISTS requests (
-    team TEXT NOT NULL, kid TEXT NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
-    PRIMARY KEY (team, kid));
-CREATE TABLE IF NOT EXISTS changes (
-    cursor INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT NOT NULL, kind TEXT NOT NULL,
-    project TEXT, writer TEXT, seq INTEGER, at INTEGER NOT NULL);
-"""
 
 #: The tables of both engines today, with each engine's names for a 64-bit integer and
 #: a blob, and SQLite's ``WITHOUT ROWID`` where a table has no use for a rowid.
@@ -172,7 +143,6 @@ def set_up(conn: sqlite3.Connection, adopt_nonces: Callable[[Nonces], None]) -> 
         adopt_nonces([(str(k), str(n), int(e)) for k, n, e in rows])
     with _upgrading(conn, SCHEMA_VERSION):
         if version == 0 and _tables(conn) - {"sqlite_sequence"}:
-            _run(conn, _TABLES_V1)
             _upgrade_1(conn)
         elif version == 0:
             _run(conn, _TABLES)
@@ -228,13 +198,10 @@ def _manifest_chunks(data: bytes) -> list[str]:
 
 
 def _upgrade_1(conn: sqlite3.Connection) -> None:
-    old = {str(row[1]) for row in conn.execute("PRAGMA table_info(requests)")}
-    if "address" not in old:  # a data directory of the very first hub
-        conn.execute("ALTER TABLE requests ADD COLUMN address TEXT NOT NULL DEFAULT ''")
+    """A version 1 directory, as the first hub left it (its every open created what its
+    layout lacked), to the current layout; an old table's indexes go with it."""
     for table in ("teams", "usage", "keyrings", "changes"):
         conn.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
-    for name in ("members_kid", "changes_team"):
-        conn.execute(f"DROP INDEX IF EXISTS {name}")
     wanted = ("teams", "usage", "keyrings", "manifest_chunks", "changes")
     for statement in _statements(_TABLES):
         table = statement.split("(")[0].split()[-1]
