@@ -5,13 +5,11 @@ same rows, so compare-and-swap, quotas, nonces, rate limits, the per-team
 change cursor and the team's generation hold across replicas.  Blobs live in
 the blob store given beside it (an S3-compatible bucket, typically).
 
-- A write is a transaction holding the advisory lock of each team it writes
-  (:meth:`~sealmem.hub.storage.dialect.Dialect.lock`), the lock every replica
-  takes to verify-and-write that team; the statements are the shared ones
-  (:mod:`.sql`, :mod:`.writes`), whose compare-and-swaps hold even without it.
-- Chunk rows are added and removed under the same lock, so a quota check and
-  the usage it guards are one decision, and a chunk cannot vanish between a
-  manifest's "all chunks held" check and its commit.
+- A write, a chunk row's too, is a transaction holding the advisory lock of each
+  team it writes (:meth:`~sealmem.hub.storage.dialect.Dialect.lock`): a quota
+  check and the usage it guards are one decision, a chunk cannot vanish between
+  a manifest's "all chunks held" check and its commit, and the shared statements'
+  compare-and-swaps hold even without the lock.
 - Nonces are rows with a unique key: a replay sent to another replica inside
   the window is refused, and a restart forgets nothing.
 - Rate-limit buckets are rows updated in one statement each.

@@ -26,14 +26,12 @@ upgrade once and the others wait and then find the work done.  A database
 written by a newer hub (a version above the last one known here) is refused
 rather than guessed at.
 
-Both engines hang every team's metadata off its ``teams`` row: ``cursor`` is the
-team's change-feed position (allocated under that row's lock, so feed order is
-commit order within a team and says nothing about other teams), ``generation``
-counts its roster and keyring writes (a replica's cached trusted state is stale
-when it differs).  ``usage`` is per (team, member); ``manifest_chunks`` which
-chunks the kept manifests name.  PostgreSQL also keeps ``slots``, each writer's
-newest seq (the compare-and-swap target of a manifest write, see
-:mod:`.dialect`), and ``nonces`` and ``rate_buckets``, shared by every replica.
+Both engines keep a team's ``cursor`` and ``generation`` on its ``teams`` row
+(see :mod:`sealmem.hub.storage`), ``usage`` per (team, member), and in
+``manifest_chunks`` which chunks the kept manifests name.  PostgreSQL also keeps
+``slots``, each writer's newest seq (the compare-and-swap target of a manifest
+write, see :mod:`.dialect`), and ``nonces`` and ``rate_buckets``, shared by every
+replica.
 """
 
 from __future__ import annotations
