@@ -115,11 +115,11 @@ class PgStorage(Storage):
             with self._pool.connection() as conn, conn.transaction():
                 wrapped = PgConn(conn)
                 POSTGRES.lock(wrapped, teams)
-                self._writing.conn = wrapped
+                outer, self._writing.conn = getattr(self._writing, "conn", None), wrapped
                 try:
                     yield wrapped
                 finally:
-                    self._writing.conn = None
+                    self._writing.conn = outer
         except self._psycopg.Error as exc:
             raise StorageError(f"hub database write failed: {brief(exc)}") from exc
 
