@@ -152,18 +152,13 @@ class Authenticator:
         refusal: Refusal | None = None,
     ) -> None:
         """Signature, then the nonce (only a valid request may burn a nonce)."""
-        try:
-            verify_request(
-                sign_public, method, target, body_digest(body), signed.time_ms, signed.nonce,
-                signed.kid, signed.signature,
-            )  # fmt: skip
-        except BadSignatureError:
+        if not _verifies(signed, sign_public, method, target, body):
             raise refusal or Refusal(
                 401,
                 hubapi.BAD_SIGNATURE,
                 f"the request signature does not verify for member {signed.kid} "
                 "(altered in transit, or signed with another key)",
-            ) from None
+            )
         self._guard.remember(signed.kid, signed.nonce, self._clock())
 
     def signed(self, headers: Mapping[str, str]) -> Signed:
@@ -263,22 +258,25 @@ class Authenticator:
                 raise revoked(team, signed.kid)
             return caller
         for other, key in self._storage.keys_of(signed.kid):
-            if other == team:
-                continue
-            try:
-                verify_request(
-                    key, method, target, body_digest(body), signed.time_ms, signed.nonce,
-                    signed.kid, signed.signature,
-                )  # fmt: skip
-            except BadSignatureError:
-                continue
-            raise Refusal(
-                403,
-                hubapi.WRONG_TEAM,
-                f"member {signed.kid} belongs to another team, not {team}; "
-                "check the team id in your sealmem config",
-            )
+            if other != team and _verifies(signed, key, method, target, body):
+                raise Refusal(
+                    403,
+                    hubapi.WRONG_TEAM,
+                    f"member {signed.kid} belongs to another team, not {team}; "
+                    "check the team id in your sealmem config",
+                )
         raise unknown
+
+
+def _verifies(signed: Signed, key: bytes, method: str, target: str, body: bytes) -> bool:
+    try:
+        verify_request(
+            key, method, target, body_digest(body), signed.time_ms, signed.nonce, signed.kid,
+            signed.signature,
+        )  # fmt: skip
+    except BadSignatureError:
+        return False
+    return True
 
 
 def revoked(team: str, kid: str) -> Refusal:

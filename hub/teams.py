@@ -227,13 +227,7 @@ class Teams:
 
     def put_keyring(self, team: str, project: str, epoch: int, data: bytes, now_ms: int) -> bool:
         with self._storage.write(team) as tx:
-            state = self._fresh(team, tx.generation)
-            if state is None:
-                raise Refusal(
-                    404,
-                    hubapi.UNKNOWN_TEAM,
-                    f"team {team} is not registered on this hub; check the URL",
-                )
+            state = self.state_at(team, tx.generation)
             try:
                 cited = Keyring.from_body(
                     unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES).body
@@ -274,14 +268,7 @@ class Teams:
         """Verify and store a writer's manifest (compare-and-swap on ``seq``); a write
         that may share its durable commit with others (:meth:`Storage.push`)."""
         with self._storage.push(team) as tx:
-            cached = self._fresh(team, tx.generation)
-            if cached is None:
-                raise Refusal(
-                    404,
-                    hubapi.UNKNOWN_TEAM,
-                    f"team {team} is not registered on this hub; check the URL",
-                )
-            state = self._with_heads(cached, tx, data)
+            state = self._with_heads(self.state_at(team, tx.generation), tx, data)
             try:
                 new_state, manifest = accept_manifest(
                     SUITE, state, data, project=project, writer=writer

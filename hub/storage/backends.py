@@ -5,26 +5,23 @@ Metadata (``--db``, ``SEALMEM_HUB_DB``):
 - ``sqlite:///abs/path/hub.db``, or a plain path: a database file; a path that
   is a directory (or does not end in ``.db``) is a data directory holding
   ``hub.db`` (the embedded default, the layout of ``--data DIR``);
-- ``postgresql://...``: registered by the PostgreSQL backend.
+- ``postgresql://...`` (or ``postgres://``): PostgreSQL (:mod:`.postgres`).
 
 Blobs (``--blobs``, ``SEALMEM_HUB_BLOBS``):
 
 - ``file:///abs/dir``, or a plain path: a directory (:class:`BlobDir`);
   by default ``blobs/`` beside an SQLite database;
-- ``s3://bucket/prefix?endpoint=...``: registered by the S3 backend.
+- ``s3://bucket/prefix?endpoint=...``: an S3-compatible bucket (:mod:`.s3`).
 
-A backend registers a factory per URL scheme in :data:`METADATA` or
-:data:`BLOBS`; an unknown scheme is refused by name, with the known ones.
-
-``group_commit`` (:func:`open_storage`, :func:`open_metadata`) chooses the fast
-path of a backend that has one: SQLite commits the writes arriving together
-once (True, the default) or each write alone (False); PostgreSQL has one way.
+An unknown scheme is refused by name, with the known ones.  ``group_commit``
+(:func:`open_storage`) chooses the fast path of a backend that has one: SQLite
+commits the writes arriving together once (True, the default) or each write
+alone (False); PostgreSQL has one way.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -33,19 +30,10 @@ from . import Quota, Storage
 from .blobs import BlobDir, BlobStore
 from .sqlite import DB_FILE, SQLiteStorage
 
-__all__ = [
-    "BLOBS",
-    "METADATA",
-    "default_blobs_url",
-    "open_blobs",
-    "open_metadata",
-    "open_storage",
-    "shown_url",
-]
+__all__ = ["default_blobs_url", "open_blobs", "open_storage", "shown_url"]
 
-#: (URL, blobs, quota, group_commit) -> metadata over those blobs
-MetadataFactory = Callable[[str, BlobStore, Quota, bool], Storage]
-BlobsFactory = Callable[[str], BlobStore]
+_SQLITE = ("", "sqlite")
+_POSTGRES = ("postgresql", "postgres")
 
 
 def _scheme(url: str) -> str:
@@ -85,39 +73,6 @@ def sqlite_location(url: str) -> tuple[Path, str]:
     return path.parent, path.name
 
 
-def _sqlite(url: str, blobs: BlobStore, quota: Quota, group_commit: bool) -> Storage:
-    data_dir, name = sqlite_location(url)
-    return SQLiteStorage(data_dir, blobs, quota=quota, db_name=name, group_commit=group_commit)
-
-
-def _file(url: str) -> BlobStore:
-    return BlobDir(_path(url, "--blobs"))
-
-
-def _postgresql(url: str, blobs: BlobStore, quota: Quota, group_commit: bool) -> Storage:
-    from .postgres import PgStorage  # needs the hub-scale extra: imported when asked for
-
-    return PgStorage(url, blobs, quota)
-
-
-def _s3(url: str) -> BlobStore:
-    from .s3 import S3Blobs
-
-    blobs = S3Blobs(url)
-    blobs.check()  # a missing bucket or bad credentials fail at start, by name
-    return blobs
-
-
-#: URL scheme -> factory; "" is a plain path.  Other backends add theirs.
-METADATA: dict[str, MetadataFactory] = {
-    "sqlite": _sqlite,
-    "": _sqlite,
-    "postgresql": _postgresql,
-    "postgres": _postgresql,
-}
-BLOBS: dict[str, BlobsFactory] = {"file": _file, "": _file, "s3": _s3}
-
-
 def shown_url(url: str) -> str:
     """``url`` as messages and logs may show it: without a password (in the user
     part or the query); a string that is not a URL but names one shows as nothing."""
@@ -137,7 +92,7 @@ def shown_url(url: str) -> str:
     return urlunsplit(parts)
 
 
-def _unknown(what: str, url: str, known: dict[str, object]) -> InputError:
+def _unknown(what: str, url: str, known: tuple[str, ...]) -> InputError:
     names = ", ".join(f"{s}://" for s in sorted(known) if s)
     shown = shown_url(url)  # never echo a password
     return InputError(f"{what} {shown!r}: unknown scheme {_scheme(url)!r}; use one of {names}")
@@ -145,7 +100,7 @@ def _unknown(what: str, url: str, known: dict[str, object]) -> InputError:
 
 def default_blobs_url(db_url: str) -> str:
     """Blobs beside an SQLite database; other metadata backends need ``--blobs``."""
-    if _scheme(db_url) in ("sqlite", ""):
+    if _scheme(db_url) in _SQLITE:
         data_dir, _ = sqlite_location(db_url)
         return str(data_dir / "blobs")
     raise InputError(
@@ -155,19 +110,16 @@ def default_blobs_url(db_url: str) -> str:
 
 
 def open_blobs(url: str) -> BlobStore:
-    factory = BLOBS.get(_scheme(url))
-    if factory is None:
-        raise _unknown("--blobs", url, dict(BLOBS))
-    return factory(url)
+    scheme = _scheme(url)
+    if scheme in ("", "file"):
+        return BlobDir(_path(url, "--blobs"))
+    if scheme != "s3":
+        raise _unknown("--blobs", url, ("file", "s3"))
+    from .s3 import S3Blobs  # needs the hub-scale extra: imported when asked for
 
-
-def open_metadata(
-    url: str, blobs: BlobStore, quota: Quota | None = None, *, group_commit: bool = True
-) -> Storage:
-    factory = METADATA.get(_scheme(url))
-    if factory is None:
-        raise _unknown("--db", url, dict(METADATA))
-    return factory(url, blobs, quota or Quota(), group_commit)
+    blobs = S3Blobs(url)
+    blobs.check()  # a missing bucket or bad credentials fail at start, by name
+    return blobs
 
 
 def open_storage(
@@ -179,11 +131,19 @@ def open_storage(
 ) -> Storage:
     """Metadata over blobs, both from URLs (blobs default: beside an SQLite database);
     ``group_commit``: see the module docstring."""
-    if _scheme(db_url) not in METADATA:
-        raise _unknown("--db", db_url, dict(METADATA))
+    scheme = _scheme(db_url)
+    if scheme not in (*_SQLITE, *_POSTGRES):
+        raise _unknown("--db", db_url, (*_SQLITE, *_POSTGRES))
     blobs = open_blobs(blobs_url or default_blobs_url(db_url))
     try:
-        return open_metadata(db_url, blobs, quota, group_commit=group_commit)
+        if scheme in _SQLITE:
+            data_dir, name = sqlite_location(db_url)
+            return SQLiteStorage(
+                data_dir, blobs, quota=quota, db_name=name, group_commit=group_commit
+            )
+        from .postgres import PgStorage  # needs the hub-scale extra
+
+        return PgStorage(db_url, blobs, quota)
     except BaseException:
         blobs.close()
         raise

@@ -28,9 +28,7 @@ What every implementation MUST guarantee:
   :class:`~sealmem.hub.storage.values.StorageError` (translated at this boundary).
 - methods are blocking and thread-safe; the hub calls them from a thread pool.
 
-The store knows nothing of rows: the ordering rule (a blob is durable before
-the row naming it commits, the row is deleted before its blob) is kept once,
-in :class:`sealmem.hub.storage.Storage`.
+The store knows nothing of rows: the ordering rule is :mod:`.chunks`'.
 """
 
 from __future__ import annotations

@@ -1,13 +1,16 @@
 """The chunk rules of every hub storage: a blob is durable before the row naming it
-commits, a row is deleted before its blob; orphans go only past a minimum age; a
-row whose blob is gone or damaged is dropped so that its writer uploads it again.
+commits, a row is deleted before its blob, so a crash leaves at worst a blob no row
+names; such orphans go only past a minimum age (a younger one may belong to a put
+still in flight on another replica); a row whose blob is gone or damaged is dropped
+(:meth:`ChunkRules.chunk`, :meth:`ChunkRules.scrub`), so that the hub reports the
+chunk missing and its writer uploads it again (a put always rewrites the blob).
 
-:class:`ChunkRules` implements them once over a few row primitives that each
-metadata backend provides (``chunk_row_*``, ``chunk_rows_*``,
-``missing_chunks``, ``usage``, ``member_usage``) and the backend's
-:class:`~sealmem.hub.storage.blobs.BlobStore`.  The primitives MUST re-check their
-conditions inside their own transaction: a row refreshed or referenced
-meanwhile is kept.  See :mod:`sealmem.hub.storage` for the whole seam.
+:class:`ChunkRules`, the base of :class:`~sealmem.hub.storage.sql.Storage`, keeps
+them once over the chunk rows (``chunk_row_*``, ``chunk_rows_*``,
+``missing_chunks``) and the storage's
+:class:`~sealmem.hub.storage.blobs.BlobStore`.  The row primitives re-check their
+conditions inside their own transaction: a row refreshed or referenced meanwhile
+is kept.  See :mod:`sealmem.hub.storage` for the whole seam.
 
 One race is left on purpose, because it heals: a blob deleted (as an orphan,
 or after its row) at the moment the same chunk is uploaded again can leave a
@@ -19,11 +22,16 @@ chunks at every sync, publishes that bucket again.
 from __future__ import annotations
 
 import abc
+import contextlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from .blobs import BlobEntry, BlobKey, BlobStore
+from .dialect import Conn, Dialect
+from .feed import Feed
 from .values import Quota, QuotaExceeded, ScrubReport
+from .writes import MEMBER_BYTES, PART, TEAM_BYTES, TeamWrite, charge, missing_ids
 
 __all__ = ["ANY_AGE_MS", "Check", "ChunkRules"]
 
@@ -36,29 +44,56 @@ team has no row); it raises to refuse the row."""
 
 #: a bound no stored_at reaches: "whatever its age"
 ANY_AGE_MS = 2**62
+_KEY = "team = ? AND project = ? AND writer = ? AND id = ?"
+_UNREFERENCED = (
+    "NOT EXISTS (SELECT 1 FROM manifest_chunks r WHERE r.team = chunks.team AND "
+    "r.project = chunks.project AND r.writer = chunks.writer AND r.id = chunks.id)"
+)
 
 
 class ChunkRules(abc.ABC):
-    """Chunks as blob + row, in the one safe order; see the module docstring."""
+    """A storage's engine access, its chunk rows, and chunks as blob + row in the one
+    safe order; see the module docstring."""
 
-    blobs: BlobStore
-    quota: Quota
+    dialect: Dialect
+
+    def __init__(self, blobs: BlobStore, quota: Quota | None = None) -> None:
+        self.blobs = blobs
+        self.quota = quota or Quota()
+
+    def close(self) -> None:
+        self.blobs.close()
+
+    def feed(self) -> Feed:
+        """Wake-ups of long-polling readers (in-process unless the backend shares them)."""
+        return Feed()
 
     @abc.abstractmethod
+    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one statement, outside any write (each read its own snapshot)."""
+
+    @abc.abstractmethod
+    def _tx(self, *teams: str, grouped: bool = False) -> contextlib.AbstractContextManager[Conn]:
+        """A write transaction holding the write locks of ``teams``, committed (durably)
+        on a normal exit.  ``grouped``: a write that changes nothing other writes verify
+        against (a manifest, a chunk row), which the backend may commit together with
+        others (SQLite's group commit)."""
+
     def usage(self, team: str) -> int:
         """Bytes the team holds (objects and chunks)."""
+        return int(self._read(TEAM_BYTES, (team,))[0][0])
 
-    @abc.abstractmethod
     def member_usage(self, team: str, member: str) -> int:
         """Bytes of the member's chunks and manifests (:data:`TEAM_OWNER`: team objects)."""
+        rows = self._read(MEMBER_BYTES, (team, member))
+        return int(rows[0][0]) if rows else 0
 
-    # -- row primitives: for the methods below, not for the app -------------------------
+    # -- chunk rows: for the methods below, not for the app ----------------------------
 
-    @abc.abstractmethod
     def missing_chunks(self, team: str, project: str, writer: str, ids: Iterable[str]) -> list[str]:
         """The ids among ``ids`` the writer's slot holds no row for, sorted."""
+        return missing_ids(self._read, (team, project, writer), ids)
 
-    @abc.abstractmethod
     def chunk_row_add(
         self, key: BlobKey, size: int, now_ms: int, check: Check | None = None
     ) -> bool:
@@ -66,22 +101,49 @@ class ChunkRules(abc.ABC):
         writer's and the team's data quota, and ``check`` (given the team's generation
         as the transaction reads it; it raises to refuse), checked in the same
         transaction."""
+        with self._tx(key.team, grouped=True) as conn:
+            if check is not None:
+                check(TeamWrite(conn, key.team, self.quota, self.dialect).generation)
+            again = conn.execute(
+                "UPDATE chunks SET stored_at = CASE WHEN stored_at < ? THEN ? ELSE stored_at "
+                f"END WHERE {_KEY}",
+                (now_ms, now_ms, *key.parts()),
+            )
+            if again.rowcount:
+                return False
+            charge(conn, self.quota, key.team, key.writer, size)
+            conn.execute(
+                "INSERT INTO chunks (team, project, writer, id, size, stored_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (*key.parts(), size, now_ms),
+            )
+            return True
 
-    @abc.abstractmethod
     def chunk_rows(self, after: BlobKey | None, limit: int) -> list[tuple[BlobKey, int]]:
         """(key, size) of every chunk row in key order, after ``after``: a page."""
+        start = after.parts() if after is not None else ("", "", "", "")
+        rows = self._read(
+            "SELECT team, project, writer, id, size FROM chunks "
+            "WHERE (team, project, writer, id) > (?, ?, ?, ?) "
+            "ORDER BY team, project, writer, id LIMIT ?",
+            (*start, limit),
+        )
+        return [(BlobKey(str(t), str(p), str(w), str(i)), int(n)) for t, p, w, i, n in rows]
 
-    @abc.abstractmethod
     def chunk_rows_named(self, keys: Sequence[BlobKey]) -> set[BlobKey]:
         """Those of ``keys`` that have a row."""
+        found: set[BlobKey] = set()
+        for i in range(0, len(keys), PART // 4):
+            part = keys[i : i + PART // 4]
+            marks = ", ".join(["(?, ?, ?, ?)"] * len(part))
+            rows = self._read(
+                "SELECT team, project, writer, id FROM chunks "
+                f"WHERE (team, project, writer, id) IN (VALUES {marks})",
+                [name for key in part for name in key.parts()],
+            )
+            found.update(BlobKey(str(t), str(p), str(w), str(c)) for t, p, w, c in rows)
+        return found
 
-    @abc.abstractmethod
-    def chunk_rows_of_writer(
-        self, team: str, project: str, writer: str, stored_before_ms: int
-    ) -> list[str]:
-        """Ids of the writer's chunks stored (or refreshed) before ``stored_before_ms``."""
-
-    @abc.abstractmethod
     def chunk_rows_unreferenced(
         self,
         stored_before_ms: int,
@@ -91,14 +153,37 @@ class ChunkRules(abc.ABC):
         limit: int = _PAGE,
     ) -> list[BlobKey]:
         """Chunks no kept manifest of their slot names, stored before the bound."""
+        where: list[str] = ["stored_at < ?"]
+        args: list[object] = [stored_before_ms]
+        for column, value in (("team", team), ("writer", writer)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        rows = self._read(
+            f"SELECT team, project, writer, id FROM chunks WHERE {' AND '.join(where)} "
+            f"AND {_UNREFERENCED} LIMIT ?",
+            (*args, limit),
+        )
+        return [BlobKey(str(t), str(p), str(w), str(i)) for t, p, w, i in rows]
 
-    @abc.abstractmethod
     def chunk_rows_remove(
         self, keys: Sequence[BlobKey], *, stored_before_ms: int, unreferenced: bool
     ) -> list[BlobKey]:
         """Delete those rows still stored before the bound (and, if ``unreferenced``,
         still named by no kept manifest), in one transaction; the usage goes down by
         their sizes.  Return the keys deleted."""
+        gone: list[BlobKey] = []
+        if not keys:
+            return gone
+        sql = f"DELETE FROM chunks WHERE {_KEY} AND stored_at < ?"
+        sql += f" AND {_UNREFERENCED} RETURNING size" if unreferenced else " RETURNING size"
+        with self._tx(*(k.team for k in keys)) as conn:
+            for key in keys:
+                row = conn.execute(sql, (*key.parts(), stored_before_ms)).fetchone()
+                if row is not None:
+                    charge(conn, None, key.team, key.writer, -int(row[0]))
+                    gone.append(key)
+        return gone
 
     # -- chunks: the blob/row ordering, once for every backend ------------------------
 
@@ -183,8 +268,11 @@ class ChunkRules(abc.ABC):
         A chunk a kept manifest names is never removed, even if ``keep`` misses it: the
         caller read ``keep`` before this runs, and a manifest naming an old chunk may
         have committed since (the rows are re-checked in the deleting transaction)."""
-        ids = self.chunk_rows_of_writer(team, project, writer, older_than_ms)
-        keys = [BlobKey(team, project, writer, i) for i in ids if i not in keep]
+        rows = self._read(
+            "SELECT id FROM chunks WHERE team = ? AND project = ? AND writer = ? AND stored_at < ?",
+            (team, project, writer, older_than_ms),
+        )
+        keys = [BlobKey(team, project, writer, str(i)) for (i,) in rows if str(i) not in keep]
         removed = 0
         for i in range(0, len(keys), _PAGE):
             part = keys[i : i + _PAGE]

@@ -4,7 +4,6 @@ The metadata statements and rules are written once (:mod:`.sql`, :mod:`.writes`)
 in the SQL both engines accept: ``?`` placeholders, ``INSERT ... ON CONFLICT``,
 ``RETURNING``, ``LENGTH`` of a blob, row values.  A :class:`Dialect` holds the rest:
 
-- the placeholders: PostgreSQL's driver takes ``%s`` (:meth:`Dialect.sql`);
 - the compare-and-swap on a writer's seq (:meth:`Dialect.swap_seq`): one rule,
   "a manifest is stored only above the slot's newest seq", spelled as a read of
   the newest seq under SQLite's database-wide write lock, and as a conditional
@@ -13,7 +12,8 @@ in the SQL both engines accept: ``?`` placeholders, ``INSERT ... ON CONFLICT``,
   (:meth:`Dialect.lock`); an SQLite write holds the database's one write lock
   (``BEGIN IMMEDIATE``, taken by :mod:`.dbfile`), which covers every team;
 - what follows a recorded change: PostgreSQL notifies the other replicas
-  (:meth:`Dialect.changed`, delivered on commit).
+  (:meth:`Dialect.changed`, delivered on commit), and a revoked writer's dropped
+  manifests: PostgreSQL's ``slots`` follow (:meth:`Dialect.dropped`).
 
 Each engine maps its own errors to :class:`~sealmem.hub.storage.values.StorageError`
 where its connections are (:mod:`.dbfile`, :mod:`.postgres`): no statement here
@@ -22,7 +22,6 @@ or in the shared layer sees a driver's exception.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
@@ -47,10 +46,6 @@ class Conn(Protocol):
 class Dialect:
     """SQLite's spelling; :class:`_Postgres` overrides what PostgreSQL spells otherwise."""
 
-    def sql(self, text: str) -> str:
-        """``text`` with the engine's placeholders."""
-        return text
-
     def swap_seq(self, conn: Conn, slot: Slot, seq: int) -> int | None:
         """Take ``seq`` as the slot's newest, or return the newest it already holds (at
         or above ``seq``: the compare-and-swap is lost, nothing changed)."""
@@ -67,11 +62,12 @@ class Dialect:
     def changed(self, conn: Conn, team: str) -> None:
         """A change of ``team`` was recorded in this transaction."""
 
+    def dropped(self, conn: Conn, team: str, writer: str) -> None:
+        """``writer``'s manifests were deleted but for its pins: what a slot's newest seq
+        is kept in follows (SQLite reads it from the manifests themselves)."""
+
 
 class _Postgres(Dialect):
-    def sql(self, text: str) -> str:
-        return _percent(text)
-
     def swap_seq(self, conn: Conn, slot: Slot, seq: int) -> int | None:
         swapped = conn.execute(
             "INSERT INTO slots (team, project, writer, seq) VALUES (?, ?, ?, ?) "
@@ -97,10 +93,13 @@ class _Postgres(Dialect):
     def changed(self, conn: Conn, team: str) -> None:
         conn.execute("SELECT pg_notify(?, ?)", (NOTIFY_CHANNEL, team))
 
-
-@functools.lru_cache(maxsize=512)  # the statements are a fixed set, but for their IN lists
-def _percent(text: str) -> str:
-    return text.replace("?", "%s")
+    def dropped(self, conn: Conn, team: str, writer: str) -> None:
+        conn.execute("DELETE FROM slots WHERE team = ? AND writer = ?", (team, writer))
+        conn.execute(
+            "INSERT INTO slots (team, project, writer, seq) SELECT team, project, writer, "
+            "MAX(seq) FROM manifests WHERE team = ? AND writer = ? GROUP BY team, project, writer",
+            (team, writer),
+        )
 
 
 SQLITE = Dialect()

@@ -1,11 +1,11 @@
 """Wake long-polling readers of a team's change feed when something is stored.
 
-The seam: a :class:`Feed` hands out one :class:`asyncio.Event` per team to
-waiters and sets it when the team changes.  :class:`LocalFeed` does so within
-one process (enough for the embedded SQLite hub, which one process serves
-alone); a backend shared by several replicas returns its own feed from
-:meth:`sealmem.hub.storage.Storage.feed` (PostgreSQL: LISTEN/NOTIFY), so that
-a push through one replica wakes readers waiting on every other.
+A :class:`Feed` hands out one :class:`asyncio.Event` per team to waiters and
+sets it when the team changes, within one process (enough for the embedded
+SQLite hub, which one process serves alone); a backend shared by several
+replicas returns its own feed from :meth:`sealmem.hub.storage.Storage.feed`
+(PostgreSQL: LISTEN/NOTIFY), so that a push through one replica wakes readers
+waiting on every other.
 
 What every feed MUST guarantee: a waiter that took :meth:`Feed.event` *before*
 it looked at storage is woken by any change committed after that look (at
@@ -25,14 +25,13 @@ nothing looks at the feed, finds it unchanged and waits again.
 
 from __future__ import annotations
 
-import abc
 import asyncio
 import logging
 import threading
 import weakref
 from typing import Any
 
-__all__ = ["NOTIFY_CHANNEL", "Feed", "LocalFeed", "PgFeed"]
+__all__ = ["NOTIFY_CHANNEL", "Feed", "PgFeed"]
 
 log = logging.getLogger("sealmem.hub")
 
@@ -40,21 +39,37 @@ log = logging.getLogger("sealmem.hub")
 NOTIFY_CHANNEL = "sealmem_changes"
 
 
-class Feed(abc.ABC):
-    """Per-team wake-ups; see the module docstring."""
+class Feed:
+    """Per-team wake-ups within one process: one event per team, replaced each time it
+    fires (a broadcast to current waiters).  Events are held weakly: once no waiter
+    holds a team's event, it is gone."""
 
-    @abc.abstractmethod
+    def __init__(self) -> None:
+        self._events: weakref.WeakValueDictionary[str, asyncio.Event] = (
+            weakref.WeakValueDictionary()
+        )
+
     def event(self, team: str) -> asyncio.Event:
         """The event the next change of ``team`` sets (take it before reading storage)."""
+        found = self._events.get(team)
+        if found is None:
+            found = asyncio.Event()
+            self._events[team] = found
+        return found
 
-    @abc.abstractmethod
     def notify(self, team: str) -> None:
         """``team`` changed (called after the commit, by the replica that wrote)."""
+        event = self._events.pop(team, None)
+        if event is not None:
+            event.set()
 
-    async def start(self) -> None:  # noqa: B027 - optional: a shared feed starts listening
+    def __len__(self) -> int:
+        return len(self._events)
+
+    async def start(self) -> None:
         """Begin receiving other replicas' notifications (app start-up)."""
 
-    async def close(self) -> None:  # noqa: B027 - optional
+    async def close(self) -> None:
         """Stop listening (app shutdown)."""
 
     @staticmethod
@@ -66,34 +81,8 @@ class Feed(abc.ABC):
         return True
 
 
-class LocalFeed(Feed):
-    """One event per team, replaced each time it fires (a broadcast to current waiters).
-
-    Events are held weakly: once no waiter holds a team's event, it is gone."""
-
-    def __init__(self) -> None:
-        self._events: weakref.WeakValueDictionary[str, asyncio.Event] = (
-            weakref.WeakValueDictionary()
-        )
-
-    def event(self, team: str) -> asyncio.Event:
-        found = self._events.get(team)
-        if found is None:
-            found = asyncio.Event()
-            self._events[team] = found
-        return found
-
-    def notify(self, team: str) -> None:
-        event = self._events.pop(team, None)
-        if event is not None:
-            event.set()
-
-    def __len__(self) -> int:
-        return len(self._events)
-
-
-class PgFeed(LocalFeed):
-    """A :class:`LocalFeed` that other replicas' commits also fire."""
+class PgFeed(Feed):
+    """A :class:`Feed` that other replicas' commits also fire."""
 
     def __init__(self, dsn: str) -> None:
         super().__init__()

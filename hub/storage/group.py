@@ -1,8 +1,8 @@
 """Group commit: writes to one SQLite file that arrive together share one durable commit.
 
 With ``synchronous=FULL`` a commit is an fsync of the WAL (a few ms of wall time
-on a disk, ~0.2 ms of CPU), and the database's write lock is held across it:
-PUTs arriving together used to queue behind each other's fsyncs.
+on a disk, ~0.2 ms of CPU), and the database's write lock is held across it, so
+PUTs committed one by one queue behind each other's fsyncs.
 :class:`GroupCommit` runs them in one transaction instead:
 
 - every write runs on one write connection, under a mutex, inside its own
@@ -12,11 +12,11 @@ PUTs arriving together used to queue behind each other's fsyncs.
   transaction on to them (up to :data:`MAX_WRITES` writes, or :data:`MAX_AGE_S`
   after it began); the last one commits.  Every write of the group returns (or
   raises) only once that commit is durable: an acknowledged write survives a
-  crash as before, and a failed commit fails every write of its group (none was
+  crash, and a failed commit fails every write of its group (none was
   acknowledged);
 - a *solo* write (one that changes what the others verify against: a roster, a
   keyring, the team's generation) first commits the open group, then runs and
-  commits alone, as every write did before.
+  commits alone.
 
 The writes of one group see each other's uncommitted work (one connection), and
 so do the reads a writing thread makes meanwhile (:meth:`GroupCommit.writing`):

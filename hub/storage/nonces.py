@@ -27,18 +27,20 @@ from .dbfile import SQLiteDb
 from .schema import set_up_nonces
 from .values import StorageError
 
-__all__ = ["CHECKPOINT_EVERY", "NonceFile", "nonce_file_name"]
+__all__ = ["CHECKPOINT_EVERY", "REMEMBER", "NonceFile"]
 
 log = logging.getLogger("sealmem.hub")
 
 #: inserts between two checkpoints of the WAL (an insert adds 2-3 pages to it)
 CHECKPOINT_EVERY = 256
 _PURGE_EVERY_MS = 60_000
-
-
-def nonce_file_name(db_name: str) -> str:
-    """``hub.db`` -> ``hub-nonces.db``: the nonce file of a database file."""
-    return f"{Path(db_name).stem}-nonces.db"
+#: record (kid, nonce, expires_ms) unless recorded and not expired at ``now`` (the 4th
+#: parameter): a row changed is a nonce not seen inside its window (PostgreSQL too)
+REMEMBER = (
+    "INSERT INTO nonces (kid, nonce, expires_ms) VALUES (?, ?, ?) "
+    "ON CONFLICT (kid, nonce) DO UPDATE SET expires_ms = excluded.expires_ms "
+    "WHERE nonces.expires_ms <= ?"
+)
 
 
 class NonceFile:
@@ -78,13 +80,7 @@ class NonceFile:
             with self._db.tx() as conn:
                 conn.execute("DELETE FROM nonces WHERE expires_ms <= ?", (now_ms,))
         with self._db.statement() as conn:  # one statement: its own transaction
-            cur = conn.execute(
-                "INSERT INTO nonces (kid, nonce, expires_ms) VALUES (?, ?, ?) "
-                "ON CONFLICT (kid, nonce) DO UPDATE SET expires_ms = excluded.expires_ms "
-                "WHERE nonces.expires_ms <= ?",
-                (kid, nonce, expires_ms, now_ms),
-            )
-            stored = cur.rowcount > 0
+            stored = conn.execute(REMEMBER, (kid, nonce, expires_ms, now_ms)).rowcount > 0
         self._inserts += 1
         if self._inserts % CHECKPOINT_EVERY == 0:
             self._wake.set()

@@ -5,41 +5,42 @@ same rows, so compare-and-swap, quotas, nonces, rate limits, the per-team
 change cursor and the team's generation hold across replicas.  Blobs live in
 the blob store given beside it (an S3-compatible bucket, typically).
 
-- A write is a transaction holding the advisory lock of each team it writes
-  (:meth:`~sealmem.hub.storage.dialect.Dialect.lock`), the lock every replica
-  takes to verify-and-write that team; the statements are the shared ones
-  (:mod:`.sql`, :mod:`.writes`), whose compare-and-swaps hold even without it.
-- Chunk rows are added and removed under the same lock, so a quota check and
-  the usage it guards are one decision, and a chunk cannot vanish between a
-  manifest's "all chunks held" check and its commit.
+- A write, a chunk row's too, is a transaction holding the advisory lock of each
+  team it writes (:meth:`~sealmem.hub.storage.dialect.Dialect.lock`): a quota
+  check and the usage it guards are one decision, a chunk cannot vanish between
+  a manifest's "all chunks held" check and its commit, and the shared statements'
+  compare-and-swaps hold even without the lock.
 - Nonces are rows with a unique key: a replay sent to another replica inside
   the window is refused, and a restart forgets nothing.
 - Rate-limit buckets are rows updated in one statement each.
 - Wake-ups go through LISTEN/NOTIFY (:class:`~sealmem.hub.storage.feed.PgFeed`).
 
-Opening a :class:`Database` connects once directly (a wrong DSN fails at once,
+Opening a :class:`PgStorage` connects once directly (a wrong DSN fails at once,
 with a clear message), brings the schema up to date
 (:func:`~sealmem.hub.storage.schema.upgrade_pg`), then opens a
 ``psycopg_pool.ConnectionPool`` of autocommit connections; transactions are
-explicit (:meth:`Database.tx`).  Engine errors become :class:`StorageError`
-here (one line, never the password).
+explicit.  Engine errors become :class:`StorageError` here (one line, never the
+password).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from . import Quota, StorageError
 from .backends import shown_url
 from .blobs import BlobStore
 from .dialect import POSTGRES
 from .feed import Feed, PgFeed
+from .nonces import REMEMBER
 from .schema import upgrade_pg
-from .sql import SqlStorage
+from .sql import Storage
+from .values import Quota, StorageError
 
-__all__ = ["BUCKET_IDLE_MS", "Database", "PgConn", "PgStorage", "brief"]
+__all__ = ["BUCKET_IDLE_MS", "PgConn", "PgStorage", "brief"]
 
 _NONCE_PURGE_MS = 60_000
 #: a rate-limit bucket untouched this long has refilled (every hub rate refills its
@@ -57,15 +58,24 @@ class PgConn:
         self._conn = conn
 
     def execute(self, sql: str, args: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
-        return self._conn.execute(POSTGRES.sql(sql), args)
+        return self._conn.execute(_percent(sql), args)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         with self._conn.cursor() as cur:
-            cur.executemany(POSTGRES.sql(sql), rows)
+            cur.executemany(_percent(sql), rows)
 
 
-class Database:
-    def __init__(self, dsn: str, *, pool_size: int = 16) -> None:
+@functools.lru_cache(maxsize=512)  # the statements are a fixed set, but for their IN lists
+def _percent(text: str) -> str:
+    return text.replace("?", "%s")
+
+
+class PgStorage(Storage):
+    """See the module docstring.  Any number of instances (replicas) per database."""
+
+    dialect = POSTGRES
+
+    def __init__(self, dsn: str, blobs: BlobStore, quota: Quota | None = None) -> None:
         try:
             import psycopg
             from psycopg_pool import ConnectionPool
@@ -83,7 +93,7 @@ class Database:
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
-            max_size=pool_size,
+            max_size=16,
             kwargs={"autocommit": True},
             open=False,
             name="sealmem-hub",
@@ -93,52 +103,40 @@ class Database:
         except Exception as exc:
             self._pool.close()
             raise StorageError(f"cannot open connections to {self.where}: {exc}") from None
+        super().__init__(blobs, quota)
+        self._writing = threading.local()  # .conn: this thread's open transaction
+        self._feed = PgFeed(dsn)
+        self._next_purge = 0
+        self._next_bucket_purge = 0
 
     @contextlib.contextmanager
-    def tx(self, *teams: str) -> Iterator[PgConn]:
-        """A transaction holding the write locks of ``teams``."""
+    def _tx(self, *teams: str, grouped: bool = False) -> Iterator[PgConn]:
         try:
             with self._pool.connection() as conn, conn.transaction():
                 wrapped = PgConn(conn)
                 POSTGRES.lock(wrapped, teams)
-                yield wrapped
+                outer, self._writing.conn = getattr(self._writing, "conn", None), wrapped
+                try:
+                    yield wrapped
+                finally:
+                    self._writing.conn = outer
         except self._psycopg.Error as exc:
             raise StorageError(f"hub database write failed: {brief(exc)}") from exc
 
-    def read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        """The rows of one statement, on a pooled connection (its own snapshot)."""
+    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """On a pooled connection (its own snapshot); inside a write, on the writing
+        thread, through the write's own (its work, and no second connection)."""
         try:
+            writing: PgConn | None = getattr(self._writing, "conn", None)
+            if writing is not None:
+                return list(writing.execute(sql, args).fetchall())
             with self._pool.connection() as conn:
-                return list(conn.execute(POSTGRES.sql(sql), args).fetchall())
+                return list(conn.execute(_percent(sql), args).fetchall())
         except self._psycopg.Error as exc:
             raise StorageError(f"hub database read failed: {brief(exc)}") from exc
 
     def close(self) -> None:
         self._pool.close()
-
-
-class PgStorage(SqlStorage):
-    """See the module docstring.  Any number of instances (replicas) per database."""
-
-    dialect = POSTGRES
-
-    def __init__(
-        self, dsn: str, blobs: BlobStore, quota: Quota | None = None, *, pool_size: int = 16
-    ) -> None:
-        super().__init__(blobs, quota)
-        self._db = Database(dsn, pool_size=pool_size)
-        self._feed = PgFeed(dsn)
-        self._next_purge = 0
-        self._next_bucket_purge = 0
-
-    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        return self._db.read(sql, args)
-
-    def _tx(self, *teams: str, grouped: bool = False) -> contextlib.AbstractContextManager[PgConn]:
-        return self._db.tx(*teams)
-
-    def close(self) -> None:
-        self._db.close()
         super().close()
 
     def feed(self) -> Feed:
@@ -151,13 +149,7 @@ class PgStorage(SqlStorage):
             if now_ms >= self._next_purge:
                 conn.execute("DELETE FROM nonces WHERE expires_ms <= ?", (now_ms,))
                 self._next_purge = now_ms + _NONCE_PURGE_MS
-            cur = conn.execute(
-                "INSERT INTO nonces (kid, nonce, expires_ms) VALUES (?, ?, ?) "
-                "ON CONFLICT (kid, nonce) DO UPDATE SET expires_ms = excluded.expires_ms "
-                "WHERE nonces.expires_ms <= ?",
-                (kid, nonce, expires_ms, now_ms),
-            )
-            return bool(cur.rowcount)
+            return bool(conn.execute(REMEMBER, (kid, nonce, expires_ms, now_ms)).rowcount)
 
     def take_token(self, key: str, rate_per_s: float, burst: int, now_ms: int) -> float:
         args = {"k": key, "burst": float(burst), "now": now_ms, "rate": rate_per_s / 1000.0}

@@ -11,10 +11,9 @@ S3-compatible store accepts.  Credentials come the standard AWS ways
 instance role), never from the URL, and no error message carries them.
 
 A blob is ``PREFIX/TEAM/PROJECT/WRITER/CHUNK_ID``.  A PUT is durable when S3
-answers it (the object store's own guarantee), so the hub's order holds: blob
-first, then the row that names it; row first, then the blob's deletion.
-Writing an existing key again replaces it and refreshes its ``LastModified``,
-which is what keeps a re-uploaded chunk from being collected as an orphan.
+answers it (the object store's own guarantee).  Writing an existing key again
+replaces it and refreshes its ``LastModified``, which is what keeps a re-uploaded
+chunk from being collected as an orphan.
 """
 
 from __future__ import annotations
@@ -96,11 +95,8 @@ class S3Blobs(BlobStore):
             region_name=self.location.region,
             config=config,
         )
+        self.bucket = self.location.bucket
         self._prefix = f"{self.location.prefix}/" if self.location.prefix else ""
-
-    @property
-    def bucket(self) -> str:
-        return self.location.bucket
 
     def name(self, key: BlobKey) -> str:
         """The object key of a blob: ``PREFIX/team/project/writer/chunk id``."""

@@ -3,8 +3,8 @@
 SQLite: the version is ``PRAGMA user_version``; :func:`set_up` creates or
 upgrades ``hub.db``, :func:`set_up_nonces` creates the nonce file (version 1).
 
-- version 1 (no ``user_version``): the first hub's layout; one global change
-  cursor, usage per team only, keyrings without their roster version.
+- version 1 (no ``user_version``): the first hub's layout (commit c8031a9); one
+  global change cursor, usage per team only, keyrings without their roster version.
 - version 2: per-team cursor and generation on the team row; changes keyed by
   (team, cursor); usage per (team, member); keyrings with the roster version
   they cite; which chunks each kept manifest names; a nonce table.
@@ -13,7 +13,8 @@ upgrades ``hub.db``, :func:`set_up_nonces` creates the nonce file (version 1).
   nonces still inside their window are handed to that file before the table is
   dropped.
 
-Upgrades are forward only, one transaction each.  Cursors already handed out
+Upgrades are forward only, one transaction each (version 1 goes straight to
+version 3, with no nonce table to hand over).  Cursors already handed out
 are kept: a team's counter goes on from its newest, so a reader's cursor stays
 valid.  Values the old layout lacked are recomputed from the stored objects.
 
@@ -25,14 +26,12 @@ upgrade once and the others wait and then find the work done.  A database
 written by a newer hub (a version above the last one known here) is refused
 rather than guessed at.
 
-Both engines hang every team's metadata off its ``teams`` row: ``cursor`` is the
-team's change-feed position (allocated under that row's lock, so feed order is
-commit order within a team and says nothing about other teams), ``generation``
-counts its roster and keyring writes (a replica's cached trusted state is stale
-when it differs).  ``usage`` is per (team, member); ``manifest_chunks`` which
-chunks the kept manifests name.  PostgreSQL also keeps ``slots``, each writer's
-newest seq (the compare-and-swap target of a manifest write, see
-:mod:`.dialect`), and ``nonces`` and ``rate_buckets``, shared by every replica.
+Both engines keep a team's ``cursor`` and ``generation`` on its ``teams`` row
+(see :mod:`sealmem.hub.storage`), ``usage`` per (team, member), and in
+``manifest_chunks`` which chunks the kept manifests name.  PostgreSQL also keeps
+``slots``, each writer's newest seq (the compare-and-swap target of a manifest
+write, see :mod:`.dialect`), and ``nonces`` and ``rate_buckets``, shared by every
+replica.
 """
 
 from __future__ import annotations
@@ -66,86 +65,52 @@ NONCE_SCHEMA_VERSION = 1
 #: (kid, nonce, expires_ms) rows of the version 2 nonce table, handed over
 Nonces = list[tuple[str, str, int]]
 
-#: The first hub's tables, as it created them (``IF NOT EXISTS``): an old data
-#: directory is completed to this, then upgraded.
-_TABLES_V1 = """
-CREATE TABLE IF NOT EXISTS teams (team TEXT PRIMARY KEY, registered_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS usage (team TEXT PRIMARY KEY, bytes INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS rosters (
-    team TEXT NOT NULL, version INTEGER NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
-    PRIMARY KEY (team, version));
-CREATE TABLE IF NOT EXISTS members (
-    team TEXT NOT NULL, kid TEXT NOT NULL, sign_public BLOB NOT NULL, PRIMARY KEY (team, kid));
-CREATE INDEX IF NOT EXISTS members_kid ON members (kid);
-CREATE TABLE IF NOT EXISTS keyrings (
-    team TEXT NOT NULL, project TEXT NOT NULL, epoch INTEGER NOT NULL, data BLOB NOT NULL,
-    stored_at INTEGER NOT NULL, PRIMARY KEY (team, project, epoch));
-CREATE TABLE IF NOT EXISTS manifests (
-    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq INTEGER NOT NULL,
-    hash TEXT NOT NULL, reset_at INTEGER NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
-    PRIMARY KEY (team, project, writer, seq));
-CREATE TABLE IF NOT EXISTS chunks (
-    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
-    size INTEGER NOT NULL, stored_at INTEGER NOT NULL, PRIMARY KEY (team, project, writer, id));
-CREATE TABLE IF NOT EXISTS requests (
-    team TEXT NOT NULL, kid TEXT NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
-    PRIMARY KEY (team, kid));
-CREATE TABLE IF NOT EXISTS changes (
-    cursor INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT NOT NULL, kind TEXT NOT NULL,
-    project TEXT, writer TEXT, seq INTEGER, at INTEGER NOT NULL);
-"""
-
-_TABLES_V2 = """
+#: The tables of both engines today, with each engine's names for a 64-bit integer and
+#: a blob, and SQLite's ``WITHOUT ROWID`` where a table has no use for a rowid.
+_LAYOUT = """
 CREATE TABLE teams (
-    team TEXT PRIMARY KEY, registered_at INTEGER NOT NULL,
-    cursor INTEGER NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);
+    team TEXT PRIMARY KEY, registered_at {int} NOT NULL,
+    cursor {int} NOT NULL DEFAULT 0, generation {int} NOT NULL DEFAULT 0);
 CREATE TABLE usage (
-    team TEXT NOT NULL, member TEXT NOT NULL, bytes INTEGER NOT NULL,
+    team TEXT NOT NULL, member TEXT NOT NULL, bytes {int} NOT NULL,
     PRIMARY KEY (team, member));
 CREATE TABLE rosters (
-    team TEXT NOT NULL, version INTEGER NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
+    team TEXT NOT NULL, version {int} NOT NULL, data {blob} NOT NULL, stored_at {int} NOT NULL,
     PRIMARY KEY (team, version));
 CREATE TABLE members (
-    team TEXT NOT NULL, kid TEXT NOT NULL, sign_public BLOB NOT NULL, PRIMARY KEY (team, kid));
+    team TEXT NOT NULL, kid TEXT NOT NULL, sign_public {blob} NOT NULL, PRIMARY KEY (team, kid));
 CREATE INDEX members_kid ON members (kid);
 CREATE TABLE keyrings (
-    team TEXT NOT NULL, project TEXT NOT NULL, epoch INTEGER NOT NULL, data BLOB NOT NULL,
-    stored_at INTEGER NOT NULL, roster_version INTEGER NOT NULL DEFAULT 0,
+    team TEXT NOT NULL, project TEXT NOT NULL, epoch {int} NOT NULL,
+    roster_version {int} NOT NULL, data {blob} NOT NULL, stored_at {int} NOT NULL,
     PRIMARY KEY (team, project, epoch));
 CREATE TABLE manifests (
-    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq INTEGER NOT NULL,
-    hash TEXT NOT NULL, reset_at INTEGER NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
+    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq {int} NOT NULL,
+    hash TEXT NOT NULL, reset_at {int} NOT NULL, data {blob} NOT NULL, stored_at {int} NOT NULL,
     PRIMARY KEY (team, project, writer, seq));
 CREATE TABLE manifest_chunks (
     team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
-    seq INTEGER NOT NULL, PRIMARY KEY (team, project, writer, id, seq)) WITHOUT ROWID;
+    seq {int} NOT NULL, PRIMARY KEY (team, project, writer, id, seq)){rowid};
 CREATE TABLE chunks (
     team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
-    size INTEGER NOT NULL, stored_at INTEGER NOT NULL, PRIMARY KEY (team, project, writer, id));
+    size {int} NOT NULL, stored_at {int} NOT NULL, PRIMARY KEY (team, project, writer, id));
 CREATE INDEX chunks_stored ON chunks (stored_at);
 CREATE TABLE requests (
-    team TEXT NOT NULL, kid TEXT NOT NULL, data BLOB NOT NULL, stored_at INTEGER NOT NULL,
+    team TEXT NOT NULL, kid TEXT NOT NULL, data {blob} NOT NULL, stored_at {int} NOT NULL,
     address TEXT NOT NULL DEFAULT '', PRIMARY KEY (team, kid));
 CREATE TABLE changes (
-    team TEXT NOT NULL, cursor INTEGER NOT NULL, kind TEXT NOT NULL,
-    project TEXT, writer TEXT, seq INTEGER, at INTEGER NOT NULL,
-    PRIMARY KEY (team, cursor)) WITHOUT ROWID;
+    team TEXT NOT NULL, cursor {int} NOT NULL, kind TEXT NOT NULL,
+    project TEXT, writer TEXT, seq {int}, at {int} NOT NULL,
+    PRIMARY KEY (team, cursor)){rowid};
+"""
+_NONCES = """
 CREATE TABLE nonces (
-    kid TEXT NOT NULL, nonce TEXT NOT NULL, expires_ms INTEGER NOT NULL,
-    PRIMARY KEY (kid, nonce)) WITHOUT ROWID;
+    kid TEXT NOT NULL, nonce TEXT NOT NULL, expires_ms {int} NOT NULL,
+    PRIMARY KEY (kid, nonce)){rowid};
 CREATE INDEX nonces_expiry ON nonces (expires_ms);
 """
-
-
-#: version 3: version 2 without the nonce table (now a file of its own)
-_TABLES_V3 = ";".join(s for s in _TABLES_V2.split(";") if "nonces" not in s)
-
-_NONCE_TABLE = """
-CREATE TABLE nonces (
-    kid TEXT NOT NULL, nonce TEXT NOT NULL, expires_ms INTEGER NOT NULL,
-    PRIMARY KEY (kid, nonce)) WITHOUT ROWID;
-CREATE INDEX nonces_expiry ON nonces (expires_ms);
-"""
+_SQLITE = {"int": "INTEGER", "blob": "BLOB", "rowid": " WITHOUT ROWID"}
+_TABLES = _LAYOUT.format(**_SQLITE)
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
@@ -155,6 +120,13 @@ def _tables(conn: sqlite3.Connection) -> set[str]:
 
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    """Each statement of ``script``, inside the transaction (``executescript`` would
+    commit it first)."""
+    for statement in _statements(script):
+        conn.execute(statement)
 
 
 def set_up(conn: sqlite3.Connection, adopt_nonces: Callable[[Nonces], None]) -> None:
@@ -169,14 +141,10 @@ def set_up(conn: sqlite3.Connection, adopt_nonces: Callable[[Nonces], None]) -> 
         adopt_nonces([(str(k), str(n), int(e)) for k, n, e in rows])
     with _upgrading(conn, SCHEMA_VERSION):
         if version == 0 and _tables(conn) - {"sqlite_sequence"}:
-            for statement in _statements(_TABLES_V1):
-                conn.execute(statement)
-            _upgrade_1_to_2(conn)
-            version = 2
+            _upgrade_1(conn)
         elif version == 0:
-            for statement in _statements(_TABLES_V3):
-                conn.execute(statement)
-        if version == 2:
+            _run(conn, _TABLES)
+        else:
             conn.execute("DROP TABLE IF EXISTS nonces")  # its index goes with it
 
 
@@ -184,8 +152,7 @@ def set_up_nonces(conn: sqlite3.Connection) -> None:
     """Create the nonce file's table (:mod:`.nonces`), at :data:`NONCE_SCHEMA_VERSION`."""
     if _version(conn, NONCE_SCHEMA_VERSION, "the hub's nonce file") == 0:
         with _upgrading(conn, NONCE_SCHEMA_VERSION):
-            for statement in _statements(_NONCE_TABLE):
-                conn.execute(statement)
+            _run(conn, _NONCES.format(**_SQLITE))
 
 
 def _version(conn: sqlite3.Connection, newest: int, what: str) -> int:
@@ -228,16 +195,13 @@ def _manifest_chunks(data: bytes) -> list[str]:
         return []
 
 
-def _upgrade_1_to_2(conn: sqlite3.Connection) -> None:
-    old = {str(row[1]) for row in conn.execute("PRAGMA table_info(requests)")}
-    if "address" not in old:  # a data directory of the very first hub
-        conn.execute("ALTER TABLE requests ADD COLUMN address TEXT NOT NULL DEFAULT ''")
+def _upgrade_1(conn: sqlite3.Connection) -> None:
+    """A version 1 directory, as the first hub left it (its every open created what its
+    layout lacked), to the current layout; an old table's indexes go with it."""
     for table in ("teams", "usage", "keyrings", "changes"):
         conn.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
-    for name in ("members_kid", "changes_team"):
-        conn.execute(f"DROP INDEX IF EXISTS {name}")
-    wanted = ("teams", "usage", "keyrings", "manifest_chunks", "changes", "nonces")
-    for statement in _statements(_TABLES_V2):
+    wanted = ("teams", "usage", "keyrings", "manifest_chunks", "changes")
+    for statement in _statements(_TABLES):
         table = statement.split("(")[0].split()[-1]
         if statement.startswith("CREATE TABLE") and table in wanted:
             conn.execute(statement)
@@ -290,51 +254,18 @@ def _upgrade_1_to_2(conn: sqlite3.Connection) -> None:
 #: pg_advisory_xact_lock key of the upgrader ("sealmem" in ASCII, as a bigint)
 SCHEMA_LOCK = 0x7365616C6D656D
 
-_PG_V1 = """
-CREATE TABLE teams (
-    team TEXT PRIMARY KEY, registered_at BIGINT NOT NULL,
-    cursor BIGINT NOT NULL DEFAULT 0, generation BIGINT NOT NULL DEFAULT 0);
-CREATE TABLE usage (
-    team TEXT NOT NULL, member TEXT NOT NULL, bytes BIGINT NOT NULL,
-    PRIMARY KEY (team, member));
-CREATE TABLE rosters (
-    team TEXT NOT NULL, version BIGINT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL,
-    PRIMARY KEY (team, version));
-CREATE TABLE members (
-    team TEXT NOT NULL, kid TEXT NOT NULL, sign_public BYTEA NOT NULL, PRIMARY KEY (team, kid));
-CREATE INDEX members_kid ON members (kid);
-CREATE TABLE keyrings (
-    team TEXT NOT NULL, project TEXT NOT NULL, epoch BIGINT NOT NULL,
-    roster_version BIGINT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL,
-    PRIMARY KEY (team, project, epoch));
+_PG = {"int": "BIGINT", "blob": "BYTEA", "rowid": ""}
+_PG_V1 = (
+    _LAYOUT.format(**_PG)
+    + _NONCES.format(**_PG)
+    + """
 CREATE TABLE slots (
     team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq BIGINT NOT NULL,
     PRIMARY KEY (team, project, writer));
-CREATE TABLE manifests (
-    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq BIGINT NOT NULL,
-    hash TEXT NOT NULL, reset_at BIGINT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL,
-    PRIMARY KEY (team, project, writer, seq));
-CREATE TABLE manifest_chunks (
-    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
-    seq BIGINT NOT NULL, PRIMARY KEY (team, project, writer, id, seq));
-CREATE TABLE chunks (
-    team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, id TEXT NOT NULL,
-    size BIGINT NOT NULL, stored_at BIGINT NOT NULL, PRIMARY KEY (team, project, writer, id));
-CREATE INDEX chunks_stored ON chunks (stored_at);
-CREATE TABLE requests (
-    team TEXT NOT NULL, kid TEXT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL,
-    address TEXT NOT NULL DEFAULT '', PRIMARY KEY (team, kid));
-CREATE TABLE changes (
-    team TEXT NOT NULL, cursor BIGINT NOT NULL, kind TEXT NOT NULL,
-    project TEXT, writer TEXT, seq BIGINT, at BIGINT NOT NULL,
-    PRIMARY KEY (team, cursor));
-CREATE TABLE nonces (
-    kid TEXT NOT NULL, nonce TEXT NOT NULL, expires_ms BIGINT NOT NULL,
-    PRIMARY KEY (kid, nonce));
-CREATE INDEX nonces_expiry ON nonces (expires_ms);
 CREATE TABLE rate_buckets (
     key TEXT PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL, at_ms BIGINT NOT NULL);
 """
+)
 
 #: PG_MIGRATIONS[i] takes the database from version i to version i + 1.
 PG_MIGRATIONS: tuple[str, ...] = (_PG_V1,)

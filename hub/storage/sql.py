@@ -1,70 +1,57 @@
 """The hub's metadata in SQL, written once for SQLite and PostgreSQL.
 
-:class:`SqlStorage` holds every statement and rule of a metadata backend outside a
-team's write transaction (that is :mod:`.writes`); what the engines spell
-differently is their :class:`~sealmem.hub.storage.dialect.Dialect`.  A backend
-adds how it connects, locks and commits (:meth:`SqlStorage._read`,
-:meth:`SqlStorage._tx`) and what it keeps its own way (nonces, rate-limit buckets,
-wake-ups): :mod:`.sqlite` and :mod:`.postgres`.
+:class:`Storage` holds every statement and rule of a metadata backend outside a
+team's write transaction (that is :mod:`.writes`) and its chunks
+(:mod:`.chunks`); what the engines spell differently is their
+:class:`~sealmem.hub.storage.dialect.Dialect`.  A backend adds how it connects,
+locks and commits (``_read``, ``_tx``) and what it keeps its own way (nonces,
+rate-limit buckets, wake-ups): :mod:`.sqlite` and :mod:`.postgres`.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator
 
-from . import (
-    TEAM_OWNER,
-    Admission,
-    Change,
-    KeyringBlob,
-    PendingRequest,
-    Storage,
-    StoredHead,
-    TeamWrite,
-)
-from .blobs import BlobKey
-from .chunks import Check
-from .dialect import Conn, Dialect
-from .writes import HEADS, PART, SqlTeamWrite, charge, missing_ids, stored_heads
+from .chunks import ChunkRules
+from .values import TEAM_OWNER, Admission, Change, KeyringBlob, PendingRequest
+from .writes import TeamWrite, charge
 
-__all__ = ["SqlStorage"]
+__all__ = ["Storage"]
 
 _NEVER = -(2**63)  # an expiry bound no request is posted at or before
-_KEY = "team = ? AND project = ? AND writer = ? AND id = ?"
-_UNREFERENCED = (
-    "NOT EXISTS (SELECT 1 FROM manifest_chunks r WHERE r.team = chunks.team AND "
-    "r.project = chunks.project AND r.writer = chunks.writer AND r.id = chunks.id)"
-)
 
 
-class SqlStorage(Storage):
-    """Metadata in an SQL engine; see the module docstring."""
-
-    dialect: Dialect
-
-    @abc.abstractmethod
-    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        """The rows of one statement, outside any write (each read its own snapshot)."""
-
-    @abc.abstractmethod
-    def _tx(self, *teams: str, grouped: bool = False) -> contextlib.AbstractContextManager[Conn]:
-        """A write transaction holding the write locks of ``teams``, committed (durably)
-        on a normal exit.  ``grouped``: a write that changes nothing other writes verify
-        against (a manifest, a chunk row), which the backend may commit together with
-        others (SQLite's group commit)."""
+class Storage(ChunkRules):
+    """The hub's persistence; see :mod:`sealmem.hub.storage` for what it guarantees.
+    The chunk methods (blob and row in order) come from
+    :class:`~sealmem.hub.storage.chunks.ChunkRules`."""
 
     @contextlib.contextmanager
     def write(self, team: str) -> Iterator[TeamWrite]:
+        """A transaction holding ``team``'s write lock; commits on a normal exit."""
         with self._tx(team) as conn:
-            yield SqlTeamWrite(conn, team, self.quota, self.dialect)
+            yield TeamWrite(conn, team, self.quota, self.dialect)
 
     @contextlib.contextmanager
     def push(self, team: str) -> Iterator[TeamWrite]:
+        """:meth:`write` for a manifest: a write that only adds to one writer's slot and
+        changes nothing other writes verify against (not the team's generation).  A
+        backend may commit several of these together (SQLite: group commit); each
+        still returns only once its own work is durable, and fails alone."""
         with self._tx(team, grouped=True) as conn:
-            yield SqlTeamWrite(conn, team, self.quota, self.dialect)
+            yield TeamWrite(conn, team, self.quota, self.dialect)
+
+    @abc.abstractmethod
+    def remember_nonce(self, kid: str, nonce: str, expires_ms: int, now_ms: int) -> bool:
+        """Record (kid, nonce) until ``expires_ms``; False if it is already recorded and
+        not expired (a replay).  Expired nonces are purged along the way."""
+
+    @abc.abstractmethod
+    def take_token(self, key: str, rate_per_s: float, burst: int, now_ms: int) -> float:
+        """Spend one token of bucket ``key`` (refilled at ``rate_per_s``, holding at most
+        ``burst``): 0.0 when spent, else the seconds until one is there (nothing spent)."""
 
     # -- teams, rosters, keyrings ----------------------------------------------------
 
@@ -75,10 +62,13 @@ class SqlStorage(Storage):
         return int(self._read("SELECT COUNT(*) FROM teams")[0][0])
 
     def generation(self, team: str) -> int | None:
+        """The team's generation (bumped by every roster or keyring write), cheaply;
+        None if the team is not registered."""
         rows = self._read("SELECT generation FROM teams WHERE team = ?", (team,))
         return int(rows[0][0]) if rows else None
 
     def rosters(self, team: str, after_version: int) -> list[bytes]:
+        """Roster envelopes above ``after_version``, in version order."""
         rows = self._read(
             "SELECT data FROM rosters WHERE team = ? AND version > ? ORDER BY version",
             (team, after_version),
@@ -86,6 +76,7 @@ class SqlStorage(Storage):
         return [bytes(r[0]) for r in rows]
 
     def keyrings(self, team: str, project: str | None = None) -> list[KeyringBlob]:
+        """Keyrings of one project (or all), oldest epoch first."""
         sql = "SELECT project, epoch, data, roster_version FROM keyrings WHERE team = ?"
         if project is None:
             rows = self._read(sql + " ORDER BY project, epoch", (team,))
@@ -94,17 +85,16 @@ class SqlStorage(Storage):
         return [KeyringBlob(str(p), int(e), bytes(d), int(v)) for p, e, d, v in rows]
 
     def keys_of(self, kid: str) -> list[tuple[str, bytes]]:
+        """(team, sign_public) for every team whose roster lists ``kid``."""
         rows = self._read("SELECT team, sign_public FROM members WHERE kid = ?", (kid,))
         return [(str(t), bytes(p)) for t, p in rows]
 
     # -- manifests -------------------------------------------------------------------
 
-    def heads(self, team: str) -> list[StoredHead]:
-        return stored_heads(self._read(HEADS, (team,)))
-
     def manifests(
         self, team: str, project: str, writer: str | None = None
     ) -> dict[str, list[bytes]]:
+        """Per writer, its kept manifest envelopes, newest first."""
         sql = "SELECT writer, data FROM manifests WHERE team = ? AND project = ?"
         if writer is None:
             rows = self._read(sql + " ORDER BY writer, seq DESC", (team, project))
@@ -121,16 +111,6 @@ class SqlStorage(Storage):
             (team, project),
         )
         return {str(w): int(s) for w, s in rows}
-
-    # -- usage -----------------------------------------------------------------------
-
-    def usage(self, team: str) -> int:
-        rows = self._read("SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = ?", (team,))
-        return int(rows[0][0])
-
-    def member_usage(self, team: str, member: str) -> int:
-        rows = self._read("SELECT bytes FROM usage WHERE team = ? AND member = ?", (team, member))
-        return int(rows[0][0]) if rows else 0
 
     def total_usage(self) -> int:
         return int(self._read("SELECT COALESCE(SUM(bytes), 0) FROM usage")[0][0])
@@ -149,6 +129,11 @@ class SqlStorage(Storage):
         max_pending: int,
         max_per_address: int,
     ) -> Admission:
+        """In one transaction: delete the team's expired requests (posted at or before
+        ``live_after_ms``: not returned, authenticating nobody, holding no slot); then
+        store this one if ``kid`` already has a live request (replaced in its own slot)
+        or the inbox holds fewer than ``max_pending`` live requests, fewer than
+        ``max_per_address`` of them posted from ``address``."""
         with self._tx(team) as conn:  # the team's lock: the inbox limits hold across replicas
             expired = conn.execute(
                 "DELETE FROM requests WHERE team = ? AND stored_at <= ? RETURNING LENGTH(data)",
@@ -185,6 +170,7 @@ class SqlStorage(Storage):
         return bytes(rows[0][0]) if rows else None
 
     def requests(self, team: str, live_after_ms: int | None = None) -> list[PendingRequest]:
+        """The team's live requests, by kid."""
         rows = self._read(
             "SELECT kid, data, stored_at FROM requests WHERE team = ? AND stored_at > ? "
             "ORDER BY kid",
@@ -206,6 +192,7 @@ class SqlStorage(Storage):
     # -- change feed -----------------------------------------------------------------
 
     def changes(self, team: str, since: int, limit: int = 1000) -> list[Change]:
+        """The team's changes with a cursor above ``since``, oldest first."""
         rows = self._read(
             "SELECT cursor, kind, project, writer, seq FROM changes WHERE team = ? "
             "AND cursor > ? ORDER BY cursor LIMIT ?",
@@ -216,100 +203,6 @@ class SqlStorage(Storage):
         ]
 
     def cursor(self, team: str) -> int:
+        """The team's newest cursor (0 before any change)."""
         rows = self._read("SELECT cursor FROM teams WHERE team = ?", (team,))
         return int(rows[0][0]) if rows else 0
-
-    # -- chunk rows ------------------------------------------------------------------
-
-    def missing_chunks(self, team: str, project: str, writer: str, ids: Iterable[str]) -> list[str]:
-        return missing_ids(self._read, (team, project, writer), ids)
-
-    def chunk_row_add(
-        self, key: BlobKey, size: int, now_ms: int, check: Check | None = None
-    ) -> bool:
-        with self._tx(key.team, grouped=True) as conn:
-            if check is not None:
-                check(SqlTeamWrite(conn, key.team, self.quota, self.dialect).generation)
-            again = conn.execute(
-                "UPDATE chunks SET stored_at = CASE WHEN stored_at < ? THEN ? ELSE stored_at "
-                f"END WHERE {_KEY}",
-                (now_ms, now_ms, *key.parts()),
-            )
-            if again.rowcount:
-                return False
-            charge(conn, self.quota, key.team, key.writer, size)
-            conn.execute(
-                "INSERT INTO chunks (team, project, writer, id, size, stored_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (*key.parts(), size, now_ms),
-            )
-            return True
-
-    def chunk_rows(self, after: BlobKey | None, limit: int) -> list[tuple[BlobKey, int]]:
-        start = after.parts() if after is not None else ("", "", "", "")
-        rows = self._read(
-            "SELECT team, project, writer, id, size FROM chunks "
-            "WHERE (team, project, writer, id) > (?, ?, ?, ?) "
-            "ORDER BY team, project, writer, id LIMIT ?",
-            (*start, limit),
-        )
-        return [(BlobKey(str(t), str(p), str(w), str(i)), int(n)) for t, p, w, i, n in rows]
-
-    def chunk_rows_named(self, keys: Sequence[BlobKey]) -> set[BlobKey]:
-        found: set[BlobKey] = set()
-        for i in range(0, len(keys), PART // 4):
-            part = keys[i : i + PART // 4]
-            marks = ", ".join(["(?, ?, ?, ?)"] * len(part))
-            rows = self._read(
-                "SELECT team, project, writer, id FROM chunks "
-                f"WHERE (team, project, writer, id) IN (VALUES {marks})",
-                [name for key in part for name in key.parts()],
-            )
-            found.update(BlobKey(str(t), str(p), str(w), str(c)) for t, p, w, c in rows)
-        return found
-
-    def chunk_rows_of_writer(
-        self, team: str, project: str, writer: str, stored_before_ms: int
-    ) -> list[str]:
-        rows = self._read(
-            "SELECT id FROM chunks WHERE team = ? AND project = ? AND writer = ? AND stored_at < ?",
-            (team, project, writer, stored_before_ms),
-        )
-        return [str(r[0]) for r in rows]
-
-    def chunk_rows_unreferenced(
-        self,
-        stored_before_ms: int,
-        *,
-        team: str | None = None,
-        writer: str | None = None,
-        limit: int = 500,
-    ) -> list[BlobKey]:
-        where: list[str] = ["stored_at < ?"]
-        args: list[object] = [stored_before_ms]
-        for column, value in (("team", team), ("writer", writer)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        rows = self._read(
-            f"SELECT team, project, writer, id FROM chunks WHERE {' AND '.join(where)} "
-            f"AND {_UNREFERENCED} LIMIT ?",
-            (*args, limit),
-        )
-        return [BlobKey(str(t), str(p), str(w), str(i)) for t, p, w, i in rows]
-
-    def chunk_rows_remove(
-        self, keys: Sequence[BlobKey], *, stored_before_ms: int, unreferenced: bool
-    ) -> list[BlobKey]:
-        gone: list[BlobKey] = []
-        if not keys:
-            return gone
-        sql = f"DELETE FROM chunks WHERE {_KEY} AND stored_at < ?"
-        sql += f" AND {_UNREFERENCED} RETURNING size" if unreferenced else " RETURNING size"
-        with self._tx(*(k.team for k in keys)) as conn:
-            for key in keys:
-                row = conn.execute(sql, (*key.parts(), stored_before_ms)).fetchone()
-                if row is not None:
-                    charge(conn, None, key.team, key.writer, -int(row[0]))
-                    gone.append(key)
-        return gone

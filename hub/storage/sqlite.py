@@ -12,17 +12,10 @@ its memory (:mod:`.buckets`); everything else that must survive a restart is in
 ``hub.db`` and ``hub-nonces.db``.  A team's write lock is SQLite's own: every
 write is a ``BEGIN IMMEDIATE`` transaction (:mod:`.dbfile`: connections,
 durability).  The statements are the shared ones (:mod:`.sql`, :mod:`.writes`),
-the schema and its upgraders in :mod:`.schema`.
-
-Two ways to commit, chosen when the storage is opened (``group_commit``):
-
-- ``True`` (the default, the fast path): the writes that arrive together share one
-  durable commit (:mod:`.group`): each write still returns only once that commit
-  is durable;
-- ``False`` (the plain path): every write is a transaction of its own, committed
-  before it returns.
-
-Both keep every guarantee of the seam; the storage contract runs over both.
+the schema and its upgraders in :mod:`.schema`.  ``group_commit`` (the default,
+the fast path): the writes that arrive together share one durable commit
+(:mod:`.group`); False (the plain path): each write commits alone.  The storage
+contract runs over both.
 """
 
 from __future__ import annotations
@@ -38,9 +31,9 @@ from .blobs import BlobDir, BlobStore
 from .buckets import TokenBuckets
 from .dbfile import SQLiteDb
 from .dialect import SQLITE
-from .nonces import NonceFile, nonce_file_name
+from .nonces import NonceFile
 from .schema import set_up
-from .sql import SqlStorage
+from .sql import Storage
 
 __all__ = ["DB_FILE", "LOCK_FILE", "SQLiteStorage"]
 
@@ -48,7 +41,7 @@ DB_FILE = "hub.db"
 LOCK_FILE = "hub.lock"
 
 
-class SQLiteStorage(SqlStorage):
+class SQLiteStorage(Storage):
     """See the module docstring.  One instance per database and process."""
 
     dialect = SQLITE
@@ -67,7 +60,7 @@ class SQLiteStorage(SqlStorage):
         # takes hub.lock; with group_commit, manifests and chunk rows share commits
         self._sql = SQLiteDb(data_dir / db_name, data_dir / lock_name, grouped=group_commit)
         try:
-            self._nonces = NonceFile(data_dir / nonce_file_name(db_name))
+            self._nonces = NonceFile(data_dir / f"{Path(db_name).stem}-nonces.db")
         except BaseException:
             self._sql.close()
             raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -129,9 +130,6 @@ class Quota:
     reserve_bytes: int = 0
     member_bytes: int | None = None
 
-    def data_limit(self) -> int:
-        return max(self.team_bytes - self.reserve_bytes, 0)
-
     def check(
         self,
         team: str,
@@ -147,7 +145,7 @@ class Quota:
         usage, called only when a limit applies."""
         if delta <= 0:
             return
-        limit = self.team_bytes if control else self.data_limit()
+        limit = self.team_bytes if control else max(self.team_bytes - self.reserve_bytes, 0)
         used = team_used()
         if used + delta > limit:
             raise QuotaExceeded(team, TEAM_OWNER, used, delta, limit)
@@ -212,13 +210,7 @@ class Change:
     seq: int | None
 
     def to_wire(self) -> dict[str, object]:
-        return {
-            "cursor": self.cursor,
-            "kind": self.kind,
-            "project": self.project,
-            "writer": self.writer,
-            "seq": self.seq,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

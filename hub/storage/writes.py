@@ -1,8 +1,7 @@
-"""A team's write transaction in SQL (:class:`sealmem.hub.storage.TeamWrite`), for
-both engines.
+"""A team's write transaction (:class:`TeamWrite`), in SQL for both engines.
 
 It runs inside a transaction that holds the team's write lock (opened by
-:meth:`SqlStorage.write <sealmem.hub.storage.sql.SqlStorage.write>`): nothing
+:meth:`Storage.write <sealmem.hub.storage.sql.Storage.write>`): nothing
 else writes the team until it commits, so what the caller verified inside is
 still true then.  The compare-and-swaps do not rely on the lock alone where a
 statement can carry them: a roster version is inserted once, a keyring replaced
@@ -15,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from . import (
+from .dialect import Conn, Dialect, Slot
+from .values import (
     TEAM_OWNER,
     Conflict,
     KeyringBlob,
@@ -25,13 +25,11 @@ from . import (
     StaleSeq,
     StorageError,
     StoredHead,
-    TeamWrite,
     delta_base,
     manifests_to_drop,
 )
-from .dialect import Conn, Dialect, Slot
 
-__all__ = ["HEADS", "PART", "SqlTeamWrite", "charge", "missing_ids", "stored_heads"]
+__all__ = ["MEMBER_BYTES", "PART", "TEAM_BYTES", "TeamWrite", "charge", "missing_ids"]
 
 #: ids in one ``IN (...)`` list (SQLite allows 32766 parameters a statement)
 PART = 500
@@ -39,11 +37,6 @@ PART = 500
 _NEWEST = (
     "m.seq = (SELECT MAX(seq) FROM manifests n WHERE n.team = m.team AND "
     "n.project = m.project AND n.writer = m.writer)"
-)
-#: the newest manifest of every slot of a team, by slot
-HEADS = (
-    "SELECT project, writer, seq, hash, reset_at FROM manifests m WHERE team = ? AND "
-    f"{_NEWEST} ORDER BY project, writer"
 )
 #: the newest manifest of each slot of a ``VALUES`` list ({}: its rows), then the team:
 #: one index lookup a slot named, however many slots the team has
@@ -57,9 +50,9 @@ _SLOT = "team = ? AND project = ? AND writer = ?"
 
 Rows = list[tuple[Any, ...]]
 
-
-def stored_heads(rows: Iterable[tuple[Any, ...]]) -> list[StoredHead]:
-    return [StoredHead(str(p), str(w), int(s), str(h), int(r)) for p, w, s, h, r in rows]
+#: the bytes a team holds, and one member of it (no row: none)
+TEAM_BYTES = "SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = ?"
+MEMBER_BYTES = "SELECT bytes FROM usage WHERE team = ? AND member = ?"
 
 
 def missing_ids(
@@ -89,18 +82,13 @@ def charge(
     (``control``: a roster or keyring, which may use the reserve).  The caller holds
     the team's lock, so the check and the update are one decision."""
     if quota is not None:
-        quota.check(
-            team,
-            member,
-            delta,
-            lambda: int(
-                conn.execute(
-                    "SELECT COALESCE(SUM(bytes), 0) FROM usage WHERE team = ?", (team,)
-                ).fetchone()[0]
-            ),
-            lambda: _member_bytes(conn, team, member),
-            control=control,
-        )
+
+        def used(sql: str, *args: str) -> int:
+            row = conn.execute(sql, (team, *args)).fetchone()
+            return int(row[0]) if row else 0
+
+        team_used, member_used = (lambda: used(TEAM_BYTES)), (lambda: used(MEMBER_BYTES, member))
+        quota.check(team, member, delta, team_used, member_used, control=control)
     if delta:
         conn.execute(
             "INSERT INTO usage (team, member, bytes) VALUES (?, ?, ?) "
@@ -109,14 +97,10 @@ def charge(
         )
 
 
-def _member_bytes(conn: Conn, team: str, member: str) -> int:
-    row = conn.execute(
-        "SELECT bytes FROM usage WHERE team = ? AND member = ?", (team, member)
-    ).fetchone()
-    return int(row[0]) if row else 0
+class TeamWrite:
+    """One transaction holding a team's write lock (see :meth:`Storage.write
+    <sealmem.hub.storage.sql.Storage.write>`)."""
 
-
-class SqlTeamWrite(TeamWrite):
     def __init__(self, conn: Conn, team: str, quota: Quota, dialect: Dialect) -> None:
         self._conn = conn
         self._team = team
@@ -128,22 +112,23 @@ class SqlTeamWrite(TeamWrite):
 
     @property
     def generation(self) -> int | None:
+        """The team's generation as this transaction sees it; None: not registered."""
         row = self._conn.execute(
             "SELECT generation FROM teams WHERE team = ?", (self._team,)
         ).fetchone()
         return None if row is None else int(row[0])
 
-    def heads(self) -> list[StoredHead]:
-        return stored_heads(self._rows(HEADS, (self._team,)))
-
     def heads_of(self, slots: Iterable[tuple[str, str]]) -> list[StoredHead]:
+        """The newest manifest of each (project, writer) slot named (those that have one):
+        what a manifest's verification needs, read without reading every slot's."""
         wanted = sorted(set(slots))
         found: list[StoredHead] = []
         for i in range(0, len(wanted), PART):
             part = wanted[i : i + PART]
             marks = ", ".join(["(?, ?)"] * len(part))
             flat = [name for pair in part for name in pair]
-            found += stored_heads(self._rows(_HEADS_OF.format(marks), (*flat, self._team)))
+            rows = self._rows(_HEADS_OF.format(marks), (*flat, self._team))
+            found += [StoredHead(str(p), str(w), int(s), str(h), int(r)) for p, w, s, h, r in rows]
         return found
 
     def _change(
@@ -174,6 +159,9 @@ class SqlTeamWrite(TeamWrite):
         keyrings: Sequence[KeyringBlob],
         now_ms: int,
     ) -> None:
+        """Store a verified roster version (v1 registers the team), the (kid, sign_public)
+        of its members and the keyrings citing it; :class:`Conflict` if the version (or
+        at v1 the team) is already there.  Control objects: they may use the reserve."""
         conn, team = self._conn, self._team
         if version == 1:
             fresh = conn.execute(
@@ -203,6 +191,8 @@ class SqlTeamWrite(TeamWrite):
         self._change("roster", now_ms, None, None, version, bump=True)
 
     def put_keyring(self, keyring: KeyringBlob, now_ms: int) -> None:
+        """Store a verified keyring; :class:`Conflict` if the stored one for its
+        (project, epoch) cites a newer roster, or the same roster with other bytes."""
         conn, team = self._conn, self._team
         old = conn.execute(
             "SELECT roster_version, data FROM keyrings WHERE team = ? AND project = ? "
@@ -245,6 +235,11 @@ class SqlTeamWrite(TeamWrite):
         now_ms: int,
         base: tuple[int, str] | None = None,
     ) -> None:
+        """Store a verified manifest naming ``chunk_ids`` if ``head.seq`` is above the
+        slot's newest (else :class:`StaleSeq`) and the slot holds every chunk (else
+        :class:`MissingChunks`); keep the ``keep`` newest of the slot.  A delta names its
+        ``base`` (seq, hash): the slot must hold that manifest (else :class:`MissingBase`),
+        and keeps it besides the ``keep`` newest."""
         conn = self._conn
         slot = (self._team, head.project, head.writer)
         current = self._dialect.swap_seq(conn, slot, head.seq)
@@ -289,6 +284,9 @@ class SqlTeamWrite(TeamWrite):
                 self._conn.execute(f"DELETE FROM {table} WHERE {_SLOT} AND seq = ?", key)
 
     def drop_writer(self, writer: str, pins: Mapping[str, int]) -> int:
+        """A revoked writer: delete its manifests except, per project, the pinned seq
+        in ``pins``; count them.  Its chunks no kept manifest names become unreferenced
+        (:meth:`Storage.drop_unreferenced` removes them after the commit)."""
         rows = self._rows(
             "SELECT project, seq, LENGTH(data) FROM manifests WHERE team = ? AND writer = ?",
             (self._team, writer),
@@ -304,5 +302,6 @@ class SqlTeamWrite(TeamWrite):
                 keep.add((project, base))
         gone = [(str(p), int(s), int(n)) for p, s, n in rows if (str(p), int(s)) not in keep]
         self._delete_manifests(writer, [(p, s) for p, s, _ in gone])
+        self._dialect.dropped(self._conn, self._team, writer)
         charge(self._conn, None, self._team, writer, -sum(n for _, _, n in gone))
         return len(gone)

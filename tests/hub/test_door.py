@@ -5,7 +5,6 @@ flooded inbox that the admin sees and the real joiner is told how to get past.""
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,24 +230,16 @@ def test_a_flood_cannot_silently_block_a_real_join(tmp_path: Path) -> None:
         assert list(admin.requests()) == [real.kid]
 
 
-def test_an_older_hub_database_gains_the_address_column(tmp_path: Path) -> None:
-    data = tmp_path / "old"
-    data.mkdir()
-    with sqlite3.connect(data / "hub.db") as conn:
-        conn.execute(
-            "CREATE TABLE requests (team TEXT NOT NULL, kid TEXT NOT NULL, data BLOB NOT NULL, "
-            "stored_at INTEGER NOT NULL, PRIMARY KEY (team, kid))"
-        )
-        conn.execute("INSERT INTO requests VALUES ('t', 'k', x'00', 5)")
-    conn.close()
-    storage = SQLiteStorage(data)
+def test_a_request_posted_at_the_bound_has_expired(tmp_path: Path) -> None:
+    storage = SQLiteStorage(tmp_path / "hub")
     try:
+        limits = {"max_pending": 4, "max_per_address": 4}
+        storage.offer_request("t", "k", b"\x00", "10.0.0.2", 5, live_after_ms=0, **limits)
         found = storage.requests("t", 0)
         assert [(r.kid, r.posted_at) for r in found] == [("k", 5)]
         assert storage.requests("t", 5) == []  # posted at or before the bound: expired
-        seen = storage.offer_request(
-            "t", "j", b"\x01", "10.0.0.1", 9, live_after_ms=5, max_pending=4, max_per_address=4
-        )
+        seen = storage.offer_request("t", "j", b"\x01", "10.0.0.1", 9, live_after_ms=5, **limits)
         assert (seen.stored, seen.pending, seen.from_address) == (True, 1, 1)
+        assert [r.kid for r in storage.requests("t", 5)] == ["j"]  # the expired one is gone
     finally:
         storage.close()

@@ -134,7 +134,7 @@ def test_the_same_seq_through_three_replicas_is_stored_once(replicas: list[PgSto
     assert sum(r is None for r in results) == 1
     assert all(isinstance(r, StaleSeq) and r.current == 5 for r in results if r is not None)
     assert len(replicas[1].manifests(TEAM, "webapp")[WRITER]) == 1
-    assert [h.seq for h in replicas[2].heads(TEAM)] == [5]
+    assert replicas[2].newest_seqs(TEAM, "webapp") == {WRITER: 5}
 
 
 def test_a_lower_seq_loses_and_old_manifests_are_trimmed(replicas: list[PgStorage]) -> None:
@@ -157,7 +157,7 @@ def test_a_manifest_needs_its_chunks_in_the_same_transaction(replicas: list[PgSt
     with pytest.raises(MissingChunks) as missing, a.write(TEAM) as w:
         w.put_manifest(StoredHead("webapp", WRITER, 1, "h", 0), b"m", ["c1", "c2"], 3, 2)
     assert missing.value.ids == ["c2"]
-    assert a.heads(TEAM) == []  # nothing of the refused write stayed
+    assert a.newest_seqs(TEAM, "webapp") == {}  # nothing of the refused write stayed
     with a.write(TEAM) as w:
         w.put_manifest(StoredHead("webapp", WRITER, 1, "h", 0), b"m", ["c1"], 3, 2)
     assert b.chunk_rows_unreferenced(10**12) == []  # c1 is named by a kept manifest

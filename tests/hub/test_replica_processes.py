@@ -34,9 +34,8 @@ from sealmem.crypto import SUITE, MemberKey
 from sealmem.crypto.request import sign_request
 from sealmem.hub.http.server import free_port
 from sealmem.protocol import hubapi, reasons
-from sealmem.protocol.envelope import unpack
 from sealmem.protocol.errors import TransportError
-from sealmem.protocol.manifest import Manifest
+from sealmem.protocol.manifest import peek
 from tests.support.postgres import PostgresServer
 from tests.support.s3 import S3Server
 
@@ -213,7 +212,7 @@ def test_two_versions_of_one_seq_through_two_replicas_only_one_lands(routed: Rou
     try:
         newest = a.newest_manifest(PROJECT, alice.key.kid)
         assert newest is not None
-        current = Manifest.from_body(unpack(newest, what="manifest", max_bytes=1 << 22).body)
+        current = peek(newest)
         forks = [  # same seq and prev, different contents: a fork if both landed
             dataclasses.replace(
                 current, seq=current.seq + 1, prev=current.hash(SUITE), records=current.records + n

@@ -19,8 +19,7 @@ from sealmem.hub.storage import TEAM_OWNER, StorageError
 from sealmem.hub.storage.schema import SCHEMA_VERSION
 from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.hub.teams import Teams
-from sealmem.protocol.envelope import unpack
-from sealmem.protocol.manifest import Manifest
+from sealmem.protocol.manifest import peek
 from sealmem.protocol.snapshot import chunk_id
 
 V1 = Path(__file__).parent / "data" / "hub-v1"
@@ -88,19 +87,21 @@ def test_a_first_hub_directory_is_upgraded_and_reads_back(old: Path) -> None:
             assert store.usage(team) == before["usage"][team]  # type: ignore[index]
             for keyring in store.keyrings(team):
                 assert keyring.roster_version >= 1
-            for head in store.heads(team):
-                kept = store.manifests(team, head.project, head.writer)[head.writer]
-                assert len(kept) == 2
-                for data in kept:
-                    m = Manifest.from_body(unpack(data, what="manifest", max_bytes=len(data)).body)
-                    for c in m.chunks:
-                        blob = store.chunk(team, head.project, head.writer, c.id)
-                        assert blob is not None
-                        assert chunk_id(SUITE, blob) == c.id
-                writers = {h.writer for h in store.heads(team)}
-                assert sum(store.member_usage(team, w) for w in writers) + store.member_usage(
-                    team, TEAM_OWNER
-                ) == store.usage(team)
+            projects = {c.project for c in store.changes(team, 0) if c.kind == "manifest"}
+            writers: set[str] = set()
+            for project in sorted(p for p in projects if p is not None):
+                for writer, kept in store.manifests(team, project).items():
+                    writers.add(writer)
+                    assert len(kept) == 2
+                    for data in kept:
+                        for c in peek(data).chunks:
+                            blob = store.chunk(team, project, writer, c.id)
+                            assert blob is not None
+                            assert chunk_id(SUITE, blob) == c.id
+            assert len(writers) == 2  # two members each pushing
+            assert sum(store.member_usage(team, w) for w in writers) + store.member_usage(
+                team, TEAM_OWNER
+            ) == store.usage(team)
         # every stored chunk is named by a kept manifest: none expires
         assert store.expire_unreferenced(2**62) == 0
         assert len(store.requests("acme-one")) == 1

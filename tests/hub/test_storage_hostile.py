@@ -19,7 +19,7 @@ import pytest
 from sealmem.client.team import admin as team_admin
 from sealmem.crypto import SUITE, MemberKey
 from sealmem.hub.http.app import run_janitor
-from sealmem.hub.storage.feed import LocalFeed
+from sealmem.hub.storage.feed import Feed
 from sealmem.protocol.snapshot import chunk_id
 
 from .conftest import PROJECT, TEAM, hub_config, now_ms, signed
@@ -157,7 +157,7 @@ def test_queried_team_ids_leave_nothing_behind(tmp_path: Path, make_hub: type[Hu
 
 @pytest.mark.slow
 def test_a_feed_holds_nothing_for_a_team_nobody_waits_on() -> None:
-    feed = LocalFeed()
+    feed = Feed()
     for i in range(100):
         feed.event(f"team-{i}")  # a waiter that timed out dropped its event
     gc.collect()
