@@ -10,36 +10,23 @@ Errors are :class:`~sealmem.protocol.errors.SealmemError` subclasses:
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self, TextIO
 
 from ...protocol.errors import InputError, NotFoundError
-from ...protocol.record import (
-    MAX_REASON_CHARS,
-    MEMBER_RE,
-)
+from ...protocol.record import MEMBER_RE
 from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
 from . import export, health, ids, inputs, scrub, transfer, writes
 from .connection import connect, connect_readonly, sqlite_errors, transaction
-from .memory import (
-    SHARED_PROJECT,
-    Check,
-    ImportResult,
-    Memory,
-    RememberResult,
-)
+from .memory import SHARED_PROJECT, Check, ImportResult, Memory, RememberResult
 from .redact import redact_texts, warning_for
-from .rows import (
-    MEMORY_COLUMNS,
-    load_row,
-    memory_from_history_row,
-    memory_from_row,
-)
+from .rows import MEMORY_COLUMNS, load_row, memory_from_history_row, memory_from_row
 
 __all__ = ["LocalStore"]
 
@@ -47,8 +34,7 @@ _JOINED_COLUMNS = ", ".join("m." + column.strip() for column in MEMORY_COLUMNS.s
 
 
 class LocalStore:
-    """One local memory store (a SQLite file in WAL mode); a context manager: its writes
-    and reads (:class:`sealmem.client.recall.api.MemoryStore` adds recall)."""
+    """One local memory store (a SQLite file in WAL mode), a context manager."""
 
     def __init__(
         self,
@@ -108,12 +94,7 @@ class LocalStore:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -162,7 +143,7 @@ class LocalStore:
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
             if given_kind is not None:
-                inputs.known_kind(given_kind, self._kinds_like(given_kind), new_kind=new_kind)
+                inputs.known_kind(given_kind, writes.kinds_like(self._conn, given_kind), new_kind)
             old_ids = writes.resolve_links(self._conn, old_ids)
             twin = writes.find_twin(self._conn, project, cleaned.content, self.author)
             if twin is None:
@@ -179,7 +160,6 @@ class LocalStore:
                     private=private,
                     origin=origin,
                 )
-                writes.mark_redacted_here(self._conn, memory)
                 return RememberResult(memory, created=True, merged=False, warnings=warnings)
             # A private repeat of a team memory must not publish what came with it
             # (keywords, importance, kind, links): it only counts as seen, locally.
@@ -207,19 +187,11 @@ class LocalStore:
         version leave the tables, the full-text indexes, exports and the store's files
         (:mod:`sealmem.client.store.scrub`).
         """
-        if not isinstance(reason, str) or not reason.strip():
-            raise InputError("forget needs a reason (why this memory is wrong or unwanted)")
-        reason = inputs.text(reason.strip(), "reason")
-        if len(reason) > MAX_REASON_CHARS:
-            raise InputError(
-                f"the reason is {len(reason)} characters; the limit is {MAX_REASON_CHARS}"
-            )
+        reason = inputs.reason(reason)
         reason = redact_texts("", (), reason).reason or reason
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
-            row = load_row(self._conn, self.get(memory_id).id)
-            if row is None:
-                raise NotFoundError(f"memory {memory_id} vanished; retry")
+            row = self._row(memory_id)
             tomb = writes.tombstone(self._conn, row, author=self.author, now=now, reason=reason)
         with sqlite_errors(self.path):
             scrub.settle(self._conn)
@@ -235,9 +207,7 @@ class LocalStore:
         """
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
-            row = load_row(self._conn, self.get(memory_id).id)
-            if row is None:
-                raise NotFoundError(f"memory {memory_id} vanished; retry")
+            row = self._row(memory_id)
             current = memory_from_row(row).record
             if current.deleted:
                 raise InputError(
@@ -247,7 +217,7 @@ class LocalStore:
             if current.visibility == "team":
                 return memory_from_row(row)
             cleaned = redact_texts(current.content, current.keywords)
-            shared = writes.share(
+            return writes.share(
                 self._conn,
                 row,
                 author=self.author,
@@ -255,17 +225,13 @@ class LocalStore:
                 content=cleaned.content,
                 keywords=cleaned.keywords,
             )
-            writes.mark_redacted_here(self._conn, shared)
-            return shared
 
     def set_importance(self, memory_id: str, importance: float) -> Memory:
         """Set a memory's importance (0..1) as a new version; a forgotten one is refused."""
         importance = inputs.importance(importance)
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
-            row = load_row(self._conn, self.get(memory_id).id)
-            if row is None:
-                raise NotFoundError(f"memory {memory_id} vanished; retry")
+            row = self._row(memory_id)
             if memory_from_row(row).record.deleted:
                 raise InputError(f"memory {row['id']} is forgotten: it has no importance to set")
             return writes.set_importance(
@@ -286,18 +252,15 @@ class LocalStore:
 
     def get(self, memory_id: str) -> Memory:
         """The current version of a memory (any form :meth:`resolve_id` accepts)."""
-        full = self.resolve_id(memory_id)
         with sqlite_errors(self.path):
-            row = load_row(self._conn, full)
+            return memory_from_row(self._row(memory_id))
+
+    def _row(self, memory_id: str) -> sqlite3.Row:
+        full = self.resolve_id(memory_id)
+        row = load_row(self._conn, full)
         if row is None:
             raise NotFoundError(f"memory {full} vanished; retry")
-        return memory_from_row(row)
-
-    def _kinds_like(self, kind: str) -> list[str]:
-        """``[kind]`` if a memory of this store has it, else every kind the store holds."""
-        if self._conn.execute("SELECT 1 FROM memories WHERE kind = ? LIMIT 1", (kind,)).fetchone():
-            return [kind]
-        return [str(r[0]) for r in self._conn.execute("SELECT DISTINCT kind FROM memories")]
+        return row
 
     def history(self, memory_id: str) -> list[Memory]:
         """Older versions of a memory, newest first (empty if it never changed)."""
@@ -335,19 +298,16 @@ class LocalStore:
 
     def superseded_by(self, ids: Sequence[str]) -> dict[str, list[Memory]]:
         """For each of ``ids`` that a live memory corrects: those memories, newest first."""
-        with sqlite_errors(self.path):
-            return self._superseded_by(list(ids))
-
-    def _superseded_by(self, ids: list[str]) -> dict[str, list[Memory]]:
         replaced: dict[str, list[Memory]] = {}
-        for row in self._conn.execute(
-            f"SELECT s.old_id AS replaced_id, {_JOINED_COLUMNS} "
-            "FROM supersedes s JOIN memories m ON m.id = s.new_id "
-            f"WHERE s.old_id IN ({', '.join('?' * len(ids))}) AND m.deleted = 0 "
-            "ORDER BY m.updated_at DESC",
-            ids,
-        ):
-            replaced.setdefault(row["replaced_id"], []).append(memory_from_row(row))
+        with sqlite_errors(self.path):
+            for row in self._conn.execute(
+                f"SELECT s.old_id AS replaced_id, {_JOINED_COLUMNS} "
+                "FROM supersedes s JOIN memories m ON m.id = s.new_id "
+                f"WHERE s.old_id IN ({', '.join('?' * len(ids))}) AND m.deleted = 0 "
+                "ORDER BY m.updated_at DESC",
+                list(ids),
+            ):
+                replaced.setdefault(row["replaced_id"], []).append(memory_from_row(row))
         return replaced
 
     def _scope(self, project: str | None, all_projects: bool) -> list[str] | None:
@@ -360,8 +320,10 @@ class LocalStore:
 
     def export(self) -> dict[str, Any]:
         """Every record (tombstones, private ones, history, links) as a JSON-able document."""
-        with sqlite_errors(self.path):
-            return export.export_document(self._conn, now_ms=self._clock())
+        out = io.StringIO()
+        self.export_to(out)
+        document: dict[str, Any] = json.loads(out.getvalue())
+        return document
 
     def export_to(self, out: TextIO) -> int:
         """Write the export document to ``out`` one entry at a time (memory bounded
@@ -372,6 +334,19 @@ class LocalStore:
                 return export.write_export(self._conn, out, now_ms=self._clock())
             finally:
                 self._conn.execute("COMMIT")
+
+    def import_(
+        self,
+        document: dict[str, Any],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportResult:
+        """Merge an export into this store (last-write-wins per id); idempotent."""
+        try:
+            text = json.dumps(document)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"the document is not JSON ({exc}); pass an export") from exc
+        return self.import_stream(io.StringIO(text), progress=progress)
 
     def import_stream(
         self,
@@ -384,26 +359,7 @@ class LocalStore:
         (``name`` says what it is in messages)."""
         with sqlite_errors(self.path):
             result = transfer.import_stream(
-                self._conn,
-                stream,
-                now_ms=self._clock(),
-                name=name,
-                progress=progress,
-            )
-            if result.updated:  # an imported tombstone may have purged a memory's text
-                scrub.settle(self._conn)
-        return result
-
-    def import_(
-        self,
-        document: dict[str, Any],
-        *,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> ImportResult:
-        """Merge an export into this store (last-write-wins per id); idempotent."""
-        with sqlite_errors(self.path):
-            result = transfer.import_document(
-                self._conn, document, now_ms=self._clock(), progress=progress
+                self._conn, stream, now_ms=self._clock(), name=name, progress=progress
             )
             if result.updated:  # an imported tombstone may have purged a memory's text
                 scrub.settle(self._conn)

@@ -16,6 +16,7 @@ from ...protocol.record import (
     MAX_CONTENT_CHARS,
     MAX_KEYWORD_CHARS,
     MAX_KEYWORDS,
+    MAX_REASON_CHARS,
     MAX_SUPERSEDES,
     PROJECT_RE,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "known_kind",
     "origin",
     "project",
+    "reason",
     "supersedes",
     "text",
 ]
@@ -81,7 +83,7 @@ def kind(kind: str) -> str:
     return value
 
 
-def known_kind(value: str, used: Iterable[str], *, new_kind: bool = False) -> str:
+def known_kind(value: str, used: Iterable[str], new_kind: bool) -> str:
     """``value`` (already :func:`kind`-checked) if built in, used before, or ``new_kind``.
 
     Otherwise :class:`InputError` listing the known kinds, with the nearest one
@@ -125,6 +127,16 @@ def content(value: object) -> str:
             "split it into several memories"
         )
     return text_
+
+
+def reason(value: object) -> str:
+    """Why a memory is forgotten, stripped; refused when empty, not UTF-8 or over the limit."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError("forget needs a reason (why this memory is wrong or unwanted)")
+    reason = text(value.strip(), "reason")
+    if len(reason) > MAX_REASON_CHARS:
+        raise InputError(f"the reason is {len(reason)} characters; the limit is {MAX_REASON_CHARS}")
+    return reason
 
 
 def keywords(keywords: Sequence[str]) -> list[str]:

@@ -31,7 +31,7 @@ import sqlite3
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TextIO
+from typing import TextIO
 
 from ...protocol.errors import InputError, ProtocolError
 from ...protocol.hlc import MAX_AHEAD_MS, ZERO, Hlc, too_far_ahead
@@ -45,7 +45,7 @@ from .redacting import redact_versions
 from .rows import observe_hlc, record_from_row
 from .writer import Batch, Keep, Local, Write, load_rows, write
 
-__all__ = ["BATCH", "import_document", "import_stream"]
+__all__ = ["BATCH", "import_stream"]
 
 BATCH = 2000
 """Entries merged per batch on import (as many as a pull merges per call: 500 ran ~9 %
@@ -297,40 +297,6 @@ def _refused_note(ids: list[str], count: int) -> str:
     )
 
 
-def _list(document: dict[str, Any], key: str) -> list[Any]:
-    items = document.get(key, [])
-    if not isinstance(items, list):
-        raise InputError(f"the export's {key!r} must be a list")
-    return items
-
-
-def import_document(
-    conn: sqlite3.Connection,
-    document: dict[str, Any],
-    *,
-    now_ms: int,
-    progress: Callable[[int, int], None] | None = None,
-) -> ImportResult:
-    """Merge an export held in memory into the store in one transaction; see the module
-    docstring.  Records dated more than ``MAX_AHEAD_MS`` ahead of ``now_ms`` are not
-    imported (counted as skipped, named in a warning), as a pull refuses them."""
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        _check_header("format", None)
-    _check_header("version", document.get("version"))
-    memories, history = _list(document, "memories"), _list(document, "history")
-    total = len(memories) + len(history)
-    with transaction(conn):
-        importer = _Importer(
-            conn, now_ms, None if progress is None else lambda done: progress(done, total)
-        )
-        for i, item in enumerate(memories):
-            importer.memory(item, f"memories[{i}]")
-        importer.flush_memories()
-        for i, item in enumerate(history):
-            importer.history(item, f"history[{i}]")
-        return importer.finish()
-
-
 def _count_entries(stream: TextIO, name: str) -> int:
     """How many memories and history entries ``stream`` holds (0 when it cannot be read
     again from its start, e.g. a pipe); the stream is left at its start."""
@@ -354,13 +320,14 @@ def import_stream(
     name: str = "the document",
     progress: Callable[[int, int], None] | None = None,
 ) -> ImportResult:
-    """:func:`import_document` for a document read from ``stream`` one entry at a time.
+    """Merge an export read from ``stream`` into the store in one transaction; see the
+    module docstring.
 
     Memory stays bounded by the largest entry: memories are merged as they are read;
     history entries that come before the memories in the document are held in a
-    temporary file until the memories are merged (history is merged after them, as
-    :func:`import_document` does).  ``progress`` is given the number of entries when
-    ``stream`` can be read twice (a file: its entries are counted first), else none."""
+    temporary file until the memories are merged (history is merged after them).
+    ``progress`` is given the number of entries when ``stream`` can be read twice (a
+    file: its entries are counted first), else none."""
     total = _count_entries(stream, name) if progress is not None else 0
     scanner = JsonScanner(stream, name)
 

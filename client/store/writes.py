@@ -24,7 +24,7 @@ from .writer import Batch, Local, write, write_version
 __all__ = [
     "create",
     "find_twin",
-    "mark_redacted_here",
+    "kinds_like",
     "reinforce",
     "resolve_links",
     "set_importance",
@@ -64,6 +64,13 @@ def find_twin(
     return row
 
 
+def kinds_like(conn: sqlite3.Connection, kind: str) -> list[str]:
+    """``[kind]`` if a memory of this store has it, else every kind the store holds."""
+    if conn.execute("SELECT 1 FROM memories WHERE kind = ? LIMIT 1", (kind,)).fetchone():
+        return [kind]
+    return [str(r[0]) for r in conn.execute("SELECT DISTINCT kind FROM memories")]
+
+
 def _write(
     conn: sqlite3.Connection, record: Record, local_importance: float, seen_count: int, now: int
 ) -> Memory:
@@ -99,7 +106,7 @@ def create(
     private: bool,
     origin: str,
 ) -> Memory:
-    """Store a new memory with a fresh UUIDv7 id."""
+    """Store a new memory with a fresh UUIDv7 id (its text redacted by the caller)."""
     record = Record(
         id=new_memory_id(now, os.urandom(10)),
         project=project,
@@ -115,10 +122,12 @@ def create(
         origin=origin,
         visibility="private" if private else "team",
     )
-    return _write(conn, record, importance, 1, now)
+    memory = _write(conn, record, importance, 1, now)
+    _mark_redacted_here(conn, memory)
+    return memory
 
 
-def mark_redacted_here(conn: sqlite3.Connection, memory: Memory) -> None:
+def _mark_redacted_here(conn: sqlite3.Connection, memory: Memory) -> None:
     """Note that ``memory``'s text was written by this store's rules just now (the
     caller ran :func:`~sealmem.client.store.redact.redact_texts` over the content and
     all the keywords), so the redaction before its first push
@@ -196,7 +205,9 @@ def share(
         editor=author,
         hlc=next_hlc(conn, now),
     )
-    return _write(conn, record, float(row["local_importance"]), int(row["seen_count"]), now)
+    memory = _write(conn, record, float(row["local_importance"]), int(row["seen_count"]), now)
+    _mark_redacted_here(conn, memory)
+    return memory
 
 
 def tombstone(
