@@ -4,14 +4,9 @@ One store is one SQLite file in WAL mode.  A connection is confined to the
 thread that opened it; several processes may share the file (WAL readers never
 block, writers take ``BEGIN IMMEDIATE`` and wait up to :data:`BUSY_TIMEOUT_MS`).
 Migrations are forward-only (:mod:`sealmem.client.store.schema`): a store written by
-a newer sealmem is refused rather than guessed at.
-
-A store is created only where no file exists, and atomically (initialised
-under a temporary name, then linked into place), so an existing ``store.db``
-always begins with the SQLite header: a 0-byte file or one that is not SQLite
-is refused (:class:`DamagedStoreError`), never silently turned into an empty
-store.  ``readonly=True`` opens with ``mode=ro``: no migration, no write, so a
-store on a read-only file or directory can still be read.
+a newer sealmem is refused rather than guessed at.  A store is created atomically
+(:func:`connect`), so a 0-byte file or one that is not SQLite is refused
+(:class:`DamagedStoreError`), never silently turned into an empty store.
 
 Every ``sqlite3`` failure is translated into :class:`StoreError` at this
 boundary, with the path and what to do about it.
@@ -38,9 +33,7 @@ __all__ = [
     "BUSY_TIMEOUT_MS",
     "DIR_MODE",
     "FILE_MODE",
-    "SQLITE_HEADER",
     "DamagedStoreError",
-    "StoreConnection",
     "StoreLockedError",
     "StoreReplacedError",
     "check_file",
@@ -48,7 +41,7 @@ __all__ = [
     "connect_readonly",
     "describe",
     "get_meta",
-    "read_text",
+    "readonly_uri",
     "replaced",
     "set_meta",
     "sqlite_errors",
@@ -59,7 +52,7 @@ BUSY_TIMEOUT_MS = 5_000
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 #: The first 16 bytes of every SQLite 3 database file.
-SQLITE_HEADER = b"SQLite format 3\x00"
+_SQLITE_HEADER = b"SQLite format 3\x00"
 
 _savepoints = itertools.count(1)
 
@@ -77,11 +70,9 @@ class StoreReplacedError(StoreError):
     recover`` or a restore put another there): a write would be lost with the old file."""
 
 
-class StoreConnection(sqlite3.Connection):
-    """A writable store's connection (:func:`connect`): where its write journal lives
-    (:mod:`sealmem.client.store.journal`), which file it opened (device, inode), and
-    why writes are refused when the store is known to be damaged or was replaced
-    (:func:`transaction` raises :class:`DamagedStoreError`, :class:`StoreReplacedError`)."""
+class _StoreConnection(sqlite3.Connection):
+    """A writable store's connection: where its journal lives (:mod:`.journal`), which
+    file it opened (device, inode), and why :func:`transaction` refuses writes."""
 
     store_path: Path | None = None
     refusal: str | None = None
@@ -98,28 +89,18 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 def replaced(conn: sqlite3.Connection) -> bool:
     """Whether the file at the store's path is no longer the one ``conn`` opened."""
-    if not isinstance(conn, StoreConnection) or conn.store_path is None:
+    if not isinstance(conn, _StoreConnection) or conn.store_path is None:
         return False
     return conn.identity is not None and _identity(conn.store_path) != conn.identity
 
 
-def _replaced_error(path: Path) -> StoreReplacedError:
-    return StoreReplacedError(
-        f"the store {path} was replaced or moved (by 'sealmem recover', a restore, or by "
-        "hand) while this process had it open; nothing was written. Run the command again "
-        "(an MCP server reopens the store by itself at its next call)"
-    )
-
-
 def _damaged(path: Path | str, what: str) -> DamagedStoreError:
     return DamagedStoreError(
-        f"the store {path} {what}; nothing was changed. Run 'sealmem recover' to salvage "
-        "what is readable into a new store (the damaged file is kept beside it), or move "
-        "the file aside and restore a backup with 'sealmem import <export.json>'"
+        f"the store {path} {what}; nothing was changed: {journal.RECOVER_HINT}"
     )
 
 
-def read_text(data: bytes) -> str:
+def _read_text(data: bytes) -> str:
     """The connection's text factory: UTF-8, with U+FFFD for bytes that do not decode.
 
     A row whose text is not valid UTF-8 (written by another tool, or a damaged
@@ -189,7 +170,7 @@ def check_file(path: Path) -> bool:
     """Whether a store file exists at ``path``; raise if what is there is not a store.
 
     A 0-byte file, a file too short for the header or not starting with
-    :data:`SQLITE_HEADER` raises :class:`DamagedStoreError` naming the way out.
+    :data:`_SQLITE_HEADER` raises :class:`DamagedStoreError` naming the way out.
     """
     try:
         info = path.stat()
@@ -203,12 +184,12 @@ def check_file(path: Path) -> bool:
         raise _damaged(path, "is an empty file (0 bytes), not a sealmem store")
     try:
         with open(path, "rb") as fh:
-            head = fh.read(len(SQLITE_HEADER))
+            head = fh.read(len(_SQLITE_HEADER))
     except OSError as exc:
         raise StoreError(
             f"cannot read the store {path}: {exc.strerror}; check its owner and mode"
         ) from exc
-    if head != SQLITE_HEADER:
+    if head != _SQLITE_HEADER:
         raise _damaged(
             path, "is not a usable SQLite database (it does not start with the SQLite header)"
         )
@@ -257,10 +238,9 @@ def connect(
     *,
     now_ms: int | None = None,
     migrations: Sequence[Migration] = MIGRATIONS,
-    create: bool = True,
     journaled: bool = True,
 ) -> sqlite3.Connection:
-    """Open the store at ``path`` (created if absent, with ``create``); migrate its schema.
+    """Open the store at ``path`` (created if absent); migrate its schema.
 
     New directories get mode 0700 and a new file 0600 (SQLite gives its ``-wal``
     and ``-shm`` files the database's mode).  An existing file that is not a
@@ -270,8 +250,6 @@ def connect(
     """
     path = Path(path)
     if not check_file(path):
-        if not create:
-            raise StoreError(f"there is no store at {path}; 'sealmem init' creates one")
         try:
             _create_store(path)
         except (OSError, sqlite3.Error) as exc:
@@ -288,9 +266,9 @@ def connect(
                 str(path),
                 isolation_level=None,
                 timeout=BUSY_TIMEOUT_MS / 1000,
-                factory=StoreConnection,
+                factory=_StoreConnection,
             )
-            conn.text_factory = read_text
+            conn.text_factory = _read_text
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
@@ -311,7 +289,11 @@ def connect(
             if migrated:  # a new store's id too is in the main file, not only the WAL
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             if journaled:
-                _attach_journal(conn, path)
+                conn.identity = _identity(path)
+                damage = journal.inspect(conn, path, adopt=True)
+                conn.store_path = path
+                if damage is not None:
+                    conn.refusal = journal.damaged_message(path, damage)
     except BaseException:
         if conn is not None:
             conn.close()
@@ -319,41 +301,36 @@ def connect(
     return conn
 
 
-def _attach_journal(conn: StoreConnection, path: Path) -> None:
-    conn.identity = _identity(path)
-    damage = journal.inspect(conn, path, adopt=True)
-    conn.store_path = path
-    if damage is not None:
-        conn.refusal = journal.damaged_message(path, damage)
+def readonly_uri(path: Path) -> str:
+    """The URI that opens ``path`` read-only; immutable in a directory this user cannot
+    write, where SQLite cannot make the ``-shm`` file a WAL reader needs (nobody can be
+    writing it there: a writer needs that directory too)."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    if not os.access(path.parent, os.W_OK) and not Path(f"{path}-shm").exists():
+        uri += "&immutable=1"
+    return uri
 
 
-def connect_readonly(
-    path: Path, *, migrations: Sequence[Migration] = MIGRATIONS, check_schema: bool = True
-) -> sqlite3.Connection:
+def connect_readonly(path: Path, *, check_schema: bool = True) -> sqlite3.Connection:
     """Open the existing store at ``path`` read-only (``mode=ro``): no migration, no write.
 
     With ``check_schema``, a store that needs a migration raises
     :class:`~.migrations.MigrationNeededError` (a write command applies it) and one
-    from a newer sealmem :class:`StoreError`.  In a directory this user cannot write, where SQLite
-    cannot make the ``-shm`` file a WAL reader needs, the file is opened immutable
-    (nobody can be writing it there: a writer needs that directory too).
+    from a newer sealmem :class:`StoreError` (see :func:`readonly_uri`).
     """
     path = Path(path)
     if not check_file(path):
         raise StoreError(f"there is no store at {path}; 'sealmem init' creates one")
-    uri = f"file:{quote(str(path))}?mode=ro"
-    if not os.access(path.parent, os.W_OK) and not Path(f"{path}-shm").exists():
-        uri += "&immutable=1"
     conn: sqlite3.Connection | None = None
     try:
         with sqlite_errors(path):
             conn = sqlite3.connect(
-                uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+                readonly_uri(path), uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
             )
-            conn.text_factory = read_text
+            conn.text_factory = _read_text
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if check_schema:
-                require_current(conn, path, migrations)
+                require_current(conn, path, MIGRATIONS)
     except BaseException:
         if conn is not None:
             conn.close()
@@ -364,10 +341,14 @@ def connect_readonly(
 def _check_writable(conn: sqlite3.Connection, *, fresh: bool = False) -> None:
     """Refuse a write to a replaced store, or one marked damaged (``fresh``: read the
     mark again, another process may have set it)."""
-    if not isinstance(conn, StoreConnection) or conn.store_path is None:
+    if not isinstance(conn, _StoreConnection) or conn.store_path is None:
         return
     if replaced(conn):
-        raise _replaced_error(conn.store_path)
+        raise StoreReplacedError(
+            f"the store {conn.store_path} was replaced or moved (by 'sealmem recover', a "
+            "restore, or by hand) while this process had it open; nothing was written. Run "
+            "the command again (an MCP server reopens the store by itself at its next call)"
+        )
     refusal = conn.refusal  # damage this connection found when it opened: for good
     if refusal is None and fresh:
         # read every time, never kept: a salvage that gave up takes its mark back
@@ -393,7 +374,7 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             raise
         conn.execute(f"RELEASE {name}")
         return
-    journal_of = conn.store_path if isinstance(conn, StoreConnection) else None
+    journal_of = conn.store_path if isinstance(conn, _StoreConnection) else None
     _check_writable(conn)
     conn.execute("BEGIN IMMEDIATE")
     try:

@@ -37,7 +37,7 @@ def _versions(conn: sqlite3.Connection, table: str) -> Iterator[dict[str, Any]]:
     history = table == "history"
     for row in conn.execute(f"SELECT * FROM {table} ORDER BY {'seq' if history else 'rowid'}"):
         memory = memory_from_history_row(row) if history else memory_from_row(row)
-        entry = {
+        entry: dict[str, Any] = {
             "record": memory.record.to_wire(),
             "local": {
                 "local_importance": float(row["local_importance"]),

@@ -18,23 +18,12 @@ from typing import Any
 from ...protocol.errors import StoreError
 from . import derived, journal, prebaseline
 from .connection import DIR_MODE, FILE_MODE, check_file, connect_readonly
+from .journal import RECOVER_HINT
 from .memory import Check
 from .migrations import schema_version
 from .schema import latest_version
 
-__all__ = [
-    "RECOVER_HINT",
-    "doctor",
-    "doctor_file",
-    "reindex",
-    "stats",
-    "writable",
-]
-
-RECOVER_HINT = (
-    "run 'sealmem recover' to salvage what is readable into a new store (the damaged "
-    "file is kept), or restore a backup with 'sealmem import <export.json>'"
-)
+__all__ = ["doctor", "doctor_file", "reindex", "stats", "writable"]
 
 
 def _files(path: Path) -> list[Path]:

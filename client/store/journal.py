@@ -36,15 +36,14 @@ import secrets
 import sqlite3
 import stat
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from ..clock import now_ms
 
 __all__ = [
     "COMMITS_KEY",
-    "SUFFIX",
+    "RECOVER_HINT",
     "Damage",
     "Tally",
     "count_commit",
@@ -64,7 +63,7 @@ __all__ = [
     "when",
 ]
 
-SUFFIX = ".counts.json"
+_SUFFIX = ".counts.json"
 #: beside the store while 'sealmem recover' salvages it in place: writes are refused
 HOLD_SUFFIX = ".salvaging"
 COMMITS_KEY = "commits"
@@ -72,6 +71,12 @@ COMMITS_KEY = "commits"
 MAX_SIDECAR_BYTES = 64 * 1024
 #: Times in the sidecar are ms since 1970 and at most this (the year 6429, as an HLC wall).
 _MAX_MS = (1 << 47) - 1
+#: The way out of a damaged store, in every message that finds one.
+RECOVER_HINT = (
+    "run 'sealmem recover' to salvage what is readable into a new store (the damaged "
+    "file is kept beside it), or move the store aside and restore a backup with "
+    "'sealmem import <export.json>'"
+)
 
 
 @dataclass(frozen=True)
@@ -86,15 +91,6 @@ class Tally:
     #: to a power cut (False: the sync failed)
     durable: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "store_id": self.store_id,
-            "commits": self.commits,
-            "memories": self.memories,
-            "at": self.at,
-            "durable": self.durable,
-        }
-
 
 @dataclass(frozen=True)
 class Damage:
@@ -103,12 +99,9 @@ class Damage:
     why: str
     detected_at: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"why": self.why, "detected_at": self.detected_at}
-
 
 def journal_path(store: Path) -> Path:
-    return store.with_name(store.name + SUFFIX)
+    return store.with_name(store.name + _SUFFIX)
 
 
 def when(ms: int) -> str:
@@ -118,16 +111,10 @@ def when(ms: int) -> str:
         return f"an unknown time ({ms} ms)"
 
 
-def _ms(value: object) -> int:
-    """A time from the sidecar: an integer of ms in range, else ValueError (not a sidecar)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_MS:
-        raise ValueError(f"not a time in ms: {value!r}")
-    return value
-
-
-def _count(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"not a count: {value!r}")
+def _int(value: object, top: float = float("inf")) -> int:
+    """A count (or a time in ms, ``top`` :data:`_MAX_MS`) from the sidecar, else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
+        raise ValueError(f"not a sidecar's number: {value!r}")
     return value
 
 
@@ -159,19 +146,14 @@ def measure(conn: sqlite3.Connection) -> Tally:
         ).fetchall()
     )
     commits = str(meta.get(COMMITS_KEY, "0"))
+    # the row count the store keeps: one read, whatever the store's size
+    (memories,) = conn.execute("SELECT memories FROM store_counts").fetchone()
     return Tally(
         store_id=None if meta.get("store_id") is None else str(meta["store_id"]),
         commits=int(commits) if commits.isdigit() else 0,
-        memories=_memories(conn),
+        memories=int(memories),
         at=now_ms(),
     )
-
-
-def _memories(conn: sqlite3.Connection) -> int:
-    """How many memories the store holds: the row count the store keeps
-    (``store_counts``: one read, whatever the store's size)."""
-    (count,) = conn.execute("SELECT memories FROM store_counts").fetchone()
-    return int(count)
 
 
 def read(store: Path) -> tuple[Tally | None, Damage | None]:
@@ -182,16 +164,16 @@ def read(store: Path) -> tuple[Tally | None, Damage | None]:
             raise TypeError("not a sidecar")
         tally = Tally(
             store_id=doc["store_id"],
-            commits=_count(doc["commits"]),
-            memories=_count(doc["memories"]),
-            at=_ms(doc["at"]),
+            commits=_int(doc["commits"]),
+            memories=_int(doc["memories"]),
+            at=_int(doc["at"], _MAX_MS),
             durable=doc.get("durable") is True,
         )
         marker = doc.get("damaged")
         damage = (
             None
             if not isinstance(marker, dict)
-            else Damage(str(marker["why"]), _ms(marker["detected_at"]))
+            else Damage(str(marker["why"]), _int(marker["detected_at"], _MAX_MS))
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None, None
@@ -199,7 +181,7 @@ def read(store: Path) -> tuple[Tally | None, Damage | None]:
 
 
 def _write(store: Path, tally: Tally, damage: Damage | None) -> None:
-    doc = tally.to_dict() | {"damaged": None if damage is None else damage.to_dict()}
+    doc = asdict(tally) | {"damaged": None if damage is None else asdict(damage)}
     target = journal_path(store)
     tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     try:
@@ -241,12 +223,6 @@ def _sync(store: Path) -> bool:
     return False
 
 
-def _durable(conn: sqlite3.Connection, store: Path) -> Tally:
-    """The store's tally now, flagged durable once the commits it counts are synced."""
-    tally = measure(conn)
-    return replace(tally, durable=_sync(store))
-
-
 def record(conn: sqlite3.Connection, store: Path) -> None:
     """After a commit: make it durable, then copy the store's tally to the sidecar.
     Never raises: the write it follows is committed, and a sidecar that cannot be
@@ -254,7 +230,7 @@ def record(conn: sqlite3.Connection, store: Path) -> None:
     with contextlib.suppress(OSError, sqlite3.Error):
         _tally, damage = read(store)
         if damage is None:
-            _write(store, _durable(conn, store), None)
+            _write(store, replace(measure(conn), durable=_sync(store)), None)
 
 
 def put(store: Path, tally: Tally, damage: Damage | None) -> None:
@@ -343,8 +319,6 @@ def damaged_message(store: Path, damage: Damage) -> str:
     """The one line that refuses a write to a damaged store, with the fix."""
     return (
         f"the store {store} is {damage.why}; found {when(damage.detected_at)}. Writing is "
-        "refused until it is mended, reading still works: run 'sealmem recover' to salvage "
-        "what is readable into a new store (the damaged file is kept beside it), or move "
-        "the store aside and restore a backup with 'sealmem import <export.json>'; team "
-        "memories come back with 'sealmem sync' afterwards"
+        f"refused until it is mended, reading still works: {RECOVER_HINT}; team memories "
+        "come back with 'sealmem sync' afterwards"
     )

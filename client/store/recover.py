@@ -39,7 +39,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from ...protocol.errors import StoreError
 from ..fsutil import fsync_dir
@@ -49,6 +48,7 @@ from .connection import (
     check_file,
     connect,
     describe,
+    readonly_uri,
     set_meta,
     transaction,
 )
@@ -91,12 +91,8 @@ class RecoverResult:
 
 
 def _open_damaged(path: Path) -> sqlite3.Connection:
-    # Read-only, with its WAL (committed rows may still live there); immutable only
-    # where SQLite could not create the -shm file a WAL reader needs.
-    uri = f"file:{quote(str(path))}?mode=ro"
-    if not os.access(path.parent, os.W_OK) and not Path(f"{path}-shm").exists():
-        uri += "&immutable=1"
-    conn = sqlite3.connect(uri, uri=True)
+    # Read-only, with its WAL (committed rows may still live there).
+    conn = sqlite3.connect(readonly_uri(path), uri=True)
     conn.execute("PRAGMA query_only = ON")
     return conn
 
