@@ -16,6 +16,7 @@ from ...protocol.record import (
     MAX_CONTENT_CHARS,
     MAX_KEYWORD_CHARS,
     MAX_KEYWORDS,
+    MAX_ORIGIN_CHARS,
     MAX_REASON_CHARS,
     MAX_SUPERSEDES,
     PROJECT_RE,
@@ -24,7 +25,6 @@ from .memory import DEFAULT_PROJECT
 
 __all__ = [
     "BUILTIN_KINDS",
-    "MAX_ORIGIN_CHARS",
     "content",
     "importance",
     "keywords",
@@ -36,8 +36,6 @@ __all__ = [
     "supersedes",
     "text",
 ]
-
-MAX_ORIGIN_CHARS = 64
 
 # The kinds every store knows; any other one must have been used in the store before,
 # or be asked for on purpose (``new_kind``, CLI ``--kind-new``), so a typo is not a kind.

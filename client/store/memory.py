@@ -7,7 +7,7 @@ All are frozen dataclasses with a ``to_dict`` giving a flat, JSON-friendly form
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...protocol.names import name_skeleton
@@ -49,14 +49,7 @@ class Provenance:
         return cls(transport="local")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "transport": self.transport,
-            "signer": self.signer,
-            "signer_name": self.signer_name,
-            "verified": self.verified,
-            "received_at": self.received_at,
-            "snapshot_seq": self.snapshot_seq,
-        }
+        return dict(vars(self))  # every field, in order: one copy per exported entry
 
 
 def _member(kid: str, names: Mapping[str, str], fallback: str | None = None) -> str:
@@ -255,13 +248,7 @@ class ImportResult:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "skipped": self.skipped,
-            "warnings": list(self.warnings),
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -273,4 +260,4 @@ class Check:
     detail: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+        return asdict(self)
