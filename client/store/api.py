@@ -207,24 +207,7 @@ class LocalStore:
         """
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
-            row = self._row(memory_id)
-            current = memory_from_row(row).record
-            if current.deleted:
-                raise InputError(
-                    f"memory {current.id} is forgotten ({current.delete_reason}): there is "
-                    "no text left to share"
-                )
-            if current.visibility == "team":
-                return memory_from_row(row)
-            cleaned = redact_texts(current.content, current.keywords)
-            return writes.share(
-                self._conn,
-                row,
-                author=self.author,
-                now=now,
-                content=cleaned.content,
-                keywords=cleaned.keywords,
-            )
+            return writes.share(self._conn, self._row(memory_id), author=self.author, now=now)
 
     def set_importance(self, memory_id: str, importance: float) -> Memory:
         """Set a memory's importance (0..1) as a new version; a forgotten one is refused."""
@@ -232,8 +215,6 @@ class LocalStore:
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
             row = self._row(memory_id)
-            if memory_from_row(row).record.deleted:
-                raise InputError(f"memory {row['id']} is forgotten: it has no importance to set")
             return writes.set_importance(
                 self._conn, row, author=self.author, now=now, importance=importance
             )

@@ -42,6 +42,7 @@ __all__ = [
     "describe",
     "get_meta",
     "readonly_uri",
+    "remove_store",
     "replaced",
     "set_meta",
     "sqlite_errors",
@@ -228,9 +229,14 @@ def _create_store(path: Path) -> None:
         with contextlib.suppress(FileExistsError):
             os.link(tmp, path)
     finally:
-        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(leftover)
+        remove_store(tmp)
+
+
+def remove_store(path: Path) -> None:
+    """Delete the store file at ``path`` and its ``-wal`` and ``-shm``, where they exist."""
+    for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(leftover)
 
 
 def connect(

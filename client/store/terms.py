@@ -64,9 +64,8 @@ CREATE VIRTUAL TABLE words USING fts5 (
 CREATE VIRTUAL TABLE stems_at USING fts5vocab (stems, instance);
 CREATE VIRTUAL TABLE words_at USING fts5vocab (words, instance);
 """
-# the stems of pieces of text between ASCII separators that hold another character
-# (those of at most _PIECE_MAX characters; forgotten all at once past _PIECES_KEPT:
-# a few MB at most)
+# the stems of pieces between ASCII separators that hold another character (of at
+# most _PIECE_MAX characters; forgotten all at once past _PIECES_KEPT: a few MB)
 _PIECES: dict[str, frozenset[str]] = {}
 _PIECES_KEPT = 8192
 _PIECE_MAX = 64
@@ -136,11 +135,7 @@ def tokens(text: str) -> list[str]:
 def _stems(text: str) -> frozenset[str]:
     if text.isascii():
         return frozenset(map(STEMS.__getitem__, _ascii_words(text)))
-    words = text.translate(_ASCII_WORDS).split(" ")
-    # An ASCII character splits or joins the same in both (unicode61 folds it as the
-    # table does): the pieces between ASCII separators that are all ASCII are stemmed
-    # here, the others by SQLite's tokenizer, each once (then remembered: the fixed
-    # cost of a call to it, ~20 µs, is most of its cost on a text of a few such words)
+    words = text.translate(_ASCII_WORDS).split(" ")  # an ASCII character splits alike in both
     found: set[str] = set()
     other = []
     for piece in set(words):
@@ -167,11 +162,8 @@ def _stems(text: str) -> frozenset[str]:
 
 @lru_cache(maxsize=8192)
 def stems_of(text: str) -> frozenset[str]:
-    """The distinct stems FTS5's porter tokenizer indexes for ``text``.
-
-    Cached: recall looks at the same memories again and again; a cold text is
-    split once and each distinct word stemmed once (the stems are cached too).
-    """
+    """The distinct stems FTS5's porter tokenizer indexes for ``text`` (cached: recall
+    looks at the same memories again and again)."""
     return _stems(text)
 
 

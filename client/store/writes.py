@@ -187,20 +187,22 @@ def reinforce(
     return _write(conn, record, floor, seen_count, now), found
 
 
-def share(
-    conn: sqlite3.Connection,
-    row: sqlite3.Row,
-    *,
-    author: str,
-    now: int,
-    content: str,
-    keywords: Sequence[str],
-) -> Memory:
-    """A team version of the private memory in ``row``, with ``content`` and ``keywords``
-    (redacted again by the caller); the private version stays in history."""
-    record = memory_from_row(row).record.evolve(
-        content=content,
-        keywords=tuple(keywords),
+def share(conn: sqlite3.Connection, row: sqlite3.Row, *, author: str, now: int) -> Memory:
+    """A team version of the private memory in ``row``, its texts redacted again (the
+    rules may have grown since it was stored); the private version stays in history.
+    A memory already shared is returned as it is; a forgotten one is refused."""
+    current = memory_from_row(row).record
+    if current.deleted:
+        raise InputError(
+            f"memory {current.id} is forgotten ({current.delete_reason}): there is no text "
+            "left to share"
+        )
+    if current.visibility == "team":
+        return memory_from_row(row)
+    cleaned = redact_texts(current.content, current.keywords)
+    record = current.evolve(
+        content=cleaned.content,
+        keywords=cleaned.keywords,
         visibility="team",
         editor=author,
         hlc=next_hlc(conn, now),
@@ -249,6 +251,8 @@ def set_importance(
     """A new version of the memory in ``row`` with ``importance``; the local floor follows
     the person's choice (they may lower it: a teammate's version never does)."""
     current = memory_from_row(row).record
+    if current.deleted:
+        raise InputError(f"memory {current.id} is forgotten: it has no importance to set")
     if current.importance == importance and float(row["local_importance"]) == importance:
         return memory_from_row(row)
     record = current.evolve(importance=importance, editor=author, hlc=next_hlc(conn, now))
