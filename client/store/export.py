@@ -1,8 +1,8 @@
 """Export: the whole store as one JSON document (``format`` ``sealmem-export``, ``version`` 1).
 
-:func:`write_export` writes it one entry per line straight from cursors over the
-store (memory bounded whatever its size).  :mod:`sealmem.client.store.transfer` reads
-it back.
+It holds every current record (tombstones and private ones included) with its local
+state and provenance, every historical version, and the supersede links.
+:mod:`sealmem.client.store.transfer` reads it back.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Export and import: the whole store as one JSON document, and back, streamed.
+"""Import: an export (:mod:`sealmem.client.store.export`) merged into the store.
 
-The document (``format`` ``sealmem-export``, ``version`` 1) holds every current
-record (tombstones and private ones included) with its local state and
-provenance, every historical version, and the supersede links.  Records are in
-their wire form (importance in thousandths), so ids, clocks and authors survive
-a round trip exactly.  :func:`~sealmem.client.store.export.write_export` writes it
-one entry per line from a cursor over the store, so memory stays bounded whatever
-the store's size; :func:`import_stream` reads any such document (any whitespace or key order)
-one entry at a time (:mod:`sealmem.client.store.jsonscan`).
+:func:`import_stream` reads any such document (any whitespace or key order) one entry
+at a time (:mod:`sealmem.client.store.jsonscan`).  Records are in their wire form, so
+ids, clocks and authors survive a round trip exactly.
 
 Import merges through the protocol merge (:func:`sealmem.protocol.merge.merge`,
 DESIGN §3: last-write-wins per id under ``version_key``), keeps the higher local
@@ -30,7 +25,7 @@ import json
 import sqlite3
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TextIO
 
 from ...protocol.errors import InputError, ProtocolError
@@ -52,28 +47,16 @@ BATCH = 2000
 slower per record, the memory held is a few megabytes more)."""
 
 
-@dataclass(slots=True)
-class _Entry:
-    record: Record
-    local_importance: float
-    seen_count: int
-    updated_at: int
-    provenance: Provenance
-    replaced_at: int | None
-    where: str
-
-
 def _number(value: object, where: str, field: str, lo: float, hi: float) -> float:
-    """``value`` as a float in [lo, hi], else an error naming ``where``.``field`` (the
-    name is formatted only then: this runs three times per imported entry)."""
-    if (type(value) is int or type(value) is float) and lo <= value <= hi:
-        return float(value)
+    """``value`` as a float in [lo, hi], else an error naming ``where``.``field``."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
         raise InputError(f"{where}.{field} must be a number between {lo} and {hi}: {value!r}")
     return float(value)
 
 
-def _parse(item: object, where: str, now_ms: int, *, history: bool) -> _Entry:
+def _parse(item: object, where: str, now_ms: int, *, history: bool) -> Keep:
+    """One entry as the version it holds; a current record's ``replaced_at`` is its
+    ``updated_at`` (when it lands in history, having lost)."""
     if not isinstance(item, dict):
         raise InputError(f"{where} must be an object")
     try:
@@ -84,25 +67,24 @@ def _parse(item: object, where: str, now_ms: int, *, history: bool) -> _Entry:
     prov = item.get("provenance") or {}
     if not isinstance(local, dict) or not isinstance(prov, dict):
         raise InputError(f"{where}: 'local' and 'provenance' must be objects")
-    signer = prov.get("signer")
-    signer_name = prov.get("signer_name")
-    replaced_at = item.get("replaced_at") if history else None
-    entry = _Entry(
-        record=record,
-        local_importance=_number(
-            local.get("local_importance", record.importance), where, "local_importance", 0, 1
-        ),
-        seen_count=int(_number(local.get("seen_count", 1), where, "seen_count", 1, 2**62)),
-        updated_at=int(_number(local.get("updated_at", now_ms), where, "updated_at", 0, 2**62)),
-        provenance=_provenance(
+    signer, signer_name = prov.get("signer"), prov.get("signer_name")
+    updated_at = int(_number(local.get("updated_at", now_ms), where, "updated_at", 0, 2**62))
+    replaced_at = updated_at
+    if history:
+        replaced_at = int(_number(item.get("replaced_at"), where, "replaced_at", 0, 2**62))
+        replaced_at = replaced_at or now_ms
+    return Keep(
+        record,
+        _provenance(
             signer if isinstance(signer, str) else None,
             signer_name if isinstance(signer_name, str) else None,
             now_ms,
         ),
-        replaced_at=int(_number(replaced_at, where, "replaced_at", 0, 2**62)) if history else None,
-        where=where,
+        _number(local.get("local_importance", record.importance), where, "local_importance", 0, 1),
+        int(_number(local.get("seen_count", 1), where, "seen_count", 1, 2**62)),
+        updated_at,
+        replaced_at,
     )
-    return entry
 
 
 @functools.lru_cache(maxsize=256)
@@ -143,11 +125,11 @@ class _Importer:
         self.refused: list[str] = []  # the first few ids beyond the clock bound
         self.newest: Hlc = ZERO
         self.done = 0
-        self._memories: list[_Entry] = []
+        self._memories: list[tuple[str, Keep]] = []  # (where in the document, version)
         self._batch_ids: set[str] = set()
-        self._history: list[_Entry] = []
+        self._history: list[tuple[str, Keep]] = []
 
-    def _accept(self, item: object, where: str, *, history: bool) -> _Entry | None:
+    def _accept(self, item: object, where: str, *, history: bool) -> tuple[str, Keep] | None:
         entry = _parse(item, where, self.now_ms, history=history)
         if too_far_ahead(entry.record.hlc, self.now_ms):
             self.counts["skipped"] += 1
@@ -155,7 +137,7 @@ class _Importer:
                 self.refused.append(entry.record.id)
             self._step(1)
             return None
-        return entry
+        return where, entry
 
     def _step(self, n: int) -> None:
         if self.progress is None:
@@ -169,10 +151,10 @@ class _Importer:
         entry = self._accept(item, where, history=False)
         if entry is None:
             return
-        if entry.record.id in self._batch_ids:
+        if entry[1].record.id in self._batch_ids:
             self.flush_memories()  # one id per batch: the second sees the first's result
         self._memories.append(entry)
-        self._batch_ids.add(entry.record.id)
+        self._batch_ids.add(entry[1].record.id)
         if len(self._memories) >= BATCH:
             self.flush_memories()
 
@@ -189,20 +171,20 @@ class _Importer:
         self._batch_ids.clear()
         if not batch:
             return
-        batch = self._redacted(batch)
-        rows = load_rows(self.conn, (e.record.id for e in batch))
+        versions = self._redacted(batch)
+        rows = load_rows(self.conn, (e.record.id for e in versions))
         writes: list[Write] = []
         keeps: list[Keep] = []
         raised: list[Local] = []
-        for entry in batch:
+        for entry in versions:
             self.counts[self._decide(entry, rows.get(entry.record.id), writes, keeps, raised)] += 1
             self.newest = max(self.newest, entry.record.hlc)
         write(self.conn, Batch(writes=writes, keeps=keeps, skip_winner=True, local=raised))
-        self._step(len(batch))
+        self._step(len(versions))
 
     def _decide(
         self,
-        entry: _Entry,
+        entry: Keep,
         row: sqlite3.Row | None,
         writes: list[Write],
         keeps: list[Keep],
@@ -237,23 +219,21 @@ class _Importer:
             )
             return "added" if row is None else "updated"
         if outcome.loser is not None:
-            keeps.append(_keep(entry, entry.updated_at))
+            keeps.append(entry)
         if importance > here:
             raised.append(Local(incoming.id, local_importance=importance))
             return "updated"
         return "unchanged"
 
-    def _redacted(self, batch: list[_Entry]) -> list[_Entry]:
-        """``batch`` with each record through the redaction rules (skipped for text this
+    def _redacted(self, batch: list[tuple[str, Keep]]) -> list[Keep]:
+        """The versions of ``batch`` through the redaction rules (skipped for text this
         store's rules already redacted: a re-import), a warning per cleaned entry."""
         out = []
-        for entry, (record, found) in zip(
-            batch, redact_versions(self.conn, (e.record for e in batch)), strict=True
+        for (where, entry), (record, found) in zip(
+            batch, redact_versions(self.conn, (e.record for _, e in batch)), strict=True
         ):
             if found:
-                self.warnings.append(
-                    f"{entry.where} ({record.id}): redacted {', '.join(sorted(found))}"
-                )
+                self.warnings.append(f"{where} ({record.id}): redacted {', '.join(sorted(found))}")
                 entry = replace(entry, record=record)
             out.append(entry)
         return out
@@ -262,9 +242,7 @@ class _Importer:
         batch, self._history = self._history, []
         if not batch:
             return
-        batch = self._redacted(batch)
-        keeps = [_keep(e, e.replaced_at or self.now_ms) for e in batch]
-        write(self.conn, Batch(keeps=keeps, skip_winner=True))
+        write(self.conn, Batch(keeps=self._redacted(batch), skip_winner=True))
         self._step(len(batch))
 
     def finish(self) -> ImportResult:
@@ -275,17 +253,6 @@ class _Importer:
         if self.refused:
             self.warnings.append(_refused_note(self.refused, self.counts["skipped"]))
         return ImportResult(**self.counts, warnings=self.warnings)
-
-
-def _keep(entry: _Entry, replaced_at: int) -> Keep:
-    return Keep(
-        entry.record,
-        entry.provenance,
-        entry.local_importance,
-        entry.seen_count,
-        entry.updated_at,
-        replaced_at,
-    )
 
 
 def _refused_note(ids: list[str], count: int) -> str:
