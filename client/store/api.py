@@ -180,13 +180,9 @@ class LocalStore:
         return RememberResult(memory, created=False, merged=True, warnings=warnings)
 
     def forget(self, memory_id: str, *, reason: str) -> Memory:
-        """Replace a memory by a tombstone keeping ``reason``; purge the text of every version.
-
-        The tombstone keeps the metadata (id, kind, project, author, times) and the
-        reason (redacted); the content and keywords of the memory and of every older
-        version leave the tables, the full-text indexes, exports and the store's files
-        (:mod:`sealmem.client.store.scrub`).
-        """
+        """Replace a memory by a tombstone keeping its metadata and ``reason`` (redacted);
+        the content and keywords of every version leave the tables, the full-text indexes,
+        exports and the store's files (:mod:`sealmem.client.store.scrub`)."""
         reason = inputs.reason(reason)
         reason = redact_texts("", (), reason).reason or reason
         now = self._clock()
@@ -198,13 +194,10 @@ class LocalStore:
         return tomb
 
     def share(self, memory_id: str) -> Memory:
-        """Share a private memory with the team: a new version with ``visibility="team"``.
-
-        The text and keywords are redacted again, as :meth:`remember` does (the rules
-        may have grown since it was stored), and validated; the private version stays
-        in the local history.  A memory already shared is returned as it is; a
-        forgotten one is refused (:class:`InputError`).
-        """
+        """Share a private memory with the team: a new version with ``visibility="team"``,
+        its texts redacted again (the rules may have grown since it was stored); the
+        private version stays in history.  A memory already shared is returned as it is;
+        a forgotten one is refused (:class:`InputError`)."""
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
             return writes.share(self._conn, self._row(memory_id), author=self.author, now=now)
@@ -222,12 +215,8 @@ class LocalStore:
     # -- reading ---------------------------------------------------------------
 
     def resolve_id(self, text: str) -> str:
-        """The full id of the memory ``text`` names: the full id, or at least 8 hex digits
-        that start or end it (the last 12, as the CLI prints them, are unique).
-
-        Raises :class:`NotFoundError` when no memory matches and :class:`InputError`
-        when several do (they are listed) or ``text`` is not an id.
-        """
+        """The full id of the memory ``text`` names (:func:`.ids.resolve`): the full id, or
+        at least 8 hex digits that start or end it (the last 12, as the CLI prints them)."""
         with sqlite_errors(self.path):
             return ids.resolve(self._conn, text, where=f"the store {self.path}")
 

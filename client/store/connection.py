@@ -275,7 +275,6 @@ def connect(
                 factory=_StoreConnection,
             )
             conn.text_factory = _read_text
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreError(
@@ -334,7 +333,6 @@ def connect_readonly(path: Path, *, check_schema: bool = True) -> sqlite3.Connec
                 readonly_uri(path), uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
             )
             conn.text_factory = _read_text
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if check_schema:
                 require_current(conn, path, MIGRATIONS)
     except BaseException:

@@ -33,9 +33,6 @@ def _files(path: Path) -> list[Path]:
 def stats(conn: sqlite3.Connection, path: Path, *, author: str) -> dict[str, Any]:
     """Counts of live memories by kind and project, tombstones, history, sizes."""
 
-    def count(sql: str) -> int:
-        return int(conn.execute(sql).fetchone()[0])
-
     def grouped(column: str) -> dict[str, int]:
         rows = conn.execute(
             f"SELECT {column}, COUNT(*) FROM memories WHERE deleted = 0 "
@@ -43,17 +40,21 @@ def stats(conn: sqlite3.Connection, path: Path, *, author: str) -> dict[str, Any
         ).fetchall()
         return {str(r[0]): int(r[1]) for r in rows}
 
+    live, private, tombstones, history, links = conn.execute(
+        "SELECT count(*) FILTER (WHERE deleted = 0), "
+        "count(*) FILTER (WHERE deleted = 0 AND visibility = 'private'), "
+        "count(*) FILTER (WHERE deleted = 1), "
+        "(SELECT count(*) FROM history), (SELECT count(*) FROM supersedes) FROM memories"
+    ).fetchone()
     return {
         "path": str(path),
         "author": author,
         "schema_version": schema_version(conn),
-        "memories": count("SELECT COUNT(*) FROM memories WHERE deleted = 0"),
-        "private": count(
-            "SELECT COUNT(*) FROM memories WHERE deleted = 0 AND visibility = 'private'"
-        ),
-        "tombstones": count("SELECT COUNT(*) FROM memories WHERE deleted = 1"),
-        "history_versions": count("SELECT COUNT(*) FROM history"),
-        "supersede_links": count("SELECT COUNT(*) FROM supersedes"),
+        "memories": int(live),
+        "private": int(private),
+        "tombstones": int(tombstones),
+        "history_versions": int(history),
+        "supersede_links": int(links),
         "by_kind": grouped("kind"),
         "by_project": grouped("project"),
         "db_bytes": sum(p.stat().st_size for p in _files(path)),

@@ -1,8 +1,7 @@
 """Stores of the pre-release builds, whose schema came before the version 1 baseline.
 
-TO BE DELETED AT THE FIRST RELEASE (with its call sites in
-:mod:`~sealmem.client.store.connection`, :mod:`~sealmem.client.store.health` and
-:mod:`~sealmem.client.store.recover`, and ``tests/client/test_prebaseline.py``).
+TO BE DELETED AT THE FIRST RELEASE (with its call sites in :mod:`.migrations`,
+:mod:`.health` and :mod:`.recover`, and ``tests/client/test_prebaseline.py``).
 
 Those builds numbered their migrations 1 to 14 from another first migration; a
 store they wrote is recognised by the name its ``schema_migrations`` gives version 1.

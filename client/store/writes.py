@@ -1,9 +1,8 @@
-"""Local writes: a new memory, a reinforced duplicate, a tombstone.
+"""Local writes: a new memory, a reinforced duplicate, a shared one, a tombstone.
 
-Each function runs inside the caller's transaction, ticks the store's HLC for
-every new version, and writes through :mod:`sealmem.client.store.writer` (so the
-replaced version lands in history).  Arguments arrive validated and
-redacted (:mod:`sealmem.client.store.inputs`, :mod:`sealmem.client.store.redact`).
+Each function runs inside the caller's transaction, ticks the store's HLC for every
+new version, and writes through :mod:`sealmem.client.store.writer` (so the replaced
+version lands in history).  Arguments arrive validated (:mod:`.inputs`).
 """
 
 from __future__ import annotations
@@ -34,10 +33,8 @@ __all__ = [
 
 
 def resolve_links(conn: sqlite3.Connection, ids: Sequence[str]) -> list[str]:
-    """The full ids ``ids`` name (full ids or fragments, :mod:`.ids`), without repeats.
-
-    Raises :class:`NotFoundError` for the first one the store does not hold.
-    """
+    """The full ids ``ids`` name (full ids or fragments, :mod:`.ids`), without repeats;
+    :class:`NotFoundError` for the first one the store does not hold."""
     out: list[str] = []
     for given in ids:
         try:
@@ -128,10 +125,9 @@ def create(
 
 
 def _mark_redacted_here(conn: sqlite3.Connection, memory: Memory) -> None:
-    """Note that ``memory``'s text was written by this store's rules just now (the
-    caller ran :func:`~sealmem.client.store.redact.redact_texts` over the content and
-    all the keywords), so the redaction before its first push
-    (:func:`sealmem.client.sync.replica.redact_pending`) does not run them again."""
+    """Note that this store's rules wrote ``memory``'s text just now, so the redaction
+    before its first push (:func:`sealmem.client.sync.replica.redact_pending`) does not
+    run them again."""
     redacting.check_rules(conn)
     record = memory.record
     redacting.mark_redacted(conn, [(record.id, *record.order_key)])
@@ -148,15 +144,10 @@ def reinforce(
     kind: str | None,
     supersedes: Sequence[str],
 ) -> tuple[Memory, dict[str, int]]:
-    """Merge a repeated memory into ``twin``: seen_count + 1, keywords union, importance max.
-
-    Returns the memory and the secrets found in the keywords once the new ones are read
-    with the old ones (:func:`~sealmem.client.store.redact.redact_texts`), by type.
-
-    A ``kind`` given takes over (the caller asked for it; the old version stays in
-    history); None keeps the twin's kind.  Supersede links are united.  Only when
-    the record itself changes is a new version written.
-    """
+    """Merge a repeated memory into ``twin``: seen_count + 1, keywords and links united,
+    importance max; a ``kind`` given takes over (None keeps the twin's).  Only when the
+    record changes is a new version written.  Returns the memory and the secrets found
+    once the new keywords are read with the old ones, by type."""
     current = memory_from_row(twin).record
     merged_kw = list(current.keywords)
     seen = {w.casefold() for w in merged_kw}
@@ -188,9 +179,7 @@ def reinforce(
 
 
 def share(conn: sqlite3.Connection, row: sqlite3.Row, *, author: str, now: int) -> Memory:
-    """A team version of the private memory in ``row``, its texts redacted again (the
-    rules may have grown since it was stored); the private version stays in history.
-    A memory already shared is returned as it is; a forgotten one is refused."""
+    """A team version of the private memory in ``row``: see :meth:`.api.LocalStore.share`."""
     current = memory_from_row(row).record
     if current.deleted:
         raise InputError(
