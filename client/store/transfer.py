@@ -140,12 +140,10 @@ class _Importer:
         return where, entry
 
     def _step(self, n: int) -> None:
-        if self.progress is None:
-            self.done += n
-            return
-        for _ in range(n):  # one call per entry, as when entries were merged one by one
-            self.done += 1
-            self.progress(self.done)
+        if self.progress is not None:
+            for _ in range(n):  # one call per entry
+                self.done += 1
+                self.progress(self.done)
 
     def memory(self, item: object, where: str) -> None:
         entry = self._accept(item, where, history=False)
@@ -297,13 +295,9 @@ def import_stream(
     file: its entries are counted first), else none."""
     total = _count_entries(stream, name) if progress is not None else 0
     scanner = JsonScanner(stream, name)
-
-    def report(done: int) -> None:
-        if progress is not None and total:
-            progress(done, total)
-
     seen_keys: set[str] = set()
     with transaction(conn), tempfile.TemporaryFile("w+", encoding="utf-8") as held:
+        report = None if progress is None or not total else lambda done: progress(done, total)
         importer = _Importer(conn, now_ms, report)
         memory_count = held_count = 0
         for kind, key, value in scan(scanner, ("memories", "history")):
