@@ -17,7 +17,7 @@ from typing import Any
 
 from ...protocol.errors import StoreError
 from . import derived, journal, prebaseline
-from .connection import DIR_MODE, FILE_MODE, check_file, connect_readonly
+from .connection import DIR_MODE, FILE_MODE, connect_readonly
 from .journal import RECOVER_HINT
 from .memory import Check
 from .migrations import schema_version
@@ -257,7 +257,6 @@ def doctor_file(path: Path) -> list[Check]:
     """Open ``path`` read-only and run :func:`doctor`; a store that cannot be opened is one
     failed ``open`` check (with the file checks that still apply)."""
     try:
-        check_file(path)
         conn = connect_readonly(path, check_schema=False)
     except StoreError as exc:
         return [Check("open", False, str(exc)), _writable(path)]
