@@ -102,12 +102,8 @@ def _damaged(path: Path | str, what: str) -> DamagedStoreError:
 
 
 def _read_text(data: bytes) -> str:
-    """The connection's text factory: UTF-8, with U+FFFD for bytes that do not decode.
-
-    A row whose text is not valid UTF-8 (written by another tool, or a damaged
-    disk) is then read instead of failing every query that touches it;
-    ``sealmem doctor`` names such rows (:mod:`sealmem.client.store.health`).
-    """
+    """UTF-8 with U+FFFD for bytes that do not decode: a row whose text is not UTF-8 (another
+    tool, a damaged disk) is read, not failing every query; ``sealmem doctor`` names it."""
     return str(data, "utf-8", "replace")
 
 
@@ -168,11 +164,8 @@ def sqlite_errors(path: Path | str) -> Iterator[None]:
 
 
 def check_file(path: Path) -> bool:
-    """Whether a store file exists at ``path``; raise if what is there is not a store.
-
-    A 0-byte file, a file too short for the header or not starting with
-    :data:`_SQLITE_HEADER` raises :class:`DamagedStoreError` naming the way out.
-    """
+    """Whether a store file exists at ``path``; :class:`DamagedStoreError` (naming the way
+    out) if what is there does not start with the SQLite header, 0 bytes included."""
     try:
         info = path.stat()
     except FileNotFoundError:
@@ -210,11 +203,8 @@ def _make_dirs(path: Path) -> None:
 
 
 def _create_store(path: Path) -> None:
-    """Create an empty WAL store at ``path`` unless a file is already there.
-
-    The file is initialised under a temporary name and then hard-linked into place,
-    so ``path`` never exists as a 0-byte file (a crash leaves only the temporary).
-    """
+    """Create an empty WAL store at ``path`` unless a file is already there: initialised
+    under a temporary name, then hard-linked into place, so ``path`` is never 0 bytes."""
     _make_dirs(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.new")
     fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
@@ -317,12 +307,9 @@ def readonly_uri(path: Path) -> str:
 
 
 def connect_readonly(path: Path, *, check_schema: bool = True) -> sqlite3.Connection:
-    """Open the existing store at ``path`` read-only (``mode=ro``): no migration, no write.
-
-    With ``check_schema``, a store that needs a migration raises
-    :class:`~.migrations.MigrationNeededError` (a write command applies it) and one
-    from a newer sealmem :class:`StoreError` (see :func:`readonly_uri`).
-    """
+    """Open the existing store at ``path`` read-only (:func:`readonly_uri`): no migration,
+    no write.  With ``check_schema``, a store that needs a migration raises
+    :class:`~.migrations.MigrationNeededError`, one from a newer sealmem :class:`StoreError`."""
     path = Path(path)
     if not check_file(path):
         raise StoreError(f"there is no store at {path}; 'sealmem init' creates one")
@@ -363,10 +350,8 @@ def _check_writable(conn: sqlite3.Connection, *, fresh: bool = False) -> None:
 
 @contextlib.contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """A write transaction: ``BEGIN IMMEDIATE`` (a savepoint when already inside one).
-
-    Commits on success, rolls back on any exception.
-    """
+    """A write transaction: ``BEGIN IMMEDIATE`` (a savepoint when already inside one),
+    committed on success, rolled back on any exception."""
     if conn.in_transaction:
         name = f"sp_{next(_savepoints)}"
         conn.execute(f"SAVEPOINT {name}")
