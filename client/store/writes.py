@@ -10,14 +10,15 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 
-from ...protocol.errors import InputError, NotFoundError, ProtocolError, StoreError
+from ...protocol.errors import InputError, NotFoundError, ProtocolError
 from ...protocol.record import MAX_KEYWORDS, MAX_SUPERSEDES, Record, new_memory_id
 from . import ids as memory_ids
 from . import redacting
 from .memory import Memory, Provenance
 from .redact import redact_texts
-from .rows import MEMORY_COLUMNS, load_row, memory_from_row, next_hlc, norm_hash
+from .rows import MEMORY_COLUMNS, memory_from_row, next_hlc, norm_hash
 from .writer import Batch, Local, write, write_version
 
 __all__ = [
@@ -83,10 +84,7 @@ def _write(
         seen_count=seen_count,
         updated_at=now,
     )
-    row = load_row(conn, record.id)
-    if row is None:
-        raise StoreError(f"memory {record.id} vanished while it was being written")
-    return memory_from_row(row)
+    return Memory(record, seen_count, now, Provenance.local())
 
 
 def create(
@@ -148,7 +146,8 @@ def reinforce(
     importance max; a ``kind`` given takes over (None keeps the twin's).  Only when the
     record changes is a new version written.  Returns the memory and the secrets found
     once the new keywords are read with the old ones, by type."""
-    current = memory_from_row(twin).record
+    before = memory_from_row(twin)
+    current = before.record
     merged_kw = list(current.keywords)
     seen = {w.casefold() for w in merged_kw}
     for word in keywords:
@@ -172,7 +171,7 @@ def reinforce(
     seen_count = int(twin["seen_count"]) + 1
     if changed == current:
         write(conn, Batch(local=[Local(current.id, seen_count=seen_count, updated_at=now)]))
-        return memory_from_row(load_row(conn, current.id) or twin), found
+        return replace(before, seen_count=seen_count, updated_at=now), found
     record = changed.evolve(editor=author, hlc=next_hlc(conn, now))
     floor = max(float(twin["local_importance"]), record.importance)
     return _write(conn, record, floor, seen_count, now), found
