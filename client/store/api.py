@@ -22,7 +22,7 @@ from ...protocol.errors import InputError, NotFoundError
 from ...protocol.record import MEMBER_RE
 from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
-from . import export, health, ids, inputs, scrub, transfer, writes
+from . import health, ids, inputs, scrub, transfer, writes
 from .connection import connect, connect_readonly, sqlite_errors, transaction
 from .memory import SHARED_PROJECT, Check, ImportResult, Memory, RememberResult
 from .redact import redact_texts, warning_for
@@ -301,7 +301,7 @@ class LocalStore:
         with sqlite_errors(self.path):
             self._conn.execute("BEGIN")  # one consistent read of the whole store
             try:
-                return export.write_export(self._conn, out, now_ms=self._clock())
+                return transfer.write_export(self._conn, out, now_ms=self._clock())
             finally:
                 self._conn.execute("COMMIT")
 
