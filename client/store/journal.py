@@ -170,11 +170,9 @@ def read(store: Path) -> tuple[Tally | None, Damage | None]:
             durable=doc.get("durable") is True,
         )
         marker = doc.get("damaged")
-        damage = (
-            None
-            if not isinstance(marker, dict)
-            else Damage(str(marker["why"]), _int(marker["detected_at"], _MAX_MS))
-        )
+        damage = None
+        if isinstance(marker, dict):
+            damage = Damage(str(marker["why"]), _int(marker["detected_at"], _MAX_MS))
     except (OSError, ValueError, KeyError, TypeError):
         return None, None
     return tally, damage
@@ -242,8 +240,7 @@ def put(store: Path, tally: Tally, damage: Damage | None) -> None:
 def mark(store: Path, tally: Tally, why: str) -> Damage:
     """Record that the store is damaged (kept until a new store replaces it)."""
     damage = Damage(why, now_ms())
-    with contextlib.suppress(OSError):
-        _write(store, tally, damage)
+    put(store, tally, damage)
     return damage
 
 
@@ -273,8 +270,7 @@ def inspect(conn: sqlite3.Connection, store: Path, *, adopt: bool) -> Damage | N
     now = measure(conn)
     if before is None or before.store_id != now.store_id:
         if adopt:
-            with contextlib.suppress(OSError):
-                _write(store, replace(now, durable=_sync(store)), None)
+            put(store, replace(now, durable=_sync(store)), None)
         return None
     if damage is not None:
         return damage

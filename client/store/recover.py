@@ -239,12 +239,10 @@ def _hold_writers(path: Path, src: sqlite3.Connection) -> _Journal:
     try:
         barrier.execute("BEGIN IMMEDIATE")
         barrier.execute("ROLLBACK")
-    except sqlite3.OperationalError as exc:
+    except sqlite3.DatabaseError as exc:  # else a file SQLite cannot write: nobody writes it
         if "locked" in str(exc) or "busy" in str(exc):
             _release(path, before)
             raise describe(path, exc) from exc
-    except sqlite3.DatabaseError:
-        return before  # a file SQLite cannot write: no other process writes it either
     finally:
         barrier.close()  # ``src`` still reads the file: this close checkpoints nothing
     return before
