@@ -134,8 +134,6 @@ class LocalStore:
         importance = inputs.importance(importance)
         origin = inputs.origin(origin)
         content = inputs.content(content)
-        # the rule of every write path: keywords also read together, each text cut to
-        # its limit if the placeholders pushed it past
         cleaned = redact_texts(content, inputs.keywords(keywords))
         words = list(cleaned.keywords)
         warnings = warning_for(cleaned.found) + warning_for(cleaned.found_keywords, "keywords")

@@ -212,11 +212,8 @@ def _mark_damaged(conn: sqlite3.Connection, path: Path, integrity: Check) -> Non
 
 
 def doctor(conn: sqlite3.Connection, path: Path) -> list[Check]:
-    """Run every check; none raises, each reports ok and what it saw.
-
-    A store found damaged (integrity, or writes lost against its journal) is marked:
-    writes to it are refused until ``sealmem recover`` or a restore.
-    """
+    """Run every check; none raises, each reports ok and what it saw.  A store found
+    damaged is marked: writes are refused until ``sealmem recover`` or a restore."""
     integrity = _check("integrity", lambda: _integrity(conn))
     if not integrity.ok:
         _mark_damaged(conn, path, integrity)

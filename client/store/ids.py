@@ -31,11 +31,8 @@ _HEX = re.compile(r"^[0-9a-f]+$")
 
 
 def resolve(conn: sqlite3.Connection, text: object, *, where: str = "the store") -> str:
-    """The full id of the one memory ``text`` names; raise :class:`InputError` otherwise.
-
-    Unknown ids raise :class:`NotFoundError`; a fragment matching several memories
-    raises :class:`InputError` listing them and how to pick one.
-    """
+    """The full id of the one memory ``text`` names: :class:`NotFoundError` for none,
+    :class:`InputError` for several (listed, with how to pick one) or not an id."""
     if not isinstance(text, str) or not text.strip():
         raise InputError("a memory id is required; 'sealmem list' shows ids")
     given = text.strip().lower()

@@ -82,11 +82,8 @@ def kind(kind: str) -> str:
 
 
 def known_kind(value: str, used: Iterable[str], new_kind: bool) -> str:
-    """``value`` (already :func:`kind`-checked) if built in, used before, or ``new_kind``.
-
-    Otherwise :class:`InputError` listing the known kinds, with the nearest one
-    as a suggestion.
-    """
+    """``value`` (already :func:`kind`-checked) if built in, used before, or ``new_kind``;
+    else :class:`InputError` listing the known kinds, the nearest one suggested."""
     known = sorted(set(BUILTIN_KINDS) | set(used))
     if new_kind or value in known:
         return value

@@ -262,10 +262,7 @@ def _lost(before: Tally, now: Tally) -> str | None:
 
 def inspect(conn: sqlite3.Connection, store: Path, *, adopt: bool) -> Damage | None:
     """Compare the store with its journal; mark and return the damage found, if any.
-
-    ``adopt``: write the store's tally when the sidecar is absent or another store's
-    (a writable open; doctor on a read-only store only compares).
-    """
+    ``adopt``: write the store's tally when the sidecar is absent or another store's."""
     before, damage = read(store)  # first the sidecar, then the store: see the docstring
     now = measure(conn)
     if before is None or before.store_id != now.store_id:
@@ -283,11 +280,8 @@ def holding_path(store: Path) -> Path:
 
 
 def hold(store: Path) -> None:
-    """Refuse every write to ``store`` until :func:`unhold` (a salvage in place).
-
-    A file of its own, not the sidecar's mark: a writer that committed just before
-    rewrites the sidecar after its fsync, and would erase a mark put there meanwhile.
-    """
+    """Refuse every write to ``store`` until :func:`unhold` (a salvage in place): a file
+    of its own, as a writer that committed just before rewrites the sidecar."""
     fd = os.open(holding_path(store), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(json.dumps({"since": now_ms()}))

@@ -162,11 +162,8 @@ class Memory:
     def authorship(
         self, names: Mapping[str, str] | None = None, me: str | None = None
     ) -> Authorship:
-        """Who wrote this version (see :class:`Authorship`).
-
-        ``names`` maps kids to names from the accepted roster; ``me`` is the
-        local member id, used only to call a *claimed* author "you".
-        """
+        """Who wrote this version (:class:`Authorship`); ``names`` maps kids to roster names,
+        ``me`` (the local member id) only calls a *claimed* author "you"."""
         names = names or {}
         prov, author = self.provenance, self.record.author
         if self.written_here:
@@ -216,12 +213,9 @@ class Hit:
 
 @dataclass(frozen=True)
 class RememberResult:
-    """What :meth:`MemoryStore.remember` did.
-
-    ``created`` is True for a new memory; ``merged`` is True when the same
-    normalized content already existed in the project and was reinforced
-    instead.  ``warnings`` say what was redacted or adjusted, never the secret.
-    """
+    """What :meth:`MemoryStore.remember` did: ``created`` a new memory, or ``merged`` into
+    the same one (reinforced); ``warnings`` say what was redacted or adjusted, never the
+    secret."""
 
     memory: Memory
     created: bool

@@ -224,12 +224,9 @@ _Journal = tuple[journal.Tally | None, journal.Damage | None]
 
 
 def _hold_writers(path: Path, src: sqlite3.Connection) -> _Journal:
-    """Stop every other writer of the store at ``path`` for the salvage: hold it
-    (:func:`journal.hold`), then take its write lock once (a write under way finishes
-    first, and is salvaged; every later one sees the hold under the lock and is refused).
-
-    Returns the journal as it was, for :func:`_release`.
-    """
+    """Stop every other writer of the store at ``path``: hold it, then take its write lock
+    once (a write under way finishes first and is salvaged; every later one sees the hold
+    under the lock and is refused).  Returns the journal as it was, for :func:`_release`."""
     before = journal.read(path)
     journal.hold(path)
     try:

@@ -155,9 +155,7 @@ def reinforce(
             merged_kw.append(word)
             seen.add(word.casefold())
     found: dict[str, int] = {}
-    if len(merged_kw) > len(current.keywords):
-        # the new words read with the old ones, by the rule of every write path: a secret
-        # split across an old keyword and a new one is caught too
+    if len(merged_kw) > len(current.keywords):  # a secret split across old and new is caught
         together = redact_texts("", merged_kw)
         merged_kw, found = list(together.keywords), together.found_keywords
     links = list(current.supersedes)
