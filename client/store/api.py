@@ -232,10 +232,10 @@ class LocalStore:
 
     def history(self, memory_id: str) -> list[Memory]:
         """Older versions of a memory, newest first (empty if it never changed)."""
-        current = self.get(memory_id)
+        full = self.resolve_id(memory_id)
         with sqlite_errors(self.path):
             rows = self._conn.execute(
-                "SELECT * FROM history WHERE id = ? ORDER BY seq DESC", (current.id,)
+                "SELECT * FROM history WHERE id = ? ORDER BY seq DESC", (full,)
             ).fetchall()
         return [memory_from_history_row(row) for row in rows]
 

@@ -385,10 +385,9 @@ def import_stream(
             else:
                 held.write(json.dumps(value) + "\n")
                 held_count += 1
-        if "format" not in seen_keys:
-            _check_header("format", None)
-        if "version" not in seen_keys:
-            _check_header("version", None)
+        for key in ("format", "version"):
+            if key not in seen_keys:
+                _check_header(key, None)
         importer.flush_memories()
         held.seek(0)
         for i, line in enumerate(held):
