@@ -223,7 +223,7 @@ def _new_identity(dst: sqlite3.Connection) -> None:
 _Journal = tuple[journal.Tally | None, journal.Damage | None]
 
 
-def _hold_writers(path: Path, src: sqlite3.Connection) -> _Journal:
+def _hold_writers(path: Path) -> _Journal:
     """Stop every other writer of the store at ``path``: hold it, then take its write lock
     once (a write under way finishes first and is salvaged; every later one sees the hold
     under the lock and is refused).  Returns the journal as it was, for :func:`_release`."""
@@ -241,7 +241,7 @@ def _hold_writers(path: Path, src: sqlite3.Connection) -> _Journal:
             _release(path, before)
             raise describe(path, exc) from exc
     finally:
-        barrier.close()  # ``src`` still reads the file: this close checkpoints nothing
+        barrier.close()  # the salvage still reads the file: this close checkpoints nothing
     return before
 
 
@@ -287,7 +287,7 @@ def _salvage(
     held: list[tuple[Path, _Journal]] = []
     try:
         for name in hold:
-            held.append((name, _hold_writers(name, src)))
+            held.append((name, _hold_writers(name)))
         dst = connect(fresh, now_ms=now_ms, journaled=False)
         try:
             dst.execute("PRAGMA foreign_keys = OFF")
