@@ -10,8 +10,6 @@ Errors are :class:`~sealmem.protocol.errors.SealmemError` subclasses:
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -22,7 +20,7 @@ from ...protocol.errors import InputError, NotFoundError
 from ...protocol.record import MEMBER_RE
 from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
-from . import health, ids, inputs, scrub, transfer, writes
+from . import export, health, ids, inputs, scrub, transfer, writes
 from .connection import connect, connect_readonly, sqlite_errors, transaction
 from .memory import SHARED_PROJECT, Check, ImportResult, Memory, RememberResult
 from .redact import redact_texts, warning_for
@@ -288,10 +286,8 @@ class LocalStore:
 
     def export(self) -> dict[str, Any]:
         """Every record (tombstones, private ones, history, links) as a JSON-able document."""
-        out = io.StringIO()
-        self.export_to(out)
-        document: dict[str, Any] = json.loads(out.getvalue())
-        return document
+        with sqlite_errors(self.path):
+            return export.export_document(self._conn, now_ms=self._clock())
 
     def export_to(self, out: TextIO) -> int:
         """Write the export document to ``out`` one entry at a time (memory bounded
@@ -299,7 +295,7 @@ class LocalStore:
         with sqlite_errors(self.path):
             self._conn.execute("BEGIN")  # one consistent read of the whole store
             try:
-                return transfer.write_export(self._conn, out, now_ms=self._clock())
+                return export.write_export(self._conn, out, now_ms=self._clock())
             finally:
                 self._conn.execute("COMMIT")
 
@@ -310,11 +306,13 @@ class LocalStore:
         progress: Callable[[int, int], None] | None = None,
     ) -> ImportResult:
         """Merge an export into this store (last-write-wins per id); idempotent."""
-        try:
-            text = json.dumps(document)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"the document is not JSON ({exc}); pass an export") from exc
-        return self.import_stream(io.StringIO(text), progress=progress)
+        with sqlite_errors(self.path):
+            result = transfer.import_document(
+                self._conn, document, now_ms=self._clock(), progress=progress
+            )
+            if result.updated:  # an imported tombstone may have purged a memory's text
+                scrub.settle(self._conn)
+        return result
 
     def import_stream(
         self,

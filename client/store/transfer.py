@@ -1,11 +1,9 @@
-"""Export and import: the whole store as one JSON document, and back, streamed.
+"""Import: an export (:mod:`sealmem.client.store.export`) merged into the store.
 
-The document (``format`` ``sealmem-export``, ``version`` 1) holds every current record
-(tombstones and private ones included) with its local state and provenance, every
-historical version, and the supersede links.  Records are in their wire form, so ids,
-clocks and authors survive a round trip exactly.  :func:`write_export` writes it one
-entry per line; :func:`import_stream` reads any such document (any whitespace or key
-order) one entry at a time (:mod:`sealmem.client.store.jsonscan`).
+:func:`import_stream` reads any such document (any whitespace or key order) one entry
+at a time (:mod:`sealmem.client.store.jsonscan`); :func:`import_document` takes one held
+in memory, through the same merge.  Records are in their wire form, so ids, clocks and
+authors survive a round trip exactly.
 
 Import merges through the protocol merge (:func:`sealmem.protocol.merge.merge`,
 DESIGN §3: last-write-wins per id under ``version_key``), keeps the higher local
@@ -35,84 +33,21 @@ from ...protocol.errors import InputError, ProtocolError
 from ...protocol.hlc import MAX_AHEAD_MS, ZERO, Hlc, too_far_ahead
 from ...protocol.merge import effective_importance, merge
 from ...protocol.record import Record
-from .connection import get_meta, transaction
+from .connection import transaction
+from .export import FORMAT, VERSION
 from .jsonscan import JsonScanner, scan
 from .memory import ImportResult, Provenance
-from .migrations import schema_version
 from .redacting import redact_versions
-from .rows import memory_from_history_row, memory_from_row, observe_hlc, record_from_row
+from .rows import observe_hlc, record_from_row
 from .writer import Batch, Keep, Local, Write, load_rows, write
 
-__all__ = ["BATCH", "FORMAT", "VERSION", "import_stream", "write_export"]
+__all__ = ["BATCH", "import_document", "import_stream"]
 
-FORMAT = "sealmem-export"
-VERSION = 1
+_LISTS = ("memories", "history")  # the members read element by element
 
 BATCH = 2000
 """Entries merged per batch on import (as many as a pull merges per call: 500 ran ~9 %
 slower per record, the memory held is a few megabytes more)."""
-
-
-def _header(conn: sqlite3.Connection, now_ms: int) -> dict[str, Any]:
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "exported_at": now_ms,
-        "store_id": get_meta(conn, "store_id"),
-        "schema_version": schema_version(conn),
-    }
-
-
-def _versions(conn: sqlite3.Connection, table: str) -> Iterator[dict[str, Any]]:
-    """The entries of ``memories`` or ``history`` (with when each was replaced)."""
-    history = table == "history"
-    for row in conn.execute(f"SELECT * FROM {table} ORDER BY {'seq' if history else 'rowid'}"):
-        memory = memory_from_history_row(row) if history else memory_from_row(row)
-        entry: dict[str, Any] = {
-            "record": memory.record.to_wire(),
-            "local": {
-                "local_importance": float(row["local_importance"]),
-                "seen_count": int(row["seen_count"]),
-                "updated_at": int(row["updated_at"]),
-            },
-            "provenance": memory.provenance.to_dict(),
-        }
-        if history:
-            entry["replaced_at"] = int(row["replaced_at"])
-        yield entry
-
-
-def _links(conn: sqlite3.Connection) -> Iterator[list[str]]:
-    for r in conn.execute("SELECT old_id, new_id FROM supersedes ORDER BY old_id, new_id"):
-        yield [str(r[0]), str(r[1])]
-
-
-def write_export(conn: sqlite3.Connection, out: TextIO, *, now_ms: int) -> int:
-    """Write the export document to ``out`` one entry per line, straight from cursors over
-    the store (memory bounded whatever its size; ASCII, so a terminal cannot act on it).
-    Returns how many memories it holds.  Run it inside a read transaction for a
-    consistent document."""
-
-    def dump(value: Any) -> str:
-        return json.dumps(value, ensure_ascii=True, sort_keys=True)
-
-    header = _header(conn, now_ms)
-    out.write("{" + ", ".join(f"{dump(k)}: {dump(v)}" for k, v in header.items()) + ",\n")
-    count = 0
-    sections: list[tuple[str, Iterable[Any]]] = [
-        ("memories", _versions(conn, "memories")),
-        ("history", _versions(conn, "history")),
-        ("supersedes", _links(conn)),
-    ]
-    for i, (name, items) in enumerate(sections):
-        out.write(f"{dump(name)}: [")
-        first = True
-        for item in items:
-            out.write(("\n" if first else ",\n") + dump(item))
-            first = False
-            count += name == "memories"
-        out.write("\n]" + (",\n" if i < len(sections) - 1 else "}\n"))
-    return count
 
 
 def _number(value: object, where: str, field: str, lo: float, hi: float) -> float:
@@ -337,7 +272,7 @@ def _count_entries(stream: TextIO, name: str) -> int:
         return 0
     start = stream.tell()
     try:
-        scanned = scan(JsonScanner(stream, name), ("memories", "history"))
+        scanned = scan(JsonScanner(stream, name), _LISTS)
         return sum(1 for kind, _, _ in scanned if kind == "item")
     except InputError:
         return 0  # the import itself reports what is wrong, where
@@ -362,13 +297,49 @@ def import_stream(
     ``progress`` is given the number of entries when ``stream`` can be read twice (a
     file: its entries are counted first), else none."""
     total = _count_entries(stream, name) if progress is not None else 0
-    scanner = JsonScanner(stream, name)
+    members = scan(JsonScanner(stream, name), _LISTS)
+    return _merge(conn, members, total, now_ms=now_ms, progress=progress)
+
+
+def import_document(
+    conn: sqlite3.Connection,
+    document: object,
+    *,
+    now_ms: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportResult:
+    """:func:`import_stream` for an export held in memory (what ``json.load`` gives)."""
+    if not isinstance(document, dict):
+        document = {"format": None}  # refused as not an export, by the one header check
+    total = sum(len(v) for k, v in document.items() if k in _LISTS and isinstance(v, list))
+    return _merge(conn, _members(document), total, now_ms=now_ms, progress=progress)
+
+
+def _members(document: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
+    """An export held in memory, member by member as :func:`.jsonscan.scan` reads one."""
+    for key, value in document.items():
+        if key in _LISTS and isinstance(value, list):
+            for item in value:
+                yield "item", key, item
+        else:
+            yield "value", key, value
+
+
+def _merge(
+    conn: sqlite3.Connection,
+    members: Iterable[tuple[str, str, Any]],
+    total: int,
+    *,
+    now_ms: int,
+    progress: Callable[[int, int], None] | None,
+) -> ImportResult:
+    """Merge an export's members (as :func:`.jsonscan.scan` yields them), in one transaction."""
     seen_keys: set[str] = set()
     with transaction(conn), tempfile.TemporaryFile("w+", encoding="utf-8") as held:
         report = None if progress is None or not total else lambda done: progress(done, total)
         importer = _Importer(conn, now_ms, report)
         memory_count = held_count = 0
-        for kind, key, value in scan(scanner, ("memories", "history")):
+        for kind, key, value in members:
             if kind == "value":
                 _check_header(key, value)
                 if key in ("memories", "history"):

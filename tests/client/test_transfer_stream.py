@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
 from sealmem.client.store import transfer
-from sealmem.client.store.transfer import FORMAT
+from sealmem.client.store.export import FORMAT
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import Record, new_memory_id
 from tests.support.cli import Run, in_process
