@@ -3,28 +3,23 @@
 SQLite drops a damaged write-ahead-log frame *and every frame after it* when it
 next opens the store, silently: memories committed minutes ago are gone and the
 store still looks sound (``integrity_check`` says ok).  To notice, every write
-transaction of the store counts itself in the ``meta`` row ``commits``, and
-after it commits the count (with the number of memories and the time) is copied
-to a sidecar file, ``store.db.counts.json``.  A store whose ``commits`` is
-*below* the sidecar's lost committed writes: only damage (a bad WAL, a file
-copied back from an older backup) takes a counter back.
+transaction counts itself in the ``meta`` row ``commits``, and after it commits the
+count (with the number of memories and the time) is copied to a sidecar file,
+``store.db.counts.json``.  A store whose ``commits`` is *below* the sidecar's lost
+committed writes: only damage (a bad WAL, an older backup copied back) takes a
+counter back.
 
-The store runs ``synchronous = NORMAL``: a commit reaches the disk only at the
-next sync of the WAL, and a power cut may take the last commits back (SQLite
-then drops their frames, as it drops a damaged one).  So the sidecar is written
-only *after* the WAL holding the counted commit was fsynced, and says so
-(``"durable": true``): it never counts a write that a power cut can take back.
-The sidecar itself is not fsynced: one that comes back older only makes the
-store look newer.  A sidecar without the flag (the sync failed) may run one
-commit ahead of a healthy store: for it a lag of one commit is tolerated.
+The store runs ``synchronous = NORMAL``, so a power cut may take the last commits
+back: the sidecar is written only *after* the WAL holding the counted commit was
+fsynced, and says so (``"durable": true``); one without the flag (the sync failed)
+may run one commit ahead, so for it a lag of one commit is tolerated.  The sidecar
+itself is not fsynced: one that comes back older only makes the store look newer.
 
-The sidecar is read before the store (a write committed in between only makes
-the store look newer, never older), and ignored when it belongs to another
-store (``store_id`` differs: a new or recovered store adopts it).  A store found
-damaged gets a *marker* in the sidecar: its connections refuse writes
-(:class:`~sealmem.client.store.connection.DamagedStoreError`) and reading goes on,
-until ``sealmem recover`` (a new store, a new ``store_id``) or a restore into a
-new store replaces it.
+The sidecar is read before the store (a write committed in between only makes the
+store look newer), and ignored when it belongs to another store (``store_id``
+differs: a new or recovered store adopts it).  A store found damaged gets a *marker*
+in the sidecar: its connections refuse writes and reading goes on, until ``sealmem
+recover`` or a restore into a new store replaces it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Words and stems of a text, as FTS5's ``porter unicode61`` tokenizer sees them.
 
-Recall tokenizes queries and candidate memories in Python to compute its ranking
-features (term coverage, context from neighbouring memories, entity matches);
-splitting and stemming them the way FTS5 does keeps those features in step with
-the full-text index.  It lives in the store: the write path keeps each
-memory's stems (:func:`stored_stems`), so that recall does not stem every candidate
-it looks at, and the stems are the index's terms.
+Recall tokenizes queries and candidate memories in Python for its ranking features
+(term coverage, neighbouring memories, entities); splitting and stemming them the way
+FTS5 does keeps those in step with the full-text index.  The write path keeps each
+memory's stems (:func:`stored_stems`), so recall does not stem every candidate.
 
 Two paths give the same terms as the index.  ASCII text (nearly all of it) is split
 and stemmed in Python, which is exact there: a letter or digit is a token character,
