@@ -58,15 +58,11 @@ class LocalStore:
         clock: Callable[[], int] | None = None,
         readonly: bool = False,
     ) -> Self:
-        """Open (creating and migrating if needed) the store at ``path``.
-
-        ``path`` None means ``<home>/store.db``; ``author`` None means the local
-        member id; ``clock`` returns milliseconds since the epoch.  ``readonly``
-        opens an existing store without migrating or writing it (a read-only
-        file or directory can be read); an absent store is created first, as
-        there is nothing in it to lose.  Writes through a read-only store raise
-        :class:`StoreError`.
-        """
+        """Open (creating and migrating if needed) the store at ``path`` (None:
+        ``<home>/store.db``) as ``author`` (None: the local member id); ``clock`` gives ms
+        since the epoch.  ``readonly`` opens it without migrating or writing (a read-only
+        file or directory can be read; an absent store is created first, as there is
+        nothing in it to lose); writes through it raise :class:`StoreError`."""
         clock = clock or now_ms
         where = store_path(ensure_home()) if path is None else Path(path)
         where = where.expanduser().absolute()

@@ -236,14 +236,10 @@ def connect(
     migrations: Sequence[Migration] = MIGRATIONS,
     journaled: bool = True,
 ) -> sqlite3.Connection:
-    """Open the store at ``path`` (created if absent); migrate its schema.
-
-    New directories get mode 0700 and a new file 0600 (SQLite gives its ``-wal``
-    and ``-shm`` files the database's mode).  An existing file that is not a
-    store raises :class:`DamagedStoreError`.  With ``journaled`` every write is
-    counted in the store's journal and checked against it on open: a store that
-    lost committed writes is marked damaged and this connection refuses writes.
-    """
+    """Open the store at ``path`` (created if absent, its directories 0700 and file 0600);
+    migrate its schema.  With ``journaled`` every write is counted in the store's journal
+    and checked against it on open: a store that lost committed writes is marked damaged
+    and this connection refuses writes."""
     path = Path(path)
     if not check_file(path):
         try:

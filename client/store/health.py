@@ -270,7 +270,7 @@ def reindex(
     derive from (:func:`sealmem.client.store.derived.rebuild`); run inside a transaction.
     Nothing but derived data changes: memories and history are the source of truth."""
     derived.rebuild(conn, progress)
-    return {
-        "memories": int(conn.execute("SELECT count(*) FROM memories").fetchone()[0]),
-        "history": int(conn.execute("SELECT count(*) FROM history").fetchone()[0]),
-    }
+    memories, history = conn.execute(
+        "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM history)"
+    ).fetchone()
+    return {"memories": int(memories), "history": int(history)}

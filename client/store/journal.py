@@ -136,9 +136,7 @@ def count_commit(conn: sqlite3.Connection) -> None:
 def measure(conn: sqlite3.Connection) -> Tally:
     """The store's tally now (outside a transaction: the newest committed state)."""
     meta = dict(
-        conn.execute(
-            "SELECT key, value FROM meta WHERE key IN ('store_id', ?)", (COMMITS_KEY,)
-        ).fetchall()
+        conn.execute("SELECT key, value FROM meta WHERE key IN ('store_id', ?)", (COMMITS_KEY,))
     )
     commits = str(meta.get(COMMITS_KEY, "0"))
     # the row count the store keeps: one read, whatever the store's size

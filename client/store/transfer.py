@@ -288,14 +288,10 @@ def import_stream(
     name: str = "the document",
     progress: Callable[[int, int], None] | None = None,
 ) -> ImportResult:
-    """Merge an export read from ``stream`` into the store in one transaction; see the
-    module docstring.
-
-    Memory stays bounded by the largest entry: memories are merged as they are read;
-    history entries that come before the memories in the document are held in a
-    temporary file until the memories are merged (history is merged after them).
-    ``progress`` is given the number of entries when ``stream`` can be read twice (a
-    file: its entries are counted first), else none."""
+    """Merge an export read from ``stream`` into the store in one transaction.  Memory
+    stays bounded by the largest entry (history that comes before the memories waits in
+    a temporary file: it is merged after them).  ``progress`` is given the number of
+    entries when ``stream`` can be read twice (a file: they are counted first)."""
     total = _count_entries(stream, name) if progress is not None else 0
     members = scan(JsonScanner(stream, name), _LISTS)
     return _merge(conn, members, total, now_ms=now_ms, progress=progress)
