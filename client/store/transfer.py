@@ -132,7 +132,7 @@ class _Importer:
         self._batch_ids: set[str] = set()
         self._history: list[tuple[str, Keep]] = []
 
-    def _accept(self, item: object, where: str, *, history: bool) -> tuple[str, Keep] | None:
+    def _accept(self, item: object, where: str, *, history: bool) -> Keep | None:
         entry = _parse(item, where, self.now_ms, history=history)
         if too_far_ahead(entry.record.hlc, self.now_ms):
             self.counts["skipped"] += 1
@@ -140,7 +140,7 @@ class _Importer:
                 self.refused.append(entry.record.id)
             self._step(1)
             return None
-        return where, entry
+        return entry
 
     def _step(self, n: int) -> None:
         if self.progress is not None:
@@ -152,10 +152,10 @@ class _Importer:
         entry = self._accept(item, where, history=False)
         if entry is None:
             return
-        if entry[1].record.id in self._batch_ids:
+        if entry.record.id in self._batch_ids:
             self.flush_memories()  # one id per batch: the second sees the first's result
-        self._memories.append(entry)
-        self._batch_ids.add(entry[1].record.id)
+        self._memories.append((where, entry))
+        self._batch_ids.add(entry.record.id)
         if len(self._memories) >= BATCH:
             self.flush_memories()
 
@@ -163,7 +163,7 @@ class _Importer:
         entry = self._accept(item, where, history=True)
         if entry is None:
             return
-        self._history.append(entry)
+        self._history.append((where, entry))
         if len(self._history) >= BATCH:
             self.flush_history()
 
