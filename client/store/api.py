@@ -14,32 +14,17 @@ import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self, TextIO
 
 from ...protocol.errors import InputError, NotFoundError
-from ...protocol.record import (
-    MAX_REASON_CHARS,
-    MEMBER_RE,
-)
+from ...protocol.record import MEMBER_RE
 from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
 from . import export, health, ids, inputs, scrub, transfer, writes
 from .connection import connect, connect_readonly, sqlite_errors, transaction
-from .memory import (
-    SHARED_PROJECT,
-    Check,
-    ImportResult,
-    Memory,
-    RememberResult,
-)
+from .memory import SHARED_PROJECT, Check, ImportResult, Memory, RememberResult
 from .redact import redact_texts, warning_for
-from .rows import (
-    MEMORY_COLUMNS,
-    load_row,
-    memory_from_history_row,
-    memory_from_row,
-)
+from .rows import MEMORY_COLUMNS, load_row, memory_from_history_row, memory_from_row
 
 __all__ = ["LocalStore"]
 
@@ -47,8 +32,7 @@ _JOINED_COLUMNS = ", ".join("m." + column.strip() for column in MEMORY_COLUMNS.s
 
 
 class LocalStore:
-    """One local memory store (a SQLite file in WAL mode); a context manager: its writes
-    and reads (:class:`sealmem.client.recall.api.MemoryStore` adds recall)."""
+    """One local memory store (a SQLite file in WAL mode), a context manager."""
 
     def __init__(
         self,
@@ -74,15 +58,11 @@ class LocalStore:
         clock: Callable[[], int] | None = None,
         readonly: bool = False,
     ) -> Self:
-        """Open (creating and migrating if needed) the store at ``path``.
-
-        ``path`` None means ``<home>/store.db``; ``author`` None means the local
-        member id; ``clock`` returns milliseconds since the epoch.  ``readonly``
-        opens an existing store without migrating or writing it (a read-only
-        file or directory can be read); an absent store is created first, as
-        there is nothing in it to lose.  Writes through a read-only store raise
-        :class:`StoreError`.
-        """
+        """Open (creating and migrating if needed) the store at ``path`` (None:
+        ``<home>/store.db``) as ``author`` (None: the local member id); ``clock`` gives ms
+        since the epoch.  ``readonly`` opens it without migrating or writing (a read-only
+        file or directory can be read; an absent store is created first, as there is
+        nothing in it to lose); writes through it raise :class:`StoreError`."""
         clock = clock or now_ms
         where = store_path(ensure_home()) if path is None else Path(path)
         where = where.expanduser().absolute()
@@ -108,12 +88,7 @@ class LocalStore:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -153,8 +128,6 @@ class LocalStore:
         importance = inputs.importance(importance)
         origin = inputs.origin(origin)
         content = inputs.content(content)
-        # the rule of every write path: keywords also read together, each text cut to
-        # its limit if the placeholders pushed it past
         cleaned = redact_texts(content, inputs.keywords(keywords))
         words = list(cleaned.keywords)
         warnings = warning_for(cleaned.found) + warning_for(cleaned.found_keywords, "keywords")
@@ -162,7 +135,7 @@ class LocalStore:
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
             if given_kind is not None:
-                inputs.known_kind(given_kind, self._kinds_like(given_kind), new_kind=new_kind)
+                inputs.known_kind(given_kind, writes.kinds_like(self._conn, given_kind), new_kind)
             old_ids = writes.resolve_links(self._conn, old_ids)
             twin = writes.find_twin(self._conn, project, cleaned.content, self.author)
             if twin is None:
@@ -179,7 +152,6 @@ class LocalStore:
                     private=private,
                     origin=origin,
                 )
-                writes.mark_redacted_here(self._conn, memory)
                 return RememberResult(memory, created=True, merged=False, warnings=warnings)
             # A private repeat of a team memory must not publish what came with it
             # (keywords, importance, kind, links): it only counts as seen, locally.
@@ -200,74 +172,34 @@ class LocalStore:
         return RememberResult(memory, created=False, merged=True, warnings=warnings)
 
     def forget(self, memory_id: str, *, reason: str) -> Memory:
-        """Replace a memory by a tombstone keeping ``reason``; purge the text of every version.
-
-        The tombstone keeps the metadata (id, kind, project, author, times) and the
-        reason (redacted); the content and keywords of the memory and of every older
-        version leave the tables, the full-text indexes, exports and the store's files
-        (:mod:`sealmem.client.store.scrub`).
-        """
-        if not isinstance(reason, str) or not reason.strip():
-            raise InputError("forget needs a reason (why this memory is wrong or unwanted)")
-        reason = inputs.text(reason.strip(), "reason")
-        if len(reason) > MAX_REASON_CHARS:
-            raise InputError(
-                f"the reason is {len(reason)} characters; the limit is {MAX_REASON_CHARS}"
-            )
+        """Replace a memory by a tombstone keeping its metadata and ``reason`` (redacted);
+        the content and keywords of every version leave the tables, the full-text indexes,
+        exports and the store's files (:mod:`sealmem.client.store.scrub`)."""
+        reason = inputs.reason(reason)
         reason = redact_texts("", (), reason).reason or reason
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
-            row = load_row(self._conn, self.get(memory_id).id)
-            if row is None:
-                raise NotFoundError(f"memory {memory_id} vanished; retry")
+            row = self._row(memory_id)
             tomb = writes.tombstone(self._conn, row, author=self.author, now=now, reason=reason)
         with sqlite_errors(self.path):
             scrub.settle(self._conn)
         return tomb
 
     def share(self, memory_id: str) -> Memory:
-        """Share a private memory with the team: a new version with ``visibility="team"``.
-
-        The text and keywords are redacted again, as :meth:`remember` does (the rules
-        may have grown since it was stored), and validated; the private version stays
-        in the local history.  A memory already shared is returned as it is; a
-        forgotten one is refused (:class:`InputError`).
-        """
+        """Share a private memory with the team: a new version with ``visibility="team"``,
+        its texts redacted again (the rules may have grown since it was stored); the
+        private version stays in history.  A memory already shared is returned as it is;
+        a forgotten one is refused (:class:`InputError`)."""
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
-            row = load_row(self._conn, self.get(memory_id).id)
-            if row is None:
-                raise NotFoundError(f"memory {memory_id} vanished; retry")
-            current = memory_from_row(row).record
-            if current.deleted:
-                raise InputError(
-                    f"memory {current.id} is forgotten ({current.delete_reason}): there is "
-                    "no text left to share"
-                )
-            if current.visibility == "team":
-                return memory_from_row(row)
-            cleaned = redact_texts(current.content, current.keywords)
-            shared = writes.share(
-                self._conn,
-                row,
-                author=self.author,
-                now=now,
-                content=cleaned.content,
-                keywords=cleaned.keywords,
-            )
-            writes.mark_redacted_here(self._conn, shared)
-            return shared
+            return writes.share(self._conn, self._row(memory_id), author=self.author, now=now)
 
     def set_importance(self, memory_id: str, importance: float) -> Memory:
         """Set a memory's importance (0..1) as a new version; a forgotten one is refused."""
         importance = inputs.importance(importance)
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
-            row = load_row(self._conn, self.get(memory_id).id)
-            if row is None:
-                raise NotFoundError(f"memory {memory_id} vanished; retry")
-            if memory_from_row(row).record.deleted:
-                raise InputError(f"memory {row['id']} is forgotten: it has no importance to set")
+            row = self._row(memory_id)
             return writes.set_importance(
                 self._conn, row, author=self.author, now=now, importance=importance
             )
@@ -275,36 +207,29 @@ class LocalStore:
     # -- reading ---------------------------------------------------------------
 
     def resolve_id(self, text: str) -> str:
-        """The full id of the memory ``text`` names: the full id, or at least 8 hex digits
-        that start or end it (the last 12, as the CLI prints them, are unique).
-
-        Raises :class:`NotFoundError` when no memory matches and :class:`InputError`
-        when several do (they are listed) or ``text`` is not an id.
-        """
+        """The full id of the memory ``text`` names (:func:`.ids.resolve`): the full id, or
+        at least 8 hex digits that start or end it (the last 12, as the CLI prints them)."""
         with sqlite_errors(self.path):
             return ids.resolve(self._conn, text, where=f"the store {self.path}")
 
     def get(self, memory_id: str) -> Memory:
         """The current version of a memory (any form :meth:`resolve_id` accepts)."""
-        full = self.resolve_id(memory_id)
         with sqlite_errors(self.path):
-            row = load_row(self._conn, full)
+            return memory_from_row(self._row(memory_id))
+
+    def _row(self, memory_id: str) -> sqlite3.Row:
+        full = self.resolve_id(memory_id)
+        row = load_row(self._conn, full)
         if row is None:
             raise NotFoundError(f"memory {full} vanished; retry")
-        return memory_from_row(row)
-
-    def _kinds_like(self, kind: str) -> list[str]:
-        """``[kind]`` if a memory of this store has it, else every kind the store holds."""
-        if self._conn.execute("SELECT 1 FROM memories WHERE kind = ? LIMIT 1", (kind,)).fetchone():
-            return [kind]
-        return [str(r[0]) for r in self._conn.execute("SELECT DISTINCT kind FROM memories")]
+        return row
 
     def history(self, memory_id: str) -> list[Memory]:
         """Older versions of a memory, newest first (empty if it never changed)."""
-        current = self.get(memory_id)
+        full = self.resolve_id(memory_id)
         with sqlite_errors(self.path):
             rows = self._conn.execute(
-                "SELECT * FROM history WHERE id = ? ORDER BY seq DESC", (current.id,)
+                "SELECT * FROM history WHERE id = ? ORDER BY seq DESC", (full,)
             ).fetchall()
         return [memory_from_history_row(row) for row in rows]
 
@@ -335,19 +260,16 @@ class LocalStore:
 
     def superseded_by(self, ids: Sequence[str]) -> dict[str, list[Memory]]:
         """For each of ``ids`` that a live memory corrects: those memories, newest first."""
-        with sqlite_errors(self.path):
-            return self._superseded_by(list(ids))
-
-    def _superseded_by(self, ids: list[str]) -> dict[str, list[Memory]]:
         replaced: dict[str, list[Memory]] = {}
-        for row in self._conn.execute(
-            f"SELECT s.old_id AS replaced_id, {_JOINED_COLUMNS} "
-            "FROM supersedes s JOIN memories m ON m.id = s.new_id "
-            f"WHERE s.old_id IN ({', '.join('?' * len(ids))}) AND m.deleted = 0 "
-            "ORDER BY m.updated_at DESC",
-            ids,
-        ):
-            replaced.setdefault(row["replaced_id"], []).append(memory_from_row(row))
+        with sqlite_errors(self.path):
+            for row in self._conn.execute(
+                f"SELECT s.old_id AS replaced_id, {_JOINED_COLUMNS} "
+                "FROM supersedes s JOIN memories m ON m.id = s.new_id "
+                f"WHERE s.old_id IN ({', '.join('?' * len(ids))}) AND m.deleted = 0 "
+                "ORDER BY m.updated_at DESC",
+                list(ids),
+            ):
+                replaced.setdefault(row["replaced_id"], []).append(memory_from_row(row))
         return replaced
 
     def _scope(self, project: str | None, all_projects: bool) -> list[str] | None:
@@ -373,6 +295,21 @@ class LocalStore:
             finally:
                 self._conn.execute("COMMIT")
 
+    def import_(
+        self,
+        document: dict[str, Any],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportResult:
+        """Merge an export into this store (last-write-wins per id); idempotent."""
+        with sqlite_errors(self.path):
+            result = transfer.import_document(
+                self._conn, document, now_ms=self._clock(), progress=progress
+            )
+            if result.updated:  # an imported tombstone may have purged a memory's text
+                scrub.settle(self._conn)
+        return result
+
     def import_stream(
         self,
         stream: TextIO,
@@ -384,26 +321,7 @@ class LocalStore:
         (``name`` says what it is in messages)."""
         with sqlite_errors(self.path):
             result = transfer.import_stream(
-                self._conn,
-                stream,
-                now_ms=self._clock(),
-                name=name,
-                progress=progress,
-            )
-            if result.updated:  # an imported tombstone may have purged a memory's text
-                scrub.settle(self._conn)
-        return result
-
-    def import_(
-        self,
-        document: dict[str, Any],
-        *,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> ImportResult:
-        """Merge an export into this store (last-write-wins per id); idempotent."""
-        with sqlite_errors(self.path):
-            result = transfer.import_document(
-                self._conn, document, now_ms=self._clock(), progress=progress
+                self._conn, stream, now_ms=self._clock(), name=name, progress=progress
             )
             if result.updated:  # an imported tombstone may have purged a memory's text
                 scrub.settle(self._conn)

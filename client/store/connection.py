@@ -4,14 +4,9 @@ One store is one SQLite file in WAL mode.  A connection is confined to the
 thread that opened it; several processes may share the file (WAL readers never
 block, writers take ``BEGIN IMMEDIATE`` and wait up to :data:`BUSY_TIMEOUT_MS`).
 Migrations are forward-only (:mod:`sealmem.client.store.schema`): a store written by
-a newer sealmem is refused rather than guessed at.
-
-A store is created only where no file exists, and atomically (initialised
-under a temporary name, then linked into place), so an existing ``store.db``
-always begins with the SQLite header: a 0-byte file or one that is not SQLite
-is refused (:class:`DamagedStoreError`), never silently turned into an empty
-store.  ``readonly=True`` opens with ``mode=ro``: no migration, no write, so a
-store on a read-only file or directory can still be read.
+a newer sealmem is refused rather than guessed at.  A store is created atomically
+(:func:`connect`), so a 0-byte file or one that is not SQLite is refused
+(:class:`DamagedStoreError`), never silently turned into an empty store.
 
 Every ``sqlite3`` failure is translated into :class:`StoreError` at this
 boundary, with the path and what to do about it.
@@ -38,9 +33,7 @@ __all__ = [
     "BUSY_TIMEOUT_MS",
     "DIR_MODE",
     "FILE_MODE",
-    "SQLITE_HEADER",
     "DamagedStoreError",
-    "StoreConnection",
     "StoreLockedError",
     "StoreReplacedError",
     "check_file",
@@ -48,7 +41,8 @@ __all__ = [
     "connect_readonly",
     "describe",
     "get_meta",
-    "read_text",
+    "readonly_uri",
+    "remove_store",
     "replaced",
     "set_meta",
     "sqlite_errors",
@@ -59,7 +53,7 @@ BUSY_TIMEOUT_MS = 5_000
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 #: The first 16 bytes of every SQLite 3 database file.
-SQLITE_HEADER = b"SQLite format 3\x00"
+_SQLITE_HEADER = b"SQLite format 3\x00"
 
 _savepoints = itertools.count(1)
 
@@ -77,11 +71,9 @@ class StoreReplacedError(StoreError):
     recover`` or a restore put another there): a write would be lost with the old file."""
 
 
-class StoreConnection(sqlite3.Connection):
-    """A writable store's connection (:func:`connect`): where its write journal lives
-    (:mod:`sealmem.client.store.journal`), which file it opened (device, inode), and
-    why writes are refused when the store is known to be damaged or was replaced
-    (:func:`transaction` raises :class:`DamagedStoreError`, :class:`StoreReplacedError`)."""
+class _StoreConnection(sqlite3.Connection):
+    """A writable store's connection: where its journal lives (:mod:`.journal`), which
+    file it opened (device, inode), and why :func:`transaction` refuses writes."""
 
     store_path: Path | None = None
     refusal: str | None = None
@@ -98,34 +90,20 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 def replaced(conn: sqlite3.Connection) -> bool:
     """Whether the file at the store's path is no longer the one ``conn`` opened."""
-    if not isinstance(conn, StoreConnection) or conn.store_path is None:
+    if not isinstance(conn, _StoreConnection) or conn.store_path is None:
         return False
     return conn.identity is not None and _identity(conn.store_path) != conn.identity
 
 
-def _replaced_error(path: Path) -> StoreReplacedError:
-    return StoreReplacedError(
-        f"the store {path} was replaced or moved (by 'sealmem recover', a restore, or by "
-        "hand) while this process had it open; nothing was written. Run the command again "
-        "(an MCP server reopens the store by itself at its next call)"
-    )
-
-
 def _damaged(path: Path | str, what: str) -> DamagedStoreError:
     return DamagedStoreError(
-        f"the store {path} {what}; nothing was changed. Run 'sealmem recover' to salvage "
-        "what is readable into a new store (the damaged file is kept beside it), or move "
-        "the file aside and restore a backup with 'sealmem import <export.json>'"
+        f"the store {path} {what}; nothing was changed: {journal.RECOVER_HINT}"
     )
 
 
-def read_text(data: bytes) -> str:
-    """The connection's text factory: UTF-8, with U+FFFD for bytes that do not decode.
-
-    A row whose text is not valid UTF-8 (written by another tool, or a damaged
-    disk) is then read instead of failing every query that touches it;
-    ``sealmem doctor`` names such rows (:mod:`sealmem.client.store.health`).
-    """
+def _read_text(data: bytes) -> str:
+    """UTF-8 with U+FFFD for bytes that do not decode: a row whose text is not UTF-8 (another
+    tool, a damaged disk) is read, not failing every query; ``sealmem doctor`` names it."""
     return str(data, "utf-8", "replace")
 
 
@@ -186,11 +164,8 @@ def sqlite_errors(path: Path | str) -> Iterator[None]:
 
 
 def check_file(path: Path) -> bool:
-    """Whether a store file exists at ``path``; raise if what is there is not a store.
-
-    A 0-byte file, a file too short for the header or not starting with
-    :data:`SQLITE_HEADER` raises :class:`DamagedStoreError` naming the way out.
-    """
+    """Whether a store file exists at ``path``; :class:`DamagedStoreError` (naming the way
+    out) if what is there does not start with the SQLite header, 0 bytes included."""
     try:
         info = path.stat()
     except FileNotFoundError:
@@ -203,12 +178,12 @@ def check_file(path: Path) -> bool:
         raise _damaged(path, "is an empty file (0 bytes), not a sealmem store")
     try:
         with open(path, "rb") as fh:
-            head = fh.read(len(SQLITE_HEADER))
+            head = fh.read(len(_SQLITE_HEADER))
     except OSError as exc:
         raise StoreError(
             f"cannot read the store {path}: {exc.strerror}; check its owner and mode"
         ) from exc
-    if head != SQLITE_HEADER:
+    if head != _SQLITE_HEADER:
         raise _damaged(
             path, "is not a usable SQLite database (it does not start with the SQLite header)"
         )
@@ -228,11 +203,8 @@ def _make_dirs(path: Path) -> None:
 
 
 def _create_store(path: Path) -> None:
-    """Create an empty WAL store at ``path`` unless a file is already there.
-
-    The file is initialised under a temporary name and then hard-linked into place,
-    so ``path`` never exists as a 0-byte file (a crash leaves only the temporary).
-    """
+    """Create an empty WAL store at ``path`` unless a file is already there: initialised
+    under a temporary name, then hard-linked into place, so ``path`` is never 0 bytes."""
     _make_dirs(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.new")
     fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
@@ -247,9 +219,14 @@ def _create_store(path: Path) -> None:
         with contextlib.suppress(FileExistsError):
             os.link(tmp, path)
     finally:
-        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(leftover)
+        remove_store(tmp)
+
+
+def remove_store(path: Path) -> None:
+    """Delete the store file at ``path`` and its ``-wal`` and ``-shm``, where they exist."""
+    for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(leftover)
 
 
 def connect(
@@ -257,21 +234,14 @@ def connect(
     *,
     now_ms: int | None = None,
     migrations: Sequence[Migration] = MIGRATIONS,
-    create: bool = True,
     journaled: bool = True,
 ) -> sqlite3.Connection:
-    """Open the store at ``path`` (created if absent, with ``create``); migrate its schema.
-
-    New directories get mode 0700 and a new file 0600 (SQLite gives its ``-wal``
-    and ``-shm`` files the database's mode).  An existing file that is not a
-    store raises :class:`DamagedStoreError`.  With ``journaled`` every write is
-    counted in the store's journal and checked against it on open: a store that
-    lost committed writes is marked damaged and this connection refuses writes.
-    """
+    """Open the store at ``path`` (created if absent, its directories 0700 and file 0600);
+    migrate its schema.  With ``journaled`` every write is counted in the store's journal
+    and checked against it on open: a store that lost committed writes is marked damaged
+    and this connection refuses writes."""
     path = Path(path)
     if not check_file(path):
-        if not create:
-            raise StoreError(f"there is no store at {path}; 'sealmem init' creates one")
         try:
             _create_store(path)
         except (OSError, sqlite3.Error) as exc:
@@ -288,10 +258,9 @@ def connect(
                 str(path),
                 isolation_level=None,
                 timeout=BUSY_TIMEOUT_MS / 1000,
-                factory=StoreConnection,
+                factory=_StoreConnection,
             )
-            conn.text_factory = read_text
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.text_factory = _read_text
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreError(
@@ -311,7 +280,11 @@ def connect(
             if migrated:  # a new store's id too is in the main file, not only the WAL
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             if journaled:
-                _attach_journal(conn, path)
+                conn.identity = _identity(path)
+                damage = journal.inspect(conn, path, adopt=True)
+                conn.store_path = path
+                if damage is not None:
+                    conn.refusal = journal.damaged_message(path, damage)
     except BaseException:
         if conn is not None:
             conn.close()
@@ -319,41 +292,32 @@ def connect(
     return conn
 
 
-def _attach_journal(conn: StoreConnection, path: Path) -> None:
-    conn.identity = _identity(path)
-    damage = journal.inspect(conn, path, adopt=True)
-    conn.store_path = path
-    if damage is not None:
-        conn.refusal = journal.damaged_message(path, damage)
-
-
-def connect_readonly(
-    path: Path, *, migrations: Sequence[Migration] = MIGRATIONS, check_schema: bool = True
-) -> sqlite3.Connection:
-    """Open the existing store at ``path`` read-only (``mode=ro``): no migration, no write.
-
-    With ``check_schema``, a store that needs a migration raises
-    :class:`~.migrations.MigrationNeededError` (a write command applies it) and one
-    from a newer sealmem :class:`StoreError`.  In a directory this user cannot write, where SQLite
-    cannot make the ``-shm`` file a WAL reader needs, the file is opened immutable
-    (nobody can be writing it there: a writer needs that directory too).
-    """
-    path = Path(path)
-    if not check_file(path):
-        raise StoreError(f"there is no store at {path}; 'sealmem init' creates one")
+def readonly_uri(path: Path) -> str:
+    """The URI that opens ``path`` read-only; immutable in a directory this user cannot
+    write, where SQLite cannot make the ``-shm`` file a WAL reader needs (nobody can be
+    writing it there: a writer needs that directory too)."""
     uri = f"file:{quote(str(path))}?mode=ro"
     if not os.access(path.parent, os.W_OK) and not Path(f"{path}-shm").exists():
         uri += "&immutable=1"
+    return uri
+
+
+def connect_readonly(path: Path, *, check_schema: bool = True) -> sqlite3.Connection:
+    """Open the existing store at ``path`` read-only (:func:`readonly_uri`): no migration,
+    no write.  With ``check_schema``, a store that needs a migration raises
+    :class:`~.migrations.MigrationNeededError`, one from a newer sealmem :class:`StoreError`."""
+    path = Path(path)
+    if not check_file(path):
+        raise StoreError(f"there is no store at {path}; 'sealmem init' creates one")
     conn: sqlite3.Connection | None = None
     try:
         with sqlite_errors(path):
             conn = sqlite3.connect(
-                uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+                readonly_uri(path), uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
             )
-            conn.text_factory = read_text
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.text_factory = _read_text
             if check_schema:
-                require_current(conn, path, migrations)
+                require_current(conn, path, MIGRATIONS)
     except BaseException:
         if conn is not None:
             conn.close()
@@ -364,10 +328,14 @@ def connect_readonly(
 def _check_writable(conn: sqlite3.Connection, *, fresh: bool = False) -> None:
     """Refuse a write to a replaced store, or one marked damaged (``fresh``: read the
     mark again, another process may have set it)."""
-    if not isinstance(conn, StoreConnection) or conn.store_path is None:
+    if not isinstance(conn, _StoreConnection) or conn.store_path is None:
         return
     if replaced(conn):
-        raise _replaced_error(conn.store_path)
+        raise StoreReplacedError(
+            f"the store {conn.store_path} was replaced or moved (by 'sealmem recover', a "
+            "restore, or by hand) while this process had it open; nothing was written. Run "
+            "the command again (an MCP server reopens the store by itself at its next call)"
+        )
     refusal = conn.refusal  # damage this connection found when it opened: for good
     if refusal is None and fresh:
         # read every time, never kept: a salvage that gave up takes its mark back
@@ -378,10 +346,8 @@ def _check_writable(conn: sqlite3.Connection, *, fresh: bool = False) -> None:
 
 @contextlib.contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """A write transaction: ``BEGIN IMMEDIATE`` (a savepoint when already inside one).
-
-    Commits on success, rolls back on any exception.
-    """
+    """A write transaction: ``BEGIN IMMEDIATE`` (a savepoint when already inside one),
+    committed on success, rolled back on any exception."""
     if conn.in_transaction:
         name = f"sp_{next(_savepoints)}"
         conn.execute(f"SAVEPOINT {name}")
@@ -393,7 +359,7 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             raise
         conn.execute(f"RELEASE {name}")
         return
-    journal_of = conn.store_path if isinstance(conn, StoreConnection) else None
+    journal_of = conn.store_path if isinstance(conn, _StoreConnection) else None
     _check_writable(conn)
     conn.execute("BEGIN IMMEDIATE")
     try:

@@ -1,8 +1,9 @@
 """Export: the whole store as one JSON document (``format`` ``sealmem-export``, ``version`` 1).
 
-:func:`write_export` writes it one entry per line straight from cursors over the
-store (memory bounded whatever its size); :func:`export_document` builds it in
-memory.  :mod:`sealmem.client.store.transfer` reads it back.
+It holds every current record (tombstones and private ones included) with its local
+state and provenance, every historical version, and the supersede links.
+:func:`write_export` writes it one entry per line straight from cursors over the store
+(memory bounded whatever its size); :mod:`sealmem.client.store.transfer` reads it back.
 """
 
 from __future__ import annotations
@@ -22,14 +23,6 @@ FORMAT = "sealmem-export"
 VERSION = 1
 
 
-def _local(memory_row: sqlite3.Row) -> dict[str, Any]:
-    return {
-        "local_importance": float(memory_row["local_importance"]),
-        "seen_count": int(memory_row["seen_count"]),
-        "updated_at": int(memory_row["updated_at"]),
-    }
-
-
 def _header(conn: sqlite3.Connection, now_ms: int) -> dict[str, Any]:
     return {
         "format": FORMAT,
@@ -40,25 +33,23 @@ def _header(conn: sqlite3.Connection, now_ms: int) -> dict[str, Any]:
     }
 
 
-def _memories(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
-    for row in conn.execute("SELECT * FROM memories ORDER BY rowid"):
-        memory = memory_from_row(row)
-        yield {
+def _versions(conn: sqlite3.Connection, table: str) -> Iterator[dict[str, Any]]:
+    """The entries of ``memories`` or ``history`` (with when each was replaced)."""
+    history = table == "history"
+    for row in conn.execute(f"SELECT * FROM {table} ORDER BY {'seq' if history else 'rowid'}"):
+        memory = memory_from_history_row(row) if history else memory_from_row(row)
+        entry: dict[str, Any] = {
             "record": memory.record.to_wire(),
-            "local": _local(row),
+            "local": {
+                "local_importance": float(row["local_importance"]),
+                "seen_count": int(row["seen_count"]),
+                "updated_at": int(row["updated_at"]),
+            },
             "provenance": memory.provenance.to_dict(),
         }
-
-
-def _history(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
-    for row in conn.execute("SELECT * FROM history ORDER BY seq"):
-        memory = memory_from_history_row(row)
-        yield {
-            "record": memory.record.to_wire(),
-            "local": _local(row),
-            "provenance": memory.provenance.to_dict(),
-            "replaced_at": int(row["replaced_at"]),
-        }
+        if history:
+            entry["replaced_at"] = int(row["replaced_at"])
+        yield entry
 
 
 def _links(conn: sqlite3.Connection) -> Iterator[list[str]]:
@@ -67,11 +58,11 @@ def _links(conn: sqlite3.Connection) -> Iterator[list[str]]:
 
 
 def export_document(conn: sqlite3.Connection, *, now_ms: int) -> dict[str, Any]:
-    """Everything in the store, as a JSON-able document (in memory: see :func:`write_export`)."""
+    """The document :func:`write_export` writes, built in memory."""
     return {
         **_header(conn, now_ms),
-        "memories": list(_memories(conn)),
-        "history": list(_history(conn)),
+        "memories": list(_versions(conn, "memories")),
+        "history": list(_versions(conn, "history")),
         "supersedes": list(_links(conn)),
     }
 
@@ -89,8 +80,8 @@ def write_export(conn: sqlite3.Connection, out: TextIO, *, now_ms: int) -> int:
     out.write("{" + ", ".join(f"{dump(k)}: {dump(v)}" for k, v in header.items()) + ",\n")
     count = 0
     sections: list[tuple[str, Iterable[Any]]] = [
-        ("memories", _memories(conn)),
-        ("history", _history(conn)),
+        ("memories", _versions(conn, "memories")),
+        ("history", _versions(conn, "history")),
         ("supersedes", _links(conn)),
     ]
     for i, (name, items) in enumerate(sections):

@@ -17,24 +17,13 @@ from typing import Any
 
 from ...protocol.errors import StoreError
 from . import derived, journal, prebaseline
-from .connection import DIR_MODE, FILE_MODE, check_file, connect_readonly
+from .connection import DIR_MODE, FILE_MODE, connect_readonly
+from .journal import RECOVER_HINT
 from .memory import Check
 from .migrations import schema_version
 from .schema import latest_version
 
-__all__ = [
-    "RECOVER_HINT",
-    "doctor",
-    "doctor_file",
-    "reindex",
-    "stats",
-    "writable",
-]
-
-RECOVER_HINT = (
-    "run 'sealmem recover' to salvage what is readable into a new store (the damaged "
-    "file is kept), or restore a backup with 'sealmem import <export.json>'"
-)
+__all__ = ["doctor", "doctor_file", "reindex", "stats", "writable"]
 
 
 def _files(path: Path) -> list[Path]:
@@ -44,9 +33,6 @@ def _files(path: Path) -> list[Path]:
 def stats(conn: sqlite3.Connection, path: Path, *, author: str) -> dict[str, Any]:
     """Counts of live memories by kind and project, tombstones, history, sizes."""
 
-    def count(sql: str) -> int:
-        return int(conn.execute(sql).fetchone()[0])
-
     def grouped(column: str) -> dict[str, int]:
         rows = conn.execute(
             f"SELECT {column}, COUNT(*) FROM memories WHERE deleted = 0 "
@@ -54,17 +40,21 @@ def stats(conn: sqlite3.Connection, path: Path, *, author: str) -> dict[str, Any
         ).fetchall()
         return {str(r[0]): int(r[1]) for r in rows}
 
+    live, private, tombstones, history, links = conn.execute(
+        "SELECT count(*) FILTER (WHERE deleted = 0), "
+        "count(*) FILTER (WHERE deleted = 0 AND visibility = 'private'), "
+        "count(*) FILTER (WHERE deleted = 1), "
+        "(SELECT count(*) FROM history), (SELECT count(*) FROM supersedes) FROM memories"
+    ).fetchone()
     return {
         "path": str(path),
         "author": author,
         "schema_version": schema_version(conn),
-        "memories": count("SELECT COUNT(*) FROM memories WHERE deleted = 0"),
-        "private": count(
-            "SELECT COUNT(*) FROM memories WHERE deleted = 0 AND visibility = 'private'"
-        ),
-        "tombstones": count("SELECT COUNT(*) FROM memories WHERE deleted = 1"),
-        "history_versions": count("SELECT COUNT(*) FROM history"),
-        "supersede_links": count("SELECT COUNT(*) FROM supersedes"),
+        "memories": int(live),
+        "private": int(private),
+        "tombstones": int(tombstones),
+        "history_versions": int(history),
+        "supersede_links": int(links),
         "by_kind": grouped("kind"),
         "by_project": grouped("project"),
         "db_bytes": sum(p.stat().st_size for p in _files(path)),
@@ -222,11 +212,8 @@ def _mark_damaged(conn: sqlite3.Connection, path: Path, integrity: Check) -> Non
 
 
 def doctor(conn: sqlite3.Connection, path: Path) -> list[Check]:
-    """Run every check; none raises, each reports ok and what it saw.
-
-    A store found damaged (integrity, or writes lost against its journal) is marked:
-    writes to it are refused until ``sealmem recover`` or a restore.
-    """
+    """Run every check; none raises, each reports ok and what it saw.  A store found
+    damaged is marked: writes are refused until ``sealmem recover`` or a restore."""
     integrity = _check("integrity", lambda: _integrity(conn))
     if not integrity.ok:
         _mark_damaged(conn, path, integrity)
@@ -267,7 +254,6 @@ def doctor_file(path: Path) -> list[Check]:
     """Open ``path`` read-only and run :func:`doctor`; a store that cannot be opened is one
     failed ``open`` check (with the file checks that still apply)."""
     try:
-        check_file(path)
         conn = connect_readonly(path, check_schema=False)
     except StoreError as exc:
         return [Check("open", False, str(exc)), _writable(path)]
@@ -284,7 +270,7 @@ def reindex(
     derive from (:func:`sealmem.client.store.derived.rebuild`); run inside a transaction.
     Nothing but derived data changes: memories and history are the source of truth."""
     derived.rebuild(conn, progress)
-    return {
-        "memories": int(conn.execute("SELECT count(*) FROM memories").fetchone()[0]),
-        "history": int(conn.execute("SELECT count(*) FROM history").fetchone()[0]),
-    }
+    memories, history = conn.execute(
+        "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM history)"
+    ).fetchone()
+    return {"memories": int(memories), "history": int(history)}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
 
 from ...protocol.errors import InputError, NotFoundError
 from ...protocol.record import is_memory_id
@@ -21,9 +20,7 @@ __all__ = ["MAX_LISTED", "MIN_FRAGMENT", "resolve", "short_id"]
 
 
 def short_id(memory_id: str) -> str:
-    """The last 12 hex digits: random, so unique in practice, and every command taking an
-    id accepts them (:func:`resolve`).  Not the first 8: a UUIDv7 starts with its
-    timestamp, so memories of the same minute share them."""
+    """The last 12 hex digits, the fragment to prefer (see the module docstring)."""
     return memory_id[-12:]
 
 
@@ -34,11 +31,8 @@ _HEX = re.compile(r"^[0-9a-f]+$")
 
 
 def resolve(conn: sqlite3.Connection, text: object, *, where: str = "the store") -> str:
-    """The full id of the one memory ``text`` names; raise :class:`InputError` otherwise.
-
-    Unknown ids raise :class:`NotFoundError`; a fragment matching several memories
-    raises :class:`InputError` listing them and how to pick one.
-    """
+    """The full id of the one memory ``text`` names: :class:`NotFoundError` for none,
+    :class:`InputError` for several (listed, with how to pick one) or not an id."""
     if not isinstance(text, str) or not text.strip():
         raise InputError("a memory id is required; 'sealmem list' shows ids")
     given = text.strip().lower()
@@ -68,15 +62,11 @@ def resolve(conn: sqlite3.Connection, text: object, *, where: str = "the store")
             f"no memory id starts or ends with {given!r} in {where}; 'sealmem list' shows ids"
         )
     if len(rows) > 1:
-        raise InputError(_ambiguous(given, [(str(r[0]), str(r[1])) for r in rows]))
+        listed = ", ".join(f"{r[0]} ({r[1]})" for r in rows[:MAX_LISTED])
+        more = " and more" if len(rows) > MAX_LISTED else ""
+        raise InputError(
+            f"id {given!r} matches several memories: {listed}{more}; give the full id, or "
+            "its last 12 hex digits (memories written in the same minute share their first "
+            "8: a UUIDv7 starts with its timestamp)"
+        )
     return str(rows[0][0])
-
-
-def _ambiguous(given: str, rows: Sequence[tuple[str, str]]) -> str:
-    listed = ", ".join(f"{mid} ({kind})" for mid, kind in rows[:MAX_LISTED])
-    more = " and more" if len(rows) > MAX_LISTED else ""
-    return (
-        f"id {given!r} matches several memories: {listed}{more}; give the full id, or its "
-        "last 12 hex digits (memories written in the same minute share their first 8: "
-        "a UUIDv7 starts with its timestamp)"
-    )

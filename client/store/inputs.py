@@ -16,6 +16,8 @@ from ...protocol.record import (
     MAX_CONTENT_CHARS,
     MAX_KEYWORD_CHARS,
     MAX_KEYWORDS,
+    MAX_ORIGIN_CHARS,
+    MAX_REASON_CHARS,
     MAX_SUPERSEDES,
     PROJECT_RE,
 )
@@ -23,7 +25,6 @@ from .memory import DEFAULT_PROJECT
 
 __all__ = [
     "BUILTIN_KINDS",
-    "MAX_ORIGIN_CHARS",
     "content",
     "importance",
     "keywords",
@@ -31,11 +32,10 @@ __all__ = [
     "known_kind",
     "origin",
     "project",
+    "reason",
     "supersedes",
     "text",
 ]
-
-MAX_ORIGIN_CHARS = 64
 
 # The kinds every store knows; any other one must have been used in the store before,
 # or be asked for on purpose (``new_kind``, CLI ``--kind-new``), so a typo is not a kind.
@@ -81,12 +81,9 @@ def kind(kind: str) -> str:
     return value
 
 
-def known_kind(value: str, used: Iterable[str], *, new_kind: bool = False) -> str:
-    """``value`` (already :func:`kind`-checked) if built in, used before, or ``new_kind``.
-
-    Otherwise :class:`InputError` listing the known kinds, with the nearest one
-    as a suggestion.
-    """
+def known_kind(value: str, used: Iterable[str], new_kind: bool) -> str:
+    """``value`` (already :func:`kind`-checked) if built in, used before, or ``new_kind``;
+    else :class:`InputError` listing the known kinds, the nearest one suggested."""
     known = sorted(set(BUILTIN_KINDS) | set(used))
     if new_kind or value in known:
         return value
@@ -125,6 +122,16 @@ def content(value: object) -> str:
             "split it into several memories"
         )
     return text_
+
+
+def reason(value: object) -> str:
+    """Why a memory is forgotten, stripped; refused when empty, not UTF-8 or over the limit."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError("forget needs a reason (why this memory is wrong or unwanted)")
+    reason = text(value.strip(), "reason")
+    if len(reason) > MAX_REASON_CHARS:
+        raise InputError(f"the reason is {len(reason)} characters; the limit is {MAX_REASON_CHARS}")
+    return reason
 
 
 def keywords(keywords: Sequence[str]) -> list[str]:

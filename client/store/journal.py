@@ -3,28 +3,23 @@
 SQLite drops a damaged write-ahead-log frame *and every frame after it* when it
 next opens the store, silently: memories committed minutes ago are gone and the
 store still looks sound (``integrity_check`` says ok).  To notice, every write
-transaction of the store counts itself in the ``meta`` row ``commits``, and
-after it commits the count (with the number of memories and the time) is copied
-to a sidecar file, ``store.db.counts.json``.  A store whose ``commits`` is
-*below* the sidecar's lost committed writes: only damage (a bad WAL, a file
-copied back from an older backup) takes a counter back.
+transaction counts itself in the ``meta`` row ``commits``, and after it commits the
+count (with the number of memories and the time) is copied to a sidecar file,
+``store.db.counts.json``.  A store whose ``commits`` is *below* the sidecar's lost
+committed writes: only damage (a bad WAL, an older backup copied back) takes a
+counter back.
 
-The store runs ``synchronous = NORMAL``: a commit reaches the disk only at the
-next sync of the WAL, and a power cut may take the last commits back (SQLite
-then drops their frames, as it drops a damaged one).  So the sidecar is written
-only *after* the WAL holding the counted commit was fsynced, and says so
-(``"durable": true``): it never counts a write that a power cut can take back.
-The sidecar itself is not fsynced: one that comes back older only makes the
-store look newer.  A sidecar without the flag (the sync failed) may run one
-commit ahead of a healthy store: for it a lag of one commit is tolerated.
+The store runs ``synchronous = NORMAL``, so a power cut may take the last commits
+back: the sidecar is written only *after* the WAL holding the counted commit was
+fsynced, and says so (``"durable": true``); one without the flag (the sync failed)
+may run one commit ahead, so for it a lag of one commit is tolerated.  The sidecar
+itself is not fsynced: one that comes back older only makes the store look newer.
 
-The sidecar is read before the store (a write committed in between only makes
-the store look newer, never older), and ignored when it belongs to another
-store (``store_id`` differs: a new or recovered store adopts it).  A store found
-damaged gets a *marker* in the sidecar: its connections refuse writes
-(:class:`~sealmem.client.store.connection.DamagedStoreError`) and reading goes on,
-until ``sealmem recover`` (a new store, a new ``store_id``) or a restore into a
-new store replaces it.
+The sidecar is read before the store (a write committed in between only makes the
+store look newer), and ignored when it belongs to another store (``store_id``
+differs: a new or recovered store adopts it).  A store found damaged gets a *marker*
+in the sidecar: its connections refuse writes and reading goes on, until ``sealmem
+recover`` or a restore into a new store replaces it.
 """
 
 from __future__ import annotations
@@ -36,15 +31,14 @@ import secrets
 import sqlite3
 import stat
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from ..clock import now_ms
 
 __all__ = [
     "COMMITS_KEY",
-    "SUFFIX",
+    "RECOVER_HINT",
     "Damage",
     "Tally",
     "count_commit",
@@ -64,7 +58,7 @@ __all__ = [
     "when",
 ]
 
-SUFFIX = ".counts.json"
+_SUFFIX = ".counts.json"
 #: beside the store while 'sealmem recover' salvages it in place: writes are refused
 HOLD_SUFFIX = ".salvaging"
 COMMITS_KEY = "commits"
@@ -72,6 +66,12 @@ COMMITS_KEY = "commits"
 MAX_SIDECAR_BYTES = 64 * 1024
 #: Times in the sidecar are ms since 1970 and at most this (the year 6429, as an HLC wall).
 _MAX_MS = (1 << 47) - 1
+#: The way out of a damaged store, in every message that finds one.
+RECOVER_HINT = (
+    "run 'sealmem recover' to salvage what is readable into a new store (the damaged "
+    "file is kept beside it), or move the store aside and restore a backup with "
+    "'sealmem import <export.json>'"
+)
 
 
 @dataclass(frozen=True)
@@ -86,15 +86,6 @@ class Tally:
     #: to a power cut (False: the sync failed)
     durable: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "store_id": self.store_id,
-            "commits": self.commits,
-            "memories": self.memories,
-            "at": self.at,
-            "durable": self.durable,
-        }
-
 
 @dataclass(frozen=True)
 class Damage:
@@ -103,12 +94,9 @@ class Damage:
     why: str
     detected_at: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"why": self.why, "detected_at": self.detected_at}
-
 
 def journal_path(store: Path) -> Path:
-    return store.with_name(store.name + SUFFIX)
+    return store.with_name(store.name + _SUFFIX)
 
 
 def when(ms: int) -> str:
@@ -118,16 +106,10 @@ def when(ms: int) -> str:
         return f"an unknown time ({ms} ms)"
 
 
-def _ms(value: object) -> int:
-    """A time from the sidecar: an integer of ms in range, else ValueError (not a sidecar)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_MS:
-        raise ValueError(f"not a time in ms: {value!r}")
-    return value
-
-
-def _count(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"not a count: {value!r}")
+def _int(value: object, top: float = float("inf")) -> int:
+    """A count (or a time in ms, ``top`` :data:`_MAX_MS`) from the sidecar, else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
+        raise ValueError(f"not a sidecar's number: {value!r}")
     return value
 
 
@@ -154,24 +136,17 @@ def count_commit(conn: sqlite3.Connection) -> None:
 def measure(conn: sqlite3.Connection) -> Tally:
     """The store's tally now (outside a transaction: the newest committed state)."""
     meta = dict(
-        conn.execute(
-            "SELECT key, value FROM meta WHERE key IN ('store_id', ?)", (COMMITS_KEY,)
-        ).fetchall()
+        conn.execute("SELECT key, value FROM meta WHERE key IN ('store_id', ?)", (COMMITS_KEY,))
     )
     commits = str(meta.get(COMMITS_KEY, "0"))
+    # the row count the store keeps: one read, whatever the store's size
+    (memories,) = conn.execute("SELECT memories FROM store_counts").fetchone()
     return Tally(
         store_id=None if meta.get("store_id") is None else str(meta["store_id"]),
         commits=int(commits) if commits.isdigit() else 0,
-        memories=_memories(conn),
+        memories=int(memories),
         at=now_ms(),
     )
-
-
-def _memories(conn: sqlite3.Connection) -> int:
-    """How many memories the store holds: the row count the store keeps
-    (``store_counts``: one read, whatever the store's size)."""
-    (count,) = conn.execute("SELECT memories FROM store_counts").fetchone()
-    return int(count)
 
 
 def read(store: Path) -> tuple[Tally | None, Damage | None]:
@@ -182,24 +157,22 @@ def read(store: Path) -> tuple[Tally | None, Damage | None]:
             raise TypeError("not a sidecar")
         tally = Tally(
             store_id=doc["store_id"],
-            commits=_count(doc["commits"]),
-            memories=_count(doc["memories"]),
-            at=_ms(doc["at"]),
+            commits=_int(doc["commits"]),
+            memories=_int(doc["memories"]),
+            at=_int(doc["at"], _MAX_MS),
             durable=doc.get("durable") is True,
         )
         marker = doc.get("damaged")
-        damage = (
-            None
-            if not isinstance(marker, dict)
-            else Damage(str(marker["why"]), _ms(marker["detected_at"]))
-        )
+        damage = None
+        if isinstance(marker, dict):
+            damage = Damage(str(marker["why"]), _int(marker["detected_at"], _MAX_MS))
     except (OSError, ValueError, KeyError, TypeError):
         return None, None
     return tally, damage
 
 
 def _write(store: Path, tally: Tally, damage: Damage | None) -> None:
-    doc = tally.to_dict() | {"damaged": None if damage is None else damage.to_dict()}
+    doc = asdict(tally) | {"damaged": None if damage is None else asdict(damage)}
     target = journal_path(store)
     tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     try:
@@ -241,12 +214,6 @@ def _sync(store: Path) -> bool:
     return False
 
 
-def _durable(conn: sqlite3.Connection, store: Path) -> Tally:
-    """The store's tally now, flagged durable once the commits it counts are synced."""
-    tally = measure(conn)
-    return replace(tally, durable=_sync(store))
-
-
 def record(conn: sqlite3.Connection, store: Path) -> None:
     """After a commit: make it durable, then copy the store's tally to the sidecar.
     Never raises: the write it follows is committed, and a sidecar that cannot be
@@ -254,7 +221,7 @@ def record(conn: sqlite3.Connection, store: Path) -> None:
     with contextlib.suppress(OSError, sqlite3.Error):
         _tally, damage = read(store)
         if damage is None:
-            _write(store, _durable(conn, store), None)
+            _write(store, replace(measure(conn), durable=_sync(store)), None)
 
 
 def put(store: Path, tally: Tally, damage: Damage | None) -> None:
@@ -266,8 +233,7 @@ def put(store: Path, tally: Tally, damage: Damage | None) -> None:
 def mark(store: Path, tally: Tally, why: str) -> Damage:
     """Record that the store is damaged (kept until a new store replaces it)."""
     damage = Damage(why, now_ms())
-    with contextlib.suppress(OSError):
-        _write(store, tally, damage)
+    put(store, tally, damage)
     return damage
 
 
@@ -289,16 +255,12 @@ def _lost(before: Tally, now: Tally) -> str | None:
 
 def inspect(conn: sqlite3.Connection, store: Path, *, adopt: bool) -> Damage | None:
     """Compare the store with its journal; mark and return the damage found, if any.
-
-    ``adopt``: write the store's tally when the sidecar is absent or another store's
-    (a writable open; doctor on a read-only store only compares).
-    """
+    ``adopt``: write the store's tally when the sidecar is absent or another store's."""
     before, damage = read(store)  # first the sidecar, then the store: see the docstring
     now = measure(conn)
     if before is None or before.store_id != now.store_id:
         if adopt:
-            with contextlib.suppress(OSError):
-                _write(store, replace(now, durable=_sync(store)), None)
+            put(store, replace(now, durable=_sync(store)), None)
         return None
     if damage is not None:
         return damage
@@ -311,11 +273,8 @@ def holding_path(store: Path) -> Path:
 
 
 def hold(store: Path) -> None:
-    """Refuse every write to ``store`` until :func:`unhold` (a salvage in place).
-
-    A file of its own, not the sidecar's mark: a writer that committed just before
-    rewrites the sidecar after its fsync, and would erase a mark put there meanwhile.
-    """
+    """Refuse every write to ``store`` until :func:`unhold` (a salvage in place): a file
+    of its own, as a writer that committed just before rewrites the sidecar."""
     fd = os.open(holding_path(store), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(json.dumps({"since": now_ms()}))
@@ -343,8 +302,6 @@ def damaged_message(store: Path, damage: Damage) -> str:
     """The one line that refuses a write to a damaged store, with the fix."""
     return (
         f"the store {store} is {damage.why}; found {when(damage.detected_at)}. Writing is "
-        "refused until it is mended, reading still works: run 'sealmem recover' to salvage "
-        "what is readable into a new store (the damaged file is kept beside it), or move "
-        "the store aside and restore a backup with 'sealmem import <export.json>'; team "
-        "memories come back with 'sealmem sync' afterwards"
+        f"refused until it is mended, reading still works: {RECOVER_HINT}; team memories "
+        "come back with 'sealmem sync' afterwards"
     )

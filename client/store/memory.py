@@ -7,7 +7,7 @@ All are frozen dataclasses with a ``to_dict`` giving a flat, JSON-friendly form
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...protocol.names import name_skeleton
@@ -49,14 +49,7 @@ class Provenance:
         return cls(transport="local")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "transport": self.transport,
-            "signer": self.signer,
-            "signer_name": self.signer_name,
-            "verified": self.verified,
-            "received_at": self.received_at,
-            "snapshot_seq": self.snapshot_seq,
-        }
+        return dict(vars(self))  # every field, in order: one copy per exported entry
 
 
 def _member(kid: str, names: Mapping[str, str], fallback: str | None = None) -> str:
@@ -169,11 +162,8 @@ class Memory:
     def authorship(
         self, names: Mapping[str, str] | None = None, me: str | None = None
     ) -> Authorship:
-        """Who wrote this version (see :class:`Authorship`).
-
-        ``names`` maps kids to names from the accepted roster; ``me`` is the
-        local member id, used only to call a *claimed* author "you".
-        """
+        """Who wrote this version (:class:`Authorship`); ``names`` maps kids to roster names,
+        ``me`` (the local member id) only calls a *claimed* author "you"."""
         names = names or {}
         prov, author = self.provenance, self.record.author
         if self.written_here:
@@ -223,12 +213,9 @@ class Hit:
 
 @dataclass(frozen=True)
 class RememberResult:
-    """What :meth:`MemoryStore.remember` did.
-
-    ``created`` is True for a new memory; ``merged`` is True when the same
-    normalized content already existed in the project and was reinforced
-    instead.  ``warnings`` say what was redacted or adjusted, never the secret.
-    """
+    """What :meth:`MemoryStore.remember` did: ``created`` a new memory, or ``merged`` into
+    the same one (reinforced); ``warnings`` say what was redacted or adjusted, never the
+    secret."""
 
     memory: Memory
     created: bool
@@ -255,13 +242,7 @@ class ImportResult:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "skipped": self.skipped,
-            "warnings": list(self.warnings),
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -273,4 +254,4 @@ class Check:
     detail: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+        return asdict(self)

@@ -1,15 +1,11 @@
 """Stores of the pre-release builds, whose schema came before the version 1 baseline.
 
-TO BE DELETED AT THE FIRST RELEASE (with its call sites in
-:mod:`~sealmem.client.store.connection`, :mod:`~sealmem.client.store.health` and
-:mod:`~sealmem.client.store.recover`, and ``tests/client/test_prebaseline.py``).
+TO BE DELETED AT THE FIRST RELEASE (with its call sites in :mod:`.migrations`,
+:mod:`.health` and :mod:`.recover`, and ``tests/client/test_prebaseline.py``).
 
-Those builds numbered their migrations 1 to 14 from another first migration; a
-store they wrote is recognised by the name its ``schema_migrations`` gives version 1.
-Such a store is refused by every command but ``sealmem recover``, which reads it
-read-only (its memories, history and team state, by column name) into a new store of
-the current schema, computes the derived tables again, and keeps the old file beside
-it as ``store.db.pre-baseline-<time>``.
+A store they wrote is recognised by the name its ``schema_migrations`` gives version 1.
+Every command but ``sealmem recover`` refuses it; the salvage (:mod:`.recover`) copies it
+into a new store of the current schema and keeps the old file beside it.
 """
 
 from __future__ import annotations

@@ -1,30 +1,23 @@
 """Salvage what SQLite can still read from a damaged store into a new one.
 
-Python's ``sqlite3`` has no ``.recover`` (that is the ``sqlite3`` shell's), and the
-shell is not a dependency of sealmem, so the salvage reads the damaged file
-itself, read-only and immutable:
+Python's ``sqlite3`` has no ``.recover`` (the ``sqlite3`` shell's, not a dependency of
+sealmem), so the salvage reads the damaged file itself, read-only:
 
 * a table with rowids is read in rowid ranges; a range that raises is read again
   row by row, and a row that still raises is counted as lost;
 * a ``WITHOUT ROWID`` table is read in key order from both ends, up to the first
   row that raises from each side;
 * rows go into a freshly created store of the current schema (columns matched by
-  name, ``INSERT OR IGNORE``), then every derived table is rebuilt from them
-  (:func:`sealmem.client.store.derived.rebuild`); derived tables and the columns a
-  memory's other columns determine (:data:`_DERIVED`: its stems, its bucket key) are
-  not read from the damaged file but computed again, so a garbled one neither loses
-  the memory nor lives on in the new store.
+  name, ``INSERT OR IGNORE``); derived tables and columns (:data:`_DERIVED`) are not
+  read but computed again (:func:`sealmem.client.store.derived.rebuild`), so a garbled
+  one neither loses the memory nor lives on in the new store.
 
 The same salvage copies a store of a pre-release build (:mod:`.prebaseline`) into the
-current schema; its old file is kept as ``store.db.pre-baseline-<time>``.
-
-The new store replaces the damaged one only when complete: the damaged file (and
-its ``-wal``) is renamed ``store.db.damaged-<time>`` first and never written.
-Processes that keep the store open (an MCP server, ``sync --watch``) write into
-neither meanwhile: in place, the store is first held (a ``store.db.salvaging`` file beside
-it, see :func:`journal.hold`), and its write lock taken once, so that every
-later write sees the hold (refused, nothing lost); once the new store is in place they see that
-the file at the path is another one (an MCP server reopens it).
+current schema.  The new store replaces the damaged one only when complete
+(:func:`recover`).  Processes that keep the store open (an MCP server, ``sync
+--watch``) write into neither meanwhile: in place, the store is first held
+(:func:`journal.hold`) and its write lock taken once, so every later write sees the
+hold (refused, nothing lost); then they see that the file at the path is another one.
 What cannot be read at all (a damaged header or schema page) is refused with the
 advice to restore a backup: nothing is changed then.
 """
@@ -39,7 +32,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from ...protocol.errors import StoreError
 from ..fsutil import fsync_dir
@@ -49,6 +41,8 @@ from .connection import (
     check_file,
     connect,
     describe,
+    readonly_uri,
+    remove_store,
     set_meta,
     transaction,
 )
@@ -91,12 +85,8 @@ class RecoverResult:
 
 
 def _open_damaged(path: Path) -> sqlite3.Connection:
-    # Read-only, with its WAL (committed rows may still live there); immutable only
-    # where SQLite could not create the -shm file a WAL reader needs.
-    uri = f"file:{quote(str(path))}?mode=ro"
-    if not os.access(path.parent, os.W_OK) and not Path(f"{path}-shm").exists():
-        uri += "&immutable=1"
-    conn = sqlite3.connect(uri, uri=True)
+    # Read-only, with its WAL (committed rows may still live there).
+    conn = sqlite3.connect(readonly_uri(path), uri=True)
     conn.execute("PRAGMA query_only = ON")
     return conn
 
@@ -183,10 +173,9 @@ def _keyed_rows(
 
 
 _DERIVED = {"memories": ("stems", "norm_hash", "bucket_key")}
-"""Columns computed from a row's other columns, never copied from a damaged file:
-``stems`` and ``norm_hash`` are filled again from the text
-(:func:`sealmem.client.store.derived.rebuild`), ``bucket_key`` by the next push (NULL:
-what a local write leaves)."""
+"""Columns computed from a row's other columns: ``stems`` and ``norm_hash`` are filled
+again from the text by the rebuild, ``bucket_key`` by the next push (NULL: what a local
+write leaves)."""
 
 
 def _copy(src: sqlite3.Connection, dst: sqlite3.Connection, result: RecoverResult) -> None:
@@ -234,13 +223,10 @@ def _new_identity(dst: sqlite3.Connection) -> None:
 _Journal = tuple[journal.Tally | None, journal.Damage | None]
 
 
-def _hold_writers(path: Path, src: sqlite3.Connection) -> _Journal:
-    """Stop every other writer of the store at ``path`` for the salvage: hold it
-    (:func:`journal.hold`), then take its write lock once (a write under way finishes
-    first, and is salvaged; every later one sees the hold under the lock and is refused).
-
-    Returns the journal as it was, for :func:`_release`.
-    """
+def _hold_writers(path: Path) -> _Journal:
+    """Stop every other writer of the store at ``path``: hold it, then take its write lock
+    once (a write under way finishes first and is salvaged; every later one sees the hold
+    under the lock and is refused).  Returns the journal as it was, for :func:`_release`."""
     before = journal.read(path)
     journal.hold(path)
     try:
@@ -250,14 +236,12 @@ def _hold_writers(path: Path, src: sqlite3.Connection) -> _Journal:
     try:
         barrier.execute("BEGIN IMMEDIATE")
         barrier.execute("ROLLBACK")
-    except sqlite3.OperationalError as exc:
+    except sqlite3.DatabaseError as exc:  # else a file SQLite cannot write: nobody writes it
         if "locked" in str(exc) or "busy" in str(exc):
             _release(path, before)
             raise describe(path, exc) from exc
-    except sqlite3.DatabaseError:
-        return before  # a file SQLite cannot write: no other process writes it either
     finally:
-        barrier.close()  # ``src`` still reads the file: this close checkpoints nothing
+        barrier.close()  # the salvage still reads the file: this close checkpoints nothing
     return before
 
 
@@ -294,8 +278,31 @@ def _link_names(given: Path, path: Path) -> list[Path]:
 _MAX_LINKS = 40  # as many as Linux follows in one path
 
 
-def _fresh_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.recover-{os.getpid()}")
+def _salvage(
+    src: sqlite3.Connection, fresh: Path, hold: list[Path], now_ms: int, result: RecoverResult
+) -> None:
+    """Copy what ``src`` holds into a new store at ``fresh``, the writers of every name in
+    ``hold`` stopped meanwhile; on failure nothing is left there and each hold is released."""
+    remove_store(fresh)
+    held: list[tuple[Path, _Journal]] = []
+    try:
+        for name in hold:
+            held.append((name, _hold_writers(name)))
+        dst = connect(fresh, now_ms=now_ms, journaled=False)
+        try:
+            dst.execute("PRAGMA foreign_keys = OFF")
+            with transaction(dst):
+                _copy(src, dst, result)
+                _new_identity(dst)
+                health.reindex(dst)
+            dst.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            dst.close()
+    except BaseException:
+        remove_store(fresh)
+        for name, before in held:
+            _release(name, before)
+        raise
 
 
 def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverResult:
@@ -332,31 +339,9 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
             "'sealmem import <export.json>' (after moving the file aside), or try the "
             "'sqlite3' shell's '.recover' command on a copy"
         ) from exc
-    fresh = _fresh_path(target)
-    for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
-        with contextlib.suppress(FileNotFoundError):
-            leftover.unlink()
-    held: list[tuple[Path, _Journal]] = []
+    fresh = target.with_name(f".{target.name}.recover-{os.getpid()}")
     try:
-        if output is None:
-            for name in names:
-                held.append((name, _hold_writers(name, src)))
-        dst = connect(fresh, now_ms=now_ms, journaled=False)
-        try:
-            dst.execute("PRAGMA foreign_keys = OFF")
-            with transaction(dst):
-                _copy(src, dst, result)
-                _new_identity(dst)
-                health.reindex(dst)
-            dst.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            dst.close()
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            fresh.unlink()
-        for name, before in held:
-            _release(name, before)
-        raise
+        _salvage(src, fresh, names if output is None else [], now_ms, result)
     finally:
         src.close()
     if output is None:

@@ -1,4 +1,4 @@
-"""Secret redaction, the public entry point: see :mod:`sealmem.client.store.redaction`.
+"""Secret redaction, the entry point of the store and the hosts: see :mod:`.redaction`.
 
 Each rule finds one kind of credential and replaces the secret part with
 ``[REDACTED:<type>]``.  Callers get back the cleaned text and the *types* found,
@@ -13,40 +13,21 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ...protocol.record import Record
-    from .redaction import RULES, RULES_VERSION, Redacted, Rule, Texts
+    from .redaction import Redacted, Texts
 
-__all__ = [
-    "RULES",
-    "RULES_VERSION",
-    "Redacted",
-    "Rule",
-    "Texts",
-    "redact",
-    "redact_all",
-    "redact_batch",
-    "redact_texts",
-    "redact_version",
-    "secret_spans",
-    "warning_for",
-]
+__all__ = ["redact", "redact_batch", "redact_texts", "redact_version", "warning_for"]
 
 
 def redact(text: str) -> Redacted:
     """Replace every secret the rules recognise in ``text``."""
     run: Callable[[str], Redacted] = _rules().redact
     return run(text)
-
-
-def redact_all(texts: Iterable[str]) -> tuple[list[str], dict[str, int]]:
-    """Redact several texts; return them and the summed counts per type."""
-    run: Callable[[Iterable[str]], tuple[list[str], dict[str, int]]] = _rules().redact_all
-    return run(texts)
 
 
 def redact_texts(content: str, keywords: Sequence[str] = (), reason: str | None = None) -> Texts:
@@ -71,12 +52,6 @@ def redact_batch(records: Sequence[Record]) -> list[tuple[Record, dict[str, int]
     return run(records)
 
 
-def secret_spans(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, type) of every secret the rules recognise in ``text``, in order."""
-    run: Callable[[str], list[tuple[int, int, str]]] = _rules().secret_spans
-    return run(text)
-
-
 def warning_for(found: dict[str, int], where: str = "content") -> list[str]:
     """One warning per secret type found, naming the type and count, never the secret."""
     run: Callable[[dict[str, int], str], list[str]] = _rules().warning_for
@@ -88,9 +63,3 @@ def _rules() -> ModuleType:
     """The rule set's package, imported on the first call (an ``import`` statement in
     each call above cost a pull about 2 µs a text)."""
     return importlib.import_module(".redaction", __package__)
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("RULES", "RULES_VERSION", "Redacted", "Rule", "Texts"):
-        return getattr(_rules(), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

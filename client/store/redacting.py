@@ -1,12 +1,10 @@
 """The redaction rules over versions from outside: what a pull, an import and a push run.
 
-:func:`redact_version` (:mod:`sealmem.client.store.redaction.texts`, the one rule every
-write path runs) redacts a version this store did not write (a pulled or imported one,
-or our own before its first push); :func:`redact_versions` runs it over a batch,
-skipping text this store's rules already redacted: ``redaction_marks`` (schema version
-9) names, per memory id, the version whose text these rules wrote into ``memories`` or
-found clean there (:func:`mark_redacted`), under the rules version ``meta`` names
-(:func:`check_rules`, :func:`rules_current`).
+:func:`redact_version` (the one rule every write path runs) redacts a version this
+store did not write (a pulled or imported one, or our own before its first push);
+:func:`redact_versions` runs it over a batch, skipping text this store's rules already
+redacted: ``redaction_marks`` names, per memory id, the version whose text these rules
+wrote into ``memories`` or found clean there, under the rules version ``meta`` names.
 """
 
 from __future__ import annotations
@@ -91,8 +89,7 @@ def redact_versions(
 
 def mark_redacted(conn: sqlite3.Connection, marks: Iterable[tuple[str, int, int, str]]) -> None:
     """Mark versions (id, HLC wall, HLC counter, editor) as holding text this store's
-    rules redacted (or found clean), under the rules version :func:`check_rules` made
-    current.  Run inside the caller's transaction."""
+    rules redacted (or found clean), under the rules :func:`check_rules` made current."""
     conn.executemany(
         "INSERT OR REPLACE INTO redaction_marks (id, hlc_wall, hlc_counter, editor) "
         "VALUES (?, ?, ?, ?)",

@@ -1,12 +1,8 @@
 """The Porter stemmer (M.F. Porter, 1980), as SQLite's FTS5 ``porter`` tokenizer applies it.
 
-Recall tokenizes queries and candidate memories in Python to compute its extra
-ranking features (term coverage, context from neighbouring memories, entity
-matches); stemming them the same way FTS5 does keeps those features in step
-with the index.  The store stems the text of every row it writes
-(:func:`sealmem.client.store.terms.stored_stems`), so :data:`STEMS` remembers each
-word's stem (a dict whose misses compute it: a known word costs one lookup, with no
-Python call, when the words are mapped through ``STEMS.__getitem__``).
+The store stems the text of every row it writes (:mod:`sealmem.client.store.terms`),
+so :data:`STEMS` remembers each word's stem (a dict whose misses compute it: a known
+word costs one lookup, with no Python call, through ``STEMS.__getitem__``).
 
 FTS5's stemmer differs from the paper in a few places, and this one follows
 FTS5 (``fts5_tokenize.c``; a differential test checks it against SQLite): a

@@ -1,11 +1,9 @@
 """Words and stems of a text, as FTS5's ``porter unicode61`` tokenizer sees them.
 
-Recall tokenizes queries and candidate memories in Python to compute its ranking
-features (term coverage, context from neighbouring memories, entity matches);
-splitting and stemming them the way FTS5 does keeps those features in step with
-the full-text index.  It lives in the store: the write path keeps each
-memory's stems (:func:`stored_stems`), so that recall does not stem every candidate
-it looks at, and the stems are the index's terms.
+Recall tokenizes queries and candidate memories in Python for its ranking features
+(term coverage, neighbouring memories, entities); splitting and stemming them the way
+FTS5 does keeps those in step with the full-text index.  The write path keeps each
+memory's stems (:func:`stored_stems`), so recall does not stem every candidate.
 
 Two paths give the same terms as the index.  ASCII text (nearly all of it) is split
 and stemmed in Python, which is exact there: a letter or digit is a token character,
@@ -64,9 +62,8 @@ CREATE VIRTUAL TABLE words USING fts5 (
 CREATE VIRTUAL TABLE stems_at USING fts5vocab (stems, instance);
 CREATE VIRTUAL TABLE words_at USING fts5vocab (words, instance);
 """
-# the stems of pieces of text between ASCII separators that hold another character
-# (those of at most _PIECE_MAX characters; forgotten all at once past _PIECES_KEPT:
-# a few MB at most)
+# the stems of pieces between ASCII separators that hold another character (of at
+# most _PIECE_MAX characters; forgotten all at once past _PIECES_KEPT: a few MB)
 _PIECES: dict[str, frozenset[str]] = {}
 _PIECES_KEPT = 8192
 _PIECE_MAX = 64
@@ -136,11 +133,7 @@ def tokens(text: str) -> list[str]:
 def _stems(text: str) -> frozenset[str]:
     if text.isascii():
         return frozenset(map(STEMS.__getitem__, _ascii_words(text)))
-    words = text.translate(_ASCII_WORDS).split(" ")
-    # An ASCII character splits or joins the same in both (unicode61 folds it as the
-    # table does): the pieces between ASCII separators that are all ASCII are stemmed
-    # here, the others by SQLite's tokenizer, each once (then remembered: the fixed
-    # cost of a call to it, ~20 µs, is most of its cost on a text of a few such words)
+    words = text.translate(_ASCII_WORDS).split(" ")  # an ASCII character splits alike in both
     found: set[str] = set()
     other = []
     for piece in set(words):
@@ -167,11 +160,8 @@ def _stems(text: str) -> frozenset[str]:
 
 @lru_cache(maxsize=8192)
 def stems_of(text: str) -> frozenset[str]:
-    """The distinct stems FTS5's porter tokenizer indexes for ``text``.
-
-    Cached: recall looks at the same memories again and again; a cold text is
-    split once and each distinct word stemmed once (the stems are cached too).
-    """
+    """The distinct stems FTS5's porter tokenizer indexes for ``text`` (cached: recall
+    looks at the same memories again and again)."""
     return _stems(text)
 
 

@@ -1,13 +1,9 @@
-"""Export and import: the whole store as one JSON document, and back, streamed.
+"""Import: an export (:mod:`sealmem.client.store.export`) merged into the store.
 
-The document (``format`` ``sealmem-export``, ``version`` 1) holds every current
-record (tombstones and private ones included) with its local state and
-provenance, every historical version, and the supersede links.  Records are in
-their wire form (importance in thousandths), so ids, clocks and authors survive
-a round trip exactly.  :func:`~sealmem.client.store.export.write_export` writes it
-one entry per line from a cursor over the store, so memory stays bounded whatever
-the store's size; :func:`import_stream` reads any such document (any whitespace or key order)
-one entry at a time (:mod:`sealmem.client.store.jsonscan`).
+:func:`import_stream` reads any such document (any whitespace or key order) one entry
+at a time (:mod:`sealmem.client.store.jsonscan`); :func:`import_document` takes one held
+in memory, through the same merge.  Records are in their wire form, so ids, clocks and
+authors survive a round trip exactly.
 
 Import merges through the protocol merge (:func:`sealmem.protocol.merge.merge`,
 DESIGN §3: last-write-wins per id under ``version_key``), keeps the higher local
@@ -29,8 +25,8 @@ import functools
 import json
 import sqlite3
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any, TextIO
 
 from ...protocol.errors import InputError, ProtocolError
@@ -47,33 +43,23 @@ from .writer import Batch, Keep, Local, Write, load_rows, write
 
 __all__ = ["BATCH", "import_document", "import_stream"]
 
+_LISTS = ("memories", "history")  # the members read element by element
+
 BATCH = 2000
 """Entries merged per batch on import (as many as a pull merges per call: 500 ran ~9 %
 slower per record, the memory held is a few megabytes more)."""
 
 
-@dataclass(slots=True)
-class _Entry:
-    record: Record
-    local_importance: float
-    seen_count: int
-    updated_at: int
-    provenance: Provenance
-    replaced_at: int | None
-    where: str
-
-
 def _number(value: object, where: str, field: str, lo: float, hi: float) -> float:
-    """``value`` as a float in [lo, hi], else an error naming ``where``.``field`` (the
-    name is formatted only then: this runs three times per imported entry)."""
-    if (type(value) is int or type(value) is float) and lo <= value <= hi:
-        return float(value)
+    """``value`` as a float in [lo, hi], else an error naming ``where``.``field``."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
         raise InputError(f"{where}.{field} must be a number between {lo} and {hi}: {value!r}")
     return float(value)
 
 
-def _parse(item: object, where: str, now_ms: int, *, history: bool) -> _Entry:
+def _parse(item: object, where: str, now_ms: int, *, history: bool) -> Keep:
+    """One entry as the version it holds; a current record's ``replaced_at`` is its
+    ``updated_at`` (when it lands in history, having lost)."""
     if not isinstance(item, dict):
         raise InputError(f"{where} must be an object")
     try:
@@ -84,25 +70,24 @@ def _parse(item: object, where: str, now_ms: int, *, history: bool) -> _Entry:
     prov = item.get("provenance") or {}
     if not isinstance(local, dict) or not isinstance(prov, dict):
         raise InputError(f"{where}: 'local' and 'provenance' must be objects")
-    signer = prov.get("signer")
-    signer_name = prov.get("signer_name")
-    replaced_at = item.get("replaced_at") if history else None
-    entry = _Entry(
-        record=record,
-        local_importance=_number(
-            local.get("local_importance", record.importance), where, "local_importance", 0, 1
-        ),
-        seen_count=int(_number(local.get("seen_count", 1), where, "seen_count", 1, 2**62)),
-        updated_at=int(_number(local.get("updated_at", now_ms), where, "updated_at", 0, 2**62)),
-        provenance=_provenance(
+    signer, signer_name = prov.get("signer"), prov.get("signer_name")
+    updated_at = int(_number(local.get("updated_at", now_ms), where, "updated_at", 0, 2**62))
+    replaced_at = updated_at
+    if history:
+        replaced_at = int(_number(item.get("replaced_at"), where, "replaced_at", 0, 2**62))
+        replaced_at = replaced_at or now_ms
+    return Keep(
+        record,
+        _provenance(
             signer if isinstance(signer, str) else None,
             signer_name if isinstance(signer_name, str) else None,
             now_ms,
         ),
-        replaced_at=int(_number(replaced_at, where, "replaced_at", 0, 2**62)) if history else None,
-        where=where,
+        _number(local.get("local_importance", record.importance), where, "local_importance", 0, 1),
+        int(_number(local.get("seen_count", 1), where, "seen_count", 1, 2**62)),
+        updated_at,
+        replaced_at,
     )
-    return entry
 
 
 @functools.lru_cache(maxsize=256)
@@ -143,11 +128,11 @@ class _Importer:
         self.refused: list[str] = []  # the first few ids beyond the clock bound
         self.newest: Hlc = ZERO
         self.done = 0
-        self._memories: list[_Entry] = []
+        self._memories: list[tuple[str, Keep]] = []  # (where in the document, version)
         self._batch_ids: set[str] = set()
-        self._history: list[_Entry] = []
+        self._history: list[tuple[str, Keep]] = []
 
-    def _accept(self, item: object, where: str, *, history: bool) -> _Entry | None:
+    def _accept(self, item: object, where: str, *, history: bool) -> Keep | None:
         entry = _parse(item, where, self.now_ms, history=history)
         if too_far_ahead(entry.record.hlc, self.now_ms):
             self.counts["skipped"] += 1
@@ -158,12 +143,10 @@ class _Importer:
         return entry
 
     def _step(self, n: int) -> None:
-        if self.progress is None:
-            self.done += n
-            return
-        for _ in range(n):  # one call per entry, as when entries were merged one by one
-            self.done += 1
-            self.progress(self.done)
+        if self.progress is not None:
+            for _ in range(n):  # one call per entry
+                self.done += 1
+                self.progress(self.done)
 
     def memory(self, item: object, where: str) -> None:
         entry = self._accept(item, where, history=False)
@@ -171,7 +154,7 @@ class _Importer:
             return
         if entry.record.id in self._batch_ids:
             self.flush_memories()  # one id per batch: the second sees the first's result
-        self._memories.append(entry)
+        self._memories.append((where, entry))
         self._batch_ids.add(entry.record.id)
         if len(self._memories) >= BATCH:
             self.flush_memories()
@@ -180,7 +163,7 @@ class _Importer:
         entry = self._accept(item, where, history=True)
         if entry is None:
             return
-        self._history.append(entry)
+        self._history.append((where, entry))
         if len(self._history) >= BATCH:
             self.flush_history()
 
@@ -189,20 +172,20 @@ class _Importer:
         self._batch_ids.clear()
         if not batch:
             return
-        batch = self._redacted(batch)
-        rows = load_rows(self.conn, (e.record.id for e in batch))
+        versions = self._redacted(batch)
+        rows = load_rows(self.conn, (e.record.id for e in versions))
         writes: list[Write] = []
         keeps: list[Keep] = []
         raised: list[Local] = []
-        for entry in batch:
+        for entry in versions:
             self.counts[self._decide(entry, rows.get(entry.record.id), writes, keeps, raised)] += 1
             self.newest = max(self.newest, entry.record.hlc)
         write(self.conn, Batch(writes=writes, keeps=keeps, skip_winner=True, local=raised))
-        self._step(len(batch))
+        self._step(len(versions))
 
     def _decide(
         self,
-        entry: _Entry,
+        entry: Keep,
         row: sqlite3.Row | None,
         writes: list[Write],
         keeps: list[Keep],
@@ -237,23 +220,21 @@ class _Importer:
             )
             return "added" if row is None else "updated"
         if outcome.loser is not None:
-            keeps.append(_keep(entry, entry.updated_at))
+            keeps.append(entry)
         if importance > here:
             raised.append(Local(incoming.id, local_importance=importance))
             return "updated"
         return "unchanged"
 
-    def _redacted(self, batch: list[_Entry]) -> list[_Entry]:
-        """``batch`` with each record through the redaction rules (skipped for text this
+    def _redacted(self, batch: list[tuple[str, Keep]]) -> list[Keep]:
+        """The versions of ``batch`` through the redaction rules (skipped for text this
         store's rules already redacted: a re-import), a warning per cleaned entry."""
         out = []
-        for entry, (record, found) in zip(
-            batch, redact_versions(self.conn, (e.record for e in batch)), strict=True
+        for (where, entry), (record, found) in zip(
+            batch, redact_versions(self.conn, (e.record for _, e in batch)), strict=True
         ):
             if found:
-                self.warnings.append(
-                    f"{entry.where} ({record.id}): redacted {', '.join(sorted(found))}"
-                )
+                self.warnings.append(f"{where} ({record.id}): redacted {', '.join(sorted(found))}")
                 entry = replace(entry, record=record)
             out.append(entry)
         return out
@@ -262,9 +243,7 @@ class _Importer:
         batch, self._history = self._history, []
         if not batch:
             return
-        batch = self._redacted(batch)
-        keeps = [_keep(e, e.replaced_at or self.now_ms) for e in batch]
-        write(self.conn, Batch(keeps=keeps, skip_winner=True))
+        write(self.conn, Batch(keeps=self._redacted(batch), skip_winner=True))
         self._step(len(batch))
 
     def finish(self) -> ImportResult:
@@ -277,17 +256,6 @@ class _Importer:
         return ImportResult(**self.counts, warnings=self.warnings)
 
 
-def _keep(entry: _Entry, replaced_at: int) -> Keep:
-    return Keep(
-        entry.record,
-        entry.provenance,
-        entry.local_importance,
-        entry.seen_count,
-        entry.updated_at,
-        replaced_at,
-    )
-
-
 def _refused_note(ids: list[str], count: int) -> str:
     shown = ", ".join(ids[:5]) + (f" and {count - 5} more" if count > 5 else "")
     return (
@@ -297,40 +265,6 @@ def _refused_note(ids: list[str], count: int) -> str:
     )
 
 
-def _list(document: dict[str, Any], key: str) -> list[Any]:
-    items = document.get(key, [])
-    if not isinstance(items, list):
-        raise InputError(f"the export's {key!r} must be a list")
-    return items
-
-
-def import_document(
-    conn: sqlite3.Connection,
-    document: dict[str, Any],
-    *,
-    now_ms: int,
-    progress: Callable[[int, int], None] | None = None,
-) -> ImportResult:
-    """Merge an export held in memory into the store in one transaction; see the module
-    docstring.  Records dated more than ``MAX_AHEAD_MS`` ahead of ``now_ms`` are not
-    imported (counted as skipped, named in a warning), as a pull refuses them."""
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        _check_header("format", None)
-    _check_header("version", document.get("version"))
-    memories, history = _list(document, "memories"), _list(document, "history")
-    total = len(memories) + len(history)
-    with transaction(conn):
-        importer = _Importer(
-            conn, now_ms, None if progress is None else lambda done: progress(done, total)
-        )
-        for i, item in enumerate(memories):
-            importer.memory(item, f"memories[{i}]")
-        importer.flush_memories()
-        for i, item in enumerate(history):
-            importer.history(item, f"history[{i}]")
-        return importer.finish()
-
-
 def _count_entries(stream: TextIO, name: str) -> int:
     """How many memories and history entries ``stream`` holds (0 when it cannot be read
     again from its start, e.g. a pipe); the stream is left at its start."""
@@ -338,7 +272,7 @@ def _count_entries(stream: TextIO, name: str) -> int:
         return 0
     start = stream.tell()
     try:
-        scanned = scan(JsonScanner(stream, name), ("memories", "history"))
+        scanned = scan(JsonScanner(stream, name), _LISTS)
         return sum(1 for kind, _, _ in scanned if kind == "item")
     except InputError:
         return 0  # the import itself reports what is wrong, where
@@ -354,25 +288,54 @@ def import_stream(
     name: str = "the document",
     progress: Callable[[int, int], None] | None = None,
 ) -> ImportResult:
-    """:func:`import_document` for a document read from ``stream`` one entry at a time.
-
-    Memory stays bounded by the largest entry: memories are merged as they are read;
-    history entries that come before the memories in the document are held in a
-    temporary file until the memories are merged (history is merged after them, as
-    :func:`import_document` does).  ``progress`` is given the number of entries when
-    ``stream`` can be read twice (a file: its entries are counted first), else none."""
+    """Merge an export read from ``stream`` into the store in one transaction.  Memory
+    stays bounded by the largest entry (history that comes before the memories waits in
+    a temporary file: it is merged after them).  ``progress`` is given the number of
+    entries when ``stream`` can be read twice (a file: they are counted first)."""
     total = _count_entries(stream, name) if progress is not None else 0
-    scanner = JsonScanner(stream, name)
+    members = scan(JsonScanner(stream, name), _LISTS)
+    return _merge(conn, members, total, now_ms=now_ms, progress=progress)
 
-    def report(done: int) -> None:
-        if progress is not None and total:
-            progress(done, total)
 
+def import_document(
+    conn: sqlite3.Connection,
+    document: object,
+    *,
+    now_ms: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportResult:
+    """:func:`import_stream` for an export held in memory (what ``json.load`` gives)."""
+    if not isinstance(document, dict):
+        document = {"format": None}  # refused as not an export, by the one header check
+    total = sum(len(v) for k, v in document.items() if k in _LISTS and isinstance(v, list))
+    return _merge(conn, _members(document), total, now_ms=now_ms, progress=progress)
+
+
+def _members(document: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
+    """An export held in memory, member by member as :func:`.jsonscan.scan` reads one."""
+    for key, value in document.items():
+        if key in _LISTS and isinstance(value, list):
+            for item in value:
+                yield "item", key, item
+        else:
+            yield "value", key, value
+
+
+def _merge(
+    conn: sqlite3.Connection,
+    members: Iterable[tuple[str, str, Any]],
+    total: int,
+    *,
+    now_ms: int,
+    progress: Callable[[int, int], None] | None,
+) -> ImportResult:
+    """Merge an export's members (as :func:`.jsonscan.scan` yields them), in one transaction."""
     seen_keys: set[str] = set()
     with transaction(conn), tempfile.TemporaryFile("w+", encoding="utf-8") as held:
+        report = None if progress is None or not total else lambda done: progress(done, total)
         importer = _Importer(conn, now_ms, report)
         memory_count = held_count = 0
-        for kind, key, value in scan(scanner, ("memories", "history")):
+        for kind, key, value in members:
             if kind == "value":
                 _check_header(key, value)
                 if key in ("memories", "history"):
@@ -389,10 +352,9 @@ def import_stream(
             else:
                 held.write(json.dumps(value) + "\n")
                 held_count += 1
-        if "format" not in seen_keys:
-            _check_header("format", None)
-        if "version" not in seen_keys:
-            _check_header("version", None)
+        for key in ("format", "version"):
+            if key not in seen_keys:
+                _check_header(key, None)
         importer.flush_memories()
         held.seek(0)
         for i, line in enumerate(held):

@@ -1,9 +1,8 @@
-"""Local writes: a new memory, a reinforced duplicate, a tombstone.
+"""Local writes: a new memory, a reinforced duplicate, a shared one, a tombstone.
 
-Each function runs inside the caller's transaction, ticks the store's HLC for
-every new version, and writes through :mod:`sealmem.client.store.writer` (so the
-replaced version lands in history).  Arguments arrive validated and
-redacted (:mod:`sealmem.client.store.inputs`, :mod:`sealmem.client.store.redact`).
+Each function runs inside the caller's transaction, ticks the store's HLC for every
+new version, and writes through :mod:`sealmem.client.store.writer` (so the replaced
+version lands in history).  Arguments arrive validated (:mod:`.inputs`).
 """
 
 from __future__ import annotations
@@ -11,20 +10,21 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 
-from ...protocol.errors import InputError, NotFoundError, ProtocolError, StoreError
+from ...protocol.errors import InputError, NotFoundError, ProtocolError
 from ...protocol.record import MAX_KEYWORDS, MAX_SUPERSEDES, Record, new_memory_id
 from . import ids as memory_ids
 from . import redacting
 from .memory import Memory, Provenance
 from .redact import redact_texts
-from .rows import MEMORY_COLUMNS, load_row, memory_from_row, next_hlc, norm_hash
+from .rows import MEMORY_COLUMNS, memory_from_row, next_hlc, norm_hash
 from .writer import Batch, Local, write, write_version
 
 __all__ = [
     "create",
     "find_twin",
-    "mark_redacted_here",
+    "kinds_like",
     "reinforce",
     "resolve_links",
     "set_importance",
@@ -34,10 +34,8 @@ __all__ = [
 
 
 def resolve_links(conn: sqlite3.Connection, ids: Sequence[str]) -> list[str]:
-    """The full ids ``ids`` name (full ids or fragments, :mod:`.ids`), without repeats.
-
-    Raises :class:`NotFoundError` for the first one the store does not hold.
-    """
+    """The full ids ``ids`` name (full ids or fragments, :mod:`.ids`), without repeats;
+    :class:`NotFoundError` for the first one the store does not hold."""
     out: list[str] = []
     for given in ids:
         try:
@@ -64,6 +62,13 @@ def find_twin(
     return row
 
 
+def kinds_like(conn: sqlite3.Connection, kind: str) -> list[str]:
+    """``[kind]`` if a memory of this store has it, else every kind the store holds."""
+    if conn.execute("SELECT 1 FROM memories WHERE kind = ? LIMIT 1", (kind,)).fetchone():
+        return [kind]
+    return [str(r[0]) for r in conn.execute("SELECT DISTINCT kind FROM memories")]
+
+
 def _write(
     conn: sqlite3.Connection, record: Record, local_importance: float, seen_count: int, now: int
 ) -> Memory:
@@ -79,10 +84,7 @@ def _write(
         seen_count=seen_count,
         updated_at=now,
     )
-    row = load_row(conn, record.id)
-    if row is None:
-        raise StoreError(f"memory {record.id} vanished while it was being written")
-    return memory_from_row(row)
+    return Memory(record, seen_count, now, Provenance.local())
 
 
 def create(
@@ -99,7 +101,7 @@ def create(
     private: bool,
     origin: str,
 ) -> Memory:
-    """Store a new memory with a fresh UUIDv7 id."""
+    """Store a new memory with a fresh UUIDv7 id (its text redacted by the caller)."""
     record = Record(
         id=new_memory_id(now, os.urandom(10)),
         project=project,
@@ -115,14 +117,15 @@ def create(
         origin=origin,
         visibility="private" if private else "team",
     )
-    return _write(conn, record, importance, 1, now)
+    memory = _write(conn, record, importance, 1, now)
+    _mark_redacted_here(conn, memory)
+    return memory
 
 
-def mark_redacted_here(conn: sqlite3.Connection, memory: Memory) -> None:
-    """Note that ``memory``'s text was written by this store's rules just now (the
-    caller ran :func:`~sealmem.client.store.redact.redact_texts` over the content and
-    all the keywords), so the redaction before its first push
-    (:func:`sealmem.client.sync.redaction.redact_pending`) does not run them again."""
+def _mark_redacted_here(conn: sqlite3.Connection, memory: Memory) -> None:
+    """Note that this store's rules wrote ``memory``'s text just now, so the redaction
+    before its first push (:func:`sealmem.client.sync.redaction.redact_pending`) does not
+    run them again."""
     redacting.check_rules(conn)
     record = memory.record
     redacting.mark_redacted(conn, [(record.id, *record.order_key)])
@@ -139,16 +142,12 @@ def reinforce(
     kind: str | None,
     supersedes: Sequence[str],
 ) -> tuple[Memory, dict[str, int]]:
-    """Merge a repeated memory into ``twin``: seen_count + 1, keywords union, importance max.
-
-    Returns the memory and the secrets found in the keywords once the new ones are read
-    with the old ones (:func:`~sealmem.client.store.redact.redact_texts`), by type.
-
-    A ``kind`` given takes over (the caller asked for it; the old version stays in
-    history); None keeps the twin's kind.  Supersede links are united.  Only when
-    the record itself changes is a new version written.
-    """
-    current = memory_from_row(twin).record
+    """Merge a repeated memory into ``twin``: seen_count + 1, keywords and links united,
+    importance max; a ``kind`` given takes over (None keeps the twin's).  Only when the
+    record changes is a new version written.  Returns the memory and the secrets found
+    once the new keywords are read with the old ones, by type."""
+    before = memory_from_row(twin)
+    current = before.record
     merged_kw = list(current.keywords)
     seen = {w.casefold() for w in merged_kw}
     for word in keywords:
@@ -156,9 +155,7 @@ def reinforce(
             merged_kw.append(word)
             seen.add(word.casefold())
     found: dict[str, int] = {}
-    if len(merged_kw) > len(current.keywords):
-        # the new words read with the old ones, by the rule of every write path: a secret
-        # split across an old keyword and a new one is caught too
+    if len(merged_kw) > len(current.keywords):  # a secret split across old and new is caught
         together = redact_texts("", merged_kw)
         merged_kw, found = list(together.keywords), together.found_keywords
     links = list(current.supersedes)
@@ -172,31 +169,33 @@ def reinforce(
     seen_count = int(twin["seen_count"]) + 1
     if changed == current:
         write(conn, Batch(local=[Local(current.id, seen_count=seen_count, updated_at=now)]))
-        return memory_from_row(load_row(conn, current.id) or twin), found
+        return replace(before, seen_count=seen_count, updated_at=now), found
     record = changed.evolve(editor=author, hlc=next_hlc(conn, now))
     floor = max(float(twin["local_importance"]), record.importance)
     return _write(conn, record, floor, seen_count, now), found
 
 
-def share(
-    conn: sqlite3.Connection,
-    row: sqlite3.Row,
-    *,
-    author: str,
-    now: int,
-    content: str,
-    keywords: Sequence[str],
-) -> Memory:
-    """A team version of the private memory in ``row``, with ``content`` and ``keywords``
-    (redacted again by the caller); the private version stays in history."""
-    record = memory_from_row(row).record.evolve(
-        content=content,
-        keywords=tuple(keywords),
+def share(conn: sqlite3.Connection, row: sqlite3.Row, *, author: str, now: int) -> Memory:
+    """A team version of the private memory in ``row``: see :meth:`.api.LocalStore.share`."""
+    current = memory_from_row(row).record
+    if current.deleted:
+        raise InputError(
+            f"memory {current.id} is forgotten ({current.delete_reason}): there is no text "
+            "left to share"
+        )
+    if current.visibility == "team":
+        return memory_from_row(row)
+    cleaned = redact_texts(current.content, current.keywords)
+    record = current.evolve(
+        content=cleaned.content,
+        keywords=cleaned.keywords,
         visibility="team",
         editor=author,
         hlc=next_hlc(conn, now),
     )
-    return _write(conn, record, float(row["local_importance"]), int(row["seen_count"]), now)
+    memory = _write(conn, record, float(row["local_importance"]), int(row["seen_count"]), now)
+    _mark_redacted_here(conn, memory)
+    return memory
 
 
 def tombstone(
@@ -238,6 +237,8 @@ def set_importance(
     """A new version of the memory in ``row`` with ``importance``; the local floor follows
     the person's choice (they may lower it: a teammate's version never does)."""
     current = memory_from_row(row).record
+    if current.deleted:
+        raise InputError(f"memory {current.id} is forgotten: it has no importance to set")
     if current.importance == importance and float(row["local_importance"]) == importance:
         return memory_from_row(row)
     record = current.evolve(importance=importance, editor=author, hlc=next_hlc(conn, now))

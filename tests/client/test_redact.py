@@ -9,7 +9,8 @@ import string
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.store.redact import RULES, redact
+from sealmem.client.store.redact import redact
+from sealmem.client.store.redaction import RULES
 
 # Fake secrets, assembled here so no real-looking token sits in the source as one string.
 ALNUM = "A1b2C3d4E5f6G7h8J9k0L1m2N3p4Q5r6S7t8U9v0"

@@ -257,7 +257,7 @@ def test_a_writer_takes_writes_again_after_a_salvage_that_gave_up(tmp_path: Path
         server.remember("a note before the salvage", project="webapp")
         src = connect_readonly(path)
         try:
-            before = _hold_writers(path, src)
+            before = _hold_writers(path)
             with pytest.raises(DamagedStoreError, match="being salvaged"):
                 server.remember("a note during the salvage", project="webapp")
             _release(path, before)  # the salvage failed: the same file stays in place
@@ -297,7 +297,7 @@ def test_a_writer_s_sidecar_update_never_lifts_a_salvage_hold(tmp_path: Path) ->
         for _ in range(20):
             src = connect_readonly(path)
             try:
-                before = _hold_writers(path, src)
+                before = _hold_writers(path)
                 time.sleep(0.05)
                 lifted += journal.refusal(path) is None
                 _release(path, before)
