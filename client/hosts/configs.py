@@ -26,7 +26,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Literal
@@ -38,6 +38,7 @@ __all__ = [
     "SERVER_NAME",
     "Host",
     "Platform",
+    "claude_dir",
     "get_host",
     "hook_argv",
     "hook_command",
@@ -53,9 +54,13 @@ def _home() -> Path:
     return Path(os.path.expanduser("~"))
 
 
-def _claude_dir() -> Path:
-    custom = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(custom) if custom else _home() / ".claude"
+def _env_dir(variable: str, default: str) -> Path:
+    custom = os.environ.get(variable)
+    return Path(custom) if custom else _home() / default
+
+
+def claude_dir() -> Path:
+    return _env_dir("CLAUDE_CONFIG_DIR", ".claude")
 
 
 def _claude_json() -> Path:
@@ -64,50 +69,39 @@ def _claude_json() -> Path:
 
 
 def _codex_dir() -> Path:
-    custom = os.environ.get("CODEX_HOME")
-    return Path(custom) if custom else _home() / ".codex"
+    return _env_dir("CODEX_HOME", ".codex")
 
 
 @dataclass(frozen=True)
 class Host:
-    """One agent host: where its MCP config lives and how the sealmem entry looks."""
+    """One agent host: where its MCP config lives and how the sealmem entry looks.
+
+    The paths are functions, resolved at call time (``HOME`` may change).
+    """
 
     name: str
     title: str
     fmt: Literal["json", "toml"]
-    _config: str  # which resolver below; paths are resolved at call time (HOME may change)
-
-    def config_path(self) -> Path:
-        if self._config == "claude":
-            return _claude_json()
-        if self._config == "codex":
-            return _codex_dir() / "config.toml"
-        if self._config == "cursor":
-            return _home() / ".cursor" / "mcp.json"
-        return _home() / ".codeium" / "windsurf" / "mcp_config.json"
+    config_path: Callable[[], Path]
+    _detect: Callable[[], Path] | None = None
+    claude: bool = False
 
     def detect_dir(self) -> Path:
         """The directory whose existence means the host is installed for this user."""
-        if self._config == "claude":
-            return _claude_dir()
-        if self._config == "codex":
-            return _codex_dir()
-        return self.config_path().parent
+        return self._detect() if self._detect else self.config_path().parent
 
     def settings_path(self) -> Path | None:
         """Claude Code's settings file, where hooks live; None for other hosts."""
-        return _claude_dir() / "settings.json" if self._config == "claude" else None
+        return claude_dir() / "settings.json" if self.claude else None
 
     @property
-    def table_path(self) -> tuple[str, ...]:
-        """Keys from the config's root down to the servers table."""
-        return ("mcp_servers",) if self.fmt == "toml" else ("mcpServers",)
+    def table(self) -> str:
+        """The key of the servers table at the config's root."""
+        return "mcp_servers" if self.fmt == "toml" else "mcpServers"
 
     def entry(self, executable: Path, env: Mapping[str, str]) -> dict[str, Any]:
         """The server entry for this host, in the keys the host documents."""
-        entry: dict[str, Any] = {}
-        if self._config == "claude":
-            entry["type"] = "stdio"
+        entry: dict[str, Any] = {"type": "stdio"} if self.claude else {}
         entry["command"] = str(executable)
         entry["args"] = ["mcp"]
         if env:
@@ -116,10 +110,15 @@ class Host:
 
 
 HOSTS: dict[str, Host] = {
-    "claude-code": Host("claude-code", "Claude Code", "json", "claude"),
-    "codex": Host("codex", "Codex CLI", "toml", "codex"),
-    "cursor": Host("cursor", "Cursor", "json", "cursor"),
-    "windsurf": Host("windsurf", "Windsurf", "json", "windsurf"),
+    "claude-code": Host("claude-code", "Claude Code", "json", _claude_json, claude_dir, True),
+    "codex": Host("codex", "Codex CLI", "toml", lambda: _codex_dir() / "config.toml", _codex_dir),
+    "cursor": Host("cursor", "Cursor", "json", lambda: _home() / ".cursor" / "mcp.json"),
+    "windsurf": Host(
+        "windsurf",
+        "Windsurf",
+        "json",
+        lambda: _home() / ".codeium" / "windsurf" / "mcp_config.json",
+    ),
 }
 
 

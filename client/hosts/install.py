@@ -14,9 +14,7 @@ a clean file refreshes it).  An edit of a file that already holds sealmem's
 entries (a second install with ``--auto-recall``, ``--repair``, ``uninstall``)
 keeps that backup as it is, writing one only if there is none yet.  So the
 backup is always the user's own config, never a copy of sealmem's changes, and
-backups do not pile up.  Older versions of sealmem left timestamped
-``<file>.sealmem-backup-<UTC>`` copies; they are read (uninstall compares with
-them) but never written or removed.
+backups do not pile up.
 
 A config that cannot be parsed is never touched: :class:`ConfigRefusedError`
 carries the block to add by hand.
@@ -107,8 +105,8 @@ def _read(path: Path) -> str | None:
 def manual_block(host: Host, entry: Mapping[str, Any]) -> str:
     """What to add to the host config by hand when we refuse to edit it."""
     if host.fmt == "toml":
-        return tomledit.render_table((*host.table_path, SERVER_NAME), entry)
-    return json.dumps({host.table_path[0]: {SERVER_NAME: entry}}, indent=2)
+        return tomledit.render_table((host.table, SERVER_NAME), entry)
+    return json.dumps({host.table: {SERVER_NAME: entry}}, indent=2)
 
 
 def generic_snippet(entry: Mapping[str, Any]) -> str:
@@ -132,9 +130,9 @@ def _stale(host: Host, path: Path, current: object) -> StaleInstallError:
 
 
 def _servers(host: Host, doc: Mapping[str, Any], where: Path, entry: Mapping[str, Any]) -> Any:
-    servers = doc.get(host.table_path[0], {})
+    servers = doc.get(host.table, {})
     if not isinstance(servers, dict):
-        raise _refuse(host, entry, f"{where}: '{host.table_path[0]}' is not a table of servers")
+        raise _refuse(host, entry, f"{where}: '{host.table}' is not a table of servers")
     return servers.get(SERVER_NAME)
 
 
@@ -143,7 +141,7 @@ def _plan_server(host: Host, entry: dict[str, Any], *, repair: bool) -> FileEdit
     before = _read(path)
     if host.fmt == "toml":
         text = before or ""
-        table, where = host.table_path[0], str(path)
+        table, where = host.table, str(path)
         try:
             current = tomledit.parse_config(text, where=where).get(table, {})
             current = current.get(SERVER_NAME) if isinstance(current, dict) else None
@@ -161,7 +159,7 @@ def _plan_server(host: Host, entry: dict[str, Any], *, repair: bool) -> FileEdit
     except jsonedit.JsonConfigError as exc:
         raise _refuse(host, entry, str(exc)) from exc
     current = _servers(host, doc, path, entry)
-    key = [host.table_path[0], SERVER_NAME]
+    key = [host.table, SERVER_NAME]
     if current is None:
         after = jsonedit.add_member(text, key[:1], SERVER_NAME, entry)
     elif current == entry:
@@ -236,24 +234,13 @@ def backup_path(path: Path) -> Path:
     return path.with_name(path.name + BACKUP_SUFFIX)
 
 
-def _backups(path: Path) -> list[Path]:
-    """Our backup of ``path`` and any timestamped ones older versions left."""
-    return sorted(path.parent.glob(path.name + BACKUP_SUFFIX + "*"))
-
-
 def _pre_install_backup(path: Path, has_ours: Callable[[Any], bool]) -> Any:
-    """Parsed backup of ``path`` that holds nothing of ours (ours first, then older
-    sealmem's timestamped ones, newest first), or None."""
-    ours = backup_path(path)
-    legacy = [b for b in reversed(_backups(path)) if b != ours]
-    for backup in [ours, *legacy]:
-        try:
-            doc = json.loads(backup.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not has_ours(doc):
-            return doc
-    return None
+    """Our parsed backup of ``path`` when it holds nothing of ours, else None."""
+    try:
+        doc = json.loads(backup_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return None if has_ours(doc) else doc
 
 
 def _uninstall_json(
@@ -265,7 +252,7 @@ def _uninstall_json(
     after = (
         kept if target is not None and json.loads(kept) == target != json.loads(pruned) else pruned
     )
-    if json.loads(after) == {} and not _backups(path):
+    if json.loads(after) == {} and not backup_path(path).exists():
         return None  # we created the file: take it away again
     return after
 
@@ -276,13 +263,15 @@ def plan_uninstall(host: Host) -> list[FileEdit]:
     before = _read(path)
     edits: list[FileEdit] = []
     if before is not None and host.fmt == "toml":
-        after = tomledit.remove_entry(before, host.table_path[0], SERVER_NAME, where=str(path))
+        after = tomledit.remove_entry(before, host.table, SERVER_NAME, where=str(path))
         if after is not None:
-            gone = after == "" and not _backups(path)  # we created the file: take it away
+            gone = (
+                after == "" and not backup_path(path).exists()
+            )  # we created the file: take it away
             edits.append(FileEdit(path, before, None if gone else after, "MCP server"))
     elif before is not None:
         doc = jsonedit.parse_object(before, where=str(path))
-        key = [host.table_path[0], SERVER_NAME]
+        key = [host.table, SERVER_NAME]
         if SERVER_NAME in (doc.get(key[0]) or {}):
 
             def remove(text: str, prune: bool) -> str:
@@ -368,7 +357,7 @@ def host_status(host: Host, entry: Mapping[str, Any]) -> HostStatus:
                 if host.fmt == "toml"
                 else jsonedit.parse_object(text, where=str(path))
             )
-            current = (doc.get(host.table_path[0]) or {}).get(SERVER_NAME)
+            current = (doc.get(host.table) or {}).get(SERVER_NAME)
             if current is not None:
                 state = "installed" if current == entry else "stale"
         settings = host.settings_path()
