@@ -17,9 +17,11 @@ moment.  So an approval is bound to what the admin looked at:
   rejected before.
 
 Names are shown to the admin, who tells members apart by them: a request whose
-name looks like (:func:`name_key`) a member's or another waiting request's is
-flagged, and approving it needs a new name (``--as``).  Requests are chosen by
-kid, kid prefix (8+ characters) or a name unique among those waiting.
+name looks like a member's or another waiting request's (the same skeleton,
+``protocol.names.name_skeleton``: "Alice", a full-width "ａｌｉｃｅ" and a Cyrillic
+"аlice" are all "alice") is flagged, and approving it needs a new name (``--as``).
+Requests are chosen by kid, kid prefix (8+ characters) or a name unique among those
+waiting.
 """
 
 from __future__ import annotations
@@ -49,7 +51,6 @@ __all__ = [
     "load_rejected",
     "load_shown",
     "name_clashes",
-    "name_key",
     "record_rejected",
     "request_hash",
     "resolve",
@@ -71,41 +72,36 @@ def request_hash(data: bytes) -> str:
     return blake2b(b"sealmem/v1/hash/request\x00" + data, size=32).hex()
 
 
-def name_key(name: str) -> str:
-    """What two display names are compared by: their skeleton (``protocol.names``: NFKC,
-    case folded, invisible characters removed, common look-alike letters folded), so
-    "Alice", a full-width "ａｌｉｃｅ" and a Cyrillic "аlice" are all "alice"."""
-    return name_skeleton(name)
-
-
 def _waiting(views: Iterable[RequestView]) -> list[RequestView]:
     """Admissible requests of keys that are not members (a member's is a replay): a
     refused one (no valid invite, say) can never be approved, so it blocks no name."""
     return [v for v in views if v.name is not None and v.refused is None and not v.member]
 
 
+def _looks_like(
+    name: str, kid: str, roster: Roster | None, waiting: Sequence[RequestView], request: str
+) -> list[str]:
+    """What the name of ``kid``'s request looks like (by skeleton: ``protocol.names``), for
+    people: a member's name, another waiting request's, or a member id."""
+    key = name_skeleton(name)
+    members = roster.members if roster is not None else []
+    others = [v for v in waiting if v.kid != kid]
+    found = [f"member {m.name!r} ({m.kid[:8]})" for m in members if name_skeleton(m.name) == key]
+    found += [
+        f"{request} {v.name!r} ({v.kid[:8]})" for v in others if name_skeleton(str(v.name)) == key
+    ]
+    if looks := id_like(name, [kid, *(m.kid for m in members), *(v.kid for v in others)]):
+        found.append(f"the member id {looks}")
+    return found
+
+
 def name_clashes(views: Sequence[RequestView], roster: Roster | None) -> dict[str, str]:
-    """Per kid of a waiting request, what its name clashes with (a member or another
-    waiting request), for people."""
-    members: dict[str, list[str]] = {}
-    for m in roster.members if roster is not None else ():
-        members.setdefault(name_key(m.name), []).append(f"member {m.name!r} ({m.kid[:8]})")
+    """Per kid of a waiting request, what its name clashes with, for people."""
     waiting = _waiting(views)
-    out: dict[str, str] = {}
-    for view in waiting:
-        key = name_key(str(view.name))
-        others = [
-            f"the request of {o.name!r} ({o.kid[:8]})"
-            for o in waiting
-            if o.kid != view.kid and name_key(str(o.name)) == key
-        ]
-        found = [*members.get(key, []), *others]
-        kids = [*(m.kid for m in roster.members), *(o.kid for o in waiting)] if roster else []
-        if looks := id_like(str(view.name), kids or [o.kid for o in waiting]):
-            found.append(f"the member id {looks}")
-        if found:
-            out[view.kid] = ", ".join(found)
-    return out
+    found = {
+        v.kid: _looks_like(str(v.name), v.kid, roster, waiting, "the request of") for v in waiting
+    }
+    return {kid: ", ".join(clash) for kid, clash in found.items() if clash}
 
 
 @dataclass(frozen=True)
@@ -292,18 +288,8 @@ def check_name_free(
 ) -> None:
     """Refuse a new member name that looks like a member's, another admissible waiting
     request's or one approved in the same change, or that reads as a member id."""
-    key = name_key(name)
-    waiting = [v for v in _waiting(views) if v.kid != kid]
-    clash = [f"member {m.name!r} ({m.kid[:8]})" for m in roster.members if name_key(m.name) == key]
-    clash += [
-        f"the waiting request of {v.name!r} ({v.kid[:8]})"
-        for v in waiting
-        if name_key(str(v.name)) == key
-    ]
-    clash += [f"{t!r}, approved with it" for t in taken if name_key(t) == key]
-    kids = [kid, *(m.kid for m in roster.members), *(v.kid for v in waiting)]
-    if looks := id_like(name, kids):
-        clash.append(f"the member id {looks}")
+    clash = _looks_like(name, kid, roster, _waiting(views), "the waiting request of")
+    clash += [f"{t!r}, approved with it" for t in taken if name_skeleton(t) == name_skeleton(name)]
     if not clash:
         return
     fix = (
@@ -322,7 +308,7 @@ def resolve(
     views: Sequence[RequestView], selector: str, *, admissible: bool = False
 ) -> RequestView:
     """The one waiting request ``selector`` names: a kid, a kid prefix of 8+ characters, or
-    a display name that is unique (:func:`name_key`) among the waiting requests; a
+    a display name that is unique (by skeleton) among the waiting requests; a
     selector that is one request's name and the start of another's id is refused
     (``protocol.names.select``, the precedence of ``find_member`` too).
 

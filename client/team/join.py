@@ -10,12 +10,13 @@ from pathlib import Path
 
 from ...crypto import SUITE, MemberKey
 from ...protocol.errors import InputError, SealmemError
+from ...protocol.invite import Invite
 from ...protocol.names import name_problem
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_roster
 from ..sync.hub import is_hub_location
 from ..sync.session import CONFIG_FILE, TeamConfig, transport_for
-from .invite import Invite, make_join_request
+from .invite import make_join_request
 
 __all__ = ["join_team"]
 

@@ -94,12 +94,7 @@ def admin_state(team: Team, now: int) -> tuple[TrustedState, Roster]:
 def current_key(team: Team, state: TrustedState, roster: Roster, project: str) -> ContentKey | None:
     """This admin's key for ``project``'s epoch in ``roster``, if it holds a valid one."""
     epoch = roster.projects.get(project)
-    if epoch is None:
-        return None
-    try:
-        return team.content_key(state, project, epoch)
-    except Rejected:  # a wrap that does not match key_id: never re-wrap it
-        return None
+    return None if epoch is None else _key(team, state, project, epoch)
 
 
 def _older_epochs(state: TrustedState, roster: Roster, project: str) -> list[int]:
@@ -112,7 +107,7 @@ def _older_epochs(state: TrustedState, roster: Roster, project: str) -> list[int
     return sorted(e for e in seen if e < current)
 
 
-def _older_key(team: Team, state: TrustedState, project: str, epoch: int) -> ContentKey | None:
+def _key(team: Team, state: TrustedState, project: str, epoch: int) -> ContentKey | None:
     try:
         return team.content_key(state, project, epoch)
     except Rejected:  # a wrap that does not match key_id: never re-wrap it
@@ -128,7 +123,7 @@ def _older_keyrings(
     out: list[Keyring] = []
     for epoch in _older_epochs(state, roster, project):
         known = state.keyring(project, epoch)
-        key = _older_key(team, state, project, epoch)
+        key = _key(team, state, project, epoch)
         if known is None or key is None or set(kids) <= set(known.wraps):
             continue
         out.append(extend_keyring(known, key, roster, sorted(kids)))
@@ -148,7 +143,7 @@ def missing_history(team: Team, projects: Iterable[str] | None = None) -> dict[s
         if project not in roster.projects:
             continue
         epochs = _older_epochs(state, roster, project)
-        lost = [e for e in epochs if _older_key(team, state, project, e) is None]
+        lost = [e for e in epochs if _key(team, state, project, e) is None]
         if lost:
             gaps[project] = lost
     return gaps
