@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..fsutil import atomic_write
 from ..recall.api import MemoryStore
 from ..store.memory import Memory
 from ..store.redact import redact
@@ -173,26 +173,14 @@ def _state_file(home: Path, transcript: Path) -> Path:
     return home / "capture" / f"{digest}.json"
 
 
-def _load_offset(state: Path, transcript: Path) -> int:
-    try:
-        data = json.loads(state.read_text(encoding="utf-8"))
-        offset = int(data["offset"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return 0
-    return offset if 0 <= offset <= transcript.stat().st_size else 0
-
-
-def _save_offset(state: Path, transcript: Path, offset: int) -> None:
-    state.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = state.with_name(f".{state.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"path": str(transcript), "offset": offset}), encoding="utf-8")
-    os.replace(tmp, state)
-
-
 def unread_turns(home: Path, transcript: Path) -> tuple[list[Turn], int]:
     """Turns of ``transcript`` not read before, and the offset to :func:`mark_read`."""
-    offset = _load_offset(_state_file(home, transcript), transcript)
-    return read_turns(transcript, offset)
+    try:
+        data = json.loads(_state_file(home, transcript).read_text(encoding="utf-8"))
+        offset = int(data["offset"])
+    except (OSError, ValueError, KeyError, TypeError):
+        offset = 0
+    return read_turns(transcript, offset if 0 <= offset <= transcript.stat().st_size else 0)
 
 
 def was_read(home: Path, transcript: Path) -> bool:
@@ -202,4 +190,6 @@ def was_read(home: Path, transcript: Path) -> bool:
 
 def mark_read(home: Path, transcript: Path, offset: int) -> None:
     """Record that ``transcript`` was read up to byte ``offset``."""
-    _save_offset(_state_file(home, transcript), transcript, offset)
+    state = _state_file(home, transcript)
+    state.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    atomic_write(state, json.dumps({"path": str(transcript), "offset": offset}).encode())

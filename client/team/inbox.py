@@ -160,9 +160,13 @@ class Shown:
         }
 
 
+def _write(path: Path, doc: Mapping[str, Any]) -> None:
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    atomic_write(path, text.encode("utf-8"), mode=0o600)
+
+
 def save_shown(home: Path, shown: Shown) -> None:
-    text = json.dumps(shown.to_json(), indent=2, sort_keys=True) + "\n"
-    atomic_write(Path(home) / SHOWN_FILE, text.encode("utf-8"), mode=0o600)
+    _write(Path(home) / SHOWN_FILE, shown.to_json())
 
 
 def forget_shown(home: Path, kids: Iterable[str]) -> None:
@@ -237,9 +241,7 @@ def record_rejected(home: Path, *, team: str, requests: Mapping[str, str], now: 
     entries.update({kid: {"hash": h, "at": now} for kid, h in requests.items()})
     newest = sorted(entries.items(), key=lambda item: -int(item[1]["at"]))[:_MAX_REJECTED]
     teams[team] = dict(sorted(newest))
-    doc = {"format": _REJECTED_FORMAT, "teams": teams}
-    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
-    atomic_write(path, text.encode("utf-8"), mode=0o600)
+    _write(path, {"format": _REJECTED_FORMAT, "teams": teams})
 
 
 _RUN_REQUESTS = "run 'sealmem admin requests', compare the fingerprints, then approve"
