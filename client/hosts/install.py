@@ -129,45 +129,34 @@ def _stale(host: Host, path: Path, current: object) -> StaleInstallError:
     )
 
 
-def _servers(host: Host, doc: Mapping[str, Any], where: Path, entry: Mapping[str, Any]) -> Any:
-    servers = doc.get(host.table, {})
-    if not isinstance(servers, dict):
-        raise _refuse(host, entry, f"{where}: '{host.table}' is not a table of servers")
-    return servers.get(SERVER_NAME)
+def _parse(host: Host, text: str, path: Path) -> dict[str, Any]:
+    if host.fmt == "toml":
+        return tomledit.parse_config(text, where=str(path))
+    return jsonedit.parse_object(text, where=str(path))
+
+
+def _set_entry(host: Host, text: str, entry: dict[str, Any], new: bool, path: Path) -> str:
+    if host.fmt == "toml":
+        return tomledit.set_entry(text, host.table, SERVER_NAME, entry, where=str(path))
+    if new:
+        return jsonedit.add_member(text, [host.table], SERVER_NAME, entry)
+    return jsonedit.replace_value(text, [host.table, SERVER_NAME], entry)
 
 
 def _plan_server(host: Host, entry: dict[str, Any], *, repair: bool) -> FileEdit:
     path = host.config_path()
     before = _read(path)
-    if host.fmt == "toml":
-        text = before or ""
-        table, where = host.table, str(path)
-        try:
-            current = tomledit.parse_config(text, where=where).get(table, {})
-            current = current.get(SERVER_NAME) if isinstance(current, dict) else None
-            if current is not None and current != entry and not repair:
-                raise _stale(host, path, current)
-            after = text
-            if current != entry:
-                after = tomledit.set_entry(text, table, SERVER_NAME, entry, where=where)
-        except tomledit.TomlConfigError as exc:
-            raise _refuse(host, entry, str(exc)) from exc
-        return FileEdit(path, before, after, "MCP server", current is None)
-    text = before if before is not None else _NEW_JSON
+    text = before if before is not None else "" if host.fmt == "toml" else _NEW_JSON
     try:
-        doc = jsonedit.parse_object(text, where=str(path))
-    except jsonedit.JsonConfigError as exc:
+        servers = _parse(host, text, path).get(host.table, {})
+        if not isinstance(servers, dict):
+            raise _refuse(host, entry, f"{path}: '{host.table}' is not a table of servers")
+        current = servers.get(SERVER_NAME)
+        if current is not None and current != entry and not repair:
+            raise _stale(host, path, current)
+        after = text if current == entry else _set_entry(host, text, entry, current is None, path)
+    except (tomledit.TomlConfigError, jsonedit.JsonConfigError) as exc:
         raise _refuse(host, entry, str(exc)) from exc
-    current = _servers(host, doc, path, entry)
-    key = [host.table, SERVER_NAME]
-    if current is None:
-        after = jsonedit.add_member(text, key[:1], SERVER_NAME, entry)
-    elif current == entry:
-        after = text
-    elif repair:
-        after = jsonedit.replace_value(text, key, entry)
-    else:
-        raise _stale(host, path, current)
     return FileEdit(path, before, after, "MCP server", current is None)
 
 
@@ -352,12 +341,7 @@ def host_status(host: Host, entry: Mapping[str, Any]) -> HostStatus:
     try:
         text = _read(path)
         if text is not None:
-            doc = (
-                tomledit.parse_config(text, where=str(path))
-                if host.fmt == "toml"
-                else jsonedit.parse_object(text, where=str(path))
-            )
-            current = (doc.get(host.table) or {}).get(SERVER_NAME)
+            current = (_parse(host, text, path).get(host.table) or {}).get(SERVER_NAME)
             if current is not None:
                 state = "installed" if current == entry else "stale"
         settings = host.settings_path()
