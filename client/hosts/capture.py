@@ -144,10 +144,7 @@ def capture(
     origin: str = ORIGIN,
 ) -> CaptureResult:
     """Propose memories from ``turns``; with ``save``, remember those not already stored,
-    as private memories (shared only once accepted: ``sealmem captured accept``).
-    ``origin`` names the session they come from (``claude-code:<session id>``, see
-    :func:`sealmem.client.recall.sessions.host_origin`); the bare :data:`ORIGIN` when
-    it is not known."""
+    private, with ``origin`` (``claude-code:<session id>``, or the bare :data:`ORIGIN`)."""
     proposed, duplicates = propose(turns)
     result = CaptureResult(duplicates=duplicates)
     for candidate in proposed:

@@ -5,8 +5,6 @@ end (``sealmem scan`` is for the past); a new transcript is read from its
 start.  With ``save`` the read offsets are kept in ``<home>/capture`` (shared
 with the Stop hook, so the two never capture a turn twice); without it they
 live only as long as the watch, and proposals are reported, not stored.
-What is stored is private until accepted (``sealmem captured accept``), as
-with the Stop hook.
 """
 
 from __future__ import annotations

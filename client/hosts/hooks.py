@@ -17,12 +17,9 @@ keywords); a memory a newer one corrects is replaced by that newer one, marked
 ``replaces an older memory``, never shown beside it.
 Both mark a memory this machine did not write with its verified signer
 (:meth:`sealmem.client.store.memory.Memory.authorship`), never its claimed author.
-``stop`` captures durable lessons from the part of the transcript not read
-before (:mod:`sealmem.client.hosts.capture`) and prints nothing; they carry the
-host's session, origin ``claude-code:<session_id>`` (the hook input's
-``session_id``), so recall links what one session wrote.  What it
-stores is private: no sync shares it until it is accepted with
-``sealmem captured accept``.
+``stop`` captures from the part of the transcript not read before
+(:mod:`sealmem.client.hosts.capture`, private until accepted) with the origin
+``claude-code:<session_id>``, so recall links what one session wrote; it prints nothing.
 """
 
 from __future__ import annotations
@@ -165,8 +162,8 @@ def _prompt(payload: dict[str, Any]) -> str:
 
 
 def _session(payload: dict[str, Any], transcript: Path | None = None) -> str:
-    """The origin of what this hook writes: ``claude-code:<session_id>`` from the
-    hook's input (Claude Code names the transcript ``<session_id>.jsonl`` too)."""
+    """``claude-code:<session_id>`` from the hook's input, else from the transcript's
+    name (Claude Code names it ``<session_id>.jsonl``)."""
     from ..recall.sessions import host_origin
     from .capture import ORIGIN
 

@@ -19,11 +19,8 @@ reported in ``why``:
                counts ``prefix`` of its share
 ``entity``     share of the query's proper nouns (capitalised, not starting a
                sentence) that the memory holds; present when the query has any
-``context``    from the memory's neighbours in its session (the same session origin
-               "<tool>:<session id>" and project, up to ``context_window`` steps away,
-               within ``context_gap_ms``; without a session id, the same origin, author
-               and project within ``session_gap_ms``; see ``recall``): the best
-               neighbour's BM25,
+``context``    from the memory's neighbours in its session (up to ``context_window``
+               steps away; sessions: see ``recall.search``): the best neighbour's BM25,
                plus the query terms only the neighbours hold; a neighbour of a strong
                hit is a candidate even if it matches nothing.  When the memory
                written just before it in its session is a question (its text holds
@@ -203,10 +200,8 @@ def mask_share(shares: Sequence[float], mask: int) -> float:
 
 
 def is_session_origin(origin: str) -> bool:
-    """Whether ``origin`` names one real session: ``"<tool>:<session id>"``, both parts
-    non-empty ("mcp:3f2a9c01b7de", "locomo:session_4").  A bare tool name ("cli",
-    "mcp", "api", "demo", "import") names no session, so its memories have no
-    session neighbours."""
+    """Whether ``origin`` names one session: ``"<tool>:<session id>"``, both parts
+    non-empty ("mcp:3f2a9c01b7de"); a bare tool name ("cli", "import") names none."""
     tool, sep, session = origin.partition(":")
     return bool(sep and tool.strip() and session.strip())
 

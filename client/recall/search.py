@@ -7,15 +7,11 @@ memories are demoted, never hidden.  The connection is the store's: this
 module only reads (the queries are in :mod:`sealmem.client.recall.sql`).
 
 Sessions.  Session context links a memory to memories written in the same
-session.  An ``origin`` of the form ``"<tool>:<session id>"`` (both parts
-non-empty: ``"claude-code:<host session>"`` from the hooks, ``"mcp:3f2a9c01b7de"``
-from one MCP server process or the session its client names, ``"cli:<id>"`` from
-``SEALMEM_SESSION``, ``"locomo:session_4"``) names one: its memories of the same
-project within ``context_gap_ms`` are neighbours.  An origin without a session
-part (``"cli"``, ``"mcp"``, ``"api"``, ``"import"``: old memories, imports, the
-CLI without ``SEALMEM_SESSION``) falls back on a time-gap rule: memories of the
-same origin, author and project written at most ``session_gap_ms`` apart are
-one session (two memories a teammate wrote an hour apart are not).
+session: an origin ``"<tool>:<session id>"`` (:mod:`sealmem.client.recall.sessions`
+says which write paths give one) links memories of the same project within
+``context_gap_ms``; a bare origin (``"cli"``, ``"import"``) links only those of the
+same author within ``session_gap_ms`` (two memories a teammate wrote an hour apart
+are not one session).
 
 Cost.  A recall is a handful of round trips on the common path: the term
 statistics (cached per connection until the database changes; the counts of
@@ -309,9 +305,7 @@ def _period(
 
 
 def _session_gap(row: Row, weights: RankingWeights) -> int:
-    """How far apart two memories of ``row``'s session may be (0: it has none): an
-    origin naming a session links within ``context_gap_ms``; a bare origin (no session
-    id) links only memories of the same author within ``session_gap_ms``."""
+    """How far apart two memories of ``row``'s session may be (see the module docstring)."""
     if is_session_origin(row[2]):
         return int(weights.context_gap_ms)
     return int(weights.session_gap_ms)

@@ -121,7 +121,7 @@ def issue(
     """Generate a member key for ``name``, add it to the roster, return the sealed bundle.
 
     The roster records that this admin generated the key (``issued_by_admin``).
-    Older epochs are wrapped to it as in :func:`.approval.approve` unless ``from_now``.
+    ``from_now``: see :mod:`.publish`.
     """
     if len(passphrase) < 8:
         raise InputError("the bundle passphrase must be at least 8 characters")
@@ -162,8 +162,8 @@ def grant(
 
     A project the roster does not register is refused unless ``create``: then
     it is registered first, every admin gets read/write on it, then ``who`` the
-    access asked for; its first key is wrapped to all of them.  A new reader is
-    wrapped the older epochs this admin holds too, unless ``from_now``.
+    access asked for; its first key is wrapped to all of them.  ``from_now``: see
+    :mod:`.publish`.
     """
     state, roster = admin_state(team, now)
     member = find_member(roster, who)

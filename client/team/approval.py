@@ -149,9 +149,7 @@ def approve(
     ``expect`` (what ``admin requests`` showed: kid -> request hash, and when), a
     request that was not shown, whose bytes differ, or that this admin rejected
     since is refused; without, a request this admin ever rejected is refused.
-
-    Readers are wrapped every older epoch of their projects this admin holds, so
-    they read what the team already wrote; ``from_now`` wraps only the current one.
+    ``from_now``: see :mod:`.publish`.
     """
     if not kids:
         raise InputError(

@@ -152,11 +152,8 @@ def missing_history(team: Team, projects: Iterable[str] | None = None) -> dict[s
 def _added_readers(
     team: Team, state: TrustedState, roster: Roster, projects: Iterable[str]
 ) -> tuple[list[str], list[str]]:
-    """Split projects that gain readers into (extend the current epoch, rotate).
-
-    Extending needs the current key, so a project this admin cannot unwrap (or a
-    new one) gets a new epoch instead.
-    """
+    """Split projects that gain readers into (extend the current epoch, rotate): a
+    project whose current key this admin cannot unwrap gets a new epoch."""
     extend: list[str] = []
     rotate: list[str] = []
     for project in sorted(set(projects)):
@@ -175,14 +172,9 @@ def change(
     readers_added: Iterable[str] = (),
     from_now: bool = False,
 ) -> Roster:
-    """One new roster version with ``changes`` (``protocol.admin``), published with keyrings.
-
-    ``new`` projects get a fresh key (their epoch moved, or they were just
-    registered); projects in ``readers_added`` re-publish the current key with the
-    new readers' wraps, or rotate when this admin cannot unwrap it, and (unless
-    ``from_now``) re-publish every older epoch this admin holds with wraps for the
-    members who can read the project in the new roster and could not before.
-    """
+    """One new roster version with ``changes`` (``protocol.admin``), published with keyrings
+    (see the module docstring): ``new`` projects get a fresh key; projects in
+    ``readers_added`` are wrapped to their new readers."""
     roster = trusted_roster(state)
     extend, rekey = _added_readers(team, state, roster, set(readers_added) - set(new))
     changes = [*changes, *(edits.rotating(p) for p in rekey)]
