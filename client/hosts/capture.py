@@ -37,7 +37,6 @@ __all__ = [
     "ORIGIN",
     "Candidate",
     "CaptureResult",
-    "candidate_lines",
     "capture",
     "is_captured",
     "mark_read",
@@ -100,7 +99,7 @@ def _lines(text: str) -> Iterator[str]:
                 yield part
 
 
-def candidate_lines(turns: Iterable[Turn]) -> Iterator[tuple[str, str, bool]]:
+def _candidate_lines(turns: Iterable[Turn]) -> Iterator[tuple[str, str, bool]]:
     """(line, role, after_error) for every candidate line in ``turns``."""
     after_error = False
     for turn in turns:
@@ -118,7 +117,7 @@ def propose(turns: Iterable[Turn], existing: Iterable[str] = ()) -> tuple[list[C
     kept: list[Candidate] = []
     seen = list(existing)
     duplicates = 0
-    for line, role, after_error in candidate_lines(turns):
+    for line, role, after_error in _candidate_lines(turns):
         verdict = gate.judge(line, after_error=after_error)
         if not verdict.keep:
             continue

@@ -40,11 +40,9 @@ __all__ = [
     "Platform",
     "claude_dir",
     "get_host",
-    "hook_argv",
     "hook_command",
     "sealmem_executable",
     "server_env",
-    "this_platform",
 ]
 
 SERVER_NAME = "sealmem"
@@ -170,11 +168,11 @@ def sealmem_executable() -> Path:
 Platform = Literal["posix", "windows"]
 
 
-def this_platform() -> Platform:
+def _this_platform() -> Platform:
     return "windows" if os.name == "nt" else "posix"
 
 
-def hook_argv(executable: PurePath | str, event: str, env: Mapping[str, str]) -> list[str]:
+def _hook_argv(executable: PurePath | str, event: str, env: Mapping[str, str]) -> list[str]:
     """The arguments of a hook: ``[/abs/sealmem, hook, EVENT, --home, DIR]``.
 
     ``SEALMEM_HOME`` goes as ``--home`` (no shell syntax to set a variable, which
@@ -199,7 +197,7 @@ def hook_command(
     Quoted for the platform's rules: POSIX shell quoting, or Windows' (the
     rules of ``CommandLineToArgvW``, as :func:`subprocess.list2cmdline` writes them).
     """
-    argv = hook_argv(executable, event, env)
-    if (platform or this_platform()) == "windows":
+    argv = _hook_argv(executable, event, env)
+    if (platform or _this_platform()) == "windows":
         return subprocess.list2cmdline(argv)
     return shlex.join(argv)

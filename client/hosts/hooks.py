@@ -47,7 +47,6 @@ __all__ = [
     "PROMPT_MIN_OVERLAP",
     "PROMPT_MIN_SHARED",
     "emit_hook_output",
-    "log_path",
     "run",
     "run_hook",
 ]
@@ -65,14 +64,14 @@ _PROMPT_HEADER = (
 )
 
 
-def log_path(home: Path) -> Path:
+def _log_path(home: Path) -> Path:
     return home / "logs" / "hooks.log"
 
 
 def _log(event: str, outcome: str, started: float, exc: BaseException | None = None) -> None:
     """One line per hook run; never raises."""
     try:
-        path = log_path(paths.home())
+        path = _log_path(paths.home())
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
             path.replace(path.with_name(path.name + ".1"))

@@ -42,10 +42,8 @@ __all__ = [
     "HostStatus",
     "StaleInstallError",
     "apply_edits",
-    "backup_path",
     "generic_snippet",
     "host_status",
-    "manual_block",
     "plan_install",
     "plan_uninstall",
     "render_diff",
@@ -102,7 +100,7 @@ def _read(path: Path) -> str | None:
         raise ConfigRefusedError(f"cannot read {path}: {exc}; nothing was changed") from exc
 
 
-def manual_block(host: Host, entry: Mapping[str, Any]) -> str:
+def _manual_block(host: Host, entry: Mapping[str, Any]) -> str:
     """What to add to the host config by hand when we refuse to edit it."""
     if host.fmt == "toml":
         return tomledit.render_table((host.table, SERVER_NAME), entry)
@@ -117,7 +115,7 @@ def generic_snippet(entry: Mapping[str, Any]) -> str:
 def _refuse(host: Host, entry: Mapping[str, Any], why: str) -> ConfigRefusedError:
     return ConfigRefusedError(
         f"{why}. Nothing was changed. Fix the file and retry, or add this by hand:\n"
-        + manual_block(host, entry)
+        + _manual_block(host, entry)
     )
 
 
@@ -218,7 +216,7 @@ def require_host(host: Host, *, create: bool) -> None:
     )
 
 
-def backup_path(path: Path) -> Path:
+def _backup_path(path: Path) -> Path:
     """The one backup sealmem keeps of a host config file."""
     return path.with_name(path.name + BACKUP_SUFFIX)
 
@@ -226,7 +224,7 @@ def backup_path(path: Path) -> Path:
 def _pre_install_backup(path: Path, has_ours: Callable[[Any], bool]) -> Any:
     """Our parsed backup of ``path`` when it holds nothing of ours, else None."""
     try:
-        doc = json.loads(backup_path(path).read_text(encoding="utf-8"))
+        doc = json.loads(_backup_path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return None if has_ours(doc) else doc
@@ -241,7 +239,7 @@ def _uninstall_json(
     after = (
         kept if target is not None and json.loads(kept) == target != json.loads(pruned) else pruned
     )
-    if json.loads(after) == {} and not backup_path(path).exists():
+    if json.loads(after) == {} and not _backup_path(path).exists():
         return None  # we created the file: take it away again
     return after
 
@@ -254,9 +252,7 @@ def plan_uninstall(host: Host) -> list[FileEdit]:
     if before is not None and host.fmt == "toml":
         after = tomledit.remove_entry(before, host.table, SERVER_NAME, where=str(path))
         if after is not None:
-            gone = (
-                after == "" and not backup_path(path).exists()
-            )  # we created the file: take it away
+            gone = after == "" and not _backup_path(path).exists()  # we created it
             edits.append(FileEdit(path, before, None if gone else after, "MCP server"))
     elif before is not None:
         doc = jsonedit.parse_object(before, where=str(path))
@@ -308,7 +304,7 @@ def apply_edits(edits: list[FileEdit]) -> list[Path]:
             if edit.after is None:
                 edit.path.unlink()
                 continue
-            backup = backup_path(edit.path)
+            backup = _backup_path(edit.path)
             if edit.pristine or not backup.exists():
                 _write_atomic(backup, edit.before, mode)
                 backups.append(backup)

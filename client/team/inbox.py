@@ -50,9 +50,7 @@ __all__ = [
     "forget_shown",
     "load_rejected",
     "load_shown",
-    "name_clashes",
     "record_rejected",
-    "request_hash",
     "resolve",
     "save_shown",
 ]
@@ -67,7 +65,7 @@ _REJECTED_FORMAT = "sealmem/requests-rejected/v1"
 _MAX_REJECTED = 4096
 
 
-def request_hash(data: bytes) -> str:
+def _request_hash(data: bytes) -> str:
     """The hash that binds an approval to the exact bytes of one join request."""
     return blake2b(b"sealmem/v1/hash/request\x00" + data, size=32).hex()
 
@@ -95,7 +93,7 @@ def _looks_like(
     return found
 
 
-def name_clashes(views: Sequence[RequestView], roster: Roster | None) -> dict[str, str]:
+def _name_clashes(views: Sequence[RequestView], roster: Roster | None) -> dict[str, str]:
     """Per kid of a waiting request, what its name clashes with, for people."""
     waiting = _waiting(views)
     found = {
@@ -116,8 +114,8 @@ class Inbox:
     def of(
         cls, waiting: Mapping[str, bytes], views: list[RequestView], roster: Roster | None
     ) -> Inbox:
-        hashes = {kid: request_hash(data) for kid, data in waiting.items()}
-        return cls(views, hashes, name_clashes(views, roster))
+        hashes = {kid: _request_hash(data) for kid, data in waiting.items()}
+        return cls(views, hashes, _name_clashes(views, roster))
 
     def admissible(self) -> list[RequestView]:
         return [v for v in self.views if v.refused is None and not v.member]

@@ -31,7 +31,7 @@ from ..store.connection import transaction
 from ..sync import replica
 from ..sync.session import Team, trusted_roster
 
-__all__ = ["admin_state", "change", "current_key", "missing_history", "publish"]
+__all__ = ["admin_state", "change", "missing_history", "publish"]
 
 
 def publish(
@@ -51,7 +51,7 @@ def publish(
     roster = roster.check(SUITE)
     keys = {p: ContentKey.generate() for p in set(rekey)}
     for project in set(extend) - keys.keys():
-        key = current_key(team, state, roster, project)
+        key = _current_key(team, state, roster, project)
         if key is None:
             raise InputError(
                 f"cannot re-wrap the key of {project!r}: this admin holds none; "
@@ -91,7 +91,9 @@ def admin_state(team: Team, now: int) -> tuple[TrustedState, Roster]:
     return state, roster
 
 
-def current_key(team: Team, state: TrustedState, roster: Roster, project: str) -> ContentKey | None:
+def _current_key(
+    team: Team, state: TrustedState, roster: Roster, project: str
+) -> ContentKey | None:
     """This admin's key for ``project``'s epoch in ``roster``, if it holds a valid one."""
     epoch = roster.projects.get(project)
     return None if epoch is None else _key(team, state, project, epoch)
@@ -157,7 +159,7 @@ def _added_readers(
     extend: list[str] = []
     rotate: list[str] = []
     for project in sorted(set(projects)):
-        has_key = current_key(team, state, roster, project) is not None
+        has_key = _current_key(team, state, roster, project) is not None
         (extend if has_key else rotate).append(project)
     return extend, rotate
 
