@@ -186,7 +186,7 @@ def search(
         return []
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
     near = _sessions(conn, rows, bm25, scope, weights) if context else {}
-    shares = term_shares(terms, df, n_docs, weights.entity_boost)
+    shares = term_shares(terms, df, n_docs)
     share_list = [shares[s] for s in stems]
     extensions = [longer.get(s) for s in stems]
     masks: dict[int, int] = {}
@@ -356,7 +356,7 @@ class _Scorer:
             around, strongest, asked = 0, 0.0, 0.0
             for other, steps in links.items():
                 around |= self.masks[other]
-                value = self.bm25[other] * w.context_decay ** (steps - 1)
+                value = self.bm25[other]
                 if self.rows[other][8]:
                     value *= 1.0 - w.superseded
                 strongest = max(strongest, value)
