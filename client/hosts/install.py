@@ -221,27 +221,21 @@ def _backup_path(path: Path) -> Path:
     return path.with_name(path.name + BACKUP_SUFFIX)
 
 
-def _pre_install_backup(path: Path, has_ours: Callable[[Any], bool]) -> Any:
-    """Our parsed backup of ``path`` when it holds nothing of ours, else None."""
-    try:
-        doc = json.loads(_backup_path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return None if has_ours(doc) else doc
-
-
 def _uninstall_json(
     path: Path, text: str, remove: Callable[[str, bool], str], has_ours: Callable[[Any], bool]
 ) -> str | None:
-    """Remove ours, pruning emptied containers unless the pre-install backup had them."""
+    """Remove ours, pruning emptied containers unless our backup (holding nothing of ours)
+    had them; a file left empty with no backup is one we created: it goes."""
     pruned, kept = remove(text, True), remove(text, False)
-    target = _pre_install_backup(path, has_ours)
-    after = (
-        kept if target is not None and json.loads(kept) == target != json.loads(pruned) else pruned
-    )
-    if json.loads(after) == {} and not _backup_path(path).exists():
-        return None  # we created the file: take it away again
-    return after
+    try:
+        backup = json.loads(_backup_path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None if json.loads(pruned) == {} else pruned
+    except (OSError, ValueError):
+        return pruned
+    if not has_ours(backup) and json.loads(kept) == backup != json.loads(pruned):
+        return kept
+    return pruned
 
 
 def plan_uninstall(host: Host) -> list[FileEdit]:
@@ -258,27 +252,24 @@ def plan_uninstall(host: Host) -> list[FileEdit]:
         doc = jsonedit.parse_object(before, where=str(path))
         key = [host.table, SERVER_NAME]
         if SERVER_NAME in (doc.get(key[0]) or {}):
-
-            def remove(text: str, prune: bool) -> str:
-                return jsonedit.remove(text, key, prune=prune)
-
-            def has_ours(doc: Any) -> bool:
-                return isinstance(doc, dict) and SERVER_NAME in (doc.get(key[0]) or {})
-
-            after_text = _uninstall_json(path, before, remove, has_ours)
+            after_text = _uninstall_json(
+                path,
+                before,
+                lambda text, prune: jsonedit.remove(text, key, prune=prune),
+                lambda doc: isinstance(doc, dict) and SERVER_NAME in (doc.get(key[0]) or {}),
+            )
             edits.append(FileEdit(path, before, after_text, "MCP server"))
     settings = host.settings_path()
     if settings is not None:
         text = _read(settings)
-        if text is not None and claude_hooks.our_hooks(text, where=str(settings)):
-
-            def remove_hooks(text: str, prune: bool) -> str:
-                return claude_hooks.remove_hooks(text, prune=prune, where=str(settings))
-
-            def has_hooks(doc: Any) -> bool:
-                return bool(claude_hooks.our_hooks(json.dumps(doc), where=str(settings)))
-
-            after_text = _uninstall_json(settings, text, remove_hooks, has_hooks)
+        where = str(settings)
+        if text is not None and claude_hooks.our_hooks(text, where=where):
+            after_text = _uninstall_json(
+                settings,
+                text,
+                lambda text, prune: claude_hooks.remove_hooks(text, prune=prune, where=where),
+                lambda doc: bool(claude_hooks.our_hooks(json.dumps(doc), where=where)),
+            )
             edits.append(FileEdit(settings, text, after_text, "hooks"))
     return [edit for edit in edits if edit.changes]
 
