@@ -143,6 +143,12 @@ class Shown:
     shown_at: int
     requests: Mapping[str, str]
 
+    @classmethod
+    def of(cls, doc: Any) -> Shown:
+        """The record in ``doc``; KeyError, TypeError, ValueError or AttributeError if damaged."""
+        requests = {str(k): str(v) for k, v in doc["requests"].items()}
+        return cls(str(doc["team"]), int(doc["shown_at"]), requests)
+
     @property
     def digest(self) -> str:
         pairs = "".join(f"{kid}:{h}\n" for kid, h in sorted(self.requests.items()))
@@ -172,7 +178,7 @@ def forget_shown(home: Path, kids: Iterable[str]) -> None:
     path = Path(home) / SHOWN_FILE
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        shown = Shown(str(doc["team"]), int(doc["shown_at"]), dict(doc["requests"]))
+        shown = Shown.of(doc)
     except FileNotFoundError:
         return
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -255,12 +261,7 @@ def load_shown(home: Path, *, team: str, now: int) -> Shown:
     except (OSError, ValueError) as exc:
         raise InputError(f"{path} is unreadable ({exc}): {_RUN_REQUESTS}") from exc
     try:
-        items = doc["requests"]
-        shown = Shown(
-            team=str(doc["team"]),
-            shown_at=int(doc["shown_at"]),
-            requests={str(k): str(v) for k, v in items.items()},
-        )
+        shown = Shown.of(doc)
         if doc.get("format") != _FORMAT or doc.get("digest") != shown.digest:
             raise ValueError("its digest does not match its requests")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
