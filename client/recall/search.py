@@ -36,7 +36,6 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...protocol.errors import InputError
 from ..store.terms import parse_stems
 from .ranking import (
     DAY_MS,
@@ -69,7 +68,6 @@ from .sql import (
 __all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
 
 DEFAULT_WEIGHTS = RankingWeights()
-_MAX_K = 1000
 _AND_SPAN = 4  # the AND pool reads words of up to this many times pool_postings
 _NAMES = (
     "bm25", "coverage", "entity", "context", "date", "recency", "importance", "superseded"
@@ -154,8 +152,6 @@ def search(
     ``projects`` None searches every project; ``include_history`` also matches
     the text of replaced versions (the hit is the memory's current id).
     """
-    if not 1 <= k <= _MAX_K:
-        raise InputError(f"k={k} is out of range; ask for 1 to {_MAX_K} results")
     terms = analyse_query(query)
     spans = date_spans(query, now_ms) if weights.date > 0 else []
     asked = [t.stem for t in terms if not is_date_word(t.word)] if spans else []
