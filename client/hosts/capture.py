@@ -112,10 +112,10 @@ def _candidate_lines(turns: Iterable[Turn]) -> Iterator[tuple[str, str, bool]]:
             after_error = False
 
 
-def propose(turns: Iterable[Turn], existing: Iterable[str] = ()) -> tuple[list[Candidate], int]:
+def propose(turns: Iterable[Turn]) -> tuple[list[Candidate], int]:
     """Candidates passing the gate, redacted, without repeats; and how many repeated."""
     kept: list[Candidate] = []
-    seen = list(existing)
+    seen: list[str] = []
     duplicates = 0
     for line, role, after_error in _candidate_lines(turns):
         verdict = gate.judge(line, after_error=after_error)

@@ -98,7 +98,6 @@ def watch(
     report: Report,
     stop: threading.Event,
     ready: threading.Event | None = None,
-    store_path: Path | None = None,
 ) -> None:
     """Follow the directory ``root`` until ``stop`` is set; ``ready`` is set once changes
     are seen.  ``InputError`` if ``root`` is not a directory (nothing would ever arrive)."""
@@ -115,6 +114,6 @@ def watch(
         touched = sorted(_transcripts_in({Path(p) for _, p in changes}))
         if not touched:
             continue
-        with MemoryStore.open(store_path) as store:
+        with MemoryStore.open() as store:
             for path in touched:
                 follower.process(store, path)

@@ -160,14 +160,14 @@ def _prompt(payload: dict[str, Any]) -> str:
     return "\n".join([_PROMPT_HEADER, *lines]) if lines else ""
 
 
-def _session(payload: dict[str, Any], transcript: Path | None = None) -> str:
+def _session(payload: dict[str, Any], transcript: Path) -> str:
     """``claude-code:<session_id>`` from the hook's input, else from the transcript's
     name (Claude Code names it ``<session_id>.jsonl``)."""
     from ..recall.sessions import host_origin
     from .capture import ORIGIN
 
     session = payload.get("session_id")
-    if not (isinstance(session, str) and session.strip()) and transcript is not None:
+    if not (isinstance(session, str) and session.strip()):
         session = transcript.stem
     return host_origin(ORIGIN, session)
 

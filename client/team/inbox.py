@@ -120,7 +120,7 @@ class Inbox:
     def admissible(self) -> list[RequestView]:
         return [v for v in self.views if v.refused is None and not v.member]
 
-    def to_dicts(self, now: int, rejected: RejectedLog | None = None) -> list[dict[str, Any]]:
+    def to_dicts(self, now: int, rejected: RejectedLog) -> list[dict[str, Any]]:
         """For people and ``--json``; ``rejected_before`` is when this admin last rejected
         a request of that key (ms), or None."""
         out = []
@@ -129,7 +129,7 @@ class Inbox:
             created = view.created_at
             doc["age_ms"] = None if created is None else max(0, now - created)
             doc["clash"] = self.clashes.get(view.kid)
-            before = rejected.entries.get(view.kid) if rejected is not None else None
+            before = rejected.entries.get(view.kid)
             doc["rejected_before"] = None if before is None else before[1]
             out.append(doc)
         return out
