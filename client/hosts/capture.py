@@ -130,10 +130,6 @@ def propose(turns: Iterable[Turn]) -> tuple[list[Candidate], int]:
     return kept, duplicates
 
 
-def _stored_like(store: MemoryStore, text: str, project: str) -> list[str]:
-    return [hit.memory.record.content for hit in store.recall(text, k=5, project=project)]
-
-
 def capture(
     store: MemoryStore,
     turns: Iterable[Turn],
@@ -147,7 +143,8 @@ def capture(
     proposed, duplicates = propose(turns)
     result = CaptureResult(duplicates=duplicates)
     for candidate in proposed:
-        if gate.redundant(candidate.text, _stored_like(store, candidate.text, project)):
+        stored = store.recall(candidate.text, k=5, project=project)
+        if gate.redundant(candidate.text, [hit.memory.record.content for hit in stored]):
             result.duplicates += 1
             continue
         result.proposed.append(candidate)

@@ -134,10 +134,6 @@ def server_env() -> dict[str, str]:
     return {"SEALMEM_HOME": str(Path(home).expanduser().absolute())} if home else {}
 
 
-def _is_executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
-
-
 def sealmem_executable() -> Path:
     """Absolute path of the ``sealmem`` console script that is running or installed.
 
@@ -157,7 +153,7 @@ def sealmem_executable() -> Path:
     if found:
         candidates.append(Path(found))
     for candidate in candidates:
-        if _is_executable(candidate):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate.absolute()
     raise InputError(
         "cannot find the installed 'sealmem' executable (looked beside "

@@ -64,14 +64,10 @@ _PROMPT_HEADER = (
 )
 
 
-def _log_path(home: Path) -> Path:
-    return home / "logs" / "hooks.log"
-
-
 def _log(event: str, outcome: str, started: float, exc: BaseException | None = None) -> None:
     """One line per hook run; never raises."""
     try:
-        path = _log_path(paths.home())
+        path = paths.home() / "logs" / "hooks.log"
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
             path.replace(path.with_name(path.name + ".1"))
