@@ -164,23 +164,6 @@ def sealmem_executable() -> Path:
 Platform = Literal["posix", "windows"]
 
 
-def _this_platform() -> Platform:
-    return "windows" if os.name == "nt" else "posix"
-
-
-def _hook_argv(executable: PurePath | str, event: str, env: Mapping[str, str]) -> list[str]:
-    """The arguments of a hook: ``[/abs/sealmem, hook, EVENT, --home, DIR]``.
-
-    ``SEALMEM_HOME`` goes as ``--home`` (no shell syntax to set a variable, which
-    differs between sh, cmd and PowerShell); it is the only variable sealmem sets.
-    """
-    unknown = sorted(set(env) - {"SEALMEM_HOME"})
-    if unknown:
-        raise InputError(f"a hook command cannot carry {', '.join(unknown)}; only SEALMEM_HOME")
-    home = env.get("SEALMEM_HOME")
-    return [str(executable), "hook", event, *(["--home", home] if home else [])]
-
-
 def hook_command(
     executable: PurePath | str,
     event: str,
@@ -188,12 +171,19 @@ def hook_command(
     *,
     platform: Platform | None = None,
 ) -> str:
-    """The command line a Claude Code hook runs (its ``command`` is one string).
+    """The command line a Claude Code hook runs (its ``command`` is one string):
+    ``/abs/sealmem hook EVENT [--home DIR]``.
 
+    ``SEALMEM_HOME`` goes as ``--home`` (no shell syntax to set a variable, which
+    differs between sh, cmd and PowerShell); it is the only variable sealmem sets.
     Quoted for the platform's rules: POSIX shell quoting, or Windows' (the
     rules of ``CommandLineToArgvW``, as :func:`subprocess.list2cmdline` writes them).
     """
-    argv = _hook_argv(executable, event, env)
-    if (platform or _this_platform()) == "windows":
+    unknown = sorted(set(env) - {"SEALMEM_HOME"})
+    if unknown:
+        raise InputError(f"a hook command cannot carry {', '.join(unknown)}; only SEALMEM_HOME")
+    home = env.get("SEALMEM_HOME")
+    argv = [str(executable), "hook", event, *(["--home", home] if home else [])]
+    if (platform or ("windows" if os.name == "nt" else "posix")) == "windows":
         return subprocess.list2cmdline(argv)
     return shlex.join(argv)
