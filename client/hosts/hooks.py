@@ -199,10 +199,8 @@ HOOK_NAMES: dict[str, Callable[[dict[str, Any]], str]] = {
 def _budget() -> float:
     """:data:`HOOK_BUDGET_S`, or ``SEALMEM_HOOK_BUDGET_S`` when it holds seconds in 0.1..120."""
     text = os.environ.get(BUDGET_ENV, "").strip()
-    if not text.isascii():
-        return HOOK_BUDGET_S
     try:
-        value = float(text)
+        value = float(text) if text.isascii() else HOOK_BUDGET_S
     except ValueError:
         return HOOK_BUDGET_S
     return value if 0.1 <= value <= 120 else HOOK_BUDGET_S
