@@ -33,6 +33,7 @@ from .inbox import (
     record_rejected,
     resolve,
     save_shown,
+    waiting_requests,
 )
 from .invite import classify_requests
 from .publish import admin_state, change
@@ -85,7 +86,9 @@ def show_requests(team: Team, now: int) -> tuple[list[dict[str, Any]], Shown]:
     ones as shown at ``now``: what ``admin approve`` approves (:mod:`.inbox`)."""
     inbox = _inbox(team, now)
     rejected = load_rejected(team.home, team=team.config.team)
-    shown = Shown(team.config.team, now, {v.kid: inbox.hashes[v.kid] for v in inbox.admissible()})
+    shown = Shown(
+        team.config.team, now, {v.kid: inbox.hashes[v.kid] for v in waiting_requests(inbox.views)}
+    )
     save_shown(team.home, shown)
     return inbox.to_dicts(now, rejected), shown
 

@@ -53,6 +53,7 @@ __all__ = [
     "record_rejected",
     "resolve",
     "save_shown",
+    "waiting_requests",
 ]
 
 SHOWN_FILE = "requests-shown.json"
@@ -70,7 +71,7 @@ def _request_hash(data: bytes) -> str:
     return blake2b(b"sealmem/v1/hash/request\x00" + data, size=32).hex()
 
 
-def _waiting(views: Iterable[RequestView]) -> list[RequestView]:
+def waiting_requests(views: Iterable[RequestView]) -> list[RequestView]:
     """Admissible requests of keys that are not members (a member's is a replay): a
     refused one (no valid invite, say) can never be approved, so it blocks no name."""
     return [v for v in views if v.name is not None and v.refused is None and not v.member]
@@ -95,7 +96,7 @@ def _looks_like(
 
 def _name_clashes(views: Sequence[RequestView], roster: Roster | None) -> dict[str, str]:
     """Per kid of a waiting request, what its name clashes with, for people."""
-    waiting = _waiting(views)
+    waiting = waiting_requests(views)
     found = {
         v.kid: _looks_like(str(v.name), v.kid, roster, waiting, "the request of") for v in waiting
     }
@@ -116,9 +117,6 @@ class Inbox:
     ) -> Inbox:
         hashes = {kid: _request_hash(data) for kid, data in waiting.items()}
         return cls(views, hashes, _name_clashes(views, roster))
-
-    def admissible(self) -> list[RequestView]:
-        return [v for v in self.views if v.refused is None and not v.member]
 
     def to_dicts(self, now: int, rejected: RejectedLog) -> list[dict[str, Any]]:
         """For people and ``--json``; ``rejected_before`` is when this admin last rejected
@@ -289,7 +287,7 @@ def check_name_free(
 ) -> None:
     """Refuse a new member name that looks like a member's, another admissible waiting
     request's or one approved in the same change, or that reads as a member id."""
-    clash = _looks_like(name, kid, roster, _waiting(views), "the waiting request of")
+    clash = _looks_like(name, kid, roster, waiting_requests(views), "the waiting request of")
     clash += [f"{t!r}, approved with it" for t in taken if name_skeleton(t) == name_skeleton(name)]
     if not clash:
         return
@@ -316,7 +314,7 @@ def resolve(
     With ``admissible``, a name is looked up among the admissible requests only (a
     refused request can be named by its id), so a refused look-alike blocks nothing.
     """
-    named = _waiting(views) if admissible else [v for v in views if v.name is not None]
+    named = waiting_requests(views) if admissible else [v for v in views if v.name is not None]
     by_id, _ = select(selector, [(v.kid, None) for v in views])
     _, by_name = select(selector, [(v.kid, v.name) for v in named])
     if selector in by_id:
