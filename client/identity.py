@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # crypto (nacl) loads only where a key is made or opened, not
 __all__ = [
     "KEY_FILE",
     "PASSPHRASE_ENV",
-    "has_member_key",
     "import_member_key",
     "load_member_key",
     "member_key_path",
@@ -37,17 +36,6 @@ PASSPHRASE_ENV = "SEALMEM_PASSPHRASE"  # noqa: S105 - the name of a variable
 def member_key_path(home_dir: Path) -> Path:
     """Where the member key of a sealmem home lives."""
     return Path(home_dir) / "keys" / KEY_FILE
-
-
-def has_member_key(home_dir: Path) -> bool:
-    return member_key_path(home_dir).exists()
-
-
-def _passphrase(explicit: str | None) -> str | None:
-    if explicit is not None:
-        return explicit
-    value = os.environ.get(PASSPHRASE_ENV)
-    return value or None
 
 
 def _keys_dir(home_dir: Path) -> Path:
@@ -81,7 +69,9 @@ def load_member_key(
             return key
         finally:
             tmp.unlink(missing_ok=True)
-    return MemberKey.load(path, passphrase=_passphrase(passphrase))
+    if passphrase is None:
+        passphrase = os.environ.get(PASSPHRASE_ENV) or None
+    return MemberKey.load(path, passphrase=passphrase)
 
 
 def import_member_key(home_dir: Path, key: MemberKey) -> MemberKey:

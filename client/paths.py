@@ -13,11 +13,10 @@ from pathlib import Path
 
 import platformdirs
 
-from ..protocol.encoding import KID_RE
 from ..protocol.errors import StoreError
 from ..protocol.record import MEMBER_RE
 from .fsutil import atomic_write
-from .identity import has_member_key, member_kid
+from .identity import member_kid
 
 __all__ = [
     "HOME_ENV",
@@ -68,7 +67,6 @@ def local_author(home_dir: Path) -> str:
     """
     home_dir = Path(home_dir)
     home_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    new_key = not has_member_key(home_dir)
     kid = member_kid(home_dir)
     path = home_dir / _IDENTITY
     if not path.exists():
@@ -82,12 +80,7 @@ def local_author(home_dir: Path) -> str:
         ) from exc
     if not isinstance(member, str) or not MEMBER_RE.match(member):
         raise StoreError(f"the identity file {path} holds an invalid member id {member!r}")
-    if member != kid and new_key and not KID_RE.fullmatch(member):
-        # An id from before member keys existed (not a kid): it was never shared, so the
-        # key takes over.  A kid recorded here was a member key's: a key that went missing
-        # is not replaced silently (the team knows this member by the old one).
-        atomic_write(path, (json.dumps({"member_id": kid}, indent=2) + "\n").encode(), mode=0o600)
-    elif member != kid:
+    if member != kid:  # a key that went missing is not replaced silently
         raise StoreError(
             f"the identity file {path} names member {member}, but the member key is {kid}; "
             "memories written as the old id would no longer be shared. Restore the old key "

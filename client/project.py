@@ -25,17 +25,10 @@ def sanitize_project(name: str) -> str:
     return cleaned if cleaned and PROJECT_RE.match(cleaned) else DEFAULT_PROJECT
 
 
-def _git_root(start: Path) -> Path | None:
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None
-
-
 def current_project(cwd: Path | None = None) -> str:
     """The project for a call made in ``cwd``: the name of its git repository's root
     directory, or outside git the name of ``cwd`` itself (not of a parent), both
     through :func:`sanitize_project`.  ``--project`` pins another name per command."""
     here = Path(cwd if cwd is not None else Path.cwd()).absolute()
-    root = _git_root(here) or here
+    root = next((c for c in (here, *here.parents) if (c / ".git").exists()), here)
     return sanitize_project(root.name)

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..fsutil import atomic_write
 from ..recall.api import MemoryStore
 from ..store.memory import Memory
 from ..store.redact import redact
@@ -37,7 +37,6 @@ __all__ = [
     "ORIGIN",
     "Candidate",
     "CaptureResult",
-    "candidate_lines",
     "capture",
     "is_captured",
     "mark_read",
@@ -100,7 +99,7 @@ def _lines(text: str) -> Iterator[str]:
                 yield part
 
 
-def candidate_lines(turns: Iterable[Turn]) -> Iterator[tuple[str, str, bool]]:
+def _candidate_lines(turns: Iterable[Turn]) -> Iterator[tuple[str, str, bool]]:
     """(line, role, after_error) for every candidate line in ``turns``."""
     after_error = False
     for turn in turns:
@@ -113,12 +112,12 @@ def candidate_lines(turns: Iterable[Turn]) -> Iterator[tuple[str, str, bool]]:
             after_error = False
 
 
-def propose(turns: Iterable[Turn], existing: Iterable[str] = ()) -> tuple[list[Candidate], int]:
+def propose(turns: Iterable[Turn]) -> tuple[list[Candidate], int]:
     """Candidates passing the gate, redacted, without repeats; and how many repeated."""
     kept: list[Candidate] = []
-    seen = list(existing)
+    seen: list[str] = []
     duplicates = 0
-    for line, role, after_error in candidate_lines(turns):
+    for line, role, after_error in _candidate_lines(turns):
         verdict = gate.judge(line, after_error=after_error)
         if not verdict.keep:
             continue
@@ -131,10 +130,6 @@ def propose(turns: Iterable[Turn], existing: Iterable[str] = ()) -> tuple[list[C
     return kept, duplicates
 
 
-def _stored_like(store: MemoryStore, text: str, project: str) -> list[str]:
-    return [hit.memory.record.content for hit in store.recall(text, k=5, project=project)]
-
-
 def capture(
     store: MemoryStore,
     turns: Iterable[Turn],
@@ -144,14 +139,12 @@ def capture(
     origin: str = ORIGIN,
 ) -> CaptureResult:
     """Propose memories from ``turns``; with ``save``, remember those not already stored,
-    as private memories (shared only once accepted: ``sealmem captured accept``).
-    ``origin`` names the session they come from (``claude-code:<session id>``, see
-    :func:`sealmem.client.recall.sessions.host_origin`); the bare :data:`ORIGIN` when
-    it is not known."""
+    private, with ``origin`` (``claude-code:<session id>``, or the bare :data:`ORIGIN`)."""
     proposed, duplicates = propose(turns)
     result = CaptureResult(duplicates=duplicates)
     for candidate in proposed:
-        if gate.redundant(candidate.text, _stored_like(store, candidate.text, project)):
+        stored = store.recall(candidate.text, k=5, project=project)
+        if gate.redundant(candidate.text, [hit.memory.record.content for hit in stored]):
             result.duplicates += 1
             continue
         result.proposed.append(candidate)
@@ -173,26 +166,14 @@ def _state_file(home: Path, transcript: Path) -> Path:
     return home / "capture" / f"{digest}.json"
 
 
-def _load_offset(state: Path, transcript: Path) -> int:
-    try:
-        data = json.loads(state.read_text(encoding="utf-8"))
-        offset = int(data["offset"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return 0
-    return offset if 0 <= offset <= transcript.stat().st_size else 0
-
-
-def _save_offset(state: Path, transcript: Path, offset: int) -> None:
-    state.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = state.with_name(f".{state.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"path": str(transcript), "offset": offset}), encoding="utf-8")
-    os.replace(tmp, state)
-
-
 def unread_turns(home: Path, transcript: Path) -> tuple[list[Turn], int]:
     """Turns of ``transcript`` not read before, and the offset to :func:`mark_read`."""
-    offset = _load_offset(_state_file(home, transcript), transcript)
-    return read_turns(transcript, offset)
+    try:
+        data = json.loads(_state_file(home, transcript).read_text(encoding="utf-8"))
+        offset = int(data["offset"])
+    except (OSError, ValueError, KeyError, TypeError):
+        offset = 0
+    return read_turns(transcript, offset if 0 <= offset <= transcript.stat().st_size else 0)
 
 
 def was_read(home: Path, transcript: Path) -> bool:
@@ -202,4 +183,6 @@ def was_read(home: Path, transcript: Path) -> bool:
 
 def mark_read(home: Path, transcript: Path, offset: int) -> None:
     """Record that ``transcript`` was read up to byte ``offset``."""
-    _save_offset(_state_file(home, transcript), transcript, offset)
+    state = _state_file(home, transcript)
+    state.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    atomic_write(state, json.dumps({"path": str(transcript), "offset": offset}).encode())

@@ -66,28 +66,24 @@ def _groups(doc: Mapping[str, Any], where: str) -> dict[str, list[Any]]:
     return out
 
 
-def _found(doc: Mapping[str, Any], where: str) -> list[tuple[str, int, int, dict[str, Any]]]:
-    """(event, group index, hook index, hook) for every sealmem hook command present."""
+def _found(doc: Mapping[str, Any], where: str) -> list[tuple[str, int, int, dict[str, Any], str]]:
+    """(event, group index, hook index, hook, hook name) for every sealmem hook present."""
     found = []
     for event, groups in _groups(doc, where).items():
         for gi, group in enumerate(groups):
             inner = group.get("hooks") if isinstance(group, dict) else None
             for ci, hook in enumerate(inner if isinstance(inner, list) else []):
                 command = hook.get("command") if isinstance(hook, dict) else None
-                if isinstance(command, str) and _OURS.search(command):
-                    found.append((event, gi, ci, hook))
+                match = _OURS.search(command) if isinstance(command, str) else None
+                if match:
+                    found.append((event, gi, ci, hook, match.group(1)))
     return found
 
 
 def our_hooks(text: str, *, where: str) -> dict[str, str]:
     """Hook name -> command, for every sealmem hook in the settings text."""
     doc = jsonedit.parse_object(text, where=where)
-    out = {}
-    for _, _, _, hook in _found(doc, where):
-        match = _OURS.search(hook["command"])
-        if match:
-            out[match.group(1)] = hook["command"]
-    return out
+    return {name: hook["command"] for _, _, _, hook, name in _found(doc, where)}
 
 
 def add_hooks(before: str | None, commands: Mapping[str, str], *, repair: bool, where: str) -> str:
@@ -97,7 +93,7 @@ def add_hooks(before: str | None, commands: Mapping[str, str], *, repair: bool, 
     present = _found(doc, where)
     for name, command in commands.items():
         event = EVENTS[name]
-        mine = [(gi, ci, hook) for ev, gi, ci, hook in present if ev == event]
+        mine = [(gi, ci, hook) for ev, gi, ci, hook, _ in present if ev == event]
         if not mine:
             text = jsonedit.append_element(text, ["hooks", event], {"hooks": [_hook(command)]})
             continue
@@ -122,7 +118,7 @@ def remove_hooks(text: str, *, prune: bool, where: str) -> str:
     doc = jsonedit.parse_object(text, where=where)
     groups = _groups(doc, where)
     # Remove from the end so the indexes still to visit stay valid.
-    for event, gi, ci, _ in reversed(_found(doc, where)):
+    for event, gi, ci, _, _ in reversed(_found(doc, where)):
         inner = groups[event][gi]["hooks"]
         commands = [h.get("command", "") if isinstance(h, dict) else "" for h in inner]
         only_ours = all(isinstance(c, str) and _OURS.search(c) for c in commands)

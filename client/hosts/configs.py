@@ -26,7 +26,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Literal
@@ -38,12 +38,11 @@ __all__ = [
     "SERVER_NAME",
     "Host",
     "Platform",
+    "claude_dir",
     "get_host",
-    "hook_argv",
     "hook_command",
     "sealmem_executable",
     "server_env",
-    "this_platform",
 ]
 
 SERVER_NAME = "sealmem"
@@ -53,9 +52,13 @@ def _home() -> Path:
     return Path(os.path.expanduser("~"))
 
 
-def _claude_dir() -> Path:
-    custom = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(custom) if custom else _home() / ".claude"
+def _env_dir(variable: str, default: str) -> Path:
+    custom = os.environ.get(variable)
+    return Path(custom) if custom else _home() / default
+
+
+def claude_dir() -> Path:
+    return _env_dir("CLAUDE_CONFIG_DIR", ".claude")
 
 
 def _claude_json() -> Path:
@@ -64,50 +67,39 @@ def _claude_json() -> Path:
 
 
 def _codex_dir() -> Path:
-    custom = os.environ.get("CODEX_HOME")
-    return Path(custom) if custom else _home() / ".codex"
+    return _env_dir("CODEX_HOME", ".codex")
 
 
 @dataclass(frozen=True)
 class Host:
-    """One agent host: where its MCP config lives and how the sealmem entry looks."""
+    """One agent host: where its MCP config lives and how the sealmem entry looks.
+
+    The paths are functions, resolved at call time (``HOME`` may change).
+    """
 
     name: str
     title: str
     fmt: Literal["json", "toml"]
-    _config: str  # which resolver below; paths are resolved at call time (HOME may change)
-
-    def config_path(self) -> Path:
-        if self._config == "claude":
-            return _claude_json()
-        if self._config == "codex":
-            return _codex_dir() / "config.toml"
-        if self._config == "cursor":
-            return _home() / ".cursor" / "mcp.json"
-        return _home() / ".codeium" / "windsurf" / "mcp_config.json"
+    config_path: Callable[[], Path]
+    _detect: Callable[[], Path] | None = None
+    claude: bool = False
 
     def detect_dir(self) -> Path:
         """The directory whose existence means the host is installed for this user."""
-        if self._config == "claude":
-            return _claude_dir()
-        if self._config == "codex":
-            return _codex_dir()
-        return self.config_path().parent
+        return self._detect() if self._detect else self.config_path().parent
 
     def settings_path(self) -> Path | None:
         """Claude Code's settings file, where hooks live; None for other hosts."""
-        return _claude_dir() / "settings.json" if self._config == "claude" else None
+        return claude_dir() / "settings.json" if self.claude else None
 
     @property
-    def table_path(self) -> tuple[str, ...]:
-        """Keys from the config's root down to the servers table."""
-        return ("mcp_servers",) if self.fmt == "toml" else ("mcpServers",)
+    def table(self) -> str:
+        """The key of the servers table at the config's root."""
+        return "mcp_servers" if self.fmt == "toml" else "mcpServers"
 
     def entry(self, executable: Path, env: Mapping[str, str]) -> dict[str, Any]:
         """The server entry for this host, in the keys the host documents."""
-        entry: dict[str, Any] = {}
-        if self._config == "claude":
-            entry["type"] = "stdio"
+        entry: dict[str, Any] = {"type": "stdio"} if self.claude else {}
         entry["command"] = str(executable)
         entry["args"] = ["mcp"]
         if env:
@@ -116,10 +108,15 @@ class Host:
 
 
 HOSTS: dict[str, Host] = {
-    "claude-code": Host("claude-code", "Claude Code", "json", "claude"),
-    "codex": Host("codex", "Codex CLI", "toml", "codex"),
-    "cursor": Host("cursor", "Cursor", "json", "cursor"),
-    "windsurf": Host("windsurf", "Windsurf", "json", "windsurf"),
+    "claude-code": Host("claude-code", "Claude Code", "json", _claude_json, claude_dir, True),
+    "codex": Host("codex", "Codex CLI", "toml", lambda: _codex_dir() / "config.toml", _codex_dir),
+    "cursor": Host("cursor", "Cursor", "json", lambda: _home() / ".cursor" / "mcp.json"),
+    "windsurf": Host(
+        "windsurf",
+        "Windsurf",
+        "json",
+        lambda: _home() / ".codeium" / "windsurf" / "mcp_config.json",
+    ),
 }
 
 
@@ -135,10 +132,6 @@ def server_env() -> dict[str, str]:
     """Environment the server needs: ``SEALMEM_HOME`` (absolute) only when it is set."""
     home = os.environ.get("SEALMEM_HOME")
     return {"SEALMEM_HOME": str(Path(home).expanduser().absolute())} if home else {}
-
-
-def _is_executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
 
 
 def sealmem_executable() -> Path:
@@ -160,7 +153,7 @@ def sealmem_executable() -> Path:
     if found:
         candidates.append(Path(found))
     for candidate in candidates:
-        if _is_executable(candidate):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate.absolute()
     raise InputError(
         "cannot find the installed 'sealmem' executable (looked beside "
@@ -171,23 +164,6 @@ def sealmem_executable() -> Path:
 Platform = Literal["posix", "windows"]
 
 
-def this_platform() -> Platform:
-    return "windows" if os.name == "nt" else "posix"
-
-
-def hook_argv(executable: PurePath | str, event: str, env: Mapping[str, str]) -> list[str]:
-    """The arguments of a hook: ``[/abs/sealmem, hook, EVENT, --home, DIR]``.
-
-    ``SEALMEM_HOME`` goes as ``--home`` (no shell syntax to set a variable, which
-    differs between sh, cmd and PowerShell); it is the only variable sealmem sets.
-    """
-    unknown = sorted(set(env) - {"SEALMEM_HOME"})
-    if unknown:
-        raise InputError(f"a hook command cannot carry {', '.join(unknown)}; only SEALMEM_HOME")
-    home = env.get("SEALMEM_HOME")
-    return [str(executable), "hook", event, *(["--home", home] if home else [])]
-
-
 def hook_command(
     executable: PurePath | str,
     event: str,
@@ -195,12 +171,19 @@ def hook_command(
     *,
     platform: Platform | None = None,
 ) -> str:
-    """The command line a Claude Code hook runs (its ``command`` is one string).
+    """The command line a Claude Code hook runs (its ``command`` is one string):
+    ``/abs/sealmem hook EVENT [--home DIR]``.
 
+    ``SEALMEM_HOME`` goes as ``--home`` (no shell syntax to set a variable, which
+    differs between sh, cmd and PowerShell); it is the only variable sealmem sets.
     Quoted for the platform's rules: POSIX shell quoting, or Windows' (the
     rules of ``CommandLineToArgvW``, as :func:`subprocess.list2cmdline` writes them).
     """
-    argv = hook_argv(executable, event, env)
-    if (platform or this_platform()) == "windows":
+    unknown = sorted(set(env) - {"SEALMEM_HOME"})
+    if unknown:
+        raise InputError(f"a hook command cannot carry {', '.join(unknown)}; only SEALMEM_HOME")
+    home = env.get("SEALMEM_HOME")
+    argv = [str(executable), "hook", event, *(["--home", home] if home else [])]
+    if (platform or ("windows" if os.name == "nt" else "posix")) == "windows":
         return subprocess.list2cmdline(argv)
     return shlex.join(argv)

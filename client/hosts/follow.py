@@ -5,8 +5,6 @@ end (``sealmem scan`` is for the past); a new transcript is read from its
 start.  With ``save`` the read offsets are kept in ``<home>/capture`` (shared
 with the Stop hook, so the two never capture a turn twice); without it they
 live only as long as the watch, and proposals are reported, not stored.
-What is stored is private until accepted (``sealmem captured accept``), as
-with the Stop hook.
 """
 
 from __future__ import annotations
@@ -100,7 +98,6 @@ def watch(
     report: Report,
     stop: threading.Event,
     ready: threading.Event | None = None,
-    store_path: Path | None = None,
 ) -> None:
     """Follow the directory ``root`` until ``stop`` is set; ``ready`` is set once changes
     are seen.  ``InputError`` if ``root`` is not a directory (nothing would ever arrive)."""
@@ -117,6 +114,6 @@ def watch(
         touched = sorted(_transcripts_in({Path(p) for _, p in changes}))
         if not touched:
             continue
-        with MemoryStore.open(store_path) as store:
+        with MemoryStore.open() as store:
             for path in touched:
                 follower.process(store, path)

@@ -17,12 +17,9 @@ keywords); a memory a newer one corrects is replaced by that newer one, marked
 ``replaces an older memory``, never shown beside it.
 Both mark a memory this machine did not write with its verified signer
 (:meth:`sealmem.client.store.memory.Memory.authorship`), never its claimed author.
-``stop`` captures durable lessons from the part of the transcript not read
-before (:mod:`sealmem.client.hosts.capture`) and prints nothing; they carry the
-host's session, origin ``claude-code:<session_id>`` (the hook input's
-``session_id``), so recall links what one session wrote.  What it
-stores is private: no sync shares it until it is accepted with
-``sealmem captured accept``.
+``stop`` captures from the part of the transcript not read before
+(:mod:`sealmem.client.hosts.capture`, private until accepted) with the origin
+``claude-code:<session_id>``, so recall links what one session wrote; it prints nothing.
 """
 
 from __future__ import annotations
@@ -50,7 +47,6 @@ __all__ = [
     "PROMPT_MIN_OVERLAP",
     "PROMPT_MIN_SHARED",
     "emit_hook_output",
-    "log_path",
     "run",
     "run_hook",
 ]
@@ -68,14 +64,10 @@ _PROMPT_HEADER = (
 )
 
 
-def log_path(home: Path) -> Path:
-    return home / "logs" / "hooks.log"
-
-
 def _log(event: str, outcome: str, started: float, exc: BaseException | None = None) -> None:
     """One line per hook run; never raises."""
     try:
-        path = log_path(paths.home())
+        path = paths.home() / "logs" / "hooks.log"
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
             path.replace(path.with_name(path.name + ".1"))
@@ -164,14 +156,14 @@ def _prompt(payload: dict[str, Any]) -> str:
     return "\n".join([_PROMPT_HEADER, *lines]) if lines else ""
 
 
-def _session(payload: dict[str, Any], transcript: Path | None = None) -> str:
-    """The origin of what this hook writes: ``claude-code:<session_id>`` from the
-    hook's input (Claude Code names the transcript ``<session_id>.jsonl`` too)."""
+def _session(payload: dict[str, Any], transcript: Path) -> str:
+    """``claude-code:<session_id>`` from the hook's input, else from the transcript's
+    name (Claude Code names it ``<session_id>.jsonl``)."""
     from ..recall.sessions import host_origin
     from .capture import ORIGIN
 
     session = payload.get("session_id")
-    if not (isinstance(session, str) and session.strip()) and transcript is not None:
+    if not (isinstance(session, str) and session.strip()):
         session = transcript.stem
     return host_origin(ORIGIN, session)
 
@@ -207,10 +199,8 @@ HOOK_NAMES: dict[str, Callable[[dict[str, Any]], str]] = {
 def _budget() -> float:
     """:data:`HOOK_BUDGET_S`, or ``SEALMEM_HOOK_BUDGET_S`` when it holds seconds in 0.1..120."""
     text = os.environ.get(BUDGET_ENV, "").strip()
-    if not text.isascii():
-        return HOOK_BUDGET_S
     try:
-        value = float(text)
+        value = float(text) if text.isascii() else HOOK_BUDGET_S
     except ValueError:
         return HOOK_BUDGET_S
     return value if 0.1 <= value <= 120 else HOOK_BUDGET_S

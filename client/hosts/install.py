@@ -14,9 +14,7 @@ a clean file refreshes it).  An edit of a file that already holds sealmem's
 entries (a second install with ``--auto-recall``, ``--repair``, ``uninstall``)
 keeps that backup as it is, writing one only if there is none yet.  So the
 backup is always the user's own config, never a copy of sealmem's changes, and
-backups do not pile up.  Older versions of sealmem left timestamped
-``<file>.sealmem-backup-<UTC>`` copies; they are read (uninstall compares with
-them) but never written or removed.
+backups do not pile up.
 
 A config that cannot be parsed is never touched: :class:`ConfigRefusedError`
 carries the block to add by hand.
@@ -44,10 +42,8 @@ __all__ = [
     "HostStatus",
     "StaleInstallError",
     "apply_edits",
-    "backup_path",
     "generic_snippet",
     "host_status",
-    "manual_block",
     "plan_install",
     "plan_uninstall",
     "render_diff",
@@ -104,11 +100,11 @@ def _read(path: Path) -> str | None:
         raise ConfigRefusedError(f"cannot read {path}: {exc}; nothing was changed") from exc
 
 
-def manual_block(host: Host, entry: Mapping[str, Any]) -> str:
+def _manual_block(host: Host, entry: Mapping[str, Any]) -> str:
     """What to add to the host config by hand when we refuse to edit it."""
     if host.fmt == "toml":
-        return tomledit.render_table((*host.table_path, SERVER_NAME), entry)
-    return json.dumps({host.table_path[0]: {SERVER_NAME: entry}}, indent=2)
+        return tomledit.render_table((host.table, SERVER_NAME), entry)
+    return json.dumps({host.table: {SERVER_NAME: entry}}, indent=2)
 
 
 def generic_snippet(entry: Mapping[str, Any]) -> str:
@@ -119,7 +115,7 @@ def generic_snippet(entry: Mapping[str, Any]) -> str:
 def _refuse(host: Host, entry: Mapping[str, Any], why: str) -> ConfigRefusedError:
     return ConfigRefusedError(
         f"{why}. Nothing was changed. Fix the file and retry, or add this by hand:\n"
-        + manual_block(host, entry)
+        + _manual_block(host, entry)
     )
 
 
@@ -131,45 +127,34 @@ def _stale(host: Host, path: Path, current: object) -> StaleInstallError:
     )
 
 
-def _servers(host: Host, doc: Mapping[str, Any], where: Path, entry: Mapping[str, Any]) -> Any:
-    servers = doc.get(host.table_path[0], {})
-    if not isinstance(servers, dict):
-        raise _refuse(host, entry, f"{where}: '{host.table_path[0]}' is not a table of servers")
-    return servers.get(SERVER_NAME)
+def _parse(host: Host, text: str, path: Path) -> dict[str, Any]:
+    if host.fmt == "toml":
+        return tomledit.parse_config(text, where=str(path))
+    return jsonedit.parse_object(text, where=str(path))
+
+
+def _set_entry(host: Host, text: str, entry: dict[str, Any], new: bool, path: Path) -> str:
+    if host.fmt == "toml":
+        return tomledit.set_entry(text, host.table, SERVER_NAME, entry, where=str(path))
+    if new:
+        return jsonedit.add_member(text, [host.table], SERVER_NAME, entry)
+    return jsonedit.replace_value(text, [host.table, SERVER_NAME], entry)
 
 
 def _plan_server(host: Host, entry: dict[str, Any], *, repair: bool) -> FileEdit:
     path = host.config_path()
     before = _read(path)
-    if host.fmt == "toml":
-        text = before or ""
-        table, where = host.table_path[0], str(path)
-        try:
-            current = tomledit.parse_config(text, where=where).get(table, {})
-            current = current.get(SERVER_NAME) if isinstance(current, dict) else None
-            if current is not None and current != entry and not repair:
-                raise _stale(host, path, current)
-            after = text
-            if current != entry:
-                after = tomledit.set_entry(text, table, SERVER_NAME, entry, where=where)
-        except tomledit.TomlConfigError as exc:
-            raise _refuse(host, entry, str(exc)) from exc
-        return FileEdit(path, before, after, "MCP server", current is None)
-    text = before if before is not None else _NEW_JSON
+    text = before if before is not None else "" if host.fmt == "toml" else _NEW_JSON
     try:
-        doc = jsonedit.parse_object(text, where=str(path))
-    except jsonedit.JsonConfigError as exc:
+        servers = _parse(host, text, path).get(host.table, {})
+        if not isinstance(servers, dict):
+            raise _refuse(host, entry, f"{path}: '{host.table}' is not a table of servers")
+        current = servers.get(SERVER_NAME)
+        if current is not None and current != entry and not repair:
+            raise _stale(host, path, current)
+        after = text if current == entry else _set_entry(host, text, entry, current is None, path)
+    except (tomledit.TomlConfigError, jsonedit.JsonConfigError) as exc:
         raise _refuse(host, entry, str(exc)) from exc
-    current = _servers(host, doc, path, entry)
-    key = [host.table_path[0], SERVER_NAME]
-    if current is None:
-        after = jsonedit.add_member(text, key[:1], SERVER_NAME, entry)
-    elif current == entry:
-        after = text
-    elif repair:
-        after = jsonedit.replace_value(text, key, entry)
-    else:
-        raise _stale(host, path, current)
     return FileEdit(path, before, after, "MCP server", current is None)
 
 
@@ -231,43 +216,26 @@ def require_host(host: Host, *, create: bool) -> None:
     )
 
 
-def backup_path(path: Path) -> Path:
+def _backup_path(path: Path) -> Path:
     """The one backup sealmem keeps of a host config file."""
     return path.with_name(path.name + BACKUP_SUFFIX)
-
-
-def _backups(path: Path) -> list[Path]:
-    """Our backup of ``path`` and any timestamped ones older versions left."""
-    return sorted(path.parent.glob(path.name + BACKUP_SUFFIX + "*"))
-
-
-def _pre_install_backup(path: Path, has_ours: Callable[[Any], bool]) -> Any:
-    """Parsed backup of ``path`` that holds nothing of ours (ours first, then older
-    sealmem's timestamped ones, newest first), or None."""
-    ours = backup_path(path)
-    legacy = [b for b in reversed(_backups(path)) if b != ours]
-    for backup in [ours, *legacy]:
-        try:
-            doc = json.loads(backup.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not has_ours(doc):
-            return doc
-    return None
 
 
 def _uninstall_json(
     path: Path, text: str, remove: Callable[[str, bool], str], has_ours: Callable[[Any], bool]
 ) -> str | None:
-    """Remove ours, pruning emptied containers unless the pre-install backup had them."""
+    """Remove ours, pruning emptied containers unless our backup (holding nothing of ours)
+    had them; a file left empty with no backup is one we created: it goes."""
     pruned, kept = remove(text, True), remove(text, False)
-    target = _pre_install_backup(path, has_ours)
-    after = (
-        kept if target is not None and json.loads(kept) == target != json.loads(pruned) else pruned
-    )
-    if json.loads(after) == {} and not _backups(path):
-        return None  # we created the file: take it away again
-    return after
+    try:
+        backup = json.loads(_backup_path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None if json.loads(pruned) == {} else pruned
+    except (OSError, ValueError):
+        return pruned
+    if not has_ours(backup) and json.loads(kept) == backup != json.loads(pruned):
+        return kept
+    return pruned
 
 
 def plan_uninstall(host: Host) -> list[FileEdit]:
@@ -276,35 +244,32 @@ def plan_uninstall(host: Host) -> list[FileEdit]:
     before = _read(path)
     edits: list[FileEdit] = []
     if before is not None and host.fmt == "toml":
-        after = tomledit.remove_entry(before, host.table_path[0], SERVER_NAME, where=str(path))
+        after = tomledit.remove_entry(before, host.table, SERVER_NAME, where=str(path))
         if after is not None:
-            gone = after == "" and not _backups(path)  # we created the file: take it away
+            gone = after == "" and not _backup_path(path).exists()  # we created it
             edits.append(FileEdit(path, before, None if gone else after, "MCP server"))
     elif before is not None:
         doc = jsonedit.parse_object(before, where=str(path))
-        key = [host.table_path[0], SERVER_NAME]
+        key = [host.table, SERVER_NAME]
         if SERVER_NAME in (doc.get(key[0]) or {}):
-
-            def remove(text: str, prune: bool) -> str:
-                return jsonedit.remove(text, key, prune=prune)
-
-            def has_ours(doc: Any) -> bool:
-                return isinstance(doc, dict) and SERVER_NAME in (doc.get(key[0]) or {})
-
-            after_text = _uninstall_json(path, before, remove, has_ours)
+            after_text = _uninstall_json(
+                path,
+                before,
+                lambda text, prune: jsonedit.remove(text, key, prune=prune),
+                lambda doc: isinstance(doc, dict) and SERVER_NAME in (doc.get(key[0]) or {}),
+            )
             edits.append(FileEdit(path, before, after_text, "MCP server"))
     settings = host.settings_path()
     if settings is not None:
         text = _read(settings)
-        if text is not None and claude_hooks.our_hooks(text, where=str(settings)):
-
-            def remove_hooks(text: str, prune: bool) -> str:
-                return claude_hooks.remove_hooks(text, prune=prune, where=str(settings))
-
-            def has_hooks(doc: Any) -> bool:
-                return bool(claude_hooks.our_hooks(json.dumps(doc), where=str(settings)))
-
-            after_text = _uninstall_json(settings, text, remove_hooks, has_hooks)
+        where = str(settings)
+        if text is not None and claude_hooks.our_hooks(text, where=where):
+            after_text = _uninstall_json(
+                settings,
+                text,
+                lambda text, prune: claude_hooks.remove_hooks(text, prune=prune, where=where),
+                lambda doc: bool(claude_hooks.our_hooks(json.dumps(doc), where=where)),
+            )
             edits.append(FileEdit(settings, text, after_text, "hooks"))
     return [edit for edit in edits if edit.changes]
 
@@ -330,7 +295,7 @@ def apply_edits(edits: list[FileEdit]) -> list[Path]:
             if edit.after is None:
                 edit.path.unlink()
                 continue
-            backup = backup_path(edit.path)
+            backup = _backup_path(edit.path)
             if edit.pristine or not backup.exists():
                 _write_atomic(backup, edit.before, mode)
                 backups.append(backup)
@@ -363,12 +328,7 @@ def host_status(host: Host, entry: Mapping[str, Any]) -> HostStatus:
     try:
         text = _read(path)
         if text is not None:
-            doc = (
-                tomledit.parse_config(text, where=str(path))
-                if host.fmt == "toml"
-                else jsonedit.parse_object(text, where=str(path))
-            )
-            current = (doc.get(host.table_path[0]) or {}).get(SERVER_NAME)
+            current = (_parse(host, text, path).get(host.table) or {}).get(SERVER_NAME)
             if current is not None:
                 state = "installed" if current == entry else "stale"
         settings = host.settings_path()

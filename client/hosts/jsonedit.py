@@ -99,14 +99,10 @@ def _find(items: list[_Item], part: PathPart) -> int | None:
     return found
 
 
-def _locate(text: str, path: Sequence[PathPart]) -> tuple[int, list[int]]:
-    """Open position of the deepest existing container along ``path``, and how far it got.
-
-    Returns ``(open_pos, opens)`` where ``opens`` lists the open positions of
-    every container walked, root first; ``len(opens) - 1`` path parts exist.
-    """
-    pos = _skip(text, 0)
-    opens = [pos]
+def _locate(text: str, path: Sequence[PathPart]) -> tuple[int, int]:
+    """Open position of the deepest existing container along ``path``, and how many of
+    the path's parts exist."""
+    pos, done = _skip(text, 0), 0
     for part in path:
         items, _ = _items(text, pos)
         index = _find(items, part)
@@ -118,9 +114,8 @@ def _locate(text: str, path: Sequence[PathPart]) -> tuple[int, list[int]]:
                 f"expected an object or array at {'.'.join(map(str, path))!r}, "
                 f"found {text[value_start : value_start + 20]!r}"
             )
-        pos = value_start
-        opens.append(pos)
-    return pos, opens
+        pos, done = value_start, done + 1
+    return pos, done
 
 
 def _pretty(text: str) -> bool:
@@ -172,8 +167,7 @@ def _nest(path: Sequence[PathPart], leaf: Any) -> Any:
 
 def add_member(text: str, path: Sequence[str], key: str, value: Any) -> str:
     """Add ``key: value`` to the object at ``path``, creating missing objects on the way."""
-    pos, opens = _locate(text, path)
-    done = len(opens) - 1
+    pos, done = _locate(text, path)
     if text[pos] != "{":
         raise JsonConfigError(f"expected an object at {'.'.join(path)!r}")
     if done == len(path):
@@ -187,8 +181,7 @@ def add_member(text: str, path: Sequence[str], key: str, value: Any) -> str:
 
 def append_element(text: str, path: Sequence[str], value: Any) -> str:
     """Append ``value`` to the array at ``path``, creating the array and its parents."""
-    pos, opens = _locate(text, path)
-    done = len(opens) - 1
+    pos, done = _locate(text, path)
     if done == len(path):
         if text[pos] != "[":
             raise JsonConfigError(f"expected an array at {'.'.join(path)!r}")
@@ -200,8 +193,8 @@ def append_element(text: str, path: Sequence[str], value: Any) -> str:
 def _item_at(text: str, path: Sequence[PathPart]) -> tuple[int, list[_Item], int]:
     if not path:
         raise JsonConfigError("the root of a config cannot be replaced or removed")
-    pos, opens = _locate(text, path[:-1])
-    if len(opens) - 1 != len(path) - 1:
+    pos, done = _locate(text, path[:-1])
+    if done != len(path) - 1:
         raise JsonConfigError(f"{'.'.join(map(str, path))!r} does not exist")
     items, _ = _items(text, pos)
     index = _find(items, path[-1])

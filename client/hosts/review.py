@@ -1,10 +1,7 @@
-"""Review of captured memories: the rules the CLI and the viewer share.
+"""Review of captured memories (:mod:`.capture`): the rules the CLI and the viewer share.
 
-The Stop hook, ``sealmem scan --store`` and ``sealmem watch --store`` store what
-they capture from transcripts as *private* memories (origin :data:`ORIGIN`): no
-sync shares them until a person accepts them.  Accepting makes a team version
-(the next sync shares it); discarding forgets a capture that was never shared.
-Each chosen memory is checked before any is changed.
+Accepting makes a team version (the next sync shares it); discarding forgets a
+capture that was never shared.  Each chosen memory is checked before any is changed.
 """
 
 from __future__ import annotations

@@ -12,9 +12,7 @@ inline ``mcp_servers = { ... }`` or dotted keys (``mcp_servers.x.command``).
   cannot do that faithfully (dotted keys), it is removed and appended anew.
 - Removing an entry takes back the blank line the append put before it, and the
   servers table too when nothing else was in it and the user never wrote it
-  (``[mcp_servers]`` or ``mcp_servers = {}`` written by hand stay).  An entry that
-  an older sealmem wrote between two marker comments (:data:`OLD_MARKERS`) goes
-  with its markers and the newline put before them.
+  (``[mcp_servers]`` or ``mcp_servers = {}`` written by hand stay).
 
 Every result is read back with ``tomllib`` and must equal the document asked
 for, else the edit is refused (:class:`TomlConfigError`) and nothing is written.
@@ -34,19 +32,12 @@ from tomlkit.items import InlineTable, Item, Table
 from ...protocol.errors import InputError
 
 __all__ = [
-    "OLD_MARKERS",
     "TomlConfigError",
     "parse_config",
     "remove_entry",
     "render_table",
     "set_entry",
 ]
-
-OLD_MARKERS = (
-    "# >>> sealmem: added by 'sealmem install codex'; 'sealmem uninstall codex' removes it",
-    "# <<< sealmem",
-)
-"""The comment lines installs wrote around the entry before config.toml was edited with tomlkit."""
 
 
 class TomlConfigError(InputError):
@@ -188,21 +179,6 @@ def _table_place(text: str, doc: Any, item: Any) -> tuple[int, str] | None:
     return marked.index(mark), _tail(item)
 
 
-def _without_old_markers(text: str) -> str:
-    """``text`` without the marker lines of an older install (the entry is gone already).
-
-    Where both markers are left next to each other, the ``"\\n"`` put before them goes
-    too, giving back the file as it was before that install; a marker left alone is
-    removed as a whole line.  Lines that only start like a marker stay.
-    """
-    begin, end = OLD_MARKERS
-    pair = f"\n{begin}\n{end}\n"
-    if pair in text:
-        return text.replace(pair, "", 1)
-    lines = text.splitlines(keepends=True)
-    return "".join(line for line in lines if line.rstrip("\r\n") not in OLD_MARKERS)
-
-
 def remove_entry(text: str, table: str, name: str, *, where: str) -> str | None:
     """``text`` without ``[table.name]``, or None when there is no such entry."""
     plain = parse_config(text, where=where)
@@ -234,7 +210,6 @@ def remove_entry(text: str, table: str, name: str, *, where: str) -> str | None:
                 after = after[:start] + tail + rest_of_file
     if text.startswith(after) and after.endswith("\n\n"):
         after = after[:-1]  # the blank line the append put before the table
-    after = _without_old_markers(after)
     if not _reads_back(after, expected):
         raise TomlConfigError(
             f"{where}: removing '{table}.{name}' would change other settings; "

@@ -18,11 +18,12 @@ line, so a follower reads each line once.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from .configs import claude_dir
 
 __all__ = ["Turn", "find_transcripts", "read_turns", "transcripts_root"]
 
@@ -43,8 +44,7 @@ class Turn:
 
 def transcripts_root() -> Path:
     """Where Claude Code keeps transcripts (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``)."""
-    base = os.environ.get("CLAUDE_CONFIG_DIR")
-    return (Path(base) if base else Path(os.path.expanduser("~")) / ".claude") / "projects"
+    return claude_dir() / "projects"
 
 
 def find_transcripts(root: Path | None = None) -> list[Path]:

@@ -17,12 +17,9 @@ __all__ = ["member_names", "newest_roster_data"]
 
 def newest_roster_data(conn: sqlite3.Connection) -> bytes | None:
     """The envelope of the newest roster this store accepted; None without a team."""
-    try:
-        row = conn.execute(
-            "SELECT data FROM team_objects WHERE kind = 'roster' ORDER BY name DESC LIMIT 1"
-        ).fetchone()
-    except sqlite3.OperationalError:  # a store from before team tables existed
-        return None
+    row = conn.execute(
+        "SELECT data FROM team_objects WHERE kind = 'roster' ORDER BY name DESC LIMIT 1"
+    ).fetchone()
     return None if row is None else bytes(row[0])
 
 

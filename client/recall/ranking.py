@@ -19,11 +19,8 @@ reported in ``why``:
                counts ``prefix`` of its share
 ``entity``     share of the query's proper nouns (capitalised, not starting a
                sentence) that the memory holds; present when the query has any
-``context``    from the memory's neighbours in its session (the same session origin
-               "<tool>:<session id>" and project, up to ``context_window`` steps away,
-               within ``context_gap_ms``; without a session id, the same origin, author
-               and project within ``session_gap_ms``; see ``recall``): the best
-               neighbour's BM25,
+``context``    from the memory's neighbours in its session (up to ``context_window``
+               steps away; sessions: see ``recall.search``): the best neighbour's BM25,
                plus the query terms only the neighbours hold; a neighbour of a strong
                hit is a candidate even if it matches nothing.  When the memory
                written just before it in its session is a question (its text holds
@@ -86,14 +83,12 @@ class RankingWeights:
     bm25: float = 1.0
     keywords_column: float = 2.0  # BM25 weight of agent keywords relative to content
     coverage: float = 1.0
-    entity_boost: float = 1.0  # multiplier on proper-noun terms (measured: no gain, so off)
     prefix: float = 1.0  # credit of a word found only as a prefix ("postgres" in "postgresql")
     prefix_min: int = 4  # shortest stem matched as a prefix
     entity: float = 0.7  # share of the query's proper nouns the memory holds
     context: float = 0.4  # the best neighbour's BM25
     context_terms: float = 0.7  # query terms only the neighbours hold
     context_question: float = 0.9  # ... or, when more, a matching question just before it
-    context_decay: float = 1.0  # factor per step of distance beyond the first
     context_gap_ms: int = 3_600_000  # neighbours: same session origin, at most this far apart
     session_gap_ms: int = 1_800_000  # no session id: same origin and author, this far apart
     context_window: int = 2
@@ -166,17 +161,10 @@ def prefix_mask(longer: Sequence[frozenset[str] | None], held: frozenset[str]) -
     return mask
 
 
-def term_shares(
-    terms: Sequence[QueryTerm], df: Mapping[str, int], n_docs: int, entity_boost: float
-) -> dict[str, float]:
+def term_shares(terms: Sequence[QueryTerm], df: Mapping[str, int], n_docs: int) -> dict[str, float]:
     """Each query term's share of the query (they sum to 1): a smoothed IDF,
-    log(1 + N/df), that stays positive for terms in most memories, times
-    ``entity_boost`` for proper nouns."""
-    raw = {
-        t.stem: math.log(1.0 + n_docs / max(df.get(t.stem, 0), 1))
-        * (entity_boost if t.entity else 1.0)
-        for t in terms
-    }
+    log(1 + N/df), that stays positive for terms in most memories."""
+    raw = {t.stem: math.log(1.0 + n_docs / max(df.get(t.stem, 0), 1)) for t in terms}
     total = sum(raw.values()) or 1.0
     return {term: value / total for term, value in raw.items()}
 
@@ -203,10 +191,8 @@ def mask_share(shares: Sequence[float], mask: int) -> float:
 
 
 def is_session_origin(origin: str) -> bool:
-    """Whether ``origin`` names one real session: ``"<tool>:<session id>"``, both parts
-    non-empty ("mcp:3f2a9c01b7de", "locomo:session_4").  A bare tool name ("cli",
-    "mcp", "api", "demo", "import") names no session, so its memories have no
-    session neighbours."""
+    """Whether ``origin`` names one session: ``"<tool>:<session id>"``, both parts
+    non-empty ("mcp:3f2a9c01b7de"); a bare tool name ("cli", "import") names none."""
     tool, sep, session = origin.partition(":")
     return bool(sep and tool.strip() and session.strip())
 

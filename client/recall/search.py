@@ -7,15 +7,11 @@ memories are demoted, never hidden.  The connection is the store's: this
 module only reads (the queries are in :mod:`sealmem.client.recall.sql`).
 
 Sessions.  Session context links a memory to memories written in the same
-session.  An ``origin`` of the form ``"<tool>:<session id>"`` (both parts
-non-empty: ``"claude-code:<host session>"`` from the hooks, ``"mcp:3f2a9c01b7de"``
-from one MCP server process or the session its client names, ``"cli:<id>"`` from
-``SEALMEM_SESSION``, ``"locomo:session_4"``) names one: its memories of the same
-project within ``context_gap_ms`` are neighbours.  An origin without a session
-part (``"cli"``, ``"mcp"``, ``"api"``, ``"import"``: old memories, imports, the
-CLI without ``SEALMEM_SESSION``) falls back on a time-gap rule: memories of the
-same origin, author and project written at most ``session_gap_ms`` apart are
-one session (two memories a teammate wrote an hour apart are not).
+session: an origin ``"<tool>:<session id>"`` (:mod:`sealmem.client.recall.sessions`
+says which write paths give one) links memories of the same project within
+``context_gap_ms``; a bare origin (``"cli"``, ``"import"``) links only those of the
+same author within ``session_gap_ms`` (two memories a teammate wrote an hour apart
+are not one session).
 
 Cost.  A recall is a handful of round trips on the common path: the term
 statistics (cached per connection until the database changes; the counts of
@@ -40,7 +36,6 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...protocol.errors import InputError
 from ..store.terms import parse_stems
 from .ranking import (
     DAY_MS,
@@ -73,7 +68,6 @@ from .sql import (
 __all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
 
 DEFAULT_WEIGHTS = RankingWeights()
-_MAX_K = 1000
 _AND_SPAN = 4  # the AND pool reads words of up to this many times pool_postings
 _NAMES = (
     "bm25", "coverage", "entity", "context", "date", "recency", "importance", "superseded"
@@ -158,8 +152,6 @@ def search(
     ``projects`` None searches every project; ``include_history`` also matches
     the text of replaced versions (the hit is the memory's current id).
     """
-    if not 1 <= k <= _MAX_K:
-        raise InputError(f"k={k} is out of range; ask for 1 to {_MAX_K} results")
     terms = analyse_query(query)
     spans = date_spans(query, now_ms) if weights.date > 0 else []
     asked = [t.stem for t in terms if not is_date_word(t.word)] if spans else []
@@ -190,7 +182,7 @@ def search(
         return []
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
     near = _sessions(conn, rows, bm25, scope, weights) if context else {}
-    shares = term_shares(terms, df, n_docs, weights.entity_boost)
+    shares = term_shares(terms, df, n_docs)
     share_list = [shares[s] for s in stems]
     extensions = [longer.get(s) for s in stems]
     masks: dict[int, int] = {}
@@ -309,9 +301,7 @@ def _period(
 
 
 def _session_gap(row: Row, weights: RankingWeights) -> int:
-    """How far apart two memories of ``row``'s session may be (0: it has none): an
-    origin naming a session links within ``context_gap_ms``; a bare origin (no session
-    id) links only memories of the same author within ``session_gap_ms``."""
+    """How far apart two memories of ``row``'s session may be (see the module docstring)."""
     if is_session_origin(row[2]):
         return int(weights.context_gap_ms)
     return int(weights.session_gap_ms)
@@ -362,7 +352,7 @@ class _Scorer:
             around, strongest, asked = 0, 0.0, 0.0
             for other, steps in links.items():
                 around |= self.masks[other]
-                value = self.bm25[other] * w.context_decay ** (steps - 1)
+                value = self.bm25[other]
                 if self.rows[other][8]:
                     value *= 1.0 - w.superseded
                 strongest = max(strongest, value)

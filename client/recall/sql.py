@@ -7,9 +7,8 @@ written: the connection is the store's.
 
 A candidate row (:data:`Row`) carries what ranking needs and nothing more:
 ``(rowid, id, origin, project, created_at, local_importance, content, keywords,
-superseded, author, stems)`` where ``superseded`` is 1 when a live memory corrects it
-and ``stems`` is the stored stems of the text (None when not known; see
-:func:`sealmem.client.store.terms.stored_stems`).
+superseded, author, stems)``; ``superseded`` is 1 when a live memory corrects it, and
+``stems`` (None when not known) are :func:`sealmem.client.store.terms.stored_stems`.
 """
 
 from __future__ import annotations
@@ -152,9 +151,8 @@ def document_frequencies(
 
 
 def _kept(cur: sqlite3.Cursor, stems: Sequence[str]) -> dict[str, int]:
-    """The document counts in ``memories_fts`` of those ``stems`` the store keeps
-    (frequent terms, :mod:`sealmem.client.store.derived`), while
-    they have counted every row the store holds."""
+    """The ``memories_fts`` document counts of those ``stems`` the store keeps (frequent
+    terms, :mod:`sealmem.client.store.derived`), while they count every row it holds."""
     if not stems:
         return {}
     sql = (
@@ -206,11 +204,10 @@ def _count(cur: sqlite3.Cursor, include_history: bool) -> int:
 
 
 def _indexed(cur: sqlite3.Cursor) -> int | None:
-    """How many rows ``memories_fts`` indexes, which is ``count(*)`` of ``memories``
-    (the store's writer indexes every row, tombstones too) without a scan
-    of the table (milliseconds at 100k memories, paid by every cold recall): the first
-    varint of FTS5's averages record (``memories_fts_data`` row 1), the row count its
-    own BM25 uses, kept on every insert and delete.  None when it cannot be read."""
+    """``count(*)`` of ``memories`` (the writer indexes every row, tombstones too) without
+    a scan (milliseconds at 100k memories, paid by every cold recall): the first varint
+    of FTS5's averages record (``memories_fts_data`` row 1), the row count its own BM25
+    uses.  None when it cannot be read."""
     row = cur.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
     if row is None or not isinstance(row[0], bytes):
         return None
@@ -218,9 +215,8 @@ def _indexed(cur: sqlite3.Cursor) -> int | None:
 
 
 def _varint(data: bytes) -> int | None:
-    """The SQLite varint at the start of ``data`` (1 to 9 bytes, big-endian, 7 bits a
-    byte while the high bit is set, all 8 bits of a ninth); None if ``data`` ends first
-    (an empty record: nothing was ever indexed)."""
+    """The SQLite varint at the start of ``data`` (big-endian, 7 bits a byte while the high
+    bit is set, all 8 of a ninth); None if ``data`` ends first (nothing was indexed)."""
     value = 0
     for i, byte in enumerate(data[:9]):
         if i == 8:
@@ -258,24 +254,21 @@ def bm25_pool(
     cur = _cursor(conn)
     if newest:
         return [(1e-9, row) for row in cur.execute(*_ranked(match, scope, limit, None))]
-    if narrow:
-        ranked = cur.execute(*_ranked(match, scope, limit, keywords_weight))
-        return [(max(r[0], 1e-9), r[1:]) for r in ranked]
-    wide = 2 * limit
-    sql = (
-        "SELECT rowid, -bm25(memories_fts, 1.0, ?) AS s FROM memories_fts "
-        "WHERE memories_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?"
-    )
-    best = cur.execute(sql, (keywords_weight, match, wide)).fetchall()
-    found: list[tuple[float, Row]] = []
-    for start in range(0, len(best), limit):
-        part = best[start : start + limit]
-        rows = {row[0]: row for row in fetch(conn, [rowid for rowid, _ in part], scope)}
-        found.extend((max(s, 1e-9), rows[rowid]) for rowid, s in part if rowid in rows)
-        if len(found) >= limit:
-            return found[:limit]
-    if len(best) < wide:
-        return found  # every match was looked at
+    if not narrow:
+        sql = (
+            "SELECT rowid, -bm25(memories_fts, 1.0, ?) AS s FROM memories_fts "
+            "WHERE memories_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?"
+        )
+        best = cur.execute(sql, (keywords_weight, match, 2 * limit)).fetchall()
+        found: list[tuple[float, Row]] = []
+        for start in range(0, len(best), limit):
+            part = best[start : start + limit]
+            rows = {row[0]: row for row in fetch(conn, [rowid for rowid, _ in part], scope)}
+            found.extend((max(s, 1e-9), rows[rowid]) for rowid, s in part if rowid in rows)
+            if len(found) >= limit:
+                return found[:limit]
+        if len(best) < 2 * limit:
+            return found  # every match was looked at
     ranked = cur.execute(*_ranked(match, scope, limit, keywords_weight))
     return [(max(r[0], 1e-9), r[1:]) for r in ranked]
 
@@ -283,10 +276,8 @@ def bm25_pool(
 def _ranked(
     match: str, scope: Scope, limit: int, keywords_weight: float | None
 ) -> tuple[str, list[object]]:
-    """The statement of a pool ranked with the scope inside: the best BM25 matches in
-    scope (``keywords_weight`` None: the newest, scored 0), with their rows after the
-    LIMIT; for :func:`bm25_pool` the newest matches and the pools whose best matches
-    are mostly out of scope."""
+    """A pool ranked with the scope inside: the best BM25 matches in scope
+    (``keywords_weight`` None: the newest, scored 0), rows joined after the LIMIT."""
     newest = keywords_weight is None
     score = "0.0" if newest else "-bm25(memories_fts, 1.0, ?)"
     order = "memories_fts.rowid DESC" if newest else "s DESC, m.rowid"
@@ -348,11 +339,9 @@ def fetch(conn: sqlite3.Connection, rowids: Iterable[int], scope: Scope | None =
 
 
 def newest_in(conn: sqlite3.Connection, scope: Scope, limit: int) -> list[Row]:
-    """The ``limit`` memories in scope stored last (a scope with spans: written then).
-
-    Rowid order, which SQLite walks from the end without sorting: a recent period
-    ("yesterday") is found among the last rows stored, whatever the store's size; a
-    memory pulled late with an older date counts as stored late."""
+    """The ``limit`` memories in scope stored last (rowid order, walked from the end
+    without sorting: a recent period is found among the last rows, whatever the store's
+    size; a memory pulled late with an older date counts as stored late)."""
     sql = (
         f"SELECT {_COLUMNS} FROM memories AS m NOT INDEXED WHERE {scope.sql} "
         "ORDER BY m.rowid DESC LIMIT ?"

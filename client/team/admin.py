@@ -15,17 +15,17 @@ from typing import Any
 
 from ...crypto import KDF_MODERATE, SUITE, KdfLimits, MemberKey
 from ...protocol import admin as edits
+from ...protocol.admission import InviteRecord
 from ...protocol.errors import InputError
 from ...protocol.invite import DEFAULT_INVITE_MS
-from ...protocol.names import id_like, name_problem
+from ...protocol.names import id_like, name_problem, name_skeleton
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
 from ..project import sanitize_project
 from ..sync.hub import is_hub_location
 from ..sync.session import Team, TeamConfig, find_member, transport_for
 from .approval import Approved
-from .inbox import name_key
-from .invite import InviteRecord, fingerprint_of, make_invite
+from .invite import fingerprint_of, make_invite
 from .publish import admin_state, change, publish
 from .registry import update_registry
 
@@ -121,7 +121,7 @@ def issue(
     """Generate a member key for ``name``, add it to the roster, return the sealed bundle.
 
     The roster records that this admin generated the key (``issued_by_admin``).
-    Older epochs are wrapped to it as in :func:`.approval.approve` unless ``from_now``.
+    ``from_now``: see :mod:`.publish`.
     """
     if len(passphrase) < 8:
         raise InputError("the bundle passphrase must be at least 8 characters")
@@ -133,7 +133,7 @@ def issue(
             f"the member name {name!r} reads as the member id {looks}: 'admin grant "
             f"{name}' could mean either; issue the key under another name"
         )
-    if same := [m for m in roster.members if name_key(m.name) == name_key(name)]:
+    if same := [m for m in roster.members if name_skeleton(m.name) == name_skeleton(name)]:
         raise InputError(
             f"the member name {name!r} looks like that of member {same[0].name!r} "
             f"({same[0].kid[:8]}); issue the key under another name"
@@ -162,8 +162,8 @@ def grant(
 
     A project the roster does not register is refused unless ``create``: then
     it is registered first, every admin gets read/write on it, then ``who`` the
-    access asked for; its first key is wrapped to all of them.  A new reader is
-    wrapped the older epochs this admin holds too, unless ``from_now``.
+    access asked for; its first key is wrapped to all of them.  ``from_now``: see
+    :mod:`.publish`.
     """
     state, roster = admin_state(team, now)
     member = find_member(roster, who)

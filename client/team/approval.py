@@ -9,11 +9,16 @@ Approving publishes one roster version adding the members (:mod:`.publish`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ...protocol import admin as edits
-from ...protocol.admission import check_request_against_invite
+from ...protocol.admission import (
+    InviteRecord,
+    RequestView,
+    check_request_against_invite,
+    mark_invite_used,
+)
 from ...protocol.errors import InputError, Rejected
 from ...protocol.names import name_problem
 from ...protocol.roster import Member
@@ -28,8 +33,9 @@ from .inbox import (
     record_rejected,
     resolve,
     save_shown,
+    waiting_requests,
 )
-from .invite import InviteRecord, RequestView, classify_requests, mark_invite_used
+from .invite import classify_requests
 from .publish import admin_state, change
 from .registry import load_registry, update_registry
 
@@ -38,7 +44,6 @@ __all__ = [
     "ShownPlan",
     "approve",
     "chosen_requests",
-    "pending_requests",
     "plan_shown",
     "reject",
     "show_requests",
@@ -52,7 +57,7 @@ class Approved:
     fingerprint: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kid": self.kid, "name": self.name, "fingerprint": self.fingerprint}
+        return asdict(self)
 
 
 def _inbox(team: Team, now: int) -> Inbox:
@@ -75,19 +80,15 @@ def _chosen(
     return chosen
 
 
-def pending_requests(team: Team, now: int) -> list[dict[str, Any]]:
-    """Join requests waiting, checked, with fingerprints (refused ones say why), age and
-    name clashes."""
-    return _inbox(team, now).to_dicts(now)
-
-
 def show_requests(team: Team, now: int) -> tuple[list[dict[str, Any]], Shown]:
-    """:func:`pending_requests` (each flagged when this admin rejected that key before),
-    and record the admissible ones as shown at ``now``: what ``admin approve`` approves
-    (:mod:`.inbox`)."""
+    """Join requests waiting, checked, with fingerprints (refused ones say why), age,
+    name clashes and when this admin rejected that key before; and record the admissible
+    ones as shown at ``now``: what ``admin approve`` approves (:mod:`.inbox`)."""
     inbox = _inbox(team, now)
     rejected = load_rejected(team.home, team=team.config.team)
-    shown = Shown(team.config.team, now, {v.kid: inbox.hashes[v.kid] for v in inbox.admissible()})
+    shown = Shown(
+        team.config.team, now, {v.kid: inbox.hashes[v.kid] for v in waiting_requests(inbox.views)}
+    )
     save_shown(team.home, shown)
     return inbox.to_dicts(now, rejected), shown
 
@@ -151,9 +152,7 @@ def approve(
     ``expect`` (what ``admin requests`` showed: kid -> request hash, and when), a
     request that was not shown, whose bytes differ, or that this admin rejected
     since is refused; without, a request this admin ever rejected is refused.
-
-    Readers are wrapped every older epoch of their projects this admin holds, so
-    they read what the team already wrote; ``from_now`` wraps only the current one.
+    ``from_now``: see :mod:`.publish`.
     """
     if not kids:
         raise InputError(

@@ -17,9 +17,11 @@ moment.  So an approval is bound to what the admin looked at:
   rejected before.
 
 Names are shown to the admin, who tells members apart by them: a request whose
-name looks like (:func:`name_key`) a member's or another waiting request's is
-flagged, and approving it needs a new name (``--as``).  Requests are chosen by
-kid, kid prefix (8+ characters) or a name unique among those waiting.
+name looks like a member's or another waiting request's (the same skeleton,
+``protocol.names.name_skeleton``: "Alice", a full-width "ａｌｉｃｅ" and a Cyrillic
+"аlice" are all "alice") is flagged, and approving it needs a new name (``--as``).
+Requests are chosen by kid, kid prefix (8+ characters) or a name unique among those
+waiting.
 """
 
 from __future__ import annotations
@@ -48,12 +50,10 @@ __all__ = [
     "forget_shown",
     "load_rejected",
     "load_shown",
-    "name_clashes",
-    "name_key",
     "record_rejected",
-    "request_hash",
     "resolve",
     "save_shown",
+    "waiting_requests",
 ]
 
 SHOWN_FILE = "requests-shown.json"
@@ -66,46 +66,41 @@ _REJECTED_FORMAT = "sealmem/requests-rejected/v1"
 _MAX_REJECTED = 4096
 
 
-def request_hash(data: bytes) -> str:
+def _request_hash(data: bytes) -> str:
     """The hash that binds an approval to the exact bytes of one join request."""
     return blake2b(b"sealmem/v1/hash/request\x00" + data, size=32).hex()
 
 
-def name_key(name: str) -> str:
-    """What two display names are compared by: their skeleton (``protocol.names``: NFKC,
-    case folded, invisible characters removed, common look-alike letters folded), so
-    "Alice", a full-width "ａｌｉｃｅ" and a Cyrillic "аlice" are all "alice"."""
-    return name_skeleton(name)
-
-
-def _waiting(views: Iterable[RequestView]) -> list[RequestView]:
+def waiting_requests(views: Iterable[RequestView]) -> list[RequestView]:
     """Admissible requests of keys that are not members (a member's is a replay): a
     refused one (no valid invite, say) can never be approved, so it blocks no name."""
     return [v for v in views if v.name is not None and v.refused is None and not v.member]
 
 
-def name_clashes(views: Sequence[RequestView], roster: Roster | None) -> dict[str, str]:
-    """Per kid of a waiting request, what its name clashes with (a member or another
-    waiting request), for people."""
-    members: dict[str, list[str]] = {}
-    for m in roster.members if roster is not None else ():
-        members.setdefault(name_key(m.name), []).append(f"member {m.name!r} ({m.kid[:8]})")
-    waiting = _waiting(views)
-    out: dict[str, str] = {}
-    for view in waiting:
-        key = name_key(str(view.name))
-        others = [
-            f"the request of {o.name!r} ({o.kid[:8]})"
-            for o in waiting
-            if o.kid != view.kid and name_key(str(o.name)) == key
-        ]
-        found = [*members.get(key, []), *others]
-        kids = [*(m.kid for m in roster.members), *(o.kid for o in waiting)] if roster else []
-        if looks := id_like(str(view.name), kids or [o.kid for o in waiting]):
-            found.append(f"the member id {looks}")
-        if found:
-            out[view.kid] = ", ".join(found)
-    return out
+def _looks_like(
+    name: str, kid: str, roster: Roster | None, waiting: Sequence[RequestView], request: str
+) -> list[str]:
+    """What the name of ``kid``'s request looks like (by skeleton: ``protocol.names``), for
+    people: a member's name, another waiting request's, or a member id."""
+    key = name_skeleton(name)
+    members = roster.members if roster is not None else []
+    others = [v for v in waiting if v.kid != kid]
+    found = [f"member {m.name!r} ({m.kid[:8]})" for m in members if name_skeleton(m.name) == key]
+    found += [
+        f"{request} {v.name!r} ({v.kid[:8]})" for v in others if name_skeleton(str(v.name)) == key
+    ]
+    if looks := id_like(name, [kid, *(m.kid for m in members), *(v.kid for v in others)]):
+        found.append(f"the member id {looks}")
+    return found
+
+
+def _name_clashes(views: Sequence[RequestView], roster: Roster | None) -> dict[str, str]:
+    """Per kid of a waiting request, what its name clashes with, for people."""
+    waiting = waiting_requests(views)
+    found = {
+        v.kid: _looks_like(str(v.name), v.kid, roster, waiting, "the request of") for v in waiting
+    }
+    return {kid: ", ".join(clash) for kid, clash in found.items() if clash}
 
 
 @dataclass(frozen=True)
@@ -120,13 +115,10 @@ class Inbox:
     def of(
         cls, waiting: Mapping[str, bytes], views: list[RequestView], roster: Roster | None
     ) -> Inbox:
-        hashes = {kid: request_hash(data) for kid, data in waiting.items()}
-        return cls(views, hashes, name_clashes(views, roster))
+        hashes = {kid: _request_hash(data) for kid, data in waiting.items()}
+        return cls(views, hashes, _name_clashes(views, roster))
 
-    def admissible(self) -> list[RequestView]:
-        return [v for v in self.views if v.refused is None and not v.member]
-
-    def to_dicts(self, now: int, rejected: RejectedLog | None = None) -> list[dict[str, Any]]:
+    def to_dicts(self, now: int, rejected: RejectedLog) -> list[dict[str, Any]]:
         """For people and ``--json``; ``rejected_before`` is when this admin last rejected
         a request of that key (ms), or None."""
         out = []
@@ -135,7 +127,7 @@ class Inbox:
             created = view.created_at
             doc["age_ms"] = None if created is None else max(0, now - created)
             doc["clash"] = self.clashes.get(view.kid)
-            before = rejected.entries.get(view.kid) if rejected is not None else None
+            before = rejected.entries.get(view.kid)
             doc["rejected_before"] = None if before is None else before[1]
             out.append(doc)
         return out
@@ -148,6 +140,12 @@ class Shown:
     team: str
     shown_at: int
     requests: Mapping[str, str]
+
+    @classmethod
+    def of(cls, doc: Any) -> Shown:
+        """The record in ``doc``; KeyError, TypeError, ValueError or AttributeError if damaged."""
+        requests = {str(k): str(v) for k, v in doc["requests"].items()}
+        return cls(str(doc["team"]), int(doc["shown_at"]), requests)
 
     @property
     def digest(self) -> str:
@@ -164,9 +162,13 @@ class Shown:
         }
 
 
+def _write(path: Path, doc: Mapping[str, Any]) -> None:
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    atomic_write(path, text.encode("utf-8"), mode=0o600)
+
+
 def save_shown(home: Path, shown: Shown) -> None:
-    text = json.dumps(shown.to_json(), indent=2, sort_keys=True) + "\n"
-    atomic_write(Path(home) / SHOWN_FILE, text.encode("utf-8"), mode=0o600)
+    _write(Path(home) / SHOWN_FILE, shown.to_json())
 
 
 def forget_shown(home: Path, kids: Iterable[str]) -> None:
@@ -174,7 +176,7 @@ def forget_shown(home: Path, kids: Iterable[str]) -> None:
     path = Path(home) / SHOWN_FILE
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        shown = Shown(str(doc["team"]), int(doc["shown_at"]), dict(doc["requests"]))
+        shown = Shown.of(doc)
     except FileNotFoundError:
         return
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -241,9 +243,7 @@ def record_rejected(home: Path, *, team: str, requests: Mapping[str, str], now: 
     entries.update({kid: {"hash": h, "at": now} for kid, h in requests.items()})
     newest = sorted(entries.items(), key=lambda item: -int(item[1]["at"]))[:_MAX_REJECTED]
     teams[team] = dict(sorted(newest))
-    doc = {"format": _REJECTED_FORMAT, "teams": teams}
-    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
-    atomic_write(path, text.encode("utf-8"), mode=0o600)
+    _write(path, {"format": _REJECTED_FORMAT, "teams": teams})
 
 
 _RUN_REQUESTS = "run 'sealmem admin requests', compare the fingerprints, then approve"
@@ -259,12 +259,7 @@ def load_shown(home: Path, *, team: str, now: int) -> Shown:
     except (OSError, ValueError) as exc:
         raise InputError(f"{path} is unreadable ({exc}): {_RUN_REQUESTS}") from exc
     try:
-        items = doc["requests"]
-        shown = Shown(
-            team=str(doc["team"]),
-            shown_at=int(doc["shown_at"]),
-            requests={str(k): str(v) for k, v in items.items()},
-        )
+        shown = Shown.of(doc)
         if doc.get("format") != _FORMAT or doc.get("digest") != shown.digest:
             raise ValueError("its digest does not match its requests")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -292,18 +287,8 @@ def check_name_free(
 ) -> None:
     """Refuse a new member name that looks like a member's, another admissible waiting
     request's or one approved in the same change, or that reads as a member id."""
-    key = name_key(name)
-    waiting = [v for v in _waiting(views) if v.kid != kid]
-    clash = [f"member {m.name!r} ({m.kid[:8]})" for m in roster.members if name_key(m.name) == key]
-    clash += [
-        f"the waiting request of {v.name!r} ({v.kid[:8]})"
-        for v in waiting
-        if name_key(str(v.name)) == key
-    ]
-    clash += [f"{t!r}, approved with it" for t in taken if name_key(t) == key]
-    kids = [kid, *(m.kid for m in roster.members), *(v.kid for v in waiting)]
-    if looks := id_like(name, kids):
-        clash.append(f"the member id {looks}")
+    clash = _looks_like(name, kid, roster, waiting_requests(views), "the waiting request of")
+    clash += [f"{t!r}, approved with it" for t in taken if name_skeleton(t) == name_skeleton(name)]
     if not clash:
         return
     fix = (
@@ -322,14 +307,14 @@ def resolve(
     views: Sequence[RequestView], selector: str, *, admissible: bool = False
 ) -> RequestView:
     """The one waiting request ``selector`` names: a kid, a kid prefix of 8+ characters, or
-    a display name that is unique (:func:`name_key`) among the waiting requests; a
+    a display name that is unique (by skeleton) among the waiting requests; a
     selector that is one request's name and the start of another's id is refused
     (``protocol.names.select``, the precedence of ``find_member`` too).
 
     With ``admissible``, a name is looked up among the admissible requests only (a
     refused request can be named by its id), so a refused look-alike blocks nothing.
     """
-    named = _waiting(views) if admissible else [v for v in views if v.name is not None]
+    named = waiting_requests(views) if admissible else [v for v in views if v.name is not None]
     by_id, _ = select(selector, [(v.kid, None) for v in views])
     _, by_name = select(selector, [(v.kid, v.name) for v in named])
     if selector in by_id:

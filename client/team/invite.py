@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 from ...crypto import SUITE, MemberKey, PublicIdentity, random_bytes
 from ...protocol import admission, reasons
-from ...protocol.admission import InviteRecord, RequestView, mark_invite_used
+from ...protocol.admission import InviteRecord, RequestView
 from ...protocol.encoding import b64d, b64e
 from ...protocol.errors import InputError, Rejected
 from ...protocol.invite import Invite, JoinRequest, new_invite_id, seal_invite, seal_join_request
@@ -29,15 +29,10 @@ from ...protocol.roster import Roster
 
 __all__ = [
     "INVITE_PREFIX",
-    "Invite",
-    "InviteRecord",
-    "JoinRequest",
-    "RequestView",
     "classify_requests",
     "fingerprint_of",
     "make_invite",
     "make_join_request",
-    "mark_invite_used",
     "read_invite",
     "root_fingerprint",
 ]
@@ -62,9 +57,8 @@ def make_invite(
     now: int,
     lifetime_ms: int,
     for_name: str | None = None,
-    invite_id: str | None = None,
 ) -> tuple[str, Invite]:
-    """A fresh invite (a random id unless given) and its text form."""
+    """A fresh invite, with a random id, and its text form."""
     invite = Invite(
         team=team,
         root_public=root.sign_public,
@@ -73,7 +67,7 @@ def make_invite(
         transport=transport,
         created_at=now,
         expires_at=now + lifetime_ms,
-        invite_id=invite_id or new_invite_id(random_bytes),
+        invite_id=new_invite_id(random_bytes),
         for_name=for_name,
     )
     return INVITE_PREFIX + b64e(seal_invite(invite, root)), invite

@@ -10,27 +10,29 @@ from pathlib import Path
 
 from ...crypto import SUITE, MemberKey
 from ...protocol.errors import InputError, SealmemError
+from ...protocol.invite import Invite
 from ...protocol.names import name_problem
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_roster
 from ..sync.hub import is_hub_location
 from ..sync.session import CONFIG_FILE, TeamConfig, transport_for
-from .invite import Invite, make_join_request
+from .invite import make_join_request
 
 __all__ = ["join_team"]
 
 
-def _join_location(invite: Invite, *, folder: str | None, hub: str | None) -> str:
-    """Where this member reaches the team: the invite's location unless overridden."""
+def _join_location(invite: Invite, *, folder: str | None, hub: str | None) -> tuple[str, str]:
+    """Where this member reaches the team, and over which transport: the invite's
+    unless overridden."""
     if folder and hub:
         raise InputError("give either --folder or --hub, not both")
     if hub:
         if not is_hub_location(hub):
             raise InputError(f"hub URL {hub!r} must start with http:// or https://")
-        return hub.rstrip("/")
+        return hub.rstrip("/"), "hub"
     if folder or invite.transport != "hub":
-        return str(Path(folder or invite.location).absolute())
-    return invite.location
+        return str(Path(folder or invite.location).absolute()), "folder"
+    return invite.location, "hub"
 
 
 def join_team(
@@ -55,8 +57,7 @@ def join_team(
     """
     if (Path(home_dir) / CONFIG_FILE).exists():
         raise InputError(f"this sealmem home ({home_dir}) is already in a team")
-    location = _join_location(invite, folder=folder, hub=hub)
-    transport_kind = "hub" if hub or (not folder and invite.transport == "hub") else "folder"
+    location, transport_kind = _join_location(invite, folder=folder, hub=hub)
     if not post_request:
         issued = _issued_name(invite, key, location, transport_kind)
         if issued is not None and name is not None and name != issued:

@@ -31,7 +31,7 @@ from ..store.connection import transaction
 from ..sync import replica
 from ..sync.session import Team, trusted_roster
 
-__all__ = ["admin_state", "change", "current_key", "missing_history", "publish"]
+__all__ = ["admin_state", "change", "missing_history", "publish"]
 
 
 def publish(
@@ -51,7 +51,7 @@ def publish(
     roster = roster.check(SUITE)
     keys = {p: ContentKey.generate() for p in set(rekey)}
     for project in set(extend) - keys.keys():
-        key = current_key(team, state, roster, project)
+        key = _current_key(team, state, roster, project)
         if key is None:
             raise InputError(
                 f"cannot re-wrap the key of {project!r}: this admin holds none; "
@@ -91,15 +91,12 @@ def admin_state(team: Team, now: int) -> tuple[TrustedState, Roster]:
     return state, roster
 
 
-def current_key(team: Team, state: TrustedState, roster: Roster, project: str) -> ContentKey | None:
+def _current_key(
+    team: Team, state: TrustedState, roster: Roster, project: str
+) -> ContentKey | None:
     """This admin's key for ``project``'s epoch in ``roster``, if it holds a valid one."""
     epoch = roster.projects.get(project)
-    if epoch is None:
-        return None
-    try:
-        return team.content_key(state, project, epoch)
-    except Rejected:  # a wrap that does not match key_id: never re-wrap it
-        return None
+    return None if epoch is None else _key(team, state, project, epoch)
 
 
 def _older_epochs(state: TrustedState, roster: Roster, project: str) -> list[int]:
@@ -112,7 +109,7 @@ def _older_epochs(state: TrustedState, roster: Roster, project: str) -> list[int
     return sorted(e for e in seen if e < current)
 
 
-def _older_key(team: Team, state: TrustedState, project: str, epoch: int) -> ContentKey | None:
+def _key(team: Team, state: TrustedState, project: str, epoch: int) -> ContentKey | None:
     try:
         return team.content_key(state, project, epoch)
     except Rejected:  # a wrap that does not match key_id: never re-wrap it
@@ -128,7 +125,7 @@ def _older_keyrings(
     out: list[Keyring] = []
     for epoch in _older_epochs(state, roster, project):
         known = state.keyring(project, epoch)
-        key = _older_key(team, state, project, epoch)
+        key = _key(team, state, project, epoch)
         if known is None or key is None or set(kids) <= set(known.wraps):
             continue
         out.append(extend_keyring(known, key, roster, sorted(kids)))
@@ -148,7 +145,7 @@ def missing_history(team: Team, projects: Iterable[str] | None = None) -> dict[s
         if project not in roster.projects:
             continue
         epochs = _older_epochs(state, roster, project)
-        lost = [e for e in epochs if _older_key(team, state, project, e) is None]
+        lost = [e for e in epochs if _key(team, state, project, e) is None]
         if lost:
             gaps[project] = lost
     return gaps
@@ -157,15 +154,12 @@ def missing_history(team: Team, projects: Iterable[str] | None = None) -> dict[s
 def _added_readers(
     team: Team, state: TrustedState, roster: Roster, projects: Iterable[str]
 ) -> tuple[list[str], list[str]]:
-    """Split projects that gain readers into (extend the current epoch, rotate).
-
-    Extending needs the current key, so a project this admin cannot unwrap (or a
-    new one) gets a new epoch instead.
-    """
+    """Split projects that gain readers into (extend the current epoch, rotate): a
+    project whose current key this admin cannot unwrap gets a new epoch."""
     extend: list[str] = []
     rotate: list[str] = []
     for project in sorted(set(projects)):
-        has_key = current_key(team, state, roster, project) is not None
+        has_key = _current_key(team, state, roster, project) is not None
         (extend if has_key else rotate).append(project)
     return extend, rotate
 
@@ -180,14 +174,9 @@ def change(
     readers_added: Iterable[str] = (),
     from_now: bool = False,
 ) -> Roster:
-    """One new roster version with ``changes`` (``protocol.admin``), published with keyrings.
-
-    ``new`` projects get a fresh key (their epoch moved, or they were just
-    registered); projects in ``readers_added`` re-publish the current key with the
-    new readers' wraps, or rotate when this admin cannot unwrap it, and (unless
-    ``from_now``) re-publish every older epoch this admin holds with wraps for the
-    members who can read the project in the new roster and could not before.
-    """
+    """One new roster version with ``changes`` (``protocol.admin``), published with keyrings
+    (see the module docstring): ``new`` projects get a fresh key; projects in
+    ``readers_added`` are wrapped to their new readers."""
     roster = trusted_roster(state)
     extend, rekey = _added_readers(team, state, roster, set(readers_added) - set(new))
     changes = [*changes, *(edits.rotating(p) for p in rekey)]

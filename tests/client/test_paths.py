@@ -106,10 +106,3 @@ def test_a_missing_member_key_is_not_replaced_silently(tmp_path: Path) -> None:
         local_author(tmp_path)
     assert (tmp_path / "identity.json").read_bytes() == identity
     assert first.encode() in identity
-
-
-def test_an_id_from_before_member_keys_is_taken_over_by_the_key(tmp_path: Path) -> None:
-    (tmp_path / "identity.json").write_text('{"member_id": "alice.laptop"}')
-    kid = local_author(tmp_path)
-    assert kid != "alice.laptop"
-    assert kid in (tmp_path / "identity.json").read_text()

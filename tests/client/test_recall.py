@@ -255,11 +255,10 @@ def test_kinds_filter(mem: MemoryStore, recall_clock: Clock) -> None:
     assert set(ids(mem, "payment gateway")) == {note, warning}
 
 
-def test_search_refuses_a_bad_k(mem: MemoryStore) -> None:
-    with pytest.raises(InputError, match="k=0"):
-        search(
-            mem.connection, "x", k=0, projects=None, include_history=False, kinds=None, now_ms=T0
-        )
+def test_recall_refuses_a_bad_k(mem: MemoryStore) -> None:
+    for k in (0, 101, True):
+        with pytest.raises(InputError, match=f"k={k}"):
+            mem.recall("x", k=k)
 
 
 def test_query_analysis_and_dates() -> None:
