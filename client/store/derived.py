@@ -25,13 +25,14 @@ trigger: a write that bypasses the writer, another tool's, leaves them behind un
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any
 
-from .rows import MEMORY_VALUE_COLUMNS, norm_hash
+from .rows import MEMORY_VALUE_COLUMNS, at, norm_hash
 from .scrub import FTS_TABLES
 from .terms import stored_stems
 
@@ -58,22 +59,23 @@ Values = Sequence[Any]
 
 
 class Row:
-    """The fields of a ``memories`` row the keepers read, from an old row or new values."""
+    """The fields of a ``memories`` row the keepers read, from an old row (read with
+    :data:`~.rows.MEMORY_COLUMNS`) or new values (:data:`~.rows.MEMORY_VALUE_COLUMNS`)."""
 
     __slots__ = ("content", "deleted", "editor", "id", "keywords", "project", "stems", "team")
 
     def __init__(self, source: sqlite3.Row | Values) -> None:
-        get = source.__getitem__
-        at = _BY_NAME if isinstance(source, sqlite3.Row) else _BY_POSITION
-        self.id, self.project, self.editor = get(at[0]), get(at[1]), get(at[2])
-        self.content, self.keywords, self.stems = get(at[3]), get(at[4]), get(at[5])
-        self.team = get(at[6]) == "team"
-        self.deleted = bool(get(at[7]))
+        get = _FROM_ROW if isinstance(source, sqlite3.Row) else _FROM_VALUES
+        self.id, self.project, self.editor, self.content, self.keywords, self.stems, team, gone = (
+            get(source)
+        )
+        self.team = team == "team"
+        self.deleted = bool(gone)
 
 
 _FIELDS = ("id", "project", "editor", "content", "keywords", "stems", "visibility", "deleted")
-_BY_NAME: tuple[Any, ...] = _FIELDS
-_BY_POSITION: tuple[Any, ...] = tuple(MEMORY_VALUE_COLUMNS.index(name) for name in _FIELDS)
+_FROM_ROW = at(*_FIELDS)
+_FROM_VALUES = operator.itemgetter(*map(MEMORY_VALUE_COLUMNS.index, _FIELDS))
 
 
 def memories_changed(

@@ -45,8 +45,10 @@ from .rows import (
     MEMORY_COLUMNS,
     MEMORY_VALUE_COLUMNS,
     archived_values,
+    at,
     covers,
     history_values,
+    listed,
     memory_row,
     record_from_row,
     record_json,
@@ -74,7 +76,8 @@ class Write:
     seen_count: int
     updated_at: int
     previous: sqlite3.Row | None
-    """The ``memories`` row of ``record.id`` before this write (None: there is none)."""
+    """The ``memories`` row of ``record.id`` before this write, read with
+    :data:`~.rows.MEMORY_COLUMNS` (:func:`load_rows`; None: there is none)."""
     bucket_key: int | None = None
     """``record.id``'s bucket key (:func:`~sealmem.protocol.snapshot.bucket_key`), stored
     with a new row (None: the next push fills it; a row already there keeps its own)."""
@@ -113,6 +116,7 @@ class Batch:
     skip_winner: bool = False
     local: Sequence[Local] = ()
     removed: Sequence[sqlite3.Row] = ()
+    """Rows read with :data:`~.rows.MEMORY_COLUMNS`."""
     unkept: Sequence[int] = ()
     replaced_at: int = 0
     """When the ``removed`` winners were replaced (their history rows say so)."""
@@ -167,16 +171,20 @@ def write_version(
 
 
 _ID = MEMORY_VALUE_COLUMNS.index("id")
-_COLUMNS = tuple((i, name) for i, name in enumerate(MEMORY_VALUE_COLUMNS) if i != _ID)
+_OTHERS = tuple(i for i in range(len(MEMORY_VALUE_COLUMNS)) if i != _ID)
+_VALUES = at(*MEMORY_VALUE_COLUMNS)
+_TEXT = at("deleted", "stems", "content", "keywords")
+_EDITED = at("deleted", "editor", "content", "keywords", "supersedes_json")
 
 
 def _same_text(record: Record, prev: sqlite3.Row | None) -> sqlite3.Row | None:
     """``prev`` when it holds ``record``'s text with its stems (they are then reused)."""
-    if prev is None or prev["deleted"] or prev["stems"] is None:
+    if prev is None:
         return None
-    if prev["content"] != record.content or prev["keywords"] != " ".join(record.keywords):
+    deleted, stems, content, keywords = _TEXT(prev)
+    if deleted or stems is None or content != record.content:
         return None
-    return prev
+    return prev if keywords == " ".join(record.keywords) else None
 
 
 def _winners(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
@@ -223,11 +231,12 @@ def _archive(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
         # whose text a tombstone erases here: every version (forget), or its writer's own
         only = None if w.provenance.transport == "local" else record.editor
         if prev is not None:
-            if record.deleted and not prev["deleted"] and (only is None or prev["editor"] == only):
+            deleted, editor, content, keywords, _ = _EDITED(prev)
+            if record.deleted and not deleted and (only is None or editor == only):
                 purged += 1  # the text it replaces is covered: not archived
             else:
                 archived.append(archived_values(prev, w.updated_at, w.replaced))
-                texts.append((prev["content"], prev["keywords"]))
+                texts.append((content, keywords))
         if record.deleted:
             purges.append((record.id, only))
     purged += _purge(conn, purges)
@@ -238,14 +247,14 @@ def _archive(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
 def _update(conn: sqlite3.Connection, changed: Sequence[tuple[Sequence[Any], sqlite3.Row]]) -> None:
     """Rewrite the ``changed`` rows, each only in the columns whose value changed (an
     index none of whose columns changed is then not touched)."""
-    groups: dict[tuple[str, ...], list[list[Any]]] = {}
+    groups: dict[tuple[int, ...], list[list[Any]]] = {}
     for v, p in changed:
-        differ = [(i, name) for i, name in _COLUMNS if v[i] != p[name]]
+        old = _VALUES(p)
+        differ = tuple(i for i in _OTHERS if v[i] != old[i])
         if differ:
-            names = tuple(name for _, name in differ)
-            groups.setdefault(names, []).append([*(v[i] for i, _ in differ), v[_ID]])
-    for names, rows in groups.items():
-        sets = ", ".join(f"{name} = ?" for name in names)
+            groups.setdefault(differ, []).append([*(v[i] for i in differ), v[_ID]])
+    for differ, rows in groups.items():
+        sets = ", ".join(f"{MEMORY_VALUE_COLUMNS[i]} = ?" for i in differ)
         conn.executemany(f"UPDATE memories SET {sets} WHERE id = ?", rows)
 
 
@@ -316,8 +325,8 @@ def _relink(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
     for w in writes:
         record, prev = w.record, w.previous
         if prev is not None:
-            same = not prev["deleted"] and not record.deleted
-            if same and json.loads(prev["supersedes_json"]) == list(record.supersedes):
+            deleted, _, _, _, links_json = _EDITED(prev)
+            if not deleted and not record.deleted and listed(links_json) == record.supersedes:
                 continue
             stale.append((record.id,))
         if not record.deleted:
