@@ -20,7 +20,8 @@ trigger: a write that bypasses the writer, another tool's, leaves them behind un
 - ``push_dirty``: the ids of the team rows written of the member this store pushes as
   (``push_editor``; every member while none is named), before or after the write;
 - ``term_counts``: counted again from the index when the store has doubled since the
-  last count (:func:`keep_fresh`), else the stems of the rows that left and came.
+  last count (amortized: about a microsecond of CPU per memory written), else the
+  stems of the rows that left and came.
 """
 
 from __future__ import annotations
@@ -45,7 +46,6 @@ __all__ = [
     "drift",
     "history_added",
     "history_removed",
-    "keep_fresh",
     "memories_changed",
     "rebuild",
     "refresh_terms",
@@ -114,16 +114,17 @@ def _index(
 ) -> None:
     """``memories_fts``: out with the old text of ``reworded`` and ``deleted`` rows, in
     with the new text of ``reworded`` rows and of every row above ``after``."""
-    conn.executemany(
-        "INSERT INTO memories_fts (memories_fts, rowid, content, keywords) "
-        "VALUES ('delete', ?, ?, ?)",
-        [(rowid, old.content, old.keywords) for old, _, rowid in reworded]
-        + [(rowid, old.content, old.keywords) for old, rowid in deleted],
-    )
-    conn.executemany(
-        "INSERT INTO memories_fts (rowid, content, keywords) VALUES (?, ?, ?)",
-        [(rowid, new.content, new.keywords) for _, new, rowid in reworded],
-    )
+    if reworded or deleted:
+        conn.executemany(
+            "INSERT INTO memories_fts (memories_fts, rowid, content, keywords) "
+            "VALUES ('delete', ?, ?, ?)",
+            [(rowid, old.content, old.keywords) for old, _, rowid in reworded]
+            + [(rowid, old.content, old.keywords) for old, rowid in deleted],
+        )
+        conn.executemany(
+            "INSERT INTO memories_fts (rowid, content, keywords) VALUES (?, ?, ?)",
+            [(rowid, new.content, new.keywords) for _, new, rowid in reworded],
+        )
     if after is not None:
         conn.execute(
             "INSERT INTO memories_fts (rowid, content, keywords) "
@@ -156,14 +157,17 @@ def _dirty(
 ) -> None:
     """``push_dirty``: the rows above rowid ``after`` (inserted), ``replaced`` and
     ``deleted`` that are team rows of the member this store pushes as."""
-    row = conn.execute("SELECT editor FROM push_editor").fetchone()
-    me = None if row is None else str(row[0])
     if after is not None:
         conn.execute(
             "INSERT INTO push_dirty (project, id) SELECT project, id FROM memories "
-            "WHERE rowid > ? AND visibility = 'team' AND coalesce(editor = ?, 1) ORDER BY rowid",
-            (after, me),
+            "WHERE rowid > ? AND visibility = 'team' "
+            "AND coalesce(editor = (SELECT editor FROM push_editor), 1) ORDER BY rowid",
+            (after,),
         )
+    if not (replaced or deleted):
+        return
+    row = conn.execute("SELECT editor FROM push_editor").fetchone()
+    me = None if row is None else str(row[0])
 
     def mine(r: Row) -> bool:
         return r.team and (me is None or r.editor == me)
@@ -201,12 +205,17 @@ def _terms(
     deleted: Sequence[Row],
 ) -> None:
     """``term_counts`` after the batch (``memories_fts`` and ``store_counts`` hold it)."""
-    if not (inserted or reworded or deleted) or keep_fresh(conn):
+    if not (inserted or reworded or deleted):
         return
-    if len(inserted) != len(deleted):
-        conn.execute(
-            "UPDATE term_counts_at SET counted = counted + ?", (len(inserted) - len(deleted),)
-        )
+    # counted first, then whether the store has doubled (a refresh counts anew)
+    doubled = conn.execute(
+        "UPDATE term_counts_at SET counted = counted + ? RETURNING "
+        "(SELECT memories FROM store_counts) >= max(2 * memories, ?)",
+        (len(inserted) - len(deleted), FREQUENT_DOCS),
+    ).fetchone()
+    if doubled is None or doubled[0]:
+        refresh_terms(conn)
+        return
     tracked = {str(term) for (term,) in conn.execute("SELECT term FROM term_counts")}
     if not tracked:
         return
@@ -244,21 +253,6 @@ def refresh_terms(conn: sqlite3.Connection) -> None:
         "INSERT OR REPLACE INTO term_counts_at (one, memories, counted) "
         "SELECT 1, memories, memories FROM store_counts"
     )
-
-
-def keep_fresh(conn: sqlite3.Connection) -> bool:
-    """:func:`refresh_terms` when the store holds twice the memories it held at the last
-    count (and at least :data:`FREQUENT_DOCS`): amortized, about a microsecond of CPU
-    per memory written.  True when it did."""
-    row = conn.execute(
-        "SELECT s.memories >= max(2 * coalesce(a.memories, 0), ?) "
-        "FROM store_counts AS s LEFT JOIN term_counts_at AS a ON a.one = 1",
-        (FREQUENT_DOCS,),
-    ).fetchone()
-    if row is None or not row[0]:
-        return False
-    refresh_terms(conn)
-    return True
 
 
 _HISTORY_TEXT = """

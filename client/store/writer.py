@@ -205,12 +205,11 @@ def _winners(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
     pairs = list(zip(values, writes, strict=True))
     added = [(*v, w.bucket_key) for v, w in pairs if w.previous is None]
     changed = [(v, w.previous) for v, w in pairs if w.previous is not None]
-    (last,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()
-    _insert_staged(conn, "memories", (*MEMORY_VALUE_COLUMNS, "bucket_key"), added)
+    after = _insert(conn, "memories", (*MEMORY_VALUE_COLUMNS, "bucket_key"), added)
     _update(conn, changed)
     derived.memories_changed(
         conn,
-        after=last if added else None,
+        after=after,
         inserted=[Row(v) for v in added],
         replaced=[(Row(p), Row(v), int(p["rowid"])) for v, p in changed],
         deleted=[],
@@ -273,7 +272,8 @@ def _purge(conn: sqlite3.Connection, purges: Sequence[tuple[str, str | None]]) -
             (memory_id, editor),
         )
         seqs += [int(seq) for (seq,) in deleted]
-    derived.history_removed(conn, seqs)
+    if seqs:
+        derived.history_removed(conn, seqs)
     return len(seqs)
 
 
@@ -282,40 +282,43 @@ def _insert_history(
 ) -> None:
     """Add ``values`` to ``history``, their ``texts`` (content, space-joined keywords) to
     its index: a new row takes the ``seq`` after the last one, in order."""
-    if not values:
-        return
-    (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM history").fetchone()
-    _insert_staged(conn, "history", HISTORY_COLUMNS, values)
-    derived.history_added(conn, int(last), texts)
+    after = _insert(conn, "history", HISTORY_COLUMNS, values)
+    if after is not None:
+        derived.history_added(conn, after, texts)
 
 
-def _insert_staged(
+def _insert(
     conn: sqlite3.Connection,
     table: str,
     columns: Sequence[str],
     rows: Sequence[Sequence[Any]],
-) -> None:
-    """Insert ``rows`` (values of ``columns``) into ``table`` in their order, with one
-    ``INSERT ... SELECT`` from a per-connection ``TEMP`` table they are first put in.
+) -> int | None:
+    """Insert ``rows`` (values of ``columns``) into ``table`` in their order; returns the
+    rowid before theirs (they take the next ones), None when there are none.
 
-    Not one ``INSERT`` per row (``executemany``): each execution of an ``INSERT`` opens a
-    statement journal, and copies into it every page it is the first to touch
-    (``memories`` has 10 indexes); one statement journals each page once.  The staging
-    table holds no constraint and no affinity, so the values reach ``table`` as given."""
+    Several rows go in with one ``INSERT ... SELECT`` from a per-connection ``TEMP``
+    table they are first put in, not one ``INSERT`` each (``executemany``): each
+    execution of an ``INSERT`` opens a statement journal, and copies into it every page
+    it is the first to touch (``memories`` has 10 indexes); one statement journals each
+    page once.  The staging table holds no constraint and no affinity, so the values
+    reach ``table`` as given."""
     if not rows:
-        return
+        return None
     names = ", ".join(columns)
+    marks = ", ".join("?" * len(columns))
+    if len(rows) == 1:
+        cur = conn.execute(f"INSERT INTO main.{table} ({names}) VALUES ({marks})", rows[0])
+        return int(cur.lastrowid or 0) - 1
     stage = f"staged_{zlib.crc32(f'{table} ({names})'.encode()):08x}"
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {stage} ({names})")
     try:
-        conn.executemany(
-            f"INSERT INTO temp.{stage} ({names}) VALUES ({', '.join('?' * len(columns))})", rows
-        )
-        conn.execute(
+        conn.executemany(f"INSERT INTO temp.{stage} ({names}) VALUES ({marks})", rows)
+        cur = conn.execute(
             f"INSERT INTO main.{table} ({names}) SELECT {names} FROM temp.{stage} ORDER BY rowid"
         )
     finally:
         conn.execute(f"DELETE FROM temp.{stage}")
+    return int(cur.lastrowid or 0) - len(rows)
 
 
 def _relink(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
@@ -331,8 +334,10 @@ def _relink(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
             stale.append((record.id,))
         if not record.deleted:
             links.extend((old, record.id) for old in record.supersedes)
-    conn.executemany("DELETE FROM supersedes WHERE new_id = ?", stale)
-    conn.executemany("INSERT OR IGNORE INTO supersedes (old_id, new_id) VALUES (?, ?)", links)
+    if stale:
+        conn.executemany("DELETE FROM supersedes WHERE new_id = ?", stale)
+    if links:
+        conn.executemany("INSERT OR IGNORE INTO supersedes (old_id, new_id) VALUES (?, ?)", links)
 
 
 def _remove(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row], replaced_at: int) -> None:
