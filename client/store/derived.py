@@ -316,11 +316,7 @@ def rebuild(
         lambda: (
             conn.execute("UPDATE store_counts SET memories = (SELECT count(*) FROM memories)"),
             conn.execute("DELETE FROM own_counts"),
-            conn.execute(
-                "INSERT INTO own_counts (project, editor, rows, live) SELECT project, editor, "
-                "count(*), sum(deleted = 0) FROM memories WHERE visibility = 'team' "
-                "GROUP BY project, editor"
-            ),
+            conn.execute(f"INSERT INTO own_counts (project, editor, rows, live) {_OWN_SCAN}"),
         ),
         lambda: dirty_everywhere(conn),
         lambda: refresh_terms(conn),

@@ -331,14 +331,14 @@ def read_hlc(conn: sqlite3.Connection) -> Hlc:
 def next_hlc(conn: sqlite3.Connection, now_ms: int) -> Hlc:
     """Tick the store's clock for a local write (inside the write's transaction)."""
     stamp = tick(read_hlc(conn), now_ms)
-    set_meta(conn, "hlc", f"{stamp.wall}:{stamp.counter}")
+    save_hlc(conn, stamp)
     return stamp
 
 
 def observe_hlc(conn: sqlite3.Connection, remote: Hlc, now_ms: int) -> Hlc:
     """Advance the store's clock past a version received from elsewhere."""
     stamp = receive(read_hlc(conn), remote, now_ms)
-    set_meta(conn, "hlc", f"{stamp.wall}:{stamp.counter}")
+    save_hlc(conn, stamp)
     return stamp
 
 

@@ -128,8 +128,6 @@ class Written:
 
     purged: int = 0
     """Versions with content that left the store because a tombstone won."""
-    kept: int = 0
-    """``keeps`` added to ``history``."""
 
 
 def write(conn: sqlite3.Connection, batch: Batch) -> Written:
@@ -138,7 +136,7 @@ def write(conn: sqlite3.Connection, batch: Batch) -> Written:
     if batch.writes:
         out.purged = _winners(conn, batch.writes)
     if batch.keeps:
-        out.kept = _keep(conn, batch.keeps, skip_winner=batch.skip_winner)
+        _keep(conn, batch.keeps, skip_winner=batch.skip_winner)
     if batch.local:
         conn.executemany(
             "UPDATE memories SET local_importance = coalesce(?, local_importance), "
@@ -368,8 +366,8 @@ def load_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3
     return {str(row["id"]): row for row in rows}
 
 
-def _keep(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool) -> int:
-    """Add ``keeps`` to ``history`` (see the module docstring); how many were added."""
+def _keep(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool) -> None:
+    """Add ``keeps`` to ``history`` (see the module docstring)."""
     ids = sorted({k.record.id for k in keeps})
     current = load_rows(conn, ids)
     seen = {
@@ -404,4 +402,3 @@ def _keep(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool)
         )
         texts.append((k.record.content, " ".join(k.record.keywords)))
     _insert_history(conn, values, texts)
-    return len(values)
