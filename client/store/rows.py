@@ -215,14 +215,9 @@ def covers(tombstone_editor: str, tombstone_transport: str, version_editor: str)
     return tombstone_transport == "local" or version_editor == tombstone_editor
 
 
-MEMORY_VALUE_COLUMNS = (
-    "id", "project", "kind", "content", "keywords", "keywords_json", "importance",
-    "local_importance", "author", "editor", "created_at", "hlc_wall", "hlc_counter",
-    "supersedes_json", "deleted", "delete_reason", "origin", "visibility", "seen_count",
-    "updated_at", "norm_hash", "stems", "transport", "signer", "signer_name", "received_at",
-    "snapshot_seq", "verified",
-)  # fmt: skip
-"""The ``memories`` columns :func:`memory_row` gives values for, in its order."""
+MEMORY_VALUE_COLUMNS = MEMORY_COLUMN_NAMES[1:]
+"""The ``memories`` columns :func:`memory_row` gives values for, in its order: those of
+:data:`MEMORY_COLUMNS` but ``rowid``."""
 
 
 def memory_row(
@@ -268,13 +263,13 @@ def memory_row(
         seen_count,
         updated_at,
         digest,
-        stems,
         provenance.transport,
         provenance.signer,
         provenance.signer_name,
+        int(provenance.verified),
         provenance.received_at,
         provenance.snapshot_seq,
-        int(provenance.verified),
+        stems,
     )
 
 

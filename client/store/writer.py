@@ -170,7 +170,6 @@ def write_version(
 
 _ID = MEMORY_VALUE_COLUMNS.index("id")
 _OTHERS = tuple(i for i in range(len(MEMORY_VALUE_COLUMNS)) if i != _ID)
-_VALUES = at(*MEMORY_VALUE_COLUMNS)
 _TEXT = at("deleted", "stems", "content", "keywords")
 _EDITED = at("deleted", "editor", "content", "keywords", "supersedes_json")
 
@@ -246,7 +245,7 @@ def _update(conn: sqlite3.Connection, changed: Sequence[tuple[Sequence[Any], sql
     index none of whose columns changed is then not touched)."""
     groups: dict[tuple[int, ...], list[list[Any]]] = {}
     for v, p in changed:
-        old = _VALUES(p)
+        old = p[1:]  # the values of MEMORY_VALUE_COLUMNS
         differ = tuple(i for i in _OTHERS if v[i] != old[i])
         if differ:
             groups.setdefault(differ, []).append([*(v[i] for i in differ), v[_ID]])
