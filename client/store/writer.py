@@ -23,7 +23,8 @@ In a batch, in this order:
 - ``removed``: winners that leave ``memories`` (kept in ``history``);
 - ``unkept``: ``history`` rows (by ``seq``) that leave it, being winners again.
 
-Run inside the caller's transaction.
+Run inside the caller's transaction.  The rows handed in (``Write.previous``,
+``removed``) are read with :data:`~.rows.MEMORY_COLUMNS` (:func:`load_rows`).
 """
 
 from __future__ import annotations
@@ -76,8 +77,7 @@ class Write:
     seen_count: int
     updated_at: int
     previous: sqlite3.Row | None
-    """The ``memories`` row of ``record.id`` before this write, read with
-    :data:`~.rows.MEMORY_COLUMNS` (:func:`load_rows`; None: there is none)."""
+    """The ``memories`` row of ``record.id`` before this write (None: there is none)."""
     bucket_key: int | None = None
     """``record.id``'s bucket key (:func:`~sealmem.protocol.snapshot.bucket_key`), stored
     with a new row (None: the next push fills it; a row already there keeps its own)."""
@@ -116,7 +116,6 @@ class Batch:
     skip_winner: bool = False
     local: Sequence[Local] = ()
     removed: Sequence[sqlite3.Row] = ()
-    """Rows read with :data:`~.rows.MEMORY_COLUMNS`."""
     unkept: Sequence[int] = ()
     replaced_at: int = 0
     """When the ``removed`` winners were replaced (their history rows say so)."""
@@ -168,17 +167,15 @@ def write_version(
     return write(conn, Batch(writes=[one])).purged
 
 
-_ID = MEMORY_VALUE_COLUMNS.index("id")
-_OTHERS = tuple(i for i in range(len(MEMORY_VALUE_COLUMNS)) if i != _ID)
-_TEXT = at("deleted", "stems", "content", "keywords")
-_EDITED = at("deleted", "editor", "content", "keywords", "supersedes_json")
+_OTHERS = range(1, len(MEMORY_VALUE_COLUMNS))  # the columns but id, the first
+_EDITED = at("deleted", "editor", "content", "keywords", "supersedes_json", "stems")
 
 
 def _same_text(record: Record, prev: sqlite3.Row | None) -> sqlite3.Row | None:
     """``prev`` when it holds ``record``'s text with its stems (they are then reused)."""
     if prev is None:
         return None
-    deleted, stems, content, keywords = _TEXT(prev)
+    deleted, _, content, keywords, _, stems = _EDITED(prev)
     if deleted or stems is None or content != record.content:
         return None
     return prev if keywords == " ".join(record.keywords) else None
@@ -227,7 +224,7 @@ def _archive(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
         # whose text a tombstone erases here: every version (forget), or its writer's own
         only = None if w.provenance.transport == "local" else record.editor
         if prev is not None:
-            deleted, editor, content, keywords, _ = _EDITED(prev)
+            deleted, editor, content, keywords, _, _ = _EDITED(prev)
             if record.deleted and not deleted and (only is None or editor == only):
                 purged += 1  # the text it replaces is covered: not archived
             else:
@@ -248,7 +245,7 @@ def _update(conn: sqlite3.Connection, changed: Sequence[tuple[Sequence[Any], sql
         old = p[1:]  # the values of MEMORY_VALUE_COLUMNS
         differ = tuple(i for i in _OTHERS if v[i] != old[i])
         if differ:
-            groups.setdefault(differ, []).append([*(v[i] for i in differ), v[_ID]])
+            groups.setdefault(differ, []).append([*(v[i] for i in differ), v[0]])
     for differ, rows in groups.items():
         sets = ", ".join(f"{MEMORY_VALUE_COLUMNS[i]} = ?" for i in differ)
         conn.executemany(f"UPDATE memories SET {sets} WHERE id = ?", rows)
@@ -325,7 +322,7 @@ def _relink(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
     for w in writes:
         record, prev = w.record, w.previous
         if prev is not None:
-            deleted, _, _, _, links_json = _EDITED(prev)
+            deleted, _, _, _, links_json, _ = _EDITED(prev)
             if not deleted and not record.deleted and listed(links_json) == record.supersedes:
                 continue
             stale.append((record.id,))
