@@ -193,11 +193,6 @@ def dirty_everywhere(conn: sqlite3.Connection) -> None:
     )
 
 
-def _forget_terms(conn: sqlite3.Connection) -> None:
-    conn.execute("DELETE FROM term_counts")
-    conn.execute("UPDATE term_counts_at SET memories = 0")
-
-
 def _terms(
     conn: sqlite3.Connection,
     inserted: Sequence[Row],
@@ -221,7 +216,8 @@ def _terms(
         return
     olds = [*deleted, *(old for old, _, _ in reworded)]
     if any(old.stems is None for old in olds):  # written by another tool: not known
-        _forget_terms(conn)
+        conn.execute("DELETE FROM term_counts")
+        conn.execute("UPDATE term_counts_at SET memories = 0")
         return
     gone = Counter(chain.from_iterable(str(r.stems).split() for r in olds))
     came = Counter(
