@@ -299,17 +299,21 @@ def history_values(
     )
 
 
+_ARCHIVED = at("local_importance", "seen_count", "updated_at", *_PROVENANCE)
+
+
 def archived_values(
     row: sqlite3.Row, replaced_at: int, record: Record | None = None
 ) -> tuple[Any, ...]:
-    """The ``history`` columns that archive a ``memories`` row (``record``: the version
-    it holds, when already read from it)."""
+    """The ``history`` columns that archive a ``memories`` row read with
+    :data:`MEMORY_COLUMNS` (``record``: the version it holds, when already read from it)."""
+    importance, seen, updated, transport, signer, name, verified, received, seq = _ARCHIVED(row)
     return history_values(
         record_from_row(row) if record is None else record,
-        provenance=provenance_of(row),
-        local_importance=float(row["local_importance"]),
-        seen_count=int(row["seen_count"]),
-        updated_at=int(row["updated_at"]),
+        provenance=Provenance(transport, signer, name, bool(verified), received, seq),
+        local_importance=float(importance),
+        seen_count=int(seen),
+        updated_at=int(updated),
         replaced_at=replaced_at,
     )
 
