@@ -20,18 +20,20 @@ trigger: a write that bypasses the writer, another tool's, leaves them behind un
 - ``push_dirty``: the ids of the team rows written of the member this store pushes as
   (``push_editor``; every member while none is named), before or after the write;
 - ``term_counts``: counted again from the index when the store has doubled since the
-  last count (:func:`keep_fresh`), else the stems of the rows that left and came.
+  last count (amortized: about a microsecond of CPU per memory written), else the
+  stems of the rows that left and came.
 """
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any
 
-from .rows import MEMORY_VALUE_COLUMNS, norm_hash
+from .rows import MEMORY_VALUE_COLUMNS, at, norm_hash
 from .scrub import FTS_TABLES
 from .terms import stored_stems
 
@@ -44,7 +46,6 @@ __all__ = [
     "drift",
     "history_added",
     "history_removed",
-    "keep_fresh",
     "memories_changed",
     "rebuild",
     "refresh_terms",
@@ -58,22 +59,23 @@ Values = Sequence[Any]
 
 
 class Row:
-    """The fields of a ``memories`` row the keepers read, from an old row or new values."""
+    """The fields of a ``memories`` row the keepers read, from an old row (read with
+    :data:`~.rows.MEMORY_COLUMNS`) or new values (:data:`~.rows.MEMORY_VALUE_COLUMNS`)."""
 
     __slots__ = ("content", "deleted", "editor", "id", "keywords", "project", "stems", "team")
 
     def __init__(self, source: sqlite3.Row | Values) -> None:
-        get = source.__getitem__
-        at = _BY_NAME if isinstance(source, sqlite3.Row) else _BY_POSITION
-        self.id, self.project, self.editor = get(at[0]), get(at[1]), get(at[2])
-        self.content, self.keywords, self.stems = get(at[3]), get(at[4]), get(at[5])
-        self.team = get(at[6]) == "team"
-        self.deleted = bool(get(at[7]))
+        get = _FROM_ROW if isinstance(source, sqlite3.Row) else _FROM_VALUES
+        self.id, self.project, self.editor, self.content, self.keywords, self.stems, team, gone = (
+            get(source)
+        )
+        self.team = team == "team"
+        self.deleted = bool(gone)
 
 
 _FIELDS = ("id", "project", "editor", "content", "keywords", "stems", "visibility", "deleted")
-_BY_NAME: tuple[Any, ...] = _FIELDS
-_BY_POSITION: tuple[Any, ...] = tuple(MEMORY_VALUE_COLUMNS.index(name) for name in _FIELDS)
+_FROM_ROW = at(*_FIELDS)
+_FROM_VALUES = operator.itemgetter(*map(MEMORY_VALUE_COLUMNS.index, _FIELDS))
 
 
 def memories_changed(
@@ -112,16 +114,17 @@ def _index(
 ) -> None:
     """``memories_fts``: out with the old text of ``reworded`` and ``deleted`` rows, in
     with the new text of ``reworded`` rows and of every row above ``after``."""
-    conn.executemany(
-        "INSERT INTO memories_fts (memories_fts, rowid, content, keywords) "
-        "VALUES ('delete', ?, ?, ?)",
-        [(rowid, old.content, old.keywords) for old, _, rowid in reworded]
-        + [(rowid, old.content, old.keywords) for old, rowid in deleted],
-    )
-    conn.executemany(
-        "INSERT INTO memories_fts (rowid, content, keywords) VALUES (?, ?, ?)",
-        [(rowid, new.content, new.keywords) for _, new, rowid in reworded],
-    )
+    if reworded or deleted:
+        conn.executemany(
+            "INSERT INTO memories_fts (memories_fts, rowid, content, keywords) "
+            "VALUES ('delete', ?, ?, ?)",
+            [(rowid, old.content, old.keywords) for old, _, rowid in reworded]
+            + [(rowid, old.content, old.keywords) for old, rowid in deleted],
+        )
+        conn.executemany(
+            "INSERT INTO memories_fts (rowid, content, keywords) VALUES (?, ?, ?)",
+            [(rowid, new.content, new.keywords) for _, new, rowid in reworded],
+        )
     if after is not None:
         conn.execute(
             "INSERT INTO memories_fts (rowid, content, keywords) "
@@ -154,14 +157,17 @@ def _dirty(
 ) -> None:
     """``push_dirty``: the rows above rowid ``after`` (inserted), ``replaced`` and
     ``deleted`` that are team rows of the member this store pushes as."""
-    row = conn.execute("SELECT editor FROM push_editor").fetchone()
-    me = None if row is None else str(row[0])
     if after is not None:
         conn.execute(
             "INSERT INTO push_dirty (project, id) SELECT project, id FROM memories "
-            "WHERE rowid > ? AND visibility = 'team' AND coalesce(editor = ?, 1) ORDER BY rowid",
-            (after, me),
+            "WHERE rowid > ? AND visibility = 'team' "
+            "AND coalesce(editor = (SELECT editor FROM push_editor), 1) ORDER BY rowid",
+            (after,),
         )
+    if not (replaced or deleted):
+        return
+    row = conn.execute("SELECT editor FROM push_editor").fetchone()
+    me = None if row is None else str(row[0])
 
     def mine(r: Row) -> bool:
         return r.team and (me is None or r.editor == me)
@@ -187,11 +193,6 @@ def dirty_everywhere(conn: sqlite3.Connection) -> None:
     )
 
 
-def _forget_terms(conn: sqlite3.Connection) -> None:
-    conn.execute("DELETE FROM term_counts")
-    conn.execute("UPDATE term_counts_at SET memories = 0")
-
-
 def _terms(
     conn: sqlite3.Connection,
     inserted: Sequence[Row],
@@ -199,18 +200,24 @@ def _terms(
     deleted: Sequence[Row],
 ) -> None:
     """``term_counts`` after the batch (``memories_fts`` and ``store_counts`` hold it)."""
-    if not (inserted or reworded or deleted) or keep_fresh(conn):
+    if not (inserted or reworded or deleted):
         return
-    if len(inserted) != len(deleted):
-        conn.execute(
-            "UPDATE term_counts_at SET counted = counted + ?", (len(inserted) - len(deleted),)
-        )
+    # counted first, then whether the store has doubled (a refresh counts anew)
+    doubled = conn.execute(
+        "UPDATE term_counts_at SET counted = counted + ? RETURNING "
+        "(SELECT memories FROM store_counts) >= max(2 * memories, ?)",
+        (len(inserted) - len(deleted), FREQUENT_DOCS),
+    ).fetchone()
+    if doubled is None or doubled[0]:
+        refresh_terms(conn)
+        return
     tracked = {str(term) for (term,) in conn.execute("SELECT term FROM term_counts")}
     if not tracked:
         return
     olds = [*deleted, *(old for old, _, _ in reworded)]
     if any(old.stems is None for old in olds):  # written by another tool: not known
-        _forget_terms(conn)
+        conn.execute("DELETE FROM term_counts")
+        conn.execute("UPDATE term_counts_at SET memories = 0")
         return
     gone = Counter(chain.from_iterable(str(r.stems).split() for r in olds))
     came = Counter(
@@ -242,21 +249,6 @@ def refresh_terms(conn: sqlite3.Connection) -> None:
         "INSERT OR REPLACE INTO term_counts_at (one, memories, counted) "
         "SELECT 1, memories, memories FROM store_counts"
     )
-
-
-def keep_fresh(conn: sqlite3.Connection) -> bool:
-    """:func:`refresh_terms` when the store holds twice the memories it held at the last
-    count (and at least :data:`FREQUENT_DOCS`): amortized, about a microsecond of CPU
-    per memory written.  True when it did."""
-    row = conn.execute(
-        "SELECT s.memories >= max(2 * coalesce(a.memories, 0), ?) "
-        "FROM store_counts AS s LEFT JOIN term_counts_at AS a ON a.one = 1",
-        (FREQUENT_DOCS,),
-    ).fetchone()
-    if row is None or not row[0]:
-        return False
-    refresh_terms(conn)
-    return True
 
 
 _HISTORY_TEXT = """
@@ -320,11 +312,7 @@ def rebuild(
         lambda: (
             conn.execute("UPDATE store_counts SET memories = (SELECT count(*) FROM memories)"),
             conn.execute("DELETE FROM own_counts"),
-            conn.execute(
-                "INSERT INTO own_counts (project, editor, rows, live) SELECT project, editor, "
-                "count(*), sum(deleted = 0) FROM memories WHERE visibility = 'team' "
-                "GROUP BY project, editor"
-            ),
+            conn.execute(f"INSERT INTO own_counts (project, editor, rows, live) {_OWN_SCAN}"),
         ),
         lambda: dirty_everywhere(conn),
         lambda: refresh_terms(conn),

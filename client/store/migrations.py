@@ -40,9 +40,8 @@ def _versions(
 ) -> tuple[int, int]:
     """(the store's schema version, the last one known here); refuses a store of a
     pre-release build or of a newer sealmem."""
-    if migrations:
-        prebaseline.check(conn, path, migrations[0].name)
-    current, known = schema_version(conn), migrations[-1].version if migrations else 0
+    prebaseline.check(conn, path, migrations[0].name)
+    current, known = schema_version(conn), migrations[-1].version
     if current > known:
         raise StoreError(
             f"the store {path} has schema version {current}, but this sealmem knows "

@@ -10,12 +10,14 @@ This is the one place that knows the column layout of the two tables
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import operator
 import re
 import sqlite3
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...protocol.hlc import ZERO, Hlc, receive, tick
@@ -27,11 +29,14 @@ from .terms import stored_stems
 __all__ = [
     "HISTORY_COLUMNS",
     "MEMORY_COLUMNS",
+    "MEMORY_COLUMN_NAMES",
     "MEMORY_VALUE_COLUMNS",
     "RECORD_COLUMNS",
     "archived_values",
+    "at",
     "covers",
     "history_values",
+    "listed",
     "load_row",
     "memory_from_history_row",
     "memory_from_row",
@@ -48,12 +53,16 @@ __all__ = [
     "save_hlc",
 ]
 
-MEMORY_COLUMNS = (
-    "rowid, id, project, kind, content, keywords, keywords_json, importance, "
-    "local_importance, author, editor, created_at, hlc_wall, hlc_counter, supersedes_json, "
-    "deleted, delete_reason, origin, visibility, seen_count, updated_at, norm_hash, "
-    "transport, signer, signer_name, verified, received_at, snapshot_seq, stems"
-)
+MEMORY_COLUMN_NAMES = (
+    "rowid", "id", "project", "kind", "content", "keywords", "keywords_json", "importance",
+    "local_importance", "author", "editor", "created_at", "hlc_wall", "hlc_counter",
+    "supersedes_json", "deleted", "delete_reason", "origin", "visibility", "seen_count",
+    "updated_at", "norm_hash", "transport", "signer", "signer_name", "verified", "received_at",
+    "snapshot_seq", "stems",
+)  # fmt: skip
+"""The ``memories`` columns the store reads a whole row with (:data:`MEMORY_COLUMNS`), in
+order: :func:`at` gives their positions."""
+MEMORY_COLUMNS = ", ".join(MEMORY_COLUMN_NAMES)
 
 RECORD_COLUMNS = (
     "id, project, kind, content, keywords_json, importance, author, editor, created_at, "
@@ -61,6 +70,21 @@ RECORD_COLUMNS = (
 )
 """The ``memories`` columns :func:`record_from_row` reads (a push reads every own row:
 not the stems, the search text or the provenance)."""
+_PROVENANCE = ("transport", "signer", "signer_name", "verified", "received_at", "snapshot_seq")
+
+
+def at(*names: str) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """The values of ``names`` (two or more) in a row read with :data:`MEMORY_COLUMNS`, by
+    position: a ``sqlite3.Row`` looked up by name compares the name with each column
+    before it."""
+    return operator.itemgetter(*map(MEMORY_COLUMN_NAMES.index, names))
+
+
+@functools.lru_cache(maxsize=256)
+def _getter(keys: tuple[str, ...], names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The values of ``names`` in a row whose columns are ``keys``, by position."""
+    return operator.itemgetter(*map(keys.index, names))
+
 
 HISTORY_COLUMNS = (
     "id", "record_json", "local_importance", "seen_count", "updated_at", "transport",
@@ -101,28 +125,27 @@ def norm_hash(content: str) -> str | None:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-def _listed(text: str) -> tuple[str, ...]:
-    return () if text == "[]" else tuple(json.loads(text))
+def listed(text: str) -> tuple[str, ...]:
+    """``json.loads(text)`` as a tuple; split, when ``text`` has the shape
+    :func:`_keywords_json` joins (no string in it holds a character JSON escapes)."""
+    if text == "[]":
+        return ()
+    inner = text[2:-2]
+    if (
+        len(text) > 3
+        and text.startswith('["')
+        and text.endswith('"]')
+        and _ESCAPED.search(inner.replace('", "', "")) is None
+    ):
+        return tuple(inner.split('", "'))
+    return tuple(json.loads(text))
+
+
+_RECORD = tuple(RECORD_COLUMNS.split(", "))
 
 
 def record_from_row(row: sqlite3.Row) -> Record:
-    return Record(
-        id=row["id"],
-        project=row["project"],
-        kind=row["kind"],
-        content=row["content"],
-        keywords=_listed(row["keywords_json"]),
-        importance=float(row["importance"]),
-        author=row["author"],
-        editor=row["editor"],
-        created_at=int(row["created_at"]),
-        hlc=Hlc(int(row["hlc_wall"]), int(row["hlc_counter"])),
-        supersedes=_listed(row["supersedes_json"]),
-        deleted=bool(row["deleted"]),
-        delete_reason=row["delete_reason"],
-        origin=row["origin"],
-        visibility=row["visibility"],
-    )
+    return record_from_values(_getter(tuple(row.keys()), _RECORD)(row))
 
 
 def record_from_values(row: Sequence[Any]) -> Record:
@@ -133,13 +156,13 @@ def record_from_values(row: Sequence[Any]) -> Record:
         row[1],
         row[2],
         row[3],
-        _listed(row[4]),
+        listed(row[4]),
         float(row[5]),
         row[6],
         row[7],
         int(row[8]),
         Hlc(int(row[9]), int(row[10])),
-        _listed(row[11]),
+        listed(row[11]),
         bool(row[12]),
         row[13],
         row[14],
@@ -149,14 +172,10 @@ def record_from_values(row: Sequence[Any]) -> Record:
 
 def provenance_of(row: sqlite3.Row) -> Provenance:
     """The provenance of the version held by a ``memories`` or ``history`` row."""
-    return Provenance(
-        transport=row["transport"],
-        signer=row["signer"],
-        signer_name=row["signer_name"],
-        verified=bool(row["verified"]),
-        received_at=row["received_at"],
-        snapshot_seq=row["snapshot_seq"],
+    transport, signer, name, verified, received_at, seq = _getter(tuple(row.keys()), _PROVENANCE)(
+        row
     )
+    return Provenance(transport, signer, name, bool(verified), received_at, seq)
 
 
 def memory_from_row(row: sqlite3.Row) -> Memory:
@@ -196,14 +215,9 @@ def covers(tombstone_editor: str, tombstone_transport: str, version_editor: str)
     return tombstone_transport == "local" or version_editor == tombstone_editor
 
 
-MEMORY_VALUE_COLUMNS = (
-    "id", "project", "kind", "content", "keywords", "keywords_json", "importance",
-    "local_importance", "author", "editor", "created_at", "hlc_wall", "hlc_counter",
-    "supersedes_json", "deleted", "delete_reason", "origin", "visibility", "seen_count",
-    "updated_at", "norm_hash", "stems", "transport", "signer", "signer_name", "received_at",
-    "snapshot_seq", "verified",
-)  # fmt: skip
-"""The ``memories`` columns :func:`memory_row` gives values for, in its order."""
+MEMORY_VALUE_COLUMNS = MEMORY_COLUMN_NAMES[1:]
+"""The ``memories`` columns :func:`memory_row` gives values for, in its order: those of
+:data:`MEMORY_COLUMNS` but ``rowid``."""
 
 
 def memory_row(
@@ -249,13 +263,13 @@ def memory_row(
         seen_count,
         updated_at,
         digest,
-        stems,
         provenance.transport,
         provenance.signer,
         provenance.signer_name,
+        int(provenance.verified),
         provenance.received_at,
         provenance.snapshot_seq,
-        int(provenance.verified),
+        stems,
     )
 
 
@@ -285,17 +299,21 @@ def history_values(
     )
 
 
+_ARCHIVED = at("local_importance", "seen_count", "updated_at", *_PROVENANCE)
+
+
 def archived_values(
     row: sqlite3.Row, replaced_at: int, record: Record | None = None
 ) -> tuple[Any, ...]:
-    """The ``history`` columns that archive a ``memories`` row (``record``: the version
-    it holds, when already read from it)."""
+    """The ``history`` columns that archive a ``memories`` row read with
+    :data:`MEMORY_COLUMNS` (``record``: the version it holds, when already read from it)."""
+    importance, seen, updated, transport, signer, name, verified, received, seq = _ARCHIVED(row)
     return history_values(
         record_from_row(row) if record is None else record,
-        provenance=provenance_of(row),
-        local_importance=float(row["local_importance"]),
-        seen_count=int(row["seen_count"]),
-        updated_at=int(row["updated_at"]),
+        provenance=Provenance(transport, signer, name, bool(verified), received, seq),
+        local_importance=float(importance),
+        seen_count=int(seen),
+        updated_at=int(updated),
         replaced_at=replaced_at,
     )
 
@@ -312,14 +330,14 @@ def read_hlc(conn: sqlite3.Connection) -> Hlc:
 def next_hlc(conn: sqlite3.Connection, now_ms: int) -> Hlc:
     """Tick the store's clock for a local write (inside the write's transaction)."""
     stamp = tick(read_hlc(conn), now_ms)
-    set_meta(conn, "hlc", f"{stamp.wall}:{stamp.counter}")
+    save_hlc(conn, stamp)
     return stamp
 
 
 def observe_hlc(conn: sqlite3.Connection, remote: Hlc, now_ms: int) -> Hlc:
     """Advance the store's clock past a version received from elsewhere."""
     stamp = receive(read_hlc(conn), remote, now_ms)
-    set_meta(conn, "hlc", f"{stamp.wall}:{stamp.counter}")
+    save_hlc(conn, stamp)
     return stamp
 
 

@@ -283,4 +283,4 @@ MIGRATIONS: list[Migration] = [
 
 def latest_version() -> int:
     """The schema version this code writes: the last migration's number."""
-    return MIGRATIONS[-1].version if MIGRATIONS else 0
+    return MIGRATIONS[-1].version

@@ -23,7 +23,8 @@ In a batch, in this order:
 - ``removed``: winners that leave ``memories`` (kept in ``history``);
 - ``unkept``: ``history`` rows (by ``seq``) that leave it, being winners again.
 
-Run inside the caller's transaction.
+Run inside the caller's transaction.  The rows handed in (``Write.previous``,
+``removed``) are read with :data:`~.rows.MEMORY_COLUMNS` (:func:`load_rows`).
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ from .rows import (
     MEMORY_COLUMNS,
     MEMORY_VALUE_COLUMNS,
     archived_values,
+    at,
     covers,
     history_values,
+    listed,
     memory_row,
     record_from_row,
     record_json,
@@ -124,8 +127,6 @@ class Written:
 
     purged: int = 0
     """Versions with content that left the store because a tombstone won."""
-    kept: int = 0
-    """``keeps`` added to ``history``."""
 
 
 def write(conn: sqlite3.Connection, batch: Batch) -> Written:
@@ -134,7 +135,7 @@ def write(conn: sqlite3.Connection, batch: Batch) -> Written:
     if batch.writes:
         out.purged = _winners(conn, batch.writes)
     if batch.keeps:
-        out.kept = _keep(conn, batch.keeps, skip_winner=batch.skip_winner)
+        _keep(conn, batch.keeps, skip_winner=batch.skip_winner)
     if batch.local:
         conn.executemany(
             "UPDATE memories SET local_importance = coalesce(?, local_importance), "
@@ -166,17 +167,18 @@ def write_version(
     return write(conn, Batch(writes=[one])).purged
 
 
-_ID = MEMORY_VALUE_COLUMNS.index("id")
-_COLUMNS = tuple((i, name) for i, name in enumerate(MEMORY_VALUE_COLUMNS) if i != _ID)
+_OTHERS = range(1, len(MEMORY_VALUE_COLUMNS))  # the columns but id, the first
+_EDITED = at("deleted", "editor", "content", "keywords", "supersedes_json", "stems")
 
 
 def _same_text(record: Record, prev: sqlite3.Row | None) -> sqlite3.Row | None:
     """``prev`` when it holds ``record``'s text with its stems (they are then reused)."""
-    if prev is None or prev["deleted"] or prev["stems"] is None:
+    if prev is None:
         return None
-    if prev["content"] != record.content or prev["keywords"] != " ".join(record.keywords):
+    deleted, _, content, keywords, _, stems = _EDITED(prev)
+    if deleted or stems is None or content != record.content:
         return None
-    return prev
+    return prev if keywords == " ".join(record.keywords) else None
 
 
 def _winners(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
@@ -197,12 +199,11 @@ def _winners(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
     pairs = list(zip(values, writes, strict=True))
     added = [(*v, w.bucket_key) for v, w in pairs if w.previous is None]
     changed = [(v, w.previous) for v, w in pairs if w.previous is not None]
-    (last,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()
-    _insert_staged(conn, "memories", (*MEMORY_VALUE_COLUMNS, "bucket_key"), added)
+    after = _insert(conn, "memories", (*MEMORY_VALUE_COLUMNS, "bucket_key"), added)
     _update(conn, changed)
     derived.memories_changed(
         conn,
-        after=last if added else None,
+        after=after,
         inserted=[Row(v) for v in added],
         replaced=[(Row(p), Row(v), int(p["rowid"])) for v, p in changed],
         deleted=[],
@@ -223,11 +224,12 @@ def _archive(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
         # whose text a tombstone erases here: every version (forget), or its writer's own
         only = None if w.provenance.transport == "local" else record.editor
         if prev is not None:
-            if record.deleted and not prev["deleted"] and (only is None or prev["editor"] == only):
+            deleted, editor, content, keywords, _, _ = _EDITED(prev)
+            if record.deleted and not deleted and (only is None or editor == only):
                 purged += 1  # the text it replaces is covered: not archived
             else:
                 archived.append(archived_values(prev, w.updated_at, w.replaced))
-                texts.append((prev["content"], prev["keywords"]))
+                texts.append((content, keywords))
         if record.deleted:
             purges.append((record.id, only))
     purged += _purge(conn, purges)
@@ -238,14 +240,14 @@ def _archive(conn: sqlite3.Connection, writes: Sequence[Write]) -> int:
 def _update(conn: sqlite3.Connection, changed: Sequence[tuple[Sequence[Any], sqlite3.Row]]) -> None:
     """Rewrite the ``changed`` rows, each only in the columns whose value changed (an
     index none of whose columns changed is then not touched)."""
-    groups: dict[tuple[str, ...], list[list[Any]]] = {}
+    groups: dict[tuple[int, ...], list[list[Any]]] = {}
     for v, p in changed:
-        differ = [(i, name) for i, name in _COLUMNS if v[i] != p[name]]
+        old = p[1:]  # the values of MEMORY_VALUE_COLUMNS
+        differ = tuple(i for i in _OTHERS if v[i] != old[i])
         if differ:
-            names = tuple(name for _, name in differ)
-            groups.setdefault(names, []).append([*(v[i] for i, _ in differ), v[_ID]])
-    for names, rows in groups.items():
-        sets = ", ".join(f"{name} = ?" for name in names)
+            groups.setdefault(differ, []).append([*(v[i] for i in differ), v[0]])
+    for differ, rows in groups.items():
+        sets = ", ".join(f"{MEMORY_VALUE_COLUMNS[i]} = ?" for i in differ)
         conn.executemany(f"UPDATE memories SET {sets} WHERE id = ?", rows)
 
 
@@ -264,7 +266,8 @@ def _purge(conn: sqlite3.Connection, purges: Sequence[tuple[str, str | None]]) -
             (memory_id, editor),
         )
         seqs += [int(seq) for (seq,) in deleted]
-    derived.history_removed(conn, seqs)
+    if seqs:
+        derived.history_removed(conn, seqs)
     return len(seqs)
 
 
@@ -273,40 +276,43 @@ def _insert_history(
 ) -> None:
     """Add ``values`` to ``history``, their ``texts`` (content, space-joined keywords) to
     its index: a new row takes the ``seq`` after the last one, in order."""
-    if not values:
-        return
-    (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM history").fetchone()
-    _insert_staged(conn, "history", HISTORY_COLUMNS, values)
-    derived.history_added(conn, int(last), texts)
+    after = _insert(conn, "history", HISTORY_COLUMNS, values)
+    if after is not None:
+        derived.history_added(conn, after, texts)
 
 
-def _insert_staged(
+def _insert(
     conn: sqlite3.Connection,
     table: str,
     columns: Sequence[str],
     rows: Sequence[Sequence[Any]],
-) -> None:
-    """Insert ``rows`` (values of ``columns``) into ``table`` in their order, with one
-    ``INSERT ... SELECT`` from a per-connection ``TEMP`` table they are first put in.
+) -> int | None:
+    """Insert ``rows`` (values of ``columns``) into ``table`` in their order; returns the
+    rowid before theirs (they take the next ones), None when there are none.
 
-    Not one ``INSERT`` per row (``executemany``): each execution of an ``INSERT`` opens a
-    statement journal, and copies into it every page it is the first to touch
-    (``memories`` has 10 indexes); one statement journals each page once.  The staging
-    table holds no constraint and no affinity, so the values reach ``table`` as given."""
+    Several rows go in with one ``INSERT ... SELECT`` from a per-connection ``TEMP``
+    table they are first put in, not one ``INSERT`` each (``executemany``): each
+    execution of an ``INSERT`` opens a statement journal, and copies into it every page
+    it is the first to touch (``memories`` has 10 indexes); one statement journals each
+    page once.  The staging table holds no constraint and no affinity, so the values
+    reach ``table`` as given."""
     if not rows:
-        return
+        return None
     names = ", ".join(columns)
+    marks = ", ".join("?" * len(columns))
+    if len(rows) == 1:
+        cur = conn.execute(f"INSERT INTO main.{table} ({names}) VALUES ({marks})", rows[0])
+        return int(cur.lastrowid or 0) - 1
     stage = f"staged_{zlib.crc32(f'{table} ({names})'.encode()):08x}"
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {stage} ({names})")
     try:
-        conn.executemany(
-            f"INSERT INTO temp.{stage} ({names}) VALUES ({', '.join('?' * len(columns))})", rows
-        )
-        conn.execute(
+        conn.executemany(f"INSERT INTO temp.{stage} ({names}) VALUES ({marks})", rows)
+        cur = conn.execute(
             f"INSERT INTO main.{table} ({names}) SELECT {names} FROM temp.{stage} ORDER BY rowid"
         )
     finally:
         conn.execute(f"DELETE FROM temp.{stage}")
+    return int(cur.lastrowid or 0) - len(rows)
 
 
 def _relink(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
@@ -316,14 +322,16 @@ def _relink(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
     for w in writes:
         record, prev = w.record, w.previous
         if prev is not None:
-            same = not prev["deleted"] and not record.deleted
-            if same and json.loads(prev["supersedes_json"]) == list(record.supersedes):
+            deleted, _, _, _, links_json, _ = _EDITED(prev)
+            if not deleted and not record.deleted and listed(links_json) == record.supersedes:
                 continue
             stale.append((record.id,))
         if not record.deleted:
             links.extend((old, record.id) for old in record.supersedes)
-    conn.executemany("DELETE FROM supersedes WHERE new_id = ?", stale)
-    conn.executemany("INSERT OR IGNORE INTO supersedes (old_id, new_id) VALUES (?, ?)", links)
+    if stale:
+        conn.executemany("DELETE FROM supersedes WHERE new_id = ?", stale)
+    if links:
+        conn.executemany("INSERT OR IGNORE INTO supersedes (old_id, new_id) VALUES (?, ?)", links)
 
 
 def _remove(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row], replaced_at: int) -> None:
@@ -354,8 +362,8 @@ def load_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3
     return {str(row["id"]): row for row in rows}
 
 
-def _keep(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool) -> int:
-    """Add ``keeps`` to ``history`` (see the module docstring); how many were added."""
+def _keep(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool) -> None:
+    """Add ``keeps`` to ``history`` (see the module docstring)."""
     ids = sorted({k.record.id for k in keeps})
     current = load_rows(conn, ids)
     seen = {
@@ -390,4 +398,3 @@ def _keep(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool)
         )
         texts.append((k.record.content, " ".join(k.record.keywords)))
     _insert_history(conn, values, texts)
-    return len(values)

@@ -51,7 +51,7 @@ MAX_STARTS = 32
 
 @dataclass(frozen=True)
 class Allowlist:
-    regexes: tuple[re.Pattern[str], ...]
+    regexes: tuple[str, ...]  # Python syntax (go_regex)
     target: str  # "secret", "match" or "line"
     stopwords: tuple[str, ...]
     all_of: bool  # condition = "AND"
@@ -60,13 +60,18 @@ class Allowlist:
         subject = {"match": match, "line": line}.get(self.target, secret)
         checks: list[bool] = []
         if self.regexes:
-            checks.append(any(rx.search(subject) for rx in self.regexes))
+            checks.append(any(rx.search(subject) for rx in self.patterns))
         if self.stopwords:
             low = secret.lower()
             checks.append(any(word in low for word in self.stopwords))
         if not checks:
             return False
         return all(checks) if self.all_of else any(checks)
+
+    @functools.cached_property
+    def patterns(self) -> tuple[re.Pattern[str], ...]:
+        """Compiled on first use: most texts never hold a finding to allow."""
+        return tuple(re.compile(rx, re.ASCII) for rx in self.regexes)
 
 
 @dataclass(frozen=True)
@@ -185,7 +190,7 @@ def _anchor_name(pattern: str) -> str:
 
 def _allowlist(entry: dict[str, Any]) -> Allowlist:
     return Allowlist(
-        regexes=tuple(re.compile(go_regex(rx), re.ASCII) for rx in entry.get("regexes", ())),
+        regexes=tuple(go_regex(rx) for rx in entry.get("regexes", ())),
         target=str(entry.get("regexTarget", "secret")),
         stopwords=tuple(str(w).lower() for w in entry.get("stopwords", ())),
         all_of=str(entry.get("condition", "OR")).upper() == "AND",

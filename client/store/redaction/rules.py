@@ -75,19 +75,6 @@ class Rule:
         return re.compile("|".join(re.escape(part) for part in self.needs))
 
 
-def _rule(
-    type_: str,
-    label: str,
-    pattern: str,
-    flags: int = 0,
-    cues: tuple[str, ...] = (),
-    accept: Callable[[str], bool] | None = None,
-    needs: tuple[str, ...] = (),
-    gate: str | None = None,
-) -> Rule:
-    return Rule(type_, label, pattern, flags, cues, accept, needs, gate)
-
-
 def entropy(text: str) -> float:
     """Shannon entropy of ``text`` in bits per character."""
     if not text:
@@ -186,14 +173,29 @@ def _value(least: int) -> str:
 # DB_PASS, SMTP_PASS, db.pass, and pass= (not the word "pass" in prose: "second pass: ...")
 _PASS = r"(?<=[A-Za-z0-9][_.-])pass(?![A-Za-z0-9])|" + _KEY_START + r"pass(?=[\"']?\s*:?=)"
 
+# vendor formats, (type, label, cues, pattern): found as they stand, whole
+_TOKENS = (
+    ("anthropic_api_key", "Anthropic API key", ("sk-ant-",),
+     r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}"),
+    ("openai_api_key", "OpenAI API key", ("sk-",), r"(?<![\w-])sk-(?!ant-)[A-Za-z0-9_-]{20,}"),
+    ("github_token", "GitHub token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+     r"(?<!\w)(?:gh[pousr]_[A-Za-z0-9]{30,})(?!\w)"),
+    ("github_token", "GitHub token", ("github_pat_",), r"(?<!\w)github_pat_[A-Za-z0-9_]{22,}"),
+    ("slack_token", "Slack token", ("xox",), r"(?<![\w-])xox[abposrce]-[A-Za-z0-9-]{10,}"),
+    ("stripe_key", "Stripe secret key", ("_live_", "_test_"),
+     r"(?<!\w)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("aws_access_key_id", "AWS access key id", ("akia", "asia"),
+     r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
+)  # fmt: skip
+
 RULES: tuple[Rule, ...] = (
-    _rule(
+    Rule(
         "gcp_private_key",
         "GCP service-account private key",
         r"(?P<pre>\"private_key\"\s*:\s*\")" + _PLACEHOLDER + r"(?P<secret>(?:[^\"\\]|\\.)+)(?=\")",
         cues=("private_key",),
     ),
-    _rule(
+    Rule(
         "pem_private_key",
         "PEM private key block",
         r"(?P<secret>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
@@ -201,37 +203,8 @@ RULES: tuple[Rule, ...] = (
         re.DOTALL,
         cues=("private key",),
     ),
-    _rule(
-        "anthropic_api_key", "Anthropic API key", r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}",
-        cues=("sk-ant-",),
-    ),
-    _rule(
-        "openai_api_key", "OpenAI API key", r"(?<![\w-])sk-(?!ant-)[A-Za-z0-9_-]{20,}",
-        cues=("sk-",),
-    ),
-    _rule(
-        "github_token", "GitHub token", r"(?<!\w)(?:gh[pousr]_[A-Za-z0-9]{30,})(?!\w)",
-        cues=("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-    ),
-    _rule(
-        "github_token", "GitHub token", r"(?<!\w)github_pat_[A-Za-z0-9_]{22,}",
-        cues=("github_pat_",),
-    ),
-    _rule(
-        "slack_token", "Slack token", r"(?<![\w-])xox[abposrce]-[A-Za-z0-9-]{10,}",
-        cues=("xox",),
-    ),
-    _rule(
-        "stripe_key", "Stripe secret key", r"(?<!\w)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
-        cues=("_live_", "_test_"),
-    ),
-    _rule(
-        "aws_access_key_id",
-        "AWS access key id",
-        r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])",
-        cues=("akia", "asia"),
-    ),
-    _rule(
+    *(Rule(type_, label, pattern, cues=cues) for type_, label, cues, pattern in _TOKENS),
+    Rule(
         "aws_secret_access_key",
         "AWS secret access key",
         r"(?P<pre>aws_secret_access_key[\"']?\s*[=:]\s*[\"']?)" + _PLACEHOLDER +
@@ -239,7 +212,7 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
         cues=("aws_secret_access_key",),
     ),
-    _rule(
+    Rule(
         "azure_storage_key",
         "Azure storage account key",
         r"(?P<pre>(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)\s*=\s*)" + _PLACEHOLDER +
@@ -247,7 +220,7 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
         cues=("accountkey", "sharedaccesskey"),
     ),
-    _rule(
+    Rule(
         "discord_webhook",
         "Discord webhook URL",
         r"(?P<pre>(?:https?://)?(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/(?:v\d{1,3}/)?"
@@ -256,13 +229,13 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
         cues=("discord",),
     ),
-    _rule(
+    Rule(
         "jwt",
         "JSON Web Token",
         r"(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
         cues=("eyj",),
     ),
-    _rule(
+    Rule(
         "url_password",
         "password in a URL",
         r"(?P<pre>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s:/@]*:)" + _PLACEHOLDER +
@@ -270,21 +243,21 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
         cues=("://",),
     ),
-    _rule(
+    Rule(
         "bearer_token",
         "bearer token",
         r"(?P<pre>\bbearer\s+)" + _PLACEHOLDER + r"(?P<secret>[A-Za-z0-9._~+/=-]{16,})",
         re.IGNORECASE,
         cues=("bearer",),
     ),
-    _rule(
+    Rule(
         "basic_auth",
         "HTTP basic credentials",
         r"(?P<pre>\bauthorization\s*:\s*basic\s+)(?P<secret>[A-Za-z0-9+/=]{8,})",
         re.IGNORECASE,
         cues=("authorization",),
     ),
-    _rule(
+    Rule(
         "password",
         "password assignment",
         r"(?P<pre>(?:" + _KEY_START + r"(?:pwd|pw)|password|passwd|passphrase|" + _PASS + r")" +
@@ -295,7 +268,7 @@ RULES: tuple[Rule, ...] = (
         needs=_ASSIGN_MARKS,
         gate=r"(?:pw|pwd|pass|passwd|password|passphrase)[\"']?\s*[=:]",
     ),
-    _rule(
+    Rule(
         "password",
         "password assignment",
         r"(?P<pre>(?<![\w-])mysql(?:dump|admin|sh|import)?\b[^\n]{0,200}?\s(?-i:-p))" +
@@ -303,7 +276,7 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
         cues=("mysql",),
     ),
-    _rule(
+    Rule(
         "password",
         "password assignment",
         r"(?P<pre>(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|passphrase|pass)\s+[\"'`]?)" +
@@ -313,7 +286,7 @@ RULES: tuple[Rule, ...] = (
         accept=_assigned_value,
         needs=("--",),
     ),
-    _rule(
+    Rule(
         "password",
         "password assignment",
         r"(?P<pre>" + _KEY_START + r"(?:password|passwd|passphrase)(?:\s+for\s+[^\s:]{1,40})?"
@@ -324,7 +297,7 @@ RULES: tuple[Rule, ...] = (
         accept=_spoken_password,
         gate=r"pass(?:word|wd|phrase)(?:\s+(?:for|is|was)|\s*:)",
     ),
-    _rule(
+    Rule(
         "secret",
         "secret assignment",
         r"(?P<pre>" + _KEY_START + r"(?:api[_-]?key|apikey|secret(?:[_-]?key)?|client[_-]?secret|"
@@ -336,7 +309,7 @@ RULES: tuple[Rule, ...] = (
         needs=_ASSIGN_MARKS,
         gate=r"(?:key|secret|token)[\"']?\s*[=:]",
     ),
-    _rule(
+    Rule(
         "high_entropy_secret",
         "high-entropy token near a secret word",
         r"(?P<pre>" + _KEY_START + r"(?:secret|token|api[_ -]?key|key|password|passwd|passphrase|"
@@ -349,7 +322,7 @@ RULES: tuple[Rule, ...] = (
         needs=tuple("0123456789"),  # _random_token wants a digit
         gate=_RUN_OF_16,
     ),
-    _rule(
+    Rule(
         "secret",
         "secret assignment",
         r"(?P<pre>" + _KEY_START + r"(?:api[_ -]?key|apikey|token|secret(?:[_ -]?key)?|"

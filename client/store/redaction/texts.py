@@ -61,21 +61,12 @@ def _redact_texts(text: Redacted, keywords: Sequence[str], reason: str | None) -
         across = _across_keywords([w.text for w in words] if words else list(keywords))
         if across is not None:
             words = across
-    if not words:
-        return Texts(
-            fit(text.text, MAX_CONTENT_CHARS),
-            tuple(keywords),
-            None if said is None else fit(said.text, MAX_REASON_CHARS),
-            text.found,
-            {},
-            {} if said is None else said.found,
-        )
     found_kw: Counter[str] = Counter()
     for word in words:
         found_kw.update(word.found)
     return Texts(
         fit(text.text, MAX_CONTENT_CHARS),
-        tuple(fit(w.text, MAX_KEYWORD_CHARS) for w in words),
+        tuple(fit(w.text, MAX_KEYWORD_CHARS) for w in words) if words else tuple(keywords),
         None if said is None else fit(said.text, MAX_REASON_CHARS),
         text.found,
         dict(found_kw),
