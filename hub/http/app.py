@@ -25,20 +25,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.middleware.exceptions import ExceptionMiddleware
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp
 
 from ...protocol import hubapi
 from ...protocol.invite import MAX_JOIN_BYTES
@@ -46,42 +44,26 @@ from ...protocol.manifest import MAX_CHUNK_BYTES
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from ..auth import Authenticator, ReplayGuard
 from ..config import HubConfig
-from ..errors import Refusal
-from ..storage import QuotaExceeded, Storage, StorageError
+from ..storage import Storage, StorageError
 from ..storage.backends import open_storage
+from ..storage.blobs import BlobDir
+from ..storage.sqlite import SQLiteStorage
 from ..teams import Teams
 from .edge import route_path
 from .endpoints import Endpoints
-from .front import Answers, Direct, Front, Routes
+from .front import Direct, Front, Routes
 from .messages import Json
 from .metrics import Metrics
 from .routes import Handlers
-from .workers import thread_runner
+from .workers import Pace, thread_runner
 
-__all__ = ["HubApp", "create_app", "run_janitor"]
+__all__ = ["create_app", "run_janitor"]
 
 log = logging.getLogger("sealmem.hub")
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-class HubApp(Starlette):
-    """Starlette behind the hub's :class:`~sealmem.hub.http.front.Front`: the front is the
-    outermost layer (it answers the unexpected with a JSON 500, so Starlette's own
-    error middleware is not stacked), then the exception handlers and the router."""
-
-    def __init__(self, front: Callable[[ASGIApp], Front], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._front = front
-
-    def build_middleware_stack(self) -> ASGIApp:
-        handlers = {k: v for k, v in self.exception_handlers.items() if k not in (500, Exception)}
-        app: ASGIApp = ExceptionMiddleware(self.router, handlers=handlers, debug=self.debug)
-        for cls, args, kwargs in reversed(self.user_middleware):
-            app = cls(app, *args, **kwargs)
-        return self._front(app)
 
 
 def create_app(
@@ -102,31 +84,36 @@ def create_app(
         request_ttl_ms=config.request_ttl_ms,
     )  # fmt: skip
     run, close_threads = thread_runner(config.fast)
-    endpoints = Endpoints(config, store, Handlers(config, store, teams, auth, tick), run)
+    # reads on the loop where they are of local files (see workers.Pace)
+    local = isinstance(store, SQLiteStorage) and isinstance(store.blobs, BlobDir)
+    pace = Pace(config.fast and local)
+    handlers = Handlers(config, store, teams, auth, tick)
+    endpoints = Endpoints(config, store, handlers, run, pace)
     direct = _direct(config, endpoints)
-    answers = Answers(endpoints.metrics)
-    front = functools.partial(
-        Front, routes=Routes(direct if config.fast else ()), answers=answers, clock=tick
-    )
+    routes = Routes(direct if config.fast else ())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await endpoints.feed.start()
-        task = asyncio.create_task(_janitor(store, config, tick), name="sealmem-hub-janitor")
+        tasks = [asyncio.create_task(_janitor(store, config, tick), name="sealmem-hub-janitor")]
+        if pace.enabled:
+            tasks.append(asyncio.create_task(pace.watch(), name="sealmem-hub-pace"))
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await endpoints.feed.close()
             close_threads()  # after the calls queued
             store.close()
 
-    app = HubApp(
-        front,
+    # the front inside Starlette's error middleware, which it leaves nothing to catch
+    app = Starlette(
         routes=_routes(direct, endpoints),
-        exception_handlers=_exception_handlers(answers, endpoints.metrics),
+        middleware=[Middleware(Front, routes=routes, metrics=endpoints.metrics, clock=tick)],
+        exception_handlers={HTTPException: _http_error(endpoints.metrics)},
         lifespan=lifespan,
     )
     app.state.storage = store
@@ -139,23 +126,23 @@ def _direct(config: HubConfig, endpoints: Endpoints) -> list[Direct]:
     wrap, handlers = endpoints.wrap, endpoints.handlers
     join = min(config.max_join_bytes, MAX_JOIN_BYTES)
     return [
-        Direct(hubapi.CHUNK, "GET", wrap(handlers.get_chunk)),
+        Direct(hubapi.CHUNK, "GET", wrap(handlers.get_chunk, reads=True)),
         Direct(hubapi.CHUNK, "PUT", wrap(handlers.put_chunk, MAX_CHUNK_BYTES)),
         Direct(hubapi.MANIFEST, "PUT", wrap(handlers.put_manifest, MAX_MANIFEST_BYTES)),
-        Direct(hubapi.WRITER_MANIFESTS, "GET", wrap(handlers.get_manifests)),
-        Direct(hubapi.SEQS, "GET", wrap(handlers.get_seqs)),
-        Direct(hubapi.MANIFESTS, "GET", wrap(handlers.get_manifests)),
-        Direct(hubapi.ROSTERS, "GET", wrap(handlers.get_rosters)),
+        Direct(hubapi.WRITER_MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
+        Direct(hubapi.SEQS, "GET", wrap(handlers.get_seqs, reads=True)),
+        Direct(hubapi.MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
+        Direct(hubapi.ROSTERS, "GET", wrap(handlers.get_rosters, reads=True)),
         Direct(
             hubapi.ROSTER,
             "PUT",
             wrap(handlers.put_roster, hubapi.MAX_ROSTER_PUBLISH_BYTES, registering=True),
         ),
-        Direct(hubapi.KEYRINGS, "GET", wrap(handlers.get_keyrings)),
+        Direct(hubapi.KEYRINGS, "GET", wrap(handlers.get_keyrings, reads=True)),
         Direct(hubapi.KEYRING, "PUT", wrap(handlers.put_keyring, MAX_KEYRING_BYTES)),
-        Direct(hubapi.REQUESTS, "GET", wrap(handlers.get_requests)),
+        Direct(hubapi.REQUESTS, "GET", wrap(handlers.get_requests, reads=True)),
         Direct(hubapi.REQUEST, "POST", wrap(handlers.post_request, join, signed=False)),
-        Direct(hubapi.REQUEST, "GET", wrap(handlers.get_request)),
+        Direct(hubapi.REQUEST, "GET", wrap(handlers.get_request, reads=True)),
         Direct(hubapi.REQUEST, "DELETE", wrap(handlers.delete_request)),
         Direct(hubapi.COLLECT, "POST", wrap(handlers.collect, hubapi.MAX_COLLECT_BYTES)),
     ]
@@ -182,14 +169,8 @@ def _routes(direct: list[Direct], endpoints: Endpoints) -> list[Route]:
     ]
 
 
-def _exception_handlers(answers: Answers, metrics: Metrics) -> dict[Any, Any]:
-    """Starlette's answers to the hub's refusals and to its own 404 and 405."""
-
-    async def answer(request: Request, exc: Exception) -> Response:
-        found = answers.of(exc)
-        if found is None:  # pragma: no cover - registered for the refusals only
-            raise exc
-        return found
+def _http_error(metrics: Metrics) -> Callable[[Request, Exception], Awaitable[Response]]:
+    """Starlette's 404 and 405 as the hub's JSON (the front answers the hub's refusals)."""
 
     async def http_error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
@@ -198,7 +179,7 @@ def _exception_handlers(answers: Answers, metrics: Metrics) -> dict[Any, Any]:
         body = {"error": code, "detail": f"no such hub endpoint or method (HTTP {status})"}
         return Json(body, status)
 
-    return {Refusal: answer, QuotaExceeded: answer, StorageError: answer, HTTPException: http_error}
+    return http_error
 
 
 def run_janitor(

@@ -1,28 +1,10 @@
 """The hub's HTTP edge: what a request must pass before the handlers see it.
 
-- :func:`route_path` turns a :mod:`~sealmem.protocol.hubapi` template into the
-  Starlette path the hub routes on: a number in a path is any run of ASCII
-  digits, handed over as text and parsed by :func:`number` (400 beyond int64,
-  never a 500 from a 5000-digit ``int()``).
-- :class:`BodyReader` reads a request body within the route's limit, at a
-  minimum rate, with at most ``max_reads`` bodies read at once (a quarter of
-  them for one claimed key): 413 for a body over the limit (at once for a
-  declared ``Content-Length``), 408 for a body that stalls or trickles, 503
-  ``busy`` with ``Retry-After`` when full.  It runs
-  only after the caller was identified from the headers (see
-  :meth:`sealmem.hub.http.routes.Handlers.gate`).
-- :class:`PollSlots` caps the long polls (``GET .../changes`` that wait) one
-  member holds at once: the next is refused 429 ``rate-limited`` with
-  ``Retry-After``, so that one member (or one stolen key) cannot hold every
-  connection the hub serves.
-  A poll whose client disconnects gives its slot back at once
-  (:func:`unless_gone`), not when its wait would have ended.
-- :class:`MetricsDoor` keeps ``/metrics`` closed unless the operator set a
-  metrics token: 404 without one, 401 unless ``Authorization: Bearer TOKEN``
-  (storage counts and request rates are nobody else's business).
-
-The JSON 500 for the unexpected and the connection closed after an answer sent
-before the body was read are the front's (:mod:`sealmem.hub.http.front`).
+A number in a path is any run of ASCII digits, parsed by :func:`number` (400 beyond
+int64, never a 500 from a 5000-digit ``int()``).  A body is read (:class:`BodyReader`)
+only after the gate identified the caller from the headers
+(:meth:`sealmem.hub.http.routes.Handlers.gate`).  The JSON 500 and the connection
+closed after an answer sent before the body was read are the front's.
 """
 
 from __future__ import annotations
@@ -31,10 +13,9 @@ import hmac
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
 
 import anyio
-from starlette.convertors import CONVERTOR_TYPES, Convertor, register_url_convertor
+from starlette.convertors import CONVERTOR_TYPES, StringConvertor, register_url_convertor
 from starlette.types import Message, Receive
 
 from ...protocol import hubapi
@@ -55,16 +36,10 @@ __all__ = [
 _DIGITS = "sealmem_digits"
 
 
-class _Digits(Convertor[str]):
+class _Digits(StringConvertor):
     """A path number as its text: any run of ASCII digits (``[0-9]`` is ASCII in ``re``)."""
 
-    regex: ClassVar[str] = "[0-9]+"
-
-    def convert(self, value: str) -> str:
-        return value
-
-    def to_string(self, value: str) -> str:
-        return value
+    regex = "[0-9]+"
 
 
 if _DIGITS not in CONVERTOR_TYPES:
@@ -105,7 +80,9 @@ class BodyPolicy:
 
 
 class BodyReader:
-    """Request bodies within a limit, a minimum rate and a number of concurrent reads."""
+    """Request bodies within a limit (413, at once for a declared ``Content-Length``), a
+    minimum rate (408 for a body that stalls or trickles) and a number of concurrent
+    reads (503 ``busy`` with ``Retry-After`` when full)."""
 
     def __init__(self, policy: BodyPolicy) -> None:
         self.policy = policy
@@ -183,7 +160,8 @@ class BodyReader:
 
 
 class PollSlots:
-    """Long polls under way, per member: at most ``per_member`` at once."""
+    """Long polls under way, per member: at most ``per_member`` at once, so that one member
+    (or one stolen key) cannot hold every connection the hub serves."""
 
     def __init__(self, per_member: int, retry_after: int = 5) -> None:
         self.per_member = per_member
@@ -238,7 +216,8 @@ async def unless_gone(receive: Receive, waiting: Awaitable[object]) -> bool:
 
 
 class MetricsDoor:
-    """Who may read ``/metrics``: nobody without a token, else only its bearer."""
+    """Who may read ``/metrics``: nobody without a token, else only its bearer (storage
+    counts and request rates are nobody else's business)."""
 
     def __init__(self, token: str | None) -> None:
         self._token = None if token is None else token.encode()

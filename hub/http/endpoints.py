@@ -4,12 +4,9 @@ poll, ``/healthz`` and ``/metrics``.
 
 Every blocking call (the gate, a handler, a read of the change feed) takes a thread:
 the hub's own :class:`~sealmem.hub.http.workers.Workers` on the fast path, Starlette's
-``run_in_threadpool`` on the plain one.  None runs on the event loop, even a read of
-local files: a signature check, a hash, an SQLite call and an fsync release the GIL in
-a thread, and on a machine short of CPU the loop is one thread among many (a hub that
-checked its PUTs and read its GETs on the loop, and wrote through one committer
-thread, had up to three times the p99 of the plain path under load:
-``tests/bench/bench_hub.py --paths fast plain --burn 2``).
+``run_in_threadpool`` on the plain one.  On the fast path over local storage, the gate
+and the handlers that only read run on the event loop while it keeps up
+(:class:`~sealmem.hub.http.workers.Pace`); a write never does.
 
 Each endpoint takes an :class:`~sealmem.hub.http.front.Exchange`: the front hands
 one over on the fast path's direct routes, and :meth:`Endpoints.starlette` makes
@@ -36,7 +33,7 @@ from .front import Endpoint, Exchange
 from .messages import Ctx, Json, context
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
 from .routes import Handlers
-from .workers import Run
+from .workers import Pace, Run
 
 __all__ = ["Endpoints"]
 
@@ -47,11 +44,14 @@ _SECONDS = re.compile(r"[0-9.eE+-]{1,32}")
 class Endpoints:
     """The endpoints of one app, over its handlers, storage and threads."""
 
-    def __init__(self, config: HubConfig, store: Storage, handlers: Handlers, run: Run) -> None:
+    def __init__(
+        self, config: HubConfig, store: Storage, handlers: Handlers, run: Run, pace: Pace
+    ) -> None:
         self.config = config
         self.store = store
         self.handlers = handlers
         self.run = run
+        self.pace = pace
         self.feed = store.feed()
         self.metrics = Metrics()
         # signed bodies and unsigned join requests have readers of their own
@@ -61,7 +61,16 @@ class Endpoints:
         }
         self.polls = PollSlots(config.max_polls_per_member)
         self.metrics_door = MetricsDoor(config.metrics_token)
-        self.metrics.gauges(self._gauges)
+        gauge, readers = self.metrics.gauge, self.readers
+        gauge("sealmem_hub_teams", "Registered teams.", store.team_count)
+        gauge("sealmem_hub_stored_bytes", "Bytes held for all teams.", store.total_usage)
+        gauge("sealmem_hub_resident_memory_bytes", "Hub process RSS.", resident_bytes)
+        gauge(
+            "sealmem_hub_body_reads",
+            "Signed request bodies being read.",
+            lambda: readers[True].reading,
+        )
+        gauge("sealmem_hub_join_reads", "Join requests being read.", lambda: readers[False].reading)
 
     def _reader(self, max_reads: int) -> BodyReader:
         config = self.config
@@ -81,27 +90,35 @@ class Endpoints:
         *,
         signed: bool = True,
         registering: bool = False,
+        reads: bool = False,
     ) -> Endpoint:
         """An endpoint; with ``limit``, a body read only after the headers name a known
-        key (the gate, in a thread of its own before the body)."""
+        key (the gate, before the body).  A handler that ``reads`` only (a write it
+        needs is left in ``ctx.later``) and the gate run on the loop while the
+        :class:`Pace` keeps up, else each in a thread."""
         limit = min(limit, self.config.max_body_bytes)
         bodies = self.readers[signed]
-        run, gate, feed = self.run, self.handlers.gate, self.feed
+        run, gate, feed, pace = self.run, self.handlers.gate, self.feed, self.pace
 
         async def endpoint(exchange: Exchange) -> Response:
             ctx = context(exchange.scope, exchange.params)
             try:
                 if limit:
-                    if signed:
+                    if signed and pace.keeping_up:
+                        gate(ctx, registering)
+                    elif signed:
                         await run(gate, ctx, registering)
                     # unsigned join requests: at most a quarter of their readers per address
                     claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else ctx.client
                     ctx.body = await bodies.read(exchange.receive, ctx.headers, limit, claimed)
-                    exchange.body_done = True
+                if reads and pace.keeping_up:
+                    return handler(ctx)
                 answer: Response = await run(handler, ctx)
                 return answer
             finally:
-                exchange.kid = ctx.kid
+                exchange.scope["sealmem.kid"] = ctx.kid
+                if ctx.later is not None:  # a write a read left: never on the loop
+                    await run(ctx.later)
                 if ctx.changed:
                     feed.notify(ctx.changed)
 
@@ -109,14 +126,10 @@ class Endpoints:
 
     @staticmethod
     def starlette(endpoint: Endpoint) -> Callable[[Request], Awaitable[Response]]:
-        """``endpoint`` as a Starlette route's: the member it names goes to the access log."""
+        """``endpoint`` as a Starlette route's."""
 
         async def through_starlette(request: Request) -> Response:
-            exchange = Exchange(request.scope, request.receive, request.path_params, False)
-            try:
-                return await endpoint(exchange)
-            finally:
-                request.scope["sealmem.kid"] = exchange.kid
+            return await endpoint(Exchange(request.scope, request.receive, request.path_params))
 
         return through_starlette
 
@@ -152,19 +165,6 @@ class Endpoints:
         self.metrics_door.check(request.headers)
         text = await self.run(self.metrics.render)
         return Response(text, media_type=CONTENT_TYPE)
-
-    def _gauges(self) -> dict[str, tuple[str, float]]:
-        store = self.store
-        return {
-            "sealmem_hub_teams": ("Registered teams.", store.team_count()),
-            "sealmem_hub_stored_bytes": ("Bytes held for all teams.", store.total_usage()),
-            "sealmem_hub_resident_memory_bytes": ("Hub process RSS.", resident_bytes()),
-            "sealmem_hub_body_reads": (
-                "Signed request bodies being read.",
-                self.readers[True].reading,
-            ),
-            "sealmem_hub_join_reads": ("Join requests being read.", self.readers[False].reading),
-        }
 
 
 def _seconds(raw: str) -> float:

@@ -7,15 +7,13 @@ for), turns an unexpected exception into a JSON 500 ``internal`` without a
 traceback (logged on the hub with the route template only: no body, no query,
 no headers), and writes one access-log line and one metrics sample.
 
-The signed ``/v1`` routes take a direct path (:class:`Routes`): the route is
-found by one dict lookup on (method, number of path segments) and a compare of
-the template's literal segments, where Starlette tries its routes in turn (a
-regex each); the endpoint gets an :class:`Exchange` (no ``Request`` object),
-its refusal is mapped here (:class:`Answers`), and the answer goes out as two
-raw ASGI messages.  Everything else (``/healthz``, ``/metrics``, the change
-feed, an unknown path or method, a mounted ``root_path``) goes to the Starlette
-app behind, which keeps its routes for every template: a path the direct table
-does not take is answered there exactly as before.
+On the fast path the signed ``/v1`` routes are found by one dict lookup on (method,
+number of path segments) and a compare of literal segments (:class:`Routes`), where
+Starlette tries its routes in turn (a regex each); the endpoint gets an
+:class:`Exchange` (no ``Request`` object) and its answer goes out as two raw ASGI
+messages.  Everything else (``/healthz``, ``/metrics``, the change feed, an unknown
+path or method, a mounted ``root_path``) goes to the Starlette app behind, which has a
+route for every template.  Refusals are answered here on both paths (:meth:`Front.answer`).
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from starlette.responses import Response
@@ -35,7 +33,7 @@ from ..storage import QuotaExceeded, StorageError
 from .messages import Json
 from .metrics import Metrics
 
-__all__ = ["Answers", "Direct", "Exchange", "Front", "Routes"]
+__all__ = ["Direct", "Exchange", "Front", "Routes"]
 
 access_log = logging.getLogger("sealmem.hub.access")
 log = logging.getLogger("sealmem.hub")
@@ -53,15 +51,12 @@ _DIGITS = re.compile(r"[0-9]+")
 
 @dataclass(slots=True)
 class Exchange:
-    """One request on the direct path, as its endpoint sees it."""
+    """One request as its endpoint sees it (the endpoint names the member it
+    authenticated in ``scope["sealmem.kid"]``, for the access log)."""
 
     scope: Scope
     receive: Receive
-    params: dict[str, str]
-    #: the request has no body, or its body was read to the end
-    body_done: bool
-    #: the authenticated member, for the access log
-    kid: str | None = None
+    params: Mapping[str, str]
 
 
 Endpoint = Callable[[Exchange], Awaitable[Response]]
@@ -110,11 +105,8 @@ class Routes:
     def __init__(self, routes: Iterable[Direct] = ()) -> None:
         self._shapes: dict[tuple[str, int], list[Direct]] = {}
         for route in routes:
-            self.add(route)
-
-    def add(self, route: Direct) -> None:
-        key = (route.method, route.template.count("/") + 1)
-        self._shapes.setdefault(key, []).append(route)
+            key = (route.method, route.template.count("/") + 1)
+            self._shapes.setdefault(key, []).append(route)
 
     def match(self, method: str, path: str) -> tuple[Direct, dict[str, str]] | None:
         parts = path.split("/")
@@ -122,35 +114,6 @@ class Routes:
             params = route.match(parts)
             if params is not None:
                 return route, params
-        return None
-
-
-class Answers:
-    """The answer to each refusal the hub names (counted by code), or None."""
-
-    def __init__(self, metrics: Metrics) -> None:
-        self.metrics = metrics
-
-    def of(self, exc: Exception) -> Response | None:
-        if isinstance(exc, Refusal):
-            self.metrics.error(exc.code)
-            headers = (
-                None
-                if exc.retry_after is None
-                else {hubapi.HEADER_RETRY_AFTER: str(exc.retry_after)}
-            )
-            return Json(exc.body(), exc.status, headers=headers)
-        if isinstance(exc, QuotaExceeded):
-            self.metrics.error(hubapi.QUOTA_EXCEEDED)
-            return Json({"error": hubapi.QUOTA_EXCEEDED, "detail": str(exc)}, 507)
-        if isinstance(exc, StorageError):
-            log.error("storage failure: %s", exc)
-            self.metrics.error(hubapi.STORAGE)
-            body = {
-                "error": hubapi.STORAGE,
-                "detail": "the hub could not read or write its storage",
-            }
-            return Json(body, 503)
         return None
 
 
@@ -172,13 +135,12 @@ class Front:
         app: ASGIApp,
         *,
         routes: Routes,
-        answers: Answers,
+        metrics: Metrics,
         clock: Callable[[], int],
     ) -> None:
         self.app = app
         self.routes = routes
-        self.answers = answers
-        self.metrics = answers.metrics
+        self.metrics = metrics
         self.clock = clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -186,37 +148,8 @@ class Front:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        found = (
-            None if scope.get("root_path") else self.routes.match(scope["method"], scope["path"])
-        )
-        if found is None:
-            await self._framework(scope, receive, send, started)
-            return
-        route, params = found
-        exchange = Exchange(scope, receive, params, not has_body(scope))
-        status = 500
-        try:
-            try:
-                response = await route.endpoint(exchange)
-            except Exception as exc:
-                answer = self.answers.of(exc)
-                if answer is None:
-                    log.exception("unexpected error answering %s %s", route.method, route.template)
-                    answer = Json(_INTERNAL, 500)
-                response = answer
-            status = response.status_code
-            headers = response.raw_headers
-            headers.append((_TIME, str(self.clock()).encode()))
-            if not exchange.body_done:
-                headers = [(k, v) for k, v in headers if k != b"connection"]
-                headers.append(_CLOSE)
-            await send({"type": "http.response.start", "status": status, "headers": headers})
-            await send({"type": "http.response.body", "body": response.body})
-        finally:
-            self._done(route.template, scope["method"], status, started, exchange.kid)
-
-    async def _framework(self, scope: Scope, receive: Receive, send: Send, started: float) -> None:
-        """The request through Starlette, with the same stamps, edge and 500 as above."""
+        method = scope["method"]
+        found = None if scope.get("root_path") else self.routes.match(method, scope["path"])
         body_done = not has_body(scope)
         status = 500
         answering = False
@@ -245,14 +178,40 @@ class Front:
             await send(message)
 
         try:
-            await self.app(scope, receive_wrapper, send_wrapper)
-        except Exception:
-            method = str(scope.get("method"))[:16]
-            log.exception("unexpected error answering %s %s", method, _template(scope))
+            if found is None:
+                await self.app(scope, receive_wrapper, send_wrapper)
+            else:
+                response = await found[0].endpoint(Exchange(scope, receive_wrapper, found[1]))
+                await response(scope, receive_wrapper, send_wrapper)
+        except Exception as exc:
+            template = found[0].template if found else _template(scope)
+            response = self.answer(exc, str(method)[:16], template)
             if not answering:  # else the answer is under way; the server closes the connection
-                await Json(_INTERNAL, 500)(scope, receive_wrapper, send_wrapper)
+                await response(scope, receive_wrapper, send_wrapper)
         finally:
-            self._done(_template(scope), scope["method"], status, started, scope.get("sealmem.kid"))
+            template = found[0].template if found else _template(scope)
+            self._done(template, method, status, started, scope.get("sealmem.kid"))
+
+    def answer(self, exc: Exception, method: str, template: str) -> Response:
+        """The answer to a refusal the hub names (counted by code), else a JSON 500."""
+        if isinstance(exc, Refusal):
+            self.metrics.error(exc.code)
+            retry = exc.retry_after
+            headers = None if retry is None else {hubapi.HEADER_RETRY_AFTER: str(retry)}
+            return Json(exc.body(), exc.status, headers=headers)
+        if isinstance(exc, QuotaExceeded):
+            self.metrics.error(hubapi.QUOTA_EXCEEDED)
+            return Json({"error": hubapi.QUOTA_EXCEEDED, "detail": str(exc)}, 507)
+        if isinstance(exc, StorageError):
+            log.error("storage failure: %s", exc)
+            self.metrics.error(hubapi.STORAGE)
+            body = {
+                "error": hubapi.STORAGE,
+                "detail": "the hub could not read or write its storage",
+            }
+            return Json(body, 503)
+        log.exception("unexpected error answering %s %s", method, template)
+        return Json(_INTERNAL, 500)
 
     def _done(
         self, template: str, method: str, status: int, started: float, kid: str | None

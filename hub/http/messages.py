@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,8 @@ class Ctx:
     changed: str | None = None  # team whose change feed moved
     #: the signature headers as the gate read them (the handler does not parse them again)
     claimed: Signed | None = None
+    #: a write a read handler leaves for a thread (it may run on the event loop)
+    later: Callable[[], None] | None = None
 
     def param(self, name: str) -> str:
         """A text path parameter, checked against its pattern in :data:`hubapi.PARAMS`."""

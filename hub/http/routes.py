@@ -1,13 +1,15 @@
 """The /v1 endpoints: who may do what, then the verified read or write.
 
-Each handler is a plain blocking function over a :class:`Ctx`, run in a worker
-thread: authenticate the caller against the team's trusted state, check its role
-and grants, then read or write through :class:`~sealmem.hub.teams.Teams` and the
-storage.  SPEC.md "Hub API (messages)" lists every message.
+Each handler is a plain blocking function over a :class:`Ctx` whose body was read
+within its route's limit (:mod:`~sealmem.hub.http.edge`): authenticate the caller
+against the team's trusted state, check its role and grants, then read or write
+through :class:`~sealmem.hub.teams.Teams` and the storage.  SPEC.md "Hub API
+(messages)" lists every message.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from collections.abc import Callable
@@ -22,7 +24,6 @@ from ...protocol.hlc import MAX_WALL_MS
 from ...protocol.manifest import MAX_CHUNK_BYTES
 from ...protocol.snapshot import chunk_id
 from ...protocol.state import TrustedState
-from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from ..auth import Authenticator, Caller, revoked
 from ..config import HubConfig
 from ..door import Door
@@ -233,8 +234,6 @@ class Handlers:
         self._admin(team, caller)
         project = ctx.param("project")
         epoch = ctx.number("epoch")
-        if len(ctx.body) > MAX_KEYRING_BYTES:
-            raise Refusal(413, hubapi.TOO_LARGE, f"a keyring is at most {MAX_KEYRING_BYTES} bytes")
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         stored = self.teams.put_keyring(team, project, epoch, ctx.body, self.clock())
         if stored:
@@ -265,10 +264,6 @@ class Handlers:
         project = ctx.param("project")
         writer = ctx.param("writer")
         self._own_slot(state, caller, project, writer)
-        if len(ctx.body) > MAX_MANIFEST_BYTES:
-            raise Refusal(
-                413, hubapi.TOO_LARGE, f"a manifest is at most {MAX_MANIFEST_BYTES} bytes"
-            )
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         seq = ctx.number("seq")
         stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
@@ -286,7 +281,7 @@ class Handlers:
         data = self.storage.chunk_read(team, project, writer, cid)
         if not isinstance(data, bytes):
             if data is not None:  # a row without its blob: dropped before the answer
-                self.storage.drop_blobless(data, seen_at)
+                ctx.later = functools.partial(self.storage.drop_blobless, data, seen_at)
             raise Refusal(
                 404, hubapi.NOT_FOUND, f"chunk {cid[:16]} of {writer}/{project} is not here"
             )

@@ -13,6 +13,14 @@ threads, joined at exit, for the life of the process).  As with anyio, a call wh
 task is cancelled still runs to its end (a write is never cut in half); its
 result is dropped.
 
+Even so a hop is the most a quiet hub spends on a read: a wake-up of a worker, a
+hand-back and the GIL passed twice cost more CPU than an SQLite read of local files.
+:class:`Pace` lets the fast path read local storage on the loop while the loop keeps
+up, and send those calls to the workers once it lags: on a machine short of CPU the
+loop is one thread among many, and a read on it holds up every other request (reads
+on the loop and the writes on one committer thread had up to three times the plain
+path's p99 there: ``tests/bench/bench_hub.py --paths fast plain --burn 2``).
+
 The plain path (``HubConfig.fast`` False) takes Starlette's ``run_in_threadpool``
 instead: :func:`thread_runner` hands out one or the other.
 """
@@ -28,7 +36,7 @@ from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-__all__ = ["IDLE_S", "WORKERS", "Run", "Workers", "thread_runner"]
+__all__ = ["IDLE_S", "LATE_S", "TICK_S", "WORKERS", "Pace", "Run", "Workers", "thread_runner"]
 
 T = TypeVar("T")
 
@@ -36,6 +44,9 @@ T = TypeVar("T")
 WORKERS = 40
 #: a thread with no work for this long ends
 IDLE_S = 10.0
+#: the loop's pace is taken every TICK_S; it keeps up while a tick is at most LATE_S late
+TICK_S = 0.05
+LATE_S = 0.005
 
 _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
 
@@ -119,6 +130,27 @@ class Workers:
             threads = self._threads
         for _ in range(threads):
             self._queue.put(None)
+
+
+class Pace:
+    """Whether the event loop keeps up: its last tick came at most :data:`LATE_S` late
+    (never, unless ``enabled``: the fast path over local storage)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.late = 0.0  # seconds the last tick came late
+
+    @property
+    def keeping_up(self) -> bool:
+        return self.enabled and self.late <= LATE_S
+
+    async def watch(self) -> None:
+        """Take the pace until cancelled (a task of the app's lifespan)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            due = loop.time() + TICK_S
+            await asyncio.sleep(TICK_S)
+            self.late = loop.time() - due
 
 
 #: runs ``fn(*args)`` in a thread and hands its result (or exception) to the loop

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import socket
 import threading
 import time
@@ -29,7 +28,7 @@ from sealmem.hub.http.app import create_app
 from sealmem.hub.http.edge import route_path
 from sealmem.hub.http.front import Direct, Routes
 from sealmem.hub.http.http_protocol import BoundedHttpTools
-from sealmem.hub.http.server import LogFormat, free_port
+from sealmem.hub.http.server import free_port
 from sealmem.protocol import hubapi
 
 from .conftest import hub_config
@@ -212,16 +211,3 @@ def test_a_well_formed_path_takes_the_direct_route(
     assert found is not None, path
     route, params = found
     assert (f"{template[1]} {route.template}", params) == expected
-
-
-# -- the log time, made once a second --------------------------------------------------------
-
-
-@given(created=st.floats(min_value=0, max_value=4e9, allow_nan=False))
-def test_the_log_format_is_the_standard_one(created: float) -> None:
-    standard = logging.Formatter("%(asctime)s %(name)s %(message)s")
-    ours = LogFormat()
-    for at in (created, created + 0.5, created + 1.25):
-        record = logging.LogRecord("sealmem.hub.access", logging.INFO, "f", 0, "m %d", (3,), None)
-        record.created, record.msecs = at, (at - int(at)) * 1000
-        assert ours.format(record) == standard.format(record)
