@@ -152,12 +152,12 @@ def _routes(direct: list[Direct], endpoints: Endpoints) -> list[Route]:
     """Starlette's table: every template, the sync cycle's first (it tries them in
     order, a regex each)."""
 
-    def route(template: str, endpoint: Callable[[Request], Any], method: str) -> Route:
+    def route(template: str, endpoint: Callable[..., Any], method: str) -> Route:
         # named by its hubapi template: the access log's and the metrics' route label
         return Route(route_path(template), endpoint, methods=[method], name=template)
 
     def signed(routes: list[Direct]) -> list[Route]:
-        return [route(d.template, endpoints.starlette(d.endpoint), d.method) for d in routes]
+        return [route(d.template, d.endpoint, d.method) for d in routes]
 
     return [
         *signed(direct[:5]),

@@ -8,10 +8,8 @@ the hub's own :class:`~sealmem.hub.http.workers.Workers` on the fast path, Starl
 and the handlers that only read run on the event loop while it keeps up
 (:class:`~sealmem.hub.http.workers.Pace`); a write never does.
 
-Each endpoint takes an :class:`~sealmem.hub.http.front.Exchange`: the front hands
-one over on the fast path's direct routes, and :meth:`Endpoints.starlette` makes
-one from a Starlette ``Request`` (the plain path, and every path the direct table
-does not take).
+A signed route's endpoint is an ASGI app over ``scope["path_params"]``: the front
+calls it on the fast path's direct routes, Starlette's router on the plain path.
 """
 
 from __future__ import annotations
@@ -19,17 +17,17 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from ...protocol import hubapi
 from ..config import HubConfig
 from ..errors import Refusal
 from ..storage import Storage
 from .edge import BodyPolicy, BodyReader, MetricsDoor, PollSlots, unless_gone
-from .front import Endpoint, Exchange
 from .messages import Ctx, Json, context
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
 from .routes import Handlers
@@ -91,47 +89,13 @@ class Endpoints:
         signed: bool = True,
         registering: bool = False,
         reads: bool = False,
-    ) -> Endpoint:
+    ) -> _Endpoint:
         """An endpoint; with ``limit``, a body read only after the headers name a known
         key (the gate, before the body).  A handler that ``reads`` only (a write it
         needs is left in ``ctx.later``) and the gate run on the loop while the
         :class:`Pace` keeps up, else each in a thread."""
         limit = min(limit, self.config.max_body_bytes)
-        bodies = self.readers[signed]
-        run, gate, feed, pace = self.run, self.handlers.gate, self.feed, self.pace
-
-        async def endpoint(exchange: Exchange) -> Response:
-            ctx = context(exchange.scope, exchange.params)
-            try:
-                if limit:
-                    if signed and pace.keeping_up:
-                        gate(ctx, registering)
-                    elif signed:
-                        await run(gate, ctx, registering)
-                    # unsigned join requests: at most a quarter of their readers per address
-                    claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else ctx.client
-                    ctx.body = await bodies.read(exchange.receive, ctx.headers, limit, claimed)
-                if reads and pace.keeping_up:
-                    return handler(ctx)
-                answer: Response = await run(handler, ctx)
-                return answer
-            finally:
-                exchange.scope["sealmem.kid"] = ctx.kid
-                if ctx.later is not None:  # a write a read left: never on the loop
-                    await run(ctx.later)
-                if ctx.changed:
-                    feed.notify(ctx.changed)
-
-        return endpoint
-
-    @staticmethod
-    def starlette(endpoint: Endpoint) -> Callable[[Request], Awaitable[Response]]:
-        """``endpoint`` as a Starlette route's."""
-
-        async def through_starlette(request: Request) -> Response:
-            return await endpoint(Exchange(request.scope, request.receive, request.path_params))
-
-        return through_starlette
+        return _Endpoint(self, handler, limit, signed, registering, reads)
 
     async def changes(self, request: Request) -> Response:
         """``GET .../changes``: at once, or once the team changes within ``wait`` seconds."""
@@ -165,6 +129,49 @@ class Endpoints:
         self.metrics_door.check(request.headers)
         text = await self.run(self.metrics.render)
         return Response(text, media_type=CONTENT_TYPE)
+
+
+class _Endpoint:
+    """A signed route's endpoint (see :meth:`Endpoints.wrap`): an ASGI app, as Starlette's
+    router takes one that is not a function."""
+
+    def __init__(
+        self,
+        endpoints: Endpoints,
+        handler: Callable[[Ctx], Response],
+        limit: int,
+        signed: bool,
+        registering: bool,
+        reads: bool,
+    ) -> None:
+        self.run, self.gate, self.pace = endpoints.run, endpoints.handlers.gate, endpoints.pace
+        self.feed, self.bodies = endpoints.feed, endpoints.readers[signed]
+        self.handler, self.limit, self.signed = handler, limit, signed
+        self.registering, self.reads = registering, reads
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        ctx = context(scope, scope["path_params"])
+        run, on_loop = self.run, self.pace.keeping_up
+        try:
+            if self.limit:
+                if self.signed and on_loop:
+                    self.gate(ctx, self.registering)
+                elif self.signed:
+                    await run(self.gate, ctx, self.registering)
+                # unsigned join requests: at most a quarter of their readers per address
+                claimed = ctx.headers.get(hubapi.HEADER_KID) if self.signed else ctx.client
+                ctx.body = await self.bodies.read(receive, ctx.headers, self.limit, claimed)
+            if self.reads and on_loop:
+                answer = self.handler(ctx)
+            else:
+                answer = await run(self.handler, ctx)
+        finally:
+            scope["sealmem.kid"] = ctx.kid  # for the access log
+            if ctx.later is not None:  # a write a read left: never on the loop
+                await run(ctx.later)
+            if ctx.changed:
+                self.feed.notify(ctx.changed)
+        await answer(scope, receive, send)
 
 
 def _seconds(raw: str) -> float:

@@ -9,11 +9,11 @@ no headers), and writes one access-log line and one metrics sample.
 
 On the fast path the signed ``/v1`` routes are found by one dict lookup on (method,
 number of path segments) and a compare of literal segments (:class:`Routes`), where
-Starlette tries its routes in turn (a regex each); the endpoint gets an
-:class:`Exchange` (no ``Request`` object) and its answer goes out as two raw ASGI
-messages.  Everything else (``/healthz``, ``/metrics``, the change feed, an unknown
-path or method, a mounted ``root_path``) goes to the Starlette app behind, which has a
-route for every template.  Refusals are answered here on both paths (:meth:`Front.answer`).
+Starlette tries its routes in turn (a regex each); the endpoint is called as an ASGI
+app with the path parameters in ``scope["path_params"]``, as Starlette calls it.
+Everything else (``/healthz``, ``/metrics``, the change feed, an unknown path or
+method, a mounted ``root_path``) goes to the Starlette app behind, which has a route
+for every template.  Refusals are answered here on both paths (:meth:`Front.answer`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -33,7 +32,7 @@ from ..storage import QuotaExceeded, StorageError
 from .messages import Json
 from .metrics import Metrics
 
-__all__ = ["Direct", "Exchange", "Front", "Routes"]
+__all__ = ["Direct", "Front", "Routes"]
 
 access_log = logging.getLogger("sealmem.hub.access")
 log = logging.getLogger("sealmem.hub")
@@ -49,25 +48,12 @@ _CLOSE = (b"connection", b"close")
 _DIGITS = re.compile(r"[0-9]+")
 
 
-@dataclass(slots=True)
-class Exchange:
-    """One request as its endpoint sees it (the endpoint names the member it
-    authenticated in ``scope["sealmem.kid"]``, for the access log)."""
-
-    scope: Scope
-    receive: Receive
-    params: Mapping[str, str]
-
-
-Endpoint = Callable[[Exchange], Awaitable[Response]]
-
-
 class Direct:
     """One template and method on the direct path."""
 
     __slots__ = ("endpoint", "fields", "literals", "method", "template")
 
-    def __init__(self, template: str, method: str, endpoint: Endpoint) -> None:
+    def __init__(self, template: str, method: str, endpoint: ASGIApp) -> None:
         self.template = template
         self.method = method
         self.endpoint = endpoint
@@ -181,8 +167,8 @@ class Front:
             if found is None:
                 await self.app(scope, receive_wrapper, send_wrapper)
             else:
-                response = await found[0].endpoint(Exchange(scope, receive_wrapper, found[1]))
-                await response(scope, receive_wrapper, send_wrapper)
+                scope["path_params"] = found[1]
+                await found[0].endpoint(scope, receive_wrapper, send_wrapper)
         except Exception as exc:
             template = found[0].template if found else _template(scope)
             response = self.answer(exc, str(method)[:16], template)
