@@ -1,4 +1,4 @@
-"""The hub as a Starlette app: routes, error bodies, access log and metrics.
+"""The hub as a Starlette app behind its :class:`~sealmem.hub.http.front.Front`.
 
 :func:`create_app` wires a :class:`~sealmem.hub.config.HubConfig` and a
 :class:`~sealmem.hub.storage.Storage` (opened from the config's URLs, SQLite
@@ -6,19 +6,12 @@ and a blob directory by default) into an ASGI app.  While it runs, a janitor
 task deletes chunks no manifest names once ``unreferenced_ttl_s`` old, then
 blobs no row names once ``orphan_min_age_s`` old (never younger: another
 replica may be writing them).
-Refusals become ``{"error": code, "detail": sentence}`` with their status;
-every response carries the hub clock in ``Sealmem-Hub-Time`` so a client can
-tell a skewed clock from a bad signature.  The access log (logger
-``sealmem.hub.access``) records method, route template, status, duration and
-member id: no bodies, no query strings, no ids in paths, no secrets.
 
 One switch, :attr:`HubConfig.fast`, picks the path a request takes.  Fast (the
-default): the signed routes are found by the front's direct table
-(:class:`~sealmem.hub.http.front.Routes`), the blocking calls take the hub's own
-worker threads (:class:`~sealmem.hub.http.workers.Workers`) and the writes arriving
-together share a commit (the storage's group commit).  Plain (``sealmem hub serve
---plain``): Starlette routes every request and every blocking call takes its
-``run_in_threadpool``; the same front stamps and logs both.
+default): the front's direct table, the hub's own threads (or the event loop, see
+:class:`~sealmem.hub.http.workers.Pace`) and the storage's group commit.  Plain
+(``sealmem hub serve --plain``): Starlette's router and ``run_in_threadpool``, one
+transaction per write.  The same front stamps, logs and answers refusals on both.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """The hub's endpoints: a handler of :mod:`~sealmem.hub.http.routes` behind its edge
-(the gate, the body read within its limit), run in a thread; the change feed's long
-poll, ``/healthz`` and ``/metrics``.
+(the gate, the body read within its limit); the change feed's long poll,
+``/healthz`` and ``/metrics``.
 
-Every blocking call (the gate, a handler, a read of the change feed) takes a thread:
-the hub's own :class:`~sealmem.hub.http.workers.Workers` on the fast path, Starlette's
-``run_in_threadpool`` on the plain one.  On the fast path over local storage, the gate
-and the handlers that only read run on the event loop while it keeps up
-(:class:`~sealmem.hub.http.workers.Pace`); a write never does.
-
-A signed route's endpoint is an ASGI app over ``scope["path_params"]``: the front
-calls it on the fast path's direct routes, Starlette's router on the plain path.
+Every blocking call (the gate, a handler, a read of the change feed) takes a thread
+(:mod:`~sealmem.hub.http.workers`), except that on the fast path over local storage
+the gate and the handlers that only read run on the event loop while it keeps up; a
+write never does.  A signed route's endpoint is an ASGI app over
+``scope["path_params"]``, called by the front's direct table or Starlette's router.
 """
 
 from __future__ import annotations
@@ -17,7 +14,6 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -27,10 +23,10 @@ from ...protocol import hubapi
 from ..config import HubConfig
 from ..errors import Refusal
 from ..storage import Storage
-from .edge import BodyPolicy, BodyReader, MetricsDoor, PollSlots, unless_gone
-from .messages import Ctx, Json, context
+from .edge import BodyReader, MetricsDoor, PollSlots, unless_gone
+from .messages import Json, context
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
-from .routes import Handlers
+from .routes import Handler, Handlers
 from .workers import Pace, Run
 
 __all__ = ["Endpoints"]
@@ -54,8 +50,8 @@ class Endpoints:
         self.metrics = Metrics()
         # signed bodies and unsigned join requests have readers of their own
         self.readers = {
-            True: self._reader(config.max_body_reads),
-            False: self._reader(config.max_join_reads),
+            True: BodyReader(config, config.max_body_reads),
+            False: BodyReader(config, config.max_join_reads),
         }
         self.polls = PollSlots(config.max_polls_per_member)
         self.metrics_door = MetricsDoor(config.metrics_token)
@@ -70,20 +66,9 @@ class Endpoints:
         )
         gauge("sealmem_hub_join_reads", "Join requests being read.", lambda: readers[False].reading)
 
-    def _reader(self, max_reads: int) -> BodyReader:
-        config = self.config
-        return BodyReader(
-            BodyPolicy(
-                idle_s=config.body_idle_s,
-                grace_s=config.body_grace_s,
-                min_rate=config.body_min_rate,
-                max_reads=max_reads,
-            )
-        )
-
     def wrap(
         self,
-        handler: Callable[[Ctx], Response],
+        handler: Handler,
         limit: int = 0,
         *,
         signed: bool = True,
@@ -138,7 +123,7 @@ class _Endpoint:
     def __init__(
         self,
         endpoints: Endpoints,
-        handler: Callable[[Ctx], Response],
+        handler: Handler,
         limit: int,
         signed: bool,
         registering: bool,

@@ -1,11 +1,13 @@
 """The hub's one ASGI layer: the access log, metrics, edge and error answers together.
 
-Every HTTP request passes :class:`Front` once.  It stamps ``Sealmem-Hub-Time``
-on the answer, closes the connection after an answer sent before the request
-body was read (an unread body is never parsed as the next request nor waited
-for), turns an unexpected exception into a JSON 500 ``internal`` without a
-traceback (logged on the hub with the route template only: no body, no query,
-no headers), and writes one access-log line and one metrics sample.
+Every HTTP request passes :class:`Front` once.  It stamps the hub clock in
+``Sealmem-Hub-Time`` on the answer (a client tells a skewed clock from a bad
+signature), closes the connection after an answer sent before the request body was
+read (an unread body is never parsed as the next request nor waited for), answers a
+refusal as ``{"error": code, "detail": sentence}`` and the unexpected as a JSON 500
+``internal`` without a traceback, and writes one metrics sample and one line of the
+access log (``sealmem.hub.access``: method, route template, status, duration, member
+id; no bodies, query strings, ids in paths, headers or secrets).
 
 On the fast path the signed ``/v1`` routes are found by one dict lookup on (method,
 number of path segments) and a compare of literal segments (:class:`Routes`), where

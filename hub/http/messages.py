@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from starlette.datastructures import URL, QueryParams
+from starlette.datastructures import URL, Headers, QueryParams
 from starlette.responses import Response
 from starlette.types import Scope
 
@@ -78,9 +78,8 @@ def context(scope: Scope, params: Mapping[str, Any]) -> Ctx:
         method=scope["method"],
         target=target.decode("latin-1"),
         params=params,
-        query=dict(QueryParams(query)) if query else {},
-        # as dict(request.headers): lowercase names, latin-1, a repeated name's first value
-        headers={k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])},
+        query=QueryParams(query),
+        headers=Headers(scope=scope),  # lowercase names, latin-1, a repeated name's first value
         body=b"",
         client=client[0] if client else "-",
     )

@@ -56,6 +56,13 @@ def _no_grant(kid: str, project: str, what: str) -> Refusal:
     )
 
 
+def _stored(ctx: Ctx, team: str, stored: bool, **doc: int) -> Response:
+    """201 and the team's change feed moved if ``stored``, else 200 (it was there)."""
+    if stored:
+        ctx.changed = team
+    return Json({**doc, "stored": stored}, 201 if stored else 200)
+
+
 def _collect_body(body: bytes) -> tuple[set[str], int]:
     """``{"keep": [chunk ids], "grace_ms": n}``, n an integer in 0..2^47; else 400."""
     try:
@@ -186,9 +193,7 @@ class Handlers:
             raise Refusal(
                 400, hubapi.BAD_REQUEST, f"roster v{accepted.version} was sent as v{version}"
             )
-        if stored:
-            ctx.changed = team
-        return Json({"version": accepted.version, "stored": stored}, 201 if stored else 200)
+        return _stored(ctx, team, stored, version=accepted.version)
 
     def _may_register(self, ctx: Ctx, team: str) -> None:
         """A new team: the operator's token or allow-list (headers only)."""
@@ -236,9 +241,7 @@ class Handlers:
         epoch = ctx.number("epoch")
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         stored = self.teams.put_keyring(team, project, epoch, ctx.body, self.clock())
-        if stored:
-            ctx.changed = team
-        return Json({"stored": stored}, 201 if stored else 200)
+        return _stored(ctx, team, stored)
 
     # -- snapshots -------------------------------------------------------------------
 
@@ -267,9 +270,7 @@ class Handlers:
         check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
         seq = ctx.number("seq")
         stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
-        if stored:
-            ctx.changed = team
-        return Json({"seq": seq, "stored": stored}, 201 if stored else 200)
+        return _stored(ctx, team, stored, seq=seq)
 
     def get_chunk(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)

@@ -40,10 +40,10 @@ HEAD_TIMEOUT_S = 10.0
 SWITCH_INTERVAL_S = 0.0005
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nothing listens on right now."""
+def free_port() -> int:
+    """A TCP port nothing listens on right now (on 127.0.0.1)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
+        sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 

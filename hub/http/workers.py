@@ -1,28 +1,24 @@
-"""The hub's worker threads: the blocking calls of a request (writes and their
-fsyncs, a networked backend) run here, off the event loop.
+"""The fast path's threads: the blocking calls of a request (writes and their fsyncs,
+a networked backend) run here, off the event loop.
 
 Starlette's ``run_in_threadpool`` (anyio's worker threads) cost 28-60 µs of CPU a
-call on this machine: a capacity limiter, a cancel scope, a context copy, a
-worker looked up per call.  :class:`Workers` is what the hub needs of it: up
-to ``size`` threads, started when a call finds none idle and ended after
-:data:`IDLE_S` without work (as anyio's), one queue (``SimpleQueue``, in C),
-and the answer handed back to the loop with one ``call_soon_threadsafe``
-(~8 µs a call, measured side by side; the standard library's
-``loop.run_in_executor`` over a ``ThreadPoolExecutor`` costs ~20 µs and keeps its
-threads, joined at exit, for the life of the process).  As with anyio, a call whose awaiting
-task is cancelled still runs to its end (a write is never cut in half); its
-result is dropped.
+call on this machine: a capacity limiter, a cancel scope, a context copy, a worker
+looked up per call.  :class:`Workers` is what the hub needs of it: up to ``size``
+threads, started when a call finds none idle and ended after :data:`IDLE_S` without
+work (as anyio's), one ``SimpleQueue`` and the answer handed back with one
+``call_soon_threadsafe`` (~8 µs a call; ``loop.run_in_executor`` costs ~20 µs and
+keeps its threads for the life of the process).  As with anyio, a call whose
+awaiting task is cancelled still runs to its end (a write is never cut in half).
 
-Even so a hop is the most a quiet hub spends on a read: a wake-up of a worker, a
-hand-back and the GIL passed twice cost more CPU than an SQLite read of local files.
-:class:`Pace` lets the fast path read local storage on the loop while the loop keeps
-up, and send those calls to the workers once it lags: on a machine short of CPU the
-loop is one thread among many, and a read on it holds up every other request (reads
-on the loop and the writes on one committer thread had up to three times the plain
-path's p99 there: ``tests/bench/bench_hub.py --paths fast plain --burn 2``).
+Even so a hop costs a quiet hub more CPU than an SQLite read of local files (a
+worker woken, the answer handed back, the GIL passed twice).  :class:`Pace` lets the
+fast path read local storage on the loop while the loop keeps up, and sends those
+calls to the workers once it lags: on a machine short of CPU the loop is one thread
+among many, and a read on it holds up every other request
+(``tests/bench/bench_hub.py --paths fast plain --burn 2``).
 
-The plain path (``HubConfig.fast`` False) takes Starlette's ``run_in_threadpool``
-instead: :func:`thread_runner` hands out one or the other.
+The plain path takes ``run_in_threadpool``: :func:`thread_runner` hands out one or
+the other.
 """
 
 from __future__ import annotations
