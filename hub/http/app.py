@@ -44,7 +44,7 @@ from ..storage.sqlite import SQLiteStorage
 from ..teams import Teams
 from .edge import route_path
 from .endpoints import Endpoints
-from .front import Direct, Front, Routes
+from .front import Front, Routes
 from .messages import Json
 from .metrics import Metrics
 from .routes import Handlers
@@ -114,51 +114,48 @@ def create_app(
     return app
 
 
-def _direct(config: HubConfig, endpoints: Endpoints) -> list[Direct]:
+def _route(template: str, method: str, endpoint: Callable[..., Any]) -> Route:
+    # named by its hubapi template: the access log's and the metrics' route label
+    return Route(route_path(template), endpoint, methods=[method], name=template)
+
+
+def _direct(config: HubConfig, endpoints: Endpoints) -> list[Route]:
     """The signed routes: the front's direct table on the fast path, and Starlette's."""
     wrap, handlers = endpoints.wrap, endpoints.handlers
     join = min(config.max_join_bytes, MAX_JOIN_BYTES)
     return [
-        Direct(hubapi.CHUNK, "GET", wrap(handlers.get_chunk, reads=True)),
-        Direct(hubapi.CHUNK, "PUT", wrap(handlers.put_chunk, MAX_CHUNK_BYTES)),
-        Direct(hubapi.MANIFEST, "PUT", wrap(handlers.put_manifest, MAX_MANIFEST_BYTES)),
-        Direct(hubapi.WRITER_MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
-        Direct(hubapi.SEQS, "GET", wrap(handlers.get_seqs, reads=True)),
-        Direct(hubapi.MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
-        Direct(hubapi.ROSTERS, "GET", wrap(handlers.get_rosters, reads=True)),
-        Direct(
+        _route(hubapi.CHUNK, "GET", wrap(handlers.get_chunk, reads=True)),
+        _route(hubapi.CHUNK, "PUT", wrap(handlers.put_chunk, MAX_CHUNK_BYTES)),
+        _route(hubapi.MANIFEST, "PUT", wrap(handlers.put_manifest, MAX_MANIFEST_BYTES)),
+        _route(hubapi.WRITER_MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
+        _route(hubapi.SEQS, "GET", wrap(handlers.get_seqs, reads=True)),
+        _route(hubapi.MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
+        _route(hubapi.ROSTERS, "GET", wrap(handlers.get_rosters, reads=True)),
+        _route(
             hubapi.ROSTER,
             "PUT",
             wrap(handlers.put_roster, hubapi.MAX_ROSTER_PUBLISH_BYTES, registering=True),
         ),
-        Direct(hubapi.KEYRINGS, "GET", wrap(handlers.get_keyrings, reads=True)),
-        Direct(hubapi.KEYRING, "PUT", wrap(handlers.put_keyring, MAX_KEYRING_BYTES)),
-        Direct(hubapi.REQUESTS, "GET", wrap(handlers.get_requests, reads=True)),
-        Direct(hubapi.REQUEST, "POST", wrap(handlers.post_request, join, signed=False)),
-        Direct(hubapi.REQUEST, "GET", wrap(handlers.get_request, reads=True)),
-        Direct(hubapi.REQUEST, "DELETE", wrap(handlers.delete_request)),
-        Direct(hubapi.COLLECT, "POST", wrap(handlers.collect, hubapi.MAX_COLLECT_BYTES)),
+        _route(hubapi.KEYRINGS, "GET", wrap(handlers.get_keyrings, reads=True)),
+        _route(hubapi.KEYRING, "PUT", wrap(handlers.put_keyring, MAX_KEYRING_BYTES)),
+        _route(hubapi.REQUESTS, "GET", wrap(handlers.get_requests, reads=True)),
+        _route(hubapi.REQUEST, "POST", wrap(handlers.post_request, join, signed=False)),
+        _route(hubapi.REQUEST, "GET", wrap(handlers.get_request, reads=True)),
+        _route(hubapi.REQUEST, "DELETE", wrap(handlers.delete_request)),
+        _route(hubapi.COLLECT, "POST", wrap(handlers.collect, hubapi.MAX_COLLECT_BYTES)),
     ]
 
 
-def _routes(direct: list[Direct], endpoints: Endpoints) -> list[Route]:
+def _routes(direct: list[Route], endpoints: Endpoints) -> list[Route]:
     """Starlette's table: every template, the sync cycle's first (it tries them in
     order, a regex each)."""
-
-    def route(template: str, endpoint: Callable[..., Any], method: str) -> Route:
-        # named by its hubapi template: the access log's and the metrics' route label
-        return Route(route_path(template), endpoint, methods=[method], name=template)
-
-    def signed(routes: list[Direct]) -> list[Route]:
-        return [route(d.template, d.endpoint, d.method) for d in routes]
-
     return [
-        *signed(direct[:5]),
-        route(hubapi.CHANGES, endpoints.changes, "GET"),
-        *signed(direct[5:6]),
-        route(hubapi.HEALTHZ, endpoints.healthz, "GET"),
-        route(hubapi.METRICS, endpoints.metrics_text, "GET"),
-        *signed(direct[6:]),
+        *direct[:5],
+        _route(hubapi.CHANGES, "GET", endpoints.changes),
+        *direct[5:6],
+        _route(hubapi.HEALTHZ, "GET", endpoints.healthz),
+        _route(hubapi.METRICS, "GET", endpoints.metrics_text),
+        *direct[6:],
     ]
 
 

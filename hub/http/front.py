@@ -21,11 +21,11 @@ for every template.  Refusals are answered here on both paths (:meth:`Front.answ
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable
 
 from starlette.responses import Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...protocol import hubapi
@@ -34,7 +34,7 @@ from ..storage import QuotaExceeded, StorageError
 from .messages import Json
 from .metrics import Metrics
 
-__all__ = ["Direct", "Front", "Routes"]
+__all__ = ["Front", "Routes"]
 
 access_log = logging.getLogger("sealmem.hub.access")
 log = logging.getLogger("sealmem.hub")
@@ -46,62 +46,28 @@ _INTERNAL = {
 }
 _TIME = hubapi.HEADER_HUB_TIME.encode("latin-1")
 _CLOSE = (b"connection", b"close")
-#: a path number as Starlette's ``sealmem_digits`` convertor routes it
-_DIGITS = re.compile(r"[0-9]+")
-
-
-class Direct:
-    """One template and method on the direct path."""
-
-    __slots__ = ("endpoint", "fields", "literals", "method", "template")
-
-    def __init__(self, template: str, method: str, endpoint: ASGIApp) -> None:
-        self.template = template
-        self.method = method
-        self.endpoint = endpoint
-        parts = template.split("/")
-        names = hubapi.template_names(template)
-        self.literals = tuple((i, p) for i, p in enumerate(parts) if not p.startswith("{"))
-        self.fields = tuple(
-            (i, name, names[name])
-            for i, p in enumerate(parts)
-            if p.startswith("{")
-            for name in (p[1:-1].partition(":")[0],)
-        )
-
-    def match(self, parts: list[str]) -> dict[str, str] | None:
-        """The path parameters where ``parts`` (a path split on ``/``) fits, else None."""
-        for i, text in self.literals:
-            if parts[i] != text:
-                return None
-        params: dict[str, str] = {}
-        for i, name, digits in self.fields:
-            value = parts[i]
-            if not value or (digits and _DIGITS.fullmatch(value) is None):
-                return None
-            params[name] = value
-        return params
 
 
 class Routes:
-    """The direct routes by (method, number of path segments), in the order added.
+    """Starlette's routes of the signed templates by (method, number of path segments),
+    in the order given: a path is tried only against the compiled paths of its shape.
 
     Two templates with the same method and segment count differ in a literal
     segment (the hub's do), so at most one matches a path: the order only
     matters as Starlette's would."""
 
-    def __init__(self, routes: Iterable[Direct] = ()) -> None:
-        self._shapes: dict[tuple[str, int], list[Direct]] = {}
+    def __init__(self, routes: Iterable[Route] = ()) -> None:
+        self._shapes: dict[tuple[str, int], list[Route]] = {}
         for route in routes:
-            key = (route.method, route.template.count("/") + 1)
+            method = next(m for m in route.methods or () if m != "HEAD")
+            key = (method, route.path.count("/") + 1)
             self._shapes.setdefault(key, []).append(route)
 
-    def match(self, method: str, path: str) -> tuple[Direct, dict[str, str]] | None:
-        parts = path.split("/")
-        for route in self._shapes.get((method, len(parts)), ()):
-            params = route.match(parts)
-            if params is not None:
-                return route, params
+    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        for route in self._shapes.get((method, path.count("/") + 1), ()):
+            found = route.path_regex.match(path)
+            if found is not None:
+                return route, found.groupdict()
         return None
 
 
@@ -170,14 +136,14 @@ class Front:
                 await self.app(scope, receive_wrapper, send_wrapper)
             else:
                 scope["path_params"] = found[1]
-                await found[0].endpoint(scope, receive_wrapper, send_wrapper)
+                await found[0].app(scope, receive_wrapper, send_wrapper)
         except Exception as exc:
-            template = found[0].template if found else _template(scope)
+            template = found[0].name if found else _template(scope)
             response = self.answer(exc, str(method)[:16], template)
             if not answering:  # else the answer is under way; the server closes the connection
                 await response(scope, receive_wrapper, send_wrapper)
         finally:
-            template = found[0].template if found else _template(scope)
+            template = found[0].name if found else _template(scope)
             self._done(template, method, status, started, scope.get("sealmem.kid"))
 
     def answer(self, exc: Exception, method: str, template: str) -> Response:
