@@ -24,7 +24,7 @@ from ..config import HubConfig
 from ..errors import Refusal
 from ..storage import Storage
 from .edge import BodyReader, MetricsDoor, PollSlots, unless_gone
-from .messages import Json, context
+from .messages import Ctx, Json
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
 from .routes import Handler, Handlers
 from .workers import Pace, Run
@@ -84,7 +84,7 @@ class Endpoints:
 
     async def changes(self, request: Request) -> Response:
         """``GET .../changes``: at once, or once the team changes within ``wait`` seconds."""
-        ctx = context(request.scope, request.path_params)
+        ctx = Ctx(request.scope)
         run, handlers, feed = self.run, self.handlers, self.feed
         held: str | None = None  # the member whose long-poll slot this request holds
         try:
@@ -135,7 +135,7 @@ class _Endpoint:
         self.registering, self.reads = registering, reads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        ctx = context(scope, scope["path_params"])
+        ctx = Ctx(scope)
         run, on_loop = self.run, self.pace.keeping_up
         try:
             if self.limit:
@@ -144,8 +144,8 @@ class _Endpoint:
                 elif self.signed:
                     await run(self.gate, ctx, self.registering)
                 # unsigned join requests: at most a quarter of their readers per address
-                claimed = ctx.headers.get(hubapi.HEADER_KID) if self.signed else ctx.client
-                ctx.body = await self.bodies.read(receive, ctx.headers, self.limit, claimed)
+                claimed = ctx.headers.get(hubapi.HEADER_KID) if self.signed else ctx.address
+                ctx.data = await self.bodies.read(receive, ctx.headers, self.limit, claimed)
             if self.reads and on_loop:
                 answer = self.handler(ctx)
             else:

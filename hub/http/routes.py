@@ -127,7 +127,7 @@ class Handlers:
         # read again after the body: a revocation committed meanwhile is honoured
         state = self.teams.state(team)
         caller = self.auth.caller(
-            team, state, ctx.method, ctx.target, ctx.headers, ctx.body,
+            team, state, ctx.method, ctx.target, ctx.headers, ctx.data,
             allow_pending=pending, allow_revoked=revoked, claimed=ctx.claimed,
         )  # fmt: skip
         ctx.kid = caller.kid
@@ -172,7 +172,7 @@ class Handlers:
         team = ctx.param("team")
         version = ctx.number("version")
         try:
-            doc = json.loads(ctx.body)
+            doc = json.loads(ctx.data)
             roster = b64d(doc["roster"])
             keyrings = [b64d(k) for k in doc.get("keyrings", [])]
         except (ValueError, KeyError, TypeError, AttributeError):
@@ -187,7 +187,7 @@ class Handlers:
         else:
             self._may_register(ctx, team)
             self._register(ctx, team, roster)
-        check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
+        check_quota(self.storage, team, len(ctx.data), self.config.team_quota_bytes)
         accepted, stored = self.teams.publish_roster(team, roster, keyrings, self.clock())
         if accepted.version != version:
             raise Refusal(
@@ -223,7 +223,7 @@ class Handlers:
         signed = self.auth.signed(ctx.headers)
         if signed.kid != kid:
             raise Refusal(403, hubapi.NOT_ADMIN, f"roster v1 must be published by its signer {kid}")
-        self.auth.verify(signed, sign_public, ctx.method, ctx.target, ctx.body)
+        self.auth.verify(signed, sign_public, ctx.method, ctx.target, ctx.data)
         ctx.kid = kid
 
     def get_keyrings(self, ctx: Ctx) -> Response:
@@ -239,8 +239,8 @@ class Handlers:
         self._admin(team, caller)
         project = ctx.param("project")
         epoch = ctx.number("epoch")
-        check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
-        stored = self.teams.put_keyring(team, project, epoch, ctx.body, self.clock())
+        check_quota(self.storage, team, len(ctx.data), self.config.team_quota_bytes)
+        stored = self.teams.put_keyring(team, project, epoch, ctx.data, self.clock())
         return _stored(ctx, team, stored)
 
     # -- snapshots -------------------------------------------------------------------
@@ -254,7 +254,7 @@ class Handlers:
     def get_manifests(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
-        writer = ctx.param("writer") if "writer" in ctx.params else None
+        writer = ctx.param("writer") if "writer" in ctx.path_params else None
         self._reader(state, caller, project, writer)
         found = self.storage.manifests(team, project, writer)
         if writer is not None:
@@ -267,9 +267,9 @@ class Handlers:
         project = ctx.param("project")
         writer = ctx.param("writer")
         self._own_slot(state, caller, project, writer)
-        check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
+        check_quota(self.storage, team, len(ctx.data), self.config.team_quota_bytes)
         seq = ctx.number("seq")
-        stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
+        stored = self.teams.put_manifest(team, project, writer, seq, ctx.data, self.clock())
         return _stored(ctx, team, stored, seq=seq)
 
     def get_chunk(self, ctx: Ctx) -> Response:
@@ -294,13 +294,13 @@ class Handlers:
         writer = ctx.param("writer")
         cid = ctx.param("chunk")
         self._own_slot(state, caller, project, writer)
-        if not 0 < len(ctx.body) <= MAX_CHUNK_BYTES:
+        if not 0 < len(ctx.data) <= MAX_CHUNK_BYTES:
             raise Refusal(413, hubapi.TOO_LARGE, f"a chunk is 1..{MAX_CHUNK_BYTES} bytes")
-        if chunk_id(SUITE, ctx.body) != cid:
+        if chunk_id(SUITE, ctx.data) != cid:
             raise Refusal(
                 422, hubapi.BAD_CHUNK_ID, f"the body does not hash to chunk id {cid[:16]}"
             )
-        check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
+        check_quota(self.storage, team, len(ctx.data), self.config.team_quota_bytes)
 
         def still_allowed(generation: int | None) -> None:
             # in the row's transaction: a roster committed since the checks is seen here
@@ -311,7 +311,7 @@ class Handlers:
                 self._own_slot(now, caller, project, writer)
 
         put = self.storage.put_chunk
-        stored = put(team, project, writer, cid, ctx.body, self.clock(), check=still_allowed)
+        stored = put(team, project, writer, cid, ctx.data, self.clock(), check=still_allowed)
         return Json({"stored": stored}, 201 if stored else 200)
 
     def collect(self, ctx: Ctx) -> Response:
@@ -320,7 +320,7 @@ class Handlers:
         writer = ctx.param("writer")
         if writer != caller.kid:
             raise Refusal(403, hubapi.NOT_YOUR_SLOT, "a member collects only its own chunks")
-        keep, grace_ms = _collect_body(ctx.body)
+        keep, grace_ms = _collect_body(ctx.data)
         keep |= self.teams.kept_chunks(team, project, writer)
         older = self.clock() - grace_ms
         removed = self.storage.collect(team, project, writer, keep, older)
@@ -331,7 +331,7 @@ class Handlers:
     def post_request(self, ctx: Ctx) -> Response:
         team = ctx.param("team")
         kid = ctx.param("kid")
-        self.door.admit(team, kid, ctx.body, ctx.client)
+        self.door.admit(team, kid, ctx.data, ctx.address)
         ctx.kid = kid
         return Json({"stored": True}, 201)
 
