@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -42,7 +43,6 @@ class Endpoints:
         self, config: HubConfig, store: Storage, handlers: Handlers, run: Run, pace: Pace
     ) -> None:
         self.config = config
-        self.store = store
         self.handlers = handlers
         self.run = run
         self.pace = pace
@@ -116,36 +116,32 @@ class Endpoints:
         return Response(text, media_type=CONTENT_TYPE)
 
 
+@dataclass(frozen=True, slots=True)
 class _Endpoint:
     """A signed route's endpoint (see :meth:`Endpoints.wrap`): an ASGI app, as Starlette's
     router takes one that is not a function."""
 
-    def __init__(
-        self,
-        endpoints: Endpoints,
-        handler: Handler,
-        limit: int,
-        signed: bool,
-        registering: bool,
-        reads: bool,
-    ) -> None:
-        self.run, self.gate, self.pace = endpoints.run, endpoints.handlers.gate, endpoints.pace
-        self.feed, self.bodies = endpoints.feed, endpoints.readers[signed]
-        self.handler, self.limit, self.signed = handler, limit, signed
-        self.registering, self.reads = registering, reads
+    endpoints: Endpoints
+    handler: Handler
+    limit: int
+    signed: bool
+    registering: bool
+    reads: bool
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         ctx = Ctx(scope)
-        run, on_loop = self.run, self.pace.keeping_up
+        endpoints, signed = self.endpoints, self.signed
+        run, gate, on_loop = endpoints.run, endpoints.handlers.gate, endpoints.pace.keeping_up
         try:
             if self.limit:
-                if self.signed and on_loop:
-                    self.gate(ctx, self.registering)
-                elif self.signed:
-                    await run(self.gate, ctx, self.registering)
+                if signed and on_loop:
+                    gate(ctx, self.registering)
+                elif signed:
+                    await run(gate, ctx, self.registering)
                 # unsigned join requests: at most a quarter of their readers per address
-                claimed = ctx.headers.get(hubapi.HEADER_KID) if self.signed else ctx.address
-                ctx.data = await self.bodies.read(receive, ctx.headers, self.limit, claimed)
+                claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else ctx.address
+                bodies = endpoints.readers[signed]
+                ctx.data = await bodies.read(receive, ctx.headers, self.limit, claimed)
             if self.reads and on_loop:
                 answer = self.handler(ctx)
             else:
@@ -155,7 +151,7 @@ class _Endpoint:
             if ctx.later is not None:  # a write a read left: never on the loop
                 await run(ctx.later)
             if ctx.changed:
-                self.feed.notify(ctx.changed)
+                endpoints.feed.notify(ctx.changed)
         await answer(scope, receive, send)
 
 

@@ -19,7 +19,6 @@ from .app import create_app
 
 __all__ = [
     "HEAD_TIMEOUT_S",
-    "KEEP_ALIVE_S",
     "MAX_HEAD_BYTES",
     "BackgroundHub",
     "free_port",
