@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -129,12 +130,16 @@ class Workers:
 
 
 class Pace:
-    """Whether the event loop keeps up: its last tick came at most :data:`LATE_S` late
-    (never, unless ``enabled``: the fast path over local storage)."""
+    """Whether the event loop keeps up (never, unless ``enabled``: the fast path over
+    local storage): its last tick came at most :data:`LATE_S` late for want of CPU.
+
+    A tick late because the loop was running (a busy hub on a quiet machine) does not
+    count; the time the loop's thread spent neither running nor waiting for the tick
+    does (other processes had the cores, or other threads the GIL)."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self.late = 0.0  # seconds the last tick came late
+        self.late = 0.0  # seconds the last tick came late, less the loop's CPU time
 
     @property
     def keeping_up(self) -> bool:
@@ -144,9 +149,9 @@ class Pace:
         """Take the pace until cancelled (a task of the app's lifespan)."""
         loop = asyncio.get_running_loop()
         while True:
-            due = loop.time() + TICK_S
+            due, cpu = loop.time() + TICK_S, time.thread_time()
             await asyncio.sleep(TICK_S)
-            self.late = loop.time() - due
+            self.late = loop.time() - due - (time.thread_time() - cpu)
 
 
 #: runs ``fn(*args)`` in a thread and hands its result (or exception) to the loop

@@ -16,9 +16,9 @@ spread over the replicas (member i talks to replica i mod R).  ``--http``
 names the HTTP stacks to measure (each is a separate hub run in the same
 invocation): ``httptools`` (llhttp + uvloop, the default) and ``h11`` (the pure
 Python stack before).  ``--paths`` names the hub's paths to measure, each a hub
-run of its own: ``fast`` (the default: the direct routes, the hub's own threads
-and the committer's shared transactions) and ``plain`` (``sealmem hub serve
---plain``: Starlette's router and thread pool); with ``--rounds`` the paths
+run of its own: ``fast`` (the default: the direct routes, reads on the event loop
+while it keeps up, else the hub's own threads, and group commit) and ``plain``
+(``sealmem hub serve --plain``: Starlette's router and thread pool); with ``--rounds`` the paths
 alternate at each N, and a last table sets each path's p99 beside the fast one's.
 ``--burn N`` starts N busy-loop processes for the whole run (the CPU contention
 of a shared machine, on purpose).  Beside the Python client's figures, ``wrk`` (a compiled
