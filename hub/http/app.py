@@ -1,4 +1,4 @@
-"""The hub as a Starlette app: routes, error bodies, access log and metrics.
+"""The hub as a Starlette app behind its :class:`~sealmem.hub.http.front.Front`.
 
 :func:`create_app` wires a :class:`~sealmem.hub.config.HubConfig` and a
 :class:`~sealmem.hub.storage.Storage` (opened from the config's URLs, SQLite
@@ -6,39 +6,30 @@ and a blob directory by default) into an ASGI app.  While it runs, a janitor
 task deletes chunks no manifest names once ``unreferenced_ttl_s`` old, then
 blobs no row names once ``orphan_min_age_s`` old (never younger: another
 replica may be writing them).
-Refusals become ``{"error": code, "detail": sentence}`` with their status;
-every response carries the hub clock in ``Sealmem-Hub-Time`` so a client can
-tell a skewed clock from a bad signature.  The access log (logger
-``sealmem.hub.access``) records method, route template, status, duration and
-member id: no bodies, no query strings, no ids in paths, no secrets.
 
 One switch, :attr:`HubConfig.fast`, picks the path a request takes.  Fast (the
-default): the signed routes are found by the front's direct table
-(:class:`~sealmem.hub.http.front.Routes`), the blocking calls take the hub's own
-worker threads (:class:`~sealmem.hub.http.workers.Workers`) and the writes arriving
-together share a commit (the storage's group commit).  Plain (``sealmem hub serve
---plain``): Starlette routes every request and every blocking call takes its
-``run_in_threadpool``; the same front stamps and logs both.
+default): the front's direct table, the hub's own threads (or the event loop, see
+:class:`~sealmem.hub.http.workers.Pace`) and the storage's group commit.  Plain
+(``sealmem hub serve --plain``): Starlette's router and ``run_in_threadpool``, one
+transaction per write.  The same front stamps, logs and answers refusals on both.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.middleware.exceptions import ExceptionMiddleware
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp
 
 from ...protocol import hubapi
 from ...protocol.invite import MAX_JOIN_BYTES
@@ -46,42 +37,26 @@ from ...protocol.manifest import MAX_CHUNK_BYTES
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from ..auth import Authenticator, ReplayGuard
 from ..config import HubConfig
-from ..errors import Refusal
-from ..storage import QuotaExceeded, Storage, StorageError
+from ..storage import Storage, StorageError
 from ..storage.backends import open_storage
+from ..storage.blobs import BlobDir
+from ..storage.sqlite import SQLiteStorage
 from ..teams import Teams
 from .edge import route_path
 from .endpoints import Endpoints
-from .front import Answers, Direct, Front, Routes
+from .front import Front, Routes
 from .messages import Json
 from .metrics import Metrics
 from .routes import Handlers
-from .workers import thread_runner
+from .workers import Pace, thread_runner
 
-__all__ = ["HubApp", "create_app", "run_janitor"]
+__all__ = ["create_app", "run_janitor"]
 
 log = logging.getLogger("sealmem.hub")
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-class HubApp(Starlette):
-    """Starlette behind the hub's :class:`~sealmem.hub.http.front.Front`: the front is the
-    outermost layer (it answers the unexpected with a JSON 500, so Starlette's own
-    error middleware is not stacked), then the exception handlers and the router."""
-
-    def __init__(self, front: Callable[[ASGIApp], Front], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._front = front
-
-    def build_middleware_stack(self) -> ASGIApp:
-        handlers = {k: v for k, v in self.exception_handlers.items() if k not in (500, Exception)}
-        app: ASGIApp = ExceptionMiddleware(self.router, handlers=handlers, debug=self.debug)
-        for cls, args, kwargs in reversed(self.user_middleware):
-            app = cls(app, *args, **kwargs)
-        return self._front(app)
 
 
 def create_app(
@@ -102,31 +77,36 @@ def create_app(
         request_ttl_ms=config.request_ttl_ms,
     )  # fmt: skip
     run, close_threads = thread_runner(config.fast)
-    endpoints = Endpoints(config, store, Handlers(config, store, teams, auth, tick), run)
+    # reads on the loop where they are of local files (see workers.Pace)
+    local = isinstance(store, SQLiteStorage) and isinstance(store.blobs, BlobDir)
+    pace = Pace(config.fast and local)
+    handlers = Handlers(config, store, teams, auth, tick)
+    endpoints = Endpoints(config, store, handlers, run, pace)
     direct = _direct(config, endpoints)
-    answers = Answers(endpoints.metrics)
-    front = functools.partial(
-        Front, routes=Routes(direct if config.fast else ()), answers=answers, clock=tick
-    )
+    routes = Routes(direct if config.fast else ())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await endpoints.feed.start()
-        task = asyncio.create_task(_janitor(store, config, tick), name="sealmem-hub-janitor")
+        tasks = [asyncio.create_task(_janitor(store, config, tick), name="sealmem-hub-janitor")]
+        if pace.enabled:
+            tasks.append(asyncio.create_task(pace.watch(), name="sealmem-hub-pace"))
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await endpoints.feed.close()
             close_threads()  # after the calls queued
             store.close()
 
-    app = HubApp(
-        front,
+    # the front inside Starlette's error middleware, which it leaves nothing to catch
+    app = Starlette(
         routes=_routes(direct, endpoints),
-        exception_handlers=_exception_handlers(answers, endpoints.metrics),
+        middleware=[Middleware(Front, routes=routes, metrics=endpoints.metrics, clock=tick)],
+        exception_handlers={HTTPException: _http_error(endpoints.metrics)},
         lifespan=lifespan,
     )
     app.state.storage = store
@@ -134,62 +114,53 @@ def create_app(
     return app
 
 
-def _direct(config: HubConfig, endpoints: Endpoints) -> list[Direct]:
+def _route(template: str, method: str, endpoint: Callable[..., Any]) -> Route:
+    # named by its hubapi template: the access log's and the metrics' route label
+    return Route(route_path(template), endpoint, methods=[method], name=template)
+
+
+def _direct(config: HubConfig, endpoints: Endpoints) -> list[Route]:
     """The signed routes: the front's direct table on the fast path, and Starlette's."""
     wrap, handlers = endpoints.wrap, endpoints.handlers
     join = min(config.max_join_bytes, MAX_JOIN_BYTES)
     return [
-        Direct(hubapi.CHUNK, "GET", wrap(handlers.get_chunk)),
-        Direct(hubapi.CHUNK, "PUT", wrap(handlers.put_chunk, MAX_CHUNK_BYTES)),
-        Direct(hubapi.MANIFEST, "PUT", wrap(handlers.put_manifest, MAX_MANIFEST_BYTES)),
-        Direct(hubapi.WRITER_MANIFESTS, "GET", wrap(handlers.get_manifests)),
-        Direct(hubapi.SEQS, "GET", wrap(handlers.get_seqs)),
-        Direct(hubapi.MANIFESTS, "GET", wrap(handlers.get_manifests)),
-        Direct(hubapi.ROSTERS, "GET", wrap(handlers.get_rosters)),
-        Direct(
+        _route(hubapi.CHUNK, "GET", wrap(handlers.get_chunk, reads=True)),
+        _route(hubapi.CHUNK, "PUT", wrap(handlers.put_chunk, MAX_CHUNK_BYTES)),
+        _route(hubapi.MANIFEST, "PUT", wrap(handlers.put_manifest, MAX_MANIFEST_BYTES)),
+        _route(hubapi.WRITER_MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
+        _route(hubapi.SEQS, "GET", wrap(handlers.get_seqs, reads=True)),
+        _route(hubapi.MANIFESTS, "GET", wrap(handlers.get_manifests, reads=True)),
+        _route(hubapi.ROSTERS, "GET", wrap(handlers.get_rosters, reads=True)),
+        _route(
             hubapi.ROSTER,
             "PUT",
             wrap(handlers.put_roster, hubapi.MAX_ROSTER_PUBLISH_BYTES, registering=True),
         ),
-        Direct(hubapi.KEYRINGS, "GET", wrap(handlers.get_keyrings)),
-        Direct(hubapi.KEYRING, "PUT", wrap(handlers.put_keyring, MAX_KEYRING_BYTES)),
-        Direct(hubapi.REQUESTS, "GET", wrap(handlers.get_requests)),
-        Direct(hubapi.REQUEST, "POST", wrap(handlers.post_request, join, signed=False)),
-        Direct(hubapi.REQUEST, "GET", wrap(handlers.get_request)),
-        Direct(hubapi.REQUEST, "DELETE", wrap(handlers.delete_request)),
-        Direct(hubapi.COLLECT, "POST", wrap(handlers.collect, hubapi.MAX_COLLECT_BYTES)),
+        _route(hubapi.KEYRINGS, "GET", wrap(handlers.get_keyrings, reads=True)),
+        _route(hubapi.KEYRING, "PUT", wrap(handlers.put_keyring, MAX_KEYRING_BYTES)),
+        _route(hubapi.REQUESTS, "GET", wrap(handlers.get_requests, reads=True)),
+        _route(hubapi.REQUEST, "POST", wrap(handlers.post_request, join, signed=False)),
+        _route(hubapi.REQUEST, "GET", wrap(handlers.get_request, reads=True)),
+        _route(hubapi.REQUEST, "DELETE", wrap(handlers.delete_request)),
+        _route(hubapi.COLLECT, "POST", wrap(handlers.collect, hubapi.MAX_COLLECT_BYTES)),
     ]
 
 
-def _routes(direct: list[Direct], endpoints: Endpoints) -> list[Route]:
+def _routes(direct: list[Route], endpoints: Endpoints) -> list[Route]:
     """Starlette's table: every template, the sync cycle's first (it tries them in
     order, a regex each)."""
-
-    def route(template: str, endpoint: Callable[[Request], Any], method: str) -> Route:
-        # named by its hubapi template: the access log's and the metrics' route label
-        return Route(route_path(template), endpoint, methods=[method], name=template)
-
-    def signed(routes: list[Direct]) -> list[Route]:
-        return [route(d.template, endpoints.starlette(d.endpoint), d.method) for d in routes]
-
     return [
-        *signed(direct[:5]),
-        route(hubapi.CHANGES, endpoints.changes, "GET"),
-        *signed(direct[5:6]),
-        route(hubapi.HEALTHZ, endpoints.healthz, "GET"),
-        route(hubapi.METRICS, endpoints.metrics_text, "GET"),
-        *signed(direct[6:]),
+        *direct[:5],
+        _route(hubapi.CHANGES, "GET", endpoints.changes),
+        *direct[5:6],
+        _route(hubapi.HEALTHZ, "GET", endpoints.healthz),
+        _route(hubapi.METRICS, "GET", endpoints.metrics_text),
+        *direct[6:],
     ]
 
 
-def _exception_handlers(answers: Answers, metrics: Metrics) -> dict[Any, Any]:
-    """Starlette's answers to the hub's refusals and to its own 404 and 405."""
-
-    async def answer(request: Request, exc: Exception) -> Response:
-        found = answers.of(exc)
-        if found is None:  # pragma: no cover - registered for the refusals only
-            raise exc
-        return found
+def _http_error(metrics: Metrics) -> Callable[[Request, Exception], Awaitable[Response]]:
+    """Starlette's 404 and 405 as the hub's JSON (the front answers the hub's refusals)."""
 
     async def http_error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
@@ -198,7 +169,7 @@ def _exception_handlers(answers: Answers, metrics: Metrics) -> dict[Any, Any]:
         body = {"error": code, "detail": f"no such hub endpoint or method (HTTP {status})"}
         return Json(body, status)
 
-    return {Refusal: answer, QuotaExceeded: answer, StorageError: answer, HTTPException: http_error}
+    return http_error
 
 
 def run_janitor(

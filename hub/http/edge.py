@@ -1,28 +1,10 @@
 """The hub's HTTP edge: what a request must pass before the handlers see it.
 
-- :func:`route_path` turns a :mod:`~sealmem.protocol.hubapi` template into the
-  Starlette path the hub routes on: a number in a path is any run of ASCII
-  digits, handed over as text and parsed by :func:`number` (400 beyond int64,
-  never a 500 from a 5000-digit ``int()``).
-- :class:`BodyReader` reads a request body within the route's limit, at a
-  minimum rate, with at most ``max_reads`` bodies read at once (a quarter of
-  them for one claimed key): 413 for a body over the limit (at once for a
-  declared ``Content-Length``), 408 for a body that stalls or trickles, 503
-  ``busy`` with ``Retry-After`` when full.  It runs
-  only after the caller was identified from the headers (see
-  :meth:`sealmem.hub.http.routes.Handlers.gate`).
-- :class:`PollSlots` caps the long polls (``GET .../changes`` that wait) one
-  member holds at once: the next is refused 429 ``rate-limited`` with
-  ``Retry-After``, so that one member (or one stolen key) cannot hold every
-  connection the hub serves.
-  A poll whose client disconnects gives its slot back at once
-  (:func:`unless_gone`), not when its wait would have ended.
-- :class:`MetricsDoor` keeps ``/metrics`` closed unless the operator set a
-  metrics token: 404 without one, 401 unless ``Authorization: Bearer TOKEN``
-  (storage counts and request rates are nobody else's business).
-
-The JSON 500 for the unexpected and the connection closed after an answer sent
-before the body was read are the front's (:mod:`sealmem.hub.http.front`).
+A number in a path is any run of ASCII digits, parsed by :func:`number` (400 beyond
+int64, never a 500 from a 5000-digit ``int()``).  A body is read (:class:`BodyReader`)
+only after the gate identified the caller from the headers
+(:meth:`sealmem.hub.http.routes.Handlers.gate`).  The JSON 500 and the connection
+closed after an answer sent before the body was read are the front's.
 """
 
 from __future__ import annotations
@@ -30,23 +12,22 @@ from __future__ import annotations
 import hmac
 import time
 from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass
-from typing import ClassVar
 
 import anyio
-from starlette.convertors import CONVERTOR_TYPES, Convertor, register_url_convertor
+from starlette.convertors import CONVERTOR_TYPES, StringConvertor, register_url_convertor
 from starlette.types import Message, Receive
 
 from ...protocol import hubapi
 from ...protocol.errors import InputError
+from ..config import HubConfig
 from ..errors import Refusal
 
 __all__ = [
-    "BodyPolicy",
     "BodyReader",
     "MetricsDoor",
     "PollSlots",
     "number",
+    "per_key",
     "route_path",
     "unless_gone",
 ]
@@ -55,16 +36,10 @@ __all__ = [
 _DIGITS = "sealmem_digits"
 
 
-class _Digits(Convertor[str]):
+class _Digits(StringConvertor):
     """A path number as its text: any run of ASCII digits (``[0-9]`` is ASCII in ``re``)."""
 
-    regex: ClassVar[str] = "[0-9]+"
-
-    def convert(self, value: str) -> str:
-        return value
-
-    def to_string(self, value: str) -> str:
-        return value
+    regex = "[0-9]+"
 
 
 if _DIGITS not in CONVERTOR_TYPES:
@@ -84,53 +59,46 @@ def number(value: object, what: str) -> int:
         raise Refusal(400, hubapi.BAD_REQUEST, str(exc)) from None
 
 
-@dataclass(frozen=True)
-class BodyPolicy:
-    """How patiently the hub reads a request body.
+#: a member refused a long poll may retry after this many seconds
+_POLL_RETRY_S = 5
 
-    A body must keep coming: no wait longer than ``idle_s`` for its next piece,
-    and after ``grace_s`` at least ``min_rate`` bytes per second on average.
-    At most ``max_reads`` bodies are read at the same time.
-    """
 
-    idle_s: float = 15.0
-    grace_s: float = 5.0
-    min_rate: int = 16 * 1024
-    max_reads: int = 32
-
-    def per_key(self) -> int:
-        """Bodies read at once for one claimed key (the gate checks a claim, not yet a
-        signature): a quarter of ``max_reads``, at least 1."""
-        return max(self.max_reads // 4, 1)
+def per_key(max_reads: int) -> int:
+    """Bodies read at once for one claimed key (the gate checks a claim, not yet a
+    signature): a quarter of ``max_reads``, at least 1."""
+    return max(max_reads // 4, 1)
 
 
 class BodyReader:
-    """Request bodies within a limit, a minimum rate and a number of concurrent reads."""
+    """Request bodies within a limit (413, at once for a declared ``Content-Length``), a
+    minimum rate (408 for a body that stalls or trickles) and a number of concurrent
+    reads (503 ``busy`` with ``Retry-After`` when full).
 
-    def __init__(self, policy: BodyPolicy) -> None:
-        self.policy = policy
-        self._reading = 0  # one event loop: no lock needed
+    A body must keep coming: no wait longer than ``body_idle_s`` for its next piece,
+    and after ``body_grace_s`` at least ``body_min_rate`` bytes per second on average.
+    """
+
+    def __init__(self, config: HubConfig, max_reads: int) -> None:
+        self.config = config
+        self.max_reads = max_reads
+        self._per_key = per_key(max_reads)
+        self.reading = 0  # bodies being read now (one event loop: no lock needed)
         self._by_key: dict[str, int] = {}  # only keys with a read under way: bounded
-
-    @property
-    def reading(self) -> int:
-        """Bodies being read right now."""
-        return self._reading
 
     async def read(
         self, receive: Receive, headers: Mapping[str, str], limit: int, key: str | None = None
     ) -> bytes:
         """The body (``headers``: lowercase names); with ``key`` (the key the headers
-        claim), at most :meth:`BodyPolicy.per_key` bodies of that key at once, so that
+        claim), at most :func:`per_key` bodies of that key at once, so that
         one key (or a stranger naming it) cannot take every reader."""
         declared = _content_length(headers)
         if declared is not None and declared > limit:
             raise _too_large(declared, limit)
         mine = self._by_key.get(key, 0) if key is not None else 0
-        key_full = key is not None and mine >= self.policy.per_key()
-        if key_full or self._reading >= self.policy.max_reads:
+        key_full = key is not None and mine >= self._per_key
+        if key_full or self.reading >= self.max_reads:
             busy = f"{mine} request bodies of this key" if key_full else (
-                f"{self._reading} request bodies"
+                f"{self.reading} request bodies"
             )  # fmt: skip
             raise Refusal(
                 503,
@@ -138,27 +106,27 @@ class BodyReader:
                 f"the hub is reading {busy} already; retry in a second",
                 retry_after=1,
             )
-        self._reading += 1
+        self.reading += 1
         if key is not None:
             self._by_key[key] = mine + 1
         try:
             return await self._read(receive, limit)
         finally:
-            self._reading -= 1
+            self.reading -= 1
             if key is not None:
                 left = self._by_key.pop(key, 1) - 1
                 if left:
                     self._by_key[key] = left
 
     async def _read(self, receive: Receive, limit: int) -> bytes:
-        policy = self.policy
+        config = self.config
         started = time.monotonic()
         parts: list[bytes] = []
         size = 0
         while True:
             # the next byte is due by the time the minimum rate asks for it
-            due = started + policy.grace_s + (size + 1) / policy.min_rate
-            wait = min(policy.idle_s, due - time.monotonic())
+            due = started + config.body_grace_s + (size + 1) / config.body_min_rate
+            wait = min(config.body_idle_s, due - time.monotonic())
             message: Message | None = None
             with anyio.move_on_after(max(wait, 0.0)):
                 message = await receive()
@@ -167,7 +135,7 @@ class BodyReader:
                 raise Refusal(
                     408,
                     hubapi.SLOW_BODY,
-                    f"the request body stalled or came slower than {policy.min_rate} bytes/s "
+                    f"the request body stalled or came slower than {config.body_min_rate} bytes/s "
                     f"({size} bytes in {time.monotonic() - started:.1f} s); send it again",
                 )
             if message["type"] == "http.disconnect":
@@ -183,11 +151,11 @@ class BodyReader:
 
 
 class PollSlots:
-    """Long polls under way, per member: at most ``per_member`` at once."""
+    """Long polls under way, per member: at most ``per_member`` at once, so that one member
+    (or one stolen key) cannot hold every connection the hub serves."""
 
-    def __init__(self, per_member: int, retry_after: int = 5) -> None:
+    def __init__(self, per_member: int) -> None:
         self.per_member = per_member
-        self.retry_after = retry_after
         self._held: dict[str, int] = {}  # only members with a poll under way: bounded
 
     def take(self, key: str) -> str:
@@ -200,7 +168,7 @@ class PollSlots:
                 hubapi.RATE_LIMITED,
                 f"this member already waits for changes on {mine} requests, the most the "
                 f"hub allows at once ({self.per_member}); retry when one of them answers",
-                retry_after=self.retry_after,
+                retry_after=_POLL_RETRY_S,
             )
         self._held[key] = mine + 1
         return key
@@ -238,7 +206,8 @@ async def unless_gone(receive: Receive, waiting: Awaitable[object]) -> bool:
 
 
 class MetricsDoor:
-    """Who may read ``/metrics``: nobody without a token, else only its bearer."""
+    """Who may read ``/metrics``: nobody without a token, else only its bearer (storage
+    counts and request rates are nobody else's business)."""
 
     def __init__(self, token: str | None) -> None:
         self._token = None if token is None else token.encode()

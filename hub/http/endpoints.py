@@ -1,20 +1,12 @@
 """The hub's endpoints: a handler of :mod:`~sealmem.hub.http.routes` behind its edge
-(the gate, the body read within its limit), run in a thread; the change feed's long
-poll, ``/healthz`` and ``/metrics``.
+(the gate, the body read within its limit); the change feed's long poll,
+``/healthz`` and ``/metrics``.
 
-Every blocking call (the gate, a handler, a read of the change feed) takes a thread:
-the hub's own :class:`~sealmem.hub.http.workers.Workers` on the fast path, Starlette's
-``run_in_threadpool`` on the plain one.  None runs on the event loop, even a read of
-local files: a signature check, a hash, an SQLite call and an fsync release the GIL in
-a thread, and on a machine short of CPU the loop is one thread among many (a hub that
-checked its PUTs and read its GETs on the loop, and wrote through one committer
-thread, had up to three times the p99 of the plain path under load:
-``tests/bench/bench_hub.py --paths fast plain --burn 2``).
-
-Each endpoint takes an :class:`~sealmem.hub.http.front.Exchange`: the front hands
-one over on the fast path's direct routes, and :meth:`Endpoints.starlette` makes
-one from a Starlette ``Request`` (the plain path, and every path the direct table
-does not take).
+Every blocking call (the gate, a handler, a read of the change feed) takes a thread
+(:mod:`~sealmem.hub.http.workers`), except that on the fast path over local storage
+the gate and the handlers that only read run on the event loop while it keeps up; a
+write never does.  A signed route's endpoint is an ASGI app over
+``scope["path_params"]``, called by the front's direct table or Starlette's router.
 """
 
 from __future__ import annotations
@@ -22,21 +14,21 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from ...protocol import hubapi
 from ..config import HubConfig
 from ..errors import Refusal
 from ..storage import Storage
-from .edge import BodyPolicy, BodyReader, MetricsDoor, PollSlots, unless_gone
-from .front import Endpoint, Exchange
-from .messages import Ctx, Json, context
+from .edge import BodyReader, MetricsDoor, PollSlots, unless_gone
+from .messages import Ctx, Json
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
-from .routes import Handlers
-from .workers import Run
+from .routes import Handler, Handlers
+from .workers import Pace, Run
 
 __all__ = ["Endpoints"]
 
@@ -47,82 +39,52 @@ _SECONDS = re.compile(r"[0-9.eE+-]{1,32}")
 class Endpoints:
     """The endpoints of one app, over its handlers, storage and threads."""
 
-    def __init__(self, config: HubConfig, store: Storage, handlers: Handlers, run: Run) -> None:
+    def __init__(
+        self, config: HubConfig, store: Storage, handlers: Handlers, run: Run, pace: Pace
+    ) -> None:
         self.config = config
-        self.store = store
         self.handlers = handlers
         self.run = run
+        self.pace = pace
         self.feed = store.feed()
         self.metrics = Metrics()
         # signed bodies and unsigned join requests have readers of their own
         self.readers = {
-            True: self._reader(config.max_body_reads),
-            False: self._reader(config.max_join_reads),
+            True: BodyReader(config, config.max_body_reads),
+            False: BodyReader(config, config.max_join_reads),
         }
         self.polls = PollSlots(config.max_polls_per_member)
         self.metrics_door = MetricsDoor(config.metrics_token)
-        self.metrics.gauges(self._gauges)
-
-    def _reader(self, max_reads: int) -> BodyReader:
-        config = self.config
-        return BodyReader(
-            BodyPolicy(
-                idle_s=config.body_idle_s,
-                grace_s=config.body_grace_s,
-                min_rate=config.body_min_rate,
-                max_reads=max_reads,
-            )
+        gauge, readers = self.metrics.gauge, self.readers
+        gauge("sealmem_hub_teams", "Registered teams.", store.team_count)
+        gauge("sealmem_hub_stored_bytes", "Bytes held for all teams.", store.total_usage)
+        gauge("sealmem_hub_resident_memory_bytes", "Hub process RSS.", resident_bytes)
+        gauge(
+            "sealmem_hub_body_reads",
+            "Signed request bodies being read.",
+            lambda: readers[True].reading,
         )
+        gauge("sealmem_hub_join_reads", "Join requests being read.", lambda: readers[False].reading)
 
     def wrap(
         self,
-        handler: Callable[[Ctx], Response],
+        handler: Handler,
         limit: int = 0,
         *,
         signed: bool = True,
         registering: bool = False,
-    ) -> Endpoint:
+        reads: bool = False,
+    ) -> _Endpoint:
         """An endpoint; with ``limit``, a body read only after the headers name a known
-        key (the gate, in a thread of its own before the body)."""
+        key (the gate, before the body).  A handler that ``reads`` only (a write it
+        needs is left in ``ctx.later``) and the gate run on the loop while the
+        :class:`Pace` keeps up, else each in a thread."""
         limit = min(limit, self.config.max_body_bytes)
-        bodies = self.readers[signed]
-        run, gate, feed = self.run, self.handlers.gate, self.feed
-
-        async def endpoint(exchange: Exchange) -> Response:
-            ctx = context(exchange.scope, exchange.params)
-            try:
-                if limit:
-                    if signed:
-                        await run(gate, ctx, registering)
-                    # unsigned join requests: at most a quarter of their readers per address
-                    claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else ctx.client
-                    ctx.body = await bodies.read(exchange.receive, ctx.headers, limit, claimed)
-                    exchange.body_done = True
-                answer: Response = await run(handler, ctx)
-                return answer
-            finally:
-                exchange.kid = ctx.kid
-                if ctx.changed:
-                    feed.notify(ctx.changed)
-
-        return endpoint
-
-    @staticmethod
-    def starlette(endpoint: Endpoint) -> Callable[[Request], Awaitable[Response]]:
-        """``endpoint`` as a Starlette route's: the member it names goes to the access log."""
-
-        async def through_starlette(request: Request) -> Response:
-            exchange = Exchange(request.scope, request.receive, request.path_params, False)
-            try:
-                return await endpoint(exchange)
-            finally:
-                request.scope["sealmem.kid"] = exchange.kid
-
-        return through_starlette
+        return _Endpoint(self, handler, limit, signed, registering, reads)
 
     async def changes(self, request: Request) -> Response:
         """``GET .../changes``: at once, or once the team changes within ``wait`` seconds."""
-        ctx = context(request.scope, request.path_params)
+        ctx = Ctx(request.scope)
         run, handlers, feed = self.run, self.handlers, self.feed
         held: str | None = None  # the member whose long-poll slot this request holds
         try:
@@ -153,18 +115,44 @@ class Endpoints:
         text = await self.run(self.metrics.render)
         return Response(text, media_type=CONTENT_TYPE)
 
-    def _gauges(self) -> dict[str, tuple[str, float]]:
-        store = self.store
-        return {
-            "sealmem_hub_teams": ("Registered teams.", store.team_count()),
-            "sealmem_hub_stored_bytes": ("Bytes held for all teams.", store.total_usage()),
-            "sealmem_hub_resident_memory_bytes": ("Hub process RSS.", resident_bytes()),
-            "sealmem_hub_body_reads": (
-                "Signed request bodies being read.",
-                self.readers[True].reading,
-            ),
-            "sealmem_hub_join_reads": ("Join requests being read.", self.readers[False].reading),
-        }
+
+@dataclass(frozen=True, slots=True)
+class _Endpoint:
+    """A signed route's endpoint (see :meth:`Endpoints.wrap`): an ASGI app, as Starlette's
+    router takes one that is not a function."""
+
+    endpoints: Endpoints
+    handler: Handler
+    limit: int
+    signed: bool
+    registering: bool
+    reads: bool
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        ctx = Ctx(scope)
+        endpoints, signed = self.endpoints, self.signed
+        run, gate, on_loop = endpoints.run, endpoints.handlers.gate, endpoints.pace.keeping_up
+        try:
+            if self.limit:
+                if signed and on_loop:
+                    gate(ctx, self.registering)
+                elif signed:
+                    await run(gate, ctx, self.registering)
+                # unsigned join requests: at most a quarter of their readers per address
+                claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else ctx.address
+                bodies = endpoints.readers[signed]
+                ctx.data = await bodies.read(receive, ctx.headers, self.limit, claimed)
+            if self.reads and on_loop:
+                answer = self.handler(ctx)
+            else:
+                answer = await run(self.handler, ctx)
+        finally:
+            scope["sealmem.kid"] = ctx.kid  # for the access log
+            if ctx.later is not None:  # a write a read left: never on the loop
+                await run(ctx.later)
+            if ctx.changed:
+                endpoints.feed.notify(ctx.changed)
+        await answer(scope, receive, send)
 
 
 def _seconds(raw: str) -> float:

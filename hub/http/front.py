@@ -1,32 +1,31 @@
 """The hub's one ASGI layer: the access log, metrics, edge and error answers together.
 
-Every HTTP request passes :class:`Front` once.  It stamps ``Sealmem-Hub-Time``
-on the answer, closes the connection after an answer sent before the request
-body was read (an unread body is never parsed as the next request nor waited
-for), turns an unexpected exception into a JSON 500 ``internal`` without a
-traceback (logged on the hub with the route template only: no body, no query,
-no headers), and writes one access-log line and one metrics sample.
+Every HTTP request passes :class:`Front` once.  It stamps the hub clock in
+``Sealmem-Hub-Time`` on the answer (a client tells a skewed clock from a bad
+signature), closes the connection after an answer sent before the request body was
+read (an unread body is never parsed as the next request nor waited for), answers a
+refusal as ``{"error": code, "detail": sentence}`` and the unexpected as a JSON 500
+``internal`` without a traceback, and writes one metrics sample and one line of the
+access log (``sealmem.hub.access``: method, route template, status, duration, member
+id; no bodies, query strings, ids in paths, headers or secrets).
 
-The signed ``/v1`` routes take a direct path (:class:`Routes`): the route is
-found by one dict lookup on (method, number of path segments) and a compare of
-the template's literal segments, where Starlette tries its routes in turn (a
-regex each); the endpoint gets an :class:`Exchange` (no ``Request`` object),
-its refusal is mapped here (:class:`Answers`), and the answer goes out as two
-raw ASGI messages.  Everything else (``/healthz``, ``/metrics``, the change
-feed, an unknown path or method, a mounted ``root_path``) goes to the Starlette
-app behind, which keeps its routes for every template: a path the direct table
-does not take is answered there exactly as before.
+On the fast path the signed ``/v1`` routes are found by one dict lookup on (method,
+number of path segments) and a compare of literal segments (:class:`Routes`), where
+Starlette tries its routes in turn (a regex each); the endpoint is called as an ASGI
+app with the path parameters in ``scope["path_params"]``, as Starlette calls it.
+Everything else (``/healthz``, ``/metrics``, the change feed, an unknown path or
+method, a mounted ``root_path``) goes to the Starlette app behind, which has a route
+for every template.  Refusals are answered here on both paths (:meth:`Front.answer`).
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 
 from starlette.responses import Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...protocol import hubapi
@@ -35,7 +34,7 @@ from ..storage import QuotaExceeded, StorageError
 from .messages import Json
 from .metrics import Metrics
 
-__all__ = ["Answers", "Direct", "Exchange", "Front", "Routes"]
+__all__ = ["Front", "Routes"]
 
 access_log = logging.getLogger("sealmem.hub.access")
 log = logging.getLogger("sealmem.hub")
@@ -47,110 +46,28 @@ _INTERNAL = {
 }
 _TIME = hubapi.HEADER_HUB_TIME.encode("latin-1")
 _CLOSE = (b"connection", b"close")
-#: a path number as Starlette's ``sealmem_digits`` convertor routes it
-_DIGITS = re.compile(r"[0-9]+")
-
-
-@dataclass(slots=True)
-class Exchange:
-    """One request on the direct path, as its endpoint sees it."""
-
-    scope: Scope
-    receive: Receive
-    params: dict[str, str]
-    #: the request has no body, or its body was read to the end
-    body_done: bool
-    #: the authenticated member, for the access log
-    kid: str | None = None
-
-
-Endpoint = Callable[[Exchange], Awaitable[Response]]
-
-
-class Direct:
-    """One template and method on the direct path."""
-
-    __slots__ = ("endpoint", "fields", "literals", "method", "template")
-
-    def __init__(self, template: str, method: str, endpoint: Endpoint) -> None:
-        self.template = template
-        self.method = method
-        self.endpoint = endpoint
-        parts = template.split("/")
-        names = hubapi.template_names(template)
-        self.literals = tuple((i, p) for i, p in enumerate(parts) if not p.startswith("{"))
-        self.fields = tuple(
-            (i, name, names[name])
-            for i, p in enumerate(parts)
-            if p.startswith("{")
-            for name in (p[1:-1].partition(":")[0],)
-        )
-
-    def match(self, parts: list[str]) -> dict[str, str] | None:
-        """The path parameters where ``parts`` (a path split on ``/``) fits, else None."""
-        for i, text in self.literals:
-            if parts[i] != text:
-                return None
-        params: dict[str, str] = {}
-        for i, name, digits in self.fields:
-            value = parts[i]
-            if not value or (digits and _DIGITS.fullmatch(value) is None):
-                return None
-            params[name] = value
-        return params
 
 
 class Routes:
-    """The direct routes by (method, number of path segments), in the order added.
+    """Starlette's routes of the signed templates by (method, number of path segments),
+    in the order given: a path is tried only against the compiled paths of its shape.
 
     Two templates with the same method and segment count differ in a literal
     segment (the hub's do), so at most one matches a path: the order only
     matters as Starlette's would."""
 
-    def __init__(self, routes: Iterable[Direct] = ()) -> None:
-        self._shapes: dict[tuple[str, int], list[Direct]] = {}
+    def __init__(self, routes: Iterable[Route] = ()) -> None:
+        self._shapes: dict[tuple[str, int], list[Route]] = {}
         for route in routes:
-            self.add(route)
+            method = next(m for m in route.methods or () if m != "HEAD")
+            key = (method, route.path.count("/") + 1)
+            self._shapes.setdefault(key, []).append(route)
 
-    def add(self, route: Direct) -> None:
-        key = (route.method, route.template.count("/") + 1)
-        self._shapes.setdefault(key, []).append(route)
-
-    def match(self, method: str, path: str) -> tuple[Direct, dict[str, str]] | None:
-        parts = path.split("/")
-        for route in self._shapes.get((method, len(parts)), ()):
-            params = route.match(parts)
-            if params is not None:
-                return route, params
-        return None
-
-
-class Answers:
-    """The answer to each refusal the hub names (counted by code), or None."""
-
-    def __init__(self, metrics: Metrics) -> None:
-        self.metrics = metrics
-
-    def of(self, exc: Exception) -> Response | None:
-        if isinstance(exc, Refusal):
-            self.metrics.error(exc.code)
-            headers = (
-                None
-                if exc.retry_after is None
-                else {hubapi.HEADER_RETRY_AFTER: str(exc.retry_after)}
-            )
-            return Json(exc.body(), exc.status, headers=headers)
-        if isinstance(exc, QuotaExceeded):
-            self.metrics.error(hubapi.QUOTA_EXCEEDED)
-            return Json({"error": hubapi.QUOTA_EXCEEDED, "detail": str(exc)}, 507)
-        if isinstance(exc, StorageError):
-            log.error("storage failure: %s", exc)
-            self.metrics.error(hubapi.STORAGE)
-            body = {
-                "error": hubapi.STORAGE,
-                "detail": "the hub could not read or write its storage",
-            }
-            return Json(body, 503)
+    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        for route in self._shapes.get((method, path.count("/") + 1), ()):
+            found = route.path_regex.match(path)
+            if found is not None:
+                return route, found.groupdict()
         return None
 
 
@@ -172,13 +89,12 @@ class Front:
         app: ASGIApp,
         *,
         routes: Routes,
-        answers: Answers,
+        metrics: Metrics,
         clock: Callable[[], int],
     ) -> None:
         self.app = app
         self.routes = routes
-        self.answers = answers
-        self.metrics = answers.metrics
+        self.metrics = metrics
         self.clock = clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -186,37 +102,8 @@ class Front:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        found = (
-            None if scope.get("root_path") else self.routes.match(scope["method"], scope["path"])
-        )
-        if found is None:
-            await self._framework(scope, receive, send, started)
-            return
-        route, params = found
-        exchange = Exchange(scope, receive, params, not has_body(scope))
-        status = 500
-        try:
-            try:
-                response = await route.endpoint(exchange)
-            except Exception as exc:
-                answer = self.answers.of(exc)
-                if answer is None:
-                    log.exception("unexpected error answering %s %s", route.method, route.template)
-                    answer = Json(_INTERNAL, 500)
-                response = answer
-            status = response.status_code
-            headers = response.raw_headers
-            headers.append((_TIME, str(self.clock()).encode()))
-            if not exchange.body_done:
-                headers = [(k, v) for k, v in headers if k != b"connection"]
-                headers.append(_CLOSE)
-            await send({"type": "http.response.start", "status": status, "headers": headers})
-            await send({"type": "http.response.body", "body": response.body})
-        finally:
-            self._done(route.template, scope["method"], status, started, exchange.kid)
-
-    async def _framework(self, scope: Scope, receive: Receive, send: Send, started: float) -> None:
-        """The request through Starlette, with the same stamps, edge and 500 as above."""
+        method = scope["method"]
+        found = None if scope.get("root_path") else self.routes.match(method, scope["path"])
         body_done = not has_body(scope)
         status = 500
         answering = False
@@ -245,14 +132,40 @@ class Front:
             await send(message)
 
         try:
-            await self.app(scope, receive_wrapper, send_wrapper)
-        except Exception:
-            method = str(scope.get("method"))[:16]
-            log.exception("unexpected error answering %s %s", method, _template(scope))
+            if found is None:
+                await self.app(scope, receive_wrapper, send_wrapper)
+            else:
+                scope["path_params"] = found[1]
+                await found[0].app(scope, receive_wrapper, send_wrapper)
+        except Exception as exc:
+            template = found[0].name if found else _template(scope)
+            response = self.answer(exc, str(method)[:16], template)
             if not answering:  # else the answer is under way; the server closes the connection
-                await Json(_INTERNAL, 500)(scope, receive_wrapper, send_wrapper)
+                await response(scope, receive_wrapper, send_wrapper)
         finally:
-            self._done(_template(scope), scope["method"], status, started, scope.get("sealmem.kid"))
+            template = found[0].name if found else _template(scope)
+            self._done(template, method, status, started, scope.get("sealmem.kid"))
+
+    def answer(self, exc: Exception, method: str, template: str) -> Response:
+        """The answer to a refusal the hub names (counted by code), else a JSON 500."""
+        if isinstance(exc, Refusal):
+            self.metrics.error(exc.code)
+            retry = exc.retry_after
+            headers = None if retry is None else {hubapi.HEADER_RETRY_AFTER: str(retry)}
+            return Json(exc.body(), exc.status, headers=headers)
+        if isinstance(exc, QuotaExceeded):
+            self.metrics.error(hubapi.QUOTA_EXCEEDED)
+            return Json({"error": hubapi.QUOTA_EXCEEDED, "detail": str(exc)}, 507)
+        if isinstance(exc, StorageError):
+            log.error("storage failure: %s", exc)
+            self.metrics.error(hubapi.STORAGE)
+            body = {
+                "error": hubapi.STORAGE,
+                "detail": "the hub could not read or write its storage",
+            }
+            return Json(body, 503)
+        log.exception("unexpected error answering %s %s", method, template)
+        return Json(_INTERNAL, 500)
 
     def _done(
         self, template: str, method: str, status: int, started: float, kid: str | None

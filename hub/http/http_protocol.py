@@ -1,26 +1,19 @@
-"""uvicorn's httptools protocol with a bound on the request head.
+"""uvicorn's httptools protocol with bounds on the request head, answering in one write.
 
 h11 refuses a request line and headers over ``h11_max_incomplete_event_size``;
-httptools (llhttp) has no such bound and buffers a header value however long
-it grows.  :class:`BoundedHttpTools` counts the bytes of reads that leave a
-request's head incomplete and answers 400 (and closes) once they pass
-``MAX_HEAD_BYTES``, as h11 does (h11 too bounds only a head still incomplete:
-one read that holds a whole head is parsed).  A read in which a head ends or
-begins is not counted, since where the head starts in it is unknown: what is
-buffered stays under the bound plus one read.
+httptools (llhttp) buffers a header value however long it grows.
+:class:`BoundedHttpTools` counts the bytes of reads that leave a request's head
+incomplete and answers 400 (and closes) past ``MAX_HEAD_BYTES``, as h11 does (a read
+in which a head ends or begins is not counted, since where the head starts in it is
+unknown: what is buffered stays under the bound plus one read).  A head must also be
+complete within ``HEAD_TIMEOUT_S`` of its first byte, else the connection is closed
+(uvicorn's keep-alive timeout covers only a connection that sends nothing).
 
-It also bounds the time a head may take: from its first byte, a head must be
-complete within ``HEAD_TIMEOUT_S``, else the connection is closed (uvicorn's
-keep-alive timeout covers only a connection that sends nothing).
-
-And it answers in one write: uvicorn writes a response's status line and
-headers when the app sends ``http.response.start``, then the body with the next
-message, two writes and two TCP segments for an answer of a few hundred bytes;
-on the loopback and on a busy machine each write is a system call that also
-runs the receiving side's network stack and wakes the reader.
-:class:`OneWrite` holds the head until the first body write (or a close, or the
-end of a ``HEAD`` answer, which has no body to write) and sends them together:
-the bytes on the wire are the same.
+uvicorn writes an answer's status line and headers, then its body: two system calls
+and two TCP segments for a few hundred bytes, each write also running the receiving
+side's network stack on the loopback.  :class:`OneWrite` holds the head until the
+first body write (or a close, or the end of a ``HEAD`` answer) and sends both at
+once: the bytes on the wire are the same.
 """
 
 from __future__ import annotations

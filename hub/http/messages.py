@@ -1,14 +1,13 @@
-"""A request as the handlers see it (:class:`Ctx`, made from the ASGI scope by
-:func:`context`), and the hub's JSON answer (:class:`Json`)."""
+"""A request as the handlers see it (:class:`Ctx`) and the hub's JSON answer
+(:class:`Json`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import orjson
-from starlette.datastructures import URL, QueryParams
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
@@ -17,7 +16,7 @@ from ..auth import Signed
 from ..errors import Refusal
 from .edge import number
 
-__all__ = ["Ctx", "Json", "context"]
+__all__ = ["Ctx", "Json"]
 
 
 class Json(Response):
@@ -30,25 +29,34 @@ class Json(Response):
         return orjson.dumps(content)
 
 
-@dataclass
-class Ctx:
-    """One request as the handlers see it (body already read within its limit)."""
+class Ctx(Request):
+    """One request as the handlers see it: Starlette's ``Request``, with its body read
+    within its limit (``data``) and what handling it learns on the way."""
 
-    method: str
-    target: str
-    params: Mapping[str, Any]
-    query: Mapping[str, str]
-    headers: Mapping[str, str]
-    body: bytes
-    client: str
-    kid: str | None = None  # set once authenticated, for the access log
-    changed: str | None = None  # team whose change feed moved
-    #: the signature headers as the gate read them (the handler does not parse them again)
-    claimed: Signed | None = None
+    def __init__(self, scope: Scope) -> None:
+        super().__init__(scope)
+        self.data = b""
+        self.kid: str | None = None  # set once authenticated, for the access log
+        self.changed: str | None = None  # team whose change feed moved
+        #: the signature headers as the gate read them (the handler does not parse them again)
+        self.claimed: Signed | None = None
+        #: a write a read handler leaves for a thread (it may run on the event loop)
+        self.later: Callable[[], None] | None = None
+
+    @property
+    def target(self) -> str:
+        """The request target as the client signed it: the raw path and query."""
+        target = self.scope.get("raw_path") or self.url.path.encode()
+        query = self.scope.get("query_string")
+        return (target + b"?" + query if query else target).decode("latin-1")
+
+    @property
+    def address(self) -> str:
+        return self.client.host if self.client else "-"
 
     def param(self, name: str) -> str:
         """A text path parameter, checked against its pattern in :data:`hubapi.PARAMS`."""
-        value = str(self.params[name])
+        value = str(self.path_params[name])
         pattern = hubapi.PARAMS[name]
         if pattern.fullmatch(value) is None:
             raise Refusal(
@@ -58,27 +66,8 @@ class Ctx:
 
     def number(self, name: str) -> int:
         """A number path parameter (routed as ASCII digits), within int64; else 400."""
-        return number(self.params[name], name)
+        return number(self.path_params[name], name)
 
     def int_query(self, name: str, default: int) -> int:
-        raw = self.query.get(name)
+        raw = self.query_params.get(name)
         return default if raw is None else number(raw, f"query {name}")
-
-
-def context(scope: Scope, params: Mapping[str, Any]) -> Ctx:
-    """The request as the handlers see it, read straight from the ASGI scope."""
-    target = scope.get("raw_path") or URL(scope=scope).path.encode()
-    query = scope.get("query_string") or b""
-    if query:
-        target = target + b"?" + query
-    client = scope.get("client")
-    return Ctx(
-        method=scope["method"],
-        target=target.decode("latin-1"),
-        params=params,
-        query=dict(QueryParams(query)) if query else {},
-        # as dict(request.headers): lowercase names, latin-1, a repeated name's first value
-        headers={k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])},
-        body=b"",
-        client=client[0] if client else "-",
-    )

@@ -12,44 +12,31 @@ process, platform and garbage-collector collectors.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     GCCollector,
     Histogram,
     PlatformCollector,
     ProcessCollector,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
 from ...protocol import hubapi, reasons
 
-__all__ = [
-    "BUCKETS",
-    "CONTENT_TYPE",
-    "METHODS",
-    "Metrics",
-    "code_label",
-    "method_label",
-    "resident_bytes",
-    "route_label",
-    "status_label",
-]
+__all__ = ["CONTENT_TYPE", "Metrics", "resident_bytes"]
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
-METHODS = frozenset({"GET", "PUT", "POST", "DELETE"})
+_METHODS = frozenset({"GET", "PUT", "POST", "DELETE"})
 _ROUTES = frozenset(hubapi.TEMPLATES)
 _CODES = frozenset(
     v for m in (hubapi, reasons) for k, v in vars(m).items() if k.isupper() and isinstance(v, str)
 )
-
-Gauges = Callable[[], Mapping[str, tuple[str, float]]]
 
 
 def resident_bytes() -> int:
@@ -59,33 +46,6 @@ def resident_bytes() -> int:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def route_label(template: str | None) -> str:
-    return template if template in _ROUTES else "unmatched"
-
-
-def method_label(method: str) -> str:
-    return method if method in METHODS else "other"
-
-
-def status_label(status: int) -> str:
-    return f"{status // 100}xx" if 100 <= status <= 599 else "other"
-
-
-def code_label(code: str) -> str:
-    return code if code in _CODES else "other"
-
-
-class _GaugeCollector(Collector):
-    """Gauges read at scrape time (teams, stored bytes, RSS)."""
-
-    def __init__(self, gauges: Gauges) -> None:
-        self._gauges = gauges
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        for name, (help_text, value) in sorted(self._gauges().items()):
-            yield GaugeMetricFamily(name, help_text, value=value)
 
 
 class Metrics:
@@ -114,13 +74,14 @@ class Metrics:
         # lock and checks its arguments, on every request
         self._children: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
 
-    def gauges(self, gauges: Gauges) -> None:
-        """Add gauges computed at each scrape."""
-        self.registry.register(_GaugeCollector(gauges))
+    def gauge(self, name: str, help_text: str, read: Callable[[], float]) -> None:
+        """A gauge read at each scrape (teams, stored bytes, RSS)."""
+        Gauge(name, help_text, registry=self.registry).set_function(read)
 
     def observe(self, template: str | None, method: str, status: int, seconds: float) -> None:
-        route = route_label(template)
-        labels = (route, method_label(method), status_label(status))
+        route = template if template in _ROUTES else "unmatched"
+        status_class = f"{status // 100}xx" if 100 <= status <= 599 else "other"
+        labels = (route, method if method in _METHODS else "other", status_class)
         found = self._children.get(labels)  # bounded: every label has a fixed set of values
         if found is None:
             found = self._children[labels] = (
@@ -132,7 +93,7 @@ class Metrics:
         histogram.observe(seconds)
 
     def error(self, code: str) -> None:
-        self._errors.labels(code_label(code)).inc()
+        self._errors.labels(code if code in _CODES else "other").inc()
 
     def render(self) -> bytes:
         """The exposition text (blocking: gauges may read storage)."""

@@ -1,13 +1,15 @@
 """The /v1 endpoints: who may do what, then the verified read or write.
 
-Each handler is a plain blocking function over a :class:`Ctx`, run in a worker
-thread: authenticate the caller against the team's trusted state, check its role
-and grants, then read or write through :class:`~sealmem.hub.teams.Teams` and the
-storage.  SPEC.md "Hub API (messages)" lists every message.
+Each handler is a plain blocking function over a :class:`Ctx` whose body was read
+within its route's limit (:mod:`~sealmem.hub.http.edge`): authenticate the caller
+against the team's trusted state, check its role and grants, then read or write
+through :class:`~sealmem.hub.teams.Teams` and the storage.  SPEC.md "Hub API
+(messages)" lists every message.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from collections.abc import Callable
@@ -22,7 +24,6 @@ from ...protocol.hlc import MAX_WALL_MS
 from ...protocol.manifest import MAX_CHUNK_BYTES
 from ...protocol.snapshot import chunk_id
 from ...protocol.state import TrustedState
-from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from ..auth import Authenticator, Caller, revoked
 from ..config import HubConfig
 from ..door import Door
@@ -53,6 +54,13 @@ def _no_grant(kid: str, project: str, what: str) -> Refusal:
         f"member {kid} may not {what} project {project!r}; an admin can grant it "
         "('sealmem admin grant')",
     )
+
+
+def _stored(ctx: Ctx, team: str, stored: bool, **doc: int) -> Response:
+    """201 and the team's change feed moved if ``stored``, else 200 (it was there)."""
+    if stored:
+        ctx.changed = team
+    return Json({**doc, "stored": stored}, 201 if stored else 200)
 
 
 def _collect_body(body: bytes) -> tuple[set[str], int]:
@@ -119,7 +127,7 @@ class Handlers:
         # read again after the body: a revocation committed meanwhile is honoured
         state = self.teams.state(team)
         caller = self.auth.caller(
-            team, state, ctx.method, ctx.target, ctx.headers, ctx.body,
+            team, state, ctx.method, ctx.target, ctx.headers, ctx.data,
             allow_pending=pending, allow_revoked=revoked, claimed=ctx.claimed,
         )  # fmt: skip
         ctx.kid = caller.kid
@@ -164,7 +172,7 @@ class Handlers:
         team = ctx.param("team")
         version = ctx.number("version")
         try:
-            doc = json.loads(ctx.body)
+            doc = json.loads(ctx.data)
             roster = b64d(doc["roster"])
             keyrings = [b64d(k) for k in doc.get("keyrings", [])]
         except (ValueError, KeyError, TypeError, AttributeError):
@@ -179,15 +187,13 @@ class Handlers:
         else:
             self._may_register(ctx, team)
             self._register(ctx, team, roster)
-        check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
+        check_quota(self.storage, team, len(ctx.data), self.config.team_quota_bytes)
         accepted, stored = self.teams.publish_roster(team, roster, keyrings, self.clock())
         if accepted.version != version:
             raise Refusal(
                 400, hubapi.BAD_REQUEST, f"roster v{accepted.version} was sent as v{version}"
             )
-        if stored:
-            ctx.changed = team
-        return Json({"version": accepted.version, "stored": stored}, 201 if stored else 200)
+        return _stored(ctx, team, stored, version=accepted.version)
 
     def _may_register(self, ctx: Ctx, team: str) -> None:
         """A new team: the operator's token or allow-list (headers only)."""
@@ -217,7 +223,7 @@ class Handlers:
         signed = self.auth.signed(ctx.headers)
         if signed.kid != kid:
             raise Refusal(403, hubapi.NOT_ADMIN, f"roster v1 must be published by its signer {kid}")
-        self.auth.verify(signed, sign_public, ctx.method, ctx.target, ctx.body)
+        self.auth.verify(signed, sign_public, ctx.method, ctx.target, ctx.data)
         ctx.kid = kid
 
     def get_keyrings(self, ctx: Ctx) -> Response:
@@ -233,13 +239,9 @@ class Handlers:
         self._admin(team, caller)
         project = ctx.param("project")
         epoch = ctx.number("epoch")
-        if len(ctx.body) > MAX_KEYRING_BYTES:
-            raise Refusal(413, hubapi.TOO_LARGE, f"a keyring is at most {MAX_KEYRING_BYTES} bytes")
-        check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
-        stored = self.teams.put_keyring(team, project, epoch, ctx.body, self.clock())
-        if stored:
-            ctx.changed = team
-        return Json({"stored": stored}, 201 if stored else 200)
+        check_quota(self.storage, team, len(ctx.data), self.config.team_quota_bytes)
+        stored = self.teams.put_keyring(team, project, epoch, ctx.data, self.clock())
+        return _stored(ctx, team, stored)
 
     # -- snapshots -------------------------------------------------------------------
 
@@ -252,7 +254,7 @@ class Handlers:
     def get_manifests(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
-        writer = ctx.param("writer") if "writer" in ctx.params else None
+        writer = ctx.param("writer") if "writer" in ctx.path_params else None
         self._reader(state, caller, project, writer)
         found = self.storage.manifests(team, project, writer)
         if writer is not None:
@@ -265,16 +267,10 @@ class Handlers:
         project = ctx.param("project")
         writer = ctx.param("writer")
         self._own_slot(state, caller, project, writer)
-        if len(ctx.body) > MAX_MANIFEST_BYTES:
-            raise Refusal(
-                413, hubapi.TOO_LARGE, f"a manifest is at most {MAX_MANIFEST_BYTES} bytes"
-            )
-        check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
+        check_quota(self.storage, team, len(ctx.data), self.config.team_quota_bytes)
         seq = ctx.number("seq")
-        stored = self.teams.put_manifest(team, project, writer, seq, ctx.body, self.clock())
-        if stored:
-            ctx.changed = team
-        return Json({"seq": seq, "stored": stored}, 201 if stored else 200)
+        stored = self.teams.put_manifest(team, project, writer, seq, ctx.data, self.clock())
+        return _stored(ctx, team, stored, seq=seq)
 
     def get_chunk(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
@@ -286,7 +282,7 @@ class Handlers:
         data = self.storage.chunk_read(team, project, writer, cid)
         if not isinstance(data, bytes):
             if data is not None:  # a row without its blob: dropped before the answer
-                self.storage.drop_blobless(data, seen_at)
+                ctx.later = functools.partial(self.storage.drop_blobless, data, seen_at)
             raise Refusal(
                 404, hubapi.NOT_FOUND, f"chunk {cid[:16]} of {writer}/{project} is not here"
             )
@@ -298,13 +294,13 @@ class Handlers:
         writer = ctx.param("writer")
         cid = ctx.param("chunk")
         self._own_slot(state, caller, project, writer)
-        if not 0 < len(ctx.body) <= MAX_CHUNK_BYTES:
+        if not 0 < len(ctx.data) <= MAX_CHUNK_BYTES:
             raise Refusal(413, hubapi.TOO_LARGE, f"a chunk is 1..{MAX_CHUNK_BYTES} bytes")
-        if chunk_id(SUITE, ctx.body) != cid:
+        if chunk_id(SUITE, ctx.data) != cid:
             raise Refusal(
                 422, hubapi.BAD_CHUNK_ID, f"the body does not hash to chunk id {cid[:16]}"
             )
-        check_quota(self.storage, team, len(ctx.body), self.config.team_quota_bytes)
+        check_quota(self.storage, team, len(ctx.data), self.config.team_quota_bytes)
 
         def still_allowed(generation: int | None) -> None:
             # in the row's transaction: a roster committed since the checks is seen here
@@ -315,7 +311,7 @@ class Handlers:
                 self._own_slot(now, caller, project, writer)
 
         put = self.storage.put_chunk
-        stored = put(team, project, writer, cid, ctx.body, self.clock(), check=still_allowed)
+        stored = put(team, project, writer, cid, ctx.data, self.clock(), check=still_allowed)
         return Json({"stored": stored}, 201 if stored else 200)
 
     def collect(self, ctx: Ctx) -> Response:
@@ -324,7 +320,7 @@ class Handlers:
         writer = ctx.param("writer")
         if writer != caller.kid:
             raise Refusal(403, hubapi.NOT_YOUR_SLOT, "a member collects only its own chunks")
-        keep, grace_ms = _collect_body(ctx.body)
+        keep, grace_ms = _collect_body(ctx.data)
         keep |= self.teams.kept_chunks(team, project, writer)
         older = self.clock() - grace_ms
         removed = self.storage.collect(team, project, writer, keep, older)
@@ -335,7 +331,7 @@ class Handlers:
     def post_request(self, ctx: Ctx) -> Response:
         team = ctx.param("team")
         kid = ctx.param("kid")
-        self.door.admit(team, kid, ctx.body, ctx.client)
+        self.door.admit(team, kid, ctx.data, ctx.address)
         ctx.kid = kid
         return Json({"stored": True}, 201)
 

@@ -19,7 +19,6 @@ from .app import create_app
 
 __all__ = [
     "HEAD_TIMEOUT_S",
-    "KEEP_ALIVE_S",
     "MAX_HEAD_BYTES",
     "BackgroundHub",
     "free_port",
@@ -40,10 +39,10 @@ HEAD_TIMEOUT_S = 10.0
 SWITCH_INTERVAL_S = 0.0005
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nothing listens on right now."""
+def free_port() -> int:
+    """A TCP port nothing listens on right now (on 127.0.0.1)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
+        sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
@@ -75,23 +74,6 @@ def _uvicorn_config(config: HubConfig, access_log: bool) -> uvicorn.Config:
     )
 
 
-class LogFormat(logging.Formatter):
-    """``asctime name message``, the time's text made once a second (not per line:
-    the access log writes one line per request)."""
-
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(name)s %(message)s")
-        self._second: tuple[int, str] = (-1, "")
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        second = int(record.created)
-        cached, text = self._second  # one tuple: threads that log see a consistent pair
-        if second != cached:
-            text = time.strftime(self.default_time_format, self.converter(record.created))
-            self._second = (second, text)
-        return f"{text},{int(record.msecs):03d}"  # as default_msec_format "%s,%03d"
-
-
 def _process_settings() -> None:
     """What the hub process sets for itself (not a hub run inside another program).
 
@@ -111,9 +93,7 @@ def _process_settings() -> None:
 
 def serve(config: HubConfig) -> None:
     """Serve until interrupted (SIGINT/SIGTERM handled by uvicorn)."""
-    handler = logging.StreamHandler()
-    handler.setFormatter(LogFormat())
-    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     _process_settings()
     server = uvicorn.Server(_uvicorn_config(config, access_log=True))
     gc.collect()

@@ -1,20 +1,24 @@
-"""The hub's worker threads: the blocking calls of a request (writes and their
-fsyncs, a networked backend) run here, off the event loop.
+"""The fast path's threads: the blocking calls of a request (writes and their fsyncs,
+a networked backend) run here, off the event loop.
 
 Starlette's ``run_in_threadpool`` (anyio's worker threads) cost 28-60 µs of CPU a
-call on this machine: a capacity limiter, a cancel scope, a context copy, a
-worker looked up per call.  :class:`Workers` is what the hub needs of it: up
-to ``size`` threads, started when a call finds none idle and ended after
-:data:`IDLE_S` without work (as anyio's), one queue (``SimpleQueue``, in C),
-and the answer handed back to the loop with one ``call_soon_threadsafe``
-(~8 µs a call, measured side by side; the standard library's
-``loop.run_in_executor`` over a ``ThreadPoolExecutor`` costs ~20 µs and keeps its
-threads, joined at exit, for the life of the process).  As with anyio, a call whose awaiting
-task is cancelled still runs to its end (a write is never cut in half); its
-result is dropped.
+call on this machine: a capacity limiter, a cancel scope, a context copy, a worker
+looked up per call.  :class:`Workers` is what the hub needs of it: up to ``size``
+threads, started when a call finds none idle and ended after :data:`IDLE_S` without
+work (as anyio's), one ``SimpleQueue`` and the answer handed back with one
+``call_soon_threadsafe`` (~8 µs a call; ``loop.run_in_executor`` costs ~20 µs and
+keeps its threads for the life of the process).  As with anyio, a call whose
+awaiting task is cancelled still runs to its end (a write is never cut in half).
 
-The plain path (``HubConfig.fast`` False) takes Starlette's ``run_in_threadpool``
-instead: :func:`thread_runner` hands out one or the other.
+Even so a hop costs a quiet hub more CPU than an SQLite read of local files (a
+worker woken, the answer handed back, the GIL passed twice).  :class:`Pace` lets the
+fast path read local storage on the loop while the loop keeps up, and sends those
+calls to the workers once it lags: on a machine short of CPU the loop is one thread
+among many, and a read on it holds up every other request
+(``tests/bench/bench_hub.py --paths fast plain --burn 2``).
+
+The plain path takes ``run_in_threadpool``: :func:`thread_runner` hands out one or
+the other.
 """
 
 from __future__ import annotations
@@ -23,12 +27,13 @@ import asyncio
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-__all__ = ["IDLE_S", "WORKERS", "Run", "Workers", "thread_runner"]
+__all__ = ["IDLE_S", "LATE_S", "TICK_S", "WORKERS", "Pace", "Run", "Workers", "thread_runner"]
 
 T = TypeVar("T")
 
@@ -36,6 +41,9 @@ T = TypeVar("T")
 WORKERS = 40
 #: a thread with no work for this long ends
 IDLE_S = 10.0
+#: the loop's pace is taken every TICK_S; it keeps up while a tick is at most LATE_S late
+TICK_S = 0.05
+LATE_S = 0.005
 
 _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
 
@@ -119,6 +127,31 @@ class Workers:
             threads = self._threads
         for _ in range(threads):
             self._queue.put(None)
+
+
+class Pace:
+    """Whether the event loop keeps up (never, unless ``enabled``: the fast path over
+    local storage): its last tick came at most :data:`LATE_S` late for want of CPU.
+
+    A tick late because the loop was running (a busy hub on a quiet machine) does not
+    count; the time the loop's thread spent neither running nor waiting for the tick
+    does (other processes had the cores, or other threads the GIL)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.late = 0.0  # seconds the last tick came late, less the loop's CPU time
+
+    @property
+    def keeping_up(self) -> bool:
+        return self.enabled and self.late <= LATE_S
+
+    async def watch(self) -> None:
+        """Take the pace until cancelled (a task of the app's lifespan)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            due, cpu = loop.time() + TICK_S, time.thread_time()
+            await asyncio.sleep(TICK_S)
+            self.late = loop.time() - due - (time.thread_time() - cpu)
 
 
 #: runs ``fn(*args)`` in a thread and hands its result (or exception) to the loop

@@ -16,9 +16,9 @@ spread over the replicas (member i talks to replica i mod R).  ``--http``
 names the HTTP stacks to measure (each is a separate hub run in the same
 invocation): ``httptools`` (llhttp + uvloop, the default) and ``h11`` (the pure
 Python stack before).  ``--paths`` names the hub's paths to measure, each a hub
-run of its own: ``fast`` (the default: the direct routes, the hub's own threads
-and the committer's shared transactions) and ``plain`` (``sealmem hub serve
---plain``: Starlette's router and thread pool); with ``--rounds`` the paths
+run of its own: ``fast`` (the default: the direct routes, reads on the event loop
+while it keeps up, else the hub's own threads, and group commit) and ``plain``
+(``sealmem hub serve --plain``: Starlette's router and thread pool); with ``--rounds`` the paths
 alternate at each N, and a last table sets each path's p99 beside the fast one's.
 ``--burn N`` starts N busy-loop processes for the whole run (the CPU contention
 of a shared machine, on purpose).  Beside the Python client's figures, ``wrk`` (a compiled
@@ -83,15 +83,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import SUITE, ContentKey, MemberKey, random_bytes
 from sealmem.hub.http.server import free_port
-from sealmem.protocol.envelope import unpack
 from sealmem.protocol.errors import SealmemError
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.keyring import build_keyring
-from sealmem.protocol.manifest import Manifest
+from sealmem.protocol.manifest import peek
 from sealmem.protocol.record import Record, new_memory_id
 from sealmem.protocol.roster import Grant, Member, Roster
 from sealmem.protocol.snapshot import PreviousSnapshot, build_snapshot
-from sealmem.protocol.verify import MAX_MANIFEST_BYTES
 
 PROJECT = "bench"
 RECORDS = 8
@@ -457,9 +455,7 @@ class Writer:
         for writer in moved[:PULLS_PER_CYCLE]:
             envelopes = hub.writer_manifests(PROJECT, writer)
             if envelopes:
-                manifest = Manifest.from_body(
-                    unpack(envelopes[0], what="manifest", max_bytes=MAX_MANIFEST_BYTES).body
-                )
+                manifest = peek(envelopes[0])
                 self.seen[writer] = manifest.seq
                 # A reader fetches only chunks it has not opened: here, one per manifest.
                 ref = manifest.chunks[manifest.seq % len(manifest.chunks)]

@@ -15,7 +15,7 @@ from starlette.datastructures import Headers
 
 from sealmem.hub.config import HubConfig
 from sealmem.hub.errors import Refusal
-from sealmem.hub.http.edge import BodyPolicy, MetricsDoor, PollSlots
+from sealmem.hub.http.edge import MetricsDoor, PollSlots, per_key
 from sealmem.protocol import hubapi
 from sealmem.protocol.errors import InputError
 
@@ -76,10 +76,10 @@ def test_the_body_reader_rows(pool: str, share: str, setting: str) -> None:
     _, most, refused = _row(pool)
     assert most == f"{reads} (`{setting}`)"
     _, part, part_refused = _row(share)
-    per_key = BodyPolicy(max_reads=reads).per_key()
-    assert part == f"a quarter of `{setting}` ({per_key}), at least 1"
-    assert per_key == max(reads // 4, 1)
-    assert BodyPolicy(max_reads=1).per_key() == 1
+    share_of_one = per_key(reads)
+    assert part == f"a quarter of `{setting}` ({share_of_one}), at least 1"
+    assert share_of_one == max(reads // 4, 1)
+    assert per_key(1) == 1
     assert _refusal(refused) == _refusal(part_refused) == (503, hubapi.BUSY, 1)
 
 

@@ -1,12 +1,16 @@
-"""Every blocking call of a request takes a thread, none runs on the event loop: on the
-fast path the hub's own workers, one hop per call (a GET one, a PUT two: the gate before
-the body, then the handler and its write), the route found by the front's direct table;
-on the plain path Starlette's router and its ``run_in_threadpool``, the same hops.  A
-chunk row whose blob is gone is dropped in the GET's hop, before its 404.  ``sealmem hub
-serve --plain`` serves the plain path."""
+"""Where a request's blocking calls run.  On the plain path every one takes a thread of
+Starlette's ``run_in_threadpool`` (a GET one hop, a PUT two: the gate before the body,
+then the handler and its write), routed by Starlette.  On the fast path the route is found
+by the front's direct table and the calls take the hub's own workers, except that over
+local storage the gate and the reads run on the event loop while it keeps up (a PUT: one
+hop, its write); a write never runs on the loop.  A chunk row whose blob is gone is
+dropped in a hop before its 404.  ``sealmem hub serve --plain`` serves the plain path."""
 
 from __future__ import annotations
 
+import asyncio
+import math
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +27,7 @@ from sealmem.hub.http import server
 from sealmem.hub.http import workers as hub_workers
 from sealmem.hub.http.app import create_app
 from sealmem.hub.http.front import Front
-from sealmem.hub.http.workers import Workers
+from sealmem.hub.http.workers import Pace, Workers
 from sealmem.hub.storage import Storage
 from sealmem.hub.storage.blobs import BlobKey
 from sealmem.protocol import hubapi
@@ -70,15 +74,15 @@ def counted(tmp_path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> Iter
     real_run, real_threadpool, real_route = (
         Workers.run,
         hub_workers.run_in_threadpool,
-        (Front._framework),
+        Front.__call__,
     )
 
     async def run(self: Workers, fn: Callable[..., Any], *args: Any) -> Any:
-        workers.append(fn.__name__)
+        workers.append(getattr(fn, "func", fn).__name__)  # a partial: its function
         return await real_run(self, fn, *args)
 
     async def threadpool_run(fn: Callable[..., Any], *args: Any) -> Any:
-        threadpool.append(fn.__name__)
+        threadpool.append(getattr(fn, "func", fn).__name__)
         return await real_threadpool(fn, *args)
 
     async def framework(self: Front, scope: Any, *args: Any) -> None:
@@ -89,7 +93,7 @@ def counted(tmp_path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> Iter
 
     monkeypatch.setattr(Workers, "run", run)
     monkeypatch.setattr(hub_workers, "run_in_threadpool", threadpool_run)
-    monkeypatch.setattr(Front, "_framework", framework)
+    monkeypatch.setattr(Front, "__call__", framework)
     app = create_app(hub_config(tmp_path / "hub", fast=fast))
     homes = tmp_path / "homes"
     homes.mkdir()
@@ -105,29 +109,59 @@ def counted(tmp_path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> Iter
         world.close()
 
 
+@pytest.fixture(params=[True, False], ids=["keeping-up", "lagging"])
+def keeping_up(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Whether the loop keeps up: every tick is on time, or every one is late."""
+    monkeypatch.setattr(hub_workers, "LATE_S", math.inf if request.param else -1.0)
+    return bool(request.param)
+
+
+def test_a_loop_held_up_is_seen_to_lag_at_its_next_tick() -> None:
+    async def main() -> tuple[bool, bool]:
+        pace = Pace(enabled=True)
+        watching = asyncio.create_task(pace.watch())
+        await asyncio.sleep(0)
+        before = pace.keeping_up
+        time.sleep(hub_workers.TICK_S + 0.1)  # a call that holds the loop
+        await asyncio.sleep(0.01)
+        watching.cancel()
+        return before, pace.keeping_up
+
+    assert asyncio.run(main()) == (True, False)
+    assert not Pace(enabled=False).keeping_up
+
+
 def test_each_blocking_call_takes_one_hop_on_the_path_s_threads(
-    counted: Counted, fast: bool
+    counted: Counted, fast: bool, keeping_up: bool
 ) -> None:
     counted.clear()
     assert counted.request("PUT") == 201
     assert counted.request("GET") == 200
     assert counted.request("GET", what="seqs") == 200
     hops = ["gate", "put_chunk", "get_chunk", "get_seqs"]
-    assert (counted.workers, counted.threadpool) == ((hops, []) if fast else ([], hops))
+    if fast and keeping_up:
+        assert (counted.workers, counted.threadpool) == (["put_chunk"], [])
+    else:
+        assert (counted.workers, counted.threadpool) == ((hops, []) if fast else ([], hops))
     assert counted.routed == ([] if fast else [hubapi.CHUNK, hubapi.CHUNK, hubapi.SEQS])
 
 
-def test_a_refused_upload_takes_its_hops_and_stores_nothing(counted: Counted) -> None:
+def test_a_refused_upload_takes_its_hops_and_stores_nothing(
+    counted: Counted, fast: bool, keeping_up: bool
+) -> None:
     counted.clear()
     key = counted.world.nodes["alice"].key
     path = f"/v1/teams/{TEAM}/projects/{PROJECT}/chunks/{key.kid}/{chunk_id(SUITE, b'other')}"
     answer = counted.client.put(path, headers=sign(key, "PUT", path, DATA), content=DATA)
     assert answer.status_code == 422
-    assert len(counted.workers + counted.threadpool) == 2  # the gate, the handler
+    # the gate (on the loop if it keeps up), the handler
+    assert len(counted.workers + counted.threadpool) == (1 if fast and keeping_up else 2)
     assert counted.storage.chunk_rows(None, 10) == []
 
 
-def test_a_row_whose_blob_is_gone_is_dropped_before_the_404(counted: Counted) -> None:
+def test_a_row_whose_blob_is_gone_is_dropped_before_the_404(
+    counted: Counted, fast: bool, keeping_up: bool
+) -> None:
     assert counted.request("PUT") == 201
     ((key, _),) = [(k, v) for k, v in counted.storage.chunk_rows(None, 10)]
     key = BlobKey(TEAM, PROJECT, key.writer, chunk_id(SUITE, DATA))
@@ -135,7 +169,9 @@ def test_a_row_whose_blob_is_gone_is_dropped_before_the_404(counted: Counted) ->
     assert counted.storage.chunk_rows_named([key]) == {key}
     counted.clear()
     assert counted.request("GET") == 404
-    assert len(counted.workers + counted.threadpool) == 1  # the read and its heal: one hop
+    # the read (on the loop if it keeps up), then its heal in a thread
+    hops = counted.workers + counted.threadpool
+    assert hops == (["drop_blobless"] if fast and keeping_up else ["get_chunk", "drop_blobless"])
     assert counted.storage.chunk_rows_named([key]) == set()
     assert counted.request("GET") == 404
 
