@@ -48,7 +48,8 @@ def hub() -> Iterator[tuple[Answers, str]]:
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        assert thread.is_alive(), "the server did not start"
+        assert time.monotonic() < deadline, "the server did not start in time"
         time.sleep(0.02)
     try:
         yield app, f"http://127.0.0.1:{port}"
