@@ -71,3 +71,18 @@ def test_a_hostile_body_is_a_transport_error(
             transport.rosters(0)
     finally:
         transport.close()
+
+
+@pytest.mark.parametrize("status", [b"[]", b'{"a": 1}', b"7", b'"maybe"'])
+def test_a_join_state_of_the_wrong_shape_is_a_transport_error(
+    hub: tuple[Answers, str], status: bytes
+) -> None:
+    app, url = hub
+    app.status, app.body = 200, b'{"status": ' + status + b"}"
+    key = MemberKey.generate()
+    transport = HubTransport(url, "team1", key)
+    try:
+        with pytest.raises(TransportError, match="join request state"):
+            transport.join_status(key.kid)
+    finally:
+        transport.close()
