@@ -310,7 +310,7 @@ class HubTransport(Transport):
                 return None
             raise
         status = doc.get("status")
-        if status not in hubapi.REQUEST_STATES:
+        if not isinstance(status, str) or status not in hubapi.REQUEST_STATES:
             raise TransportError(
                 f"the hub at {self._url} answered the join request state with {status!r}"
             )

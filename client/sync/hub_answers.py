@@ -46,7 +46,7 @@ def error(response: httpx.Response, url: str, what: str) -> HubError:
     status = response.status_code
     code, detail = _NO_BODY, f"HTTP {status} without an error body"
     with contextlib.suppress(ValueError):
-        doc = response.json()
+        doc = _parsed(response)
         if isinstance(doc, dict) and "error" in doc:
             code, detail = str(doc["error"]), str(doc.get("detail", detail))
     cls = HubConflictError if status == hubapi.CONFLICT_STATUS else HubError
@@ -58,9 +58,18 @@ def error(response: httpx.Response, url: str, what: str) -> HubError:
     )
 
 
+def _parsed(response: httpx.Response) -> object:
+    """The body as JSON; ``ValueError`` when it is not JSON, or nested too deeply to parse
+    (the decoder's ``RecursionError``)."""
+    try:
+        return response.json()
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deeply") from exc
+
+
 def json_object(response: httpx.Response, url: str, what: str) -> dict[str, Any]:
     try:
-        doc = response.json()
+        doc = _parsed(response)
     except ValueError as exc:
         raise TransportError(f"the hub at {url} answered {what} with bad JSON") from exc
     if not isinstance(doc, dict):

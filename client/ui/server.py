@@ -28,9 +28,18 @@ __all__ = ["can_open_browser", "listen", "opener", "serve"]
 def listen(port: int) -> socket.socket:
     """A socket listening on 127.0.0.1:``port`` (0: a free one); ``OSError`` if taken.
 
-    Its backlog queues a browser opened before the server runs.
+    Bound by hand: ``socket.create_server`` would append the address to the reason
+    ``sealmem ui`` prints after it.
     """
-    return socket.create_server(("127.0.0.1", port), backlog=128)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(128)  # a browser opened before the server runs may connect: queue it
+    return sock
 
 
 def opener(home: Path, port: int, url: str) -> Path:

@@ -110,6 +110,25 @@ def test_it_listens_on_loopback_only_and_stops_cleanly_on_ctrl_c(seeded: Seeded)
     assert err.strip() == ""
 
 
+def test_sigterm_stops_it_and_ends_the_process_as_sigterm_does(seeded: Seeded) -> None:
+    proc = _start(seeded, "--no-open")
+    try:
+        port = int(_url(proc).split(":")[2].split("/")[0])
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                break
+            except ConnectionRefusedError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGTERM
+    assert "Traceback" not in err
+
+
 def test_a_port_in_use_is_one_clear_sentence(seeded: Seeded) -> None:
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
