@@ -10,11 +10,13 @@ A parameter of any other type keeps typer's converter.
 
 This uses typer's ``RuntimeParam`` seam (``typer._coercion``; the project pins
 typer to 0.29.x, and ``tests/cli/test_coerce.py`` checks that every parameter of
-the CLI gets this converter).
+the CLI gets this converter). ``SEALMEM_PLAIN_CLI=1`` leaves every parameter to
+typer's own converter (the plain path, which the tests compare this one with).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -149,6 +151,8 @@ class _Plain(RuntimeParam):
 
 def install(param: Any) -> None:
     """Give ``param`` this module's converter when its type is one of the simple ones."""
+    if os.environ.get("SEALMEM_PLAIN_CLI") == "1":
+        return
     descriptor = getattr(param, "type_descriptor", None)
     if descriptor is None or not hasattr(param, "_runtime_param"):
         return

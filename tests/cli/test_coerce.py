@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from sealmem.client.cli import coerce
 from sealmem.client.cli.readable import ReadableGroup
 from sealmem.client.cli.root import app
+from tests.support.cli import in_process
 
 
 def _params() -> list[object]:
@@ -94,13 +95,39 @@ def test_bad_values_are_refused_with_typers_words(args: list[str], message: str)
 
 
 def _typers_own() -> typer.Typer:
-    """``_tool`` as typer converts it (pydantic): the reference for every value."""
-    saved = coerce.RuntimeParam
-    coerce.RuntimeParam = None  # type: ignore[assignment,misc]
-    try:
+    """``_tool`` as typer converts it (pydantic, ``SEALMEM_PLAIN_CLI=1``): the reference."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SEALMEM_PLAIN_CLI", "1")
         return typer.main.get_command(_tool())  # type: ignore[return-value]
-    finally:
-        coerce.RuntimeParam = saved  # type: ignore[misc]
+
+
+def test_the_switch_leaves_every_parameter_to_typer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEALMEM_PLAIN_CLI", "1")
+    params = _params()
+    assert params
+    assert not [p for p in params if isinstance(p._runtime_param, coerce._Plain)]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["list", "--limit", "2", "--json"], ["list", "--limit", "two"], ["recall", "x", "-k", "0"]],
+)
+def test_the_cli_answers_the_same_on_either_converter(
+    args: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SEALMEM_HOME", str(tmp_path))
+    run = in_process(capsys, monkeypatch)
+    run("remember", "the deploy needs the staging key", "--project", "app")
+    answers = []
+    for plain in ("0", "1"):
+        monkeypatch.setenv("SEALMEM_PLAIN_CLI", plain)
+        done = run(*args)
+        answers.append((done.code, done.out, re.sub("[\u2500-\u257f]", " ", done.err).split()))
+    assert answers[0] == answers[1]
+    assert answers[0][0] == (0 if args[0] == "list" and args[2] == "2" else 2)
 
 
 _ODD = [
