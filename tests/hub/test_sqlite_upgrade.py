@@ -173,10 +173,13 @@ def _layout(db: Path) -> dict[str, list[tuple[object, ...]]]:
 
 
 def test_a_fresh_and_an_upgraded_database_have_one_layout(old: Path, tmp_path: Path) -> None:
-    SQLiteStorage(old).close()
-    SQLiteStorage(tmp_path / "fresh").close()
+    v2 = tmp_path / "hub-v2"
+    shutil.copytree(V1.parent / "hub-v2", v2)
+    for data in (old, v2, tmp_path / "fresh"):
+        SQLiteStorage(data).close()
     fresh = _layout(tmp_path / "fresh" / "hub.db")
     assert _layout(old / "hub.db") == fresh
+    assert _layout(v2 / "hub.db") == fresh
     # the keyrings columns of every version 2 and 3 hub already written (a version 2
     # hub is upgraded by dropping its nonce table only): one version, one layout
     keyrings = [
