@@ -159,9 +159,8 @@ def collect_tombstones(
     records: Mapping[str, Record], now_ms: int, grace_ms: int = DEFAULT_GRACE_MS
 ) -> dict[str, Record]:
     """``records`` without the tombstones whose deletion (``hlc.wall``) is at least
-    ``grace_ms`` old.  A
-    replica that still holds an older live version of a collected id can bring it back;
-    the grace period must outlast the longest offline member."""
+    ``grace_ms`` old.  A replica that still holds an older live version of a collected id
+    can bring it back: the grace period must outlast the longest offline member."""
     if grace_ms < 0:
         raise InputError(f"grace period {grace_ms} ms is negative; pass a duration >= 0")
     return {

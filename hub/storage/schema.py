@@ -66,7 +66,9 @@ NONCE_SCHEMA_VERSION = 1
 Nonces = list[tuple[str, str, int]]
 
 #: The tables of both engines today, with each engine's names for a 64-bit integer and
-#: a blob, and SQLite's ``WITHOUT ROWID`` where a table has no use for a rowid.
+#: a blob, SQLite's ``WITHOUT ROWID`` where a table has no use for a rowid, and the
+#: keyrings columns in the order each engine's databases already hold them (SQLite's
+#: version 2 added ``roster_version`` last): one schema version, one layout.
 _LAYOUT = """
 CREATE TABLE teams (
     team TEXT PRIMARY KEY, registered_at {int} NOT NULL,
@@ -81,8 +83,7 @@ CREATE TABLE members (
     team TEXT NOT NULL, kid TEXT NOT NULL, sign_public {blob} NOT NULL, PRIMARY KEY (team, kid));
 CREATE INDEX members_kid ON members (kid);
 CREATE TABLE keyrings (
-    team TEXT NOT NULL, project TEXT NOT NULL, epoch {int} NOT NULL,
-    roster_version {int} NOT NULL, data {blob} NOT NULL, stored_at {int} NOT NULL,
+    team TEXT NOT NULL, project TEXT NOT NULL, epoch {int} NOT NULL, {keyring},
     PRIMARY KEY (team, project, epoch));
 CREATE TABLE manifests (
     team TEXT NOT NULL, project TEXT NOT NULL, writer TEXT NOT NULL, seq {int} NOT NULL,
@@ -109,7 +110,13 @@ CREATE TABLE nonces (
     PRIMARY KEY (kid, nonce)){rowid};
 CREATE INDEX nonces_expiry ON nonces (expires_ms);
 """
-_SQLITE = {"int": "INTEGER", "blob": "BLOB", "rowid": " WITHOUT ROWID"}
+_SQLITE = {
+    "int": "INTEGER",
+    "blob": "BLOB",
+    "rowid": " WITHOUT ROWID",
+    "keyring": "data BLOB NOT NULL, stored_at INTEGER NOT NULL, "
+    "roster_version INTEGER NOT NULL DEFAULT 0",
+}
 _TABLES = _LAYOUT.format(**_SQLITE)
 
 
@@ -197,7 +204,10 @@ def _manifest_chunks(data: bytes) -> list[str]:
 
 def _upgrade_1(conn: sqlite3.Connection) -> None:
     """A version 1 directory, as the first hub left it (its every open created what its
-    layout lacked), to the current layout; an old table's indexes go with it."""
+    layout lacked), to the current layout; an old table's indexes go with it.  The
+    first hub's earliest builds kept no ``requests.address``: it is added."""
+    if "address" not in {str(row[1]) for row in conn.execute("PRAGMA table_info(requests)")}:
+        conn.execute("ALTER TABLE requests ADD COLUMN address TEXT NOT NULL DEFAULT ''")
     for table in ("teams", "usage", "keyrings", "changes"):
         conn.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
     wanted = ("teams", "usage", "keyrings", "manifest_chunks", "changes")
@@ -254,7 +264,12 @@ def _upgrade_1(conn: sqlite3.Connection) -> None:
 #: pg_advisory_xact_lock key of the upgrader ("sealmem" in ASCII, as a bigint)
 SCHEMA_LOCK = 0x7365616C6D656D
 
-_PG = {"int": "BIGINT", "blob": "BYTEA", "rowid": ""}
+_PG = {
+    "int": "BIGINT",
+    "blob": "BYTEA",
+    "rowid": "",
+    "keyring": "roster_version BIGINT NOT NULL, data BYTEA NOT NULL, stored_at BIGINT NOT NULL",
+}
 _PG_V1 = (
     _LAYOUT.format(**_PG)
     + _NONCES.format(**_PG)

@@ -130,3 +130,66 @@ def test_a_database_from_a_newer_hub_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="newer than this hub"):
         SQLiteStorage(data)
     SQLiteStorage(tmp_path / "fresh").close()  # and the lock was released on the way out
+
+
+def test_a_first_hub_directory_from_before_join_addresses_is_upgraded(old: Path) -> None:
+    # the first hub's earliest builds kept no address beside a join request
+    with sqlite3.connect(old / "hub.db") as conn:
+        conn.executescript(
+            "CREATE TABLE bare (team TEXT NOT NULL, kid TEXT NOT NULL, data BLOB NOT NULL, "
+            "stored_at INTEGER NOT NULL, PRIMARY KEY (team, kid));"
+            "INSERT INTO bare SELECT team, kid, data, stored_at FROM requests;"
+            "DROP TABLE requests; ALTER TABLE bare RENAME TO requests;"
+        )
+    conn.close()
+    store = SQLiteStorage(old)
+    try:
+        [pending] = store.requests("acme-one")
+        admission = store.offer_request(
+            "acme-one", "z" * 26, b"{}", "192.0.2.7", pending.posted_at + 1,
+            live_after_ms=0, max_pending=16, max_per_address=1,
+        )  # fmt: skip
+        assert admission.stored
+    finally:
+        store.close()
+
+
+def _layout(db: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every table's and index's columns (name, type, not null, default, key position);
+    SQLite's own tables aside (a first hub's ``sqlite_sequence`` stays)."""
+    with sqlite3.connect(db) as conn:
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+        out = {n: conn.execute(f"PRAGMA table_xinfo({n})").fetchall() for n in names}
+        out.update(
+            {f"index {n}": conn.execute(f"PRAGMA index_xinfo({n})").fetchall() for n in names}
+        )
+    conn.close()
+    return out
+
+
+def test_a_fresh_and_an_upgraded_database_have_one_layout(old: Path, tmp_path: Path) -> None:
+    v2 = tmp_path / "hub-v2"
+    shutil.copytree(V1.parent / "hub-v2", v2)
+    for data in (old, v2, tmp_path / "fresh"):
+        SQLiteStorage(data).close()
+    fresh = _layout(tmp_path / "fresh" / "hub.db")
+    assert _layout(old / "hub.db") == fresh
+    assert _layout(v2 / "hub.db") == fresh
+    # the keyrings columns of every version 2 and 3 hub already written (a version 2
+    # hub is upgraded by dropping its nonce table only): one version, one layout
+    keyrings = [
+        (name, kind, notnull, default) for _, name, kind, notnull, default, *_ in fresh["keyrings"]
+    ]
+    assert keyrings == [
+        ("team", "TEXT", 1, None),
+        ("project", "TEXT", 1, None),
+        ("epoch", "INTEGER", 1, None),
+        ("data", "BLOB", 1, None),
+        ("stored_at", "INTEGER", 1, None),
+        ("roster_version", "INTEGER", 1, "0"),
+    ]
