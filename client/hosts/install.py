@@ -146,7 +146,11 @@ def _plan_server(host: Host, entry: dict[str, Any], *, repair: bool) -> FileEdit
     before = _read(path)
     text = before if before is not None else "" if host.fmt == "toml" else _NEW_JSON
     try:
-        servers = _parse(host, text, path).get(host.table, {})
+        doc = _parse(host, text, path)
+        if host.fmt == "toml":
+            servers = tomledit.servers_table(doc, host.table, str(path))
+        else:
+            servers = doc.get(host.table, {})
         if not isinstance(servers, dict):
             raise _refuse(host, entry, f"{path}: '{host.table}' is not a table of servers")
         current = servers.get(SERVER_NAME)

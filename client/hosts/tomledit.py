@@ -36,6 +36,7 @@ __all__ = [
     "parse_config",
     "remove_entry",
     "render_table",
+    "servers_table",
     "set_entry",
 ]
 
@@ -78,7 +79,9 @@ def render_table(table_path: Sequence[str], entry: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _servers(doc: Mapping[str, Any], table: str, where: str) -> dict[str, Any]:
+def servers_table(doc: Mapping[str, Any], table: str, where: str) -> dict[str, Any]:
+    """The servers table ``table`` of ``doc``; :class:`TomlConfigError` (with the fix) if
+    it is not a table."""
     servers = doc.get(table, {})
     if not isinstance(servers, dict):
         raise TomlConfigError(
@@ -133,7 +136,7 @@ def _update_in_place(text: str, table: str, name: str, entry: Mapping[str, Any])
 def set_entry(text: str, table: str, name: str, entry: Mapping[str, Any], *, where: str) -> str:
     """``text`` with ``[table.name]`` set to ``entry``, everything else byte for byte."""
     plain = parse_config(text, where=where)
-    servers = _servers(plain, table, where)
+    servers = servers_table(plain, table, where)
     expected = {**plain, table: {**servers, name: dict(entry)}}
     candidates: list[str | None] = []
     if name in servers:
@@ -182,7 +185,7 @@ def _table_place(text: str, doc: Any, item: Any) -> tuple[int, str] | None:
 def remove_entry(text: str, table: str, name: str, *, where: str) -> str | None:
     """``text`` without ``[table.name]``, or None when there is no such entry."""
     plain = parse_config(text, where=where)
-    servers = _servers(plain, table, where)
+    servers = servers_table(plain, table, where)
     if name not in servers:
         return None
     rest = {k: v for k, v in servers.items() if k != name}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sealmem.client import DEFAULT_PROJECT, SHARED_PROJECT, MemoryStore
+from sealmem.client import DEFAULT_PROJECT, SHARED_PROJECT, Memory, MemoryStore
 from sealmem.protocol.errors import InputError, NotFoundError
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import MAX_CONTENT_CHARS, MAX_KEYWORDS, is_memory_id
@@ -268,3 +268,19 @@ def test_an_overlong_keyword_is_refused_without_echoing_it(store: MemoryStore) -
         store.remember("rotate the key", keywords=["ok", token])
     assert token[:12] not in str(refused.value)
     assert "keyword number 2" in str(refused.value)
+
+
+def test_every_write_returns_the_memory_as_the_store_then_holds_it(store: MemoryStore) -> None:
+    def stored(memory: Memory) -> Memory:
+        assert store.get(memory.id) == memory
+        assert store.get(memory.id).to_dict() == memory.to_dict()
+        return memory
+
+    text = "the deploy key lives in the vault"
+    first = stored(store.remember(text, keywords=["Vault"], importance=1, private=True).memory)
+    stored(store.remember(text, keywords=["deploy"], kind="fact").memory)  # a new version
+    stored(store.remember(text).memory)  # seen again: local state only
+    stored(store.share(first.id))
+    stored(store.set_importance(first.id, 0.25))
+    stored(store.remember("the vault moved", supersedes=[first.id[-12:]]).memory)
+    stored(store.forget(first.id, reason="  wrong  "))

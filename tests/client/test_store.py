@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.store.connection import connect, transaction
+from sealmem.client.store.connection import (
+    BUSY_TIMEOUT_MS,
+    connect,
+    connect_readonly,
+    transaction,
+)
 from sealmem.client.store.migrations import migrate, schema_version
 from sealmem.client.store.schema import MIGRATIONS, Migration, latest_version
 from sealmem.protocol.errors import StoreError
@@ -143,6 +148,15 @@ def test_transaction_rolls_back_on_error(store: MemoryStore) -> None:
         with pytest.raises(RuntimeError):
             write_then_fail(conn, "UPDATE meta SET value = 'inner' WHERE key = 'k'")
     assert conn.execute("SELECT value FROM meta WHERE key = 'k'").fetchone()[0] == "outer"
+
+
+def test_every_connection_waits_for_a_writer(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    for conn in (connect(path), connect_readonly(path)):
+        try:
+            assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_MS
+        finally:
+            conn.close()
 
 
 def test_a_second_writer_waits_then_reports_lock(tmp_path: Path) -> None:

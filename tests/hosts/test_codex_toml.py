@@ -159,4 +159,6 @@ def test_servers_that_are_not_a_table_are_refused(cli: CLI, env: Env) -> None:
     run = cli("install", "codex")
     assert run.code == 1
     assert "not a table of servers" in run.err
+    assert "'mcp_servers' is a str" in run.err
+    assert "make it a table ([mcp_servers.NAME] sections)" in run.err
     assert path.read_text(encoding="utf-8") == 'mcp_servers = "none"\n'
