@@ -314,3 +314,23 @@ def test_a_batch_of_one_is_indexed_at_its_rowid_whatever_else_inserts(
     assert conn.execute("SELECT count(*) FROM audit").fetchone()[0] > 1
     assert derived.drift(conn) == []
     conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_WORDS.map(lambda ws: tuple(w[:40] for w in ws if w)), min_size=1, max_size=4))
+def test_hostile_keywords_read_back_as_written(
+    tmp_path_factory: pytest.TempPathFactory, lists: list[tuple[str, ...]]
+) -> None:
+    path = tmp_path_factory.mktemp("keywords") / "store.db"
+    opened = MemoryStore.open(path, author="reader", clock=lambda: NOW)
+    try:
+        conn = opened.connection
+        for i, words in enumerate(lists):  # a new row, then the same row replaced
+            record = FIRST.evolve(keywords=words, hlc=Hlc(NOW + i, 0), supersedes=words[:0])
+            _write(conn, record, FIRST_FROM, 0.5, 1, NOW)
+            assert opened.get(FIRST.id).record == record
+            assert rows.record_from_row(load_rows(conn, [FIRST.id])[FIRST.id]) == record
+        olds = opened.history(FIRST.id)
+        assert [m.record.keywords for m in reversed(olds)] == lists[:-1]
+    finally:
+        opened.close()
