@@ -231,6 +231,7 @@ def _keyword_texts(draw: st.DrawFn) -> str:
     return "".join(draw(st.lists(shapes, max_size=12)))
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(_keyword_texts())
 def test_listed_is_json_loads(text: str) -> None:
@@ -245,6 +246,7 @@ def test_listed_is_json_loads(text: str) -> None:
     assert got == want
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_WORDS)
 def test_a_keyword_list_reads_back_as_written(words: list[str]) -> None:
@@ -316,6 +318,7 @@ def test_a_batch_of_one_is_indexed_at_its_rowid_whatever_else_inserts(
     conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_WORDS.map(lambda ws: tuple(w[:40] for w in ws if w)), min_size=1, max_size=4))
 def test_hostile_keywords_read_back_as_written(
