@@ -1,7 +1,8 @@
 """Rows <-> values built the fast way equal the reference way: the ``keywords_json`` a row
 holds is ``json.dumps(keywords, ensure_ascii=False)`` (a join when no keyword holds a
 character JSON escapes), and a record read by position (:func:`rows.record_from_values`,
-what a push reads its own rows with) is the record :func:`rows.record_from_row` reads."""
+what a push reads its own rows with) is the record :func:`rows.record_from_row` reads, and
+both are the record written."""
 
 from __future__ import annotations
 
@@ -41,24 +42,27 @@ def test_a_record_read_by_position_is_the_record_read_by_name(
     store = MemoryStore.open(path, author="reader")
     conn = store.connection
     try:
-        seen: set[str] = set()
+        written: dict[str, Record] = {}
         with transaction(conn):
             for record in records:
-                if record.id in seen:
+                if record.id in written:
                     continue
-                seen.add(record.id)
                 if words and not record.deleted:
                     record = record.evolve(keywords=tuple(w for w in words if w))
+                written[record.id] = record
                 writer.write_version(
                     conn, record, provenance=Provenance.local(), local_importance=0.5,
                     seen_count=1, updated_at=1,
                 )  # fmt: skip
         conn.row_factory = sqlite3.Row
-        by_name = [rows.record_from_row(r) for r in conn.execute("SELECT * FROM memories")]
+        by_name = [
+            rows.record_from_row(r) for r in conn.execute("SELECT * FROM memories ORDER BY rowid")
+        ]
         by_position = [
             rows.record_from_values(r)
-            for r in conn.execute(f"SELECT {rows.RECORD_COLUMNS} FROM memories")
+            for r in conn.execute(f"SELECT {rows.RECORD_COLUMNS} FROM memories ORDER BY rowid")
         ]
+        assert by_name == list(written.values())  # both read as written, not only alike
         assert by_position == by_name
         assert [r.to_wire() for r in by_position] == [r.to_wire() for r in by_name]
     finally:

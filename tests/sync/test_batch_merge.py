@@ -26,11 +26,11 @@ from sealmem.client.store import derived
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.redaction import texts
-from sealmem.client.store.writer import write_version
+from sealmem.client.store.writer import Batch, load_rows, write, write_version
 from sealmem.client.sync.apply import apply_versions
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import Record, new_memory_id
-from tests.support.versions import version_lists, versions
+from tests.support.versions import IDS, version_lists, versions
 
 NOW = 1_800_000_000_000
 PULLED = Provenance("folder", "alice", "alice", True, NOW, 1)
@@ -106,6 +106,66 @@ def test_the_writer_keeps_the_derived_tables_as_their_rebuild(
             with transaction(conn):
                 derived.rebuild(conn)
             assert _as_tuples(_contents(conn)) == kept
+
+
+def _terms_hold(conn: sqlite3.Connection) -> None:
+    """While recall trusts ``term_counts`` (counted at the store's size), each term it
+    holds is counted as the full-text index counts it."""
+    at = conn.execute("SELECT counted FROM term_counts_at").fetchone()
+    (size,) = conn.execute("SELECT memories FROM store_counts").fetchone()
+    if at is None or at[0] != size:
+        return
+    vocab = "fts5vocab(main, memories_fts, row)"
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.terms_seen USING {vocab}")
+    index = dict(conn.execute("SELECT term, doc FROM temp.terms_seen").fetchall())
+    held = dict(conn.execute("SELECT term, docs FROM term_counts").fetchall())
+    assert held == {term: index.get(term, 0) for term in held}
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(versions(), max_size=4),
+    st.lists(
+        st.tuples(version_lists, st.sets(st.sampled_from(IDS)), st.booleans()),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_the_derived_tables_hold_through_removals_and_a_lost_term_count(
+    local: list[Record], steps: list[tuple[list[Record], set[str], bool]]
+) -> None:
+    """Batches of one (the local writes), pulls, removed winners and a store whose
+    ``term_counts_at`` row is gone: after each, doctor finds no drift, the term counts
+    recall trusts are the index's, and a reindex changes nothing else."""
+    frequent = derived.FREQUENT_DOCS
+    derived.FREQUENT_DOCS = 2  # terms counted in a store this small
+    try:
+        with tempfile.TemporaryDirectory() as tmp, _store(Path(tmp), "s") as store:
+            conn = store.connection
+            for record in {r.id: r for r in local}.values():
+                with transaction(conn):
+                    write_version(
+                        conn, record, provenance=Provenance.local(),
+                        local_importance=record.importance, seen_count=1, updated_at=NOW - 1,
+                    )  # fmt: skip
+                _terms_hold(conn)
+            for pulled, gone, lost in steps:
+                with transaction(conn):
+                    if lost:
+                        conn.execute("DELETE FROM term_counts_at")
+                    apply_versions(conn, pulled, PULLED, NOW)
+                    removed = list(load_rows(conn, gone).values())
+                    write(conn, Batch(removed=removed, replaced_at=NOW))
+                assert derived.drift(conn) == []
+                _terms_hold(conn)
+                kept = _as_tuples(_contents(conn))
+                store.reindex()
+                rebuilt = _as_tuples(_contents(conn))
+                assert {**rebuilt, "term_counts": None} == {**kept, "term_counts": None}
+                _terms_hold(conn)
+    finally:
+        derived.FREQUENT_DOCS = frequent
 
 
 def _new_versions(n: int) -> list[Record]:
