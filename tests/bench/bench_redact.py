@@ -118,10 +118,12 @@ def using(rules: tuple[object, ...] | None) -> Iterator[None]:
     own = engine.RULES
 
     def swap(to: tuple[object, ...]) -> None:
-        engine.RULES = to  # type: ignore[assignment]
-        engine._index.cache_clear()
+        engine.RULES = cues.RULES = to  # type: ignore[assignment]
+        cues.cue_index.cache_clear()
         engine._plan.cache_clear()
+        engine._labels.cache_clear()
         cues._WORDS.clear()
+        cues._CUED.clear()
         redact("warm up: password=Warm1234 and the token is Warm1234x")
 
     swap(rules)

@@ -19,10 +19,11 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.client.client import Client
+from mcp_types import TextContent
 
 from sealmem.client import MemoryStore
-from sealmem.client.mcp.tools import MemoryTools
+from sealmem.client.mcp.server import create_server
 from sealmem.client.store import journal
 from sealmem.client.store.connection import (
     DamagedStoreError,
@@ -48,10 +49,17 @@ def test_a_damaged_wal_refuses_every_write_and_keeps_reads(tmp_path: Path) -> No
         assert left < 40
         with pytest.raises(DamagedStoreError, match=f"{40 - left} memories missing since"):
             store.remember("a new lesson", project="webapp")
-        tools = MemoryTools(lambda: store, "webapp")
-        with pytest.raises(ToolError, match="sealmem recover"):
-            asyncio.run(tools.remember("from an agent"))
         assert len(store.recent(limit=1000, all_projects=True)) == left  # reads go on
+
+    async def agent() -> str:  # an agent's remember, through the MCP server in memory
+        async with Client(
+            create_server(project="webapp", opener=lambda: MemoryStore.open(path, author=AUTHOR))
+        ) as client:
+            result = await client.call_tool("remember", {"content": "from an agent"})
+            assert result.is_error
+            return " ".join(b.text for b in result.content if isinstance(b, TextContent))
+
+    assert "sealmem recover" in asyncio.run(agent())
     _tally, damage = journal.read(path)
     assert damage is not None
 
