@@ -68,7 +68,15 @@ class Counted:
 
 
 @pytest.fixture
-def counted(tmp_path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> Iterator[Counted]:
+def blobs_url(request: pytest.FixtureRequest) -> str | None:
+    """The hub's blob store: a directory beside its database, or S3 where a test says so."""
+    return str(request.getfixturevalue("s3_url")) if getattr(request, "param", "") else None
+
+
+@pytest.fixture
+def counted(
+    tmp_path: Path, fast: bool, blobs_url: str | None, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Counted]:
     workers: list[str] = []
     threadpool: list[str] = []
     routed: list[str] = []
@@ -95,7 +103,7 @@ def counted(tmp_path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> Iter
     monkeypatch.setattr(Workers, "run", run)
     monkeypatch.setattr(hub_workers, "run_in_threadpool", threadpool_run)
     monkeypatch.setattr(Front, "__call__", framework)
-    app = create_app(hub_config(tmp_path / "hub", fast=fast))
+    app = create_app(hub_config(tmp_path / "hub", fast=fast, blobs_url=blobs_url))
     homes = tmp_path / "homes"
     homes.mkdir()
     with TestClient(app, base_url=IN_PROCESS_URL) as client:
@@ -174,6 +182,20 @@ def test_a_read_that_holds_the_loop_sends_the_next_calls_to_threads(
         assert (counted.workers, counted.threadpool) == (["get_seqs", "get_chunk"], [])
     else:
         assert (counted.workers, counted.threadpool) == ([], ["get_seqs", "get_seqs", "get_chunk"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("blobs_url", ["s3"], indirect=True)
+def test_no_call_runs_on_the_loop_over_s3_blobs(
+    counted: Counted, fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hub_workers, "LATE_S", math.inf)  # the loop keeps up
+    counted.clear()
+    assert counted.request("PUT") == 201
+    assert counted.request("GET") == 200
+    assert counted.request("GET", what="seqs") == 200
+    hops = ["gate", "put_chunk", "get_chunk", "get_seqs"]
+    assert (counted.workers, counted.threadpool) == ((hops, []) if fast else ([], hops))
 
 
 def test_each_blocking_call_takes_one_hop_on_the_path_s_threads(
