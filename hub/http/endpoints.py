@@ -131,11 +131,12 @@ class _Endpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         ctx = Ctx(scope)
         endpoints, signed = self.endpoints, self.signed
-        run, gate, on_loop = endpoints.run, endpoints.handlers.gate, endpoints.pace.keeping_up
+        run, gate, pace = endpoints.run, endpoints.handlers.gate, endpoints.pace
+        on_loop = pace.keeping_up
         try:
             if self.limit:
                 if signed and on_loop:
-                    gate(ctx, self.registering)
+                    pace.call(gate, ctx, self.registering)
                 elif signed:
                     await run(gate, ctx, self.registering)
                 # unsigned join requests: at most a quarter of their readers per address
@@ -143,7 +144,7 @@ class _Endpoint:
                 bodies = endpoints.readers[signed]
                 ctx.data = await bodies.read(receive, ctx.headers, self.limit, claimed)
             if self.reads and on_loop:
-                answer = self.handler(ctx)
+                answer = pace.call(self.handler, ctx)
             else:
                 answer = await run(self.handler, ctx)
         finally:

@@ -135,15 +135,31 @@ class Pace:
 
     A tick late because the loop was running (a busy hub on a quiet machine) does not
     count; the time the loop's thread spent neither running nor waiting for the tick
-    does (other processes had the cores, or other threads the GIL)."""
+    does (other processes had the cores, or other threads the GIL).  Nor does the tick
+    see one call that holds the loop (its time is the loop's CPU): :meth:`call` times
+    each, and one longer than :data:`LATE_S` sends the calls to threads until the tick
+    after next, so that a client whose reads are slow (many manifests, a large chunk)
+    does not hold up every other request."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.late = 0.0  # seconds the last tick came late, less the loop's CPU time
+        self.held = 0.0  # the longest call on the loop since the last tick
 
     @property
     def keeping_up(self) -> bool:
         return self.enabled and self.late <= LATE_S
+
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the loop, timed."""
+        started = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            held = time.perf_counter() - started
+            self.held = max(self.held, held)
+            if held > LATE_S:
+                self.late = held
 
     async def watch(self) -> None:
         """Take the pace until cancelled (a task of the app's lifespan)."""
@@ -151,7 +167,8 @@ class Pace:
         while True:
             due, cpu = loop.time() + TICK_S, time.thread_time()
             await asyncio.sleep(TICK_S)
-            self.late = loop.time() - due - (time.thread_time() - cpu)
+            late = loop.time() - due - (time.thread_time() - cpu)
+            self.late, self.held = max(late, self.held), 0.0
 
 
 #: runs ``fn(*args)`` in a thread and hands its result (or exception) to the loop

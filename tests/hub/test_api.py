@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
+from sealmem.client.store import writes
 from sealmem.client.sync import hub as hub_transport
 from sealmem.client.sync.folder import FolderTransport
 from sealmem.client.sync.hub import HubError, HubTransport, open_transport
@@ -25,7 +27,7 @@ from sealmem.protocol.errors import InputError
 from sealmem.protocol.invite import JOIN_FORMAT
 from sealmem.protocol.keyring import build_keyring
 from sealmem.protocol.roster import Member
-from sealmem.protocol.snapshot import chunk_id
+from sealmem.protocol.snapshot import MIN_BUCKETS, bucket_of, chunk_id
 
 from .conftest import (
     BOTH_PATHS,
@@ -99,6 +101,19 @@ def team(tmp_path: Path, inproc: InProcess) -> HubWorld:
     return w
 
 
+def _ids_outside(monkeypatch: pytest.MonkeyPatch, bucket: int) -> None:
+    """New memory ids in any bucket (of a small snapshot's) but ``bucket``."""
+    real = writes.new_memory_id
+
+    def new_memory_id(now: int, rand: bytes) -> str:
+        found = real(now, rand)
+        while bucket_of(SUITE, found, MIN_BUCKETS) == bucket:
+            found = real(now, os.urandom(10))
+        return found
+
+    monkeypatch.setattr(writes, "new_memory_id", new_memory_id)
+
+
 @pytest.mark.slow
 def test_the_hub_verifies_what_it_stores(
     team: HubWorld, inproc: InProcess, monkeypatch: pytest.MonkeyPatch
@@ -113,7 +128,7 @@ def test_the_hub_verifies_what_it_stores(
     bad = inproc.client.put(path, headers=signed(alice.key, "PUT", path, b"x"), content=b"x")
     assert (bad.status_code, bad.json()["error"]) == (422, "bad-chunk-id")
     # a manifest whose chunks were never uploaded
-    alice.remember("a memory for the manifest")
+    first = alice.remember("a memory for the manifest")
     alice.sync()
     [manifest] = t.writer_manifests(PROJECT, alice.key.kid)
     seqs_before = t.newest_seqs(PROJECT)
@@ -121,6 +136,8 @@ def test_the_hub_verifies_what_it_stores(
     lost = [k for k, _ in inproc.storage.chunk_rows(None, 1000) if k.writer == alice.key.kid]
     assert lost
     inproc.storage.chunk_rows_remove(lost, stored_before_ms=now_ms() + 1, unreferenced=False)
+    # in another bucket: the next manifest names the lost chunk again, not a rebuilt one
+    _ids_outside(monkeypatch, bucket_of(SUITE, first.id, MIN_BUCKETS))
     alice.remember("another")
     with pytest.raises(HubError) as info:
         alice.sync()

@@ -27,6 +27,9 @@ from sealmem.crypto import MemberKey
 from sealmem.hub.http.app import create_app
 from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol import hubapi, reasons
+from sealmem.protocol.invite import MAX_JOIN_BYTES
+from sealmem.protocol.manifest import MAX_CHUNK_BYTES, MAX_MANIFEST_BYTES
+from sealmem.protocol.verify import MAX_KEYRING_BYTES
 
 from .conftest import (
     BOTH_PATHS,
@@ -126,6 +129,38 @@ def test_numbers_are_ascii_within_int64(hub: _World, method: str, target: str, s
     got, doc = hub.send(method, target, b"{}" if method == "PUT" else b"", key=hub.admin)
     assert (got, doc.get("error")) == (status, "bad-request" if status == 400 else "not-found")
     assert isinstance(doc.get("detail"), str)
+
+
+_CHUNKS = f"{TEAM_PATH}/projects/{PROJECT}/chunks/{{kid}}/{'0' * 64}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("method", "target", "limit", "signs"),
+    [
+        pytest.param("PUT", _CHUNKS, MAX_CHUNK_BYTES, True, id="chunk"),
+        pytest.param("PUT", "{manifests}/1", MAX_MANIFEST_BYTES, True, id="manifest"),
+        pytest.param("PUT", f"{TEAM_PATH}/keyrings/{PROJECT}/1", MAX_KEYRING_BYTES, True,
+                     id="keyring"),
+        pytest.param("PUT", f"{TEAM_PATH}/rosters/2", hubapi.MAX_ROSTER_PUBLISH_BYTES, True,
+                     id="roster"),
+        pytest.param("POST", f"{TEAM_PATH}/projects/{PROJECT}/collect/{{kid}}",
+                     hubapi.MAX_COLLECT_BYTES, True, id="collect"),
+        pytest.param("POST", f"{TEAM_PATH}/requests/{{kid}}", MAX_JOIN_BYTES, False, id="join"),
+    ],
+)  # fmt: skip
+def test_each_body_route_refuses_a_byte_over_its_limit(
+    hub: _World, method: str, target: str, limit: int, signs: bool
+) -> None:
+    target = target.replace(
+        "{manifests}", f"{TEAM_PATH}/projects/{PROJECT}/manifests/{hub.alice.kid}"
+    ).replace("{kid}", hub.alice.kid)
+    key = hub.alice if signs else None
+    status, doc = hub.send(method, target, b"x" * (limit + 1), key=key)
+    assert (status, doc.get("error")) == (413, hubapi.TOO_LARGE)
+    assert f"at most {limit}" in str(doc.get("detail"))
+    status, doc = hub.send(method, target, b"x" * limit, key=key)  # read, then refused
+    assert status not in (413, 500), doc
 
 
 def test_wait_takes_the_floats_a_client_writes(hub: _World) -> None:

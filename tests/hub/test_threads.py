@@ -27,6 +27,7 @@ from sealmem.hub.http import server
 from sealmem.hub.http import workers as hub_workers
 from sealmem.hub.http.app import create_app
 from sealmem.hub.http.front import Front
+from sealmem.hub.http.routes import Handlers
 from sealmem.hub.http.workers import Pace, Workers
 from sealmem.hub.storage import Storage
 from sealmem.hub.storage.blobs import BlobKey
@@ -67,7 +68,15 @@ class Counted:
 
 
 @pytest.fixture
-def counted(tmp_path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> Iterator[Counted]:
+def blobs_url(request: pytest.FixtureRequest) -> str | None:
+    """The hub's blob store: a directory beside its database, or S3 where a test says so."""
+    return str(request.getfixturevalue("s3_url")) if getattr(request, "param", "") else None
+
+
+@pytest.fixture
+def counted(
+    tmp_path: Path, fast: bool, blobs_url: str | None, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Counted]:
     workers: list[str] = []
     threadpool: list[str] = []
     routed: list[str] = []
@@ -94,7 +103,7 @@ def counted(tmp_path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> Iter
     monkeypatch.setattr(Workers, "run", run)
     monkeypatch.setattr(hub_workers, "run_in_threadpool", threadpool_run)
     monkeypatch.setattr(Front, "__call__", framework)
-    app = create_app(hub_config(tmp_path / "hub", fast=fast))
+    app = create_app(hub_config(tmp_path / "hub", fast=fast, blobs_url=blobs_url))
     homes = tmp_path / "homes"
     homes.mkdir()
     with TestClient(app, base_url=IN_PROCESS_URL) as client:
@@ -129,6 +138,64 @@ def test_a_loop_held_up_is_seen_to_lag_at_its_next_tick() -> None:
 
     assert asyncio.run(main()) == (True, False)
     assert not Pace(enabled=False).keeping_up
+
+
+def test_a_call_that_held_the_loop_counts_until_the_tick_after_next() -> None:
+    async def main() -> list[bool]:
+        pace = Pace(enabled=True)
+        watching = asyncio.create_task(pace.watch())
+        await asyncio.sleep(0)
+        pace.call(time.sleep, hub_workers.LATE_S * 2)
+        seen = [pace.keeping_up]
+        await asyncio.sleep(hub_workers.TICK_S * 1.5)  # one tick
+        seen.append(pace.keeping_up)
+        watching.cancel()
+        return seen
+
+    assert asyncio.run(main()) == [False, False]
+
+
+@pytest.fixture
+def slow_seqs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No tick after the first (the calls alone move the pace), and ``GET .../seqs``
+    that holds the loop's CPU for 50 ms."""
+    monkeypatch.setattr(hub_workers, "TICK_S", 1000.0)
+    real = Handlers.get_seqs
+
+    def get_seqs(self: Handlers, ctx: Any) -> Any:
+        started = time.thread_time()
+        while time.thread_time() - started < 0.05:
+            pass
+        return real(self, ctx)
+
+    monkeypatch.setattr(Handlers, "get_seqs", get_seqs)
+
+
+def test_a_read_that_holds_the_loop_sends_the_next_calls_to_threads(
+    slow_seqs: None, counted: Counted, fast: bool
+) -> None:
+    counted.clear()
+    assert counted.request("GET", what="seqs") == 200  # fast: on the loop, it kept up
+    assert counted.request("GET", what="seqs") == 200
+    assert counted.request("GET") == 404
+    if fast:
+        assert (counted.workers, counted.threadpool) == (["get_seqs", "get_chunk"], [])
+    else:
+        assert (counted.workers, counted.threadpool) == ([], ["get_seqs", "get_seqs", "get_chunk"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("blobs_url", ["s3"], indirect=True)
+def test_no_call_runs_on_the_loop_over_s3_blobs(
+    counted: Counted, fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hub_workers, "LATE_S", math.inf)  # the loop keeps up
+    counted.clear()
+    assert counted.request("PUT") == 201
+    assert counted.request("GET") == 200
+    assert counted.request("GET", what="seqs") == 200
+    hops = ["gate", "put_chunk", "get_chunk", "get_seqs"]
+    assert (counted.workers, counted.threadpool) == ((hops, []) if fast else ([], hops))
 
 
 def test_each_blocking_call_takes_one_hop_on_the_path_s_threads(
