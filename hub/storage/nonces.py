@@ -9,8 +9,10 @@ write lock of its own) it waits only for other nonce inserts, which do not
 fsync when they commit.  ``NORMAL`` may forget the newest nonces on a power
 loss (never corrupts the file); a process restart forgets none.  The WAL's
 checkpoint (which does fsync) runs on a thread of its own every
-:data:`CHECKPOINT_EVERY` inserts, never in the request that crossed the mark:
-on an embedded hub a request's insert may run on the event loop.
+:data:`CHECKPOINT_EVERY` inserts, and so does the purge of expired nonces (once a
+minute, :data:`PURGE_CHUNK` rows a transaction, so an insert waits for one chunk at
+most), never in the request that crossed the mark: on an embedded hub a request's
+insert may run on the event loop.
 
 The directory's ``hub.lock`` covers this file too.  Its schema is in
 :mod:`.schema` (:func:`~sealmem.hub.storage.schema.set_up_nonces`).
@@ -27,13 +29,19 @@ from .dbfile import SQLiteDb
 from .schema import set_up_nonces
 from .values import StorageError
 
-__all__ = ["CHECKPOINT_EVERY", "REMEMBER", "NonceFile"]
+__all__ = ["CHECKPOINT_EVERY", "PURGE_CHUNK", "REMEMBER", "NonceFile"]
 
 log = logging.getLogger("sealmem.hub")
 
 #: inserts between two checkpoints of the WAL (an insert adds 2-3 pages to it)
 CHECKPOINT_EVERY = 256
 _PURGE_EVERY_MS = 60_000
+#: expired nonces deleted per transaction by the purge
+PURGE_CHUNK = 512
+_PURGE = (
+    "DELETE FROM nonces WHERE (kid, nonce) IN "
+    "(SELECT kid, nonce FROM nonces WHERE expires_ms <= ? LIMIT ?)"
+)
 #: record (kid, nonce, expires_ms) unless recorded and not expired at ``now`` (the 4th
 #: parameter): a row changed is a nonce not seen inside its window (PostgreSQL too)
 REMEMBER = (
@@ -54,6 +62,7 @@ class NonceFile:
             self._db.close()
             raise
         self._next_purge = 0
+        self._purge_before: int | None = None
         self._inserts = 0
         self._wake = threading.Event()
         self._closing = False
@@ -68,17 +77,22 @@ class NonceFile:
             self._wake.clear()
             if self._closing:
                 return
+            before, self._purge_before = self._purge_before, None
             try:
+                while before is not None:
+                    with self._db.tx() as conn:
+                        gone = conn.execute(_PURGE, (before, PURGE_CHUNK)).rowcount
+                    before = before if gone == PURGE_CHUNK else None
                 self._db.read("PRAGMA wal_checkpoint(PASSIVE)")
             except StorageError as exc:  # the next mark tries again
-                log.warning("nonce file checkpoint failed: %s", exc)
+                log.warning("nonce file purge or checkpoint failed: %s", exc)
 
     def remember(self, kid: str, nonce: str, expires_ms: int, now_ms: int) -> bool:
         """See :meth:`sealmem.hub.storage.Storage.remember_nonce`."""
         if now_ms >= self._next_purge:
             self._next_purge = now_ms + _PURGE_EVERY_MS
-            with self._db.tx() as conn:
-                conn.execute("DELETE FROM nonces WHERE expires_ms <= ?", (now_ms,))
+            self._purge_before = now_ms
+            self._wake.set()
         with self._db.statement() as conn:  # one statement: its own transaction
             stored = conn.execute(REMEMBER, (kid, nonce, expires_ms, now_ms)).rowcount > 0
         self._inserts += 1

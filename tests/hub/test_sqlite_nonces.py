@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sealmem.hub.storage import StorageError
-from sealmem.hub.storage.nonces import CHECKPOINT_EVERY
+from sealmem.hub.storage.nonces import CHECKPOINT_EVERY, PURGE_CHUNK, NonceFile
 from sealmem.hub.storage.schema import NONCE_SCHEMA_VERSION, SCHEMA_VERSION
 from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.protocol import hubapi
@@ -173,3 +173,29 @@ def test_the_nonce_wal_is_checkpointed_off_the_requests_path(tmp_path: Path) -> 
         store.close()
     # the WAL is reused once checkpointed; without checkpoints it grows by a round each round
     assert sizes[-1] < 6 * sizes[0], sizes  # 9x without the checkpoints
+
+
+def test_expired_nonces_are_purged_off_the_requests_path(tmp_path: Path) -> None:
+    """The insert that crosses the purge mark deletes nothing itself (it may run on the
+    event loop); the checkpoint thread deletes the expired rows, a chunk at a time."""
+    nonces = NonceFile(tmp_path / "hub-nonces.db")
+    try:
+        expired = 3 * PURGE_CHUNK + 7
+        for i in range(expired):
+            assert nonces.remember(KID, f"old-{i}", 10, 0)
+        nonces._next_purge = 0  # the mark: the next insert crosses it
+        asked: list[str] = []
+        nonces._db.conn().set_trace_callback(asked.append)  # this thread's statements
+        assert nonces.remember(KID, "new", FAR, 11)
+        nonces._db.conn().set_trace_callback(None)
+        assert not [sql for sql in asked if "DELETE" in sql.upper()], asked
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            left = nonces._db.read("SELECT count(*) FROM nonces")[0][0]
+            if left == 1:
+                break
+            time.sleep(0.05)
+        assert left == 1  # only the live one
+        assert not nonces.remember(KID, "new", FAR, 12)  # still refused as a replay
+    finally:
+        nonces.close()
