@@ -28,12 +28,11 @@ from ..crypto import SUITE
 from ..protocol import hubapi, reasons
 from ..protocol.envelope import unpack
 from ..protocol.errors import Rejected
-from ..protocol.keyring import Keyring
+from ..protocol.keyring import peek as keyring_peek
 from ..protocol.manifest import peek
 from ..protocol.roster import Roster
 from ..protocol.state import ChainHead, TrustedState
 from ..protocol.verify import (
-    MAX_KEYRING_BYTES,
     MAX_ROSTER_BYTES,
     accept_keyring,
     accept_manifest,
@@ -229,9 +228,7 @@ class Teams:
         with self._storage.write(team) as tx:
             state = self.state_at(team, tx.generation)
             try:
-                cited = Keyring.from_body(
-                    unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES).body
-                ).roster_version
+                cited = keyring_peek(data).roster_version
                 current = state.roster.version if state.roster is not None else 0
                 if cited > current:  # a keyring goes out before the roster that names it
                     raise Rejected(reasons.ROSTER_UNKNOWN, f"names roster v{cited}")

@@ -22,15 +22,24 @@ from .encoding import (
     need_int,
     need_str,
 )
-from .envelope import seal
+from .envelope import seal, unpack
 from .errors import InputError, Rejected
 from .record import PROJECT_RE
 from .roster import MAX_MEMBERS, TEAM_RE, Roster
 from .suite import Signer, Wrapper
 
-__all__ = ["KEYRING_FORMAT", "MAX_WRAP_BYTES", "Keyring", "build_keyring", "extend_keyring"]
+__all__ = [
+    "KEYRING_FORMAT",
+    "MAX_KEYRING_BYTES",
+    "MAX_WRAP_BYTES",
+    "Keyring",
+    "build_keyring",
+    "extend_keyring",
+    "peek",
+]
 
 KEYRING_FORMAT = "sealmem/keyring/v1"
+MAX_KEYRING_BYTES = 1024 * 1024  # one signed keyring envelope
 MAX_WRAP_BYTES = 256  # a SealedBox of a 32-byte key is 80 bytes
 _BODY_KEYS = frozenset({"format", "team", "project", "epoch", "roster_version", "key_id", "wraps"})
 
@@ -145,3 +154,10 @@ def extend_keyring(
         wraps=wraps,
         key_id=keyring.key_id,
     )
+
+
+def peek(data: bytes) -> Keyring:
+    """The keyring in the envelope ``data``, parsed but not trusted: its form is checked
+    (``Rejected`` names the first problem), its signature and its place are not; a
+    keyring is trusted only through :func:`~sealmem.protocol.verify.accept_keyring`."""
+    return Keyring.from_body(unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES).body)

@@ -17,7 +17,7 @@ from . import reasons
 from .chunks import open_snapshot
 from .envelope import Envelope, unpack
 from .errors import Rejected
-from .keyring import Keyring
+from .keyring import MAX_KEYRING_BYTES, Keyring
 from .manifest import MAX_MANIFEST_BYTES, Manifest
 from .roster import Roster
 from .state import ChainHead, TrustedState, Witness
@@ -34,7 +34,6 @@ __all__ = [
 ]
 
 MAX_ROSTER_BYTES = 4 * 1024 * 1024
-MAX_KEYRING_BYTES = 1024 * 1024
 
 
 def _team(state: TrustedState, body: Mapping[str, Any], what: str) -> None:

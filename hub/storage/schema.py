@@ -41,11 +41,9 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ...protocol.envelope import unpack
 from ...protocol.errors import Rejected
-from ...protocol.keyring import Keyring
+from ...protocol.keyring import peek as keyring_peek
 from ...protocol.manifest import peek
-from ...protocol.verify import MAX_KEYRING_BYTES
 from .values import TEAM_OWNER, StorageError
 
 __all__ = [
@@ -188,9 +186,7 @@ def _upgrading(conn: sqlite3.Connection, version: int) -> Iterator[None]:
 
 def _keyring_roster_version(data: bytes) -> int:
     try:
-        return Keyring.from_body(
-            unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES).body
-        ).roster_version
+        return keyring_peek(data).roster_version
     except Rejected:
         return 0
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sealmem.client.team import admin
-from sealmem.protocol.envelope import unpack
 from sealmem.protocol.keyring import Keyring
+from sealmem.protocol.keyring import peek as peek_keyring
 
 from .conftest import PROJECT, HubWorld, now_ms
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 def _keyrings(world: HubWorld, who: str) -> dict[int, Keyring]:
     blobs = world.nodes[who].t.transport.keyrings(PROJECT)
-    found = [Keyring.from_body(unpack(b, what="keyring", max_bytes=1 << 20).body) for b in blobs]
+    found = [peek_keyring(b) for b in blobs]
     return {k.epoch: k for k in found}
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sealmem.client.team import admin
-from sealmem.protocol.envelope import unpack
 from sealmem.protocol.keyring import Keyring
+from sealmem.protocol.keyring import peek as peek_keyring
 
 from .conftest import PROJECT, HubWorld, now_ms
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 def _keyrings(world: HubWorld, who: str) -> list[Keyring]:
     blobs = world.nodes[who].t.transport.keyrings(PROJECT)
-    return [Keyring.from_body(unpack(b, what="keyring", max_bytes=1 << 20).body) for b in blobs]
+    return [peek_keyring(b) for b in blobs]
 
 
 def test_a_member_approved_on_the_hub_reads_existing_data_after_one_sync(

@@ -18,8 +18,8 @@ from sealmem.client.team import admin, approval, publish
 from sealmem.client.team.invite import read_invite
 from sealmem.client.team.join import join_team
 from sealmem.crypto import KDF_INTERACTIVE, SUITE, MemberKey
-from sealmem.protocol.envelope import unpack
 from sealmem.protocol.keyring import Keyring
+from sealmem.protocol.keyring import peek as peek_keyring
 from tests.support.cli import Run, in_process
 from tests.sync.conftest import PROJECT, Node, World
 
@@ -27,7 +27,7 @@ from tests.sync.conftest import PROJECT, Node, World
 def _keyring_file(world: World, epoch: int, project: str = PROJECT) -> Keyring:
     team = world.nodes["admin"].t.config.team
     path = world.folder / "sealmem" / team / "keyrings" / project / f"{epoch:010d}.json"
-    return Keyring.from_body(unpack(path.read_bytes(), what="keyring", max_bytes=1 << 20).body)
+    return peek_keyring(path.read_bytes())
 
 
 def _keyring_path(world: World, epoch: int) -> str:

@@ -8,8 +8,8 @@ from sealmem.client.sync import replica
 from sealmem.client.team import admin
 from sealmem.crypto import SUITE, ContentKey
 from sealmem.protocol import reasons
-from sealmem.protocol.envelope import unpack
 from sealmem.protocol.keyring import Keyring
+from sealmem.protocol.keyring import peek as peek_keyring
 from tests.sync.conftest import PROJECT, World
 
 
@@ -17,7 +17,7 @@ def _folder_keyring(world: World, epoch: int) -> Keyring:
     """The keyring file of ``epoch`` as the folder holds it now (one per epoch)."""
     path = world.folder / "sealmem" / world.nodes["admin"].t.config.team / "keyrings"
     data = (path / PROJECT / f"{epoch:010d}.json").read_bytes()
-    return Keyring.from_body(unpack(data, what="keyring", max_bytes=1 << 20).body)
+    return peek_keyring(data)
 
 
 def test_a_member_approved_after_data_exists_reads_it_after_its_own_first_sync(
