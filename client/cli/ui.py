@@ -48,12 +48,13 @@ def ui(
     elif not no_open:
         door = server.opener(home, bound, url)
         webbrowser.open(door.as_uri())  # the token stays out of every command line
-    try:
-        server.serve(app, sock)
-    finally:
+
+    def done() -> None:  # the token's file does not outlive the run, SIGTERM included
         sock.close()
         if door is not None:
             door.unlink(missing_ok=True)
+
+    server.serve(app, sock, done)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,7 @@ import os
 import socket
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,15 +62,20 @@ def can_open_browser() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def serve(app: Any, sock: socket.socket) -> None:
-    """Run ``app`` on ``sock`` until Ctrl-C or SIGTERM (then act as they would)."""
+def serve(app: Any, sock: socket.socket, done: Callable[[], None]) -> None:
+    """Run ``app`` on ``sock`` until Ctrl-C or SIGTERM (then act as they would); ``done``
+    runs when the server has stopped, before a signal taken is raised again (a SIGTERM
+    then ends the process, past any ``finally`` of the caller)."""
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = _EarlySignals(config)
     # A Ctrl-C that lands before uvicorn starts awaiting its server leaves that coroutine
     # unawaited: the stop is clean (exit 130), the warning about it is noise.
     warnings.filterwarnings("ignore", "coroutine 'Server.serve' was never awaited", RuntimeWarning)
     with uvicorn.Server.capture_signals(server):
-        server.run(sockets=[sock])
+        try:
+            server.run(sockets=[sock])
+        finally:
+            done()
 
 
 class _EarlySignals(uvicorn.Server):

@@ -110,10 +110,19 @@ def test_it_listens_on_loopback_only_and_stops_cleanly_on_ctrl_c(seeded: Seeded)
     assert err.strip() == ""
 
 
-def test_sigterm_stops_it_and_ends_the_process_as_sigterm_does(seeded: Seeded) -> None:
-    proc = _start(seeded, "--no-open")
+def test_sigterm_stops_it_and_ends_the_process_as_sigterm_does(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    browser = tmp_path / "browser.sh"
+    browser.write_text("#!/bin/sh\nexit 0\n")
+    browser.chmod(0o755)
+    proc = _start(seeded, BROWSER=str(browser))
     try:
         port = int(_url(proc).split(":")[2].split("/")[0])
+        deadline = time.monotonic() + 20
+        while not (doors := list(seeded.home.glob("ui-*.html"))):
+            assert time.monotonic() < deadline  # the browser's way in, holding the token
+            time.sleep(0.1)
         deadline = time.monotonic() + 20
         while True:
             try:
@@ -127,6 +136,7 @@ def test_sigterm_stops_it_and_ends_the_process_as_sigterm_does(seeded: Seeded) -
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGTERM
     assert "Traceback" not in err
+    assert not doors[0].exists()  # the token does not outlive the run
 
 
 def test_a_port_in_use_is_one_clear_sentence(seeded: Seeded) -> None:
