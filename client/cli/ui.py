@@ -5,6 +5,7 @@ The viewer's server and the browser's way in are :mod:`sealmem.client.ui.server`
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -24,6 +25,7 @@ def ui(
 ) -> None:
     """Look at your and your team's memory in a browser (127.0.0.1 only; Ctrl-C stops)."""
     # Here, not at the top: every other command would load uvicorn, Starlette and jinja2.
+    import threading
     import webbrowser
 
     from ..paths import ensure_home
@@ -42,19 +44,25 @@ def ui(
     url = f"http://127.0.0.1:{bound}/?token={secrets.token}"
     output.say(f"sealmem ui: {url}")
     output.say("the link signs this browser in for this run; Ctrl-C stops the viewer")
-    door = None
+    door: Path | None = None
     if not no_open and not server.can_open_browser():
         output.say("no display to open a browser on: open the URL above in yours")
-    elif not no_open:
-        door = server.opener(home, bound, url)
-        webbrowser.open(door.as_uri())  # the token stays out of every command line
+        no_open = True
+
+    def start() -> None:  # under the server's signal handlers: done() follows it
+        nonlocal door
+        if not no_open:
+            door = server.opener(home, bound, url)
+            # a BROWSER command may run until its window closes: the viewer serves meanwhile
+            uri = door.as_uri()  # the token stays out of every command line
+            threading.Thread(target=webbrowser.open, args=(uri,), daemon=True).start()
 
     def done() -> None:  # the token's file does not outlive the run, SIGTERM included
         sock.close()
         if door is not None:
             door.unlink(missing_ok=True)
 
-    server.serve(app, sock, done)
+    server.serve(app, sock, start, done)
 
 
 def register(app: typer.Typer) -> None:

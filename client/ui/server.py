@@ -62,10 +62,14 @@ def can_open_browser() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def serve(app: Any, sock: socket.socket, done: Callable[[], None]) -> None:
-    """Run ``app`` on ``sock`` until Ctrl-C or SIGTERM (then act as they would); ``done``
-    runs when the server has stopped, before a signal taken is raised again (a SIGTERM
-    then ends the process, past any ``finally`` of the caller)."""
+def serve(
+    app: Any, sock: socket.socket, start: Callable[[], None], done: Callable[[], None]
+) -> None:
+    """Run ``app`` on ``sock`` until Ctrl-C or SIGTERM (then act as they would).
+
+    ``start`` runs first and ``done`` once the server has stopped, both inside its signal
+    handlers: a signal taken meanwhile stops the run, and is raised again only after
+    ``done`` (a SIGTERM then ends the process, past any ``finally`` of the caller)."""
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = _EarlySignals(config)
     # A Ctrl-C that lands before uvicorn starts awaiting its server leaves that coroutine
@@ -73,6 +77,7 @@ def serve(app: Any, sock: socket.socket, done: Callable[[], None]) -> None:
     warnings.filterwarnings("ignore", "coroutine 'Server.serve' was never awaited", RuntimeWarning)
     with uvicorn.Server.capture_signals(server):
         try:
+            start()
             server.run(sockets=[sock])
         finally:
             done()

@@ -139,6 +139,38 @@ def test_sigterm_stops_it_and_ends_the_process_as_sigterm_does(
     assert not doors[0].exists()  # the token does not outlive the run
 
 
+def test_a_browser_that_blocks_neither_holds_the_viewer_nor_outlives_its_token(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    """A ``BROWSER`` command that runs until its window closes (webbrowser waits for it):
+    the viewer answers meanwhile, and a SIGTERM still removes the token's file."""
+    pid_file = tmp_path / "browser.pid"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho $$ > "{pid_file}"\nexec sleep 60 >/dev/null 2>&1\n')
+    browser.chmod(0o755)
+    proc = _start(seeded, BROWSER=str(browser))
+    try:
+        url = _url(proc)
+        deadline = time.monotonic() + 20
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        doors = list(seeded.home.glob("ui-*.html"))
+        assert len(doors) == 1
+        host, port = url.split("/")[2].split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            conn.sendall(f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+            assert conn.recv(64).startswith(b"HTTP/1.1 ")  # served while the browser runs
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        if pid_file.exists() and pid_file.read_text().strip():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert proc.returncode == -signal.SIGTERM
+    assert "Traceback" not in err
+    assert not doors[0].exists()  # the token does not outlive the run
+
+
 def test_a_port_in_use_is_one_clear_sentence(seeded: Seeded) -> None:
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
