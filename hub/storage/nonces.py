@@ -79,7 +79,7 @@ class NonceFile:
                 return
             before, self._purge_before = self._purge_before, None
             try:
-                while before is not None:
+                while before is not None and not self._closing:  # close: give way
                     with self._db.tx() as conn:
                         gone = conn.execute(_PURGE, (before, PURGE_CHUNK)).rowcount
                     before = before if gone == PURGE_CHUNK else None

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from sealmem.hub.storage import StorageError
+from sealmem.hub.storage import nonces as nonce_module
 from sealmem.hub.storage.nonces import CHECKPOINT_EVERY, PURGE_CHUNK, NonceFile
 from sealmem.hub.storage.schema import NONCE_SCHEMA_VERSION, SCHEMA_VERSION
 from sealmem.hub.storage.sqlite import SQLiteStorage
@@ -199,3 +200,28 @@ def test_expired_nonces_are_purged_off_the_requests_path(tmp_path: Path) -> None
         assert not nonces.remember(KID, "new", FAR, 12)  # still refused as a replay
     finally:
         nonces.close()
+
+
+def test_close_does_not_wait_for_a_long_purge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A purge gives way to close between two chunks: close never leaves the thread
+    running on a database it has closed, nor waits for the whole backlog."""
+    monkeypatch.setattr(nonce_module, "PURGE_CHUNK", 1)
+    path = tmp_path / "hub-nonces.db"
+    nonces = NonceFile(path)
+    backlog = 100_000
+    try:
+        nonces.adopt((KID, f"old-{i}", 10) for i in range(backlog))
+        assert nonces.remember(KID, "new", FAR, 11)  # crosses the first mark
+        deadline = time.monotonic() + 10
+        while nonces._db.read("SELECT count(*) FROM nonces")[0][0] > backlog:
+            assert time.monotonic() < deadline  # the purge has started
+            time.sleep(0.01)
+    finally:
+        nonces.close()
+    assert not nonces._checkpointer.is_alive()
+    with sqlite3.connect(path) as conn:
+        left = conn.execute("SELECT count(*) FROM nonces").fetchone()[0]
+    conn.close()
+    assert left > backlog // 2  # stopped at close, not run to the end
