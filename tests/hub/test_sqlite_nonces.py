@@ -187,7 +187,7 @@ def test_expired_nonces_are_purged_off_the_requests_path(tmp_path: Path) -> None
         nonces._next_purge = 0  # the mark: the next insert crosses it
         asked: list[str] = []
         nonces._db.conn().set_trace_callback(asked.append)  # this thread's statements
-        assert nonces.remember(KID, "new", FAR, 11)
+        assert nonces.remember(KID, "new", FAR, 11 + nonce_module._PURGE_SLACK_MS)
         nonces._db.conn().set_trace_callback(None)
         assert not [sql for sql in asked if "DELETE" in sql.upper()], asked
         deadline = time.monotonic() + 10
@@ -197,7 +197,9 @@ def test_expired_nonces_are_purged_off_the_requests_path(tmp_path: Path) -> None
                 break
             time.sleep(0.05)
         assert left == 1  # only the live one
-        assert not nonces.remember(KID, "new", FAR, 12)  # still refused as a replay
+        assert not nonces.remember(
+            KID, "new", FAR, 12 + nonce_module._PURGE_SLACK_MS
+        )  # still refused as a replay
     finally:
         nonces.close()
 
@@ -213,7 +215,7 @@ def test_close_does_not_wait_for_a_long_purge(
     backlog = 100_000
     try:
         nonces.adopt((KID, f"old-{i}", 10) for i in range(backlog))
-        assert nonces.remember(KID, "new", FAR, 11)  # crosses the first mark
+        assert nonces.remember(KID, "new", FAR, 11 + nonce_module._PURGE_SLACK_MS)  # the mark
         deadline = time.monotonic() + 10
         while nonces._db.read("SELECT count(*) FROM nonces")[0][0] > backlog:
             assert time.monotonic() < deadline  # the purge has started
@@ -225,3 +227,24 @@ def test_close_does_not_wait_for_a_long_purge(
         left = conn.execute("SELECT count(*) FROM nonces").fetchone()[0]
     conn.close()
     assert left > backlog // 2  # stopped at close, not run to the end
+
+
+def test_a_request_whose_clock_lags_the_purge_mark_is_still_refused_as_a_replay(
+    tmp_path: Path,
+) -> None:
+    """Requests read the clock on their own threads: one may record its nonce after
+    another, later reading crossed the purge mark; a row expired at the mark but live at
+    the lagging request's time stays until it is expired for every request in flight."""
+    nonces = NonceFile(tmp_path / "hub-nonces.db")
+    try:
+        assert nonces.remember(KID, "seen", 100, 0)
+        nonces._next_purge = 0  # the mark: the next insert crosses it
+        assert nonces.remember(KID, "later", FAR, 100)  # "seen" expired at this reading
+        deadline = time.monotonic() + 10
+        while nonces._db.read("SELECT count(*) FROM nonces WHERE nonce = 'later'") != [(1,)]:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(0.3)  # the purge thread's turn
+        assert not nonces.remember(KID, "seen", 100, 99)  # still inside its window at 99
+    finally:
+        nonces.close()
