@@ -177,7 +177,7 @@ def test_a_port_in_use_is_one_clear_sentence(seeded: Seeded) -> None:
     busy.listen()
     port = busy.getsockname()[1]
     try:
-        proc = _start(seeded, "--no-open", "--port", str(port))
+        proc = _start(seeded, "--port", str(port), BROWSER="/bin/true")
         out, err = proc.communicate(timeout=60)
     finally:
         busy.close()
@@ -186,6 +186,7 @@ def test_a_port_in_use_is_one_clear_sentence(seeded: Seeded) -> None:
     assert "in use" in err
     assert "Traceback" not in err
     assert "token" not in out
+    assert not list(seeded.home.glob("ui-*.html"))  # no way in when nothing listens
 
 
 @pytest.mark.parametrize("port", ["65536", "http"])
