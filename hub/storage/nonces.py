@@ -29,7 +29,7 @@ from .dbfile import SQLiteDb
 from .schema import set_up_nonces
 from .values import StorageError
 
-__all__ = ["CHECKPOINT_EVERY", "PURGE_CHUNK", "REMEMBER", "NonceFile"]
+__all__ = ["CHECKPOINT_EVERY", "PURGE_CHUNK", "PURGE_SLACK_MS", "REMEMBER", "NonceFile"]
 
 log = logging.getLogger("sealmem.hub")
 
@@ -39,7 +39,7 @@ _PURGE_EVERY_MS = 60_000
 #: the purge spares rows expired this recently: a request that read the clock before
 #: the reading that crossed the mark may record its nonce after it (other threads, other
 #: processes), and to it such a row is still inside its window
-_PURGE_SLACK_MS = 60_000
+PURGE_SLACK_MS = 60_000
 #: expired nonces deleted per transaction by the purge
 PURGE_CHUNK = 512
 _PURGE = (
@@ -95,7 +95,7 @@ class NonceFile:
         """See :meth:`sealmem.hub.storage.Storage.remember_nonce`."""
         if now_ms >= self._next_purge:
             self._next_purge = now_ms + _PURGE_EVERY_MS
-            self._purge_before = now_ms - _PURGE_SLACK_MS
+            self._purge_before = now_ms - PURGE_SLACK_MS
             self._wake.set()
         with self._db.statement() as conn:  # one statement: its own transaction
             stored = conn.execute(REMEMBER, (kid, nonce, expires_ms, now_ms)).rowcount > 0

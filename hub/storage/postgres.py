@@ -35,7 +35,7 @@ from .backends import shown_url
 from .blobs import BlobStore
 from .dialect import POSTGRES
 from .feed import Feed, PgFeed
-from .nonces import REMEMBER
+from .nonces import PURGE_SLACK_MS, REMEMBER
 from .schema import upgrade_pg
 from .sql import Storage
 from .values import Quota, StorageError
@@ -147,7 +147,9 @@ class PgStorage(Storage):
     def remember_nonce(self, kid: str, nonce: str, expires_ms: int, now_ms: int) -> bool:
         with self._tx() as conn:
             if now_ms >= self._next_purge:
-                conn.execute("DELETE FROM nonces WHERE expires_ms <= ?", (now_ms,))
+                # rows expired a while ago only: a request on another replica (or thread)
+                # may have read an earlier clock and still be inside its window
+                conn.execute("DELETE FROM nonces WHERE expires_ms <= ?", (now_ms - PURGE_SLACK_MS,))
                 self._next_purge = now_ms + _NONCE_PURGE_MS
             return bool(conn.execute(REMEMBER, (kid, nonce, expires_ms, now_ms)).rowcount)
 

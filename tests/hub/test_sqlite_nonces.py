@@ -187,7 +187,7 @@ def test_expired_nonces_are_purged_off_the_requests_path(tmp_path: Path) -> None
         nonces._next_purge = 0  # the mark: the next insert crosses it
         asked: list[str] = []
         nonces._db.conn().set_trace_callback(asked.append)  # this thread's statements
-        assert nonces.remember(KID, "new", FAR, 11 + nonce_module._PURGE_SLACK_MS)
+        assert nonces.remember(KID, "new", FAR, 11 + nonce_module.PURGE_SLACK_MS)
         nonces._db.conn().set_trace_callback(None)
         assert not [sql for sql in asked if "DELETE" in sql.upper()], asked
         deadline = time.monotonic() + 10
@@ -198,7 +198,7 @@ def test_expired_nonces_are_purged_off_the_requests_path(tmp_path: Path) -> None
             time.sleep(0.05)
         assert left == 1  # only the live one
         assert not nonces.remember(
-            KID, "new", FAR, 12 + nonce_module._PURGE_SLACK_MS
+            KID, "new", FAR, 12 + nonce_module.PURGE_SLACK_MS
         )  # still refused as a replay
     finally:
         nonces.close()
@@ -215,7 +215,7 @@ def test_close_does_not_wait_for_a_long_purge(
     backlog = 100_000
     try:
         nonces.adopt((KID, f"old-{i}", 10) for i in range(backlog))
-        assert nonces.remember(KID, "new", FAR, 11 + nonce_module._PURGE_SLACK_MS)  # the mark
+        assert nonces.remember(KID, "new", FAR, 11 + nonce_module.PURGE_SLACK_MS)  # the mark
         deadline = time.monotonic() + 10
         while nonces._db.read("SELECT count(*) FROM nonces")[0][0] > backlog:
             assert time.monotonic() < deadline  # the purge has started

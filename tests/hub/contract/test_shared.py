@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from sealmem.hub.storage import Storage
 
 from .conftest import Backend
@@ -13,6 +15,17 @@ def test_a_nonce_is_accepted_once_until_it_expires(store: Storage) -> None:
     assert not store.remember_nonce(ALICE, "n1", T0 + 2000, T0 + 10)  # a replay
     assert store.remember_nonce(BOB, "n1", T0 + 1000, T0)  # another key's nonce
     assert store.remember_nonce(ALICE, "n1", T0 + 3000, T0 + 1000)  # expired: a new request
+
+
+def test_a_request_whose_clock_lags_the_purge_is_still_refused_as_a_replay(
+    store: Storage,
+) -> None:
+    """Replicas and threads read their own clocks: a request at T may arrive after one
+    at T + 1 ms crossed the purge mark; a nonce live at T is never purged for it."""
+    assert store.remember_nonce(ALICE, "seen", T0 + 70_000, T0)
+    assert store.remember_nonce(BOB, "later", T0 + 200_000, T0 + 70_000)  # past the mark
+    time.sleep(0.5)  # the SQLite hub purges on a thread of its own
+    assert not store.remember_nonce(ALICE, "seen", T0 + 70_000, T0 + 69_999)
 
 
 def test_nonces_survive_reopening(storage_backend: Backend) -> None:
