@@ -144,15 +144,16 @@ class HubTransport(Transport):
                 request.headers.update(sign_request(self._key, method, target, body, now_ms=now))
             try:
                 response = self._client.send(request)
-            except httpx.TransportError as exc:
-                if (repeatable or never_sent(exc)) and backoff.pause():
+            except httpx.HTTPError as exc:
+                again = isinstance(exc, httpx.TransportError) and (repeatable or never_sent(exc))
+                if again and backoff.pause():
                     continue
                 raise self._unreachable(what, exc, backoff.attempts, repeatable) from exc
             if is_ms(told := response.headers.get(hubapi.HEADER_HUB_TIME, "")):
                 self._hub_time = (int(told), time.monotonic())
             if response.status_code < 400:
                 return response
-            refused = error(response, self._url, what)
+            refused = error(response, self._url, what, backoff.attempts)
             if refused.status == 404 and missing_ok and refused.code == hubapi.NOT_FOUND:
                 return None
             stale = refused.status == 401 and refused.code == hubapi.STALE_TIME
@@ -167,7 +168,7 @@ class HubTransport(Transport):
             raise refused
 
     def _unreachable(
-        self, what: str, exc: httpx.TransportError, attempts: int, repeatable: bool
+        self, what: str, exc: httpx.HTTPError, attempts: int, repeatable: bool
     ) -> Unreachable:
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         if repeatable or never_sent(exc):

@@ -24,9 +24,9 @@ _FIRST_S = 0.2
 _CAP_S = 5.0
 
 
-def never_sent(exc: httpx.TransportError) -> bool:
-    """True when the request cannot have reached the hub (the connection never opened)."""
-    return isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
+def never_sent(exc: httpx.HTTPError) -> bool:
+    """True when the request cannot have reached the hub (no connection was had for it)."""
+    return isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
 
 
 class Backoff:
