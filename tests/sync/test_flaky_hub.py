@@ -170,3 +170,13 @@ def test_the_budget_ends_the_retries(busy: tuple[Busy, str]) -> None:
     finally:
         transport.close()
     assert len(app.at) == 2  # a second wait of 0.3 s would end past the budget
+
+
+def test_a_request_the_hub_never_saw_is_repeated() -> None:
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens: the connection is refused
+    transport = HubTransport(url, TEAM, MemberKey.generate(), retry_budget_s=0.3)
+    try:
+        with pytest.raises(Unreachable, match=r"to publish keyring webapp/1 after [2-6] attempts"):
+            transport.put_keyring(PROJECT, 1, b"keyring")
+    finally:
+        transport.close()
