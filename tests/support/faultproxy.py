@@ -28,6 +28,7 @@ class FaultProxy:
         self.faults = 0
         self.port = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._open: set[asyncio.StreamWriter] = set()
 
     async def _pipe(
         self,
@@ -68,12 +69,14 @@ class FaultProxy:
         except OSError:
             down_w.transport.abort()
             return
+        self._open |= {down_w, up_w}
         asked: list[bytes] = []  # the request line the hub answers now
         try:
             await asyncio.gather(
                 self._pipe(down_r, up_w, asked, False), self._pipe(up_r, down_w, asked, True)
             )
         finally:
+            self._open -= {down_w, up_w}
             up_w.transport.abort()
             down_w.transport.abort()
 
@@ -83,8 +86,8 @@ class FaultProxy:
         started.set()
         async with server:
             await stop.wait()
-            for task in list(self._tasks):
-                task.cancel()
+            for writer in list(self._open):  # the pipes end on their own: nothing cancelled
+                writer.transport.abort()
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
