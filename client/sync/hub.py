@@ -34,12 +34,12 @@ from ..clock import now_ms
 from .door import door_warnings
 from .folder import FolderTransport
 from .hub_answers import HubError, blobs, error, is_ms, json_object, retry_after
+from .retry import RETRY_STATUSES, Backoff, never_sent
 from .transport import CHECKED_CHUNKS, Transport, Unreachable
 
 __all__ = ["OPERATOR_TOKEN_ENV", "HubTransport", "is_hub_location", "open_transport"]
 
 OPERATOR_TOKEN_ENV = "SEALMEM_HUB_OPERATOR_TOKEN"  # noqa: S105 - a variable name
-_RETRIES_429 = 4
 
 
 def is_hub_location(location: str) -> bool:
@@ -79,7 +79,10 @@ class HubTransport(Transport):
         client: httpx.Client | None = None,
         timeout_s: float = 30.0,
         clock: Callable[[], int] | None = None,
+        retry_budget_s: float = 30.0,
     ) -> None:
+        """``retry_budget_s`` bounds the time one request spends on repeats (see
+        :mod:`~.retry`)."""
         if client is None and not is_hub_location(url):
             raise InputError(f"hub URL {url!r} must start with http:// or https://")
         self._url = url.rstrip("/")
@@ -91,6 +94,7 @@ class HubTransport(Transport):
         self._client = client or httpx.Client(base_url=self._url, timeout=timeout_s)
         self._owns_client = client is None
         self._clock = clock or now_ms
+        self._retry_budget_s = retry_budget_s
         self._skew_ms = 0
         self._hub_time: tuple[int, float] | None = None
         self._pending_keyrings: list[bytes] = []
@@ -121,9 +125,14 @@ class HubTransport(Transport):
         headers: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
         missing_ok: bool = False,
+        repeatable: bool = False,
     ) -> httpx.Response | None:
+        """One request, signed afresh at every attempt; repeated as :mod:`~.retry` says
+        (``repeatable``: a repeat is harmless, as a GET's is)."""
+        repeatable = repeatable or method == "GET"
+        backoff = Backoff(self._retry_budget_s)
         skew_retried = False
-        for attempt in range(_RETRIES_429 + 1):
+        while True:
             request = self._client.build_request(
                 method, path, params=query, content=body,
                 headers=headers,
@@ -136,27 +145,41 @@ class HubTransport(Transport):
             try:
                 response = self._client.send(request)
             except httpx.HTTPError as exc:
-                raise Unreachable(
-                    f"cannot reach the hub at {self._url} to {what}: {exc}; check the URL "
-                    "and that the hub is running"
-                ) from exc
+                again = isinstance(exc, httpx.TransportError) and (repeatable or never_sent(exc))
+                if again and backoff.pause():
+                    continue
+                raise self._unreachable(what, exc, backoff.attempts, repeatable) from exc
             if is_ms(told := response.headers.get(hubapi.HEADER_HUB_TIME, "")):
                 self._hub_time = (int(told), time.monotonic())
             if response.status_code < 400:
                 return response
-            refused = error(response, self._url, what)
+            refused = error(response, self._url, what, backoff.attempts)
             if refused.status == 404 and missing_ok and refused.code == hubapi.NOT_FOUND:
                 return None
-            if refused.status == 429 and attempt < _RETRIES_429:
-                time.sleep(retry_after(response))
-                continue
             stale = refused.status == 401 and refused.code == hubapi.STALE_TIME
             if stale and not skew_retried and is_ms(told):
                 self._skew_ms = int(told) - self._clock()
                 skew_retried = True
                 continue
+            if refused.status in RETRY_STATUSES and (repeatable or refused.status == 429):
+                asked = hubapi.HEADER_RETRY_AFTER in response.headers or refused.status == 429
+                if backoff.pause(retry_after(response) if asked else None):
+                    continue
             raise refused
-        raise refused
+
+    def _unreachable(
+        self, what: str, exc: httpx.HTTPError, attempts: int, repeatable: bool
+    ) -> Unreachable:
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        if repeatable or never_sent(exc):
+            return Unreachable(
+                f"cannot reach the hub at {self._url} to {what}{tries}: {exc}; check the URL "
+                "and that the hub is running"
+            )
+        return Unreachable(
+            f"lost the hub's answer at {self._url} to {what}: {exc}; it may have been applied, "
+            "and is not sent again blindly: sync again (it reads the hub's state back)"
+        )
 
     def _json(self, method: str, path: str, what: str, **kw: Any) -> dict[str, Any]:
         response = self._send(method, path, what, **kw)
@@ -268,7 +291,7 @@ class HubTransport(Transport):
         path = self._path(hubapi.MANIFEST, project=project, writer=writer, seq=seq)
         for chunk_id, data in chunks.items():
             chunk = self._path(hubapi.CHUNK, project=project, writer=writer, chunk=chunk_id)
-            self._send("PUT", chunk, "upload a chunk", body=data)
+            self._send("PUT", chunk, "upload a chunk", body=data, repeatable=True)
         self._send("PUT", path, f"publish manifest seq {seq}", body=manifest)
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:

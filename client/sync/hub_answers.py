@@ -41,8 +41,8 @@ class HubConflictError(HubError, ConflictError):
     """409: the hub holds a newer or different object here; pull, then retry."""
 
 
-def error(response: httpx.Response, url: str, what: str) -> HubError:
-    """The refusal in ``response`` (a status of 400 or more)."""
+def error(response: httpx.Response, url: str, what: str, attempts: int = 1) -> HubError:
+    """The refusal in ``response`` (a status of 400 or more), to the last of ``attempts``."""
     status = response.status_code
     code, detail = _NO_BODY, f"HTTP {status} without an error body"
     with contextlib.suppress(ValueError):
@@ -50,8 +50,9 @@ def error(response: httpx.Response, url: str, what: str) -> HubError:
         if isinstance(doc, dict) and "error" in doc:
             code, detail = str(doc["error"]), str(doc.get("detail", detail))
     cls = HubConflictError if status == hubapi.CONFLICT_STATUS else HubError
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
     return cls(
-        f"the hub at {url} refused to {what}: {detail} ({code}, HTTP {status})",
+        f"the hub at {url} refused to {what}{tries}: {detail} ({code}, HTTP {status})",
         status=status,
         code=code,
         detail=detail,
