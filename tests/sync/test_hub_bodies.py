@@ -4,18 +4,15 @@ ASGI app under uvicorn on 127.0.0.1 that answers every request with one fixed bo
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 
 from sealmem.client.sync.hub import HubTransport
 from sealmem.crypto import MemberKey
-from sealmem.hub.http.server import free_port
 from sealmem.protocol.errors import TransportError
+from tests.support.asgi_thread import serving
 
 NESTED = b"[" * 100_000
 BODIES = {
@@ -42,20 +39,9 @@ class Answers:
 
 @pytest.fixture(scope="module")
 def hub() -> Iterator[tuple[Answers, str]]:
-    app, port = Answers(), free_port()
-    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive(), "the server did not start"
-        assert time.monotonic() < deadline, "the server did not start in time"
-        time.sleep(0.02)
-    try:
-        yield app, f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    app = Answers()
+    with serving(app) as url:
+        yield app, url
 
 
 @pytest.mark.parametrize("status", [200, 403, 409])

@@ -6,46 +6,25 @@ is lost or duplicated; a manifest whose answer was lost is not sent again blindl
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from sealmem.client.sync.hub import HubTransport
 from sealmem.client.sync.transport import Unreachable
 from sealmem.crypto import MemberKey
 from sealmem.hub.http.server import BackgroundHub, free_port
 from sealmem.protocol.errors import TransportError
-from tests.hub.conftest import PROJECT, TEAM, TOKEN, HubWorld, Node, hub_config
+from tests.hub.conftest import PROJECT, TEAM, HubWorld, Node
+from tests.support.asgi_thread import serving
 from tests.support.faultproxy import fault_proxy
 
 #: the answers the proxy loses in the many-rounds test: reads and chunk uploads
 REPEATABLE = r"^(GET |PUT \S*/chunks/)"
 RATE = 0.03
 ROUNDS = 30
-
-
-@pytest.fixture
-def hub(tmp_path: Path) -> Iterator[BackgroundHub]:
-    with BackgroundHub(hub_config(tmp_path / "hub-data", port=free_port())) as server:
-        yield server
-
-
-@pytest.fixture
-def world(tmp_path: Path, hub: BackgroundHub) -> Iterator[HubWorld]:
-    homes = tmp_path / "homes"
-    homes.mkdir()
-    w = HubWorld(homes, hub.url, lambda key: HubTransport(hub.url, TEAM, key, operator_token=TOKEN))
-    w.create()
-    w.join("alice", "bob")
-    try:
-        yield w
-    finally:
-        w.close()
 
 
 def through(node: Node, url: str) -> None:
@@ -132,20 +111,9 @@ class Busy:
 
 @pytest.fixture
 def busy() -> Iterator[tuple[Busy, str]]:
-    app, port = Busy(2, "0.3"), free_port()
-    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive(), "the server did not start"
-        assert time.monotonic() < deadline, "the server did not start in time"
-        time.sleep(0.02)
-    try:
-        yield app, f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    app = Busy(2, "0.3")
+    with serving(app) as url:
+        yield app, url
 
 
 def test_retry_after_is_honoured_and_every_attempt_signed_afresh(busy: tuple[Busy, str]) -> None:
