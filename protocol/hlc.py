@@ -15,6 +15,7 @@ from .errors import ProtocolError
 
 __all__ = [
     "MAX_AHEAD_MS",
+    "ClockExhausted",
     "MAX_COUNTER",
     "MAX_WALL_MS",
     "ZERO",
@@ -69,17 +70,27 @@ def _short(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+class ClockExhausted(ProtocolError):
+    """The clock is at its greatest value: no later timestamp exists."""
+
+
 def _after(wall: int, counter: int) -> Hlc:
     """``(wall, counter)``, carrying a counter past ``MAX_COUNTER`` into ``wall``."""
-    if counter > MAX_COUNTER:
-        return Hlc(min(wall + 1, MAX_WALL_MS), 0)
-    return Hlc(wall, counter)
+    if counter <= MAX_COUNTER:
+        return Hlc(wall, counter)
+    if wall >= MAX_WALL_MS:
+        raise ClockExhausted(
+            "the clock is at its greatest value (the year 6429) and cannot move on; "
+            "set the system clock to the right time"
+        )
+    return Hlc(wall + 1, 0)
 
 
 def tick(last: Hlc, now_ms: int) -> Hlc:
     """The timestamp for a local event (a write), after ``last``."""
-    if now_ms > last.wall:
-        return Hlc(min(now_ms, MAX_WALL_MS), 0)
+    wall = min(now_ms, MAX_WALL_MS)
+    if wall > last.wall:
+        return Hlc(wall, 0)
     return _after(last.wall, last.counter + 1)
 
 
