@@ -17,7 +17,7 @@ from .suite import Signer, Suite
 
 __all__ = ["CONTEXTS", "SIGNATURE_SIZE", "Envelope", "seal", "unpack"]
 
-CONTEXTS: tuple[str, ...] = ("roster", "keyring", "manifest", "reset", "join", "invite")
+CONTEXTS: tuple[str, ...] = ("roster", "keyring", "manifest", "reset", "join", "invite", "request")
 SIGNATURE_SIZE = 64
 _KEYS = frozenset({"body", "signer", "sig"})
 

@@ -18,7 +18,8 @@ import pytest
 from sealmem.crypto import SUITE, MemberKey, padme
 from sealmem.protocol import canonical, merge, reasons, verify
 from sealmem.protocol.encoding import object_hash
-from sealmem.protocol.envelope import CONTEXTS
+from sealmem.protocol.envelope import CONTEXTS, seal, unpack
+from sealmem.protocol.errors import Rejected
 from sealmem.protocol.invite import INVITE_FORMAT, JOIN_FORMAT, MAX_INVITE_MS
 from sealmem.protocol.keyring import KEYRING_FORMAT
 from sealmem.protocol.manifest import MANIFEST_FORMAT, MAX_BUCKETS, MAX_CHUNK_BYTES, MAX_HEADS
@@ -158,3 +159,12 @@ def test_the_escape_table_says_what_encode_does(char: str, spelled: str) -> None
     encoded = canonical.encode(char)
     literal = char not in "\x1b"
     assert (encoded == b'"' + char.encode() + b'"') is literal
+
+
+def test_a_request_signature_offered_as_an_envelope_is_the_wrong_context() -> None:
+    key = MemberKey(b"\x07" * 32, b"\x08" * 32)
+    data = seal({"method": "GET", "target": "/v1/teams/t"}, "request", key)
+    envelope = unpack(data, what="roster", max_bytes=1 << 20)
+    with pytest.raises(Rejected) as refused:
+        envelope.check(SUITE, "roster", key.sign_public)
+    assert refused.value.reason == reasons.WRONG_CONTEXT
