@@ -66,6 +66,8 @@ from sealmem.protocol.snapshot import (
 
 from .basics import Vector, basic_vectors
 from .invites import invite_family
+from .signatures import DESCRIPTIONS as SIGNATURE_DESCRIPTIONS
+from .signatures import signature_cases
 
 VECTORS = Path(__file__).resolve().parents[3] / "protocol" / "vectors"
 TEAM = "acme-team"
@@ -279,6 +281,8 @@ DESCRIPTIONS = {
     "keyring-wrap-at-limit": "a wrap of exactly 256 decoded bytes passes the size check",
     "roster-lone-surrogate": "a member name holding an escaped lone surrogate",
 }
+
+DESCRIPTIONS.update(SIGNATURE_DESCRIPTIONS)
 
 Setup = list[tuple[str, bytes]]
 
@@ -738,6 +742,7 @@ def cases() -> list[Case]:
         *snapshot_cases(),
         *delta_cases(),
         *extra_envelope_cases(),
+        *signature_cases(),
     ]
 
 
