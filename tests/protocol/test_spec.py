@@ -168,3 +168,13 @@ def test_a_request_signature_offered_as_an_envelope_is_the_wrong_context() -> No
     with pytest.raises(Rejected) as refused:
         envelope.check(SUITE, "roster", key.sign_public)
     assert refused.value.reason == reasons.WRONG_CONTEXT
+
+
+def test_the_whitespace_of_names_is_the_list_spec_gives() -> None:
+    text = SPEC[SPEC.index("MUST NOT begin or end with whitespace (here and below, exactly") :]
+    listed = text[text.index("exactly") + len("exactly") : text.index(")")].split()
+    spec = set()
+    for item in listed:
+        low, _, high = item.removeprefix("U+").partition("-U+" if "-U+" in item else "-")
+        spec |= set(range(int(low, 16), int(high or low, 16) + 1))
+    assert spec == {cp for cp in range(0x110000) if chr(cp).isspace()}
