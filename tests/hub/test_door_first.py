@@ -13,6 +13,7 @@ keyrings.
 
 from __future__ import annotations
 
+import json
 import select
 import socket
 import threading
@@ -26,11 +27,14 @@ import pytest
 
 from sealmem.client.sync.hub import HubTransport
 from sealmem.client.team import admin
-from sealmem.crypto import MemberKey
+from sealmem.crypto import SUITE, MemberKey
 from sealmem.crypto.request import body_digest
 from sealmem.hub.http.server import BackgroundHub, free_port
 from sealmem.protocol import hubapi
+from sealmem.protocol.admin import genesis
+from sealmem.protocol.encoding import b64e
 from sealmem.protocol.manifest import MAX_CHUNK_BYTES
+from sealmem.protocol.roster import Member
 from tests.support.rawhttp import answer
 
 from .conftest import (
@@ -97,6 +101,16 @@ def _body_reads(hub: BackgroundHub) -> float:
     text = httpx.get(hub.url + "/metrics", headers=METRICS_AUTH).text
     line = next(x for x in text.splitlines() if x.startswith("sealmem_hub_body_reads "))
     return float(line.split()[1])
+
+
+def _refused_before_the_body(hub: BackgroundHub, path: str, headers: dict[str, str]) -> str:
+    """The code of a PUT declaring 1 MiB (within the limit) and sending none of it: a
+    hub that waited for the body would not answer within :data:`PROMPT_S`."""
+    with socket.create_connection((hub.config.host, hub.config.port), PROMPT_S) as sock:
+        sock.sendall(_head(hub, "PUT", path, headers, 1024 * 1024))
+        status, answer_headers, doc = answer(sock)
+    assert answer_headers.get("connection") == "close"
+    return f"{status} {doc['error']}"
 
 
 @dataclass
@@ -240,20 +254,56 @@ def test_a_body_that_does_not_hash_to_its_signed_digest_is_refused(
 def test_a_request_without_the_digest_header_is_refused_with_its_fix(
     team_hub: tuple[BackgroundHub, HubWorld],
 ) -> None:
-    """Before its body (a 12 MiB body is declared and never sent), and on a GET."""
+    """Before its body (declared and never sent), and on a GET."""
     hub, w = team_hub
     alice = w.nodes["alice"].key
     path = _chunk_path(alice.kid, 8)
     headers = signed(alice, "PUT", path, b"x")
     del headers[hubapi.HEADER_DIGEST]
-    with socket.create_connection((hub.config.host, hub.config.port), PROMPT_S) as sock:
-        sock.sendall(_head(hub, "PUT", path, headers, 12 * 1024 * 1024))
-        status, answer_headers, doc = answer(sock)
-    assert (status, doc["error"]) == (401, hubapi.DIGEST_MISSING)
-    assert "upgrade sealmem" in str(doc["detail"])
-    assert answer_headers.get("connection") == "close"
+    assert _refused_before_the_body(hub, path, headers) == f"401 {hubapi.DIGEST_MISSING}"
     target = f"/v1/teams/{TEAM}/rosters"
     headers = signed(alice, "GET", target)
     del headers[hubapi.HEADER_DIGEST]
     got = httpx.get(hub.url + target, headers=headers)
     assert (got.status_code, got.json()["error"]) == (401, hubapi.DIGEST_MISSING)
+    assert "upgrade sealmem" in got.json()["detail"]
+
+
+def test_a_revoked_member_and_another_team_are_refused_before_the_body(
+    team_hub: tuple[BackgroundHub, HubWorld], tmp_path: Path
+) -> None:
+    """Both need the signature, which the headers now carry everything for."""
+    hub, w = team_hub
+    dave = w.nodes["dave"].key
+    admin.revoke(w.nodes["admin"].t, "dave", now=now_ms())
+    path = _chunk_path(dave.kid, 9)
+    assert _refused_before_the_body(hub, path, signed(dave, "PUT", path)) == "403 revoked"
+    homes = tmp_path / "other-homes"
+    homes.mkdir()
+    other = HubWorld(homes, hub.url, lambda key: HubTransport(hub.url, "other-team", key,
+                     operator_token=TOKEN), team="other-team")  # fmt: skip
+    try:
+        outsider = other.create().key
+    finally:
+        other.close()
+    path = _chunk_path(outsider.kid, 9)
+    assert _refused_before_the_body(hub, path, signed(outsider, "PUT", path)) == "403 wrong-team"
+
+
+def test_a_new_team_whose_roster_does_not_match_its_digest_is_not_registered(
+    team_hub: tuple[BackgroundHub, HubWorld],
+) -> None:
+    """Roster v1 carries its own key, so its signature is checked after the body: the
+    body must still hash to the signed digest."""
+    hub, _ = team_hub
+    root = MemberKey.generate()
+    me = Member(root.kid, "root", root.sign_public, root.box_public, "admin")
+    roster = genesis(SUITE, "new-team", me, created_at=now_ms())
+    body = json.dumps({"roster": b64e(roster.sign(root)), "keyrings": []}).encode()
+    path = "/v1/teams/new-team/rosters/1"
+    headers = {**signed(root, "PUT", path, body), hubapi.HEADER_OPERATOR_TOKEN: TOKEN}
+    refused = httpx.put(hub.url + path, headers=headers, content=body + b" ")
+    assert (refused.status_code, refused.json()["error"]) == (400, hubapi.DIGEST_MISMATCH)
+    target = "/v1/teams/new-team/rosters"
+    asked = httpx.get(hub.url + target, headers=signed(root, "GET", target))
+    assert (asked.status_code, asked.json()["error"]) == (404, hubapi.UNKNOWN_TEAM)
