@@ -115,12 +115,13 @@ class BodyReader:
         key_full = key is not None and mine >= self._per_key
         room = self.max_reads if reserve else self.max_reads - self.reserve
         if key_full or self.reading >= room:
-            kept = f" ({self.reserve} kept for admins' rosters and keyrings)" if (
-                self.reserve and not reserve and not key_full
-            ) else ""  # fmt: skip
-            busy = f"{mine} request bodies of this key" if key_full else (
-                f"{self.reading} request bodies{kept}"
-            )  # fmt: skip
+            if key_full:
+                busy = f"{mine} request bodies of this key"
+            elif room < self.max_reads:
+                busy = f"{self.reading} request bodies ({self.reserve} more are kept for admins'"
+                busy += " roster and keyring uploads)"
+            else:
+                busy = f"{self.reading} request bodies"
             raise Refusal(
                 503,
                 hubapi.BUSY,
