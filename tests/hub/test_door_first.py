@@ -156,9 +156,14 @@ class Trickle:
             self.answered[i] = (0, "closed without an answer")
 
     def settle(self) -> float:
-        """Wait until each body is either answered or being read; the bodies being read."""
+        """Before :meth:`start`: wait until each body is either answered (the answer
+        read before any body byte is sent, so a refused socket is never reset) or
+        being read; the bodies being read."""
         deadline = time.monotonic() + PROMPT_S
         while True:
+            for i, sock in enumerate(self.socks):
+                if i not in self.answered and select.select([sock], [], [], 0)[0]:
+                    self._answer(i, sock)
             reading = _body_reads(self.hub)
             if reading + len(self.answered) >= len(self.socks) or time.monotonic() > deadline:
                 return reading
@@ -189,8 +194,8 @@ def test_junk_signatures_naming_known_kids_hold_no_reader(
                 headers = signed(forger, "PUT", path, b"junk")  # a key nobody holds
                 headers["sealmem-kid"] = kid
                 trickle.open(path, headers)
-        trickle.start()
         reading = trickle.settle()
+        trickle.start()
         roster = admin.revoke(w.nodes["admin"].t, "carol", now=now_ms())
         assert roster.revocation(w.nodes["carol"].key.kid) is not None
         w.nodes["bob"].remember("pushed while strangers trickle junk under our kids")
@@ -215,8 +220,8 @@ def test_members_uploads_leave_the_readers_kept_for_admins(
             for n in range(PER_KID):
                 path = _chunk_path(key.kid, n)
                 trickle.open(path, signed(key, "PUT", path, b"a chunk never finished"))
-        trickle.start()
         reading = trickle.settle()
+        trickle.start()
         roster = admin.revoke(w.nodes["admin"].t, "dave", now=now_ms())
         assert roster.revocation(w.nodes["dave"].key.kid) is not None
         assert reading == 28
