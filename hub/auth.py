@@ -1,25 +1,26 @@
 """Who sent a request: signature headers, replay window, nonce cache, caller lookup.
 
-A request is signed by a member key over (method, target, body hash, time,
-nonce) in context ``request`` (:mod:`sealmem.crypto.request`).  The hub checks,
-in order: the four headers are there and well formed (``unsigned``,
-``bad-auth-header``), the time is within the replay window (``stale-time``),
-the key is known (the team's trusted roster, or a live pending join request
-where the route allows it: roster v1 and the request's own state; else
-``unknown-key``, or ``wrong-team`` for a key of another team), the signature
-verifies, the nonce was not seen inside the window (``replayed``).  All of
-these are 401 except ``wrong-team`` and ``revoked`` (403).  Only public keys
-are involved: nothing secret is stored.
+A request is signed by a member key over (method, target, body digest, time,
+nonce, kid) in context ``request`` (:mod:`sealmem.crypto.request`); the digest
+travels in its own header, so everything is checked from the headers alone,
+before a body byte is read.  The hub checks, in order: the five headers are
+there and well formed (``unsigned``, ``digest-missing``, ``bad-auth-header``),
+the time is within the replay window (``stale-time``), the key is known (the
+team's trusted roster, or a live pending join request where the route allows
+it: roster v1 and the request's own state; else ``unknown-key``, or
+``wrong-team`` for a key of another team whose signature verifies), the
+signature verifies, the nonce was not seen inside the window (``replayed``), the
+member is not revoked (``revoked``, where the route does not allow it).  Then,
+once the body is read, it must hash to the signed digest (``digest-mismatch``).
+All of these are 401 except ``wrong-team`` and ``revoked`` (403) and
+``digest-mismatch`` (400).  Only public keys are involved: nothing secret is
+stored.
 
 A signature that does not verify under the key the team holds is answered as
-an unknown key (401 ``unknown-key``, the same sentence): the answer does not
-tell a stranger whether a kid it names is in the team.  One difference is left,
-by design: on a route with a body, a kid the hub holds no key for is refused
-before the body is read, while a member's kid has its body read (within the
-route's limit) and then refused.  Who watches when the answer comes can tell
-the two apart; closing that would mean reading every stranger's body, which is
-what the edge exists to avoid.  A kid is a 128-bit hash of a public key: only
-who already has that key's public half can ask.
+an unknown key (401 ``unknown-key``, the same sentence, and as promptly: both
+before the body): the answer does not tell a stranger whether a kid it names is
+in the team, and a claim nobody proved never holds a body reader of the member
+it names.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..crypto.request import body_digest, verify_request
+from ..crypto.request import body_matches, verify_request
 from ..protocol import hubapi
-from ..protocol.encoding import KID_RE, b64d
+from ..protocol.encoding import HEX_HASH_RE, KID_RE, b64d
 from ..protocol.errors import BadSignatureError, Rejected
 from ..protocol.hubapi import parse_number
 from ..protocol.roster import Roster
@@ -38,7 +39,16 @@ from .errors import Refusal
 from .inbox import join_request_key
 from .storage import Storage
 
-__all__ = ["Authenticator", "Caller", "ReplayGuard", "Signed", "read_signature", "revoked"]
+__all__ = [
+    "Authenticator",
+    "Caller",
+    "Proven",
+    "ReplayGuard",
+    "Signed",
+    "check_body",
+    "read_signature",
+    "revoked",
+]
 
 #: teams whose members' keys are kept looked up (past it, the lookups start again)
 _MAX_ROSTERS = 1024
@@ -50,6 +60,8 @@ class Signed:
     time_ms: int
     nonce: str
     signature: bytes
+    #: the body digest the signature covers (``Sealmem-Digest``), checked against the body
+    digest: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +74,22 @@ class Caller:
     pending: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Proven:
+    """A request whose signature verified from its headers alone (before its body): the
+    headers, the key they verified under and who holds it."""
+
+    signed: Signed
+    key: bytes
+    caller: Caller
+
+
 def read_signature(headers: Mapping[str, str]) -> Signed:
     """The signature headers, or a 401 refusal naming what is missing or malformed."""
     names = (hubapi.HEADER_KID, hubapi.HEADER_TIME, hubapi.HEADER_NONCE, hubapi.HEADER_SIGNATURE)
     values = [headers.get(n) for n in names]
-    if all(v is None for v in values):
+    digest = headers.get(hubapi.HEADER_DIGEST)
+    if all(v is None for v in values) and digest is None:
         raise Refusal(
             401, hubapi.UNSIGNED, "this request carries no member signature; use a sealmem client"
         )
@@ -74,6 +97,17 @@ def read_signature(headers: Mapping[str, str]) -> Signed:
     if kid is None or time_text is None or nonce is None or sig_text is None:
         missing = [n for n, v in zip(names, values, strict=True) if v is None]
         raise Refusal(401, hubapi.BAD_AUTH_HEADER, f"signature headers {missing} are missing")
+    if digest is None:
+        raise Refusal(
+            401,
+            hubapi.DIGEST_MISSING,
+            f"the request has no {hubapi.HEADER_DIGEST} header (the signed body digest this "
+            "hub checks before it reads a body): upgrade sealmem on this machine",
+        )
+    if HEX_HASH_RE.fullmatch(digest) is None:
+        raise Refusal(
+            401, hubapi.BAD_AUTH_HEADER, "the body digest header is not 64 lowercase hex digits"
+        )
     try:
         signature = b64d(sig_text)
         nonce_bytes = b64d(nonce)
@@ -86,7 +120,7 @@ def read_signature(headers: Mapping[str, str]) -> Signed:
         raise Refusal(
             401, hubapi.BAD_AUTH_HEADER, "the member id, nonce or signature has a bad size"
         )
-    return Signed(kid, time_ms, nonce, signature)
+    return Signed(kid, time_ms, nonce, signature, digest)
 
 
 class ReplayGuard:
@@ -119,10 +153,11 @@ class ReplayGuard:
 class Authenticator:
     """Resolve the caller of a signed request against a team's trusted state.
 
-    In two steps, so that a body is read only for a key the hub can check:
-    :meth:`claim` looks at the headers alone (well formed, in the window, a key
-    this team holds, or a key of another team on this hub); :meth:`caller` then
-    verifies the signature over the body and says who called.
+    In two steps, so that a body is read only for a request the hub has proven:
+    :meth:`prove` checks the headers alone (well formed, in the window, a key this
+    team holds, the signature over the digest header, the nonce); :meth:`caller`
+    then checks that the body hashes to that digest, and says who called in the
+    team's state as it is after the body.
     """
 
     def __init__(
@@ -147,12 +182,12 @@ class Authenticator:
         sign_public: bytes,
         method: str,
         target: str,
-        body: bytes,
         *,
         refusal: Refusal | None = None,
     ) -> None:
-        """Signature, then the nonce (only a valid request may burn a nonce)."""
-        if not _verifies(signed, sign_public, method, target, body):
+        """Signature (over the digest header), then the nonce (only a valid request may
+        burn a nonce)."""
+        if not _verifies(signed, sign_public, method, target):
             raise refusal or Refusal(
                 401,
                 hubapi.BAD_SIGNATURE,
@@ -205,24 +240,40 @@ class Authenticator:
             cached[1][kid] = found
         return found
 
-    def claim(
+    def prove(
         self,
         team: str,
         state: TrustedState,
+        method: str,
+        target: str,
         headers: Mapping[str, str],
         *,
         allow_pending: bool = False,
-    ) -> Signed:
-        """The headers' claim, refused unless the key is one the hub could verify it with.
+        allow_revoked: bool = False,
+    ) -> Proven:
+        """The request's signature verified from its headers alone, before its body.
 
-        Nothing here reads the body: a key that neither this team nor any other
-        team on the hub holds is refused before the first body byte."""
+        A key the team holds whose signature does not verify gets the same 401
+        ``unknown-key`` as a key the team does not hold: a stranger who names a kid
+        learns nothing from the answer about that kid's membership."""
         signed = self.signed(headers)
-        if self._team_key(team, state, signed.kid, allow_pending) is not None:
-            return signed
-        if any(other != team for other, _ in self._storage.keys_of(signed.kid)):
-            return signed  # perhaps wrong-team: that needs the signature over the body
-        raise _unknown_key(team, signed.kid, allow_pending)
+        unknown = _unknown_key(team, signed.kid, allow_pending)
+        found = self._team_key(team, state, signed.kid, allow_pending)
+        if found is not None:
+            key, caller = found
+            self.verify(signed, key, method, target, refusal=unknown)
+            if caller.revoked and not allow_revoked:
+                raise revoked(team, signed.kid)
+            return Proven(signed, key, caller)
+        for other, key in self._storage.keys_of(signed.kid):
+            if other != team and _verifies(signed, key, method, target):
+                raise Refusal(
+                    403,
+                    hubapi.WRONG_TEAM,
+                    f"member {signed.kid} belongs to another team, not {team}; "
+                    "check the team id in your sealmem config",
+                )
+        raise unknown
 
     def caller(
         self,
@@ -235,43 +286,48 @@ class Authenticator:
         *,
         allow_pending: bool = False,
         allow_revoked: bool = False,
-        claimed: Signed | None = None,
+        proven: Proven | None = None,
     ) -> Caller:
-        """Who sent this request, once its signature over ``body`` verifies.
+        """Who sent this request, once ``body`` hashes to the digest its signature covers.
 
-        ``claimed``: the same ``headers`` as :meth:`claim` read them (not parsed
-        again; the time is checked again).  A key the team holds whose signature does
-        not verify gets the same 401 ``unknown-key`` as a key the team does not hold: a
-        stranger who names a kid learns nothing from the answer about that kid's
-        membership."""
-        if claimed is None:
-            signed = self.signed(headers)
+        ``proven``: what :meth:`prove` made of the same ``headers`` before the body
+        (not verified again); the time is checked again and the caller looked up
+        again in ``state``, read after the body (a revocation meanwhile is honoured)."""
+        if proven is None:
+            proven = self.prove(
+                team, state, method, target, headers,
+                allow_pending=allow_pending, allow_revoked=allow_revoked,
+            )  # fmt: skip
+            caller = proven.caller
         else:
-            signed = claimed
-            self._guard.check_time(signed.time_ms, self._clock())
-        unknown = _unknown_key(team, signed.kid, allow_pending)
-        found = self._team_key(team, state, signed.kid, allow_pending)
-        if found is not None:
-            key, caller = found
-            self.verify(signed, key, method, target, body, refusal=unknown)
+            kid = proven.signed.kid
+            self._guard.check_time(proven.signed.time_ms, self._clock())
+            found = self._team_key(team, state, kid, allow_pending)
+            if found is None or found[0] != proven.key:
+                raise _unknown_key(team, kid, allow_pending)
+            caller = found[1]
             if caller.revoked and not allow_revoked:
-                raise revoked(team, signed.kid)
-            return caller
-        for other, key in self._storage.keys_of(signed.kid):
-            if other != team and _verifies(signed, key, method, target, body):
-                raise Refusal(
-                    403,
-                    hubapi.WRONG_TEAM,
-                    f"member {signed.kid} belongs to another team, not {team}; "
-                    "check the team id in your sealmem config",
-                )
-        raise unknown
+                raise revoked(team, kid)
+        check_body(proven.signed, body)
+        return caller
 
 
-def _verifies(signed: Signed, key: bytes, method: str, target: str, body: bytes) -> bool:
+def check_body(signed: Signed, body: bytes) -> None:
+    """400 ``digest-mismatch`` unless ``body`` hashes to the signed digest header."""
+    if not body_matches(signed.digest, body):
+        raise Refusal(
+            400,
+            hubapi.DIGEST_MISMATCH,
+            f"the request body ({len(body)} bytes) does not hash to its signed "
+            f"{hubapi.HEADER_DIGEST} header (altered in transit?); nothing was stored: "
+            "send it again",
+        )
+
+
+def _verifies(signed: Signed, key: bytes, method: str, target: str) -> bool:
     try:
         verify_request(
-            key, method, target, body_digest(body), signed.time_ms, signed.nonce, signed.kid,
+            key, method, target, signed.digest, signed.time_ms, signed.nonce, signed.kid,
             signed.signature,
         )  # fmt: skip
     except BadSignatureError:

@@ -34,6 +34,9 @@ __all__ = [
     "CHUNK",
     "COLLECT",
     "CONFLICT_STATUS",
+    "DIGEST_MISMATCH",
+    "DIGEST_MISSING",
+    "HEADER_DIGEST",
     "HEADER_HUB_TIME",
     "HEADER_KID",
     "HEADER_NONCE",
@@ -102,6 +105,8 @@ HEADER_KID = "sealmem-kid"
 HEADER_TIME = "sealmem-time"
 HEADER_NONCE = "sealmem-nonce"
 HEADER_SIGNATURE = "sealmem-signature"
+#: The signed body digest (hex BLAKE2b-256), so the hub checks a signature before the body.
+HEADER_DIGEST = "sealmem-digest"
 #: Registers a team on a hub that is not open to it (``PUT /rosters/1``).
 HEADER_OPERATOR_TOKEN = "sealmem-operator-token"  # noqa: S105 - a header name
 #: The hub clock (ms) on every answer, so a client can tell skew from a bad signature.
@@ -116,6 +121,10 @@ UNSIGNED = "unsigned"  # 401
 BAD_AUTH_HEADER = "bad-auth-header"  # 401
 STALE_TIME = "stale-time"  # 401
 REPLAYED = "replayed"  # 401
+#: A signed request without ``Sealmem-Digest`` (a client older than the header).
+DIGEST_MISSING = "digest-missing"  # 401
+#: The body does not hash to the digest its signature covers (altered in transit).
+DIGEST_MISMATCH = "digest-mismatch"  # 400
 BAD_SIGNATURE = reasons.BAD_SIGNATURE  # 401 for a request, 422 for an object
 UNKNOWN_KEY = "unknown-key"  # 401
 BAD_OPERATOR_TOKEN = "bad-operator-token"  # noqa: S105 - 401

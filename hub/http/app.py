@@ -134,10 +134,15 @@ def _direct(config: HubConfig, endpoints: Endpoints) -> list[Route]:
         _route(
             hubapi.ROSTER,
             "PUT",
-            wrap(handlers.put_roster, hubapi.MAX_ROSTER_PUBLISH_BYTES, registering=True),
+            wrap(
+                handlers.put_roster,
+                hubapi.MAX_ROSTER_PUBLISH_BYTES,
+                registering=True,
+                control=True,
+            ),
         ),
         _route(hubapi.KEYRINGS, "GET", wrap(handlers.get_keyrings, reads=True)),
-        _route(hubapi.KEYRING, "PUT", wrap(handlers.put_keyring, MAX_KEYRING_BYTES)),
+        _route(hubapi.KEYRING, "PUT", wrap(handlers.put_keyring, MAX_KEYRING_BYTES, control=True)),
         _route(hubapi.REQUESTS, "GET", wrap(handlers.get_requests, reads=True)),
         _route(hubapi.REQUEST, "POST", wrap(handlers.post_request, join, signed=False)),
         _route(hubapi.REQUEST, "GET", wrap(handlers.get_request, reads=True)),

@@ -2,8 +2,9 @@
 
 A number in a path is any run of ASCII digits, parsed by :func:`number` (400 beyond
 int64, never a 500 from a 5000-digit ``int()``).  A body is read (:class:`BodyReader`)
-only after the gate identified the caller from the headers
-(:meth:`sealmem.hub.http.routes.Handlers.gate`).  The JSON 500 and the connection
+only after the gate proved the caller from the headers: the signature over the
+digest header verified (:meth:`sealmem.hub.http.routes.Handlers.gate`), so a reader
+is only ever held by a member's own key.  The JSON 500 and the connection
 closed after an answer sent before the body was read are the front's.
 """
 
@@ -28,6 +29,7 @@ __all__ = [
     "PollSlots",
     "number",
     "per_key",
+    "reserved",
     "route_path",
     "unless_gone",
 ]
@@ -64,9 +66,15 @@ _POLL_RETRY_S = 5
 
 
 def per_key(max_reads: int) -> int:
-    """Bodies read at once for one claimed key (the gate checks a claim, not yet a
-    signature): a quarter of ``max_reads``, at least 1."""
+    """Bodies read at once for one key (a member proven by its signature, or one client
+    address for join requests): a quarter of ``max_reads``, at least 1."""
     return max(max_reads // 4, 1)
+
+
+def reserved(max_reads: int) -> int:
+    """Of ``max_reads``, the readers kept for admins' roster and keyring uploads (so that
+    a revocation is read while members' uploads fill the rest): an eighth."""
+    return max_reads // 8
 
 
 class BodyReader:
@@ -76,30 +84,44 @@ class BodyReader:
 
     A body must keep coming: no wait longer than ``body_idle_s`` for its next piece,
     and after ``body_grace_s`` at least ``body_min_rate`` bytes per second on average.
+    ``reserve`` readers are kept for the reads that may use them (:meth:`read`).
     """
 
-    def __init__(self, config: HubConfig, max_reads: int) -> None:
+    def __init__(self, config: HubConfig, max_reads: int, reserve: int = 0) -> None:
         self.config = config
         self.max_reads = max_reads
+        self.reserve = reserve
         self._per_key = per_key(max_reads)
         self.reading = 0  # bodies being read now (one event loop: no lock needed)
         self._by_key: dict[str, int] = {}  # only keys with a read under way: bounded
 
     async def read(
-        self, receive: Receive, headers: Mapping[str, str], limit: int, key: str | None = None
+        self,
+        receive: Receive,
+        headers: Mapping[str, str],
+        limit: int,
+        key: str | None = None,
+        *,
+        reserve: bool = False,
     ) -> bytes:
-        """The body (``headers``: lowercase names); with ``key`` (the key the headers
-        claim), at most :func:`per_key` bodies of that key at once, so that
-        one key (or a stranger naming it) cannot take every reader."""
+        """The body (``headers``: lowercase names); with ``key``, at most :func:`per_key`
+        bodies of that key at once, so that one key cannot take every reader; only a
+        read that may use the ``reserve`` (an admin's roster or keyring) takes the
+        last readers."""
         declared = _content_length(headers)
         if declared is not None and declared > limit:
             raise _too_large(declared, limit)
         mine = self._by_key.get(key, 0) if key is not None else 0
         key_full = key is not None and mine >= self._per_key
-        if key_full or self.reading >= self.max_reads:
-            busy = f"{mine} request bodies of this key" if key_full else (
-                f"{self.reading} request bodies"
-            )  # fmt: skip
+        room = self.max_reads if reserve else self.max_reads - self.reserve
+        if key_full or self.reading >= room:
+            if key_full:
+                busy = f"{mine} request bodies of this key"
+            elif room < self.max_reads:
+                busy = f"{self.reading} request bodies ({self.reserve} more are kept for admins'"
+                busy += " roster and keyring uploads)"
+            else:
+                busy = f"{self.reading} request bodies"
             raise Refusal(
                 503,
                 hubapi.BUSY,

@@ -24,7 +24,7 @@ from ...protocol import hubapi
 from ..config import HubConfig
 from ..errors import Refusal
 from ..storage import Storage
-from .edge import BodyReader, MetricsDoor, PollSlots, unless_gone
+from .edge import BodyReader, MetricsDoor, PollSlots, reserved, unless_gone
 from .messages import Ctx, Json
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
 from .routes import Handler, Handlers
@@ -32,6 +32,8 @@ from .workers import Pace, Run
 
 __all__ = ["Endpoints"]
 
+#: the readers' key of new teams' roster v1 uploads (no member is proven before the body)
+_REGISTERING = "registering"
 #: a client's float as Python writes it ("25.0", "0.912", "1.2e-05"), in ASCII only
 _SECONDS = re.compile(r"[0-9.eE+-]{1,32}")
 
@@ -48,9 +50,11 @@ class Endpoints:
         self.pace = pace
         self.feed = store.feed()
         self.metrics = Metrics()
-        # signed bodies and unsigned join requests have readers of their own
+        # signed bodies and unsigned join requests have readers of their own; of the
+        # signed ones, a reserve for admins' rosters and keyrings (a revocation)
+        reads = config.max_body_reads
         self.readers = {
-            True: BodyReader(config, config.max_body_reads),
+            True: BodyReader(config, reads, reserved(reads)),
             False: BodyReader(config, config.max_join_reads),
         }
         self.polls = PollSlots(config.max_polls_per_member)
@@ -74,13 +78,15 @@ class Endpoints:
         signed: bool = True,
         registering: bool = False,
         reads: bool = False,
+        control: bool = False,
     ) -> _Endpoint:
-        """An endpoint; with ``limit``, a body read only after the headers name a known
-        key (the gate, before the body).  A handler that ``reads`` only (a write it
-        needs is left in ``ctx.later``) and the gate run on the loop while the
+        """An endpoint; with ``limit``, a body read only after the headers prove the
+        request (the gate, before the body); a ``control`` upload (a roster or keyring)
+        of an admin may take the readers' reserve.  A handler that ``reads`` only (a
+        write it needs is left in ``ctx.later``) and the gate run on the loop while the
         :class:`Pace` keeps up, else each in a thread."""
         limit = min(limit, self.config.max_body_bytes)
-        return _Endpoint(self, handler, limit, signed, registering, reads)
+        return _Endpoint(self, handler, limit, signed, registering, reads, control)
 
     async def changes(self, request: Request) -> Response:
         """``GET .../changes``: at once, or once the team changes within ``wait`` seconds."""
@@ -127,6 +133,7 @@ class _Endpoint:
     signed: bool
     registering: bool
     reads: bool
+    control: bool
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         ctx = Ctx(scope)
@@ -139,10 +146,16 @@ class _Endpoint:
                     pace.call(gate, ctx, self.registering)
                 elif signed:
                     await run(gate, ctx, self.registering)
-                # unsigned join requests: at most a quarter of their readers per address
-                claimed = ctx.headers.get(hubapi.HEADER_KID) if signed else ctx.address
+                # a share of the readers per proven member (one for all registrations),
+                # per client address for unsigned join requests
+                proven = ctx.proven
+                key = proven.signed.kid if proven is not None else _REGISTERING
+                admin = self.control and proven is not None and proven.caller.admin
                 bodies = endpoints.readers[signed]
-                ctx.data = await bodies.read(receive, ctx.headers, self.limit, claimed)
+                ctx.data = await bodies.read(
+                    receive, ctx.headers, self.limit, key if signed else ctx.address,
+                    reserve=admin,
+                )  # fmt: skip
             if self.reads and on_loop:
                 answer = pace.call(self.handler, ctx)
             else:

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from ...protocol import hubapi
-from ..auth import Signed
+from ..auth import Proven
 from ..errors import Refusal
 from .edge import number
 
@@ -38,8 +38,8 @@ class Ctx(Request):
         self.data = b""
         self.kid: str | None = None  # set once authenticated, for the access log
         self.changed: str | None = None  # team whose change feed moved
-        #: the signature headers as the gate read them (the handler does not parse them again)
-        self.claimed: Signed | None = None
+        #: the request as the gate proved it from its headers (not verified again)
+        self.proven: Proven | None = None
         #: a write a read handler leaves for a thread (it may run on the event loop)
         self.later: Callable[[], None] | None = None
 

@@ -24,7 +24,7 @@ from ...protocol.hlc import MAX_WALL_MS
 from ...protocol.manifest import MAX_CHUNK_BYTES
 from ...protocol.snapshot import chunk_id
 from ...protocol.state import TrustedState
-from ..auth import Authenticator, Caller, revoked
+from ..auth import Authenticator, Caller, check_body, revoked
 from ..config import HubConfig
 from ..door import Door
 from ..errors import Refusal
@@ -106,19 +106,21 @@ class Handlers:
     # -- shared steps ----------------------------------------------------------------
 
     def gate(self, ctx: Ctx, registering: bool = False) -> None:
-        """Before a signed body is read: the headers alone must name a key the hub holds.
+        """Before a signed body is read: the headers alone must prove the request.
 
         The team exists (else 404), the signature headers are well formed and in
-        the window, and the kid is a member's (or another team's: that answer needs
-        the body); a team that is not registered yet takes ``PUT /rosters/1`` with
-        the operator's token or allow-list only.  The signature itself is checked
-        over the body, in the handler."""
+        the window, and the signature over the digest header verifies under the key
+        the team holds for the kid (:meth:`Authenticator.prove`); a team that is not
+        registered yet takes ``PUT /rosters/1`` with the operator's token or
+        allow-list only (its key is in the body: checked after it, in the handler)."""
         team = ctx.param("team")
         if registering and not self.teams.known(team):
             self._may_register(ctx, team)
             self.auth.signed(ctx.headers)
             return
-        ctx.claimed = self.auth.claim(team, self.teams.state(team), ctx.headers)
+        state = self.teams.state(team)
+        ctx.proven = self.auth.prove(team, state, ctx.method, ctx.target, ctx.headers)
+        ctx.kid = ctx.proven.signed.kid
 
     def _caller(
         self, ctx: Ctx, *, pending: bool = False, revoked: bool = False
@@ -128,7 +130,7 @@ class Handlers:
         state = self.teams.state(team)
         caller = self.auth.caller(
             team, state, ctx.method, ctx.target, ctx.headers, ctx.data,
-            allow_pending=pending, allow_revoked=revoked, claimed=ctx.claimed,
+            allow_pending=pending, allow_revoked=revoked, proven=ctx.proven,
         )  # fmt: skip
         ctx.kid = caller.kid
         self.member_rate.take(caller.kid, self.clock())
@@ -223,7 +225,8 @@ class Handlers:
         signed = self.auth.signed(ctx.headers)
         if signed.kid != kid:
             raise Refusal(403, hubapi.NOT_ADMIN, f"roster v1 must be published by its signer {kid}")
-        self.auth.verify(signed, sign_public, ctx.method, ctx.target, ctx.data)
+        self.auth.verify(signed, sign_public, ctx.method, ctx.target)
+        check_body(signed, ctx.data)
         ctx.kid = kid
 
     def get_keyrings(self, ctx: Ctx) -> Response:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from sealmem.crypto import MemberKey
+from sealmem.crypto.request import body_digest
 from sealmem.protocol.encoding import b64e
 from tests.hub.conftest import TEAM
 from tests.hub.test_door import Door, door
@@ -28,6 +29,7 @@ def _ask_unsigned(door: Door, kid: str) -> tuple[int, str]:
         "Sealmem-Time": str(door.clock()),
         "Sealmem-Nonce": b64e(b"n" * 16),
         "Sealmem-Signature": b64e(bytes(64)),
+        "Sealmem-Digest": body_digest(b""),
     }
     answer = door.client.get(path, headers=headers)
     return answer.status_code, answer.json()["error"]

@@ -264,9 +264,8 @@ def test_stalled_join_posts_do_not_take_the_members_readers(tmp_path: Path) -> N
 
 @pytest.mark.slow
 def test_one_key_cannot_take_every_reader(tmp_path: Path) -> None:
-    """The gate checks the key the headers claim, not yet a signature: anyone who knows
-    one member's kid could stall bodies under it.  One key gets a share of the
-    readers (here 1 of 4); the other members' bodies are still read."""
+    """One member's key (or a stolen one) stalling bodies gets a share of the readers
+    (here 1 of 4); the other members' bodies are still read."""
     config = hub_config(
         tmp_path / "hub-data", port=free_port(), body_idle_s=30.0, body_grace_s=30.0,
         max_body_reads=4,
@@ -282,7 +281,7 @@ def test_one_key_cannot_take_every_reader(tmp_path: Path) -> None:
         alice = w.nodes["alice"].key
         stalled = []
         try:
-            for seq in range(100, 104):  # a stranger naming alice's kid, no valid signature
+            for seq in range(100, 104):  # alice's own signature: proven before the body
                 path = _manifest_path(alice.kid, seq)
                 sock = _connect(hub)
                 sock.sendall(_head(hub, "PUT", path, signed(alice, "PUT", path), 1000) + b"{")

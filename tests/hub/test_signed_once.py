@@ -1,6 +1,7 @@
-"""A PUT's signature headers are parsed once: the gate (before the body) reads them
-and the handler (after it) verifies the signature over the body with what the gate
-read; the time is checked again, and the team's state read again, after the body."""
+"""A PUT's signature headers are parsed once: the gate (before the body) reads them and
+verifies the signature over the digest header, and the handler (after it) checks the
+body against that digest with what the gate read; the time is checked again, and the
+team's state read again, after the body."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """SPEC.md's table of one hub process's limits says what the hub does.
 
 Each row is read from the spec and compared with the hub's defaults and answers: the
-long polls per member, the body readers (a quarter of them per claimed kid, and per
-client address for join requests), and the ``/metrics`` door.
+long polls per member, the body readers (a quarter of them per member, and per
+client address for join requests; an eighth kept for admins' rosters and keyrings),
+and the ``/metrics`` door.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from starlette.datastructures import Headers
 
 from sealmem.hub.config import HubConfig
 from sealmem.hub.errors import Refusal
-from sealmem.hub.http.edge import MetricsDoor, PollSlots, per_key
+from sealmem.hub.http.edge import MetricsDoor, PollSlots, per_key, reserved
 from sealmem.protocol import hubapi
 from sealmem.protocol.errors import InputError
 
@@ -67,7 +68,7 @@ def test_the_long_poll_row(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("pool", "share", "setting"),
     [
-        ("signed request bodies", "of those, bodies of one claimed kid", "max_body_reads"),
+        ("signed request bodies", "of those, bodies of one member", "max_body_reads"),
         ("join request bodies", "of those, bodies from one client address", "max_join_reads"),
     ],
 )
@@ -81,6 +82,14 @@ def test_the_body_reader_rows(pool: str, share: str, setting: str) -> None:
     assert share_of_one == max(reads // 4, 1)
     assert per_key(1) == 1
     assert _refusal(refused) == _refusal(part_refused) == (503, hubapi.BUSY, 1)
+
+
+def test_the_reserve_row() -> None:
+    _, most, refused = _row("of those, kept for admins'")
+    reads = HubConfig.max_body_reads
+    assert most == f"an eighth of `max_body_reads` ({reserved(reads)})"
+    assert reserved(reads) == reads // 8
+    assert _refusal(refused) == (503, hubapi.BUSY, 1)
 
 
 def test_the_metrics_rows() -> None:

@@ -228,7 +228,24 @@ def request_vectors() -> list[Vector]:
         Vector("request-other-time", "the time header changed",
                {**base, "time": NOW + 1}, "bad-signature"),
     ]  # fmt: skip
-    return out
+    return out + digest_vectors(base, headers, message)
+
+
+def digest_vectors(base: dict[str, Any], headers: dict[str, str], message: bytes) -> list[Vector]:
+    """The body digest in its own header (``digest``): the signature verifies from the
+    headers alone, then the body must hash to that digest."""
+    sent = {**base, "digest": headers["sealmem-digest"]}
+    other = b'{"example":false}'
+    return [
+        Vector("request-digest-accept", "a signed hub request as sent: the five headers, "
+               "the digest header among them", sent, "accept",
+               {"message": b64e(message), "headers": headers}),
+        Vector("request-digest-mismatch", "the signature covers the digest header; the body "
+               "sent does not hash to it", {**sent, "body": b64e(other)}, "digest-mismatch"),
+        Vector("request-digest-other", "the digest header changed to the other body's: the "
+               "signature does not cover it", {**sent, "body": b64e(other),
+               "digest": hashlib.blake2b(other, digest_size=32).hexdigest()}, "bad-signature"),
+    ]  # fmt: skip
 
 
 def _rec(i: int, editor: MemberKey, hlc: tuple[int, int], importance: float = 0.5,
