@@ -92,8 +92,8 @@ WORDING: Mapping[str, str] = {
     hubapi.INTERNAL: f"the hub failed on this request; retry later, {_OPERATOR}",
     hubapi.STORAGE: f"the hub's storage is unavailable; retry later, {_OPERATOR}",
     hubapi.BUSY: f"the hub is busy; retry later, {_OPERATOR}",
-    hubapi.QUOTA_EXCEEDED: "the team's storage quota on the hub is used up; an admin can "
-    "make room ('sealmem admin revoke' of departed members), or the operator can raise it",
+    hubapi.QUOTA_EXCEEDED: "the team's storage quota on the hub is used up; ask the hub's "
+    "operator to raise it (hub serve --team-quota-mb); nothing was lost here",
     hubapi.INBOX_FULL: "the team's join inbox on the hub is full; ask an admin to handle the "
     "waiting requests ('sealmem admin approve KID' / 'sealmem admin reject KID')",
     hubapi.INBOX_FULL_FOR_ADDRESS: "this address already has its maximum of waiting join "
