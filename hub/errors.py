@@ -1,9 +1,11 @@
 """What the hub answers when it refuses a request.
 
 Every refusal is an HTTP status plus a JSON body ``{"error": code, "detail":
-sentence}``; the code is short and stable (clients branch on it), the detail
-says what was refused, why, and what to do.  The codes are spelled once, in
-:mod:`sealmem.protocol.hubapi` (SPEC.md, "Hub API"): a verifier's refusal keeps
+sentence}``; the code is short and stable (clients branch on it and word it
+themselves), the detail says what was refused, why, and what to do, for the
+operator's logs and curl: a client never repeats it to an agent (SPEC.md, "Hub
+API").  The codes are spelled once, in :data:`sealmem.protocol.hubapi.CODES`
+(SPEC.md, "Hub API"): a verifier's refusal keeps
 its reason as the code, with 403 for grant and admin reasons, 409 for the chain
 reasons (``rollback``, ``fork``, ...: pull, then retry), 413 for ``too-large``
 and 422 for the rest.

@@ -32,6 +32,7 @@ __all__ = [
     "BUSY",
     "CHANGES",
     "CHUNK",
+    "CODES",
     "COLLECT",
     "CONFLICT_STATUS",
     "DIGEST_MISMATCH",
@@ -156,6 +157,17 @@ QUOTA_EXCEEDED = "quota-exceeded"  # 507
 INBOX_FULL = "inbox-full"  # 507
 #: This client address already has its maximum of pending requests for the team.
 INBOX_FULL_FOR_ADDRESS = "inbox-full-for-address"  # 507
+
+#: Every code above: what a hub answers in ``error`` (beside verifier reasons it relays,
+#: :data:`sealmem.protocol.reasons.REASONS`).  A client words each one itself; the
+#: ``detail`` beside it is the hub's sentence for its operator, never repeated to agents.
+CODES: frozenset[str] = frozenset({
+    BAD_REQUEST, BAD_METHOD, UNSIGNED, BAD_AUTH_HEADER, STALE_TIME, REPLAYED, BAD_SIGNATURE,
+    UNKNOWN_KEY, BAD_OPERATOR_TOKEN, WRONG_TEAM, REVOKED, NO_GRANT, NOT_ADMIN, NOT_YOUR_SLOT,
+    REGISTRATION_CLOSED, UNKNOWN_TEAM, NOT_FOUND, NO_REQUEST, STALE_SEQ, ROSTER_UNKNOWN,
+    TOO_LARGE, BAD_CHUNK_ID, RATE_LIMITED, TEAM_RATE_LIMITED, SLOW_BODY, INTERNAL, STORAGE,
+    BUSY, QUOTA_EXCEEDED, INBOX_FULL, INBOX_FULL_FOR_ADDRESS,
+})  # fmt: skip
 
 # -- join request states (``GET /requests/{kid}`` answers ``{"status": state}``) --------
 

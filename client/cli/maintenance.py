@@ -341,16 +341,15 @@ def _sync_line(sync: Mapping[str, Any]) -> str:
 
 
 def _clock_line(clock: Mapping[str, Any]) -> str:
-    """The clock against the team's hub or folder, as the last sync that measured it saw."""
-    from ..sync.clockhealth import WARN_SKEW_MS, span
+    """The clock against the team's hub or folder and teammates' signed clocks, as the last
+    sync that measured it saw."""
+    from ..sync.clockhealth import Skew
 
-    when = output.format_time(int(clock["measured_at"]))
-    where = "hub" if clock["source"] == "hub" else "shared folder"
-    skew = int(clock["skew_ms"])
-    if abs(skew) <= WARN_SKEW_MS:
-        return f"clock: within {span(WARN_SKEW_MS)} of the {where} (measured {when})"
-    way = "ahead of" if skew > 0 else "behind"
-    return f"clock: {span(skew)} {way} the {where}, measured {when} (see the ALARM line)"
+    skew = Skew(
+        int(clock["skew_ms"]), str(clock["source"]), str(clock["location"]),
+        int(clock["measured_at"]), tuple(int(t) for t in clock.get("teammates", ())),
+    )  # fmt: skip
+    return skew.status_line(output.format_time(skew.measured_at))
 
 
 def register_init(app: typer.Typer) -> None:

@@ -84,6 +84,14 @@ def _fail(message: str) -> None:
     typer.secho(f"error: {output.clean(message)}", err=True, fg=typer.colors.RED)
 
 
+def _hub_said(exc: SealmemError) -> None:
+    """The hub's own words behind ``exc``, bounded and marked as the hub's (people only)."""
+    from ..sync.hub_answers import hub_said
+
+    if (said := hub_said(exc)) is not None:
+        typer.secho(f"  {output.clean(said)}", err=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (1 for an expected failure)."""
     try:
@@ -92,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         if failures.debugging():
             raise
         _fail(str(exc))
+        _hub_said(exc)
         return 1
     except (sqlite3.Error, OSError) as exc:
         if failures.debugging():

@@ -56,14 +56,17 @@ def sync(
             _show(engine.sync(team), as_json)
             return
         from ..sync.backoff import BACKOFF_START_S, Backoff
+        from ..sync.hub_answers import hub_said
         from ..sync.watch import watch as watch_loop
 
         backoff = Backoff(max_s=max(max_backoff, BACKOFF_START_S))
 
         def failed(exc: SealmemError) -> None:
+            said = hub_said(exc)
             output.warn(
                 f"sync failed: {exc}; retrying with a growing, random wait (up to "
                 f"{backoff.max_s:g} s between attempts); nothing more is printed until this changes"
+                + ("" if said is None else f"\n  {said}")
             )
 
         def recovered(attempts: int) -> None:

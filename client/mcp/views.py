@@ -128,8 +128,10 @@ class SyncState(BaseModel):
     recent_refusals: list[dict[str, Any]] = []
     clock: dict[str, Any] | None = Field(
         default=None,
-        description="This machine's clock against the hub's or shared folder's at the last "
-        "sync that measured it: skew_ms (positive: ours ahead), ok, and a warning with the fix.",
+        description="This machine's clock against the hub's or shared folder's and the "
+        "teammates' signed clocks at the last sync that measured it: skew_ms (positive: ours "
+        "ahead), verdict (ok; yours: this clock is off; transport: the hub's or folder's is; "
+        "unconfirmed: nobody can tell yet), and a warning in sealmem's words.",
     )
     alarms: list[str] = Field(
         default=[], description="What needs a person's look: serious refusals, a wrong clock."

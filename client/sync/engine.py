@@ -141,12 +141,14 @@ def sync(
             # Stopped part way (folder gone, hub down): keep what was learnt, say why;
             # a store too broken to record it must not hide the original error.
             with contextlib.suppress(SealmemError, sqlite3.Error):
-                clockhealth.note(team.conn, team.transport, tick())
+                clockhealth.note(team.conn, team.transport, tick(), started)
                 _record(team, summary, started, tick(), error=str(exc))
             raise
         summary.warnings += team.transport.take_warnings()
         with sqlite_errors(team.store.path):
-            if (clock_off := clockhealth.note(team.conn, team.transport, tick())) is not None:
+            if (
+                clock_off := clockhealth.note(team.conn, team.transport, tick(), started)
+            ) is not None:
                 summary.warnings.append(clock_off)
             _record(team, summary, started, tick())
     return summary

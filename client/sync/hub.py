@@ -33,7 +33,7 @@ from ...protocol.roster import TEAM_RE
 from ..clock import now_ms
 from .door import door_warnings
 from .folder import FolderTransport
-from .hub_answers import HubError, blobs, error, is_ms, json_object, retry_after
+from .hub_answers import HubError, blobs, error, is_ms, json_object, retry_after, unreadable
 from .retry import RETRY_STATUSES, Backoff, never_sent
 from .transport import CHECKED_CHUNKS, Transport, Unreachable
 
@@ -173,12 +173,13 @@ class HubTransport(Transport):
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         if repeatable or never_sent(exc):
             return Unreachable(
-                f"cannot reach the hub at {self._url} to {what}{tries}: {exc}; check the URL "
-                "and that the hub is running"
+                f"cannot reach the hub at {self._url} to {what}{tries}: {unreadable(exc)}; "
+                "check the URL and that the hub is running"
             )
         return Unreachable(
-            f"lost the hub's answer at {self._url} to {what}: {exc}; it may have been applied, "
-            "and is not sent again blindly: sync again (it reads the hub's state back)"
+            f"lost the hub's answer at {self._url} to {what}: {unreadable(exc)}; it may have "
+            "been applied, and is not sent again blindly: sync again (it reads the hub's "
+            "state back)"
         )
 
     def _json(self, method: str, path: str, what: str, **kw: Any) -> dict[str, Any]:
@@ -335,7 +336,8 @@ class HubTransport(Transport):
         status = doc.get("status")
         if not isinstance(status, str) or status not in hubapi.REQUEST_STATES:
             raise TransportError(
-                f"the hub at {self._url} answered the join request state with {status!r}"
+                f"the hub at {self._url} answered the join request state with a value that "
+                f"is none of {', '.join(sorted(hubapi.REQUEST_STATES))}"
             )
         return str(status)
 

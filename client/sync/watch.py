@@ -82,7 +82,7 @@ def quiet_repeats(summary: SyncSummary, shown: set[str]) -> set[str]:
     the previous sync said); return what this sync says, for the next call.
     ``summary.local_only`` keeps them all."""
     said = {entry.message() for entry in summary.local_only}
-    said |= {w for w in summary.warnings if w.startswith(clockhealth.WARNING_PREFIX)}
+    said |= {w for w in summary.warnings if w.startswith(clockhealth.WARNING_PREFIXES)}
     summary.warnings = [w for w in summary.warnings if w not in (said & shown)]
     return said
 

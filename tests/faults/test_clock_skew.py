@@ -1,6 +1,7 @@
 """Members whose clocks are a day ahead and a day behind (an injected clock) edit and
 forget each other's memories: everyone converges on the same winners, nothing is lost,
-and the skewed members are told at sync."""
+and the skewed members are told at sync, once teammates' signed clocks agree with the
+folder's."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def test_members_a_day_apart_converge_and_are_told(tmp_path: Path) -> None:
                 text = f"{node.name} note {i}: the on-call rotation"
                 ids[text] = node.remember(text).id
                 written.add(text)
+        for node in world.nodes.values():
+            node.sync()  # each publishes: the next round pulls every teammate's signed clock
         warned = {}
         for node in world.nodes.values():
             warned[node.name] = [w for w in node.sync().warnings if "your clock" in w]

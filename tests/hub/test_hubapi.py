@@ -37,6 +37,10 @@ CODES = {
 STATES = {v for n, v in vars(hubapi).items() if n.startswith("REQUEST_") and isinstance(v, str)}
 
 
+def test_codes_lists_every_code() -> None:
+    assert hubapi.CODES == CODES
+
+
 def test_the_hub_routes_on_the_templates_and_nothing_else(tmp_path: Path) -> None:
     app = create_app(hub_config(tmp_path / "data"))
     routed = {getattr(route, "name", None) for route in app.routes}
