@@ -63,6 +63,11 @@ WORDING: Mapping[str, str] = {
     hubapi.BAD_METHOD: "the hub does not answer this method here; upgrade sealmem or the hub",
     hubapi.UNSIGNED: "the request carried no signature; upgrade sealmem",
     hubapi.BAD_AUTH_HEADER: "the request's signature headers were malformed; upgrade sealmem",
+    hubapi.DIGEST_MISSING: "the request carried no body digest; upgrade sealmem",
+    hubapi.DIGEST_MISMATCH: (
+        "the body the hub received is not the one this client signed (changed or cut on "
+        "the way); sync again"
+    ),
     hubapi.STALE_TIME: "the request's time is too far from the hub's clock; check this "
     "machine's clock ('sealmem status' compares it with teammates') and sync again",
     hubapi.REPLAYED: "the hub has seen this request's nonce before; sync again",
