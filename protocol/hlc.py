@@ -15,10 +15,10 @@ from .errors import ProtocolError
 
 __all__ = [
     "MAX_AHEAD_MS",
-    "ClockExhausted",
     "MAX_COUNTER",
     "MAX_WALL_MS",
     "ZERO",
+    "ClockExhausted",
     "Hlc",
     "pack",
     "receive",

@@ -39,7 +39,8 @@ def test_tick_is_always_later(last: Hlc, now: int) -> None:
         assert last == Hlc(MAX_WALL_MS, MAX_COUNTER)
         return
     assert after > last
-    assert after.wall <= MAX_WALL_MS and after.counter <= MAX_COUNTER
+    assert after.wall <= MAX_WALL_MS
+    assert after.counter <= MAX_COUNTER
 
 
 @given(stamps, stamps, readings)
@@ -49,5 +50,7 @@ def test_receive_is_later_than_both(last: Hlc, remote: Hlc, now: int) -> None:
     except ClockExhausted:
         assert max(last, remote).wall == MAX_WALL_MS
         return
-    assert after > last and after > remote
-    assert after.wall <= MAX_WALL_MS and after.counter <= MAX_COUNTER
+    assert after > last
+    assert after > remote
+    assert after.wall <= MAX_WALL_MS
+    assert after.counter <= MAX_COUNTER
