@@ -34,6 +34,7 @@ __all__ = [
     "CHUNK",
     "COLLECT",
     "CONFLICT_STATUS",
+    "DISK_FULL",
     "HEADER_HUB_TIME",
     "HEADER_KID",
     "HEADER_NONCE",
@@ -140,6 +141,9 @@ TEAM_RATE_LIMITED = "team-rate-limited"  # 429
 SLOW_BODY = "slow-body"  # 408
 INTERNAL = "internal"  # 500
 STORAGE = "storage"  # 503
+#: The hub's disk (or its database's, or its bucket's) has no space left: nothing was
+#: stored; reads still work, writes wait for its operator to free space.
+DISK_FULL = "disk-full"  # 503
 #: The hub reads as many request bodies at once as it may: retry after ``Retry-After``.
 BUSY = "hub-busy"  # 503
 QUOTA_EXCEEDED = "quota-exceeded"  # 507

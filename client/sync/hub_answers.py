@@ -51,6 +51,8 @@ def error(response: httpx.Response, url: str, what: str, attempts: int = 1) -> H
             code, detail = str(doc["error"]), str(doc.get("detail", detail))
     cls = HubConflictError if status == hubapi.CONFLICT_STATUS else HubError
     tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if code == hubapi.DISK_FULL:  # the hub's own words are the operator's to read
+        detail = "the hub's disk is full; tell its operator (reads still work)"
     return cls(
         f"the hub at {url} refused to {what}{tries}: {detail} ({code}, HTTP {status})",
         status=status,

@@ -6,6 +6,7 @@ is lost or duplicated; a manifest whose answer was lost is not sent again blindl
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from sealmem.client.sync.hub import HubTransport
+from sealmem.client.sync.replica import load_own_chain
 from sealmem.client.sync.transport import Unreachable
 from sealmem.crypto import MemberKey
 from sealmem.hub.http.server import BackgroundHub, free_port
@@ -21,10 +23,10 @@ from tests.hub.conftest import PROJECT, TEAM, HubWorld, Node
 from tests.support.asgi_thread import serving
 from tests.support.faultproxy import fault_proxy
 
-#: the answers the proxy loses in the many-rounds test: reads and chunk uploads
-REPEATABLE = r"^(GET |PUT \S*/chunks/)"
-RATE = 0.03
-ROUNDS = 30
+#: the fault rate and rounds of the many-rounds test (the environment may set others, to
+#: measure: ``SEALMEM_FLAKY_RATE=0.1 SEALMEM_FLAKY_ROUNDS=60 pytest -s -k many_rounds``)
+RATE = float(os.environ.get("SEALMEM_FLAKY_RATE", "0.03"))
+ROUNDS = int(os.environ.get("SEALMEM_FLAKY_ROUNDS", "30"))
 
 
 def through(node: Node, url: str) -> None:
@@ -41,9 +43,14 @@ def texts(node: Node) -> list[str]:
 
 
 @pytest.mark.slow
-def test_many_rounds_through_a_lossy_proxy_all_succeed(world: HubWorld, hub: BackgroundHub) -> None:
+@pytest.mark.parametrize("lost", ["answer", "request"])
+def test_many_rounds_through_a_lossy_proxy_all_succeed(
+    world: HubWorld, hub: BackgroundHub, lost: str
+) -> None:
+    """Every kind of request loses its answer (or the request itself) at ``RATE``: reads,
+    chunks, manifests, collects; no sync fails, nothing is lost or duplicated."""
     alice, bob = world.nodes["alice"], world.nodes["bob"]
-    with fault_proxy(hub.config.port, RATE, seed=2812, only=REPEATABLE) as proxy:
+    with fault_proxy(hub.config.port, RATE, seed=2812, requests=lost == "request") as proxy:
         for node in (alice, bob):
             through(node, f"http://127.0.0.1:{proxy.port}")
         failed, wrote = [], []
@@ -56,9 +63,9 @@ def test_many_rounds_through_a_lossy_proxy_all_succeed(world: HubWorld, hub: Bac
                     node.sync()
                 except TransportError as exc:
                     failed.append(f"round {r} {node.name}: {exc}")
-        lost = f"{proxy.faults} answers lost"
         print(
-            f"{ROUNDS} rounds, rate {RATE}: {lost}, {len(failed)} of {2 * ROUNDS} failed: {failed}"
+            f"{ROUNDS} rounds, {lost}s lost at rate {RATE}: {proxy.faults} lost, "
+            f"{len(failed)} of {2 * ROUNDS} syncs failed: {failed}"
         )
         assert proxy.faults > 0
         assert failed == []
@@ -68,20 +75,41 @@ def test_many_rounds_through_a_lossy_proxy_all_succeed(world: HubWorld, hub: Bac
     assert texts(alice) == texts(bob) == sorted(wrote)
 
 
-def test_a_lost_manifest_answer_is_not_repeated(world: HubWorld, hub: BackgroundHub) -> None:
+def hub_seq(hub: BackgroundHub, node: Node) -> int:
+    """The seq of ``node``'s newest manifest on the hub, read directly (no proxy)."""
+    direct = HubTransport(hub.url, TEAM, node.key)
+    try:
+        return (direct.newest_seqs(PROJECT) or {}).get(node.key.kid, 0)
+    finally:
+        direct.close()
+
+
+def own_seq(node: Node) -> int:
+    chain = load_own_chain(node.store.connection, PROJECT)
+    return 0 if chain is None else chain.seq
+
+
+@pytest.mark.parametrize("lost", ["answer", "request"])
+def test_a_lost_manifest_put_is_settled_by_reading_back(
+    world: HubWorld, hub: BackgroundHub, lost: str
+) -> None:
+    """The proxy loses the answer after the hub stored the manifest (read back: it landed,
+    done) or cuts the request before the hub saw it (read back: absent, sent once more);
+    either way the sync succeeds, and the writer's chain is what the hub holds."""
     alice, bob = world.nodes["alice"], world.nodes["bob"]
     alice.remember("the cache is warmed at six")
-    with fault_proxy(hub.config.port, 1.0, seed=1, only=r"^PUT \S*/manifests/") as proxy:
+    before = hub_seq(hub, alice)
+    # the request mode loses the first manifest PUT only: its repeat must get through
+    rate, only = (1.0, r"^PUT \S*/manifests/") if lost == "answer" else (0.5, r"^PUT \S*/manif")
+    with fault_proxy(hub.config.port, rate, seed=3, only=only, requests=lost == "request") as proxy:
         through(alice, f"http://127.0.0.1:{proxy.port}")
-        with pytest.raises(Unreachable) as lost:
-            alice.sync()
-        assert proxy.faults == 1  # one attempt: the manifest was not sent again
-    message = str(lost.value)
-    assert "\n" not in message
-    assert "publish manifest" in message
-    assert "sync again" in message
+        summary = alice.sync()
+        assert proxy.faults >= 1
+    assert summary.pushed_versions == 1
+    assert own_seq(alice) == hub_seq(hub, alice) == before + 1
     through(alice, hub.url)
-    alice.sync()  # the next sync resolves it: the hub took the manifest, or takes it now
+    alice.sync()  # nothing new: no manifest, the chain stays where it is
+    assert own_seq(alice) == hub_seq(hub, alice) == before + 1
     bob.sync()
     assert texts(bob) == ["the cache is warmed at six"]
 
