@@ -84,6 +84,9 @@ S3_FULL_CODES = frozenset(
     {"XMinioStorageFull", "XMinioAdminBucketQuotaExceeded", "QuotaExceeded", "InsufficientStorage"}
 )
 _SQLITE_FULL = 13  # SQLITE_FULL, the primary result code (an extended code's low byte)
+#: SQLITE_IOERR_SHMSIZE: the WAL index (``-shm``) could not be given its size, which on a
+#: full disk is what opening a database in WAL mode fails with
+_SQLITE_SHMSIZE = 4874
 _PG_DISK_FULL = "53100"  # disk_full
 
 
@@ -94,7 +97,7 @@ def no_space(exc: BaseException) -> bool:
         return exc.errno in (errno.ENOSPC, errno.EDQUOT)
     code = getattr(exc, "sqlite_errorcode", None)
     if isinstance(code, int):
-        return code & 0xFF == _SQLITE_FULL
+        return code & 0xFF == _SQLITE_FULL or code == _SQLITE_SHMSIZE
     if getattr(exc, "sqlstate", None) == _PG_DISK_FULL:
         return True
     response = getattr(exc, "response", None)
@@ -107,7 +110,9 @@ def no_space(exc: BaseException) -> bool:
 def storage_failure(text: str, exc: BaseException) -> StorageError:
     """The :class:`StorageError` for ``exc`` (said in ``text``): a :class:`DiskFull` when it
     means no space left.  The one place that tells a full disk from other failures."""
-    return DiskFull(text) if no_space(exc) else StorageError(text)
+    if no_space(exc):
+        return DiskFull(f"{text} (no space left: free some on the hub's disk, or grow it)")
+    return StorageError(text)
 
 
 class StaleSeq(SealmemError):
