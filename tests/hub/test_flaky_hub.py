@@ -176,3 +176,23 @@ def test_a_request_the_hub_never_saw_is_repeated() -> None:
             transport.put_keyring(PROJECT, 1, b"keyring")
     finally:
         transport.close()
+
+
+@pytest.mark.parametrize(("what", "most"), [("rosters", None), ("keyrings", 1)])
+def test_an_approval_whose_publication_answers_are_lost_lands(
+    world: HubWorld, hub: BackgroundHub, what: str, most: int | None
+) -> None:
+    """Every roster PUT, or the first keyring PUT, loses its answer (a keyring the hub
+    refused until its roster comes is absent on read back, and sent once more): each is
+    read back and settled, and the approval completes; the newcomer reads the team."""
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    alice.remember("the staging database is reset on mondays")
+    alice.sync()
+    lossy = fault_proxy(hub.config.port, 1.0, seed=1, only=rf"^PUT \S*/{what}/", most=most)
+    with lossy as proxy:
+        through(admin, f"http://127.0.0.1:{proxy.port}")
+        (carol,) = world.join("carol")
+        assert proxy.faults >= 1
+    through(admin, hub.url)
+    carol.sync()
+    assert texts(carol) == ["the staging database is reset on mondays"]

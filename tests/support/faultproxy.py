@@ -7,6 +7,7 @@ lost answer is one whose effect is unknown to the client, as on a flaky network.
 ``only`` (a regex on the request line) limits the losses to the answers of some requests.
 With ``requests=True`` the proxy loses requests instead: a matching request is cut off
 before the hub sees it (the client has sent it, so its effect is unknown to the client too).
+``most`` bounds the number of losses.
 """
 
 from __future__ import annotations
@@ -23,9 +24,16 @@ __all__ = ["FaultProxy", "fault_proxy"]
 
 class FaultProxy:
     def __init__(
-        self, upstream_port: int, rate: float, seed: int, only: str = "", requests: bool = False
+        self,
+        upstream_port: int,
+        rate: float,
+        seed: int,
+        only: str = "",
+        requests: bool = False,
+        most: int | None = None,
     ) -> None:
         self.upstream_port = upstream_port
+        self.most = most
         self.requests = requests
         self.only = re.compile(only.encode())
         self.rate = rate
@@ -48,13 +56,13 @@ class FaultProxy:
                 if not faulty and data.startswith((b"GET ", b"PUT ", b"POST ", b"DELETE ")):
                     asked[:] = [data.split(b"\r\n", 1)[0]]
                     if self.requests and self.only.search(asked[0]) is not None:
-                        if self.random.random() < self.rate:
+                        if self._draw():
                             self.faults += 1
                             down.transport.abort()  # the client's side: it sent the request
                             return
                 lose = faulty and not self.requests and asked
                 lose = lose and self.only.search(asked[0]) is not None
-                if lose and self.random.random() < self.rate:
+                if lose and self._draw():
                     self.faults += 1
                     if self.random.random() < 0.5:
                         writer.write(data[: len(data) // 2])
@@ -70,6 +78,12 @@ class FaultProxy:
         finally:
             with suppress(Exception):
                 writer.close()
+
+    def _draw(self) -> bool:
+        """Whether to lose this one (at ``rate``, while fewer than ``most`` were lost)."""
+        if self.most is not None and self.faults >= self.most:
+            return False
+        return self.random.random() < self.rate
 
     async def _serve(self, down_r: asyncio.StreamReader, down_w: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -106,10 +120,15 @@ class FaultProxy:
 
 @contextmanager
 def fault_proxy(
-    upstream_port: int, rate: float, seed: int, only: str = "", requests: bool = False
+    upstream_port: int,
+    rate: float,
+    seed: int,
+    only: str = "",
+    requests: bool = False,
+    most: int | None = None,
 ) -> Iterator[FaultProxy]:
     """Run a :class:`FaultProxy` on its own thread and event loop for the ``with`` body."""
-    proxy = FaultProxy(upstream_port, rate, seed, only, requests)
+    proxy = FaultProxy(upstream_port, rate, seed, only, requests, most)
     loop = asyncio.new_event_loop()
     started = threading.Event()
     stop = asyncio.Event()
