@@ -5,7 +5,6 @@ stored it, one that never landed, one where another manifest is found; ``hub-bus
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 

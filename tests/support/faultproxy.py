@@ -55,11 +55,11 @@ class FaultProxy:
             while data := await reader.read(65536):
                 if not faulty and data.startswith((b"GET ", b"PUT ", b"POST ", b"DELETE ")):
                     asked[:] = [data.split(b"\r\n", 1)[0]]
-                    if self.requests and self.only.search(asked[0]) is not None:
-                        if self._draw():
-                            self.faults += 1
-                            down.transport.abort()  # the client's side: it sent the request
-                            return
+                    matches = self.only.search(asked[0]) is not None
+                    if self.requests and matches and self._draw():
+                        self.faults += 1
+                        down.transport.abort()  # the client's side: it sent the request
+                        return
                 lose = faulty and not self.requests and asked
                 lose = lose and self.only.search(asked[0]) is not None
                 if lose and self._draw():
