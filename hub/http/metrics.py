@@ -49,8 +49,8 @@ def resident_bytes() -> int:
 
 
 class DiskWatch:
-    """Whether this hub process last found its storage full: set by a write refused as
-    ``disk-full``, cleared by the next write that succeeds.  Kept in memory (``/healthz``
+    """Whether this hub process last found its storage full: set by a write refused
+    for a full disk, cleared by the next write that succeeds.  Kept in memory (``/healthz``
     touches no storage); each replica sees its own writes."""
 
     def __init__(self) -> None:
@@ -72,7 +72,7 @@ class DiskWatch:
             "disk": "full",
             "disk_full_since_ms": self.full_since_ms,
             "detail": "the hub's storage has no space left: reads are served, every write is "
-            "refused (disk-full) until the operator frees space or grows the disk",
+            f"refused ({hubapi.DISK_FULL}) until the operator frees space or grows the disk",
         }
 
 
@@ -101,8 +101,8 @@ class Metrics:
         self.disk = DiskWatch()
         self.gauge(
             "sealmem_hub_disk_full",
-            "1 while the hub's storage refuses writes for lack of space (since the last "
-            "disk-full refusal, until a write succeeds), else 0.",
+            "1 while the hub's storage refuses writes for lack of space (from the last "
+            "refusal for a full disk until a write succeeds), else 0.",
             lambda: float(self.disk.full_since_ms is not None),
         )
         # the labelled children by (route, method, status) label: ``labels()`` takes a
