@@ -5,7 +5,9 @@ everything pushes once space is freed."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import uuid
 import os
 import subprocess
 from collections.abc import Iterator
@@ -20,17 +22,18 @@ from sealmem.hub.http.server import BackgroundHub, free_port
 from sealmem.hub.storage import DiskFull
 from sealmem.hub.storage.sqlite import SQLiteStorage
 from tests.hub.conftest import METRICS_AUTH, PROJECT, TEAM, TOKEN, HubWorld, Node, hub_config
+from tests.support.nobody import NOBODY
+from tests.support.postgres import PostgresServer
 
 SIZE = "8m"
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A tmpfs of :data:`SIZE` mounted in ``tmp_path`` (root only: skipped elsewhere)."""
-    where = tmp_path / "disk"
+@contextlib.contextmanager
+def tmpfs(where: Path, *options: str) -> Iterator[Path]:
+    """A tmpfs of :data:`SIZE` mounted at ``where`` (root only: the test is skipped else)."""
     where.mkdir()
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={SIZE}", "tmpfs", str(where)],
+        ["mount", "-t", "tmpfs", "-o", ",".join([f"size={SIZE}", *options]), "tmpfs", str(where)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if mounted.returncode != 0:
@@ -39,6 +42,12 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    with tmpfs(tmp_path / "disk") as where:
+        yield where
 
 
 def fill(disk: Path, name: str = "ballast") -> Path:
@@ -125,3 +134,55 @@ def test_a_hub_on_a_full_disk_does_not_start_and_says_why(small_disk: Path) -> N
     with pytest.raises(DiskFull, match=r"no space left: free some on the hub's disk") as failed:
         SQLiteStorage(small_disk)
     assert "\n" not in str(failed.value)
+
+
+def test_postgres_out_of_space_is_disk_full_and_reads_pass(
+    tmp_path: Path, pg_server: PostgresServer
+) -> None:
+    """The hub's database in a tablespace on a small tmpfs (the server's own WAL stays on
+    its disk, so PostgreSQL answers 53100 ``disk_full`` rather than stopping): once the
+    tmpfs is full, pushes are refused disk-full (as soon as the tables' free pages are
+    spent), pulls pass, and space freed lets the writer push again."""
+    name = f"full_{uuid.uuid4().hex[:8]}"
+    owner = f"uid={NOBODY},gid={NOBODY},mode=0700" if os.geteuid() == 0 else "mode=0700"
+    with tmpfs(pg_server.root / name, owner) as disk:
+        pg_server.execute(f"CREATE TABLESPACE {name} LOCATION '{disk}'")
+        pg_server.execute(f"CREATE DATABASE {name} TABLESPACE {name}")
+        config = hub_config(
+            None, port=free_port(), db_url=pg_server.dsn(name),
+            blobs_url=(tmp_path / "blobs").as_uri(),
+        )  # fmt: skip
+        homes = tmp_path / "homes"
+        homes.mkdir()
+        hub = BackgroundHub(config).start()
+        url = hub.url
+        world = HubWorld(homes, url, lambda k: HubTransport(url, TEAM, k, operator_token=TOKEN))
+        try:
+            world.create()
+            alice, bob = world.join("alice", "bob")
+            world.sync_all(rounds=1)
+            ballast = fill(disk)
+            refused = None
+            for n in range(200):  # until the pages the tables hold free are spent
+                alice.remember(f"note {n} " + os.urandom(500).hex())
+                try:
+                    alice.sync()
+                except HubError as exc:
+                    refused = exc
+                    break
+            assert refused is not None, "PostgreSQL never ran out of space"
+            assert refused.code == "disk-full"
+            assert "the hub's disk is full; tell its operator" in str(refused)
+            bob.sync()  # reads pass (nonces that cannot be recorded are checked)
+            for _ in range(400):  # past the nonce table's free pages too
+                assert bob.t.transport.rosters(0)
+            assert health(url)["disk"] == "full"
+            ballast.unlink()
+            alice.sync()
+            bob.sync()
+            assert len(team_texts(bob)) == n + 1
+        finally:
+            world.close()
+            hub.stop()
+            pg_server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            pg_server.execute(f"DROP TABLESPACE IF EXISTS {name}")
