@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import uuid
 import os
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
