@@ -168,6 +168,18 @@ def test_the_budget_ends_the_retries(busy: tuple[Busy, str]) -> None:
     assert len(app.at) == 2  # a second wait of 0.3 s would end past the budget
 
 
+def test_the_sync_budget_ends_the_retries_of_every_request(busy: tuple[Busy, str]) -> None:
+    app, url = busy
+    transport = HubTransport(url, TEAM, MemberKey.generate(), sync_budget_s=0.5)
+    try:
+        transport.begin_sync()
+        with pytest.raises(TransportError, match="after 2 attempts: try later"):
+            transport.rosters(0)  # its own budget (30 s) would allow a third attempt
+    finally:
+        transport.close()
+    assert len(app.at) == 2
+
+
 def test_a_request_the_hub_never_saw_is_repeated() -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens: the connection is refused
     transport = HubTransport(url, TEAM, MemberKey.generate(), retry_budget_s=0.3)
