@@ -263,7 +263,16 @@ class HubTransport(Transport):
 
     def post_request(self, kid: str, data: bytes) -> None:
         path = self._path(hubapi.REQUEST, kid=kid)
-        self._send("POST", path, "post the join request", body=data, signed=False)
+
+        def read_back() -> Outcome:  # a live request (or its outcome) under our key: ours
+            found = self.join_status(kid)
+            return Outcome.ABSENT if found in (None, hubapi.REQUEST_UNKNOWN) else Outcome.LANDED
+
+        mine = kid == self._key.kid  # only the joiner's key may ask for its request's state
+        self._send(
+            "POST", path, "post the join request", body=data, signed=False,
+            read_back=read_back if mine else None,
+        )  # fmt: skip
 
     def requests(self) -> dict[str, bytes]:
         doc = self._json("GET", self._path(hubapi.REQUESTS), "read join requests")

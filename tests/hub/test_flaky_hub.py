@@ -19,7 +19,7 @@ from sealmem.client.sync.transport import Unreachable
 from sealmem.crypto import MemberKey
 from sealmem.hub.http.server import BackgroundHub, free_port
 from sealmem.protocol.errors import TransportError
-from tests.hub.conftest import PROJECT, TEAM, HubWorld, Node
+from tests.hub.conftest import PROJECT, TEAM, TOKEN, HubWorld, Node
 from tests.support.asgi_thread import serving
 from tests.support.faultproxy import fault_proxy
 
@@ -208,3 +208,21 @@ def test_an_approval_whose_publication_answers_are_lost_lands(
     through(admin, hub.url)
     carol.sync()
     assert texts(carol) == ["the staging database is reset on mondays"]
+
+
+def test_a_join_post_whose_answer_is_lost_is_read_back(world: HubWorld, hub: BackgroundHub) -> None:
+    """The join post's answer is lost after the hub took it: the joiner reads its request's
+    state back (pending: it landed) and the admin approves it as usual."""
+    alice = world.nodes["alice"]
+    alice.remember("the release train leaves on thursdays")
+    alice.sync()
+    with fault_proxy(hub.config.port, 1.0, seed=1, only=r"^POST \S*/requests/") as proxy:
+        url = f"http://127.0.0.1:{proxy.port}"
+        world.location = url
+        world.transport_for = lambda k: HubTransport(url, TEAM, k, operator_token=TOKEN)
+        (carol,) = world.join("carol")
+        assert proxy.faults == 1
+    through(carol, hub.url)
+    through(world.nodes["admin"], hub.url)
+    carol.sync()
+    assert texts(carol) == ["the release train leaves on thursdays"]
