@@ -8,7 +8,7 @@ have kept).  Any request may be repeated when the connection failed before it wa
 hub never saw it), or when the hub answered ``hub-busy`` (it refuses before it reads the
 body: nothing was done).  ``disk-full`` is never repeated: it lasts until the operator acts.
 
-A manifest, roster or keyring PUT (or a join post) whose answer was lost after it was sent
+A manifest, roster or keyring PUT or a join post whose answer was lost after it was sent
 (a reset, a truncated body, a gateway's 502 or 504) has an unknown effect.  It is not
 repeated blindly: the transport reads the state back (:class:`Outcome`) and decides with
 :func:`settle`: our very bytes are there (:attr:`Outcome.LANDED`): done; nothing is there
