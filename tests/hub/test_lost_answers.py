@@ -5,6 +5,7 @@ stored it, one that never landed, one where another manifest is found; ``hub-bus
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,9 +15,13 @@ from sealmem.client.sync.hub import HubTransport
 from sealmem.client.sync.hub_answers import HubError
 from sealmem.client.sync.transport import ConflictError
 from sealmem.crypto import MemberKey
+from sealmem.hub.http.server import BackgroundHub
 from sealmem.protocol.encoding import b64e
-from tests.hub.conftest import PROJECT, TEAM
+from tests.hub.conftest import PROJECT, TEAM, HubWorld, signed
+from tests.hub.test_edge_bodies import _connect, _head, _manifest_path, _wait_reading, edge
 from tests.support.asgi_thread import serving
+
+__all__ = ["edge"]  # a fixture, re-exported for pytest
 
 MANIFEST = b"our manifest envelope"
 
@@ -118,3 +123,26 @@ def test_disk_full_is_never_repeated_and_says_whom_to_tell(key: MemberKey) -> No
     assert app.methods() == ["PUT"]
     assert "the hub's disk is full; tell its operator" in str(refused.value)
     assert refused.value.code == "disk-full"
+
+
+def test_a_real_hub_busy_on_a_manifest_did_nothing_and_is_retried(
+    edge: tuple[BackgroundHub, HubWorld],
+) -> None:
+    """On a real hub, alice's one body reader (of two, a quarter each, at least one) is held
+    by a stalled body: her manifest PUT is refused hub-busy before its body is read, then
+    repeated once the stall is cut off (408), and answered by the verifier itself."""
+    hub, world = edge
+    alice = world.nodes["alice"].key
+    path = _manifest_path(alice.kid)
+    with _connect(hub) as stalled:
+        stalled.sendall(_head(hub, "PUT", path, signed(alice, "PUT", path), 1000) + b"half")
+        _wait_reading(hub, "sealmem_hub_body_reads", 1)
+        transport = HubTransport(hub.url, TEAM, alice)
+        try:
+            with pytest.raises(HubError) as refused:
+                transport.push(PROJECT, alice.kid, 5, b"not a manifest", {})
+        finally:
+            transport.close()
+    assert refused.value.code not in ("hub-busy", "replayed")  # the hub read it the 2nd time
+    assert refused.value.status in (400, 422)
+    assert re.search(r"after [2-6] attempts", str(refused.value))
