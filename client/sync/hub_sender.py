@@ -88,7 +88,7 @@ class Sender:
                     if again and backoff.pause():
                         continue
                     raise self._unreachable(what, exc, backoff.attempts, repeatable) from exc
-                lost: Exception = self._unreachable(what, exc, backoff.attempts, repeatable)
+                lost: Exception = self._unreachable(what, exc, backoff.attempts, False, resent)
             else:
                 if is_ms(told := response.headers.get(hubapi.HEADER_HUB_TIME, "")):
                     self.hub_time = (int(told), time.monotonic())
@@ -146,9 +146,14 @@ class Sender:
         return request
 
     def _unreachable(
-        self, what: str, exc: httpx.HTTPError, attempts: int, repeatable: bool
+        self, what: str, exc: httpx.HTTPError, attempts: int, repeatable: bool, resent: bool = False
     ) -> Unreachable:
         tries = f" after {attempts} attempts" if attempts > 1 else ""
+        if resent:
+            return Unreachable(
+                f"lost the hub's answer at {self._url} to {what} twice (the hub's state, read "
+                f"back between, did not hold it): {exc}; sync again (it reads the state back)"
+            )
         if repeatable or never_sent(exc):
             return Unreachable(
                 f"cannot reach the hub at {self._url} to {what}{tries}: {exc}; check the URL "
