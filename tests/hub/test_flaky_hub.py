@@ -89,6 +89,7 @@ def own_seq(node: Node) -> int:
     return 0 if chain is None else chain.seq
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lost", ["answer", "request"])
 def test_a_lost_manifest_put_is_settled_by_reading_back(
     world: HubWorld, hub: BackgroundHub, lost: str
@@ -190,6 +191,7 @@ def test_a_request_the_hub_never_saw_is_repeated() -> None:
         transport.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("what", "most"), [("rosters", None), ("keyrings", 1)])
 def test_an_approval_whose_publication_answers_are_lost_lands(
     world: HubWorld, hub: BackgroundHub, what: str, most: int | None
@@ -210,6 +212,7 @@ def test_an_approval_whose_publication_answers_are_lost_lands(
     assert texts(carol) == ["the staging database is reset on mondays"]
 
 
+@pytest.mark.slow
 def test_a_join_post_whose_answer_is_lost_is_read_back(world: HubWorld, hub: BackgroundHub) -> None:
     """The join post's answer is lost after the hub took it: the joiner reads its request's
     state back (pending: it landed) and the admin approves it as usual."""

@@ -25,6 +25,7 @@ from tests.hub.conftest import METRICS_AUTH, PROJECT, TEAM, TOKEN, HubWorld, Nod
 from tests.support.nobody import NOBODY
 from tests.support.postgres import PostgresServer
 
+pytestmark = pytest.mark.slow  # real hubs on a mounted tmpfs
 SIZE = "8m"
 
 

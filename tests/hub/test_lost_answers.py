@@ -23,6 +23,7 @@ from tests.support.asgi_thread import serving
 
 __all__ = ["edge"]  # a fixture, re-exported for pytest
 
+pytestmark = pytest.mark.slow  # a uvicorn server per test
 MANIFEST = b"our manifest envelope"
 
 
