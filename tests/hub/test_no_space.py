@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 from psycopg import errors as pg_errors
 
 from sealmem.hub.storage import DiskFull, StorageError
+from sealmem.hub.storage.s3 import S3Blobs
 from sealmem.hub.storage.values import no_space, storage_failure
 
 
@@ -61,3 +62,15 @@ def test_other_failures_stay_storage_errors(exc: BaseException) -> None:
     assert not no_space(exc)
     failure = storage_failure("write failed", exc)
     assert type(failure) is StorageError
+
+
+def test_a_full_object_store_is_disk_full_and_says_so(s3_url: str) -> None:
+    blobs = S3Blobs(s3_url)
+    try:
+        failure = blobs._failed("writing a chunk", s3_error("XMinioStorageFull"))
+        other = blobs._failed("writing a chunk", s3_error("AccessDenied"))
+    finally:
+        blobs.close()
+    assert isinstance(failure, DiskFull)
+    assert "no space left or the bucket's quota is reached" in str(failure)
+    assert type(other) is StorageError
