@@ -37,7 +37,7 @@ from ..protocol.roster import Roster
 from ..protocol.state import TrustedState
 from .errors import Refusal
 from .inbox import join_request_key
-from .storage import Storage
+from .storage import DiskFull, Storage
 
 __all__ = [
     "Authenticator",
@@ -140,11 +140,20 @@ class ReplayGuard:
                 f"the window is ±{self.window_ms // 1000} s: fix this machine's clock",
             )
 
-    def remember(self, kid: str, nonce: str, now_ms: int) -> None:
+    def remember(self, kid: str, nonce: str, now_ms: int, *, read: bool = False) -> None:
+        """Record the nonce, or refuse a replay.  When the storage has no space to record
+        it, a ``read`` (a GET: it changes nothing stored) whose nonce is not recorded passes
+        unrecorded, and any other request is refused ``disk-full`` (SPEC: threat model)."""
         # a request accepted now may still be in the window 2 windows later, that
         # millisecond included; the nonce expires (is forgotten) only after it
         expires_ms = now_ms + 2 * self.window_ms + 1
-        if not self._storage.remember_nonce(kid, nonce, expires_ms, now_ms):
+        try:
+            fresh = self._storage.remember_nonce(kid, nonce, expires_ms, now_ms)
+        except DiskFull:
+            if not read:
+                raise
+            fresh = not self._storage.nonce_seen(kid, nonce, now_ms)
+        if not fresh:
             raise Refusal(
                 401, hubapi.REPLAYED, "this request was already received (same nonce); refused"
             )
@@ -194,7 +203,7 @@ class Authenticator:
                 f"the request signature does not verify for member {signed.kid} "
                 "(altered in transit, or signed with another key)",
             )
-        self._guard.remember(signed.kid, signed.nonce, self._clock())
+        self._guard.remember(signed.kid, signed.nonce, self._clock(), read=method == "GET")
 
     def signed(self, headers: Mapping[str, str]) -> Signed:
         signed = read_signature(headers)

@@ -7,7 +7,7 @@ import math
 
 from ..protocol import hubapi
 from .errors import Refusal
-from .storage import Storage
+from .storage import DiskFull, Storage
 
 __all__ = ["RateLimiter", "check_quota"]
 
@@ -23,8 +23,13 @@ class RateLimiter:
         self._what = what
 
     def take(self, key: str, now_ms: int) -> None:
-        """Spend one token of ``key``; raise 429 with a retry delay when none is left."""
-        wait_s = self._storage.take_token(f"{self._what}:{key}", self.rate, self.burst, now_ms)
+        """Spend one token of ``key``; raise 429 with a retry delay when none is left.  A
+        storage with no space to count it (PostgreSQL keeps buckets in rows) lets the request
+        on: a write is refused by the storage anyway, and a read takes no space."""
+        try:
+            wait_s = self._storage.take_token(f"{self._what}:{key}", self.rate, self.burst, now_ms)
+        except DiskFull:
+            return
         if wait_s > 0:
             wait = max(math.ceil(wait_s), 1)
             raise Refusal(

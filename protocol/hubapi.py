@@ -37,6 +37,7 @@ __all__ = [
     "CONFLICT_STATUS",
     "DIGEST_MISMATCH",
     "DIGEST_MISSING",
+    "DISK_FULL",
     "HEADER_DIGEST",
     "HEADER_HUB_TIME",
     "HEADER_KID",
@@ -150,6 +151,9 @@ TEAM_RATE_LIMITED = "team-rate-limited"  # 429
 SLOW_BODY = "slow-body"  # 408
 INTERNAL = "internal"  # 500
 STORAGE = "storage"  # 503
+#: The hub's disk (or its database's, or its bucket's) has no space left: nothing was
+#: stored; reads still work, writes wait for its operator to free space.
+DISK_FULL = "disk-full"  # 503
 #: The hub reads as many request bodies at once as it may: retry after ``Retry-After``.
 BUSY = "hub-busy"  # 503
 QUOTA_EXCEEDED = "quota-exceeded"  # 507
@@ -167,6 +171,7 @@ CODES: frozenset[str] = frozenset({
     REGISTRATION_CLOSED, UNKNOWN_TEAM, NOT_FOUND, NO_REQUEST, STALE_SEQ, ROSTER_UNKNOWN,
     TOO_LARGE, BAD_CHUNK_ID, RATE_LIMITED, TEAM_RATE_LIMITED, SLOW_BODY, INTERNAL, STORAGE,
     BUSY, QUOTA_EXCEEDED, INBOX_FULL, INBOX_FULL_FOR_ADDRESS, DIGEST_MISSING, DIGEST_MISMATCH,
+    DISK_FULL,
 })  # fmt: skip
 
 # -- join request states (``GET /requests/{kid}`` answers ``{"status": state}``) --------

@@ -133,6 +133,7 @@ def sync(
     summary = SyncSummary()
     with sync_lock(team.home):
         started = tick()
+        team.transport.begin_sync()
         try:
             with sqlite_errors(team.store.path):  # disk full, read-only, I/O: one sentence
                 _run(team, summary, tick, started, push=push, pull=pull)

@@ -1,12 +1,13 @@
 """The hub as a transport: :class:`HubTransport` speaks the hub's /v1 API over httpx.
 
-Every request is signed with the member key (:mod:`sealmem.crypto.request`); a
-refusal is a :class:`~.hub_answers.HubError` with the hub's reason
-(:mod:`~sealmem.client.sync.hub_answers`).  Paths, headers and codes come from
-:mod:`sealmem.protocol.hubapi`, which the hub routes on.  Keyrings that name a roster the
-hub does not hold yet (an admin publishes keyrings before their roster) are
-kept and sent with the next :meth:`HubTransport.put_roster`, in one request the
-hub accepts or refuses as a whole.
+Every request goes through a :class:`~.hub_sender.Sender` (signed afresh at each
+attempt, repeated and settled as :mod:`~.retry` says); a refusal is a
+:class:`~.hub_answers.HubError` with the hub's reason (:mod:`~.hub_answers`).  A
+publication whose answer was lost is settled by reading back (:mod:`~.readback`).
+Paths, headers and codes come from :mod:`sealmem.protocol.hubapi`, which the hub routes
+on.  Keyrings that name a roster the hub does not hold yet (an admin publishes keyrings
+before their roster) are kept and sent with the next :meth:`HubTransport.put_roster`, in
+one request the hub accepts or refuses as a whole.
 
 :func:`open_transport` picks the folder or the hub from a location string.
 """
@@ -24,7 +25,6 @@ from typing import Any
 import httpx
 
 from ...crypto import SUITE, MemberKey
-from ...crypto.request import sign_request
 from ...protocol import hubapi, snapshot
 from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
 from ...protocol.errors import InputError, Rejected, TransportError
@@ -33,9 +33,11 @@ from ...protocol.roster import TEAM_RE
 from ..clock import now_ms
 from .door import door_warnings
 from .folder import FolderTransport
-from .hub_answers import HubError, blobs, error, is_ms, json_object, retry_after, unreadable
-from .retry import RETRY_STATUSES, Backoff, never_sent
-from .transport import CHECKED_CHUNKS, Transport, Unreachable
+from .hub_answers import HubError, blobs, is_ms, json_object
+from .hub_sender import Sender
+from .readback import keyring_outcome, manifest_outcome, roster_outcome
+from .retry import Outcome
+from .transport import CHECKED_CHUNKS, Transport
 
 __all__ = ["OPERATOR_TOKEN_ENV", "HubTransport", "is_hub_location", "open_transport"]
 
@@ -80,9 +82,10 @@ class HubTransport(Transport):
         timeout_s: float = 30.0,
         clock: Callable[[], int] | None = None,
         retry_budget_s: float = 30.0,
+        sync_budget_s: float = 120.0,
     ) -> None:
-        """``retry_budget_s`` bounds the time one request spends on repeats (see
-        :mod:`~.retry`)."""
+        """``retry_budget_s`` bounds the time one request spends on repeats, ``sync_budget_s``
+        the time from :meth:`begin_sync` after which none is repeated (see :mod:`~.retry`)."""
         if client is None and not is_hub_location(url):
             raise InputError(f"hub URL {url!r} must start with http:// or https://")
         self._url = url.rstrip("/")
@@ -91,12 +94,13 @@ class HubTransport(Transport):
         self._team = team
         self._key = key
         self._token = operator_token or os.environ.get(OPERATOR_TOKEN_ENV) or None
-        self._client = client or httpx.Client(base_url=self._url, timeout=timeout_s)
-        self._owns_client = client is None
         self._clock = clock or now_ms
-        self._retry_budget_s = retry_budget_s
-        self._skew_ms = 0
-        self._hub_time: tuple[int, float] | None = None
+        self._sender = Sender(
+            self._url, key, client or httpx.Client(base_url=self._url, timeout=timeout_s),
+            owns_client=client is None, clock=self._clock,
+            retry_budget_s=retry_budget_s, sync_budget_s=sync_budget_s,
+        )  # fmt: skip
+        self._send = self._sender.send
         self._pending_keyrings: list[bytes] = []
         self._warnings: list[str] = []
 
@@ -104,83 +108,16 @@ class HubTransport(Transport):
     def location(self) -> str:
         return self._url
 
+    def begin_sync(self) -> None:
+        self._sender.begin_sync()
+
     def close(self) -> None:
-        if self._owns_client:
-            self._client.close()
+        self._sender.close()
 
     # -- one request -----------------------------------------------------------------
 
     def _path(self, template: str, **values: str | int) -> str:
         return hubapi.path(template, team=self._team, **values)
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        what: str,
-        *,
-        body: bytes = b"",
-        query: Mapping[str, str | int | float] | None = None,
-        signed: bool = True,
-        headers: Mapping[str, str] | None = None,
-        timeout_s: float | None = None,
-        missing_ok: bool = False,
-        repeatable: bool = False,
-    ) -> httpx.Response | None:
-        """One request, signed afresh at every attempt; repeated as :mod:`~.retry` says
-        (``repeatable``: a repeat is harmless, as a GET's is)."""
-        repeatable = repeatable or method == "GET"
-        backoff = Backoff(self._retry_budget_s)
-        skew_retried = False
-        while True:
-            request = self._client.build_request(
-                method, path, params=query, content=body,
-                headers=headers,
-                timeout=httpx.USE_CLIENT_DEFAULT if timeout_s is None else timeout_s,
-            )  # fmt: skip
-            if signed:
-                target = request.url.raw_path.decode("ascii")
-                now = self._clock() + self._skew_ms
-                request.headers.update(sign_request(self._key, method, target, body, now_ms=now))
-            try:
-                response = self._client.send(request)
-            except httpx.HTTPError as exc:
-                again = isinstance(exc, httpx.TransportError) and (repeatable or never_sent(exc))
-                if again and backoff.pause():
-                    continue
-                raise self._unreachable(what, exc, backoff.attempts, repeatable) from exc
-            if is_ms(told := response.headers.get(hubapi.HEADER_HUB_TIME, "")):
-                self._hub_time = (int(told), time.monotonic())
-            if response.status_code < 400:
-                return response
-            refused = error(response, self._url, what, backoff.attempts)
-            if refused.status == 404 and missing_ok and refused.code == hubapi.NOT_FOUND:
-                return None
-            stale = refused.status == 401 and refused.code == hubapi.STALE_TIME
-            if stale and not skew_retried and is_ms(told):
-                self._skew_ms = int(told) - self._clock()
-                skew_retried = True
-                continue
-            if refused.status in RETRY_STATUSES and (repeatable or refused.status == 429):
-                asked = hubapi.HEADER_RETRY_AFTER in response.headers or refused.status == 429
-                if backoff.pause(retry_after(response) if asked else None):
-                    continue
-            raise refused
-
-    def _unreachable(
-        self, what: str, exc: httpx.HTTPError, attempts: int, repeatable: bool
-    ) -> Unreachable:
-        tries = f" after {attempts} attempts" if attempts > 1 else ""
-        if repeatable or never_sent(exc):
-            return Unreachable(
-                f"cannot reach the hub at {self._url} to {what}{tries}: {unreadable(exc)}; "
-                "check the URL and that the hub is running"
-            )
-        return Unreachable(
-            f"lost the hub's answer at {self._url} to {what}: {unreadable(exc)}; it may have "
-            "been applied, and is not sent again blindly: sync again (it reads the hub's "
-            "state back)"
-        )
 
     def _json(self, method: str, path: str, what: str, **kw: Any) -> dict[str, Any]:
         response = self._send(method, path, what, **kw)
@@ -206,8 +143,18 @@ class HubTransport(Transport):
         headers = {hubapi.HEADER_OPERATOR_TOKEN: token} if token else None
         what = f"publish roster v{version}"
         path = self._path(hubapi.ROSTER, version=version)
+
+        def read_back() -> Outcome:
+            try:
+                above = self.rosters(version - 1)
+            except HubError as exc:
+                if exc.code != hubapi.UNKNOWN_TEAM:  # v1 not landed: the team is unknown
+                    raise
+                above = []
+            return roster_outcome(above, data)
+
         try:
-            self._send("PUT", path, what, body=body, headers=headers)
+            self._send("PUT", path, what, body=body, headers=headers, read_back=read_back)
         finally:  # kept keyrings belong to this roster only, published or refused
             self._pending_keyrings.clear()
 
@@ -218,8 +165,12 @@ class HubTransport(Transport):
 
     def put_keyring(self, project: str, epoch: int, data: bytes) -> None:
         path = self._path(hubapi.KEYRING, project=project, epoch=epoch)
+        what = f"publish keyring {project}/{epoch}"
         try:
-            self._send("PUT", path, f"publish keyring {project}/{epoch}", body=data)
+            self._send(
+                "PUT", path, what, body=data,
+                read_back=lambda: keyring_outcome(self.keyrings(project), data),
+            )  # fmt: skip
         except HubError as exc:
             if exc.code not in {hubapi.ROSTER_UNKNOWN, hubapi.UNKNOWN_TEAM}:
                 raise
@@ -293,12 +244,18 @@ class HubTransport(Transport):
         for chunk_id, data in chunks.items():
             chunk = self._path(hubapi.CHUNK, project=project, writer=writer, chunk=chunk_id)
             self._send("PUT", chunk, "upload a chunk", body=data, repeatable=True)
-        self._send("PUT", path, f"publish manifest seq {seq}", body=manifest)
+        self._send(
+            "PUT", path, f"publish manifest seq {seq}", body=manifest,
+            read_back=lambda: manifest_outcome(
+                self.newest_manifest(project, writer), manifest, seq
+            ),
+        )  # fmt: skip
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
         path = self._path(hubapi.COLLECT, project=project, writer=writer)
         body = json.dumps({"keep": sorted(keep), "grace_ms": grace_ms}).encode()
-        doc = self._json("POST", path, "collect old chunks", body=body)
+        # repeatable: a repeat deletes nothing the first would have kept (see :mod:`~.retry`)
+        doc = self._json("POST", path, "collect old chunks", body=body, repeatable=True)
         removed = doc.get("removed", 0)
         return removed if isinstance(removed, int) else 0
 
@@ -306,7 +263,16 @@ class HubTransport(Transport):
 
     def post_request(self, kid: str, data: bytes) -> None:
         path = self._path(hubapi.REQUEST, kid=kid)
-        self._send("POST", path, "post the join request", body=data, signed=False)
+
+        def read_back() -> Outcome:  # a live request (or its outcome) under our key: ours
+            found = self.join_status(kid)
+            return Outcome.ABSENT if found in (None, hubapi.REQUEST_UNKNOWN) else Outcome.LANDED
+
+        mine = kid == self._key.kid  # only the joiner's key may ask for its request's state
+        self._send(
+            "POST", path, "post the join request", body=data, signed=False,
+            read_back=read_back if mine else None,
+        )  # fmt: skip
 
     def requests(self) -> dict[str, bytes]:
         doc = self._json("GET", self._path(hubapi.REQUESTS), "read join requests")
@@ -342,7 +308,7 @@ class HubTransport(Transport):
         return str(status)
 
     def reference_time(self) -> tuple[int, float] | None:
-        return self._hub_time
+        return self._sender.hub_time
 
     def take_warnings(self) -> list[str]:
         out, self._warnings = self._warnings, []

@@ -64,6 +64,7 @@ WORDING: Mapping[str, str] = {
     hubapi.UNSIGNED: "the request carried no signature; upgrade sealmem",
     hubapi.BAD_AUTH_HEADER: "the request's signature headers were malformed; upgrade sealmem",
     hubapi.DIGEST_MISSING: "the request carried no body digest; upgrade sealmem",
+    hubapi.DISK_FULL: "the hub's disk is full; tell its operator (reads still work)",
     hubapi.DIGEST_MISMATCH: (
         "the body the hub received is not the one this client signed (changed or cut on "
         "the way); sync again"

@@ -204,6 +204,9 @@ class Transport(abc.ABC):
         (stop or threading.Event()).wait(timeout_s)
         return since, False
 
+    def begin_sync(self) -> None:  # noqa: B027 - optional hook
+        """A sync starts: a transport that repeats requests counts its time budget from here."""
+
     def prepare_new_team(self) -> None:  # noqa: B027 - optional hook
         """Get ready to hold a team that does not exist yet (before roster v1 is published)."""
 

@@ -114,7 +114,7 @@ class Endpoints:
             request.scope["sealmem.kid"] = ctx.kid
 
     async def healthz(self, request: Request) -> Response:
-        return Json({"ok": True})
+        return Json(self.metrics.disk.health())
 
     async def metrics_text(self, request: Request) -> Response:
         self.metrics_door.check(request.headers)

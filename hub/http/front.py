@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...protocol import hubapi
 from ..errors import Refusal
-from ..storage import QuotaExceeded, StorageError
+from ..storage import DiskFull, QuotaExceeded, StorageError
 from .messages import Json
 from .metrics import Metrics
 
@@ -44,8 +44,16 @@ _INTERNAL = {
     "detail": "the hub failed to answer this request (a hub bug: please report it; the "
     "hub operator's log has the details)",
 }
+#: 503 like ``storage`` (the hub's condition, not the request's; 507 is the team's quota,
+#: which members fix themselves); no Retry-After: it lasts until the operator acts
+_DISK_FULL = {
+    "error": hubapi.DISK_FULL,
+    "detail": "the hub's disk is full, so nothing was stored; reads still work: tell the "
+    "hub's operator",
+}
 _TIME = hubapi.HEADER_HUB_TIME.encode("latin-1")
 _CLOSE = (b"connection", b"close")
+_WRITES = frozenset({"PUT", "POST", "DELETE"})
 
 
 class Routes:
@@ -143,6 +151,8 @@ class Front:
             if not answering:  # else the answer is under way; the server closes the connection
                 await response(scope, receive_wrapper, send_wrapper)
         finally:
+            if status < 300 and method in _WRITES:
+                self.metrics.disk.wrote()
             template = found[0].name if found else _template(scope)
             self._done(template, method, status, started, scope.get("sealmem.kid"))
 
@@ -156,6 +166,11 @@ class Front:
         if isinstance(exc, QuotaExceeded):
             self.metrics.error(hubapi.QUOTA_EXCEEDED)
             return Json({"error": hubapi.QUOTA_EXCEEDED, "detail": str(exc)}, 507)
+        if isinstance(exc, DiskFull):
+            log.error("storage full: %s", exc)
+            self.metrics.error(hubapi.DISK_FULL)
+            self.metrics.disk.full(self.clock())
+            return Json(_DISK_FULL, 503)
         if isinstance(exc, StorageError):
             log.error("storage failure: %s", exc)
             self.metrics.error(hubapi.STORAGE)

@@ -28,7 +28,7 @@ from prometheus_client import (
 
 from ...protocol import hubapi, reasons
 
-__all__ = ["CONTENT_TYPE", "Metrics", "resident_bytes"]
+__all__ = ["CONTENT_TYPE", "DiskWatch", "Metrics", "resident_bytes"]
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -46,6 +46,34 @@ def resident_bytes() -> int:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+class DiskWatch:
+    """Whether this hub process last found its storage full: set by a write refused
+    for a full disk, cleared by the next write that succeeds.  Kept in memory (``/healthz``
+    touches no storage); each replica sees its own writes."""
+
+    def __init__(self) -> None:
+        self.full_since_ms: int | None = None
+
+    def full(self, now_ms: int) -> None:
+        if self.full_since_ms is None:
+            self.full_since_ms = now_ms
+
+    def wrote(self) -> None:
+        self.full_since_ms = None
+
+    def health(self) -> dict[str, object]:
+        """The body of ``/healthz``."""
+        if self.full_since_ms is None:
+            return {"ok": True}
+        return {
+            "ok": True,
+            "disk": "full",
+            "disk_full_since_ms": self.full_since_ms,
+            "detail": "the hub's storage has no space left: reads are served, every write is "
+            f"refused ({hubapi.DISK_FULL}) until the operator frees space or grows the disk",
+        }
 
 
 class Metrics:
@@ -69,6 +97,13 @@ class Metrics:
             ["route"],
             buckets=BUCKETS,
             registry=self.registry,
+        )
+        self.disk = DiskWatch()
+        self.gauge(
+            "sealmem_hub_disk_full",
+            "1 while the hub's storage refuses writes for lack of space (from the last "
+            "refusal for a full disk until a write succeeds), else 0.",
+            lambda: float(self.disk.full_since_ms is not None),
         )
         # the labelled children by (route, method, status) label: ``labels()`` takes a
         # lock and checks its arguments, on every request

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...protocol.encoding import HEX_HASH_RE, KID_RE
-from .values import StorageError
+from .values import StorageError, storage_failure
 
 __all__ = ["BlobDir", "BlobEntry", "BlobKey", "BlobStore"]
 
@@ -151,7 +151,9 @@ class BlobDir(BlobStore):
             _fsync_dir(path.parent)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
-            raise StorageError(f"cannot write a chunk blob under {self.root}: {exc}") from exc
+            raise storage_failure(
+                f"cannot write a chunk blob under {self.root}: {exc}", exc
+            ) from exc
 
     def get(self, key: BlobKey) -> bytes | None:
         try:

@@ -26,7 +26,7 @@ from typing import Any
 import filelock
 
 from .group import GroupCommit
-from .values import StorageError
+from .values import StorageError, storage_failure
 
 __all__ = ["SQLiteDb"]
 
@@ -90,7 +90,7 @@ class SQLiteDb:
             with self._write:
                 schema(self.conn())
         except sqlite3.Error as exc:
-            raise StorageError(f"cannot set up {self.path}: {exc}") from exc
+            raise storage_failure(f"cannot set up {self.path}: {exc}", exc) from exc
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -102,7 +102,7 @@ class SQLiteDb:
             if not self._autocheckpoint:
                 conn.execute("PRAGMA wal_autocheckpoint=0")
         except sqlite3.Error as exc:
-            raise StorageError(f"cannot open {self.path}: {exc}") from exc
+            raise storage_failure(f"cannot open {self.path}: {exc}", exc) from exc
         return conn
 
     def conn(self) -> sqlite3.Connection:
@@ -144,7 +144,7 @@ class SQLiteDb:
                     raise
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                raise StorageError(f"hub database write failed: {exc}") from exc
+                raise storage_failure(f"hub database write failed: {exc}", exc) from exc
 
     @contextlib.contextmanager
     def statement(self) -> Iterator[sqlite3.Connection]:
@@ -155,13 +155,13 @@ class SQLiteDb:
             try:
                 yield conn
             except sqlite3.Error as exc:
-                raise StorageError(f"hub database write failed: {exc}") from exc
+                raise storage_failure(f"hub database write failed: {exc}", exc) from exc
 
     def read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         try:
             return list(self.conn().execute(sql, args))
         except sqlite3.Error as exc:
-            raise StorageError(f"hub database read failed: {exc}") from exc
+            raise storage_failure(f"hub database read failed: {exc}", exc) from exc
 
     def close(self) -> None:
         if self._group is not None:

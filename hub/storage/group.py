@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from .values import StorageError
+from .values import DiskFull, StorageError, no_space, storage_failure
 
 __all__ = ["MAX_AGE_S", "MAX_WRITES", "GroupCommit"]
 
@@ -44,7 +44,7 @@ MAX_AGE_S = 0.05
 class _Batch:
     """One open transaction and the writes in it."""
 
-    __slots__ = ("began", "broken", "done", "error", "writes")
+    __slots__ = ("began", "broken", "done", "error", "full", "writes")
 
     def __init__(self) -> None:
         self.began = time.monotonic()
@@ -52,6 +52,7 @@ class _Batch:
         self.error: StorageError | None = None
         self.writes = 0
         self.broken = False  # the transaction ended under a write: it cannot commit
+        self.full = False  # ... because the disk is full
 
 
 class GroupCommit:
@@ -102,7 +103,8 @@ class GroupCommit:
             conn.execute("RELEASE write")
         except sqlite3.Error as exc:
             batch.broken = batch.broken or not conn.in_transaction
-            raise StorageError(f"hub database write failed: {exc}") from exc
+            batch.full = batch.full or no_space(exc)
+            raise storage_failure(f"hub database write failed: {exc}", exc) from exc
 
     def _enter(self, solo: bool) -> tuple[sqlite3.Connection, _Batch]:
         with self._guard:
@@ -124,7 +126,7 @@ class GroupCommit:
                 self._commit(self._batch)
             self._mutex.release()
             if isinstance(exc, sqlite3.Error):
-                raise StorageError(f"hub database write failed: {exc}") from exc
+                raise storage_failure(f"hub database write failed: {exc}", exc) from exc
             raise
 
     @staticmethod
@@ -166,7 +168,7 @@ class GroupCommit:
         conn = self._conn
         try:
             if conn is None or batch.broken or not conn.in_transaction:
-                batch.error = StorageError(
+                batch.error = (DiskFull if batch.full else StorageError)(
                     "hub database write failed: the transaction was rolled back under a write "
                     "of the same commit group; nothing of it was stored, retry"
                 )
@@ -176,7 +178,7 @@ class GroupCommit:
                 conn.execute("COMMIT")
                 self.commits += 1
         except sqlite3.Error as exc:
-            batch.error = StorageError(f"hub database write failed: {exc}")
+            batch.error = storage_failure(f"hub database write failed: {exc}", exc)
             with contextlib.suppress(sqlite3.Error):
                 if conn is not None and conn.in_transaction:
                     conn.execute("ROLLBACK")

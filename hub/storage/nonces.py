@@ -29,7 +29,7 @@ from .dbfile import SQLiteDb
 from .schema import set_up_nonces
 from .values import StorageError
 
-__all__ = ["CHECKPOINT_EVERY", "PURGE_CHUNK", "PURGE_SLACK_MS", "REMEMBER", "NonceFile"]
+__all__ = ["CHECKPOINT_EVERY", "PURGE_CHUNK", "PURGE_SLACK_MS", "REMEMBER", "SEEN", "NonceFile"]
 
 log = logging.getLogger("sealmem.hub")
 
@@ -53,6 +53,9 @@ REMEMBER = (
     "ON CONFLICT (kid, nonce) DO UPDATE SET expires_ms = excluded.expires_ms "
     "WHERE nonces.expires_ms <= ?"
 )
+
+#: (kid, nonce) recorded and not expired at the 3rd parameter (PostgreSQL too)
+SEEN = "SELECT 1 FROM nonces WHERE kid = ? AND nonce = ? AND expires_ms > ?"
 
 
 class NonceFile:
@@ -103,6 +106,10 @@ class NonceFile:
         if self._inserts % CHECKPOINT_EVERY == 0:
             self._wake.set()
         return stored
+
+    def seen(self, kid: str, nonce: str, now_ms: int) -> bool:
+        """See :meth:`sealmem.hub.storage.Storage.nonce_seen`."""
+        return bool(self._db.read(SEEN, (kid, nonce, now_ms)))
 
     def adopt(self, rows: Iterable[tuple[str, str, int]]) -> None:
         """Take over nonces recorded elsewhere (an older layout's table), keeping the

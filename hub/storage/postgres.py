@@ -35,10 +35,10 @@ from .backends import shown_url
 from .blobs import BlobStore
 from .dialect import POSTGRES
 from .feed import Feed, PgFeed
-from .nonces import PURGE_SLACK_MS, REMEMBER
+from .nonces import PURGE_SLACK_MS, REMEMBER, SEEN
 from .schema import upgrade_pg
 from .sql import Storage
-from .values import Quota, StorageError
+from .values import Quota, StorageError, storage_failure
 
 __all__ = ["BUCKET_IDLE_MS", "PgConn", "PgStorage", "brief"]
 
@@ -121,7 +121,7 @@ class PgStorage(Storage):
                 finally:
                     self._writing.conn = outer
         except self._psycopg.Error as exc:
-            raise StorageError(f"hub database write failed: {brief(exc)}") from exc
+            raise storage_failure(f"hub database write failed: {brief(exc)}", exc) from exc
 
     def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """On a pooled connection (its own snapshot); inside a write, on the writing
@@ -133,7 +133,7 @@ class PgStorage(Storage):
             with self._pool.connection() as conn:
                 return list(conn.execute(_percent(sql), args).fetchall())
         except self._psycopg.Error as exc:
-            raise StorageError(f"hub database read failed: {brief(exc)}") from exc
+            raise storage_failure(f"hub database read failed: {brief(exc)}", exc) from exc
 
     def close(self) -> None:
         self._pool.close()
@@ -152,6 +152,9 @@ class PgStorage(Storage):
                 conn.execute("DELETE FROM nonces WHERE expires_ms <= ?", (now_ms - PURGE_SLACK_MS,))
                 self._next_purge = now_ms + _NONCE_PURGE_MS
             return bool(conn.execute(REMEMBER, (kid, nonce, expires_ms, now_ms)).rowcount)
+
+    def nonce_seen(self, kid: str, nonce: str, now_ms: int) -> bool:
+        return bool(self._read(SEEN, (kid, nonce, now_ms)))
 
     def take_token(self, key: str, rate_per_s: float, burst: int, now_ms: int) -> float:
         args = {"k": key, "burst": float(burst), "now": now_ms, "rate": rate_per_s / 1000.0}

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 from ...protocol.errors import InputError
 from . import StorageError
 from .blobs import BlobEntry, BlobKey, BlobStore
+from .values import DiskFull, no_space
 
 __all__ = ["S3Blobs", "S3Location"]
 
@@ -104,6 +105,11 @@ class S3Blobs(BlobStore):
 
     def _failed(self, what: str, exc: Exception) -> StorageError:
         reason = _code(exc) or type(exc).__name__
+        if no_space(exc):
+            return DiskFull(
+                f"S3 bucket {self.bucket!r}: {what} failed ({reason}): the store has no space "
+                "left or the bucket's quota is reached"
+            )
         return StorageError(
             f"S3 bucket {self.bucket!r}: {what} failed ({reason}); check that the bucket "
             "exists, the endpoint answers and the hub's AWS credentials may use it"

@@ -49,6 +49,11 @@ class Storage(ChunkRules):
         not expired (a replay).  Expired nonces are purged along the way."""
 
     @abc.abstractmethod
+    def nonce_seen(self, kid: str, nonce: str, now_ms: int) -> bool:
+        """Whether (kid, nonce) is recorded and not expired at ``now_ms``: a read only, for
+        when :meth:`remember_nonce` finds no space to record it."""
+
+    @abc.abstractmethod
     def take_token(self, key: str, rate_per_s: float, burst: int, now_ms: int) -> float:
         """Spend one token of bucket ``key`` (refilled at ``rate_per_s``, holding at most
         ``burst``): 0.0 when spent, else the seconds until one is there (nothing spent)."""

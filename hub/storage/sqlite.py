@@ -96,5 +96,8 @@ class SQLiteStorage(Storage):
     def remember_nonce(self, kid: str, nonce: str, expires_ms: int, now_ms: int) -> bool:
         return self._nonces.remember(kid, nonce, expires_ms, now_ms)
 
+    def nonce_seen(self, kid: str, nonce: str, now_ms: int) -> bool:
+        return self._nonces.seen(kid, nonce, now_ms)
+
     def take_token(self, key: str, rate_per_s: float, burst: int, now_ms: int) -> float:
         return self._buckets.take(key, rate_per_s, burst, now_ms)

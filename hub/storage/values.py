@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -10,9 +11,11 @@ from ...protocol.errors import Rejected, SealmemError
 from ...protocol.manifest import peek
 
 __all__ = [
+    "S3_FULL_CODES",
     "Admission",
     "Change",
     "Conflict",
+    "DiskFull",
     "KeyringBlob",
     "MissingBase",
     "MissingChunks",
@@ -25,6 +28,8 @@ __all__ = [
     "StoredHead",
     "delta_base",
     "manifests_to_drop",
+    "no_space",
+    "storage_failure",
 ]
 
 #: a team-level object (roster, keyring, join request) in per-member usage
@@ -66,6 +71,48 @@ def manifests_to_drop(
 
 class StorageError(SealmemError):
     """The hub's storage failed (disk full, corrupt database, unreachable engine, ...)."""
+
+
+class DiskFull(StorageError):
+    """The hub's storage has no space left (its disk, its database's, its bucket's quota):
+    the write was not stored; reads still work."""
+
+
+#: what an S3-compatible store answers when it has no room (MinIO's full drives and
+#: bucket quota, Ceph RGW's quota, the WebDAV status some gateways pass on)
+S3_FULL_CODES = frozenset(
+    {"XMinioStorageFull", "XMinioAdminBucketQuotaExceeded", "QuotaExceeded", "InsufficientStorage"}
+)
+_SQLITE_FULL = 13  # SQLITE_FULL, the primary result code (an extended code's low byte)
+#: SQLITE_IOERR_SHMSIZE: the WAL index (``-shm``) could not be given its size, which on a
+#: full disk is what opening a database in WAL mode fails with
+_SQLITE_SHMSIZE = 4874
+_PG_DISK_FULL = "53100"  # disk_full
+
+
+def no_space(exc: BaseException) -> bool:
+    """Whether an engine's error means "no space left": ENOSPC or EDQUOT from the OS, SQLite's
+    ``SQLITE_FULL``, PostgreSQL's ``disk_full`` (53100), an S3 code of :data:`S3_FULL_CODES`."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF == _SQLITE_FULL or code == _SQLITE_SHMSIZE
+    if getattr(exc, "sqlstate", None) == _PG_DISK_FULL:
+        return True
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        error = response.get("Error", {})
+        return isinstance(error, dict) and error.get("Code") in S3_FULL_CODES
+    return False
+
+
+def storage_failure(text: str, exc: BaseException) -> StorageError:
+    """The :class:`StorageError` for ``exc`` (said in ``text``): a :class:`DiskFull` when it
+    means no space left.  The one place that tells a full disk from other failures."""
+    if no_space(exc):
+        return DiskFull(f"{text} (no space left: free some on the hub's disk, or grow it)")
+    return StorageError(text)
 
 
 class StaleSeq(SealmemError):

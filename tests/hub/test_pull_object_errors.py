@@ -62,7 +62,9 @@ def test_a_500_for_one_writers_chunk_skips_that_writer_only(world: World) -> Non
 def test_an_unreachable_hub_stops_the_sync(world: World) -> None:
     bob = world.nodes["bob"]
     team = world.nodes["admin"].t.config.team
-    hub = HubTransport(f"http://127.0.0.1:{free_port()}", team, bob.key, timeout_s=2)
+    # a small retry budget: the refused connections are not waited on for seconds
+    url = f"http://127.0.0.1:{free_port()}"
+    hub = HubTransport(url, team, bob.key, timeout_s=2, retry_budget_s=0.2)
     bob.team = dataclasses.replace(bob.t, transport=hub)
     try:
         with pytest.raises(Unreachable, match="cannot reach the hub"):

@@ -141,7 +141,10 @@ def routed(cluster: Cluster, tmp_path: Path) -> Iterator[Routed]:
     def transport(key: MemberKey) -> HubTransport:
         url = route.get(key.kid, cluster.urls[0])
         client = made.clients.get(key.kid)
-        return HubTransport(url, world.team, key, operator_token=TOKEN, client=client)
+        # a small retry budget: a killed replica is not waited on for seconds
+        return HubTransport(
+            url, world.team, key, operator_token=TOKEN, client=client, retry_budget_s=1.0
+        )
 
     homes = tmp_path / "homes"
     homes.mkdir()

@@ -124,7 +124,8 @@ def test_hub_killed_mid_push_loses_nothing(tmp_path: Path) -> None:
     def transport(key: MemberKey) -> HubTransport:
         client = httpx.Client(base_url=url, event_hooks={"response": [kill_after_four_chunks]})
         clients.append(client)
-        return HubTransport(url, TEAM, key, operator_token=TOKEN, client=client)
+        # a small retry budget: the killed hub is not waited on for seconds
+        return HubTransport(url, TEAM, key, operator_token=TOKEN, client=client, retry_budget_s=1.0)
 
     homes = tmp_path / "homes"
     homes.mkdir()

@@ -5,6 +5,9 @@ Between real clients and a real hub: each read of the hub's answer is, with prob
 (the connection aborted, nothing sent).  The request has reached the hub by then, so a
 lost answer is one whose effect is unknown to the client, as on a flaky network.
 ``only`` (a regex on the request line) limits the losses to the answers of some requests.
+With ``requests=True`` the proxy loses requests instead: a matching request is cut off
+before the hub sees it (the client has sent it, so its effect is unknown to the client too).
+``most`` bounds the number of losses.
 """
 
 from __future__ import annotations
@@ -20,8 +23,18 @@ __all__ = ["FaultProxy", "fault_proxy"]
 
 
 class FaultProxy:
-    def __init__(self, upstream_port: int, rate: float, seed: int, only: str = "") -> None:
+    def __init__(
+        self,
+        upstream_port: int,
+        rate: float,
+        seed: int,
+        only: str = "",
+        requests: bool = False,
+        most: int | None = None,
+    ) -> None:
         self.upstream_port = upstream_port
+        self.most = most
+        self.requests = requests
         self.only = re.compile(only.encode())
         self.rate = rate
         self.random = random.Random(seed)
@@ -36,13 +49,20 @@ class FaultProxy:
         writer: asyncio.StreamWriter,
         asked: list[bytes],
         faulty: bool,
+        down: asyncio.StreamWriter,
     ) -> None:
         try:
             while data := await reader.read(65536):
                 if not faulty and data.startswith((b"GET ", b"PUT ", b"POST ", b"DELETE ")):
                     asked[:] = [data.split(b"\r\n", 1)[0]]
-                lose = faulty and asked and self.only.search(asked[0]) is not None
-                if lose and self.random.random() < self.rate:
+                    matches = self.only.search(asked[0]) is not None
+                    if self.requests and matches and self._draw():
+                        self.faults += 1
+                        down.transport.abort()  # the client's side: it sent the request
+                        return
+                lose = faulty and not self.requests and asked
+                lose = lose and self.only.search(asked[0]) is not None
+                if lose and self._draw():
                     self.faults += 1
                     if self.random.random() < 0.5:
                         writer.write(data[: len(data) // 2])
@@ -59,6 +79,12 @@ class FaultProxy:
             with suppress(Exception):
                 writer.close()
 
+    def _draw(self) -> bool:
+        """Whether to lose this one (at ``rate``, while fewer than ``most`` were lost)."""
+        if self.most is not None and self.faults >= self.most:
+            return False
+        return self.random.random() < self.rate
+
     async def _serve(self, down_r: asyncio.StreamReader, down_w: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -73,7 +99,8 @@ class FaultProxy:
         asked: list[bytes] = []  # the request line the hub answers now
         try:
             await asyncio.gather(
-                self._pipe(down_r, up_w, asked, False), self._pipe(up_r, down_w, asked, True)
+                self._pipe(down_r, up_w, asked, False, down_w),
+                self._pipe(up_r, down_w, asked, True, down_w),
             )
         finally:
             self._open -= {down_w, up_w}
@@ -92,9 +119,16 @@ class FaultProxy:
 
 
 @contextmanager
-def fault_proxy(upstream_port: int, rate: float, seed: int, only: str = "") -> Iterator[FaultProxy]:
+def fault_proxy(
+    upstream_port: int,
+    rate: float,
+    seed: int,
+    only: str = "",
+    requests: bool = False,
+    most: int | None = None,
+) -> Iterator[FaultProxy]:
     """Run a :class:`FaultProxy` on its own thread and event loop for the ``with`` body."""
-    proxy = FaultProxy(upstream_port, rate, seed, only)
+    proxy = FaultProxy(upstream_port, rate, seed, only, requests, most)
     loop = asyncio.new_event_loop()
     started = threading.Event()
     stop = asyncio.Event()
