@@ -17,11 +17,20 @@ from typing import Any
 import httpx
 
 from ...protocol import hubapi
-from ...protocol.encoding import b64d
+from ...protocol.encoding import HEX_HASH_RE, b64d
 from ...protocol.errors import TransportError
 from .transport import ConflictError
 
-__all__ = ["HubConflictError", "HubError", "blobs", "error", "is_ms", "json_object", "retry_after"]
+__all__ = [
+    "HubConflictError",
+    "HubError",
+    "blobs",
+    "chunk_ids",
+    "error",
+    "is_ms",
+    "json_object",
+    "retry_after",
+]
 
 _NO_BODY = "http-error"  # our code for an error answer without a hub error body
 _MAX_RETRY_WAIT_S = 5.0
@@ -30,11 +39,15 @@ _MAX_RETRY_WAIT_S = 5.0
 class HubError(TransportError):
     """The hub refused a request: ``status``, its ``code`` and ``detail``."""
 
-    def __init__(self, message: str, *, status: int, code: str, detail: str) -> None:
+    def __init__(
+        self, message: str, *, status: int, code: str, detail: str,
+        listed: frozenset[str] = frozenset(),
+    ) -> None:  # fmt: skip
         super().__init__(message)
         self.status = status
         self.code = code
         self.detail = detail
+        self.listed = listed  # a missing-chunk refusal's ids (hubapi.FIELD_MISSING)
 
 
 class HubConflictError(HubError, ConflictError):
@@ -45,10 +58,12 @@ def error(response: httpx.Response, url: str, what: str, attempts: int = 1) -> H
     """The refusal in ``response`` (a status of 400 or more), to the last of ``attempts``."""
     status = response.status_code
     code, detail = _NO_BODY, f"HTTP {status} without an error body"
+    listed: frozenset[str] = frozenset()
     with contextlib.suppress(ValueError):
         doc = _parsed(response)
         if isinstance(doc, dict) and "error" in doc:
             code, detail = str(doc["error"]), str(doc.get("detail", detail))
+            listed = chunk_ids(doc.get(hubapi.FIELD_MISSING))
     cls = HubConflictError if status == hubapi.CONFLICT_STATUS else HubError
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     return cls(
@@ -56,7 +71,19 @@ def error(response: httpx.Response, url: str, what: str, attempts: int = 1) -> H
         status=status,
         code=code,
         detail=detail,
+        listed=listed,
     )
+
+
+def chunk_ids(value: object) -> frozenset[str]:
+    """A hub's list of chunk ids (a missing-chunk refusal's, the lost ones of a seqs
+    answer): the well-formed ones among the first ``MAX_MISSING_LISTED``, else none."""
+    if not isinstance(value, list):
+        return frozenset()
+    return frozenset(
+        c for c in value[: hubapi.MAX_MISSING_LISTED]
+        if isinstance(c, str) and HEX_HASH_RE.fullmatch(c)
+    )  # fmt: skip
 
 
 def _parsed(response: httpx.Response) -> object:

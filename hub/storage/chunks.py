@@ -12,11 +12,14 @@ them once over the chunk rows (``chunk_row_*``, ``chunk_rows_*``,
 conditions inside their own transaction: a row refreshed or referenced meanwhile
 is kept.  See :mod:`sealmem.hub.storage` for the whole seam.
 
+A dropped row is the hub's mark on the writer's slot: :meth:`ChunkRules.lost_chunks`
+lists the ids its kept manifests name without a row, which the writer reads at its
+next sync (``GET .../seqs``) and publishes again (SPEC "Self-repair").
+
 One race is left on purpose, because it heals: a blob deleted (as an orphan,
 or after its row) at the moment the same chunk is uploaded again can leave a
 row without its blob.  :meth:`ChunkRules.chunk` then drops the row, the hub
-reports the chunk missing, and the writer, which reads back a sample of its
-chunks at every sync, publishes that bucket again.
+reports the chunk missing, and the writer publishes that bucket again.
 """
 
 from __future__ import annotations
@@ -93,6 +96,19 @@ class ChunkRules(abc.ABC):
     def missing_chunks(self, team: str, project: str, writer: str, ids: Iterable[str]) -> list[str]:
         """The ids among ``ids`` the writer's slot holds no row for, sorted."""
         return missing_ids(self._read, (team, project, writer), ids)
+
+    def lost_chunks(self, team: str, project: str, writer: str, limit: int) -> list[str]:
+        """The ids the writer's kept manifests name that its slot holds no row for (the
+        hub dropped them: a read or a scrub found the blob gone or damaged), ascending, at
+        most ``limit``: the marks the writer reads at its next sync and republishes."""
+        rows = self._read(
+            "SELECT DISTINCT r.id FROM manifest_chunks r WHERE r.team = ? AND r.project = ? "
+            "AND r.writer = ? AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.team = r.team "
+            "AND c.project = r.project AND c.writer = r.writer AND c.id = r.id) "
+            "ORDER BY r.id LIMIT ?",
+            (team, project, writer, limit),
+        )
+        return [str(i) for (i,) in rows]
 
     def chunk_row_add(
         self, key: BlobKey, size: int, now_ms: int, check: Check | None = None
