@@ -99,16 +99,17 @@ class ChunkRules(abc.ABC):
 
     def lost_chunks(self, team: str, project: str, writer: str, limit: int) -> list[str]:
         """The ids the writer's kept manifests name that its slot holds no row for (the
-        hub dropped them: a read or a scrub found the blob gone or damaged), ascending, at
-        most ``limit``: the marks the writer reads at its next sync and republishes."""
+        hub dropped them: a read or a scrub found the blob gone or damaged), those of the
+        newest manifests first, at most ``limit``: the marks the writer reads at its next
+        sync (it republishes those its newest manifest lists)."""
         rows = self._read(
-            "SELECT DISTINCT r.id FROM manifest_chunks r WHERE r.team = ? AND r.project = ? "
+            "SELECT r.id, MAX(r.seq) FROM manifest_chunks r WHERE r.team = ? AND r.project = ? "
             "AND r.writer = ? AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.team = r.team "
             "AND c.project = r.project AND c.writer = r.writer AND c.id = r.id) "
-            "ORDER BY r.id LIMIT ?",
+            "GROUP BY r.id ORDER BY MAX(r.seq) DESC, r.id LIMIT ?",
             (team, project, writer, limit),
         )
-        return [str(i) for (i,) in rows]
+        return [str(i) for i, _ in rows]
 
     def chunk_row_add(
         self, key: BlobKey, size: int, now_ms: int, check: Check | None = None
