@@ -312,8 +312,7 @@ class FolderTransport(Transport):
             return self._dirs.read(d, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES) != manifest
 
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
-        """Chunks missing, not regular files, or not hashing to their id, checked at a
-        bounded cost, those readers reported always (:mod:`.folder_chunks`)."""
+        """Chunks missing, not files, or not hashing to their id (:mod:`.folder_chunks`)."""
         ids, told = list(chunk_ids), folder_chunks.reported(self._dirs, project, writer)
         with self._dirs.reading(*_snapshots(project, writer, "chunks")) as chunk_dir:
             if chunk_dir is None:
@@ -323,7 +322,8 @@ class FolderTransport(Transport):
             return bad | self._verified.damaged(project, writer, chunk_dir, ok, self._intact, told)
 
     def report_holes(self, project: str, writer: str, reader: str, ids: Sequence[str]) -> None:
-        folder_chunks.report(self._dirs, *_snapshots(project, writer)[1:], reader, ids)
+        _, project, writer = _snapshots(project, writer)  # the names checked
+        folder_chunks.report(self._dirs, project, writer, reader, ids)
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
         # A delete: a link on the way is refused (Symlinked), never skipped or followed.

@@ -279,7 +279,7 @@ class HubTransport(Transport):
         if lost is None:
             self.newest_seqs(project)
             lost = self._lost.pop(project, frozenset())
-        return lost.intersection(ids) if writer == self._key.kid else set()
+        return set(lost.intersection(ids)) if writer == self._key.kid else set()
 
     def push(
         self, project: str, writer: str, seq: int, manifest: bytes, chunks: Mapping[str, bytes]

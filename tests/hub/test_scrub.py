@@ -1,7 +1,7 @@
 """A chunk blob damaged on the hub's disk heals: ``sealmem hub scrub`` drops it (or
 the hub finds it when a reader reads it), which marks the writer's slot; the writer
-publishes that bucket again at its next sync, and readers catch up.  A real damaged file in the blob directory,
-real members, the real CLI."""
+publishes that bucket again at its next sync, and readers catch up.  A real damaged
+file in the blob directory, real members, the real CLI."""
 
 from __future__ import annotations
 

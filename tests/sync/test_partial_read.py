@@ -107,7 +107,7 @@ def test_a_forged_hole_report_costs_the_writer_a_read_and_nothing_else(
     listed = sorted(p.name for p in _slot(world, carol, "chunks").iterdir())
     holes = _holes(world, carol)
     holes.mkdir(parents=True)
-    (holes / f"{alice.key.kid}.json").write_text(json.dumps(listed + ["../../x", "f" * 64]))
+    (holes / f"{alice.key.kid}.json").write_text(json.dumps([*listed, "../../x", "f" * 64]))
     (holes / "not-a-member.json").write_text("{not json")
 
     assert _fresh(carol).pushed_chunks == 0  # every reported chunk hashed intact
