@@ -168,9 +168,9 @@ class Transport(abc.ABC):
 
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
         """Which of ``writer``'s chunks ``chunk_ids`` are missing here or hold bytes that do
-        not hash to their id (the writer then publishes those buckets again).  This
-        default finds none: a transport that checks chunk ids on upload (the hub) keeps
-        no damaged chunk."""
+        not hash to their id (the writer then publishes those buckets again): what the
+        transport marked as lost (the hub), or what readers reported and the writer's own
+        check found (a folder).  This default finds none."""
         return set()
 
     def report_holes(
