@@ -232,3 +232,22 @@ def test_vector(path: Path) -> None:
     with pytest.raises(Rejected) as info:
         replay(case)
     assert info.value.reason == expected["reject"], info.value.detail
+
+
+SNAPSHOT_REFUSALS = [
+    f
+    for f in FILES
+    if json.loads(f.read_text(encoding="utf-8"))["inputs"]["object"]["kind"] == "snapshot"
+    and "reject" in json.loads(f.read_text(encoding="utf-8"))["expected"]
+]
+
+
+@pytest.mark.parametrize("path", SNAPSHOT_REFUSALS, ids=[f.stem for f in SNAPSHOT_REFUSALS])
+def test_a_partial_read_refuses_what_the_writer_signed(path: Path) -> None:
+    """Only a missing chunk or one whose bytes are not its id is a hole: every snapshot the
+    vectors refuse is refused as a whole by a reader that reads in part too."""
+    case = json.loads(path.read_text(encoding="utf-8"))
+    case["expected"] = {"partial": {"holes": []}}  # replay through read_snapshot
+    with pytest.raises(Rejected) as info:
+        replay(case)
+    assert info.value.reason == json.loads(path.read_text())["expected"]["reject"]
