@@ -264,7 +264,7 @@ def test_what_the_hub_lost_marks_its_writers_slot_newest_manifest_first(store: S
     assert store.lost_chunks("t1", PROJECT, ALICE, 10) == [new]
     store.scrub(verify)
 
-    assert store.lost_chunks("t1", PROJECT, ALICE, 10) == sorted([kept, new]) + [old]
+    assert store.lost_chunks("t1", PROJECT, ALICE, 10) == [*sorted([kept, new]), old]
     assert store.lost_chunks("t1", PROJECT, ALICE, 1) == [min(kept, new)]
     assert store.lost_chunks("t1", PROJECT, BOB, 10) == [theirs]
     assert store.put_chunk("t1", PROJECT, ALICE, new, b"only in seq 2", T0) is True
