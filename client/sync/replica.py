@@ -119,10 +119,16 @@ _HOLES = "holes"  # the chunks_json key of the holes (an older sealmem drops the
 def holes(conn: sqlite3.Connection, writer: str, project: str) -> list[str]:
     """The chunk ids of (writer, project)'s accepted manifest that could not be read (the
     snapshot was read in part, SPEC "Partial reads"): tried again at each pull."""
-    found = _cache_json(conn, writer, project).get(_HOLES)
-    if not isinstance(found, list):
+    try:  # read by SQLite: the quiet sync asks for every writer, the cache may be large
+        row = conn.execute(
+            f"SELECT json_extract(chunks_json, '$.{_HOLES}') FROM chain_heads "
+            "WHERE writer = ? AND project = ?",
+            (writer, project),
+        ).fetchone()
+        found = json.loads(row[0]) if row is not None and row[0] is not None else []
+    except (sqlite3.OperationalError, TypeError, ValueError):  # a damaged cache: none
         return []
-    return [str(c) for c in found if isinstance(c, str)]
+    return [str(c) for c in found if isinstance(c, str)] if isinstance(found, list) else []
 
 
 def _cache_json(conn: sqlite3.Connection, writer: str, project: str) -> dict[str, Any]:
