@@ -261,12 +261,14 @@ class ChunkRules(abc.ABC):
         return key if data is None else data
 
     def drop_blobless(self, key: BlobKey, seen_at_ms: int = ANY_AGE_MS) -> None:
-        """Drop the row of a chunk whose blob is gone, so that it reads as missing.
+        """Drop the row of a chunk whose blob is gone (or damaged: the read checks it), so
+        that it reads as missing and marks the writer's slot (:meth:`lost_chunks`).
 
         ``seen_at_ms``: when the row was read without its blob.  A row stored since (the
         writer uploaded the chunk again, blob and row, meanwhile) is kept."""
         if self.chunk_rows_remove([key], stored_before_ms=seen_at_ms, unreferenced=False):
-            log.warning("chunk %s of %s/%s/%s has no blob: dropped its row",
+            log.warning("chunk %s of %s/%s/%s has no intact blob: dropped its row (marked "
+                        "for its writer to publish again)",
                         key.chunk_id[:16], key.team, key.project, key.writer)  # fmt: skip
 
     def _remove(self, keys: Sequence[BlobKey], *, stored_before_ms: int, unreferenced: bool) -> int:
