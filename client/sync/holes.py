@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ...protocol.chunks import Hole
-from ...protocol.errors import TransportError
+from ...protocol.errors import InputError, TransportError
 from ...protocol.manifest import Manifest
 from .session import Refusal, Team
 
@@ -32,7 +32,7 @@ def report(team: Team, m: Manifest, holes: Sequence[Hole], summary: _Sink) -> No
     ids = [h.ref.id for h in holes]
     try:
         team.transport.report_holes(m.project, m.writer, team.me, ids)
-    except TransportError as exc:  # the folder is read-only to us, say: the writer's
+    except (TransportError, InputError) as exc:  # a read-only folder, say: the writer's
         # own check (or the hub's mark) still finds them
         summary.warnings.append(f"could not tell {m.writer[:8]} what it should republish: {exc}")
     if not holes:
