@@ -170,8 +170,9 @@ class SnapshotOpener:
 
     ``opened`` is the reader's chunk cache (:func:`chunk_slot` -> record count) from the
     last manifest it merged of the same writer and project: those chunks count towards
-    the total unopened.  Feed every chunk of :attr:`needed` once, then :meth:`finish`.
-    Once a :class:`Rejected` is raised the snapshot as a whole is refused.
+    the total unopened.  Feed every chunk of :attr:`needed` once (or pass one whose
+    refusal is a hole to :meth:`hole`), then :meth:`finish`.  Once any other
+    :class:`Rejected` is raised the snapshot as a whole is refused.
     """
 
     def __init__(
