@@ -13,6 +13,8 @@ and 422 for the rest.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..protocol import hubapi, reasons
 from ..protocol.errors import Rejected, SealmemError
 
@@ -23,16 +25,23 @@ class Refusal(SealmemError):
     """The hub refuses a request: ``status``, a short ``code`` and a ``detail`` sentence."""
 
     def __init__(
-        self, status: int, code: str, detail: str, *, retry_after: int | None = None
+        self,
+        status: int,
+        code: str,
+        detail: str,
+        *,
+        retry_after: int | None = None,
+        fields: Mapping[str, object] | None = None,
     ) -> None:
         super().__init__(f"{code}: {detail}")
         self.status = status
         self.code = code
         self.detail = detail
         self.retry_after = retry_after
+        self.fields = dict(fields or {})  # structured fields beside the sentence
 
-    def body(self) -> dict[str, str]:
-        return {"error": self.code, "detail": self.detail}
+    def body(self) -> dict[str, object]:
+        return {**self.fields, "error": self.code, "detail": self.detail}
 
 
 _FORBIDDEN = {reasons.NO_WRITE_GRANT, reasons.REVOKED, reasons.UNKNOWN_WRITER, reasons.NOT_ADMIN}

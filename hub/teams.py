@@ -307,7 +307,9 @@ class Teams:
                     422,
                     reasons.MISSING_CHUNK,
                     f"the manifest names {len(exc.ids)} chunk(s) this hub does not hold "
-                    f"(first {exc.ids[0][:16]}); upload the chunks before the manifest",
+                    f"(first {exc.ids[0][:16]}, all in '{hubapi.FIELD_MISSING}'); upload "
+                    "them, or encrypt those buckets again, before the manifest",
+                    fields={hubapi.FIELD_MISSING: sorted(exc.ids)[: hubapi.MAX_MISSING_LISTED]},
                 ) from exc
             return True
 

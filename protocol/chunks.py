@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from . import canonical, hlc, reasons
 from .errors import DecryptionError, InputError, ProtocolError, Rejected
@@ -18,13 +19,17 @@ from .snapshot import BUCKET_KEYS, bucket_key, bucket_of, chunk_ad, chunk_id
 from .suite import ContentKeyLike, Suite
 
 __all__ = [
+    "HOLE_REASONS",
     "MAX_BUCKET_PLAINTEXT",
     "MAX_SNAPSHOT_PLAINTEXT",
+    "Hole",
+    "PartialSnapshot",
     "SnapshotOpener",
     "chunk_slot",
     "decompress",
     "open_chunk",
     "open_snapshot",
+    "read_snapshot",
 ]
 
 MAX_BUCKET_PLAINTEXT = 16 * 1024 * 1024
@@ -32,6 +37,28 @@ MAX_BUCKET_PLAINTEXT = 16 * 1024 * 1024
 
 MAX_SNAPSHOT_PLAINTEXT = 256 * 1024 * 1024
 """The most all the chunks one reader opens for one snapshot may inflate to (bytes)."""
+
+HOLE_REASONS = frozenset({reasons.MISSING_CHUNK, reasons.BAD_CHUNK_ID})
+"""Refusals of one chunk that the transport alone can cause (the chunk is not there, or
+its bytes are not the ones the signed manifest names): the reader leaves a hole and
+merges the rest (SPEC "Partial reads").  Any other refusal of a chunk whose bytes hash
+to its signed id is the writer's doing and refuses the whole snapshot."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hole:
+    """A chunk of an accepted manifest the reader could not read, and why."""
+
+    ref: ChunkRef
+    reason: str  # one of HOLE_REASONS
+
+
+@dataclass(frozen=True, slots=True)
+class PartialSnapshot:
+    """What :func:`read_snapshot` read: the records of every chunk that verified, the holes."""
+
+    records: list[Record]
+    holes: tuple[Hole, ...]
 
 
 def decompress(data: bytes, limit: int = MAX_BUCKET_PLAINTEXT) -> bytes:
@@ -143,8 +170,9 @@ class SnapshotOpener:
 
     ``opened`` is the reader's chunk cache (:func:`chunk_slot` -> record count) from the
     last manifest it merged of the same writer and project: those chunks count towards
-    the total unopened.  Feed every chunk of :attr:`needed` once, then :meth:`finish`.
-    Once a :class:`Rejected` is raised the snapshot as a whole is refused.
+    the total unopened.  Feed every chunk of :attr:`needed` once (or pass one whose
+    refusal is a hole to :meth:`hole`), then :meth:`finish`.  Once any other
+    :class:`Rejected` is raised the snapshot as a whole is refused.
     """
 
     def __init__(
@@ -167,6 +195,7 @@ class SnapshotOpener:
         self.keys: list[int] = []  # bucket keys of the last fed chunk's records, in order
         self._pending: dict[str, ChunkRef] = {}
         self._opened: dict[str, int] = {}
+        self._holes: dict[str, Hole] = {}
         cache = opened or {}
         for ref in manifest.chunks:
             slot = chunk_slot(manifest, ref)
@@ -184,6 +213,21 @@ class SnapshotOpener:
     def _name(self) -> str:
         m = self.manifest
         return f"snapshot {m.writer}/{m.project} seq {m.seq}"
+
+    @property
+    def holes(self) -> tuple[Hole, ...]:
+        """The chunks left as holes so far (:meth:`hole`), by bucket."""
+        return tuple(sorted(self._holes.values(), key=lambda h: h.ref.bucket))
+
+    def hole(self, ref: ChunkRef, exc: Rejected) -> Hole:
+        """Leave ``ref`` unread because of ``exc`` when it is one of :data:`HOLE_REASONS`
+        (the snapshot is then read in part); re-raise any other refusal."""
+        slot = chunk_slot(self.manifest, ref)
+        if exc.reason not in HOLE_REASONS or self._pending.get(slot) != ref:
+            raise exc
+        del self._pending[slot]
+        found = self._holes[slot] = Hole(ref, exc.reason)
+        return found
 
     def missing(self, ref: ChunkRef) -> Rejected:
         return Rejected(
@@ -231,10 +275,11 @@ class SnapshotOpener:
         return records
 
     def finish(self) -> dict[str, int]:
-        """Check the total; return this manifest's chunk cache."""
+        """Check the total; return this manifest's chunk cache (the opened chunks; with
+        holes, the total cannot be checked, only that it was not exceeded)."""
         for ref in self._pending.values():
             raise self.missing(ref)
-        if self.count != self.manifest.records:
+        if not self._holes and self.count != self.manifest.records:
             raise Rejected(
                 reasons.TAMPERED,
                 f"manifest of {self.manifest.writer}/{self.manifest.project} seq "
@@ -262,3 +307,28 @@ def open_snapshot(
         out.extend(opener.feed(ref, data))
     opener.finish()
     return out
+
+
+def read_snapshot(
+    suite: Suite,
+    key: ContentKeyLike,
+    manifest: Manifest,
+    chunks: Mapping[str, bytes],
+    *,
+    now_ms: int,
+) -> PartialSnapshot:
+    """Open every chunk of an accepted ``manifest`` that verifies: a chunk missing from
+    ``chunks`` or whose bytes do not hash to its id is a hole; any other refusal refuses
+    the snapshot (SPEC "Partial reads")."""
+    opener = SnapshotOpener(suite, key, manifest, now_ms=now_ms)
+    out: list[Record] = []
+    for ref in opener.needed:
+        data = chunks.get(ref.id)
+        try:
+            if data is None:
+                raise opener.missing(ref)
+            out.extend(opener.feed(ref, data))
+        except Rejected as exc:
+            opener.hole(ref, exc)
+    opener.finish()
+    return PartialSnapshot(out, opener.holes)

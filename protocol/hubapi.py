@@ -38,6 +38,8 @@ __all__ = [
     "DIGEST_MISMATCH",
     "DIGEST_MISSING",
     "DISK_FULL",
+    "FIELD_LOST",
+    "FIELD_MISSING",
     "HEADER_DIGEST",
     "HEADER_HUB_TIME",
     "HEADER_KID",
@@ -55,8 +57,10 @@ __all__ = [
     "MANIFEST",
     "MANIFESTS",
     "MAX_COLLECT_BYTES",
+    "MAX_MISSING_LISTED",
     "MAX_ROSTER_PUBLISH_BYTES",
     "METRICS",
+    "MISSING_CHUNK",
     "NOT_ADMIN",
     "NOT_FOUND",
     "NOT_YOUR_SLOT",
@@ -144,6 +148,7 @@ STALE_SEQ = "stale-seq"  # 409
 ROSTER_UNKNOWN = reasons.ROSTER_UNKNOWN  # 409
 TOO_LARGE = reasons.TOO_LARGE  # 413
 BAD_CHUNK_ID = reasons.BAD_CHUNK_ID  # 422
+MISSING_CHUNK = reasons.MISSING_CHUNK  # 422, with FIELD_MISSING
 RATE_LIMITED = "rate-limited"  # 429: per member, or join posts per client address
 #: Join posts to one team, from all addresses together, came too fast.
 TEAM_RATE_LIMITED = "team-rate-limited"  # 429
@@ -171,7 +176,7 @@ CODES: frozenset[str] = frozenset({
     REGISTRATION_CLOSED, UNKNOWN_TEAM, NOT_FOUND, NO_REQUEST, STALE_SEQ, ROSTER_UNKNOWN,
     TOO_LARGE, BAD_CHUNK_ID, RATE_LIMITED, TEAM_RATE_LIMITED, SLOW_BODY, INTERNAL, STORAGE,
     BUSY, QUOTA_EXCEEDED, INBOX_FULL, INBOX_FULL_FOR_ADDRESS, DIGEST_MISSING, DIGEST_MISMATCH,
-    DISK_FULL,
+    DISK_FULL, MISSING_CHUNK,
 })  # fmt: skip
 
 # -- join request states (``GET /requests/{kid}`` answers ``{"status": state}``) --------
@@ -223,6 +228,16 @@ MAX_ROSTER_PUBLISH_BYTES = _b64_size(MAX_ROSTER_BYTES) + _b64_size(MAX_KEYRING_B
 #: ``POST /collect/{writer}``: the chunk ids of one snapshot (at most ``MAX_BUCKETS``), each
 #: a 64-digit hex string quoted in a JSON list, and ``grace_ms``.
 MAX_COLLECT_BYTES = MAX_BUCKETS * (64 + 4) + 1024
+#: The most chunk ids one answer lists in :data:`FIELD_MISSING` or :data:`FIELD_LOST`
+#: (ascending; a writer repairs those and learns the rest at its next sync): every
+#: bucket of the largest snapshot.
+MAX_MISSING_LISTED = MAX_BUCKETS
+#: A ``missing-chunk`` refusal of ``PUT .../manifests/{seq}``: the ids the manifest
+#: names and the slot does not hold (a JSON list, at most ``MAX_MISSING_LISTED``).
+FIELD_MISSING = "missing"
+#: ``GET .../seqs`` to a writer of the project: ids its kept manifests name that the
+#: hub lost (a failed read or a scrub found the blob gone or damaged; SPEC "Self-repair").
+FIELD_LOST = "lost"
 
 # -- paths -----------------------------------------------------------------------------
 

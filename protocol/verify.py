@@ -5,7 +5,8 @@ wire bytes and returns ``(new_state, parsed_object)``, or raises
 :class:`~sealmem.protocol.errors.Rejected` with a named reason (SPEC.md "Reasons",
 "Roster chain rules", "Manifest rules").  Checks run cheapest and most specific first:
 size, canonical form, format, team, shape, then the signer and its signature, then the
-rules of the chain.  Chunks of an accepted manifest are opened with :func:`open_snapshot`.
+rules of the chain.  Chunks of an accepted manifest are opened with :func:`open_snapshot`
+(all or nothing) or :func:`read_snapshot` (a partial read, SPEC "Partial reads").
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import reasons
-from .chunks import open_snapshot
+from .chunks import open_snapshot, read_snapshot
 from .envelope import Envelope, unpack
 from .errors import Rejected
 from .keyring import MAX_KEYRING_BYTES, Keyring
@@ -31,6 +32,7 @@ __all__ = [
     "accept_manifest",
     "accept_roster",
     "open_snapshot",
+    "read_snapshot",
 ]
 
 MAX_ROSTER_BYTES = 4 * 1024 * 1024

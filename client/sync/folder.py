@@ -7,6 +7,7 @@ Layout under ``{root}/sealmem/{team}/``::
     snapshots/{project}/{writer}/manifest-{seq:012d}.json
     snapshots/{project}/{writer}/chunks/{chunk_id}
     requests/{kid}.json
+    holes/{project}/{writer}/{reader}.json   (hole reports, :mod:`.folder_chunks`)
 
 The folder is untrusted: anyone with write access can drop or delete files,
 nobody can forge them. Names read back from the folder are checked against
@@ -17,17 +18,14 @@ may be one) is followed, and an entry that cannot be used is skipped with a warn
 rename), and a push writes its chunks before the manifest that names them, so a reader
 never sees a manifest whose chunks are not there yet, even after a crash mid-push.
 A chunk file is reused only when its bytes hash to its name; anyone may have
-overwritten it (:meth:`FolderTransport.damaged_chunks` lets the writer find
-the damaged ones its manifest lists and publish those buckets again).
+overwritten it (the writer finds what readers reported or it found damaged,
+:mod:`~.folder_chunks`, and publishes those buckets again).
 
 A push is compare-and-swap on ``seq``, as on the hub: two devices of one member
-cannot both land the same seq (the manifest file is created exclusively), and a
-seq at or below the writer's newest manifest is a
-:class:`~sealmem.client.sync.transport.ConflictError`.  Which files are the writer's
-manifests is not the folder's to judge: whoever opens it for a member passes the
-protocol's check (``ours``, :func:`~sealmem.protocol.own.own_manifest` under the
-member's key), and only a file it accepts, at the seq its name says, counts; a
-planted or stale file cannot block a writer.
+cannot both land the same seq (the manifest file is created exclusively), and a seq
+at or below the writer's newest manifest is a :class:`.ConflictError`.  Which files
+are the writer's manifests is the protocol's check (``ours``, :func:`.own_manifest`
+under the member's key): only a file it accepts, at the seq its name says, counts.
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ...crypto import SUITE
@@ -48,7 +46,7 @@ from ...protocol.manifest import MAX_CHUNK_BYTES, MAX_MANIFEST_BYTES, peek
 from ...protocol.snapshot import chunk_id as hash_chunk
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_ROSTER_BYTES
 from ..clock import now_ms
-from . import folder_watch
+from . import folder_chunks, folder_watch
 from .folder_chunks import Verified
 from .folder_dirs import TeamDirs
 from .folder_watch import NAME as _NAME
@@ -314,15 +312,18 @@ class FolderTransport(Transport):
             return self._dirs.read(d, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES) != manifest
 
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
-        """Chunks missing, not regular files, or not hashing to their id, checked at a
-        bounded cost (:mod:`~sealmem.client.sync.folder_chunks`)."""
-        ids = list(chunk_ids)
+        """Chunks missing, not files, or not hashing to their id (:mod:`.folder_chunks`)."""
+        ids, told = list(chunk_ids), folder_chunks.reported(self._dirs, project, writer)
         with self._dirs.reading(*_snapshots(project, writer, "chunks")) as chunk_dir:
             if chunk_dir is None:
                 return set(ids)
             bad = {c for c in ids if not HEX_HASH_RE.fullmatch(c)}
-            good = [c for c in ids if c not in bad]
-            return bad | self._verified.damaged(project, writer, chunk_dir, good, self._intact)
+            ok = [c for c in ids if c not in bad]
+            return bad | self._verified.damaged(project, writer, chunk_dir, ok, self._intact, told)
+
+    def report_holes(self, project: str, writer: str, reader: str, ids: Sequence[str]) -> None:
+        _, project, writer = _snapshots(project, writer)  # the names checked
+        folder_chunks.report(self._dirs, project, writer, reader, ids)
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
         # A delete: a link on the way is refused (Symlinked), never skipped or followed.

@@ -4,23 +4,41 @@ Anyone with write access may overwrite a chunk file, so a writer checks the chun
 manifest lists before it builds on them (``FolderTransport.damaged_chunks``).  Every
 chunk is looked at (one ``lstat``): a file is hashed again once its size, inode, mtime
 or ctime changed since it last verified in this process (or since this process wrote
-it).  Files this process never verified are read and hashed :data:`CHECKED_CHUNKS` at a
-time, a random sample per call, as over a hub, so a first sync does not read back a
-whole snapshot; a damaged one among them is found within a few syncs.
+it).  A chunk a reader reported as a hole (:func:`report`, :func:`reported`) is always
+hashed again.  The other files this process never verified are read and hashed
+:data:`CHECKED_CHUNKS` at a time, a random sample per call, so a first sync does not
+read back a whole snapshot.
+
+Hole reports (SPEC "Partial reads"): a reader that could not read chunks of a writer's
+manifest leaves ``holes/{project}/{writer}/{reader}.json``, the sorted list of their ids
+(an empty read removes it).  The file is not signed and needs not be: it only makes
+the writer hash those of its own chunks again, which a forged report cannot turn into
+anything but a bounded read.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
+from ...protocol.encoding import HEX_HASH_RE, KID_RE
+from ...protocol.errors import TransportError
+from ...protocol.manifest import MAX_BUCKETS
+from .folder_dirs import TeamDirs
 from .nofollow import SafeDir, Unusable
-from .transport import CHECKED_CHUNKS
 
-__all__ = ["Verified"]
+__all__ = ["CHECKED_CHUNKS", "Verified", "report", "reported"]
+
+#: Own chunks a writer reads back per project and sync when nothing says they changed
+#: (a disk flipped a bit under the same stamps): a larger snapshot is sampled.
+CHECKED_CHUNKS = 8
+
+#: The most bytes one reader's hole report may take (every bucket listed).
+_MAX_REPORT_BYTES = MAX_BUCKETS * 67 + 2
 
 
 _Stamp = tuple[int, int, int, int]
@@ -48,9 +66,11 @@ class Verified:
         chunk_dir: SafeDir,
         chunk_ids: Iterable[str],
         intact: Callable[[SafeDir, str], bool],
+        suspect: frozenset[str] = frozenset(),
     ) -> set[str]:
         """Which of ``chunk_ids`` in ``chunk_dir`` are missing, not regular files, or (when
-        checked) do not hash to their id (``intact`` reads and hashes one)."""
+        checked) do not hash to their id (``intact`` reads and hashes one); those in
+        ``suspect`` (reported by readers) are always checked."""
         damaged = set()
         unknown: list[tuple[str, _Stamp]] = []
         for c in chunk_ids:
@@ -62,6 +82,12 @@ class Verified:
                 continue
             key, stamp = (project, writer, c), _stamp(found)
             known = self._seen.get(key)
+            if c in suspect:  # a reader could not read it: whatever its stamp says
+                if intact(chunk_dir, c):
+                    self._seen[key] = stamp
+                else:
+                    damaged.add(c)
+                continue
             if known == stamp:
                 continue
             if known is None:
@@ -78,3 +104,41 @@ class Verified:
             else:
                 damaged.add(c)
         return damaged
+
+
+def _holes_dir(project: str, writer: str) -> tuple[str, str, str]:
+    return ("holes", project, writer)
+
+
+def report(dirs: TeamDirs, project: str, writer: str, reader: str, ids: Sequence[str]) -> None:
+    """Leave (or, with no ``ids``, remove) ``reader``'s report of ``writer``'s chunks it
+    could not read; a folder that refuses the write costs the report only."""
+    if not KID_RE.fullmatch(reader):
+        return
+    name = f"{reader}.json"
+    with contextlib.suppress(TransportError, OSError):
+        if not ids:
+            with dirs.reading(*_holes_dir(project, writer)) as d:
+                if d is not None and name in dirs.names(d):
+                    d.unlink(name)
+            return
+        body = json.dumps(sorted(set(ids))[:MAX_BUCKETS]).encode()
+        with dirs.writing(*_holes_dir(project, writer)) as d:
+            d.write(name, body)
+
+
+def reported(dirs: TeamDirs, project: str, writer: str) -> frozenset[str]:
+    """Every chunk id the readers' reports name for ``writer`` (malformed ones ignored)."""
+    found: set[str] = set()
+    with dirs.reading(*_holes_dir(project, writer)) as d:
+        for name in dirs.names(d):
+            if not (name.endswith(".json") and KID_RE.fullmatch(name[:-5])):
+                continue
+            data = dirs.read(d, name, _MAX_REPORT_BYTES)
+            try:
+                value = json.loads(data or b"[]")
+            except ValueError:
+                continue
+            if isinstance(value, list):
+                found.update(c for c in value[:MAX_BUCKETS] if isinstance(c, str))
+    return frozenset(c for c in found if HEX_HASH_RE.fullmatch(c))

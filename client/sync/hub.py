@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -25,7 +24,7 @@ from typing import Any
 import httpx
 
 from ...crypto import SUITE, MemberKey
-from ...protocol import hubapi, snapshot
+from ...protocol import hubapi
 from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
 from ...protocol.errors import InputError, Rejected, TransportError
 from ...protocol.own import own_manifest
@@ -33,11 +32,11 @@ from ...protocol.roster import TEAM_RE
 from ..clock import now_ms
 from .door import door_warnings
 from .folder import FolderTransport
-from .hub_answers import HubError, blobs, is_ms, json_object
+from .hub_answers import HubError, blobs, chunk_ids, is_ms, json_object
 from .hub_sender import Sender
 from .readback import keyring_outcome, manifest_outcome, roster_outcome
 from .retry import Outcome
-from .transport import CHECKED_CHUNKS, Transport
+from .transport import MissingChunks, Transport
 
 __all__ = ["OPERATOR_TOKEN_ENV", "HubTransport", "is_hub_location", "open_transport"]
 
@@ -103,6 +102,7 @@ class HubTransport(Transport):
         self._send = self._sender.send
         self._pending_keyrings: list[bytes] = []
         self._warnings: list[str] = []
+        self._lost: dict[str, frozenset[str]] = {}  # per project: the hub's marks on our slot
 
     @property
     def location(self) -> str:
@@ -196,6 +196,7 @@ class HubTransport(Transport):
         seqs = doc.get("seqs")
         if not isinstance(seqs, dict):
             raise TransportError(f"the hub at {self._url} answered seqs without a map")
+        self._lost[project] = chunk_ids(doc.get(hubapi.FIELD_LOST))
         return {
             str(w): s
             for w, s in seqs.items()
@@ -223,19 +224,14 @@ class HubTransport(Transport):
         response = self._send("GET", path, f"read a chunk of {writer}/{project}", missing_ok=True)
         return None if response is None else response.content
 
-    def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
-        """Read back up to :data:`CHECKED_CHUNKS` of the writer's chunks (a random sample of
-        a larger snapshot): those the hub does not have or serves with bytes that do not
-        hash to their id are damaged (the writer publishes their buckets again)."""
-        ids = sorted({c for c in chunk_ids if HEX_HASH_RE.fullmatch(c)})
-        if len(ids) > CHECKED_CHUNKS:
-            ids = random.sample(ids, CHECKED_CHUNKS)
-        damaged = set()
-        for cid in ids:
-            data = self.chunk(project, writer, cid)
-            if data is None or snapshot.chunk_id(SUITE, data) != cid:
-                damaged.add(cid)
-        return damaged
+    def damaged_chunks(self, project: str, writer: str, ids: Iterable[str]) -> set[str]:
+        """The hub's marks on our slot: of ``ids``, those it lost (a read or its scrub
+        found the blob gone or damaged), from the seqs answer this sync already read."""
+        lost = self._lost.pop(project, None)
+        if lost is None:
+            self.newest_seqs(project)
+            lost = self._lost.pop(project, frozenset())
+        return set(lost.intersection(ids)) if writer == self._key.kid else set()
 
     def push(
         self, project: str, writer: str, seq: int, manifest: bytes, chunks: Mapping[str, bytes]
@@ -244,12 +240,17 @@ class HubTransport(Transport):
         for chunk_id, data in chunks.items():
             chunk = self._path(hubapi.CHUNK, project=project, writer=writer, chunk=chunk_id)
             self._send("PUT", chunk, "upload a chunk", body=data, repeatable=True)
-        self._send(
-            "PUT", path, f"publish manifest seq {seq}", body=manifest,
-            read_back=lambda: manifest_outcome(
-                self.newest_manifest(project, writer), manifest, seq
-            ),
-        )  # fmt: skip
+        try:
+            self._send(
+                "PUT", path, f"publish manifest seq {seq}", body=manifest,
+                read_back=lambda: manifest_outcome(
+                    self.newest_manifest(project, writer), manifest, seq
+                ),
+            )  # fmt: skip
+        except HubError as exc:
+            if exc.code == hubapi.MISSING_CHUNK and exc.listed:
+                raise MissingChunks(str(exc), exc.listed) from exc
+            raise
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
         path = self._path(hubapi.COLLECT, project=project, writer=writer)

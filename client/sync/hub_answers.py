@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from ...protocol import hubapi, reasons
-from ...protocol.encoding import b64d
+from ...protocol.encoding import HEX_HASH_RE, b64d
 from ...protocol.errors import TransportError
 from ..textsafe import visible
 from .transport import ConflictError
@@ -37,6 +37,7 @@ __all__ = [
     "HubConflictError",
     "HubError",
     "blobs",
+    "chunk_ids",
     "error",
     "hub_said",
     "is_ms",
@@ -65,6 +66,9 @@ WORDING: Mapping[str, str] = {
     hubapi.BAD_AUTH_HEADER: "the request's signature headers were malformed; upgrade sealmem",
     hubapi.DIGEST_MISSING: "the request carried no body digest; upgrade sealmem",
     hubapi.DISK_FULL: "the hub's disk is full; tell its operator (reads still work)",
+    hubapi.MISSING_CHUNK: (
+        "the hub lacks chunks the manifest names (it lost them, or they were never uploaded)"
+    ),
     hubapi.DIGEST_MISMATCH: (
         "the body the hub received is not the one this client signed (changed or cut on "
         "the way); sync again"
@@ -136,19 +140,26 @@ class HubError(TransportError):
     ``said``, a bounded, escaped excerpt of the hub's sentence for people only (never
     part of the message)."""
 
-    def __init__(self, message: str, *, status: int, code: str, said: str = "") -> None:
+    def __init__(
+        self, message: str, *, status: int, code: str, said: str = "",
+        listed: frozenset[str] = frozenset(),
+    ) -> None:  # fmt: skip
         super().__init__(message)
         self.status = status
         self.code = code
         self.said = said
+        self.listed = listed  # a missing-chunk refusal's ids (hubapi.FIELD_MISSING)
 
 
 class HubConflictError(HubError, ConflictError):
     """409: the hub holds a newer or different object here; pull, then retry.  Its
     ``detail`` (what is there, as the interface has it) is the code: our words only."""
 
-    def __init__(self, message: str, *, status: int, code: str, said: str = "") -> None:
-        super().__init__(message, status=status, code=code, said=said)
+    def __init__(
+        self, message: str, *, status: int, code: str, said: str = "",
+        listed: frozenset[str] = frozenset(),
+    ) -> None:  # fmt: skip
+        super().__init__(message, status=status, code=code, said=said, listed=listed)
         self.detail = f"the hub answered {code}"
 
 
@@ -156,12 +167,14 @@ def error(response: httpx.Response, url: str, what: str, attempts: int = 1) -> H
     """The refusal in ``response`` (a status of 400 or more), to the last of ``attempts``."""
     status = response.status_code
     code, said = _NO_BODY, ""
+    listed: frozenset[str] = frozenset()
     with contextlib.suppress(ValueError):
         doc = _parsed(response)
         if isinstance(doc, dict) and "error" in doc:
             code = shown_code(doc["error"])
             detail = doc.get("detail")
             said = excerpt(detail) if isinstance(detail, str) else ""
+            listed = chunk_ids(doc.get(hubapi.FIELD_MISSING))
     cls = HubConflictError if status == hubapi.CONFLICT_STATUS else HubError
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     return cls(
@@ -169,6 +182,7 @@ def error(response: httpx.Response, url: str, what: str, attempts: int = 1) -> H
         status=status,
         code=code,
         said=said,
+        listed=listed,
     )
 
 
@@ -192,6 +206,17 @@ def hub_said(exc: BaseException) -> str | None:
             return f'the hub said: "{at.said}"'
         at = at.__cause__ or at.__context__
     return None
+
+
+def chunk_ids(value: object) -> frozenset[str]:
+    """A hub's list of chunk ids (a missing-chunk refusal's, the lost ones of a seqs
+    answer): the well-formed ones among the first ``MAX_MISSING_LISTED``, else none."""
+    if not isinstance(value, list):
+        return frozenset()
+    return frozenset(
+        c for c in value[: hubapi.MAX_MISSING_LISTED]
+        if isinstance(c, str) and HEX_HASH_RE.fullmatch(c)
+    )  # fmt: skip
 
 
 def _parsed(response: httpx.Response) -> object:

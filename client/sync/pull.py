@@ -42,7 +42,7 @@ from ...protocol.verify import accept_manifest
 from ..store import scrub
 from ..store.connection import describe, transaction
 from ..store.memory import Provenance
-from . import bases, replica
+from . import bases, holes, replica
 from .apply import ApplyResult, apply_versions
 from .session import Refusal, Team, trusted_roster
 from .transport import ConflictError, Unreachable
@@ -83,8 +83,9 @@ def pull_project(
         if writer == team.me:
             continue
         head = state.head(writer, project)
-        if seqs is not None and head is not None and seqs[writer] == head.seq:
-            continue  # nothing new: skip reading the manifest at all
+        same = seqs is not None and head is not None and seqs[writer] == head.seq
+        if same and not replica.holes(team.conn, writer, project):
+            continue  # nothing new and read whole: skip reading the manifest at all
         state = _pull_writer(team, state, project, writer, summary, tick())
     return state
 
@@ -149,8 +150,8 @@ def _pull_manifest(
     Returns the state with the new head once the snapshot is merged and committed
     (``trusted`` unchanged when there was nothing new or no key yet)."""
     state, listed = accept_manifest(SUITE, trusted, data, project=project, writer=writer)
-    if state is trusted:
-        return trusted  # the newest readable one is the one we already trust
+    if state is trusted and not replica.holes(team.conn, writer, project):
+        return trusted  # the newest readable one is the one we already trust, read whole
     found = bases.find(team.conn, team.transport, listed)  # a delta: its whole chunk list
     manifest = found.manifest
     key = team.content_key(state, project, manifest.epoch)
@@ -233,13 +234,17 @@ def _merge_snapshot(
             batch = _Batch(team.conn, provenance, now, result)
             for ref in opener.needed:
                 data = team.transport.chunk(m.project, m.writer, ref.id)
-                if data is None:
-                    raise opener.missing(ref)
-                batch.add(opener.feed(ref, data), opener.keys)
+                try:
+                    if data is None:
+                        raise opener.missing(ref)
+                    batch.add(opener.feed(ref, data), opener.keys)
+                except Rejected as exc:  # the transport's loss is a hole; the rest is read
+                    opener.hole(ref, exc)
             batch.flush()
             replica.save_head(
                 team.conn, m.writer, m.project, head, epoch=m.epoch, buckets=m.buckets,
                 chunks=opener.finish(), records=m.records, created_at=m.created_at, now=now,
+                missing=[h.ref.id for h in opener.holes],
             )  # fmt: skip
             replica.save_witnessed(team.conn, state.witnessed)
             if base is not None:
@@ -258,6 +263,7 @@ def _merge_snapshot(
                 f"text of forgotten memories from the store's files failed ({exc}); run "
                 "'sealmem doctor', then sync again"
             ) from exc
+    holes.report(team, m, opener.holes, summary)
     summary.pulled_new += result.new
     summary.pulled_updated += result.updated
     summary.warnings.extend(result.skipped)

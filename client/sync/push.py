@@ -38,7 +38,7 @@ from ...protocol.state import TrustedState
 from ..store.connection import transaction
 from . import bases, outgoing, redaction, replica
 from .session import Refusal, Team, trusted_roster
-from .transport import ConflictError, Transport
+from .transport import ConflictError, MissingChunks, Transport
 
 __all__ = ["PushSink", "own_heads", "push_project", "redact_pending"]
 
@@ -73,14 +73,32 @@ def push_project(
     if key is None:
         return
     try:
-        _push(team, state, project, key, summary, tick())
+        _push_healing(team, state, project, key, summary, tick)
     except ConflictError as first:
         try:
-            _push(team, state, project, key, summary, tick())
+            _push_healing(team, state, project, key, summary, tick)
         except ConflictError as second:
             summary.warnings.append(
                 f"push to {project!r} refused twice as stale ({first.detail}; {second.detail}); "
                 "another device may be writing with this member key — sync again"
+            )
+
+
+def _push_healing(
+    team: Team, state: TrustedState, project: str, key: ContentKey, summary: PushSink,
+    tick: Callable[[], int],
+) -> None:  # fmt: skip
+    """Push; when the transport refuses the manifest for chunks it does not hold (it lost
+    them), encrypt those buckets again and push at once, the same seq (SPEC "Self-repair")."""
+    try:
+        _push(team, state, project, key, summary, tick())
+    except MissingChunks as exc:
+        try:
+            _push(team, state, project, key, summary, tick(), lost=exc.ids)
+        except MissingChunks as again:
+            summary.warnings.append(
+                f"push to {project!r} refused twice for chunks the transport does not hold "
+                f"({len(again.ids)} after repairing {len(exc.ids)}); sync again"
             )
 
 
@@ -134,13 +152,17 @@ def _held(
     return Held(manifests, copies)
 
 
-def _damage(team: Team, project: str, chain: replica.OwnChain | None, heads: Ours) -> Damage:
-    """What the transport lost of our last publication (see :class:`Damage`)."""
+def _damage(
+    team: Team, project: str, chain: replica.OwnChain | None, heads: Ours, lost: frozenset[str]
+) -> Damage:
+    """What the transport lost of our last publication (see :class:`Damage`); ``lost``: the
+    chunks it said it does not hold when it refused our manifest."""
     own = heads.own
     if own is None or chain is None:
         return Damage()
     transport, me = team.transport, team.me
-    chunks = transport.damaged_chunks(project, me, [c.id for c in own.manifest.chunks])
+    listed = [c.id for c in own.manifest.chunks]
+    chunks = transport.damaged_chunks(project, me, listed) | lost.intersection(listed)
     base = heads.keep or bases.load(team.conn, me, project)
     return Damage(
         frozenset(chunks),
@@ -209,14 +231,15 @@ def _next(
 
 
 def _push(
-    team: Team, state: TrustedState, project: str, key: ContentKey, summary: PushSink, now: int
-) -> None:
+    team: Team, state: TrustedState, project: str, key: ContentKey, summary: PushSink, now: int,
+    lost: frozenset[str] = frozenset(),
+) -> None:  # fmt: skip
     """Gather, decide, build, push, save (see the module docstring)."""
     roster = trusted_roster(state)
     epoch = roster.projects[project]
     chain = replica.load_own_chain(team.conn, project)
     heads = own_heads(team, project, chain)
-    damage = _damage(team, project, chain, heads)
+    damage = _damage(team, project, chain, heads, lost)
     with transaction(team.conn):
         up = _next(team, state, project, chain, heads, damage, now)
     summary.warnings.extend(up.plan.warnings)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,7 @@ __all__ = [
     "chunk_cache",
     "claim_pushes",
     "forget_head",
+    "holes",
     "last_run",
     "load_heads",
     "load_own_chain",
@@ -105,16 +106,42 @@ def load_heads(conn: sqlite3.Connection) -> dict[tuple[str, str], ChainHead]:
 def chunk_cache(conn: sqlite3.Connection, writer: str, project: str) -> dict[str, int]:
     """Chunks of the last opened manifest of (writer, project): ``"epoch:buckets:bucket:id"``
     -> record count.  A chunk listed again under the same key need not be fetched again."""
+    value = _cache_json(conn, writer, project)
+    try:  # a damaged cache only costs fetching those chunks again
+        return {str(k): int(v) for k, v in value.items() if k != _HOLES}
+    except (TypeError, ValueError):
+        return {}
+
+
+_HOLES = "holes"  # the chunks_json key of the holes (an older sealmem drops the cache)
+
+
+def holes(conn: sqlite3.Connection, writer: str, project: str) -> list[str]:
+    """The chunk ids of (writer, project)'s accepted manifest that could not be read (the
+    snapshot was read in part, SPEC "Partial reads"): tried again at each pull."""
+    try:  # read by SQLite: the quiet sync asks for every writer, the cache may be large
+        row = conn.execute(
+            f"SELECT json_extract(chunks_json, '$.{_HOLES}') FROM chain_heads "
+            "WHERE writer = ? AND project = ?",
+            (writer, project),
+        ).fetchone()
+        found = json.loads(row[0]) if row is not None and row[0] is not None else []
+    except (sqlite3.OperationalError, TypeError, ValueError):  # a damaged cache: none
+        return []
+    return [str(c) for c in found if isinstance(c, str)] if isinstance(found, list) else []
+
+
+def _cache_json(conn: sqlite3.Connection, writer: str, project: str) -> dict[str, Any]:
     row = conn.execute(
         "SELECT chunks_json FROM chain_heads WHERE writer = ? AND project = ?", (writer, project)
     ).fetchone()
     if row is None:
         return {}
-    try:  # a damaged cache only costs fetching those chunks again
+    try:
         value = json.loads(row[0])
-        return {str(k): int(v) for k, v in value.items()} if isinstance(value, dict) else {}
     except (TypeError, ValueError):
         return {}
+    return value if isinstance(value, dict) else {}
 
 
 def save_head(
@@ -129,7 +156,12 @@ def save_head(
     records: int,
     created_at: int,
     now: int,
+    missing: Sequence[str] = (),
 ) -> None:
+    """Record the accepted head, its chunk cache, and ``missing``: its holes (chunk ids)."""
+    cache: dict[str, Any] = dict(chunks)
+    if missing:
+        cache[_HOLES] = sorted(missing)
     conn.execute(
         "INSERT INTO chain_heads (writer, project, seq, hash, reset_at, epoch, buckets, "
         "chunks_json, records, created_at, accepted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -145,7 +177,7 @@ def save_head(
             head.reset_at,
             epoch,
             buckets,
-            json.dumps(dict(chunks), sort_keys=True),
+            json.dumps(cache, sort_keys=True),
             records,
             created_at,
             now,

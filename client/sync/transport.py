@@ -29,17 +29,17 @@ from __future__ import annotations
 
 import abc
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from ...protocol.errors import TransportError
 
-__all__ = ["CHECKED_CHUNKS", "ConflictError", "Transport", "TransportError", "Unreachable"]
-
-#: Own chunks a writer reads back per project and sync when it cannot tell they are intact
-#: (a hub's scrub dropped them, a disk flipped a bit, a file in the folder was rewritten):
-#: a larger snapshot is sampled, so a damaged chunk is found within a few syncs without
-#: reading every chunk every time.
-CHECKED_CHUNKS = 8
+__all__ = [
+    "ConflictError",
+    "MissingChunks",
+    "Transport",
+    "TransportError",
+    "Unreachable",
+]
 
 
 class Unreachable(TransportError):
@@ -56,6 +56,16 @@ class ConflictError(TransportError):
     def __init__(self, message: str, *, detail: str | None = None) -> None:
         super().__init__(message)
         self.detail = message if detail is None else detail
+
+
+class MissingChunks(TransportError):
+    """A manifest was refused because the transport does not hold chunks it names
+    (``ids``: those it listed, at most ``hubapi.MAX_MISSING_LISTED``): the writer encrypts
+    those buckets again and publishes at once (SPEC "Self-repair")."""
+
+    def __init__(self, message: str, ids: frozenset[str]) -> None:
+        super().__init__(message)
+        self.ids = ids
 
 
 class Transport(abc.ABC):
@@ -158,10 +168,18 @@ class Transport(abc.ABC):
 
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
         """Which of ``writer``'s chunks ``chunk_ids`` are missing here or hold bytes that do
-        not hash to their id (the writer then publishes those buckets again).  This
-        default finds none: a transport that checks chunk ids on upload (the hub) keeps
-        no damaged chunk."""
+        not hash to their id (the writer then publishes those buckets again): what the
+        transport marked as lost (the hub), or what readers reported and the writer's own
+        check found (a folder).  This default finds none."""
         return set()
+
+    def report_holes(
+        self, project: str, writer: str, reader: str, chunk_ids: Sequence[str]
+    ) -> None:
+        """Tell ``writer`` which chunks of its accepted manifest ``reader`` could not read
+        (none: it read them all).  This default says nothing: a transport that marks what
+        it lost itself (the hub) tells the writer without the readers."""
+        return None
 
     def damaged_manifest(self, project: str, writer: str, seq: int, manifest: bytes) -> bool:
         """Whether ``writer``'s manifest ``seq`` is missing here or holds other bytes than

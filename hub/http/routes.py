@@ -29,7 +29,7 @@ from ..config import HubConfig
 from ..door import Door
 from ..errors import Refusal
 from ..limits import RateLimiter, check_quota
-from ..storage import Storage
+from ..storage import BlobKey, Storage
 from ..teams import Teams, genesis_signer
 from .messages import Ctx, Json
 
@@ -252,7 +252,11 @@ class Handlers:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
         self._reader(state, caller, project, None)
-        return Json({"seqs": self.storage.newest_seqs(team, project)})
+        seqs = self.storage.newest_seqs(team, project)
+        if caller.kid not in seqs:
+            return Json({"seqs": seqs})
+        lost = self.storage.lost_chunks(team, project, caller.kid, hubapi.MAX_MISSING_LISTED)
+        return Json({"seqs": seqs, hubapi.FIELD_LOST: lost})
 
     def get_manifests(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
@@ -283,6 +287,8 @@ class Handlers:
         self._reader(state, caller, project, writer)
         seen_at = self.clock()
         data = self.storage.chunk_read(team, project, writer, cid)
+        if isinstance(data, bytes) and chunk_id(SUITE, data) != cid:  # the blob rotted
+            data = BlobKey(team, project, writer, cid)
         if not isinstance(data, bytes):
             if data is not None:  # a row without its blob: dropped before the answer
                 ctx.later = functools.partial(self.storage.drop_blobless, data, seen_at)

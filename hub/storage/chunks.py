@@ -12,11 +12,14 @@ them once over the chunk rows (``chunk_row_*``, ``chunk_rows_*``,
 conditions inside their own transaction: a row refreshed or referenced meanwhile
 is kept.  See :mod:`sealmem.hub.storage` for the whole seam.
 
+A dropped row is the hub's mark on the writer's slot: :meth:`ChunkRules.lost_chunks`
+lists the ids its kept manifests name without a row, which the writer reads at its
+next sync (``GET .../seqs``) and publishes again (SPEC "Self-repair").
+
 One race is left on purpose, because it heals: a blob deleted (as an orphan,
 or after its row) at the moment the same chunk is uploaded again can leave a
 row without its blob.  :meth:`ChunkRules.chunk` then drops the row, the hub
-reports the chunk missing, and the writer, which reads back a sample of its
-chunks at every sync, publishes that bucket again.
+reports the chunk missing, and the writer publishes that bucket again.
 """
 
 from __future__ import annotations
@@ -93,6 +96,20 @@ class ChunkRules(abc.ABC):
     def missing_chunks(self, team: str, project: str, writer: str, ids: Iterable[str]) -> list[str]:
         """The ids among ``ids`` the writer's slot holds no row for, sorted."""
         return missing_ids(self._read, (team, project, writer), ids)
+
+    def lost_chunks(self, team: str, project: str, writer: str, limit: int) -> list[str]:
+        """The ids the writer's kept manifests name that its slot holds no row for (the
+        hub dropped them: a read or a scrub found the blob gone or damaged), those of the
+        newest manifests first, at most ``limit``: the marks the writer reads at its next
+        sync (it republishes those its newest manifest lists)."""
+        rows = self._read(
+            "SELECT r.id, MAX(r.seq) FROM manifest_chunks r WHERE r.team = ? AND r.project = ? "
+            "AND r.writer = ? AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.team = r.team "
+            "AND c.project = r.project AND c.writer = r.writer AND c.id = r.id) "
+            "GROUP BY r.id ORDER BY MAX(r.seq) DESC, r.id LIMIT ?",
+            (team, project, writer, limit),
+        )
+        return [str(i) for i, _ in rows]
 
     def chunk_row_add(
         self, key: BlobKey, size: int, now_ms: int, check: Check | None = None
@@ -244,12 +261,14 @@ class ChunkRules(abc.ABC):
         return key if data is None else data
 
     def drop_blobless(self, key: BlobKey, seen_at_ms: int = ANY_AGE_MS) -> None:
-        """Drop the row of a chunk whose blob is gone, so that it reads as missing.
+        """Drop the row of a chunk whose blob is gone (or damaged: the read checks it), so
+        that it reads as missing and marks the writer's slot (:meth:`lost_chunks`).
 
         ``seen_at_ms``: when the row was read without its blob.  A row stored since (the
         writer uploaded the chunk again, blob and row, meanwhile) is kept."""
         if self.chunk_rows_remove([key], stored_before_ms=seen_at_ms, unreferenced=False):
-            log.warning("chunk %s of %s/%s/%s has no blob: dropped its row",
+            log.warning("chunk %s of %s/%s/%s has no intact blob: dropped its row (marked "
+                        "for its writer to publish again)",
                         key.chunk_id[:16], key.team, key.project, key.writer)  # fmt: skip
 
     def _remove(self, keys: Sequence[BlobKey], *, stored_before_ms: int, unreferenced: bool) -> int:

@@ -18,7 +18,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,6 +104,9 @@ class Counting(Transport):
 
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
         return self.inner.damaged_chunks(project, writer, chunk_ids)
+
+    def report_holes(self, project: str, writer: str, reader: str, ids: Sequence[str]) -> None:
+        self.inner.report_holes(project, writer, reader, ids)
 
     def post_request(self, kid: str, data: bytes) -> None:
         self.written += len(data)

@@ -7,15 +7,15 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
 from sealmem.client.store import writes
-from sealmem.client.sync import hub as hub_transport
 from sealmem.client.sync.folder import FolderTransport
 from sealmem.client.sync.hub import HubError, HubTransport, open_transport
-from sealmem.client.sync.transport import ConflictError
+from sealmem.client.sync.transport import ConflictError, MissingChunks
 from sealmem.client.team.invite import make_join_request
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.hub.http.app import create_app
@@ -26,6 +26,7 @@ from sealmem.protocol.envelope import seal
 from sealmem.protocol.errors import InputError
 from sealmem.protocol.invite import JOIN_FORMAT
 from sealmem.protocol.keyring import build_keyring
+from sealmem.protocol.manifest import peek
 from sealmem.protocol.roster import Member
 from sealmem.protocol.snapshot import MIN_BUCKETS, bucket_of, chunk_id
 
@@ -118,7 +119,20 @@ def _ids_outside(monkeypatch: pytest.MonkeyPatch, bucket: int) -> None:
 def test_the_hub_verifies_what_it_stores(
     team: HubWorld, inproc: InProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(hub_transport, "CHECKED_CHUNKS", 0)  # a writer that never reads back
+    # a writer that does not read the hub's marks (an older sealmem): only the refusal's
+    # list tells it what the hub lost
+    monkeypatch.setattr(HubTransport, "damaged_chunks", lambda *a: set())
+    refusals: list[MissingChunks] = []
+    real_push = HubTransport.push
+
+    def push(self: HubTransport, *args: Any) -> None:
+        try:
+            real_push(self, *args)
+        except MissingChunks as exc:
+            refusals.append(exc)
+            raise
+
+    monkeypatch.setattr(HubTransport, "push", push)
     # and publishes full manifests only (a delta names its changed chunks, checked alone)
     monkeypatch.setattr(snapshot, "FULL_EVERY", 1)
     alice = team.nodes["alice"]
@@ -139,10 +153,14 @@ def test_the_hub_verifies_what_it_stores(
     # in another bucket: the next manifest names the lost chunk again, not a rebuilt one
     _ids_outside(monkeypatch, bucket_of(SUITE, first.id, MIN_BUCKETS))
     alice.remember("another")
-    with pytest.raises(HubError) as info:
-        alice.sync()
-    assert info.value.code == "missing-chunk"
-    assert t.newest_seqs(PROJECT) == seqs_before
+    summary = alice.sync()  # refused with the list of what is lost; repaired at once
+    [refused] = refusals
+    assert refused.ids == {k.chunk_id for k in lost}
+    assert summary.warnings == []
+    assert t.newest_seqs(PROJECT)[alice.key.kid] == seqs_before[alice.key.kid] + 1
+    [newest] = t.writer_manifests(PROJECT, alice.key.kid)[:1]
+    listed = {c.id for c in peek(newest).chunks}
+    assert listed.isdisjoint(inproc.storage.lost_chunks(TEAM, PROJECT, alice.key.kid, 100))
     # a manifest signed by bob, filed in alice's slot by bob
     with pytest.raises(HubError) as info:
         team.nodes["bob"].t.transport.push(PROJECT, alice.key.kid, 9, manifest, {})

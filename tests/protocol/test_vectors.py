@@ -38,7 +38,13 @@ from sealmem.protocol.merge import merge_many
 from sealmem.protocol.record import Record
 from sealmem.protocol.snapshot import bucket_count, bucket_of
 from sealmem.protocol.state import TrustedState
-from sealmem.protocol.verify import accept_keyring, accept_manifest, accept_roster, open_snapshot
+from sealmem.protocol.verify import (
+    accept_keyring,
+    accept_manifest,
+    accept_roster,
+    open_snapshot,
+    read_snapshot,
+)
 from tests.protocol.vectorgen.basics import NOW, TEAM
 from tests.protocol.vectorgen.generate import VECTORS
 
@@ -185,13 +191,24 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     manifest = rebuild(SUITE, manifest, offered)
     chunks = {cid: b64d(text) for cid, text in obj["chunks"].items()}
     key = ContentKey(b64d(obj["content_key"]))
-    return len(open_snapshot(SUITE, key, manifest, chunks, now_ms=obj.get("now_ms", READER_NOW)))
+    now = obj.get("now_ms", READER_NOW)
+    if isinstance(case["expected"], dict) and "partial" in case["expected"]:
+        read = read_snapshot(SUITE, key, manifest, chunks, now_ms=now)
+        holes = [{"bucket": h.ref.bucket, "reason": h.reason} for h in read.holes]
+        return {"records": len(read.records), "holes": holes}
+    return len(open_snapshot(SUITE, key, manifest, chunks, now_ms=now))
 
 
 def test_there_are_enough_vectors_and_every_reason_is_covered() -> None:
     assert len(FILES) >= 40
     expected = [json.loads(f.read_text())["expected"] for f in FILES]
-    covered = {e["reject"] for e in expected if isinstance(e, dict)}
+    covered = {e["reject"] for e in expected if isinstance(e, dict) and "reject" in e}
+    covered |= {  # the reasons a partial read leaves a hole for
+        h["reason"]
+        for e in expected
+        if isinstance(e, dict)
+        for h in e.get("partial", {}).get("holes", [])
+    }
     assert set(reasons.REASONS) <= covered, set(reasons.REASONS) - covered
     kinds = {json.loads(f.read_text())["inputs"]["object"]["kind"] for f in FILES}
     assert kinds == KINDS
@@ -222,6 +239,28 @@ def test_vector(path: Path) -> None:
             assert isinstance(result, dict)
             assert {k: result[k] for k in case["output"]} == case["output"]
         return
+    if "partial" in expected:  # read in part: the chunks that verify, and the holes
+        assert replay(case) == {"records": case["records"], **expected["partial"]}
+        return
     with pytest.raises(Rejected) as info:
         replay(case)
     assert info.value.reason == expected["reject"], info.value.detail
+
+
+SNAPSHOT_REFUSALS = [
+    f
+    for f in FILES
+    if json.loads(f.read_text(encoding="utf-8"))["inputs"]["object"]["kind"] == "snapshot"
+    and "reject" in json.loads(f.read_text(encoding="utf-8"))["expected"]
+]
+
+
+@pytest.mark.parametrize("path", SNAPSHOT_REFUSALS, ids=[f.stem for f in SNAPSHOT_REFUSALS])
+def test_a_partial_read_refuses_what_the_writer_signed(path: Path) -> None:
+    """Only a missing chunk or one whose bytes are not its id is a hole: every snapshot the
+    vectors refuse is refused as a whole by a reader that reads in part too."""
+    case = json.loads(path.read_text(encoding="utf-8"))
+    case["expected"] = {"partial": {"holes": []}}  # replay through read_snapshot
+    with pytest.raises(Rejected) as info:
+        replay(case)
+    assert info.value.reason == json.loads(path.read_text())["expected"]["reject"]

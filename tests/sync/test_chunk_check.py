@@ -13,8 +13,8 @@ import math
 from pathlib import Path
 
 from sealmem.client.sync.folder import FolderTransport
+from sealmem.client.sync.folder_chunks import CHECKED_CHUNKS
 from sealmem.client.sync.nofollow import SafeDir
-from sealmem.client.sync.transport import CHECKED_CHUNKS
 from sealmem.crypto import SUITE
 from sealmem.protocol.snapshot import chunk_id
 from tests.sync.conftest import every_file

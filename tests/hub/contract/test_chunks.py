@@ -240,3 +240,32 @@ def test_a_blobless_row_is_dropped_unless_its_chunk_was_uploaded_again_since(
     store.drop_blobless(key, T0 + 3_000)  # found gone again, no upload since
     assert store.chunk_read("t1", PROJECT, ALICE, a) is None
     assert store.member_usage("t1", ALICE) == 0
+
+
+def test_what_the_hub_lost_marks_its_writers_slot_newest_manifest_first(store: Storage) -> None:
+    """A blob gone or damaged behind the hub's back is found by a read or a scrub; its row
+    goes, and the ids the slot's kept manifests name without a row are the writer's
+    marks (the ``lost`` of its seqs answer), its newest manifest's first."""
+    team(store, "t1")
+    old = chunk(store, "t1", ALICE, b"only in seq 1")
+    kept = chunk(store, "t1", ALICE, b"in both")
+    new = chunk(store, "t1", ALICE, b"only in seq 2")
+    theirs = chunk(store, "t1", BOB, b"bob's")
+    manifest(store, "t1", ALICE, 1, [old, kept])
+    manifest(store, "t1", ALICE, 2, [kept, new])
+    manifest(store, "t1", BOB, 1, [theirs])
+    assert store.lost_chunks("t1", PROJECT, ALICE, 10) == []
+    for gone in (old, new, theirs):  # a wiped bucket, behind the hub's back
+        store.blobs.delete(BlobKey("t1", PROJECT, ALICE if gone != theirs else BOB, gone))
+    store.blobs.put(BlobKey("t1", PROJECT, ALICE, kept), b"rotted")
+    assert store.lost_chunks("t1", PROJECT, ALICE, 10) == []  # not found yet
+
+    assert store.chunk("t1", PROJECT, ALICE, new) is None  # a reader's failed read
+    assert store.lost_chunks("t1", PROJECT, ALICE, 10) == [new]
+    store.scrub(verify)
+
+    assert store.lost_chunks("t1", PROJECT, ALICE, 10) == [*sorted([kept, new]), old]
+    assert store.lost_chunks("t1", PROJECT, ALICE, 1) == [min(kept, new)]
+    assert store.lost_chunks("t1", PROJECT, BOB, 10) == [theirs]
+    assert store.put_chunk("t1", PROJECT, ALICE, new, b"only in seq 2", T0) is True
+    assert store.lost_chunks("t1", PROJECT, ALICE, 10) == [kept, old]

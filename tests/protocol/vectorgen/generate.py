@@ -25,8 +25,10 @@ Each file holds::
                            "data": b64url, "project"?: str, "writer"?: str,
                            "chunks"?: {id: b64url}, "content_key"?: b64url,
                            "reader"?: {"sign_seed": b64url, "box_seed": b64url}}},
-     "expected": "accept" | {"reject": reason},
-     "records"?: int,          # for an accepted snapshot: how many records open
+     "expected": "accept" | {"reject": reason}
+                 | {"partial": {"holes": [{"bucket": int, "reason": reason}]}},
+     "records"?: int,          # for an accepted snapshot: how many records open (read
+                               # in part: how many the chunks that verify hold)
      "output"?: {...}}         # for a derivation: the values it computes
 
 To replay a case: pin (team, root_public), accept every setup object in
@@ -295,6 +297,7 @@ class Case:
     expected: str
     extra: dict[str, Any] | None = None
     records: int | None = None
+    holes: list[dict[str, Any]] | None = None  # expected "partial": the chunks left out
 
     def to_json(self) -> dict[str, Any]:
         kind = self.name.split("-")[0]
@@ -309,6 +312,8 @@ class Case:
             },
             "expected": "accept" if self.expected == "accept" else {"reject": self.expected},
         }
+        if self.holes is not None:
+            out["expected"] = {"partial": {"holes": self.holes}}
         if self.records is not None:
             out["records"] = self.records
         return out
@@ -594,17 +599,44 @@ def snapshot_cases() -> list[Case]:
         return {k: (flip(v, at % len(v)) if k == first else v) for k, v in s.new_chunks.items()}
 
     missing = {k: v for k, v in s.new_chunks.items() if k != first}
+    # a chunk the transport lost or damaged is a hole: the others are read (SPEC "Partial
+    # reads"; these three were refused whole before)
+    [ref] = [c for c in s.manifest.chunks if c.id == first]
+    inside = [i for i in range(1, 40) if bucket_of(SUITE, record(ALICE, i).id, 64) == ref.bucket]
+    left = 39 - len(inside)
+
+    def hole(reason: str) -> list[dict[str, Any]]:
+        return [{"bucket": ref.bucket, "reason": reason}]
+
     out = [
         Case("snapshot-accept", BASE, s.envelope, "accept", with_chunks(s), records=39),
-        Case("snapshot-missing-chunk", BASE, s.envelope, "missing-chunk", with_chunks(s, missing)),
+        Case(
+            "snapshot-missing-chunk",
+            BASE,
+            s.envelope,
+            "partial",
+            with_chunks(s, missing),
+            records=left,
+            holes=hole("missing-chunk"),
+        ),
         Case(
             "snapshot-ciphertext-flip",
             BASE,
             s.envelope,
-            "bad-chunk-id",
+            "partial",
             with_chunks(s, flipped(60)),
+            records=left,
+            holes=hole("bad-chunk-id"),
         ),
-        Case("snapshot-tag-flip", BASE, s.envelope, "bad-chunk-id", with_chunks(s, flipped(-1))),
+        Case(
+            "snapshot-tag-flip",
+            BASE,
+            s.envelope,
+            "partial",
+            with_chunks(s, flipped(-1)),
+            records=left,
+            holes=hole("bad-chunk-id"),
+        ),
     ]
     one = record(ALICE, 1)
     b = bucket_of(SUITE, one.id, 64)
