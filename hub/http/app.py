@@ -32,6 +32,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...protocol import hubapi
+from ...protocol.checkpoint import MAX_CHECKPOINT_BYTES
 from ...protocol.invite import MAX_JOIN_BYTES
 from ...protocol.manifest import MAX_CHUNK_BYTES
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
@@ -136,6 +137,8 @@ def _direct(config: HubConfig, endpoints: Endpoints) -> list[Route]:
             "PUT",
             wrap(handlers.put_roster, hubapi.MAX_ROSTER_PUBLISH_BYTES, registering=True),
         ),
+        _route(hubapi.CHECKPOINTS, "GET", wrap(handlers.get_checkpoint, reads=True)),
+        _route(hubapi.CHECKPOINT, "PUT", wrap(handlers.put_checkpoint, MAX_CHECKPOINT_BYTES)),
         _route(hubapi.KEYRINGS, "GET", wrap(handlers.get_keyrings, reads=True)),
         _route(hubapi.KEYRING, "PUT", wrap(handlers.put_keyring, MAX_KEYRING_BYTES)),
         _route(hubapi.REQUESTS, "GET", wrap(handlers.get_requests, reads=True)),

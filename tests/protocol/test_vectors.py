@@ -159,8 +159,10 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     if obj["kind"] == "checkpoint":
         now = obj["now_ms"]
         previous = obj.get("previous")
-        before = None if previous is None else accept_checkpoint(
-            SUITE, state, b64d(previous), None, now_ms=now
+        before = (
+            None
+            if previous is None
+            else accept_checkpoint(SUITE, state, b64d(previous), None, now_ms=now)
         )
         accept_checkpoint(SUITE, state, data, before, now_ms=now)
         return None

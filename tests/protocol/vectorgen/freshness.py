@@ -46,14 +46,19 @@ DESCRIPTIONS = {
 
 def _cp(**changes: Any) -> Checkpoint:
     base = Checkpoint(
-        team=g.TEAM, seq=2, roster_version=1, roster_hash=g.R1_ROSTER.hash(SUITE),
-        projects={g.PROJECT: (1, g.KEY1.commitment())}, signed_at=g.NOW,
-    )  # fmt: skip
+        team=g.TEAM,
+        seq=2,
+        roster_version=1,
+        roster_hash=g.R1_ROSTER.hash(SUITE),
+        projects={g.PROJECT: (1, g.KEY1.commitment())},
+        signed_at=g.NOW,
+    )
     return replace(base, **changes)
 
 
-def _case(name: str, cp: bytes, expected: str, previous: bytes | None = None,
-          setup: g.Setup | None = None) -> g.Case:  # fmt: skip
+def _case(
+    name: str, cp: bytes, expected: str, previous: bytes | None = None, setup: g.Setup | None = None
+) -> g.Case:
     extra: dict[str, Any] = {"now_ms": g.READER_NOW}
     if previous is not None:
         extra["previous"] = b64e(previous)
@@ -68,16 +73,31 @@ def _witness_cases() -> list[g.Case]:
     bob_saw3 = g.snap(g.BOB, [g.record(g.BOB, 1)], heads=[a3.manifest.head(SUITE)]).envelope
     reset = ("roster", g.nxt(g.R1_ROSTER, resets=(Reset(g.ALICE.kid, g.PROJECT, 2),)).sign(g.ROOT))
     return [
-        g.Case("manifest-behind-witness", [*g.BASE, ("manifest", bob_saw2)], a1.envelope,
-               "behind-witness"),
-        g.Case("manifest-behind-witness-older-head",
-               [*g.BASE, ("manifest", a1.envelope), ("manifest", bob_saw3)], a2.envelope,
-               "behind-witness"),
-        g.Case("manifest-behind-witness-at-floor", [*g.BASE, ("manifest", bob_saw2)],
-               a2.envelope, "accept"),
-        g.Case("manifest-behind-witness-reset", [*g.BASE, ("manifest", bob_saw3), reset],
-               g.snap(g.ALICE, [g.record(g.ALICE, 5)], roster_version=2).envelope, "accept"),
-    ]  # fmt: skip
+        g.Case(
+            "manifest-behind-witness",
+            [*g.BASE, ("manifest", bob_saw2)],
+            a1.envelope,
+            "behind-witness",
+        ),
+        g.Case(
+            "manifest-behind-witness-older-head",
+            [*g.BASE, ("manifest", a1.envelope), ("manifest", bob_saw3)],
+            a2.envelope,
+            "behind-witness",
+        ),
+        g.Case(
+            "manifest-behind-witness-at-floor",
+            [*g.BASE, ("manifest", bob_saw2)],
+            a2.envelope,
+            "accept",
+        ),
+        g.Case(
+            "manifest-behind-witness-reset",
+            [*g.BASE, ("manifest", bob_saw3), reset],
+            g.snap(g.ALICE, [g.record(g.ALICE, 5)], roster_version=2).envelope,
+            "accept",
+        ),
+    ]
 
 
 def freshness_cases() -> list[g.Case]:
@@ -92,27 +112,49 @@ def freshness_cases() -> list[g.Case]:
     return [
         *_witness_cases(),
         _case("checkpoint-accept", ok, "accept"),
-        _case("checkpoint-newer-roster", _cp(roster_version=7, roster_hash="ab" * 32,
-              projects={}).sign(g.ROOT), "accept"),  # fmt: skip
+        _case(
+            "checkpoint-newer-roster",
+            _cp(roster_version=7, roster_hash="ab" * 32, projects={}).sign(g.ROOT),
+            "accept",
+        ),
         _case("checkpoint-not-admin", _cp().sign(g.BOB), "not-admin"),
-        _case("checkpoint-revoked", _cp(roster_version=2, roster_hash=g.ALICE_ADMIN.hash(SUITE),
-              projects={}).sign(g.ROOT), "revoked", setup=revoked),  # fmt: skip
+        _case(
+            "checkpoint-revoked",
+            _cp(roster_version=2, roster_hash=g.ALICE_ADMIN.hash(SUITE), projects={}).sign(g.ROOT),
+            "revoked",
+            setup=revoked,
+        ),
         _case("checkpoint-wrong-context", g.resign(ok, g.ROOT, "manifest"), "wrong-context"),
         _case("checkpoint-bad-signature", g.flip_sig(ok), "bad-signature"),
         _case("checkpoint-fork-roster", _cp(roster_hash=other.hash(SUITE)).sign(g.ROOT), "fork"),
-        _case("checkpoint-fork-key", _cp(projects={g.PROJECT: (1, "ef" * 32)}).sign(g.ROOT),
-              "fork"),  # fmt: skip
-        _case("checkpoint-epoch-unknown",
-              _cp(projects={g.PROJECT: (2, g.KEY2.commitment())}).sign(g.ROOT), "epoch-unknown"),
+        _case(
+            "checkpoint-fork-key", _cp(projects={g.PROJECT: (1, "ef" * 32)}).sign(g.ROOT), "fork"
+        ),
+        _case(
+            "checkpoint-epoch-unknown",
+            _cp(projects={g.PROJECT: (2, g.KEY2.commitment())}).sign(g.ROOT),
+            "epoch-unknown",
+        ),
         _case("checkpoint-rollback", _cp(seq=1).sign(g.ROOT), "rollback", previous=ok),
         _case("checkpoint-fork", _cp(signed_at=g.NOW + 5).sign(g.ROOT), "fork", previous=ok),
-        _case("checkpoint-clock-ahead",
-              _cp(signed_at=g.READER_NOW + MAX_AHEAD_MS + 1).sign(g.ROOT), "clock-ahead"),
-        _case("checkpoint-cross-team", g.resign(ok, g.ROOT, "checkpoint", team="other-team"),
-              "cross-team"),  # fmt: skip
-        _case("checkpoint-malformed",
-              g.resign(ok, g.ROOT, "checkpoint", stop_after_ms=600_000), "malformed"),
-        _case("checkpoint-unknown-format",
-              g.resign(ok, g.ROOT, "checkpoint", format="sealmem/checkpoint/v9"),
-              "unknown-format"),
-    ]  # fmt: skip
+        _case(
+            "checkpoint-clock-ahead",
+            _cp(signed_at=g.READER_NOW + MAX_AHEAD_MS + 1).sign(g.ROOT),
+            "clock-ahead",
+        ),
+        _case(
+            "checkpoint-cross-team",
+            g.resign(ok, g.ROOT, "checkpoint", team="other-team"),
+            "cross-team",
+        ),
+        _case(
+            "checkpoint-malformed",
+            g.resign(ok, g.ROOT, "checkpoint", stop_after_ms=600_000),
+            "malformed",
+        ),
+        _case(
+            "checkpoint-unknown-format",
+            g.resign(ok, g.ROOT, "checkpoint", format="sealmem/checkpoint/v9"),
+            "unknown-format",
+        ),
+    ]
