@@ -251,10 +251,11 @@ def judge(
     cited_roster: int = 0,
     *,
     now_ms: int,
+    me: str,
     cited_by: str = "",
 ) -> Verdict:
-    """The freshness of ``state``: ``cited_roster`` is the highest roster version a verified
-    teammate's manifest cited (0: none), ``cited_by`` that teammate's id."""
+    """The freshness of ``state`` for member ``me``: ``cited_roster`` is the highest roster
+    version a verified teammate's manifest cited (0: none), ``cited_by`` that teammate."""
     trusted = state.roster.version if state.roster is not None else 0
     by_checkpoint = checkpoint.roster_version if checkpoint else 0
     newest = max(cited_roster, by_checkpoint)
@@ -275,7 +276,12 @@ def judge(
     if checkpoint is None:
         return Verdict("ok")
     age = now_ms - checkpoint.signed_at
-    missing = [p for p, (e, _) in checkpoint.projects.items() if state.keyring(p, e) is None]
+    roster = state.roster
+    missing = [
+        p
+        for p, (e, _) in checkpoint.projects.items()
+        if state.keyring(p, e) is None and roster is not None and roster.can_read(me, p)
+    ]
     if missing and checkpoint.roster_version == trusted:
         return Verdict(
             "stop",

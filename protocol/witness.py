@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from . import reasons
 from .envelope import unpack
-from .errors import ProtocolError
+from .errors import ProtocolError, Rejected
 from .manifest import MAX_MANIFEST_BYTES, Manifest
 from .state import TrustedState, Witness
 from .suite import Suite
@@ -65,11 +66,13 @@ def learn(
     witnessed = dict(state.witnessed)
     citation = Citation()
     for writer, data in newest:
-        cited = cited_roster(suite, state, data, writer)
-        if cited.version > citation.version:
-            citation = cited
         try:
             accepted, _ = accept_manifest(suite, state, data, project=project, writer=writer)
+        except Rejected as exc:
+            if exc.reason == reasons.ROSTER_UNKNOWN:  # after the signature, or no roster
+                cited = cited_roster(suite, state, data, writer)
+                citation = cited if cited.version > citation.version else citation
+            continue
         except _BAD:
             continue
         for slot, seen in accepted.witnessed.items():

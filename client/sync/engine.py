@@ -178,9 +178,10 @@ def _run(
         for project in sorted(roster.projects):
             if roster.can_read(team.me, project):
                 state = pull_project(team, state, project, summary, tick)
-    verdict = freshness.check(team, state, summary, tick())
+    verdict, state = freshness.check(team, state, summary, tick())
     if verdict.level != "ok":
         summary.warnings.append(verdict.line())
+    roster = state.roster or roster  # read again when a teammate cited a newer one
     revoked = roster.revocation(team.me)
     if push and verdict.level == "stop":
         pass  # said above: nothing is published under what may be an old epoch

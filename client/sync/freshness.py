@@ -108,8 +108,10 @@ def _fetch(team: Team, summary: Sink) -> bytes | None:
         return team.transport.checkpoint()
     except (Unreachable, ConflictError):
         raise
-    except TransportError as exc:
-        summary.warnings.append(f"the team checkpoint could not be read ({exc}); sync again")
+    except TransportError:  # (a hub's words are not repeated to people or agents)
+        summary.warnings.append(
+            f"the team checkpoint could not be read from {team.transport.location}; sync again"
+        )
         return None
 
 
@@ -167,21 +169,33 @@ def newest(team: Team, state: TrustedState, summary: Sink, now: int) -> Checkpoi
     return current
 
 
-def check(team: Team, state: TrustedState, summary: Sink, now: int) -> Verdict:
+def check(team: Team, state: TrustedState, summary: Sink, now: int) -> tuple[Verdict, TrustedState]:
     """Accept the transport's checkpoint, re-sign it if this admin should, judge, keep the
-    verdict; a ``stop`` verdict means: publish nothing in this sync."""
+    verdict; a ``stop`` verdict means: publish nothing in this sync.  When a newer roster
+    is cited, the rosters are read once more first (an admin may have published one
+    since this sync began): the state returned is the one to publish with."""
+    roster = state.roster
+    if roster is None or roster.revocation(team.me) is not None:
+        return Verdict("ok"), state  # a revoked member publishes nothing anyway
     current = newest(team, state, summary, now)
+    cited = max(summary.cited.version, current.roster_version if current else 0)
+    if cited > roster.version:
+        state, refused = team.refresh(state, now)
+        summary.refused += refused
     if _is_admin(team, state) and needs_resign(SUITE, state, current, now_ms=now):
         try:
             current = publish(team, state, current, now)
         except ConflictError:
             summary.warnings.append("another admin signed a checkpoint at the same time")
-        except TransportError as exc:
-            summary.warnings.append(f"the team checkpoint was not published: {exc}")
-    cited = summary.cited
-    verdict = judge(state, current, cited.version, now_ms=now, cited_by=cited.by)
+        except TransportError:
+            summary.warnings.append(
+                f"the team checkpoint was not published to {team.transport.location}; "
+                "the next sync tries again"
+            )
+    by = summary.cited
+    verdict = judge(state, current, by.version, now_ms=now, me=team.me, cited_by=by.by)
     _keep(team.conn, verdict, current)
-    return verdict
+    return verdict, state
 
 
 def _keep(conn: sqlite3.Connection, verdict: Verdict, current: Checkpoint | None) -> None:

@@ -20,6 +20,7 @@ from sealmem.client.sync.engine import sync
 from sealmem.client.sync.session import Team, sync_health
 from sealmem.client.team import admin
 from sealmem.protocol import reasons
+from sealmem.protocol.manifest import peek
 from tests.support.withholding import capture, replay, withhold_rosters
 from tests.sync.conftest import DAY_MS, PROJECT, Node, World
 
@@ -139,3 +140,31 @@ def test_members_are_told_past_the_warn_age_and_stop_past_the_stop_age(world: Wo
     adm.sync()  # the admin is back: the checkpoint is re-signed, alice publishes again
     summary = alice.sync()
     assert summary.pushed_versions == 1, summary.warnings
+
+
+def test_a_roster_published_during_the_sync_is_read_again_not_called_frozen(
+    world: World,
+) -> None:
+    adm, alice = world.nodes["admin"], world.nodes["alice"]
+    world.sync_all(1)
+    trusted = alice.t.roster().version
+    late = _hostile(alice)
+    rosters, calls = late.transport.rosters, []
+
+    def first_without_the_new_one(after: int) -> list[bytes]:
+        calls.append(after)
+        return [] if len(calls) == 1 else rosters(after)
+
+    late.transport.rosters = first_without_the_new_one  # type: ignore[method-assign]
+    admin.revoke(adm.t, "carol", now=adm.clock())
+    adm.sync()  # the checkpoint now cites the new roster
+    alice.remember("alice's note, written under the new epoch")
+
+    summary = sync(late, clock=alice.clock)
+    assert not [w for w in summary.warnings if w.startswith("frozen:")], summary.warnings
+    assert calls == [trusted, trusted]  # read once more after the checkpoint cited v+1
+    assert summary.pushed_versions == 1
+    assert alice.t.roster().version == trusted + 1
+    head = alice.t.transport.newest_manifest(PROJECT, alice.key.kid)
+    assert head is not None
+    assert peek(head).epoch == alice.t.roster().projects[PROJECT]  # the new epoch
