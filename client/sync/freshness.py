@@ -65,9 +65,7 @@ class Sink(Protocol):
     warnings: list[str]
 
 
-def newest_manifests(
-    team: Team, project: str, writers: Sequence[str], summary: Sink
-) -> dict[str, bytes | None]:
+def newest_manifests(team: Team, project: str, writers: Sequence[str]) -> dict[str, bytes | None]:
     """Each writer's newest manifest envelope; a writer whose fetch fails is left out (the
     pull fetches it again and reports the failure there)."""
     out: dict[str, bytes | None] = {}

@@ -87,7 +87,7 @@ def pull_project(
         if w != team.me
         and not (seqs is not None and (h := state.head(w, project)) and seqs[w] == h.seq)
     ]  # (unmoved: nothing new, the manifest is not read at all)
-    newest = freshness.newest_manifests(team, project, moved, summary)
+    newest = freshness.newest_manifests(team, project, moved)
     state = freshness.learn_floors(state, project, newest, summary)
     for writer in moved:
         state = _pull_writer(team, state, project, writer, summary, tick(), newest)

@@ -223,7 +223,7 @@ def reset_writer(team: Team, who: str, *, now: int) -> Roster:
 
 @dataclass
 class _Quiet:
-    """Where reading the checkpoint reports (the command raises instead)."""
+    """Where reading the checkpoint reports (a refused one is signed over)."""
 
     cited: Citation = field(default_factory=Citation)
     refused: list[Refusal] = field(default_factory=list)
@@ -236,20 +236,14 @@ def checkpoint(
     """Sign and publish a new checkpoint of the team's state now (optionally setting the
     team's warn and stop ages); another admin's racing one is read and signed over once."""
     state, _ = admin_state(team, now)
-    for attempt in (1, 2):
-        quiet = _Quiet()
-        current = freshness.newest(team, state, quiet, now)
-        if quiet.refused:
-            bad = quiet.refused[0]
-            raise InputError(
-                f"the checkpoint on the transport was refused ({bad.reason}): {bad.detail}"
-            )
-        try:
-            return freshness.publish(
-                team, state, current, now, warn_after_ms=warn_after_ms,
-                stop_after_ms=stop_after_ms,
-            )  # fmt: skip
-        except ConflictError:
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+
+    def attempt() -> Checkpoint:
+        current = freshness.newest(team, state, _Quiet(), now)
+        return freshness.publish(
+            team, state, current, now, warn_after_ms=warn_after_ms, stop_after_ms=stop_after_ms
+        )
+
+    try:
+        return attempt()
+    except ConflictError:
+        return attempt()

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -21,6 +22,7 @@ from sealmem.client.sync.session import Team, sync_health
 from sealmem.client.team import admin
 from sealmem.protocol import reasons
 from sealmem.protocol.manifest import peek
+from tests.support.cli import in_process
 from tests.support.withholding import capture, replay, withhold_rosters
 from tests.sync.conftest import DAY_MS, PROJECT, Node, World
 
@@ -168,3 +170,25 @@ def test_a_roster_published_during_the_sync_is_read_again_not_called_frozen(
     head = alice.t.transport.newest_manifest(PROJECT, alice.key.kid)
     assert head is not None
     assert peek(head).epoch == alice.t.roster().projects[PROJECT]  # the new epoch
+
+
+def test_admin_checkpoint_sets_the_team_ages_and_members_follow_them(
+    world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = world.nodes["alice"]
+    world.sync_all(1)
+    monkeypatch.setenv("SEALMEM_HOME", str(world.nodes["admin"].home))
+    run = in_process(capsys, monkeypatch)
+    done = run("admin", "checkpoint", "--warn-after", "2", "--stop-after", "5", "--json")
+    assert done.code == 0, done.err
+    doc = json.loads(done.out)
+    assert (doc["warn_after_hours"], doc["stop_after_hours"]) == (2, 5)
+    assert doc["checkpoint"] >= 2  # the admin's syncs signed the first one
+    bad = run("admin", "checkpoint", "--stop-after", "0")
+    assert bad.code != 0
+    assert "--stop-after 0 hours is out of range" in bad.err
+
+    alice.remember("a note three hours later")
+    summary = sync(alice.t, clock=lambda: alice.clock() + 3 * 3_600_000)
+    assert summary.pushed_versions == 1
+    assert any("team warns after 2 hours" in w for w in summary.warnings), summary.warnings
