@@ -14,12 +14,17 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import anyio
 import pytest
+from mcp.client.client import Client
+from mcp_types import TextContent
 
+from sealmem.client.mcp.server import create_server
 from sealmem.client.sync import freshness
 from sealmem.client.sync.engine import sync
 from sealmem.client.sync.session import Team, sync_health
 from sealmem.client.team import admin
+from sealmem.client.ui.views import team_page
 from sealmem.protocol import reasons
 from sealmem.protocol.manifest import peek
 from tests.support.cli import in_process
@@ -38,6 +43,21 @@ def _hostile(node: Node) -> Team:
     )
 
 
+def _mcp_status_alarms(node: Node, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The alarms the MCP ``status`` tool answers an agent in ``node``'s home."""
+    monkeypatch.setenv("SEALMEM_HOME", str(node.home))
+    found: list[str] = []
+
+    async def session() -> None:
+        async with Client(create_server(project=PROJECT)) as client:
+            result = await client.call_tool("status", {})
+            text = "".join(b.text for b in result.content if isinstance(b, TextContent))
+            found.extend(json.loads(text)["sync"]["alarms"])
+
+    anyio.run(session)
+    return found
+
+
 def _holds_text(node: Node, text: str) -> bool:
     conn = node.store.connection
     return any(
@@ -50,7 +70,7 @@ def _holds_text(node: Node, text: str) -> bool:
 
 @pytest.mark.parametrize("checkpoint", ["old", "honest"])
 def test_a_withheld_revocation_stops_publishing_under_the_old_epoch(
-    world: World, checkpoint: str
+    world: World, checkpoint: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     adm, alice = world.nodes["admin"], world.nodes["alice"]
     alice.remember("alice's first note")
@@ -81,6 +101,9 @@ def test_a_withheld_revocation_stops_publishing_under_the_old_epoch(
         a.startswith("frozen:") for a in sync_health(alice.home, alice.store.connection)["alarms"]
     )
     assert alice.t.roster().version == trusted  # still reading and working locally
+    assert any(a.startswith("frozen:") for a in _mcp_status_alarms(alice, monkeypatch))
+    page = team_page(alice.home, alice.store)  # the viewer's team page
+    assert any(a.startswith("frozen:") for a in page["health"]["alarms"])
     assert any("carol must not read" in m.record.content for m in alice.memories().values())
 
     # the roster arrives: the next sync through the honest folder publishes again
