@@ -268,10 +268,10 @@ def judge(
         return Verdict(
             "stop",
             f"frozen: {who} cites roster v{newest}, but the transport "
-            f"serves only up to v{trusted} (it withholds a newer roster, maybe a revocation); "
-            "nothing is published under the old epoch",
-            "check the folder or hub, ask an admin to run 'sealmem admin checkpoint', then "
-            "sync again (local memories and reading still work)",
+            f"serves only up to v{trusted} (not arrived yet, or held back: maybe a "
+            "revocation); nothing is published under the old epoch",
+            "sync again later; if it stays, check the folder or hub with an admin "
+            "(local memories and reading still work)",
         )
     if checkpoint is None:
         return Verdict("ok")

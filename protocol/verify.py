@@ -352,7 +352,7 @@ def _check_floor(state: TrustedState, roster: Roster, m: Manifest, where: str) -
     raise Rejected(
         reasons.BEHIND_WITNESS,
         f"{where} is below seq {seen.seq}, which {seen.by} witnessed for this writer: "
-        "the transport is replaying an old snapshot",
+        "an old snapshot, replayed or not yet replaced by the newer one; sync again later",
     )
 
 
