@@ -18,10 +18,10 @@ from sealmem.client.sync.engine import sync
 from sealmem.client.sync.session import Team, sync_health
 from sealmem.client.team import admin
 from sealmem.protocol import reasons
-from tests.hub.conftest import PROJECT, HubWorld, Node, now_ms
+from tests.hub.conftest import BOTH_PATHS, PROJECT, HubWorld, Node, now_ms
 from tests.support.withholding import capture, replay, withhold_rosters
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, BOTH_PATHS]
 
 
 @pytest.fixture
