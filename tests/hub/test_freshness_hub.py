@@ -15,10 +15,14 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from sealmem.client.sync.engine import sync
+from sealmem.client.sync.hub_answers import HubError
 from sealmem.client.sync.session import Team, sync_health
 from sealmem.client.team import admin
-from sealmem.protocol import reasons
+from sealmem.crypto import SUITE
+from sealmem.protocol import canonical, reasons
+from sealmem.protocol.checkpoint import Checkpoint, build_checkpoint
 from tests.hub.conftest import BOTH_PATHS, PROJECT, HubWorld, Node, now_ms
+from tests.support.malicious import flip_signature
 from tests.support.withholding import capture, replay, withhold_rosters
 
 pytestmark = [pytest.mark.slow, BOTH_PATHS]
@@ -92,3 +96,32 @@ def test_a_newcomer_refuses_a_replayed_snapshot_from_the_hub(
         sql = f"SELECT COUNT(*) FROM {table} WHERE {column} LIKE '%staging database%'"
         assert conn.execute(sql).fetchone()[0] == 0
     assert dave.t.trusted().head(alice.key.kid, PROJECT) is None
+
+
+def test_the_hub_keeps_one_verified_checkpoint_per_team(world: HubWorld) -> None:
+    adm, alice = world.nodes["admin"], world.nodes["alice"]
+    world.sync_all(1)  # the admin's sync signed the first checkpoint
+    held = alice.t.transport.checkpoint()
+    assert held is not None
+    seq = Checkpoint.from_body(canonical.decode(held)["body"]).seq
+    fresh = build_checkpoint(SUITE, adm.t.trusted(), seq=seq + 1, now_ms=now_ms())
+    signed = fresh.sign(adm.key)
+
+    def refused(node: Node, at: int, data: bytes) -> tuple[int, str]:
+        with pytest.raises(HubError) as info:
+            node.t.transport.put_checkpoint(at, data)
+        return info.value.status, info.value.code
+
+    assert refused(alice, seq + 1, signed) == (403, "not-admin")  # a member may not publish
+    assert refused(adm, seq + 1, fresh.sign(alice.key)) == (403, "not-admin")  # nor sign
+    assert refused(adm, seq + 2, signed) == (400, "bad-request")  # the path's seq is not it
+    assert refused(adm, seq + 1, b"{not json")[0] in (400, 422)
+    assert refused(adm, seq + 1, flip_signature(signed)) == (422, "bad-signature")
+    assert alice.t.transport.checkpoint() == held  # nothing refused was kept
+
+    adm.t.transport.put_checkpoint(seq + 1, signed)
+    assert alice.t.transport.checkpoint() == signed
+    assert refused(adm, seq + 1, signed) == (409, "rollback")  # compare-and-swap on seq
+    older = build_checkpoint(SUITE, adm.t.trusted(), seq=seq, now_ms=now_ms()).sign(adm.key)
+    assert refused(adm, seq, older) == (409, "rollback")
+    assert alice.t.transport.checkpoint() == signed
