@@ -17,7 +17,9 @@ from .suite import Signer, Suite
 
 __all__ = ["CONTEXTS", "SIGNATURE_SIZE", "Envelope", "seal", "unpack"]
 
-CONTEXTS: tuple[str, ...] = ("roster", "keyring", "manifest", "reset", "join", "invite", "request")
+CONTEXTS: tuple[str, ...] = (
+    "roster", "keyring", "manifest", "reset", "join", "invite", "request", "checkpoint",
+)  # fmt: skip
 SIGNATURE_SIZE = 64
 _KEYS = frozenset({"body", "signer", "sig"})
 

@@ -31,6 +31,8 @@ __all__ = [
     "BAD_SIGNATURE",
     "BUSY",
     "CHANGES",
+    "CHECKPOINT",
+    "CHECKPOINTS",
     "CHUNK",
     "CODES",
     "COLLECT",
@@ -247,6 +249,8 @@ _PROJECT = _TEAM + "/projects/{project}"
 
 ROSTERS = _TEAM + "/rosters"
 ROSTER = _TEAM + "/rosters/{version:int}"
+CHECKPOINTS = _TEAM + "/checkpoint"
+CHECKPOINT = _TEAM + "/checkpoint/{seq:int}"
 KEYRINGS = _TEAM + "/keyrings/{project}"
 KEYRING = _TEAM + "/keyrings/{project}/{epoch:int}"
 CHANGES = _TEAM + "/changes"
@@ -264,7 +268,7 @@ METRICS = "/metrics"
 #: Every path the hub answers.
 TEMPLATES: tuple[str, ...] = (
     HEALTHZ, METRICS, ROSTERS, ROSTER, KEYRINGS, KEYRING, CHANGES, REQUESTS, REQUEST,
-    SEQS, MANIFESTS, WRITER_MANIFESTS, MANIFEST, CHUNK, COLLECT,
+    SEQS, MANIFESTS, WRITER_MANIFESTS, MANIFEST, CHUNK, COLLECT, CHECKPOINTS, CHECKPOINT,
 )  # fmt: skip
 
 #: What each text path parameter must match (``:int`` ones are integers >= 0).

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "BAD_CHUNK_ID",
     "BAD_SIGNATURE",
+    "BEHIND_WITNESS",
     "CLOCK_AHEAD",
     "CROSS_PROJECT",
     "CROSS_TEAM",
@@ -69,6 +70,7 @@ ROSTER_NOT_EXTENDING = "roster-not-extending"  # not the next link of the truste
 ROSTER_UNKNOWN = "roster-unknown"  # names a roster version newer than the trusted one
 NOT_ADMIN = "not-admin"  # signed by a key that is not an admin where it must be
 EQUIVOCATION = "equivocation"  # a witnessed head conflicts with an accepted one
+BEHIND_WITNESS = "behind-witness"  # below the seq another writer's manifest witnessed
 CLOCK_AHEAD = "clock-ahead"  # a version's clock is too far ahead of the reader's clock
 INVITE_UNKNOWN = "invite-unknown"  # a join request names an invite this admin never issued
 INVITE_EXPIRED = "invite-expired"  # the invite's expires_at has passed

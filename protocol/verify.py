@@ -276,6 +276,7 @@ def accept_manifest(
     head = _next_head(state, roster, m, digest, where)
     if head is None:
         return state, m
+    _check_floor(state, roster, m, where)
     _check_witnesses(state, m, digest, where)
     witnessed = dict(state.witnessed)
     for h in m.heads:
@@ -341,6 +342,20 @@ def _next_head(
             "a restored writer needs an admin reset ('sealmem admin reset')",
         )
     return ChainHead(m.seq, digest, head.reset_at)
+
+
+def _check_floor(state: TrustedState, roster: Roster, m: Manifest, where: str) -> None:
+    """Witnessed heads are floors: a new head below the highest seq another writer's
+    verified manifest witnessed for this chain is a replay (``behind-witness``).  A chain
+    an admin reset is left to the reset rules (its old witnesses name the old chain)."""
+    seen = state.witnessed.get((m.writer, m.project))
+    if seen is None or m.seq >= seen.seq or roster.latest_reset(m.writer, m.project):
+        return
+    raise Rejected(
+        reasons.BEHIND_WITNESS,
+        f"{where} is below seq {seen.seq}, which {seen.by} witnessed for this writer: "
+        "an old snapshot, replayed or not yet replaced by the newer one; sync again later",
+    )
 
 
 def _check_witnesses(state: TrustedState, m: Manifest, digest: str, where: str) -> None:

@@ -1,4 +1,5 @@
-"""``sealmem admin``: issue, grant, revoke, rotate, reset-writer (join requests: :mod:`.approval`).
+"""``sealmem admin``: issue, grant, revoke, rotate, reset-writer, checkpoint (join requests:
+:mod:`.approval`).
 
 Each command publishes one new roster version signed by your admin key (and new
 project keys where readers changed).
@@ -195,6 +196,49 @@ def reset_writer(
     output.say(f"{member} may start new chains from roster v{roster.version}")
 
 
+def _hours(value: float | None, what: str) -> int | None:
+    if value is None:
+        return None
+    if not 0.25 <= value <= 24 * 365:
+        raise InputError(f"{what} {value:g} hours is out of range; give 0.25 to 8760 hours")
+    return int(value * 3_600_000)
+
+
+def checkpoint(
+    warn_after: Annotated[
+        float | None,
+        typer.Option(help="Hours after which members are told the team state may be stale."),
+    ] = None,
+    stop_after: Annotated[
+        float | None,
+        typer.Option(help="Hours after which members stop publishing until a fresh checkpoint."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Sign a fresh checkpoint of the team's state (syncs of admins also do it)."""
+    from ..team import admin
+
+    with open_team() as team:
+        cp = admin.checkpoint(
+            team, now=now_ms(), warn_after_ms=_hours(warn_after, "--warn-after"),
+            stop_after_ms=_hours(stop_after, "--stop-after"),
+        )  # fmt: skip
+    doc = {
+        "checkpoint": cp.seq,
+        "roster_version": cp.roster_version,
+        "warn_after_hours": cp.warn_after_ms / 3_600_000,
+        "stop_after_hours": cp.stop_after_ms / 3_600_000,
+    }
+    if as_json:
+        output.emit_json(doc)
+        return
+    output.say(
+        f"checkpoint {cp.seq} signed for roster v{cp.roster_version}; members are told after "
+        f"{doc['warn_after_hours']:g} h and stop publishing after {doc['stop_after_hours']:g} h "
+        "without a newer one"
+    )
+
+
 def register(app: typer.Typer) -> None:
     approval.register(admin_app)
     admin_app.command()(issue)
@@ -202,4 +246,5 @@ def register(app: typer.Typer) -> None:
     admin_app.command()(revoke)
     admin_app.command()(rotate)
     admin_app.command("reset-writer")(reset_writer)
+    admin_app.command()(checkpoint)
     app.add_typer(admin_app, name="admin")

@@ -43,10 +43,11 @@ from ...protocol.errors import SealmemError, StoreError
 from ...protocol.push import writable_projects
 from ...protocol.roster import Roster
 from ...protocol.state import TrustedState
+from ...protocol.witness import Citation
 from ..clock import now_ms
 from ..store import scrub
 from ..store.connection import sqlite_errors, transaction
-from . import clockhealth, dropping, outgoing, replica
+from . import clockhealth, dropping, freshness, outgoing, replica
 from .local_only import LocalOnly, local_only
 from .pull import pull_project
 from .push import push_project, redact_pending
@@ -98,6 +99,7 @@ class SyncSummary:
     warnings: list[str] = field(default_factory=list)
     collected_chunks: int = 0
     local_only: list[LocalOnly] = field(default_factory=list)  # team memories not pushed
+    cited: Citation = field(default_factory=Citation)  # newest roster a teammate cited
 
     def line(self) -> str:
         counts = Counter(r.reason for r in self.refused)
@@ -179,8 +181,14 @@ def _run(
         for project in sorted(roster.projects):
             if roster.can_read(team.me, project):
                 state = pull_project(team, state, project, summary, tick)
+    verdict, state = freshness.check(team, state, summary, tick())
+    if verdict.level != "ok":
+        summary.warnings.append(verdict.line())
+    roster = state.roster or roster  # read again when a teammate cited a newer one
     revoked = roster.revocation(team.me)
-    if push and revoked is not None:
+    if push and verdict.level == "stop":
+        pass  # said above: nothing is published under what may be an old epoch
+    elif push and revoked is not None:
         summary.warnings.append(
             f"this member was revoked from the team in roster v{revoked.at_version}: "
             "nothing is pushed, and teammates refuse what it writes; ask an admin"

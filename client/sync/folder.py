@@ -8,6 +8,7 @@ Layout under ``{root}/sealmem/{team}/``::
     snapshots/{project}/{writer}/chunks/{chunk_id}
     requests/{kid}.json
     holes/{project}/{writer}/{reader}.json   (hole reports, :mod:`.folder_chunks`)
+    checkpoint/{seq:010d}.json
 
 The folder is untrusted: anyone with write access can drop or delete files,
 nobody can forge them. Names read back from the folder are checked against
@@ -40,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ...crypto import SUITE
+from ...protocol.checkpoint import MAX_CHECKPOINT_BYTES
 from ...protocol.encoding import HEX_HASH_RE, KID_RE
 from ...protocol.errors import InputError, Rejected, TransportError
 from ...protocol.manifest import MAX_CHUNK_BYTES, MAX_MANIFEST_BYTES, peek
@@ -161,6 +163,12 @@ class FolderTransport(Transport):
     def put_keyring(self, project: str, epoch: int, data: bytes) -> None:
         with self._dirs.writing("keyrings", _name(project, "project")) as directory:
             directory.write(f"{epoch:010d}.json", data)
+
+    def checkpoint(self) -> bytes | None:
+        return self._dirs.checkpoint(MAX_CHECKPOINT_BYTES)
+
+    def put_checkpoint(self, seq: int, data: bytes) -> None:
+        self._dirs.put_checkpoint(seq, data)
 
     # -- snapshots ---------------------------------------------------------------
 

@@ -18,9 +18,13 @@ from pathlib import Path
 
 from ...protocol.errors import TransportError
 from .nofollow import SafeDir, Symlinked, Unusable
-from .transport import Unreachable
+from .transport import ConflictError, Unreachable
 
-__all__ = ["TeamDirs"]
+__all__ = ["CHECKPOINTS_KEPT", "TeamDirs"]
+
+_CHECKPOINT = re.compile(r"^(\d{10})\.json$")
+#: checkpoint files kept (older ones are deleted by the admin that writes a new one)
+CHECKPOINTS_KEPT = 3
 
 
 class TeamDirs:
@@ -106,3 +110,25 @@ class TeamDirs:
             if match:
                 found.append((int(match.group(1)), name))
         return sorted(found)
+
+    # -- the team checkpoint: checkpoint/{seq:010d}.json, created exclusively ----------
+
+    def checkpoint(self, limit: int) -> bytes | None:
+        """The newest checkpoint file's bytes (None: there is none, or it is unusable)."""
+        self.team_dir().close()
+        with self.reading("checkpoint") as directory:
+            found = self.listing(directory, _CHECKPOINT)
+            return self.read(directory, found[-1][1], limit) if found else None
+
+    def put_checkpoint(self, seq: int, data: bytes) -> None:
+        """Create ``checkpoint/{seq}.json``; :class:`ConflictError` when that seq or a
+        higher one is there already (compare-and-swap, as for rosters)."""
+        with self.writing("checkpoint") as directory:
+            found = self.listing(directory, _CHECKPOINT)
+            if (found and found[-1][0] >= seq) or not directory.write(
+                f"{seq:010d}.json", data, exclusive=True
+            ):
+                raise ConflictError(f"checkpoint {seq} or a newer one is already in {self.base}")
+            for _, name in found[:-CHECKPOINTS_KEPT]:
+                with contextlib.suppress(TransportError, OSError):
+                    directory.unlink(name)

@@ -176,6 +176,17 @@ class HubTransport(Transport):
                 raise
             self._pending_keyrings.append(data)  # goes with the roster that names it
 
+    def checkpoint(self) -> bytes | None:
+        doc = self._json("GET", self._path(hubapi.CHECKPOINTS), "read the team checkpoint")
+        found = doc.get("checkpoint")
+        if found is not None and not isinstance(found, str):
+            raise TransportError(f"the hub at {self._url} answered a checkpoint that is no text")
+        return None if found is None else self._blobs([found], "checkpoint")[0]
+
+    def put_checkpoint(self, seq: int, data: bytes) -> None:
+        path = self._path(hubapi.CHECKPOINT, seq=seq)
+        self._send("PUT", path, f"publish checkpoint {seq}", body=data)
+
     # -- snapshots -------------------------------------------------------------------
 
     def manifests(self, project: str) -> dict[str, list[bytes]]:

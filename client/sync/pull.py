@@ -39,10 +39,11 @@ from ...protocol.manifest import Manifest
 from ...protocol.record import Record
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_manifest
+from ...protocol.witness import Citation
 from ..store import scrub
 from ..store.connection import describe, transaction
 from ..store.memory import Provenance
-from . import bases, holes, replica
+from . import bases, freshness, holes, replica
 from .apply import ApplyResult, apply_versions
 from .session import Refusal, Team, trusted_roster
 from .transport import ConflictError, Unreachable
@@ -69,6 +70,7 @@ class PullSink(Protocol):
     members: set[str]
     refused: list[Refusal]
     warnings: list[str]
+    cited: Citation  # the newest roster a verified manifest cited (freshness)
 
 
 def pull_project(
@@ -79,20 +81,33 @@ def pull_project(
     transport = team.transport
     seqs = transport.newest_seqs(project)
     writers = sorted(transport.manifests(project)) if seqs is None else sorted(seqs)
-    for writer in writers:
-        if writer == team.me:
-            continue
-        head = state.head(writer, project)
-        same = seqs is not None and head is not None and seqs[writer] == head.seq
-        if same and not replica.holes(team.conn, writer, project):
-            continue  # nothing new and read whole: skip reading the manifest at all
-        state = _pull_writer(team, state, project, writer, summary, tick())
+    moved = [
+        w
+        for w in writers
+        if w != team.me
+        and not (
+            seqs is not None
+            and (h := state.head(w, project))
+            and seqs[w] == h.seq
+            and not replica.holes(team.conn, w, project)
+        )
+    ]  # (unmoved and read whole: nothing new, the manifest is not read at all)
+    newest = freshness.newest_manifests(team, project, moved)
+    state = freshness.learn_floors(state, project, newest, summary)
+    for writer in moved:
+        state = _pull_writer(team, state, project, writer, summary, tick(), newest)
     return state
 
 
-def _candidates(team: Team, project: str, writer: str) -> Iterator[bytes]:
+def _candidates(
+    team: Team, project: str, writer: str, fetched: dict[str, bytes | None]
+) -> Iterator[bytes]:
     """The writer's newest manifest, then (only if that one is refused) the older ones."""
-    newest = team.transport.newest_manifest(project, writer)
+    newest = (
+        fetched.get(writer)
+        if writer in fetched
+        else team.transport.newest_manifest(project, writer)
+    )
     if newest is not None:
         yield newest
     for data in team.transport.writer_manifests(project, writer):
@@ -111,12 +126,18 @@ def _unexpected(where: str, exc: BaseException) -> str:
 
 
 def _pull_writer(
-    team: Team, state: TrustedState, project: str, writer: str, summary: PullSink, now: int
+    team: Team,
+    state: TrustedState,
+    project: str,
+    writer: str,
+    summary: PullSink,
+    now: int,
+    fetched: dict[str, bytes | None],
 ) -> TrustedState:
     where = f"manifest {writer[:8]}/{project}"
     refusal: Refusal | None = None
     try:
-        for data in _candidates(team, project, writer):
+        for data in _candidates(team, project, writer, fetched):
             try:
                 state = _pull_manifest(team, state, project, writer, data, summary, now)
             except Rejected as exc:

@@ -23,6 +23,7 @@ from ...protocol.names import select
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
 from ...protocol.verify import accept_keyring, accept_roster
+from ..clock import now_ms
 from ..fsutil import atomic_write
 from ..store.connection import transaction
 from . import clockhealth, replica
@@ -120,9 +121,12 @@ def sync_health(home_dir: Path, conn: Any) -> dict[str, Any]:
         config = TeamConfig.load(home_dir)
     except InputError:
         return {"configured": False, "detail": "not in a team (local only)"}
+    from .freshness import alarm  # (freshness reads the team session: imported late)
+
     refusals = replica.recent_refusals(conn, limit=10)
     skew = clockhealth.load(conn)
     clock_off = None if skew is None else skew.warning()
+    stale = alarm(conn, now_ms())
     return {
         "configured": True,
         "team": config.team,
@@ -131,7 +135,9 @@ def sync_health(home_dir: Path, conn: Any) -> dict[str, Any]:
         "last_sync": replica.last_run(conn),
         "clock": None if skew is None else skew.to_dict(),
         "recent_refusals": refusals,
-        "alarms": _serious(refusals) + ([] if clock_off is None else [clock_off]),
+        "alarms": _serious(refusals)
+        + ([] if clock_off is None else [clock_off])
+        + ([] if stale is None else [stale]),
     }
 
 
@@ -369,6 +375,10 @@ class Team:
         if roster.revocation(self.me) is not None:
             out.append("your membership was revoked: your new writes are refused by the team")
         out += _serious(replica.recent_refusals(self.conn, limit=50))
+        from .freshness import alarm
+
+        if (stale := alarm(self.conn, now_ms())) is not None:
+            out.append(stale)
         if roster.is_admin(self.me):
             try:
                 pending = self.transport.requests()

@@ -22,7 +22,8 @@ Objects:
 - manifests: the newest signed manifests per (project, writer), and the full manifest
   the newest one is listed against when it is a delta;
 - chunks: encrypted, content-addressed buckets of a writer's snapshot;
-- requests: join requests waiting for an admin.
+- requests: join requests waiting for an admin;
+- the checkpoint: the newest admin-signed statement of the team's state (freshness).
 """
 
 from __future__ import annotations
@@ -129,6 +130,15 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     def remove_request(self, kid: str) -> None:
         """Drop a handled join request."""
+
+    def checkpoint(self) -> bytes | None:
+        """The team's newest checkpoint envelope (admin-signed freshness), or None."""
+        return None
+
+    def put_checkpoint(self, seq: int, data: bytes) -> None:
+        """Publish checkpoint ``seq`` (admins only); compare-and-swap on ``seq``:
+        :class:`ConflictError` when the one held here has a ``seq`` at or above it."""
+        raise TransportError(f"{self.location} keeps no team checkpoint")
 
     def join_status(self, kid: str) -> str | None:
         """The state of ``kid``'s join request where the transport keeps it apart (a hub):

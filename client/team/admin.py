@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...crypto import KDF_MODERATE, SUITE, KdfLimits, MemberKey
 from ...protocol import admin as edits
 from ...protocol.admission import InviteRecord
+from ...protocol.checkpoint import Checkpoint
 from ...protocol.errors import InputError
 from ...protocol.invite import DEFAULT_INVITE_MS
 from ...protocol.names import id_like, name_problem, name_skeleton
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
+from ...protocol.witness import Citation
 from ..project import sanitize_project
+from ..sync import freshness
 from ..sync.hub import is_hub_location
-from ..sync.session import Team, TeamConfig, find_member, transport_for
+from ..sync.session import Refusal, Team, TeamConfig, find_member, transport_for
+from ..sync.transport import ConflictError
 from .approval import Approved
 from .invite import fingerprint_of, make_invite
 from .publish import admin_state, change, publish
@@ -214,3 +219,31 @@ def reset_writer(team: Team, who: str, *, now: int) -> Roster:
         raise InputError(f"{member.name} may write no project; nothing to reset")
     resets = [edits.resetting_chain(member.kid, p) for p in writable]
     return change(team, state, resets, now)
+
+
+@dataclass
+class _Quiet:
+    """Where reading the checkpoint reports (a refused one is signed over)."""
+
+    cited: Citation = field(default_factory=Citation)
+    refused: list[Refusal] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def checkpoint(
+    team: Team, *, now: int, warn_after_ms: int | None = None, stop_after_ms: int | None = None
+) -> Checkpoint:
+    """Sign and publish a new checkpoint of the team's state now (optionally setting the
+    team's warn and stop ages); another admin's racing one is read and signed over once."""
+    state, _ = admin_state(team, now)
+
+    def attempt() -> Checkpoint:
+        current = freshness.newest(team, state, _Quiet(), now)
+        return freshness.publish(
+            team, state, current, now, warn_after_ms=warn_after_ms, stop_after_ms=stop_after_ms
+        )
+
+    try:
+        return attempt()
+    except ConflictError:
+        return attempt()

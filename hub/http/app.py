@@ -32,6 +32,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...protocol import hubapi
+from ...protocol.checkpoint import MAX_CHECKPOINT_BYTES
 from ...protocol.invite import MAX_JOIN_BYTES
 from ...protocol.manifest import MAX_CHUNK_BYTES
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
@@ -141,6 +142,8 @@ def _direct(config: HubConfig, endpoints: Endpoints) -> list[Route]:
                 control=True,
             ),
         ),
+        _route(hubapi.CHECKPOINTS, "GET", wrap(handlers.get_checkpoint, reads=True)),
+        _route(hubapi.CHECKPOINT, "PUT", wrap(handlers.put_checkpoint, MAX_CHECKPOINT_BYTES)),
         _route(hubapi.KEYRINGS, "GET", wrap(handlers.get_keyrings, reads=True)),
         _route(hubapi.KEYRING, "PUT", wrap(handlers.put_keyring, MAX_KEYRING_BYTES, control=True)),
         _route(hubapi.REQUESTS, "GET", wrap(handlers.get_requests, reads=True)),

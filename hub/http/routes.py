@@ -25,6 +25,7 @@ from ...protocol.manifest import MAX_CHUNK_BYTES
 from ...protocol.snapshot import chunk_id
 from ...protocol.state import TrustedState
 from ..auth import Authenticator, Caller, check_body, revoked
+from ..checkpoints import publish_checkpoint
 from ..config import HubConfig
 from ..door import Door
 from ..errors import Refusal
@@ -228,6 +229,18 @@ class Handlers:
         self.auth.verify(signed, sign_public, ctx.method, ctx.target)
         check_body(signed, ctx.data)
         ctx.kid = kid
+
+    def get_checkpoint(self, ctx: Ctx) -> Response:
+        team, _, _ = self._caller(ctx)
+        data = self.storage.checkpoint(team)
+        return Json({"checkpoint": None if data is None else b64e(data)})
+
+    def put_checkpoint(self, ctx: Ctx) -> Response:
+        team, state, caller = self._caller(ctx)
+        self._admin(team, caller)
+        seq = ctx.number("seq")
+        publish_checkpoint(self.storage, team, state, seq, ctx.data, self.clock())
+        return Json({"seq": seq, "stored": True}, 201)
 
     def get_keyrings(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)

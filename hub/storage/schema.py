@@ -12,6 +12,8 @@ upgrades ``hub.db``, :func:`set_up_nonces` creates the nonce file (version 1).
   that a request's nonce insert never waits for a push's durable commit; the
   nonces still inside their window are handed to that file before the table is
   dropped.
+- version 4: ``checkpoints``, the team's newest admin-signed checkpoint (SPEC.md
+  "Checkpoint"), one row per team.
 
 Upgrades are forward only, one transaction each (version 1 goes straight to
 version 3, with no nonce table to hand over).  Cursors already handed out
@@ -56,7 +58,7 @@ __all__ = [
     "upgrade_pg",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: the nonce file's (``hub-nonces.db``): its one version
 NONCE_SCHEMA_VERSION = 1
 
@@ -108,6 +110,12 @@ CREATE TABLE nonces (
     PRIMARY KEY (kid, nonce)){rowid};
 CREATE INDEX nonces_expiry ON nonces (expires_ms);
 """
+#: the team's newest checkpoint (schema version 4 in SQLite, 2 in PostgreSQL)
+_CHECKPOINTS = """
+CREATE TABLE checkpoints (
+    team TEXT PRIMARY KEY, seq {int} NOT NULL, data {blob} NOT NULL, stored_at {int} NOT NULL
+){rowid};
+"""
 _SQLITE = {
     "int": "INTEGER",
     "blob": "BLOB",
@@ -115,7 +123,7 @@ _SQLITE = {
     "keyring": "data BLOB NOT NULL, stored_at INTEGER NOT NULL, "
     "roster_version INTEGER NOT NULL DEFAULT 0",
 }
-_TABLES = _LAYOUT.format(**_SQLITE)
+_TABLES = _LAYOUT.format(**_SQLITE) + _CHECKPOINTS.format(**_SQLITE)
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
@@ -151,6 +159,8 @@ def set_up(conn: sqlite3.Connection, adopt_nonces: Callable[[Nonces], None]) -> 
             _run(conn, _TABLES)
         else:
             conn.execute("DROP TABLE IF EXISTS nonces")  # its index goes with it
+            if version < 4:
+                _run(conn, _CHECKPOINTS.format(**_SQLITE))
 
 
 def set_up_nonces(conn: sqlite3.Connection) -> None:
@@ -206,7 +216,7 @@ def _upgrade_1(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE requests ADD COLUMN address TEXT NOT NULL DEFAULT ''")
     for table in ("teams", "usage", "keyrings", "changes"):
         conn.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
-    wanted = ("teams", "usage", "keyrings", "manifest_chunks", "changes")
+    wanted = ("teams", "usage", "keyrings", "manifest_chunks", "changes", "checkpoints")
     for statement in _statements(_TABLES):
         table = statement.split("(")[0].split()[-1]
         if statement.startswith("CREATE TABLE") and table in wanted:
@@ -279,7 +289,7 @@ CREATE TABLE rate_buckets (
 )
 
 #: PG_MIGRATIONS[i] takes the database from version i to version i + 1.
-PG_MIGRATIONS: tuple[str, ...] = (_PG_V1,)
+PG_MIGRATIONS: tuple[str, ...] = (_PG_V1, _CHECKPOINTS.format(**_PG))
 
 
 def upgrade_pg(conn: Any) -> int:

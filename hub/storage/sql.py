@@ -80,6 +80,11 @@ class Storage(ChunkRules):
         )
         return [bytes(r[0]) for r in rows]
 
+    def checkpoint(self, team: str) -> bytes | None:
+        """The team's newest checkpoint envelope, or None."""
+        rows = self._read("SELECT data FROM checkpoints WHERE team = ?", (team,))
+        return bytes(rows[0][0]) if rows else None
+
     def keyrings(self, team: str, project: str | None = None) -> list[KeyringBlob]:
         """Keyrings of one project (or all), oldest epoch first."""
         sql = "SELECT project, epoch, data, roster_version FROM keyrings WHERE team = ?"

@@ -190,6 +190,18 @@ class TeamWrite:
             self.put_keyring(k, now_ms)
         self._change("roster", now_ms, None, None, version, bump=True)
 
+    def put_checkpoint(self, seq: int, data: bytes, now_ms: int) -> None:
+        """Keep a verified checkpoint as the team's newest; :class:`Conflict` (``stale``)
+        if the one held has a ``seq`` at or above it (compare-and-swap)."""
+        stored = self._conn.execute(
+            "INSERT INTO checkpoints (team, seq, data, stored_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (team) DO UPDATE SET seq = excluded.seq, data = excluded.data, "
+            "stored_at = excluded.stored_at WHERE checkpoints.seq < excluded.seq",
+            (self._team, seq, data, now_ms),
+        )
+        if stored.rowcount != 1:
+            raise Conflict(f"team {self._team} holds checkpoint {seq} or a newer one", stale=True)
+
     def put_keyring(self, keyring: KeyringBlob, now_ms: int) -> None:
         """Store a verified keyring; :class:`Conflict` if the stored one for its
         (project, epoch) cites a newer roster, or the same roster with other bytes."""

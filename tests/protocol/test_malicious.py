@@ -100,6 +100,9 @@ def test_the_variants_cover_every_kind_of_attack() -> None:
         # a delta manifest whose base the transport withholds: the vectors, and the
         # malicious transport of tests/sync/test_delta_transport.py
         reasons.MISSING_BASE,
+        # a replay below what a teammate witnessed: the vectors, and the withholding
+        # transport of tests/sync/test_freshness.py (over a folder and a hub)
+        reasons.BEHIND_WITNESS,
         # the admin's check of a join request against its invites: not a synced object
         reasons.INVITE_UNKNOWN, reasons.INVITE_EXPIRED, reasons.INVITE_USED,
         reasons.INVITE_NAME_MISMATCH,

@@ -30,6 +30,7 @@ from sealmem.crypto.request import (
 from sealmem.protocol import canonical, hubapi, reasons
 from sealmem.protocol.admission import InviteRecord, check_request_against_invite
 from sealmem.protocol.bases import parse_base, rebuild
+from sealmem.protocol.checkpoint import accept_checkpoint
 from sealmem.protocol.encoding import b64d, b64e, need_b64, object_hash
 from sealmem.protocol.errors import BadSignatureError, DecryptionError, Rejected
 from sealmem.protocol.hlc import Hlc
@@ -57,6 +58,7 @@ ACCEPT = {"roster": accept_roster, "keyring": accept_keyring, "manifest": accept
 KINDS = {
     "roster", "keyring", "manifest", "snapshot", "canonical", "kid", "object-hash", "base64",
     "padme", "unpad", "bucket", "invite", "join", "admission", "request", "merge",
+    "checkpoint",
 }  # fmt: skip
 
 
@@ -162,7 +164,7 @@ def replay_merge(obj: dict[str, Any]) -> dict[str, Any]:
 def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     """Run a case; return the record count for an opened snapshot, or derived values."""
     inputs = case["inputs"]
-    if inputs["object"]["kind"] not in {"roster", "keyring", "manifest", "snapshot"}:
+    if inputs["object"]["kind"] not in {"roster", "keyring", "manifest", "snapshot", "checkpoint"}:
         assert not inputs["setup"]
         return derive(inputs["object"])
     state = TrustedState.pin(SUITE, inputs["team"], b64d(inputs["root_public"]))
@@ -173,6 +175,16 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
             pytest.fail(f"setup step {i} ({step['kind']}) was refused: {exc}")
     obj = inputs["object"]
     data = b64d(obj["data"])
+    if obj["kind"] == "checkpoint":
+        now = obj["now_ms"]
+        previous = obj.get("previous")
+        before = (
+            None
+            if previous is None
+            else accept_checkpoint(SUITE, state, b64d(previous), None, now_ms=now)
+        )
+        accept_checkpoint(SUITE, state, data, before, now_ms=now)
+        return None
     if obj["kind"] == "keyring":
         _, keyring = accept_keyring(SUITE, state, data)
         if "reader" in obj:

@@ -765,7 +765,12 @@ def extra_envelope_cases() -> list[Case]:
 
 
 def cases() -> list[Case]:
+    from .freshness import DESCRIPTIONS as FRESHNESS
+    from .freshness import freshness_cases
+
+    DESCRIPTIONS.update(FRESHNESS)
     return [
+        *freshness_cases(),
         *roster_cases(),
         *keyring_cases(),
         *keyring_update_cases(),
