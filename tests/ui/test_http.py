@@ -264,7 +264,7 @@ def test_captured_memories_are_accepted_or_discarded(
     form = {"id": seeded.new, "csrf": secrets.csrf}
     refused = client.post("/captured/accept", data=form, headers=ORIGIN)
     assert refused.status_code == 400
-    assert "was not captured" in refused.text
+    assert "not captured by a hook or stored by an agent" in refused.text
     ok = client.post(
         "/captured/accept", data={"id": seeded.captured, "csrf": secrets.csrf}, headers=ORIGIN
     )
