@@ -214,7 +214,7 @@ class MemoryTools:
             merged=result.merged,
             warnings=list(result.warnings),
             stays_local=None if local is None else StaysLocal(**local.to_dict()),
-            held_for_review=held and rec.visibility == "private",
+            held_for_review=held and rec.visibility == "private" and rec.written_by == "agent",
         )
 
     async def get(self, id: IdArg) -> OneMemory:

@@ -96,6 +96,7 @@ def test_a_teammate_gets_a_capture_only_once_it_is_accepted(
     waiting = member("alice", "captured", "--json").json()["captured"]
     assert len(waiting) >= 3
     assert {w["visibility"] for w in waiting} == {"private"}
+    assert {w["source"] for w in waiting} == {"hook"}  # marked as the hook's, not alice's
     assert {w["project"] for w in waiting} == {"webshop"}
     assert any(w["content"].startswith("We pin the payment SDK to 4.2.x") for w in waiting)
     listed = member("alice", "captured").out
