@@ -35,14 +35,14 @@ __all__ = [
 Visibility = Literal["team", "private"]
 
 Source = Literal["person", "agent", "hook", "import"]
-"""Who wrote a version's text (SPEC.md "Records", ``source``): a person (the CLI, the
+"""Who wrote a version's text (SPEC.md "Who wrote the text"): a person (the CLI, the
 viewer), an agent through a tool (MCP ``remember``), a hook capturing a transcript, an
 importer of another tool's notes."""
 SOURCES: tuple[Source, ...] = ("person", "agent", "hook", "import")
 
 #: The tool part of an ``origin`` that, on a record stating no ``source`` (written before
 #: the field existed), says who wrote it: what those writers put there.  Anything else
-#: was a person (SPEC.md "Records").
+#: was a person (SPEC.md "Who wrote the text").
 _LEGACY_SOURCES: dict[str, Source] = {"mcp": "agent", "claude-code": "hook", "import": "import"}
 
 MAX_CONTENT_CHARS = 10_000
@@ -66,6 +66,7 @@ _WIRE_KEYS = frozenset(
 
 
 _STATED_KEYS = _WIRE_KEYS | {"source"}  # ``source`` may be absent: a record of before it
+_STATED_COUNT = len(_STATED_KEYS)
 
 _ONLY_STR = frozenset({str})
 _STR_KEYS = ("id", "project", "kind", "content", "author", "editor", "origin")
@@ -196,13 +197,9 @@ class Record:
         return replace(self, **changes)
 
     def to_wire(self) -> dict[str, Any]:
-        wire = self._wire()
-        if self.source is not None:
-            wire["source"] = self.source
-        return wire
-
-    def _wire(self) -> dict[str, Any]:
-        return {
+        """The wire object; ``source`` only when stated (a record of before the field
+        keeps its exact bytes)."""
+        wire: dict[str, Any] = {
             "id": self.id,
             "project": self.project,
             "kind": self.kind,
@@ -219,6 +216,9 @@ class Record:
             "origin": self.origin,
             "visibility": self.visibility,
         }
+        if self.source is not None:
+            wire["source"] = self.source
+        return wire
 
     @classmethod
     def from_wire(cls, data: object) -> Record:
@@ -229,8 +229,7 @@ class Record:
         field checks that name what is wrong.  Both end in :meth:`validate`.
         """
         if type(data) is dict and (
-            data.keys() == _WIRE_KEYS
-            or (data.keys() == _STATED_KEYS and type(data["source"]) is str)
+            data.keys() == _STATED_KEYS if len(data) == _STATED_COUNT else data.keys() == _WIRE_KEYS
         ):
             d = data
             importance, created_at, stamp = d["importance"], d["created_at"], d["hlc"]
@@ -243,6 +242,7 @@ class Record:
                 and type(d["author"]) is str
                 and type(d["editor"]) is str
                 and type(d["origin"]) is str
+                and type(d.get("source", "")) is str
                 and type(d["deleted"]) is bool
                 and type(importance) is int
                 and type(created_at) is int

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 from ...protocol.errors import InputError
 from ..store.ids import short_id
 
-REVIEWED = ("agent", "hook")
-"""Who wrote the texts the queue holds: an agent tool, a hook capture."""
-
 if TYPE_CHECKING:
     from ..recall.api import MemoryStore
     from ..store.memory import Memory
 
-__all__ = ["DISCARD_REASON", "accept", "choose", "discard", "waiting"]
+__all__ = ["DISCARD_REASON", "REVIEWED", "accept", "choose", "discard", "waiting"]
 
 DISCARD_REASON = "discarded capture"
+
+REVIEWED = ("agent", "hook")
+"""Who wrote the texts the queue holds: an agent tool, a hook capture."""
 
 
 def waiting(store: MemoryStore, project: str | None = None) -> list[Memory]:
@@ -58,9 +58,9 @@ def choose(store: MemoryStore, ids: Sequence[str], verb: str) -> list[Memory]:
         memory = store.get(given)
         if memory.source not in REVIEWED:
             raise InputError(
-                f"memory {memory.id} was written by a {memory.source}, not captured by a "
-                "hook or stored by an agent; nothing was changed: 'sealmem captured' lists "
-                "the ones waiting for review"
+                f"memory {memory.id} was written by source {memory.source!r}, not captured "
+                "by a hook or stored by an agent; nothing was changed: 'sealmem captured' "
+                "lists the ones waiting for review"
             )
         if memory.id not in {m.id for m in chosen}:
             chosen.append(memory)
