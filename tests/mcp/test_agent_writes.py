@@ -12,7 +12,10 @@ teammate sees it marked ``agent-written`` in recall, the CLI and its startup con
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,19 @@ def _mcp(
     assert not result.is_error, result
     text = "\n".join(b.text for b in result.content if isinstance(b, TextContent))
     return dict(json.loads(text))
+
+
+def _session_start(home: Path, cwd: Path) -> str:
+    """``sealmem hook session-start`` in its own process, JSON on stdin, as a host runs it."""
+    (cwd / ".git").mkdir(exist_ok=True)
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("sealmem")), "hook", "session-start"],
+        input=json.dumps({"session_id": "s1", "cwd": str(cwd)}), capture_output=True,
+        text=True, env={**os.environ, "SEALMEM_HOME": str(home)}, cwd=cwd, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "")
+    return done.stdout
 
 
 def _ids(home: Path) -> set[str]:
@@ -99,6 +115,8 @@ def test_an_agents_warning_reaches_a_teammate_only_once_accepted_and_marked(
     with MemoryStore.open(bob / "store.db") as store:
         context = store.startup_context(project="webapp")
     assert f"[warning, from alice, agent-written] {WARNING}" in context
+    hook = _session_start(bob, tmp_path / "webapp")  # as Claude Code runs it
+    assert f"[warning, from alice, agent-written] {WARNING}" in hook
 
     # A person may share an agent's memories at once: still marked as the agent's.
     cli("alice", "captured", "agent-writes", "share")
