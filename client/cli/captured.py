@@ -30,7 +30,8 @@ __all__ = ["captured_app"]
 
 captured_app = typer.Typer(
     rich_markup_mode=None,
-    help="Review captured memories: private until accepted, then shared with the team.",
+    help="Review what hooks captured and agents stored: private until accepted, then "
+    "shared with the team.",
 )
 
 IdsArg = Annotated[
