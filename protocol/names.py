@@ -119,17 +119,31 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+#: ASCII look-alikes (after case folding), from Unicode's confusables for ASCII (UTS #39:
+#: ``I``, ``1``, ``|`` read as ``l``; ``0`` as ``O``; ``m`` as ``rn``), plus ``vv`` as ``w``.
+#: ``i`` joins ``l`` too: a capital ``I`` is both (``aIice`` looks like ``alice``, ``ALICE``
+#: is ``alice`` in capitals), and one skeleton per name cannot tell the two apart.
+_ASCII_LOOKALIKES = str.maketrans({"i": "l", "1": "l", "|": "l", "0": "o"})
+_ASCII_PAIRS = (("rn", "m"), ("vv", "w"))
+
+
 @functools.lru_cache(maxsize=4096)
 def name_skeleton(name: str) -> str:
     """What ``name`` looks like to a reader: two names with one skeleton may be mistaken.
 
+    NFKC, case folding, hidden code points and whitespace removed, Cyrillic and Greek
+    look-alikes folded to Latin, then the ASCII look-alikes (SPEC.md "Look-alike names":
+    ``aIice``, ``a1ice`` and ``alice`` share ``allce``; ``b0b`` and ``bob`` share ``bob``).
     It follows the Unicode version of the running Python (it only decides when to show
     a short member id, or whether an admin is warned of a duplicate name)."""
     text = unicodedata.normalize("NFKC", name).casefold()
     kept = "".join(
         ch for ch in text if not (ch.isspace() or ord(ch) in FILLERS or _in_table(ord(ch)))
     )
-    return unicodedata.normalize("NFC", kept.translate(_LOOKALIKES))
+    latin = kept.translate(_LOOKALIKES).translate(_ASCII_LOOKALIKES)
+    for pair, single in _ASCII_PAIRS:
+        latin = latin.replace(pair, single)
+    return unicodedata.normalize("NFC", latin)
 
 
 MIN_ID_PREFIX = 8

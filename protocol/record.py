@@ -23,13 +23,27 @@ __all__ = [
     "MAX_REASON_CHARS",
     "MAX_SUPERSEDES",
     "PROJECT_RE",
+    "SOURCES",
     "Record",
+    "Source",
     "Visibility",
     "is_memory_id",
+    "legacy_source",
     "new_memory_id",
 ]
 
 Visibility = Literal["team", "private"]
+
+Source = Literal["person", "agent", "hook", "import"]
+"""Who wrote a version's text (SPEC.md "Who wrote the text"): a person (the CLI, the
+viewer), an agent through a tool (MCP ``remember``), a hook capturing a transcript, an
+importer of another tool's notes."""
+SOURCES: tuple[Source, ...] = ("person", "agent", "hook", "import")
+
+#: The tool part of an ``origin`` that, on a record stating no ``source`` (written before
+#: the field existed), says who wrote it: what those writers put there.  Anything else
+#: was a person (SPEC.md "Who wrote the text").
+_LEGACY_SOURCES: dict[str, Source] = {"mcp": "agent", "claude-code": "hook", "import": "import"}
 
 MAX_CONTENT_CHARS = 10_000
 MAX_KEYWORDS = 32
@@ -50,6 +64,9 @@ _WIRE_KEYS = frozenset(
     }
 )  # fmt: skip
 
+
+_STATED_KEYS = _WIRE_KEYS | {"source"}  # ``source`` may be absent: a record of before it
+_STATED_COUNT = len(_STATED_KEYS)
 
 _ONLY_STR = frozenset({str})
 _STR_KEYS = ("id", "project", "kind", "content", "author", "editor", "origin")
@@ -95,6 +112,13 @@ def _fail(what: str) -> ProtocolError:
     return ProtocolError(f"invalid record: {what}")
 
 
+def legacy_source(origin: str) -> Source:
+    """Who wrote a record that states no ``source``, read from its ``origin`` (the tool
+    before any ``:<session>``): ``mcp`` an agent, ``claude-code`` a hook, ``import`` an
+    importer, anything else a person."""
+    return _LEGACY_SOURCES.get(origin.partition(":")[0], "person")
+
+
 @dataclass(frozen=True, slots=True)
 class Record:
     id: str
@@ -112,6 +136,9 @@ class Record:
     delete_reason: str | None = None
     origin: str = "cli"
     visibility: Visibility = "team"
+    source: Source | None = None
+    """Who wrote the text; None: not stated (a record of before the field), read as
+    :attr:`written_by` says."""
 
     def validate(self) -> Record:
         """Raise :class:`ProtocolError` naming the first broken rule; return self."""
@@ -152,7 +179,14 @@ class Record:
             raise _fail(f"origin must be 1..{MAX_ORIGIN_CHARS} characters")
         if self.visibility not in ("team", "private"):
             raise _fail(f"visibility {self.visibility!r} must be 'team' or 'private'")
+        if self.source is not None and self.source not in SOURCES:
+            raise _fail(f"source {self.source!r} must be one of {', '.join(SOURCES)}")
         return self
+
+    @property
+    def written_by(self) -> Source:
+        """Who wrote the text: the stated ``source``, else :func:`legacy_source`."""
+        return self.source if self.source is not None else legacy_source(self.origin)
 
     @property
     def order_key(self) -> tuple[int, int, str]:
@@ -163,7 +197,9 @@ class Record:
         return replace(self, **changes)
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        """The wire object; ``source`` only when stated (a record of before the field
+        keeps its exact bytes)."""
+        wire: dict[str, Any] = {
             "id": self.id,
             "project": self.project,
             "kind": self.kind,
@@ -180,6 +216,9 @@ class Record:
             "origin": self.origin,
             "visibility": self.visibility,
         }
+        if self.source is not None:
+            wire["source"] = self.source
+        return wire
 
     @classmethod
     def from_wire(cls, data: object) -> Record:
@@ -189,7 +228,9 @@ class Record:
         decode gives) takes a short path; anything else goes through the field by
         field checks that name what is wrong.  Both end in :meth:`validate`.
         """
-        if type(data) is dict and data.keys() == _WIRE_KEYS:
+        if type(data) is dict and (
+            data.keys() == _STATED_KEYS if len(data) == _STATED_COUNT else data.keys() == _WIRE_KEYS
+        ):
             d = data
             importance, created_at, stamp = d["importance"], d["created_at"], d["hlc"]
             keywords, supersedes, reason = d["keywords"], d["supersedes"], d["delete_reason"]
@@ -201,6 +242,7 @@ class Record:
                 and type(d["author"]) is str
                 and type(d["editor"]) is str
                 and type(d["origin"]) is str
+                and type(d.get("source", "")) is str
                 and type(d["deleted"]) is bool
                 and type(importance) is int
                 and type(created_at) is int
@@ -220,7 +262,7 @@ class Record:
                     d["id"], d["project"], d["kind"], d["content"], tuple(keywords),
                     importance / 1000, d["author"], d["editor"], created_at,
                     Hlc(stamp[0], stamp[1]), tuple(supersedes), d["deleted"], reason,
-                    d["origin"], d["visibility"],
+                    d["origin"], d["visibility"], d.get("source"),
                 ).validate()  # fmt: skip
         return cls._from_wire_checked(data)
 
@@ -230,11 +272,11 @@ class Record:
         if not isinstance(data, dict):
             raise _fail("a record must be a JSON object")
         missing = _WIRE_KEYS - data.keys()
-        unknown = data.keys() - _WIRE_KEYS
+        unknown = data.keys() - _STATED_KEYS
         if missing or unknown:
             raise _fail(f"missing fields {sorted(missing)}, unknown fields {sorted(unknown)}")
         for key, what, ok in _CHECKS:
-            if not ok(data[key]):
+            if key in data and not ok(data[key]):
                 raise _fail(f"{key} must be {what}")
         wire = {
             **data,
@@ -262,4 +304,5 @@ _CHECKS: tuple[tuple[str, str, Callable[[object], bool]], ...] = (
     ("supersedes", "a list of strings", _is_str_list),
     ("deleted", "true or false", lambda v: isinstance(v, bool)),
     ("delete_reason", "a string or null", lambda v: v is None or isinstance(v, str)),
+    ("source", f"one of {', '.join(SOURCES)} (a string)", lambda v: isinstance(v, str)),
 )

@@ -1,10 +1,14 @@
-"""``sealmem captured``: review what the hooks captured before the team sees it.
+"""``sealmem captured``: review what the hooks captured and agents stored before the
+team sees it.
 
 The Stop hook, ``sealmem scan --store`` and ``sealmem watch --store`` store
-what they capture from transcripts as *private* memories (origin
-:data:`sealmem.client.hosts.capture.ORIGIN`): no sync shares them.  This noun
+what they capture from transcripts as *private* memories marked ``hook``, and an
+agent's MCP ``remember`` stores private memories marked ``agent``
+(:mod:`sealmem.client.store.agentwrites`): no sync shares them.  This noun
 lists them, ``accept`` makes a team version of each (the next sync shares
-it), ``discard`` forgets them.
+it, still marked), ``discard`` forgets them; ``agent-writes`` says whether an
+agent's memories wait here (``review``, the default) or are shared at once
+(``share``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ __all__ = ["captured_app"]
 
 captured_app = typer.Typer(
     rich_markup_mode=None,
-    help="Review captured memories: private until accepted, then shared with the team.",
+    help="Review what hooks captured and agents stored: private until accepted, then "
+    "shared with the team.",
 )
 
 IdsArg = Annotated[
@@ -60,6 +65,7 @@ def _row(memory: Memory) -> dict[str, Any]:
         "first_line": _first_line(record.content),
         "content": record.content,
         "visibility": record.visibility,
+        "source": memory.source,
     }
 
 
@@ -71,7 +77,8 @@ def list_captured(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """List captured memories waiting for review (private: no sync shares them)."""
+    """List captured and agent-written memories waiting for review (private: no sync
+    shares them)."""
     if ctx.invoked_subcommand is not None:
         return
     with open_store(readonly=True) as store:
@@ -88,11 +95,12 @@ def list_captured(
             output.format_time(m.record.created_at),
             m.record.project,
             m.record.kind,
+            m.source,
             _first_line(m.record.content),
         ]
         for m in waiting
     ]
-    output.say(output.table(rows, ["ID", "CAPTURED", "PROJECT", "KIND", "FIRST LINE"]))
+    output.say(output.table(rows, ["ID", "CAPTURED", "PROJECT", "KIND", "BY", "FIRST LINE"]))
     output.say(
         f"\n{len(waiting)} private; share with 'sealmem captured accept ID...' (or --all), "
         "drop with 'sealmem captured discard ID...'"
@@ -139,3 +147,32 @@ def discard(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False)
     for row in done:
         output.say(f"{short_id(row['id'])}  discarded: {row['first_line']}")
     output.say(f"{len(done)} discarded")
+
+
+@captured_app.command("agent-writes")
+def agent_writes(
+    choice: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[review|share]",
+            help="review: an agent's memories stay private until you accept them (the "
+            "default); share: shared with the team at once, still marked agent.",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show or set whether what an agent stores waits for review or is shared at once."""
+    from ..store import agentwrites
+
+    with open_store(readonly=choice is None) as store:
+        now = (
+            agentwrites.policy(store.connection)
+            if choice is None
+            else agentwrites.set_policy(store.connection, choice)
+        )
+    if as_json:
+        output.emit_json({"agent_writes": now})
+    elif now == "review":
+        output.say("agent writes: review (private until accepted with 'sealmem captured accept')")
+    else:
+        output.say("agent writes: share (shared with the team at once, marked agent-written)")

@@ -23,6 +23,7 @@ from . import output
 
 if TYPE_CHECKING:
     from .. import Memory
+    from ..store.memory import Authorship
 
 __all__ = ["HEADERS", "render", "terminal_width"]
 
@@ -70,6 +71,11 @@ def _wrap(lines: list[str], width: int | None) -> list[str]:
     return out
 
 
+def _writer(who: Authorship) -> str:
+    """The AUTHOR cell: the writer, and who wrote the text when not a person."""
+    return f"{who.writer_name} ({who.source_tag})" if who.source_tag else who.writer_name
+
+
 def render(
     memories: Sequence[Memory],
     replaced: Mapping[str, Sequence[Memory]],
@@ -85,7 +91,7 @@ def render(
             short_id(m.id),
             output.format_time(m.updated_at),
             output.clean(m.record.kind),
-            output.clean(m.authorship(names, me).writer_name),
+            output.clean(_writer(m.authorship(names, me))),
         ]
         for m in memories
     ]

@@ -137,6 +137,7 @@ def remember(
             private=private,
             origin=origin,
             new_kind=kind_new,
+            source="person",
         )
         rec = result.memory.record
         local = None

@@ -78,7 +78,8 @@ def format_time(ms: int | None) -> str:
 def provenance_label(
     memory: Memory, names: Mapping[str, str] | None = None, me: str | None = None
 ) -> str:
-    """Who wrote this version and how it arrived, e.g. ``by alice via hub (verified)``.
+    """Who wrote this version and how it arrived, e.g. ``by alice via hub (verified)``,
+    and who wrote its text when not a person (``, agent-written``).
 
     The writer is the local member or the verified signer (:meth:`Memory.authorship`),
     never the record's claimed ``author``, which is shown only as a claim.
@@ -89,6 +90,8 @@ def provenance_label(
         label += f" (claimed author: {who.claimed_author_name})"
     if not who.mine:
         label += " (verified)" if who.verified else " (unverified)"
+    if who.source_tag:
+        label += f", {who.source_tag}"
     return label
 
 
@@ -141,7 +144,10 @@ def memory_block(
         details.append("supersedes: " + ", ".join(rec.supersedes))
     if full:
         details.append(f"importance: {rec.importance:.2f}   seen: {memory.seen_count}x")
-        details.append(f"created: {format_time(rec.created_at)}   origin: {rec.origin}")
+        details.append(
+            f"created: {format_time(rec.created_at)}   origin: {rec.origin}   "
+            f"text by: {rec.written_by}"
+        )
     lines.extend(_indent(d) for d in details)
     return "\n".join(lines)
 

@@ -8,10 +8,11 @@ already stored (recall finds the closest stored memories; :func:`gate.overlap`
 decides).  A line right after a failed tool call is marked ``after_error``,
 which is where fixes are explained.
 
-What is stored is **private** (origin :data:`ORIGIN`): a transcript holds what
-a person typed and what the agent saw, so nothing captured leaves the machine
-until someone reviews it and accepts it (``sealmem captured accept``, which
-makes a team version through :meth:`MemoryStore.share`) or discards it.
+What is stored is **private**, marked as a hook's (``source`` ``hook``, origin
+:data:`ORIGIN`): a transcript holds what a person typed and what the agent saw, so
+nothing captured leaves the machine until someone reviews it and accepts it
+(``sealmem captured accept``, which makes a team version through
+:meth:`MemoryStore.share`, still marked ``hook``) or discards it.
 
 Followers (the Stop hook, ``sealmem watch``) remember how far they read each
 transcript in ``<home>/capture/<hash>.json``, so a turn is considered once.
@@ -38,7 +39,6 @@ __all__ = [
     "Candidate",
     "CaptureResult",
     "capture",
-    "is_captured",
     "mark_read",
     "propose",
     "unread_turns",
@@ -54,12 +54,6 @@ _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _EMPHASIS = re.compile(r"\*\*|__")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 _ERROR_TEXT = re.compile(r"Traceback \(most recent call last\)|^error\b|\bexit code [1-9]", re.I)
-
-
-def is_captured(origin: str) -> bool:
-    """Whether a memory of this origin was captured from a transcript: :data:`ORIGIN`,
-    alone or with the host's session (``claude-code:<session id>``)."""
-    return origin == ORIGIN or origin.startswith(ORIGIN + ":")
 
 
 @dataclass(frozen=True)
@@ -139,7 +133,8 @@ def capture(
     origin: str = ORIGIN,
 ) -> CaptureResult:
     """Propose memories from ``turns``; with ``save``, remember those not already stored,
-    private, with ``origin`` (``claude-code:<session id>``, or the bare :data:`ORIGIN`)."""
+    private and marked ``hook``, with ``origin`` (``claude-code:<session id>``, or the bare
+    :data:`ORIGIN`)."""
     proposed, duplicates = propose(turns)
     result = CaptureResult(duplicates=duplicates)
     for candidate in proposed:
@@ -156,6 +151,7 @@ def capture(
                 project=project,
                 private=True,
                 origin=origin,
+                source="hook",
             )
             result.stored.append(outcome.memory)
     return result

@@ -41,7 +41,8 @@ _TOOL_DOCS = {
         "project plus the shared tier; `kinds` narrows it (e.g. only warnings). "
         "Each hit says who wrote it (written_by: "
         "'you' only for this machine's own memories, else the teammate whose signature was "
-        "verified; claimed_author is only a claim), its provenance and why it ranked; "
+        "verified; claimed_author is only a claim), who wrote its text (source: person, "
+        "agent, hook or import), its provenance and why it ranked; "
         "superseded hits list their replacement. "
     ),
     "remember": (
@@ -49,7 +50,9 @@ _TOOL_DOCS = {
         "older memories. Secrets are redacted before storing. Repeating a memory merges "
         "it (a kind given replaces the old one in a new version). When this member may "
         "not write the project in its team, the result's stays_local says the memory "
-        "stays on this machine, why, and the fix."
+        "stays on this machine, why, and the fix. What you store is marked as an agent's "
+        "(source 'agent') and kept private until the person accepts it, unless they chose "
+        "to share agent writes at once: held_for_review says which."
     ),
     "get": (
         "Fetch one memory by its id (or at least 8 hex digits that start or end it), "

@@ -20,6 +20,7 @@ from pydantic import BeforeValidator, Field
 from ..recall.api import MAX_K
 from ..recall.names import member_names
 from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
+from ..store import agentwrites
 from ..store.connection import replaced
 from ..sync.local_only import stays_local
 from ..sync.session import sync_health
@@ -169,7 +170,12 @@ class MemoryTools:
             list[str] | None, Field(description="Ids of older memories this one corrects.")
         ] = None,
         private: Annotated[
-            bool, Field(description="Keep it on this machine: never shared with the team.")
+            bool,
+            Field(
+                description="Keep it on this machine: never shared with the team. Without "
+                "it, what you store is still kept private until the person accepts it, "
+                "unless they chose to share agent writes at once (held_for_review says)."
+            ),
         ] = False,
         project: ProjectArg = None,
         session: Annotated[
@@ -184,6 +190,7 @@ class MemoryTools:
         ] = None,
     ) -> Remembered:
         origin = self.origin if session is None else session_origin("mcp", session)
+        held = not private and agentwrites.held(self.store().connection)
         result = self.store().remember(
             content,
             kind=kind,
@@ -191,8 +198,9 @@ class MemoryTools:
             importance=importance,
             project=self._scope(project),
             supersedes=supersedes or (),
-            private=private,
+            private=private or held,
             origin=origin,
+            source="agent",
         )
         rec = result.memory.record
         local = None
@@ -206,6 +214,7 @@ class MemoryTools:
             merged=result.merged,
             warnings=list(result.warnings),
             stays_local=None if local is None else StaysLocal(**local.to_dict()),
+            held_for_review=held and rec.visibility == "private" and rec.written_by == "agent",
         )
 
     async def get(self, id: IdArg) -> OneMemory:

@@ -53,6 +53,10 @@ class MemoryView(BaseModel):
         "else the teammate whose signature was verified."
     )
     written_here: bool = Field(description="True when this machine wrote this version.")
+    source: str = Field(
+        description="Who wrote the text: person, agent (an agent tool such as remember), "
+        "hook (captured from a transcript) or import."
+    )
     claimed_author: str = Field(description="The record's author field: a claim, not proof.")
     claimed_author_id: str
     created_at: int = Field(description="Creation time, Unix milliseconds.")
@@ -98,6 +102,11 @@ class Remembered(BaseModel):
     stays_local: StaysLocal | None = Field(
         description="Set when this member may not write the project in its team: "
         "the memory stays on this machine, why, and the fix."
+    )
+    held_for_review: bool = Field(
+        default=False,
+        description="True when it is kept private until the person accepts it "
+        "('sealmem captured'): teammates do not see it before.",
     )
 
 
@@ -161,6 +170,7 @@ def memory_view(memory: Memory, names: Mapping[str, str], me: str) -> MemoryView
         importance=rec.importance,
         written_by=who.writer_name,
         written_here=who.mine,
+        source=who.source,
         claimed_author=who.claimed_author_name,
         claimed_author_id=who.claimed_author,
         created_at=rec.created_at,

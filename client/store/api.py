@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Self, TextIO
 
 from ...protocol.errors import InputError, NotFoundError
-from ...protocol.record import MEMBER_RE
+from ...protocol.record import MEMBER_RE, Source
 from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
 from . import export, health, ids, inputs, scrub, transfer, writes
@@ -114,6 +114,7 @@ class LocalStore:
         private: bool = False,
         origin: str = "api",
         new_kind: bool = False,
+        source: Source = "person",
     ) -> RememberResult:
         """Store a memory, or reinforce the same one if the project already holds it.
 
@@ -121,12 +122,15 @@ class LocalStore:
         repeat; a kind given for a repeat makes a new version of that kind.  A kind
         that is neither built in (:data:`inputs.BUILTIN_KINDS`) nor used in this
         store before is refused unless ``new_kind`` (a typo is not a new kind).
-        ``supersedes`` entries may be any form :meth:`resolve_id` accepts.
+        ``supersedes`` entries may be any form :meth:`resolve_id` accepts.  ``source``
+        says who wrote the text: ``person`` (the CLI, the viewer), ``agent`` (an MCP
+        tool), ``hook`` (a transcript capture), ``import``.
         """
         project = inputs.project(project)
         given_kind = None if kind is None else inputs.kind(kind)
         importance = inputs.importance(importance)
         origin = inputs.origin(origin)
+        source = inputs.source(source)
         content = inputs.content(content)
         cleaned = redact_texts(content, inputs.keywords(keywords))
         words = list(cleaned.keywords)
@@ -151,6 +155,7 @@ class LocalStore:
                     supersedes=old_ids,
                     private=private,
                     origin=origin,
+                    source=source,
                 )
                 return RememberResult(memory, created=True, merged=False, warnings=warnings)
             # A private repeat of a team memory must not publish what came with it

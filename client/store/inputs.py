@@ -20,6 +20,8 @@ from ...protocol.record import (
     MAX_REASON_CHARS,
     MAX_SUPERSEDES,
     PROJECT_RE,
+    SOURCES,
+    Source,
 )
 from .memory import DEFAULT_PROJECT
 
@@ -33,6 +35,7 @@ __all__ = [
     "origin",
     "project",
     "reason",
+    "source",
     "supersedes",
     "text",
 ]
@@ -109,6 +112,17 @@ def origin(origin: str) -> str:
     if not 1 <= len(value) <= MAX_ORIGIN_CHARS:
         raise InputError(f"origin {origin!r} must be 1..{MAX_ORIGIN_CHARS} characters")
     return text(value, "origin")
+
+
+def source(value: object) -> Source:
+    """Who writes the text (:data:`~sealmem.protocol.record.SOURCES`), refused by name."""
+    for known in SOURCES:
+        if value == known:
+            return known
+    raise InputError(
+        f"source {value!r} is not one of {', '.join(SOURCES)}: say who writes the text "
+        "(a person, an agent tool, a hook capture, an import); nothing was stored"
+    )
 
 
 def content(value: object) -> str:

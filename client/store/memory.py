@@ -11,11 +11,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...protocol.names import name_skeleton
-from ...protocol.record import Record
+from ...protocol.record import Record, Source
 
 __all__ = [
     "DEFAULT_PROJECT",
     "SHARED_PROJECT",
+    "SOURCE_TAGS",
     "Authorship",
     "Check",
     "Hit",
@@ -24,6 +25,14 @@ __all__ = [
     "Provenance",
     "RememberResult",
 ]
+
+SOURCE_TAGS: Mapping[Source, str] = {
+    "person": "",
+    "agent": "agent-written",
+    "hook": "hook-captured",
+    "import": "imported",
+}
+"""How a one-line rendering marks who wrote a memory's text (none for a person)."""
 
 SHARED_PROJECT = "shared"
 """The team-wide tier: searched alongside whatever project is in scope."""
@@ -75,7 +84,8 @@ class Authorship:
     Anything else (an import, an unverified arrival) has no known writer.  The
     record's ``author`` is only what its writer claims: it is carried as
     ``claimed_author`` and shown when it differs from the writer, never used to
-    decide whose a memory is.
+    decide whose a memory is.  ``source`` says who wrote the text (a person, an agent
+    tool, a hook capture, an import): the record's signed claim, shown beside the writer.
     """
 
     mine: bool
@@ -92,14 +102,24 @@ class Authorship:
     claimed_author_name: str
     claim_differs: bool
     """The claimed author is not the writer (always so when the writer is unknown)."""
+    source: Source = "person"
+    """Who wrote the text (:attr:`Record.written_by`)."""
+
+    @property
+    def source_tag(self) -> str:
+        """The mark of who wrote the text (``agent-written``); "" for a person."""
+        return SOURCE_TAGS[self.source]
 
     def tags(self) -> list[str]:
-        """Marks for a one-line rendering: none for the reader's own, unchanged claim."""
+        """Marks for a one-line rendering: none for the reader's own, unchanged claim
+        written by a person; who wrote the text follows the writer (``agent-written``)."""
         out = []
         if self.writer is None:
             out.append(f"unverified, via {self.transport}")
         elif not self.mine:
             out.append(f"from {self.writer_name}")
+        if self.source_tag:
+            out.append(self.source_tag)
         if self.claim_differs:
             out.append(f"claimed author: {self.claimed_author_name}")
         return out
@@ -114,6 +134,7 @@ class Authorship:
             "claimed_author": self.claimed_author,
             "claimed_author_name": self.claimed_author_name,
             "claim_differs": self.claim_differs,
+            "source": self.source,
         }
 
 
@@ -145,6 +166,11 @@ class Memory:
     @property
     def deleted(self) -> bool:
         return self.record.deleted
+
+    @property
+    def source(self) -> Source:
+        """Who wrote the text: a person, an agent, a hook, an import (:class:`Record`)."""
+        return self.record.written_by
 
     @property
     def written_here(self) -> bool:
@@ -183,10 +209,12 @@ class Memory:
             claimed_author=author,
             claimed_author_name=claimed,
             claim_differs=author != writer,
+            source=self.record.written_by,
         )
 
     def to_dict(self) -> dict[str, Any]:
         out = self.record.to_wire()
+        out["source"] = self.record.written_by
         out["importance"] = self.record.importance
         out["seen_count"] = self.seen_count
         out["updated_at"] = self.updated_at

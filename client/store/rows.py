@@ -58,7 +58,7 @@ MEMORY_COLUMN_NAMES = (
     "local_importance", "author", "editor", "created_at", "hlc_wall", "hlc_counter",
     "supersedes_json", "deleted", "delete_reason", "origin", "visibility", "seen_count",
     "updated_at", "norm_hash", "transport", "signer", "signer_name", "verified", "received_at",
-    "snapshot_seq", "stems",
+    "snapshot_seq", "stems", "source",
 )  # fmt: skip
 """The ``memories`` columns the store reads a whole row with (:data:`MEMORY_COLUMNS`), in
 order: :func:`at` gives their positions."""
@@ -66,7 +66,7 @@ MEMORY_COLUMNS = ", ".join(MEMORY_COLUMN_NAMES)
 
 RECORD_COLUMNS = (
     "id, project, kind, content, keywords_json, importance, author, editor, created_at, "
-    "hlc_wall, hlc_counter, supersedes_json, deleted, delete_reason, origin, visibility"
+    "hlc_wall, hlc_counter, supersedes_json, deleted, delete_reason, origin, visibility, source"
 )
 """The ``memories`` columns :func:`record_from_row` reads (a push reads every own row:
 not the stems, the search text or the provenance)."""
@@ -167,6 +167,7 @@ def record_from_values(row: Sequence[Any]) -> Record:
         row[13],
         row[14],
         row[15],
+        row[16],
     )
 
 
@@ -270,6 +271,7 @@ def memory_row(
         provenance.received_at,
         provenance.snapshot_seq,
         stems,
+        record.source,
     )
 
 

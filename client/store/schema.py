@@ -273,11 +273,21 @@ CREATE TABLE term_counts_at (
 INSERT INTO term_counts_at (one, memories, counted) VALUES (1, 0, 0);
 """
 
+_SOURCE = """
+ALTER TABLE memories ADD COLUMN source TEXT;
+CREATE INDEX memories_private ON memories (created_at, id)
+WHERE visibility = 'private' AND deleted = 0;
+"""
+"""``memories.source``: who wrote the version's text, as its record states it (NULL: the
+record states none, :func:`sealmem.protocol.record.legacy_source` reads its origin); the
+index serves the review queue of private memories (:mod:`sealmem.client.hosts.review`)."""
+
 BASELINE = "baseline: memories, history, team sync, derived tables"
 """The name of migration 1 (a store whose migration 1 has another name is pre-baseline)."""
 
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
+    Migration(2, "source: who wrote a memory's text", _SOURCE),
 ]
 
 

@@ -1,5 +1,9 @@
 """Local writes: a new memory, a reinforced duplicate, a shared one, a tombstone.
 
+Only a new memory says who wrote its text (its record's ``source``: a person, an
+agent, a hook, an import); every later version of it (a repeat, a share, a new
+importance, a tombstone) keeps that ``source``.
+
 Each function runs inside the caller's transaction, ticks the store's HLC for every
 new version, and writes through :mod:`sealmem.client.store.writer` (so the replaced
 version lands in history).  Arguments arrive validated (:mod:`.inputs`).
@@ -13,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ...protocol.errors import InputError, NotFoundError, ProtocolError
-from ...protocol.record import MAX_KEYWORDS, MAX_SUPERSEDES, Record, new_memory_id
+from ...protocol.record import MAX_KEYWORDS, MAX_SUPERSEDES, Record, Source, new_memory_id
 from . import ids as memory_ids
 from . import redacting
 from .memory import Memory, Provenance
@@ -100,8 +104,10 @@ def create(
     supersedes: Sequence[str],
     private: bool,
     origin: str,
+    source: Source,
 ) -> Memory:
-    """Store a new memory with a fresh UUIDv7 id (its text redacted by the caller)."""
+    """Store a new memory with a fresh UUIDv7 id (its text redacted by the caller),
+    written by ``source`` (a person, an agent, a hook, an import)."""
     record = Record(
         id=new_memory_id(now, os.urandom(10)),
         project=project,
@@ -116,6 +122,7 @@ def create(
         supersedes=tuple(supersedes),
         origin=origin,
         visibility="private" if private else "team",
+        source=source,
     )
     memory = _write(conn, record, importance, 1, now)
     _mark_redacted_here(conn, memory)

@@ -36,6 +36,7 @@ def _remember(store: MemoryStore, form: dict[str, str]) -> str:
         project=form.get("project") or None,
         private=form.get("private") == "on",
         origin="ui",
+        source="person",
     )
     return f"/m/{result.memory.id}"
 
@@ -61,6 +62,7 @@ def _correct(store: MemoryStore, form: dict[str, str]) -> str:
         project=old.project,
         supersedes=[old.id],
         origin="ui",
+        source="person",
     )
     return f"/m/{result.memory.id}"
 

@@ -88,4 +88,5 @@ def test_to_dict_says_who_wrote_it_and_what_is_claimed() -> None:
         "claimed_author": ME,
         "claimed_author_name": "you",
         "claim_differs": True,
+        "source": "person",
     }

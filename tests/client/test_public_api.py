@@ -54,7 +54,7 @@ def test_memory_store_signatures() -> None:
     params = inspect.signature(store.remember).parameters
     assert list(params) == [
         "self", "content", "kind", "keywords", "importance", "project", "supersedes",
-        "private", "origin", "new_kind",
+        "private", "origin", "new_kind", "source",
     ]  # fmt: skip
     assert list(inspect.signature(store.recall).parameters) == [
         "self", "query", "k", "project", "all_projects", "include_history", "kinds",

@@ -45,6 +45,7 @@ FIRST = Record(
     supersedes=(OLD_LINK,),
     origin="mcp",
     visibility="team",
+    source="agent",
 ).validate()
 SECOND = FIRST.evolve(
     project="alpha",
@@ -57,6 +58,7 @@ SECOND = FIRST.evolve(
     supersedes=(NEW_LINK,),
     origin="cli",
     visibility="private",
+    source=None,
 )
 FIRST_FROM = Provenance("folder", "kid-sam", "Sam", True, NOW - 211, 223)
 SECOND_FROM = Provenance("hub", "kid-ann", "Ann", False, NOW - 307, 311)
@@ -100,6 +102,7 @@ def _columns(conn: sqlite3.Connection, record: Record, came: Provenance) -> dict
         "delete_reason": record.delete_reason,
         "origin": record.origin,
         "visibility": record.visibility,
+        "source": record.source,
         "transport": came.transport,
         "signer": came.signer,
         "signer_name": came.signer_name,

@@ -96,6 +96,7 @@ def test_a_teammate_gets_a_capture_only_once_it_is_accepted(
     waiting = member("alice", "captured", "--json").json()["captured"]
     assert len(waiting) >= 3
     assert {w["visibility"] for w in waiting} == {"private"}
+    assert {w["source"] for w in waiting} == {"hook"}  # marked as the hook's, not alice's
     assert {w["project"] for w in waiting} == {"webshop"}
     assert any(w["content"].startswith("We pin the payment SDK to 4.2.x") for w in waiting)
     listed = member("alice", "captured").out
@@ -137,7 +138,9 @@ def test_a_teammate_gets_a_capture_only_once_it_is_accepted(
 
 
 def _captured(store: MemoryStore, text: str) -> str:
-    return store.remember(text, project="webshop", private=True, origin="claude-code").memory.id
+    return store.remember(
+        text, project="webshop", private=True, origin="claude-code", source="hook"
+    ).memory.id
 
 
 @pytest.mark.slow
@@ -157,7 +160,9 @@ def test_accept_and_discard_touch_only_captured_memories(cli: Member, store: Mem
     ):
         assert refused.code == 1
         assert refused.err.startswith("error: ")
-    assert "was not captured from a transcript" in cli("captured", "accept", first, mine).err
+    assert (
+        "not captured by a hook or stored by an agent" in cli("captured", "accept", first, mine).err
+    )
     assert store.get(first).record.visibility == "private"
     assert not store.get(note).record.deleted
 

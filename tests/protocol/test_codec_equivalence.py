@@ -199,7 +199,8 @@ ODD = st.sampled_from(
     [
         None, True, False, 0, 1, -1, 500, 1001, 2**63, 1.5, "", "x", "team", "private",
         Text("note"), Number(5), [], ["a"], ["a", 1], [1, 2], [True, 0], [0, 2**16],
-        [2**47, 0], [0, 0, 0], {"a": 1}, ("a",), "\n", "a" * 70,
+        [2**47, 0], [0, 0, 0], {"a": 1}, ("a",), "\n", "a" * 70, "agent", "hook", "Agent",
+        Text("person"),
     ]
 )  # fmt: skip
 
@@ -211,7 +212,9 @@ def _build(builder: Any, data: Any) -> tuple[str, Any]:
         return "refused", str(exc)
 
 
-@given(st.dictionaries(st.sampled_from(sorted(_wire())), ODD, max_size=3), st.booleans())
+@given(
+    st.dictionaries(st.sampled_from(sorted([*_wire(), "source"])), ODD, max_size=3), st.booleans()
+)
 def test_from_wire_short_path_matches_the_checked_build(
     changes: dict[str, Any], drop: bool
 ) -> None:

@@ -21,7 +21,7 @@ from sealmem.protocol.chunks import (
     open_chunk,
     open_snapshot,
 )
-from sealmem.protocol.errors import InputError, Rejected
+from sealmem.protocol.errors import InputError, ProtocolError, Rejected
 from sealmem.protocol.manifest import Manifest
 from sealmem.protocol.snapshot import (
     MAX_SNAPSHOT_BUCKETS,
@@ -368,3 +368,17 @@ def test_the_opener_keeps_the_bucket_key_it_computes_for_each_record(world: Worl
     assert opener.keys
     assert reason_of(lambda: opener.feed(ref, chunk)) == "clock-ahead"
     assert opener.keys == []
+
+
+def test_who_wrote_the_text_travels_and_an_unknown_source_is_malformed(world: World) -> None:
+    """``source`` is carried in the signed, encrypted records; a record of before the
+    field (none stated) opens as it was; a value outside the closed set is refused (the
+    ``record-source-*`` vectors hold the reader's side)."""
+    sources = (None, "person", "agent", "hook", "import")
+    records = [replace(make_record(world.alice, i), source=sources[i % 5]) for i in range(10)]
+    snap = world.snapshot(world.alice, records)
+    opened = open_snapshot(SUITE, world.key1, snap.manifest, snap.new_chunks, now_ms=READER_NOW)
+    assert {r.id: r.source for r in opened} == {r.id: r.source for r in records}
+    robot = replace(make_record(world.alice, 1), source="robot")
+    with pytest.raises(ProtocolError, match="source 'robot' must be one of person, agent"):
+        world.snapshot(world.alice, [robot])  # a writer never builds one (readers: vectors)

@@ -32,10 +32,11 @@ from sealmem.protocol.admission import InviteRecord, check_request_against_invit
 from sealmem.protocol.bases import parse_base, rebuild
 from sealmem.protocol.checkpoint import accept_checkpoint
 from sealmem.protocol.encoding import b64d, b64e, need_b64, object_hash
-from sealmem.protocol.errors import BadSignatureError, DecryptionError, Rejected
+from sealmem.protocol.errors import BadSignatureError, DecryptionError, ProtocolError, Rejected
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.invite import read_invite, read_join_request
 from sealmem.protocol.merge import merge_many
+from sealmem.protocol.names import name_skeleton
 from sealmem.protocol.record import Record
 from sealmem.protocol.snapshot import bucket_count, bucket_of
 from sealmem.protocol.state import TrustedState
@@ -58,7 +59,7 @@ ACCEPT = {"roster": accept_roster, "keyring": accept_keyring, "manifest": accept
 KINDS = {
     "roster", "keyring", "manifest", "snapshot", "canonical", "kid", "object-hash", "base64",
     "padme", "unpad", "bucket", "invite", "join", "admission", "request", "merge",
-    "checkpoint",
+    "checkpoint", "record", "skeleton",
 }  # fmt: skip
 
 
@@ -118,6 +119,14 @@ def derive(obj: dict[str, Any]) -> dict[str, Any]:
         return replay_request(obj)
     if kind == "merge":
         return replay_merge(obj)
+    if kind == "record":
+        try:
+            return {"source": Record.from_wire(obj["data"]).written_by}
+        except ProtocolError as exc:
+            raise Rejected(reasons.MALFORMED, str(exc)) from exc
+    if kind == "skeleton":
+        first, second = obj["names"]
+        return {"clash": name_skeleton(first) == name_skeleton(second)}
     raise AssertionError(f"unknown vector kind {kind!r}")
 
 

@@ -16,6 +16,7 @@ from mcp_types import TextContent
 
 from sealmem.client import MemoryStore
 from sealmem.client.mcp.server import create_server
+from sealmem.client.store import agentwrites
 from sealmem.client.sync.engine import SyncSummary
 from sealmem.client.sync.local_only import stays_local
 from sealmem.client.sync.watch import watch
@@ -159,6 +160,8 @@ def test_mcp_remember_says_the_memory_stays_local(read_only_bob: Node) -> None:
     def opener() -> MemoryStore:
         return MemoryStore.open(bob.home / "store.db", author=bob.key.kid)
 
+    with opener() as store:  # agent writes shared at once: else they wait, private
+        agentwrites.set_policy(store.connection, "share")
     server = create_server(project=PROJECT, opener=opener)
 
     async def session() -> None:

@@ -43,7 +43,11 @@ def seeded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Seeded:
         ).memory.id
         hostile = store.remember(HOSTILE, kind="warning", project="webapp").memory.id
         captured = store.remember(
-            "Run the migrations before the deploy", project="webapp", private=True, origin=ORIGIN
+            "Run the migrations before the deploy",
+            project="webapp",
+            private=True,
+            origin=ORIGIN,
+            source="hook",
         ).memory.id
     return Seeded(home, old, new, hostile, captured)
 

@@ -264,7 +264,12 @@ def test_captured_memories_are_accepted_or_discarded(
     form = {"id": seeded.new, "csrf": secrets.csrf}
     refused = client.post("/captured/accept", data=form, headers=ORIGIN)
     assert refused.status_code == 400
-    assert "was not captured" in refused.text
+    assert "not captured by a hook or stored by an agent" in refused.text
+    page = client.get("/captured").text
+    assert seeded.captured[-12:] in page
+    assert '<span class="source">hook-captured</span>' in page  # who wrote it, beside the writer
+    assert '<dd class="source">hook</dd>' in client.get(f"/m/{seeded.captured}").text
+    assert '<dd class="source">person</dd>' in client.get(f"/m/{seeded.new}").text
     ok = client.post(
         "/captured/accept", data={"id": seeded.captured, "csrf": secrets.csrf}, headers=ORIGIN
     )

@@ -70,6 +70,7 @@ from .basics import Vector, basic_vectors
 from .invites import invite_family
 from .signatures import DESCRIPTIONS as SIGNATURE_DESCRIPTIONS
 from .signatures import signature_cases
+from .writers import writer_vectors
 
 VECTORS = Path(__file__).resolve().parents[3] / "protocol" / "vectors"
 TEAM = "acme-team"
@@ -810,7 +811,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(docs)
     if set(names) != set(DESCRIPTIONS):
         raise SystemExit("each case must have a description, and each description a case")
-    for v in [*basic_vectors(), *invite_family()]:
+    for v in [*basic_vectors(), *invite_family(), *writer_vectors()]:
         if v.name in docs:
             raise SystemExit(f"vector name {v.name} is used twice")
         docs[v.name] = vector_json(v)
