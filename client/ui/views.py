@@ -22,6 +22,7 @@ from .charts import stacked_bars
 if TYPE_CHECKING:
     from ..recall.api import MemoryStore
     from ..store.memory import Authorship, Memory
+    from ..sync.local_only import LocalOnly
 
 __all__ = [
     "Card",
@@ -107,10 +108,12 @@ def memory_page(store: MemoryStore, given: str) -> dict[str, Any]:
         replaced.append({"id": old.id, "short": short_id(old.id), "memory": old})
     successors = store.superseded_by([memory.id]).get(memory.id, [])
     history = store.history(memory.id)
+    by = memory.authorship(names, me)
     return {
         "memory": memory,
+        "stays_local": _stays_local(store, memory) if by.mine else None,
         "short": short_id(memory.id),
-        "by": memory.authorship(names, me),
+        "by": by,
         "supersedes": replaced,
         "superseded_by": [
             {"memory": m, "short": short_id(m.id), "by": m.authorship(names, me)}
@@ -122,6 +125,16 @@ def memory_page(store: MemoryStore, given: str) -> dict[str, Any]:
             if (m.record.hlc, m.content) != (memory.record.hlc, memory.content)
         ],
     }
+
+
+def _stays_local(store: MemoryStore, memory: Memory) -> LocalOnly | None:
+    """Why this member's team memory would stay on this machine (None: it is pushed, or
+    the store is in no team): "visibility team" must not read as "shared"."""
+    if memory.deleted or memory.record.visibility != "team":
+        return None
+    from ..sync.local_only import stays_local
+
+    return stays_local(store.connection, store.author, memory.project)
 
 
 def timeline_page(store: MemoryStore, project: str | None, kind: str | None) -> dict[str, Any]:
