@@ -265,6 +265,18 @@ def join(
         output.say("key imported; run: sealmem sync")
 
 
+def grant_rows(doc: dict[str, Any]) -> list[list[str]]:
+    """Per project of the roster: who may read it, who may write it (members by name)."""
+    names = {m["kid"]: m["name"] + (" (revoked)" if m["revoked"] else "") for m in doc["members"]}
+    rows = []
+    for project in sorted(doc["my_access"]):
+        held = [g for g in doc["grants"] if g["project"] == project]
+        readers = sorted(names.get(g["kid"], g["kid"][:12]) for g in held if g["read"])
+        writers = sorted(names.get(g["kid"], g["kid"][:12]) for g in held if g["write"])
+        rows.append([project, ", ".join(readers) or "-", ", ".join(writers) or "-"])
+    return rows
+
+
 @team_app.command()
 def status(as_json: JsonOpt = False) -> None:
     """Roster version, members, grants, your access, what stays local, last sync, alarms."""
@@ -289,6 +301,8 @@ def status(as_json: JsonOpt = False) -> None:
     ]
     if rows:
         output.say("\n" + output.table(rows, ["MEMBER", "KID", "ROLE", "FINGERPRINT", "LAST SYNC"]))
+    if grants := grant_rows(doc):
+        output.say("\n" + output.table(grants, ["PROJECT", "MAY READ", "MAY WRITE"]))
     access = [
         [p, "read" if a["read"] else "-", "write" if a["write"] else "-", str(a["epoch"])]
         for p, a in doc["my_access"].items()
