@@ -215,7 +215,7 @@ def join(
 ) -> None:
     """Join a team: make (or import) your member key and post a join request."""
     from ...crypto import MemberKey
-    from ..identity import import_member_key, load_member_key
+    from ..identity import import_member_key, load_member_key, member_key_path
     from ..paths import ensure_home
     from ..team.invite import read_invite, root_fingerprint
     from ..team.join import join_team
@@ -227,14 +227,21 @@ def join(
             data = key_bundle.read_bytes()
         except OSError as exc:
             raise InputError(f"cannot read the key bundle {key_bundle}: {exc.strerror}") from exc
-        key = import_member_key(home, MemberKey.import_bundle(data, passphrase_for("the bundle")))
+        bundled = MemberKey.import_bundle(data, passphrase_for("the bundle"))
+        fresh = not member_key_path(home).exists()
+        key = import_member_key(home, bundled)
     else:
-        key = load_member_key(home)
-    config = join_team(
-        home, inv, key, name=me, default_name=_login_name(),
-        folder=None if folder is None else str(folder), hub=hub,
-        post_request=key_bundle is None, now=now_ms(),
-    )  # fmt: skip
+        key, fresh = load_member_key(home), False
+    try:
+        config = join_team(
+            home, inv, key, name=me, default_name=_login_name(),
+            folder=None if folder is None else str(folder), hub=hub,
+            post_request=key_bundle is None, now=now_ms(),
+        )  # fmt: skip
+    except BaseException:
+        if fresh:  # the bundle's key goes with the failed join: a retry may bring another
+            member_key_path(home).unlink(missing_ok=True)
+        raise
     me = config.name
     doc: dict[str, Any] = {
         "team": inv.team,
