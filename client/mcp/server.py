@@ -86,7 +86,7 @@ class SealmemServer(MCPServer[None]):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, SealmemError):  # expected: the agent reads what to fix
-                raise ToolError(f"Error executing tool {name}: {cause}") from cause
+                raise ToolError(f"{name}: {cause}") from cause  # as an argument error
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
             tool = self._tool_manager.get_tool(name)

@@ -63,3 +63,20 @@ def test_the_text_twin_is_compact_json(server_home: Path) -> None:
             assert len(block.text) < 0.8 * len(indented), (len(block.text), len(indented))
 
     anyio.run(session)
+
+
+def test_every_refusal_starts_with_the_tool_name_alone(server_home: Path) -> None:
+    """A refused call and a refused argument read alike (the store's refusal used to
+    start "Error executing tool get:", an argument's "recall:")."""
+
+    async def session() -> None:
+        async with Client(create_server(project="webshop")) as client:
+            missing = await client.call_tool("get", {"id": "01900000-0000-7000-8000-000000000000"})
+            empty = await client.call_tool("recall", {"query": "   "})
+            bad_k = await client.call_tool("recall", {"query": "x", "k": 0})
+            for tool, result in (("get", missing), ("recall", empty), ("recall", bad_k)):
+                assert result.is_error
+                assert text_of(result).startswith(f"{tool}: "), text_of(result)
+                assert "Error executing tool" not in text_of(result)
+
+    anyio.run(session)
