@@ -13,6 +13,7 @@ any other exception is a bug and always shows its traceback.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from typing import Annotated
 
 import typer
@@ -80,8 +81,12 @@ app.add_typer(hub.hub_app, name="hub")
 ui.register(app)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, argv: list[str] | None = None) -> None:
+    """The refusal on stderr; with ``--json`` also ``{"error": ...}`` on stdout, so a
+    program reading the JSON gets a document, not nothing."""
     typer.secho(f"error: {output.clean(message)}", err=True, fg=typer.colors.RED)
+    if "--json" in (sys.argv[1:] if argv is None else argv):
+        output.emit_json({"error": message})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,12 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     except SealmemError as exc:
         if failures.debugging():
             raise
-        _fail(str(exc))
+        _fail(str(exc), argv)
         return 1
     except (sqlite3.Error, OSError) as exc:
         if failures.debugging():
             raise
-        _fail(failures.describe(exc))
+        _fail(failures.describe(exc), argv)
         return 1
     except typer.Abort:
         typer.echo("aborted", err=True)

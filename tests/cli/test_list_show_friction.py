@@ -48,3 +48,10 @@ def test_list_marks_private_memories(cli: Callable[..., Run], home: Path) -> Non
     rows = cli("list").out.splitlines()
     assert any("(private) my own scratch note" in row for row in rows), rows
     assert not any("(private) a note for the team" in row for row in rows), rows
+
+
+def test_a_refusal_with_json_is_a_json_document(cli: Callable[..., Run], home: Path) -> None:
+    missing = cli("show", "01900000-0000-7000-8000-000000000000", "--json")
+    assert missing.code == 1
+    assert "no memory" in missing.json()["error"]  # stdout used to be empty
+    assert missing.err.startswith("error: ")
