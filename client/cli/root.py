@@ -85,12 +85,13 @@ def _fail(message: str, argv: list[str] | None = None) -> None:
     """The refusal on stderr; with ``--json`` also ``{"error": ...}`` on stdout, so a
     program reading the JSON gets a document, not nothing."""
     typer.secho(f"error: {output.clean(message)}", err=True, fg=typer.colors.RED)
-    if "--json" in (sys.argv[1:] if argv is None else argv):
-        output.emit_json({"error": message})
+    if "--json" in (sys.argv[1:] if argv is None else argv) and not output.emitted[0]:
+        output.emit_json({"error": message})  # unless the command printed its document
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (1 for an expected failure)."""
+    output.emitted[0] = 0
     try:
         rc = app(args=argv, prog_name="sealmem", standalone_mode=False)
     except SealmemError as exc:

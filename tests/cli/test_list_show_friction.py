@@ -55,3 +55,15 @@ def test_a_refusal_with_json_is_a_json_document(cli: Callable[..., Run], home: P
     assert missing.code == 1
     assert "no memory" in missing.json()["error"]  # stdout used to be empty
     assert missing.err.startswith("error: ")
+
+
+def test_help_names_what_a_value_is(cli: Callable[..., Run], home: Path) -> None:
+    remember = cli("remember", "--help").out
+    assert "Usage: sealmem remember [OPTIONS] TEXT\n" in remember  # typer wrote {TEXT}
+    assert "--supersedes ID " in remember
+    assert "--importance 0..1 " in remember
+    approve = cli("admin", "approve", "--help").out
+    assert "--as NAME " in approve
+    assert "[OPTIONS] [NAME|KID]...\n" in approve
+    accept = cli("captured", "accept", "--help").out
+    assert "[OPTIONS] [ID...]\n" in accept
