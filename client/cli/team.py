@@ -7,6 +7,7 @@ Fingerprints are printed at invite, join and approve: compare them out of band
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,6 +65,14 @@ def passphrase_for(what: str, *, confirm: bool = False) -> str:
     value = os.environ.get(PASSPHRASE_ENV)
     if value:
         return value
+    if not sys.stdin.isatty():  # getpass would warn "can not control echo" and read anyway
+        line = sys.stdin.readline().rstrip("\r\n")
+        if not line:
+            raise InputError(
+                f"no passphrase for {output.clean(what)}: there is no terminal to ask on; set "
+                f"{PASSPHRASE_ENV} or pipe it on stdin"
+            )
+        return line
     prompt = f"passphrase for {output.clean(what)}"
     return str(typer.prompt(prompt, hide_input=True, confirmation_prompt=confirm))
 
