@@ -113,3 +113,11 @@ def test_a_refused_form_keeps_what_was_typed_and_says_how_to_fix_it_here(
     )
     assert wrong.status_code in (400, 404)
     assert ">my careful fix</textarea>" in wrong.text
+
+
+def test_no_refusals_is_one_line_not_an_empty_chart(seeded: Seeded) -> None:
+    secrets = Secrets()
+    html = signed_in(seeded.home, secrets).get("/team").text
+    section = html[html.index("<h2>refusals</h2>") :]
+    assert "nothing refused" in section
+    assert "refusals per day" not in section  # the empty "nothing yet" chart box
