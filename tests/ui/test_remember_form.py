@@ -121,3 +121,12 @@ def test_no_refusals_is_one_line_not_an_empty_chart(seeded: Seeded) -> None:
     section = html[html.index("<h2>refusals</h2>") :]
     assert "nothing refused" in section
     assert "refusals per day" not in section  # the empty "nothing yet" chart box
+
+
+def test_the_pages_name_an_icon_the_viewer_serves(seeded: Seeded) -> None:
+    client = signed_in(seeded.home, Secrets())
+    link = re.search(r'<link rel="icon" href="([^"]+)"', client.get("/").text)
+    assert link is not None  # a browser asked /favicon.ico and got a 401 page
+    icon = client.get(link.group(1))
+    assert icon.status_code == 200
+    assert icon.headers["content-type"].startswith("image/svg+xml")
