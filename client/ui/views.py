@@ -8,8 +8,9 @@ the writer is the local member or the verified signer, never the claimed author.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ __all__ = [
     "search_page",
     "store_page",
     "team_page",
+    "timeline_columns",
     "timeline_page",
 ]
 
@@ -40,6 +42,38 @@ TIMELINE_LIMIT = 500
 
 def _utc(ms: int | None, form: str) -> str:
     return "-" if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(form)
+
+
+DAY, WEEK = "%Y-%m-%d", "%G-W%V"
+#: A time chart shows at least this many columns: one bar alone says nothing of a trend.
+MIN_COLUMNS = 8
+
+
+def timeline_columns(
+    counts: Mapping[str, Mapping[str, int]], form: str, most: int
+) -> list[tuple[str, dict[str, int]]]:
+    """``counts`` by day (``DAY``) or ISO week (``WEEK``) as chart columns: every day or
+    week from the first to the last, empty ones included, at least :data:`MIN_COLUMNS`
+    (ending at the last), at most ``most`` (the latest)."""
+    if not counts:
+        return []
+    step = timedelta(days=7 if form == WEEK else 1)
+
+    def parse(label: str) -> datetime:  # a week is read as its Monday
+        return (
+            datetime.strptime(f"{label}-1", f"{WEEK}-%u")
+            if form == WEEK
+            else (datetime.strptime(label, DAY))
+        )
+
+    first, last = parse(min(counts)), parse(max(counts))
+    start = min(first, last - step * (MIN_COLUMNS - 1))
+    start = max(start, last - step * (most - 1))
+    labels = []
+    while start <= last:
+        labels.append(start.strftime(form))
+        start += step
+    return [(label, dict(counts.get(label, {}))) for label in labels]
 
 
 def day(ms: int | None) -> str:
@@ -157,7 +191,7 @@ def timeline_page(store: MemoryStore, project: str | None, kind: str | None) -> 
     for card in cards:
         days[day(card.memory.record.created_at)].append(card)
         weeks[_utc(card.memory.record.created_at, "%G-W%V")][card.by.writer_name] += 1
-    columns = sorted(weeks.items())[-26:]
+    columns = timeline_columns(weeks, WEEK, 26)
     projects = [r[0] for r in store.connection.execute("SELECT DISTINCT project FROM memories")]
     kinds = [r[0] for r in store.connection.execute("SELECT DISTINCT kind FROM memories")]
     return {
@@ -192,11 +226,13 @@ def team_page(home: Path, store: MemoryStore) -> dict[str, Any]:
     by_day: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in refusals:
         by_day[day(r["at"])][r["reason"]] += 1
-    doc["refusal_chart"] = stacked_bars("refusals per day, by reason", sorted(by_day.items())[-30:])
+    doc["refusal_chart"] = stacked_bars(
+        "refusals per day, by reason", timeline_columns(by_day, DAY, 30)
+    )
     runs: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for (finished,) in conn.execute("SELECT finished_at FROM sync_runs ORDER BY seq"):
         runs[day(int(finished))]["syncs"] += 1
-    doc["sync_chart"] = stacked_bars("syncs per day", sorted(runs.items())[-30:])
+    doc["sync_chart"] = stacked_bars("syncs per day", timeline_columns(runs, DAY, 30))
     return doc
 
 

@@ -17,6 +17,7 @@ from sealmem.client.paths import local_author, store_path
 from sealmem.client.recall.api import MemoryStore
 from sealmem.client.ui.app import allowed_hosts, create_app
 from sealmem.client.ui.guard import Secrets
+from sealmem.client.ui.views import DAY, MIN_COLUMNS, WEEK, timeline_columns
 from tests.support.cli import per_home
 
 from .conftest import Seeded
@@ -130,3 +131,26 @@ def test_the_pages_name_an_icon_the_viewer_serves(seeded: Seeded) -> None:
     icon = client.get(link.group(1))
     assert icon.status_code == 200
     assert icon.headers["content-type"].startswith("image/svg+xml")
+
+
+def test_a_week_of_memories_is_charted_among_the_weeks_before(seeded: Seeded) -> None:
+    """The seeded memories were all written this week: the chart used to be one bar."""
+    html = signed_in(seeded.home, Secrets()).get("/timeline").text
+    chart = html[html.index('<svg class="chart"') : html.index("</svg>")]
+    weeks = re.findall(r'class="tick">(\d{4}-W\d\d)</text>', chart)
+    assert len(weeks) >= MIN_COLUMNS, weeks
+    assert weeks == sorted(weeks)
+    assert chart.count("<rect") - chart.count('width="10" height="10"') == 1  # one week drawn
+
+
+def test_chart_columns_run_without_gaps() -> None:
+    cols = timeline_columns({"2026-12-30": {"a": 1}, "2027-01-02": {"a": 2}}, DAY, 30)
+    assert [label for label, _ in cols][-4:] == [
+        "2026-12-30", "2026-12-31", "2027-01-01", "2027-01-02",
+    ]  # fmt: skip
+    assert len(cols) == MIN_COLUMNS
+    weeks = timeline_columns({"2026-W52": {"a": 1}, "2027-W02": {"a": 1}}, WEEK, 26)
+    assert [label for label, _ in weeks][-4:] == [
+        "2026-W52", "2026-W53", "2027-W01", "2027-W02",
+    ]  # 2026 has 53 ISO weeks  # fmt: skip
+    assert len(timeline_columns({"2020-01-01": {}, "2026-01-01": {"a": 1}}, DAY, 30)) == 30
