@@ -16,7 +16,16 @@ import typer
 from ...protocol.errors import InputError
 from ..clock import now_ms
 from . import approval, output
-from .approval import FromNowOpt, ProjectsOpt, ReadOpt, WriteOpt, history_gaps, roster_doc
+from .approval import (
+    FromNowOpt,
+    ProjectsOpt,
+    ReadOpt,
+    WriteOpt,
+    access,
+    history_gaps,
+    roster_doc,
+    with_shared,
+)
 from .memory import JsonOpt
 from .team import open_team, passphrase_for
 
@@ -44,8 +53,8 @@ def issue(
         Path, typer.Option("--output", "-o", help="Where to write the sealed key bundle.")
     ],
     project: ProjectsOpt = None,
-    read: ReadOpt = True,
-    write: WriteOpt = True,
+    read: ReadOpt = None,
+    write: WriteOpt = None,
     from_now: FromNowOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -54,13 +63,15 @@ def issue(
     from ..team import admin
 
     secret = passphrase_for(f"{name}'s key bundle", confirm=True)
+    may_read, may_write = access(read, write)
     with open_team() as team:
+        projects = with_shared(team, project)
         bundle, made = admin.issue(
-            team, name, passphrase=secret, projects=project, read=read, write=write,
+            team, name, passphrase=secret, projects=projects, read=may_read, write=may_write,
             now=now_ms(), from_now=from_now,
         )  # fmt: skip
         write_private_file(output_file, bundle)
-        gaps = history_gaps(team, project, read=read, from_now=from_now)
+        gaps = history_gaps(team, projects, read=may_read, from_now=from_now)
         doc = {"issued": made.to_dict(), "bundle": str(output_file), **roster_doc(team.roster())}
     doc["warnings"] = gaps
     if as_json:
@@ -75,8 +86,8 @@ def issue(
 def grant(
     member: Annotated[str, typer.Argument(help="Member name or id.")],
     project: Annotated[str, typer.Argument(help="Project (must exist unless --create).")],
-    read: ReadOpt = True,
-    write: WriteOpt = True,
+    read: ReadOpt = None,
+    write: WriteOpt = None,
     from_now: FromNowOpt = False,
     create: Annotated[
         bool, typer.Option("--create", help="Register the project if the team has none.")
@@ -86,6 +97,7 @@ def grant(
     """Set a member's read/write access to a project."""
     from ..team import admin
 
+    read, write = access(read, write)
     with open_team() as team:
         reader = _reads(team, member, project)
         roster = admin.grant(

@@ -25,17 +25,34 @@ __all__ = [
     "ProjectsOpt",
     "ReadOpt",
     "WriteOpt",
+    "access",
     "history_gaps",
     "register",
     "roster_doc",
+    "with_shared",
 ]
 
 ProjectsOpt = Annotated[
     list[str] | None,
-    typer.Option("--project", "-p", help="Project to grant (repeatable; default: all)."),
+    typer.Option(
+        "--project",
+        "-p",
+        help="Project to grant (repeatable; default: all). The team's 'shared' project, "
+        "which recall always includes, comes with any.",
+    ),
 ]
-ReadOpt = Annotated[bool, typer.Option("--read/--no-read", help="May read the project.")]
-WriteOpt = Annotated[bool, typer.Option("--write/--no-write", help="May write the project.")]
+ReadOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--read/--no-read", help="May read (--read alone: read only).", show_default=False
+    ),
+]
+WriteOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--write/--no-write", help="May write (default: read and write).", show_default=False
+    ),
+]
 FromNowOpt = Annotated[
     bool,
     typer.Option(
@@ -44,6 +61,31 @@ FromNowOpt = Annotated[
         "before the last rotation (default: it is wrapped every older epoch you hold).",
     ),
 ]
+
+
+def access(read: bool | None, write: bool | None) -> tuple[bool, bool]:
+    """``(read, write)`` from the two flags: neither given is read and write; ``--read``
+    alone is read only (not read and a write nobody asked for); ``--write`` alone is
+    read and write; ``--no-write`` alone is read only; ``--no-read`` alone is nothing."""
+    if read is None and write is None:
+        return True, True
+    if write is None:
+        return bool(read), False
+    return (True if read is None else read), write
+
+
+def with_shared(team: Any, projects: list[str] | None) -> list[str] | None:
+    """``--project`` as given plus the team's ``shared`` project (recall always reads it,
+    so a member granted one project without it would miss the team-wide memories);
+    None (every project) when none is given."""
+    from .. import SHARED_PROJECT
+
+    if not projects or SHARED_PROJECT in projects:
+        return projects
+    registered = team.trusted().roster
+    if registered is None or SHARED_PROJECT not in registered.projects:
+        return projects
+    return [*projects, SHARED_PROJECT]
 
 
 def roster_doc(roster: Any) -> dict[str, Any]:
@@ -168,8 +210,8 @@ def approve(
         ),
     ] = None,
     project: ProjectsOpt = None,
-    read: ReadOpt = True,
-    write: WriteOpt = True,
+    read: ReadOpt = None,
+    write: WriteOpt = None,
     from_now: FromNowOpt = False,
     rename: Annotated[
         str | None,
@@ -204,11 +246,13 @@ def approve(
                     f"approving {view.name or '?'} ({view.kid}) fingerprint {fingerprint}",
                     err=True,
                 )
+        may_read, may_write = access(read, write)
+        projects = with_shared(team, project)
         done = requests_of.approve(
-            team, request, projects=project, read=read, write=write, now=now_ms(),
+            team, request, projects=projects, read=may_read, write=may_write, now=now_ms(),
             rename=rename, expect=shown, from_now=from_now,
         )  # fmt: skip
-        gaps = history_gaps(team, project, read=read, from_now=from_now)
+        gaps = history_gaps(team, projects, read=may_read, from_now=from_now)
         doc = {"approved": [a.to_dict() for a in done], **roster_doc(team.roster())}
         doc["left_waiting"] = left
     doc["warnings"] = gaps
@@ -219,6 +263,8 @@ def approve(
         output.warn(note)
     for a in done:
         output.say(f"approved {a.name} ({a.kid}) fingerprint {a.fingerprint}")
+    what = "read and write" if may_write and may_read else "read" if may_read else "no access"
+    output.say(f"access: {what} on {', '.join(projects or doc['projects'])}")
     output.say(f"roster is now v{doc['roster_version']}")
 
 

@@ -4,9 +4,9 @@ Each row shows the first line of a memory's content in full (``full`` shows ever
 line), wrapped under the CONTENT column when the width is known (a terminal, or
 ``COLUMNS``); in a pipe a row stays one line, so ``grep`` sees it whole.  A memory
 that a live one corrects is marked ``(superseded by <short id>)``, a tombstone
-``(forgotten: <reason>)``.  Text is escaped (:func:`output.clean`) before it is
-measured, so a teammate's control characters can neither act on the terminal nor
-break the columns.
+``(forgotten: <reason>)``, one never shared ``(private)``.  Text is escaped
+(:func:`output.clean`) before it is measured, so a teammate's control characters can
+neither act on the terminal nor break the columns.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ def _content(memory: Memory, newer: Sequence[Memory], *, full: bool) -> list[str
     rec = memory.record
     if rec.deleted:
         return [f"(forgotten: {rec.delete_reason or 'no reason recorded'})"]
-    mark = ""
+    mark = "(private) " if rec.visibility == "private" else ""
     if newer:
-        mark = "(superseded by " + ", ".join(short_id(m.id) for m in newer) + ") "
+        mark += "(superseded by " + ", ".join(short_id(m.id) for m in newer) + ") "
     lines = [output.clean(line).replace("\t", " ").rstrip() for line in rec.content.split("\n")]
     while len(lines) > 1 and not lines[-1]:
         lines.pop()

@@ -9,7 +9,7 @@ it.  ``--project`` defaults to the project of the current directory.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,6 +21,7 @@ __all__ = ["open_store", "register", "resolve_project"]
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps `sealmem --help` light
     from .. import MemoryStore
+    from ..store.memory import Authorship
 
 
 def open_store(*, readonly: bool = False) -> MemoryStore:
@@ -183,7 +184,7 @@ def recall(
         )
         names, me = member_names(store.connection), store.author
     if as_json:
-        docs = [{**h.to_dict(), **h.memory.authorship(names, me).to_dict()} for h in hits]
+        docs = [_authored(h.to_dict(), h.memory.authorship(names, me)) for h in hits]
         output.emit_json({"query": query, "hits": docs})
         return
     if not hits:
@@ -215,14 +216,16 @@ def show(
     with open_store(readonly=True) as store:
         memory = store.get(memory_id)
         older = store.history(memory.id) if history else []
+        newer = [m.id for m in store.superseded_by([memory.id]).get(memory.id, [])]
         names, me = member_names(store.connection), store.author
     if as_json:
-        doc = {**memory.to_dict(), **memory.authorship(names, me).to_dict()}
+        doc = {**_authored(memory.to_dict(), memory.authorship(names, me)), "superseded_by": newer}
         if history:
             doc = {"memory": doc, "history": [m.to_dict() for m in older]}
         output.emit_json(doc)
         return
-    output.say(output.memory_block(memory, full=True, names=names, me=me))
+    extra = [f"SUPERSEDED by {', '.join(newer)} (sealmem show {newer[0]})"] if newer else []
+    output.say(output.memory_block(memory, full=True, names=names, me=me, extra=extra))
     for version in older:
         block = output.memory_block(version, full=True, names=names, me=me)
         output.say("\nolder version:\n" + block)
@@ -243,23 +246,41 @@ def list_(
     """List the most recent memories: the first line of each, wrapped to the terminal."""
     from . import listing
 
+    scope = None if all_projects else resolve_project(project)
     with open_store(readonly=True) as store:
         memories = store.recent(
-            limit=limit,
-            project=None if all_projects else resolve_project(project),
-            all_projects=all_projects,
-            forgotten=forgotten,
+            limit=limit, project=scope, all_projects=all_projects, forgotten=forgotten
         )
         replaced = store.superseded_by([m.id for m in memories])
         names, me = member_names(store.connection), store.author
+        elsewhere = {} if memories else store.stats()["by_project"]
     if as_json:
         output.emit_json({"memories": [m.to_dict() for m in memories]})
         return
     if not memories:
-        output.say("no memories yet; add one with: sealmem remember 'TEXT'")
+        output.say(_none_listed(scope, elsewhere))
         return
     width = listing.terminal_width()
     output.say(listing.render(memories, replaced, names=names, me=me, width=width, full=full))
+
+
+def _none_listed(scope: str | None, by_project: dict[str, int]) -> str:
+    """Why ``list`` shows nothing: an empty store, or memories in other projects only."""
+    if scope is None or not by_project:
+        return "no memories yet; add one with: sealmem remember 'TEXT'"
+    where = ", ".join(f"{output.clean(p)} ({n})" for p, n in sorted(by_project.items()))
+    return (
+        f"no memories in project {output.clean(scope)!r}; the store holds some in: {where}; "
+        "see them with 'sealmem list --all-projects' or '--project NAME'"
+    )
+
+
+def _authored(doc: dict[str, Any], by: Authorship) -> dict[str, Any]:
+    """``doc`` with who wrote it; the writer's ``verified`` is ``writer_verified``, apart
+    from ``provenance.verified`` (whether a snapshot signature was checked)."""
+    fields = by.to_dict()
+    fields["writer_verified"] = fields.pop("verified")
+    return {**doc, **fields}
 
 
 def forget(

@@ -57,11 +57,16 @@ def say(text: str = "", *, err: bool = False, nl: bool = True) -> None:
     typer.echo(clean(text), err=err, nl=nl)
 
 
+#: JSON documents printed by this run (:func:`emit_json`); ``main`` resets it.
+emitted = [0]
+
+
 def emit_json(document: Any) -> None:
     """Print ``document`` as one JSON document on stdout (ASCII: nothing raw reaches a tty)."""
     import typer
 
     typer.echo(json.dumps(document, indent=2, ensure_ascii=True, sort_keys=True))
+    emitted[0] += 1
 
 
 def warn(message: str) -> None:

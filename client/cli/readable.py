@@ -25,6 +25,24 @@ from . import coerce
 
 __all__ = ["ReadableGroup", "metavar_for"]
 
+#: What an option's value is, where its name in capitals would not say it
+#: (``--supersedes SUPERSEDES``, ``--as AS``).
+_VALUE_NAMES = {
+    "supersedes": "ID",
+    "as": "NAME",
+    "for": "NAME",
+    "k": "N",
+    "limit": "N",
+    "importance": "0..1",
+    "output": "FILE",
+    "key-bundle": "FILE",
+    "folder": "PATH",
+    "hub": "URL",
+    "expires": "DURATION",
+    "operator-token": "TOKEN",
+    "allow-team": "TEAM_ID",
+}
+
 
 def metavar_for(param: Any) -> str | None:
     """The metavar ``param`` should show, or None to leave typer's."""
@@ -37,7 +55,7 @@ def metavar_for(param: Any) -> str | None:
             return None
         longs = [o for o in param.opts if o.startswith("--")]
         name = (longs[0] if longs else param.opts[0]).lstrip("-")
-        return name.replace("-", "_").upper()
+        return _VALUE_NAMES.get(name, name.replace("-", "_").upper())
     if isinstance(param, TyperArgument):
         return (param.name or "value").upper()  # typer adds the "..." of a list itself
     return None
@@ -46,6 +64,20 @@ def metavar_for(param: Any) -> str | None:
 def _no_type(ctx: Any) -> None:
     """An argument's type column: its metavar already says what it is."""
     return None
+
+
+def _usage_name(param: Any) -> Any:
+    """An argument on the usage line as man pages write it: ``TEXT``, ``[IDS]...`` (typer
+    writes a required one ``{TEXT}``)."""
+
+    def name() -> str:
+        raw = str(param.display_name_raw)
+        if raw.startswith("["):  # a metavar that says it all: "[NAME|KID]..."
+            return raw
+        shown = raw if param.required else f"[{raw}]"
+        return shown + ("..." if param.nargs != 1 and not raw.endswith("...") else "")
+
+    return name
 
 
 def _commands(command: Any) -> Iterator[Any]:
@@ -62,6 +94,8 @@ def _readable_params(params: Iterable[Any]) -> None:
             param.metavar = metavar
         if isinstance(param, TyperArgument) and not param.type_descriptor.is_choice:
             param.display_type_rich = _no_type  # type: ignore[method-assign]
+        if isinstance(param, TyperArgument):
+            param._usage_display_name = _usage_name(param)  # type: ignore[method-assign]
 
 
 def _summary(command: Any) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,7 +11,10 @@ from ..clock import now_ms
 from . import output
 from .memory import JsonOpt
 
-__all__ = ["recover", "register"]
+if TYPE_CHECKING:
+    from ..store.recover import RecoverResult
+
+__all__ = ["recover", "register", "summary"]
 
 
 def recover(
@@ -35,8 +38,7 @@ def recover(
     if as_json:
         output.emit_json(result.to_dict())
         return
-    memories, lost = result.recovered.get("memories", 0), result.lost.get("memories", 0)
-    output.say(f"recovered {memories} memories into {result.output}; {lost} unreadable")
+    output.say(summary(result))
     rows = [
         [table, str(count), str(result.lost.get(table, 0))]
         for table, count in sorted(result.recovered.items())
@@ -46,6 +48,19 @@ def recover(
     if result.damaged is not None:
         output.say(f"the damaged store is kept as {result.damaged}")
     output.say("next: 'sealmem doctor' checks the new store; 'sealmem sync' fetches the team's")
+
+
+def summary(result: RecoverResult) -> str:
+    """One line: how many memories came back, how many could not be read, which tables
+    were lost whole."""
+    memories, lost = result.recovered.get("memories", 0), result.lost.get("memories", 0)
+    if "memories" in result.unreadable_tables:
+        line = f"recovered no memories into {result.output}: the memories table is unreadable"
+    else:
+        line = f"recovered {memories} memories into {result.output}; {lost} unreadable"
+    if result.unreadable_tables:
+        line += f" (tables lost whole: {', '.join(result.unreadable_tables)})"
+    return line
 
 
 def register(app: typer.Typer) -> None:

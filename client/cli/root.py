@@ -13,6 +13,7 @@ any other exception is a bug and always shows its traceback.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from typing import Annotated
 
 import typer
@@ -80,8 +81,12 @@ app.add_typer(hub.hub_app, name="hub")
 ui.register(app)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, argv: list[str] | None = None) -> None:
+    """The refusal on stderr; with ``--json`` also ``{"error": ...}`` on stdout, so a
+    program reading the JSON gets a document, not nothing."""
     typer.secho(f"error: {output.clean(message)}", err=True, fg=typer.colors.RED)
+    if "--json" in (sys.argv[1:] if argv is None else argv) and not output.emitted[0]:
+        output.emit_json({"error": message})  # unless the command printed its document
 
 
 def _hub_said(exc: SealmemError) -> None:
@@ -94,18 +99,19 @@ def _hub_said(exc: SealmemError) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (1 for an expected failure)."""
+    output.emitted[0] = 0
     try:
         rc = app(args=argv, prog_name="sealmem", standalone_mode=False)
     except SealmemError as exc:
         if failures.debugging():
             raise
-        _fail(str(exc))
+        _fail(str(exc), argv)
         _hub_said(exc)
         return 1
     except (sqlite3.Error, OSError) as exc:
         if failures.debugging():
             raise
-        _fail(failures.describe(exc))
+        _fail(failures.describe(exc), argv)
         return 1
     except typer.Abort:
         typer.echo("aborted", err=True)

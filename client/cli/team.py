@@ -7,6 +7,7 @@ Fingerprints are printed at invite, join and approve: compare them out of band
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,6 +65,14 @@ def passphrase_for(what: str, *, confirm: bool = False) -> str:
     value = os.environ.get(PASSPHRASE_ENV)
     if value:
         return value
+    if not sys.stdin.isatty():  # getpass would warn "can not control echo" and read anyway
+        line = sys.stdin.readline().rstrip("\r\n")
+        if not line:
+            raise InputError(
+                f"no passphrase for {output.clean(what)}: there is no terminal to ask on; set "
+                f"{PASSPHRASE_ENV} or pipe it on stdin"
+            )
+        return line
     prompt = f"passphrase for {output.clean(what)}"
     return str(typer.prompt(prompt, hide_input=True, confirmation_prompt=confirm))
 
@@ -215,7 +224,7 @@ def join(
 ) -> None:
     """Join a team: make (or import) your member key and post a join request."""
     from ...crypto import MemberKey
-    from ..identity import import_member_key, load_member_key
+    from ..identity import import_member_key, load_member_key, member_key_path
     from ..paths import ensure_home
     from ..team.invite import read_invite, root_fingerprint
     from ..team.join import join_team
@@ -227,14 +236,21 @@ def join(
             data = key_bundle.read_bytes()
         except OSError as exc:
             raise InputError(f"cannot read the key bundle {key_bundle}: {exc.strerror}") from exc
-        key = import_member_key(home, MemberKey.import_bundle(data, passphrase_for("the bundle")))
+        bundled = MemberKey.import_bundle(data, passphrase_for("the bundle"))
+        fresh = not member_key_path(home).exists()
+        key = import_member_key(home, bundled)
     else:
-        key = load_member_key(home)
-    config = join_team(
-        home, inv, key, name=me, default_name=_login_name(),
-        folder=None if folder is None else str(folder), hub=hub,
-        post_request=key_bundle is None, now=now_ms(),
-    )  # fmt: skip
+        key, fresh = load_member_key(home), False
+    try:
+        config = join_team(
+            home, inv, key, name=me, default_name=_login_name(),
+            folder=None if folder is None else str(folder), hub=hub,
+            post_request=key_bundle is None, now=now_ms(),
+        )  # fmt: skip
+    except BaseException:
+        if fresh:  # the bundle's key goes with the failed join: a retry may bring another
+            member_key_path(home).unlink(missing_ok=True)
+        raise
     me = config.name
     doc: dict[str, Any] = {
         "team": inv.team,
@@ -265,6 +281,18 @@ def join(
         output.say("key imported; run: sealmem sync")
 
 
+def grant_rows(doc: dict[str, Any]) -> list[list[str]]:
+    """Per project of the roster: who may read it, who may write it (members by name)."""
+    names = {m["kid"]: m["name"] + (" (revoked)" if m["revoked"] else "") for m in doc["members"]}
+    rows = []
+    for project in sorted(doc["my_access"]):
+        held = [g for g in doc["grants"] if g["project"] == project]
+        readers = sorted(names.get(g["kid"], g["kid"][:12]) for g in held if g["read"])
+        writers = sorted(names.get(g["kid"], g["kid"][:12]) for g in held if g["write"])
+        rows.append([project, ", ".join(readers) or "-", ", ".join(writers) or "-"])
+    return rows
+
+
 @team_app.command()
 def status(as_json: JsonOpt = False) -> None:
     """Roster version, members, grants, your access, what stays local, last sync, alarms."""
@@ -289,6 +317,8 @@ def status(as_json: JsonOpt = False) -> None:
     ]
     if rows:
         output.say("\n" + output.table(rows, ["MEMBER", "KID", "ROLE", "FINGERPRINT", "LAST SYNC"]))
+    if grants := grant_rows(doc):
+        output.say("\n" + output.table(grants, ["PROJECT", "MAY READ", "MAY WRITE"]))
     access = [
         [p, "read" if a["read"] else "-", "write" if a["write"] else "-", str(a["epoch"])]
         for p, a in doc["my_access"].items()

@@ -87,6 +87,8 @@ def _one(prop: dict[str, Any], defs: dict[str, Any]) -> str:
         return "one of: " + ", ".join(str(value) for value in prop["enum"])
     kind = prop.get("type")
     text = _TYPES.get(str(kind), "a value")
+    if "pattern" in prop:
+        text += f" matching {prop['pattern']}"
     low, high = prop.get("minimum"), prop.get("maximum")
     if low is not None and high is not None:
         text += f" from {low} to {high}"

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, StringConstraints
 
+from ...protocol.record import KIND_RE
 from ..recall.api import MAX_K
 from ..recall.names import member_names
 from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
 from ..store import agentwrites
 from ..store.connection import replaced
+from ..store.inputs import BUILTIN_KINDS
 from ..sync.local_only import stays_local
 from ..sync.session import sync_health
 from .views import (
@@ -41,15 +43,15 @@ from .views import (
 if TYPE_CHECKING:
     from .. import Memory, MemoryStore
 
-__all__ = ["DATA_NOT_INSTRUCTIONS", "MAX_RECENT", "KindName", "MemoryTools"]
-
-#: The kinds an agent may write; the store takes any lower-case word (``KIND_RE``).
-KindName = Literal["note", "decision", "warning", "lesson", "fact", "preference", "trace"]
+__all__ = ["DATA_NOT_INSTRUCTIONS", "MAX_RECENT", "MemoryTools"]
 
 Kind = Annotated[
-    KindName, BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v)
+    str,
+    StringConstraints(pattern=KIND_RE.pattern),
+    BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v),  # runs first
 ]
-"""A kind as the schema lists it; ``Warning`` or `` note`` are read as the lower-case word."""
+"""A kind: any lower-case word (``Warning`` or `` note`` are read as the lower-case word);
+the built-in ones, those the store already uses, or a new one with ``new_kind``."""
 
 MAX_RECENT = 100
 """``recent`` lists at most this many: more would flood an agent's context."""
@@ -118,7 +120,10 @@ class MemoryTools:
         ] = False,
         kinds: Annotated[
             list[Kind] | None,
-            Field(description="Only memories of these kinds (e.g. ['warning', 'decision'])."),
+            Field(
+                description="Only memories of these kinds (e.g. ['warning', 'decision']); "
+                "any kind the store holds (status lists them by kind)."
+            ),
         ] = None,
     ) -> RecallResult:
         hits = self.store().recall(
@@ -153,10 +158,15 @@ class MemoryTools:
         kind: Annotated[
             Kind | None,
             Field(
-                description="What sort of memory this is (default: note for a new memory; "
-                "a repeat keeps its kind unless one is given)."
+                description=f"What sort of memory this is: {', '.join(BUILTIN_KINDS)}, or a "
+                "kind this store already uses, or a new one with new_kind (default: note "
+                "for a new memory; a repeat keeps its kind unless one is given)."
             ),
         ] = None,
+        new_kind: Annotated[
+            bool,
+            Field(description="Start a kind this store has never used (a typo is refused)."),
+        ] = False,
         keywords: Annotated[
             list[str] | None, Field(description="Short search words a later query may use.")
         ] = None,
@@ -201,6 +211,7 @@ class MemoryTools:
             private=private or held,
             origin=origin,
             source="agent",
+            new_kind=new_kind,
         )
         rec = result.memory.record
         local = None

@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from ...protocol.errors import InputError, StoreError
 from . import journal
+from .access import why_not_writable
 from .migrations import migrate, require_current
 from .schema import MIGRATIONS, Migration
 
@@ -117,6 +118,11 @@ def describe(path: Path | str, exc: sqlite3.Error) -> StoreError:
             "run the command again; nothing was lost"
         )
     if code.startswith("SQLITE_READONLY") or "readonly database" in text:
+        if (cause := why_not_writable(Path(path))) is not None:
+            return StoreError(
+                f"the store {path} cannot be written: {cause}; reading still works (list, "
+                "recall, show, export); nothing was lost"
+            )
         return StoreError(
             f"the store {path} cannot be written ({text}): check that its disk is not "
             "mounted read-only and that this user owns the file, or set SEALMEM_HOME to "

@@ -17,6 +17,7 @@ from typing import Any
 
 from ...protocol.errors import StoreError
 from . import derived, journal, prebaseline
+from .access import why_not_writable
 from .connection import DIR_MODE, FILE_MODE, connect_readonly
 from .journal import RECOVER_HINT
 from .memory import Check
@@ -106,9 +107,24 @@ def _derived(conn: sqlite3.Connection) -> tuple[bool, str]:
     return True, "the counts kept beside the memories match them"
 
 
-def _wal(conn: sqlite3.Connection) -> tuple[bool, str]:
+def _wal(conn: sqlite3.Connection, path: Path) -> tuple[bool, str]:
     mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    if mode != "wal" and _wal_header(path):
+        # read as immutable (a directory this user cannot write): SQLite then reports
+        # "delete", while the file itself says WAL
+        return True, "journal_mode is wal (the file's header; opened read-only here)"
     return mode == "wal", f"journal_mode is {mode}" + ("" if mode == "wal" else "; expected wal")
+
+
+def _wal_header(path: Path) -> bool:
+    """Whether the file's header marks it a WAL database (its format versions, bytes 18
+    and 19, are 2: https://sqlite.org/fileformat2.html#the_database_header)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(18)
+            return f.read(2) == b"\x02\x02"
+    except OSError:
+        return False
 
 
 def _modes(path: Path) -> tuple[bool, str]:
@@ -222,7 +238,7 @@ def doctor(conn: sqlite3.Connection, path: Path) -> list[Check]:
         _check("journal", lambda: _journal(conn, path)),
         _check("fts", lambda: _fts(conn, path)),
         _check("derived", lambda: _derived(conn)),
-        _check("wal", lambda: _wal(conn)),
+        _check("wal", lambda: _wal(conn, path)),
         _check("schema", lambda: _schema(conn)),
         _check("text", lambda: _damaged_text(conn)),
     ]
@@ -242,6 +258,8 @@ def writable(path: Path) -> bool:
 def _writable(path: Path) -> Check:
     if writable(path):
         return Check("writable", True, f"{path} and its directory are writable by this user")
+    if (cause := why_not_writable(path)) is not None:
+        return Check("writable", False, f"the store cannot be written: {cause}; reading works")
     return Check(
         "writable",
         False,

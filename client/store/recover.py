@@ -3,10 +3,9 @@
 Python's ``sqlite3`` has no ``.recover`` (the ``sqlite3`` shell's, not a dependency of
 sealmem), so the salvage reads the damaged file itself, read-only:
 
-* a table with rowids is read in rowid ranges; a range that raises is read again
-  row by row, and a row that still raises is counted as lost;
-* a ``WITHOUT ROWID`` table is read in key order from both ends, up to the first
-  row that raises from each side;
+* each table is read the ways :mod:`.salvage` knows (rowid ranges, row by row, from
+  both ends), never through an index, and a row that raises is counted as lost; a
+  table no read can start on (its root page gone) is named as lost whole;
 * rows go into a freshly created store of the current schema (columns matched by
   name, ``INSERT OR IGNORE``); derived tables and columns (:data:`_DERIVED`) are not
   read but computed again (:func:`sealmem.client.store.derived.rebuild`), so a garbled
@@ -28,7 +27,6 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,11 +45,9 @@ from .connection import (
     transaction,
 )
 from .migrations import schema_version
+from .salvage import Reading, keyed_rows, rowid_rows
 
-__all__ = ["BATCH", "RecoverResult", "recover"]
-
-#: Rows read per rowid range before falling back to one row at a time.
-BATCH = 256
+__all__ = ["RecoverResult", "recover"]
 
 #: Tables the new store fills itself (its migrations) or derives (:mod:`.derived`).
 _SKIPPED = (
@@ -114,64 +110,6 @@ def _key(conn: sqlite3.Connection, table: str) -> list[str]:
     return [str(r[1]) for r in sorted((r for r in rows if r[5]), key=lambda r: r[5])]
 
 
-def _rowid_rows(
-    src: sqlite3.Connection, table: str, cols: str, lost: list[int]
-) -> Iterator[tuple[Any, ...]]:
-    try:
-        top = src.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
-    except sqlite3.DatabaseError:
-        top = None
-    if top is None:  # empty, or the right edge is unreadable: scan what a full read gives
-        yield from _scan(src, f'SELECT {cols} FROM "{table}" ORDER BY rowid', lost)
-        return
-    try:
-        low = min(1, int(src.execute(f'SELECT min(rowid) FROM "{table}"').fetchone()[0] or 1))
-    except sqlite3.DatabaseError:
-        low = 1
-    one = f'SELECT {cols} FROM "{table}" WHERE rowid = ?'
-    for start in range(low, int(top) + 1, BATCH):
-        end = min(start + BATCH - 1, int(top))
-        try:
-            batch = src.execute(
-                f'SELECT {cols} FROM "{table}" WHERE rowid BETWEEN ? AND ?', (start, end)
-            ).fetchall()
-        except sqlite3.DatabaseError:
-            batch = []
-            for rowid in range(start, end + 1):
-                try:
-                    row = src.execute(one, (rowid,)).fetchone()
-                except sqlite3.DatabaseError:
-                    lost[0] += 1
-                    continue
-                if row is not None:
-                    batch.append(row)
-        yield from batch
-
-
-def _scan(src: sqlite3.Connection, sql: str, lost: list[int]) -> Iterator[tuple[Any, ...]]:
-    cursor = src.execute(sql)
-    while True:
-        try:
-            row = cursor.fetchone()
-        except sqlite3.DatabaseError:
-            lost[0] += 1
-            return
-        if row is None:
-            return
-        yield row
-
-
-def _keyed_rows(
-    src: sqlite3.Connection, table: str, cols: str, key: list[str], lost: list[int]
-) -> Iterator[tuple[Any, ...]]:
-    order = ", ".join(f'"{k}"' for k in key)
-    yield from _scan(src, f'SELECT {cols} FROM "{table}" ORDER BY {order}', lost)
-    if lost[0]:  # the rest, read from the other end up to the same damage
-        yield from _scan(
-            src, f'SELECT {cols} FROM "{table}" ORDER BY {order.replace(",", " DESC,")} DESC', lost
-        )
-
-
 _DERIVED = {"memories": ("stems", "norm_hash", "bucket_key")}
 """Columns computed from a row's other columns: ``stems`` and ``norm_hash`` are filled
 again from the text by the rebuild, ``bucket_key`` by the next push (NULL: what a local
@@ -197,20 +135,23 @@ def _copy(src: sqlite3.Connection, dst: sqlite3.Connection, result: RecoverResul
             f'INSERT OR {"REPLACE" if table == "meta" else "IGNORE"} INTO "{table}" ({cols}) '
             f"VALUES ({', '.join('?' * len(common))})"
         )
-        lost = [0]
+        tally = Reading()
         rows = (
-            _rowid_rows(src, table, cols, lost)
+            rowid_rows(src, table, cols, tally)
             if has_rowid
-            else _keyed_rows(src, table, cols, _key(dst, table), lost)
+            else keyed_rows(src, table, cols, _key(dst, table), tally)
         )
         kept = 0
         for row in rows:
             try:
                 kept += dst.execute(insert, row).rowcount
             except sqlite3.DatabaseError:  # a row that breaks the schema's rules
-                lost[0] += 1
+                tally.lost += 1
+        if not tally.started:  # no query could even start: its root page is gone
+            result.unreadable_tables.append(table)
+            continue
         result.recovered[table] = kept
-        result.lost[table] = lost[0]
+        result.lost[table] = tally.lost
 
 
 def _new_identity(dst: sqlite3.Connection) -> None:

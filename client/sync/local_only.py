@@ -66,7 +66,9 @@ class LocalOnly:
         if self.reason == LOCAL_REVOKED:
             return "ask an admin: teammates refuse what a revoked member writes"
         if self.reason == LOCAL_UNREGISTERED:
-            return f"ask an admin to register it: '{grant}' (or keep such memories --private)"
+            return (
+                f"ask an admin to register it: '{grant} --create' (or keep such memories --private)"
+            )
         return f"ask an admin for '{grant}'"
 
     def message(self) -> str:

@@ -8,7 +8,6 @@ the keyrings it needs.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,13 +23,13 @@ from ...protocol.names import id_like, name_problem, name_skeleton
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
 from ...protocol.witness import Citation
-from ..project import sanitize_project
 from ..sync import freshness
 from ..sync.hub import is_hub_location
 from ..sync.session import Refusal, Team, TeamConfig, find_member, transport_for
 from ..sync.transport import ConflictError
 from .approval import Approved
 from .invite import fingerprint_of, make_invite
+from .pending import clear_pending, pending_team_id
 from .publish import admin_state, change, publish
 from .registry import update_registry
 
@@ -61,13 +60,10 @@ def create_team(
         raise InputError("give exactly one of --folder PATH or --hub URL")
     if problem := name_problem(admin_name):
         raise InputError(f"your display name {admin_name!r} {problem}; choose another with --name")
-    slug = sanitize_project(name).replace(".", "-").replace("_", "-")[:50].strip("-")
-    team_id = f"{slug or 'team'}-{secrets.token_hex(4)}"
-    if len(team_id) < 12:
-        team_id = f"team-{team_id}"
     projects = sorted(set(projects))
     if hub is not None and not is_hub_location(hub):
         raise InputError(f"hub URL {hub!r} must start with http:// or https://")
+    team_id = pending_team_id(home_dir, name)  # the same one again after a failed create
     config = TeamConfig(
         team=team_id,
         root_public=key.sign_public,
@@ -87,6 +83,7 @@ def create_team(
         transport.close()
         raise
     config.save(home_dir)
+    clear_pending(home_dir)
     return team
 
 

@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 from ...protocol.errors import NotFoundError, SealmemError
 from ..failures import describe
 from ..paths import local_author, store_path
+from ..project import current_project
 from ..recall.api import MemoryStore
 from ..textsafe import visible
 from . import views
@@ -74,13 +75,16 @@ def _arg(request: Request, name: str) -> str | None:
     return value or None
 
 
-def _reads(home: Path) -> dict[str, tuple[str, Read]]:
+def _reads(home: Path, project: str) -> dict[str, tuple[str, Read]]:
     """Each page: its path, its template and what it shows."""
     return {
         "/": (
             "search.html",
-            lambda r, s: views.search_page(
-                s, r.query_params.get("q", ""), _arg(r, "project"), _arg(r, "kind")
+            lambda r, s: (
+                views.search_page(
+                    s, r.query_params.get("q", ""), _arg(r, "project"), _arg(r, "kind")
+                )
+                | {"default_project": project}
             ),
         ),
         "/m/{id}": ("memory.html", lambda r, s: views.memory_page(s, r.path_params["id"])),
@@ -94,9 +98,13 @@ def _reads(home: Path) -> dict[str, tuple[str, Read]]:
     }
 
 
-def create_app(home: Path, secrets: Secrets, hosts: frozenset[str]) -> Guard:
-    """The viewer of the store under ``home``, behind its :class:`Guard`."""
+def create_app(
+    home: Path, secrets: Secrets, hosts: frozenset[str], *, project: str | None = None
+) -> Guard:
+    """The viewer of the store under ``home``, behind its :class:`Guard`; its remember
+    form starts with ``project`` (default: the project of the directory it starts in)."""
     env = _environment()
+    project = project or current_project()
     db = store_path(home)
     # Once, at start: resolving it per request would mint a new member key (and
     # rewrite identity.json) the moment the key went missing while a page was viewed.
@@ -108,8 +116,14 @@ def create_app(home: Path, secrets: Secrets, hosts: frozenset[str]) -> Guard:
         )
         return HTMLResponse(html, status_code=status)
 
-    async def in_store(request: Request, readonly: bool, work: Callable[[MemoryStore], Any]) -> Any:
-        """``work``'s result in a worker thread, or the refusal page of a SealmemError."""
+    async def in_store(
+        request: Request,
+        readonly: bool,
+        work: Callable[[MemoryStore], Any],
+        form: dict[str, str] | None = None,
+    ) -> Any:
+        """``work``'s result in a worker thread, or the refusal page of a SealmemError
+        (with the refused ``form`` filled in again, to correct and send once more)."""
 
         def run() -> Any:
             store = MemoryStore.open(db, author=author, readonly=readonly)
@@ -122,7 +136,8 @@ def create_app(home: Path, secrets: Secrets, hosts: frozenset[str]) -> Guard:
             return await run_in_threadpool(run)
         except SealmemError as exc:
             status = 404 if isinstance(exc, NotFoundError) else 400
-            return page("error.html", request, {"message": str(exc)}, status)
+            retry = {"message": str(exc), "form": form or {}, "retry": request.url.path}
+            return page("error.html", request, retry, status)
 
     async def failed(request: Request, exc: Exception) -> Response:
         """A store or file failure no lower layer translated: one sentence, no traceback."""
@@ -138,15 +153,16 @@ def create_app(home: Path, secrets: Secrets, hosts: frozenset[str]) -> Guard:
 
     def posting(write: Write) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
-            form: dict[str, str] = request.scope.get("sealmem.form", {})
-            target = await in_store(request, False, lambda store: write(store, form))
+            # a form without a project field is for the viewer's; an emptied one is asked for
+            form: dict[str, str] = {"project": project, **request.scope.get("sealmem.form", {})}
+            target = await in_store(request, False, lambda store: write(store, form), form)
             return target if isinstance(target, Response) else RedirectResponse(target, 303)
 
         return endpoint
 
     routes: list[Route | Mount] = [
         Route(path, reading(name, read), methods=["GET"])
-        for path, (name, read) in _reads(home).items()
+        for path, (name, read) in _reads(home, project).items()
     ]
     routes += [Route(path, posting(write), methods=["POST"]) for path, write in WRITES.items()]
     routes.append(Mount("/static", StaticFiles(directory=HERE / "static"), name="static"))

@@ -8,8 +8,9 @@ the writer is the local member or the verified signer, never the claimed author.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from .charts import stacked_bars
 if TYPE_CHECKING:
     from ..recall.api import MemoryStore
     from ..store.memory import Authorship, Memory
+    from ..sync.local_only import LocalOnly
 
 __all__ = [
     "Card",
@@ -31,6 +33,7 @@ __all__ = [
     "search_page",
     "store_page",
     "team_page",
+    "timeline_columns",
     "timeline_page",
 ]
 
@@ -39,6 +42,38 @@ TIMELINE_LIMIT = 500
 
 def _utc(ms: int | None, form: str) -> str:
     return "-" if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(form)
+
+
+DAY, WEEK = "%Y-%m-%d", "%G-W%V"
+#: A time chart shows at least this many columns: one bar alone says nothing of a trend.
+MIN_COLUMNS = 8
+
+
+def timeline_columns(
+    counts: Mapping[str, Mapping[str, int]], form: str, most: int
+) -> list[tuple[str, dict[str, int]]]:
+    """``counts`` by day (``DAY``) or ISO week (``WEEK``) as chart columns: every day or
+    week from the first to the last, empty ones included, at least :data:`MIN_COLUMNS`
+    (ending at the last), at most ``most`` (the latest)."""
+    if not counts:
+        return []
+    step = timedelta(days=7 if form == WEEK else 1)
+
+    def parse(label: str) -> datetime:  # a week is read as its Monday
+        return (
+            datetime.strptime(f"{label}-1", f"{WEEK}-%u")
+            if form == WEEK
+            else (datetime.strptime(label, DAY))
+        )
+
+    first, last = parse(min(counts)), parse(max(counts))
+    start = min(first, last - step * (MIN_COLUMNS - 1))
+    start = max(start, last - step * (most - 1))
+    labels = []
+    while start <= last:
+        labels.append(start.strftime(form))
+        start += step
+    return [(label, dict(counts.get(label, {}))) for label in labels]
 
 
 def day(ms: int | None) -> str:
@@ -107,10 +142,12 @@ def memory_page(store: MemoryStore, given: str) -> dict[str, Any]:
         replaced.append({"id": old.id, "short": short_id(old.id), "memory": old})
     successors = store.superseded_by([memory.id]).get(memory.id, [])
     history = store.history(memory.id)
+    by = memory.authorship(names, me)
     return {
         "memory": memory,
+        "stays_local": _stays_local(store, memory) if by.mine else None,
         "short": short_id(memory.id),
-        "by": memory.authorship(names, me),
+        "by": by,
         "supersedes": replaced,
         "superseded_by": [
             {"memory": m, "short": short_id(m.id), "by": m.authorship(names, me)}
@@ -122,6 +159,16 @@ def memory_page(store: MemoryStore, given: str) -> dict[str, Any]:
             if (m.record.hlc, m.content) != (memory.record.hlc, memory.content)
         ],
     }
+
+
+def _stays_local(store: MemoryStore, memory: Memory) -> LocalOnly | None:
+    """Why this member's team memory would stay on this machine (None: it is pushed, or
+    the store is in no team): "visibility team" must not read as "shared"."""
+    if memory.deleted or memory.record.visibility != "team":
+        return None
+    from ..sync.local_only import stays_local
+
+    return stays_local(store.connection, store.author, memory.project)
 
 
 def timeline_page(store: MemoryStore, project: str | None, kind: str | None) -> dict[str, Any]:
@@ -144,7 +191,7 @@ def timeline_page(store: MemoryStore, project: str | None, kind: str | None) -> 
     for card in cards:
         days[day(card.memory.record.created_at)].append(card)
         weeks[_utc(card.memory.record.created_at, "%G-W%V")][card.by.writer_name] += 1
-    columns = sorted(weeks.items())[-26:]
+    columns = timeline_columns(weeks, WEEK, 26)
     projects = [r[0] for r in store.connection.execute("SELECT DISTINCT project FROM memories")]
     kinds = [r[0] for r in store.connection.execute("SELECT DISTINCT kind FROM memories")]
     return {
@@ -179,11 +226,13 @@ def team_page(home: Path, store: MemoryStore) -> dict[str, Any]:
     by_day: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in refusals:
         by_day[day(r["at"])][r["reason"]] += 1
-    doc["refusal_chart"] = stacked_bars("refusals per day, by reason", sorted(by_day.items())[-30:])
+    doc["refusal_chart"] = stacked_bars(
+        "refusals per day, by reason", timeline_columns(by_day, DAY, 30)
+    )
     runs: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for (finished,) in conn.execute("SELECT finished_at FROM sync_runs ORDER BY seq"):
         runs[day(int(finished))]["syncs"] += 1
-    doc["sync_chart"] = stacked_bars("syncs per day", sorted(runs.items())[-30:])
+    doc["sync_chart"] = stacked_bars("syncs per day", timeline_columns(runs, DAY, 30))
     return doc
 
 

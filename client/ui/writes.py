@@ -28,15 +28,22 @@ def _importance(form: dict[str, str]) -> float:
 
 def _remember(store: MemoryStore, form: dict[str, str]) -> str:
     words = [w.strip() for w in form.get("keywords", "").split(",") if w.strip()]
+    project = form.get("project", "").strip()
+    if not project:  # no silent "default": a project nobody registers never syncs
+        raise InputError(
+            "say which project the memory is for (the form starts with the project the "
+            "viewer was started in); nothing was stored"
+        )
     result = store.remember(
         form.get("content", ""),
         kind=form.get("kind") or None,
         keywords=words,
         importance=_importance(form),
-        project=form.get("project") or None,
+        project=project,
         private=form.get("private") == "on",
         origin="ui",
         source="person",
+        new_kind=form.get("new_kind") == "on",
     )
     return f"/m/{result.memory.id}"
 

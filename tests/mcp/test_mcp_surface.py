@@ -7,7 +7,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import anyio
 import jsonschema
@@ -17,8 +17,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, TextContent, Tool
 
 from sealmem.client.mcp.server import create_server
-from sealmem.client.mcp.tools import MAX_RECENT, KindName
+from sealmem.client.mcp.tools import MAX_RECENT
 from sealmem.client.recall.api import MAX_K
+from sealmem.protocol.record import KIND_RE
 
 SEALMEM = Path(sys.executable).with_name("sealmem")
 MISSING_ID = "01900000-0000-7000-8000-000000000000"
@@ -61,8 +62,11 @@ def check_listed(tools: dict[str, Tool]) -> None:
             assert prop.get("description"), f"{name}.{param} has no description"
     remember = tools["remember"].input_schema["properties"]
     kind = remember["kind"]
-    enums = [k["enum"] for k in kind.get("anyOf", [kind]) if "enum" in k]
-    assert enums == [list(get_args(KindName))]  # one of the kinds, or left out (null)
+    patterns = [k["pattern"] for k in kind.get("anyOf", [kind]) if "pattern" in k]
+    assert patterns == [KIND_RE.pattern]  # any kind the store takes, or left out (null)
+    assert remember["new_kind"]["type"] == "boolean"
+    kinds = tools["recall"].input_schema["properties"]["kinds"]
+    assert [k["items"]["pattern"] for k in kinds["anyOf"] if "items" in k] == [KIND_RE.pattern]
     assert (remember["importance"]["minimum"], remember["importance"]["maximum"]) == (0, 1)
     recall = tools["recall"].input_schema["properties"]
     assert (recall["k"]["minimum"], recall["k"]["maximum"]) == (1, MAX_K)
@@ -135,9 +139,9 @@ def test_tools_answer_typed_structured_content(server_home: Path) -> None:
 ARGUMENT_ERRORS: list[tuple[str, dict[str, Any], list[str]]] = [
     ("recall", {"query": "x", "k": 0}, ["k=0", "from 1 to 100"]),
     ("recall", {"query": "x", "k": 1000}, ["k=1000", "from 1 to 100"]),
-    ("recall", {"query": "x", "kinds": ["wish"]}, ["kinds[0]='wish'", "note, decision"]),
+    ("recall", {"query": "x", "kinds": ["No Kind!"]}, ["kinds[0]='no kind!'", "a string matching"]),
     ("recall", {}, ["query is required"]),
-    ("remember", {"content": "x", "kind": "Not A Kind!"}, ["kind=", "one of: note"]),
+    ("remember", {"content": "x", "kind": "Not A Kind!"}, ["kind=", "a string matching"]),
     ("remember", {"content": "x", "importance": 2}, ["importance=2", "from 0 to 1"]),
     ("remember", {"content": "x", "importance": "high"}, ["importance='high'", "a number"]),
     ("recent", {"limit": 0}, ["limit=0", f"from 1 to {MAX_RECENT}"]),
