@@ -92,7 +92,13 @@ def startup_context(
     reader = Reader(conn, me, now)
     resolved = reader.resolve_all(_candidates(conn, projects))
     shown = [s for s in resolved.values() if s is not None and not s.superseded]
-    proposed = {p.memory.id for s in shown for p in s.proposals if p.standing.automatic}
+    # a memory shown as a proposal beside the one it would replace is not shown again
+    proposed = {
+        p.memory.id
+        for s in shown
+        for p in s.proposals
+        if p.standing.automatic and p.action == "supersede"
+    }
     shown = [s for s in shown if s.standing.automatic and s.memory.id not in proposed]
     shown.sort(key=_order)
     header = _HEADER.format(scope=", ".join(f"'{p}'" for p in projects))
