@@ -112,12 +112,12 @@ def test_a_flooding_teammate_stays_within_its_share(team: World) -> None:
         mallory.remember(f"tip {i}", kind="note", importance=1.0)
     team.sync_all(rounds=2)
     before = session_start(alice)
+    theirs = [line for line in before.splitlines() if "from mallory" in line]
+    assert 0 < len(theirs) <= WRITER_LINES
+    assert sum(len(line) + 1 for line in theirs) <= BUDGET_CHARS * WRITER_SHARE
     assert MINE in before, "the reader's own warning was pushed out"
     lines = framed(before)
     assert lines[0] == q("warning", MINE)
-    theirs = [line for line in lines if "from mallory" in line]
-    assert 0 < len(theirs) <= WRITER_LINES
-    assert sum(len(line) + 1 for line in theirs) <= BUDGET_CHARS * WRITER_SHARE
     warned = [line for line in theirs if "Warning" in line]
     assert warned
     for line in warned:
