@@ -178,7 +178,8 @@ def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) 
         done = [{**_row(m), "already_shared": was} for m, was in review.accept(store, chosen)]
         review.judge(store, theirs, "accepted")
     if as_json:
-        output.emit_json({"accepted": done, "teammates": [_teammate_row(t) for t in theirs]})
+        extra = {"teammates": [_teammate_row(t) for t in theirs]} if theirs else {}
+        output.emit_json({"accepted": done, **extra})
         return
     for item in theirs:
         output.say(f"{short_id(item.memory.id)}  accepted from {item.writer_name}")
@@ -198,9 +199,8 @@ def discard(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False)
         done = [_row(memory) for memory in review.discard(store, chosen)]
         review.judge(store, theirs, "dismissed")
     if as_json:
-        output.emit_json(
-            {"discarded": [row["id"] for row in done], "dismissed": [t.memory.id for t in theirs]}
-        )
+        extra = {"dismissed": [t.memory.id for t in theirs]} if theirs else {}
+        output.emit_json({"discarded": [row["id"] for row in done], **extra})
         return
     for item in theirs:
         output.say(f"{short_id(item.memory.id)}  kept out of your agent's context")

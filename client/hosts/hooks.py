@@ -122,8 +122,9 @@ def _session_start(payload: dict[str, Any]) -> str:
 
 def _prompt(payload: dict[str, Any]) -> str:
     from ..recall import framing
-    from ..recall.context import render
-    from ..recall.trust import Budget, Item, plan
+    from ..recall.context import choose
+    from ..recall.standing import Shown
+    from ..recall.trust import Budget
     from .gate import content_stems
 
     text = payload.get("prompt")
@@ -133,8 +134,7 @@ def _prompt(payload: dict[str, Any]) -> str:
     if store is None:
         return ""
     asked = content_stems(text)
-    items: list[Item] = []
-    lines: dict[str, str] = {}
+    chosen: list[tuple[Shown, list[str]]] = []
     with store:
         reader = store.reader()
         hits = store.recall(text, k=PROMPT_POOL, project=_project(payload))
@@ -149,23 +149,15 @@ def _prompt(payload: dict[str, Any]) -> str:
             shown = resolved.get(hit.memory.id)
             if shared < PROMPT_MIN_SHARED or not close or shown is None:
                 continue
-            extra: list[str] = []
             if shown.superseded:  # a correction that applies stands in for it, alone
                 newer = [s for s in reader.resolve_all(hit.superseded_by).values() if s]
-                if not newer:
-                    continue
-                shown, extra = newer[0], ["replaces an older memory"]
-            if not shown.standing.automatic or shown.memory.id in lines:
+                if newer:
+                    chosen.append((newer[0], ["replaces an older memory"]))
                 continue
-            for key, writer, line in render(shown, reader, extra):
-                if key in lines:
-                    continue
-                parent = key.split(">")[0] if ">" in key else None
-                items.append(Item(key, writer, len(line) + 1, parent))
-                lines[key] = line
-    budget = Budget(chars=PROMPT_BUDGET_CHARS, max_lines=PROMPT_K + 2, writer_lines=1, writer_share=0.5)
-    chosen = plan(items, budget)
-    return framing.frame(_PROMPT_HEADER, [lines[k] for k in chosen]) if chosen else ""
+            chosen.append((shown, []))
+        budget = Budget(PROMPT_BUDGET_CHARS, max_lines=PROMPT_K + 2, writer_lines=1, writer_share=0.5)
+        lines = choose(chosen, reader, budget)
+    return framing.frame(_PROMPT_HEADER, lines) if lines else ""
 
 
 def _session(payload: dict[str, Any], transcript: Path) -> str:

@@ -23,7 +23,7 @@ from . import framing
 from .standing import Reader, Shown
 from .trust import OWN, Budget, Item, plan
 
-__all__ = ["CHARS_PER_TOKEN", "MAX_LINE_CHARS", "render", "startup_context"]
+__all__ = ["CHARS_PER_TOKEN", "MAX_LINE_CHARS", "choose", "render", "startup_context"]
 
 MAX_LINE_CHARS = framing.MAX_LINE_CHARS
 CHARS_PER_TOKEN = 4  # the token estimate: ceil(chars / 4)
@@ -54,9 +54,11 @@ def render(
     for p in shown.proposals:
         if not p.standing.automatic:
             continue
-        who = p.memory.authorship(reader.names, reader.me).writer_name
-        label = [p.standing.label] if p.standing.label else []
-        text = framing.proposal_line(who, p.action, label, p.memory.kind, p.memory.content)
+        who = p.memory.authorship(reader.names, reader.me)
+        # an edit keeps the author's claim by nature; a new memory claiming one is news
+        claims = [t for t in who.tags() if t.startswith("claimed") and p.action == "supersede"]
+        label = [*claims, p.standing.label] if p.standing.label else claims
+        text = framing.proposal_line(who.writer_name, p.action, label, p.memory.kind, p.memory.content)
         rows.append((f"{memory.id}>{p.memory.id}", p.standing.writer or "?", text))
     return rows
 
@@ -83,6 +85,36 @@ def _order(shown: Shown) -> tuple[int, float, int]:
     return (_TIER.get(m.kind, 2), -m.record.importance, -m.updated_at)
 
 
+def choose(chosen: Sequence[tuple[Shown, Sequence[str]]], reader: Reader, budget: Budget) -> list[str]:
+    """The lines of an automatic context: of the memories in ``chosen`` (best first, each
+    with extra marks), what trust lets in, within ``budget`` (:func:`.trust.plan`), each
+    proposal under the line it would change.  A memory shown as a proposal beside the one
+    it would replace is not shown again on its own."""
+    proposed = {
+        p.memory.id
+        for s, _ in chosen
+        for p in s.proposals
+        if p.standing.automatic and p.action == "supersede"
+    }
+    lines: dict[str, str] = {}
+    items: list[Item] = []
+    for one, extra in chosen:
+        if not one.standing.automatic or one.memory.id in proposed or one.memory.id in lines:
+            continue
+        for key, writer, text in render(one, reader, extra):
+            if key not in lines:
+                parent = key.split(">")[0] if ">" in key else None
+                items.append(Item(key, writer, len(text) + 1, parent))
+                lines[key] = text
+    picked = plan(items, budget)
+    below: dict[str, list[str]] = {}
+    for key in picked:
+        if ">" in key:
+            below.setdefault(key.split(">")[0], []).append(key)
+    tops = [k for k in picked if ">" not in k]
+    return [lines[k] for top in tops for k in (top, *below.get(top, []))]
+
+
 def startup_context(
     conn: sqlite3.Connection, *, projects: Sequence[str], me: str, budget_tokens: int, now: int
 ) -> str:
@@ -91,33 +123,10 @@ def startup_context(
         raise InputError(f"budget_tokens={budget_tokens} must be a positive number of tokens")
     reader = Reader(conn, me, now)
     resolved = reader.resolve_all(_candidates(conn, projects))
-    shown = [s for s in resolved.values() if s is not None and not s.superseded]
-    # a memory shown as a proposal beside the one it would replace is not shown again
-    proposed = {
-        p.memory.id
-        for s in shown
-        for p in s.proposals
-        if p.standing.automatic and p.action == "supersede"
-    }
-    shown = [s for s in shown if s.standing.automatic and s.memory.id not in proposed]
-    shown.sort(key=_order)
+    shown = sorted(
+        (s for s in resolved.values() if s is not None and not s.superseded), key=_order
+    )
     header = _HEADER.format(scope=", ".join(f"'{p}'" for p in projects))
     room = budget_tokens * CHARS_PER_TOKEN - len(framing.frame(header, []))
-    lines: dict[str, str] = {}
-    items: list[Item] = []
-    for one in shown:
-        for key, writer, text in render(one, reader):
-            parent = key.split(">")[0] if ">" in key else None
-            items.append(Item(key, writer, len(text) + 1, parent))
-            lines[key] = text
-    chosen = plan(items, Budget(chars=max(room, 0)))
-    if not chosen:
-        return ""
-    # a proposal stays under the line it would change
-    ordered = [k for k in chosen if ">" not in k]
-    below = {k.split(">")[0]: [] for k in ordered}  # type: dict[str, list[str]]
-    for k in chosen:
-        if ">" in k:
-            below.setdefault(k.split(">")[0], []).append(k)
-    out = [lines[k] for top in ordered for k in (top, *below.get(top, []))]
-    return framing.frame(header, out)
+    lines = choose([(s, ()) for s in shown], reader, Budget(chars=max(room, 0)))
+    return framing.frame(header, lines) if lines else ""
