@@ -155,16 +155,13 @@ def _chosen(
 ) -> tuple[list[Memory], list[Waiting]]:
     """The captured memories and the teammates' versions ``ids`` name (each checked
     before any is changed), or all of both."""
-    from ..hosts.review import choose
+    from ..hosts.review import choose, split
 
     if every and ids:
         raise InputError(f"give ids or --all, not both (sealmem captured {verb} --all)")
-    teammates = _teammates(store)
     if every:
-        return _waiting(store), teammates
-    by_id = {t.memory.id: t for t in teammates}
-    theirs = [by_id[full] for full in map(store.resolve_id, ids or []) if full in by_id]
-    rest = [given for given in ids or [] if store.resolve_id(given) not in by_id]
+        return _waiting(store), _teammates(store)
+    rest, theirs = split(store, ids or [])
     return (choose(store, rest, verb) if rest or not theirs else []), theirs
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "discard",
     "from_teammates",
     "judge",
+    "split",
     "waiting",
 ]
 
@@ -158,3 +159,17 @@ def judge(store: MemoryStore, chosen: Sequence[Waiting], verdict: str) -> None:
     now = store.now()
     for item in chosen:
         save_verdict(store.connection, version_key(item.memory.record), verdict, now)
+
+
+def split(store: MemoryStore, ids: Sequence[str]) -> tuple[list[str], list[Waiting]]:
+    """``ids`` parted into those that are not a teammate's waiting version (captures, or
+    wrong: :func:`choose` says so) and the teammates' versions they name."""
+    by_id = {t.memory.id: t for t in from_teammates(store)}
+    rest, theirs = [], []
+    for given in ids:
+        full = store.resolve_id(given)
+        if full in by_id:
+            theirs.append(by_id[full])
+        else:
+            rest.append(given)
+    return rest, theirs
