@@ -54,7 +54,9 @@ def _member(store: MemoryStore, given: str) -> tuple[str, str]:
     from ..recall.names import member_names
 
     names = member_names(store.connection)
-    found = [k for k, n in names.items() if given in (n, k) or (len(given) >= 8 and k.startswith(given))]
+    found = [
+        k for k, n in names.items() if given in (n, k) or (len(given) >= 8 and k.startswith(given))
+    ]
     if len(found) != 1:
         problem = "matches several members" if found else "is not a member of the team"
         raise InputError(f"{given!r} {problem}; 'sealmem trust list' shows names and ids")

@@ -60,9 +60,7 @@ PROMPT_MIN_OVERLAP = 0.5  # share of a memory's content stems that the prompt ho
 PROMPT_MIN_SHARED = 2
 STARTUP_BUDGET_TOKENS = 1200
 MAX_LOG_BYTES = 1_000_000
-_PROMPT_HEADER = (
-    "Possibly relevant memories from sealmem (notes from past sessions and teammates):"
-)
+_PROMPT_HEADER = "Possibly relevant memories from sealmem (notes from past sessions and teammates):"
 
 
 def _log(event: str, outcome: str, started: float, exc: BaseException | None = None) -> None:
@@ -155,7 +153,9 @@ def _prompt(payload: dict[str, Any]) -> str:
                     chosen.append((newer[0], ["replaces an older memory"]))
                 continue
             chosen.append((shown, []))
-        budget = Budget(PROMPT_BUDGET_CHARS, max_lines=PROMPT_K + 2, writer_lines=1, writer_share=0.5)
+        budget = Budget(
+            PROMPT_BUDGET_CHARS, max_lines=PROMPT_K + 2, writer_lines=1, writer_share=0.5
+        )
         lines = choose(chosen, reader, budget)
     return framing.frame(_PROMPT_HEADER, lines) if lines else ""
 

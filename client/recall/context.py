@@ -42,9 +42,7 @@ def marks(memory: Memory, reader: Reader, shown: Shown | None = None) -> list[st
     return out
 
 
-def render(
-    shown: Shown, reader: Reader, extra: Sequence[str] = ()
-) -> list[tuple[str, str, str]]:
+def render(shown: Shown, reader: Reader, extra: Sequence[str] = ()) -> list[tuple[str, str, str]]:
     """(key, writer, line) of a memory and of each proposal beside it; writer is
     :data:`OWN` for the reader's own."""
     memory = shown.memory
@@ -58,7 +56,9 @@ def render(
         # an edit keeps the author's claim by nature; a new memory claiming one is news
         claims = [t for t in who.tags() if t.startswith("claimed") and p.action == "supersede"]
         label = [*claims, p.standing.label] if p.standing.label else claims
-        text = framing.proposal_line(who.writer_name, p.action, label, p.memory.kind, p.memory.content)
+        text = framing.proposal_line(
+            who.writer_name, p.action, label, p.memory.kind, p.memory.content
+        )
         rows.append((f"{memory.id}>{p.memory.id}", p.standing.writer or "?", text))
     return rows
 
@@ -85,7 +85,9 @@ def _order(shown: Shown) -> tuple[int, float, int]:
     return (_TIER.get(m.kind, 2), -m.record.importance, -m.updated_at)
 
 
-def choose(chosen: Sequence[tuple[Shown, Sequence[str]]], reader: Reader, budget: Budget) -> list[str]:
+def choose(
+    chosen: Sequence[tuple[Shown, Sequence[str]]], reader: Reader, budget: Budget
+) -> list[str]:
     """The lines of an automatic context: of the memories in ``chosen`` (best first, each
     with extra marks), what trust lets in, within ``budget`` (:func:`.trust.plan`), each
     proposal under the line it would change.  A memory shown as a proposal beside the one
@@ -123,9 +125,7 @@ def startup_context(
         raise InputError(f"budget_tokens={budget_tokens} must be a positive number of tokens")
     reader = Reader(conn, me, now)
     resolved = reader.resolve_all(_candidates(conn, projects))
-    shown = sorted(
-        (s for s in resolved.values() if s is not None and not s.superseded), key=_order
-    )
+    shown = sorted((s for s in resolved.values() if s is not None and not s.superseded), key=_order)
     header = _HEADER.format(scope=", ".join(f"'{p}'" for p in projects))
     room = budget_tokens * CHARS_PER_TOKEN - len(framing.frame(header, []))
     lines = choose([(s, ()) for s in shown], reader, Budget(chars=max(room, 0)))

@@ -197,7 +197,9 @@ def drop_writer(conn: sqlite3.Connection, kid: str, now: int) -> Dropped:
     """Drop every pulled version of ``kid`` here (a person's purge of a muted member): what
     :func:`preview_writer` shows, written; the versions of others come back."""
     with transaction(conn):
-        result = _apply(conn, _plan(_pulled_from(conn, kid), conn, DropRule(now, frozenset((kid,)))), now)
+        result = _apply(
+            conn, _plan(_pulled_from(conn, kid), conn, DropRule(now, frozenset((kid,)))), now
+        )
     if result.purged:
         scrub.settle(conn)
     return result

@@ -116,8 +116,10 @@ def test_instruction_flags(text: str, expected: list[str]) -> None:
 @given(st.text(max_size=300))
 def test_no_text_can_leave_its_quote(text: str) -> None:
     line = framing.line("note", ["from bob", "trusted"], text)
-    assert "\n" not in line and "\r" not in line
-    assert "<" not in line and ">" not in line
+    assert "\n" not in line
+    assert "\r" not in line
+    assert "<" not in line
+    assert ">" not in line
     head, quoted = line.split("] ", 1)[0], line[len(line.split("] ", 1)[0]) + 2 :]
     assert head.startswith("- [note, from bob, trusted")
     assert json.loads(quoted) == (
@@ -163,10 +165,13 @@ def _publish(store: MemoryStore, mine: list[str], what: list[tuple[str, str, flo
         write(conn, Batch(writes=writes))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(what=_publication)
-def test_one_writer_cannot_crowd_out_the_reader(tmp_path_factory: pytest.TempPathFactory,
-                                                what: list[tuple[str, str, float, bool]]) -> None:  # fmt: skip
+def test_one_writer_cannot_crowd_out_the_reader(
+    tmp_path_factory: pytest.TempPathFactory, what: list[tuple[str, str, float, bool]]
+) -> None:
     path = tmp_path_factory.mktemp("prop") / "store.db"
     with MemoryStore.open(path, author="r" * 26) as store:
         mine = [store.remember(t, kind=k, project="p").memory.id for k, t in MINE]
