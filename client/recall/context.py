@@ -23,7 +23,7 @@ from . import framing
 from .standing import Reader, Shown
 from .trust import OWN, Budget, Item, plan
 
-__all__ = ["CHARS_PER_TOKEN", "MAX_LINE_CHARS", "choose", "render", "startup_context"]
+__all__ = ["CHARS_PER_TOKEN", "MAX_LINE_CHARS", "choose", "marks", "render", "startup_context"]
 
 MAX_LINE_CHARS = framing.MAX_LINE_CHARS
 CHARS_PER_TOKEN = 4  # the token estimate: ceil(chars / 4)

@@ -149,6 +149,7 @@ def test_a_teammates_supersede_is_a_proposal_until_accepted(team: World) -> None
     (recalled,) = _mcp(alice, [("recall", {"query": "deploy on fridays"})])
     hit = next(h for h in recalled["hits"] if h["id"] == warning.id)
     assert (hit["trust"], hit["superseded_by"]) == ("own", [])
+    assert hit["why"]["superseded"] == 0  # a proposal demotes nothing
     assert [(p["id"], p["proposed_by"], p["action"]) for p in hit["proposals"]] == [
         (note.id, "bob", "supersede")
     ]
