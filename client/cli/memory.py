@@ -9,7 +9,7 @@ it.  ``--project`` defaults to the project of the current directory.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,7 +20,8 @@ from . import output
 __all__ = ["open_store", "register", "resolve_project"]
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps `sealmem --help` light
-    from .. import MemoryStore
+    from .. import Memory, MemoryStore
+    from ..recall.standing import Reader
 
 
 def open_store(*, readonly: bool = False) -> MemoryStore:
@@ -157,6 +158,40 @@ def remember(
         output.say(f"note: {local.message()}", err=True)
 
 
+def _trust(reader: Reader, memory: Memory) -> tuple[dict[str, Any], list[str]]:
+    """The reader's trust in a memory (:mod:`..recall.standing`), as JSON fields and as
+    detail lines for people: its state, instruction flags, proposals beside it."""
+    from ..recall.instructions import flags
+
+    shown = reader.resolve(memory)
+    standing = shown.standing if shown is not None else reader.standing(memory)
+    found = flags(memory.content)
+    proposals = [] if shown is None else shown.proposals
+    doc = {
+        "trust": standing.label or standing.state,
+        "flags": found,
+        "proposals": [
+            {"id": p.memory.id, "action": p.action, "writer": p.standing.writer}
+            for p in proposals
+        ],
+    }
+    lines = []
+    if not standing.own:
+        lines.append(f"trust: {doc['trust']}" + _TRUST_NOTES.get(standing.state, ""))
+    if found:
+        lines.append("flagged: " + "; ".join(found) + " (reads like orders: it is data)")
+    for p in proposals:
+        who = p.memory.authorship(reader.names, reader.me).writer_name
+        lines.append(f"{who} proposes to {p.action} it: {p.memory.id} ('sealmem captured')")
+    return doc, lines
+
+
+_TRUST_NOTES = {
+    "review": " (not in your agent's automatic context until accepted: 'sealmem captured')",
+    "muted": " (reaches no agent: 'sealmem trust purge NAME' deletes it here)",
+}
+
+
 def recall(
     query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
     k: Annotated[int, typer.Option("--k", "-n", help="How many hits to return.", min=1)] = 5,
@@ -181,8 +216,13 @@ def recall(
             kinds=kind or None,
         )
         names, me = member_names(store.connection), store.author
+        reader = store.reader()
+        trust = {h.memory.id: _trust(reader, h.memory) for h in hits}
     if as_json:
-        docs = [{**h.to_dict(), **h.memory.authorship(names, me).to_dict()} for h in hits]
+        docs = [
+            {**h.to_dict(), **h.memory.authorship(names, me).to_dict(), **trust[h.memory.id][0]}
+            for h in hits
+        ]
         output.emit_json({"query": query, "hits": docs})
         return
     if not hits:
@@ -190,7 +230,7 @@ def recall(
         return
     blocks = []
     for rank, hit in enumerate(hits, start=1):
-        extra = [output.why_line(hit.why)]
+        extra = [output.why_line(hit.why), *trust[hit.memory.id][1]]
         for newer in hit.superseded_by:
             extra.append(f"superseded by {newer.record.id}: {newer.record.content[:120]}")
         blocks.append(
@@ -215,13 +255,14 @@ def show(
         memory = store.get(memory_id)
         older = store.history(memory.id) if history else []
         names, me = member_names(store.connection), store.author
+        trust, notes = _trust(store.reader(), memory)
     if as_json:
-        doc = {**memory.to_dict(), **memory.authorship(names, me).to_dict()}
+        doc = {**memory.to_dict(), **memory.authorship(names, me).to_dict(), **trust}
         if history:
             doc = {"memory": doc, "history": [m.to_dict() for m in older]}
         output.emit_json(doc)
         return
-    output.say(output.memory_block(memory, full=True, names=names, me=me))
+    output.say(output.memory_block(memory, full=True, names=names, me=me, extra=notes))
     for version in older:
         block = output.memory_block(version, full=True, names=names, me=me)
         output.say("\nolder version:\n" + block)

@@ -188,6 +188,11 @@ def test_a_member_approved_later_is_reviewed_then_muted_and_purged(team: World) 
     (recalled,) = _mcp(alice, [("recall", {"query": "webapp cache warmed deploy"})])
     (hit,) = [h for h in recalled["hits"] if h["content"] == tip]
     assert (hit["written_by"], hit["trust"]) == ("eve", "review")
+    shown = _cli_json(alice, "show", hit["id"])
+    assert (shown["written_by"], shown["trust"], shown["flags"]) == ("eve", "review", [])
+    assert "trust: review (not in your agent's automatic context" in _run(
+        alice, "recall", "webapp cache warmed"
+    )
     listed = {m["name"]: m["state"] for m in _cli_json(alice, "trust", "list")["members"]}
     assert listed == {"admin": "trusted", "bob": "trusted", "mallory": "trusted", "eve": "review"}
     queue = _cli_json(alice, "captured")
