@@ -29,15 +29,17 @@ from .trust import MUTED, OWN, REVIEW, TRUSTED, Standing, default_state
 __all__ = ["Proposal", "Reader", "Shown", "member_states"]
 
 
-def _rosters(conn: sqlite3.Connection) -> list[tuple[int, int, set[str]]]:
-    """(version, accepted_at, member ids) of every roster this store accepted, oldest first."""
+def _rosters(conn: sqlite3.Connection) -> list[tuple[int, int, str, set[str]]]:
+    """(version, accepted_at, signer, member ids) of every roster this store accepted
+    (verified before it was saved), oldest first."""
     out = []
     for name, data, at in conn.execute(
         "SELECT name, data, accepted_at FROM team_objects WHERE kind = 'roster' ORDER BY name"
     ):
         try:
-            members = canonical.decode(bytes(data))["body"]["members"]
-            out.append((int(name), int(at), {str(m["kid"]) for m in members}))
+            envelope = canonical.decode(bytes(data))
+            kids = {str(m["kid"]) for m in envelope["body"]["members"]}
+            out.append((int(name), int(at), str(envelope["signer"]), kids))
         except (ProtocolError, KeyError, TypeError, ValueError):
             continue
     return out
@@ -46,14 +48,17 @@ def _rosters(conn: sqlite3.Connection) -> list[tuple[int, int, set[str]]]:
 def member_states(conn: sqlite3.Connection, me: str, now: int) -> dict[str, str]:
     """``{member id: state}`` for every member of the accepted rosters, and every member a
     person set: the person's setting, else :func:`default_state`."""
-    first: dict[str, tuple[int, int]] = {}
-    for version, at, kids in _rosters(conn):
+    first: dict[str, tuple[int, int, str]] = {}
+    for version, at, signer, kids in _rosters(conn):
         for kid in kids:
-            first.setdefault(kid, (version, at))
-    mine = first.get(me, (None, 0))[0]
+            first.setdefault(kid, (version, at, signer))
+    mine = first.get(me, (None, 0, ""))[0]
     states = {
-        kid: default_state(first_version=v, my_first_version=mine, first_seen_at=at, now=now)
-        for kid, (v, at) in first.items()
+        kid: default_state(
+            first_version=v, my_first_version=mine, first_seen_at=at, now=now,
+            approved_by_me=signer == me,
+        )  # fmt: skip
+        for kid, (v, at, signer) in first.items()
     }
     states.update(trust_rows.member_settings(conn))
     return states

@@ -14,8 +14,8 @@ review      yes, labelled                   once a person accepts  yes
 muted       no agent surface at all         no                     no
 ==========  ==============================  =====================  ==============
 
-A member in the roster that first named the reader starts ``trusted``; one approved
-later starts ``review`` for :data:`REVIEW_DAYS` from when this store first saw it, then
+A member in the roster that first named the reader starts ``trusted`` (so does one the
+reader approved itself, as an admin); one approved later starts ``review`` for :data:`REVIEW_DAYS` from when this store first saw it, then
 becomes ``trusted``.  A person's own setting wins.  A version whose writer is not
 established (an unverified arrival) is treated as ``review``; an import a person ran
 here is theirs to vouch for (``trusted``).
@@ -57,14 +57,15 @@ OWN_SHARE = 0.75
 
 def default_state(
     *, first_version: int, my_first_version: int | None, first_seen_at: int, now: int,
-    review_ms: int = REVIEW_DAYS * DAY_MS,
+    approved_by_me: bool = False, review_ms: int = REVIEW_DAYS * DAY_MS,
 ) -> str:  # fmt: skip
     """A member's state when no person set one.
 
     ``first_version`` is the first roster version (accepted here) naming the member,
     ``my_first_version`` the first naming the reader (None: the reader is in no roster),
-    ``first_seen_at`` when this store accepted the member's first roster."""
-    if my_first_version is None or first_version <= my_first_version:
+    ``first_seen_at`` when this store accepted the member's first roster;
+    ``approved_by_me``: the reader (an admin) signed that roster, so it vetted the member."""
+    if my_first_version is None or first_version <= my_first_version or approved_by_me:
         return TRUSTED
     return REVIEW if now < first_seen_at + review_ms else TRUSTED
 

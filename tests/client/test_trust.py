@@ -51,6 +51,12 @@ def test_default_state(first: int, mine: int | None, seen_ago_days: float, expec
     seen = NOW - int(seen_ago_days * DAY_MS)
     got = default_state(first_version=first, my_first_version=mine, first_seen_at=seen, now=NOW)
     assert got == expected
+    # an admin reader who approved the member itself vetted it
+    vetted = default_state(
+        first_version=first, my_first_version=mine, first_seen_at=seen, now=NOW,
+        approved_by_me=True,
+    )  # fmt: skip
+    assert vetted == TRUSTED
 
 
 @pytest.mark.parametrize(
