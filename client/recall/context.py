@@ -27,7 +27,8 @@ __all__ = ["CHARS_PER_TOKEN", "MAX_LINE_CHARS", "choose", "marks", "render", "st
 
 MAX_LINE_CHARS = framing.MAX_LINE_CHARS
 CHARS_PER_TOKEN = 4  # the token estimate: ceil(chars / 4)
-PER_WRITER = 200  # candidates read per writer: no writer crowds out the others' rows
+OWN_ROWS = 300  # the reader's candidates: more lines than the budget holds
+PER_WRITER = 40  # candidates per other writer: no writer crowds out the others' rows
 _HEADER = "Memories from sealmem for {scope} (notes from past sessions and teammates):"
 _TIER = {"warning": 0, "decision": 1}
 
@@ -65,19 +66,30 @@ def render(shown: Shown, reader: Reader, extra: Sequence[str] = ()) -> list[tupl
 
 def _candidates(conn: sqlite3.Connection, projects: Sequence[str]) -> list[Memory]:
     """Live memories (and tombstones with history: a teammate's delete is a proposal),
-    at most :data:`PER_WRITER` per writer, each writer's best first."""
+    each writer's best first: at most :data:`OWN_ROWS` of the reader's, :data:`PER_WRITER`
+    of each other writer's (more than its share can ever show)."""
     marks_ = ", ".join("?" * len(projects))
-    rows = conn.execute(
-        f"SELECT {MEMORY_COLUMNS} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
+    ranked = conn.execute(
+        "SELECT rid FROM (SELECT m.rowid AS rid, m.transport = 'local' AS here, "
+        "  ROW_NUMBER() OVER (PARTITION BY "
         "  CASE m.transport WHEN 'local' THEN '' ELSE coalesce(m.signer, '?') END "
         "  ORDER BY CASE m.kind WHEN 'warning' THEN 0 WHEN 'decision' THEN 1 ELSE 2 END, "
         "  m.local_importance DESC, m.updated_at DESC, m.rowid DESC) AS rank "
         f"  FROM memories m WHERE m.project IN ({marks_}) AND (m.deleted = 0 OR EXISTS ("
         "    SELECT 1 FROM history h WHERE h.id = m.id))) "
-        "WHERE rank <= ?",
-        (*projects, PER_WRITER),
+        "WHERE rank <= CASE WHEN here THEN ? ELSE ? END",
+        (*projects, OWN_ROWS, PER_WRITER),
     ).fetchall()
-    return [memory_from_row(row) for row in rows]
+    rowids = [int(r[0]) for r in ranked]
+    out: list[Memory] = []
+    for start in range(0, len(rowids), 500):
+        part = rowids[start : start + 500]
+        rows = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE rowid IN ({', '.join('?' * len(part))})",
+            part,
+        )
+        out.extend(memory_from_row(row) for row in rows)
+    return out
 
 
 def _order(shown: Shown) -> tuple[int, float, int]:
