@@ -141,7 +141,9 @@ def test_a_teammates_supersede_is_a_proposal_until_accepted(team: World) -> None
     fine = "Friday deploys are fine now."
     note = bob.remember(fine, kind="note", importance=0.1, supersedes=[warning.id])
     team.sync_all(rounds=2)
-    lines = framed(session_start(alice))
+    started = session_start(alice)
+    assert MINE in started, "a teammate's supersede removed the reader's own warning"
+    lines = framed(started)
     at = lines.index(q("warning", MINE))
     assert lines[at + 1] == (
         f"  - [note, proposal from bob, trusted] bob proposes to replace it with: {quoted(fine)}"
@@ -170,7 +172,9 @@ def test_a_teammates_delete_of_my_warning_is_a_proposal(team: World) -> None:
     bob.store.forget(warning.id, reason="obsolete")
     team.sync_all(rounds=2)
     assert alice.store.get(warning.id).deleted  # the merge is unchanged: bob's tombstone wins
-    lines = framed(session_start(alice))
+    started = session_start(alice)
+    assert MINE in started, "a teammate's delete removed the reader's own warning"
+    lines = framed(started)
     at = lines.index(q("warning", MINE))
     assert lines[at + 1] == "  - [warning, proposal from bob, trusted] bob proposes to delete it"
     _run(alice, "captured", "discard", warning.id)
