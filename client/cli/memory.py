@@ -171,8 +171,7 @@ def _trust(reader: Reader, memory: Memory) -> tuple[dict[str, Any], list[str]]:
         "trust": standing.label or standing.state,
         "flags": found,
         "proposals": [
-            {"id": p.memory.id, "action": p.action, "writer": p.standing.writer}
-            for p in proposals
+            {"id": p.memory.id, "action": p.action, "writer": p.standing.writer} for p in proposals
         ],
     }
     lines = []

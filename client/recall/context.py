@@ -92,9 +92,9 @@ def _candidates(conn: sqlite3.Connection, projects: Sequence[str]) -> list[Memor
     return out
 
 
-def _order(shown: Shown) -> tuple[int, float, int]:
-    m = shown.memory
-    return (_TIER.get(m.kind, 2), -m.record.importance, -m.updated_at)
+def _order(shown: Shown) -> tuple[int, float, int, int, int]:
+    m, stamp = shown.memory, shown.memory.record.hlc
+    return (_TIER.get(m.kind, 2), -m.record.importance, -m.updated_at, -stamp.wall, -stamp.counter)
 
 
 def choose(

@@ -55,9 +55,12 @@ def member_states(conn: sqlite3.Connection, me: str, now: int) -> dict[str, str]
     mine = first.get(me, (None, 0, ""))[0]
     states = {
         kid: default_state(
-            first_version=v, my_first_version=mine, first_seen_at=at, now=now,
+            first_version=v,
+            my_first_version=mine,
+            first_seen_at=at,
+            now=now,
             approved_by_me=signer == me,
-        )  # fmt: skip
+        )
         for kid, (v, at, signer) in first.items()
     }
     states.update(trust_rows.member_settings(conn))

@@ -15,10 +15,11 @@ muted       no agent surface at all         no                     no
 ==========  ==============================  =====================  ==============
 
 A member in the roster that first named the reader starts ``trusted`` (so does one the
-reader approved itself, as an admin); one approved later starts ``review`` for :data:`REVIEW_DAYS` from when this store first saw it, then
-becomes ``trusted``.  A person's own setting wins.  A version whose writer is not
-established (an unverified arrival) is treated as ``review``; an import a person ran
-here is theirs to vouch for (``trusted``).
+reader approved itself, as an admin); one approved later starts ``review`` for
+:data:`REVIEW_DAYS` from when this store first saw it, then becomes ``trusted``.
+A person's own setting wins.  A version whose writer is not established (an
+unverified arrival) is treated as ``review``; an import a person ran here is theirs
+to vouch for (``trusted``).
 
 Budgets (:func:`plan`): the reader's own memories take up to :data:`OWN_SHARE` of an
 automatic context first, whatever teammates publish; then every other writer, in turn,
