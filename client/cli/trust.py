@@ -1,6 +1,7 @@
 """``sealmem trust``: how far each teammate's memories reach your agent.
 
-``trusted`` memories enter the automatic contexts (session start, prompt hook) within
+``period`` sets how long a member approved after you stays in ``review`` (7 days unless
+you set it).  ``trusted`` memories enter the automatic contexts (session start, prompt hook) within
 the writer's share; ``review`` ones answer explicit recall, labelled, and enter the
 automatic contexts once accepted in ``sealmem captured``; ``muted`` ones reach no agent
 (``purge`` also deletes them from this machine).  The rules: :mod:`..recall.trust`.
@@ -120,3 +121,28 @@ def purge(name: NameArg, as_json: JsonOpt = False) -> None:
         f"{dropped.removed} memories of {shown} deleted here, {dropped.restored} back to an "
         "earlier version by someone else"
     )
+
+
+@trust_app.command()
+def period(
+    days: Annotated[
+        int | None,
+        typer.Argument(metavar="[DAYS]", help="Days a newly approved member stays in review."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show or set how long a member approved after you stays in review (default 7 days)."""
+    from ..recall.trust import REVIEW_DAYS
+    from ..store.trust_rows import review_days, save_review_days
+
+    if days is not None and not 0 <= days <= 365:
+        raise InputError(f"{days} days must be between 0 and 365 (0: no review period)")
+    with open_store(readonly=days is None) as store:
+        if days is not None:
+            save_review_days(store.connection, days)
+        current = review_days(store.connection)
+    shown = REVIEW_DAYS if current is None else current
+    if as_json:
+        output.emit_json({"review_days": shown, "set_by": "default" if current is None else "you"})
+        return
+    output.say(f"a member approved after you stays in review for {shown} days")

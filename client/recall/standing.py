@@ -24,7 +24,7 @@ from ..store import trust_rows
 from ..store.memory import Memory
 from ..store.rows import MEMORY_COLUMNS, memory_from_history_row, memory_from_row
 from .names import member_names
-from .trust import MUTED, OWN, REVIEW, TRUSTED, Standing, default_state
+from .trust import DAY_MS, MUTED, OWN, REVIEW, REVIEW_DAYS, TRUSTED, Standing, default_state
 
 __all__ = ["Proposal", "Reader", "Shown", "member_states"]
 
@@ -53,6 +53,8 @@ def member_states(conn: sqlite3.Connection, me: str, now: int) -> dict[str, str]
         for kid in kids:
             first.setdefault(kid, (version, at, signer))
     mine = first.get(me, (None, 0, ""))[0]
+    days = trust_rows.review_days(conn)
+    review_ms = (REVIEW_DAYS if days is None else days) * DAY_MS
     states = {
         kid: default_state(
             first_version=v,
@@ -60,6 +62,7 @@ def member_states(conn: sqlite3.Connection, me: str, now: int) -> dict[str, str]
             first_seen_at=at,
             now=now,
             approved_by_me=signer == me,
+            review_ms=review_ms,
         )
         for kid, (v, at, signer) in first.items()
     }

@@ -12,11 +12,17 @@ from __future__ import annotations
 import sqlite3
 
 from ...protocol.record import Record
-from .connection import transaction
+from .connection import get_meta, set_meta, transaction
+
+REVIEW_DAYS_KEY = "trust_review_days"
+"""Meta key: how many days a member approved after the reader stays in ``review`` here."""
 
 __all__ = [
+    "REVIEW_DAYS_KEY",
     "VersionKey",
     "member_settings",
+    "review_days",
+    "save_review_days",
     "save_member_state",
     "save_verdict",
     "verdicts",
@@ -57,3 +63,14 @@ def save_verdict(conn: sqlite3.Connection, key: VersionKey, verdict: str, now: i
             "(id, hlc_wall, hlc_counter, editor, verdict, decided_at) VALUES (?, ?, ?, ?, ?, ?)",
             (*key, verdict, now),
         )
+
+
+def review_days(conn: sqlite3.Connection) -> int | None:
+    """The review period a person set here (days), None for the default."""
+    value = get_meta(conn, REVIEW_DAYS_KEY)
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def save_review_days(conn: sqlite3.Connection, days: int) -> None:
+    with transaction(conn):
+        set_meta(conn, REVIEW_DAYS_KEY, str(days))
