@@ -212,10 +212,17 @@ def test_a_member_approved_later_is_reviewed_then_muted_and_purged(team: World) 
     assert q("lesson, from eve, review, accepted", tip) in framed(session_start(alice))
     _run(alice, "trust", "set", "eve", "muted")
     assert tip not in session_start(alice)
-    recalled, got = _mcp(
-        alice, [("recall", {"query": "webapp cache warmed deploy"}), ("get", {"id": hit["id"]})]
+    recalled, got, recent = _mcp(
+        alice,
+        [
+            ("recall", {"query": "webapp cache warmed deploy"}),
+            ("get", {"id": hit["id"]}),
+            ("recent", {"limit": 50}),
+        ],
     )
     assert tip not in json.dumps(recalled)
+    assert tip not in json.dumps(recent)
+    assert MINE in json.dumps(recent)
     assert "muted" in got
     assert tip not in got
     purged = _cli_json(alice, "trust", "purge", "eve")
