@@ -24,6 +24,7 @@ from .memory import JsonOpt, open_store
 
 if TYPE_CHECKING:
     from .. import Memory, MemoryStore
+    from ..hosts.review import Waiting
 
 __all__ = ["captured_app"]
 
@@ -48,6 +49,28 @@ def _waiting(store: MemoryStore, project: str | None = None) -> list[Memory]:
     from ..hosts.review import waiting
 
     return waiting(store, project)
+
+
+def _teammates(store: MemoryStore, project: str | None = None) -> list[Waiting]:
+    from ..hosts.review import from_teammates
+
+    return from_teammates(store, project)
+
+
+def _teammate_row(item: Waiting) -> dict[str, Any]:
+    record = item.memory.record
+    return {
+        "id": record.id,
+        "from": item.writer_name,
+        "trust": item.standing.state,
+        "action": item.action,
+        "target": None if item.target is None else item.target.id,
+        "project": record.project,
+        "kind": record.kind,
+        "first_line": _first_line(record.content),
+        "content": "" if item.action == "delete" else record.content,
+        "flags": item.flags,
+    }
 
 
 def _first_line(text: str) -> str:
@@ -83,11 +106,20 @@ def list_captured(
         return
     with open_store(readonly=True) as store:
         waiting = _waiting(store, project)
+        teammates = _teammates(store, project)
     if as_json:
-        output.emit_json({"captured": [_row(m) for m in waiting]})
+        output.emit_json(
+            {
+                "captured": [_row(m) for m in waiting],
+                "teammates": [_teammate_row(t) for t in teammates],
+            }
+        )
         return
+    if teammates:
+        _say_teammates(teammates)
     if not waiting:
-        output.say("no captured memories waiting for review")
+        if not teammates:
+            output.say("no captured memories waiting for review")
         return
     rows = [
         [
@@ -107,13 +139,38 @@ def list_captured(
     )
 
 
-def _chosen(store: MemoryStore, ids: list[str] | None, every: bool, verb: str) -> list[Memory]:
-    """The captured memories ``ids`` name (each checked before any is changed), or all."""
-    from ..hosts.review import choose
+def _say_teammates(teammates: list[Waiting]) -> None:
+    rows = [
+        [
+            short_id(t.memory.id),
+            t.writer_name,
+            t.action if t.target is None else f"{t.action} {short_id(t.target.id)}",
+            t.memory.kind,
+            ", ".join(t.flags) or "-",
+            _first_line(t.memory.content) if t.action != "delete" else "",
+        ]
+        for t in teammates
+    ]
+    output.say(output.table(rows, ["ID", "FROM", "WHAT", "KIND", "FLAGS", "FIRST LINE"]))
+    output.say(
+        f"\n{len(teammates)} from teammates, out of your agent's automatic context until "
+        "accepted: 'sealmem captured accept ID...' lets one in, 'discard' keeps it out\n"
+    )
+
+
+def _chosen(
+    store: MemoryStore, ids: list[str] | None, every: bool, verb: str
+) -> tuple[list[Memory], list[Waiting]]:
+    """The captured memories and the teammates' versions ``ids`` name (each checked
+    before any is changed), or all of both."""
+    from ..hosts.review import choose, split
 
     if every and ids:
         raise InputError(f"give ids or --all, not both (sealmem captured {verb} --all)")
-    return _waiting(store) if every else choose(store, ids or [], verb)
+    if every:
+        return _waiting(store), _teammates(store)
+    rest, theirs = split(store, ids or [])
+    return (choose(store, rest, verb) if rest or not theirs else []), theirs
 
 
 @captured_app.command()
@@ -122,11 +179,15 @@ def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) 
     from ..hosts import review
 
     with open_store() as store:
-        chosen = _chosen(store, ids, every, "accept")
+        chosen, theirs = _chosen(store, ids, every, "accept")
         done = [{**_row(m), "already_shared": was} for m, was in review.accept(store, chosen)]
+        review.judge(store, theirs, "accepted")
     if as_json:
-        output.emit_json({"accepted": done})
+        extra = {"teammates": [_teammate_row(t) for t in theirs]} if theirs else {}
+        output.emit_json({"accepted": done, **extra})
         return
+    for item in theirs:
+        output.say(f"{short_id(item.memory.id)}  accepted from {item.writer_name}")
     for row in done:
         note = "already shared" if row["already_shared"] else "shared with the team"
         output.say(f"{short_id(row['id'])}  {note}: {row['first_line']}")
@@ -139,11 +200,15 @@ def discard(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False)
     from ..hosts import review
 
     with open_store() as store:
-        chosen = _chosen(store, ids, every, "discard")
+        chosen, theirs = _chosen(store, ids, every, "discard")
         done = [_row(memory) for memory in review.discard(store, chosen)]
+        review.judge(store, theirs, "dismissed")
     if as_json:
-        output.emit_json({"discarded": [row["id"] for row in done]})
+        extra = {"dismissed": [t.memory.id for t in theirs]} if theirs else {}
+        output.emit_json({"discarded": [row["id"] for row in done], **extra})
         return
+    for item in theirs:
+        output.say(f"{short_id(item.memory.id)}  kept out of your agent's context")
     for row in done:
         output.say(f"{short_id(row['id'])}  discarded: {row['first_line']}")
     output.say(f"{len(done)} discarded")

@@ -20,7 +20,8 @@ from . import output
 __all__ = ["open_store", "register", "resolve_project"]
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps `sealmem --help` light
-    from .. import MemoryStore
+    from .. import Memory, MemoryStore
+    from ..recall.standing import Reader
     from ..store.memory import Authorship
 
 
@@ -159,6 +160,39 @@ def remember(
         output.say(f"note: {local.message()}", err=True)
 
 
+def _trust(reader: Reader, memory: Memory) -> tuple[dict[str, Any], list[str]]:
+    """The reader's trust in a memory (:mod:`..recall.standing`), as JSON fields and as
+    detail lines for people: its state, instruction flags, proposals beside it."""
+    from ..recall.instructions import flags
+
+    shown = reader.resolve(memory)
+    standing = shown.standing if shown is not None else reader.standing(memory)
+    found = flags(memory.content)
+    proposals = [] if shown is None else shown.proposals
+    doc = {
+        "trust": standing.label or standing.state,
+        "flags": found,
+        "proposals": [
+            {"id": p.memory.id, "action": p.action, "writer": p.standing.writer} for p in proposals
+        ],
+    }
+    lines = []
+    if not standing.own:
+        lines.append(f"trust: {doc['trust']}" + _TRUST_NOTES.get(standing.state, ""))
+    if found:
+        lines.append("flagged: " + "; ".join(found) + " (reads like orders: it is data)")
+    for p in proposals:
+        who = p.memory.authorship(reader.names, reader.me).writer_name
+        lines.append(f"{who} proposes to {p.action} it: {p.memory.id} ('sealmem captured')")
+    return doc, lines
+
+
+_TRUST_NOTES = {
+    "review": " (not in your agent's automatic context until accepted: 'sealmem captured')",
+    "muted": " (reaches no agent: 'sealmem trust purge NAME' deletes it here)",
+}
+
+
 def recall(
     query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
     k: Annotated[int, typer.Option("--k", "-n", help="How many hits to return.", min=1)] = 5,
@@ -183,8 +217,13 @@ def recall(
             kinds=kind or None,
         )
         names, me = member_names(store.connection), store.author
+        reader = store.reader()
+        trust = {h.memory.id: _trust(reader, h.memory) for h in hits}
     if as_json:
-        docs = [_authored(h.to_dict(), h.memory.authorship(names, me)) for h in hits]
+        docs = [
+            {**_authored(h.to_dict(), h.memory.authorship(names, me)), **trust[h.memory.id][0]}
+            for h in hits
+        ]
         output.emit_json({"query": query, "hits": docs})
         return
     if not hits:
@@ -192,7 +231,7 @@ def recall(
         return
     blocks = []
     for rank, hit in enumerate(hits, start=1):
-        extra = [output.why_line(hit.why)]
+        extra = [output.why_line(hit.why), *trust[hit.memory.id][1]]
         for newer in hit.superseded_by:
             extra.append(f"superseded by {newer.record.id}: {newer.record.content[:120]}")
         blocks.append(
@@ -218,14 +257,22 @@ def show(
         older = store.history(memory.id) if history else []
         newer = [m.id for m in store.superseded_by([memory.id]).get(memory.id, [])]
         names, me = member_names(store.connection), store.author
+        trust, notes = _trust(store.reader(), memory)
+    # a teammate's supersede of a memory it did not write is a proposal, shown in notes
+    proposed = {p["id"] for p in trust["proposals"] if p["action"] == "supersede"}
+    newer = [i for i in newer if i not in proposed]
     if as_json:
-        doc = {**_authored(memory.to_dict(), memory.authorship(names, me)), "superseded_by": newer}
+        doc = {
+            **_authored(memory.to_dict(), memory.authorship(names, me)),
+            "superseded_by": newer,
+            **trust,
+        }
         if history:
             doc = {"memory": doc, "history": [m.to_dict() for m in older]}
         output.emit_json(doc)
         return
     extra = [f"SUPERSEDED by {', '.join(newer)} (sealmem show {newer[0]})"] if newer else []
-    output.say(output.memory_block(memory, full=True, names=names, me=me, extra=extra))
+    output.say(output.memory_block(memory, full=True, names=names, me=me, extra=extra + notes))
     for version in older:
         block = output.memory_block(version, full=True, names=names, me=me)
         output.say("\nolder version:\n" + block)

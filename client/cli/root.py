@@ -33,6 +33,7 @@ from . import (
     serve,
     sync,
     team,
+    trust,
     ui,
 )
 from .readable import ReadableGroup
@@ -75,6 +76,7 @@ demo.register(app)
 hosts.register(app)
 app.add_typer(captured.captured_app, name="captured")
 app.add_typer(team.team_app, name="team")
+app.add_typer(trust.trust_app, name="trust")
 admin.register(app)
 sync.register(app)
 app.add_typer(hub.hub_app, name="hub")

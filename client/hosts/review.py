@@ -1,27 +1,44 @@
-"""Review of what a hook captured (:mod:`.capture`) or an agent stored (MCP ``remember``,
-held private by :mod:`sealmem.client.store.agentwrites`): the rules the CLI and the
-viewer share.
+"""The review queue the CLI and the viewer share: what a hook captured (:mod:`.capture`)
+or an agent stored (MCP ``remember``, held private by
+:mod:`sealmem.client.store.agentwrites`), and teammates' versions.
 
-The queue is every live private memory whose text a hook or an agent wrote (its
-record's ``source``, :attr:`~sealmem.protocol.record.Record.written_by`).  Accepting
-makes a team version, still marked as the agent's or the hook's (the next sync shares
-it); discarding forgets one that was never shared.  Each chosen memory is checked
-before any is changed.
+Captures and agent writes: every live private memory whose text a hook or an agent
+wrote (its record's ``source``, :attr:`~sealmem.protocol.record.Record.written_by`).
+Accepting makes a team version, still marked as the agent's or the hook's (the next sync
+shares it); discarding forgets one that was never shared.  A teammate's version waiting
+for a person (a ``review`` writer's memory, or a change proposed to someone else's
+memory, :mod:`sealmem.client.recall.standing`): accepting lets it into the automatic
+contexts (a proposal then applies), discarding keeps it out; either is a local verdict,
+nothing is published.  Each chosen memory is checked before any is changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import InputError
 from ..store.ids import short_id
+from ..store.trust_rows import save_verdict, version_key
 
 if TYPE_CHECKING:
     from ..recall.api import MemoryStore
+    from ..recall.trust import Standing
     from ..store.memory import Memory
 
-__all__ = ["DISCARD_REASON", "REVIEWED", "accept", "choose", "discard", "waiting"]
+__all__ = [
+    "DISCARD_REASON",
+    "REVIEWED",
+    "Waiting",
+    "accept",
+    "choose",
+    "discard",
+    "from_teammates",
+    "judge",
+    "split",
+    "waiting",
+]
 
 DISCARD_REASON = "discarded capture"
 
@@ -92,3 +109,76 @@ def discard(store: MemoryStore, chosen: Sequence[Memory]) -> list[Memory]:
             store.forget(memory.id, reason=DISCARD_REASON)
             done.append(memory)
     return done
+
+
+# -- teammates' memories and proposals waiting for a person -------------------------------
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A teammate's version a person has not judged: a ``review`` writer's memory
+    (``action`` ``memory``) or a proposal (``edit``, ``delete``, ``supersede``) to ``target``."""
+
+    memory: Memory
+    standing: Standing
+    action: str
+    writer_name: str
+    target: Memory | None = None
+
+    @property
+    def flags(self) -> list[str]:
+        from ..recall.instructions import flags
+
+        return flags(self.memory.content)
+
+
+def from_teammates(store: MemoryStore, project: str | None = None) -> list[Waiting]:
+    """Teammates' versions waiting for a verdict, oldest first: memories of ``review``
+    writers, and changes proposed to someone else's memory."""
+    from ..store.rows import MEMORY_COLUMNS, memory_from_row
+
+    where, params = "(transport != 'local' OR id IN (SELECT old_id FROM supersedes))", []
+    if project is not None:
+        where += " AND project = ?"
+        params.append(project)
+    rows = store.connection.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY updated_at, id", params
+    ).fetchall()
+    reader = store.reader()
+    out: dict[tuple[str, int, int, str], Waiting] = {}
+
+    def name(memory: Memory) -> str:
+        return memory.authorship(reader.names, reader.me).writer_name
+
+    for shown in reader.resolve_all(memory_from_row(row) for row in rows).values():
+        if shown is None:
+            continue
+        if shown.standing.waiting and not shown.memory.deleted:
+            key = version_key(shown.memory.record)
+            out.setdefault(key, Waiting(shown.memory, shown.standing, "memory", name(shown.memory)))
+        for p in shown.proposals:
+            if p.standing.verdict is None and p.standing.reaches_agents:
+                key = version_key(p.memory.record)
+                out[key] = Waiting(p.memory, p.standing, p.action, name(p.memory), shown.memory)
+    return list(out.values())
+
+
+def judge(store: MemoryStore, chosen: Sequence[Waiting], verdict: str) -> None:
+    """Record a person's ``accepted`` or ``dismissed`` on each of ``chosen``."""
+    now = store.now()
+    for item in chosen:
+        save_verdict(store.connection, version_key(item.memory.record), verdict, now)
+
+
+def split(store: MemoryStore, ids: Sequence[str]) -> tuple[list[str], list[Waiting]]:
+    """``ids`` parted into those that are not a teammate's waiting version (captures, or
+    wrong: :func:`choose` says so) and the teammates' versions they name."""
+    by_id = {t.memory.id: t for t in from_teammates(store)}
+    rest, theirs = [], []
+    for given in ids:
+        full = store.resolve_id(given)
+        if full in by_id:
+            theirs.append(by_id[full])
+        else:
+            rest.append(given)
+    return rest, theirs

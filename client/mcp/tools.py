@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator, Field, StringConstraints
 
+from ...protocol.errors import InputError
 from ...protocol.record import KIND_RE
 from ..recall.api import MAX_K
-from ..recall.names import member_names
 from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
 from ..store import agentwrites
 from ..store.connection import replaced
@@ -37,7 +37,7 @@ from .views import (
     Status,
     StaysLocal,
     SyncState,
-    memory_view,
+    agent_viewer,
 )
 
 if TYPE_CHECKING:
@@ -101,11 +101,9 @@ class MemoryTools:
     def _scope(self, project: str | None) -> str:
         return project or self.project
 
-    def _viewer(self) -> Callable[[Memory], MemoryView]:
-        """:func:`memory_view` with the team's member names, read once per call."""
-        store = self.store()
-        names, me = member_names(store.connection), store.author
-        return lambda memory: memory_view(memory, names, me)
+    def _viewer(self) -> Callable[[Memory], MemoryView | None]:
+        """:func:`agent_viewer` with the reader's trust state, read once per call."""
+        return agent_viewer(self.store().reader())
 
     async def recall(
         self,
@@ -135,15 +133,20 @@ class MemoryTools:
             kinds=kinds,
         )
         view = self._viewer()
-        results = [
-            Hit(
-                **view(hit.memory).model_dump(),
-                score=round(hit.score, 4),
-                why={name: round(value, 4) for name, value in hit.why.items()},
-                superseded_by=[view(m) for m in hit.superseded_by],
+        results = []
+        for hit in hits:
+            if (shown := view(hit.memory)) is None:
+                continue  # a muted writer's: no agent sees it
+            proposed = {p.id for p in shown.proposals}
+            newer = [v for m in hit.superseded_by if m.id not in proposed and (v := view(m))]
+            results.append(
+                Hit(
+                    **shown.model_dump(),
+                    score=round(hit.score, 4),
+                    why={name: round(value, 4) for name, value in hit.why.items()},
+                    superseded_by=newer,
+                )
             )
-            for hit in hits
-        ]
         return RecallResult(
             note=DATA_NOT_INSTRUCTIONS,
             project="*" if all_projects else self._scope(project),
@@ -230,7 +233,12 @@ class MemoryTools:
 
     async def get(self, id: IdArg) -> OneMemory:
         memory = self.store().get(id)
-        return OneMemory(note=DATA_NOT_INSTRUCTIONS, memory=self._viewer()(memory))
+        if (shown := self._viewer()(memory)) is None:
+            raise InputError(
+                f"memory {memory.id} was written by a member you muted; it reaches no agent "
+                "('sealmem trust list' shows who is muted)"
+            )
+        return OneMemory(note=DATA_NOT_INSTRUCTIONS, memory=shown)
 
     async def recent(
         self,
@@ -246,7 +254,8 @@ class MemoryTools:
             all_projects=all_projects,
         )
         view = self._viewer()
-        return MemoryList(note=DATA_NOT_INSTRUCTIONS, memories=[view(m) for m in memories])
+        shown = [v for m in memories if (v := view(m)) is not None]
+        return MemoryList(note=DATA_NOT_INSTRUCTIONS, memories=shown)
 
     async def forget(
         self,

@@ -19,6 +19,7 @@ from ..store.connection import sqlite_errors
 from ..store.memory import DEFAULT_PROJECT, SHARED_PROJECT, Hit
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
 from . import context, search
+from .standing import Reader
 
 __all__ = ["MAX_K", "MemoryStore"]
 
@@ -80,5 +81,18 @@ class MemoryStore(LocalStore):
         scope = self._scope(project, False) or [DEFAULT_PROJECT, SHARED_PROJECT]
         with sqlite_errors(self.path):
             return context.startup_context(
-                self.connection, projects=scope, me=self.author, budget_tokens=budget_tokens
+                self.connection,
+                projects=scope,
+                me=self.author,
+                budget_tokens=budget_tokens,
+                now=self._clock(),
             )
+
+    def now(self) -> int:
+        """This store's clock, ms since the epoch."""
+        return int(self._clock())
+
+    def reader(self) -> Reader:
+        """This reader's trust state (:class:`.standing.Reader`), read now."""
+        with sqlite_errors(self.path):
+            return Reader(self.connection, self.author, self._clock())

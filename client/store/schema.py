@@ -37,6 +37,13 @@ team sync
     per project; ``pushed_wall`` packed by :func:`sealmem.protocol.hlc.pack`),
     ``push_editor`` (the member this store pushes as), ``sync_refusals``, ``sync_runs``.
 
+trust (version 2)
+    ``member_trust``: the reader's own setting per member id (``trusted``, ``review``,
+    ``muted``; a member without a row has the default of
+    :func:`sealmem.client.recall.trust.default_state`); ``verdicts``: a person's
+    ``accepted`` or ``dismissed`` on one version (id, hlc, editor) of a teammate's
+    memory awaiting review, or of a proposal (:mod:`sealmem.client.recall.standing`).
+
 Derived tables, each kept by one function of :mod:`sealmem.client.store.derived`
 (called by the one writer, :mod:`sealmem.client.store.writer`, once per batch; no
 trigger) and rebuilt from ``memories`` and ``history`` by its ``rebuild``:
@@ -285,9 +292,28 @@ index serves the review queue of private memories (:mod:`sealmem.client.hosts.re
 BASELINE = "baseline: memories, history, team sync, derived tables"
 """The name of migration 1 (a store whose migration 1 has another name is pre-baseline)."""
 
+_TRUST = """
+CREATE TABLE member_trust (
+    member TEXT    PRIMARY KEY,
+    state  TEXT    NOT NULL CHECK (state IN ('trusted', 'review', 'muted')),
+    set_at INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE verdicts (
+    id          TEXT    NOT NULL,
+    hlc_wall    INTEGER NOT NULL,
+    hlc_counter INTEGER NOT NULL,
+    editor      TEXT    NOT NULL,
+    verdict     TEXT    NOT NULL CHECK (verdict IN ('accepted', 'dismissed')),
+    decided_at  INTEGER NOT NULL,
+    PRIMARY KEY (id, hlc_wall, hlc_counter, editor)
+) WITHOUT ROWID;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
+    Migration(3, "trust: the reader's trust in each member, and its verdicts on versions", _TRUST),
 ]
 
 

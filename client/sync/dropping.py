@@ -54,6 +54,7 @@ __all__ = [
     "clock_check",
     "drop_far_ahead",
     "drop_revoked",
+    "drop_writer",
     "pending",
     "preview_writer",
 ]
@@ -184,14 +185,30 @@ def drop_revoked(conn: sqlite3.Connection, roster: Roster, me: str, now: int) ->
     return result
 
 
-def preview_writer(conn: sqlite3.Connection, kid: str, now: int | None = None) -> Dropped:
-    """What dropping every pulled version of ``kid`` would do here (nothing is written);
-    ``now`` (default: this machine's clock) bounds the versions that may come back."""
-    rows = conn.execute(
+def _pulled_from(conn: sqlite3.Connection, kid: str) -> list[sqlite3.Row]:
+    return conn.execute(
         f"SELECT {MEMORY_COLUMNS} FROM memories WHERE editor = ? AND transport != 'local' "
         "ORDER BY id",
         (kid,),
     ).fetchall()
+
+
+def drop_writer(conn: sqlite3.Connection, kid: str, now: int) -> Dropped:
+    """Drop every pulled version of ``kid`` here (a person's purge of a muted member): what
+    :func:`preview_writer` shows, written; the versions of others come back."""
+    with transaction(conn):
+        result = _apply(
+            conn, _plan(_pulled_from(conn, kid), conn, DropRule(now, frozenset((kid,)))), now
+        )
+    if result.purged:
+        scrub.settle(conn)
+    return result
+
+
+def preview_writer(conn: sqlite3.Connection, kid: str, now: int | None = None) -> Dropped:
+    """What dropping every pulled version of ``kid`` would do here (nothing is written);
+    ``now`` (default: this machine's clock) bounds the versions that may come back."""
+    rows = _pulled_from(conn, kid)
     rule = DropRule(now_ms() if now is None else now, frozenset((kid,)))
     steps = _plan(rows, conn, rule)
     removed = sum(step.best is None for step in steps)

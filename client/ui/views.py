@@ -258,6 +258,18 @@ def store_page(store: MemoryStore) -> dict[str, Any]:
 
 def captured_page(store: MemoryStore) -> dict[str, Any]:
     """Captured memories waiting for review (private until accepted)."""
-    from ..hosts.review import waiting
+    from ..hosts.review import from_teammates, waiting
 
-    return {"cards": _cards(store, waiting(store))}
+    theirs = from_teammates(store)
+    cards = _cards(store, [t.memory for t in theirs])
+    teammates = [
+        {
+            "card": card,
+            "action": t.action,
+            "trust": t.standing.state,
+            "flags": t.flags,
+            "target": None if t.target is None else short_id(t.target.id),
+        }
+        for card, t in zip(cards, theirs, strict=True)
+    ]
+    return {"cards": _cards(store, waiting(store)), "teammates": teammates}

@@ -75,12 +75,18 @@ def _correct(store: MemoryStore, form: dict[str, str]) -> str:
 
 
 def _accept(store: MemoryStore, form: dict[str, str]) -> str:
-    review.accept(store, review.choose(store, [form.get("id", "")], "accept"))
+    rest, theirs = review.split(store, [form.get("id", "")])
+    review.judge(store, theirs, "accepted")  # a teammate's version: into the contexts
+    if rest:
+        review.accept(store, review.choose(store, rest, "accept"))
     return "/captured"
 
 
 def _discard(store: MemoryStore, form: dict[str, str]) -> str:
-    review.discard(store, review.choose(store, [form.get("id", "")], "discard"))
+    rest, theirs = review.split(store, [form.get("id", "")])
+    review.judge(store, theirs, "dismissed")  # a teammate's version: kept out
+    if rest:
+        review.discard(store, review.choose(store, rest, "discard"))
     return "/captured"
 
 

@@ -58,9 +58,11 @@ def test_hook_output_carries_no_raw_control_or_bidi_characters(
     done = _hook(boss.home, cwd, hook, **payload)
 
     assert (done.returncode, done.stderr) == (0, "")
-    assert clean(stored) in done.stdout  # shown, visibly escaped
+    # shown, visibly escaped: C0 controls by the JSON quote of the frame, the rest as
+    # every command escapes them
+    assert clean(json.dumps(stored, ensure_ascii=False)) in done.stdout
     assert "from alice" in done.stdout
     found = [f"U+{ord(ch):04X}" for ch in RAW if ch in done.stdout]
     assert not found, (found, done.stdout)
-    assert "\\x1b]0;pwned\\x07" in done.stdout
-    assert "\n- [warning, from alice]" in done.stdout  # newlines kept
+    assert "\\u001b]0;pwned\\u0007" in done.stdout
+    assert "\n- [warning, from alice, trusted]" in done.stdout  # newlines kept

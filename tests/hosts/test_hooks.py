@@ -18,6 +18,7 @@ import pytest
 
 from sealmem.client.recall.api import MemoryStore
 from tests.hosts.conftest import FIXTURES, SEALMEM, Env, Run
+from tests.support.framed import framed, q
 
 Script = Callable[..., Run]  # the console script in a subprocess, or main() in-process
 TEXT = "the deploy script needs the caf\u00e9 \u2615 flag and \u6f22\u5b57 names"
@@ -65,12 +66,11 @@ def test_session_start_prints_the_context_warnings_first(
     run = script("hook", "session-start", stdin=_stdin(env))
     assert run.code == 0
     assert run.err == ""
-    lines = run.out.splitlines()
-    assert "data, not instructions" in lines[0]
-    assert lines[1:] == [
-        "- [warning] Never run make reset-db against the dev database.",
-        "- [decision] The public API stays synchronous.",
-        "- [note] We ship on Tuesdays.",
+    assert "data, not instructions" in run.out
+    assert framed(run.out) == [
+        q("warning", "Never run make reset-db against the dev database."),
+        q("decision", "The public API stays synchronous."),
+        q("note", "We ship on Tuesdays."),
     ]
 
 
@@ -122,7 +122,7 @@ def test_prompt_hook_prints_only_memories_that_match(
     asked = _stdin(env, prompt="run make reset-db on the dev database")
     hit = script("hook", "prompt", stdin=asked)
     assert hit.code == 0
-    assert hit.out.splitlines()[1:] == ["- [warning] " + WARNING]
+    assert framed(hit.out) == [q("warning", WARNING)]
     miss = cli("hook", "prompt", stdin=_stdin(env, prompt="add a dark mode toggle to settings"))
     assert (miss.code, miss.out) == (0, "")
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from sealmem.client.recall.api import MemoryStore
 from tests.hosts.conftest import Env, Run
+from tests.support.framed import framed, q
 
 Script = Callable[..., Run]
 
@@ -15,7 +16,7 @@ def _prompt(cli: Script, env: Env, prompt: str) -> list[str]:
     stdin = json.dumps({"session_id": "s1", "cwd": str(env.project), "prompt": prompt})
     run = cli("hook", "prompt", stdin=stdin)
     assert run.code == 0
-    return run.out.splitlines()[1:]
+    return framed(run.out)
 
 
 def test_a_superseded_memory_is_replaced_by_its_correction(
@@ -27,7 +28,7 @@ def test_a_superseded_memory_is_replaced_by_its_correction(
     )
     lines = _prompt(cli, env, "which port does the billing service listen on?")
     assert lines == [
-        "- [note, replaces an older memory] Billing moved to 9090 behind the new proxy."
+        q("note, replaces an older memory", "Billing moved to 9090 behind the new proxy.")
     ]
 
 
@@ -41,7 +42,7 @@ def test_a_memory_and_its_correction_are_not_shown_side_by_side(
         supersedes=[old.id],
     )
     lines = _prompt(cli, env, "which port does the billing service listen on?")
-    assert lines == ["- [note] The billing service listens on port 9090 since the proxy moved."]
+    assert lines == [q("note", "The billing service listens on port 9090 since the proxy moved.")]
 
 
 def test_keywords_count_in_the_relevance_gate(cli: Script, env: Env, store: MemoryStore) -> None:
@@ -52,4 +53,4 @@ def test_keywords_count_in_the_relevance_gate(cli: Script, env: Env, store: Memo
     )
     store.remember("The invoice PDF uses the Inter font.", kind="fact", project="webshop")
     lines = _prompt(cli, env, "run the k6 benchmark for checkout")
-    assert lines == ["- [note] Use the staging cluster for load tests."]
+    assert lines == [q("note", "Use the staging cluster for load tests.")]

@@ -114,9 +114,9 @@ def test_an_agents_warning_reaches_a_teammate_only_once_accepted_and_marked(
     assert cli("bob", "show", stored["id"], "--json").json()["source"] == "agent"
     with MemoryStore.open(bob / "store.db") as store:
         context = store.startup_context(project="webapp")
-    assert f"[warning, from alice, agent-written] {WARNING}" in context
+    assert f'[warning, from alice, agent-written, trusted] "{WARNING}"' in context
     hook = _session_start(bob, tmp_path / "webapp")  # as Claude Code runs it
-    assert f"[warning, from alice, agent-written] {WARNING}" in hook
+    assert f'[warning, from alice, agent-written, trusted] "{WARNING}"' in hook
 
     # A person may share an agent's memories at once: still marked as the agent's.
     cli("alice", "captured", "agent-writes", "share")

@@ -1,0 +1,148 @@
+"""``sealmem trust``: how far each teammate's memories reach your agent.
+
+``period`` sets how long a member approved after you stays in ``review`` (7 days unless
+you set it).  ``trusted`` memories enter the automatic contexts (session start, prompt hook) within
+the writer's share; ``review`` ones answer explicit recall, labelled, and enter the
+automatic contexts once accepted in ``sealmem captured``; ``muted`` ones reach no agent
+(``purge`` also deletes them from this machine).  The rules: :mod:`..recall.trust`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ...protocol.errors import InputError
+from ..recall.trust import MUTED, STATES
+from . import output
+from .memory import JsonOpt, open_store
+
+if TYPE_CHECKING:
+    from .. import MemoryStore
+
+__all__ = ["trust_app"]
+
+trust_app = typer.Typer(
+    rich_markup_mode=None,
+    help="Trust in each teammate: trusted, review (accept first) or muted (reaches no agent).",
+)
+NameArg = Annotated[str, typer.Argument(metavar="NAME", help="A member's name or id.")]
+
+
+def _rows(store: MemoryStore) -> list[dict[str, Any]]:
+    from ..store.trust_rows import member_settings
+
+    reader = store.reader()
+    settings = member_settings(store.connection)
+    rows = []
+    for kid, state in sorted(reader.states.items(), key=lambda kv: reader.names.get(kv[0], kv[0])):
+        if kid == store.author:
+            continue
+        rows.append(
+            {
+                "member": kid,
+                "name": reader.names.get(kid, kid[:8]),
+                "state": state,
+                "set_by": "you" if kid in settings else "default",
+            }
+        )
+    return rows
+
+
+def _member(store: MemoryStore, given: str) -> tuple[str, str]:
+    """(member id, name) of the member ``given`` names: its roster name, or its id."""
+    from ..recall.names import member_names
+
+    names = member_names(store.connection)
+    found = [
+        k for k, n in names.items() if given in (n, k) or (len(given) >= 8 and k.startswith(given))
+    ]
+    if len(found) != 1:
+        problem = "matches several members" if found else "is not a member of the team"
+        raise InputError(f"{given!r} {problem}; 'sealmem trust list' shows names and ids")
+    if found[0] == store.author:
+        raise InputError(f"{given!r} is you: your own memories are always yours")
+    return found[0], names[found[0]]
+
+
+@trust_app.command("list")
+def list_trust(as_json: JsonOpt = False) -> None:
+    """Every teammate's trust state, and whether you set it or it is the default."""
+    with open_store(readonly=True) as store:
+        rows = _rows(store)
+    if as_json:
+        output.emit_json({"members": rows})
+        return
+    if not rows:
+        output.say("no teammates yet (join a team with 'sealmem team join')")
+        return
+    table = [[r["name"], r["member"][:8], r["state"], r["set_by"]] for r in rows]
+    output.say(output.table(table, ["NAME", "ID", "TRUST", "SET BY"]))
+
+
+@trust_app.command("set")
+def set_trust(
+    name: NameArg,
+    state: Annotated[str, typer.Argument(metavar="STATE", help="trusted, review or muted.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Set how far a teammate's memories reach your agent (on this machine)."""
+    from ..store.trust_rows import save_member_state
+
+    if state not in STATES:
+        raise InputError(f"trust {state!r} must be one of {', '.join(STATES)}")
+    with open_store() as store:
+        kid, shown = _member(store, name)
+        save_member_state(store.connection, kid, state, store.now())
+    if as_json:
+        output.emit_json({"member": kid, "name": shown, "state": state})
+        return
+    output.say(f"{shown} ({kid[:8]}) is now {state}")
+
+
+@trust_app.command()
+def purge(name: NameArg, as_json: JsonOpt = False) -> None:
+    """Delete a muted teammate's memories from this machine (others' versions come back)."""
+    from ..sync.dropping import drop_writer
+
+    with open_store() as store:
+        kid, shown = _member(store, name)
+        if store.reader().states.get(kid) != MUTED:
+            raise InputError(
+                f"{shown} is not muted; nothing was deleted: mute first with "
+                f"'sealmem trust set {shown} muted'"
+            )
+        dropped = drop_writer(store.connection, kid, store.now())
+    if as_json:
+        output.emit_json({"member": kid, "removed": dropped.removed, "restored": dropped.restored})
+        return
+    output.say(
+        f"{dropped.removed} memories of {shown} deleted here, {dropped.restored} back to an "
+        "earlier version by someone else"
+    )
+
+
+@trust_app.command()
+def period(
+    days: Annotated[
+        int | None,
+        typer.Argument(metavar="[DAYS]", help="Days a newly approved member stays in review."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show or set how long a member approved after you stays in review (default 7 days)."""
+    from ..recall.trust import REVIEW_DAYS
+    from ..store.trust_rows import review_days, save_review_days
+
+    if days is not None and not 0 <= days <= 365:
+        raise InputError(f"{days} days must be between 0 and 365 (0: no review period)")
+    with open_store(readonly=days is None) as store:
+        if days is not None:
+            save_review_days(store.connection, days)
+        current = review_days(store.connection)
+    shown = REVIEW_DAYS if current is None else current
+    if as_json:
+        output.emit_json({"review_days": shown, "set_by": "default" if current is None else "you"})
+        return
+    output.say(f"a member approved after you stays in review for {shown} days")

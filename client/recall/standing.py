@@ -1,0 +1,190 @@
+"""The reader's view of each memory: whose it is, its trust, and what others propose.
+
+:class:`Reader` reads the store's trust state once (roster history, the person's
+settings and verdicts) and answers, for a memory, what every surface shows
+(:meth:`Reader.resolve`), following the rules of :mod:`.trust`:
+
+- a version written by someone other than the memory's author (an edit or a tombstone)
+  is a *proposal*: the author's latest version is shown, the proposal beside it, until
+  the author or the reader accepts it; the reader's and the author's own changes apply
+  at once.  The author is the writer of the earliest version this store holds.
+- a memory another writer supersedes stays shown, the superseding one beside it as a
+  proposal, unless the superseder is the author, the reader, or a person accepted it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ...protocol import canonical
+from ...protocol.errors import ProtocolError
+from ..store import trust_rows
+from ..store.memory import Memory
+from ..store.rows import MEMORY_COLUMNS, memory_from_history_row, memory_from_row
+from .names import member_names
+from .trust import DAY_MS, MUTED, OWN, REVIEW, REVIEW_DAYS, TRUSTED, Standing, default_state
+
+__all__ = ["Proposal", "Reader", "Shown", "member_states"]
+
+
+def _rosters(conn: sqlite3.Connection) -> list[tuple[int, int, str, set[str]]]:
+    """(version, accepted_at, signer, member ids) of every roster this store accepted
+    (verified before it was saved), oldest first."""
+    out = []
+    for name, data, at in conn.execute(
+        "SELECT name, data, accepted_at FROM team_objects WHERE kind = 'roster' ORDER BY name"
+    ):
+        try:
+            envelope = canonical.decode(bytes(data))
+            kids = {str(m["kid"]) for m in envelope["body"]["members"]}
+            out.append((int(name), int(at), str(envelope["signer"]), kids))
+        except (ProtocolError, KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def member_states(conn: sqlite3.Connection, me: str, now: int) -> dict[str, str]:
+    """``{member id: state}`` for every member of the accepted rosters, and every member a
+    person set: the person's setting, else :func:`default_state`."""
+    first: dict[str, tuple[int, int, str]] = {}
+    for version, at, signer, kids in _rosters(conn):
+        for kid in kids:
+            first.setdefault(kid, (version, at, signer))
+    mine = first.get(me, (None, 0, ""))[0]
+    days = trust_rows.review_days(conn)
+    review_ms = (REVIEW_DAYS if days is None else days) * DAY_MS
+    states = {
+        kid: default_state(
+            first_version=v,
+            my_first_version=mine,
+            first_seen_at=at,
+            now=now,
+            approved_by_me=signer == me,
+            review_ms=review_ms,
+        )
+        for kid, (v, at, signer) in first.items()
+    }
+    states.update(trust_rows.member_settings(conn))
+    return states
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A change someone other than the author made: ``edit``, ``delete`` or ``supersede``."""
+
+    memory: Memory
+    standing: Standing
+    action: str
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a surface shows for one memory: the version that stands, and proposals."""
+
+    memory: Memory
+    standing: Standing
+    proposals: list[Proposal] = field(default_factory=list)
+    superseded: bool = False
+    """A change that applies (by the author, the reader, or accepted) supersedes it."""
+
+
+class Reader:
+    """One reader's trust state, read once; its answers need no further writes."""
+
+    def __init__(self, conn: sqlite3.Connection, me: str, now: int) -> None:
+        self.conn, self.me = conn, me
+        self.names: Mapping[str, str] = member_names(conn)
+        self.states = member_states(conn, me, now)
+        self.verdicts = trust_rows.verdicts(conn)
+
+    def writer_of(self, memory: Memory) -> str | None:
+        """The member that wrote this version: the reader, the verified signer, or None."""
+        if memory.written_here:
+            return self.me
+        return memory.verified_writer
+
+    def state_of(self, writer: str | None, transport: str = "") -> str:
+        if writer == self.me:
+            return OWN
+        if writer is None:
+            return TRUSTED if transport == "import" else REVIEW
+        return self.states.get(writer, TRUSTED)
+
+    def standing(self, memory: Memory) -> Standing:
+        writer = self.writer_of(memory)
+        verdict = self.verdicts.get(trust_rows.version_key(memory.record))
+        return Standing(writer, self.state_of(writer, memory.provenance.transport), verdict)
+
+    def _history(self, ids: Iterable[str]) -> dict[str, list[Memory]]:
+        """Replaced versions per id, oldest first."""
+        wanted = list(dict.fromkeys(ids))
+        out: dict[str, list[Memory]] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            for row in self.conn.execute(
+                f"SELECT * FROM history WHERE id IN ({', '.join('?' * len(part))}) ORDER BY seq",
+                part,
+            ):
+                try:
+                    out.setdefault(str(row["id"]), []).append(memory_from_history_row(row))
+                except (ProtocolError, ValueError):
+                    continue
+        return out
+
+    def _superseders(self, ids: Iterable[str]) -> dict[str, list[Memory]]:
+        wanted = list(dict.fromkeys(ids))
+        out: dict[str, list[Memory]] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            cols = ", ".join(f"m.{c.strip()}" for c in MEMORY_COLUMNS.split(","))
+            for row in self.conn.execute(
+                f"SELECT s.old_id AS old, {cols} FROM supersedes s JOIN memories m "
+                f"ON m.id = s.new_id WHERE s.old_id IN ({', '.join('?' * len(part))}) "
+                "AND m.deleted = 0 ORDER BY m.updated_at DESC",
+                part,
+            ):
+                out.setdefault(str(row["old"]), []).append(memory_from_row(row))
+        return out
+
+    def _applies(self, change: Memory, author: str | None) -> Standing | None:
+        """None when ``change`` applies at once; else its standing as a proposal."""
+        standing = self.standing(change)
+        if standing.writer in (author, self.me) or author is None:
+            return None
+        return None if standing.verdict == "accepted" else standing
+
+    def resolve_all(self, memories: Iterable[Memory]) -> dict[str, Shown | None]:
+        """:meth:`resolve` of each memory (None: nothing stands, e.g. its author deleted it)."""
+        current = {m.id: m for m in memories}
+        history = self._history(current)
+        replacing = self._superseders(current)
+        out: dict[str, Shown | None] = {}
+        for memory_id, memory in current.items():
+            versions = [*history.get(memory_id, []), memory]
+            author = self.writer_of(versions[0])
+            proposals: list[Proposal] = []
+            shown = memory
+            if (standing := self._applies(memory, author)) is not None:
+                by_author = [v for v in versions[:-1] if self.writer_of(v) == author]
+                shown = by_author[-1] if by_author else memory
+                action = "delete" if memory.deleted else "edit"
+                proposals.append(Proposal(memory, standing, action))
+            superseded = False
+            for newer in replacing.get(memory_id, []):
+                if (standing := self._applies(newer, author)) is None:
+                    superseded = True
+                else:
+                    proposals.append(Proposal(newer, standing, "supersede"))
+            if shown.deleted:
+                out[memory_id] = None
+                continue
+            kept = [
+                p for p in proposals if p.standing.state != MUTED and p.standing.verdict is None
+            ]
+            out[memory_id] = Shown(shown, self.standing(shown), kept, superseded)
+        return out
+
+    def resolve(self, memory: Memory) -> Shown | None:
+        return self.resolve_all([memory])[memory.id]

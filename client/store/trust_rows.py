@@ -1,0 +1,76 @@
+"""The reader's trust settings and verdicts, as rows (schema version 2).
+
+``member_trust`` holds what a person set for a member (a member without a row has
+the default of :func:`sealmem.client.recall.trust.default_state`); ``verdicts`` what a
+person decided about one version of a teammate's memory waiting for review, or of a
+proposal: ``accepted`` or ``dismissed``.  Neither is part of a memory: they are the
+reader's local view, written here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ...protocol.record import Record
+from .connection import get_meta, set_meta, transaction
+
+REVIEW_DAYS_KEY = "trust_review_days"
+"""Meta key: how many days a member approved after the reader stays in ``review`` here."""
+
+__all__ = [
+    "REVIEW_DAYS_KEY",
+    "VersionKey",
+    "member_settings",
+    "review_days",
+    "save_member_state",
+    "save_review_days",
+    "save_verdict",
+    "verdicts",
+    "version_key",
+]
+
+VersionKey = tuple[str, int, int, str]
+"""(memory id, hlc wall, hlc counter, editor): one version of one memory."""
+
+
+def version_key(record: Record) -> VersionKey:
+    return (record.id, record.hlc.wall, record.hlc.counter, record.editor)
+
+
+def member_settings(conn: sqlite3.Connection) -> dict[str, str]:
+    """``{member id: state}`` for every member a person set."""
+    return {str(r[0]): str(r[1]) for r in conn.execute("SELECT member, state FROM member_trust")}
+
+
+def save_member_state(conn: sqlite3.Connection, member: str, state: str, now: int) -> None:
+    with transaction(conn):
+        conn.execute(
+            "INSERT OR REPLACE INTO member_trust (member, state, set_at) VALUES (?, ?, ?)",
+            (member, state, now),
+        )
+
+
+def verdicts(conn: sqlite3.Connection) -> dict[VersionKey, str]:
+    """Every verdict a person gave, by version."""
+    rows = conn.execute("SELECT id, hlc_wall, hlc_counter, editor, verdict FROM verdicts")
+    return {(str(r[0]), int(r[1]), int(r[2]), str(r[3])): str(r[4]) for r in rows}
+
+
+def save_verdict(conn: sqlite3.Connection, key: VersionKey, verdict: str, now: int) -> None:
+    with transaction(conn):
+        conn.execute(
+            "INSERT OR REPLACE INTO verdicts "
+            "(id, hlc_wall, hlc_counter, editor, verdict, decided_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (*key, verdict, now),
+        )
+
+
+def review_days(conn: sqlite3.Connection) -> int | None:
+    """The review period a person set here (days), None for the default."""
+    value = get_meta(conn, REVIEW_DAYS_KEY)
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def save_review_days(conn: sqlite3.Connection, days: int) -> None:
+    with transaction(conn):
+        set_meta(conn, REVIEW_DAYS_KEY, str(days))
