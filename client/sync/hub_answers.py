@@ -131,7 +131,10 @@ def wording(code: str) -> str:
 def excerpt(text: str, limit: int = MAX_SAID) -> str:
     """At most ``limit`` characters of foreign ``text``, on one line, hidden characters and
     line breaks shown as escapes (``...`` marks a cut)."""
-    flat = visible(text).replace("\n", "\\n").replace("\t", "\\t")
+    # a character shows as one or more: past ``limit`` (one more, whose neighbour decides
+    # whether a joiner is hidden) nothing is shown, so nothing more is escaped
+    head = text[: limit + 1]
+    flat = visible(head).replace("\n", "\\n").replace("\t", "\\t")
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
