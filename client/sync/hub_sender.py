@@ -120,7 +120,7 @@ class Sender:
                     "was to go (its answer was lost, and reading back found the other)",
                     status=hubapi.CONFLICT_STATUS, code=hubapi.STALE_SEQ,
                 )  # fmt: skip
-            if settled == "lost":
+            if settled == "lost" or not backoff.pause(0.0):  # a resend is an attempt too
                 raise lost
             resent = True  # "again": it did not land; once more, signed afresh
 

@@ -147,3 +147,19 @@ def test_a_real_hub_busy_on_a_manifest_did_nothing_and_is_retried(
     assert refused.value.code not in ("hub-busy", "replayed")  # the hub read it the 2nd time
     assert refused.value.status in (400, 422)
     assert re.search(r"after [2-6] attempts", str(refused.value))
+
+
+def test_a_lost_manifest_is_not_sent_again_once_the_sync_budget_is_spent(
+    key: MemberKey,
+) -> None:
+    """The sync's budget ends every repeat, the resend after a read back included."""
+    app = Scripted([(504, "http-error", False)])
+    with serving(app) as url:
+        transport = HubTransport(url, TEAM, key, sync_budget_s=0.0)
+        try:
+            transport.begin_sync()
+            with pytest.raises(HubError, match=r"publish manifest seq 7.*HTTP 504"):
+                transport.push(PROJECT, key.kid, 7, MANIFEST, {})
+        finally:
+            transport.close()
+    assert app.methods() == ["PUT", "GET"]  # read back, not there: the budget says stop
