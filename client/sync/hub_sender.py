@@ -92,7 +92,7 @@ class Sender:
             else:
                 if is_ms(told := response.headers.get(hubapi.HEADER_HUB_TIME, "")):
                     self.hub_time = (int(told), time.monotonic())
-                if response.status_code < 400:
+                if response.status_code < 300:  # a redirect is not followed: not done
                     return response
                 refused = error(response, self._url, what, backoff.attempts)
                 if refused.status == 404 and missing_ok and refused.code == hubapi.NOT_FOUND:

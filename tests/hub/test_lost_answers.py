@@ -163,3 +163,28 @@ def test_a_lost_manifest_is_not_sent_again_once_the_sync_budget_is_spent(
         finally:
             transport.close()
     assert app.methods() == ["PUT", "GET"]  # read back, not there: the budget says stop
+
+
+async def _redirects(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """What a proxy that sends http:// to https:// answers every request with."""
+    if scope["type"] != "http":
+        return
+    location = b"https://hub.example" + scope["raw_path"]
+    headers = [(b"location", location), (b"content-length", b"0")]
+    await send({"type": "http.response.start", "status": 308, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def test_a_redirect_is_no_success_and_says_to_fix_the_url(key: MemberKey) -> None:
+    """Before, any status under 400 was taken as done: chunks and the manifest "pushed"
+    to a proxy's redirect, nothing stored anywhere, the push recorded as landed."""
+    with serving(_redirects) as url:
+        transport = HubTransport(url, TEAM, key)
+        try:
+            with pytest.raises(HubError) as refused:
+                transport.push(PROJECT, key.kid, 7, MANIFEST, {"ab" * 32: b"chunk"})
+        finally:
+            transport.close()
+    assert (refused.value.status, refused.value.code) == (308, "redirect")
+    assert "hub.example" not in str(refused.value)  # the hub's words are not repeated
+    assert "set the hub URL" in str(refused.value)
