@@ -49,6 +49,7 @@ __all__ = [
 ]
 
 _NO_BODY = "http-error"  # our code for an error answer without a hub error body
+_REDIRECT = "redirect"  # our code for a 3xx: a redirect (a proxy's) is never a hub's answer
 _MAX_RETRY_WAIT_S = 5.0
 #: At most this many characters of the hub's own sentence are shown, to people only.
 MAX_SAID = 80
@@ -109,6 +110,8 @@ WORDING: Mapping[str, str] = {
     hubapi.INBOX_FULL_FOR_ADDRESS: "this address already has its maximum of waiting join "
     "requests; ask an admin to handle them, or wait until they expire",
     _NO_BODY: "the hub (or a proxy before it) answered with no error code",
+    _REDIRECT: "the hub URL answers with a redirect (a proxy sending http:// on to https://?), "
+    "so nothing was done: set the hub URL to the address the hub answers at",
 }
 
 
@@ -131,7 +134,10 @@ def wording(code: str) -> str:
 def excerpt(text: str, limit: int = MAX_SAID) -> str:
     """At most ``limit`` characters of foreign ``text``, on one line, hidden characters and
     line breaks shown as escapes (``...`` marks a cut)."""
-    flat = visible(text).replace("\n", "\\n").replace("\t", "\\t")
+    # a character shows as one or more: past ``limit`` (one more, whose neighbour decides
+    # whether a joiner is hidden) nothing is shown, so nothing more is escaped
+    head = text[: limit + 1]
+    flat = visible(head).replace("\n", "\\n").replace("\t", "\\t")
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -164,12 +170,13 @@ class HubConflictError(HubError, ConflictError):
 
 
 def error(response: httpx.Response, url: str, what: str, attempts: int = 1) -> HubError:
-    """The refusal in ``response`` (a status of 400 or more), to the last of ``attempts``."""
+    """The refusal in ``response`` (a status of 300 or more: a redirect is not followed, the
+    request was not done), to the last of ``attempts``."""
     status = response.status_code
-    code, said = _NO_BODY, ""
+    code, said = _REDIRECT if status < 400 else _NO_BODY, ""
     listed: frozenset[str] = frozenset()
     with contextlib.suppress(ValueError):
-        doc = _parsed(response)
+        doc = _parsed(response) if status >= 400 else None  # a redirect's body is no hub's
         if isinstance(doc, dict) and "error" in doc:
             code = shown_code(doc["error"])
             detail = doc.get("detail")

@@ -92,7 +92,7 @@ class Sender:
             else:
                 if is_ms(told := response.headers.get(hubapi.HEADER_HUB_TIME, "")):
                     self.hub_time = (int(told), time.monotonic())
-                if response.status_code < 400:
+                if response.status_code < 300:  # a redirect is not followed: not done
                     return response
                 refused = error(response, self._url, what, backoff.attempts)
                 if refused.status == 404 and missing_ok and refused.code == hubapi.NOT_FOUND:
@@ -120,7 +120,7 @@ class Sender:
                     "was to go (its answer was lost, and reading back found the other)",
                     status=hubapi.CONFLICT_STATUS, code=hubapi.STALE_SEQ,
                 )  # fmt: skip
-            if settled == "lost":
+            if settled == "lost" or not backoff.pause(0.0):  # a resend is an attempt too
                 raise lost
             resent = True  # "again": it did not land; once more, signed afresh
 

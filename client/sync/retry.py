@@ -12,7 +12,8 @@ A manifest, roster or keyring PUT or a join post whose answer was lost after it 
 (a reset, a truncated body, a gateway's 502 or 504) has an unknown effect.  It is not
 repeated blindly: the transport reads the state back (:class:`Outcome`) and decides with
 :func:`settle`: our very bytes are there (:attr:`Outcome.LANDED`): done; nothing is there
-(:attr:`Outcome.ABSENT`): send it once more, signed afresh; another object is there
+(:attr:`Outcome.ABSENT`): send it once more, signed afresh, if the budgets below leave
+an attempt; another object is there
 (:attr:`Outcome.OTHER`): a conflict, as if the hub had answered 409.
 
 Waits are capped exponential with full jitter, honour ``Retry-After``, and end at the

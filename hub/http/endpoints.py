@@ -11,9 +11,11 @@ write never does.  A signed route's endpoint is an ASGI app over
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -23,7 +25,7 @@ from starlette.types import Receive, Scope, Send
 from ...protocol import hubapi
 from ..config import HubConfig
 from ..errors import Refusal
-from ..storage import Storage
+from ..storage import Storage, StorageError
 from .edge import BodyReader, MetricsDoor, PollSlots, reserved, unless_gone
 from .messages import Ctx, Json
 from .metrics import CONTENT_TYPE, Metrics, resident_bytes
@@ -31,6 +33,8 @@ from .routes import Handler, Handlers
 from .workers import Pace, Run
 
 __all__ = ["Endpoints"]
+
+log = logging.getLogger("sealmem.hub")
 
 #: the readers' key of new teams' roster v1 uploads (no member is proven before the body)
 _REGISTERING = "registering"
@@ -163,10 +167,19 @@ class _Endpoint:
         finally:
             scope["sealmem.kid"] = ctx.kid  # for the access log
             if ctx.later is not None:  # a write a read left: never on the loop
-                await run(ctx.later)
+                await _later(run, ctx.later)
             if ctx.changed:
                 endpoints.feed.notify(ctx.changed)
         await answer(scope, receive, send)
+
+
+async def _later(run: Run, later: Callable[[], None]) -> None:
+    """Run the write a read left (:attr:`Ctx.later`); its storage failing (a full disk)
+    is the operator's to read in the log, and leaves the read's answer as it was."""
+    try:
+        await run(later)
+    except StorageError as exc:
+        log.warning("a write after a read was not done (tried again at the next read): %s", exc)
 
 
 def _seconds(raw: str) -> float:

@@ -187,3 +187,31 @@ def test_postgres_out_of_space_is_disk_full_and_reads_pass(
             hub.stop()
             pg_server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
             pg_server.execute(f"DROP TABLESPACE IF EXISTS {name}")
+
+
+def test_a_lost_blob_read_on_a_full_disk_is_answered_not_found(small_disk: Path) -> None:
+    """A read whose row has no blob drops the row after its answer; when that write finds
+    no space, the read is still answered (404 ``not-found``, the chunk is not there), not
+    turned into a 503 ``disk-full`` after the fact."""
+    config = hub_config(small_disk / "hub", port=free_port())
+    homes = small_disk.parent / "homes"
+    homes.mkdir()
+    hub = BackgroundHub(config).start()
+    world = HubWorld(homes, hub.url, lambda k: HubTransport(hub.url, TEAM, k, operator_token=TOKEN))
+    try:
+        world.create()
+        alice, bob = world.join("alice", "bob")
+        alice.remember("the deploy runs at noon")
+        alice.sync()
+        hub.stop()
+        blobs = [p for p in (small_disk / "hub" / "blobs").rglob("*") if p.is_file()]
+        lost = [p.name for p in blobs if alice.key.kid in p.parts]
+        assert lost
+        for blob in blobs:
+            blob.unlink()  # deleted behind the hub's back
+        hub = BackgroundHub(config).start()
+        fill(small_disk)  # after the restart: the database's log cannot grow
+        assert bob.t.transport.chunk(PROJECT, alice.key.kid, lost[0]) is None
+    finally:
+        world.close()
+        hub.stop()

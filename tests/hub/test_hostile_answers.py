@@ -88,3 +88,22 @@ def test_a_hub_clock_that_is_not_a_number_is_refused_as_stale_time(
     finally:
         transport.close()
     assert (info.value.status, info.value.code) == (401, "stale-time")
+
+
+def test_a_detail_of_megabytes_of_control_characters_is_excerpted_at_once(
+    hostile: _Hostile,
+) -> None:
+    """Only the 80 characters shown are escaped: before, every one of the detail's 8 MB of
+    ESC bytes was, some 20 s of CPU for one refusal (and again for each one)."""
+    flood = JSONResponse({"error": "not-admin", "detail": "\x1b" * 8_000_000}, 403)
+    transport = hostile.transport(flood)
+    started = time.monotonic()
+    try:
+        with pytest.raises(HubError) as info:
+            transport.rosters(0)
+    finally:
+        transport.close()
+    took = time.monotonic() - started
+    assert (info.value.status, info.value.code) == (403, "not-admin")
+    assert info.value.said == ("\\x1b" * 20)[:77] + "..."
+    assert took < 4.0, f"one refusal took {took:.1f} s to word"

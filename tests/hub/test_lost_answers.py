@@ -147,3 +147,44 @@ def test_a_real_hub_busy_on_a_manifest_did_nothing_and_is_retried(
     assert refused.value.code not in ("hub-busy", "replayed")  # the hub read it the 2nd time
     assert refused.value.status in (400, 422)
     assert re.search(r"after [2-6] attempts", str(refused.value))
+
+
+def test_a_lost_manifest_is_not_sent_again_once_the_sync_budget_is_spent(
+    key: MemberKey,
+) -> None:
+    """The sync's budget ends every repeat, the resend after a read back included."""
+    app = Scripted([(504, "http-error", False)])
+    with serving(app) as url:
+        transport = HubTransport(url, TEAM, key, sync_budget_s=0.0)
+        try:
+            transport.begin_sync()
+            with pytest.raises(HubError, match=r"publish manifest seq 7.*HTTP 504"):
+                transport.push(PROJECT, key.kid, 7, MANIFEST, {})
+        finally:
+            transport.close()
+    assert app.methods() == ["PUT", "GET"]  # read back, not there: the budget says stop
+
+
+async def _redirects(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """What a proxy that sends http:// to https:// answers every request with."""
+    if scope["type"] != "http":
+        return
+    location = b"https://hub.example" + scope["raw_path"]
+    headers = [(b"location", location), (b"content-length", b"0")]
+    await send({"type": "http.response.start", "status": 308, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def test_a_redirect_is_no_success_and_says_to_fix_the_url(key: MemberKey) -> None:
+    """Before, any status under 400 was taken as done: chunks and the manifest "pushed"
+    to a proxy's redirect, nothing stored anywhere, the push recorded as landed."""
+    with serving(_redirects) as url:
+        transport = HubTransport(url, TEAM, key)
+        try:
+            with pytest.raises(HubError) as refused:
+                transport.push(PROJECT, key.kid, 7, MANIFEST, {"ab" * 32: b"chunk"})
+        finally:
+            transport.close()
+    assert (refused.value.status, refused.value.code) == (308, "redirect")
+    assert "hub.example" not in str(refused.value)  # the hub's words are not repeated
+    assert "set the hub URL" in str(refused.value)
