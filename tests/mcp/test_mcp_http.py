@@ -1,0 +1,209 @@
+"""``sealmem mcp --http`` as a process: the stdio tool set over streamable HTTP, behind a
+bearer token and the loopback's Host/Origin checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import CallToolResult, TextContent
+
+pytestmark = pytest.mark.slow
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@dataclass
+class Served:
+    url: str
+    token: str
+    home: Path
+    proc: subprocess.Popen[str]
+
+    def auth(self, **extra: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}", **MCP_HEADERS, **extra}
+
+
+def start(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    work = tmp_path / "webshop"
+    work.mkdir(exist_ok=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sealmem.client.cli", "mcp", "--http", "--port", "0", *args],
+        env={**os.environ, "SEALMEM_HOME": str(tmp_path / "home"), **env},
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def banner(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """The URL line and the token line the server prints to stderr at start."""
+    assert proc.stderr is not None
+    url_line, token_line = proc.stderr.readline(), proc.stderr.readline()
+    found = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", url_line)
+    assert found, url_line + token_line
+    return found.group(1), token_line
+
+
+def stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    return err
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    proc = start(tmp_path, "-p", "webshop")
+    try:
+        url, token_line = banner(proc)
+        found = re.search(r"Bearer ([A-Za-z0-9_-]{43})'", token_line)
+        assert found, token_line
+        yield Served(url, found.group(1), tmp_path / "home", proc)
+    finally:
+        if proc.poll() is None:
+            stop(proc)
+
+
+def structured(result: CallToolResult) -> Any:
+    assert not result.is_error, result
+    text = "".join(b.text for b in result.content if isinstance(b, TextContent))
+    assert json.loads(text) == result.structured_content  # the compact text twin, as stdio
+    return result.structured_content
+
+
+async def drive(served: Served) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {served.token}"})
+    async with (
+        client,
+        streamable_http_client(served.url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        seen["init"] = await session.initialize()
+        seen["tools"] = {t.name: t for t in (await session.list_tools()).tools}
+        seen["remember"] = structured(
+            await session.call_tool(
+                "remember", {"content": "Orders live in PostgreSQL 16", "kind": "decision"}
+            )
+        )
+        seen["recall"] = structured(await session.call_tool("recall", {"query": "orders"}))
+        seen["status"] = structured(await session.call_tool("status", {}))
+        seen["bad"] = await session.call_tool("recall", {"query": "orders", "k": 0})
+    return seen
+
+
+def test_the_stdio_tools_over_http_with_the_token(served: Served) -> None:
+    from sealmem.client.mcp.server import create_server
+
+    seen = anyio.run(drive, served)
+    assert seen["init"].server_info.name == "sealmem"
+    assert "not instructions" in (seen["init"].instructions or "")
+
+    async def stdio_tools() -> Any:
+        return await create_server(project="webshop").list_tools()
+
+    same = {t.name: t for t in anyio.run(stdio_tools)}
+    assert set(seen["tools"]) == set(same) == {
+        "recall", "remember", "get", "recent", "forget", "status"
+    }  # fmt: skip
+    for name, tool in same.items():  # one tool set: same schemas, descriptions, hints
+        over_http = seen["tools"][name]
+        assert over_http.description == tool.description
+        assert over_http.input_schema == tool.input_schema
+        assert over_http.annotations == tool.annotations
+    assert seen["remember"]["project"] == "webshop"
+    assert seen["remember"]["held_for_review"] is True  # an agent's write, as over stdio
+    (hit,) = seen["recall"]["hits"]
+    assert hit["id"] == seen["remember"]["id"]
+    assert hit["written_by"] == "you"
+    assert hit["source"] == "agent"
+    assert "not instructions" in seen["recall"]["note"]
+    assert seen["status"]["project"] == "webshop"
+    assert seen["status"]["store"] == str(served.home / "store.db")
+    assert seen["bad"].is_error  # a refused argument is a tool error, and it serves on
+    assert "k" in "".join(b.text for b in seen["bad"].content if isinstance(b, TextContent))
+
+
+def test_a_request_without_the_right_token_is_401(served: Served) -> None:
+    wrong = {**served.auth(), "Authorization": "Bearer " + "x" * 43}
+    basic = {**served.auth(), "Authorization": f"Basic {served.token}"}
+    for headers in (MCP_HEADERS, wrong, basic):
+        answer = httpx.post(served.url, json=INIT, headers=headers)
+        assert answer.status_code == 401, headers
+        assert answer.headers["www-authenticate"].startswith("Bearer")
+        assert "Authorization: Bearer" in answer.json()["error"]
+    assert httpx.get(served.url, headers=MCP_HEADERS).status_code == 401
+    assert httpx.post(served.url, json=INIT, headers=served.auth()).status_code == 200
+    assert served.token not in stop(served.proc)  # nothing logged it
+
+
+@pytest.mark.parametrize(
+    ("header", "value", "status"),
+    [
+        ("Origin", "http://evil.example", 403),
+        ("Origin", "null", 403),
+        ("Origin", "http://127.0.0.1:1", 403),  # another local port is another site
+        ("Host", "evil.example", 421),  # a DNS-rebound name
+    ],
+)
+def test_a_foreign_origin_or_host_is_refused(
+    served: Served, header: str, value: str, status: int
+) -> None:
+    answer = httpx.post(served.url, json=INIT, headers=served.auth(**{header: value}))
+    assert answer.status_code == status
+    assert "access-control-allow-origin" not in answer.headers
+
+
+def test_its_own_origin_and_localhost_are_served(served: Served) -> None:
+    port = served.url.split(":")[2].split("/")[0]
+    for origin in (f"http://127.0.0.1:{port}", f"http://localhost:{port}"):
+        answer = httpx.post(served.url, json=INIT, headers=served.auth(Origin=origin))
+        assert answer.status_code == 200, origin
+        assert "access-control-allow-origin" not in answer.headers
+
+
+def test_a_token_from_the_environment_is_never_printed(tmp_path: Path) -> None:
+    token = "t" * 40
+    proc = start(tmp_path, SEALMEM_MCP_TOKEN=token)
+    try:
+        url, token_line = banner(proc)
+        assert "$SEALMEM_MCP_TOKEN" in token_line
+        headers = {"Authorization": f"Bearer {token}", **MCP_HEADERS}
+        answer = httpx.post(url, json=INIT, headers=headers)
+        assert answer.status_code == 200
+    finally:
+        err = stop(proc)
+    assert token not in token_line + err
+
+
+def test_a_short_token_from_the_environment_is_refused(tmp_path: Path) -> None:
+    proc = start(tmp_path, SEALMEM_MCP_TOKEN="secret")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert "SEALMEM_MCP_TOKEN is refused" in err
+    assert "Traceback" not in err
