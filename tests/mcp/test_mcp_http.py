@@ -20,7 +20,15 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp_types import CallToolResult, TextContent
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types import (
+    CallToolResult,
+    EmptyResult,
+    PromptReference,
+    ResourceTemplateReference,
+    TextContent,
+    TextResourceContents,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -114,6 +122,17 @@ async def drive(served: Served) -> dict[str, Any]:
         seen["recall"] = structured(await session.call_tool("recall", {"query": "orders"}))
         seen["status"] = structured(await session.call_tool("status", {}))
         seen["bad"] = await session.call_tool("recall", {"query": "orders", "k": 0})
+        memory_id = seen["remember"]["id"]
+        prompt = PromptReference(type="ref/prompt", name="startup_context")
+        template = ResourceTemplateReference(type="ref/resource", uri="sealmem://memory/{id}")
+        seen["projects"] = await session.complete(prompt, {"name": "project", "value": "web"})
+        seen["none"] = await session.complete(prompt, {"name": "project", "value": "zzz"})
+        seen["ids"] = await session.complete(
+            template, {"name": "id", "value": memory_id[:6].upper()}
+        )
+        with pytest.warns(MCPDeprecationWarning):  # gone at 2026-07-28; hosts still send it
+            seen["level"] = await session.set_logging_level("debug")
+        seen["read"] = await session.read_resource(f"sealmem://memory/{memory_id[:8]}")
     return seen
 
 
@@ -147,6 +166,22 @@ def test_the_stdio_tools_over_http_with_the_token(served: Served) -> None:
     assert seen["status"]["store"] == str(served.home / "store.db")
     assert seen["bad"].is_error  # a refused argument is a tool error, and it serves on
     assert "k" in "".join(b.text for b in seen["bad"].content if isinstance(b, TextContent))
+
+
+def test_completion_and_log_level_over_http(served: Served) -> None:
+    seen = anyio.run(drive, served)
+    capabilities = seen["init"].capabilities
+    assert capabilities.completions is not None
+    assert capabilities.logging is not None
+    assert seen["projects"].completion.values == ["webshop"]
+    assert seen["none"].completion.values == []
+    assert seen["ids"].completion.values == [seen["remember"]["id"]]  # a prefix, any case
+    assert isinstance(seen["level"], EmptyResult)
+    (contents,) = seen["read"].contents
+    assert isinstance(contents, TextResourceContents)
+    shown = json.loads(contents.text)
+    assert shown["memory"]["id"] == seen["remember"]["id"]
+    assert "not instructions" in shown["note"]  # framed as data, as the get tool
 
 
 def test_a_request_without_the_right_token_is_401(served: Served) -> None:
