@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INTERNAL_ERROR,
     CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
     Completion,
-    CompletionArgument,
-    CompletionContext,
     EmptyResult,
     InputRequiredResult,
-    PromptReference,
-    ResourceTemplateReference,
     SetLevelRequestParams,
     TextContent,
     ToolAnnotations,
@@ -127,6 +127,23 @@ class SealmemServer(MCPServer[None]):
             "logging/setLevel", SetLevelRequestParams, set_level
         )
 
+    def answer_completion(self, completer: Completer) -> None:
+        """Answer ``completion/complete`` from ``completer`` (whatever the reference: the
+        argument's name says what it takes)."""
+
+        async def complete(
+            _ctx: ServerRequestContext[None], params: CompleteRequestParams
+        ) -> CompleteResult:
+            try:
+                found = completer.complete(params.argument)
+            except SealmemError as exc:  # the store refused: say why, serve on
+                raise MCPError(code=INTERNAL_ERROR, message=f"completion: {exc}") from exc
+            return CompleteResult(completion=found or Completion(values=[]))
+
+        self._lowlevel_server.add_request_handler(
+            "completion/complete", CompleteRequestParams, complete
+        )
+
 
 def compact(result: CallToolResult | InputRequiredResult) -> CallToolResult | InputRequiredResult:
     """The text twin of a structured result as compact JSON (the SDK indents it: two
@@ -213,16 +230,7 @@ def _templates(server: SealmemServer, tools: MemoryTools) -> None:
         description="The startup context for a project. " + DATA_NOT_INSTRUCTIONS,
         mime_type="text/markdown",
     )(startup_for)
-    completer = Completer(tools.store)
-
-    async def complete(
-        ref: PromptReference | ResourceTemplateReference,
-        argument: CompletionArgument,
-        _context: CompletionContext | None,
-    ) -> Completion | None:
-        return completer.complete(argument)
-
-    server.completion()(complete)
+    server.answer_completion(Completer(tools.store))
 
 
 def run_stdio(project: str | None = None) -> None:

@@ -24,6 +24,7 @@ from mcp_types import (
     TextResourceContents,
 )
 
+from tests.support.cli import in_process
 from tests.support.mcp_http import INIT, MCP_HEADERS, Served, banner, serving_mcp, start, stop
 
 pytestmark = pytest.mark.slow
@@ -180,3 +181,11 @@ def test_a_short_token_from_the_environment_is_refused(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "SEALMEM_MCP_TOKEN is refused" in err
     assert "Traceback" not in err
+
+
+def test_a_port_without_http_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = in_process(capsys, monkeypatch)("mcp", "--port", "9000")
+    assert done.code == 1
+    assert "--port is refused without --http" in done.err
