@@ -189,3 +189,32 @@ def test_a_port_without_http_is_refused(
     done = in_process(capsys, monkeypatch)("mcp", "--port", "9000")
     assert done.code == 1
     assert "--port is refused without --http" in done.err
+
+
+def _answer(response: httpx.Response) -> Any:
+    """The JSON-RPC answer in a response (JSON or one SSE event)."""
+    if response.headers["content-type"].startswith("application/json"):
+        return response.json()
+    data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+    return json.loads(next(d for d in data if d.strip()))
+
+
+def test_an_unknown_log_level_is_invalid_params(served: Served) -> None:
+    with httpx.Client(headers=served.auth()) as client:
+        init = client.post(served.url, json=INIT)
+        session = {"mcp-session-id": init.headers["mcp-session-id"]}
+        session["mcp-protocol-version"] = _answer(init)["result"]["protocolVersion"]
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert client.post(served.url, json=note, headers=session).status_code == 202
+        for level, ok in (("banana", False), ("warning", True)):
+            request = {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel"}
+            answer = _answer(
+                client.post(
+                    served.url, json={**request, "params": {"level": level}}, headers=session
+                )
+            )
+            if ok:
+                assert "error" not in answer, answer
+                assert "result" in answer
+            else:
+                assert answer["error"]["code"] == -32602, answer
