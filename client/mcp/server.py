@@ -1,7 +1,10 @@
-"""The stdio MCP server: the local store's tools (:mod:`.tools`) served to an agent.
+"""The MCP server: the local store's tools (:mod:`.tools`) served to an agent, over
+stdio (:func:`run_stdio`) or streamable HTTP (:mod:`.http`): one server, two transports.
 
 Tools: ``recall``, ``remember``, ``get``, ``recent``, ``forget``, ``status``;
-a ``startup_context`` prompt and the ``sealmem://startup-context`` resource.
+a ``startup_context`` prompt, the ``sealmem://startup-context`` resource, the
+``sealmem://memory/{id}`` and ``sealmem://startup-context/{project}`` templates;
+``completion/complete`` (:mod:`.completion`) and ``logging/setLevel``.
 """
 
 from __future__ import annotations
@@ -13,15 +16,29 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INTERNAL_ERROR,
+    CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
+    EmptyResult,
+    InputRequiredResult,
+    SetLevelRequestParams,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import ValidationError
 
 from ...protocol.errors import SealmemError
 from . import package_version
 from .arguments import explain
+from .completion import Completer
 from .tools import DATA_NOT_INSTRUCTIONS, MemoryTools
 
 if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
     from mcp.server.mcpserver.context import Context
 
     from .. import MemoryStore
@@ -96,6 +113,37 @@ class SealmemServer(MCPServer[None]):
             schema = tool.parameters if tool is not None else {}
             raise ToolError(explain(name, schema, cause)) from cause
 
+    def answer_set_level(self) -> None:
+        """Answer ``logging/setLevel`` (hosts and the conformance suite send it; unanswered
+        it is a -32601).  sealmem sends no ``notifications/message`` at any level, so the
+        level needs no keeping; an unknown level is refused by the SDK (-32602)."""
+
+        async def set_level(
+            _ctx: ServerRequestContext[None], _params: SetLevelRequestParams
+        ) -> EmptyResult:
+            return EmptyResult()
+
+        self._lowlevel_server.add_request_handler(
+            "logging/setLevel", SetLevelRequestParams, set_level
+        )
+
+    def answer_completion(self, completer: Completer) -> None:
+        """Answer ``completion/complete`` from ``completer`` (whatever the reference: the
+        argument's name says what it takes)."""
+
+        async def complete(
+            _ctx: ServerRequestContext[None], params: CompleteRequestParams
+        ) -> CompleteResult:
+            try:
+                found = completer.complete(params.argument)
+            except SealmemError as exc:  # the store refused: say why, serve on
+                raise MCPError(code=INTERNAL_ERROR, message=f"completion: {exc}") from exc
+            return CompleteResult(completion=found or Completion(values=[]))
+
+        self._lowlevel_server.add_request_handler(
+            "completion/complete", CompleteRequestParams, complete
+        )
+
 
 def compact(result: CallToolResult | InputRequiredResult) -> CallToolResult | InputRequiredResult:
     """The text twin of a structured result as compact JSON (the SDK indents it: two
@@ -108,7 +156,7 @@ def compact(result: CallToolResult | InputRequiredResult) -> CallToolResult | In
 
 def create_server(
     *, project: str | None = None, opener: Callable[[], MemoryStore] | None = None
-) -> MCPServer[None]:
+) -> SealmemServer:
     """Build the server; ``opener`` defaults to ``MemoryStore.open`` (``SEALMEM_HOME``)."""
     from .. import MemoryStore
     from ..project import current_project
@@ -155,7 +203,34 @@ def create_server(
         description="The startup context for the server's project. " + DATA_NOT_INSTRUCTIONS,
         mime_type="text/markdown",
     )(tools.startup_resource)
+    _templates(server, tools)
+    server.answer_set_level()
     return server
+
+
+def _templates(server: SealmemServer, tools: MemoryTools) -> None:
+    """One memory and another project's startup context as resource templates, and the
+    completion of their arguments and the prompt's (:mod:`.completion`)."""
+
+    async def memory(id: str) -> str:
+        return (await tools.get(id)).model_dump_json()
+
+    async def startup_for(project: str) -> str:
+        return await tools.startup_context(project)
+
+    server.resource(
+        "sealmem://memory/{id}",
+        name="memory",
+        description="One memory by its id, with provenance, as JSON. " + DATA_NOT_INSTRUCTIONS,
+        mime_type="application/json",
+    )(memory)
+    server.resource(
+        "sealmem://startup-context/{project}",
+        name="project-startup-context",
+        description="The startup context for a project. " + DATA_NOT_INSTRUCTIONS,
+        mime_type="text/markdown",
+    )(startup_for)
+    server.answer_completion(Completer(tools.store))
 
 
 def run_stdio(project: str | None = None) -> None:

@@ -1,0 +1,177 @@
+"""The official MCP conformance suite's server scenarios against a real ``sealmem mcp --http``.
+
+The suite (npm ``@modelcontextprotocol/conformance``) needs Node 22 and sends no
+``Authorization`` header, so it reaches the server through :func:`token_proxy`: a
+pass-through on another loopback port that adds the bearer token and maps its own
+address in ``Host``/``Origin`` to the server's (any other value, such as the
+dns-rebinding scenario's ``evil.example.com``, passes unchanged: the server judges it).
+The proxy itself is checked here on any machine, with the Python SDK's client.
+
+Scenarios of suite 0.1.16 (``conformance list --server``) and whether they apply:
+
+applies (run by :data:`APPLICABLE`):
+  server-initialize, ping, logging-set-level, tools-list, resources-list,
+  prompts-list, server-sse-multiple-streams, dns-rebinding-protection
+needs the suite's own fixture (a tool, prompt or resource the suite's reference
+server defines; sealmem has its own):
+  completion-complete (prompt test_prompt_with_arguments), tools-call-simple-text,
+  tools-call-image, tools-call-mixed-content, tools-call-with-logging,
+  tools-call-error, tools-call-with-progress, tools-call-sampling,
+  tools-call-elicitation, tools-call-audio, tools-call-embedded-resource,
+  json-schema-2020-12 (tool json_schema_2020_12_tool), elicitation-sep1034-defaults,
+  elicitation-sep1330-enums, server-sse-polling (tool test_reconnection),
+  resources-read-text, resources-read-binary, resources-templates-read,
+  resources-subscribe, resources-unsubscribe (resource test://watched-resource),
+  prompts-get-simple, prompts-get-with-args, prompts-get-embedded-resource,
+  prompts-get-with-image
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from starlette.types import Receive, Scope, Send
+
+from tests.support.asgi_thread import serving
+from tests.support.mcp_http import Served, serving_mcp
+
+pytestmark = pytest.mark.slow
+
+SUITE = "@modelcontextprotocol/conformance@0.1.16"
+APPLICABLE = [
+    "server-initialize",
+    "ping",
+    "logging-set-level",
+    "tools-list",
+    "resources-list",
+    "prompts-list",
+    "server-sse-multiple-streams",
+    "dns-rebinding-protection",
+]
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    with serving_mcp(tmp_path, "-p", "webshop") as running:
+        yield running
+
+
+def node_major() -> int | None:
+    node = shutil.which("node")
+    if node is None:
+        return None
+    found = re.match(
+        r"v(\d+)", subprocess.run([node, "--version"], capture_output=True, text=True).stdout
+    )
+    return int(found.group(1)) if found else None
+
+
+class TokenProxy:
+    """ASGI pass-through to ``upstream`` adding ``Authorization: Bearer <token>``."""
+
+    def __init__(self, upstream: str, token: str) -> None:
+        self.upstream = upstream
+        self.token = token
+        self.own = ""  # "127.0.0.1:PORT" of the proxy, set once it listens
+
+    def _header(self, name: bytes, value: bytes) -> bytes:
+        up = self.upstream.split("/")[2].split(":")[1]
+        own_port = self.own.split(":")[1]
+        if name in (b"host", b"origin"):
+            for local in (b"127.0.0.1", b"localhost"):
+                mine = local + b":" + own_port.encode()
+                if value.endswith(mine):
+                    return value[: -len(mine)] + local + b":" + up.encode()
+        return value
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = [
+            (k.decode(), self._header(k, v).decode())
+            for k, v in scope["headers"]
+            if k not in (b"authorization", b"content-length")
+        ]
+        headers.append(("authorization", f"Bearer {self.token}"))
+        url = self.upstream.split("/mcp")[0] + scope["path"]
+        async with (
+            httpx.AsyncClient(timeout=60) as client,
+            client.stream(scope["method"], url, headers=headers, content=body) as answer,
+        ):
+            out = [
+                (k.encode(), v.encode()) for k, v in answer.headers.items() if k != "content-length"
+            ]
+            await send(
+                {"type": "http.response.start", "status": answer.status_code, "headers": out}
+            )
+            async for chunk in answer.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+
+
+@contextlib.contextmanager
+def token_proxy(running: Served) -> Iterator[str]:
+    proxy = TokenProxy(running.url, running.token)
+    with serving(proxy) as base:
+        proxy.own = base.split("/")[2]
+        yield base + "/mcp"
+
+
+def test_the_token_proxy_reaches_the_server(served: Served) -> None:
+    """What the suite will see through the proxy: the server's tools; a foreign Host
+    still refused by the server, the proxy's own address accepted."""
+
+    async def tools(url: str) -> set[str]:
+        async with (
+            streamable_http_client(url) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return {t.name for t in (await session.list_tools()).tools}
+
+    with token_proxy(served) as url:
+        assert "recall" in anyio.run(tools, url)
+        init = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        accept = {"Accept": "application/json, text/event-stream"}
+        evil = httpx.post(url, json=init, headers={**accept, "Host": "evil.example.com"})
+        assert evil.status_code == 421
+        own = url.split("/")[2]
+        origin = httpx.post(url, json=init, headers={**accept, "Origin": f"http://{own}"})
+        assert origin.status_code != 403  # the proxy's origin stands for the server's
+
+
+@pytest.mark.skipif(
+    (node_major() or 0) < 22,
+    reason=f"the MCP conformance suite needs Node 22 (found {node_major() or 'no node'})",
+)
+@pytest.mark.parametrize("scenario", APPLICABLE)
+def test_a_conformance_scenario_passes(served: Served, scenario: str, tmp_path: Path) -> None:
+    with token_proxy(served) as url:
+        done = subprocess.run(
+            ["npx", "-y", SUITE, "server", "--url", url, "--scenario", scenario],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    for checks in tmp_path.glob("results/*/checks.json"):
+        failed = [c for c in json.loads(checks.read_text()) if c["status"] == "FAILURE"]
+        assert failed == [], failed
