@@ -14,7 +14,14 @@ a clean file refreshes it).  An edit of a file that already holds sealmem's
 entries (a second install with ``--auto-recall``, ``--repair``, ``uninstall``)
 keeps that backup as it is, writing one only if there is none yet.  So the
 backup is always the user's own config, never a copy of sealmem's changes, and
-backups do not pile up.
+backups do not pile up.  An uninstall that gives back exactly the backed-up text
+deletes the backup too (it holds nothing the file does not); one that cannot
+(the host changed the file meanwhile) keeps it.
+
+**Scopes.** ``user`` edits the host's file in the user's home; ``project`` edits
+the vendor's project file under the project root (:func:`project_root`), which is
+committed: its entry is :meth:`Host.project_entry` (no path, no home, no token) and
+Claude Code hooks, which need the absolute path, stay user-scope only.
 
 A config that cannot be parsed is never touched: :class:`ConfigRefusedError`
 carries the block to add by hand.
@@ -32,7 +39,7 @@ from typing import Any, Literal
 from ...protocol.errors import InputError
 from ..fsutil import atomic_write
 from . import claude_hooks, jsonedit, tomledit
-from .configs import SERVER_NAME, Host, Platform, hook_command
+from .configs import SERVER_NAME, Host, Platform, Scope, hook_command
 
 __all__ = [
     "BACKUP_SUFFIX",
@@ -46,6 +53,7 @@ __all__ = [
     "host_status",
     "plan_install",
     "plan_uninstall",
+    "project_root",
     "render_diff",
     "require_host",
 ]
@@ -75,6 +83,7 @@ class FileEdit:
     after: str | None
     note: str
     pristine: bool = False  # ``before`` holds nothing sealmem added: worth a backup
+    drop_backup: bool = False  # ``after`` is the backup's text again: the backup goes
 
     @property
     def changes(self) -> bool:
@@ -89,6 +98,7 @@ class HostStatus:
     config: Path
     state: Literal["installed", "stale", "absent", "unreadable"]
     hooks: list[str]
+    scope: Scope = "user"
 
 
 def _read(path: Path) -> str | None:
@@ -130,7 +140,17 @@ def _stale(host: Host, path: Path, current: object) -> StaleInstallError:
 def _parse(host: Host, text: str, path: Path) -> dict[str, Any]:
     if host.fmt == "toml":
         return tomledit.parse_config(text, where=str(path))
-    return jsonedit.parse_object(text, where=str(path))
+    return jsonedit.parse_object(text, where=str(path), jsonc=host.jsonc)
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The project a ``--scope project`` install is for: the nearest directory at or
+    above ``start`` (default: the working directory) holding ``.git``, else ``start``."""
+    here = (start or Path.cwd()).absolute()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return here
 
 
 def _set_entry(host: Host, text: str, entry: dict[str, Any], new: bool, path: Path) -> str:
@@ -141,8 +161,7 @@ def _set_entry(host: Host, text: str, entry: dict[str, Any], new: bool, path: Pa
     return jsonedit.replace_value(text, [host.table, SERVER_NAME], entry)
 
 
-def _plan_server(host: Host, entry: dict[str, Any], *, repair: bool) -> FileEdit:
-    path = host.config_path()
+def _plan_server(host: Host, path: Path, entry: dict[str, Any], *, repair: bool) -> FileEdit:
     before = _read(path)
     text = before if before is not None else "" if host.fmt == "toml" else _NEW_JSON
     try:
@@ -170,16 +189,26 @@ def plan_install(
     repair: bool = False,
     hooks: Collection[str] = (),
     platform: Platform | None = None,
+    scope: Scope = "user",
+    project: Path | None = None,
 ) -> list[FileEdit]:
     """Edits that put the server entry (and, for Claude Code, the named hooks) in place.
 
     ``hooks`` names hooks from :data:`claude_hooks.EVENTS`; with ``repair``
     the sealmem hooks already present are brought up to date as well.
     ``platform`` picks how hook commands are quoted (default: this machine's).
+    ``scope`` ``project`` writes the project file under ``project`` (see the module
+    docstring); ``executable`` and ``env`` are then not written.
     """
-    entry = host.entry(executable, env)
-    edits = [_plan_server(host, entry, repair=repair)]
-    settings = host.settings_path()
+    if scope == "project" and hooks:
+        raise ConfigRefusedError(
+            "hooks run the absolute path of this sealmem, which a committed project file "
+            f"must not hold; install them for your user: sealmem install {host.name} --hooks"
+        )
+    path = host.path(scope, project)
+    entry = host.project_entry() if scope == "project" else host.entry(executable, env)
+    edits = [_plan_server(host, path, entry, repair=repair)]
+    settings = host.settings_path() if scope == "user" else None
     if settings is not None and (hooks or repair):
         before = _read(settings)
         names = set(hooks)
@@ -237,14 +266,27 @@ def _uninstall_json(
         return None if json.loads(pruned) == {} else pruned
     except (OSError, ValueError):
         return pruned
-    if not has_ours(backup) and json.loads(kept) == backup != json.loads(pruned):
+    if not has_ours(backup) and jsonedit.loads(kept) == backup != jsonedit.loads(pruned):
         return kept
     return pruned
 
 
-def plan_uninstall(host: Host) -> list[FileEdit]:
+def _with_backup_check(edit: FileEdit) -> FileEdit:
+    """``edit`` marked to delete the backup when it restores the backup's exact text."""
+    try:
+        backup = _backup_path(edit.path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return edit
+    if edit.after != backup:
+        return edit
+    return FileEdit(edit.path, edit.before, edit.after, edit.note, edit.pristine, True)
+
+
+def plan_uninstall(
+    host: Host, scope: Scope = "user", project: Path | None = None
+) -> list[FileEdit]:
     """Edits that remove exactly what :func:`plan_install` added, and nothing else."""
-    path = host.config_path()
+    path = host.path(scope, project)
     before = _read(path)
     edits: list[FileEdit] = []
     if before is not None and host.fmt == "toml":
@@ -253,7 +295,7 @@ def plan_uninstall(host: Host) -> list[FileEdit]:
             gone = after == "" and not _backup_path(path).exists()  # we created it
             edits.append(FileEdit(path, before, None if gone else after, "MCP server"))
     elif before is not None:
-        doc = jsonedit.parse_object(before, where=str(path))
+        doc = jsonedit.parse_object(before, where=str(path), jsonc=host.jsonc)
         key = [host.table, SERVER_NAME]
         if SERVER_NAME in (doc.get(key[0]) or {}):
             after_text = _uninstall_json(
@@ -263,7 +305,7 @@ def plan_uninstall(host: Host) -> list[FileEdit]:
                 lambda doc: isinstance(doc, dict) and SERVER_NAME in (doc.get(key[0]) or {}),
             )
             edits.append(FileEdit(path, before, after_text, "MCP server"))
-    settings = host.settings_path()
+    settings = host.settings_path() if scope == "user" else None
     if settings is not None:
         text = _read(settings)
         where = str(settings)
@@ -275,7 +317,7 @@ def plan_uninstall(host: Host) -> list[FileEdit]:
                 lambda doc: bool(claude_hooks.our_hooks(json.dumps(doc), where=where)),
             )
             edits.append(FileEdit(settings, text, after_text, "hooks"))
-    return [edit for edit in edits if edit.changes]
+    return [_with_backup_check(edit) for edit in edits if edit.changes]
 
 
 def _write_atomic(path: Path, text: str, mode: int) -> None:
@@ -305,6 +347,8 @@ def apply_edits(edits: list[FileEdit]) -> list[Path]:
                 backups.append(backup)
         if edit.after is not None:
             _write_atomic(edit.path, edit.after, mode)
+        if edit.drop_backup:
+            _backup_path(edit.path).unlink(missing_ok=True)
     return backups
 
 
@@ -324,9 +368,14 @@ def render_diff(edits: list[FileEdit]) -> str:
     return text if text.endswith("\n") or not text else text + "\n"
 
 
-def host_status(host: Host, entry: Mapping[str, Any]) -> HostStatus:
-    """Is the host present, and is sealmem installed in it with this entry?"""
-    path = host.config_path()
+def host_status(
+    host: Host, entry: Mapping[str, Any], scope: Scope = "user", project: Path | None = None
+) -> HostStatus:
+    """Is the host present, and is sealmem installed in it with this entry?  For
+    ``project`` scope the entry compared is always :meth:`Host.project_entry`."""
+    path = host.path(scope, project)
+    if scope == "project":
+        entry = host.project_entry()
     state: Literal["installed", "stale", "absent", "unreadable"] = "absent"
     hooks: list[str] = []
     try:
@@ -335,11 +384,11 @@ def host_status(host: Host, entry: Mapping[str, Any]) -> HostStatus:
             current = (_parse(host, text, path).get(host.table) or {}).get(SERVER_NAME)
             if current is not None:
                 state = "installed" if current == entry else "stale"
-        settings = host.settings_path()
+        settings = host.settings_path() if scope == "user" else None
         settings_text = _read(settings) if settings is not None else None
         if settings_text is not None:
             hooks = sorted(claude_hooks.our_hooks(settings_text, where=str(settings)))
     except (InputError, AttributeError):
         state = "unreadable"
-    detected = host.detect_dir().is_dir() or path.exists()
-    return HostStatus(host.name, host.title, detected, path, state, hooks)
+    detected = path.exists() or (scope == "user" and host.detect_dir().is_dir())
+    return HostStatus(host.name, host.title, detected, path, state, hooks, scope)

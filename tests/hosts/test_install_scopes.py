@@ -1,0 +1,238 @@
+"""`sealmem install HOST [--scope project]` for every host, against real files.
+
+Each host x scope installs into a temporary HOME (user scope) or the project
+directory (project scope) that already holds a config with another server, is
+idempotent, and uninstalls back to the exact bytes, backup included.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sealmem.client.hosts import jsonedit
+from tests.hosts.conftest import SEALMEM, Env, Run
+
+CLI = Callable[..., Run]
+
+# host, scope, file (under HOME for user scope, under the project for project scope), table
+CASES = [
+    ("claude-code", "user", ".claude.json", "mcpServers"),
+    ("claude-code", "project", ".mcp.json", "mcpServers"),
+    ("codex", "user", ".codex/config.toml", "mcp_servers"),
+    ("codex", "project", ".codex/config.toml", "mcp_servers"),
+    ("cursor", "user", ".cursor/mcp.json", "mcpServers"),
+    ("cursor", "project", ".cursor/mcp.json", "mcpServers"),
+    ("windsurf", "user", ".codeium/windsurf/mcp_config.json", "mcpServers"),
+    ("vscode", "user", ".config/Code/User/mcp.json", "servers"),
+    ("vscode", "project", ".vscode/mcp.json", "servers"),
+    ("gemini", "user", ".gemini/settings.json", "mcpServers"),
+    ("gemini", "project", ".gemini/settings.json", "mcpServers"),
+    ("zed", "user", ".config/zed/settings.json", "context_servers"),
+    (
+        "cline",
+        "user",
+        ".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+        "mcpServers",
+    ),
+    ("opencode", "user", ".config/opencode/opencode.json", "mcp"),
+    ("opencode", "project", "opencode.json", "mcp"),
+]
+IDS = [f"{host}-{scope}" for host, scope, _, _ in CASES]
+JSONC = {"vscode", "zed", "opencode"}
+
+
+@pytest.fixture(autouse=True)
+def _no_relocation(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("XDG_CONFIG_HOME", "APPDATA"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _existing(host: str, table: str) -> str:
+    """A config the user already has: another server, and comments where the host reads
+    JSONC."""
+    if table == "mcp_servers":
+        return '# my codex\nmodel = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
+    other: dict[str, Any] = (
+        {"type": "local", "command": ["docs-mcp"]} if host == "opencode" else {"command": "docs"}
+    )
+    body = json.dumps({"theme": "dark", table: {"docs": other}}, indent=2)
+    if host in JSONC:
+        body = "// settings of the user\n" + body.replace('"theme"', '/* ui */ "theme"')
+        body = body.replace("\n  }\n}", ",\n  }\n}")  # a trailing comma, as JSONC allows
+    return body + "\n"
+
+
+def _servers(path: Path, table: str) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    doc = tomllib.loads(text) if path.suffix == ".toml" else jsonedit.loads(text)
+    servers: dict[str, Any] = doc[table]
+    return servers
+
+
+def _file(env: Env, scope: str, rel: str) -> Path:
+    return (env.home if scope == "user" else env.project) / rel
+
+
+def _expected(host: str, scope: str, env: Env) -> dict[str, Any]:
+    command = "sealmem" if scope == "project" else str(SEALMEM.absolute())
+    home = {} if scope == "project" else {"SEALMEM_HOME": str(env.state)}
+    if host == "opencode":
+        entry: dict[str, Any] = {"type": "local", "command": [command, "mcp"]}
+        return {**entry, "environment": home} if home else entry
+    entry = {"type": "stdio"} if host in ("claude-code", "vscode") else {}
+    entry.update(command=command, args=["mcp"])
+    return {**entry, "env": home} if home else entry
+
+
+@pytest.mark.parametrize(("host", "scope", "rel", "table"), CASES, ids=IDS)
+def test_every_host_and_scope_installs_and_uninstalls_exactly(
+    cli: CLI, env: Env, host: str, scope: str, rel: str, table: str
+) -> None:
+    path = _file(env, scope, rel)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    original = _existing(host, table).encode()
+    path.write_bytes(original)
+
+    run = cli("install", host, "--scope", scope)
+    assert run.code == 0, run.err
+    servers = _servers(path, table)
+    assert servers["sealmem"] == _expected(host, scope, env)
+    assert "docs" in servers
+    text = path.read_text(encoding="utf-8")
+    if host in JSONC:
+        assert "// settings of the user" in text
+        assert "/* ui */" in text
+    backup = path.with_name(path.name + ".sealmem-backup")
+    assert backup.read_bytes() == original
+
+    again = cli("install", host, "--scope", scope)
+    assert again.code == 0, again.err
+    assert "nothing to change" in again.out
+    assert path.read_text(encoding="utf-8") == text
+
+    listing = cli("install", "--list", "--json").json()
+    rows = listing["hosts"] if scope == "user" else listing["project"]
+    row = {r["host"]: r for r in rows}[host]
+    assert (row["scope"], row["state"], row["config"]) == (scope, "installed", str(path))
+
+    gone = cli("uninstall", host, "--scope", scope)
+    assert gone.code == 0, gone.err
+    assert path.read_bytes() == original
+    assert not backup.exists()  # it held nothing the restored file does not
+    assert "removed " + backup.name in gone.out
+
+
+@pytest.mark.parametrize(
+    ("host", "rel", "table"),
+    [(h, r, t) for h, s, r, t in CASES if s == "project"],
+    ids=[h for h, s, _, _ in CASES if s == "project"],
+)
+def test_a_project_file_is_portable_and_created_then_removed(
+    cli: CLI, env: Env, host: str, rel: str, table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (env.project / "src" / "deep").mkdir(parents=True)
+    monkeypatch.chdir(env.project / "src" / "deep")
+    run = cli("install", host, "--scope", "project")
+    assert run.code == 0, run.err
+    path = env.project / rel  # at the project root, not the working directory
+    text = path.read_text(encoding="utf-8")
+    for private in (str(env.home), str(env.state), str(SEALMEM.parent), "SEALMEM_HOME"):
+        assert private not in text
+    assert _servers(path, table)["sealmem"] == _expected(host, "project", env)
+    assert not list(env.home.iterdir())  # nothing written for the user
+    assert not list(path.parent.glob("*.sealmem-backup"))
+    assert "commit " + rel in run.out
+
+    assert cli("uninstall", host, "--scope", "project").code == 0
+    assert not path.exists()
+
+
+def test_install_gemini_and_vscode_are_known_hosts(cli: CLI, env: Env) -> None:
+    for host, rel, table in (
+        ("gemini", ".gemini/settings.json", "mcpServers"),
+        ("vscode", ".config/Code/User/mcp.json", "servers"),
+    ):
+        run = cli("install", host, "--create")
+        assert run.code == 0, run.err
+        assert "unknown host" not in run.err
+        entry = _servers(env.home / rel, table)["sealmem"]
+        assert entry["command"] == str(SEALMEM.absolute())
+
+
+def test_jsonc_with_comments_everywhere_round_trips(cli: CLI, env: Env) -> None:
+    path = env.home / ".config/zed/settings.json"
+    path.parent.mkdir(parents=True)
+    original = (
+        b"// Zed settings\n//\n// For information on how to configure Zed, see the docs.\n"
+        b"{\n"
+        b'  "ui_font_size": 16, // a "quoted" word and a / slash\n'
+        b'  /* "context_servers": {} was here */\n'
+        b'  "buffer_font_family": "Zed // Mono",\n'
+        b"}\n"
+    )
+    path.write_bytes(original)
+    assert cli("install", "zed").code == 0
+    text = path.read_text(encoding="utf-8")
+    assert '"buffer_font_family": "Zed // Mono"' in text
+    assert _servers(path, "context_servers")["sealmem"]["args"] == ["mcp"]
+    assert cli("uninstall", "zed").code == 0
+    assert path.read_bytes() == original
+
+
+def test_comments_in_a_strict_json_host_are_refused(cli: CLI, env: Env) -> None:
+    path = env.home / ".cursor" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text('// not JSON\n{"mcpServers": {}}\n', encoding="utf-8")
+    run = cli("install", "cursor")
+    assert run.code == 1
+    assert "Nothing was changed" in run.err
+    assert path.read_text(encoding="utf-8") == '// not JSON\n{"mcpServers": {}}\n'
+
+
+def test_a_backup_is_kept_when_the_host_changed_the_file_meanwhile(cli: CLI, env: Env) -> None:
+    path = env.project / ".vscode" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text('{\n  "servers": {}\n}\n', encoding="utf-8")
+    assert cli("install", "vscode", "--scope", "project").code == 0
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["inputs"] = []
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    assert cli("uninstall", "vscode", "--scope", "project").code == 0
+    after = json.loads(path.read_text(encoding="utf-8"))
+    assert after["inputs"] == []
+    assert "sealmem" not in after.get("servers", {})
+    backup = path.with_name("mcp.json.sealmem-backup")
+    assert backup.read_text(encoding="utf-8") == '{\n  "servers": {}\n}\n'  # kept: it differs
+
+
+def test_project_scope_refusals_name_the_fix(cli: CLI, env: Env) -> None:
+    hooks = cli("install", "claude-code", "--scope", "project", "--hooks")
+    assert hooks.code == 1
+    assert "sealmem install claude-code --hooks" in hooks.err
+    zed = cli("install", "zed", "--scope", "project")
+    assert zed.code == 1
+    assert "no project config file" in zed.err
+    assert "sealmem install zed" in zed.err
+    bad = cli("install", "cursor", "--scope", "team")
+    assert bad.code == 1
+    assert "--scope user or --scope project" in bad.err
+    assert sorted(p.name for p in env.project.iterdir()) == [".git"]
+    assert list(env.home.iterdir()) == []
+
+
+def test_list_shows_every_host_scope_and_file(cli: CLI, env: Env) -> None:
+    run = cli("install", "--list")
+    assert run.code == 0, run.err
+    lines = run.out.splitlines()
+    for host, scope, rel, _ in CASES:
+        path = str(_file(env, scope, rel))
+        assert any(line.split()[:2] == [host, scope] and path in line for line in lines), (
+            host,
+            scope,
+        )
