@@ -147,6 +147,26 @@ def install_cmd(
         else ""
     )
     _finish(edits, show=show, as_json=as_json, done=done)
+    if root and not show:
+        _project_notes(env)
+
+
+def _project_notes(env: dict[str, str]) -> None:
+    """What a portable project entry does not carry, said once on stderr."""
+    import shutil
+
+    if env:
+        output.say(
+            f"note: the project file does not carry SEALMEM_HOME ({env['SEALMEM_HOME']}); "
+            "the host uses the default home unless SEALMEM_HOME is set where it starts",
+            err=True,
+        )
+    if shutil.which("sealmem") is None:
+        output.say(
+            "note: 'sealmem' is not on PATH, where the host looks for it: install sealmem "
+            "with pipx, or put the directory of this sealmem on PATH",
+            err=True,
+        )
 
 
 def uninstall_cmd(
@@ -203,7 +223,7 @@ def _finish(edits: list[install.FileEdit], *, show: bool, as_json: bool, done: s
         output.say(f"{done}; nothing to change")
         return
     for edit in edits:
-        verb = "removed" if edit.after is None else "updated"
+        verb = "removed" if edit.after is None else "created" if edit.before is None else "updated"
         output.say(f"{verb} {edit.path} ({edit.note})")
     for backup in backups:
         output.say(f"backup: {backup}")

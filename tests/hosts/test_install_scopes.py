@@ -148,6 +148,7 @@ def test_a_project_file_is_portable_and_created_then_removed(
     assert not list(env.home.iterdir())  # nothing written for the user
     assert not list(path.parent.glob("*.sealmem-backup"))
     assert "commit " + rel in run.out
+    assert f"does not carry SEALMEM_HOME ({env.state})" in run.err
 
     assert cli("uninstall", host, "--scope", "project").code == 0
     assert not path.exists()
