@@ -22,11 +22,22 @@ PrintOpt = Annotated[
 ]
 
 
+def _complete_host(incomplete: str) -> list[str]:
+    from ..hosts import configs
+
+    return [name for name in [*configs.HOSTS, "generic"] if name.startswith(incomplete)]
+
+
+def _complete_scope(incomplete: str) -> list[str]:
+    return [name for name in ("user", "project") if name.startswith(incomplete)]
+
+
 ScopeOpt = Annotated[
     str,
     typer.Option(
         "--scope",
         metavar="user|project",
+        autocompletion=_complete_scope,
         help="user: your own config (default); project: the vendor's project file in this "
         "project, to commit (plain 'sealmem mcp', no path or home).",
     ),
@@ -86,7 +97,8 @@ def install_cmd(
         str | None,
         typer.Argument(
             help="claude-code, codex, cursor, windsurf, vscode, gemini, zed, cline, opencode "
-            "or generic; none lists hosts."
+            "or generic; none lists hosts.",
+            autocompletion=_complete_host,
         ),
     ] = None,
     scope: ScopeOpt = "user",
@@ -172,7 +184,10 @@ def _project_notes(env: dict[str, str]) -> None:
 def uninstall_cmd(
     host: Annotated[
         str,
-        typer.Argument(help="A host 'sealmem install' wrote to (generic: nothing to remove)."),
+        typer.Argument(
+            help="A host 'sealmem install' wrote to (generic: nothing to remove).",
+            autocompletion=_complete_host,
+        ),
     ],
     scope: ScopeOpt = "user",
     show: PrintOpt = False,

@@ -8,6 +8,7 @@ idempotent, and uninstalls back to the exact bytes, backup included.
 from __future__ import annotations
 
 import json
+import subprocess
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -237,3 +238,21 @@ def test_list_shows_every_host_scope_and_file(cli: CLI, env: Env) -> None:
             host,
             scope,
         )
+
+
+def test_shell_completion_offers_hosts_and_scopes(env: Env) -> None:
+    def complete(words: str) -> list[str]:
+        environ = {
+            **env.environ,
+            "_SEALMEM_COMPLETE": "complete_bash",
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(len(words.split()) - 1),
+        }
+        done = subprocess.run(
+            [str(SEALMEM)], env=environ, capture_output=True, text=True, timeout=60, check=False
+        )
+        return done.stdout.split()
+
+    assert complete("sealmem install c") == ["claude-code", "codex", "cursor", "cline"]
+    assert complete("sealmem uninstall v") == ["vscode"]
+    assert complete("sealmem install gemini --scope p") == ["project"]
