@@ -256,3 +256,48 @@ def test_shell_completion_offers_hosts_and_scopes(env: Env) -> None:
     assert complete("sealmem install c") == ["claude-code", "codex", "cursor", "cline"]
     assert complete("sealmem uninstall v") == ["vscode"]
     assert complete("sealmem install gemini --scope p") == ["project"]
+
+
+@pytest.mark.parametrize(
+    ("platform", "vscode", "zed"),
+    [
+        ("linux", ".config/Code/User/mcp.json", ".config/zed/settings.json"),
+        ("darwin", "Library/Application Support/Code/User/mcp.json", ".config/zed/settings.json"),
+        ("win32", "AppData/Roaming/Code/User/mcp.json", "AppData/Roaming/Zed/settings.json"),
+    ],
+)
+def test_user_files_follow_the_platform_and_its_variables(
+    env: Env, monkeypatch: pytest.MonkeyPatch, platform: str, vscode: str, zed: str
+) -> None:
+    from sealmem.client.hosts import configs
+
+    monkeypatch.setattr("sys.platform", platform)
+    assert configs.HOSTS["vscode"].path() == env.home / vscode
+    assert configs.HOSTS["zed"].path() == env.home / zed
+    cline = configs.HOSTS["cline"].path()
+    assert cline.parent.parent.parent == (env.home / vscode).parent / "globalStorage"
+    moved = env.home / "elsewhere"
+    monkeypatch.setenv("APPDATA" if platform == "win32" else "XDG_CONFIG_HOME", str(moved))
+    if platform != "darwin":
+        assert configs.HOSTS["vscode"].path().is_relative_to(moved)
+    if platform == "linux":
+        assert configs.HOSTS["opencode"].path() == moved / "opencode" / "opencode.json"
+        (moved / "opencode").mkdir(parents=True)
+        (moved / "opencode" / "opencode.jsonc").write_text("{}\n", encoding="utf-8")
+        assert configs.HOSTS["opencode"].path() == moved / "opencode" / "opencode.jsonc"
+
+
+@pytest.mark.parametrize(("host", "scope", "rel", "table"), CASES, ids=IDS)
+def test_a_broken_file_is_refused_with_the_block_to_add(
+    cli: CLI, env: Env, host: str, scope: str, rel: str, table: str
+) -> None:
+    path = _file(env, scope, rel)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    broken = "[mcp_servers.docs\n" if path.suffix == ".toml" else '{\n  "x": {,\n'
+    path.write_text(broken, encoding="utf-8")
+    run = cli("install", host, "--scope", scope)
+    assert run.code == 1
+    assert "Nothing was changed" in run.err
+    assert table in run.err  # the block to add by hand names the host's own key
+    assert path.read_text(encoding="utf-8") == broken
+    assert not path.with_name(path.name + ".sealmem-backup").exists()
