@@ -181,6 +181,16 @@ class Host:
             entry["env"] = dict(env)
         return entry
 
+    def shape_problem(self, servers: object) -> str | None:
+        """Why the servers table found in the file is not one sealmem can add to."""
+        if not isinstance(servers, dict):
+            return f"'{self.table}' is not a table of servers"
+        if self.style == "opencode" and isinstance(servers.get("servers"), dict):
+            # OpenCode 2's own shape, mcp.servers.NAME (https://opencode.ai/docs/mcp-servers/):
+            # an entry beside it would mix the two shapes.
+            return "'mcp.servers' is OpenCode 2's shape; add sealmem under it by hand"
+        return None
+
     def project_entry(self) -> dict[str, Any]:
         """The portable entry a committed project file gets: ``sealmem mcp``, nothing else."""
         return self.entry(PROJECT_COMMAND, {})

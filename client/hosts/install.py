@@ -170,8 +170,9 @@ def _plan_server(host: Host, path: Path, entry: dict[str, Any], *, repair: bool)
             servers = tomledit.servers_table(doc, host.table, str(path))
         else:
             servers = doc.get(host.table, {})
-        if not isinstance(servers, dict):
-            raise _refuse(host, entry, f"{path}: '{host.table}' is not a table of servers")
+        problem = host.shape_problem(servers)
+        if problem:
+            raise _refuse(host, entry, f"{path}: {problem}")
         current = servers.get(SERVER_NAME)
         if current is not None and current != entry and not repair:
             raise _stale(host, path, current)

@@ -301,3 +301,14 @@ def test_a_broken_file_is_refused_with_the_block_to_add(
     assert table in run.err  # the block to add by hand names the host's own key
     assert path.read_text(encoding="utf-8") == broken
     assert not path.with_name(path.name + ".sealmem-backup").exists()
+
+
+def test_opencode_2_servers_shape_is_not_mixed_with_ours(cli: CLI, env: Env) -> None:
+    path = env.project / "opencode.json"
+    native = '{\n  "mcp": {\n    "servers": {\n      "docs": {"type": "local"}\n    }\n  }\n}\n'
+    path.write_text(native, encoding="utf-8")
+    run = cli("install", "opencode", "--scope", "project")
+    assert run.code == 1
+    assert "mcp.servers" in run.err
+    assert '"sealmem"' in run.err  # the entry to add by hand
+    assert path.read_text(encoding="utf-8") == native
