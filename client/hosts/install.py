@@ -256,20 +256,31 @@ def _backup_path(path: Path) -> Path:
 
 
 def _uninstall_json(
-    path: Path, text: str, remove: Callable[[str, bool], str], has_ours: Callable[[Any], bool]
+    path: Path,
+    text: str,
+    remove: Callable[[str, bool], str],
+    has_ours: Callable[[Any], bool],
+    had_container: Callable[[Any], bool] | None = None,
 ) -> str | None:
     """Remove ours, pruning emptied containers unless our backup (holding nothing of ours)
     had them; a file left empty with no backup is one we created: it goes."""
     pruned, kept = remove(text, True), remove(text, False)
     try:
-        backup = json.loads(_backup_path(path).read_text(encoding="utf-8"))
+        backup = jsonedit.loads(_backup_path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return None if json.loads(pruned) == {} else pruned
+        return None if jsonedit.loads(pruned) == {} else pruned
     except (OSError, ValueError):
         return pruned
-    if not has_ours(backup) and jsonedit.loads(kept) == backup != jsonedit.loads(pruned):
-        return kept
-    return pruned
+    if has_ours(backup):
+        return pruned
+    if had_container is not None:
+        return kept if had_container(backup) else pruned
+    return kept if jsonedit.loads(kept) == backup != jsonedit.loads(pruned) else pruned
+
+
+def _table(doc: Any, key: str) -> dict[str, Any] | None:
+    table = doc.get(key) if isinstance(doc, dict) else None
+    return table if isinstance(table, dict) else None
 
 
 def _with_backup_check(edit: FileEdit) -> FileEdit:
@@ -303,7 +314,8 @@ def plan_uninstall(
                 path,
                 before,
                 lambda text, prune: jsonedit.remove(text, key, prune=prune),
-                lambda doc: isinstance(doc, dict) and SERVER_NAME in (doc.get(key[0]) or {}),
+                lambda doc: _table(doc, key[0]) is not None and SERVER_NAME in _table(doc, key[0]),
+                lambda doc: _table(doc, key[0]) is not None,
             )
             edits.append(FileEdit(path, before, after_text, "MCP server"))
     settings = host.settings_path() if scope == "user" else None

@@ -206,9 +206,8 @@ def test_a_backup_is_kept_when_the_host_changed_the_file_meanwhile(cli: CLI, env
     doc["inputs"] = []
     path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
     assert cli("uninstall", "vscode", "--scope", "project").code == 0
-    after = json.loads(path.read_text(encoding="utf-8"))
-    assert after["inputs"] == []
-    assert "sealmem" not in after.get("servers", {})
+    # The empty "servers" the user had stays, though the file is not the backup's any more.
+    assert json.loads(path.read_text(encoding="utf-8")) == {"servers": {}, "inputs": []}
     backup = path.with_name("mcp.json.sealmem-backup")
     assert backup.read_text(encoding="utf-8") == '{\n  "servers": {}\n}\n'  # kept: it differs
 
@@ -312,3 +311,22 @@ def test_opencode_2_servers_shape_is_not_mixed_with_ours(cli: CLI, env: Env) -> 
     assert "mcp.servers" in run.err
     assert '"sealmem"' in run.err  # the entry to add by hand
     assert path.read_text(encoding="utf-8") == native
+
+
+def test_a_committed_project_file_without_a_backup_uninstalls(cli: CLI, env: Env) -> None:
+    """A teammate's clone: the project file holds sealmem (and comments) but no backup."""
+    path = env.project / ".vscode" / "mcp.json"
+    path.parent.mkdir()
+    entry = json.dumps({"type": "stdio", "command": "sealmem", "args": ["mcp"]})
+    path.write_text(
+        '{\n  // shared servers\n  "servers": {\n    "docs": {"command": "docs"},\n'
+        f'    "sealmem": {entry},\n  }},\n}}\n',
+        encoding="utf-8",
+    )
+    status = {r["host"]: r for r in cli("install", "--list", "--json").json()["project"]}
+    assert status["vscode"]["state"] == "installed"
+    run = cli("uninstall", "vscode", "--scope", "project")
+    assert run.code == 0, run.err
+    text = path.read_text(encoding="utf-8")
+    assert "// shared servers" in text
+    assert list(jsonedit.loads(text)["servers"]) == ["docs"]
