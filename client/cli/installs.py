@@ -207,11 +207,11 @@ def uninstall_cmd(
         else:
             output.say(message)
         return
-    from ..hosts import configs, install
+    from ..hosts import configs, install, uninstall
 
     target = configs.get_host(host)
     root = install.project_root() if where == "project" else None
-    edits = install.plan_uninstall(target, where, root)
+    edits = uninstall.plan_uninstall(target, where, root)
     _finish(edits, show=show, as_json=as_json, done=f"sealmem is not in {target.title}")
 
 

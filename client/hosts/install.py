@@ -1,7 +1,7 @@
 """Plan and apply the edits that install sealmem into a host, or take it out again.
 
 Planning is separate from writing: :func:`plan_install` and
-:func:`plan_uninstall` read the host's files and return :class:`FileEdit`
+:func:`.uninstall.plan_uninstall` read the host's files and return :class:`FileEdit`
 values (before/after text); ``--print`` shows them as a diff and
 :func:`apply_edits` writes them.  Writing refuses if the host changed the file
 meanwhile, and replaces it atomically with its mode kept.  Installing into a host
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -49,11 +49,12 @@ __all__ = [
     "HostStatus",
     "StaleInstallError",
     "apply_edits",
+    "backup_path",
     "generic_snippet",
     "host_status",
     "plan_install",
-    "plan_uninstall",
     "project_root",
+    "read_config",
     "render_diff",
     "require_host",
 ]
@@ -101,7 +102,8 @@ class HostStatus:
     scope: Scope = "user"
 
 
-def _read(path: Path) -> str | None:
+def read_config(path: Path) -> str | None:
+    """The file's text, None when it does not exist; refused when it cannot be read."""
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -162,7 +164,7 @@ def _set_entry(host: Host, text: str, entry: dict[str, Any], new: bool, path: Pa
 
 
 def _plan_server(host: Host, path: Path, entry: dict[str, Any], *, repair: bool) -> FileEdit:
-    before = _read(path)
+    before = read_config(path)
     text = before if before is not None else "" if host.fmt == "toml" else _NEW_JSON
     try:
         doc = _parse(host, text, path)
@@ -211,7 +213,7 @@ def plan_install(
     edits = [_plan_server(host, path, entry, repair=repair)]
     settings = host.settings_path() if scope == "user" else None
     if settings is not None and (hooks or repair):
-        before = _read(settings)
+        before = read_config(settings)
         names = set(hooks)
         commands: dict[str, str] = {}
         pristine = True
@@ -250,87 +252,9 @@ def require_host(host: Host, *, create: bool) -> None:
     )
 
 
-def _backup_path(path: Path) -> Path:
+def backup_path(path: Path) -> Path:
     """The one backup sealmem keeps of a host config file."""
     return path.with_name(path.name + BACKUP_SUFFIX)
-
-
-def _uninstall_json(
-    path: Path,
-    text: str,
-    remove: Callable[[str, bool], str],
-    has_ours: Callable[[Any], bool],
-    had_container: Callable[[Any], bool] | None = None,
-) -> str | None:
-    """Remove ours, pruning emptied containers unless our backup (holding nothing of ours)
-    had them; a file left empty with no backup is one we created: it goes."""
-    pruned, kept = remove(text, True), remove(text, False)
-    try:
-        backup = jsonedit.loads(_backup_path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None if jsonedit.loads(pruned) == {} else pruned
-    except (OSError, ValueError):
-        return pruned
-    if has_ours(backup):
-        return pruned
-    if had_container is not None:
-        return kept if had_container(backup) else pruned
-    return kept if jsonedit.loads(kept) == backup != jsonedit.loads(pruned) else pruned
-
-
-def _table(doc: Any, key: str) -> dict[str, Any] | None:
-    table = doc.get(key) if isinstance(doc, dict) else None
-    return table if isinstance(table, dict) else None
-
-
-def _with_backup_check(edit: FileEdit) -> FileEdit:
-    """``edit`` marked to delete the backup when it restores the backup's exact text."""
-    try:
-        backup = _backup_path(edit.path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return edit
-    if edit.after != backup:
-        return edit
-    return FileEdit(edit.path, edit.before, edit.after, edit.note, edit.pristine, True)
-
-
-def plan_uninstall(
-    host: Host, scope: Scope = "user", project: Path | None = None
-) -> list[FileEdit]:
-    """Edits that remove exactly what :func:`plan_install` added, and nothing else."""
-    path = host.path(scope, project)
-    before = _read(path)
-    edits: list[FileEdit] = []
-    if before is not None and host.fmt == "toml":
-        after = tomledit.remove_entry(before, host.table, SERVER_NAME, where=str(path))
-        if after is not None:
-            gone = after == "" and not _backup_path(path).exists()  # we created it
-            edits.append(FileEdit(path, before, None if gone else after, "MCP server"))
-    elif before is not None:
-        doc = jsonedit.parse_object(before, where=str(path), jsonc=host.jsonc)
-        key = [host.table, SERVER_NAME]
-        if SERVER_NAME in (doc.get(key[0]) or {}):
-            after_text = _uninstall_json(
-                path,
-                before,
-                lambda text, prune: jsonedit.remove(text, key, prune=prune),
-                lambda doc: _table(doc, key[0]) is not None and SERVER_NAME in _table(doc, key[0]),
-                lambda doc: _table(doc, key[0]) is not None,
-            )
-            edits.append(FileEdit(path, before, after_text, "MCP server"))
-    settings = host.settings_path() if scope == "user" else None
-    if settings is not None:
-        text = _read(settings)
-        where = str(settings)
-        if text is not None and claude_hooks.our_hooks(text, where=where):
-            after_text = _uninstall_json(
-                settings,
-                text,
-                lambda text, prune: claude_hooks.remove_hooks(text, prune=prune, where=where),
-                lambda doc: bool(claude_hooks.our_hooks(json.dumps(doc), where=where)),
-            )
-            edits.append(FileEdit(settings, text, after_text, "hooks"))
-    return [_with_backup_check(edit) for edit in edits if edit.changes]
 
 
 def _write_atomic(path: Path, text: str, mode: int) -> None:
@@ -342,7 +266,7 @@ def apply_edits(edits: list[FileEdit]) -> list[Path]:
     """Back up (see the module docstring) and write each edit; return the backups made."""
     backups: list[Path] = []
     for edit in edits:
-        current = _read(edit.path)
+        current = read_config(edit.path)
         if current != edit.before:
             raise InputError(
                 f"{edit.path} changed while sealmem was editing it (the host may be running); "
@@ -354,14 +278,14 @@ def apply_edits(edits: list[FileEdit]) -> list[Path]:
             if edit.after is None:
                 edit.path.unlink()
                 continue
-            backup = _backup_path(edit.path)
+            backup = backup_path(edit.path)
             if edit.pristine or not backup.exists():
                 _write_atomic(backup, edit.before, mode)
                 backups.append(backup)
         if edit.after is not None:
             _write_atomic(edit.path, edit.after, mode)
         if edit.drop_backup:
-            _backup_path(edit.path).unlink(missing_ok=True)
+            backup_path(edit.path).unlink(missing_ok=True)
     return backups
 
 
@@ -392,13 +316,13 @@ def host_status(
     state: Literal["installed", "stale", "absent", "unreadable"] = "absent"
     hooks: list[str] = []
     try:
-        text = _read(path)
+        text = read_config(path)
         if text is not None:
             current = (_parse(host, text, path).get(host.table) or {}).get(SERVER_NAME)
             if current is not None:
                 state = "installed" if current == entry else "stale"
         settings = host.settings_path() if scope == "user" else None
-        settings_text = _read(settings) if settings is not None else None
+        settings_text = read_config(settings) if settings is not None else None
         if settings_text is not None:
             hooks = sorted(claude_hooks.our_hooks(settings_text, where=str(settings)))
     except (InputError, AttributeError):

@@ -330,3 +330,16 @@ def test_a_committed_project_file_without_a_backup_uninstalls(cli: CLI, env: Env
     text = path.read_text(encoding="utf-8")
     assert "// shared servers" in text
     assert list(jsonedit.loads(text)["servers"]) == ["docs"]
+
+
+@pytest.mark.parametrize("servers", ["5", '"sealmem"', "[1]", "null"])
+def test_uninstall_of_a_file_whose_servers_are_not_a_table_changes_nothing(
+    cli: CLI, env: Env, servers: str
+) -> None:
+    path = env.project / ".mcp.json"
+    text = '{"mcpServers": ' + servers + "}\n"
+    path.write_text(text, encoding="utf-8")
+    run = cli("uninstall", "claude-code", "--scope", "project")
+    assert run.code == 0, run.err
+    assert "nothing to change" in run.out
+    assert path.read_text(encoding="utf-8") == text
