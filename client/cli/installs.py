@@ -58,11 +58,12 @@ def _list_hosts(as_json: bool) -> None:
     env = configs.server_env()
     root = install.project_root()
     rows = [install.host_status(h, h.entry(executable, env)) for h in configs.HOSTS.values()]
-    project = [
-        install.host_status(h, h.project_entry(), "project", root)
-        for h in configs.HOSTS.values()
-        if h.project_file
-    ]
+    project = []
+    for h in configs.HOSTS.values():
+        try:
+            project.append(install.host_status(h, h.project_entry(), "project", root))
+        except InputError:  # no project file, or it would be the user's own (run in HOME)
+            continue
     if as_json:
         output.emit_json(
             {

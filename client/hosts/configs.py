@@ -161,7 +161,13 @@ class Host:
                 f"{self.title} documents no project config file; install it for your "
                 f"user instead: sealmem install {self.name}"
             )
-        return (project or Path.cwd()) / self.project_file
+        path = (project or Path.cwd()) / self.project_file
+        if path.absolute() == self.config_path().absolute():
+            raise InputError(
+                f"{path} is {self.title}'s user config, not a project's: run 'sealmem install "
+                f"{self.name} --scope project' inside the project (its git repository)"
+            )
+        return path
 
     def settings_path(self) -> Path | None:
         """Claude Code's settings file, where hooks live; None for other hosts."""

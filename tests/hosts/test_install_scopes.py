@@ -343,3 +343,16 @@ def test_uninstall_of_a_file_whose_servers_are_not_a_table_changes_nothing(
     assert run.code == 0, run.err
     assert "nothing to change" in run.out
     assert path.read_text(encoding="utf-8") == text
+
+
+def test_project_scope_in_the_home_directory_is_refused(
+    cli: CLI, env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(env.home)  # no git repository above: the project would be HOME
+    run = cli("install", "cursor", "--scope", "project")
+    assert run.code == 1
+    assert "user config, not a project's" in run.err
+    assert list(env.home.iterdir()) == []
+    listing = cli("install", "--list", "--json")
+    assert listing.code == 0, listing.err
+    assert "cursor" not in {row["host"] for row in listing.json()["project"]}
