@@ -356,3 +356,22 @@ def test_project_scope_in_the_home_directory_is_refused(
     listing = cli("install", "--list", "--json")
     assert listing.code == 0, listing.err
     assert "cursor" not in {row["host"] for row in listing.json()["project"]}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        (
+            '{"a": "x // not \\" /* c */", /* c "q" */ "b": [1, 2,],}',
+            {"a": 'x // not " /* c */', "b": [1, 2]},
+        ),
+        ('// head "quote\n{\n "u": "https://x.org/a,b]",\n}\n', {"u": "https://x.org/a,b]"}),
+        ('{"d": "\\\\", // c\n "e": "/"}', {"d": "\\", "e": "/"}),
+    ],
+)
+def test_jsonc_blanking_keeps_every_position(text: str, value: dict[str, Any]) -> None:
+    blanked = jsonedit.blank_jsonc(text)
+    assert len(blanked) == len(text)
+    assert blanked.count("\n") == text.count("\n")
+    assert json.loads(blanked) == value
+    assert jsonedit.blank_jsonc('{"plain": ["json", 1]}') == '{"plain": ["json", 1]}'
