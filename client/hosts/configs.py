@@ -2,21 +2,17 @@
 
 Each host's row in :data:`HOSTS` cites the vendor page it was checked against.
 
-===========  ==================================================  ======================
-host         user file (``~`` is ``$HOME``)  /  project file      servers table
-===========  ==================================================  ======================
-claude-code  ``~/.claude.json`` / ``.mcp.json``                   ``mcpServers``
-             (hooks: ``~/.claude/settings.json``)
-codex        ``~/.codex/config.toml`` / ``.codex/config.toml``    ``[mcp_servers]``
-cursor       ``~/.cursor/mcp.json`` / ``.cursor/mcp.json``        ``mcpServers``
-windsurf     ``~/.codeium/windsurf/mcp_config.json``              ``mcpServers``
-vscode       ``<VS Code user dir>/mcp.json`` / ``.vscode/mcp.json``  ``servers``
-gemini       ``~/.gemini/settings.json`` / ``.gemini/settings.json``  ``mcpServers``
-zed          ``~/.config/zed/settings.json``                      ``context_servers``
-cline        ``<VS Code user dir>/globalStorage/saoudrizwan.claude-dev/settings/
-             cline_mcp_settings.json``                            ``mcpServers``
-opencode     ``~/.config/opencode/opencode.json`` / ``opencode.json``  ``mcp``
-===========  ==================================================  ======================
+- claude-code: ``~/.claude.json``, project ``.mcp.json``: ``mcpServers``
+  (hooks in ``~/.claude/settings.json``)
+- codex: ``~/.codex/config.toml``, project ``.codex/config.toml``: ``[mcp_servers]``
+- cursor: ``~/.cursor/mcp.json``, project ``.cursor/mcp.json``: ``mcpServers``
+- windsurf: ``~/.codeium/windsurf/mcp_config.json``: ``mcpServers``
+- vscode: ``<VS Code user dir>/mcp.json``, project ``.vscode/mcp.json``: ``servers``
+- gemini: ``~/.gemini/settings.json``, project ``.gemini/settings.json``: ``mcpServers``
+- zed: ``~/.config/zed/settings.json``: ``context_servers``
+- cline: ``<VS Code user dir>/globalStorage/saoudrizwan.claude-dev/settings/``
+  ``cline_mcp_settings.json``: ``mcpServers``
+- opencode: ``~/.config/opencode/opencode.json``, project ``opencode.json``: ``mcp``
 
 ``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``XDG_CONFIG_HOME`` and ``APPDATA`` relocate
 those files as the hosts themselves do.  A user-scope entry names the sealmem
