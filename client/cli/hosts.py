@@ -1,159 +1,22 @@
-"""Commands that wire sealmem into agent hosts: install, uninstall, hook, scan, watch, snippet."""
+"""Commands that wire sealmem into agent hosts: hook, scan, watch, snippet (install and
+uninstall are in :mod:`.installs`)."""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ...protocol.errors import InputError
-from . import output
+from . import installs, output
 from .memory import JsonOpt, open_store
 
 if TYPE_CHECKING:
-    from ..hosts import install
     from ..hosts.transcripts import Turn
 
 __all__ = ["register"]
-
-PrintOpt = Annotated[
-    bool, typer.Option("--print", help="Show the changes as a diff; write nothing.")
-]
-
-
-def _list_hosts(as_json: bool) -> None:
-    from ..hosts import configs, install  # here: tomlkit and the host editors load on use
-
-    executable = configs.sealmem_executable()
-    env = configs.server_env()
-    rows = [install.host_status(h, h.entry(executable, env)) for h in configs.HOSTS.values()]
-    if as_json:
-        hosts = [{**asdict(s), "config": str(s.config)} for s in rows]
-        output.emit_json({"executable": str(executable), "hosts": hosts})
-        return
-    table = [
-        [
-            s.host,
-            "yes" if s.detected else "no",
-            s.state + (" (run --repair)" if s.state == "stale" else ""),
-            ",".join(s.hooks) or "-",
-            str(s.config),
-        ]
-        for s in rows
-    ]
-    output.say(output.table(table, ["HOST", "DETECTED", "SEALMEM", "HOOKS", "CONFIG"]))
-    output.say("\nInstall with 'sealmem install HOST'; 'sealmem install generic' prints JSON.")
-
-
-def install_cmd(
-    host: Annotated[
-        str | None,
-        typer.Argument(help="claude-code, codex, cursor, windsurf or generic; none lists hosts."),
-    ] = None,
-    show: PrintOpt = False,
-    repair: Annotated[
-        bool, typer.Option("--repair", help="Update an entry that points to another sealmem.")
-    ] = False,
-    hooks: Annotated[
-        bool,
-        typer.Option(
-            "--hooks", help="Claude Code: add the SessionStart context and Stop capture hooks."
-        ),
-    ] = False,
-    auto_recall: Annotated[
-        bool,
-        typer.Option(
-            "--auto-recall", help="Claude Code: recall on every prompt (UserPromptSubmit)."
-        ),
-    ] = False,
-    create: Annotated[
-        bool,
-        typer.Option(
-            "--create", help="Write the config even if the host's directory does not exist."
-        ),
-    ] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Add the sealmem MCP server to an agent host's config (one backup kept per file)."""
-    from ..hosts import configs, install
-
-    if host is None:
-        _list_hosts(as_json)
-        return
-    executable = configs.sealmem_executable()
-    env = configs.server_env()
-    if host == "generic":
-        typer.echo(install.generic_snippet(configs.HOSTS["cursor"].entry(executable, env)))
-        return
-    target = configs.get_host(host)
-    names = (["session-start", "stop"] if hooks else []) + (["prompt"] if auto_recall else [])
-    if names and target.settings_path() is None:
-        raise install.ConfigRefusedError(
-            f"--hooks and --auto-recall are for claude-code, not {host}"
-        )
-    install.require_host(target, create=create)
-    edits = install.plan_install(target, executable, env, repair=repair, hooks=names)
-    _finish(edits, show=show, as_json=as_json, done=f"sealmem is installed in {target.title}")
-
-
-def uninstall_cmd(
-    host: Annotated[
-        str, typer.Argument(help="claude-code, codex, cursor or windsurf (generic: nothing).")
-    ],
-    show: PrintOpt = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Remove exactly what 'sealmem install' added to a host's config."""
-    if host == "generic":
-        # 'install generic' only prints a snippet: there is nothing of ours to take out.
-        message = (
-            "nothing to uninstall for generic: 'sealmem install generic' only prints a "
-            "snippet and writes no file; remove the 'sealmem' entry from the config you "
-            "pasted it into"
-        )
-        if as_json:
-            output.emit_json({"changed": [], "written": False, "backups": [], "note": message})
-        else:
-            output.say(message)
-        return
-    from ..hosts import configs, install
-
-    target = configs.get_host(host)
-    edits = install.plan_uninstall(target)
-    _finish(edits, show=show, as_json=as_json, done=f"sealmem is not in {target.title}")
-
-
-def _finish(edits: list[install.FileEdit], *, show: bool, as_json: bool, done: str) -> None:
-    from ..hosts import install
-
-    backups: list[Path] = []
-    if edits and not show:
-        backups = install.apply_edits(edits)
-    if as_json:
-        output.emit_json(
-            {
-                "changed": [str(e.path) for e in edits],
-                "written": not show,
-                "backups": [str(b) for b in backups],
-                "diff": install.render_diff(edits),
-            }
-        )
-        return
-    if show:
-        output.say(install.render_diff(edits) or "nothing to change", nl=not edits)
-        return
-    if not edits:
-        output.say(f"{done}; nothing to change")
-        return
-    for edit in edits:
-        verb = "removed" if edit.after is None else "updated"
-        output.say(f"{verb} {edit.path} ({edit.note})")
-    for backup in backups:
-        output.say(f"backup: {backup}")
-    output.say(done + "; restart the host for this to take effect")
 
 
 def hook_cmd(
@@ -340,8 +203,7 @@ def snippet_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("install")(install_cmd)
-    app.command("uninstall")(uninstall_cmd)
+    installs.register(app)
     app.command("hook")(hook_cmd)
     app.command("scan")(scan_cmd)
     app.command("watch")(watch_cmd)

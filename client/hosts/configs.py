@@ -1,20 +1,26 @@
 """Where each agent host keeps its MCP config, and the entry sealmem adds to it.
 
-=============  ===============================================  ==========================
-host           file (``~`` is ``$HOME``)                        shape
-=============  ===============================================  ==========================
-claude-code    ``~/.claude.json`` (user scope)                  ``mcpServers.sealmem``
-               ``~/.claude/settings.json`` (hooks)              ``hooks.<Event>[]``
-codex          ``~/.codex/config.toml``                         ``[mcp_servers.sealmem]``
-cursor         ``~/.cursor/mcp.json``                           ``mcpServers.sealmem``
-windsurf       ``~/.codeium/windsurf/mcp_config.json``          ``mcpServers.sealmem``
-=============  ===============================================  ==========================
+Each host's row in :data:`HOSTS` cites the vendor page it was checked against.
 
-``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME`` relocate those hosts' files as the
-hosts themselves do.  The server entry names the sealmem executable by its
-absolute path (hosts start servers without the user's shell ``PATH``) and
-carries ``SEALMEM_HOME`` only when it is set, in the ``env`` mapping every host
-documents (``command`` + ``args`` + ``env``: no shell is involved).  Claude Code's
+- claude-code: ``~/.claude.json``, project ``.mcp.json``: ``mcpServers``
+  (hooks in ``~/.claude/settings.json``)
+- codex: ``~/.codex/config.toml``, project ``.codex/config.toml``: ``[mcp_servers]``
+- cursor: ``~/.cursor/mcp.json``, project ``.cursor/mcp.json``: ``mcpServers``
+- windsurf: ``~/.codeium/windsurf/mcp_config.json``: ``mcpServers``
+- vscode: ``<VS Code user dir>/mcp.json``, project ``.vscode/mcp.json``: ``servers``
+- gemini: ``~/.gemini/settings.json``, project ``.gemini/settings.json``: ``mcpServers``
+- zed: ``~/.config/zed/settings.json``: ``context_servers``
+- cline: ``<VS Code user dir>/globalStorage/saoudrizwan.claude-dev/settings/``
+  ``cline_mcp_settings.json``: ``mcpServers``
+- opencode: ``~/.config/opencode/opencode.json``, project ``opencode.json``: ``mcp``
+
+``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``XDG_CONFIG_HOME`` and ``APPDATA`` relocate
+those files as the hosts themselves do.  A user-scope entry names the sealmem
+executable by its absolute path (hosts start servers without the user's shell
+``PATH``) and carries ``SEALMEM_HOME`` only when it is set, in the ``env`` mapping
+the host documents (``command`` + ``args`` + ``env``: no shell is involved).  A
+project-scope entry is committed with the project, so it is portable: the plain
+command ``sealmem`` with its arguments, no path, no home, no token.  Claude Code's
 hooks are one command string: :func:`hook_command` quotes it for the platform and
 passes the home as ``--home``, so no shell syntax to set a variable is needed.
 """
@@ -35,9 +41,11 @@ from ...protocol.errors import InputError
 
 __all__ = [
     "HOSTS",
+    "PROJECT_COMMAND",
     "SERVER_NAME",
     "Host",
     "Platform",
+    "Scope",
     "claude_dir",
     "get_host",
     "hook_command",
@@ -46,6 +54,10 @@ __all__ = [
 ]
 
 SERVER_NAME = "sealmem"
+PROJECT_COMMAND = "sealmem"  # what a committed project file runs: found on PATH
+
+Scope = Literal["user", "project"]
+Style = Literal["plain", "typed", "opencode"]
 
 
 def _home() -> Path:
@@ -70,17 +82,61 @@ def _codex_dir() -> Path:
     return _env_dir("CODEX_HOME", ".codex")
 
 
+def _xdg_config() -> Path:
+    """``$XDG_CONFIG_HOME`` or ``~/.config``, where Zed and OpenCode keep their settings."""
+    return _env_dir("XDG_CONFIG_HOME", ".config")
+
+
+def _appdata() -> Path:
+    return _env_dir("APPDATA", "AppData/Roaming")
+
+
+def _vscode_user() -> Path:
+    """VS Code's user directory (https://code.visualstudio.com/docs/configure/settings,
+    "Settings file locations")."""
+    if sys.platform == "win32":
+        return _appdata() / "Code" / "User"
+    if sys.platform == "darwin":
+        return _home() / "Library" / "Application Support" / "Code" / "User"
+    return _xdg_config() / "Code" / "User"
+
+
+def _zed_settings() -> Path:
+    if sys.platform == "win32":
+        return _appdata() / "Zed" / "settings.json"
+    return _xdg_config() / "zed" / "settings.json"
+
+
+def _cline_dir() -> Path:
+    return _vscode_user() / "globalStorage" / "saoudrizwan.claude-dev"
+
+
+def _opencode_config() -> Path:
+    """``opencode.json``, or ``opencode.jsonc`` when that is the one the user has."""
+    folder = _xdg_config() / "opencode"
+    plain, commented = folder / "opencode.json", folder / "opencode.jsonc"
+    return commented if commented.exists() and not plain.exists() else plain
+
+
 @dataclass(frozen=True)
 class Host:
     """One agent host: where its MCP config lives and how the sealmem entry looks.
 
     The paths are functions, resolved at call time (``HOME`` may change).
+    ``project_file`` is the documented project file (relative to the project
+    root), None when the vendor documents none.  ``jsonc``: the host reads
+    comments and trailing commas in this file, so sealmem accepts them too.
     """
 
     name: str
     title: str
     fmt: Literal["json", "toml"]
     config_path: Callable[[], Path]
+    table: str = "mcpServers"
+    style: Style = "plain"
+    project_file: str | None = None
+    jsonc: bool = False
+    docs: str = ""
     _detect: Callable[[], Path] | None = None
     claude: bool = False
 
@@ -88,34 +144,153 @@ class Host:
         """The directory whose existence means the host is installed for this user."""
         return self._detect() if self._detect else self.config_path().parent
 
+    @property
+    def scopes(self) -> tuple[Scope, ...]:
+        return ("user", "project") if self.project_file else ("user",)
+
+    def path(self, scope: Scope = "user", project: Path | None = None) -> Path:
+        """The config file for ``scope``; ``project`` is the project root."""
+        if scope == "user":
+            return self.config_path()
+        if self.project_file is None:
+            raise InputError(
+                f"{self.title} documents no project config file; install it for your "
+                f"user instead: sealmem install {self.name}"
+            )
+        path = (project or Path.cwd()) / self.project_file
+        if path.absolute() == self.config_path().absolute():
+            raise InputError(
+                f"{path} is {self.title}'s user config, not a project's: run 'sealmem install "
+                f"{self.name} --scope project' inside the project (its git repository)"
+            )
+        return path
+
     def settings_path(self) -> Path | None:
         """Claude Code's settings file, where hooks live; None for other hosts."""
         return claude_dir() / "settings.json" if self.claude else None
 
-    @property
-    def table(self) -> str:
-        """The key of the servers table at the config's root."""
-        return "mcp_servers" if self.fmt == "toml" else "mcpServers"
-
-    def entry(self, executable: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    def entry(self, executable: PurePath | str, env: Mapping[str, str]) -> dict[str, Any]:
         """The server entry for this host, in the keys the host documents."""
-        entry: dict[str, Any] = {"type": "stdio"} if self.claude else {}
+        if self.style == "opencode":
+            entry: dict[str, Any] = {"type": "local", "command": [str(executable), "mcp"]}
+            if env:
+                entry["environment"] = dict(env)
+            return entry
+        entry = {"type": "stdio"} if self.style == "typed" else {}
         entry["command"] = str(executable)
         entry["args"] = ["mcp"]
         if env:
             entry["env"] = dict(env)
         return entry
 
+    def shape_problem(self, servers: object) -> str | None:
+        """Why the servers table found in the file is not one sealmem can add to."""
+        if not isinstance(servers, dict):
+            return f"'{self.table}' is not a table of servers"
+        if self.style == "opencode" and isinstance(servers.get("servers"), dict):
+            # OpenCode 2's own shape, mcp.servers.NAME (https://opencode.ai/docs/mcp-servers/):
+            # an entry beside it would mix the two shapes.
+            return "'mcp.servers' is OpenCode 2's shape; add sealmem under it by hand"
+        return None
+
+    def project_entry(self) -> dict[str, Any]:
+        """The portable entry a committed project file gets: ``sealmem mcp``, nothing else."""
+        return self.entry(PROJECT_COMMAND, {})
+
+
+def _json(name: str, title: str, path: Callable[[], Path], docs: str, **kw: Any) -> Host:
+    return Host(name, title, "json", path, docs=docs, **kw)
+
 
 HOSTS: dict[str, Host] = {
-    "claude-code": Host("claude-code", "Claude Code", "json", _claude_json, claude_dir, True),
-    "codex": Host("codex", "Codex CLI", "toml", lambda: _codex_dir() / "config.toml", _codex_dir),
-    "cursor": Host("cursor", "Cursor", "json", lambda: _home() / ".cursor" / "mcp.json"),
-    "windsurf": Host(
+    # https://code.claude.com/docs/en/mcp (user scope ~/.claude.json, project .mcp.json)
+    "claude-code": _json(
+        "claude-code",
+        "Claude Code",
+        _claude_json,
+        "https://code.claude.com/docs/en/mcp",
+        style="typed",
+        project_file=".mcp.json",
+        _detect=claude_dir,
+        claude=True,
+    ),
+    # https://developers.openai.com/codex/mcp ([mcp_servers.NAME]; .codex/config.toml in a
+    # trusted project)
+    "codex": Host(
+        "codex",
+        "Codex CLI",
+        "toml",
+        lambda: _codex_dir() / "config.toml",
+        table="mcp_servers",
+        project_file=".codex/config.toml",
+        docs="https://developers.openai.com/codex/mcp",
+        _detect=_codex_dir,
+    ),
+    # https://cursor.com/docs/mcp (~/.cursor/mcp.json, project .cursor/mcp.json)
+    "cursor": _json(
+        "cursor",
+        "Cursor",
+        lambda: _home() / ".cursor" / "mcp.json",
+        "https://cursor.com/docs/mcp",
+        project_file=".cursor/mcp.json",
+    ),
+    # https://docs.windsurf.com/windsurf/cascade/mcp (user file only)
+    "windsurf": _json(
         "windsurf",
         "Windsurf",
-        "json",
         lambda: _home() / ".codeium" / "windsurf" / "mcp_config.json",
+        "https://docs.windsurf.com/windsurf/cascade/mcp",
+    ),
+    # https://code.visualstudio.com/docs/copilot/reference/mcp-configuration (mcp.json in
+    # the user profile or .vscode/mcp.json; top-level "servers"; JSONC)
+    "vscode": _json(
+        "vscode",
+        "VS Code (Copilot agent mode)",
+        lambda: _vscode_user() / "mcp.json",
+        "https://code.visualstudio.com/docs/copilot/reference/mcp-configuration",
+        table="servers",
+        style="typed",
+        project_file=".vscode/mcp.json",
+        jsonc=True,
+    ),
+    # https://geminicli.com/docs/tools/mcp-server/ and /docs/cli/configuration
+    # (~/.gemini/settings.json, project .gemini/settings.json, "mcpServers")
+    "gemini": _json(
+        "gemini",
+        "Gemini CLI",
+        lambda: _home() / ".gemini" / "settings.json",
+        "https://geminicli.com/docs/tools/mcp-server/",
+        project_file=".gemini/settings.json",
+    ),
+    # https://zed.dev/docs/ai/mcp ("context_servers" in the settings file, JSONC)
+    "zed": _json(
+        "zed",
+        "Zed",
+        _zed_settings,
+        "https://zed.dev/docs/ai/mcp",
+        table="context_servers",
+        jsonc=True,
+    ),
+    # https://docs.cline.bot/mcp/configuring-mcp-servers (cline_mcp_settings.json,
+    # "mcpServers"; the VS Code extension keeps it in its globalStorage)
+    "cline": _json(
+        "cline",
+        "Cline",
+        lambda: _cline_dir() / "settings" / "cline_mcp_settings.json",
+        "https://docs.cline.bot/mcp/configuring-mcp-servers",
+        _detect=_cline_dir,
+    ),
+    # https://opencode.ai/docs/mcp-servers/ ("mcp": {NAME: {"type": "local", "command":
+    # [...], "environment": {...}}}); https://opencode.ai/docs/migrate-v1/ keeps it valid
+    "opencode": _json(
+        "opencode",
+        "OpenCode",
+        _opencode_config,
+        "https://opencode.ai/docs/mcp-servers/",
+        table="mcp",
+        style="opencode",
+        project_file="opencode.json",
+        jsonc=True,
     ),
 }
 

@@ -1,7 +1,7 @@
 """Plan and apply the edits that install sealmem into a host, or take it out again.
 
 Planning is separate from writing: :func:`plan_install` and
-:func:`plan_uninstall` read the host's files and return :class:`FileEdit`
+:func:`.uninstall.plan_uninstall` read the host's files and return :class:`FileEdit`
 values (before/after text); ``--print`` shows them as a diff and
 :func:`apply_edits` writes them.  Writing refuses if the host changed the file
 meanwhile, and replaces it atomically with its mode kept.  Installing into a host
@@ -14,7 +14,14 @@ a clean file refreshes it).  An edit of a file that already holds sealmem's
 entries (a second install with ``--auto-recall``, ``--repair``, ``uninstall``)
 keeps that backup as it is, writing one only if there is none yet.  So the
 backup is always the user's own config, never a copy of sealmem's changes, and
-backups do not pile up.
+backups do not pile up.  An uninstall that gives back exactly the backed-up text
+deletes the backup too (it holds nothing the file does not); one that cannot
+(the host changed the file meanwhile) keeps it.
+
+**Scopes.** ``user`` edits the host's file in the user's home; ``project`` edits
+the vendor's project file under the project root (:func:`project_root`), which is
+committed: its entry is :meth:`Host.project_entry` (no path, no home, no token) and
+Claude Code hooks, which need the absolute path, stay user-scope only.
 
 A config that cannot be parsed is never touched: :class:`ConfigRefusedError`
 carries the block to add by hand.
@@ -24,7 +31,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +39,7 @@ from typing import Any, Literal
 from ...protocol.errors import InputError
 from ..fsutil import atomic_write
 from . import claude_hooks, jsonedit, tomledit
-from .configs import SERVER_NAME, Host, Platform, hook_command
+from .configs import SERVER_NAME, Host, Platform, Scope, hook_command
 
 __all__ = [
     "BACKUP_SUFFIX",
@@ -42,10 +49,12 @@ __all__ = [
     "HostStatus",
     "StaleInstallError",
     "apply_edits",
+    "backup_path",
     "generic_snippet",
     "host_status",
     "plan_install",
-    "plan_uninstall",
+    "project_root",
+    "read_config",
     "render_diff",
     "require_host",
 ]
@@ -75,6 +84,7 @@ class FileEdit:
     after: str | None
     note: str
     pristine: bool = False  # ``before`` holds nothing sealmem added: worth a backup
+    drop_backup: bool = False  # ``after`` is the backup's text again: the backup goes
 
     @property
     def changes(self) -> bool:
@@ -89,9 +99,11 @@ class HostStatus:
     config: Path
     state: Literal["installed", "stale", "absent", "unreadable"]
     hooks: list[str]
+    scope: Scope = "user"
 
 
-def _read(path: Path) -> str | None:
+def read_config(path: Path) -> str | None:
+    """The file's text, None when it does not exist; refused when it cannot be read."""
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -130,7 +142,17 @@ def _stale(host: Host, path: Path, current: object) -> StaleInstallError:
 def _parse(host: Host, text: str, path: Path) -> dict[str, Any]:
     if host.fmt == "toml":
         return tomledit.parse_config(text, where=str(path))
-    return jsonedit.parse_object(text, where=str(path))
+    return jsonedit.parse_object(text, where=str(path), jsonc=host.jsonc)
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The project a ``--scope project`` install is for: the nearest directory at or
+    above ``start`` (default: the working directory) holding ``.git``, else ``start``."""
+    here = (start or Path.cwd()).absolute()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return here
 
 
 def _set_entry(host: Host, text: str, entry: dict[str, Any], new: bool, path: Path) -> str:
@@ -141,9 +163,8 @@ def _set_entry(host: Host, text: str, entry: dict[str, Any], new: bool, path: Pa
     return jsonedit.replace_value(text, [host.table, SERVER_NAME], entry)
 
 
-def _plan_server(host: Host, entry: dict[str, Any], *, repair: bool) -> FileEdit:
-    path = host.config_path()
-    before = _read(path)
+def _plan_server(host: Host, path: Path, entry: dict[str, Any], *, repair: bool) -> FileEdit:
+    before = read_config(path)
     text = before if before is not None else "" if host.fmt == "toml" else _NEW_JSON
     try:
         doc = _parse(host, text, path)
@@ -151,8 +172,9 @@ def _plan_server(host: Host, entry: dict[str, Any], *, repair: bool) -> FileEdit
             servers = tomledit.servers_table(doc, host.table, str(path))
         else:
             servers = doc.get(host.table, {})
-        if not isinstance(servers, dict):
-            raise _refuse(host, entry, f"{path}: '{host.table}' is not a table of servers")
+        problem = host.shape_problem(servers)
+        if problem:
+            raise _refuse(host, entry, f"{path}: {problem}")
         current = servers.get(SERVER_NAME)
         if current is not None and current != entry and not repair:
             raise _stale(host, path, current)
@@ -170,18 +192,28 @@ def plan_install(
     repair: bool = False,
     hooks: Collection[str] = (),
     platform: Platform | None = None,
+    scope: Scope = "user",
+    project: Path | None = None,
 ) -> list[FileEdit]:
     """Edits that put the server entry (and, for Claude Code, the named hooks) in place.
 
     ``hooks`` names hooks from :data:`claude_hooks.EVENTS`; with ``repair``
     the sealmem hooks already present are brought up to date as well.
     ``platform`` picks how hook commands are quoted (default: this machine's).
+    ``scope`` ``project`` writes the project file under ``project`` (see the module
+    docstring); ``executable`` and ``env`` are then not written.
     """
-    entry = host.entry(executable, env)
-    edits = [_plan_server(host, entry, repair=repair)]
-    settings = host.settings_path()
+    if scope == "project" and hooks:
+        raise ConfigRefusedError(
+            "hooks run the absolute path of this sealmem, which a committed project file "
+            f"must not hold; install them for your user: sealmem install {host.name} --hooks"
+        )
+    path = host.path(scope, project)
+    entry = host.project_entry() if scope == "project" else host.entry(executable, env)
+    edits = [_plan_server(host, path, entry, repair=repair)]
+    settings = host.settings_path() if scope == "user" else None
     if settings is not None and (hooks or repair):
-        before = _read(settings)
+        before = read_config(settings)
         names = set(hooks)
         commands: dict[str, str] = {}
         pristine = True
@@ -220,62 +252,9 @@ def require_host(host: Host, *, create: bool) -> None:
     )
 
 
-def _backup_path(path: Path) -> Path:
+def backup_path(path: Path) -> Path:
     """The one backup sealmem keeps of a host config file."""
     return path.with_name(path.name + BACKUP_SUFFIX)
-
-
-def _uninstall_json(
-    path: Path, text: str, remove: Callable[[str, bool], str], has_ours: Callable[[Any], bool]
-) -> str | None:
-    """Remove ours, pruning emptied containers unless our backup (holding nothing of ours)
-    had them; a file left empty with no backup is one we created: it goes."""
-    pruned, kept = remove(text, True), remove(text, False)
-    try:
-        backup = json.loads(_backup_path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None if json.loads(pruned) == {} else pruned
-    except (OSError, ValueError):
-        return pruned
-    if not has_ours(backup) and json.loads(kept) == backup != json.loads(pruned):
-        return kept
-    return pruned
-
-
-def plan_uninstall(host: Host) -> list[FileEdit]:
-    """Edits that remove exactly what :func:`plan_install` added, and nothing else."""
-    path = host.config_path()
-    before = _read(path)
-    edits: list[FileEdit] = []
-    if before is not None and host.fmt == "toml":
-        after = tomledit.remove_entry(before, host.table, SERVER_NAME, where=str(path))
-        if after is not None:
-            gone = after == "" and not _backup_path(path).exists()  # we created it
-            edits.append(FileEdit(path, before, None if gone else after, "MCP server"))
-    elif before is not None:
-        doc = jsonedit.parse_object(before, where=str(path))
-        key = [host.table, SERVER_NAME]
-        if SERVER_NAME in (doc.get(key[0]) or {}):
-            after_text = _uninstall_json(
-                path,
-                before,
-                lambda text, prune: jsonedit.remove(text, key, prune=prune),
-                lambda doc: isinstance(doc, dict) and SERVER_NAME in (doc.get(key[0]) or {}),
-            )
-            edits.append(FileEdit(path, before, after_text, "MCP server"))
-    settings = host.settings_path()
-    if settings is not None:
-        text = _read(settings)
-        where = str(settings)
-        if text is not None and claude_hooks.our_hooks(text, where=where):
-            after_text = _uninstall_json(
-                settings,
-                text,
-                lambda text, prune: claude_hooks.remove_hooks(text, prune=prune, where=where),
-                lambda doc: bool(claude_hooks.our_hooks(json.dumps(doc), where=where)),
-            )
-            edits.append(FileEdit(settings, text, after_text, "hooks"))
-    return [edit for edit in edits if edit.changes]
 
 
 def _write_atomic(path: Path, text: str, mode: int) -> None:
@@ -287,7 +266,7 @@ def apply_edits(edits: list[FileEdit]) -> list[Path]:
     """Back up (see the module docstring) and write each edit; return the backups made."""
     backups: list[Path] = []
     for edit in edits:
-        current = _read(edit.path)
+        current = read_config(edit.path)
         if current != edit.before:
             raise InputError(
                 f"{edit.path} changed while sealmem was editing it (the host may be running); "
@@ -299,12 +278,14 @@ def apply_edits(edits: list[FileEdit]) -> list[Path]:
             if edit.after is None:
                 edit.path.unlink()
                 continue
-            backup = _backup_path(edit.path)
+            backup = backup_path(edit.path)
             if edit.pristine or not backup.exists():
                 _write_atomic(backup, edit.before, mode)
                 backups.append(backup)
         if edit.after is not None:
             _write_atomic(edit.path, edit.after, mode)
+        if edit.drop_backup:
+            backup_path(edit.path).unlink(missing_ok=True)
     return backups
 
 
@@ -324,22 +305,27 @@ def render_diff(edits: list[FileEdit]) -> str:
     return text if text.endswith("\n") or not text else text + "\n"
 
 
-def host_status(host: Host, entry: Mapping[str, Any]) -> HostStatus:
-    """Is the host present, and is sealmem installed in it with this entry?"""
-    path = host.config_path()
+def host_status(
+    host: Host, entry: Mapping[str, Any], scope: Scope = "user", project: Path | None = None
+) -> HostStatus:
+    """Is the host present, and is sealmem installed in it with this entry?  For
+    ``project`` scope the entry compared is always :meth:`Host.project_entry`."""
+    path = host.path(scope, project)
+    if scope == "project":
+        entry = host.project_entry()
     state: Literal["installed", "stale", "absent", "unreadable"] = "absent"
     hooks: list[str] = []
     try:
-        text = _read(path)
+        text = read_config(path)
         if text is not None:
             current = (_parse(host, text, path).get(host.table) or {}).get(SERVER_NAME)
             if current is not None:
                 state = "installed" if current == entry else "stale"
-        settings = host.settings_path()
-        settings_text = _read(settings) if settings is not None else None
+        settings = host.settings_path() if scope == "user" else None
+        settings_text = read_config(settings) if settings is not None else None
         if settings_text is not None:
             hooks = sorted(claude_hooks.our_hooks(settings_text, where=str(settings)))
     except (InputError, AttributeError):
         state = "unreadable"
-    detected = host.detect_dir().is_dir() or path.exists()
-    return HostStatus(host.name, host.title, detected, path, state, hooks)
+    detected = path.exists() or (scope == "user" and host.detect_dir().is_dir())
+    return HostStatus(host.name, host.title, detected, path, state, hooks, scope)

@@ -9,10 +9,17 @@ removing it again is an exact inverse, so install followed by uninstall gives
 back the original bytes.
 
 Paths are sequences of object keys and array indexes from the root object.
+
+JSONC (JSON with ``//`` and ``/* */`` comments and trailing commas, as VS Code's
+``mcp.json`` and Zed's ``settings.json`` allow) is edited the same way: positions
+are found in a copy where comments and trailing commas are blanked to spaces
+(:func:`blank_jsonc`, same length, same line breaks), and the splices are made
+in the original text, so the user's comments stay where they were.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -25,6 +32,8 @@ __all__ = [
     "JsonConfigError",
     "add_member",
     "append_element",
+    "blank_jsonc",
+    "loads",
     "parse_object",
     "remove",
     "replace_value",
@@ -35,6 +44,15 @@ PathPart = str | int
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\n\r]*")
 _INDENT = re.compile(r"\n([ \t]+)\S")
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+# Group 1: a run of text to keep (strings whole, so a "//" in one is no comment); else
+# a comment or a trailing comma, to blank.  Runs are long: few matches, fast on big files.
+_JSONC_TOKENS = re.compile(
+    r'((?:[^"/,]+|' + _STRING + r"|/(?![/*])|,(?!\s*[}\]]))+)"
+    r"|//[^\n]*|/\*.*?(?:\*/|\Z)|,",
+    re.DOTALL,
+)
+_MAYBE_JSONC = re.compile(r"//|/\*|,\s*[}\]]")
 
 
 class JsonConfigError(InputError):
@@ -49,10 +67,32 @@ class _Item:
     value_end: int
 
 
-def parse_object(text: str, *, where: str) -> dict[str, Any]:
-    """Parse ``text`` as a JSON object or raise :class:`JsonConfigError` naming ``where``."""
+def _blank(match: re.Match[str]) -> str:
+    if match.group(1) is not None:
+        return match.group(1)
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+@functools.lru_cache(maxsize=8)  # one edit scans the same text several times
+def blank_jsonc(text: str) -> str:
+    """``text`` with comments and trailing commas replaced by spaces (line breaks kept),
+    so every other character keeps its position; plain JSON comes back unchanged."""
+    if not _MAYBE_JSONC.search(text):
+        return text  # no comment opener and no trailing comma anywhere: plain JSON
+    return _JSONC_TOKENS.sub(_blank, text)
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` that also reads JSONC (see :func:`blank_jsonc`)."""
+    return json.loads(blank_jsonc(text))
+
+
+def parse_object(text: str, *, where: str, jsonc: bool = False) -> dict[str, Any]:
+    """Parse ``text`` as a JSON object or raise :class:`JsonConfigError` naming ``where``.
+
+    With ``jsonc``, comments and trailing commas are accepted (the host reads JSONC)."""
     try:
-        value = json.loads(text)
+        value = json.loads(blank_jsonc(text) if jsonc else text)
     except json.JSONDecodeError as exc:
         raise JsonConfigError(
             f"{where} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
@@ -101,7 +141,8 @@ def _find(items: list[_Item], part: PathPart) -> int | None:
 
 def _locate(text: str, path: Sequence[PathPart]) -> tuple[int, int]:
     """Open position of the deepest existing container along ``path``, and how many of
-    the path's parts exist."""
+    the path's parts exist (``text`` may be JSONC)."""
+    text = blank_jsonc(text)
     pos, done = _skip(text, 0), 0
     for part in path:
         items, _ = _items(text, pos)
@@ -141,7 +182,7 @@ def _dump(text: str, value: Any, indent: str) -> str:
 
 def _insert(text: str, open_pos: int, key: str | None, value: Any) -> str:
     """Add ``value`` (under ``key`` for an object) as the last item of a container."""
-    items, close_pos = _items(text, open_pos)
+    items, close_pos = _items(blank_jsonc(text), open_pos)
     pretty = _pretty(text)
     if items and "\n" in text[open_pos : items[0].start]:
         indent = _line_indent(text, items[0].start)
@@ -171,7 +212,7 @@ def add_member(text: str, path: Sequence[str], key: str, value: Any) -> str:
     if text[pos] != "{":
         raise JsonConfigError(f"expected an object at {'.'.join(path)!r}")
     if done == len(path):
-        items, _ = _items(text, pos)
+        items, _ = _items(blank_jsonc(text), pos)
         if _find(items, key) is not None:
             raise JsonConfigError(f"{'.'.join([*path, key])!r} already exists")
         return _insert(text, pos, key, value)
@@ -196,7 +237,7 @@ def _item_at(text: str, path: Sequence[PathPart]) -> tuple[int, list[_Item], int
     pos, done = _locate(text, path[:-1])
     if done != len(path) - 1:
         raise JsonConfigError(f"{'.'.join(map(str, path))!r} does not exist")
-    items, _ = _items(text, pos)
+    items, _ = _items(blank_jsonc(text), pos)
     index = _find(items, path[-1])
     if index is None:
         raise JsonConfigError(f"{'.'.join(map(str, path))!r} does not exist")
@@ -221,7 +262,7 @@ def remove(text: str, path: Sequence[PathPart], *, prune: bool = True) -> str:
     """
     pos, items, index = _item_at(text, path)
     if len(items) == 1:
-        _, close_pos = _items(text, pos)
+        _, close_pos = _items(blank_jsonc(text), pos)
         text = text[: pos + 1] + text[close_pos:]
         if prune and len(path) > 1:
             return remove(text, path[:-1], prune=True)

@@ -249,7 +249,10 @@ def test_no_env_when_sealmem_home_is_unset(
 def test_unknown_host_is_refused(cli: CLI) -> None:
     run = cli("install", "notepad")
     assert run.code == 1
-    assert "claude-code, codex, cursor, windsurf, generic" in run.err
+    assert (
+        "claude-code, codex, cursor, windsurf, vscode, gemini, zed, cline, opencode, generic"
+        in run.err
+    )
 
 
 def test_relocated_host_dirs_are_respected(
@@ -287,12 +290,14 @@ def test_one_backup_per_config_file_holds_the_users_own_config(cli: CLI, env: En
     assert cli("install", "claude-code").code == 0
     assert cli("install", "claude-code", "--auto-recall").code == 0
     assert cli("install", "claude-code", "--hooks").code == 0
-    assert cli("uninstall", "claude-code").code == 0
     assert _backups(config) == [config.with_name(".claude.json.sealmem-backup")]
     assert _backups(config)[0].read_bytes() == original  # the user's file, not ours
     assert _backups(settings) == [settings.with_name("settings.json.sealmem-backup")]
     assert _backups(settings)[0].read_bytes() == original_settings
+    assert cli("uninstall", "claude-code").code == 0
     assert (config.read_bytes(), settings.read_bytes()) == (original, original_settings)
+    # Both files are as they were: their backups hold nothing more, so they are gone.
+    assert _backups(config) == _backups(settings) == []
     # A later install onto the user's changed (clean) file refreshes the backup.
     config.write_text(config.read_text(encoding="utf-8").replace("github", "gh"), "utf-8")
     changed = config.read_bytes()
