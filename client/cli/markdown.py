@@ -26,6 +26,10 @@ def _first_line(text: str) -> str:
     return line if len(line) <= _PREVIEW_CHARS else line[: _PREVIEW_CHARS - 3] + "..."
 
 
+def _memories(count: int) -> str:
+    return f"{count} private {'memory' if count == 1 else 'memories'}"
+
+
 def import_from(fmt: str, path: Path, *, apply: bool, project: str | None, as_json: bool) -> None:
     """Preview (or with ``apply`` store) the memories of ``path`` read as ``fmt``."""
     from ..hosts import importing
@@ -49,30 +53,33 @@ def import_from(fmt: str, path: Path, *, apply: bool, project: str | None, as_js
                     "kind": p.candidate.kind,
                     "keywords": list(p.candidate.keywords),
                     "where": p.candidate.where,
-                    "content": p.candidate.content,
+                    "content": p.content,
                 }
                 for p in planned
             ],
             "refused": [{"where": where, "why": why} for where, why in got.refused],
+            "warnings": got.warnings,
         }
         output.emit_json(doc)
         return
     for p in planned:
         c = p.candidate
         words = ", ".join(c.keywords)
-        line = f"{p.status:<6} {c.kind:<8} [{words}] {_first_line(c.content)}  ({c.where})"
+        line = f"{p.status:<6} {c.kind:<8} [{words}] {_first_line(p.content)}  ({c.where})"
         output.say(output.one_line(line))
     for where, why in got.refused:
         output.warn(output.one_line(f"refused {where}: {why}"))
+    for message in got.warnings:
+        output.warn(output.one_line(message))
     held = f"{counts['stored']} already in project {target}, {counts['repeat']} repeated"
     if apply:
         output.say(
-            f"created {created} private memories in project {target} ({held}); "
+            f"created {_memories(created)} in project {target} ({held}); "
             "review and share them with 'sealmem captured'"
         )
     else:
         output.say(
-            f"would create {counts['new']} private memories in project {target} ({held}); "
+            f"would create {_memories(counts['new'])} in project {target} ({held}); "
             "nothing was written: add --apply to store them"
         )
 

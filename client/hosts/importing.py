@@ -53,18 +53,22 @@ _SKIPPED_DIRS = {".git", ".obsidian", ".trash", "node_modules"}
 
 @dataclass
 class Gathered:
-    """What the files gave: the memories, and each file or memory refused (where, why)."""
+    """What the files gave: the memories, each file or memory refused (where, why), and
+    what the store said while storing them (a secret redacted)."""
 
     candidates: list[Candidate] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Planned:
-    """A candidate and what an import does with it: ``new``, ``stored`` (the project
-    holds the same text) or ``repeat`` (an earlier memory of this import has it)."""
+    """A candidate, its text as it would be stored (secrets redacted), and what an
+    import does with it: ``new``, ``stored`` (the project holds the same text) or
+    ``repeat`` (an earlier memory of this import has it)."""
 
     candidate: Candidate
+    content: str
     status: str
 
 
@@ -175,7 +179,7 @@ def plan(store: MemoryStore, project: str, got: Gathered) -> list[Planned]:
         else:
             status = "new"
         seen.add(key)
-        out.append(Planned(candidate, status))
+        out.append(Planned(candidate, content, status))
     return out
 
 
@@ -202,5 +206,6 @@ def apply(store: MemoryStore, project: str, planned: list[Planned], got: Gathere
         except InputError as exc:
             got.refused.append((candidate.where, str(exc)))
             continue
+        got.warnings += [f"{candidate.where}: {w}" for w in result.warnings]
         created += result.created
     return created

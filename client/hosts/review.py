@@ -80,7 +80,7 @@ def choose(store: MemoryStore, ids: Sequence[str], verb: str) -> list[Memory]:
         if memory.source not in REVIEWED:
             raise InputError(
                 f"memory {memory.id} was written by source {memory.source!r}, not captured "
-                "by a hook, stored by an agent or imported; nothing was changed: "
+                "by a hook or stored by an agent (nor imported); nothing was changed: "
                 "'sealmem captured' lists the ones waiting for review"
             )
         if memory.id not in {m.id for m in chosen}:

@@ -4,7 +4,8 @@ Four shapes, each a function over one file's text:
 
 - :func:`from_rules` reads ``CLAUDE.md`` or ``AGENTS.md``: one memory per top-level
   bullet (with what is nested under it) or per paragraph; the headings above it become
-  its keywords; a code block joins the memory before it in the same section.
+  its keywords; a code block joins the memory before it in the same section; a
+  paragraph of ``@path`` imports only (Claude Code reads those files) is left out.
 - :func:`from_cursor_rule` reads one ``.cursor/rules/*.mdc`` file: front matter
   (``description``, ``globs``) and its body, one memory.
 - :func:`from_note` reads one basic-memory or Obsidian note: front matter ``title``,
@@ -104,6 +105,7 @@ def _keywords(words: Iterable[object], *, marks: str = "") -> tuple[str, ...]:
 
 _MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:\s+|$)(?:\[[ xX]\]\s+)?")
 _SKIPPED = {"html_block", "hr", "front_matter"}
+_IMPORTS = re.compile(r"@\S+(?:\s+@\S+)*")
 
 
 def _parser() -> MarkdownIt:
@@ -127,8 +129,8 @@ def from_rules(text: str, *, label: str, name: str) -> list[Candidate]:
     section_start = 0  # index in ``out`` of the first memory of the current section
 
     def add(body: str, line: int) -> None:
-        if not body.strip():
-            return
+        if not body.strip() or _IMPORTS.fullmatch(body.strip()):
+            return  # nothing, or only CLAUDE.md's "@path" imports of other files
         words = _keywords([label, *(h for _, h in headings)], marks="*_`[]")
         out.append(Candidate(body.strip(), guess_kind(body), words, f"{name}:{line + 1}"))
 

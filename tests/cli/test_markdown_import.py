@@ -220,3 +220,19 @@ def test_the_json_export_and_import_are_unchanged(cli: CliFn, tmp_path: Path) ->
     assert wrong.code != 0
     assert "--apply and --project go with --from" in wrong.err
     assert "--format markdown DIR" in cli("export", str(tmp_path / "dir")).err
+
+
+def test_a_secret_in_the_source_is_redacted_in_the_preview_and_the_store(
+    cli: CliFn, home: Path, tmp_path: Path
+) -> None:
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    (tmp_path / "webshop" / "CLAUDE.md").write_text(f"- The CI token is {token}.\n")
+    preview = cli("import", "--from", "claude-md", ".")
+    assert preview.code == 0, preview
+    assert token not in preview.out
+    assert "The CI token is" in preview.out
+    applied = cli("import", "--from", "claude-md", ".", "--apply")
+    assert "CLAUDE.md:1:" in applied.err
+    assert token not in applied.out + applied.err
+    [(content, *_)] = _memories(home)
+    assert token not in content

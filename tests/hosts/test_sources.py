@@ -127,3 +127,8 @@ def test_front_matter_values_that_are_not_words_are_left_out() -> None:
     note = from_note("---\ntags: &t [a, *t, {k: v}, 3, true]\n---\nx", name="n.md")
     assert note.keywords == ("a", "3")
     assert front["tags"][0] == "a"
+
+
+def test_claude_md_imports_of_other_files_are_no_memories() -> None:
+    found = from_rules("# A\n@docs/a.md @b.md\n\n- ask @alice first\n", label="c", name="C")
+    assert [c.content for c in found] == ["ask @alice first"]
