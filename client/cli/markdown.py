@@ -95,9 +95,17 @@ def export_markdown(
             "--format markdown writes one file per memory into a folder: give the folder, "
             "e.g. sealmem export --format markdown ./memories"
         )
-    with open_store(readonly=True) as store:
-        plan = plan_files(store.connection, directory, project)
-    written = write_files(directory, plan, force=force)
+    if directory.exists() and not directory.is_dir():
+        raise InputError(f"{directory} is a file, not a folder; give a folder to export into")
+    try:
+        with open_store(readonly=True) as store:
+            plan = plan_files(store.connection, directory, project)
+        written = write_files(directory, plan, force=force)
+    except OSError as exc:
+        raise InputError(
+            f"cannot export into {directory}: {exc.strerror} ({exc.filename}); "
+            "choose a folder you can write"
+        ) from exc
     summary = {
         "path": str(directory),
         "written": written,

@@ -36,12 +36,15 @@ Prefer small modules.
 
 
 def _digest(root: Path) -> dict[str, str]:
-    """Every file below ``root`` (links as their target text) by its hash: the source's state."""
+    """Every file below ``root`` by its hash (a link: its target's name): the source's state."""
     out = {}
     for here, _dirs, files in os.walk(root):
         for name in files:
             path = Path(here, name)
-            data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+            if path.is_symlink():
+                data = os.readlink(path).encode()
+            else:  # a FIFO is named, never opened: a reader would wait on it
+                data = path.read_bytes() if path.is_file() else b"not a file"
             out[str(path.relative_to(root))] = hashlib.sha256(data).hexdigest()
     return out
 
@@ -139,6 +142,9 @@ def test_obsidian_folder_refuses_links_and_bad_files_by_name(
     (vault / "daily" / hostile).write_text("Deploys \x1b[31mhappen\x1b[0m on Tuesdays.\n")
     (vault / "latin1.md").write_bytes("caf\xe9\n".encode("latin-1"))
     (vault / "bad.md").write_text("---\ntitle: [unclosed\n---\nbody\n", encoding="utf-8")
+    (vault / "long.md").write_text("x" * 12_000, encoding="utf-8")
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(vault / "pipe.md")  # a reader would wait on it forever
     (vault / "planted.md").symlink_to(outside / "secret.md")
     (vault / "linked").symlink_to(outside, target_is_directory=True)
     before = _digest(vault)
@@ -153,6 +159,7 @@ def test_obsidian_folder_refuses_links_and_bad_files_by_name(
         "latin1.md: it is not UTF-8",
         "planted.md: it is a symbolic link",
         "linked: a symbolic link",
+        "long.md: content is 12000 characters",
     ):
         assert f"refused {refused}" in done.err, done.err
     texts = [content for content, *_ in _memories(home)]
@@ -161,6 +168,8 @@ def test_obsidian_folder_refuses_links_and_bad_files_by_name(
         "Deploys \x1b[31mhappen\x1b[0m on Tuesdays.",
     ]
     assert _digest(vault) == before
+    if hasattr(os, "mkfifo"):
+        assert "refused pipe.md: it is not a regular file" in done.err
 
 
 def test_markdown_export_round_trip_and_never_clobbers(
@@ -236,3 +245,15 @@ def test_a_secret_in_the_source_is_redacted_in_the_preview_and_the_store(
     assert token not in applied.out + applied.err
     [(content, *_)] = _memories(home)
     assert token not in content
+
+
+def test_export_into_a_file_or_below_one_is_refused(cli: CliFn, tmp_path: Path) -> None:
+    assert cli("remember", "something to export").code == 0
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    refused = cli("export", "--format", "markdown", str(file))
+    assert refused.code == 1
+    assert "is a file, not a folder" in refused.err
+    refused = cli("export", "--format", "markdown", str(file / "below"))
+    assert refused.code == 1
+    assert refused.err.startswith("error: cannot export into")
