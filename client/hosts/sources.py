@@ -221,6 +221,13 @@ def from_cursor_rule(text: str, *, name: str, stem: str) -> Candidate:
     return Candidate(body, guess_kind(body), words, name)
 
 
+def _starts_with(body: str, title: str) -> bool:
+    """Whether ``body`` begins with ``title`` (spaces collapsed; a heading's ``#`` marks
+    aside): the title is then not written again."""
+    flat = " ".join(body.split())
+    return flat.startswith(title) or flat.lstrip("# ").startswith(title)
+
+
 def from_note(text: str, *, name: str) -> Candidate:
     """The memory of one note: its body, with its ``title`` as first line unless the
     body already starts with it; ``tags`` as keywords; the kind from ``kind`` or
@@ -228,7 +235,7 @@ def from_note(text: str, *, name: str) -> Candidate:
     front, body = split_front_matter(text)
     title = _string(front, "title")
     body = body.strip()
-    if title and not body.lstrip("# ").startswith(title):
+    if title and not _starts_with(body, title):
         body = f"{title}\n\n{body}".strip()
     if not body:
         raise Unreadable("the note has neither a title nor a body")
