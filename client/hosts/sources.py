@@ -104,7 +104,6 @@ def _keywords(words: Iterable[object], *, marks: str = "") -> tuple[str, ...]:
 # -- CLAUDE.md, AGENTS.md ---------------------------------------------------------------
 
 _MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:\s+|$)(?:\[[ xX]\]\s+)?")
-_SKIPPED = {"html_block", "hr", "front_matter"}
 _IMPORTS = re.compile(r"@\S+(?:\s+@\S+)*")
 
 
@@ -121,9 +120,16 @@ def _item_text(lines: list[str], start: int, end: int) -> str:
 
 def from_rules(text: str, *, label: str, name: str) -> list[Candidate]:
     """The memories of a ``CLAUDE.md``/``AGENTS.md`` text (``name`` labels each one's
-    place; ``label`` is the format, the first keyword of each)."""
-    lines = text.splitlines()
-    tokens = _parser().parse(text)
+    place; ``label`` is the format, the first keyword of each).  Front matter, if
+    any, is left out."""
+    text = text.removeprefix("\ufeff")
+    try:
+        _, body = split_front_matter(text)
+    except Unreadable:
+        body = text  # a '---' rule line, then text: no front matter
+    skipped = text[: len(text) - len(body)].count("\n")
+    lines = [""] * skipped + body.splitlines()
+    tokens = _parser().parse("\n" * skipped + body)
     headings: list[tuple[int, str]] = []  # (level, text) of the section we are in
     out: list[Candidate] = []
     section_start = 0  # index in ``out`` of the first memory of the current section
@@ -156,8 +162,7 @@ def from_rules(text: str, *, label: str, name: str) -> list[Candidate]:
             if tok.type in {"bullet_list_open", "ordered_list_open"}:
                 continue  # its items are taken one by one
             add("\n".join(lines[tok.map[0] : tok.map[1]]), tok.map[0])
-        elif tok.type in _SKIPPED:
-            continue
+        # an HTML block (an editor's comment) or a rule line is no memory
     return out
 
 

@@ -132,3 +132,15 @@ def test_front_matter_values_that_are_not_words_are_left_out() -> None:
 def test_claude_md_imports_of_other_files_are_no_memories() -> None:
     found = from_rules("# A\n@docs/a.md @b.md\n\n- ask @alice first\n", label="c", name="C")
     assert [c.content for c in found] == ["ask @alice first"]
+
+
+def test_front_matter_of_a_rules_file_is_no_memory() -> None:
+    text = "---\ndescription: project rules\n---\n# Rules\n- Never commit secrets.\n"
+    [only] = from_rules(text, label="agents-md", name="AGENTS.md")
+    assert (only.content, only.where, only.keywords) == (
+        "Never commit secrets.",
+        "AGENTS.md:5",
+        ("agents-md", "rules"),
+    )
+    [rule] = from_rules("---\n- after a rule line\n", label="x", name="f")
+    assert rule.where == "f:2"
