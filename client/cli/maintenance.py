@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
@@ -17,9 +17,6 @@ from ..store.memory import Check
 from . import output, recover, transfer
 from .memory import JsonOpt, open_store
 from .transfer import stderr_progress
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["DoctorFailed", "register", "register_init"]
 
