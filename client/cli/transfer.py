@@ -49,7 +49,10 @@ def export(
             "--format", metavar="json|markdown", help="markdown: one file per memory in DIR."
         ),
     ] = "json",
-    project: ProjectOpt = None,
+    project: Annotated[
+        str | None,
+        typer.Option("--project", "-p", help="With --format markdown: only this project."),
+    ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace the --output file (or differing files).")
     ] = False,
