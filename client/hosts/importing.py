@@ -1,10 +1,11 @@
 """``sealmem import --from``: read the files where a team keeps memory, plan, store.
 
-:func:`gather` reads a ``CLAUDE.md``/``AGENTS.md`` file, a ``.cursor/rules`` folder or a
-basic-memory/Obsidian folder (:mod:`.sources` makes the memories) without following a
-symbolic link anywhere below the path given, nor reading anything but regular files
-of a bounded size; a file that cannot be read is refused by name and the rest goes on.
-The source is only read, never written.
+:func:`gather` reads a ``CLAUDE.md``/``AGENTS.md`` file, a ``.cursor/rules`` folder (or
+the older single ``.cursorrules`` file) or a basic-memory/Obsidian folder
+(:mod:`.sources` makes the memories) without following a symbolic link anywhere below
+the path given, nor reading anything but regular files of a bounded size; a file that
+cannot be read is refused by name and the rest goes on.  The source is only read,
+never written.
 
 :func:`plan` says, without writing, which memories are new and which the project
 already holds (the store's own rule for "the same text": normalized, redacted text,
@@ -120,6 +121,24 @@ def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix() if path != root else path.name
 
 
+def _legacy_cursor(path: Path) -> bool:
+    """A ``.cursorrules`` file (Cursor's single rules file of before ``.cursor/rules``),
+    or a project holding one and no ``.cursor/rules`` folder."""
+    if path.is_file():
+        return path.name == ".cursorrules"
+    return (path / ".cursorrules").is_file() and not (path / ".cursor" / "rules").is_dir()
+
+
+def _rules_file(fmt: str, file: Path, got: Gathered) -> Gathered:
+    """One Markdown rules file: a memory per bullet or paragraph (:func:`from_rules`)."""
+    try:
+        text = _read(file)
+    except Unreadable as exc:
+        raise InputError(f"cannot import {file}: {exc}; nothing was stored") from None
+    got.candidates += from_rules(text, label=fmt, name=file.name)
+    return got
+
+
 def gather(fmt: str, path: Path) -> Gathered:
     """The memories of ``path`` read as ``fmt`` (:data:`~.sources.FORMATS`)."""
     if fmt not in FORMATS:
@@ -127,14 +146,10 @@ def gather(fmt: str, path: Path) -> Gathered:
     if not path.exists():
         raise InputError(f"{path} does not exist; give the file or folder to import")
     got = Gathered()
+    if fmt == "cursor-rules" and _legacy_cursor(path):
+        return _rules_file(fmt, path if path.is_file() else path / ".cursorrules", got)
     if fmt in _RULE_FILES:
-        file = path / _RULE_FILES[fmt] if path.is_dir() else path
-        try:
-            text = _read(file)
-        except Unreadable as exc:
-            raise InputError(f"cannot import {file}: {exc}; nothing was stored") from None
-        got.candidates += from_rules(text, label=fmt, name=file.name)
-        return got
+        return _rules_file(fmt, path / _RULE_FILES[fmt] if path.is_dir() else path, got)
     if fmt == "cursor-rules" and path.is_dir() and (path / ".cursor" / "rules").is_dir():
         path = path / ".cursor" / "rules"
     suffix = ".mdc" if fmt == "cursor-rules" else ".md"

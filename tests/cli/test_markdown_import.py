@@ -257,3 +257,16 @@ def test_export_into_a_file_or_below_one_is_refused(cli: CliFn, tmp_path: Path) 
     refused = cli("export", "--format", "markdown", str(file / "below"))
     assert refused.code == 1
     assert refused.err.startswith("error: cannot export into")
+
+
+def test_the_older_cursorrules_file_is_read_like_a_rules_file(
+    cli: CliFn, home: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "webshop" / ".cursorrules").write_text(
+        "# Style\n- Never use print for logging.\n- Prefer dataclasses.\n", encoding="utf-8"
+    )
+    done = cli("import", "--from", "cursor-rules", ".", "--json").json()
+    assert [(m["where"], m["kind"], m["keywords"]) for m in done["memories"]] == [
+        (".cursorrules:2", "warning", ["cursor-rules", "style"]),
+        (".cursorrules:3", "decision", ["cursor-rules", "style"]),
+    ]
