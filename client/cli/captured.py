@@ -31,8 +31,8 @@ __all__ = ["captured_app"]
 
 captured_app = typer.Typer(
     rich_markup_mode=None,
-    help="Review what hooks captured and agents stored: private until accepted, then "
-    "shared with the team.",
+    help="Review what hooks captured, agents stored and imports brought: private until "
+    "accepted, then shared with the team.",
 )
 
 IdsArg = Annotated[
@@ -100,8 +100,8 @@ def list_captured(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """List captured and agent-written memories waiting for review (private: no sync
-    shares them)."""
+    """List captured, agent-written and imported memories waiting for review (private:
+    no sync shares them)."""
     if ctx.invoked_subcommand is not None:
         return
     with open_store(readonly=True) as store:

@@ -1,31 +1,24 @@
-"""Commands that look after the store: init, export, import, stats, doctor, reindex, status."""
+"""Commands that look after the store: init, stats, doctor, reindex, status (export and
+import are in :mod:`.transfer`)."""
 
 from __future__ import annotations
 
-import io
-import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TextIO
+from typing import Any
 
 import typer
 
-from ...protocol.errors import InputError, StoreError
+from ...protocol.errors import StoreError
 from ..clock import now_ms
-from ..fsutil import atomic_write
 from ..store import health
 from ..store.memory import Check
-from . import output, recover
+from . import output, recover, transfer
 from .memory import JsonOpt, open_store
-
-if TYPE_CHECKING:
-    from .. import MemoryStore
+from .transfer import stderr_progress
 
 __all__ = ["DoctorFailed", "register", "register_init"]
-
-#: Imports with at least this many memories show a progress bar on stderr.
-PROGRESS_THRESHOLD = 200
 
 
 class DoctorFailed(StoreError):
@@ -45,144 +38,6 @@ def init(as_json: JsonOpt = False) -> None:
     output.say(f"sealmem home: {doc['home']}\nstore:        {doc['store']}")
     output.say(f"member id:    {doc['author']}")
     output.say("next: sealmem remember 'TEXT'  or  sealmem install <host>")
-
-
-def _exists(path: Path) -> InputError:
-    return InputError(
-        f"{path} already exists (an earlier export or backup?); nothing was written. "
-        "Choose a new path with --output, or add --force to replace it"
-    )
-
-
-def export(
-    output_file: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Write to this file (mode 0600) instead of stdout."),
-    ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Replace the --output file if it already exists.")
-    ] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Export every memory (with history and provenance) as one JSON document."""
-    if output_file is not None and output_file.exists() and not force:
-        raise _exists(output_file)
-    with open_store(readonly=True) as store:
-        # streamed, one entry per line: memory stays bounded whatever the store's size
-        if output_file is None:
-            _export_to(store, sys.stdout)
-            return
-        count: list[int] = []
-
-        def write(fh: BinaryIO) -> None:
-            text = io.TextIOWrapper(fh, encoding="ascii", newline="\n", write_through=False)
-            count.append(_export_to(store, text))
-            text.flush()
-            text.detach()
-
-        try:
-            if not atomic_write(output_file, write, mode=0o600, exclusive=not force):
-                raise _exists(output_file)
-        except OSError as exc:
-            raise InputError(
-                f"cannot write the export to {output_file}: {exc.strerror}; "
-                "choose a writable path with --output"
-            ) from exc
-    summary = {
-        "path": str(output_file),
-        "bytes": output_file.stat().st_size,
-        "memories": count[0] if count else None,
-    }
-    if as_json:
-        output.emit_json(summary)
-    else:
-        output.say(
-            f"exported {summary['memories']} memories to {summary['path']} "
-            f"({summary['bytes']} bytes, mode 0600)"
-        )
-
-
-def _export_to(store: MemoryStore, out: TextIO) -> int:
-    try:
-        return store.export_to(out)
-    except StoreError as exc:
-        done = "what was printed is incomplete" if out is sys.stdout else "nothing was written"
-        raise StoreError(
-            f"export stopped: it could not read every memory of {store.path} ({exc}); {done}"
-        ) from exc
-
-
-def import_(
-    source: Annotated[
-        str, typer.Argument(metavar="FILE", help="An export file, or '-' for stdin.")
-    ],
-    as_json: JsonOpt = False,
-) -> None:
-    """Import an export document; importing the same file twice changes nothing."""
-    try:  # read one entry at a time: memory stays bounded whatever the file's size
-        with ExitStack() as stack:
-            stream: TextIO = sys.stdin
-            if source != "-":
-                stream = stack.enter_context(Path(source).open(encoding="utf-8"))
-            store = stack.enter_context(open_store())
-            progress = _stderr_progress(stack, "importing", "versions", minimum=PROGRESS_THRESHOLD)
-            result = store.import_stream(stream, name=source, progress=progress)
-    except OSError as exc:
-        raise InputError(f"cannot read {source}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{source} is not UTF-8 text; pass a file made by 'sealmem export'"
-        ) from exc
-    for message in result.warnings:
-        output.warn(message)
-    if as_json:
-        output.emit_json(result.to_dict())
-    else:
-        output.say(
-            f"imported {source}: {result.added} added, {result.updated} updated, "
-            f"{result.unchanged} unchanged, {result.skipped} skipped"
-        )
-
-
-def _stderr_progress(
-    stack: ExitStack, label: str, unit: str, *, minimum: int = 0
-) -> Callable[..., None] | None:
-    """A rich progress bar on stderr for a long command, only when stderr is a terminal.
-
-    Elsewhere (a pipe, a log file, a test) nothing is drawn: the summary line on stdout
-    says what happened.  The callback takes ``(done, total)`` and, optionally, the name
-    of the step under way.
-    """
-    if sys.stderr is None or not sys.stderr.isatty():
-        return None
-    task: list[Any] = []
-
-    def progress(done: int, total: int, step: str = "") -> None:
-        if total < minimum:
-            return
-        if not task:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                unit,
-                TimeElapsedColumn(),
-                console=Console(file=sys.stderr),
-            )
-            stack.enter_context(bar)
-            task.extend([bar, bar.add_task(label, total=total)])
-        task[0].update(task[1], completed=done, description=f"{label} {step}".rstrip())
-
-    return progress
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
@@ -360,7 +215,7 @@ def register_init(app: typer.Typer) -> None:
 def reindex(as_json: JsonOpt = False) -> None:
     """Rebuild the search indexes from the stored memories (when 'doctor' asks for it)."""
     with ExitStack() as stack, open_store() as store:
-        counts = store.reindex(progress=_stderr_progress(stack, "reindexing", "steps"))
+        counts = store.reindex(progress=stderr_progress(stack, "reindexing", "steps"))
     if as_json:
         output.emit_json({"reindexed": counts})
     else:
@@ -371,8 +226,7 @@ def reindex(as_json: JsonOpt = False) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(export)
-    app.command("import")(import_)
+    transfer.register(app)
     app.command()(stats)
     app.command()(doctor)
     app.command()(reindex)

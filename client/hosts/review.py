@@ -1,10 +1,12 @@
 """The review queue the CLI and the viewer share: what a hook captured (:mod:`.capture`)
 or an agent stored (MCP ``remember``, held private by
-:mod:`sealmem.client.store.agentwrites`), and teammates' versions.
+:mod:`sealmem.client.store.agentwrites`) or an import brought (``sealmem import --from``,
+:mod:`.importing`), and teammates' versions.
 
-Captures and agent writes: every live private memory whose text a hook or an agent
-wrote (its record's ``source``, :attr:`~sealmem.protocol.record.Record.written_by`).
-Accepting makes a team version, still marked as the agent's or the hook's (the next sync
+Captures, agent writes and imports: every live private memory whose text a hook, an
+agent or an import wrote (its record's ``source``,
+:attr:`~sealmem.protocol.record.Record.written_by`).  Accepting makes a team version,
+still marked as the agent's, the hook's or the import's (the next sync
 shares it); discarding forgets one that was never shared.  A teammate's version waiting
 for a person (a ``review`` writer's memory, or a change proposed to someone else's
 memory, :mod:`sealmem.client.recall.standing`): accepting lets it into the automatic
@@ -42,16 +44,18 @@ __all__ = [
 
 DISCARD_REASON = "discarded capture"
 
-REVIEWED = ("agent", "hook")
-"""Who wrote the texts the queue holds: an agent tool, a hook capture."""
+REVIEWED = ("agent", "hook", "import")
+"""Who wrote the texts the queue holds: an agent tool, a hook capture, an import."""
 
 
 def waiting(store: MemoryStore, project: str | None = None) -> list[Memory]:
-    """Live private memories a hook captured or an agent stored, oldest first (a record
-    stating no ``source`` is read from its origin: a capture of before the field)."""
+    """Live private memories a hook captured, an agent stored or an import brought,
+    oldest first (a record stating no ``source`` is read from its origin: a capture of
+    before the field)."""
     from ..store.rows import MEMORY_COLUMNS, memory_from_row
 
-    where = "visibility = 'private' AND deleted = 0 AND (source IS NULL OR source IN (?, ?))"
+    marks = ", ".join("?" for _ in REVIEWED)
+    where = f"visibility = 'private' AND deleted = 0 AND (source IS NULL OR source IN ({marks}))"
     params: list[Any] = list(REVIEWED)
     if project is not None:
         where += " AND project = ?"
@@ -64,7 +68,7 @@ def waiting(store: MemoryStore, project: str | None = None) -> list[Memory]:
 
 
 def choose(store: MemoryStore, ids: Sequence[str], verb: str) -> list[Memory]:
-    """The memories ``ids`` name, each checked to be a hook's or an agent's, without repeats."""
+    """The memories ``ids`` name, each a hook's, an agent's or an import's, without repeats."""
     if not ids:
         raise InputError(
             f"name the memories to {verb} (sealmem captured {verb} ID...), or give --all; "
@@ -76,8 +80,8 @@ def choose(store: MemoryStore, ids: Sequence[str], verb: str) -> list[Memory]:
         if memory.source not in REVIEWED:
             raise InputError(
                 f"memory {memory.id} was written by source {memory.source!r}, not captured "
-                "by a hook or stored by an agent; nothing was changed: 'sealmem captured' "
-                "lists the ones waiting for review"
+                "by a hook or stored by an agent (nor imported); nothing was changed: "
+                "'sealmem captured' lists the ones waiting for review"
             )
         if memory.id not in {m.id for m in chosen}:
             chosen.append(memory)

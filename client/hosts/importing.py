@@ -1,0 +1,226 @@
+"""``sealmem import --from``: read the files where a team keeps memory, plan, store.
+
+:func:`gather` reads a ``CLAUDE.md``/``AGENTS.md`` file, a ``.cursor/rules`` folder (or
+the older single ``.cursorrules`` file) or a basic-memory/Obsidian folder
+(:mod:`.sources` makes the memories) without following a symbolic link anywhere below
+the path given, nor reading anything but regular files of a bounded size; a file that
+cannot be read is refused by name and the rest goes on.  The source is only read,
+never written.
+
+:func:`plan` says, without writing, which memories are new and which the project
+already holds (the store's own rule for "the same text": normalized, redacted text,
+:func:`~sealmem.client.store.writes.find_twin`); :func:`apply` creates the new ones,
+private, written by ``import`` (their record's ``source``), origin ``import``: they wait
+in the review queue (:mod:`.review`, ``sealmem captured``) until a person shares them.
+A second run finds every memory already held and writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...protocol.errors import InputError
+from ..store import inputs
+from ..store.redact import redact_texts
+from ..store.rows import norm_hash
+from ..store.writes import find_twin, kinds_like
+from .sources import FORMATS, Candidate, Unreadable, from_cursor_rule, from_note, from_rules
+
+if TYPE_CHECKING:
+    from ..recall.api import MemoryStore
+
+__all__ = [
+    "MAX_FILES",
+    "MAX_FILE_BYTES",
+    "ORIGIN",
+    "Gathered",
+    "Planned",
+    "apply",
+    "gather",
+    "plan",
+]
+
+MAX_FILE_BYTES = 1024 * 1024
+MAX_FILES = 10_000
+ORIGIN = "import"
+_RULE_FILES = {"claude-md": "CLAUDE.md", "agents-md": "AGENTS.md"}
+_SKIPPED_DIRS = {".git", ".obsidian", ".trash", "node_modules"}
+
+
+@dataclass
+class Gathered:
+    """What the files gave: the memories, each file or memory refused (where, why), and
+    what the store said while storing them (a secret redacted)."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A candidate, its text as it would be stored (secrets redacted), and what an
+    import does with it: ``new``, ``stored`` (the project holds the same text) or
+    ``repeat`` (an earlier memory of this import has it)."""
+
+    candidate: Candidate
+    content: str
+    status: str
+
+
+def _read(path: Path) -> str:
+    """A regular file's UTF-8 text, opened without following a link; ``Unreadable``."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            raise Unreadable("it is a symbolic link, not followed")
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise Unreadable(f"it cannot be opened ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable("it is not a regular file")
+        data = fh.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise Unreadable(f"it is over {MAX_FILE_BYTES // 1024} KiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Unreadable(f"it is not UTF-8 text (byte {exc.start})") from None
+
+
+def _walk(root: Path, suffix: str, got: Gathered) -> Iterator[tuple[Path, str]]:
+    """``(file, name relative to root)`` of every ``suffix`` file below ``root``, sorted,
+    links refused (a linked folder is not entered), hidden tool folders left out."""
+    count = 0
+    for here, dirs, files in os.walk(root, followlinks=False):
+        base = Path(here)
+        for d in sorted(dirs):
+            if d in _SKIPPED_DIRS or (base / d).is_symlink():
+                if d not in _SKIPPED_DIRS:
+                    got.refused.append((_rel(base / d, root), "a symbolic link, not followed"))
+                dirs.remove(d)
+        dirs.sort()
+        for name in sorted(files):
+            if not name.lower().endswith(suffix):
+                continue
+            count += 1
+            if count > MAX_FILES:
+                got.refused.append((_rel(base, root), f"over {MAX_FILES} files; the rest left"))
+                return
+            yield base / name, _rel(base / name, root)
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path != root else path.name
+
+
+def _legacy_cursor(path: Path) -> bool:
+    """A ``.cursorrules`` file (Cursor's single rules file of before ``.cursor/rules``),
+    or a project holding one and no ``.cursor/rules`` folder."""
+    if path.is_file():
+        return path.name == ".cursorrules"
+    return (path / ".cursorrules").is_file() and not (path / ".cursor" / "rules").is_dir()
+
+
+def _rules_file(fmt: str, file: Path, got: Gathered) -> Gathered:
+    """One Markdown rules file: a memory per bullet or paragraph (:func:`from_rules`)."""
+    try:
+        text = _read(file)
+    except Unreadable as exc:
+        raise InputError(f"cannot import {file}: {exc}; nothing was stored") from None
+    got.candidates += from_rules(text, label=fmt, name=file.name)
+    return got
+
+
+def gather(fmt: str, path: Path) -> Gathered:
+    """The memories of ``path`` read as ``fmt`` (:data:`~.sources.FORMATS`)."""
+    if fmt not in FORMATS:
+        raise InputError(f"--from {fmt!r} is not a source: give one of {', '.join(FORMATS)}")
+    if not path.exists():
+        raise InputError(f"{path} does not exist; give the file or folder to import")
+    got = Gathered()
+    if fmt == "cursor-rules" and _legacy_cursor(path):
+        return _rules_file(fmt, path if path.is_file() else path / ".cursorrules", got)
+    if fmt in _RULE_FILES:
+        return _rules_file(fmt, path / _RULE_FILES[fmt] if path.is_dir() else path, got)
+    if fmt == "cursor-rules" and path.is_dir() and (path / ".cursor" / "rules").is_dir():
+        path = path / ".cursor" / "rules"
+    suffix = ".mdc" if fmt == "cursor-rules" else ".md"
+    files = [(path, path.name)] if path.is_file() else _walk(path, suffix, got)
+    for file, name in files:
+        try:
+            text = _read(file)
+            if fmt == "cursor-rules":
+                got.candidates.append(from_cursor_rule(text, name=name, stem=file.stem))
+            else:
+                got.candidates.append(from_note(text, name=name))
+        except Unreadable as exc:
+            got.refused.append((name, str(exc)))
+    return got
+
+
+def _checked(store: MemoryStore, candidate: Candidate) -> tuple[str, str]:
+    """``(stored text, kind)`` as a write would make them; ``InputError`` otherwise."""
+    content = redact_texts(inputs.content(candidate.content)).content
+    kind = candidate.kind
+    if kind not in inputs.BUILTIN_KINDS and kinds_like(store.connection, kind) != [kind]:
+        kind = "note"
+    return content, kind
+
+
+def plan(store: MemoryStore, project: str, got: Gathered) -> list[Planned]:
+    """What an import of ``got`` into ``project`` would do, each memory checked as a
+    write checks it (one refused by name in ``got.refused``); nothing is written."""
+    out: list[Planned] = []
+    seen: set[str] = set()
+    for candidate in got.candidates:
+        try:
+            content, _ = _checked(store, candidate)
+        except InputError as exc:
+            got.refused.append((candidate.where, str(exc)))
+            continue
+        key = norm_hash(content) or ""
+        if key in seen:
+            status = "repeat"
+        elif find_twin(store.connection, project, content, store.author) is not None:
+            status = "stored"
+        else:
+            status = "new"
+        seen.add(key)
+        out.append(Planned(candidate, content, status))
+    return out
+
+
+def apply(store: MemoryStore, project: str, planned: list[Planned], got: Gathered) -> int:
+    """Create each ``new`` memory of ``planned``, private and marked ``import``; the
+    number created (one refused by the store goes to ``got.refused``)."""
+    created = 0
+    for item in planned:
+        if item.status != "new":
+            continue
+        candidate = item.candidate
+        try:
+            _, kind = _checked(store, candidate)
+            result = store.remember(
+                candidate.content,
+                kind=kind,
+                keywords=candidate.keywords,
+                importance=0.5 if candidate.importance is None else candidate.importance,
+                project=project,
+                private=True,
+                origin=ORIGIN,
+                source="import",
+            )
+        except InputError as exc:
+            got.refused.append((candidate.where, str(exc)))
+            continue
+        got.warnings += [f"{candidate.where}: {w}" for w in result.warnings]
+        created += result.created
+    return created
