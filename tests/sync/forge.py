@@ -17,7 +17,7 @@ from itertools import count
 from sealmem.crypto import SUITE, random_bytes
 from sealmem.protocol import canonical
 from sealmem.protocol.hlc import Hlc
-from sealmem.protocol.manifest import ChunkRef, Manifest
+from sealmem.protocol.manifest import ChunkRef, Head, Manifest
 from sealmem.protocol.record import Record, new_memory_id
 from sealmem.protocol.snapshot import MIN_BUCKETS, bucket_of, chunk_ad, chunk_id
 
@@ -54,9 +54,17 @@ def bucket_plaintext(records: Iterable[Record]) -> bytes:
     return canonical.encode([r.to_wire() for r in records])
 
 
-def publish(node: Node, plaintexts: Mapping[int, bytes], *, records: int, seq: int = 1) -> Manifest:
+def publish(
+    node: Node,
+    plaintexts: Mapping[int, bytes],
+    *,
+    records: int,
+    seq: int = 1,
+    heads: tuple[Head, ...] = (),
+) -> Manifest:
     """Encrypt ``plaintexts`` (bucket -> bytes) as ``node``'s chunks and push a manifest
-    claiming ``records`` records (seq ``seq``, no previous manifest)."""
+    claiming ``records`` records (seq ``seq``, no previous manifest) that witnesses
+    ``heads``."""
     team = node.t
     assert (
         team.refresh(team.trusted(), node.clock())[1] == []
@@ -77,7 +85,7 @@ def publish(node: Node, plaintexts: Mapping[int, bytes], *, records: int, seq: i
     manifest = Manifest(
         team=team.config.team, project=PROJECT, writer=node.key.kid, seq=seq, prev=None,
         epoch=epoch, roster_version=roster.version, buckets=BUCKETS, chunks=tuple(refs),
-        records=records, heads=(), created_at=node.clock(),
+        records=records, heads=heads, created_at=node.clock(),
     )  # fmt: skip
     team.transport.push(PROJECT, node.key.kid, seq, manifest.sign(node.key), chunks)
     return manifest
