@@ -260,18 +260,22 @@ def judge(
     by_checkpoint = checkpoint.roster_version if checkpoint else 0
     newest = max(cited_roster, by_checkpoint)
     if newest > trusted:
-        who = (
-            f"the manifest of {cited_by[:8]}"
-            if cited_roster >= by_checkpoint and cited_by
-            else "the admins' checkpoint"
-        )
+        by_member = cited_roster >= by_checkpoint and cited_by
+        member = state.roster.member(cited_by) if by_member and state.roster else None
+        name = f"{member.name} ({cited_by[:8]})" if member else cited_by[:8]
+        who = f"the manifest of {name}" if by_member else "the admins' checkpoint"
         return Verdict(
             "stop",
             f"frozen: {who} cites roster v{newest}, but the transport "
             f"serves only up to v{trusted} (not arrived yet, or held back: maybe a "
             "revocation); nothing is published under the old epoch",
             "sync again later; if it stays, check the folder or hub with an admin "
-            "(local memories and reading still work)",
+            + (
+                f"(a member can cite a roster that does not exist: an admin can revoke {name}; "
+                if by_member
+                else "("
+            )
+            + "local memories and reading still work)",
         )
     if checkpoint is None:
         return Verdict("ok")

@@ -34,7 +34,10 @@ def test_a_cited_roster_the_reader_lacks_stops_at_once_and_names_the_citer() -> 
     cp = build_checkpoint(SUITE, state, seq=1, now_ms=NOW)
     verdict = judge(state, cp, 2, now_ms=NOW, me=ALICE.kid, cited_by=ALICE.kid)
     assert verdict.level == "stop"
-    assert verdict.cause.startswith(f"frozen: the manifest of {ALICE.kid[:8]} cites roster v2")
+    assert verdict.cause.startswith(
+        f"frozen: the manifest of alice ({ALICE.kid[:8]}) cites roster v2"
+    )
+    assert f"an admin can revoke alice ({ALICE.kid[:8]})" in verdict.fix
     ahead = replace(cp, roster_version=3)
     assert (
         "the admins' checkpoint cites roster v3"

@@ -61,10 +61,11 @@ def publish(
     records: int,
     seq: int = 1,
     heads: tuple[Head, ...] = (),
+    roster_version: int | None = None,
 ) -> Manifest:
     """Encrypt ``plaintexts`` (bucket -> bytes) as ``node``'s chunks and push a manifest
     claiming ``records`` records (seq ``seq``, no previous manifest) that witnesses
-    ``heads``."""
+    ``heads`` and cites ``roster_version`` (default: the trusted roster's)."""
     team = node.t
     assert (
         team.refresh(team.trusted(), node.clock())[1] == []
@@ -84,7 +85,7 @@ def publish(
         refs.append(ChunkRef(bucket, cid, len(chunk)))
     manifest = Manifest(
         team=team.config.team, project=PROJECT, writer=node.key.kid, seq=seq, prev=None,
-        epoch=epoch, roster_version=roster.version, buckets=BUCKETS, chunks=tuple(refs),
+        epoch=epoch, roster_version=roster_version or roster.version, buckets=BUCKETS, chunks=tuple(refs),
         records=records, heads=heads, created_at=node.clock(),
     )  # fmt: skip
     team.transport.push(PROJECT, node.key.kid, seq, manifest.sign(node.key), chunks)

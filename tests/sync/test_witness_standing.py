@@ -39,3 +39,24 @@ def test_a_revoked_members_invented_floor_no_longer_freezes_a_writer(world: Worl
     assert not [r for r in summary.refused if r.reason == reasons.BEHIND_WITNESS], summary.refused
     assert carol.t.trusted().head(alice.key.kid, PROJECT).seq == 2
     assert carol.written_by(alice) == 1
+
+
+def test_a_member_citing_a_roster_that_never_existed_is_named_and_revoking_it_unfreezes(
+    world: World,
+) -> None:
+    adm, bob, carol = (world.nodes[n] for n in ("admin", "bob", "carol"))
+    world.sync_all(1)
+    plain = forge.records_by_bucket(bob, [0], 1, "bob's cover note")
+    forge.publish(bob, {0: forge.bucket_plaintext(plain[0])}, records=1, roster_version=999)
+
+    carol.remember("carol's note, held back while frozen")
+    summary = carol.sync()
+    frozen = [w for w in summary.warnings if w.startswith("frozen:")]
+    assert len(frozen) == 1 and summary.pushed_versions == 0, summary.warnings
+    assert "bob" in frozen[0]  # the member's name, not only a key prefix
+    assert "revoke" in frozen[0]  # and the way out
+
+    admin.revoke(adm.t, "bob", now=adm.clock())
+    summary = carol.sync()
+    assert not [w for w in summary.warnings if w.startswith("frozen:")], summary.warnings
+    assert summary.pushed_versions >= 1
