@@ -85,7 +85,8 @@ def publish(
         refs.append(ChunkRef(bucket, cid, len(chunk)))
     manifest = Manifest(
         team=team.config.team, project=PROJECT, writer=node.key.kid, seq=seq, prev=None,
-        epoch=epoch, roster_version=roster_version or roster.version, buckets=BUCKETS, chunks=tuple(refs),
+        epoch=epoch, roster_version=roster_version or roster.version, buckets=BUCKETS,
+        chunks=tuple(refs),
         records=records, heads=heads, created_at=node.clock(),
     )  # fmt: skip
     team.transport.push(PROJECT, node.key.kid, seq, manifest.sign(node.key), chunks)

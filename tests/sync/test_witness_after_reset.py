@@ -46,6 +46,7 @@ def test_the_new_chain_passes_the_old_chains_witnessed_seq(world: World) -> None
             summary = reader.sync()
             assert summary.refused == [], (reader.name, i, summary.refused)
     head = carol.t.trusted().head(alice.key.kid, PROJECT)
-    assert head is not None and head.seq > 3  # the new chain goes on above the old seqs
+    assert head is not None
+    assert head.seq > 3  # the new chain goes on above the old seqs
     contents = {m.content for m in carol.memories().values()}
     assert {f"alice's new note {i}" for i in range(4)} <= contents

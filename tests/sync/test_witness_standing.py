@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from sealmem.client.team import admin
 from sealmem.protocol import reasons
 from sealmem.protocol.manifest import Head
-from sealmem.client.team import admin
 from tests.sync import forge
 from tests.sync.conftest import PROJECT, World
 
@@ -30,7 +30,8 @@ def test_a_revoked_members_invented_floor_no_longer_freezes_a_writer(world: Worl
     summary = carol.sync()  # bob's manifest verifies: its witness is a floor
     refused = [r for r in summary.refused if r.object.startswith(f"manifest {alice.key.kid[:8]}")]
     assert [r.reason for r in refused] == [reasons.BEHIND_WITNESS], summary.refused
-    assert bob.key.kid in refused[0].detail and "revoke" in refused[0].detail
+    assert bob.key.kid in refused[0].detail
+    assert "revoke" in refused[0].detail
     assert carol.written_by(alice) == 0
 
     admin.revoke(adm.t, "bob", now=adm.clock())
@@ -52,7 +53,8 @@ def test_a_member_citing_a_roster_that_never_existed_is_named_and_revoking_it_un
     carol.remember("carol's note, held back while frozen")
     summary = carol.sync()
     frozen = [w for w in summary.warnings if w.startswith("frozen:")]
-    assert len(frozen) == 1 and summary.pushed_versions == 0, summary.warnings
+    assert len(frozen) == 1, summary.warnings
+    assert summary.pushed_versions == 0
     assert "bob" in frozen[0]  # the member's name, not only a key prefix
     assert "revoke" in frozen[0]  # and the way out
 
