@@ -13,15 +13,29 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Mapping
 from itertools import count
+from typing import Protocol
 
-from sealmem.crypto import SUITE, random_bytes
+from sealmem.client.sync.session import Team
+from sealmem.crypto import SUITE, MemberKey, random_bytes
 from sealmem.protocol import canonical
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.manifest import ChunkRef, Head, Manifest
 from sealmem.protocol.record import Record, new_memory_id
 from sealmem.protocol.snapshot import MIN_BUCKETS, bucket_of, chunk_ad, chunk_id
 
-from .conftest import PROJECT, Node
+from .conftest import PROJECT
+
+
+class Node(Protocol):
+    """A member as the tests hold one (a folder's or a hub's): its key, team and clock."""
+
+    key: MemberKey
+
+    @property
+    def t(self) -> Team: ...
+
+    def clock(self) -> int: ...
+
 
 __all__ = ["BUCKETS", "bucket_plaintext", "publish", "records_by_bucket"]
 
