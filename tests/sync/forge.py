@@ -29,7 +29,8 @@ from .conftest import PROJECT
 class Node(Protocol):
     """A member as the tests hold one (a folder's or a hub's): its key, team and clock."""
 
-    key: MemberKey
+    @property
+    def key(self) -> MemberKey: ...
 
     @property
     def t(self) -> Team: ...
