@@ -176,7 +176,13 @@ def accept_checkpoint(
     if newest.revocation(cp.signer) is not None:
         raise Rejected(reasons.REVOKED, f"{where} is signed by revoked admin {cp.signer}")
     if cp.signed_at - now_ms > MAX_AHEAD_MS:
-        raise Rejected(reasons.CLOCK_AHEAD, f"{where} is dated more than 2 days ahead")
+        signer = newest.member(cp.signer)
+        who = f"{signer.name} ({cp.signer[:8]})" if signer else cp.signer[:8]
+        raise Rejected(
+            reasons.CLOCK_AHEAD,
+            f"{where} is dated more than 2 days ahead of this member's clock: ask its "
+            f"signer {who} to fix their clock (or fix yours), then to sync again",
+        )
     if cited is not None:
         _check_cited(suite, state, cited, cp, where)
     if previous is not None:
