@@ -23,7 +23,7 @@ from typing import Any
 from . import reasons
 from .encoding import HEX_HASH_RE, exact_keys, need_dict, need_int, need_str, object_hash
 from .envelope import seal, unpack
-from .errors import Rejected
+from .errors import ProtocolError, Rejected
 from .hlc import MAX_AHEAD_MS
 from .record import PROJECT_RE
 from .roster import TEAM_RE, Roster
@@ -42,6 +42,7 @@ __all__ = [
     "build_checkpoint",
     "judge",
     "needs_resign",
+    "signed_seq",
 ]
 
 CHECKPOINT_FORMAT = "sealmem/checkpoint/v1"
@@ -188,6 +189,23 @@ def accept_checkpoint(
     if previous is not None:
         _check_monotone(suite, previous, cp, where)
     return cp
+
+
+def signed_seq(suite: Suite, state: TrustedState, data: bytes) -> int | None:
+    """The ``seq`` of a checkpoint envelope an admin signed who is one (and not revoked) in
+    the trusted state, whatever else :func:`accept_checkpoint` refuses it for (dated
+    ahead, say): the seq another admin takes only after it; None for any other bytes."""
+    try:
+        env = unpack(data, what="checkpoint", max_bytes=MAX_CHECKPOINT_BYTES)
+        cp = Checkpoint.from_body(env.body, env.signer)
+        newest = state.roster
+        if newest is None or newest.revocation(cp.signer) is not None:
+            return None
+        roster = state.rosters.get(cp.roster_version) or newest
+        env.check(suite, CONTEXT, _admin_key(roster, cp.signer, "checkpoint"))
+    except ProtocolError:
+        return None
+    return cp.seq
 
 
 def _admin_key(roster: Roster, signer: str, where: str) -> bytes:
