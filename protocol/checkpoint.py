@@ -23,7 +23,7 @@ from typing import Any
 from . import reasons
 from .encoding import HEX_HASH_RE, exact_keys, need_dict, need_int, need_str, object_hash
 from .envelope import seal, unpack
-from .errors import Rejected
+from .errors import ProtocolError, Rejected
 from .hlc import MAX_AHEAD_MS
 from .record import PROJECT_RE
 from .roster import TEAM_RE, Roster
@@ -42,6 +42,7 @@ __all__ = [
     "build_checkpoint",
     "judge",
     "needs_resign",
+    "signed_seq",
 ]
 
 CHECKPOINT_FORMAT = "sealmem/checkpoint/v1"
@@ -176,12 +177,35 @@ def accept_checkpoint(
     if newest.revocation(cp.signer) is not None:
         raise Rejected(reasons.REVOKED, f"{where} is signed by revoked admin {cp.signer}")
     if cp.signed_at - now_ms > MAX_AHEAD_MS:
-        raise Rejected(reasons.CLOCK_AHEAD, f"{where} is dated more than 2 days ahead")
+        signer = newest.member(cp.signer)
+        who = f"{signer.name} ({cp.signer[:8]})" if signer else cp.signer[:8]
+        raise Rejected(
+            reasons.CLOCK_AHEAD,
+            f"{where} is dated more than 2 days ahead of this member's clock: ask its "
+            f"signer {who} to fix their clock (or fix yours), then to sync again",
+        )
     if cited is not None:
         _check_cited(suite, state, cited, cp, where)
     if previous is not None:
         _check_monotone(suite, previous, cp, where)
     return cp
+
+
+def signed_seq(suite: Suite, state: TrustedState, data: bytes) -> int | None:
+    """The ``seq`` of a checkpoint envelope an admin signed who is one (and not revoked) in
+    the trusted state, whatever else :func:`accept_checkpoint` refuses it for (dated
+    ahead, say): the seq another admin takes only after it; None for any other bytes."""
+    try:
+        env = unpack(data, what="checkpoint", max_bytes=MAX_CHECKPOINT_BYTES)
+        cp = Checkpoint.from_body(env.body, env.signer)
+        newest = state.roster
+        if newest is None or newest.revocation(cp.signer) is not None:
+            return None
+        roster = state.rosters.get(cp.roster_version) or newest
+        env.check(suite, CONTEXT, _admin_key(roster, cp.signer, "checkpoint"))
+    except ProtocolError:
+        return None
+    return cp.seq
 
 
 def _admin_key(roster: Roster, signer: str, where: str) -> bytes:
@@ -260,18 +284,22 @@ def judge(
     by_checkpoint = checkpoint.roster_version if checkpoint else 0
     newest = max(cited_roster, by_checkpoint)
     if newest > trusted:
-        who = (
-            f"the manifest of {cited_by[:8]}"
-            if cited_roster >= by_checkpoint and cited_by
-            else "the admins' checkpoint"
-        )
+        by_member = cited_roster >= by_checkpoint and cited_by
+        member = state.roster.member(cited_by) if by_member and state.roster else None
+        name = f"{member.name} ({cited_by[:8]})" if member else cited_by[:8]
+        who = f"the manifest of {name}" if by_member else "the admins' checkpoint"
         return Verdict(
             "stop",
             f"frozen: {who} cites roster v{newest}, but the transport "
             f"serves only up to v{trusted} (not arrived yet, or held back: maybe a "
             "revocation); nothing is published under the old epoch",
             "sync again later; if it stays, check the folder or hub with an admin "
-            "(local memories and reading still work)",
+            + (
+                f"(a member can cite a roster that does not exist: an admin can revoke {name}; "
+                if by_member
+                else "("
+            )
+            + "local memories and reading still work)",
         )
     if checkpoint is None:
         return Verdict("ok")

@@ -100,8 +100,13 @@ def open_chunk(
     ``now_ms`` is the reader's clock: a record whose HLC is more than
     :data:`~sealmem.protocol.hlc.MAX_AHEAD_MS` ahead of it is ``clock-ahead``."""
     where = f"chunk {ref.id[:16]} (bucket {ref.bucket}) of {manifest.writer}/{manifest.project}"
-    if len(data) > MAX_CHUNK_BYTES:
-        raise Rejected(reasons.TOO_LARGE, f"{where}: {len(data)} bytes; limit {MAX_CHUNK_BYTES}")
+    if len(data) > MAX_CHUNK_BYTES:  # a listed chunk is no larger (Manifest rules): the
+        # transport's bytes, not the writer's (a hole, as any bytes not the listed ones)
+        raise Rejected(
+            reasons.BAD_CHUNK_ID,
+            f"{where}: {len(data)} bytes, more than any chunk ({MAX_CHUNK_BYTES}): not the "
+            "listed one",
+        )
     if chunk_id(suite, data) != ref.id:
         raise Rejected(reasons.BAD_CHUNK_ID, f"{where}: bytes do not hash to the listed id")
     if len(data) != ref.size:

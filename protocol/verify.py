@@ -280,7 +280,7 @@ def accept_manifest(
     _check_witnesses(state, m, digest, where)
     witnessed = dict(state.witnessed)
     for h in m.heads:
-        seen = witnessed.get((h.writer, h.project))
+        seen = _witness(state, roster, h.writer, h.project)
         if seen is None or h.seq > seen.seq:
             witnessed[(h.writer, h.project)] = Witness(h.seq, h.hash, m.writer)
     heads = {**state.heads, (m.writer, m.project): head}
@@ -348,18 +348,30 @@ def _check_floor(state: TrustedState, roster: Roster, m: Manifest, where: str) -
     """Witnessed heads are floors: a new head below the highest seq another writer's
     verified manifest witnessed for this chain is a replay (``behind-witness``).  A chain
     an admin reset is left to the reset rules (its old witnesses name the old chain)."""
-    seen = state.witnessed.get((m.writer, m.project))
+    seen = _witness(state, roster, m.writer, m.project)
     if seen is None or m.seq >= seen.seq or roster.latest_reset(m.writer, m.project):
         return
     raise Rejected(
         reasons.BEHIND_WITNESS,
         f"{where} is below seq {seen.seq}, which {seen.by} witnessed for this writer: "
-        "an old snapshot, replayed or not yet replaced by the newer one; sync again later",
+        "an old snapshot, replayed or not yet replaced by the newer one; sync again later "
+        f"(if it stays, {seen.by} may witness a seq never published: an admin can revoke it)",
     )
 
 
+def _witness(state: TrustedState, roster: Roster, writer: str, project: str) -> Witness | None:
+    """What a member in good standing witnessed for (writer, project): a witness since
+    revoked or removed from the trusted roster is no floor (or the writer it invented a
+    seq for would stay frozen after the admins dealt with it)."""
+    seen = state.witnessed.get((writer, project))
+    if seen is None or roster.member(seen.by) is None or roster.revocation(seen.by):
+        return None
+    return seen
+
+
 def _check_witnesses(state: TrustedState, m: Manifest, digest: str, where: str) -> None:
-    seen = state.witnessed.get((m.writer, m.project))
+    roster = _current(state, "manifest")
+    seen = _witness(state, roster, m.writer, m.project)
     if seen is not None and seen.seq == m.seq and seen.hash != digest:
         raise Rejected(
             reasons.EQUIVOCATION,
@@ -373,7 +385,7 @@ def _check_witnesses(state: TrustedState, m: Manifest, digest: str, where: str) 
                 f"{where} witnesses {h.writer}/{h.project} seq {h.seq} with another hash "
                 "than the manifest we accepted: someone is showing members different histories",
             )
-        other = state.witnessed.get((h.writer, h.project))
+        other = _witness(state, roster, h.writer, h.project)
         if other is not None and other.seq == h.seq and other.hash != h.hash:
             raise Rejected(
                 reasons.EQUIVOCATION,

@@ -63,7 +63,7 @@ def learn(
 ) -> tuple[TrustedState, Citation]:
     """Add the heads that verified manifests in ``newest`` (writer, envelope) witness to
     ``state.witnessed`` (higher seqs win), and the newest roster they cite."""
-    witnessed = dict(state.witnessed)
+    learned: dict[tuple[str, str], Witness] = {}
     citation = Citation()
     for writer, data in newest:
         try:
@@ -75,10 +75,12 @@ def learn(
             continue
         except _BAD:
             continue
-        for slot, seen in accepted.witnessed.items():
-            known = witnessed.get(slot)
-            if seen.by == writer and (known is None or seen.seq > known.seq):
-                witnessed[slot] = Witness(seen.seq, seen.hash, seen.by)
-    if witnessed == dict(state.witnessed):
+        for slot, seen in accepted.witnessed.items():  # (it raised only what it may)
+            if seen.by != writer or seen == state.witnessed.get(slot):
+                continue
+            known = learned.get(slot)
+            if known is None or seen.seq > known.seq:
+                learned[slot] = Witness(seen.seq, seen.hash, seen.by)
+    if not learned:
         return state, citation
-    return state.evolve(witnessed=witnessed), citation
+    return state.evolve(witnessed={**state.witnessed, **learned}), citation

@@ -13,7 +13,7 @@ Hole reports (SPEC "Partial reads"): a reader that could not read chunks of a wr
 manifest leaves ``holes/{project}/{writer}/{reader}.json``, the sorted list of their ids
 (an empty read removes it).  The file is not signed and needs not be: it only makes
 the writer hash those of its own chunks again, which a forged report cannot turn into
-anything but a bounded read.
+anything but a bounded read (at most :data:`MAX_REPORTS` reports are read per sync).
 """
 
 from __future__ import annotations
@@ -31,14 +31,18 @@ from ...protocol.manifest import MAX_BUCKETS
 from .folder_dirs import TeamDirs
 from .nofollow import SafeDir, Unusable
 
-__all__ = ["CHECKED_CHUNKS", "Verified", "report", "reported"]
+__all__ = ["CHECKED_CHUNKS", "MAX_REPORTS", "Verified", "report", "reported"]
 
 #: Own chunks a writer reads back per project and sync when nothing says they changed
 #: (a disk flipped a bit under the same stamps): a larger snapshot is sampled.
 CHECKED_CHUNKS = 8
 
-#: The most bytes one reader's hole report may take (every bucket listed).
+#: The most bytes one reader's hole report may take (every bucket listed, compact JSON).
 _MAX_REPORT_BYTES = MAX_BUCKETS * 67 + 2
+
+#: Hole reports a writer reads per project and sync: a random draw when there are more
+#: (anyone who can write to the folder can plant reports; a real one is read in time).
+MAX_REPORTS = 32
 
 
 _Stamp = tuple[int, int, int, int]
@@ -122,18 +126,20 @@ def report(dirs: TeamDirs, project: str, writer: str, reader: str, ids: Sequence
                 if d is not None and name in dirs.names(d):
                     d.unlink(name)
             return
-        body = json.dumps(sorted(set(ids))[:MAX_BUCKETS]).encode()
+        body = json.dumps(sorted(set(ids))[:MAX_BUCKETS], separators=(",", ":")).encode()
         with dirs.writing(*_holes_dir(project, writer)) as d:
             d.write(name, body)
 
 
 def reported(dirs: TeamDirs, project: str, writer: str) -> frozenset[str]:
-    """Every chunk id the readers' reports name for ``writer`` (malformed ones ignored)."""
+    """Every chunk id the readers' reports name for ``writer`` (malformed ones ignored),
+    of at most :data:`MAX_REPORTS` reports."""
     found: set[str] = set()
     with dirs.reading(*_holes_dir(project, writer)) as d:
-        for name in dirs.names(d):
-            if not (name.endswith(".json") and KID_RE.fullmatch(name[:-5])):
-                continue
+        names = [n for n in dirs.names(d) if n.endswith(".json") and KID_RE.fullmatch(n[:-5])]
+        if len(names) > MAX_REPORTS:
+            names = random.sample(names, MAX_REPORTS)
+        for name in names:
             data = dirs.read(d, name, _MAX_REPORT_BYTES)
             try:
                 value = json.loads(data or b"[]")

@@ -121,14 +121,16 @@ class TeamDirs:
             return self.read(directory, found[-1][1], limit) if found else None
 
     def put_checkpoint(self, seq: int, data: bytes) -> None:
-        """Create ``checkpoint/{seq}.json``; :class:`ConflictError` when that seq or a
-        higher one is there already (compare-and-swap, as for rosters)."""
+        """Create ``checkpoint/{seq}.json``; :class:`ConflictError` when that seq is there
+        already (compare-and-swap: created exclusively).  A file above ``seq`` is none an
+        admin signed after this one's predecessor (it would have taken this seq): it is
+        planted or stale, and removed, so that members read the new one."""
         with self.writing("checkpoint") as directory:
             found = self.listing(directory, _CHECKPOINT)
-            if (found and found[-1][0] >= seq) or not directory.write(
-                f"{seq:010d}.json", data, exclusive=True
-            ):
-                raise ConflictError(f"checkpoint {seq} or a newer one is already in {self.base}")
-            for _, name in found[:-CHECKPOINTS_KEPT]:
+            if not directory.write(f"{seq:010d}.json", data, exclusive=True):
+                raise ConflictError(f"checkpoint {seq} is already in {self.base}")
+            below = [name for n, name in found if n < seq]
+            above = [name for n, name in found if n > seq]
+            for name in below[:-CHECKPOINTS_KEPT] + above:
                 with contextlib.suppress(TransportError, OSError):
                     directory.unlink(name)

@@ -37,6 +37,7 @@ from ...protocol.checkpoint import (
     build_checkpoint,
     judge,
     needs_resign,
+    signed_seq,
 )
 from ...protocol.errors import Rejected, TransportError
 from ...protocol.state import TrustedState
@@ -53,6 +54,7 @@ __all__ = [
     "newest",
     "newest_manifests",
     "publish",
+    "resign",
 ]
 
 CHECKPOINT_KEY = "checkpoint"
@@ -121,17 +123,19 @@ def publish(
     *,
     warn_after_ms: int | None = None,
     stop_after_ms: int | None = None,
+    after: int = 0,
 ) -> Checkpoint:
     """Sign the next checkpoint of ``state`` (this member an admin), publish it, keep it.
 
-    The ages default to the current checkpoint's (the team's setting), else the defaults.
+    Its seq follows ``current`` (and ``after``, a seq another admin took).  The ages
+    default to the current checkpoint's (the team's setting), else the defaults.
     Raises :class:`~sealmem.client.sync.transport.ConflictError` when another admin's
     checkpoint with that seq landed first."""
     warn = warn_after_ms or (current.warn_after_ms if current else DEFAULT_WARN_AFTER_MS)
     stop = stop_after_ms or (current.stop_after_ms if current else DEFAULT_STOP_AFTER_MS)
     stop = max(stop, warn)
     cp = build_checkpoint(
-        SUITE, state, seq=(current.seq + 1) if current else 1, now_ms=now,
+        SUITE, state, seq=max(current.seq if current else 0, after) + 1, now_ms=now,
         warn_after_ms=warn, stop_after_ms=stop,
     )  # fmt: skip
     data = cp.sign(team.key)
@@ -182,7 +186,7 @@ def check(team: Team, state: TrustedState, summary: Sink, now: int) -> tuple[Ver
         summary.refused += refused
     if _is_admin(team, state) and needs_resign(SUITE, state, current, now_ms=now):
         try:
-            current = publish(team, state, current, now)
+            current = resign(team, state, current, now)
         except ConflictError:
             summary.warnings.append("another admin signed a checkpoint at the same time")
         except TransportError:
@@ -194,6 +198,33 @@ def check(team: Team, state: TrustedState, summary: Sink, now: int) -> tuple[Ver
     verdict = judge(state, current, by.version, now_ms=now, me=team.me, cited_by=by.by)
     _keep(team.conn, verdict, current)
     return verdict, state
+
+
+def resign(
+    team: Team,
+    state: TrustedState,
+    current: Checkpoint | None,
+    now: int,
+    *,
+    warn_after_ms: int | None = None,
+    stop_after_ms: int | None = None,
+) -> Checkpoint:
+    """:func:`publish` the next checkpoint; when its seq is taken by another admin's (one
+    this member refused, dated ahead by a clock that runs fast, say), publish above that
+    one, once: else that admin's clock would keep every other admin's checkpoint out."""
+    try:
+        return publish(
+            team, state, current, now, warn_after_ms=warn_after_ms, stop_after_ms=stop_after_ms
+        )
+    except ConflictError:
+        held = team.transport.checkpoint()
+        taken = None if held is None else signed_seq(SUITE, state, held)
+        if taken is None or taken <= (current.seq if current else 0):
+            raise
+        return publish(
+            team, state, current, now, warn_after_ms=warn_after_ms, stop_after_ms=stop_after_ms,
+            after=taken,
+        )  # fmt: skip
 
 
 def _keep(conn: sqlite3.Connection, verdict: Verdict, current: Checkpoint | None) -> None:

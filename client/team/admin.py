@@ -236,7 +236,7 @@ def checkpoint(
 
     def attempt() -> Checkpoint:
         current = freshness.newest(team, state, _Quiet(), now)
-        return freshness.publish(
+        return freshness.resign(
             team, state, current, now, warn_after_ms=warn_after_ms, stop_after_ms=stop_after_ms
         )
 

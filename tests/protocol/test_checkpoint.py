@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from sealmem.crypto import SUITE
-from sealmem.protocol.checkpoint import build_checkpoint, judge, needs_resign
+from sealmem.protocol import reasons
+from sealmem.protocol.checkpoint import accept_checkpoint, build_checkpoint, judge, needs_resign
+from sealmem.protocol.errors import Rejected
 from sealmem.protocol.state import TrustedState
 from sealmem.protocol.verify import accept_keyring, accept_roster
 from tests.protocol.vectorgen.generate import ALICE, BASE, NOW, ROOT, TEAM
@@ -34,7 +38,10 @@ def test_a_cited_roster_the_reader_lacks_stops_at_once_and_names_the_citer() -> 
     cp = build_checkpoint(SUITE, state, seq=1, now_ms=NOW)
     verdict = judge(state, cp, 2, now_ms=NOW, me=ALICE.kid, cited_by=ALICE.kid)
     assert verdict.level == "stop"
-    assert verdict.cause.startswith(f"frozen: the manifest of {ALICE.kid[:8]} cites roster v2")
+    assert verdict.cause.startswith(
+        f"frozen: the manifest of alice ({ALICE.kid[:8]}) cites roster v2"
+    )
+    assert f"an admin can revoke alice ({ALICE.kid[:8]})" in verdict.fix
     ahead = replace(cp, roster_version=3)
     assert (
         "the admins' checkpoint cites roster v3"
@@ -57,3 +64,14 @@ def test_an_admin_re_signs_when_the_state_moved_or_half_the_warn_age_passed() ->
     assert not needs_resign(SUITE, state, cp, now_ms=NOW + HOUR)
     assert needs_resign(SUITE, state, cp, now_ms=NOW + 13 * HOUR)
     assert needs_resign(SUITE, state, replace(cp, roster_version=2), now_ms=NOW + HOUR)
+
+
+def test_a_checkpoint_from_an_admin_whose_clock_runs_ahead_names_the_admin() -> None:
+    state = _state()
+    ahead = build_checkpoint(SUITE, state, seq=1, now_ms=NOW + 3 * 24 * HOUR).sign(ROOT)
+    with pytest.raises(Rejected) as caught:
+        accept_checkpoint(SUITE, state, ahead, None, now_ms=NOW)
+    assert caught.value.reason == reasons.CLOCK_AHEAD
+    name = state.roster.member(ROOT.kid).name  # type: ignore[union-attr]
+    assert f"{name} ({ROOT.kid[:8]})" in caught.value.detail
+    assert "clock" in caught.value.detail.split("ahead", 1)[1]  # and what to fix

@@ -13,15 +13,30 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Mapping
 from itertools import count
+from typing import Protocol
 
-from sealmem.crypto import SUITE, random_bytes
+from sealmem.client.sync.session import Team
+from sealmem.crypto import SUITE, MemberKey, random_bytes
 from sealmem.protocol import canonical
 from sealmem.protocol.hlc import Hlc
-from sealmem.protocol.manifest import ChunkRef, Manifest
+from sealmem.protocol.manifest import ChunkRef, Head, Manifest
 from sealmem.protocol.record import Record, new_memory_id
 from sealmem.protocol.snapshot import MIN_BUCKETS, bucket_of, chunk_ad, chunk_id
 
-from .conftest import PROJECT, Node
+from .conftest import PROJECT
+
+
+class Node(Protocol):
+    """A member as the tests hold one (a folder's or a hub's): its key, team and clock."""
+
+    @property
+    def key(self) -> MemberKey: ...
+
+    @property
+    def t(self) -> Team: ...
+
+    def clock(self) -> int: ...
+
 
 __all__ = ["BUCKETS", "bucket_plaintext", "publish", "records_by_bucket"]
 
@@ -54,9 +69,18 @@ def bucket_plaintext(records: Iterable[Record]) -> bytes:
     return canonical.encode([r.to_wire() for r in records])
 
 
-def publish(node: Node, plaintexts: Mapping[int, bytes], *, records: int, seq: int = 1) -> Manifest:
+def publish(
+    node: Node,
+    plaintexts: Mapping[int, bytes],
+    *,
+    records: int,
+    seq: int = 1,
+    heads: tuple[Head, ...] = (),
+    roster_version: int | None = None,
+) -> Manifest:
     """Encrypt ``plaintexts`` (bucket -> bytes) as ``node``'s chunks and push a manifest
-    claiming ``records`` records (seq ``seq``, no previous manifest)."""
+    claiming ``records`` records (seq ``seq``, no previous manifest) that witnesses
+    ``heads`` and cites ``roster_version`` (default: the trusted roster's)."""
     team = node.t
     assert (
         team.refresh(team.trusted(), node.clock())[1] == []
@@ -76,8 +100,9 @@ def publish(node: Node, plaintexts: Mapping[int, bytes], *, records: int, seq: i
         refs.append(ChunkRef(bucket, cid, len(chunk)))
     manifest = Manifest(
         team=team.config.team, project=PROJECT, writer=node.key.kid, seq=seq, prev=None,
-        epoch=epoch, roster_version=roster.version, buckets=BUCKETS, chunks=tuple(refs),
-        records=records, heads=(), created_at=node.clock(),
+        epoch=epoch, roster_version=roster_version or roster.version, buckets=BUCKETS,
+        chunks=tuple(refs),
+        records=records, heads=heads, created_at=node.clock(),
     )  # fmt: skip
     team.transport.push(PROJECT, node.key.kid, seq, manifest.sign(node.key), chunks)
     return manifest

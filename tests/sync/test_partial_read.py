@@ -20,7 +20,7 @@ from sealmem.client.sync.engine import SyncSummary
 from sealmem.client.sync.session import Team
 from sealmem.crypto import SUITE
 from sealmem.protocol import reasons
-from sealmem.protocol.manifest import peek
+from sealmem.protocol.manifest import MAX_CHUNK_BYTES, peek
 from sealmem.protocol.snapshot import bucket_of, chunk_id
 from tests.sync.conftest import PROJECT, Node, World
 
@@ -49,7 +49,7 @@ def _contents(node: Node) -> set[str]:
     return {m.content for m in node.memories().values()}
 
 
-@pytest.mark.parametrize("damage", ["overwritten", "deleted"])
+@pytest.mark.parametrize("damage", ["overwritten", "oversized", "deleted"])
 def test_one_damaged_chunk_costs_one_bucket_and_one_writer_sync(
     world: World, monkeypatch: pytest.MonkeyPatch, damage: str
 ) -> None:
@@ -62,6 +62,8 @@ def test_one_damaged_chunk_costs_one_bucket_and_one_writer_sync(
     victim = chunks[len(chunks) // 2]
     if damage == "overwritten":
         victim.write_bytes(b"garbage from a hostile share user")
+    elif damage == "oversized":  # larger than any chunk: it cannot be the listed one
+        victim.write_bytes(b"\0" * (MAX_CHUNK_BYTES + 1))
     else:
         victim.unlink()
     [manifest] = sorted(_slot(world, carol).glob("manifest-*.json"))
@@ -71,7 +73,7 @@ def test_one_damaged_chunk_costs_one_bucket_and_one_writer_sync(
 
     first = _fresh(alice)
 
-    want = reasons.BAD_CHUNK_ID if damage == "overwritten" else reasons.MISSING_CHUNK
+    want = reasons.MISSING_CHUNK if damage == "deleted" else reasons.BAD_CHUNK_ID
     assert [r.reason for r in first.refused] == [want]
     assert _contents(alice) & set(NOTES) == set(NOTES) - lost  # every other bucket merged
     assert lost
