@@ -133,9 +133,8 @@ def sync(
     """Run one sync of ``team`` (see the module docstring); return its summary."""
     tick = clock or now_ms
     summary = SyncSummary()
-    with sync_lock(team.home):
+    with sync_lock(team.home), team.transport.syncing():
         started = tick()
-        team.transport.begin_sync()
         try:
             with sqlite_errors(team.store.path):  # disk full, read-only, I/O: one sentence
                 _run(team, summary, tick, started, push=push, pull=pull)

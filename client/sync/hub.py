@@ -14,6 +14,7 @@ one request the hub accepts or refuses as a whole.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -84,7 +85,8 @@ class HubTransport(Transport):
         sync_budget_s: float = 120.0,
     ) -> None:
         """``retry_budget_s`` bounds the time one request spends on repeats, ``sync_budget_s``
-        the time from :meth:`begin_sync` after which none is repeated (see :mod:`~.retry`)."""
+        the time from the start of a sync (:meth:`syncing`) after which none is repeated
+        (see :mod:`~.retry`)."""
         if client is None and not is_hub_location(url):
             raise InputError(f"hub URL {url!r} must start with http:// or https://")
         self._url = url.rstrip("/")
@@ -108,8 +110,8 @@ class HubTransport(Transport):
     def location(self) -> str:
         return self._url
 
-    def begin_sync(self) -> None:
-        self._sender.begin_sync()
+    def syncing(self) -> contextlib.AbstractContextManager[None]:
+        return self._sender.syncing()
 
     def close(self) -> None:
         self._sender.close()

@@ -8,8 +8,9 @@ lost answer follow :mod:`~.retry`; a refusal is a :class:`~.hub_answers.HubError
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import httpx
 
@@ -49,9 +50,15 @@ class Sender:
         #: the newest hub time told (ms), with the ``time.monotonic()`` it came at
         self.hub_time: tuple[int, float] | None = None
 
-    def begin_sync(self) -> None:
-        """A sync starts: no request repeats past ``sync_budget_s`` from now."""
+    @contextlib.contextmanager
+    def syncing(self) -> Iterator[None]:
+        """While a sync runs, no request repeats past ``sync_budget_s`` from its start;
+        after it (a watcher's long poll, an admin command), each request has its own."""
         self._sync_deadline = time.monotonic() + self._sync_budget_s
+        try:
+            yield
+        finally:
+            self._sync_deadline = None
 
     def close(self) -> None:
         if self._owns_client:

@@ -29,6 +29,7 @@ Objects:
 from __future__ import annotations
 
 import abc
+import contextlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -232,8 +233,10 @@ class Transport(abc.ABC):
         (stop or threading.Event()).wait(timeout_s)
         return since, False
 
-    def begin_sync(self) -> None:  # noqa: B027 - optional hook
-        """A sync starts: a transport that repeats requests counts its time budget from here."""
+    def syncing(self) -> contextlib.AbstractContextManager[None]:
+        """Around one sync: a transport that repeats requests counts its time budget from
+        the start of it (and no longer once it ended)."""
+        return contextlib.nullcontext()
 
     def prepare_new_team(self) -> None:  # noqa: B027 - optional hook
         """Get ready to hold a team that does not exist yet (before roster v1 is published)."""

@@ -173,12 +173,26 @@ def test_the_sync_budget_ends_the_retries_of_every_request(busy: tuple[Busy, str
     app, url = busy
     transport = HubTransport(url, TEAM, MemberKey.generate(), sync_budget_s=0.5)
     try:
-        transport.begin_sync()
-        with pytest.raises(TransportError, match="after 2 attempts: the hub is busy"):
+        with transport.syncing(), pytest.raises(TransportError, match="after 2 attempts"):
             transport.rosters(0)  # its own budget (30 s) would allow a third attempt
     finally:
         transport.close()
     assert len(app.at) == 2
+
+
+def test_a_request_after_the_sync_has_its_own_budget_again(busy: tuple[Busy, str]) -> None:
+    """The sync's budget ends with the sync: a watcher's long poll or an admin command
+    issued later in the same process repeats within its own budget."""
+    app, url = busy
+    transport = HubTransport(url, TEAM, MemberKey.generate(), sync_budget_s=0.5)
+    try:
+        with transport.syncing():
+            pass
+        time.sleep(0.6)
+        transport.rosters(0)  # busy twice, then answered: the third attempt is allowed
+    finally:
+        transport.close()
+    assert len(app.at) == 3
 
 
 def test_a_request_the_hub_never_saw_is_repeated() -> None:

@@ -157,8 +157,7 @@ def test_a_lost_manifest_is_not_sent_again_once_the_sync_budget_is_spent(
     with serving(app) as url:
         transport = HubTransport(url, TEAM, key, sync_budget_s=0.0)
         try:
-            transport.begin_sync()
-            with pytest.raises(HubError, match=r"publish manifest seq 7.*HTTP 504"):
+            with transport.syncing(), pytest.raises(HubError, match=r"seq 7.*HTTP 504"):
                 transport.push(PROJECT, key.kid, 7, MANIFEST, {})
         finally:
             transport.close()
