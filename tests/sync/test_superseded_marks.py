@@ -1,0 +1,81 @@
+"""A teammate's supersede the reader dismissed, or a muted teammate's, replaces nothing:
+``show``, ``recall``, ``list`` and MCP ``recall`` marked the reader's own memory
+superseded by it (they left out only the proposals still waiting, so a settled one read
+as applied)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.sync.conftest import PROJECT, Node, World, make_world
+from tests.sync.test_teammate_trust import _mcp
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not Path(sys.executable).with_name("sealmem").exists(), reason="no console script"
+    ),
+]
+
+SEALMEM = Path(sys.executable).with_name("sealmem")
+MINE = "Never deploy on Fridays: the on-call rota is empty at weekends."
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Iterator[World]:
+    world = make_world(tmp_path, "alice", "bob")
+    (tmp_path / PROJECT).mkdir()
+    try:
+        yield world
+    finally:
+        world.close()
+
+
+def _run(node: Node, *args: str) -> str:
+    done = subprocess.run(
+        [str(SEALMEM), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SEALMEM_HOME": str(node.home), "COLUMNS": "200"},
+        cwd=node.home.parent / PROJECT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("settle", ["dismissed", "muted"])
+def test_a_settled_supersede_marks_nothing_superseded(team: World, settle: str) -> None:
+    alice, bob = team.nodes["alice"], team.nodes["bob"]
+    warning = alice.remember(MINE, kind="warning", importance=0.6)
+    team.sync_all(rounds=1)
+    note = bob.remember("Friday deploys are fine now.", kind="note", supersedes=[warning.id])
+    team.sync_all(rounds=2)
+    assert f"bob proposes to supersede it: {note.id}" in _run(alice, "show", warning.id)
+    if settle == "dismissed":
+        _run(alice, "captured", "discard", note.id)
+    else:
+        _run(alice, "trust", "set", "bob", "muted")
+    shown = _run(alice, "show", warning.id)
+    assert "SUPERSEDED" not in shown, shown
+    assert "proposes" not in shown  # settled: no longer beside it either
+    assert json.loads(_run(alice, "show", warning.id, "--json"))["superseded_by"] == []
+    recalled = _run(alice, "recall", "deploy on fridays")
+    assert MINE in recalled
+    assert f"superseded by {note.id}" not in recalled, recalled
+    hits = json.loads(_run(alice, "recall", "deploy on fridays", "--json"))["hits"]
+    mine = next(h for h in hits if h["id"] == warning.id)
+    assert mine["superseded_by"] == [], mine["superseded_by"]
+    row = next(line for line in _run(alice, "list").splitlines() if "Never deploy" in line)
+    assert "superseded" not in row, row
+    (recalled_by_agent,) = _mcp(alice, [("recall", {"query": "deploy on fridays"})])
+    hit = next(h for h in recalled_by_agent["hits"] if h["id"] == warning.id)
+    assert (hit["superseded_by"], hit["proposals"]) == ([], [])
