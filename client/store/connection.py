@@ -64,7 +64,12 @@ class StoreLockedError(StoreError):
 
 
 class DamagedStoreError(StoreError):
-    """The store file is empty, not SQLite, or SQLite reports it corrupt."""
+    """The store file is empty, not SQLite, or SQLite reports it corrupt; ``cause`` is
+    what is wrong without the fix (``recover`` names its own)."""
+
+    def __init__(self, message: str, cause: str | None = None) -> None:
+        super().__init__(message)
+        self.cause = message if cause is None else cause
 
 
 class StoreReplacedError(StoreError):
@@ -97,9 +102,8 @@ def replaced(conn: sqlite3.Connection) -> bool:
 
 
 def _damaged(path: Path | str, what: str) -> DamagedStoreError:
-    return DamagedStoreError(
-        f"the store {path} {what}; nothing was changed: {journal.RECOVER_HINT}"
-    )
+    cause = f"the store {path} {what}"
+    return DamagedStoreError(f"{cause}; nothing was changed: {journal.RECOVER_HINT}", cause)
 
 
 def _read_text(data: bytes) -> str:

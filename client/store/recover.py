@@ -36,6 +36,7 @@ from ..fsutil import fsync_dir
 from . import health, journal, prebaseline
 from .connection import (
     BUSY_TIMEOUT_MS,
+    DamagedStoreError,
     check_file,
     connect,
     describe,
@@ -274,8 +275,9 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
         result.source_schema = schema_version(src)
         old = prebaseline.is_pre_baseline(src)
     except (StoreError, sqlite3.DatabaseError) as exc:
+        cause = exc.cause if isinstance(exc, DamagedStoreError) else str(exc)
         raise StoreError(
-            f"SQLite cannot read the header or schema of {path} ({exc}), so nothing can be "
+            f"SQLite cannot read the header or schema of {path} ({cause}), so nothing can be "
             "salvaged from it by sealmem; nothing was changed. Restore a backup with "
             "'sealmem import <export.json>' (after moving the file aside), or try the "
             "'sqlite3' shell's '.recover' command on a copy"
