@@ -79,3 +79,26 @@ def test_a_settled_supersede_marks_nothing_superseded(team: World, settle: str) 
     (recalled_by_agent,) = _mcp(alice, [("recall", {"query": "deploy on fridays"})])
     hit = next(h for h in recalled_by_agent["hits"] if h["id"] == warning.id)
     assert (hit["superseded_by"], hit["proposals"]) == ([], [])
+
+
+def test_accept_all_shares_the_captures_and_lets_in_no_teammates_proposal(team: World) -> None:
+    """``captured accept --all``, the hint under the captures' table, also accepted every
+    teammate's version waiting: a supersede of the reader's own warning applied unseen."""
+    alice, bob = team.nodes["alice"], team.nodes["bob"]
+    warning = alice.remember(MINE, kind="warning", importance=0.6)
+    team.sync_all(rounds=1)
+    note = bob.remember("Friday deploys are fine now.", kind="note", supersedes=[warning.id])
+    team.sync_all(rounds=2)
+    capture = alice.remember("the CI cache lives on the build host", private=True, source="hook")
+    listed = _run(alice, "captured")
+    assert note.id[-12:] in listed
+    assert capture.id[-12:] in listed
+    accepted = _run(alice, "captured", "accept", "--all")
+    assert "1 accepted" in accepted
+    assert "by id" in accepted, accepted  # what is left waiting, and how to let it in
+    queue = json.loads(_run(alice, "captured", "--json"))
+    assert queue["captured"] == []
+    assert [t["id"] for t in queue["teammates"]] == [note.id]
+    assert json.loads(_run(alice, "show", warning.id, "--json"))["superseded_by"] == []
+    _run(alice, "captured", "accept", note.id)  # by id, it applies
+    assert json.loads(_run(alice, "show", warning.id, "--json"))["superseded_by"] == [note.id]
