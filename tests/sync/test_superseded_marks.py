@@ -8,24 +8,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.sync import test_teammate_trust as trust_tests
 from tests.sync.conftest import PROJECT, Node, World, make_world
 from tests.sync.test_teammate_trust import _mcp
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not Path(sys.executable).with_name("sealmem").exists(), reason="no console script"
-    ),
-]
-
-SEALMEM = Path(sys.executable).with_name("sealmem")
-MINE = "Never deploy on Fridays: the on-call rota is empty at weekends."
+pytestmark = trust_tests.pytestmark
+SEALMEM, MINE = trust_tests.SEALMEM, trust_tests.MINE
 
 
 @pytest.fixture
