@@ -263,6 +263,9 @@ def show(
         trust, notes = _trust(reader, memory)
         # a teammate's supersede of a memory it did not write is a proposal, in notes
         newer = [m.id for m in reader.replacements([memory]).get(memory.id, [])]
+        # a teammate's edit or delete, too: the author's version stands (as agents see it)
+        if (stands := reader.resolve(memory)) is not None:
+            memory = stands.memory
     if as_json:
         doc = {
             **_authored(memory.to_dict(), memory.authorship(names, me)),

@@ -95,3 +95,24 @@ def test_accept_all_shares_the_captures_and_lets_in_no_teammates_proposal(team: 
     assert json.loads(_run(alice, "show", warning.id, "--json"))["superseded_by"] == []
     _run(alice, "captured", "accept", note.id)  # by id, it applies
     assert json.loads(_run(alice, "show", warning.id, "--json"))["superseded_by"] == [note.id]
+
+
+def test_show_of_a_memory_a_teammate_proposes_to_delete_shows_the_authors_text(
+    team: World,
+) -> None:
+    """``show`` printed the stored tombstone (FORGOTTEN) while the reader's agent still
+    had the warning: the version that stands is the author's, the delete a proposal."""
+    alice, bob = team.nodes["alice"], team.nodes["bob"]
+    warning = alice.remember(MINE, kind="warning", importance=0.6)
+    team.sync_all(rounds=1)
+    bob.store.forget(warning.id, reason="obsolete")
+    team.sync_all(rounds=2)
+    shown = _run(alice, "show", warning.id)
+    assert MINE in shown, shown
+    assert "FORGOTTEN" not in shown
+    assert f"bob proposes to delete it: {warning.id}" in shown
+    doc = json.loads(_run(alice, "show", warning.id, "--json"))
+    assert (doc["content"], doc["deleted"], doc["written_here"]) == (MINE, False, True)
+    assert [(p["action"], p["writer"]) for p in doc["proposals"]] == [("delete", bob.key.kid)]
+    _run(alice, "captured", "accept", warning.id)  # accepted: the delete applies
+    assert "FORGOTTEN" in _run(alice, "show", warning.id)
