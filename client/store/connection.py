@@ -64,12 +64,7 @@ class StoreLockedError(StoreError):
 
 
 class DamagedStoreError(StoreError):
-    """The store file is empty, not SQLite, or SQLite reports it corrupt; ``cause`` is
-    what is wrong without the fix (``recover`` names its own)."""
-
-    def __init__(self, message: str, cause: str | None = None) -> None:
-        super().__init__(message)
-        self.cause = message if cause is None else cause
+    """The store file is empty, not SQLite, or SQLite reports it corrupt."""
 
 
 class StoreReplacedError(StoreError):
@@ -102,8 +97,9 @@ def replaced(conn: sqlite3.Connection) -> bool:
 
 
 def _damaged(path: Path | str, what: str) -> DamagedStoreError:
-    cause = f"the store {path} {what}"
-    return DamagedStoreError(f"{cause}; nothing was changed: {journal.RECOVER_HINT}", cause)
+    return DamagedStoreError(
+        f"the store {path} {what}; nothing was changed: {journal.RECOVER_HINT}"
+    )
 
 
 def _read_text(data: bytes) -> str:

@@ -36,7 +36,6 @@ from ..fsutil import fsync_dir
 from . import health, journal, prebaseline
 from .connection import (
     BUSY_TIMEOUT_MS,
-    DamagedStoreError,
     check_file,
     connect,
     describe,
@@ -275,7 +274,8 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
         result.source_schema = schema_version(src)
         old = prebaseline.is_pre_baseline(src)
     except (StoreError, sqlite3.DatabaseError) as exc:
-        cause = exc.cause if isinstance(exc, DamagedStoreError) else str(exc)
+        # the opener's sentence without its fix, which is this command
+        cause = str(exc).removesuffix(f"; nothing was changed: {journal.RECOVER_HINT}")
         raise StoreError(
             f"SQLite cannot read the header or schema of {path} ({cause}), so nothing can be "
             "salvaged from it by sealmem; nothing was changed. Restore a backup with "
