@@ -42,7 +42,14 @@ IdsArg = Annotated[
         help="Ids of captured memories (the full id, or at least 8 hex digits of it).",
     ),
 ]
-AllOpt = Annotated[bool, typer.Option("--all", help="Every captured memory waiting.")]
+AllOpt = Annotated[
+    bool,
+    typer.Option(
+        "--all",
+        help="Every captured memory waiting (discard: teammates' versions too; accept one "
+        "of those by id).",
+    ),
+]
 
 
 def _waiting(store: MemoryStore, project: str | None = None) -> list[Memory]:
@@ -162,13 +169,14 @@ def _chosen(
     store: MemoryStore, ids: list[str] | None, every: bool, verb: str
 ) -> tuple[list[Memory], list[Waiting]]:
     """The captured memories and the teammates' versions ``ids`` name (each checked
-    before any is changed), or all of both."""
+    before any is changed), or every capture; with ``discard``, every teammate's version
+    too.  A teammate's version is let in by id only: ``accept --all`` is the captures'."""
     from ..hosts.review import choose, split
 
     if every and ids:
         raise InputError(f"give ids or --all, not both (sealmem captured {verb} --all)")
     if every:
-        return _waiting(store), _teammates(store)
+        return _waiting(store), [] if verb == "accept" else _teammates(store)
     rest, theirs = split(store, ids or [])
     return (choose(store, rest, verb) if rest or not theirs else []), theirs
 
@@ -182,9 +190,10 @@ def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) 
         chosen, theirs = _chosen(store, ids, every, "accept")
         done = [{**_row(m), "already_shared": was} for m, was in review.accept(store, chosen)]
         review.judge(store, theirs, "accepted")
+        left = len(_teammates(store)) if every else 0
     if as_json:
         extra = {"teammates": [_teammate_row(t) for t in theirs]} if theirs else {}
-        output.emit_json({"accepted": done, **extra})
+        output.emit_json({"accepted": done, **extra, "teammates_waiting": left})
         return
     for item in theirs:
         output.say(f"{short_id(item.memory.id)}  accepted from {item.writer_name}")
@@ -192,6 +201,11 @@ def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) 
         note = "already shared" if row["already_shared"] else "shared with the team"
         output.say(f"{short_id(row['id'])}  {note}: {row['first_line']}")
     output.say(f"{len(done)} accepted; 'sealmem sync' sends them")
+    if left:
+        output.say(
+            f"{left} from teammates still wait: --all is for your captures; let one in by id "
+            "('sealmem captured' lists them, 'sealmem captured accept ID')"
+        )
 
 
 @captured_app.command()

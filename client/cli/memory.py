@@ -9,6 +9,7 @@ it.  ``--project`` defaults to the project of the current directory.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -219,6 +220,8 @@ def recall(
         names, me = member_names(store.connection), store.author
         reader = store.reader()
         trust = {h.memory.id: _trust(reader, h.memory) for h in hits}
+        applied = reader.replacements(h.memory for h in hits)  # not a teammate's proposal
+        hits = [replace(h, superseded_by=applied.get(h.memory.id, [])) for h in hits]
     if as_json:
         docs = [
             {**_authored(h.to_dict(), h.memory.authorship(names, me)), **trust[h.memory.id][0]}
@@ -255,12 +258,14 @@ def show(
     with open_store(readonly=True) as store:
         memory = store.get(memory_id)
         older = store.history(memory.id) if history else []
-        newer = [m.id for m in store.superseded_by([memory.id]).get(memory.id, [])]
         names, me = member_names(store.connection), store.author
-        trust, notes = _trust(store.reader(), memory)
-    # a teammate's supersede of a memory it did not write is a proposal, shown in notes
-    proposed = {p["id"] for p in trust["proposals"] if p["action"] == "supersede"}
-    newer = [i for i in newer if i not in proposed]
+        reader = store.reader()
+        trust, notes = _trust(reader, memory)
+        # a teammate's supersede of a memory it did not write is a proposal, in notes
+        newer = [m.id for m in reader.replacements([memory]).get(memory.id, [])]
+        # a teammate's edit or delete, too: the author's version stands (as agents see it)
+        if (stands := reader.resolve(memory)) is not None:
+            memory = stands.memory
     if as_json:
         doc = {
             **_authored(memory.to_dict(), memory.authorship(names, me)),
@@ -298,7 +303,7 @@ def list_(
         memories = store.recent(
             limit=limit, project=scope, all_projects=all_projects, forgotten=forgotten
         )
-        replaced = store.superseded_by([m.id for m in memories])
+        replaced = store.reader().replacements(memories)
         names, me = member_names(store.connection), store.author
         elsewhere = {} if memories else store.stats()["by_project"]
     if as_json:

@@ -6,6 +6,7 @@ fatal), 1 when something stopped it (unreachable folder, bad local state).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -21,11 +22,17 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def _show(summary: SyncSummary, as_json: bool) -> None:
+def _stamp() -> str:
+    """When a ``--watch`` line was printed (UTC, to the second): a line read later
+    says when it happened."""
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC ")
+
+
+def _show(summary: SyncSummary, as_json: bool, stamp: bool = False) -> None:
     if as_json:
         output.emit_json(summary.to_dict())
         return
-    output.say(summary.line())
+    output.say((_stamp() if stamp else "") + summary.line())
     for refusal in summary.refused:
         output.warn(f"refused {refusal.object}: {refusal.reason}: {refusal.detail}")
     for note in summary.warnings:
@@ -64,17 +71,17 @@ def sync(
         def failed(exc: SealmemError) -> None:
             said = hub_said(exc)
             output.warn(
-                f"sync failed: {exc}; retrying with a growing, random wait (up to "
+                f"{_stamp()}sync failed: {exc}; retrying with a growing, random wait (up to "
                 f"{backoff.max_s:g} s between attempts); nothing more is printed until this changes"
                 + ("" if said is None else f"\n  {said}")
             )
 
         def recovered(attempts: int) -> None:
-            output.say(f"sync works again after {attempts} failed attempts", err=True)
+            output.say(f"{_stamp()}sync works again after {attempts} failed attempts", err=True)
 
         watch_loop(
             team,
-            on_sync=lambda s: _show(s, as_json),
+            on_sync=lambda s: _show(s, as_json, stamp=True),
             on_error=failed,
             on_recovered=recovered,
             interval_s=interval,

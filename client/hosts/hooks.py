@@ -148,7 +148,7 @@ def _prompt(payload: dict[str, Any]) -> str:
             if shared < PROMPT_MIN_SHARED or not close or shown is None:
                 continue
             if shown.superseded:  # a correction that applies stands in for it, alone
-                newer = [s for s in reader.resolve_all(hit.superseded_by).values() if s]
+                newer = [s for s in reader.resolve_all(shown.superseded_by).values() if s]
                 if newer:
                     chosen.append((newer[0], ["replaces an older memory"]))
                 continue

@@ -132,13 +132,13 @@ class MemoryTools:
             include_history=include_history,
             kinds=kinds,
         )
-        view = self._viewer()
+        reader = self.store().reader()
+        view, applied = agent_viewer(reader), reader.replacements(h.memory for h in hits)
         results = []
         for hit in hits:
             if (shown := view(hit.memory)) is None:
                 continue  # a muted writer's: no agent sees it
-            proposed = {p.id for p in shown.proposals}
-            newer = [v for m in hit.superseded_by if m.id not in proposed and (v := view(m))]
+            newer = [v for m in applied.get(hit.memory.id, []) if (v := view(m))]
             results.append(
                 Hit(
                     **shown.model_dump(),

@@ -86,8 +86,13 @@ class Shown:
     memory: Memory
     standing: Standing
     proposals: list[Proposal] = field(default_factory=list)
-    superseded: bool = False
-    """A change that applies (by the author, the reader, or accepted) supersedes it."""
+    superseded_by: list[Memory] = field(default_factory=list)
+    """The memories that supersede it and apply (by the author, the reader, or accepted);
+    a superseder that is a proposal, waiting, dismissed or muted, is not one of them."""
+
+    @property
+    def superseded(self) -> bool:
+        return bool(self.superseded_by)
 
 
 class Reader:
@@ -171,10 +176,10 @@ class Reader:
                 shown = by_author[-1] if by_author else memory
                 action = "delete" if memory.deleted else "edit"
                 proposals.append(Proposal(memory, standing, action))
-            superseded = False
+            applied: list[Memory] = []
             for newer in replacing.get(memory_id, []):
                 if (standing := self._applies(newer, author)) is None:
-                    superseded = True
+                    applied.append(newer)
                 else:
                     proposals.append(Proposal(newer, standing, "supersede"))
             if shown.deleted:
@@ -183,8 +188,14 @@ class Reader:
             kept = [
                 p for p in proposals if p.standing.state != MUTED and p.standing.verdict is None
             ]
-            out[memory_id] = Shown(shown, self.standing(shown), kept, superseded)
+            out[memory_id] = Shown(shown, self.standing(shown), kept, applied)
         return out
 
     def resolve(self, memory: Memory) -> Shown | None:
         return self.resolve_all([memory])[memory.id]
+
+    def replacements(self, memories: Iterable[Memory]) -> dict[str, list[Memory]]:
+        """``{id: the superseders that apply}`` (:attr:`Shown.superseded_by`) of each of
+        ``memories`` that has some: what a surface marks "superseded by"."""
+        resolved = self.resolve_all(memories).items()
+        return {i: s.superseded_by for i, s in resolved if s is not None and s.superseded_by}

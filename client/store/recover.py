@@ -274,8 +274,10 @@ def recover(path: Path, *, output: Path | None = None, now_ms: int) -> RecoverRe
         result.source_schema = schema_version(src)
         old = prebaseline.is_pre_baseline(src)
     except (StoreError, sqlite3.DatabaseError) as exc:
+        # the opener's sentence without its fix, which is this command
+        cause = str(exc).removesuffix(f"; nothing was changed: {journal.RECOVER_HINT}")
         raise StoreError(
-            f"SQLite cannot read the header or schema of {path} ({exc}), so nothing can be "
+            f"SQLite cannot read the header or schema of {path} ({cause}), so nothing can be "
             "salvaged from it by sealmem; nothing was changed. Restore a backup with "
             "'sealmem import <export.json>' (after moving the file aside), or try the "
             "'sqlite3' shell's '.recover' command on a copy"

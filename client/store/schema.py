@@ -37,7 +37,10 @@ team sync
     per project; ``pushed_wall`` packed by :func:`sealmem.protocol.hlc.pack`),
     ``push_editor`` (the member this store pushes as), ``sync_refusals``, ``sync_runs``.
 
-trust (version 2)
+source (version 2)
+    ``memories.source``: who wrote the version's text, as its record states it (``_SOURCE``).
+
+trust (version 3)
     ``member_trust``: the reader's own setting per member id (``trusted``, ``review``,
     ``muted``; a member without a row has the default of
     :func:`sealmem.client.recall.trust.default_state`); ``verdicts``: a person's

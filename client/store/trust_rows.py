@@ -1,4 +1,4 @@
-"""The reader's trust settings and verdicts, as rows (schema version 2).
+"""The reader's trust settings and verdicts, as rows (schema version 3).
 
 ``member_trust`` holds what a person set for a member (a member without a row has
 the default of :func:`sealmem.client.recall.trust.default_state`); ``verdicts`` what a

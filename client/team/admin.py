@@ -15,6 +15,7 @@ from typing import Any
 
 from ...crypto import KDF_MODERATE, SUITE, KdfLimits, MemberKey
 from ...protocol import admin as edits
+from ...protocol import hubapi
 from ...protocol.admission import InviteRecord
 from ...protocol.checkpoint import Checkpoint
 from ...protocol.errors import InputError
@@ -25,6 +26,7 @@ from ...protocol.state import TrustedState
 from ...protocol.witness import Citation
 from ..sync import freshness
 from ..sync.hub import is_hub_location
+from ..sync.hub_answers import HubError
 from ..sync.session import Refusal, Team, TeamConfig, find_member, transport_for
 from ..sync.transport import ConflictError
 from .approval import Approved
@@ -79,6 +81,15 @@ def create_team(
     try:
         transport.prepare_new_team()
         publish(team, TrustedState.pin(SUITE, team_id, key.sign_public), roster, projects, now)
+    except HubError as exc:
+        transport.close()
+        if exc.code != hubapi.REGISTRATION_CLOSED:
+            raise
+        raise InputError(
+            f"{exc}; the team id {team_id} is kept: once the operator allows it "
+            f"('sealmem hub serve --allow-team {team_id}') or hands you a token, run the same "
+            "'sealmem team create' again"
+        ) from exc
     except BaseException:
         transport.close()
         raise

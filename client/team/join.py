@@ -60,12 +60,18 @@ def join_team(
     location, transport_kind = _join_location(invite, folder=folder, hub=hub)
     if not post_request:
         issued = _issued_name(invite, key, location, transport_kind)
-        if issued is not None and name is not None and name != issued:
+        if issued is None:  # nothing is posted: a wrong place would "join" unnoticed
+            raise InputError(
+                f"no roster at {location} that verifies from the invite names this key "
+                f"({key.kid}): check --folder/--hub (unreachable, or not this team's), or "
+                "ask the admin to sync after 'admin issue'; nothing was saved"
+            )
+        if name is not None and name != issued:
             raise InputError(
                 f"this key was issued for {issued!r}: join without --name (or with "
                 f"--name {issued!r}); the admin changes names"
             )
-        name = issued or name
+        name = issued
     name = name or invite.for_name or default_name
     if name is None:
         raise InputError("give your display name with --name")

@@ -102,7 +102,7 @@ class Card:
 
 def _cards(store: MemoryStore, memories: list[Memory]) -> list[Card]:
     names, me = member_names(store.connection), store.author
-    replaced = store.superseded_by([m.id for m in memories])
+    replaced = store.reader().replacements(memories)  # not a teammate's proposal
     return [
         Card(m, m.authorship(names, me), short_id(m.id), replaced.get(m.id, [])) for m in memories
     ]
@@ -140,7 +140,7 @@ def memory_page(store: MemoryStore, given: str) -> dict[str, Any]:
             replaced.append({"id": old_id, "short": short_id(old_id), "memory": None})
             continue
         replaced.append({"id": old.id, "short": short_id(old.id), "memory": old})
-    successors = store.superseded_by([memory.id]).get(memory.id, [])
+    successors = store.reader().replacements([memory]).get(memory.id, [])
     history = store.history(memory.id)
     by = memory.authorship(names, me)
     return {

@@ -114,3 +114,18 @@ def test_recover_reads_every_row_sqlite_can_wherever_the_damage_falls(
         if len(readable) < MEMORIES and "memories" not in result.unreadable_tables:
             assert result.lost["memories"] + len(kept) <= MEMORIES
     assert refused < size // WINDOW // 3  # most windows leave the schema readable
+
+
+@pytest.mark.parametrize("offset", [0, 4096])
+def test_recover_refusing_a_lost_header_does_not_send_you_back_to_recover(
+    cli: Callable[..., Run], home: Path, offset: int
+) -> None:
+    """The refusal quoted the opener's whole sentence, whose fix is "run 'sealmem
+    recover'": recover told the user to run recover."""
+    store = thirty(cli, home)
+    overwrite(store, offset)
+    refused = cli("recover")
+    assert refused.code == 1
+    assert "cannot read the header or schema" in refused.err
+    assert "run 'sealmem recover'" not in refused.err, refused.err
+    assert "sqlite3" in refused.err  # the way out that is left

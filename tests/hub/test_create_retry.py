@@ -4,6 +4,7 @@ each time, so no id could be allowed ahead of the create that registers it)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -40,3 +41,20 @@ def test_the_refused_team_id_is_the_one_registered_once_allowed(
         made = cli("admin", "team", "create", "Acme", "--hub", hub.url, "--json").json()
     assert made["team"] == team_id
     assert not (tmp_path / "admin" / PENDING_FILE).exists()
+
+
+def test_the_refusal_names_the_kept_id_in_the_clients_own_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The id came only in the hub's sentence (cut at 80 characters, and a hub's to
+    choose); the client's line asked for an operator token, not for the id to be allowed."""
+    monkeypatch.delenv("SEALMEM_HUB_OPERATOR_TOKEN", raising=False)
+    cli = per_home(tmp_path, capsys, monkeypatch)
+    with BackgroundHub(HubConfig(data_dir=tmp_path / "hub-data", port=free_port())) as hub:
+        refused = cli("admin", "team", "create", "Acme", "--hub", hub.url, code=1)
+    ours = refused.err.splitlines()[0]  # the hub's own words follow on "the hub said:"
+    team_id = json.loads((tmp_path / "admin" / PENDING_FILE).read_text())["team"]
+    assert ours.startswith("error: "), refused.err
+    assert "hub said" not in ours, refused.err
+    assert f"--allow-team {team_id}" in ours, ours
+    assert "sealmem team create" in ours, ours

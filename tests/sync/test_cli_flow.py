@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -192,6 +193,9 @@ def test_sync_watch_pulls_and_pushes_on_change(team: Team) -> None:
         out, err = watcher.communicate(timeout=30)
     assert "pulled 1 new" in out
     assert "Traceback" not in err
+    lines = out.splitlines()  # each says when it happened (they had no time)
+    assert lines
+    assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC pushed ", ln) for ln in lines), out
 
 
 def test_admin_grant_rotate_revoke_from_the_cli(team: Team) -> None:
