@@ -4,9 +4,11 @@ A context is a fixed header, then ``<sealmem-memories>``, one line per memory, a
 ``</sealmem-memories>``.  A line is ``- [kind, <marks>] "<text>"``: the marks say who
 wrote it (the verified writer, never a claim), its trust state and the flags of
 :mod:`.instructions`; the text is a JSON string (one line, quotes and backslashes
-escaped) in which ``<`` and ``>`` are escaped too, so no memory can end the quote, start
-a line, or close the block.  A proposal (:mod:`.standing`) follows the line it would
-change, indented: ``  - <writer> proposes to ...: "<text>"``.
+escaped) in which ``<``, ``>`` and the hidden characters of :mod:`sealmem.client.textsafe`
+(bidi, zero-width, tag characters) are escaped too, so no memory can end the quote,
+start a line, close the block or carry text a person cannot see.  A proposal
+(:mod:`.standing`) follows the line it would change, indented:
+``  - <writer> proposes to ...: "<text>"``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from ..textsafe import visible_json
 from .instructions import flags
 
 __all__ = ["CLOSE", "MAX_LINE_CHARS", "OPEN", "frame", "line", "proposal_line", "quote"]
@@ -29,7 +32,7 @@ def quote(text: str, limit: int = MAX_LINE_CHARS) -> str:
     flat = " ".join(text.split())
     if len(flat) > limit:
         flat = flat[: limit - 1].rstrip() + "…"
-    quoted = json.dumps(flat, ensure_ascii=False)
+    quoted = visible_json(json.dumps(flat, ensure_ascii=False))
     return quoted.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
