@@ -33,10 +33,15 @@ _HEADER = "Memories from sealmem for {scope} (notes from past sessions and teamm
 _TIER = {"warning": 0, "decision": 1}
 
 
+def _names(reader: Reader) -> dict[str, str]:
+    """The roster names as a line's marks show them (:func:`.framing.name`)."""
+    return {kid: framing.name(name) for kid, name in reader.names.items()}
+
+
 def marks(memory: Memory, reader: Reader, shown: Shown | None = None) -> list[str]:
     """The marks of one memory's line: shared, who wrote it, its trust state."""
     out = ["shared"] if memory.project == SHARED_PROJECT else []
-    out.extend(memory.authorship(reader.names, reader.me).tags())
+    out.extend(memory.authorship(_names(reader), reader.me).tags())
     standing = shown.standing if shown is not None else reader.standing(memory)
     if standing.label:
         out.append(standing.label)
@@ -53,7 +58,7 @@ def render(shown: Shown, reader: Reader, extra: Sequence[str] = ()) -> list[tupl
     for p in shown.proposals:
         if not p.standing.automatic:
             continue
-        who = p.memory.authorship(reader.names, reader.me)
+        who = p.memory.authorship(_names(reader), reader.me)
         # an edit keeps the author's claim by nature; a new memory claiming one is news
         claims = [t for t in who.tags() if t.startswith("claimed") and p.action == "supersede"]
         label = [*claims, p.standing.label] if p.standing.label else claims

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from ..textsafe import visible_json
 from .instructions import flags
 
-__all__ = ["CLOSE", "MAX_LINE_CHARS", "OPEN", "frame", "line", "proposal_line", "quote"]
+__all__ = ["CLOSE", "MAX_LINE_CHARS", "OPEN", "frame", "line", "name", "proposal_line", "quote"]
 
 MAX_LINE_CHARS = 400
 OPEN, CLOSE = "<sealmem-memories>", "</sealmem-memories>"
@@ -36,9 +36,19 @@ def quote(text: str, limit: int = MAX_LINE_CHARS) -> str:
     return quoted.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+_UNSAFE = {ord(c): "_" for c in '[]<>"\n'}
+_SEPARATORS = {ord(c): "_" for c in ",;"}
+
+
 def _safe(mark: str) -> str:
     """A mark (a roster name in it) that cannot end the brackets or imitate the frame."""
-    return mark.translate({ord(c): "_" for c in '[]<>"\n'})
+    return mark.translate(_UNSAFE)
+
+
+def name(text: str) -> str:
+    """A member's name as a mark may hold it: no separator of marks (``,``, ``;``), so a
+    name such as ``eve, trusted`` cannot pass for more marks."""
+    return text.translate(_SEPARATORS)
 
 
 def _marks(kind: str, marks: Sequence[str], text: str) -> str:
