@@ -36,6 +36,7 @@ __all__ = [
     "discard",
     "from_teammates",
     "judge",
+    "ref",
     "split",
     "waiting",
 ]
@@ -170,15 +171,39 @@ def judge(store: MemoryStore, chosen: Sequence[Waiting], verdict: str) -> None:
         save_verdict(store.connection, version_key(item.memory.record), verdict, now)
 
 
+def ref(item: Waiting, short: bool = False) -> str:
+    """The name of one waiting version: its memory id (short: as the CLI prints it), ``@``,
+    and the start of its writer's id.  A proposal to edit or delete a memory has that
+    memory's id, so the id alone may name two versions."""
+    memory_id = short_id(item.memory.id) if short else item.memory.id
+    return f"{memory_id}@{(item.standing.writer or '-')[:8]}"
+
+
 def split(store: MemoryStore, ids: Sequence[str]) -> tuple[list[str], list[Waiting]]:
     """``ids`` parted into those that are not a teammate's waiting version (captures, or
-    wrong: :func:`choose` says so) and the teammates' versions they name."""
-    by_id = {t.memory.id: t for t in from_teammates(store)}
+    wrong: :func:`choose` says so) and the teammates' versions they name; an id that names
+    two (a memory and a proposal to change it) is refused unless :func:`ref` picks one."""
+    by_id: dict[str, list[Waiting]] = {}
+    for item in from_teammates(store):
+        by_id.setdefault(item.memory.id, []).append(item)
     rest, theirs = [], []
     for given in ids:
-        full = store.resolve_id(given)
-        if full in by_id:
-            theirs.append(by_id[full])
+        head, at, writer = given.partition("@")
+        full = store.resolve_id(head)
+        found = [t for t in by_id.get(full, []) if not at or ref(t).endswith(at + writer)]
+        if len(found) > 1:
+            which = ", ".join(f"{ref(t, short=True)} ({t.writer_name}'s {t.action})" for t in found)
+            raise InputError(
+                f"{short_id(full)} names {len(found)} teammates' versions waiting for review: "
+                f"{which}; nothing was changed: name the one you mean"
+            )
+        if found:
+            theirs.append(found[0])
+        elif at:
+            raise InputError(
+                f"no teammate's version of {short_id(full)} written by {writer!r} waits for "
+                "review; nothing was changed: 'sealmem captured' lists them"
+            )
         else:
             rest.append(given)
     return rest, theirs
