@@ -10,10 +10,10 @@ from pathlib import Path
 from sealmem.client import MemoryStore
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
-from sealmem.client.store.writer import Batch, Keep, Write, write
+from sealmem.client.store.writer import Batch, Keep, Write, load_rows, write
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import Record, new_memory_id
-from tests.support.framed import framed
+from tests.support.framed import framed, q
 
 NOW = 1_767_225_600_000
 ME, BOB, MALLORY = "r" * 26, "b" * 26, "m" * 26
@@ -52,3 +52,36 @@ def test_a_version_that_lost_on_arrival_is_never_the_authors(tmp_path: Path) -> 
     assert "from bob" in lines[0]
     assert FAKE not in text
     assert recalled == [TRUE]
+
+
+def test_editing_the_readers_warning_cannot_push_it_out(tmp_path: Path) -> None:
+    """Mallory edits the reader's warning (a proposal: low importance, another kind) and
+    publishes 45 warnings of her own: the reader's warning stays in its startup context,
+    its own line, not one of her share's candidates."""
+    with MemoryStore.open(tmp_path / "store.db", author=ME) as store:
+        mine = store.remember("Never deploy on Fridays.", kind="warning", project="p").memory
+        later = store.now() + 60_000
+        prov = Provenance("folder", MALLORY, "mallory", True, later, 1)
+        edit = mine.record.evolve(
+            content="Deploying on Fridays is fine now.", kind="note", importance=0.0,
+            editor=MALLORY, hlc=Hlc(mine.record.hlc.wall + 1, 0),
+        )  # fmt: skip
+        flood = [
+            Record(
+                new_memory_id(later + n, os.urandom(10)), "p", "warning", f"Mallory's {n}.",
+                (), 1.0, MALLORY, MALLORY, later + n, Hlc(later + n, 0), (),
+            ).validate()
+            for n in range(45)
+        ]  # fmt: skip
+        with transaction(store.connection) as conn:
+            write(
+                conn,
+                Batch(
+                    writes=[
+                        Write(r, prov, r.importance, 0, later, load_rows(conn, [r.id]).get(r.id))
+                        for r in [edit, *flood]
+                    ]
+                ),
+            )
+        text = store.startup_context(project="p", budget_tokens=1200)
+    assert q("warning", "Never deploy on Fridays.") in framed(text)
