@@ -69,7 +69,10 @@ def render(shown: Shown, reader: Reader, extra: Sequence[str] = ()) -> list[tupl
     return rows
 
 
-_WHO = "CASE {t}.transport WHEN 'local' THEN '' ELSE coalesce({t}.signer, '?') END"
+_WHO = (
+    "CASE WHEN {t}.transport = 'local' THEN '' WHEN {t}.verified THEN coalesce({t}.signer, '?') "
+    "ELSE '?' END"
+)
 _WHOSE = (
     f"CASE WHEN m.transport = 'local' THEN '' ELSE coalesce((SELECT {_WHO.format(t='h')} "
     "FROM history h WHERE h.id = m.id AND coalesce(h.received_at, h.updated_at) <= "
@@ -78,7 +81,8 @@ _WHOSE = (
 )
 """Whose candidate a memory is: the writer of the version this store received first (as
 :class:`.standing.Reader` has it), so that editing someone's memory never moves it into
-the editor's share, where the editor's own memories could push it out."""
+the editor's share, where the editor's own memories could push it out; an unverified
+version's claimed signer is no one's (``?``: a file cannot fill a member's share)."""
 
 
 def _candidates(conn: sqlite3.Connection, projects: Sequence[str]) -> list[Memory]:

@@ -85,3 +85,27 @@ def test_editing_the_readers_warning_cannot_push_it_out(tmp_path: Path) -> None:
             )
         text = store.startup_context(project="p", budget_tokens=1200)
     assert q("warning", "Never deploy on Fridays.") in framed(text)
+
+
+def test_an_unverified_claim_of_a_signer_cannot_push_out_that_members_memories(
+    tmp_path: Path,
+) -> None:
+    """An imported file claims 45 warnings were signed by Bob: Bob's verified warning
+    stays in the reader's startup context."""
+    with MemoryStore.open(tmp_path / "store.db", author=ME) as store:
+        bobs = _version(new_memory_id(NOW, os.urandom(10)), TRUE, BOB, BOB, 1)
+        bobs = bobs.evolve(kind="warning")
+        claims = [
+            Record(
+                new_memory_id(NOW + n, os.urandom(10)), "p", "warning", f"Claimed {n}.", (),
+                1.0, BOB, BOB, NOW + n, Hlc(NOW + n, 0), (),
+            ).validate()
+            for n in range(1, 46)
+        ]  # fmt: skip
+        verified = Provenance("folder", BOB, "bob", True, NOW, 1)
+        claimed = Provenance("import", BOB, "bob", False, NOW, None)
+        with transaction(store.connection) as conn:
+            write(conn, Batch(writes=[Write(bobs, verified, 0.0, 0, NOW, None)]))
+            write(conn, Batch(writes=[Write(r, claimed, 1.0, 0, NOW, None) for r in claims]))
+        text = store.startup_context(project="p", budget_tokens=1200)
+    assert any(TRUE in line and "from bob" in line for line in framed(text)), text
