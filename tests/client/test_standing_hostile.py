@@ -8,10 +8,12 @@ import os
 from pathlib import Path
 
 from sealmem.client import MemoryStore
+from sealmem.client.store import trust_rows
 from sealmem.client.store.connection import transaction
 from sealmem.client.store.memory import Provenance
-from sealmem.client.store.writer import Batch, Keep, Write, load_rows, write
+from sealmem.client.store.writer import Batch, Keep, Write, load_rows, write, write_version
 from sealmem.protocol.hlc import Hlc
+from sealmem.protocol.merge import wins
 from sealmem.protocol.record import Record, new_memory_id
 from tests.support.framed import framed, q
 
@@ -109,3 +111,39 @@ def test_an_unverified_claim_of_a_signer_cannot_push_out_that_members_memories(
             write(conn, Batch(writes=[Write(r, claimed, 1.0, 0, NOW, None) for r in claims]))
         text = store.startup_context(project="p", budget_tokens=1200)
     assert any(TRUE in line and "from bob" in line for line in framed(text)), text
+
+
+def test_an_accepted_proposal_does_not_pass_its_verdict_to_a_twin(tmp_path: Path) -> None:
+    """The reader accepts Mallory's edit of Bob's memory; she then signs another version
+    with the same id, clock and editor (it wins the merge on its bytes): the verdict was
+    on the first, so Bob's version stands again, the twin a proposal."""
+    with MemoryStore.open(tmp_path / "store.db", author=ME) as store:
+        memory_id = new_memory_id(NOW, os.urandom(10))
+        bob = _version(memory_id, TRUE, BOB, BOB, 1)
+        edit = _version(memory_id, "Deploys go through the release train, on Mondays.", BOB,
+                        MALLORY, 2)  # fmt: skip
+        twin = edit.evolve(content=f"{TRUE} {FAKE}")
+        assert wins(twin, edit)  # on its bytes alone
+        assert twin.hlc == edit.hlc
+        assert twin.editor == edit.editor
+        for record, signer in ((bob, BOB), (edit, MALLORY)):
+            with transaction(store.connection) as conn:
+                prov = Provenance("folder", signer, signer[0], True, NOW, 1)
+                write_version(
+                    conn, record, provenance=prov, local_importance=0.5, seen_count=0,
+                    updated_at=NOW,
+                )  # fmt: skip
+        with transaction(store.connection) as conn:
+            trust_rows.save_verdict(conn, trust_rows.version_key(edit), "accepted", NOW)
+        before = framed(store.startup_context(project="p", budget_tokens=1200))
+        with transaction(store.connection) as conn:
+            prov = Provenance("folder", MALLORY, "mallory", True, NOW + 1, 2)
+            write_version(
+                conn, twin, provenance=prov, local_importance=0.5, seen_count=0, updated_at=NOW
+            )
+        after = framed(store.startup_context(project="p", budget_tokens=1200))
+    assert len(before) == 1
+    assert "on Mondays" in before[0]
+    assert TRUE in after[0]
+    assert FAKE not in after[0]
+    assert any(FAKE in line and "proposes" in line for line in after[1:]), after
