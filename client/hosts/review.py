@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import InputError
 from ..store.ids import short_id
-from ..store.trust_rows import save_verdict, version_key
+from ..store.trust_rows import VersionKey, save_verdict, version_key
 
 if TYPE_CHECKING:
     from ..recall.api import MemoryStore
@@ -146,7 +146,7 @@ def from_teammates(store: MemoryStore, project: str | None = None) -> list[Waiti
         f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY updated_at, id", params
     ).fetchall()
     reader = store.reader()
-    out: dict[tuple[str, int, int, str], Waiting] = {}
+    out: dict[VersionKey, Waiting] = {}
 
     def name(memory: Memory) -> str:
         return memory.authorship(reader.names, reader.me).writer_name
