@@ -120,15 +120,12 @@ def name_problem(name: str) -> str | None:
 
 
 #: ASCII look-alikes (after case folding), from Unicode's confusables for ASCII (UTS #39:
-#: ``I``, ``1``, ``|`` read as ``l``; ``0`` as ``O``; ``m`` as ``rn``), plus ``vv`` as ``w``
-#: and the digits ``5`` and ``8`` as the ``S`` and ``B`` they pass for (``5am``, ``8ob``).
+#: ``I``, ``1``, ``|`` read as ``l``; ``0`` as ``O``; ``m`` as ``rn``; ``d`` as ``cl``), plus
+#: ``vv`` as ``w`` and the digits ``5`` and ``8`` as the ``S`` and ``B`` they pass for.
 #: ``i`` joins ``l`` too: a capital ``I`` is both (``aIice`` looks like ``alice``, ``ALICE``
 #: is ``alice`` in capitals), and one skeleton per name cannot tell the two apart.
 _ASCII_LOOKALIKES = str.maketrans({"i": "l", "1": "l", "|": "l", "0": "o", "5": "s", "8": "b"})
-_ASCII_PAIRS = (("rn", "m"), ("vv", "w"))
-_EARLY_PAIRS = (("cl", "d"),)
-"""Pairs mapped before the single characters: UTS #39's ``cl`` for ``d`` (``clave`` and
-``dave``), not the ``ci`` that ``i`` becoming ``l`` would make of ``lucia``."""
+_ASCII_PAIRS = (("rn", "m"), ("vv", "w"), ("cl", "d"))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -136,8 +133,7 @@ def name_skeleton(name: str) -> str:
     """What ``name`` looks like to a reader: two names with one skeleton may be mistaken.
 
     NFKC, case folding, hidden code points and whitespace removed, Cyrillic and Greek
-    look-alikes folded to Latin, then ``cl`` to ``d``, then the ASCII look-alikes (SPEC.md
-    "Look-alike names":
+    look-alikes folded to Latin, then the ASCII look-alikes (SPEC.md "Look-alike names":
     ``aIice``, ``a1ice`` and ``alice`` share ``allce``; ``b0b`` and ``bob`` share ``bob``).
     It follows the Unicode version of the running Python (it only decides when to show
     a short member id, or whether an admin is warned of a duplicate name)."""
@@ -145,10 +141,7 @@ def name_skeleton(name: str) -> str:
     kept = "".join(
         ch for ch in text if not (ch.isspace() or ord(ch) in FILLERS or _in_table(ord(ch)))
     )
-    latin = kept.translate(_LOOKALIKES)
-    for pair, single in _EARLY_PAIRS:
-        latin = latin.replace(pair, single)
-    latin = latin.translate(_ASCII_LOOKALIKES)
+    latin = kept.translate(_LOOKALIKES).translate(_ASCII_LOOKALIKES)
     for pair, single in _ASCII_PAIRS:
         latin = latin.replace(pair, single)
     return unicodedata.normalize("NFC", latin)
