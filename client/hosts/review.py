@@ -65,7 +65,8 @@ def waiting(store: MemoryStore, project: str | None = None) -> list[Memory]:
 
 
 def choose(store: MemoryStore, ids: Sequence[str], verb: str) -> list[Memory]:
-    """The memories ``ids`` name, each checked to be a hook's or an agent's, without repeats."""
+    """The memories ``ids`` name, each checked to be a hook's or an agent's written here,
+    without repeats."""
     if not ids:
         raise InputError(
             f"name the memories to {verb} (sealmem captured {verb} ID...), or give --all; "
@@ -74,6 +75,12 @@ def choose(store: MemoryStore, ids: Sequence[str], verb: str) -> list[Memory]:
     chosen: list[Memory] = []
     for given in ids:
         memory = store.get(given)
+        if not memory.written_here:
+            raise InputError(
+                f"memory {memory.id} is a teammate's version, not one a hook or an agent "
+                "stored here, and it waits for no verdict; nothing was changed: 'sealmem "
+                "captured' lists what waits for review"
+            )
         if memory.source not in REVIEWED:
             raise InputError(
                 f"memory {memory.id} was written by source {memory.source!r}, not captured "

@@ -80,3 +80,20 @@ def test_the_list_names_each_version_when_an_id_names_two(
     table = cli("captured").out
     assert f"@{BOB[:8]}" in table
     assert f"@{CAROL[:8]}" in table
+
+
+def test_a_teammates_agent_written_memory_is_no_capture_of_ours(
+    cli: Script, env: Env, store: MemoryStore
+) -> None:
+    """Bob's agent wrote a memory he shared (trusted, nothing waits): accepting or
+    discarding it here is refused, not reported as done."""
+    shared = Record(
+        new_memory_id(NOW, os.urandom(10)), "webshop", "note", "Bob's agent noted this.", (),
+        0.5, BOB, BOB, NOW, Hlc(NOW, 1), (), source="agent",
+    ).validate()  # fmt: skip
+    _pulled(store, shared, BOB, "bob")
+    for verb in ("accept", "discard"):
+        refused = cli("captured", verb, shared.id)
+        assert refused.code != 0, refused.out
+        assert "is a teammate's version" in refused.err
+    assert not store.get(shared.id).deleted
