@@ -10,11 +10,12 @@ characters are the table :data:`sealmem.protocol.names.HIDDEN_RANGES`.
 
 from __future__ import annotations
 
+import json
 import re
 
 from ..protocol.names import HIDDEN_RANGES, hidden_at
 
-__all__ = ["visible"]
+__all__ = ["as_seen", "visible", "visible_json"]
 
 _HIDDEN = re.compile(
     "[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in HIDDEN_RANGES) + "]"
@@ -33,3 +34,25 @@ def _escape(match: re.Match[str]) -> str:
 def visible(text: str) -> str:
     """``text`` with hidden characters shown as escapes, newlines and tabs kept."""
     return _HIDDEN.sub(_escape, text)
+
+
+def _escape_json(match: re.Match[str]) -> str:
+    ch = match.group()
+    return json.dumps(ch)[1:-1] if hidden_at(match.string, match.start()) else ch
+
+
+def visible_json(quoted: str) -> str:
+    """A JSON string (``json.dumps(..., ensure_ascii=False)``) with the hidden characters
+    it left raw written as JSON escapes (``\\u202e``, a surrogate pair above U+FFFF), so
+    an invisible run of text (tag characters, zero-width, bidi) shows as what it is."""
+    return _HIDDEN.sub(_escape_json, quoted)
+
+
+def _drop(match: re.Match[str]) -> str:
+    ch = match.group()
+    return ch if ch.isspace() or not hidden_at(match.string, match.start()) else ""
+
+
+def as_seen(text: str) -> str:
+    """``text`` as a person sees it: without its hidden characters (whitespace kept)."""
+    return _HIDDEN.sub(_drop, text)

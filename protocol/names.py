@@ -120,11 +120,12 @@ def name_problem(name: str) -> str | None:
 
 
 #: ASCII look-alikes (after case folding), from Unicode's confusables for ASCII (UTS #39:
-#: ``I``, ``1``, ``|`` read as ``l``; ``0`` as ``O``; ``m`` as ``rn``), plus ``vv`` as ``w``.
+#: ``I``, ``1``, ``|`` read as ``l``; ``0`` as ``O``; ``m`` as ``rn``; ``d`` as ``cl``), plus
+#: ``vv`` as ``w`` and the digits ``5`` and ``8`` as the ``S`` and ``B`` they pass for.
 #: ``i`` joins ``l`` too: a capital ``I`` is both (``aIice`` looks like ``alice``, ``ALICE``
 #: is ``alice`` in capitals), and one skeleton per name cannot tell the two apart.
-_ASCII_LOOKALIKES = str.maketrans({"i": "l", "1": "l", "|": "l", "0": "o"})
-_ASCII_PAIRS = (("rn", "m"), ("vv", "w"))
+_ASCII_LOOKALIKES = str.maketrans({"i": "l", "1": "l", "|": "l", "0": "o", "5": "s", "8": "b"})
+_ASCII_PAIRS = (("rn", "m"), ("vv", "w"), ("cl", "d"))
 
 
 @functools.lru_cache(maxsize=4096)

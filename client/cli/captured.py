@@ -39,7 +39,8 @@ IdsArg = Annotated[
     list[str] | None,
     typer.Argument(
         metavar="ID...",
-        help="Ids of captured memories (the full id, or at least 8 hex digits of it).",
+        help="Ids of captured memories or teammates' versions (the full id, or at least 8 "
+        "hex digits of it; ID@WRITER where the list shows one).",
     ),
 ]
 AllOpt = Annotated[
@@ -65,9 +66,12 @@ def _teammates(store: MemoryStore, project: str | None = None) -> list[Waiting]:
 
 
 def _teammate_row(item: Waiting) -> dict[str, Any]:
+    from ..hosts.review import ref
+
     record = item.memory.record
     return {
         "id": record.id,
+        "ref": ref(item),
         "from": item.writer_name,
         "trust": item.standing.state,
         "action": item.action,
@@ -147,9 +151,14 @@ def list_captured(
 
 
 def _say_teammates(teammates: list[Waiting]) -> None:
+    from collections import Counter
+
+    from ..hosts.review import ref
+
+    twice = Counter(t.memory.id for t in teammates)
     rows = [
         [
-            short_id(t.memory.id),
+            ref(t, short=True) if twice[t.memory.id] > 1 else short_id(t.memory.id),
             t.writer_name,
             t.action if t.target is None else f"{t.action} {short_id(t.target.id)}",
             t.memory.kind,

@@ -13,8 +13,10 @@ SessionStart hook's stdout to the context).  ``prompt`` recalls on the
 submitted prompt and prints the memories that share enough of its words (at
 least :data:`PROMPT_MIN_SHARED` content or keyword stems, and either
 :data:`PROMPT_MIN_OVERLAP` of the memory's content stems or one of its
-keywords); a memory a newer one corrects is replaced by that newer one, marked
-``replaces an older memory``, never shown beside it.
+keywords), judged on the version that would be shown (the author's, when a
+teammate's change to it is only a proposal); a memory a newer one corrects is
+replaced by that newer one, marked ``replaces an older memory``, never shown
+beside it.
 Both mark a memory this machine did not write with its verified signer
 (:meth:`sealmem.client.store.memory.Memory.authorship`), never its claimed author.
 ``stop`` captures from the part of the transcript not read before
@@ -138,14 +140,16 @@ def _prompt(payload: dict[str, Any]) -> str:
         hits = store.recall(text, k=PROMPT_POOL, project=_project(payload))
         resolved = reader.resolve_all(hit.memory for hit in hits)
         for hit in hits:
-            record = hit.memory.record
+            shown = resolved.get(hit.memory.id)
+            if shown is None:
+                continue
+            record = shown.memory.record  # what would be injected, not a proposal beside it
             own = content_stems(record.content)
             by_keyword = content_stems(" ".join(record.keywords)) & asked
             shared = len((own & asked) | by_keyword)
             # a keyword the memory was given for this topic vouches for it
             close = by_keyword or shared / max(len(own), 1) >= PROMPT_MIN_OVERLAP
-            shown = resolved.get(hit.memory.id)
-            if shared < PROMPT_MIN_SHARED or not close or shown is None:
+            if shared < PROMPT_MIN_SHARED or not close:
                 continue
             if shown.superseded:  # a correction that applies stands in for it, alone
                 newer = [s for s in reader.resolve_all(shown.superseded_by).values() if s]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import InputError
 from ..store.ids import short_id
-from ..store.trust_rows import save_verdict, version_key
+from ..store.trust_rows import VersionKey, save_verdict, version_key
 
 if TYPE_CHECKING:
     from ..recall.api import MemoryStore
@@ -38,6 +38,7 @@ __all__ = [
     "discard",
     "from_teammates",
     "judge",
+    "ref",
     "split",
     "waiting",
 ]
@@ -68,7 +69,8 @@ def waiting(store: MemoryStore, project: str | None = None) -> list[Memory]:
 
 
 def choose(store: MemoryStore, ids: Sequence[str], verb: str) -> list[Memory]:
-    """The memories ``ids`` name, each a hook's, an agent's or an import's, without repeats."""
+    """The memories ``ids`` name, each a hook's, an agent's or an import's written here,
+    without repeats."""
     if not ids:
         raise InputError(
             f"name the memories to {verb} (sealmem captured {verb} ID...), or give --all; "
@@ -77,6 +79,12 @@ def choose(store: MemoryStore, ids: Sequence[str], verb: str) -> list[Memory]:
     chosen: list[Memory] = []
     for given in ids:
         memory = store.get(given)
+        if not memory.written_here:
+            raise InputError(
+                f"memory {memory.id} is a teammate's version, not one a hook or an agent "
+                "stored here, and it waits for no verdict; nothing was changed: 'sealmem "
+                "captured' lists what waits for review"
+            )
         if memory.source not in REVIEWED:
             raise InputError(
                 f"memory {memory.id} was written by source {memory.source!r}, not captured "
@@ -149,7 +157,7 @@ def from_teammates(store: MemoryStore, project: str | None = None) -> list[Waiti
         f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY updated_at, id", params
     ).fetchall()
     reader = store.reader()
-    out: dict[tuple[str, int, int, str], Waiting] = {}
+    out: dict[VersionKey, Waiting] = {}
 
     def name(memory: Memory) -> str:
         return memory.authorship(reader.names, reader.me).writer_name
@@ -174,15 +182,39 @@ def judge(store: MemoryStore, chosen: Sequence[Waiting], verdict: str) -> None:
         save_verdict(store.connection, version_key(item.memory.record), verdict, now)
 
 
+def ref(item: Waiting, short: bool = False) -> str:
+    """The name of one waiting version: its memory id (short: as the CLI prints it), ``@``,
+    and the start of its writer's id.  A proposal to edit or delete a memory has that
+    memory's id, so the id alone may name two versions."""
+    memory_id = short_id(item.memory.id) if short else item.memory.id
+    return f"{memory_id}@{(item.standing.writer or '-')[:8]}"
+
+
 def split(store: MemoryStore, ids: Sequence[str]) -> tuple[list[str], list[Waiting]]:
     """``ids`` parted into those that are not a teammate's waiting version (captures, or
-    wrong: :func:`choose` says so) and the teammates' versions they name."""
-    by_id = {t.memory.id: t for t in from_teammates(store)}
+    wrong: :func:`choose` says so) and the teammates' versions they name; an id that names
+    two (a memory and a proposal to change it) is refused unless :func:`ref` picks one."""
+    by_id: dict[str, list[Waiting]] = {}
+    for item in from_teammates(store):
+        by_id.setdefault(item.memory.id, []).append(item)
     rest, theirs = [], []
     for given in ids:
-        full = store.resolve_id(given)
-        if full in by_id:
-            theirs.append(by_id[full])
+        head, at, writer = given.partition("@")
+        full = store.resolve_id(head)
+        found = [t for t in by_id.get(full, []) if not at or ref(t).endswith(at + writer)]
+        if len(found) > 1:
+            which = ", ".join(f"{ref(t, short=True)} ({t.writer_name}'s {t.action})" for t in found)
+            raise InputError(
+                f"{short_id(full)} names {len(found)} teammates' versions waiting for review: "
+                f"{which}; nothing was changed: name the one you mean"
+            )
+        if found:
+            theirs.append(found[0])
+        elif at:
+            raise InputError(
+                f"no teammate's version of {short_id(full)} written by {writer!r} waits for "
+                "review; nothing was changed: 'sealmem captured' lists them"
+            )
         else:
             rest.append(given)
     return rest, theirs

@@ -33,10 +33,15 @@ _HEADER = "Memories from sealmem for {scope} (notes from past sessions and teamm
 _TIER = {"warning": 0, "decision": 1}
 
 
+def _names(reader: Reader) -> dict[str, str]:
+    """The roster names as a line's marks show them (:func:`.framing.name`)."""
+    return {kid: framing.name(name) for kid, name in reader.names.items()}
+
+
 def marks(memory: Memory, reader: Reader, shown: Shown | None = None) -> list[str]:
     """The marks of one memory's line: shared, who wrote it, its trust state."""
     out = ["shared"] if memory.project == SHARED_PROJECT else []
-    out.extend(memory.authorship(reader.names, reader.me).tags())
+    out.extend(memory.authorship(_names(reader), reader.me).tags())
     standing = shown.standing if shown is not None else reader.standing(memory)
     if standing.label:
         out.append(standing.label)
@@ -53,7 +58,7 @@ def render(shown: Shown, reader: Reader, extra: Sequence[str] = ()) -> list[tupl
     for p in shown.proposals:
         if not p.standing.automatic:
             continue
-        who = p.memory.authorship(reader.names, reader.me)
+        who = p.memory.authorship(_names(reader), reader.me)
         # an edit keeps the author's claim by nature; a new memory claiming one is news
         claims = [t for t in who.tags() if t.startswith("claimed") and p.action == "supersede"]
         label = [*claims, p.standing.label] if p.standing.label else claims
@@ -64,20 +69,37 @@ def render(shown: Shown, reader: Reader, extra: Sequence[str] = ()) -> list[tupl
     return rows
 
 
+_WHO = (
+    "CASE WHEN {t}.transport = 'local' THEN '' WHEN {t}.verified THEN coalesce({t}.signer, '?') "
+    "ELSE '?' END"
+)
+_WHOSE = (
+    f"CASE WHEN m.transport = 'local' THEN '' ELSE coalesce((SELECT {_WHO.format(t='h')} "
+    "FROM history h WHERE h.id = m.id AND coalesce(h.received_at, h.updated_at) <= "
+    "coalesce(m.received_at, m.updated_at) ORDER BY coalesce(h.received_at, h.updated_at), "
+    f"h.seq LIMIT 1), {_WHO.format(t='m')}) END"
+)
+"""Whose candidate a memory is: the writer of the version this store received first (as
+:class:`.standing.Reader` has it), so that editing someone's memory never moves it into
+the editor's share, where the editor's own memories could push it out; an unverified
+version's claimed signer is no one's (``?``: a file cannot fill a member's share)."""
+
+
 def _candidates(conn: sqlite3.Connection, projects: Sequence[str]) -> list[Memory]:
     """Live memories (and tombstones with history: a teammate's delete is a proposal),
     each writer's best first: at most :data:`OWN_ROWS` of the reader's, :data:`PER_WRITER`
-    of each other writer's (more than its share can ever show)."""
+    of each other writer's (more than its share can ever show); a memory counts as its
+    first writer's (:data:`_WHOSE`)."""
     marks_ = ", ".join("?" * len(projects))
     ranked = conn.execute(
-        "SELECT rid FROM (SELECT m.rowid AS rid, m.transport = 'local' AS here, "
-        "  ROW_NUMBER() OVER (PARTITION BY "
-        "  CASE m.transport WHEN 'local' THEN '' ELSE coalesce(m.signer, '?') END "
-        "  ORDER BY CASE m.kind WHEN 'warning' THEN 0 WHEN 'decision' THEN 1 ELSE 2 END, "
-        "  m.local_importance DESC, m.updated_at DESC, m.rowid DESC) AS rank "
+        "SELECT rid FROM (SELECT rid, who, ROW_NUMBER() OVER (PARTITION BY who "
+        "  ORDER BY tier, importance DESC, updated DESC, rid DESC) AS rank FROM ("
+        f"  SELECT m.rowid AS rid, {_WHOSE} AS who, m.local_importance AS importance, "
+        "  CASE m.kind WHEN 'warning' THEN 0 WHEN 'decision' THEN 1 ELSE 2 END AS tier, "
+        "  m.updated_at AS updated "
         f"  FROM memories m WHERE m.project IN ({marks_}) AND (m.deleted = 0 OR EXISTS ("
-        "    SELECT 1 FROM history h WHERE h.id = m.id))) "
-        "WHERE rank <= CASE WHEN here THEN ? ELSE ? END",
+        "    SELECT 1 FROM history h WHERE h.id = m.id)))) "
+        "WHERE rank <= CASE WHEN who = '' THEN ? ELSE ? END",
         (*projects, OWN_ROWS, PER_WRITER),
     ).fetchall()
     rowids = [int(r[0]) for r in ranked]

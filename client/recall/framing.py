@@ -4,9 +4,11 @@ A context is a fixed header, then ``<sealmem-memories>``, one line per memory, a
 ``</sealmem-memories>``.  A line is ``- [kind, <marks>] "<text>"``: the marks say who
 wrote it (the verified writer, never a claim), its trust state and the flags of
 :mod:`.instructions`; the text is a JSON string (one line, quotes and backslashes
-escaped) in which ``<`` and ``>`` are escaped too, so no memory can end the quote, start
-a line, or close the block.  A proposal (:mod:`.standing`) follows the line it would
-change, indented: ``  - <writer> proposes to ...: "<text>"``.
+escaped) in which ``<``, ``>`` and the hidden characters of :mod:`sealmem.client.textsafe`
+(bidi, zero-width, tag characters) are escaped too, so no memory can end the quote,
+start a line, close the block or carry text a person cannot see.  A proposal
+(:mod:`.standing`) follows the line it would change, indented:
+``  - <writer> proposes to ...: "<text>"``.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from ..textsafe import visible_json
 from .instructions import flags
 
-__all__ = ["CLOSE", "MAX_LINE_CHARS", "OPEN", "frame", "line", "proposal_line", "quote"]
+__all__ = ["CLOSE", "MAX_LINE_CHARS", "OPEN", "frame", "line", "name", "proposal_line", "quote"]
 
 MAX_LINE_CHARS = 400
 OPEN, CLOSE = "<sealmem-memories>", "</sealmem-memories>"
@@ -29,13 +32,23 @@ def quote(text: str, limit: int = MAX_LINE_CHARS) -> str:
     flat = " ".join(text.split())
     if len(flat) > limit:
         flat = flat[: limit - 1].rstrip() + "…"
-    quoted = json.dumps(flat, ensure_ascii=False)
+    quoted = visible_json(json.dumps(flat, ensure_ascii=False))
     return quoted.replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+_UNSAFE = {ord(c): "_" for c in '[]<>"\n'}
+_SEPARATORS = {ord(c): "_" for c in ",;"}
 
 
 def _safe(mark: str) -> str:
     """A mark (a roster name in it) that cannot end the brackets or imitate the frame."""
-    return mark.translate({ord(c): "_" for c in '[]<>"\n'})
+    return mark.translate(_UNSAFE)
+
+
+def name(text: str) -> str:
+    """A member's name as a mark may hold it: no separator of marks (``,``, ``;``), so a
+    name such as ``eve, trusted`` cannot pass for more marks."""
+    return text.translate(_SEPARATORS)
 
 
 def _marks(kind: str, marks: Sequence[str], text: str) -> str:

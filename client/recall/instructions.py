@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["RULES", "flags"]
+from ..textsafe import as_seen
+
+__all__ = ["HIDDEN", "RULES", "flags"]
 
 _I = re.IGNORECASE
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -55,6 +57,15 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 """(flag, pattern): the flags a text earns, in this order."""
 
 
+HIDDEN = "hidden characters"
+"""The flag of text holding characters a person cannot see (zero-width, bidi, tag
+characters: :func:`sealmem.client.textsafe.as_seen`), which could also split a word to
+slip past :data:`RULES`."""
+
+
 def flags(text: str) -> list[str]:
-    """The flags of :data:`RULES` that ``text`` matches, in table order."""
-    return [name for name, pattern in RULES if pattern.search(text)]
+    """The flags of :data:`RULES` that ``text`` matches (read without its hidden
+    characters), in table order, then :data:`HIDDEN` when it holds any."""
+    seen = as_seen(text)
+    found = [name for name, pattern in RULES if pattern.search(seen)]
+    return [*found, HIDDEN] if len(seen) < len(text) else found

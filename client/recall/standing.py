@@ -7,7 +7,8 @@ settings and verdicts) and answers, for a memory, what every surface shows
 - a version written by someone other than the memory's author (an edit or a tombstone)
   is a *proposal*: the author's latest version is shown, the proposal beside it, until
   the author or the reader accepts it; the reader's and the author's own changes apply
-  at once.  The author is the writer of the earliest version this store holds.
+  at once.  The author is the writer of the version this store received first (a
+  version that arrived later, even one claiming an older clock, is never the author's).
 - a memory another writer supersedes stays shown, the superseding one beside it as a
   proposal, unless the superseder is the author, the reader, or a person accepted it.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ...protocol import canonical
 from ...protocol.errors import ProtocolError
+from ...protocol.hlc import Hlc
 from ..store import trust_rows
 from ..store.memory import Memory
 from ..store.rows import MEMORY_COLUMNS, memory_from_history_row, memory_from_row
@@ -122,6 +124,17 @@ class Reader:
         verdict = self.verdicts.get(trust_rows.version_key(memory.record))
         return Standing(writer, self.state_of(writer, memory.provenance.transport), verdict)
 
+    def _first(self, memory: Memory) -> tuple[int, bool, Hlc]:
+        """The order in which versions of one memory count as its first: when this store
+        received it (its pull's time; written here, the earliest local time), then, among
+        versions of one pull, one that names its own writer as author, the oldest clock.
+        A version that lost the merge on arrival, whatever clock it claims, is not first."""
+        prov = memory.provenance
+        at = prov.received_at
+        if at is None:
+            at = min(memory.updated_at, memory.record.hlc.wall)
+        return at, self.writer_of(memory) != memory.record.author, memory.record.hlc
+
     def _history(self, ids: Iterable[str]) -> dict[str, list[Memory]]:
         """Replaced versions per id, oldest first."""
         wanted = list(dict.fromkeys(ids))
@@ -167,13 +180,13 @@ class Reader:
         replacing = self._superseders(current)
         out: dict[str, Shown | None] = {}
         for memory_id, memory in current.items():
-            versions = [*history.get(memory_id, []), memory]
-            author = self.writer_of(versions[0])
+            older = history.get(memory_id, [])
+            author = self.writer_of(min([memory, *older], key=self._first))
             proposals: list[Proposal] = []
             shown = memory
             if (standing := self._applies(memory, author)) is not None:
-                by_author = [v for v in versions[:-1] if self.writer_of(v) == author]
-                shown = by_author[-1] if by_author else memory
+                by_author = [v for v in older if self.writer_of(v) == author]
+                shown = max(by_author, key=lambda v: v.record.hlc) if by_author else memory
                 action = "delete" if memory.deleted else "edit"
                 proposals.append(Proposal(memory, standing, action))
             applied: list[Memory] = []

@@ -313,10 +313,18 @@ CREATE TABLE verdicts (
 ) WITHOUT ROWID;
 """
 
+_VERDICT_DIGEST = """
+ALTER TABLE verdicts ADD COLUMN digest TEXT NOT NULL DEFAULT '';
+"""
+"""A verdict names its version's bytes too (:func:`.trust_rows.version_key`): another
+version with the same id, clock and editor is not the one a person judged.  A verdict
+of before it (``''``) names none: the version waits again."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
     Migration(3, "trust: the reader's trust in each member, and its verdicts on versions", _TRUST),
+    Migration(4, "verdict digest: a verdict names the bytes it judged", _VERDICT_DIGEST),
 ]
 
 

@@ -1,4 +1,4 @@
-"""The reader's trust settings and verdicts, as rows (schema version 3).
+"""The reader's trust settings and verdicts, as rows (schema versions 3 and 4).
 
 ``member_trust`` holds what a person set for a member (a member without a row has
 the default of :func:`sealmem.client.recall.trust.default_state`); ``verdicts`` what a
@@ -9,8 +9,10 @@ reader's local view, written here and nowhere else.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 
+from ...protocol import canonical
 from ...protocol.record import Record
 from .connection import get_meta, set_meta, transaction
 
@@ -29,12 +31,15 @@ __all__ = [
     "version_key",
 ]
 
-VersionKey = tuple[str, int, int, str]
-"""(memory id, hlc wall, hlc counter, editor): one version of one memory."""
+VersionKey = tuple[str, int, int, str, str]
+"""(memory id, hlc wall, hlc counter, editor, digest): one version of one memory.  The
+digest (of its canonical bytes) tells apart two versions an editor signed with one id,
+clock and editor: a verdict on one must not pass to the other."""
 
 
 def version_key(record: Record) -> VersionKey:
-    return (record.id, record.hlc.wall, record.hlc.counter, record.editor)
+    digest = hashlib.blake2b(canonical.encode(record.to_wire()), digest_size=16).hexdigest()
+    return (record.id, record.hlc.wall, record.hlc.counter, record.editor, digest)
 
 
 def member_settings(conn: sqlite3.Connection) -> dict[str, str]:
@@ -52,15 +57,15 @@ def save_member_state(conn: sqlite3.Connection, member: str, state: str, now: in
 
 def verdicts(conn: sqlite3.Connection) -> dict[VersionKey, str]:
     """Every verdict a person gave, by version."""
-    rows = conn.execute("SELECT id, hlc_wall, hlc_counter, editor, verdict FROM verdicts")
-    return {(str(r[0]), int(r[1]), int(r[2]), str(r[3])): str(r[4]) for r in rows}
+    rows = conn.execute("SELECT id, hlc_wall, hlc_counter, editor, digest, verdict FROM verdicts")
+    return {(str(r[0]), int(r[1]), int(r[2]), str(r[3]), str(r[4])): str(r[5]) for r in rows}
 
 
 def save_verdict(conn: sqlite3.Connection, key: VersionKey, verdict: str, now: int) -> None:
     with transaction(conn):
         conn.execute(
-            "INSERT OR REPLACE INTO verdicts "
-            "(id, hlc_wall, hlc_counter, editor, verdict, decided_at) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO verdicts (id, hlc_wall, hlc_counter, editor, digest, "
+            "verdict, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (*key, verdict, now),
         )
 

@@ -258,13 +258,14 @@ def store_page(store: MemoryStore) -> dict[str, Any]:
 
 def captured_page(store: MemoryStore) -> dict[str, Any]:
     """Captured memories waiting for review (private until accepted)."""
-    from ..hosts.review import from_teammates, waiting
+    from ..hosts.review import from_teammates, ref, waiting
 
     theirs = from_teammates(store)
     cards = _cards(store, [t.memory for t in theirs])
     teammates = [
         {
             "card": card,
+            "ref": ref(t),
             "action": t.action,
             "trust": t.standing.state,
             "flags": t.flags,

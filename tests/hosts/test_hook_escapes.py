@@ -1,6 +1,6 @@
 """What the hooks print reaches the agent host, which may show it in a terminal: a
 teammate's control sequences and bidi overrides come out as visible escapes there too,
-as in every other command (``sealmem.client.cli.output.clean``)."""
+as in every other command (``sealmem.client.textsafe``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from sealmem.client.cli.output import clean
 from tests.hosts.conftest import SEALMEM
 from tests.sync.conftest import PROJECT, World, make_world
 
@@ -58,11 +57,11 @@ def test_hook_output_carries_no_raw_control_or_bidi_characters(
     done = _hook(boss.home, cwd, hook, **payload)
 
     assert (done.returncode, done.stderr) == (0, "")
-    # shown, visibly escaped: C0 controls by the JSON quote of the frame, the rest as
-    # every command escapes them
-    assert clean(json.dumps(stored, ensure_ascii=False)) in done.stdout
+    # shown, visibly escaped: every hidden character as a JSON escape of the frame's quote
+    # (this text is ASCII but for them)
+    assert json.dumps(stored) in done.stdout
     assert "from alice" in done.stdout
     found = [f"U+{ord(ch):04X}" for ch in RAW if ch in done.stdout]
     assert not found, (found, done.stdout)
     assert "\\u001b]0;pwned\\u0007" in done.stdout
-    assert "\n- [warning, from alice, trusted]" in done.stdout  # newlines kept
+    assert "\n- [warning, from alice, trusted, flagged: hidden characters]" in done.stdout

@@ -75,6 +75,9 @@ def skeleton_vectors() -> list[Vector]:
         ("rn", "rn for the m of mary", "mary", "rnary", True),
         ("vv", "vv for the w of will", "will", "vvill", True),
         ("cyrillic-and-digit", "a Cyrillic a and a digit 1", "alice", "\u0430\u0031ice", True),
+        ("digit-five", "the digit 5 for the s of sam", "sam", "5am", True),
+        ("digit-eight", "the digit 8 for the b of bob", "bob", "8ob", True),
+        ("cl", "cl for the d of dave", "dave", "clave", True),
         ("distinct", "another name", "alice", "alicia", False),
         ("digit-kept", "a digit that looks like no letter", "bob", "bob2", False),
     ]
