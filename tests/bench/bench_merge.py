@@ -54,7 +54,7 @@ CREATE TABLE memories (
     seen_count INTEGER NOT NULL DEFAULT 1, updated_at INTEGER NOT NULL, norm_hash TEXT,
     transport TEXT NOT NULL DEFAULT 'local', signer TEXT, signer_name TEXT,
     verified INTEGER NOT NULL DEFAULT 0, received_at INTEGER, snapshot_seq INTEGER,
-    stems TEXT);
+    stems TEXT, source TEXT);
 CREATE INDEX memories_project_updated ON memories (project, updated_at);
 CREATE INDEX memories_updated ON memories (updated_at);
 CREATE INDEX memories_dedup ON memories (project, norm_hash) WHERE deleted = 0;
@@ -63,8 +63,9 @@ CREATE VIRTUAL TABLE memories_fts USING fts5 (content, keywords, content = 'memo
     content_rowid = 'rowid', tokenize = 'porter unicode61 remove_diacritics 2');
 """
 """The limits' schema: the tables the engine limit was first measured on (the first
-schema's ``memories``, four indexes, its full-text index), kept as they were so that
-the limit rows compare across versions of the store."""
+schema's ``memories``, four indexes, its full-text index), kept as they were (but for
+the nullable ``source`` column, which every row the store writes now names) so that the
+limit rows compare across versions of the store."""
 
 FTS_TRIGGER = """
 CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
