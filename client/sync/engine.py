@@ -185,9 +185,9 @@ def _run(
         summary.warnings.append(verdict.line())
     roster = state.roster or roster  # read again when a teammate cited a newer one
     revoked = roster.revocation(team.me)
-    if push and verdict.level == "stop":
-        pass  # said above: nothing is published under what may be an old epoch
-    elif push and revoked is not None:
+    # a stop was said above: nothing is published under what may be an old epoch
+    push = push and verdict.level != "stop"
+    if push and revoked is not None:
         summary.warnings.append(
             f"this member was revoked from the team in roster v{revoked.at_version}: "
             "nothing is pushed, and teammates refuse what it writes; ask an admin"
