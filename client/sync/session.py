@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ...crypto import SUITE, ContentKey, MemberKey, PublicIdentity
 from ...protocol import hubapi, reasons
 from ...protocol.encoding import b64d, b64e
-from ...protocol.errors import InputError, Rejected, SealmemError, StoreError
+from ...protocol.errors import DecryptionError, InputError, Rejected, SealmemError, StoreError
 from ...protocol.names import select
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
@@ -240,14 +240,29 @@ class Team:
 
     def content_key(self, state: TrustedState, project: str, epoch: int) -> ContentKey | None:
         """This member's content key for a project epoch in ``state``, or None if it holds
-        none.  ``Rejected`` (``tampered``) if the unwrapped key is not the one the
-        keyring's ``key_id`` commits to."""
+        none.  ``Rejected`` (``tampered``) if its wrap does not open with this member's
+        key, or the unwrapped key is not the one the keyring's ``key_id`` commits to."""
         keyring = state.keyring(project, epoch)
         if keyring is None or self.me not in keyring.wraps:
             return None
-        key = ContentKey.unwrap(keyring.wraps[self.me], self.key)
+        try:
+            key = ContentKey.unwrap(keyring.wraps[self.me], self.key)
+        except DecryptionError as exc:
+            raise Rejected(
+                reasons.TAMPERED,
+                f"keyring {project!r} epoch {epoch}: the wrap for this member does not open "
+                "with its key; tell an admin, who should rotate the project "
+                "('sealmem admin rotate')",
+            ) from exc
         keyring.check_key(key)
         return key
+
+    def _holds_key(self, state: TrustedState, project: str, epoch: int) -> bool:
+        """Whether this member holds a valid key for the epoch (a refused one is none)."""
+        try:
+            return self.content_key(state, project, epoch) is not None
+        except Rejected:
+            return False
 
     def join_status(self, state: TrustedState) -> str | None:
         """While this member is not in the trusted roster, what the transport says of its
@@ -363,7 +378,7 @@ class Team:
                 "read": roster.can_read(self.me, project),
                 "write": roster.can_write(self.me, project) and roster.revocation(self.me) is None,
                 "epoch": epoch,
-                "key": self.content_key(state, project, epoch) is not None,
+                "key": self._holds_key(state, project, epoch),
             }
         doc["alarms"] = self.alarms(roster)
         return doc
