@@ -87,14 +87,23 @@ def _joinable(ch: str) -> bool:
     return cp > 0x7F and not _in_table(cp) and not ch.isspace()
 
 
+def _selector(cp: int) -> bool:
+    return any(a <= cp <= b for a, b in _SELECTORS)
+
+
 def hidden_at(text: str, i: int) -> bool:
     """Whether ``text[i]`` is a character a terminal acts on or that hides text."""
     cp = ord(text[i])
     if not _in_table(cp):
         return False
     if cp in _JOINERS and 0 < i < len(text) - 1:
-        return not (_joinable(text[i - 1]) and _joinable(text[i + 1]))
-    if i > 0 and any(a <= cp <= b for a, b in _SELECTORS):
+        # on the left a visible non-ASCII code point, or a selector right after one (an
+        # emoji's presentation before the joiner: U+2764 U+FE0F U+200D U+1F525)
+        left = _joinable(text[i - 1]) or (
+            i > 1 and _selector(ord(text[i - 1])) and _joinable(text[i - 2])
+        )
+        return not (left and _joinable(text[i + 1]))
+    if i > 0 and _selector(cp):
         return not _joinable(text[i - 1])
     return True
 

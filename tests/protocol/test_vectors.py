@@ -29,7 +29,7 @@ from sealmem.crypto.request import (
 )
 from sealmem.protocol import canonical, hubapi, reasons
 from sealmem.protocol.admission import InviteRecord, check_request_against_invite
-from sealmem.protocol.bases import parse_base, rebuild
+from sealmem.protocol.bases import parsed_base, rebuild
 from sealmem.protocol.checkpoint import accept_checkpoint
 from sealmem.protocol.encoding import b64d, b64e, need_b64, object_hash
 from sealmem.protocol.errors import BadSignatureError, DecryptionError, ProtocolError, Rejected
@@ -105,7 +105,7 @@ def derive(obj: dict[str, Any]) -> dict[str, Any]:
             "for": invite.for_name,
         }  # fmt: skip
     if kind == "join":
-        request = read_join_request(SUITE, b64d(obj["data"]), TEAM)
+        request = read_join_request(SUITE, b64d(obj["data"]), TEAM, filed_as=obj.get("filed_as"))
         return {
             "kid": request.kid, "invite_id": request.invite_id,
             "fingerprint": fingerprint_of(request.sign_public, request.box_public),
@@ -199,7 +199,13 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
         if "reader" in obj:
             seeds = obj["reader"]
             member = MemberKey(b64d(seeds["sign_seed"]), b64d(seeds["box_seed"]))
-            keyring.check_key(ContentKey.unwrap(keyring.wraps[member.kid], member))
+            if member.kid not in keyring.wraps:  # valid: this reader simply holds no key
+                return None
+            try:
+                key = ContentKey.unwrap(keyring.wraps[member.kid], member)
+            except DecryptionError as exc:  # a wrap that is no sealed box for this reader
+                raise Rejected(reasons.TAMPERED, str(exc)) from exc
+            keyring.check_key(key)
         return None
     if obj["kind"] == "roster":
         accept_roster(SUITE, state, data)
@@ -208,8 +214,9 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     state, manifest = accept_manifest(SUITE, state, data, **where)
     if obj["kind"] == "manifest":
         return None
-    offered = (parse_base(SUITE, b64d(b)) for b in obj.get("bases", []))
-    manifest = rebuild(SUITE, manifest, offered)
+    # a candidate that does not parse as a manifest is no base: it is passed over
+    offered = [parsed_base(SUITE, b64d(b)) for b in obj.get("bases", [])]
+    manifest = rebuild(SUITE, manifest, [b for b in offered if b is not None])
     chunks = {cid: b64d(text) for cid, text in obj["chunks"].items()}
     key = ContentKey(b64d(obj["content_key"]))
     now = obj.get("now_ms", READER_NOW)

@@ -70,6 +70,7 @@ from .basics import Vector, basic_vectors
 from .invites import invite_family
 from .signatures import DESCRIPTIONS as SIGNATURE_DESCRIPTIONS
 from .signatures import signature_cases
+from .silences import DESCRIPTIONS as SILENCE_DESCRIPTIONS
 from .writers import writer_vectors
 
 VECTORS = Path(__file__).resolve().parents[3] / "protocol" / "vectors"
@@ -286,6 +287,7 @@ DESCRIPTIONS = {
 }
 
 DESCRIPTIONS.update(SIGNATURE_DESCRIPTIONS)
+DESCRIPTIONS.update(SILENCE_DESCRIPTIONS)
 
 Setup = list[tuple[str, bytes]]
 
@@ -768,6 +770,7 @@ def extra_envelope_cases() -> list[Case]:
 def cases() -> list[Case]:
     from .freshness import DESCRIPTIONS as FRESHNESS
     from .freshness import freshness_cases
+    from .silences import silence_cases
 
     DESCRIPTIONS.update(FRESHNESS)
     return [
@@ -781,6 +784,7 @@ def cases() -> list[Case]:
         *delta_cases(),
         *extra_envelope_cases(),
         *signature_cases(),
+        *silence_cases(),  # last: the pinned nonces of the cases above stay as they were
     ]
 
 
@@ -811,7 +815,9 @@ def main(argv: list[str] | None = None) -> int:
     names = list(docs)
     if set(names) != set(DESCRIPTIONS):
         raise SystemExit("each case must have a description, and each description a case")
-    for v in [*basic_vectors(), *invite_family(), *writer_vectors()]:
+    from .silences import silence_vectors
+
+    for v in [*basic_vectors(), *invite_family(), *writer_vectors(), *silence_vectors()]:
         if v.name in docs:
             raise SystemExit(f"vector name {v.name} is used twice")
         docs[v.name] = vector_json(v)
