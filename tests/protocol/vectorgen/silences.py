@@ -44,6 +44,8 @@ DESCRIPTIONS = {
     "roster-revocation-removed": "v3 drops the revocation v2 made: revocations are append-only",
     "roster-revocation-rewritten": "v3 rewrites the at_version of v2's revocation",
     "roster-v1-root-not-admin": "v1 signed by the pinned root, which it lists as a plain member",
+    "roster-reset-unknown-project": "a reset for a project the roster does not register",
+    "snapshot-zlib-level-9": "a chunk compressed at zlib level 9: any level is read",
     "keyring-too-many-wraps": "4097 wraps (the limit is 4096): too-large before any entry",
     "keyring-signer-revoked-in-cited-roster": (
         "signed by alice, an admin, citing the roster that revokes her"
@@ -112,6 +114,9 @@ def roster_silences() -> list[Case]:
                           members=[m.to_wire() for m in (
                               plain_root[0], member(ALICE, "alice", "admin"), plain_root[2])]),
              "not-admin"),
+        Case("roster-reset-unknown-project", [],
+             _hand_roster(R1_ROSTER, ROOT, resets=[
+                 {"kid": ALICE.kid, "project": "docs", "at_version": 1}]), "malformed"),
     ]  # fmt: skip
 
 
@@ -238,7 +243,18 @@ def _chunk(writer: Any, payload: bytes, bucket: int) -> tuple[ChunkRef, bytes]:
 
 
 def chunk_silences() -> list[Case]:
-    from .generate import ALICE, BASE, BOB, NOW, PROJECT, TEAM, Case, record
+    from .generate import (
+        ALICE,
+        BASE,
+        BOB,
+        NOW,
+        PROJECT,
+        TEAM,
+        Case,
+        evil_chunk,
+        record,
+        with_chunks,
+    )
 
     def in_bucket(b: int, n: int, start: int = 1) -> list[Any]:
         out, i = [], start
@@ -267,7 +283,11 @@ def chunk_silences() -> list[Case]:
     mixed = _chunk(ALICE, canonical.encode(wrong), b0)
     mixed_env, mixed_chunks = made([mixed], 2)
     key = b64e(b"\x11" * 32)
+    one = record(ALICE, 1)
+    level9 = evil_chunk(ALICE, canonical.encode([one.to_wire()]), bucket_of(SUITE, one.id, 64))
     return [
+        Case("snapshot-zlib-level-9", BASE, level9.envelope, "accept", with_chunks(level9),
+             records=1),
         Case("snapshot-running-count-hole", BASE, hole_env, "tampered",
              {"chunks": {first[0].id: b64e(first[1])}, "content_key": key}),
         Case("snapshot-running-count-stops", BASE, stops_env, "tampered",
