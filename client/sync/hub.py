@@ -7,7 +7,8 @@ publication whose answer was lost is settled by reading back (:mod:`~.readback`)
 Paths, headers and codes come from :mod:`sealmem.protocol.hubapi`, which the hub routes
 on.  Keyrings that name a roster the hub does not hold yet (an admin publishes keyrings
 before their roster) are kept and sent with the next :meth:`HubTransport.put_roster`, in
-one request the hub accepts or refuses as a whole.
+one request the hub accepts or refuses as a whole; those that do not fit one body follow
+it one by one, once it is stored.
 
 :func:`open_transport` picks the folder or the hub from a location string.
 """
@@ -102,7 +103,7 @@ class HubTransport(Transport):
             retry_budget_s=retry_budget_s, sync_budget_s=sync_budget_s,
         )  # fmt: skip
         self._send = self._sender.send
-        self._pending_keyrings: list[bytes] = []
+        self._pending_keyrings: list[tuple[str, int, bytes]] = []  # (project, epoch, data)
         self._warnings: list[str] = []
         self._lost: dict[str, frozenset[str]] = {}  # per project: the hub's marks on our slot
 
@@ -138,9 +139,23 @@ class HubTransport(Transport):
         return self._blobs(doc.get("rosters"), "rosters")
 
     def put_roster(self, version: int, data: bytes) -> None:
-        body = json.dumps(
-            {"roster": b64e(data), "keyrings": [b64e(k) for k in self._pending_keyrings]}
-        ).encode()
+        # kept keyrings belong to this roster only, published or refused
+        kept, self._pending_keyrings = self._pending_keyrings, []
+        bundled, later = _fitting(data, kept)
+        try:
+            self._publish_roster(version, data, bundled)
+        except HubError as exc:  # a hub whose own body limit is lower: the roster alone
+            if exc.code != hubapi.TOO_LARGE or not bundled:
+                raise
+            self._publish_roster(version, data, [])
+            later = kept
+        for project, epoch, keyring in later:  # each finds its roster now
+            self.put_keyring(project, epoch, keyring)
+
+    def _publish_roster(
+        self, version: int, data: bytes, keyrings: list[tuple[str, int, bytes]]
+    ) -> None:
+        body = json.dumps({"roster": b64e(data), "keyrings": [b64e(k) for *_, k in keyrings]})
         token = self._token if version == 1 else None
         headers = {hubapi.HEADER_OPERATOR_TOKEN: token} if token else None
         what = f"publish roster v{version}"
@@ -155,10 +170,7 @@ class HubTransport(Transport):
                 above = []
             return roster_outcome(above, data)
 
-        try:
-            self._send("PUT", path, what, body=body, headers=headers, read_back=read_back)
-        finally:  # kept keyrings belong to this roster only, published or refused
-            self._pending_keyrings.clear()
+        self._send("PUT", path, what, body=body.encode(), headers=headers, read_back=read_back)
 
     def keyrings(self, project: str) -> list[bytes]:
         path = self._path(hubapi.KEYRINGS, project=project)
@@ -176,7 +188,7 @@ class HubTransport(Transport):
         except HubError as exc:
             if exc.code not in {hubapi.ROSTER_UNKNOWN, hubapi.UNKNOWN_TEAM}:
                 raise
-            self._pending_keyrings.append(data)  # goes with the roster that names it
+            self._pending_keyrings.append((project, epoch, data))  # goes with its roster
 
     def checkpoint(self) -> bytes | None:
         doc = self._json("GET", self._path(hubapi.CHECKPOINTS), "read the team checkpoint")
@@ -366,3 +378,17 @@ class HubTransport(Transport):
                 return str(cursor), True
             if not changes or time.monotonic() >= deadline or (stop and stop.is_set()):
                 return str(cursor), False
+
+
+def _fitting(
+    roster: bytes, keyrings: list[tuple[str, int, bytes]]
+) -> tuple[list[tuple[str, int, bytes]], list[tuple[str, int, bytes]]]:
+    """``keyrings`` split into those that fit one roster publication beside ``roster``
+    (:data:`~sealmem.protocol.hubapi.MAX_ROSTER_PUBLISH_BYTES`, in order: the current
+    epochs come first) and the rest, sent one by one once the roster is stored."""
+    size = len(json.dumps({"roster": b64e(roster), "keyrings": []}))
+    for i, (*_, data) in enumerate(keyrings):
+        size += len(b64e(data)) + 4  # the quotes and the separator
+        if size > hubapi.MAX_ROSTER_PUBLISH_BYTES:
+            return keyrings[:i], keyrings[i:]
+    return keyrings, []
