@@ -45,6 +45,7 @@ DESCRIPTIONS = {
     "roster-revocation-rewritten": "v3 rewrites the at_version of v2's revocation",
     "roster-v1-root-not-admin": "v1 signed by the pinned root, which it lists as a plain member",
     "roster-reset-unknown-project": "a reset for a project the roster does not register",
+    "roster-name-bidi": "a member name holding a right-to-left override (U+202E)",
     "snapshot-zlib-level-9": "a chunk compressed at zlib level 9: any level is read",
     "keyring-too-many-wraps": "4097 wraps (the limit is 4096): too-large before any entry",
     "keyring-signer-revoked-in-cited-roster": (
@@ -114,6 +115,10 @@ def roster_silences() -> list[Case]:
                           members=[m.to_wire() for m in (
                               plain_root[0], member(ALICE, "alice", "admin"), plain_root[2])]),
              "not-admin"),
+        Case("roster-name-bidi", [],
+             _hand_roster(R1_ROSTER, ROOT, members=[
+                 {**m.to_wire(), "name": "bob\u202eevil"} if m.kid == BOB.kid else m.to_wire()
+                 for m in R1_ROSTER.members]), "malformed"),
         Case("roster-reset-unknown-project", [],
              _hand_roster(R1_ROSTER, ROOT, resets=[
                  {"kid": ALICE.kid, "project": "docs", "at_version": 1}]), "malformed"),
