@@ -13,8 +13,9 @@ kept as it is (its randomised wraps would otherwise churn on every run).
 The building blocks on their own (canonical JSON, ids, hashes, base64,
 padding, buckets) and the objects outside the chain (hub request signatures,
 merge) come from :mod:`basics`, invites, join requests and their admission from
-:mod:`invites`; SPEC.md "Test vectors"
-documents every object kind.
+:mod:`invites`; the rules the others leave uncaught (SPEC.md names the vectors of
+every MUST) from :mod:`silences`, generated last so that the pinned nonces of the
+others stay as they were; SPEC.md "Test vectors" documents every object kind.
 
 Each file holds::
 
