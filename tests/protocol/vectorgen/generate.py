@@ -14,7 +14,7 @@ The building blocks on their own (canonical JSON, ids, hashes, base64,
 padding, buckets) and the objects outside the chain (hub request signatures,
 merge) come from :mod:`basics`, invites, join requests and their admission from
 :mod:`invites`; the rules the others leave uncaught (SPEC.md names the vectors of
-every MUST) from :mod:`silences`, generated last so that the pinned nonces of the
+every MUST) from :mod:`silences` and :mod:`fields`, generated last so that the pinned nonces of the
 others stay as they were; SPEC.md "Test vectors" documents every object kind.
 
 Each file holds::
@@ -816,7 +816,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(docs)
     if set(names) != set(DESCRIPTIONS):
         raise SystemExit("each case must have a description, and each description a case")
-    from .silences import silence_vectors
+    from .fields import silence_vectors
 
     for v in [*basic_vectors(), *invite_family(), *writer_vectors(), *silence_vectors()]:
         if v.name in docs:
