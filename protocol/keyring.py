@@ -7,9 +7,9 @@ it lives in ``sealmem.crypto`` (``ContentKey.unwrap(keyring.wraps[kid], member_k
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from . import reasons
 from .encoding import (
@@ -23,10 +23,12 @@ from .encoding import (
     need_str,
 )
 from .envelope import seal, unpack
-from .errors import InputError, Rejected
+from .errors import DecryptionError, InputError, Rejected
 from .record import PROJECT_RE
 from .roster import MAX_MEMBERS, TEAM_RE, Roster
 from .suite import Signer, Wrapper
+
+_Key = TypeVar("_Key", bound=Wrapper)
 
 __all__ = [
     "KEYRING_FORMAT",
@@ -66,6 +68,22 @@ class Keyring:
 
     def sign(self, signer: Signer) -> bytes:
         return seal(self.to_body(), "keyring", signer)
+
+    def open_key(self, kid: str, unwrap: Callable[[bytes], _Key]) -> _Key:
+        """``kid``'s key, opened from its wrap with ``unwrap`` and checked against ``key_id``;
+        ``tampered`` when the wrap does not open (:class:`DecryptionError`) or holds
+        another key (SPEC "Keyring")."""
+        try:
+            key = unwrap(self.wraps[kid])
+        except DecryptionError as exc:
+            raise Rejected(
+                reasons.TAMPERED,
+                f"keyring {self.project!r} epoch {self.epoch}: the wrap for {kid} does not "
+                "open with its key; tell an admin, who should rotate the project "
+                "('sealmem admin rotate')",
+            ) from exc
+        self.check_key(key)
+        return key
 
     def check_key(self, key: Wrapper) -> None:
         """Refuse (``tampered``) an unwrapped key that is not the one ``key_id`` commits to."""

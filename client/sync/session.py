@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ...crypto import SUITE, ContentKey, MemberKey, PublicIdentity
 from ...protocol import hubapi, reasons
 from ...protocol.encoding import b64d, b64e
-from ...protocol.errors import DecryptionError, InputError, Rejected, SealmemError, StoreError
+from ...protocol.errors import InputError, Rejected, SealmemError, StoreError
 from ...protocol.names import select
 from ...protocol.roster import Member, Roster
 from ...protocol.state import TrustedState
@@ -245,17 +245,7 @@ class Team:
         keyring = state.keyring(project, epoch)
         if keyring is None or self.me not in keyring.wraps:
             return None
-        try:
-            key = ContentKey.unwrap(keyring.wraps[self.me], self.key)
-        except DecryptionError as exc:
-            raise Rejected(
-                reasons.TAMPERED,
-                f"keyring {project!r} epoch {epoch}: the wrap for this member does not open "
-                "with its key; tell an admin, who should rotate the project "
-                "('sealmem admin rotate')",
-            ) from exc
-        keyring.check_key(key)
-        return key
+        return keyring.open_key(self.me, lambda wrap: ContentKey.unwrap(wrap, self.key))
 
     def _holds_key(self, state: TrustedState, project: str, epoch: int) -> bool:
         """Whether this member holds a valid key for the epoch (a refused one is none)."""
