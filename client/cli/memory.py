@@ -221,7 +221,13 @@ def recall(
         reader = store.reader()
         trust = {h.memory.id: _trust(reader, h.memory) for h in hits}
         applied = reader.replacements(h.memory for h in hits)  # not a teammate's proposal
-        hits = [replace(h, superseded_by=applied.get(h.memory.id, [])) for h in hits]
+        # a teammate's edit or delete, too: the author's version stands (as agents see it)
+        stands = {m.id: m for m, _ in reader.for_people(h.memory for h in hits)}
+        hits = [
+            replace(h, memory=stands[h.memory.id], superseded_by=applied.get(h.memory.id, []))
+            for h in hits
+            if h.memory.id in stands
+        ]
     if as_json:
         docs = [
             {**_authored(h.to_dict(), h.memory.authorship(names, me)), **trust[h.memory.id][0]}
@@ -303,17 +309,28 @@ def list_(
         memories = store.recent(
             limit=limit, project=scope, all_projects=all_projects, forgotten=forgotten
         )
-        replaced = store.reader().replacements(memories)
+        reader = store.reader()
+        listed = reader.for_people(memories)  # a teammate's proposal: the author's version
+        memories = [m for m, _ in listed]
+        notes = {m.id: note for m, note in listed if note}
+        replaced = reader.replacements(memories)
         names, me = member_names(store.connection), store.author
         elsewhere = {} if memories else store.stats()["by_project"]
     if as_json:
-        output.emit_json({"memories": [m.to_dict() for m in memories]})
+        docs = [
+            {**m.to_dict(), **({"proposal": notes[m.id]} if m.id in notes else {})}
+            for m in memories
+        ]
+        output.emit_json({"memories": docs})
         return
     if not memories:
         output.say(_none_listed(scope, elsewhere))
         return
     width = listing.terminal_width()
-    output.say(listing.render(memories, replaced, names=names, me=me, width=width, full=full))
+    table = listing.render(
+        memories, replaced, names=names, me=me, width=width, full=full, notes=notes
+    )
+    output.say(table)
 
 
 def _none_listed(scope: str | None, by_project: dict[str, int]) -> str:

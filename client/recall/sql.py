@@ -48,16 +48,18 @@ _COLUMNS = (
 
 
 class Scope:
-    """The WHERE clause that keeps live memories of the projects and kinds asked for,
-    optionally written within some time spans."""
+    """The WHERE clause that keeps live memories (or the ``rows`` given) of the projects
+    and kinds asked for, optionally written within some time spans."""
 
     def __init__(
         self,
         projects: Sequence[str] | None,
         kinds: Sequence[str] | None,
         spans: Sequence[Span] = (),
+        rows: str = "m.deleted = 0",
     ) -> None:
-        clauses = ["m.deleted = 0"]
+        self.asked, self.rows = (projects, kinds), rows
+        clauses = [rows]
         self.args: list[object] = []
         for column, values in (("project", projects), ("kind", kinds)):
             if values is not None:

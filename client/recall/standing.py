@@ -28,7 +28,17 @@ from ..store.rows import MEMORY_COLUMNS, memory_from_history_row, memory_from_ro
 from .names import member_names
 from .trust import DAY_MS, MUTED, OWN, REVIEW, REVIEW_DAYS, TRUSTED, Standing, default_state
 
-__all__ = ["Proposal", "Reader", "Shown", "member_states"]
+__all__ = ["PROPOSED_DELETE", "Proposal", "Reader", "Shown", "member_states"]
+
+PROPOSED_DELETE = (
+    "m.deleted = 1 AND m.visibility = 'team' AND m.transport != 'local' AND EXISTS ("
+    "SELECT 1 FROM history h "
+    "WHERE h.id = m.id AND (h.transport = 'local' OR h.signer IS NOT m.signer))"
+)
+"""SQL over ``memories AS m``: the tombstones that may be a teammate's proposal to delete
+a memory someone else wrote (a version by another writer is kept in history).  A
+pre-filter: :meth:`Reader.resolve_all` decides which stand (then the author's version
+is shown, the proposal beside it) and which apply (nothing is shown)."""
 
 
 def _rosters(conn: sqlite3.Connection) -> list[tuple[int, int, str, set[str]]]:
@@ -95,6 +105,20 @@ class Shown:
     @property
     def superseded(self) -> bool:
         return bool(self.superseded_by)
+
+    def note(self, names: Mapping[str, str], me: str) -> str:
+        """People's mark on a memory a teammate proposes to delete or change (the
+        author's version is shown), "" for none: "NAME proposes to delete it", with the
+        proposer's verified name (not escaped here: every surface escapes what it shows)."""
+        for p in self.proposals:
+            if p.action in _NOTES:
+                return (
+                    f"{p.memory.authorship(names, me).writer_name} proposes to {_NOTES[p.action]}"
+                )
+        return ""
+
+
+_NOTES = {"delete": "delete it", "edit": "change it"}
 
 
 class Reader:
@@ -206,6 +230,21 @@ class Reader:
 
     def resolve(self, memory: Memory) -> Shown | None:
         return self.resolve_all([memory])[memory.id]
+
+    def for_people(self, memories: Iterable[Memory]) -> list[tuple[Memory, str]]:
+        """What people's lists (CLI ``list`` and ``recall``, the viewer) show of each of
+        ``memories``, in order: the version that stands and its :meth:`Shown.note`; a
+        memory whose deletion applies is left out, a tombstone asked for stays."""
+        listed = list(memories)
+        resolved = self.resolve_all(listed)
+        out = []
+        for memory in listed:
+            shown = resolved.get(memory.id)
+            if shown is not None:
+                out.append((shown.memory, shown.note(self.names, self.me)))
+            elif memory.deleted:
+                out.append((memory, ""))
+        return out
 
     def replacements(self, memories: Iterable[Memory]) -> dict[str, list[Memory]]:
         """``{id: the superseders that apply}`` (:attr:`Shown.superseded_by`) of each of

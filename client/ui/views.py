@@ -92,6 +92,8 @@ class Card:
     by: Authorship
     short: str
     replaced_by: list[Memory]
+    proposal: str = ""
+    """A teammate's proposal to delete or change it ("NAME proposes to delete it")."""
 
     @property
     def first_line(self) -> str:
@@ -102,9 +104,11 @@ class Card:
 
 def _cards(store: MemoryStore, memories: list[Memory]) -> list[Card]:
     names, me = member_names(store.connection), store.author
-    replaced = store.reader().replacements(memories)  # not a teammate's proposal
+    reader = store.reader()
+    replaced = reader.replacements(memories)  # not a teammate's proposal
     return [
-        Card(m, m.authorship(names, me), short_id(m.id), replaced.get(m.id, [])) for m in memories
+        Card(m, m.authorship(names, me), short_id(m.id), replaced.get(m.id, []), note)
+        for m, note in reader.for_people(memories)  # a proposal: the author's version
     ]
 
 
