@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from functools import partial
 
 from ...protocol.errors import InputError
 from ..store import inputs
@@ -48,12 +49,13 @@ class MemoryStore(LocalStore):
         kind_list = None if kinds is None else [inputs.kind(kind) for kind in kinds]
         conn, projects = self.connection, self._scope(project, all_projects)
         with sqlite_errors(self.path):
-            asked = dict(k=k, projects=projects, kinds=kind_list, now_ms=self._clock())
-            scored = search.search(conn, query, include_history=include_history, **asked)
+            asked = partial(
+                search.search, conn, query, k=k, projects=projects, kinds=kind_list,
+                now_ms=self._clock(),
+            )  # fmt: skip
+            scored = asked(include_history=include_history)
             if self._proposed_deletes(projects, 1):  # the author's text is history: search it
-                kept = search.search(
-                    conn, query, include_history=True, which=PROPOSED_DELETE, **asked
-                )
+                kept = asked(include_history=True, which=PROPOSED_DELETE)
                 scored = sorted([*scored, *kept], key=lambda s: -s.score)[:k]
             ids = [item.id for item in scored]
             marks = ", ".join("?" * len(ids))
@@ -106,7 +108,8 @@ class MemoryStore(LocalStore):
     def _proposed_deletes(
         self, scope: Sequence[str] | None, limit: int, offset: int = 0
     ) -> list[Memory]:
-        """Tombstones in ``scope`` that may be a teammate's proposal (newest first)."""
+        """Tombstones in ``scope`` that may be a teammate's proposal, newest first (read
+        through the index of team tombstones, ``memories_own_tombs``)."""
         where, params = PROPOSED_DELETE, list(scope or [])
         if scope is not None:
             where += f" AND m.project IN ({', '.join('?' * len(scope))})"
