@@ -11,6 +11,8 @@ settings and verdicts) and answers, for a memory, what every surface shows
   version that arrived later, even one claiming an older clock, is never the author's).
 - a memory another writer supersedes stays shown, the superseding one beside it as a
   proposal, unless the superseder is the author, the reader, or a person accepted it.
+- an accepted change applies while its writer is not muted: muting a member later
+  takes back its accepted edits, deletes and supersedes of others' memories.
 """
 
 from __future__ import annotations
@@ -191,11 +193,14 @@ class Reader:
         return out
 
     def _applies(self, change: Memory, author: str | None) -> Standing | None:
-        """None when ``change`` applies at once; else its standing as a proposal."""
+        """None when ``change`` applies; else its standing as a proposal.  A person's
+        acceptance holds while its writer is not muted: muting a member takes back every
+        change of theirs to someone else's memory (a verdict is read, never applied)."""
         standing = self.standing(change)
         if standing.writer in (author, self.me) or author is None:
             return None
-        return None if standing.verdict == "accepted" else standing
+        accepted = standing.verdict == "accepted" and standing.state != MUTED
+        return None if accepted else standing
 
     def resolve_all(self, memories: Iterable[Memory]) -> dict[str, Shown | None]:
         """:meth:`resolve` of each memory (None: nothing stands, e.g. its author deleted it)."""
