@@ -268,21 +268,22 @@ def show(
         reader = store.reader()
         trust, notes = _trust(reader, memory)
         # a teammate's supersede of a memory it did not write is a proposal, in notes
-        newer = [m.id for m in reader.replacements([memory]).get(memory.id, [])]
+        newer = reader.replacements([memory]).get(memory.id, [])
         # a teammate's edit or delete, too: the author's version stands (as agents see it)
         if (stands := reader.resolve(memory)) is not None:
             memory = stands.memory
     if as_json:
         doc = {
             **_authored(memory.to_dict(), memory.authorship(names, me)),
-            "superseded_by": newer,
+            "superseded_by": [m.to_dict() for m in newer],  # as recall --json has them
             **trust,
         }
         if history:
             doc = {"memory": doc, "history": [m.to_dict() for m in older]}
         output.emit_json(doc)
         return
-    extra = [f"SUPERSEDED by {', '.join(newer)} (sealmem show {newer[0]})"] if newer else []
+    ids = [m.id for m in newer]
+    extra = [f"SUPERSEDED by {', '.join(ids)} (sealmem show {ids[0]})"] if ids else []
     output.say(output.memory_block(memory, full=True, names=names, me=me, extra=extra + notes))
     for version in older:
         block = output.memory_block(version, full=True, names=names, me=me)
