@@ -16,7 +16,7 @@ import typer
 
 from ...protocol.errors import InputError
 from ..recall.names import member_names
-from . import output
+from . import complete, output
 
 __all__ = ["open_store", "register", "resolve_project"]
 
@@ -51,6 +51,7 @@ ProjectOpt = Annotated[
     typer.Option(
         "--project",
         "-p",
+        autocompletion=complete.projects,
         help="Project to use (default: the git repository or directory name of the cwd).",
     ),
 ]
@@ -99,6 +100,7 @@ def remember(
     kind: Annotated[
         str | None,
         typer.Option(
+            autocompletion=complete.kinds,
             help="note (default), decision, warning, lesson, fact, preference, trace, or a "
             "kind used before in this store; for the same text again, the new kind.",
         ),
@@ -112,7 +114,8 @@ def remember(
     supersedes: Annotated[
         list[str] | None,
         typer.Option(
-            help="Id (or its last 12 hex digits) of a memory this one corrects (repeatable)."
+            autocompletion=complete.memory_ids,
+            help="Id (or its last 12 hex digits) of a memory this one corrects (repeatable).",
         ),
     ] = None,
     private: Annotated[
@@ -203,7 +206,10 @@ def recall(
         bool, typer.Option("--include-history", help="Also search older versions.")
     ] = False,
     kind: Annotated[
-        list[str] | None, typer.Option("--kind", help="Only these kinds (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--kind", autocompletion=complete.kinds, help="Only these kinds (repeatable)."
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -256,7 +262,9 @@ def recall(
 
 
 def show(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help=_ID_HELP)],
+    memory_id: Annotated[
+        str, typer.Argument(metavar="ID", help=_ID_HELP, autocompletion=complete.memory_ids)
+    ],
     history: Annotated[bool, typer.Option("--history", help="Also show older versions.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -354,7 +362,9 @@ def _authored(doc: dict[str, Any], by: Authorship) -> dict[str, Any]:
 
 
 def forget(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help=_ID_HELP)],
+    memory_id: Annotated[
+        str, typer.Argument(metavar="ID", help=_ID_HELP, autocompletion=complete.memory_ids)
+    ],
     reason: Annotated[
         str | None,
         typer.Option("--reason", help="Required: why it is forgotten (kept in the tombstone)."),

@@ -47,6 +47,7 @@ def _deleted_by(store: MemoryStore, name: str) -> str:
     return mine.id
 
 
+@pytest.mark.slow
 def test_list_keeps_the_authors_version_marked(cli: Cli, store: MemoryStore) -> None:
     memory_id = _deleted_by(store, "bob")
     listed = cli("list")
@@ -69,6 +70,7 @@ def test_recall_keeps_the_authors_version_marked(cli: Cli, store: MemoryStore) -
     assert [p["action"] for p in hit["proposals"]] == ["delete"]
 
 
+@pytest.mark.slow
 def test_an_accepted_delete_applies_everywhere(cli: Cli, store: MemoryStore) -> None:
     memory_id = _deleted_by(store, "bob")
     done = cli("captured", "accept", memory_id)

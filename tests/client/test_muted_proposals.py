@@ -53,6 +53,7 @@ def _proposal(store: MemoryStore, action: str) -> tuple[str, Record]:
     return mine.id, change
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("action", ["edit", "delete", "supersede"])
 def test_muting_the_proposer_takes_back_an_accepted_proposal(tmp_path: Path, action: str) -> None:
     with MemoryStore.open(tmp_path / "store.db", author=ME) as store:

@@ -21,11 +21,11 @@ from tests.support.cli import Run, in_process
 Cli = Callable[..., Run]
 WARNING = "Never deploy on Fridays: the on-call rota is empty at weekends."
 
+pytestmark = pytest.mark.slow  # MCP sessions: > 0.2 s
+
 
 @pytest.fixture
-def cli(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Cli:
+def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
     monkeypatch.setenv("SEALMEM_HOME", str(tmp_path / "home"))
     (tmp_path / "webshop").mkdir()
     monkeypatch.chdir(tmp_path / "webshop")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 from starlette.testclient import TestClient
 
 from sealmem.client.store import agentwrites
@@ -12,6 +13,8 @@ from .conftest import HOSTILE, Seeded
 from .test_http import ORIGIN, _store
 from .test_http import client as client
 from .test_http import secrets as secrets
+
+pytestmark = pytest.mark.slow  # store writes and a viewer: > 0.2 s
 
 
 def _held(seeded: Seeded, memory_id: str, reason: str) -> None:
