@@ -228,7 +228,7 @@ def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) 
         forgot = review.settle_forgets(store, asked, accepted=True)
         left = len(_teammates(store)) if every else 0
     if as_json:
-        extra = {"teammates": [_teammate_row(t) for t in theirs]} if theirs else {}
+        extra: dict[str, Any] = {"teammates": [_teammate_row(t) for t in theirs]} if theirs else {}
         if forgot:
             extra["forgotten"] = [m.id for m in forgot]
         output.emit_json({"accepted": done, **extra, "teammates_waiting": left})
