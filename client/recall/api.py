@@ -54,7 +54,7 @@ class MemoryStore(LocalStore):
                 now_ms=self._clock(),
             )  # fmt: skip
             scored = asked(include_history=include_history)
-            if self._proposed_deletes(projects, 1):  # the author's text is history: search it
+            if self._proposed_deletes(projects, 1, ordered=False):  # their text is history
                 kept = asked(include_history=True, which=PROPOSED_DELETE)
                 scored = sorted([*scored, *kept], key=lambda s: -s.score)[:k]
             ids = [item.id for item in scored]
@@ -106,16 +106,16 @@ class MemoryStore(LocalStore):
         return both[:limit]
 
     def _proposed_deletes(
-        self, scope: Sequence[str] | None, limit: int, offset: int = 0
+        self, scope: Sequence[str] | None, limit: int, offset: int = 0, ordered: bool = True
     ) -> list[Memory]:
-        """Tombstones in ``scope`` that may be a teammate's proposal, newest first (read
-        through the index of team tombstones, ``memories_own_tombs``)."""
+        """Tombstones in ``scope`` that may be a teammate's proposal, newest first (any
+        first, sooner, unless ``ordered``), read through the index of team tombstones."""
         where, params = PROPOSED_DELETE, list(scope or [])
         if scope is not None:
             where += f" AND m.project IN ({', '.join('?' * len(scope))})"
+        order = "ORDER BY updated_at DESC, rowid DESC" if ordered else ""
         rows = self.connection.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where} "
-            "ORDER BY updated_at DESC, rowid DESC LIMIT ? OFFSET ?",
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where} {order} LIMIT ? OFFSET ?",
             (*params, limit, offset),
         )
         return [memory_from_row(row) for row in rows]

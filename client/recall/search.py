@@ -54,6 +54,7 @@ from .ranking import (
     term_shares,
 )
 from .sql import (
+    LIVE,
     Row,
     Scope,
     bm25_pool,
@@ -146,7 +147,7 @@ def search(
     kinds: Sequence[str] | None,
     now_ms: int,
     weights: RankingWeights = DEFAULT_WEIGHTS,
-    which: str = "m.deleted = 0",
+    which: str = LIVE,
 ) -> list[Scored]:
     """The best ``k`` live memories (or those ``which`` names, SQL over ``memories AS m``)
     for ``query``, best first.
@@ -227,7 +228,9 @@ def _candidates(
     bm25: dict[int, float] = {}
     narrow = narrow_scope(conn, projects, kinds)
     pools = [(pool.expression, scope, pool.newest, narrow) for pool in plan]
-    if spans:  # the period the query names gets its own candidates
+    if scope.rows != LIVE:  # tombstones hold no text in memories_fts: history only
+        pools = []
+    elif spans:  # the period the query names gets its own candidates
         period = Scope(projects, kinds, spans, scope.rows)
         pools.append((plan[0].expression, period, plan[0].newest, True))
     for expression, where, newest, inside in pools:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from .ranking import Span
 
 __all__ = [
+    "LIVE",
     "Row",
     "Scope",
     "bm25_pool",
@@ -33,6 +34,8 @@ __all__ = [
 ]
 
 Row = tuple[int, str, str, str, int, float, str, str, int, str, str | None]
+LIVE = "m.deleted = 0"
+"""The rows a :class:`Scope` keeps unless told otherwise: live memories."""
 
 # Superseded: a live memory corrects it and the correction applies (recall/standing.py):
 # written here, by the writer of the corrected version, or accepted by a person (while
@@ -58,7 +61,7 @@ class Scope:
         projects: Sequence[str] | None,
         kinds: Sequence[str] | None,
         spans: Sequence[Span] = (),
-        rows: str = "m.deleted = 0",
+        rows: str = LIVE,
     ) -> None:
         self.asked, self.rows = (projects, kinds), rows
         clauses = [rows]
