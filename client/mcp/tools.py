@@ -264,11 +264,11 @@ class MemoryTools:
             str, Field(description="Why it is forgotten; kept on the tombstone and shared.")
         ],
     ) -> Forgotten:
+        asked = inputs.reason(reason)  # refused first, whatever the id names
         store = self.store()
         memory = store.get(id)
         shared = memory.record.visibility == "team" and not memory.record.deleted
         if shared and agentwrites.held(store.connection):  # a person decides: captured
-            asked = inputs.reason(reason)
             request = agentwrites.HeldForget(memory.id, asked, self.origin, store.now())
             agentwrites.hold_forget(store.connection, request)
             return Forgotten(forgotten=memory.id, reason=asked, held_for_review=True)
