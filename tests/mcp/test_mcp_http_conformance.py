@@ -65,9 +65,10 @@ APPLICABLE = [
 ]
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    with serving_mcp(tmp_path, "-p", "webshop") as running:
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One server for every scenario (each starts its own MCP session)."""
+    with serving_mcp(tmp_path_factory.mktemp("served"), "-p", "webshop") as running:
         yield running
 
 
@@ -176,6 +177,14 @@ def token_proxy(running: Served) -> Iterator[str]:
         yield base + "/mcp"
 
 
+@pytest.fixture(scope="module")
+def proxied(served: Served) -> Iterator[str]:
+    """One proxy for every scenario: closing it waits for the streams a scenario left
+    open (seconds each time)."""
+    with token_proxy(served) as url:
+        yield url
+
+
 def test_the_token_proxy_reaches_the_server(served: Served) -> None:
     """What the suite will see through the proxy: the server's tools; a foreign Host
     still refused by the server, the proxy's own address accepted."""
@@ -206,20 +215,19 @@ def test_the_token_proxy_reaches_the_server(served: Served) -> None:
 )
 @pytest.mark.parametrize("scenario", APPLICABLE)
 def test_a_conformance_scenario_passes(
-    served: Served, scenario: str, tmp_path: Path, suite_bin: Path
+    proxied: str, scenario: str, tmp_path: Path, suite_bin: Path
 ) -> None:
     node_dir = node22()
     assert node_dir is not None
-    with token_proxy(served) as url:
-        done = subprocess.run(
-            [str(suite_bin), "server", "--url", url, "--scenario", scenario],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=tmp_path,
-            env=_env(node_dir),
-            check=False,
-        )
+    done = subprocess.run(
+        [str(suite_bin), "server", "--url", proxied, "--scenario", scenario],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=_env(node_dir),
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     for checks in tmp_path.glob("results/*/checks.json"):
         failed = [c for c in json.loads(checks.read_text()) if c["status"] == "FAILURE"]
