@@ -22,7 +22,9 @@ from .approval import (
     ReadOpt,
     WriteOpt,
     access,
+    access_words,
     history_gaps,
+    member_access,
     roster_doc,
     with_shared,
 )
@@ -62,8 +64,8 @@ def issue(
     from ...crypto.keyfile import write_private_file
     from ..team import admin
 
+    may_read, may_write = member_access(read, write)  # before the passphrase is asked
     secret = passphrase_for(f"{name}'s key bundle", confirm=True)
-    may_read, may_write = access(read, write)
     with open_team() as team:
         projects = with_shared(team, project)
         bundle, made = admin.issue(
@@ -80,6 +82,8 @@ def issue(
     for note in gaps:
         output.warn(note)
     output.say(f"issued {made.name} ({made.kid}) fingerprint {made.fingerprint}")
+    what = access_words(may_read, may_write)
+    output.say(f"access: {what} on {', '.join(projects or doc['projects'])}")
     output.say(f"bundle: {output_file} (hand it over with the passphrase, separately)")
 
 

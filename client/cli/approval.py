@@ -26,7 +26,9 @@ __all__ = [
     "ReadOpt",
     "WriteOpt",
     "access",
+    "access_words",
     "history_gaps",
+    "member_access",
     "register",
     "roster_doc",
     "with_shared",
@@ -72,6 +74,26 @@ def access(read: bool | None, write: bool | None) -> tuple[bool, bool]:
     if write is None:
         return bool(read), False
     return (True if read is None else read), write
+
+
+def member_access(read: bool | None, write: bool | None) -> tuple[bool, bool]:
+    """:func:`access` for a new member (``issue``, ``approve``): ``--no-read`` alone would
+    make one who can neither read nor write, so it is refused with the two ways on;
+    ``--no-read --no-write`` says it on purpose."""
+    if read is False and write is None:
+        raise InputError(
+            "--no-read alone makes a member who can neither read nor write; nothing was "
+            "changed: give --no-read --write for write only, or --no-read --no-write for "
+            "no access on purpose (then 'sealmem admin grant NAME PROJECT' later)"
+        )
+    return access(read, write)
+
+
+def access_words(read: bool, write: bool) -> str:
+    """What a grant allows, for people."""
+    if read:
+        return "read and write" if write else "read"
+    return "write only" if write else "no access"
 
 
 def with_shared(team: Any, projects: list[str] | None) -> list[str] | None:
@@ -226,6 +248,7 @@ def approve(
     from ..team import approval as requests_of
     from ..team.inbox import load_shown
 
+    may_read, may_write = member_access(read, write)
     with open_team() as team:
         left: list[dict[str, Any]] = []
         if rename is not None and len(request or []) != 1:
@@ -246,7 +269,6 @@ def approve(
                     f"approving {view.name or '?'} ({view.kid}) fingerprint {fingerprint}",
                     err=True,
                 )
-        may_read, may_write = access(read, write)
         projects = with_shared(team, project)
         done = requests_of.approve(
             team, request, projects=projects, read=may_read, write=may_write, now=now_ms(),
@@ -263,7 +285,7 @@ def approve(
         output.warn(note)
     for a in done:
         output.say(f"approved {a.name} ({a.kid}) fingerprint {a.fingerprint}")
-    what = "read and write" if may_write and may_read else "read" if may_read else "no access"
+    what = access_words(may_read, may_write)
     output.say(f"access: {what} on {', '.join(projects or doc['projects'])}")
     output.say(f"roster is now v{doc['roster_version']}")
 

@@ -25,6 +25,7 @@ from .memory import JsonOpt, open_store
 if TYPE_CHECKING:
     from .. import Memory, MemoryStore
     from ..hosts.review import Waiting
+    from ..store.agentwrites import HeldForget
 
 __all__ = ["captured_app"]
 
@@ -115,21 +116,29 @@ def list_captured(
     no sync shares them)."""
     if ctx.invoked_subcommand is not None:
         return
+    from ..hosts.review import forgets
+
     with open_store(readonly=True) as store:
         waiting = _waiting(store, project)
         teammates = _teammates(store, project)
+        asked = [(f, m) for f, m in forgets(store) if project in (None, m.project)]
     if as_json:
         output.emit_json(
             {
                 "captured": [_row(m) for m in waiting],
                 "teammates": [_teammate_row(t) for t in teammates],
+                "forgets": [
+                    {**_row(m), "reason": f.reason, "asked_by": f.origin} for f, m in asked
+                ],
             }
         )
         return
+    if asked:
+        _say_forgets(asked)
     if teammates:
         _say_teammates(teammates)
     if not waiting:
-        if not teammates:
+        if not (teammates or asked):
             output.say("no captured memories waiting for review")
         return
     rows = [
@@ -147,6 +156,18 @@ def list_captured(
     output.say(
         f"\n{len(waiting)} private; share with 'sealmem captured accept ID...' (or --all), "
         "drop with 'sealmem captured discard ID...'"
+    )
+
+
+def _say_forgets(asked: list[tuple[HeldForget, Memory]]) -> None:
+    rows = [
+        [short_id(m.id), m.record.project, m.record.kind, f.reason, _first_line(m.record.content)]
+        for f, m in asked
+    ]
+    output.say(output.table(rows, ["ID", "PROJECT", "KIND", "REASON", "FIRST LINE"]))
+    output.say(
+        f"\n{len(asked)} an agent asks to forget (shared with the team, so nothing was "
+        "erased): 'sealmem captured accept ID...' forgets it, 'discard' keeps it\n"
     )
 
 
@@ -176,18 +197,23 @@ def _say_teammates(teammates: list[Waiting]) -> None:
 
 def _chosen(
     store: MemoryStore, ids: list[str] | None, every: bool, verb: str
-) -> tuple[list[Memory], list[Waiting]]:
-    """The captured memories and the teammates' versions ``ids`` name (each checked
-    before any is changed), or every capture; with ``discard``, every teammate's version
-    too.  A teammate's version is let in by id only: ``accept --all`` is the captures'."""
-    from ..hosts.review import choose, split
+) -> tuple[list[Memory], list[Waiting], list[HeldForget]]:
+    """The captured memories, the teammates' versions and the agents' forgets ``ids``
+    name (each checked before any is changed), or every capture; with ``discard``,
+    every teammate's version and forget too.  A teammate's version and a forget are
+    accepted by id only: ``accept --all`` is the captures'."""
+    from ..hosts.review import choose, forgets, split, take_forgets
 
     if every and ids:
         raise InputError(f"give ids or --all, not both (sealmem captured {verb} --all)")
     if every:
-        return _waiting(store), [] if verb == "accept" else _teammates(store)
-    rest, theirs = split(store, ids or [])
-    return (choose(store, rest, verb) if rest or not theirs else []), theirs
+        if verb == "accept":
+            return _waiting(store), [], []
+        return _waiting(store), _teammates(store), [f for f, _ in forgets(store)]
+    rest, asked = take_forgets(store, ids or [])
+    rest, theirs = split(store, rest)
+    mine = choose(store, rest, verb) if rest or not (theirs or asked) else []
+    return mine, theirs, asked
 
 
 @captured_app.command()
@@ -196,14 +222,19 @@ def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) 
     from ..hosts import review
 
     with open_store() as store:
-        chosen, theirs = _chosen(store, ids, every, "accept")
+        chosen, theirs, asked = _chosen(store, ids, every, "accept")
         done = [{**_row(m), "already_shared": was} for m, was in review.accept(store, chosen)]
         review.judge(store, theirs, "accepted")
+        forgot = review.settle_forgets(store, asked, accepted=True)
         left = len(_teammates(store)) if every else 0
     if as_json:
-        extra = {"teammates": [_teammate_row(t) for t in theirs]} if theirs else {}
+        extra: dict[str, Any] = {"teammates": [_teammate_row(t) for t in theirs]} if theirs else {}
+        if forgot:
+            extra["forgotten"] = [m.id for m in forgot]
         output.emit_json({"accepted": done, **extra, "teammates_waiting": left})
         return
+    for memory in forgot:
+        output.say(f"{short_id(memory.id)}  forgotten: {memory.record.delete_reason}")
     for item in theirs:
         output.say(f"{short_id(item.memory.id)}  accepted from {item.writer_name}")
     for row in done:
@@ -223,13 +254,18 @@ def discard(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False)
     from ..hosts import review
 
     with open_store() as store:
-        chosen, theirs = _chosen(store, ids, every, "discard")
+        chosen, theirs, asked = _chosen(store, ids, every, "discard")
         done = [_row(memory) for memory in review.discard(store, chosen)]
         review.judge(store, theirs, "dismissed")
+        kept = review.settle_forgets(store, asked, accepted=False)
     if as_json:
-        extra = {"dismissed": [t.memory.id for t in theirs]} if theirs else {}
+        extra: dict[str, Any] = {"dismissed": [t.memory.id for t in theirs]} if theirs else {}
+        if kept:
+            extra["kept"] = [m.id for m in kept]
         output.emit_json({"discarded": [row["id"] for row in done], **extra})
         return
+    for memory in kept:
+        output.say(f"{short_id(memory.id)}  kept: the agent's forget is dropped")
     for item in theirs:
         output.say(f"{short_id(item.memory.id)}  kept out of your agent's context")
     for row in done:

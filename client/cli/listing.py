@@ -4,7 +4,8 @@ Each row shows the first line of a memory's content in full (``full`` shows ever
 line), wrapped under the CONTENT column when the width is known (a terminal, or
 ``COLUMNS``); in a pipe a row stays one line, so ``grep`` sees it whole.  A memory
 that a live one corrects is marked ``(superseded by <short id>)``, a tombstone
-``(forgotten: <reason>)``, one never shared ``(private)``.  Text is escaped
+``(forgotten: <reason>)``, one never shared ``(private)``, one a teammate proposes to
+delete ``(NAME proposes to delete it)``.  Text is escaped
 (:func:`output.clean`) before it is measured, so a teammate's control characters can
 neither act on the terminal nor break the columns.
 """
@@ -43,12 +44,13 @@ def terminal_width() -> int | None:
     return None
 
 
-def _content(memory: Memory, newer: Sequence[Memory], *, full: bool) -> list[str]:
+def _content(memory: Memory, newer: Sequence[Memory], *, full: bool, note: str) -> list[str]:
     """The content column of one row as lines (unwrapped), marks first."""
     rec = memory.record
     if rec.deleted:
         return [f"(forgotten: {rec.delete_reason or 'no reason recorded'})"]
     mark = "(private) " if rec.visibility == "private" else ""
+    mark += f"({output.one_line(note)}) " if note else ""
     if newer:
         mark += "(superseded by " + ", ".join(short_id(m.id) for m in newer) + ") "
     lines = [output.clean(line).replace("\t", " ").rstrip() for line in rec.content.split("\n")]
@@ -84,8 +86,10 @@ def render(
     me: str,
     width: int | None,
     full: bool = False,
+    notes: Mapping[str, str] | None = None,
 ) -> str:
-    """The table: a header line, then each memory with its content (see the module doc)."""
+    """The table: a header line, then each memory with its content (see the module doc);
+    ``notes`` marks some memories (by id), e.g. a teammate's proposal to delete it."""
     rows = [
         [
             short_id(m.id),
@@ -102,7 +106,8 @@ def render(
     lines = ["  ".join(h.ljust(w) for h, w in zip(HEADERS, widths, strict=False)) + "  CONTENT"]
     for memory, row in zip(memories, rows, strict=True):
         head = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
-        content = _content(memory, replaced.get(memory.id, ()), full=full)
+        note = (notes or {}).get(memory.id, "")
+        content = _content(memory, replaced.get(memory.id, ()), full=full, note=note)
         parts = _wrap(content, wrap_at)
         if below:
             lines.append(head.rstrip())

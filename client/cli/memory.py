@@ -16,7 +16,7 @@ import typer
 
 from ...protocol.errors import InputError
 from ..recall.names import member_names
-from . import output
+from . import complete, output
 
 __all__ = ["open_store", "register", "resolve_project"]
 
@@ -51,6 +51,7 @@ ProjectOpt = Annotated[
     typer.Option(
         "--project",
         "-p",
+        autocompletion=complete.projects,
         help="Project to use (default: the git repository or directory name of the cwd).",
     ),
 ]
@@ -99,6 +100,7 @@ def remember(
     kind: Annotated[
         str | None,
         typer.Option(
+            autocompletion=complete.kinds,
             help="note (default), decision, warning, lesson, fact, preference, trace, or a "
             "kind used before in this store; for the same text again, the new kind.",
         ),
@@ -112,7 +114,8 @@ def remember(
     supersedes: Annotated[
         list[str] | None,
         typer.Option(
-            help="Id (or its last 12 hex digits) of a memory this one corrects (repeatable)."
+            autocompletion=complete.memory_ids,
+            help="Id (or its last 12 hex digits) of a memory this one corrects (repeatable).",
         ),
     ] = None,
     private: Annotated[
@@ -203,7 +206,10 @@ def recall(
         bool, typer.Option("--include-history", help="Also search older versions.")
     ] = False,
     kind: Annotated[
-        list[str] | None, typer.Option("--kind", help="Only these kinds (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--kind", autocompletion=complete.kinds, help="Only these kinds (repeatable)."
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -221,7 +227,13 @@ def recall(
         reader = store.reader()
         trust = {h.memory.id: _trust(reader, h.memory) for h in hits}
         applied = reader.replacements(h.memory for h in hits)  # not a teammate's proposal
-        hits = [replace(h, superseded_by=applied.get(h.memory.id, [])) for h in hits]
+        # a teammate's edit or delete, too: the author's version stands (as agents see it)
+        stands = {m.id: m for m, _ in reader.for_people(h.memory for h in hits)}
+        hits = [
+            replace(h, memory=stands[h.memory.id], superseded_by=applied.get(h.memory.id, []))
+            for h in hits
+            if h.memory.id in stands
+        ]
     if as_json:
         docs = [
             {**_authored(h.to_dict(), h.memory.authorship(names, me)), **trust[h.memory.id][0]}
@@ -250,7 +262,9 @@ def recall(
 
 
 def show(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help=_ID_HELP)],
+    memory_id: Annotated[
+        str, typer.Argument(metavar="ID", help=_ID_HELP, autocompletion=complete.memory_ids)
+    ],
     history: Annotated[bool, typer.Option("--history", help="Also show older versions.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -262,21 +276,22 @@ def show(
         reader = store.reader()
         trust, notes = _trust(reader, memory)
         # a teammate's supersede of a memory it did not write is a proposal, in notes
-        newer = [m.id for m in reader.replacements([memory]).get(memory.id, [])]
+        newer = reader.replacements([memory]).get(memory.id, [])
         # a teammate's edit or delete, too: the author's version stands (as agents see it)
         if (stands := reader.resolve(memory)) is not None:
             memory = stands.memory
     if as_json:
         doc = {
             **_authored(memory.to_dict(), memory.authorship(names, me)),
-            "superseded_by": newer,
+            "superseded_by": [m.to_dict() for m in newer],  # as recall --json has them
             **trust,
         }
         if history:
             doc = {"memory": doc, "history": [m.to_dict() for m in older]}
         output.emit_json(doc)
         return
-    extra = [f"SUPERSEDED by {', '.join(newer)} (sealmem show {newer[0]})"] if newer else []
+    ids = [m.id for m in newer]
+    extra = [f"SUPERSEDED by {', '.join(ids)} (sealmem show {ids[0]})"] if ids else []
     output.say(output.memory_block(memory, full=True, names=names, me=me, extra=extra + notes))
     for version in older:
         block = output.memory_block(version, full=True, names=names, me=me)
@@ -303,17 +318,28 @@ def list_(
         memories = store.recent(
             limit=limit, project=scope, all_projects=all_projects, forgotten=forgotten
         )
-        replaced = store.reader().replacements(memories)
+        reader = store.reader()
+        listed = reader.for_people(memories)  # a teammate's proposal: the author's version
+        memories = [m for m, _ in listed]
+        notes = {m.id: note for m, note in listed if note}
+        replaced = reader.replacements(memories)
         names, me = member_names(store.connection), store.author
         elsewhere = {} if memories else store.stats()["by_project"]
     if as_json:
-        output.emit_json({"memories": [m.to_dict() for m in memories]})
+        docs = [
+            {**m.to_dict(), **({"proposal": notes[m.id]} if m.id in notes else {})}
+            for m in memories
+        ]
+        output.emit_json({"memories": docs})
         return
     if not memories:
         output.say(_none_listed(scope, elsewhere))
         return
     width = listing.terminal_width()
-    output.say(listing.render(memories, replaced, names=names, me=me, width=width, full=full))
+    table = listing.render(
+        memories, replaced, names=names, me=me, width=width, full=full, notes=notes
+    )
+    output.say(table)
 
 
 def _none_listed(scope: str | None, by_project: dict[str, int]) -> str:
@@ -336,7 +362,9 @@ def _authored(doc: dict[str, Any], by: Authorship) -> dict[str, Any]:
 
 
 def forget(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help=_ID_HELP)],
+    memory_id: Annotated[
+        str, typer.Argument(metavar="ID", help=_ID_HELP, autocompletion=complete.memory_ids)
+    ],
     reason: Annotated[
         str | None,
         typer.Option("--reason", help="Required: why it is forgotten (kept in the tombstone)."),

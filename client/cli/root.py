@@ -125,12 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except typer.TyperException as exc:
-        # Usage errors (missing option, bad value): click's own message, no traceback.
-        show = getattr(exc, "show", None)
-        if callable(show):
-            show()
-        else:
-            message = output.clean(exc.format_message())
-            typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+        # Usage errors (missing option, bad value): one line, no traceback.
+        from .usage import describe
+
+        message = output.one_line(describe(exc, sys.argv[1:] if argv is None else argv))
+        typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
         return int(exc.exit_code)
     return rc if isinstance(rc, int) else 0

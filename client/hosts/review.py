@@ -11,7 +11,10 @@ shares it); discarding forgets one that was never shared.  A teammate's version 
 for a person (a ``review`` writer's memory, or a change proposed to someone else's
 memory, :mod:`sealmem.client.recall.standing`): accepting lets it into the automatic
 contexts (a proposal then applies), discarding keeps it out; either is a local verdict,
-nothing is published.  Each chosen memory is checked before any is changed.
+nothing is published.  An agent's forget of a shared memory
+(:mod:`sealmem.client.store.agentwrites`): accepting forgets it as the person's forget
+(published with the next sync), discarding keeps it.  Each chosen memory is checked
+before any is changed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import InputError
+from ..store import agentwrites
 from ..store.ids import short_id
 from ..store.trust_rows import VersionKey, save_verdict, version_key
 
@@ -36,10 +40,13 @@ __all__ = [
     "accept",
     "choose",
     "discard",
+    "forgets",
     "from_teammates",
     "judge",
     "ref",
+    "settle_forgets",
     "split",
+    "take_forgets",
     "waiting",
 ]
 
@@ -218,3 +225,52 @@ def split(store: MemoryStore, ids: Sequence[str]) -> tuple[list[str], list[Waiti
         else:
             rest.append(given)
     return rest, theirs
+
+
+# -- an agent's forget of a shared memory, waiting for a person -----------------------------
+
+
+def forgets(store: MemoryStore) -> list[tuple[agentwrites.HeldForget, Memory]]:
+    """Each forget an agent asked for, with the memory as it is now, oldest first."""
+    from ...protocol.errors import SealmemError
+
+    out = []
+    for request in agentwrites.held_forgets(store.connection).values():
+        try:
+            out.append((request, store.get(request.id)))
+        except SealmemError:  # purged here since: nothing left to forget
+            continue
+    return out
+
+
+def take_forgets(
+    store: MemoryStore, ids: Sequence[str]
+) -> tuple[list[str], list[agentwrites.HeldForget]]:
+    """``ids`` parted into the rest and the held forgets they name (a held forget is
+    what an id names first: an agent's request is about that memory, whatever else)."""
+    held = agentwrites.held_forgets(store.connection)
+    rest, chosen = [], []
+    for given in ids:
+        head = given.partition("@")[0]
+        full = store.resolve_id(head) if held else ""
+        if full in held and "@" not in given:
+            if held[full] not in chosen:
+                chosen.append(held[full])
+        else:
+            rest.append(given)
+    return rest, chosen
+
+
+def settle_forgets(
+    store: MemoryStore, chosen: Sequence[agentwrites.HeldForget], accepted: bool
+) -> list[Memory]:
+    """Accepted: forget each memory (the person's forget, with the agent's reason);
+    else keep it.  The requests are done either way; the memories as they are now."""
+    done = []
+    for request in chosen:
+        memory = store.get(request.id)
+        if accepted and not memory.deleted:
+            memory = store.forget(request.id, reason=request.reason)
+        agentwrites.drop_forget(store.connection, request.id)
+        done.append(memory)
+    return done

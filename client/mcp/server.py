@@ -79,7 +79,9 @@ _TOOL_DOCS = {
     "recent": "List the most recent memories. ",
     "forget": (
         "Forget a memory: the content and keywords of every version are erased here and, "
-        "as they sync, on teammates' machines; the reason you give is kept and shared."
+        "as they sync, on teammates' machines; the reason you give is kept and shared. "
+        "A memory shared with the team is only forgotten once the person accepts it, "
+        "unless they chose to share agent writes at once: held_for_review says which."
     ),
     "status": (
         "Where the store lives, the current project, counts, and sync state (with alarms, "

@@ -21,7 +21,7 @@ from ...protocol.errors import InputError
 from ...protocol.record import KIND_RE
 from ..recall.api import MAX_K
 from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
-from ..store import agentwrites
+from ..store import agentwrites, inputs
 from ..store.connection import replaced
 from ..store.inputs import BUILTIN_KINDS
 from ..sync.local_only import stays_local
@@ -264,7 +264,15 @@ class MemoryTools:
             str, Field(description="Why it is forgotten; kept on the tombstone and shared.")
         ],
     ) -> Forgotten:
-        tombstone = self.store().forget(id, reason=reason)
+        asked = inputs.reason(reason)  # refused first, whatever the id names
+        store = self.store()
+        memory = store.get(id)
+        shared = memory.record.visibility == "team" and not memory.record.deleted
+        if shared and agentwrites.held(store.connection):  # a person decides: captured
+            request = agentwrites.HeldForget(memory.id, asked, self.origin, store.now())
+            agentwrites.hold_forget(store.connection, request)
+            return Forgotten(forgotten=memory.id, reason=asked, held_for_review=True)
+        tombstone = store.forget(memory.id, reason=reason)
         return Forgotten(forgotten=tombstone.record.id, reason=tombstone.record.delete_reason)
 
     async def status(self) -> Status:

@@ -158,8 +158,15 @@ class MemoryList(BaseModel):
 
 
 class Forgotten(BaseModel):
-    forgotten: str = Field(description="The id of the memory whose text was erased.")
+    forgotten: str = Field(
+        description="The id of the memory whose text was erased (or that waits to be)."
+    )
     reason: str | None = Field(description="The reason kept on the tombstone and shared.")
+    held_for_review: bool = Field(
+        default=False,
+        description="True when nothing was erased yet: the memory is shared with the "
+        "team, so the forget waits until the person accepts it ('sealmem captured').",
+    )
 
 
 class SyncState(BaseModel):

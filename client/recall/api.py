@@ -10,16 +10,18 @@ layer, which never imports recall); this class adds what recall answers from the
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
+from functools import partial
 
 from ...protocol.errors import InputError
 from ..store import inputs
 from ..store.api import LocalStore
 from ..store.connection import sqlite_errors
-from ..store.memory import DEFAULT_PROJECT, SHARED_PROJECT, Hit
+from ..store.memory import DEFAULT_PROJECT, SHARED_PROJECT, Hit, Memory
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
 from . import context, search
-from .standing import Reader
+from .standing import PROPOSED_DELETE, Reader
 
 __all__ = ["MAX_K", "MemoryStore"]
 
@@ -45,17 +47,16 @@ class MemoryStore(LocalStore):
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise InputError(f"k={k} must be between 1 and {MAX_K}")
         kind_list = None if kinds is None else [inputs.kind(kind) for kind in kinds]
-        conn = self.connection
+        conn, projects = self.connection, self._scope(project, all_projects)
         with sqlite_errors(self.path):
-            scored = search.search(
-                conn,
-                query,
-                k=k,
-                projects=self._scope(project, all_projects),
-                include_history=include_history,
-                kinds=kind_list,
+            asked = partial(
+                search.search, conn, query, k=k, projects=projects, kinds=kind_list,
                 now_ms=self._clock(),
-            )
+            )  # fmt: skip
+            scored = asked(include_history=include_history)
+            if self._proposed_deletes(projects, 1, ordered=False):  # their text is history
+                kept = asked(include_history=True, which=PROPOSED_DELETE)
+                scored = sorted([*scored, *kept], key=lambda s: -s.score)[:k]
             ids = [item.id for item in scored]
             marks = ", ".join("?" * len(ids))
             rows = {
@@ -65,16 +66,66 @@ class MemoryStore(LocalStore):
                 )
             }
             replaced = self.superseded_by(ids)
+            stands = self._standing([memory_from_row(rows[i]) for i in ids if i in rows])
         return [
             Hit(
-                memory=memory_from_row(rows[item.id]),
+                memory=stands[item.id],
                 score=float(item.score),
                 why=dict(item.why),
                 superseded_by=replaced.get(item.id, []),
             )
             for item in scored
-            if item.id in rows
+            if item.id in stands
         ]
+
+    def recent(
+        self,
+        *,
+        limit: int = 20,
+        project: str | None = None,
+        all_projects: bool = False,
+        forgotten: bool = False,
+    ) -> list[Memory]:
+        """Live memories, and those a teammate proposes to delete (the tombstone, which
+        :meth:`.standing.Reader.resolve` shows as the author's version beside the
+        proposal), most recently updated first; every tombstone too with ``forgotten``."""
+        live = super().recent(
+            limit=limit, project=project, all_projects=all_projects, forgotten=forgotten
+        )
+        if forgotten:
+            return live
+        scope = self._scope(project, all_projects)
+        kept: list[Memory] = []
+        with sqlite_errors(self.path):
+            for offset in itertools.count(0, limit):
+                tombs = self._proposed_deletes(scope, limit, offset)
+                kept.extend(self._standing(tombs).values())
+                if len(tombs) < limit or len(kept) >= limit:
+                    break
+        both = sorted([*live, *kept], key=lambda m: m.updated_at, reverse=True)
+        return both[:limit]
+
+    def _proposed_deletes(
+        self, scope: Sequence[str] | None, limit: int, offset: int = 0, ordered: bool = True
+    ) -> list[Memory]:
+        """Tombstones in ``scope`` that may be a teammate's proposal, newest first (any
+        first, sooner, unless ``ordered``), read through the index of team tombstones."""
+        where, params = PROPOSED_DELETE, list(scope or [])
+        if scope is not None:
+            where += f" AND m.project IN ({', '.join('?' * len(scope))})"
+        order = "ORDER BY updated_at DESC, rowid DESC" if ordered else ""
+        rows = self.connection.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where} {order} LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        )
+        return [memory_from_row(row) for row in rows]
+
+    def _standing(self, memories: list[Memory]) -> dict[str, Memory]:
+        """``{id: memory}`` of those of ``memories`` that still stand for this reader: a
+        live one, or a tombstone that is a teammate's proposal (not one that applies)."""
+        gone = [m for m in memories if m.deleted]
+        resolved = self.reader().resolve_all(gone) if gone else {}
+        return {m.id: m for m in memories if not m.deleted or resolved.get(m.id) is not None}
 
     def startup_context(self, *, project: str | None = None, budget_tokens: int = 1200) -> str:
         """Text for the start of an agent session: warnings and decisions first; "" if none."""

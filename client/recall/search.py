@@ -54,6 +54,7 @@ from .ranking import (
     term_shares,
 )
 from .sql import (
+    LIVE,
     Row,
     Scope,
     bm25_pool,
@@ -146,8 +147,10 @@ def search(
     kinds: Sequence[str] | None,
     now_ms: int,
     weights: RankingWeights = DEFAULT_WEIGHTS,
+    which: str = LIVE,
 ) -> list[Scored]:
-    """The best ``k`` live memories for ``query``, best first.
+    """The best ``k`` live memories (or those ``which`` names, SQL over ``memories AS m``)
+    for ``query``, best first.
 
     ``projects`` None searches every project; ``include_history`` also matches
     the text of replaced versions (the hit is the memory's current id).
@@ -156,7 +159,7 @@ def search(
     spans = date_spans(query, now_ms) if weights.date > 0 else []
     asked = [t.stem for t in terms if not is_date_word(t.word)] if spans else []
     if spans and not asked:  # "last week", "yesterday", "in March", "2023-05-08"
-        return _period(conn, Scope(projects, kinds, spans), k, now_ms, weights)
+        return _period(conn, Scope(projects, kinds, spans, which), k, now_ms, weights)
     if not terms:
         return []
     stems = [t.stem for t in terms]
@@ -169,15 +172,13 @@ def search(
     n_docs, counts, longer = document_frequencies(conn, stems, include_history, wide)
     df = {s: max(counts[s], counts.get(s + "*", 0)) for s in stems}
     if spans and not any(df[s] for s in asked):  # "what happened yesterday", words unknown
-        return _period(conn, Scope(projects, kinds, spans), k, now_ms, weights)
+        return _period(conn, Scope(projects, kinds, spans, which), k, now_ms, weights)
     phrases = [fts_phrase(t.word, bool(prefixed >> i & 1)) for i, t in enumerate(terms)]
     plan = pool_plan(terms, phrases, df, n_docs, weights)
     if not plan:
         return []
-    scope = Scope(projects, kinds)
-    rows, bm25, from_history = _candidates(
-        conn, plan, (projects, kinds), spans, include_history, weights
-    )
+    scope = Scope(projects, kinds, rows=which)
+    rows, bm25, from_history = _candidates(conn, plan, scope, spans, include_history, weights)
     if not bm25:
         return []
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
@@ -214,22 +215,23 @@ def search(
 def _candidates(
     conn: sqlite3.Connection,
     plan: Sequence[Pool],
-    asked: tuple[Sequence[str] | None, Sequence[str] | None],
+    scope: Scope,
     spans: Sequence[Span],
     include_history: bool,
     weights: RankingWeights,
 ) -> tuple[dict[int, Row], dict[int, float], set[int]]:
-    """The candidates of the pools of ``plan`` in the ``asked`` (projects, kinds), and of
+    """The candidates of the pools of ``plan`` in ``scope`` (projects, kinds), and of
     the period the query names, and of replaced versions with ``include_history``:
     their rows, BM25 scores, and which came from history."""
-    projects, kinds = asked
-    scope = Scope(projects, kinds)
+    projects, kinds = scope.asked
     rows: dict[int, Row] = {}
     bm25: dict[int, float] = {}
     narrow = narrow_scope(conn, projects, kinds)
     pools = [(pool.expression, scope, pool.newest, narrow) for pool in plan]
-    if spans:  # the period the query names gets its own candidates
-        period = Scope(projects, kinds, spans)
+    if scope.rows != LIVE:  # tombstones hold no text in memories_fts: history only
+        pools = []
+    elif spans:  # the period the query names gets its own candidates
+        period = Scope(projects, kinds, spans, scope.rows)
         pools.append((plan[0].expression, period, plan[0].newest, True))
     for expression, where, newest, inside in pools:
         found = bm25_pool(

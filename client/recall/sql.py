@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from .ranking import Span
 
 __all__ = [
+    "LIVE",
     "Row",
     "Scope",
     "bm25_pool",
@@ -33,31 +34,37 @@ __all__ = [
 ]
 
 Row = tuple[int, str, str, str, int, float, str, str, int, str, str | None]
+LIVE = "m.deleted = 0"
+"""The rows a :class:`Scope` keeps unless told otherwise: live memories."""
 
 # Superseded: a live memory corrects it and the correction applies (recall/standing.py):
-# written here, by the writer of the corrected version, or accepted by a person; a
-# teammate's correction of someone else's memory is a proposal and demotes nothing.
+# written here, by the writer of the corrected version, or accepted by a person (while
+# its writer is not muted); a teammate's correction of someone else's memory is a
+# proposal and demotes nothing.
 _COLUMNS = (
     "m.rowid, m.id, m.origin, m.project, m.created_at, m.local_importance, m.content, "
     "m.keywords, EXISTS (SELECT 1 FROM supersedes x JOIN memories n ON n.id = x.new_id "
     "WHERE x.old_id = m.id AND n.deleted = 0 AND (n.transport = 'local' "
-    "OR (m.transport != 'local' AND n.signer = m.signer) OR EXISTS (SELECT 1 FROM verdicts v "
+    "OR (m.transport != 'local' AND n.signer = m.signer) OR (EXISTS (SELECT 1 FROM verdicts v "
     "WHERE v.id = n.id AND v.hlc_wall = n.hlc_wall AND v.hlc_counter = n.hlc_counter "
-    "AND v.editor = n.editor AND v.verdict = 'accepted'))), m.author, m.stems"
+    "AND v.editor = n.editor AND v.verdict = 'accepted') AND NOT EXISTS (SELECT 1 FROM "
+    "member_trust t WHERE t.member = n.signer AND t.state = 'muted')))), m.author, m.stems"
 )
 
 
 class Scope:
-    """The WHERE clause that keeps live memories of the projects and kinds asked for,
-    optionally written within some time spans."""
+    """The WHERE clause that keeps live memories (or the ``rows`` given) of the projects
+    and kinds asked for, optionally written within some time spans."""
 
     def __init__(
         self,
         projects: Sequence[str] | None,
         kinds: Sequence[str] | None,
         spans: Sequence[Span] = (),
+        rows: str = LIVE,
     ) -> None:
-        clauses = ["m.deleted = 0"]
+        self.asked, self.rows = (projects, kinds), rows
+        clauses = [rows]
         self.args: list[object] = []
         for column, values in (("project", projects), ("kind", kinds)):
             if values is not None:

@@ -11,6 +11,8 @@ settings and verdicts) and answers, for a memory, what every surface shows
   version that arrived later, even one claiming an older clock, is never the author's).
 - a memory another writer supersedes stays shown, the superseding one beside it as a
   proposal, unless the superseder is the author, the reader, or a person accepted it.
+- an accepted change applies while its writer is not muted: muting a member later
+  takes back its accepted edits, deletes and supersedes of others' memories.
 """
 
 from __future__ import annotations
@@ -28,7 +30,17 @@ from ..store.rows import MEMORY_COLUMNS, memory_from_history_row, memory_from_ro
 from .names import member_names
 from .trust import DAY_MS, MUTED, OWN, REVIEW, REVIEW_DAYS, TRUSTED, Standing, default_state
 
-__all__ = ["Proposal", "Reader", "Shown", "member_states"]
+__all__ = ["PROPOSED_DELETE", "Proposal", "Reader", "Shown", "member_states"]
+
+PROPOSED_DELETE = (
+    "m.deleted = 1 AND m.visibility = 'team' AND m.transport != 'local' AND EXISTS ("
+    "SELECT 1 FROM history h "
+    "WHERE h.id = m.id AND (h.transport = 'local' OR h.signer IS NOT m.signer))"
+)
+"""SQL over ``memories AS m``: the tombstones that may be a teammate's proposal to delete
+a memory someone else wrote (a version by another writer is kept in history).  A
+pre-filter: :meth:`Reader.resolve_all` decides which stand (then the author's version
+is shown, the proposal beside it) and which apply (nothing is shown)."""
 
 
 def _rosters(conn: sqlite3.Connection) -> list[tuple[int, int, str, set[str]]]:
@@ -95,6 +107,20 @@ class Shown:
     @property
     def superseded(self) -> bool:
         return bool(self.superseded_by)
+
+    def note(self, names: Mapping[str, str], me: str) -> str:
+        """People's mark on a memory a teammate proposes to delete or change (the
+        author's version is shown), "" for none: "NAME proposes to delete it", with the
+        proposer's verified name (not escaped here: every surface escapes what it shows)."""
+        for p in self.proposals:
+            if p.action in _NOTES:
+                return (
+                    f"{p.memory.authorship(names, me).writer_name} proposes to {_NOTES[p.action]}"
+                )
+        return ""
+
+
+_NOTES = {"delete": "delete it", "edit": "change it"}
 
 
 class Reader:
@@ -167,11 +193,14 @@ class Reader:
         return out
 
     def _applies(self, change: Memory, author: str | None) -> Standing | None:
-        """None when ``change`` applies at once; else its standing as a proposal."""
+        """None when ``change`` applies; else its standing as a proposal.  A person's
+        acceptance holds while its writer is not muted: muting a member takes back every
+        change of theirs to someone else's memory (a verdict is read, never applied)."""
         standing = self.standing(change)
         if standing.writer in (author, self.me) or author is None:
             return None
-        return None if standing.verdict == "accepted" else standing
+        accepted = standing.verdict == "accepted" and standing.state != MUTED
+        return None if accepted else standing
 
     def resolve_all(self, memories: Iterable[Memory]) -> dict[str, Shown | None]:
         """:meth:`resolve` of each memory (None: nothing stands, e.g. its author deleted it)."""
@@ -206,6 +235,21 @@ class Reader:
 
     def resolve(self, memory: Memory) -> Shown | None:
         return self.resolve_all([memory])[memory.id]
+
+    def for_people(self, memories: Iterable[Memory]) -> list[tuple[Memory, str]]:
+        """What people's lists (CLI ``list`` and ``recall``, the viewer) show of each of
+        ``memories``, in order: the version that stands and its :meth:`Shown.note`; a
+        memory whose deletion applies is left out, a tombstone asked for stays."""
+        listed = list(memories)
+        resolved = self.resolve_all(listed)
+        out = []
+        for memory in listed:
+            shown = resolved.get(memory.id)
+            if shown is not None:
+                out.append((shown.memory, shown.note(self.names, self.me)))
+            elif memory.deleted:
+                out.append((memory, ""))
+        return out
 
     def replacements(self, memories: Iterable[Memory]) -> dict[str, list[Memory]]:
         """``{id: the superseders that apply}`` (:attr:`Shown.superseded_by`) of each of

@@ -6,17 +6,36 @@ captured page), which shares it still marked ``agent`` (its record's ``source``)
 A person may choose ``share``: agent writes are then shared at once, still marked.
 The choice is this store's (the ``meta`` key :data:`META_KEY`), set with
 ``sealmem captured agent-writes share|review``.
+
+An agent's ``forget`` of a memory shared with the team is held the same way (while
+the choice is ``review``): nothing is erased or published; the request waits in the
+``held_forgets`` table until a person accepts it (the forget is then done, as the
+person's) or discards it (the memory stays).  A private memory, which no teammate
+holds, is forgotten at once; a person's ``sealmem forget`` is always immediate.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from typing import Literal
 
 from ...protocol.errors import InputError
 from .connection import get_meta, set_meta, transaction
 
-__all__ = ["DEFAULT", "META_KEY", "POLICIES", "Policy", "held", "policy", "set_policy"]
+__all__ = [
+    "DEFAULT",
+    "META_KEY",
+    "POLICIES",
+    "HeldForget",
+    "Policy",
+    "drop_forget",
+    "held",
+    "held_forgets",
+    "hold_forget",
+    "policy",
+    "set_policy",
+]
 
 Policy = Literal["review", "share"]
 POLICIES: tuple[Policy, ...] = ("review", "share")
@@ -46,3 +65,38 @@ def set_policy(conn: sqlite3.Connection, value: str) -> Policy:
     with transaction(conn):
         set_meta(conn, META_KEY, chosen)
     return chosen
+
+
+@dataclass(frozen=True)
+class HeldForget:
+    """An agent's request to forget a shared memory, waiting for a person."""
+
+    id: str
+    reason: str
+    origin: str
+    """The agent's session (the MCP origin) that asked."""
+    asked_at: int
+
+
+def hold_forget(conn: sqlite3.Connection, request: HeldForget) -> None:
+    """Keep ``request`` for a person (a repeat replaces the earlier reason)."""
+    with transaction(conn):
+        conn.execute(
+            "INSERT OR REPLACE INTO held_forgets (id, reason, origin, asked_at) "
+            "VALUES (?, ?, ?, ?)",
+            (request.id, request.reason, request.origin, request.asked_at),
+        )
+
+
+def held_forgets(conn: sqlite3.Connection) -> dict[str, HeldForget]:
+    """``{memory id: request}`` of every forget waiting, oldest first."""
+    rows = conn.execute(
+        "SELECT id, reason, origin, asked_at FROM held_forgets ORDER BY asked_at, id"
+    )
+    return {str(r[0]): HeldForget(str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows}
+
+
+def drop_forget(conn: sqlite3.Connection, memory_id: str) -> None:
+    """Forget the request about ``memory_id`` (done, or discarded by a person)."""
+    with transaction(conn):
+        conn.execute("DELETE FROM held_forgets WHERE id = ?", (memory_id,))

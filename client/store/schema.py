@@ -320,11 +320,25 @@ ALTER TABLE verdicts ADD COLUMN digest TEXT NOT NULL DEFAULT '';
 version with the same id, clock and editor is not the one a person judged.  A verdict
 of before it (``''``) names none: the version waits again."""
 
+_HELD_FORGETS = """
+CREATE TABLE held_forgets (
+    id       TEXT    PRIMARY KEY,
+    reason   TEXT    NOT NULL,
+    origin   TEXT    NOT NULL,
+    asked_at INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+"""An agent's ``forget`` of a shared memory, waiting for a person
+(:mod:`.agentwrites`): nothing is erased or published until one accepts it."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
     Migration(3, "trust: the reader's trust in each member, and its verdicts on versions", _TRUST),
     Migration(4, "verdict digest: a verdict names the bytes it judged", _VERDICT_DIGEST),
+    Migration(
+        5, "held forgets: an agent's forget of a shared memory waits for a person", _HELD_FORGETS
+    ),
 ]
 
 

@@ -92,6 +92,8 @@ class Card:
     by: Authorship
     short: str
     replaced_by: list[Memory]
+    proposal: str = ""
+    """A teammate's proposal to delete or change it ("NAME proposes to delete it")."""
 
     @property
     def first_line(self) -> str:
@@ -100,11 +102,16 @@ class Card:
         return line if len(line) <= 160 else line[:157] + "..."
 
 
-def _cards(store: MemoryStore, memories: list[Memory]) -> list[Card]:
+def _cards(store: MemoryStore, memories: list[Memory], *, standing: bool = True) -> list[Card]:
+    """Cards of ``memories``: with ``standing``, of the versions that stand (the author's
+    beside a teammate's proposal, marked); else of the versions given (the review queue)."""
     names, me = member_names(store.connection), store.author
-    replaced = store.reader().replacements(memories)  # not a teammate's proposal
+    reader = store.reader()
+    replaced = reader.replacements(memories)  # not a teammate's proposal
+    shown = reader.for_people(memories) if standing else [(m, "") for m in memories]
     return [
-        Card(m, m.authorship(names, me), short_id(m.id), replaced.get(m.id, [])) for m in memories
+        Card(m, m.authorship(names, me), short_id(m.id), replaced.get(m.id, []), note)
+        for m, note in shown
     ]
 
 
@@ -258,10 +265,10 @@ def store_page(store: MemoryStore) -> dict[str, Any]:
 
 def captured_page(store: MemoryStore) -> dict[str, Any]:
     """Captured memories waiting for review (private until accepted)."""
-    from ..hosts.review import from_teammates, ref, waiting
+    from ..hosts.review import forgets, from_teammates, ref, waiting
 
     theirs = from_teammates(store)
-    cards = _cards(store, [t.memory for t in theirs])
+    cards = _cards(store, [t.memory for t in theirs], standing=False)
     teammates = [
         {
             "card": card,
@@ -273,4 +280,13 @@ def captured_page(store: MemoryStore) -> dict[str, Any]:
         }
         for card, t in zip(cards, theirs, strict=True)
     ]
-    return {"cards": _cards(store, waiting(store)), "teammates": teammates}
+    asked = forgets(store)
+    forgetting = [
+        {"card": card, "reason": f.reason}
+        for card, (f, _) in zip(_cards(store, [m for _, m in asked]), asked, strict=True)
+    ]
+    return {
+        "cards": _cards(store, waiting(store), standing=False),
+        "teammates": teammates,
+        "forgets": forgetting,
+    }

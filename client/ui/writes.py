@@ -75,7 +75,9 @@ def _correct(store: MemoryStore, form: dict[str, str]) -> str:
 
 
 def _accept(store: MemoryStore, form: dict[str, str]) -> str:
-    rest, theirs = review.split(store, [form.get("id", "")])
+    rest, asked = review.take_forgets(store, [form.get("id", "")])
+    review.settle_forgets(store, asked, accepted=True)  # an agent's forget: done
+    rest, theirs = review.split(store, rest)
     review.judge(store, theirs, "accepted")  # a teammate's version: into the contexts
     if rest:
         review.accept(store, review.choose(store, rest, "accept"))
@@ -83,7 +85,9 @@ def _accept(store: MemoryStore, form: dict[str, str]) -> str:
 
 
 def _discard(store: MemoryStore, form: dict[str, str]) -> str:
-    rest, theirs = review.split(store, [form.get("id", "")])
+    rest, asked = review.take_forgets(store, [form.get("id", "")])
+    review.settle_forgets(store, asked, accepted=False)  # an agent's forget: memory kept
+    rest, theirs = review.split(store, rest)
     review.judge(store, theirs, "dismissed")  # a teammate's version: kept out
     if rest:
         review.discard(store, review.choose(store, rest, "discard"))

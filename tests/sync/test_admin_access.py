@@ -65,3 +65,34 @@ def test_the_flags_combine_as_said() -> None:
     assert access(False, None) == (False, False)
     assert access(True, True) == (True, True)
     assert access(False, True) == (False, True)
+
+
+def test_no_read_alone_is_refused_with_the_ways_on(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--no-read`` alone used to issue or approve a member with no access, silently."""
+    (tmp_path / "nas").mkdir()
+    cli("admin", "team", "create", "Acme", "--folder", str(tmp_path / "nas"), "-p", "webapp")
+    invite = str(cli("admin", "team", "invite", "--json").json()["invite"])
+    bob = cli("bob", "team", "join", invite, "--name", "bob", "--json").json()
+    cli("admin", "admin", "requests")
+    before = cli("admin", "team", "status", "--json").json()["roster_version"]
+    monkeypatch.setenv("SEALMEM_PASSPHRASE", "correct horse battery staple")
+    bundle = tmp_path / "carol.key"
+    for args in (
+        ("approve", "bob", "-p", "webapp", "--no-read"),
+        ("issue", "carol", "-o", str(bundle), "-p", "webapp", "--no-read"),
+    ):
+        refused = cli("admin", "admin", *args, code=1)
+        (line,) = refused.err.splitlines()
+        assert "--no-read alone makes a member who can neither read nor write" in line
+        assert "--no-read --write" in line
+        assert "nothing was changed" in line
+    assert not bundle.exists()
+    assert cli("admin", "team", "status", "--json").json()["roster_version"] == before
+    done = cli("admin", "admin", "approve", "bob", "-p", "webapp", "--no-read", "--no-write")
+    assert "access: no access on webapp" in done.out  # on purpose: said, not refused
+    assert grants_of(cli, bob["kid"]) == {"webapp": (False, False), "shared": (False, False)}
+    issued = cli("admin", "admin", "issue", "carol", "-o", str(bundle), "-p", "webapp",
+                 "--no-read", "--write")  # fmt: skip
+    assert "access: write only on webapp" in issued.out

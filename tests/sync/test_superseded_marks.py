@@ -94,7 +94,8 @@ def test_accept_all_shares_the_captures_and_lets_in_no_teammates_proposal(team: 
     assert [t["id"] for t in queue["teammates"]] == [note.id]
     assert json.loads(_run(alice, "show", warning.id, "--json"))["superseded_by"] == []
     _run(alice, "captured", "accept", note.id)  # by id, it applies
-    assert json.loads(_run(alice, "show", warning.id, "--json"))["superseded_by"] == [note.id]
+    shown = json.loads(_run(alice, "show", warning.id, "--json"))["superseded_by"]
+    assert [d["id"] for d in shown] == [note.id]
 
 
 def test_show_of_a_memory_a_teammate_proposes_to_delete_shows_the_authors_text(

@@ -1,0 +1,102 @@
+"""An agent's MCP ``forget`` of a memory shared with the team waits for a person, like an
+agent's writes (``sealmem captured``): an agent cannot erase team memory alone.  A
+private memory (no teammate holds it), the ``share`` choice, and a person's own
+``sealmem forget`` act at once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.client import Client
+from mcp_types import TextContent
+
+from sealmem.client import MemoryStore
+from sealmem.client.mcp.server import create_server
+from tests.support.cli import Run, in_process
+
+Cli = Callable[..., Run]
+WARNING = "Never deploy on Fridays: the on-call rota is empty at weekends."
+
+pytestmark = pytest.mark.slow  # MCP sessions: > 0.2 s
+
+
+@pytest.fixture
+def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
+    monkeypatch.setenv("SEALMEM_HOME", str(tmp_path / "home"))
+    (tmp_path / "webshop").mkdir()
+    monkeypatch.chdir(tmp_path / "webshop")
+    return in_process(capsys, monkeypatch)
+
+
+def _agent_forgets(memory_id: str, reason: str = "the rota is staffed now") -> Any:
+    answers: list[Any] = []
+
+    async def session() -> None:
+        async with Client(create_server(project="webshop")) as client:
+            result = await client.call_tool("forget", {"id": memory_id, "reason": reason})
+            text = "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+            assert not result.is_error, text
+            answers.append(result.structured_content)
+
+    anyio.run(session)
+    return answers[0]
+
+
+def _remembered(cli: Cli, *extra: str) -> str:
+    done = cli("remember", WARNING, "--kind", "warning", *extra, "--json")
+    assert done.code == 0, done.err
+    return str(done.json()["memory"]["id"])
+
+
+def _deleted(memory_id: str) -> bool:
+    with MemoryStore.open() as store:
+        return store.get(memory_id).deleted
+
+
+def test_an_agents_forget_of_a_shared_memory_waits_for_a_person(cli: Cli) -> None:
+    memory_id = _remembered(cli)
+    answer = _agent_forgets(memory_id)
+    assert (answer["forgotten"], answer["held_for_review"]) == (memory_id, True)
+    assert not _deleted(memory_id)  # nothing erased, nothing to publish
+    assert WARNING in cli("list").out
+    (asked,) = cli("captured", "--json").json()["forgets"]
+    assert (asked["id"], asked["reason"]) == (memory_id, "the rota is staffed now")
+    assert asked["asked_by"].startswith("mcp:")
+    listed = cli("captured").out
+    assert "an agent asks to forget" in listed
+    assert "the rota is staffed now" in listed
+
+    kept = cli("captured", "discard", memory_id)
+    assert kept.code == 0, kept.err
+    assert "kept" in kept.out
+    assert not _deleted(memory_id)
+    assert cli("captured", "--json").json()["forgets"] == []
+
+    _agent_forgets(memory_id)
+    assert cli("captured", "accept", "--all").code == 0  # --all is the captures': not this
+    assert not _deleted(memory_id)
+    done = cli("captured", "accept", memory_id[-12:])
+    assert done.code == 0, done.err
+    assert "forgotten: the rota is staffed now" in done.out
+    assert _deleted(memory_id)
+    assert cli("captured", "--json").json()["forgets"] == []
+
+
+def test_private_memories_and_the_share_choice_forget_at_once(cli: Cli) -> None:
+    private = _remembered(cli, "--private")
+    assert _agent_forgets(private)["held_for_review"] is False
+    assert _deleted(private)
+    assert cli("captured", "agent-writes", "share").code == 0
+    shared = _remembered(cli)
+    assert _agent_forgets(shared)["held_for_review"] is False
+    assert _deleted(shared)
+
+
+def test_a_persons_forget_is_immediate(cli: Cli) -> None:
+    memory_id = _remembered(cli)
+    assert cli("forget", memory_id, "--reason", "obsolete").code == 0
+    assert _deleted(memory_id)
