@@ -47,6 +47,9 @@ trust (version 3)
     ``accepted`` or ``dismissed`` on one version (id, hlc, editor) of a teammate's
     memory awaiting review, or of a proposal (:mod:`sealmem.client.recall.standing`).
 
+own sends (version 5)
+    ``own_sends``: each (seq, hash) of our own chain recorded before it is sent.
+
 Derived tables, each kept by one function of :mod:`sealmem.client.store.derived`
 (called by the one writer, :mod:`sealmem.client.store.writer`, once per batch; no
 trigger) and rebuilt from ``memories`` and ``history`` by its ``rebuild``:
@@ -320,11 +323,25 @@ ALTER TABLE verdicts ADD COLUMN digest TEXT NOT NULL DEFAULT '';
 version with the same id, clock and editor is not the one a person judged.  A verdict
 of before it (``''``) names none: the version waits again."""
 
+_OWN_SENDS = """
+CREATE TABLE own_sends (
+    project TEXT    NOT NULL,
+    seq     INTEGER NOT NULL,
+    hash    TEXT    NOT NULL,
+    sent_at INTEGER NOT NULL,
+    PRIMARY KEY (project, seq, hash)
+) WITHOUT ROWID;
+"""
+"""Each manifest of our own chain recorded before it is sent (SPEC "Restore and copied
+keys"): a push interrupted after its manifest landed is thereby told from another
+machine writing with this key.  Rows at or below the recorded head are dropped."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
     Migration(3, "trust: the reader's trust in each member, and its verdicts on versions", _TRUST),
     Migration(4, "verdict digest: a verdict names the bytes it judged", _VERDICT_DIGEST),
+    Migration(5, "own sends: our manifests recorded before they are sent", _OWN_SENDS),
 ]
 
 

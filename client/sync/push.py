@@ -16,8 +16,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ...crypto import SUITE, ContentKey, random_bytes
@@ -26,6 +26,7 @@ from ...protocol.hlc import ZERO, Hlc
 from ...protocol.manifest import Head
 from ...protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
 from ...protocol.own import Damage, Held, Ours, Recorded, bases_wanted, ours
+from ...protocol.own_chain import ADOPT, BEHIND_WITNESS, KEY_IN_USE, PUBLISH, OwnChainStep
 from ...protocol.push import (
     Publishable,
     PushPlan,
@@ -36,11 +37,11 @@ from ...protocol.record import Record
 from ...protocol.snapshot import PreviousSnapshot, Rebuild, Snapshot, build_snapshot
 from ...protocol.state import TrustedState
 from ..store.connection import transaction
-from . import bases, outgoing, redaction, replica
+from . import bases, outgoing, own_chain, redaction, replica
 from .session import Refusal, Team, trusted_roster
 from .transport import ConflictError, MissingChunks, Transport
 
-__all__ = ["PushSink", "own_heads", "push_project", "redact_pending"]
+__all__ = ["PushSink", "own_heads", "push_project", "read_own_chains", "redact_pending"]
 
 
 class PushSink(Protocol):
@@ -62,6 +63,43 @@ def redact_pending(team: Team, project: str, now: int) -> None:
         return  # every version it would look at is marked: no write transaction
     with transaction(team.conn):
         redaction.redact_pending(team.conn, team.me, project, since, now)
+
+
+def read_own_chains(
+    team: Team, state: TrustedState, projects: Sequence[str], summary: PushSink, now: int,
+    *, confirm: bool = False,
+) -> list[str]:  # fmt: skip
+    """Before anything is published: read our own chain back in every project of
+    ``projects`` (SPEC "Restore and copied keys"), adopt the heads a restore left behind,
+    and return the projects to push.  Raises :class:`~.own_chain.KeyInUse` (nothing
+    written) when another machine writes with this key; ``confirm`` (``sync --adopt``)
+    adopts once more although this device adopted before."""
+    adopted = own_chain.is_adopted(team.home) and not confirm
+    found: list[tuple[str, replica.OwnChain | None, Ours, OwnChainStep]] = []
+    for project in projects:
+        chain = replica.load_own_chain(team.conn, project)
+        heads = own_heads(team, project, chain)
+        step = own_chain.step(team, state, project, chain, heads, adopted=adopted)
+        found.append((project, chain, heads, step))
+    stuck = [project for project, _, _, step in found if step.action == KEY_IN_USE]
+    if stuck:
+        raise own_chain.KeyInUse(stuck)
+    out, done = [], []
+    for project, chain, heads, step in found:
+        if step.action == BEHIND_WITNESS:
+            seen = state.witnessed[(team.me, project)].seq
+            summary.warnings.append(own_chain.withheld_line(project, seen, team.transport.location))
+            continue
+        if step.action == ADOPT:
+            back = own_chain.adopt(team, state, project, chain, heads, summary.warnings, now)
+            if back is None:
+                continue
+            done.append(back)
+        out.append(project)
+    if done:
+        own_chain.mark_adopted(team.home, now)
+        summary.warnings.append(own_chain.adopted_line(done, team.transport.location))
+    return out
 
 
 def push_project(
@@ -239,13 +277,22 @@ def _push(
     epoch = roster.projects[project]
     chain = replica.load_own_chain(team.conn, project)
     heads = own_heads(team, project, chain)
+    # read back before this sync's pushes: what moved since was written by another machine
+    step = own_chain.step(team, state, project, chain, heads, adopted=True)
+    if step.action == BEHIND_WITNESS:
+        seen = state.witnessed[(team.me, project)].seq
+        summary.warnings.append(own_chain.withheld_line(project, seen, team.transport.location))
+        return
+    if step.action != PUBLISH:
+        raise own_chain.KeyInUse([project])
     damage = _damage(team, project, chain, heads, lost)
     with transaction(team.conn):
         up = _next(team, state, project, chain, heads, damage, now)
     summary.warnings.extend(up.plan.warnings)
     if up.plan.skip is not None:
         return
-    plan = up.plan
+    plan = replace(up.plan, seq=max(up.plan.seq, step.next_seq))  # above every seq known
+    up = replace(up, plan=plan)
     snap = build_snapshot(
         SUITE, key, team.key, team=team.config.team, project=project, epoch=epoch,
         roster_version=roster.version, seq=plan.seq, prev=plan.prev, records=up.records,
@@ -258,7 +305,15 @@ def _push(
         with transaction(team.conn):
             outgoing.clear_dirty(team.conn, project, up.upto)
         return
-    team.transport.push(project, team.me, plan.seq, snap.envelope, snap.new_chunks)
+    sent = snap.hash or snap.manifest.hash(SUITE)
+    with transaction(team.conn):  # durable before the transport sees it
+        own_chain.record_send(team.conn, project, plan.seq, sent, now)
+    try:
+        team.transport.push(project, team.me, plan.seq, snap.envelope, snap.new_chunks)
+    except (ConflictError, MissingChunks):  # refused: it holds another manifest, or none
+        with transaction(team.conn):
+            own_chain.drop_send(team.conn, project, plan.seq, sent)
+        raise
     _save(team, project, up, snap, now)
     summary.pushed_versions += sum(1 for r in up.records if r.hlc > plan.pushed)
     summary.pushed_chunks += len(snap.new_chunks)
