@@ -19,7 +19,7 @@ from sealmem.client.clock import now_ms
 from sealmem.client.store.recover import recover
 from sealmem.client.sync.session import Team
 
-__all__ = ["backup", "clone", "contents", "restore_home", "restore_store"]
+__all__ = ["backup", "clone", "close", "contents", "restore_home", "restore_store"]
 
 N = TypeVar("N", bound=Any)
 STORE_FILES = ("store.db", "store.db-wal", "store.db-shm", "sync.lock")
@@ -40,8 +40,17 @@ def backup(node: Any, dest: Path) -> Path:
 
 
 def _reopen(node: Any, make_team: Callable[[Any], Team]) -> None:
+    if node.team is not None:
+        node.team.transport.close()
     node.store = MemoryStore.open(node.home / "store.db", author=node.key.kid)
     node.team = make_team(node)
+
+
+def close(node: Any) -> None:
+    """Close a node no world closes (a second machine)."""
+    if node.team is not None:
+        node.team.transport.close()
+    node.store.close()
 
 
 def clone(node: N, name: str, dest: Path, make_team: Callable[[Any], Team]) -> N:

@@ -17,7 +17,7 @@ from sealmem.protocol import reasons
 from tests.support.cli import in_process
 
 from .conftest import PROJECT, World, make_world
-from .machines import backup, contents, restore_home, restore_store
+from .machines import backup, close, contents, restore_home, restore_store
 from .own_chain_runs import READ_BACK, alternate, restore_again, restore_run
 
 pytestmark = pytest.mark.slow
@@ -43,7 +43,7 @@ def test_a_copied_home_is_stopped_as_key_in_use_and_nothing_is_lost(tmp_path: Pa
         desktop = alternate(
             laptop, bob, tmp_path, folder_team, lambda: chain_files(world, laptop.key.kid)
         )
-        desktop.store.close()
+        close(desktop)
         carol = world.add_members("carol")[0]
         world.sync_all(1)
         assert contents(carol, PROJECT) == contents(bob, PROJECT)
