@@ -10,7 +10,7 @@ two syncs of one store never interleave:
    (:mod:`sealmem.client.sync.pull`).  A snapshot's merged versions, chain head
    and chunk cache commit in one transaction: a refused snapshot merges nothing;
 3. **own chain**, before anything is written: our own chain is read back in every
-   project we push to (:func:`~sealmem.client.sync.push.read_own_chains`): a head a
+   project we push to (:func:`~sealmem.client.sync.own_chain.read_own_chains`): a head a
    restore left behind is adopted once, a head another machine wrote with this key stops
    the sync as ``key-in-use``, a head teammates witness but the transport withholds
    keeps that project from publishing;
@@ -54,8 +54,9 @@ from ..store import scrub
 from ..store.connection import sqlite_errors, transaction
 from . import clockhealth, dropping, freshness, outgoing, replica
 from .local_only import LocalOnly, local_only
+from .own_chain import read_own_chains
 from .pull import pull_project
-from .push import push_project, read_own_chains, redact_pending
+from .push import push_project, redact_pending
 from .session import Refusal, Team
 
 __all__ = ["LOCK_FILE", "LOCK_TIMEOUT_S", "SyncSummary", "sync", "sync_lock"]

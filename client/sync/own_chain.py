@@ -1,9 +1,11 @@
 """Our own chain read back before a push: a restore adopted once, a copied key stopped
 (SPEC.md "Restore and copied keys"; the table is :func:`sealmem.protocol.own_chain.decide`).
 
+- :func:`own_heads` gathers what the store and the transport hold of ours in a project;
+  :func:`read_own_chains` runs before anything of a sync is written, for every project;
 - :func:`record_send` keeps each (seq, hash) of ours durably before the transport sees
   it, so a push interrupted after its manifest landed still reads as ours;
-- :func:`step` gathers the table's inputs (``own``, the sends, ``T``, ``W``) and decides;
+- :func:`decide_for` gathers the table's inputs (``own``, the sends, ``T``, ``W``) and decides;
 - :func:`adopt` merges the transport's head back through the pull's merge
   (:func:`sealmem.client.sync.pull.merge_chunks`), every version as written here, and
   records it as our head, in one transaction: a sync stopped after it adopts nothing twice;
@@ -18,11 +20,13 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
+from ...crypto import SUITE
 from ...protocol.errors import Rejected, SealmemError, StoreError
 from ...protocol.hlc import Hlc
-from ...protocol.own import Ours
-from ...protocol.own_chain import Link, OwnChainStep, decide
+from ...protocol.own import Held, Ours, Recorded, bases_wanted, ours
+from ...protocol.own_chain import ADOPT, BEHIND_WITNESS, KEY_IN_USE, Link, OwnChainStep, decide
 from ...protocol.state import TrustedState
 from ..fsutil import atomic_write
 from ..store import scrub
@@ -32,6 +36,7 @@ from . import bases, replica
 from .apply import ApplyResult
 from .pull import merge_chunks
 from .session import Team, trusted_roster
+from .transport import Transport
 
 __all__ = [
     "ADOPTED_FILE",
@@ -40,12 +45,14 @@ __all__ = [
     "KeyInUse",
     "adopt",
     "adopted_line",
+    "decide_for",
     "drop_send",
     "is_adopted",
     "load_sends",
     "mark_adopted",
+    "own_heads",
+    "read_own_chains",
     "record_send",
-    "step",
     "withheld_line",
 ]
 
@@ -58,6 +65,10 @@ KEY_IN_USE_FIX = (
     "home was restored from a backup again), run 'sealmem sync --adopt'"
 )
 """How to get out of ``key-in-use`` in this version (the one place that says it)."""
+
+
+class Sink(Protocol):
+    warnings: list[str]
 
 
 class KeyInUse(SealmemError):
@@ -107,7 +118,76 @@ def load_sends(conn: sqlite3.Connection, project: str) -> list[Link]:
 # -- the decision and the adoption -------------------------------------------------------
 
 
-def step(
+def own_heads(team: Team, project: str, chain: replica.OwnChain | None) -> Ours:
+    """Gather what the store and the transport hold of ours in ``project`` and decide which
+    head is ours (:func:`~sealmem.protocol.own.ours`)."""
+    kept = bases.load(team.conn, team.me, project)
+    recorded = _recorded(chain)
+    held = _held(team.transport, team.me, project, recorded, kept)
+    return ours(
+        SUITE, writer=team.me, project=project, sign_public=team.key.sign_public,
+        recorded=recorded, kept=kept, held=held,
+    )  # fmt: skip
+
+
+def _recorded(chain: replica.OwnChain | None) -> Recorded | None:
+    if chain is None:
+        return None
+    return Recorded(
+        chain.manifest, chain.seq, chain.hash, chain.pushed_wall, chain.pushed_count,
+        chain.reset_at,
+    )  # fmt: skip
+
+
+def _held(
+    transport: Transport, me: str, project: str, recorded: Recorded | None, kept: bytes | None
+) -> Held:
+    """Our newest manifests in the transport (read only when it lists one above the
+    recorded seq), and its copies of the bases our deltas name that are not ``kept``."""
+    manifests = transport.manifests_above(project, me, 0 if recorded is None else recorded.seq)
+    wanted = bases_wanted(SUITE, recorded, kept, manifests)
+    copies = {seq: transport.base_manifests(project, me, seq) for seq in sorted(wanted)}
+    return Held(manifests, copies)
+
+
+def read_own_chains(
+    team: Team, state: TrustedState, projects: Sequence[str], summary: Sink, now: int,
+    *, confirm: bool = False,
+) -> list[str]:  # fmt: skip
+    """Before anything is published: read our own chain back in every project of
+    ``projects`` (SPEC "Restore and copied keys"), adopt the heads a restore left behind,
+    and return the projects to push.  Raises :class:`~.KeyInUse` (nothing
+    written) when another machine writes with this key; ``confirm`` (``sync --adopt``)
+    adopts once more although this device adopted before."""
+    adopted = is_adopted(team.home) and not confirm
+    found: list[tuple[str, replica.OwnChain | None, Ours, OwnChainStep]] = []
+    for project in projects:
+        chain = replica.load_own_chain(team.conn, project)
+        heads = own_heads(team, project, chain)
+        step = decide_for(team, state, project, chain, heads, adopted=adopted)
+        found.append((project, chain, heads, step))
+    stuck = [project for project, _, _, step in found if step.action == KEY_IN_USE]
+    if stuck:
+        raise KeyInUse(stuck)
+    out, done = [], []
+    for project, chain, heads, step in found:
+        if step.action == BEHIND_WITNESS:
+            seen = state.witnessed[(team.me, project)].seq
+            summary.warnings.append(withheld_line(project, seen, team.transport.location))
+            continue
+        if step.action == ADOPT:
+            back = adopt(team, state, project, chain, heads, summary.warnings, now)
+            if back is None:
+                continue
+            done.append(back)
+        out.append(project)
+    if done:
+        mark_adopted(team.home, now)
+        summary.warnings.append(adopted_line(done, team.transport.location))
+    return out
+
+
+def decide_for(
     team: Team,
     state: TrustedState,
     project: str,

@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -25,8 +25,8 @@ from ...protocol.errors import Rejected
 from ...protocol.hlc import ZERO, Hlc
 from ...protocol.manifest import Head
 from ...protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
-from ...protocol.own import Damage, Held, Ours, Recorded, bases_wanted, ours
-from ...protocol.own_chain import ADOPT, BEHIND_WITNESS, KEY_IN_USE, PUBLISH, OwnChainStep
+from ...protocol.own import Damage, Ours
+from ...protocol.own_chain import BEHIND_WITNESS, PUBLISH
 from ...protocol.push import (
     Publishable,
     PushPlan,
@@ -39,9 +39,9 @@ from ...protocol.state import TrustedState
 from ..store.connection import transaction
 from . import bases, outgoing, own_chain, redaction, replica
 from .session import Refusal, Team, trusted_roster
-from .transport import ConflictError, MissingChunks, Transport
+from .transport import ConflictError, MissingChunks
 
-__all__ = ["PushSink", "own_heads", "push_project", "read_own_chains", "redact_pending"]
+__all__ = ["PushSink", "push_project", "redact_pending"]
 
 
 class PushSink(Protocol):
@@ -63,43 +63,6 @@ def redact_pending(team: Team, project: str, now: int) -> None:
         return  # every version it would look at is marked: no write transaction
     with transaction(team.conn):
         redaction.redact_pending(team.conn, team.me, project, since, now)
-
-
-def read_own_chains(
-    team: Team, state: TrustedState, projects: Sequence[str], summary: PushSink, now: int,
-    *, confirm: bool = False,
-) -> list[str]:  # fmt: skip
-    """Before anything is published: read our own chain back in every project of
-    ``projects`` (SPEC "Restore and copied keys"), adopt the heads a restore left behind,
-    and return the projects to push.  Raises :class:`~.own_chain.KeyInUse` (nothing
-    written) when another machine writes with this key; ``confirm`` (``sync --adopt``)
-    adopts once more although this device adopted before."""
-    adopted = own_chain.is_adopted(team.home) and not confirm
-    found: list[tuple[str, replica.OwnChain | None, Ours, OwnChainStep]] = []
-    for project in projects:
-        chain = replica.load_own_chain(team.conn, project)
-        heads = own_heads(team, project, chain)
-        step = own_chain.step(team, state, project, chain, heads, adopted=adopted)
-        found.append((project, chain, heads, step))
-    stuck = [project for project, _, _, step in found if step.action == KEY_IN_USE]
-    if stuck:
-        raise own_chain.KeyInUse(stuck)
-    out, done = [], []
-    for project, chain, heads, step in found:
-        if step.action == BEHIND_WITNESS:
-            seen = state.witnessed[(team.me, project)].seq
-            summary.warnings.append(own_chain.withheld_line(project, seen, team.transport.location))
-            continue
-        if step.action == ADOPT:
-            back = own_chain.adopt(team, state, project, chain, heads, summary.warnings, now)
-            if back is None:
-                continue
-            done.append(back)
-        out.append(project)
-    if done:
-        own_chain.mark_adopted(team.home, now)
-        summary.warnings.append(own_chain.adopted_line(done, team.transport.location))
-    return out
 
 
 def push_project(
@@ -156,38 +119,6 @@ def _content_key(
             f"no key for {project!r} epoch {epoch} yet; not pushing (sync again later)"
         )
     return key
-
-
-def own_heads(team: Team, project: str, chain: replica.OwnChain | None) -> Ours:
-    """Gather what the store and the transport hold of ours in ``project`` and decide which
-    head is ours (:func:`~sealmem.protocol.own.ours`)."""
-    kept = bases.load(team.conn, team.me, project)
-    recorded = _recorded(chain)
-    held = _held(team.transport, team.me, project, recorded, kept)
-    return ours(
-        SUITE, writer=team.me, project=project, sign_public=team.key.sign_public,
-        recorded=recorded, kept=kept, held=held,
-    )  # fmt: skip
-
-
-def _recorded(chain: replica.OwnChain | None) -> Recorded | None:
-    if chain is None:
-        return None
-    return Recorded(
-        chain.manifest, chain.seq, chain.hash, chain.pushed_wall, chain.pushed_count,
-        chain.reset_at,
-    )  # fmt: skip
-
-
-def _held(
-    transport: Transport, me: str, project: str, recorded: Recorded | None, kept: bytes | None
-) -> Held:
-    """Our newest manifests in the transport (read only when it lists one above the
-    recorded seq), and its copies of the bases our deltas name that are not ``kept``."""
-    manifests = transport.manifests_above(project, me, 0 if recorded is None else recorded.seq)
-    wanted = bases_wanted(SUITE, recorded, kept, manifests)
-    copies = {seq: transport.base_manifests(project, me, seq) for seq in sorted(wanted)}
-    return Held(manifests, copies)
 
 
 def _damage(
@@ -276,9 +207,9 @@ def _push(
     roster = trusted_roster(state)
     epoch = roster.projects[project]
     chain = replica.load_own_chain(team.conn, project)
-    heads = own_heads(team, project, chain)
+    heads = own_chain.own_heads(team, project, chain)
     # read back before this sync's pushes: what moved since was written by another machine
-    step = own_chain.step(team, state, project, chain, heads, adopted=True)
+    step = own_chain.decide_for(team, state, project, chain, heads, adopted=True)
     if step.action == BEHIND_WITNESS:
         seen = state.witnessed[(team.me, project)].seq
         summary.warnings.append(own_chain.withheld_line(project, seen, team.transport.location))
