@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client.sync.engine import sync
@@ -46,6 +46,7 @@ def _sync(node: Node, published: set[str]) -> None:
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS)
+@example(ops=[("backup", "alice"), ("write", "alice"), ("sync", "alice"), ("restore", 0)])
 def test_restores_and_syncs_in_any_order_converge_and_lose_nothing_published(
     ops: list[tuple[str, object]],
 ) -> None:
