@@ -64,10 +64,6 @@ class OwnChainStep:
     action: str  # one of ACTIONS
     next_seq: int = 0  # the lowest seq the next manifest may take (0: it publishes none)
 
-    @property
-    def publishes(self) -> bool:
-        return self.action in (PUBLISH, ADOPT)
-
 
 def decide(
     *,

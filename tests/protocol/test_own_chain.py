@@ -45,10 +45,3 @@ def test_the_first_row_that_applies_decides(
     expected: OwnChainStep,
 ) -> None:
     assert decide(own=own, sent=sent, adopted=adopted, transport=t, witnessed=w) == expected
-
-
-def test_only_publish_and_adopt_publish() -> None:
-    assert OwnChainStep(PUBLISH, 1).publishes
-    assert OwnChainStep(ADOPT, 1).publishes
-    assert not OwnChainStep(BEHIND_WITNESS).publishes
-    assert not OwnChainStep(KEY_IN_USE).publishes
