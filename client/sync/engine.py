@@ -45,6 +45,7 @@ import filelock
 
 from ...protocol import hubapi
 from ...protocol.errors import SealmemError, StoreError
+from ...protocol.own import Ours
 from ...protocol.push import writable_projects
 from ...protocol.roster import Roster
 from ...protocol.state import TrustedState
@@ -208,7 +209,7 @@ def _run(
             if project in checked and project not in pushable:
                 continue  # its own chain said why (a withheld head, a head not read back)
             redact_pending(team, project, tick())
-            push_project(team, state, project, summary, tick)
+            push_project(team, state, project, summary, tick, pushable.get(project))
         with transaction(team.conn):
             outgoing.drop_unused_dirty(team.conn)
     _note_local_only(team, roster, summary)
@@ -217,14 +218,14 @@ def _run(
 def _read_own_chains(
     team: Team, state: TrustedState, roster: Roster, summary: SyncSummary, now: int,
     push: bool, adopt: bool,
-) -> tuple[set[str], set[str]]:  # fmt: skip
+) -> tuple[set[str], dict[str, Ours | None]]:  # fmt: skip
     """Before anything is written (the checkpoint included): read our own chain back in
-    every project we push to; return those read and those to push.  Raises ``key-in-use``."""
+    every project we push to; return those read, and those to push with the heads read.
+    Raises ``key-in-use``."""
     if not push or roster.revocation(team.me) is not None:
-        return set(), set()
+        return set(), {}
     projects = writable_projects(roster, team.me)
-    pushable = read_own_chains(team, state, projects, summary, now, confirm=adopt)
-    return set(projects), set(pushable)
+    return set(projects), read_own_chains(team, state, projects, summary, now, confirm=adopt)
 
 
 def _note_local_only(team: Team, roster: Roster | None, summary: SyncSummary) -> None:

@@ -153,10 +153,11 @@ def _held(
 def read_own_chains(
     team: Team, state: TrustedState, projects: Sequence[str], summary: Sink, now: int,
     *, confirm: bool = False,
-) -> list[str]:  # fmt: skip
+) -> dict[str, Ours | None]:  # fmt: skip
     """Before anything is published: read our own chain back in every project of
     ``projects`` (SPEC "Restore and copied keys"), adopt the heads a restore left behind,
-    and return the projects to push.  Raises :class:`~.KeyInUse` (nothing
+    and return the projects to push, each with the heads read (None: adopted, read them
+    again).  Raises :class:`~.KeyInUse` (nothing
     written) when another machine writes with this key; ``confirm`` (``sync --adopt``)
     adopts once more although this device adopted before."""
     adopted = is_adopted(team.home) and not confirm
@@ -169,7 +170,8 @@ def read_own_chains(
     stuck = [project for project, _, _, step in found if step.action == KEY_IN_USE]
     if stuck:
         raise KeyInUse(stuck)
-    out, done = [], []
+    out: dict[str, Ours | None] = {}
+    done = []
     for project, chain, heads, step in found:
         if step.action == BEHIND_WITNESS:
             seen = state.witnessed[(team.me, project)].seq
@@ -180,7 +182,7 @@ def read_own_chains(
             if back is None:
                 continue
             done.append(back)
-        out.append(project)
+        out[project] = None if step.action == ADOPT else heads
     if done:
         mark_adopted(team.home, now)
         summary.warnings.append(adopted_line(done, team.transport.location))

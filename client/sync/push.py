@@ -66,15 +66,17 @@ def redact_pending(team: Team, project: str, now: int) -> None:
 
 
 def push_project(
-    team: Team, state: TrustedState, project: str, summary: PushSink, tick: Callable[[], int]
-) -> None:
+    team: Team, state: TrustedState, project: str, summary: PushSink, tick: Callable[[], int],
+    heads: Ours | None = None,
+) -> None:  # fmt: skip
     """Push ``project`` with its current content key; when the transport says our seq is
-    stale, read our newest chain back and push again, once."""
+    stale, read our newest chain back and push again, once.  ``heads``: what this sync
+    read of our own chain (:func:`~.own_chain.read_own_chains`; None: read it here)."""
     key = _content_key(team, state, project, summary)
     if key is None:
         return
     try:
-        _push_healing(team, state, project, key, summary, tick)
+        _push_healing(team, state, project, key, summary, tick, heads)
     except ConflictError as first:
         try:
             _push_healing(team, state, project, key, summary, tick)
@@ -87,12 +89,12 @@ def push_project(
 
 def _push_healing(
     team: Team, state: TrustedState, project: str, key: ContentKey, summary: PushSink,
-    tick: Callable[[], int],
+    tick: Callable[[], int], heads: Ours | None = None,
 ) -> None:  # fmt: skip
     """Push; when the transport refuses the manifest for chunks it does not hold (it lost
     them), encrypt those buckets again and push at once, the same seq (SPEC "Self-repair")."""
     try:
-        _push(team, state, project, key, summary, tick())
+        _push(team, state, project, key, summary, tick(), heads=heads)
     except MissingChunks as exc:
         try:
             _push(team, state, project, key, summary, tick(), lost=exc.ids)
@@ -201,13 +203,14 @@ def _next(
 
 def _push(
     team: Team, state: TrustedState, project: str, key: ContentKey, summary: PushSink, now: int,
-    lost: frozenset[str] = frozenset(),
+    lost: frozenset[str] = frozenset(), heads: Ours | None = None,
 ) -> None:  # fmt: skip
     """Gather, decide, build, push, save (see the module docstring)."""
     roster = trusted_roster(state)
     epoch = roster.projects[project]
     chain = replica.load_own_chain(team.conn, project)
-    heads = own_chain.own_heads(team, project, chain)
+    if heads is None:
+        heads = own_chain.own_heads(team, project, chain)
     # read back before this sync's pushes: what moved since was written by another machine
     step = own_chain.decide_for(team, state, project, chain, heads, adopted=True)
     if step.action == BEHIND_WITNESS:
