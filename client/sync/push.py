@@ -1,16 +1,20 @@
 """The push of one project: gather, decide, build, push, save.
 
-1. **gather**, I/O only: our last manifest as the store recorded it and the base it
-   keeps; what the transport holds of ours (our newest manifests when it lists one
-   above the recorded seq, the copies of the bases our deltas name, what it lost);
+1. **gather**, I/O only (:func:`~sealmem.client.sync.own_chain.own_heads`, read once
+   already by this sync's own-chain step): our last manifest as the store recorded it and
+   the base it keeps; what the transport holds of ours (our newest manifests when it
+   lists one above the recorded seq, the copies of the bases our deltas name, what it lost);
 2. **decide**, in :mod:`sealmem.protocol` with pure functions: which head is ours
-   (:func:`~sealmem.protocol.own.ours`), whether to repair, then, over one consistent
+   (:func:`~sealmem.protocol.own.ours`), whether the own-chain table still says publish
+   (:func:`~sealmem.protocol.own_chain.decide`: a head that appeared during this sync
+   is ``key-in-use``) and the lowest seq, whether to repair, then, over one consistent
    read of the store, the plan (:func:`~sealmem.protocol.push.plan_push`: skip, adopt,
    continue or start a chain) and what of the base it reuses
    (:func:`~sealmem.protocol.push.plan_reuse`);
-3. **build** the snapshot from the records of the buckets it rebuilds, **push** it (the
-   new chunks, then the manifest), and **save** the new chain head: the push's only
-   write to the store, with a base read from the transport.  Old chunks are collected
+3. **build** the snapshot from the records of the buckets it rebuilds, record its
+   (seq, hash) before sending (an interrupted push is then still ours), **push** it (the
+   new chunks, then the manifest), and **save** the new chain head, with a base read
+   from the transport.  Old chunks are collected
    after the grace period.
 """
 
