@@ -222,10 +222,7 @@ class Adopted:
     project: str
     seq: int
     back: int
-
-
-class _Unread(Exception):
-    """Chunks of our head could not be read: adopt nothing (the transaction rolls back)."""
+    lost: int = 0  # chunks of it the transport could not give back (holes)
 
 
 def adopt(
@@ -239,8 +236,10 @@ def adopt(
 ) -> Adopted | None:
     """Merge ``heads.landed`` (our head on the transport, verified under our key) back as
     written here and record it as our head; None (said in ``warnings``) when it cannot be
-    read whole: nothing is published for the project then, since a manifest without those
-    versions would drop them."""
+    read (no key for its epoch yet, a snapshot refused): nothing is published for the
+    project then, since a manifest without its versions would drop them.  Chunks the
+    transport lost (holes) are lost to every reader already: the rest is adopted, and
+    the line says how many."""
     landed, envelope = heads.landed, heads.landed_envelope
     if landed is None or envelope is None:
         return None
@@ -257,10 +256,8 @@ def adopt(
     try:
         with transaction(team.conn):
             opener, newest = merge_chunks(team, m, key, Provenance.local(), now, {}, result)
-            if opener.holes:
-                raise _Unread(f"{len(opener.holes)} of its chunks could not be read")
             _save_head(team, state, chain, heads, envelope, newest, now)
-    except (_Unread, Rejected) as exc:
+    except Rejected as exc:
         warnings.append(
             f"{where} is ahead of this store but could not be read back ({exc}); nothing is "
             f"published for {project!r}, so that nothing it holds is dropped; sync again"
@@ -273,7 +270,7 @@ def adopt(
         ) from exc
     if result.purged:
         scrub.settle(team.conn)
-    return Adopted(project, m.seq, result.new + result.updated)
+    return Adopted(project, m.seq, result.new + result.updated, len(opener.holes))
 
 
 def _save_head(
@@ -305,7 +302,12 @@ def _save_head(
 
 def adopted_line(done: Sequence[Adopted], location: str) -> str:
     """The one line a sync that adopted says."""
-    parts = ", ".join(f"{a.project!r} at seq {a.seq} ({a.back} versions back)" for a in done)
+    parts = ", ".join(
+        f"{a.project!r} at seq {a.seq} ({a.back} versions back"
+        + (f"; {a.lost} chunks of it the transport lost" if a.lost else "")
+        + ")"
+        for a in done
+    )
     return (
         f"this store was behind its own chain on {location} (restored from a backup?): read "
         f"back {parts}, as written here; publishing continues above it. If another machine "

@@ -155,3 +155,24 @@ def test_the_key_in_use_message_names_every_stopped_project() -> None:
     assert text.startswith("key-in-use: ")
     assert "'webapp', 'shared'" in text
     assert "sealmem sync --adopt" in text
+
+
+def test_a_head_whose_chunks_the_folder_lost_is_adopted_for_what_is_left(
+    world: World, tmp_path: Path
+) -> None:
+    alice = world.nodes["alice"]
+    alice.remember("alice's note in the backup")
+    alice.sync()
+    saved = backup(alice, tmp_path / "alice-backup")
+    alice.remember("alice's note after the backup, whose chunk the folder loses")
+    alice.sync()
+    restore_store(alice, saved, folder_team)
+    for chunk in world.folder.rglob(f"snapshots/{PROJECT}/{alice.key.kid}/chunks/*"):
+        chunk.unlink()  # lost to every reader already
+    said = [w for w in alice.sync().warnings if READ_BACK in w]
+    assert len(said) == 1
+    assert "chunks of it the transport lost" in said[0]
+    assert contents(alice, PROJECT) == {"alice's note in the backup"}
+    assert is_adopted(alice.home)  # and the chain goes on: the next sync publishes as usual
+    alice.remember("alice's note after the restore")
+    assert alice.sync().pushed_versions >= 1
