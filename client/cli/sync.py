@@ -64,8 +64,11 @@ def sync(
     as_json: JsonOpt = False,
 ) -> None:
     """Push your memories to the team and pull your teammates'."""
+    from ...protocol.errors import InputError
     from ..sync import engine
 
+    if watch and adopt:  # a confirmation holds for one sync, never for every one after it
+        raise InputError("--adopt confirms one sync: run 'sealmem sync --adopt' alone first")
     with open_team() as team:
         if not watch:
             _show(engine.sync(team, adopt=adopt), as_json)

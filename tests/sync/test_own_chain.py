@@ -86,6 +86,7 @@ def test_a_second_restore_is_key_in_use_until_sync_adopt_confirms(
         assert len(lines) == 1, stopped.err
         assert "sealmem sync --adopt" in lines[0]
         assert "Traceback" not in stopped.err
+        assert run("sync", "--watch", "--adopt").code == 1  # a confirmation is for one sync
         confirmed = run("sync", "--adopt")
         assert confirmed.code == 0, confirmed.err
         assert READ_BACK in confirmed.err
