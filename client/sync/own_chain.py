@@ -79,7 +79,7 @@ class KeyInUse(SealmemError):
         super().__init__(
             f"key-in-use: the transport holds manifests of this member's chain in {names} "
             "that this machine did not write: this key is in use on another machine (or "
-            f"this home was copied there); nothing was published; {KEY_IN_USE_FIX}"
+            f"this home was copied there); the sync stopped before publishing; {KEY_IN_USE_FIX}"
         )
         self.projects = tuple(projects)
 
