@@ -58,6 +58,7 @@ class Ours:
     own: OwnHead | None  # the recorded head, a delta rebuilt
     landed: Landed | None  # our newest manifest in the transport, verified under our key
     keep: bytes | None = None  # a full manifest of ours the store should keep as the base
+    landed_envelope: bytes | None = None  # the envelope of ``landed`` as the transport held it
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +150,7 @@ def ours(
     the transport's copy).  When that base is lost everywhere, the recorded delta is kept
     as parsed only if a newer manifest of ours landed (the push builds on that one);
     otherwise :class:`~sealmem.protocol.errors.StoreError` says to run ``doctor``."""
-    landed, keep = None, None
+    landed, keep, envelope = None, None, None
     for data in held.manifests:
         try:
             m = own_manifest(suite, data, writer=writer, sign_public=sign_public, project=project)
@@ -159,11 +160,12 @@ def ours(
         full = None if base is None else (base.manifest, base.hash)
         landed = Landed(rebuilt, m.hash(suite), full)
         keep = base.data if base is not None and base.fetched else None
+        envelope = data
         break
     if recorded is None:
-        return Ours(None, landed, keep)
+        return Ours(None, landed, keep, envelope)
     own, fetched = _own(suite, recorded, kept, held, landed)
-    return Ours(own, landed, fetched or keep)
+    return Ours(own, landed, fetched or keep, envelope)
 
 
 def _own(

@@ -53,14 +53,25 @@ def sync(
             "attempts (random, doubling from 1 s)."
         ),
     ] = 300.0,
+    adopt: Annotated[
+        bool,
+        typer.Option(
+            "--adopt",
+            help="Read your own chain back from the team once more although this machine "
+            "did so before (a home restored again from a backup; never on a copy).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Push your memories to the team and pull your teammates'."""
+    from ...protocol.errors import InputError
     from ..sync import engine
 
+    if watch and adopt:  # a confirmation holds for one sync, never for every one after it
+        raise InputError("--adopt confirms one sync: run 'sealmem sync --adopt' alone first")
     with open_team() as team:
         if not watch:
-            _show(engine.sync(team), as_json)
+            _show(engine.sync(team, adopt=adopt), as_json)
             return
         from ..sync.backoff import BACKOFF_START_S, Backoff
         from ..sync.hub_answers import hub_said

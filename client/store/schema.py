@@ -47,6 +47,9 @@ trust (version 3)
     ``accepted`` or ``dismissed`` on one version (id, hlc, editor) of a teammate's
     memory awaiting review, or of a proposal (:mod:`sealmem.client.recall.standing`).
 
+own sends (version 5)
+    ``own_sends``: each (seq, hash) of our own chain recorded before it is sent.
+
 Derived tables, each kept by one function of :mod:`sealmem.client.store.derived`
 (called by the one writer, :mod:`sealmem.client.store.writer`, once per batch; no
 trigger) and rebuilt from ``memories`` and ``history`` by its ``rebuild``:
@@ -331,6 +334,19 @@ CREATE TABLE held_forgets (
 """An agent's ``forget`` of a shared memory, waiting for a person
 (:mod:`.agentwrites`): nothing is erased or published until one accepts it."""
 
+_OWN_SENDS = """
+CREATE TABLE own_sends (
+    project TEXT    NOT NULL,
+    seq     INTEGER NOT NULL,
+    hash    TEXT    NOT NULL,
+    sent_at INTEGER NOT NULL,
+    PRIMARY KEY (project, seq, hash)
+) WITHOUT ROWID;
+"""
+"""Each manifest of our own chain recorded before it is sent (SPEC "Restore and copied
+keys"): a push interrupted after its manifest landed is thereby told from another
+machine writing with this key.  Rows at or below the recorded head are dropped."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
@@ -339,6 +355,7 @@ MIGRATIONS: list[Migration] = [
     Migration(
         5, "held forgets: an agent's forget of a shared memory waits for a person", _HELD_FORGETS
     ),
+    Migration(6, "own sends: our manifests recorded before they are sent", _OWN_SENDS),
 ]
 
 

@@ -9,12 +9,17 @@ two syncs of one store never interleave:
    open and merge the chunks not already opened one at a time, with provenance
    (:mod:`sealmem.client.sync.pull`).  A snapshot's merged versions, chain head
    and chunk cache commit in one transaction: a refused snapshot merges nothing;
-3. **push**, per writable project: first the versions not pushed yet are
+3. **own chain**, before anything is written: our own chain is read back in every
+   project we push to (:func:`~sealmem.client.sync.own_chain.read_own_chains`): a head a
+   restore left behind is adopted once, a head another machine wrote with this key stops
+   the sync as ``key-in-use``, a head teammates witness but the transport withholds
+   keeps that project from publishing;
+4. **push**, per writable project: first the versions not pushed yet are
    redacted again (their own transaction); then the push gathers what the store
    and the transport hold of ours, decides in :mod:`sealmem.protocol` (which head
    is ours, the plan, what it reuses), builds the snapshot, pushes it and records
    the new chain head, its only write (:mod:`sealmem.client.sync.push`);
-4. **local only**: per project whose team memories of ours are not pushed (no
+5. **local only**: per project whose team memories of ours are not pushed (no
    write grant, unregistered project, revoked, not approved yet), one warning
    with the count, why and the fix (:mod:`sealmem.client.sync.local_only`).
 
@@ -40,6 +45,7 @@ import filelock
 
 from ...protocol import hubapi
 from ...protocol.errors import SealmemError, StoreError
+from ...protocol.own import Ours
 from ...protocol.push import writable_projects
 from ...protocol.roster import Roster
 from ...protocol.state import TrustedState
@@ -49,6 +55,7 @@ from ..store import scrub
 from ..store.connection import sqlite_errors, transaction
 from . import clockhealth, dropping, freshness, outgoing, replica
 from .local_only import LocalOnly, local_only
+from .own_chain import read_own_chains
 from .pull import pull_project
 from .push import push_project, redact_pending
 from .session import Refusal, Team
@@ -128,16 +135,19 @@ class SyncSummary:
 
 
 def sync(
-    team: Team, *, clock: Callable[[], int] | None = None, push: bool = True, pull: bool = True
-) -> SyncSummary:
-    """Run one sync of ``team`` (see the module docstring); return its summary."""
+    team: Team, *, clock: Callable[[], int] | None = None, push: bool = True, pull: bool = True,
+    adopt: bool = False,
+) -> SyncSummary:  # fmt: skip
+    """Run one sync of ``team`` (see the module docstring); return its summary.  ``adopt``
+    (``sync --adopt``) reads our own chain back once more although this device adopted
+    before (a second restore; SPEC "Restore and copied keys")."""
     tick = clock or now_ms
     summary = SyncSummary()
     with sync_lock(team.home), team.transport.syncing():
         started = tick()
         try:
             with sqlite_errors(team.store.path):  # disk full, read-only, I/O: one sentence
-                _run(team, summary, tick, started, push=push, pull=pull)
+                _run(team, summary, tick, started, push=push, pull=pull, adopt=adopt)
         except SealmemError as exc:
             summary.warnings += team.transport.take_warnings()
             # Stopped part way (folder gone, hub down): keep what was learnt, say why;
@@ -164,6 +174,7 @@ def _run(
     *,
     push: bool,
     pull: bool,
+    adopt: bool,
 ) -> None:
     state, refused = team.refresh(team.trusted(), started)
     summary.refused += refused
@@ -180,6 +191,7 @@ def _run(
         for project in sorted(roster.projects):
             if roster.can_read(team.me, project):
                 state = pull_project(team, state, project, summary, tick)
+    checked, pushable = _read_own_chains(team, state, roster, summary, tick(), push, adopt)
     verdict, state = freshness.check(team, state, summary, tick())
     if verdict.level != "ok":
         summary.warnings.append(verdict.line())
@@ -194,11 +206,26 @@ def _run(
         )
     elif push:
         for project in writable_projects(roster, team.me):
+            if project in checked and project not in pushable:
+                continue  # its own chain said why (a withheld head, a head not read back)
             redact_pending(team, project, tick())
-            push_project(team, state, project, summary, tick)
+            push_project(team, state, project, summary, tick, pushable.get(project))
         with transaction(team.conn):
             outgoing.drop_unused_dirty(team.conn)
     _note_local_only(team, roster, summary)
+
+
+def _read_own_chains(
+    team: Team, state: TrustedState, roster: Roster, summary: SyncSummary, now: int,
+    push: bool, adopt: bool,
+) -> tuple[set[str], dict[str, Ours | None]]:  # fmt: skip
+    """Before anything is written (the checkpoint included): read our own chain back in
+    every project we push to; return those read, and those to push with the heads read.
+    Raises ``key-in-use``."""
+    if not push or roster.revocation(team.me) is not None:
+        return set(), {}
+    projects = writable_projects(roster, team.me)
+    return set(projects), read_own_chains(team, state, projects, summary, now, confirm=adopt)
 
 
 def _note_local_only(team: Team, roster: Roster | None, summary: SyncSummary) -> None:

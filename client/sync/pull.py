@@ -35,6 +35,7 @@ from ...crypto import SUITE, ContentKey
 from ...protocol import reasons
 from ...protocol.chunks import SnapshotOpener
 from ...protocol.errors import ProtocolError, Rejected, StoreError, TransportError
+from ...protocol.hlc import ZERO, Hlc
 from ...protocol.manifest import Manifest
 from ...protocol.record import Record
 from ...protocol.state import TrustedState
@@ -48,7 +49,7 @@ from .apply import ApplyResult, apply_versions
 from .session import Refusal, Team, trusted_roster
 from .transport import ConflictError, Unreachable
 
-__all__ = ["OBJECT_ERRORS", "PullSink", "pull_project"]
+__all__ = ["OBJECT_ERRORS", "PullSink", "merge_chunks", "pull_project"]
 
 OBJECT_ERRORS: tuple[type[BaseException], ...] = (
     ProtocolError,
@@ -203,6 +204,7 @@ class _Batch:
         self.records: list[Record] = []
         self.ids: set[str] = set()
         self.keys: dict[str, int] = {}
+        self.newest = ZERO  # the newest HLC among every record added
 
     def add(self, records: list[Record], keys: list[int]) -> None:
         """Add one chunk's records and their bucket keys (the opener computed them)."""
@@ -211,6 +213,7 @@ class _Batch:
             self.flush()  # never the case for an accepted snapshot; keep the order anyway
         self.records.extend(records)
         self.ids |= ids
+        self.newest = max([self.newest, *(r.hlc for r in records)])
         self.keys.update(zip((r.id for r in records), keys, strict=True))
         if len(self.records) >= MERGE_BATCH:
             self.flush()
@@ -221,6 +224,32 @@ class _Batch:
                 apply_versions(self.conn, self.records, self.provenance, self.now, self.keys)
             )
         self.records, self.ids, self.keys = [], set(), {}
+
+
+def merge_chunks(
+    team: Team,
+    m: Manifest,
+    key: ContentKey,
+    provenance: Provenance,
+    now: int,
+    opened: dict[str, int],
+    result: ApplyResult,
+) -> tuple[SnapshotOpener, Hlc]:
+    """Fetch, open and merge (into ``result``) the chunks of the accepted manifest ``m`` not
+    in ``opened`` (its chunk cache), one at a time, inside the caller's transaction; return
+    the opener (its holes: the chunks that could not be read) and the newest HLC merged."""
+    opener = SnapshotOpener(SUITE, key, m, now_ms=now, opened=opened)
+    batch = _Batch(team.conn, provenance, now, result)
+    for ref in opener.needed:
+        data = team.transport.chunk(m.project, m.writer, ref.id)
+        try:
+            if data is None:
+                raise opener.missing(ref)
+            batch.add(opener.feed(ref, data), opener.keys)
+        except Rejected as exc:  # the transport's loss is a hole; the rest is read
+            opener.hole(ref, exc)
+    batch.flush()
+    return opener, batch.newest
 
 
 def _merge_snapshot(
@@ -246,22 +275,11 @@ def _merge_snapshot(
         received_at=now,
         snapshot_seq=m.seq,
     )
-    opener = SnapshotOpener(
-        SUITE, key, m, now_ms=now, opened=replica.chunk_cache(team.conn, m.writer, m.project)
-    )
     result = ApplyResult()
     try:
         with transaction(team.conn):
-            batch = _Batch(team.conn, provenance, now, result)
-            for ref in opener.needed:
-                data = team.transport.chunk(m.project, m.writer, ref.id)
-                try:
-                    if data is None:
-                        raise opener.missing(ref)
-                    batch.add(opener.feed(ref, data), opener.keys)
-                except Rejected as exc:  # the transport's loss is a hole; the rest is read
-                    opener.hole(ref, exc)
-            batch.flush()
+            opened = replica.chunk_cache(team.conn, m.writer, m.project)
+            opener, _ = merge_chunks(team, m, key, provenance, now, opened, result)
             replica.save_head(
                 team.conn, m.writer, m.project, head, epoch=m.epoch, buckets=m.buckets,
                 chunks=opener.finish(), records=m.records, created_at=m.created_at, now=now,

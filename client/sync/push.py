@@ -1,23 +1,27 @@
 """The push of one project: gather, decide, build, push, save.
 
-1. **gather**, I/O only: our last manifest as the store recorded it and the base it
-   keeps; what the transport holds of ours (our newest manifests when it lists one
-   above the recorded seq, the copies of the bases our deltas name, what it lost);
+1. **gather**, I/O only (:func:`~sealmem.client.sync.own_chain.own_heads`, read once
+   already by this sync's own-chain step): our last manifest as the store recorded it and
+   the base it keeps; what the transport holds of ours (our newest manifests when it
+   lists one above the recorded seq, the copies of the bases our deltas name, what it lost);
 2. **decide**, in :mod:`sealmem.protocol` with pure functions: which head is ours
-   (:func:`~sealmem.protocol.own.ours`), whether to repair, then, over one consistent
+   (:func:`~sealmem.protocol.own.ours`), whether the own-chain table still says publish
+   (:func:`~sealmem.protocol.own_chain.decide`: a head that appeared during this sync
+   is ``key-in-use``) and the lowest seq, whether to repair, then, over one consistent
    read of the store, the plan (:func:`~sealmem.protocol.push.plan_push`: skip, adopt,
    continue or start a chain) and what of the base it reuses
    (:func:`~sealmem.protocol.push.plan_reuse`);
-3. **build** the snapshot from the records of the buckets it rebuilds, **push** it (the
-   new chunks, then the manifest), and **save** the new chain head: the push's only
-   write to the store, with a base read from the transport.  Old chunks are collected
+3. **build** the snapshot from the records of the buckets it rebuilds, record its
+   (seq, hash) before sending (an interrupted push is then still ours), **push** it (the
+   new chunks, then the manifest), and **save** the new chain head, with a base read
+   from the transport.  Old chunks are collected
    after the grace period.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ...crypto import SUITE, ContentKey, random_bytes
@@ -25,7 +29,8 @@ from ...protocol.errors import Rejected
 from ...protocol.hlc import ZERO, Hlc
 from ...protocol.manifest import Head
 from ...protocol.merge import DEFAULT_GRACE_MS, collect_tombstones
-from ...protocol.own import Damage, Held, Ours, Recorded, bases_wanted, ours
+from ...protocol.own import Damage, Ours
+from ...protocol.own_chain import BEHIND_WITNESS, PUBLISH
 from ...protocol.push import (
     Publishable,
     PushPlan,
@@ -36,11 +41,11 @@ from ...protocol.record import Record
 from ...protocol.snapshot import PreviousSnapshot, Rebuild, Snapshot, build_snapshot
 from ...protocol.state import TrustedState
 from ..store.connection import transaction
-from . import bases, outgoing, redaction, replica
+from . import bases, outgoing, own_chain, redaction, replica
 from .session import Refusal, Team, trusted_roster
-from .transport import ConflictError, MissingChunks, Transport
+from .transport import ConflictError, MissingChunks
 
-__all__ = ["PushSink", "own_heads", "push_project", "redact_pending"]
+__all__ = ["PushSink", "push_project", "redact_pending"]
 
 
 class PushSink(Protocol):
@@ -65,15 +70,17 @@ def redact_pending(team: Team, project: str, now: int) -> None:
 
 
 def push_project(
-    team: Team, state: TrustedState, project: str, summary: PushSink, tick: Callable[[], int]
-) -> None:
+    team: Team, state: TrustedState, project: str, summary: PushSink, tick: Callable[[], int],
+    heads: Ours | None = None,
+) -> None:  # fmt: skip
     """Push ``project`` with its current content key; when the transport says our seq is
-    stale, read our newest chain back and push again, once."""
+    stale, read our newest chain back and push again, once.  ``heads``: what this sync
+    read of our own chain (:func:`~.own_chain.read_own_chains`; None: read it here)."""
     key = _content_key(team, state, project, summary)
     if key is None:
         return
     try:
-        _push_healing(team, state, project, key, summary, tick)
+        _push_healing(team, state, project, key, summary, tick, heads)
     except ConflictError as first:
         try:
             _push_healing(team, state, project, key, summary, tick)
@@ -86,12 +93,12 @@ def push_project(
 
 def _push_healing(
     team: Team, state: TrustedState, project: str, key: ContentKey, summary: PushSink,
-    tick: Callable[[], int],
+    tick: Callable[[], int], heads: Ours | None = None,
 ) -> None:  # fmt: skip
     """Push; when the transport refuses the manifest for chunks it does not hold (it lost
     them), encrypt those buckets again and push at once, the same seq (SPEC "Self-repair")."""
     try:
-        _push(team, state, project, key, summary, tick())
+        _push(team, state, project, key, summary, tick(), heads=heads)
     except MissingChunks as exc:
         try:
             _push(team, state, project, key, summary, tick(), lost=exc.ids)
@@ -118,38 +125,6 @@ def _content_key(
             f"no key for {project!r} epoch {epoch} yet; not pushing (sync again later)"
         )
     return key
-
-
-def own_heads(team: Team, project: str, chain: replica.OwnChain | None) -> Ours:
-    """Gather what the store and the transport hold of ours in ``project`` and decide which
-    head is ours (:func:`~sealmem.protocol.own.ours`)."""
-    kept = bases.load(team.conn, team.me, project)
-    recorded = _recorded(chain)
-    held = _held(team.transport, team.me, project, recorded, kept)
-    return ours(
-        SUITE, writer=team.me, project=project, sign_public=team.key.sign_public,
-        recorded=recorded, kept=kept, held=held,
-    )  # fmt: skip
-
-
-def _recorded(chain: replica.OwnChain | None) -> Recorded | None:
-    if chain is None:
-        return None
-    return Recorded(
-        chain.manifest, chain.seq, chain.hash, chain.pushed_wall, chain.pushed_count,
-        chain.reset_at,
-    )  # fmt: skip
-
-
-def _held(
-    transport: Transport, me: str, project: str, recorded: Recorded | None, kept: bytes | None
-) -> Held:
-    """Our newest manifests in the transport (read only when it lists one above the
-    recorded seq), and its copies of the bases our deltas name that are not ``kept``."""
-    manifests = transport.manifests_above(project, me, 0 if recorded is None else recorded.seq)
-    wanted = bases_wanted(SUITE, recorded, kept, manifests)
-    copies = {seq: transport.base_manifests(project, me, seq) for seq in sorted(wanted)}
-    return Held(manifests, copies)
 
 
 def _damage(
@@ -232,20 +207,30 @@ def _next(
 
 def _push(
     team: Team, state: TrustedState, project: str, key: ContentKey, summary: PushSink, now: int,
-    lost: frozenset[str] = frozenset(),
+    lost: frozenset[str] = frozenset(), heads: Ours | None = None,
 ) -> None:  # fmt: skip
     """Gather, decide, build, push, save (see the module docstring)."""
     roster = trusted_roster(state)
     epoch = roster.projects[project]
     chain = replica.load_own_chain(team.conn, project)
-    heads = own_heads(team, project, chain)
+    if heads is None:
+        heads = own_chain.own_heads(team, project, chain)
+    # read back before this sync's pushes: what moved since was written by another machine
+    step = own_chain.decide_for(team, state, project, chain, heads, adopted=True)
+    if step.action == BEHIND_WITNESS:
+        seen = state.witnessed[(team.me, project)].seq
+        summary.warnings.append(own_chain.withheld_line(project, seen, team.transport.location))
+        return
+    if step.action != PUBLISH:
+        raise own_chain.KeyInUse([project])
     damage = _damage(team, project, chain, heads, lost)
     with transaction(team.conn):
         up = _next(team, state, project, chain, heads, damage, now)
     summary.warnings.extend(up.plan.warnings)
     if up.plan.skip is not None:
         return
-    plan = up.plan
+    plan = replace(up.plan, seq=max(up.plan.seq, step.next_seq))  # above every seq known
+    up = replace(up, plan=plan)
     snap = build_snapshot(
         SUITE, key, team.key, team=team.config.team, project=project, epoch=epoch,
         roster_version=roster.version, seq=plan.seq, prev=plan.prev, records=up.records,
@@ -258,7 +243,15 @@ def _push(
         with transaction(team.conn):
             outgoing.clear_dirty(team.conn, project, up.upto)
         return
-    team.transport.push(project, team.me, plan.seq, snap.envelope, snap.new_chunks)
+    sent = snap.hash or snap.manifest.hash(SUITE)
+    with transaction(team.conn):  # durable before the transport sees it
+        own_chain.record_send(team.conn, project, plan.seq, sent, now)
+    try:
+        team.transport.push(project, team.me, plan.seq, snap.envelope, snap.new_chunks)
+    except (ConflictError, MissingChunks):  # refused: it holds another manifest, or none
+        with transaction(team.conn):
+            own_chain.drop_send(team.conn, project, plan.seq, sent)
+        raise
     _save(team, project, up, snap, now)
     summary.pushed_versions += sum(1 for r in up.records if r.hlc > plan.pushed)
     summary.pushed_chunks += len(snap.new_chunks)

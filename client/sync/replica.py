@@ -311,6 +311,9 @@ def load_own_chain(conn: sqlite3.Connection, project: str) -> OwnChain | None:
 
 
 def save_own_chain(conn: sqlite3.Connection, chain: OwnChain, now: int) -> None:
+    """Record ``chain`` as our head in its project; the sends recorded at or below it are
+    its own or older (an interrupted push is told by the seqs above)."""
+    conn.execute("DELETE FROM own_sends WHERE project = ? AND seq <= ?", (chain.project, chain.seq))
     conn.execute(
         "INSERT INTO own_chain (project, seq, hash, manifest, digests_json, pushed_wall, "
         "pushed_count, reset_at, pushed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "

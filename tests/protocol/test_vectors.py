@@ -49,6 +49,7 @@ from sealmem.protocol.verify import (
 )
 from tests.protocol.vectorgen.basics import NOW, TEAM
 from tests.protocol.vectorgen.generate import VECTORS
+from tests.protocol.vectorgen.own_chain import replay as replay_own_chain
 
 # The reader's clock for snapshot vectors that name none: the generator's NOW + 1 minute.
 READER_NOW = NOW + 60_000
@@ -59,7 +60,7 @@ ACCEPT = {"roster": accept_roster, "keyring": accept_keyring, "manifest": accept
 KINDS = {
     "roster", "keyring", "manifest", "snapshot", "canonical", "kid", "object-hash", "base64",
     "padme", "unpad", "bucket", "invite", "join", "admission", "request", "merge",
-    "checkpoint", "record", "skeleton",
+    "checkpoint", "record", "skeleton", "own-chain",
 }  # fmt: skip
 
 
@@ -124,6 +125,8 @@ def derive(obj: dict[str, Any]) -> dict[str, Any]:
             return {"source": Record.from_wire(obj["data"]).written_by}
         except ProtocolError as exc:
             raise Rejected(reasons.MALFORMED, str(exc)) from exc
+    if kind == "own-chain":
+        return replay_own_chain(obj)
     if kind == "skeleton":
         first, second = obj["names"]
         return {"clash": name_skeleton(first) == name_skeleton(second)}

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from sealmem.client.sync import push, replica
+from sealmem.client.sync import own_chain, push, replica
 from sealmem.client.sync.engine import SyncSummary
 from sealmem.crypto import SUITE
 from sealmem.protocol.merge import collect_tombstones
@@ -54,7 +54,7 @@ def _no_key() -> object:
 def published(node: Node) -> tuple[dict[int, str], int, int]:
     chain = replica.load_own_chain(node.store.connection, PROJECT)
     assert chain is not None
-    manifest = push.own_heads(node.t, PROJECT, chain).own
+    manifest = own_chain.own_heads(node.t, PROJECT, chain).own
     assert manifest is not None
     return dict(chain.digests), manifest.manifest.buckets, manifest.manifest.records
 

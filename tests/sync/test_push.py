@@ -57,10 +57,11 @@ def test_a_push_writes_nothing_but_its_own_chain_head(world: World) -> None:
     assert writes  # the new head is recorded
     # besides the head: the bucket keys of new rows, the write log it carried, and the
     # store's write journal counting the transaction (sealmem.client.store.journal), and a
-    # full manifest kept as the base of the deltas that follow (sealmem.client.sync.bases)
+    # full manifest kept as the base of the deltas that follow (sealmem.client.sync.bases),
+    # and the manifest recorded before it is sent (sealmem.client.sync.own_chain)
     bookkeeping = (
         "own_chain", "push_dirty", "UPDATE memories SET bucket_key = ", "'commits'",
-        "'manifest-base'",
+        "'manifest-base'", "own_sends",
     )  # fmt: skip
     assert all(any(b in s for b in bookkeeping) for s in writes), writes
     assert any("own_chain" in s for s in writes), writes

@@ -69,6 +69,7 @@ from sealmem.protocol.snapshot import (
 
 from .basics import Vector, basic_vectors
 from .invites import invite_family
+from .own_chain import own_chain_vectors
 from .signatures import DESCRIPTIONS as SIGNATURE_DESCRIPTIONS
 from .signatures import signature_cases
 from .silences import DESCRIPTIONS as SILENCE_DESCRIPTIONS
@@ -818,7 +819,13 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("each case must have a description, and each description a case")
     from .fields import silence_vectors
 
-    for v in [*basic_vectors(), *invite_family(), *writer_vectors(), *silence_vectors()]:
+    for v in [
+        *basic_vectors(),
+        *invite_family(),
+        *writer_vectors(),
+        *silence_vectors(),
+        *own_chain_vectors(),
+    ]:
         if v.name in docs:
             raise SystemExit(f"vector name {v.name} is used twice")
         docs[v.name] = vector_json(v)
