@@ -331,6 +331,12 @@ CREATE TABLE held_forgets (
 """An agent's ``forget`` of a shared memory, waiting for a person
 (:mod:`.agentwrites`): nothing is erased or published until one accepts it."""
 
+_HELD_FORGET_DIGEST = """
+ALTER TABLE held_forgets ADD COLUMN digest TEXT NOT NULL DEFAULT '';
+"""
+"""The version an agent asked to forget: a person's accept forgets that version only.
+A request of before it (``''``) names none: it cannot be accepted, only dropped."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
@@ -339,6 +345,7 @@ MIGRATIONS: list[Migration] = [
     Migration(
         5, "held forgets: an agent's forget of a shared memory waits for a person", _HELD_FORGETS
     ),
+    Migration(6, "held forget digest: the version an agent asked to forget", _HELD_FORGET_DIGEST),
 ]
 
 
