@@ -202,7 +202,7 @@ def _chosen(
     name (each checked before any is changed), or every capture; with ``discard``,
     every teammate's version and forget too.  A teammate's version and a forget are
     accepted by id only: ``accept --all`` is the captures'."""
-    from ..hosts.review import choose, forgets, split, take_forgets
+    from ..hosts.review import check_forgets, choose, forgets, split, take_forgets
 
     if every and ids:
         raise InputError(f"give ids or --all, not both (sealmem captured {verb} --all)")
@@ -211,6 +211,8 @@ def _chosen(
             return _waiting(store), [], []
         return _waiting(store), _teammates(store), [f for f, _ in forgets(store)]
     rest, asked = take_forgets(store, ids or [])
+    if verb == "accept":
+        check_forgets(store, asked)  # before any capture or verdict is changed
     rest, theirs = split(store, rest)
     mine = choose(store, rest, verb) if rest or not (theirs or asked) else []
     return mine, theirs, asked

@@ -38,6 +38,7 @@ __all__ = [
     "REVIEWED",
     "Waiting",
     "accept",
+    "check_forgets",
     "choose",
     "discard",
     "forgets",
@@ -261,11 +262,30 @@ def take_forgets(
     return rest, chosen
 
 
+def check_forgets(store: MemoryStore, chosen: Sequence[agentwrites.HeldForget]) -> None:
+    """Refuse (:class:`InputError`) accepting a forget whose memory has changed since the
+    agent asked (a teammate's edit, a person's): the agent's reason was about the text it
+    saw, so what came since is not forgotten on its word."""
+    for request in chosen:
+        memory = store.get(request.id)
+        if not memory.deleted and version_key(memory.record)[4] != request.digest:
+            raise InputError(
+                f"memory {memory.id} changed since an agent asked to forget it; nothing was "
+                f"changed: read it ('sealmem show {short_id(memory.id)}'), then forget it "
+                f"yourself ('sealmem forget {short_id(memory.id)} --reason WHY') or drop the "
+                f"request ('sealmem captured discard {short_id(memory.id)}')"
+            )
+
+
 def settle_forgets(
     store: MemoryStore, chosen: Sequence[agentwrites.HeldForget], accepted: bool
 ) -> list[Memory]:
     """Accepted: forget each memory (the person's forget, with the agent's reason);
-    else keep it.  The requests are done either way; the memories as they are now."""
+    else keep it.  The requests are done either way; the memories as they are now.
+    Accepting is refused, before any is changed, for a memory changed since the agent
+    asked (:func:`check_forgets`)."""
+    if accepted:
+        check_forgets(store, chosen)
     done = []
     for request in chosen:
         memory = store.get(request.id)

@@ -24,6 +24,7 @@ from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
 from ..store import agentwrites, inputs
 from ..store.connection import replaced
 from ..store.inputs import BUILTIN_KINDS
+from ..store.trust_rows import version_key
 from ..sync.local_only import stays_local
 from ..sync.session import sync_health
 from .views import (
@@ -269,7 +270,8 @@ class MemoryTools:
         memory = store.get(id)
         shared = memory.record.visibility == "team" and not memory.record.deleted
         if shared and agentwrites.held(store.connection):  # a person decides: captured
-            request = agentwrites.HeldForget(memory.id, asked, self.origin, store.now())
+            digest = version_key(memory.record)[4]
+            request = agentwrites.HeldForget(memory.id, asked, self.origin, store.now(), digest)
             agentwrites.hold_forget(store.connection, request)
             return Forgotten(forgotten=memory.id, reason=asked, held_for_review=True)
         tombstone = store.forget(memory.id, reason=reason)

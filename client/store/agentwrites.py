@@ -76,24 +76,29 @@ class HeldForget:
     origin: str
     """The agent's session (the MCP origin) that asked."""
     asked_at: int
+    digest: str = ""
+    """The version the agent saw (:func:`.trust_rows.version_key`'s digest): a person's
+    accept forgets that version only, not one written since."""
 
 
 def hold_forget(conn: sqlite3.Connection, request: HeldForget) -> None:
     """Keep ``request`` for a person (a repeat replaces the earlier reason)."""
     with transaction(conn):
         conn.execute(
-            "INSERT OR REPLACE INTO held_forgets (id, reason, origin, asked_at) "
-            "VALUES (?, ?, ?, ?)",
-            (request.id, request.reason, request.origin, request.asked_at),
+            "INSERT OR REPLACE INTO held_forgets (id, reason, origin, asked_at, digest) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (request.id, request.reason, request.origin, request.asked_at, request.digest),
         )
 
 
 def held_forgets(conn: sqlite3.Connection) -> dict[str, HeldForget]:
     """``{memory id: request}`` of every forget waiting, oldest first."""
     rows = conn.execute(
-        "SELECT id, reason, origin, asked_at FROM held_forgets ORDER BY asked_at, id"
+        "SELECT id, reason, origin, asked_at, digest FROM held_forgets ORDER BY asked_at, id"
     )
-    return {str(r[0]): HeldForget(str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows}
+    return {
+        str(r[0]): HeldForget(str(r[0]), str(r[1]), str(r[2]), int(r[3]), str(r[4])) for r in rows
+    }
 
 
 def drop_forget(conn: sqlite3.Connection, memory_id: str) -> None:

@@ -328,11 +328,13 @@ CREATE TABLE held_forgets (
     id       TEXT    PRIMARY KEY,
     reason   TEXT    NOT NULL,
     origin   TEXT    NOT NULL,
-    asked_at INTEGER NOT NULL
+    asked_at INTEGER NOT NULL,
+    digest   TEXT    NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
 """
 """An agent's ``forget`` of a shared memory, waiting for a person
-(:mod:`.agentwrites`): nothing is erased or published until one accepts it."""
+(:mod:`.agentwrites`): nothing is erased or published until one accepts it, and an
+accept forgets only the version the agent saw (``digest``)."""
 
 _OWN_SENDS = """
 CREATE TABLE own_sends (

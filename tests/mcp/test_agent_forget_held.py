@@ -100,3 +100,19 @@ def test_a_persons_forget_is_immediate(cli: Cli) -> None:
     memory_id = _remembered(cli)
     assert cli("forget", memory_id, "--reason", "obsolete").code == 0
     assert _deleted(memory_id)
+
+
+def test_a_held_forget_is_not_accepted_once_the_memory_changed(cli: Cli) -> None:
+    memory_id = _remembered(cli)
+    _agent_forgets(memory_id)
+    changed = cli("remember", WARNING, "--keyword", "oncall", "--json")  # a new version
+    assert changed.code == 0, changed.err
+    refused = cli("captured", "accept", memory_id)
+    assert refused.code != 0
+    assert "changed since an agent asked to forget it" in refused.err
+    assert "Traceback" not in refused.err
+    assert not _deleted(memory_id)  # the agent's word does not erase what came since
+    assert [f["id"] for f in cli("captured", "--json").json()["forgets"]] == [memory_id]
+    assert cli("captured", "discard", memory_id).code == 0
+    assert cli("captured", "--json").json()["forgets"] == []
+    assert not _deleted(memory_id)

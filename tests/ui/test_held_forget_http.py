@@ -7,6 +7,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from sealmem.client.store import agentwrites
+from sealmem.client.store.trust_rows import version_key
 from sealmem.client.ui.guard import Secrets
 
 from .conftest import HOSTILE, Seeded
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.slow  # store writes and a viewer: > 0.2 s
 
 def _held(seeded: Seeded, memory_id: str, reason: str) -> None:
     with _store(seeded) as store:
-        request = agentwrites.HeldForget(memory_id, reason, "mcp:test", store.now())
+        digest = version_key(store.get(memory_id).record)[4]  # the version the agent saw
+        request = agentwrites.HeldForget(memory_id, reason, "mcp:test", store.now(), digest)
         agentwrites.hold_forget(store.connection, request)
 
 
