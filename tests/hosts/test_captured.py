@@ -131,7 +131,11 @@ def test_a_teammate_gets_a_capture_only_once_it_is_accepted(
     # --all shares the rest; the discarded one stays behind.
     rest = {w["id"] for w in waiting} - {pin["id"], dropped["id"]}
     member("alice", "captured", "accept", "--all")
-    assert member("alice", "captured", "--json").json() == {"captured": [], "teammates": []}
+    assert member("alice", "captured", "--json").json() == {
+        "captured": [],
+        "teammates": [],
+        "forgets": [],
+    }
     member("alice", "sync")
     member("bob", "sync")
     assert set(_held(tmp_path, "bob")) == {pin["id"], *rest}
