@@ -101,7 +101,15 @@ def test_forget_propagates_as_a_tombstone(world: World) -> None:
     assert gone.deleted
     assert gone.record.delete_reason == "build01 was decommissioned"
     assert gone.provenance.signer == bob.key.kid
-    assert alice.store.recall("build server", project=PROJECT) == []
+    # alice wrote it: bob's tombstone is his proposal to delete it, shown beside her text
+    [hit] = alice.store.recall("build server", project=PROJECT)
+    shown = alice.store.reader().resolve(hit.memory)
+    assert shown is not None
+    assert shown.memory.content == "the old build server is build01"
+    assert [(p.action, p.memory.provenance.signer) for p in shown.proposals] == [
+        ("delete", bob.key.kid)
+    ]
+    assert bob.store.recall("build server", project=PROJECT) == []  # his own delete applies
 
 
 @pytest.mark.slow

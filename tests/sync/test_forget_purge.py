@@ -38,7 +38,13 @@ def test_a_teammate_that_merges_the_tombstone_keeps_no_text(world: World) -> Non
     world.sync_all(2)
     for node in everyone:
         assert node.store.get(mem.id).deleted, node.name
-        assert node.store.recall(CONTENT, include_history=False, all_projects=True) == []
+        found = node.store.recall(CONTENT, include_history=False, all_projects=True)
+        if node is bob:  # his own delete applies
+            assert found == []
+        else:  # bob's delete of alice's memory is his proposal: her last version is shown
+            shown = [node.store.reader().resolve(hit.memory) for hit in found]
+            seen = [(s.memory.record.editor, [p.action for p in s.proposals]) for s in shown if s]
+            assert seen == [(alice.key.kid, ["delete"])], node.name
         kept = node.store.history(mem.id)
         # bob's own version is gone everywhere; alice's stay on the others' stores
         assert all(v.record.editor != bob.key.kid or v.deleted for v in kept), node.name

@@ -229,7 +229,14 @@ def test_a_revoked_members_forget_is_undone_by_the_revocation(world: World) -> N
     carol.sync()
     bob.sync()
     assert bob.winners()[mem.id][6]  # deleted at bob
-    assert bob.store.recall("make release", all_projects=True) == []
+    # carol's delete of alice's memory is her proposal at bob: alice's text is shown beside it
+    [hit] = bob.store.recall("make release", all_projects=True)
+    shown = bob.store.reader().resolve(hit.memory)
+    assert shown is not None
+    assert shown.memory.content == TEXT
+    assert [(p.action, p.memory.provenance.signer) for p in shown.proposals] == [
+        ("delete", carol.key.kid)
+    ]
     admin.revoke(adm.t, carol.key.kid, keep_data=True, now=adm.clock())
     bob.sync()
     assert bob.store.get(mem.id).content == TEXT
