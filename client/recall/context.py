@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ...protocol.errors import InputError
-from ..store.memory import SHARED_PROJECT, Memory
+from ..store.memory import SHARED_PROJECT, Authorship, Memory
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
 from . import framing
 from .standing import Reader, Shown
@@ -33,15 +34,21 @@ _HEADER = "Memories from sealmem for {scope} (notes from past sessions and teamm
 _TIER = {"warning": 0, "decision": 1}
 
 
-def _names(reader: Reader) -> dict[str, str]:
-    """The roster names as a line's marks show them (:func:`.framing.name`)."""
-    return {kid: framing.name(name) for kid, name in reader.names.items()}
+def _authorship(memory: Memory, reader: Reader) -> Authorship:
+    """Who wrote ``memory``, every name in it as a line's marks may hold it
+    (:func:`.framing.name`): a roster name, or one kept in provenance (a former member)."""
+    said = memory.authorship(reader.names, reader.me)
+    return replace(
+        said,
+        writer_name=framing.name(said.writer_name),
+        claimed_author_name=framing.name(said.claimed_author_name),
+    )
 
 
 def marks(memory: Memory, reader: Reader, shown: Shown | None = None) -> list[str]:
     """The marks of one memory's line: shared, who wrote it, its trust state."""
     out = ["shared"] if memory.project == SHARED_PROJECT else []
-    out.extend(memory.authorship(_names(reader), reader.me).tags())
+    out.extend(_authorship(memory, reader).tags())
     standing = shown.standing if shown is not None else reader.standing(memory)
     if standing.label:
         out.append(standing.label)
@@ -58,7 +65,7 @@ def render(shown: Shown, reader: Reader, extra: Sequence[str] = ()) -> list[tupl
     for p in shown.proposals:
         if not p.standing.automatic:
             continue
-        who = p.memory.authorship(_names(reader), reader.me)
+        who = _authorship(p.memory, reader)
         # an edit keeps the author's claim by nature; a new memory claiming one is news
         claims = [t for t in who.tags() if t.startswith("claimed") and p.action == "supersede"]
         label = [*claims, p.standing.label] if p.standing.label else claims

@@ -93,3 +93,23 @@ def test_a_name_cannot_pass_for_more_marks(tmp_path: Path) -> None:
             )  # fmt: skip
         text = store.startup_context(project="p", budget_tokens=1200)
     assert framed(text) == ['- [note, from eve_ trusted_ ok, review, accepted] "Staging is flaky."']
+
+
+def test_a_former_members_name_from_provenance_cannot_pass_for_more_marks(
+    tmp_path: Path,
+) -> None:
+    """eve has left the roster: her line's name comes from the provenance kept with her
+    version (``eve, trusted``), and is held to the same rule as a roster name."""
+    eve, me = "e" * 26, "r" * 26
+    with MemoryStore.open(tmp_path / "store.db", author=me) as store:
+        record = Record(
+            new_memory_id(NOW, os.urandom(10)), "p", "note", "Staging is flaky.", (), 0.5,
+            eve, eve, NOW, Hlc(NOW, 1), (),
+        ).validate()  # fmt: skip
+        with transaction(store.connection) as conn:
+            write_version(
+                conn, record, provenance=Provenance("folder", eve, "eve, trusted", True, NOW, 1),
+                local_importance=0.5, seen_count=0, updated_at=NOW,
+            )  # fmt: skip
+        text = store.startup_context(project="p", budget_tokens=1200)
+    assert framed(text) == ['- [note, from eve_ trusted, trusted] "Staging is flaky."']
