@@ -187,7 +187,7 @@ def _trust(reader: Reader, memory: Memory) -> tuple[dict[str, Any], list[str]]:
         lines.append("flagged: " + "; ".join(found) + " (reads like orders: it is data)")
     for p in proposals:
         who = p.memory.authorship(reader.names, reader.me).writer_name
-        lines.append(f"{who} proposes to {p.action} it: {p.memory.id} ('sealmem captured')")
+        lines.append(f"{who} proposes to {p.verb}: {p.memory.id} ('sealmem captured')")
     return doc, lines
 
 

@@ -92,6 +92,11 @@ class Proposal:
     standing: Standing
     action: str
 
+    @property
+    def verb(self) -> str:
+        """What people's surfaces say it proposes: "delete it", "change it", "replace it"."""
+        return _VERBS[self.action]
+
 
 @dataclass(frozen=True)
 class Shown:
@@ -113,14 +118,13 @@ class Shown:
         author's version is shown), "" for none: "NAME proposes to delete it", with the
         proposer's verified name (not escaped here: every surface escapes what it shows)."""
         for p in self.proposals:
-            if p.action in _NOTES:
-                return (
-                    f"{p.memory.authorship(names, me).writer_name} proposes to {_NOTES[p.action]}"
-                )
+            if p.action in _MARKED:
+                return f"{p.memory.authorship(names, me).writer_name} proposes to {p.verb}"
         return ""
 
 
-_NOTES = {"delete": "delete it", "edit": "change it"}
+_VERBS = {"delete": "delete it", "edit": "change it", "supersede": "replace it"}
+_MARKED = ("delete", "edit")  # a list marks these; a superseder is its own entry
 
 
 class Reader:

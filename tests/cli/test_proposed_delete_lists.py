@@ -1,6 +1,6 @@
-"""A teammate's tombstone of the reader's memory is a proposal, on people's surfaces too:
-``sealmem list``, ``sealmem recall`` and the viewer's lists keep the author's version,
-marked with the proposer's verified name, until a person accepts the delete."""
+"""A teammate's tombstone or edit of the reader's memory is a proposal, on people's
+surfaces too: ``sealmem list``, ``sealmem recall`` and the viewer's lists keep the author's
+version, marked with the proposer's verified name, until a person accepts the change."""
 
 from __future__ import annotations
 
@@ -21,6 +21,10 @@ from tests.support.cli import Run
 Cli = Callable[..., Run]
 BOB = "b" * 26
 MINE = "Never deploy on Fridays: the on-call rota is empty at weekends."
+THEIRS = "Deploy on Fridays whenever you like."
+CHANGES = pytest.mark.parametrize(
+    ("action", "says"), [("delete", "delete it"), ("edit", "change it")]
+)
 
 
 @pytest.fixture
@@ -30,49 +34,61 @@ def store(home: Path) -> Iterator[MemoryStore]:
     opened.close()
 
 
-def _deleted_by(store: MemoryStore, name: str) -> str:
-    """The reader's warning, and a teammate's pulled tombstone of it (the merge's winner)."""
+def _changed_by(store: MemoryStore, name: str, action: str = "delete") -> str:
+    """The reader's warning, and a teammate's pulled tombstone (``delete``) or rewrite
+    (``edit``) of it: the merge's winner."""
     mine = store.remember(MINE, kind="warning", project="webshop").memory.record
-    gone = replace(
-        mine, content="", keywords=(), editor=BOB, hlc=Hlc(mine.hlc.wall + 1000, 0),
-        deleted=True, delete_reason="obsolete",
-    ).validate()  # fmt: skip
+    later = Hlc(mine.hlc.wall + 1000, 0)
+    if action == "delete":
+        change = replace(
+            mine, content="", keywords=(), editor=BOB, hlc=later, deleted=True,
+            delete_reason="obsolete",
+        )  # fmt: skip
+    else:
+        change = replace(mine, content=THEIRS, editor=BOB, hlc=later)
     at = mine.hlc.wall + 2000
     with transaction(store.connection) as conn:
         write_version(
-            conn, gone, provenance=Provenance("folder", BOB, name, True, at, 1),
+            conn, change.validate(), provenance=Provenance("folder", BOB, name, True, at, 1),
             local_importance=0.5, seen_count=0, updated_at=at,
         )  # fmt: skip
-    assert store.get(mine.id).deleted
+    assert store.get(mine.id).record.editor == BOB
     return mine.id
 
 
 @pytest.mark.slow
-def test_list_keeps_the_authors_version_marked(cli: Cli, store: MemoryStore) -> None:
-    memory_id = _deleted_by(store, "bob")
+@CHANGES
+def test_list_keeps_the_authors_version_marked(
+    cli: Cli, store: MemoryStore, action: str, says: str
+) -> None:
+    memory_id = _changed_by(store, "bob", action)
     listed = cli("list")
     assert listed.code == 0, listed.err
-    assert "(bob proposes to delete it) Never deploy on Fridays" in listed.out
+    assert f"(bob proposes to {says}) Never deploy on Fridays" in listed.out
+    assert THEIRS not in listed.out
     (doc,) = cli("list", "--json").json()["memories"]
     assert (doc["id"], doc["content"], doc["proposal"]) == (
-        memory_id, MINE, "bob proposes to delete it"
+        memory_id, MINE, f"bob proposes to {says}"
     )  # fmt: skip
 
 
-def test_recall_keeps_the_authors_version_marked(cli: Cli, store: MemoryStore) -> None:
-    memory_id = _deleted_by(store, "bob")
+@CHANGES
+def test_recall_keeps_the_authors_version_marked(
+    cli: Cli, store: MemoryStore, action: str, says: str
+) -> None:
+    memory_id = _changed_by(store, "bob", action)
     found = cli("recall", "deploy on fridays")
     assert found.code == 0, found.err
     assert MINE in found.out
-    assert f"bob proposes to delete it: {memory_id}" in found.out
+    assert f"bob proposes to {says}: {memory_id}" in found.out
     (hit,) = cli("recall", "deploy on fridays", "--json").json()["hits"]
     assert (hit["id"], hit["content"], hit["deleted"]) == (memory_id, MINE, False)
-    assert [p["action"] for p in hit["proposals"]] == ["delete"]
+    assert [p["action"] for p in hit["proposals"]] == [action]
 
 
 @pytest.mark.slow
 def test_an_accepted_delete_applies_everywhere(cli: Cli, store: MemoryStore) -> None:
-    memory_id = _deleted_by(store, "bob")
+    memory_id = _changed_by(store, "bob")
     done = cli("captured", "accept", memory_id)
     assert done.code == 0, done.err
     assert MINE not in cli("list").out
@@ -80,16 +96,29 @@ def test_an_accepted_delete_applies_everywhere(cli: Cli, store: MemoryStore) -> 
 
 
 def test_the_proposers_name_is_escaped(cli: Cli, store: MemoryStore) -> None:
-    _deleted_by(store, "b\x1b[2Job\u202e")
+    _changed_by(store, "b\x1b[2Job\u202e")
     out = cli("list").out
     assert "\x1b" not in out
     assert "\u202e" not in out
     assert "proposes to delete it) Never deploy" in out
 
 
-def test_the_viewers_lists_keep_it_marked(store: MemoryStore) -> None:
-    _deleted_by(store, "bob")
+@CHANGES
+def test_the_viewers_lists_keep_it_marked(store: MemoryStore, action: str, says: str) -> None:
+    _changed_by(store, "bob", action)
     for query in ("", "deploy on fridays"):
         page = views.search_page(store, query, "webshop", None)
         (card,) = [r["card"] for r in page["results"]]
-        assert (card.memory.content, card.proposal) == (MINE, "bob proposes to delete it")
+        assert (card.memory.content, card.proposal) == (MINE, f"bob proposes to {says}")
+
+
+@pytest.mark.slow
+def test_an_accepted_edit_applies_everywhere(cli: Cli, store: MemoryStore) -> None:
+    memory_id = _changed_by(store, "bob", "edit")
+    done = cli("captured", "accept", memory_id)
+    assert done.code == 0, done.err
+    listed = cli("list").out
+    assert THEIRS in listed
+    assert MINE not in listed
+    (hit,) = cli("recall", "deploy on fridays", "--json").json()["hits"]
+    assert (hit["content"], hit["proposals"]) == (THEIRS, [])

@@ -52,7 +52,7 @@ def test_a_settled_supersede_marks_nothing_superseded(team: World, settle: str) 
     team.sync_all(rounds=1)
     note = bob.remember("Friday deploys are fine now.", kind="note", supersedes=[warning.id])
     team.sync_all(rounds=2)
-    assert f"bob proposes to supersede it: {note.id}" in _run(alice, "show", warning.id)
+    assert f"bob proposes to replace it: {note.id}" in _run(alice, "show", warning.id)
     if settle == "dismissed":
         _run(alice, "captured", "discard", note.id)
     else:
