@@ -1,6 +1,7 @@
 """Our own chain read back over a real hub (SPEC "Restore and copied keys"): a home copied
 to a second machine is stopped as key-in-use and loses nothing; a store restored alone
-gets its later memories back and a late joiner gets them all; an interrupted push (the
+(alone or with the whole home) gets its later memories back and a late joiner gets them
+all; an interrupted push (the
 process dies once the hub took the manifest) is not taken for a copy."""
 
 from __future__ import annotations
@@ -41,10 +42,11 @@ def test_a_copied_home_is_stopped_as_key_in_use_and_nothing_is_lost(
     close(desktop)
 
 
-def test_a_store_restored_alone_gets_its_later_memories_back(
-    world: HubWorld, tmp_path: Path
+@pytest.mark.parametrize("whole_home", [False, True], ids=["store-alone", "whole-home"])
+def test_a_restored_store_gets_its_later_memories_back(
+    world: HubWorld, tmp_path: Path, whole_home: bool
 ) -> None:
-    texts, _ = restore_run(world.nodes["alice"], tmp_path, hub_team(world), whole_home=False)
+    texts, _ = restore_run(world.nodes["alice"], tmp_path, hub_team(world), whole_home=whole_home)
     (carol,) = world.join("carol")
     carol.sync()
     carol.sync()
