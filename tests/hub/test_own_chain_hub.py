@@ -1,8 +1,8 @@
 """Our own chain read back over a real hub (SPEC "Restore and copied keys"): a home copied
-to a second machine is stopped as key-in-use and loses nothing; a store restored alone
-(alone or with the whole home) gets its later memories back and a late joiner gets them
-all; an interrupted push (the
-process dies once the hub took the manifest) is not taken for a copy."""
+to a second machine is stopped as key-in-use and loses nothing; a store restored from a
+backup (alone or with the whole home) gets its later memories back and a late joiner gets
+them all; an interrupted push (the process dies once the hub took the manifest) is not
+taken for a copy."""
 
 from __future__ import annotations
 
