@@ -35,7 +35,7 @@ from typing import Any
 
 from .rows import MEMORY_VALUE_COLUMNS, at, norm_hash
 from .scrub import FTS_TABLES
-from .terms import stored_stems
+from .terms import stored_grams, stored_stems
 
 __all__ = [
     "EVERY_BUCKET",
@@ -62,18 +62,23 @@ class Row:
     """The fields of a ``memories`` row the keepers read, from an old row (read with
     :data:`~.rows.MEMORY_COLUMNS`) or new values (:data:`~.rows.MEMORY_VALUE_COLUMNS`)."""
 
-    __slots__ = ("content", "deleted", "editor", "id", "keywords", "project", "stems", "team")
+    __slots__ = (
+        "content", "deleted", "editor", "grams", "id", "keywords", "project", "stems", "team"
+    )  # fmt: skip
 
     def __init__(self, source: sqlite3.Row | Values) -> None:
         get = _FROM_ROW if isinstance(source, sqlite3.Row) else _FROM_VALUES
-        self.id, self.project, self.editor, self.content, self.keywords, self.stems, team, gone = (
-            get(source)
-        )
+        (
+            self.id, self.project, self.editor, self.content, self.keywords, self.stems,
+            self.grams, team, gone,
+        ) = get(source)  # fmt: skip
         self.team = team == "team"
         self.deleted = bool(gone)
 
 
-_FIELDS = ("id", "project", "editor", "content", "keywords", "stems", "visibility", "deleted")
+_FIELDS = (
+    "id", "project", "editor", "content", "keywords", "stems", "grams", "visibility", "deleted"
+)  # fmt: skip
 _FROM_ROW = at(*_FIELDS)
 _FROM_VALUES = operator.itemgetter(*map(MEMORY_VALUE_COLUMNS.index, _FIELDS))
 
@@ -112,23 +117,24 @@ def _index(
     reworded: Sequence[tuple[Row, Row, int]],
     deleted: Sequence[tuple[Row, int]],
 ) -> None:
-    """``memories_fts``: out with the old text of ``reworded`` and ``deleted`` rows, in
-    with the new text of ``reworded`` rows and of every row above ``after``."""
+    """``memories_fts``: out with the old text (and grams) of ``reworded`` and
+    ``deleted`` rows, in with the new text of ``reworded`` rows and of every row above
+    ``after``."""
     if reworded or deleted:
         conn.executemany(
-            "INSERT INTO memories_fts (memories_fts, rowid, content, keywords) "
-            "VALUES ('delete', ?, ?, ?)",
-            [(rowid, old.content, old.keywords) for old, _, rowid in reworded]
-            + [(rowid, old.content, old.keywords) for old, rowid in deleted],
+            "INSERT INTO memories_fts (memories_fts, rowid, content, keywords, grams) "
+            "VALUES ('delete', ?, ?, ?, ?)",
+            [(rowid, old.content, old.keywords, old.grams) for old, _, rowid in reworded]
+            + [(rowid, old.content, old.keywords, old.grams) for old, rowid in deleted],
         )
         conn.executemany(
-            "INSERT INTO memories_fts (rowid, content, keywords) VALUES (?, ?, ?)",
-            [(rowid, new.content, new.keywords) for _, new, rowid in reworded],
+            "INSERT INTO memories_fts (rowid, content, keywords, grams) VALUES (?, ?, ?, ?)",
+            [(rowid, new.content, new.keywords, new.grams) for _, new, rowid in reworded],
         )
     if after is not None:
         conn.execute(
-            "INSERT INTO memories_fts (rowid, content, keywords) "
-            "SELECT rowid, content, keywords FROM memories WHERE rowid > ?",
+            "INSERT INTO memories_fts (rowid, content, keywords, grams) "
+            "SELECT rowid, content, keywords, grams FROM memories WHERE rowid > ?",
             (after,),
         )
 
@@ -274,16 +280,22 @@ def history_removed(conn: sqlite3.Connection, seqs: Sequence[int]) -> None:
 
 
 def _restem(conn: sqlite3.Connection) -> int:
-    """Compute every row's ``stems`` and ``norm_hash`` again from its text; how many
-    differed (what ``rebuild`` does before it counts terms)."""
+    """Compute every row's ``stems``, ``grams`` and ``norm_hash`` again from its text; how
+    many differed (what ``rebuild`` does before it indexes and counts terms)."""
     stale = []
-    for rowid, content, keywords, deleted, stems, nh in conn.execute(
-        "SELECT rowid, content, keywords, deleted, stems, norm_hash FROM memories"
+    for rowid, content, keywords, deleted, stems, grams, nh in conn.execute(
+        "SELECT rowid, content, keywords, deleted, stems, grams, norm_hash FROM memories"
     ).fetchall():
-        want = stored_stems(content, keywords), None if deleted else norm_hash(content)
-        if want != (stems, nh):
+        want = (
+            stored_stems(content, keywords),
+            stored_grams(content, keywords),
+            None if deleted else norm_hash(content),
+        )
+        if want != (stems, grams, nh):
             stale.append((*want, rowid))
-    conn.executemany("UPDATE memories SET stems = ?, norm_hash = ? WHERE rowid = ?", stale)
+    conn.executemany(
+        "UPDATE memories SET stems = ?, grams = ?, norm_hash = ? WHERE rowid = ?", stale
+    )
     return len(stale)
 
 

@@ -50,6 +50,13 @@ trust (version 3)
 own sends (version 5)
     ``own_sends``: each (seq, hash) of our own chain recorded before it is sent.
 
+grams (version 7)
+    ``memories.grams``: the extra index tokens of a row's text, space-joined (NULL: none,
+    as for all ASCII text): the bigrams of its runs of scripts written without spaces
+    and a token per emoji or symbol (:func:`sealmem.client.store.terms.stored_grams`,
+    :mod:`sealmem.client.store.scripts`); ``memories_fts`` indexes them in its third
+    column, and ``stems`` holds their terms too.
+
 Derived tables, each kept by one function of :mod:`sealmem.client.store.derived`
 (called by the one writer, :mod:`sealmem.client.store.writer`, once per batch; no
 trigger) and rebuilt from ``memories`` and ``history`` by its ``rebuild``:
@@ -73,18 +80,24 @@ trigger) and rebuilt from ``memories`` and ``history`` by its ``rebuild``:
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from .terms import TOKENIZE, stored_grams, stored_stems
 
 __all__ = ["MIGRATIONS", "Migration", "latest_version"]
 
 
 @dataclass(frozen=True)
 class Migration:
-    """One schema step: ``sql`` runs inside a transaction (no BEGIN/COMMIT in it)."""
+    """One schema step: ``sql`` runs inside a transaction (no BEGIN/COMMIT in it), then
+    ``fill`` (when given) in the same transaction: what SQL alone cannot compute."""
 
     version: int
     name: str
     sql: str
+    fill: Callable[[sqlite3.Connection], None] | None = None
 
 
 _MEMORIES = """
@@ -349,6 +362,35 @@ CREATE TABLE own_sends (
 keys"): a push interrupted after its manifest landed is thereby told from another
 machine writing with this key.  Rows at or below the recorded head are dropped."""
 
+_GRAMS = f"""
+ALTER TABLE memories ADD COLUMN grams TEXT;
+DROP TABLE memories_fts;
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    content,
+    keywords,
+    grams,
+    content = 'memories',
+    content_rowid = 'rowid',
+    tokenize = '{TOKENIZE}'
+);
+"""
+
+
+def _fill_grams(conn: sqlite3.Connection) -> None:
+    """The grams (and the stems, which hold their terms) of every row whose text is not
+    all ASCII, then the index built anew over the three columns."""
+    rows = conn.execute("SELECT rowid, content, keywords FROM memories").fetchall()
+    conn.executemany(
+        "UPDATE memories SET grams = ?, stems = ? WHERE rowid = ?",
+        [
+            (grams, stored_stems(content, keywords), rowid)
+            for rowid, content, keywords in rows
+            if (grams := stored_grams(content, keywords)) is not None
+        ],
+    )
+    conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
@@ -358,6 +400,9 @@ MIGRATIONS: list[Migration] = [
         5, "held forgets: an agent's forget of a shared memory waits for a person", _HELD_FORGETS
     ),
     Migration(6, "own sends: our manifests recorded before they are sent", _OWN_SENDS),
+    Migration(
+        7, "grams: words inside runs of scripts without spaces, and emoji", _GRAMS, _fill_grams
+    ),
 ]
 
 
