@@ -12,8 +12,8 @@ trigger: a write that bypasses the writer, another tool's, leaves them behind un
 - ``memories_fts``: the old text of a deleted or re-worded row leaves the index, the
   text of an inserted or re-worded row enters it (an update that keeps the text keeps
   its entry);
-- ``history_fts``: the text of each added history row, by its ``seq``; a removed one
-  leaves;
+- ``history_fts``: the text (and grams) of each added history row, by its ``seq``; a
+  removed one leaves;
 - ``store_counts``: rows inserted less rows deleted;
 - ``own_counts``: per (project, editor), the team rows and live team rows that left
   and came;
@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any
 
+from .gramrows import fill_history
 from .rows import MEMORY_VALUE_COLUMNS, at, norm_hash
 from .scrub import FTS_TABLES
 from .terms import stored_grams, stored_stems
@@ -267,10 +268,13 @@ FROM history
 
 def history_added(conn: sqlite3.Connection, after: int, texts: Sequence[tuple[str, str]]) -> None:
     """``history_fts``: index the history rows just added, ``seq`` ``after + 1`` on, whose
-    text (content, space-joined keywords) is ``texts``, in order."""
+    text (content, space-joined keywords) is ``texts``, in order, with its grams."""
     conn.executemany(
-        "INSERT INTO history_fts (rowid, content, keywords) VALUES (?, ?, ?)",
-        [(after + i, content, keywords) for i, (content, keywords) in enumerate(texts, 1)],
+        "INSERT INTO history_fts (rowid, content, keywords, grams) VALUES (?, ?, ?, ?)",
+        [
+            (after + i, content, keywords, stored_grams(content, keywords))
+            for i, (content, keywords) in enumerate(texts, 1)
+        ],
     )
 
 
@@ -299,6 +303,17 @@ def _restem(conn: sqlite3.Connection) -> int:
     return len(stale)
 
 
+def _history_index(conn: sqlite3.Connection) -> None:
+    # built anew from the rows it holds first: a DELETE reads the index it deletes
+    # from, which may be the damage a rebuild is asked to mend
+    conn.execute("INSERT INTO history_fts (history_fts) VALUES ('rebuild')")
+    conn.execute("DELETE FROM history_fts")
+    conn.execute(f"INSERT INTO history_fts (rowid, content, keywords) {_HISTORY_TEXT}")
+    fill_history(conn)
+    for table in FTS_TABLES:  # one segment each, without the tokens of the rows deleted
+        conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+
+
 REBUILD_STEPS = ("stems", "memories index", "history index", "counts", "push log", "terms")
 
 
@@ -306,21 +321,13 @@ def rebuild(
     conn: sqlite3.Connection,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> None:
-    """Rebuild every derived table (and each row's ``stems`` and ``norm_hash``) from
+    """Rebuild every derived table (and each row's ``stems``, ``grams``, ``norm_hash``) from
     ``memories`` and ``history``; run inside a write transaction.  The push log gets
     ``*`` for every project this member pushed (its next push reads every bucket)."""
     steps: list[Callable[[], object]] = [
         lambda: _restem(conn),
         lambda: conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"),
-        lambda: (
-            # built anew from the rows it holds first: a DELETE reads the index it
-            # deletes from, which may be the damage a rebuild is asked to mend
-            conn.execute("INSERT INTO history_fts (history_fts) VALUES ('rebuild')"),
-            conn.execute("DELETE FROM history_fts"),
-            conn.execute(f"INSERT INTO history_fts (rowid, content, keywords) {_HISTORY_TEXT}"),
-            # one segment each, without the tokens of the rows deleted above
-            *(conn.execute(f"INSERT INTO {t} ({t}) VALUES ('optimize')") for t in FTS_TABLES),
-        ),
+        lambda: _history_index(conn),
         lambda: (
             conn.execute("UPDATE store_counts SET memories = (SELECT count(*) FROM memories)"),
             conn.execute("DELETE FROM own_counts"),

@@ -54,8 +54,8 @@ grams (version 7)
     ``memories.grams``: the extra index tokens of a row's text, space-joined (NULL: none,
     as for all ASCII text): the bigrams of its runs of scripts written without spaces
     and a token per emoji or symbol (:func:`sealmem.client.store.terms.stored_grams`,
-    :mod:`sealmem.client.store.scripts`); ``memories_fts`` indexes them in its third
-    column, and ``stems`` holds their terms too.
+    :mod:`sealmem.client.store.scripts`); ``memories_fts`` and ``history_fts`` index
+    them in their third column, and ``stems`` holds their terms too.
 
 Derived tables, each kept by one function of :mod:`sealmem.client.store.derived`
 (called by the one writer, :mod:`sealmem.client.store.writer`, once per batch; no
@@ -84,7 +84,8 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .terms import TOKENIZE, stored_grams, stored_stems
+from .gramrows import fill_history, fill_memories
+from .terms import TOKENIZE
 
 __all__ = ["MIGRATIONS", "Migration", "latest_version"]
 
@@ -373,22 +374,25 @@ CREATE VIRTUAL TABLE memories_fts USING fts5 (
     content_rowid = 'rowid',
     tokenize = '{TOKENIZE}'
 );
+ALTER TABLE history_fts RENAME TO history_fts_before_grams;
+CREATE VIRTUAL TABLE history_fts USING fts5 (
+    content,
+    keywords,
+    grams,
+    tokenize = '{TOKENIZE}'
+);
+INSERT INTO history_fts (rowid, content, keywords)
+SELECT rowid, content, keywords FROM history_fts_before_grams;
+DROP TABLE history_fts_before_grams;
 """
 
 
 def _fill_grams(conn: sqlite3.Connection) -> None:
-    """The grams (and the stems, which hold their terms) of every row whose text is not
-    all ASCII, then the index built anew over the three columns."""
-    rows = conn.execute("SELECT rowid, content, keywords FROM memories").fetchall()
-    conn.executemany(
-        "UPDATE memories SET grams = ?, stems = ? WHERE rowid = ?",
-        [
-            (grams, stored_stems(content, keywords), rowid)
-            for rowid, content, keywords in rows
-            if (grams := stored_grams(content, keywords)) is not None
-        ],
-    )
+    """The grams of every row with any, then the index built anew over the three
+    columns; the history index's rows (copied over) get their grams too."""
+    fill_memories(conn)
     conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+    fill_history(conn)
 
 
 MIGRATIONS: list[Migration] = [

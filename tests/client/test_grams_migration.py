@@ -6,9 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from sealmem.client import MemoryStore
-from sealmem.client.store.connection import connect
+from sealmem.client.store.connection import connect, transaction
+from sealmem.client.store.memory import Provenance
 from sealmem.client.store.schema import MIGRATIONS
 from sealmem.client.store.terms import word_stems
+from sealmem.client.store.writer import write_version
+from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import new_memory_id
 
 NOW = 1_767_225_600_000
@@ -84,3 +87,25 @@ def test_the_index_of_a_new_store_has_the_grams_column(tmp_path: Path) -> None:
     with MemoryStore.open(tmp_path / "store.db", author=AUTHOR, clock=lambda: NOW) as store:
         columns = [row[1] for row in store.connection.execute("PRAGMA table_info(memories_fts)")]
         assert columns == ["content", "keywords", "grams"]
+
+
+def test_an_older_version_is_found_by_a_word_inside_its_run(tmp_path: Path) -> None:
+    """``include_history``: the history index holds the grams of replaced versions,
+    after the writer and after a rebuild."""
+    with MemoryStore.open(tmp_path / "store.db", author=AUTHOR, clock=lambda: NOW) as store:
+        first = store.remember("退款需要财务审批后才能处理", project="app").memory
+        conn = store.connection
+        newer = first.record.evolve(
+            content="the refund flow needs a second approval",
+            hlc=Hlc(first.record.hlc.wall + 1, 0),
+        )
+        with transaction(conn):
+            write_version(
+                conn, newer, provenance=Provenance.local(), local_importance=0.5,
+                seen_count=1, updated_at=NOW + 1,
+            )  # fmt: skip
+        for _ in range(2):
+            assert _found(store, "审批") == []
+            hits = store.recall("审批", k=5, project="app", include_history=True)
+            assert [(hit.memory.id, "history" in hit.why) for hit in hits] == [(first.id, True)]
+            store.reindex()
