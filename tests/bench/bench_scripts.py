@@ -50,9 +50,8 @@ def main(n: int) -> None:
         with MemoryStore.open(path, author="bench") as store:
             for name, texts in (("ascii", ascii_), ("runs", runs)):
                 ids, cpu, wall = _write(store, texts)
-                print(
-                    f"remember {name:5}: CPU {cpu / n * 1e3:.2f} ms, wall {wall / n * 1e3:.2f} ms each"
-                )
+                each = f"CPU {cpu / n * 1e3:.2f} ms, wall {wall / n * 1e3:.2f} ms each"
+                print(f"remember {name:5}: {each}")
                 asked = []
                 for i in rng.sample(range(n), 200):
                     words = texts[i].replace("。", " ").split()
