@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from ..store.terms import stems_of, tokens, word_stems
+from ..store.terms import query_word_stems, stems_of, tokens
 from .stopwords import STOP_WORDS
 
 __all__ = [
@@ -134,7 +134,7 @@ def analyse_query(query: str) -> list[QueryTerm]:
                 entities.update(tokens(match.group()))
     seen: set[str] = set()
     terms: list[QueryTerm] = []
-    for word, stemmed in word_stems(query):
+    for word, stemmed in query_word_stems(query):
         if word in STOP_WORDS or len(word) > 64:
             continue
         if stemmed in seen:

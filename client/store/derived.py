@@ -12,8 +12,8 @@ trigger: a write that bypasses the writer, another tool's, leaves them behind un
 - ``memories_fts``: the old text of a deleted or re-worded row leaves the index, the
   text of an inserted or re-worded row enters it (an update that keeps the text keeps
   its entry);
-- ``history_fts``: the text of each added history row, by its ``seq``; a removed one
-  leaves;
+- ``history_fts``: the text (and grams) of each added history row, by its ``seq``; a
+  removed one leaves;
 - ``store_counts``: rows inserted less rows deleted;
 - ``own_counts``: per (project, editor), the team rows and live team rows that left
   and came;
@@ -33,9 +33,10 @@ from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any
 
+from .gramrows import fill_history
 from .rows import MEMORY_VALUE_COLUMNS, at, norm_hash
 from .scrub import FTS_TABLES
-from .terms import stored_stems
+from .terms import stored_grams, stored_stems
 
 __all__ = [
     "EVERY_BUCKET",
@@ -62,18 +63,23 @@ class Row:
     """The fields of a ``memories`` row the keepers read, from an old row (read with
     :data:`~.rows.MEMORY_COLUMNS`) or new values (:data:`~.rows.MEMORY_VALUE_COLUMNS`)."""
 
-    __slots__ = ("content", "deleted", "editor", "id", "keywords", "project", "stems", "team")
+    __slots__ = (
+        "content", "deleted", "editor", "grams", "id", "keywords", "project", "stems", "team"
+    )  # fmt: skip
 
     def __init__(self, source: sqlite3.Row | Values) -> None:
         get = _FROM_ROW if isinstance(source, sqlite3.Row) else _FROM_VALUES
-        self.id, self.project, self.editor, self.content, self.keywords, self.stems, team, gone = (
-            get(source)
-        )
+        (
+            self.id, self.project, self.editor, self.content, self.keywords, self.stems,
+            self.grams, team, gone,
+        ) = get(source)  # fmt: skip
         self.team = team == "team"
         self.deleted = bool(gone)
 
 
-_FIELDS = ("id", "project", "editor", "content", "keywords", "stems", "visibility", "deleted")
+_FIELDS = (
+    "id", "project", "editor", "content", "keywords", "stems", "grams", "visibility", "deleted"
+)  # fmt: skip
 _FROM_ROW = at(*_FIELDS)
 _FROM_VALUES = operator.itemgetter(*map(MEMORY_VALUE_COLUMNS.index, _FIELDS))
 
@@ -112,23 +118,24 @@ def _index(
     reworded: Sequence[tuple[Row, Row, int]],
     deleted: Sequence[tuple[Row, int]],
 ) -> None:
-    """``memories_fts``: out with the old text of ``reworded`` and ``deleted`` rows, in
-    with the new text of ``reworded`` rows and of every row above ``after``."""
+    """``memories_fts``: out with the old text (and grams) of ``reworded`` and
+    ``deleted`` rows, in with the new text of ``reworded`` rows and of every row above
+    ``after``."""
     if reworded or deleted:
         conn.executemany(
-            "INSERT INTO memories_fts (memories_fts, rowid, content, keywords) "
-            "VALUES ('delete', ?, ?, ?)",
-            [(rowid, old.content, old.keywords) for old, _, rowid in reworded]
-            + [(rowid, old.content, old.keywords) for old, rowid in deleted],
+            "INSERT INTO memories_fts (memories_fts, rowid, content, keywords, grams) "
+            "VALUES ('delete', ?, ?, ?, ?)",
+            [(rowid, old.content, old.keywords, old.grams) for old, _, rowid in reworded]
+            + [(rowid, old.content, old.keywords, old.grams) for old, rowid in deleted],
         )
         conn.executemany(
-            "INSERT INTO memories_fts (rowid, content, keywords) VALUES (?, ?, ?)",
-            [(rowid, new.content, new.keywords) for _, new, rowid in reworded],
+            "INSERT INTO memories_fts (rowid, content, keywords, grams) VALUES (?, ?, ?, ?)",
+            [(rowid, new.content, new.keywords, new.grams) for _, new, rowid in reworded],
         )
     if after is not None:
         conn.execute(
-            "INSERT INTO memories_fts (rowid, content, keywords) "
-            "SELECT rowid, content, keywords FROM memories WHERE rowid > ?",
+            "INSERT INTO memories_fts (rowid, content, keywords, grams) "
+            "SELECT rowid, content, keywords, grams FROM memories WHERE rowid > ?",
             (after,),
         )
 
@@ -261,10 +268,13 @@ FROM history
 
 def history_added(conn: sqlite3.Connection, after: int, texts: Sequence[tuple[str, str]]) -> None:
     """``history_fts``: index the history rows just added, ``seq`` ``after + 1`` on, whose
-    text (content, space-joined keywords) is ``texts``, in order."""
+    text (content, space-joined keywords) is ``texts``, in order, with its grams."""
     conn.executemany(
-        "INSERT INTO history_fts (rowid, content, keywords) VALUES (?, ?, ?)",
-        [(after + i, content, keywords) for i, (content, keywords) in enumerate(texts, 1)],
+        "INSERT INTO history_fts (rowid, content, keywords, grams) VALUES (?, ?, ?, ?)",
+        [
+            (after + i, content, keywords, stored_grams(content, keywords))
+            for i, (content, keywords) in enumerate(texts, 1)
+        ],
     )
 
 
@@ -274,17 +284,34 @@ def history_removed(conn: sqlite3.Connection, seqs: Sequence[int]) -> None:
 
 
 def _restem(conn: sqlite3.Connection) -> int:
-    """Compute every row's ``stems`` and ``norm_hash`` again from its text; how many
-    differed (what ``rebuild`` does before it counts terms)."""
+    """Compute every row's ``stems``, ``grams`` and ``norm_hash`` again from its text; how
+    many differed (what ``rebuild`` does before it indexes and counts terms)."""
     stale = []
-    for rowid, content, keywords, deleted, stems, nh in conn.execute(
-        "SELECT rowid, content, keywords, deleted, stems, norm_hash FROM memories"
+    for rowid, content, keywords, deleted, stems, grams, nh in conn.execute(
+        "SELECT rowid, content, keywords, deleted, stems, grams, norm_hash FROM memories"
     ).fetchall():
-        want = stored_stems(content, keywords), None if deleted else norm_hash(content)
-        if want != (stems, nh):
+        want = (
+            stored_stems(content, keywords),
+            stored_grams(content, keywords),
+            None if deleted else norm_hash(content),
+        )
+        if want != (stems, grams, nh):
             stale.append((*want, rowid))
-    conn.executemany("UPDATE memories SET stems = ?, norm_hash = ? WHERE rowid = ?", stale)
+    conn.executemany(
+        "UPDATE memories SET stems = ?, grams = ?, norm_hash = ? WHERE rowid = ?", stale
+    )
     return len(stale)
+
+
+def _history_index(conn: sqlite3.Connection) -> None:
+    # built anew from the rows it holds first: a DELETE reads the index it deletes
+    # from, which may be the damage a rebuild is asked to mend
+    conn.execute("INSERT INTO history_fts (history_fts) VALUES ('rebuild')")
+    conn.execute("DELETE FROM history_fts")
+    conn.execute(f"INSERT INTO history_fts (rowid, content, keywords) {_HISTORY_TEXT}")
+    fill_history(conn)
+    for table in FTS_TABLES:  # one segment each, without the tokens of the rows deleted
+        conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
 
 REBUILD_STEPS = ("stems", "memories index", "history index", "counts", "push log", "terms")
@@ -294,21 +321,13 @@ def rebuild(
     conn: sqlite3.Connection,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> None:
-    """Rebuild every derived table (and each row's ``stems`` and ``norm_hash``) from
+    """Rebuild every derived table (and each row's ``stems``, ``grams``, ``norm_hash``) from
     ``memories`` and ``history``; run inside a write transaction.  The push log gets
     ``*`` for every project this member pushed (its next push reads every bucket)."""
     steps: list[Callable[[], object]] = [
         lambda: _restem(conn),
         lambda: conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"),
-        lambda: (
-            # built anew from the rows it holds first: a DELETE reads the index it
-            # deletes from, which may be the damage a rebuild is asked to mend
-            conn.execute("INSERT INTO history_fts (history_fts) VALUES ('rebuild')"),
-            conn.execute("DELETE FROM history_fts"),
-            conn.execute(f"INSERT INTO history_fts (rowid, content, keywords) {_HISTORY_TEXT}"),
-            # one segment each, without the tokens of the rows deleted above
-            *(conn.execute(f"INSERT INTO {t} ({t}) VALUES ('optimize')") for t in FTS_TABLES),
-        ),
+        lambda: _history_index(conn),
         lambda: (
             conn.execute("UPDATE store_counts SET memories = (SELECT count(*) FROM memories)"),
             conn.execute("DELETE FROM own_counts"),

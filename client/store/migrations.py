@@ -96,6 +96,8 @@ def migrate(
                 step = migrations[current]
                 for statement in _statements(step.sql):
                     conn.execute(statement)
+                if step.fill is not None:
+                    step.fill(conn)
                 conn.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                     (step.version, step.name, wall_clock() if now_ms is None else now_ms),

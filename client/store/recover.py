@@ -110,8 +110,8 @@ def _key(conn: sqlite3.Connection, table: str) -> list[str]:
     return [str(r[1]) for r in sorted((r for r in rows if r[5]), key=lambda r: r[5])]
 
 
-_DERIVED = {"memories": ("stems", "norm_hash", "bucket_key")}
-"""Columns computed from a row's other columns: ``stems`` and ``norm_hash`` are filled
+_DERIVED = {"memories": ("stems", "grams", "norm_hash", "bucket_key")}
+"""Columns computed from a row's other columns: ``stems``, ``grams`` and ``norm_hash`` are filled
 again from the text by the rebuild, ``bucket_key`` by the next push (NULL: what a local
 write leaves)."""
 

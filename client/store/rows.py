@@ -24,7 +24,7 @@ from ...protocol.hlc import ZERO, Hlc, receive, tick
 from ...protocol.record import Record
 from .connection import get_meta, set_meta
 from .memory import Memory, Provenance
-from .terms import stored_stems
+from .terms import stored_grams, stored_stems
 
 __all__ = [
     "HISTORY_COLUMNS",
@@ -58,7 +58,7 @@ MEMORY_COLUMN_NAMES = (
     "local_importance", "author", "editor", "created_at", "hlc_wall", "hlc_counter",
     "supersedes_json", "deleted", "delete_reason", "origin", "visibility", "seen_count",
     "updated_at", "norm_hash", "transport", "signer", "signer_name", "verified", "received_at",
-    "snapshot_seq", "stems", "source",
+    "snapshot_seq", "stems", "source", "grams",
 )  # fmt: skip
 """The ``memories`` columns the store reads a whole row with (:data:`MEMORY_COLUMNS`), in
 order: :func:`at` gives their positions."""
@@ -234,14 +234,15 @@ def memory_row(
     :data:`MEMORY_VALUE_COLUMNS` order (what a batch writes: no dict per row).
 
     ``same_text``: a row that holds the same content and keywords (the row it replaces,
-    mostly), whose stems and de-duplication hash are then taken as they are."""
+    mostly), whose stems, grams and de-duplication hash are then taken as they are."""
     keywords, supersedes = record.keywords, record.supersedes
     spaced = " ".join(keywords)
     if same_text is not None and not record.deleted:
-        digest, stems = same_text["norm_hash"], same_text["stems"]
+        digest, stems, grams = same_text["norm_hash"], same_text["stems"], same_text["grams"]
     else:
         digest = None if record.deleted else norm_hash(record.content)
         stems = stored_stems(record.content, spaced)
+        grams = stored_grams(record.content, spaced)
     return (
         record.id,
         record.project,
@@ -272,6 +273,7 @@ def memory_row(
         provenance.snapshot_seq,
         stems,
         record.source,
+        grams,
     )
 
 

@@ -50,6 +50,13 @@ trust (version 3)
 own sends (version 5)
     ``own_sends``: each (seq, hash) of our own chain recorded before it is sent.
 
+grams (version 7)
+    ``memories.grams``: the extra index tokens of a row's text, space-joined (NULL: none,
+    as for all ASCII text): the bigrams of its runs of scripts written without spaces
+    and a token per emoji or symbol (:func:`sealmem.client.store.terms.stored_grams`,
+    :mod:`sealmem.client.store.scripts`); ``memories_fts`` and ``history_fts`` index
+    them in their third column, and ``stems`` holds their terms too.
+
 Derived tables, each kept by one function of :mod:`sealmem.client.store.derived`
 (called by the one writer, :mod:`sealmem.client.store.writer`, once per batch; no
 trigger) and rebuilt from ``memories`` and ``history`` by its ``rebuild``:
@@ -73,18 +80,25 @@ trigger) and rebuilt from ``memories`` and ``history`` by its ``rebuild``:
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from .gramrows import fill_history, fill_memories
+from .terms import TOKENIZE
 
 __all__ = ["MIGRATIONS", "Migration", "latest_version"]
 
 
 @dataclass(frozen=True)
 class Migration:
-    """One schema step: ``sql`` runs inside a transaction (no BEGIN/COMMIT in it)."""
+    """One schema step: ``sql`` runs inside a transaction (no BEGIN/COMMIT in it), then
+    ``fill`` (when given) in the same transaction: what SQL alone cannot compute."""
 
     version: int
     name: str
     sql: str
+    fill: Callable[[sqlite3.Connection], None] | None = None
 
 
 _MEMORIES = """
@@ -349,6 +363,38 @@ CREATE TABLE own_sends (
 keys"): a push interrupted after its manifest landed is thereby told from another
 machine writing with this key.  Rows at or below the recorded head are dropped."""
 
+_GRAMS = f"""
+ALTER TABLE memories ADD COLUMN grams TEXT;
+DROP TABLE memories_fts;
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    content,
+    keywords,
+    grams,
+    content = 'memories',
+    content_rowid = 'rowid',
+    tokenize = '{TOKENIZE}'
+);
+ALTER TABLE history_fts RENAME TO history_fts_before_grams;
+CREATE VIRTUAL TABLE history_fts USING fts5 (
+    content,
+    keywords,
+    grams,
+    tokenize = '{TOKENIZE}'
+);
+INSERT INTO history_fts (rowid, content, keywords)
+SELECT rowid, content, keywords FROM history_fts_before_grams;
+DROP TABLE history_fts_before_grams;
+"""
+
+
+def _fill_grams(conn: sqlite3.Connection) -> None:
+    """The grams of every row with any, then the index built anew over the three
+    columns; the history index's rows (copied over) get their grams too."""
+    fill_memories(conn)
+    conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+    fill_history(conn)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
@@ -358,6 +404,9 @@ MIGRATIONS: list[Migration] = [
         5, "held forgets: an agent's forget of a shared memory waits for a person", _HELD_FORGETS
     ),
     Migration(6, "own sends: our manifests recorded before they are sent", _OWN_SENDS),
+    Migration(
+        7, "grams: words inside runs of scripts without spaces, and emoji", _GRAMS, _fill_grams
+    ),
 ]
 
 

@@ -28,9 +28,19 @@ import sqlite3
 import threading
 from functools import lru_cache
 
+from .scripts import gram_tokens, has_run, is_run
 from .stemmer import STEMS, stem
 
-__all__ = ["TOKENIZE", "parse_stems", "stems_of", "stored_stems", "tokens", "word_stems"]
+__all__ = [
+    "TOKENIZE",
+    "parse_stems",
+    "query_word_stems",
+    "stems_of",
+    "stored_grams",
+    "stored_stems",
+    "tokens",
+    "word_stems",
+]
 
 # the tokenizer of ``memories_fts`` and ``history_fts`` (:mod:`.schema`)
 TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -122,6 +132,18 @@ def word_stems(text: str) -> list[tuple[str, str]]:
     return [(word, stemmed) for word, stemmed in _indexed([text], sql, ("words", "stems"))]
 
 
+def query_word_stems(text: str) -> list[tuple[str, str]]:
+    """:func:`word_stems` of a query, its words of scripts written without spaces
+    replaced by their grams, and its emoji and symbols added
+    (:func:`sealmem.client.store.scripts.gram_tokens`): the terms a memory holding those
+    words inside longer runs holds too.  ASCII text: :func:`word_stems` alone."""
+    pairs = word_stems(text)
+    extra = gram_tokens(text)
+    if not extra:
+        return pairs
+    return [pair for pair in pairs if not has_run(pair[0])] + word_stems(" ".join(extra))
+
+
 def tokens(text: str) -> list[str]:
     """Lower-case, diacritic-free word tokens, split and folded as unicode61 does."""
     if text.isascii():
@@ -147,7 +169,18 @@ def _stems(text: str) -> frozenset[str]:
             found.update(known)
     if other:
         terms: dict[int, set[str]] = {i: set() for i in range(1, len(other) + 1)}
-        for row, term in _indexed(other, "SELECT doc, term FROM stems_at", ("stems",)):
+        asked = []
+        for i, piece in enumerate(other, 1):  # with its grams (scripts.py)
+            rest = [piece]
+            for token in gram_tokens(piece):
+                if token.isascii():
+                    terms[i].update(map(STEMS.__getitem__, _ascii_words(token)))
+                elif is_run(token):  # its own term
+                    terms[i].add(token)
+                else:
+                    rest.append(token)
+            asked.append(" ".join(rest))
+        for row, term in _indexed(asked, "SELECT doc, term FROM stems_at", ("stems",)):
             terms[int(row)].add(str(term))
         if len(_PIECES) + len(other) > _PIECES_KEPT:
             _PIECES.clear()
@@ -170,6 +203,14 @@ def stored_stems(content: str, keywords: str) -> str:
     (the space-joined column): its distinct stems, sorted, space-joined (a stem holds
     no space).  :func:`parse_stems` of it is ``stems_of(f"{content} {keywords}")``."""
     return " ".join(sorted(_stems(f"{content} {keywords}")))
+
+
+def stored_grams(content: str, keywords: str) -> str | None:
+    """What ``memories.grams`` holds for a row with this ``content`` and ``keywords``
+    (:func:`sealmem.client.store.scripts.grams`; None: the text has none, as all ASCII
+    text)."""
+    text = f"{content} {keywords}"
+    return None if text.isascii() else " ".join(gram_tokens(text)) or None
 
 
 def parse_stems(stored: str) -> frozenset[str]:

@@ -17,6 +17,9 @@ IDS = [new_memory_id(1_700_000_000_000 + i, bytes([i]) * 10) for i in range(4)]
 EDITORS = ["alice", "bob", "carol"]
 
 
+_CONTENTS = ["a", "b", "use uv", "x" * 50, "退款处理 🔥"]  # the last one has grams
+
+
 @st.composite
 def versions(draw: st.DrawFn, ids: list[str] = IDS, project: str = "proj") -> Record:
     """Versions from a small space, so that ids, clocks and editors collide often."""
@@ -26,7 +29,7 @@ def versions(draw: st.DrawFn, ids: list[str] = IDS, project: str = "proj") -> Re
         id=rid,
         project=project,
         kind=draw(st.sampled_from(["note", "decision", "warning"])),
-        content="" if deleted else draw(st.sampled_from(["a", "b", "use uv", "x" * 50])),
+        content="" if deleted else draw(st.sampled_from(_CONTENTS)),
         keywords=tuple(draw(st.lists(st.sampled_from(["db", "ci", "uv"]), max_size=2))),
         importance=draw(st.integers(0, 1000)) / 1000,
         author=draw(st.sampled_from(EDITORS)),

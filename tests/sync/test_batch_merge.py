@@ -34,7 +34,7 @@ from tests.support.versions import IDS, version_lists, versions
 
 NOW = 1_800_000_000_000
 PULLED = Provenance("folder", "alice", "alice", True, NOW, 1)
-WORDS = ["a", "b", "use", "uv", "x" * 50, "db", "ci", "obsolete", "note"]
+WORDS = ["a", "b", "use", "uv", "x" * 50, "db", "ci", "obsolete", "note", "款处", "emoji128293x"]
 
 
 @contextmanager

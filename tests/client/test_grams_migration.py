@@ -1,0 +1,111 @@
+"""Migration 7 gives a store of before it the grams of its rows, and ``reindex`` builds
+them again: a word inside a Chinese or Japanese run, and an emoji, are found after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sealmem.client import MemoryStore
+from sealmem.client.store.connection import connect, transaction
+from sealmem.client.store.memory import Provenance
+from sealmem.client.store.schema import MIGRATIONS
+from sealmem.client.store.terms import word_stems
+from sealmem.client.store.writer import write_version
+from sealmem.protocol.hlc import Hlc
+from sealmem.protocol.record import new_memory_id
+
+NOW = 1_767_225_600_000
+AUTHOR = "a" * 26
+TEXTS = ["退款需要财务审批后才能处理", "日本語のメモ", "deploy is on fire 🔥", "plain ascii words"]
+
+
+def _store_of_version_6(path: Path) -> list[str]:
+    """A store as version 6 wrote it: the rows, their stems of the words unicode61 sees
+    and a two-column index filled by the writer of then."""
+    conn = connect(path, now_ms=NOW, migrations=MIGRATIONS[:6], journaled=False)
+    ids = []
+    with conn:
+        for n, text in enumerate(TEXTS, 1):
+            mid = new_memory_id(NOW + n, bytes([n]) * 10)
+            stems = " ".join(sorted({stem for _, stem in word_stems(text)}))
+            cur = conn.execute(
+                "INSERT INTO memories (id, project, kind, content, importance, local_importance, "
+                "author, editor, created_at, hlc_wall, hlc_counter, origin, visibility, "
+                "updated_at, stems) VALUES (?, 'app', 'note', ?, 0.5, 0.5, ?, ?, ?, ?, 0, 'cli', "
+                "'team', ?, ?)",
+                (mid, text, AUTHOR, AUTHOR, NOW, NOW + n, NOW, stems),
+            )  # fmt: skip
+            conn.execute(
+                "INSERT INTO memories_fts (rowid, content, keywords) VALUES (?, ?, '')",
+                (cur.lastrowid, text),
+            )
+            conn.execute("UPDATE store_counts SET memories = memories + 1")
+            ids.append(mid)
+    conn.close()
+    return ids
+
+
+def _found(store: MemoryStore, query: str) -> list[str]:
+    return [hit.memory.id for hit in store.recall(query, k=5, project="app")]
+
+
+def test_a_store_of_version_6_finds_words_inside_runs_after_the_migration(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "store.db"
+    refund, memo, fire, plain = _store_of_version_6(path)
+    with MemoryStore.open(path, author=AUTHOR, clock=lambda: NOW) as store:
+        conn = store.connection
+        (version,) = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        assert version == 7
+        assert _found(store, "退款")[:1] == [refund]
+        assert _found(store, "メモ")[:1] == [memo]
+        assert _found(store, "🔥")[:1] == [fire]
+        assert _found(store, "ascii")[:1] == [plain]
+        grams = dict(conn.execute("SELECT id, grams FROM memories").fetchall())
+        assert grams[plain] is None
+        assert grams[memo] == "日本 本語 語の のメ メモ"
+        conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
+        checks = {check.name: check.ok for check in store.doctor()}
+        assert (checks["fts"], checks["schema"]) == (True, True)
+
+
+def test_reindex_builds_the_grams_again(tmp_path: Path) -> None:
+    with MemoryStore.open(tmp_path / "store.db", author=AUTHOR, clock=lambda: NOW) as store:
+        memo = store.remember("日本語のメモ", project="app").memory.id
+        conn = store.connection
+        # another tool's write: the text without its grams, nor in the index
+        conn.execute("UPDATE memories SET grams = NULL, stems = NULL")
+        conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+        assert _found(store, "メモ") == []
+        store.reindex()
+        assert conn.execute("SELECT grams FROM memories").fetchone()[0] is not None
+        assert _found(store, "メモ") == [memo]
+
+
+def test_the_index_of_a_new_store_has_the_grams_column(tmp_path: Path) -> None:
+    with MemoryStore.open(tmp_path / "store.db", author=AUTHOR, clock=lambda: NOW) as store:
+        columns = [row[1] for row in store.connection.execute("PRAGMA table_info(memories_fts)")]
+        assert columns == ["content", "keywords", "grams"]
+
+
+def test_an_older_version_is_found_by_a_word_inside_its_run(tmp_path: Path) -> None:
+    """``include_history``: the history index holds the grams of replaced versions,
+    after the writer and after a rebuild."""
+    with MemoryStore.open(tmp_path / "store.db", author=AUTHOR, clock=lambda: NOW) as store:
+        first = store.remember("退款需要财务审批后才能处理", project="app").memory
+        conn = store.connection
+        newer = first.record.evolve(
+            content="the refund flow needs a second approval",
+            hlc=Hlc(first.record.hlc.wall + 1, 0),
+        )
+        with transaction(conn):
+            write_version(
+                conn, newer, provenance=Provenance.local(), local_importance=0.5,
+                seen_count=1, updated_at=NOW + 1,
+            )  # fmt: skip
+        for _ in range(2):
+            assert _found(store, "审批") == []
+            hits = store.recall("审批", k=5, project="app", include_history=True)
+            assert [(hit.memory.id, "history" in hit.why) for hit in hits] == [(first.id, True)]
+            store.reindex()
