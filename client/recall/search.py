@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..store.terms import parse_stems
+from .matching import matches, names_of, select
 from .ranking import (
     DAY_MS,
     QueryTerm,
@@ -57,6 +58,7 @@ from .sql import (
     LIVE,
     Row,
     Scope,
+    author_names,
     bm25_pool,
     document_frequencies,
     fetch,
@@ -66,7 +68,10 @@ from .sql import (
     newest_in,
 )
 
-__all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
+__all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "Similarity", "pool_plan", "search"]
+
+Similarity = Callable[[Sequence[Row]], Mapping[int, float]]
+"""Candidates' similarity to the query (0..1) by rowid: the semantic seam of matching."""
 
 DEFAULT_WEIGHTS = RankingWeights()
 _AND_SPAN = 4  # the AND pool reads words of up to this many times pool_postings
@@ -77,11 +82,13 @@ _NAMES = (
 
 @dataclass(frozen=True)
 class Scored:
-    """One ranked memory: its id, its score, and the score's parts (they sum to it)."""
+    """One ranked memory: its id, its score, the score's parts (they sum to it), and
+    whether it is only related (see :mod:`sealmem.client.recall.matching`)."""
 
     id: str
     score: float
     why: dict[str, float]
+    related: bool = False  # matches nothing: a session neighbour of a strong match
 
 
 @dataclass(frozen=True)
@@ -148,12 +155,17 @@ def search(
     now_ms: int,
     weights: RankingWeights = DEFAULT_WEIGHTS,
     which: str = LIVE,
+    similarity: Similarity | None = None,
 ) -> list[Scored]:
     """The best ``k`` live memories (or those ``which`` names, SQL over ``memories AS m``)
     for ``query``, best first.
 
     ``projects`` None searches every project; ``include_history`` also matches
-    the text of replaced versions (the hit is the memory's current id).
+    the text of replaced versions (the hit is the memory's current id).  Only what
+    matches is returned, with at most two ``related`` neighbours after it
+    (:mod:`sealmem.client.recall.matching`); ``similarity`` gives candidates' similarity
+    to the query by rowid (the seam for a semantic extra: one that clears the
+    threshold matches).
     """
     terms = analyse_query(query)
     spans = date_spans(query, now_ms) if weights.date > 0 else []
@@ -181,26 +193,30 @@ def search(
     rows, bm25, from_history = _candidates(conn, plan, scope, spans, include_history, weights)
     if not bm25:
         return []
+    extensions = [longer.get(s) for s in stems]
+    held = _Held(stems, prefixed, extensions, author_names(conn) if rows else {})
+    held.read(rows, from_history)
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
-    near = _sessions(conn, rows, bm25, scope, weights) if context else {}
+    near = _sessions(conn, rows, bm25, held.matching, scope, weights) if context else {}
+    held.read(rows, from_history)  # the neighbours context brought in
+    if similarity is not None:
+        for rowid, value in similarity(list(rows.values())).items():
+            if rowid in rows and matches(0, 0, 0, value):
+                held.matching.add(rowid)
     shares = term_shares(terms, df, n_docs)
     share_list = [shares[s] for s in stems]
-    extensions = [longer.get(s) for s in stems]
-    masks: dict[int, int] = {}
-    partial: dict[int, int] = {}
-    for rowid, row in rows.items():
-        stored = row[10]
-        held = stems_of(f"{row[6]} {row[7]}") if stored is None else parse_stems(stored)
-        masks[rowid] = mask = term_mask(stems, held)
-        if prefixed & ~mask:
-            partial[rowid] = prefix_mask(extensions, held) & ~mask
     entities = sum(1 << i for i, t in enumerate(terms) if t.entity) if weights.entity else 0
-    scorer = _Scorer(rows, bm25, near, masks, share_list, entities, spans, now_ms, weights)
-    scorer.partial = partial
+    scorer = _Scorer(rows, bm25, near, held.masks, share_list, entities, spans, now_ms, weights)
+    scorer.partial = held.partial
     ranked = sorted((-sum(scorer.parts(r)), rows[r][1], r) for r in rows)
+    strong = _strong(bm25, held.matching, weights)
+    chosen = select(
+        (r for _, _, r in ranked), held.matching,
+        lambda r: any(s in strong for s in near.get(r, ())), k,
+    )  # fmt: skip
     left_out = {"context": not context, "date": not spans, "entity": not entities}
     out: list[Scored] = []
-    for _, memory_id, rowid in ranked[:k]:
+    for rowid, related in chosen:
         why = {
             name: part
             for name, part in zip(_NAMES, scorer.parts(rowid), strict=True)
@@ -208,8 +224,49 @@ def search(
         }
         if rowid in from_history:
             why["history"] = 0.0
-        out.append(Scored(memory_id, sum(why.values()), why))
+        out.append(Scored(rows[rowid][1], sum(why.values()), why, related))
     return out
+
+
+class _Held:
+    """What each candidate holds of the query: its term mask, the terms it holds only as
+    a prefix, and whether it matches (:func:`.matching.matches`)."""
+
+    def __init__(
+        self,
+        stems: list[str],
+        prefixed: int,
+        extensions: list[frozenset[str] | None],
+        names: dict[str, frozenset[str]],
+    ) -> None:
+        self.stems, self.prefixed, self.extensions, self.names = stems, prefixed, extensions, names
+        self.every = (1 << len(stems)) - 1
+        self.masks: dict[int, int] = {}
+        self.partial: dict[int, int] = {}
+        self.matching: set[int] = set()
+
+    def read(self, rows: dict[int, Row], from_history: set[int]) -> None:
+        for rowid, row in rows.items():
+            if rowid in self.masks:
+                continue
+            stored = row[10]
+            held = stems_of(f"{row[6]} {row[7]}") if stored is None else parse_stems(stored)
+            self.masks[rowid] = mask = term_mask(self.stems, held)
+            if self.prefixed & ~mask:
+                self.partial[rowid] = prefix_mask(self.extensions, held) & ~mask
+            found = mask | self.partial.get(rowid, 0)
+            own = names_of(row[6], self.names.get(row[9], (row[9],)))
+            names = term_mask(self.stems, own) if own else 0
+            if rowid in from_history or matches(found, names, self.every):
+                self.matching.add(rowid)
+
+
+def _strong(bm25: dict[int, float], matching: set[int], weights: RankingWeights) -> set[int]:
+    """The strong matches: matching hits whose BM25 is at least ``context_seed_floor`` of
+    the best (those whose session neighbours are read)."""
+    best = max((bm25[r] for r in matching), default=0.0)
+    floor = weights.context_seed_floor * best
+    return {r for r in matching if bm25[r] >= floor and bm25[r] > 0}
 
 
 def _candidates(
@@ -256,14 +313,14 @@ def _sessions(
     conn: sqlite3.Connection,
     rows: dict[int, Row],
     bm25: dict[int, float],
+    matching: set[int],
     scope: Scope,
     weights: RankingWeights,
 ) -> dict[int, dict[int, int]]:
-    """Session neighbours (rowid -> {rowid: steps}, symmetric) of the best BM25 hits
+    """Session neighbours (rowid -> {rowid: steps}, symmetric) of the strong matches
     that come from a session (see the module's docstring); new neighbours join the
     candidates with a BM25 of 0: they compete on their context."""
-    floor = weights.context_seed_floor * max(bm25.values())
-    best = sorted((r for r in bm25 if bm25[r] >= floor), key=bm25.__getitem__)
+    best = sorted(_strong(bm25, matching, weights), key=bm25.__getitem__)
     best = [r for r in best if _session_gap(rows[r], weights)]
     seeds = [rows[r] for r in reversed(best[-weights.context_seeds :])] if best else []
     near: dict[int, dict[int, int]] = {}
