@@ -11,6 +11,12 @@ match in a replaced version (``include_history``).  The seam for meaning: a
 similarity (0..1) at or above ``threshold`` also makes a memory match
 (:func:`matches`; ``recall.search`` takes a function that gives it).
 
+A query that names someone or something (proper nouns: capitalised inside the
+sentence) of which the store has never heard any (no memory holds one, no roster names
+one) asks about what is not there: nothing matches it (:func:`unheard`).  "What did Caroline
+say about the move?" asked of a store where no Caroline ever appears is not answered
+by what someone else said about a move.
+
 What a recall returns (:func:`select`).  Context, recency and importance re-rank the
 matching memories; a memory that matches nothing never comes before one that does.
 A neighbour of a strong match (a hit whose session neighbours recall reads) that
@@ -22,11 +28,20 @@ non-matching candidates are dropped.  Nothing matches: nothing is returned.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from ..store.terms import stems_of
+from .ranking import QueryTerm, is_date_word
 
-__all__ = ["MAX_RELATED", "SIMILARITY_THRESHOLD", "matches", "names_of", "select", "speaker"]
+__all__ = [
+    "MAX_RELATED",
+    "SIMILARITY_THRESHOLD",
+    "matches",
+    "names_of",
+    "select",
+    "speaker",
+    "unheard",
+]
 
 MAX_RELATED = 2
 SIMILARITY_THRESHOLD = 1.0  # no similarity is measured yet: none clears it by default
@@ -47,6 +62,20 @@ def names_of(content: str, author_names: Iterable[str] = ()) -> frozenset[str]:
     names = [said] if said else []
     names.extend(author_names)
     return stems_of(" ".join(names)) if names else frozenset()
+
+
+def unheard(
+    terms: Sequence[QueryTerm], df: Mapping[str, int], roster: Iterable[Iterable[str]]
+) -> bool:
+    """Whether the query names someone or something (proper nouns other than month
+    names) and none of them is known: no memory holds it (``df``: documents per stem, a
+    word held as a prefix counted) and it names no member (``roster``: each member's
+    names)."""
+    named = [t.stem for t in terms if t.entity and not is_date_word(t.word)]
+    if not named or any(df.get(stem) for stem in named):
+        return False
+    known = stems_of(" ".join(name for names in roster for name in names))
+    return not known.intersection(named)
 
 
 def matches(

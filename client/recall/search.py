@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..store.terms import parse_stems
-from .matching import matches, names_of, select
+from .matching import matches, names_of, select, unheard
 from .ranking import (
     DAY_MS,
     QueryTerm,
@@ -185,6 +185,8 @@ def search(
     df = {s: max(counts[s], counts.get(s + "*", 0)) for s in stems}
     if spans and not any(df[s] for s in asked):  # "what happened yesterday", words unknown
         return _period(conn, Scope(projects, kinds, spans, which), k, now_ms, weights)
+    if unheard(terms, df, author_names(conn).values()):  # asks about what is not there
+        return []
     phrases = [fts_phrase(t.word, bool(prefixed >> i & 1)) for i, t in enumerate(terms)]
     plan = pool_plan(terms, phrases, df, n_docs, weights)
     if not plan:
@@ -194,7 +196,7 @@ def search(
     if not bm25:
         return []
     extensions = [longer.get(s) for s in stems]
-    held = _Held(stems, prefixed, extensions, author_names(conn) if rows else {})
+    held = _Held(stems, prefixed, extensions, author_names(conn))
     held.read(rows, from_history)
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
     near = _sessions(conn, rows, bm25, held.matching, scope, weights) if context else {}

@@ -162,7 +162,9 @@ def baseline_terms(question: str) -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def run_baseline(conv: Conversation, asked: Sequence[dict[str, Any]] | None = None) -> list[Outcome]:
+def run_baseline(
+    conv: Conversation, asked: Sequence[dict[str, Any]] | None = None
+) -> list[Outcome]:
     """The plain FTS5 baseline over ``conv``'s turns, asked ``asked`` (default: its own)."""
     db = sqlite3.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE f USING fts5(content, dia UNINDEXED, tokenize='porter')")
@@ -306,6 +308,29 @@ def no_answer_set(convs: Sequence[Conversation]) -> list[tuple[int, list[dict[st
             if not any(clue in text for clue in clues for text in texts):
                 kept.append(qa)
         out.append(((i + 1) % len(convs), kept))
+    return out
+
+
+def speakers(conv: Conversation) -> list[str]:
+    return list(dict.fromkeys(t.speaker for t in conv.turns))
+
+
+def renamed(
+    convs: Sequence[Conversation], unanswerable: list[tuple[int, list[dict[str, Any]]]]
+) -> list[tuple[int, list[dict[str, Any]]]]:
+    """The no-answer set with the asking conversation's speakers renamed to the store's
+    (first speaker to first, second to second, whole words): the same questions about
+    people the store knows, so that no name gives them away."""
+    out = []
+    for i, (j, questions) in enumerate(unanswerable):
+        pairs = list(zip(speakers(convs[i]), speakers(convs[j]), strict=False))
+        moved = []
+        for qa in questions:
+            text = qa["question"]
+            for old, new in pairs:
+                text = re.sub(rf"\b{re.escape(old)}\b", new, text)
+            moved.append({**qa, "question": text})
+        out.append((j, moved))
     return out
 
 
@@ -598,7 +623,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         merged = {name: [o for outs in per.values() for o in outs] for name, per in cold.items()}
         table("All five, default weights (%); cold latency (ms)", merged, timed)
         print(f"  ({load_average()} after)")
-        table("Related results (this tree)", {n: merged[n] for n in merged if "recall" in n}, related_line)
+        table(
+            "Related results (this tree)",
+            {n: merged[n] for n in merged if "recall" in n},
+            related_line,
+        )
         unanswerable = no_answer_set(convs)
         n_asked = sum(len(qs) for _, qs in unanswerable)
         print(
@@ -620,6 +649,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             o for i, qs in unanswerable for o in run_cold(asked_of[i], qs)
         ]
         for name, outcomes in nothing.items():
+            print(f"  {name:34s} {empty_line(outcomes)}")
+        print("  ... the same questions, their speakers renamed to the store's speakers")
+        swapped = renamed(convs, unanswerable)
+        hard: dict[str, list[Outcome]] = {
+            "plain FTS5 BM25 baseline": [
+                o for i, qs in swapped for o in run_baseline(convs[i], qs)
+            ],
+        }
+        if base is not None:
+            hard["before: recall, sessions"] = [
+                o for i, qs in swapped for o in run_cold(asked_of[i], qs, src=base)
+            ]
+        hard["MemoryStore.recall, sessions"] = [
+            o for i, qs in swapped for o in run_cold(asked_of[i], qs)
+        ]
+        for name, outcomes in hard.items():
             print(f"  {name:34s} {empty_line(outcomes)}")
         table("Per category hit/recall/all-evidence (%)", merged, per_category)
         print("\nPer conversation hit@5 (%)")

@@ -133,3 +133,10 @@ def test_what_matches_nothing_never_outranks_what_matches(
     for hit, related in zip(hits, flags, strict=True):
         assert (hit.memory.id in matching) is not related
     assert hits and not flags[0]
+
+
+def test_a_name_the_store_never_heard_of_finds_nothing(ana: MemoryStore) -> None:
+    _write(ana, "Ben: we moved to a bigger flat in the spring")
+    assert ana.recall("When did Caroline move to Sweden?", project="app") == []
+    # the same words about someone the store knows
+    assert len(ana.recall("When did Ben move flat?", project="app")) == 1
