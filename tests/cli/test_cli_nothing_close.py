@@ -21,9 +21,7 @@ def test_no_match_says_nothing_close(cli: CliFn) -> None:
     assert cli("recall", "kubernetes ingress", "--json").json()["hits"] == []
 
 
-def test_a_related_result_is_labelled_and_last(
-    cli: CliFn, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_related_result_is_labelled_and_last(cli: CliFn, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SEALMEM_SESSION", "s1")
     assert cli("remember", "which queue carries the order events?").code == 0
     assert cli("remember", "RabbitMQ with quorum replicas").code == 0
@@ -31,7 +29,9 @@ def test_a_related_result_is_labelled_and_last(
     run = cli("recall", "queue for order events")
     assert run.code == 0
     first, second = run.out.split("\n\n")
-    assert "which queue carries" in first and "related" not in first
-    assert "related, matches none of your words" in second and "RabbitMQ" in second
+    assert "which queue carries" in first
+    assert "related" not in first
+    assert "related, matches none of your words" in second
+    assert "RabbitMQ" in second
     hits = cli("recall", "queue for order events", "--json").json()["hits"]
     assert [h["related"] for h in hits] == [False, True]

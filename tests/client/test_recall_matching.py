@@ -47,7 +47,7 @@ def _shares_a_word(query: str, content: str, author: str) -> bool:
     held = stems_of(content)
     said = re.match(r"([A-Z]\w*): ", content)
     names = stems_of(f"{said.group(1) if said else ''} {author}")
-    return bool(asked & held - names) or bool(asked) and asked <= held
+    return bool(asked & held - names) or (bool(asked) and asked <= held)
 
 
 def test_no_memory_shares_a_word_nothing_comes_back(ana: MemoryStore) -> None:
@@ -66,7 +66,8 @@ def test_at_most_two_related_after_the_matches_and_labelled(
         around.append(_write(ana, text))
     _write(ana, "an unrelated lunch note", origin="mcp:s2")
     hits = ana.recall("message broker for order events", project="app", k=10)
-    assert hits[0].memory.id == question and not hits[0].related
+    assert hits[0].memory.id == question
+    assert not hits[0].related
     related = [h for h in hits if h.related]
     assert 1 <= len(related) <= MAX_RELATED
     assert hits[-len(related) :] == related  # after every match
@@ -132,7 +133,8 @@ def test_what_matches_nothing_never_outranks_what_matches(
     assert sum(flags) <= MAX_RELATED
     for hit, related in zip(hits, flags, strict=True):
         assert (hit.memory.id in matching) is not related
-    assert hits and not flags[0]
+    assert hits
+    assert not flags[0]
 
 
 def test_a_name_the_store_never_heard_of_finds_nothing(ana: MemoryStore) -> None:

@@ -65,4 +65,3 @@ def test_a_memory_that_shares_only_names_is_not_injected(
         ben.remember("Ben: the kafka upgrade waits for the new disks", project="webshop")
     lines = _prompt(cli, env, "what did Ana tell Ben about the kafka upgrade")
     assert lines == [q("note", "Ben: the kafka upgrade waits for the new disks")]
-

@@ -90,7 +90,9 @@ def test_recall_labels_a_related_neighbour_and_says_when_nothing_is_close(
             for content in ("which queue carries the order events?", "RabbitMQ, quorum replicas"):
                 await client.call_tool("remember", {"content": content, "session": "t1"})
             for query in ("queue for order events", "kubernetes ingress"):
-                answers[query] = json.loads(_text(await client.call_tool("recall", {"query": query})))
+                answers[query] = json.loads(
+                    _text(await client.call_tool("recall", {"query": query}))
+                )
 
     anyio.run(session)
     found = answers["queue for order events"]
