@@ -30,12 +30,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
-from ..store.terms import stems_of
-from .ranking import QueryTerm, is_date_word
+from ..store.terms import parse_stems, stems_of
+from .ranking import QueryTerm, is_date_word, prefix_mask, term_mask
+from .sql import Row
 
 __all__ = [
     "MAX_RELATED",
     "SIMILARITY_THRESHOLD",
+    "Held",
     "matches",
     "names_of",
     "select",
@@ -119,3 +121,36 @@ def select(
         return []
     out: Sequence[tuple[int, bool]] = [(c, False) for c in found] + [(c, True) for c in related]
     return list(out)
+
+
+class Held:
+    """What each candidate holds of the query: its term mask, the terms it holds only as
+    a prefix, and whether it matches (:func:`matches`)."""
+
+    def __init__(
+        self,
+        stems: list[str],
+        prefixed: int,
+        extensions: list[frozenset[str] | None],
+        names: Mapping[str, Sequence[str]],
+    ) -> None:
+        self.stems, self.prefixed, self.extensions, self.names = stems, prefixed, extensions, names
+        self.every = (1 << len(stems)) - 1
+        self.masks: dict[int, int] = {}
+        self.partial: dict[int, int] = {}
+        self.matching: set[int] = set()
+
+    def read(self, rows: dict[int, Row], from_history: set[int]) -> None:
+        for rowid, row in rows.items():
+            if rowid in self.masks:
+                continue
+            stored = row[10]
+            held = stems_of(f"{row[6]} {row[7]}") if stored is None else parse_stems(stored)
+            self.masks[rowid] = mask = term_mask(self.stems, held)
+            if self.prefixed & ~mask:
+                self.partial[rowid] = prefix_mask(self.extensions, held) & ~mask
+            found = mask | self.partial.get(rowid, 0)
+            own = names_of(row[6], self.names.get(row[9], (row[9],)))
+            names = term_mask(self.stems, own) if own else 0
+            if rowid in from_history or matches(found, names, self.every):
+                self.matching.add(rowid)

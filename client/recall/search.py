@@ -36,8 +36,8 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..store.terms import parse_stems
-from .matching import matches, names_of, select, unheard
+from .matching import Held, matches, select, unheard
+from .names import author_names
 from .ranking import (
     DAY_MS,
     QueryTerm,
@@ -48,17 +48,13 @@ from .ranking import (
     fts_phrase,
     is_date_word,
     is_session_origin,
-    mask_share,
-    prefix_mask,
-    stems_of,
-    term_mask,
     term_shares,
 )
+from .scoring import Scorer
 from .sql import (
     LIVE,
     Row,
     Scope,
-    author_names,
     bm25_pool,
     document_frequencies,
     fetch,
@@ -196,7 +192,7 @@ def search(
     if not bm25:
         return []
     extensions = [longer.get(s) for s in stems]
-    held = _Held(stems, prefixed, extensions, author_names(conn))
+    held = Held(stems, prefixed, extensions, author_names(conn))
     held.read(rows, from_history)
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
     near = _sessions(conn, rows, bm25, held.matching, scope, weights) if context else {}
@@ -208,7 +204,7 @@ def search(
     shares = term_shares(terms, df, n_docs)
     share_list = [shares[s] for s in stems]
     entities = sum(1 << i for i, t in enumerate(terms) if t.entity) if weights.entity else 0
-    scorer = _Scorer(rows, bm25, near, held.masks, share_list, entities, spans, now_ms, weights)
+    scorer = Scorer(rows, bm25, near, held.masks, share_list, entities, spans, now_ms, weights)
     scorer.partial = held.partial
     ranked = sorted((-sum(scorer.parts(r)), rows[r][1], r) for r in rows)
     strong = _strong(bm25, held.matching, weights)
@@ -228,39 +224,6 @@ def search(
             why["history"] = 0.0
         out.append(Scored(rows[rowid][1], sum(why.values()), why, related))
     return out
-
-
-class _Held:
-    """What each candidate holds of the query: its term mask, the terms it holds only as
-    a prefix, and whether it matches (:func:`.matching.matches`)."""
-
-    def __init__(
-        self,
-        stems: list[str],
-        prefixed: int,
-        extensions: list[frozenset[str] | None],
-        names: dict[str, frozenset[str]],
-    ) -> None:
-        self.stems, self.prefixed, self.extensions, self.names = stems, prefixed, extensions, names
-        self.every = (1 << len(stems)) - 1
-        self.masks: dict[int, int] = {}
-        self.partial: dict[int, int] = {}
-        self.matching: set[int] = set()
-
-    def read(self, rows: dict[int, Row], from_history: set[int]) -> None:
-        for rowid, row in rows.items():
-            if rowid in self.masks:
-                continue
-            stored = row[10]
-            held = stems_of(f"{row[6]} {row[7]}") if stored is None else parse_stems(stored)
-            self.masks[rowid] = mask = term_mask(self.stems, held)
-            if self.prefixed & ~mask:
-                self.partial[rowid] = prefix_mask(self.extensions, held) & ~mask
-            found = mask | self.partial.get(rowid, 0)
-            own = names_of(row[6], self.names.get(row[9], (row[9],)))
-            names = term_mask(self.stems, own) if own else 0
-            if rowid in from_history or matches(found, names, self.every):
-                self.matching.add(rowid)
 
 
 def _strong(bm25: dict[int, float], matching: set[int], weights: RankingWeights) -> set[int]:
@@ -366,73 +329,3 @@ def _session_gap(row: Row, weights: RankingWeights) -> int:
     if is_session_origin(row[2]):
         return int(weights.context_gap_ms)
     return int(weights.session_gap_ms)
-
-
-class _Scorer:
-    """The weighted parts of a candidate's score, in the order of ``_NAMES``
-    (see :mod:`sealmem.client.recall.ranking` for what each one means)."""
-
-    def __init__(
-        self,
-        rows: dict[int, Row],
-        bm25: dict[int, float],
-        near: dict[int, dict[int, int]],
-        masks: dict[int, int],
-        shares: list[float],
-        entities: int,
-        spans: Sequence[Span],
-        now_ms: int,
-        weights: RankingWeights,
-    ) -> None:
-        self.rows, self.bm25, self.near, self.masks = rows, bm25, near, masks
-        self.shares, self.spans, self.now_ms, self.w = shares, spans, now_ms, weights
-        self.entities, self.n_entities = entities, entities.bit_count()
-        self.best = max(bm25.values()) or 1.0
-        self.decay = math.log(2) / (weights.recency_half_life_days * DAY_MS)
-        self._share: dict[int, float] = {}
-        self.partial: dict[int, int] = {}  # query words held only as a prefix
-
-    def share(self, mask: int) -> float:
-        value = self._share.get(mask)
-        if value is None:
-            value = self._share[mask] = mask_share(self.shares, mask)
-        return value
-
-    def parts(self, rowid: int) -> tuple[float, ...]:
-        w, row, mask = self.w, self.rows[rowid], self.masks[rowid]
-        lexical = w.bm25 * self.bm25[rowid] / self.best
-        covered = w.coverage * self.share(mask)
-        if rowid in self.partial:
-            covered += w.coverage * w.prefix * self.share(self.partial[rowid])
-        entity = 0.0
-        if self.entities:
-            entity = w.entity * (mask & self.entities).bit_count() / self.n_entities
-        context = 0.0
-        links = self.near.get(rowid)
-        if links:
-            around, strongest, asked = 0, 0.0, 0.0
-            for other, steps in links.items():
-                around |= self.masks[other]
-                value = self.bm25[other]
-                if self.rows[other][8]:
-                    value *= 1.0 - w.superseded
-                strongest = max(strongest, value)
-                if (
-                    steps == 1
-                    and value > asked
-                    and "?" in self.rows[other][6]
-                    and (self.rows[other][4], other) < (row[4], rowid)
-                ):
-                    asked = value  # it answers a question (written just before) that matches
-            gain = self.share(around & ~mask)
-            # a matching question just before it counts instead of the best neighbour when more
-            neighbour = max(w.context * strongest, w.context_question * asked)
-            context = w.context_terms * gain + neighbour / self.best
-        created = row[4]
-        # a memory of a day the query names is also in its month: it counts twice
-        dated = w.date * min(2, sum(s.start <= created < s.end for s in self.spans))
-        relevance = lexical + covered + entity + context + dated
-        recency = w.recency * math.exp(-self.decay * max(0, self.now_ms - created))
-        importance = w.importance * (row[5] - 0.5) * 2
-        superseded = -w.superseded * relevance if row[8] else 0.0
-        return (lexical, covered, entity, context, dated, recency, importance, superseded)

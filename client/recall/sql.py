@@ -18,14 +18,12 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .names import member_names
 from .ranking import Span
 
 __all__ = [
     "LIVE",
     "Row",
     "Scope",
-    "author_names",
     "bm25_pool",
     "document_frequencies",
     "fetch",
@@ -163,25 +161,6 @@ def document_frequencies(
         stats.df.update(found)
     df = {s: stats.df[s] for s in [*stems, *(p + "*" for p in prefixes)]}
     return stats.n_docs, df, {p: stats.longer[p] for p in prefixes}
-
-
-_NAMES: OrderedDict[int, tuple[sqlite3.Connection, tuple[int, int], dict[str, tuple[str, ...]]]]
-_NAMES = OrderedDict()
-
-
-def author_names(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
-    """``{member id: (member id, roster name)}`` of the newest accepted roster (empty
-    without a team); cached per connection like the term statistics."""
-    version = _version(_cursor(conn), conn)
-    cached = _NAMES.get(id(conn))
-    if cached is not None and cached[0] is conn and cached[1] == version:
-        _NAMES.move_to_end(id(conn))
-        return cached[2]
-    names = {kid: (kid, name) for kid, name in member_names(conn).items()}
-    _NAMES[id(conn)] = (conn, version, names)
-    while len(_NAMES) > _STATS_SLOTS:
-        _NAMES.popitem(last=False)
-    return names
 
 
 def _kept(cur: sqlite3.Cursor, stems: Sequence[str]) -> dict[str, int]:
