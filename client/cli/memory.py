@@ -242,17 +242,18 @@ def recall(
         output.emit_json({"query": query, "hits": docs})
         return
     if not hits:
-        output.say(f"no memories match {query!r}")
+        output.say(f"nothing close to {query!r}: no memory shares a word with it")
         return
     blocks = []
     for rank, hit in enumerate(hits, start=1):
+        label = "related, matches none of your words: " if hit.related else ""
         extra = [output.why_line(hit.why), *trust[hit.memory.id][1]]
         for newer in hit.superseded_by:
             extra.append(f"superseded by {newer.record.id}: {newer.record.content[:120]}")
         blocks.append(
             output.memory_block(
                 hit.memory,
-                heading=f"{rank}. ({hit.score:.3f}) ",
+                heading=f"{rank}. ({hit.score:.3f}) {label}",
                 extra=extra,
                 names=names,
                 me=me,

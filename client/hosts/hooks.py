@@ -10,7 +10,8 @@ what the user typed).
 
 ``session-start`` prints the budgeted startup context (Claude Code adds a
 SessionStart hook's stdout to the context).  ``prompt`` recalls on the
-submitted prompt and prints the memories that share enough of its words (at
+submitted prompt and prints matching memories only (never one recall marks
+``related``: :mod:`sealmem.client.recall.matching`) that share enough of its words (at
 least :data:`PROMPT_MIN_SHARED` content or keyword stems, and either
 :data:`PROMPT_MIN_OVERLAP` of the memory's content stems or one of its
 keywords), judged on the version that would be shown (the author's, when a
@@ -141,7 +142,7 @@ def _prompt(payload: dict[str, Any]) -> str:
         resolved = reader.resolve_all(hit.memory for hit in hits)
         for hit in hits:
             shown = resolved.get(hit.memory.id)
-            if shown is None:
+            if shown is None or hit.related:  # matches only: nothing related is injected
                 continue
             record = shown.memory.record  # what would be injected, not a proposal beside it
             own = content_stems(record.content)

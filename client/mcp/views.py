@@ -108,6 +108,10 @@ MemoryView.model_rebuild()
 
 class Hit(MemoryView):
     score: float
+    related: bool = Field(
+        default=False,
+        description="True: shares no word with the query; written beside a hit that does.",
+    )
     why: dict[str, float] = Field(description="The ranking signals and their weights.")
     superseded_by: list[MemoryView] = Field(
         default=[], description="Newer memories that correct this one: prefer them."

@@ -21,6 +21,7 @@ from ..store.connection import sqlite_errors
 from ..store.memory import DEFAULT_PROJECT, SHARED_PROJECT, Hit, Memory
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
 from . import context, search
+from .matching import MAX_RELATED
 from .standing import PROPOSED_DELETE, Reader
 
 __all__ = ["MAX_K", "MemoryStore"]
@@ -41,7 +42,8 @@ class MemoryStore(LocalStore):
         include_history: bool = False,
         kinds: Sequence[str] | None = None,
     ) -> list[Hit]:
-        """The ``k`` memories that best match ``query``; superseded ones carry replacements."""
+        """The ``k`` memories that best match ``query`` (the matches, then at most two
+        ``related`` ones; none when nothing matches); superseded ones carry replacements."""
         if not isinstance(query, str) or not query.strip():
             raise InputError("the query is empty; pass words to search for")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
@@ -56,7 +58,9 @@ class MemoryStore(LocalStore):
             scored = asked(include_history=include_history)
             if self._proposed_deletes(projects, 1, ordered=False):  # their text is history
                 kept = asked(include_history=True, which=PROPOSED_DELETE)
-                scored = sorted([*scored, *kept], key=lambda s: -s.score)[:k]
+                both = sorted([*scored, *kept], key=lambda s: (s.related, -s.score))
+                related = [s for s in both if s.related][:MAX_RELATED]
+                scored = [*[s for s in both if not s.related], *related][:k]
             ids = [item.id for item in scored]
             marks = ", ".join("?" * len(ids))
             rows = {
@@ -73,6 +77,7 @@ class MemoryStore(LocalStore):
                 score=float(item.score),
                 why=dict(item.why),
                 superseded_by=replaced.get(item.id, []),
+                related=item.related,
             )
             for item in scored
             if item.id in stands

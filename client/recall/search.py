@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..store.terms import parse_stems
+from .matching import Held, matches, select, unheard
+from .names import author_names
 from .ranking import (
     DAY_MS,
     QueryTerm,
@@ -47,12 +48,9 @@ from .ranking import (
     fts_phrase,
     is_date_word,
     is_session_origin,
-    mask_share,
-    prefix_mask,
-    stems_of,
-    term_mask,
     term_shares,
 )
+from .scoring import Scorer
 from .sql import (
     LIVE,
     Row,
@@ -66,7 +64,10 @@ from .sql import (
     newest_in,
 )
 
-__all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
+__all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "Similarity", "pool_plan", "search"]
+
+Similarity = Callable[[Sequence[Row]], Mapping[int, float]]
+"""Candidates' similarity to the query (0..1) by rowid: the semantic seam of matching."""
 
 DEFAULT_WEIGHTS = RankingWeights()
 _AND_SPAN = 4  # the AND pool reads words of up to this many times pool_postings
@@ -77,11 +78,13 @@ _NAMES = (
 
 @dataclass(frozen=True)
 class Scored:
-    """One ranked memory: its id, its score, and the score's parts (they sum to it)."""
+    """One ranked memory: its id, its score, the score's parts (they sum to it), and
+    whether it is only related (see :mod:`sealmem.client.recall.matching`)."""
 
     id: str
     score: float
     why: dict[str, float]
+    related: bool = False  # matches nothing: a session neighbour of a strong match
 
 
 @dataclass(frozen=True)
@@ -148,12 +151,17 @@ def search(
     now_ms: int,
     weights: RankingWeights = DEFAULT_WEIGHTS,
     which: str = LIVE,
+    similarity: Similarity | None = None,
 ) -> list[Scored]:
     """The best ``k`` live memories (or those ``which`` names, SQL over ``memories AS m``)
     for ``query``, best first.
 
     ``projects`` None searches every project; ``include_history`` also matches
-    the text of replaced versions (the hit is the memory's current id).
+    the text of replaced versions (the hit is the memory's current id).  Only what
+    matches is returned, with at most two ``related`` neighbours after it
+    (:mod:`sealmem.client.recall.matching`); ``similarity`` gives candidates' similarity
+    to the query by rowid (the seam for a semantic extra: one that clears the
+    threshold matches).
     """
     terms = analyse_query(query)
     spans = date_spans(query, now_ms) if weights.date > 0 else []
@@ -173,6 +181,8 @@ def search(
     df = {s: max(counts[s], counts.get(s + "*", 0)) for s in stems}
     if spans and not any(df[s] for s in asked):  # "what happened yesterday", words unknown
         return _period(conn, Scope(projects, kinds, spans, which), k, now_ms, weights)
+    if unheard(terms, df, author_names(conn).values()):  # asks about what is not there
+        return []
     phrases = [fts_phrase(t.word, bool(prefixed >> i & 1)) for i, t in enumerate(terms)]
     plan = pool_plan(terms, phrases, df, n_docs, weights)
     if not plan:
@@ -181,26 +191,30 @@ def search(
     rows, bm25, from_history = _candidates(conn, plan, scope, spans, include_history, weights)
     if not bm25:
         return []
+    extensions = [longer.get(s) for s in stems]
+    held = Held(stems, prefixed, extensions, author_names(conn))
+    held.read(rows, from_history)
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
-    near = _sessions(conn, rows, bm25, scope, weights) if context else {}
+    near = _sessions(conn, rows, bm25, held.matching, scope, weights) if context else {}
+    held.read(rows, from_history)  # the neighbours context brought in
+    if similarity is not None:
+        for rowid, value in similarity(list(rows.values())).items():
+            if rowid in rows and matches(0, 0, 0, value):
+                held.matching.add(rowid)
     shares = term_shares(terms, df, n_docs)
     share_list = [shares[s] for s in stems]
-    extensions = [longer.get(s) for s in stems]
-    masks: dict[int, int] = {}
-    partial: dict[int, int] = {}
-    for rowid, row in rows.items():
-        stored = row[10]
-        held = stems_of(f"{row[6]} {row[7]}") if stored is None else parse_stems(stored)
-        masks[rowid] = mask = term_mask(stems, held)
-        if prefixed & ~mask:
-            partial[rowid] = prefix_mask(extensions, held) & ~mask
     entities = sum(1 << i for i, t in enumerate(terms) if t.entity) if weights.entity else 0
-    scorer = _Scorer(rows, bm25, near, masks, share_list, entities, spans, now_ms, weights)
-    scorer.partial = partial
+    scorer = Scorer(rows, bm25, near, held.masks, share_list, entities, spans, now_ms, weights)
+    scorer.partial = held.partial
     ranked = sorted((-sum(scorer.parts(r)), rows[r][1], r) for r in rows)
+    strong = _strong(bm25, held.matching, weights)
+    chosen = select(
+        (r for _, _, r in ranked), held.matching,
+        lambda r: any(s in strong for s in near.get(r, ())), k,
+    )  # fmt: skip
     left_out = {"context": not context, "date": not spans, "entity": not entities}
     out: list[Scored] = []
-    for _, memory_id, rowid in ranked[:k]:
+    for rowid, related in chosen:
         why = {
             name: part
             for name, part in zip(_NAMES, scorer.parts(rowid), strict=True)
@@ -208,8 +222,16 @@ def search(
         }
         if rowid in from_history:
             why["history"] = 0.0
-        out.append(Scored(memory_id, sum(why.values()), why))
+        out.append(Scored(rows[rowid][1], sum(why.values()), why, related))
     return out
+
+
+def _strong(bm25: dict[int, float], matching: set[int], weights: RankingWeights) -> set[int]:
+    """The strong matches: matching hits whose BM25 is at least ``context_seed_floor`` of
+    the best (those whose session neighbours are read)."""
+    best = max((bm25[r] for r in matching), default=0.0)
+    floor = weights.context_seed_floor * best
+    return {r for r in matching if bm25[r] >= floor and bm25[r] > 0}
 
 
 def _candidates(
@@ -256,14 +278,14 @@ def _sessions(
     conn: sqlite3.Connection,
     rows: dict[int, Row],
     bm25: dict[int, float],
+    matching: set[int],
     scope: Scope,
     weights: RankingWeights,
 ) -> dict[int, dict[int, int]]:
-    """Session neighbours (rowid -> {rowid: steps}, symmetric) of the best BM25 hits
+    """Session neighbours (rowid -> {rowid: steps}, symmetric) of the strong matches
     that come from a session (see the module's docstring); new neighbours join the
     candidates with a BM25 of 0: they compete on their context."""
-    floor = weights.context_seed_floor * max(bm25.values())
-    best = sorted((r for r in bm25 if bm25[r] >= floor), key=bm25.__getitem__)
+    best = sorted(_strong(bm25, matching, weights), key=bm25.__getitem__)
     best = [r for r in best if _session_gap(rows[r], weights)]
     seeds = [rows[r] for r in reversed(best[-weights.context_seeds :])] if best else []
     near: dict[int, dict[int, int]] = {}
@@ -307,73 +329,3 @@ def _session_gap(row: Row, weights: RankingWeights) -> int:
     if is_session_origin(row[2]):
         return int(weights.context_gap_ms)
     return int(weights.session_gap_ms)
-
-
-class _Scorer:
-    """The weighted parts of a candidate's score, in the order of ``_NAMES``
-    (see :mod:`sealmem.client.recall.ranking` for what each one means)."""
-
-    def __init__(
-        self,
-        rows: dict[int, Row],
-        bm25: dict[int, float],
-        near: dict[int, dict[int, int]],
-        masks: dict[int, int],
-        shares: list[float],
-        entities: int,
-        spans: Sequence[Span],
-        now_ms: int,
-        weights: RankingWeights,
-    ) -> None:
-        self.rows, self.bm25, self.near, self.masks = rows, bm25, near, masks
-        self.shares, self.spans, self.now_ms, self.w = shares, spans, now_ms, weights
-        self.entities, self.n_entities = entities, entities.bit_count()
-        self.best = max(bm25.values()) or 1.0
-        self.decay = math.log(2) / (weights.recency_half_life_days * DAY_MS)
-        self._share: dict[int, float] = {}
-        self.partial: dict[int, int] = {}  # query words held only as a prefix
-
-    def share(self, mask: int) -> float:
-        value = self._share.get(mask)
-        if value is None:
-            value = self._share[mask] = mask_share(self.shares, mask)
-        return value
-
-    def parts(self, rowid: int) -> tuple[float, ...]:
-        w, row, mask = self.w, self.rows[rowid], self.masks[rowid]
-        lexical = w.bm25 * self.bm25[rowid] / self.best
-        covered = w.coverage * self.share(mask)
-        if rowid in self.partial:
-            covered += w.coverage * w.prefix * self.share(self.partial[rowid])
-        entity = 0.0
-        if self.entities:
-            entity = w.entity * (mask & self.entities).bit_count() / self.n_entities
-        context = 0.0
-        links = self.near.get(rowid)
-        if links:
-            around, strongest, asked = 0, 0.0, 0.0
-            for other, steps in links.items():
-                around |= self.masks[other]
-                value = self.bm25[other]
-                if self.rows[other][8]:
-                    value *= 1.0 - w.superseded
-                strongest = max(strongest, value)
-                if (
-                    steps == 1
-                    and value > asked
-                    and "?" in self.rows[other][6]
-                    and (self.rows[other][4], other) < (row[4], rowid)
-                ):
-                    asked = value  # it answers a question (written just before) that matches
-            gain = self.share(around & ~mask)
-            # a matching question just before it counts instead of the best neighbour when more
-            neighbour = max(w.context * strongest, w.context_question * asked)
-            context = w.context_terms * gain + neighbour / self.best
-        created = row[4]
-        # a memory of a day the query names is also in its month: it counts twice
-        dated = w.date * min(2, sum(s.start <= created < s.end for s in self.spans))
-        relevance = lexical + covered + entity + context + dated
-        recency = w.recency * math.exp(-self.decay * max(0, self.now_ms - created))
-        importance = w.importance * (row[5] - 0.5) * 2
-        superseded = -w.superseded * relevance if row[8] else 0.0
-        return (lexical, covered, entity, context, dated, recency, importance, superseded)

@@ -224,16 +224,20 @@ class Memory:
 
 @dataclass(frozen=True)
 class Hit:
-    """One recall result: the memory, its score, the score's parts, its replacements."""
+    """One recall result: the memory, its score, the score's parts, its replacements, and
+    ``related``: it matches nothing in the query but was written beside a memory that
+    matches well (recall puts such results after the matches)."""
 
     memory: Memory
     score: float
     why: dict[str, float]
     superseded_by: list[Memory] = field(default_factory=list)
+    related: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out = self.memory.to_dict()
         out["score"] = self.score
+        out["related"] = self.related
         out["why"] = dict(self.why)
         out["superseded_by"] = [m.to_dict() for m in self.superseded_by]
         return out

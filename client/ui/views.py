@@ -124,14 +124,21 @@ def search_page(
         hits = store.recall(query, k=30, project=project, all_projects=project is None, kinds=kinds)
         cards = _cards(store, [h.memory for h in hits])
         results = [
-            {"card": c, "score": h.score, "why": sorted(h.why.items(), key=lambda kv: -kv[1])}
+            {
+                "card": c,
+                "score": h.score,
+                "why": sorted(h.why.items(), key=lambda kv: -kv[1]),
+                "related": h.related,
+            }
             for c, h in zip(cards, hits, strict=True)
         ]
     else:
         recent = store.recent(limit=50, project=project, all_projects=project is None)
         if kind:
             recent = [m for m in recent if m.kind == kind]
-        results = [{"card": c, "score": None, "why": []} for c in _cards(store, recent)]
+        results = [
+            {"card": c, "score": None, "why": [], "related": False} for c in _cards(store, recent)
+        ]
     return {"query": query, "project": project or "", "kind": kind or "", "results": results}
 
 

@@ -54,3 +54,14 @@ def test_keywords_count_in_the_relevance_gate(cli: Script, env: Env, store: Memo
     store.remember("The invoice PDF uses the Inter font.", kind="fact", project="webshop")
     lines = _prompt(cli, env, "run the k6 benchmark for checkout")
     assert lines == [q("note", "Use the staging cluster for load tests.")]
+
+
+def test_a_memory_that_shares_only_names_is_not_injected(
+    cli: Script, env: Env, store: MemoryStore
+) -> None:
+    # Ben's turn, as a transcript import writes it: the speaker and the author are names
+    with MemoryStore.open(author="ben") as ben:
+        ben.remember("Ana: Ben!", project="webshop", origin="import")
+        ben.remember("Ben: the kafka upgrade waits for the new disks", project="webshop")
+    lines = _prompt(cli, env, "what did Ana tell Ben about the kafka upgrade")
+    assert lines == [q("note", "Ben: the kafka upgrade waits for the new disks")]

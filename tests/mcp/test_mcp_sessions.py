@@ -76,3 +76,27 @@ def test_a_bad_session_id_is_refused_and_nothing_is_stored(server_home: Path, ba
     assert "session" in _text(result)
     with MemoryStore.open(server_home / "store.db") as store:
         assert store.recent(limit=5, project="webshop") == []
+
+
+def test_recall_labels_a_related_neighbour_and_says_when_nothing_is_close(
+    server_home: Path,
+) -> None:
+    from sealmem.client.mcp.tools import NOTHING_CLOSE
+
+    answers: dict[str, Any] = {}
+
+    async def session() -> None:
+        async with Client(create_server(project="webshop")) as client:
+            for content in ("which queue carries the order events?", "RabbitMQ, quorum replicas"):
+                await client.call_tool("remember", {"content": content, "session": "t1"})
+            for query in ("queue for order events", "kubernetes ingress"):
+                answers[query] = json.loads(
+                    _text(await client.call_tool("recall", {"query": query}))
+                )
+
+    anyio.run(session)
+    found = answers["queue for order events"]
+    assert [h["related"] for h in found["hits"]] == [False, True]
+    assert found["hits"][1]["content"] == "RabbitMQ, quorum replicas"
+    assert answers["kubernetes ingress"]["hits"] == []
+    assert answers["kubernetes ingress"]["note"] == NOTHING_CLOSE

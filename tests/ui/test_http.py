@@ -309,3 +309,14 @@ def test_a_damaged_store_is_one_sentence_not_a_traceback(
     assert "Traceback" not in res.text
     assert "sealmem" in res.text
     assert "refused" in res.text
+
+
+def test_search_says_nothing_close_and_labels_related(client: TestClient, seeded: Seeded) -> None:
+    html = client.get("/?q=kubernetes+ingress").text
+    assert "nothing close to “kubernetes ingress”" in html
+    with MemoryStore.open(store_path(seeded.home), author=local_author(seeded.home)) as store:
+        store.remember("which queue carries the order events?", project="webapp", origin="cli:a")
+        store.remember("RabbitMQ with quorum replicas", project="webapp", origin="cli:a")
+    html = client.get("/?q=queue+order+events&project=webapp").text
+    assert html.count('class="related"') == 1
+    assert html.index("which queue carries") < html.index('class="related"')

@@ -1,0 +1,37 @@
+"""`sealmem recall` says "nothing close" when no memory shares a word with the query, and
+labels a related result (a session neighbour that matches none of the words)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+
+from tests.cli.conftest import Run
+
+CliFn = Callable[..., Run]
+
+
+def test_no_match_says_nothing_close(cli: CliFn) -> None:
+    assert cli("remember", "Staging deploys need the VPN.").code == 0
+    run = cli("recall", "kubernetes ingress")
+    assert run.code == 0
+    assert "nothing close to 'kubernetes ingress'" in run.out
+    assert cli("recall", "kubernetes ingress", "--json").json()["hits"] == []
+
+
+def test_a_related_result_is_labelled_and_last(cli: CliFn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEALMEM_SESSION", "s1")
+    assert cli("remember", "which queue carries the order events?").code == 0
+    assert cli("remember", "RabbitMQ with quorum replicas").code == 0
+    assert os.environ["SEALMEM_SESSION"] == "s1"
+    run = cli("recall", "queue for order events")
+    assert run.code == 0
+    first, second = run.out.split("\n\n")
+    assert "which queue carries" in first
+    assert "related" not in first
+    assert "related, matches none of your words" in second
+    assert "RabbitMQ" in second
+    hits = cli("recall", "queue for order events", "--json").json()["hits"]
+    assert [h["related"] for h in hits] == [False, True]
