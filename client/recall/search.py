@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..store.terms import parse_stems
+from . import semantic
 from .ranking import (
     DAY_MS,
     QueryTerm,
@@ -175,10 +176,18 @@ def search(
         return _period(conn, Scope(projects, kinds, spans, which), k, now_ms, weights)
     phrases = [fts_phrase(t.word, bool(prefixed >> i & 1)) for i, t in enumerate(terms)]
     plan = pool_plan(terms, phrases, df, n_docs, weights)
-    if not plan:
-        return []
     scope = Scope(projects, kinds, rows=which)
-    rows, bm25, from_history = _candidates(conn, plan, scope, spans, include_history, weights)
+    rows: dict[int, Row] = {}
+    bm25: dict[int, float] = {}
+    from_history: set[int] = set()
+    if plan:
+        rows, bm25, from_history = _candidates(conn, plan, scope, spans, include_history, weights)
+    # the one seam of the semantic extra: {} without it, and the ranking is the lexical one
+    meaning = semantic.similarities(conn, query, rows.keys()) if which == LIVE else {}
+    lift = {rowid: semantic.part(cosine) for rowid, cosine in meaning.items()}
+    found = fetch(conn, [r for r in lift if r not in rows and lift[r] > 0], scope)
+    for row in sorted(found, key=lambda row: -lift[row[0]])[: semantic.CANDIDATES]:
+        rows[row[0]], bm25[row[0]] = row, 0.0
     if not bm25:
         return []
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
@@ -197,7 +206,7 @@ def search(
     entities = sum(1 << i for i, t in enumerate(terms) if t.entity) if weights.entity else 0
     scorer = _Scorer(rows, bm25, near, masks, share_list, entities, spans, now_ms, weights)
     scorer.partial = partial
-    ranked = sorted((-sum(scorer.parts(r)), rows[r][1], r) for r in rows)
+    ranked = sorted((-sum(scorer.parts(r)) - lift.get(r, 0.0), rows[r][1], r) for r in rows)
     left_out = {"context": not context, "date": not spans, "entity": not entities}
     out: list[Scored] = []
     for _, memory_id, rowid in ranked[:k]:
@@ -208,6 +217,8 @@ def search(
         }
         if rowid in from_history:
             why["history"] = 0.0
+        if rowid in lift:
+            why["semantic"] = lift[rowid]
         out.append(Scored(memory_id, sum(why.values()), why))
     return out
 

@@ -19,6 +19,8 @@ trigger: a write that bypasses the writer, another tool's, leaves them behind un
   and came;
 - ``push_dirty``: the ids of the team rows written of the member this store pushes as
   (``push_editor``; every member while none is named), before or after the write;
+- ``embeddings``: the vectors of re-worded and deleted rows are dropped (the semantic
+  extra derives the new ones outside the writer; a rebuild drops them all);
 - ``term_counts``: counted again from the index when the store has doubled since the
   last count (amortized: about a microsecond of CPU per memory written), else the
   stems of the rows that left and came.
@@ -95,6 +97,7 @@ def memories_changed(
         if (old.content, old.keywords) != (new.content, new.keywords)
     ]
     _index(conn, after, reworded, deleted)
+    _drop_vectors(conn, [rowid for _, _, rowid in reworded] + [rowid for _, rowid in deleted])
     if len(inserted) != len(deleted):
         conn.execute(
             "UPDATE store_counts SET memories = memories + ?", (len(inserted) - len(deleted),)
@@ -131,6 +134,12 @@ def _index(
             "SELECT rowid, content, keywords FROM memories WHERE rowid > ?",
             (after,),
         )
+
+
+def _drop_vectors(conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
+    """``embeddings``: a vector never outlives the text it was derived from."""
+    if rowids:
+        conn.executemany("DELETE FROM embeddings WHERE rowid = ?", [(r,) for r in rowids])
 
 
 def _own_counts(conn: sqlite3.Connection, gone: Sequence[Row], came: Sequence[Row]) -> None:
@@ -287,7 +296,9 @@ def _restem(conn: sqlite3.Connection) -> int:
     return len(stale)
 
 
-REBUILD_STEPS = ("stems", "memories index", "history index", "counts", "push log", "terms")
+REBUILD_STEPS = (
+    "stems", "memories index", "history index", "counts", "push log", "terms", "vectors"
+)  # fmt: skip
 
 
 def rebuild(
@@ -316,6 +327,7 @@ def rebuild(
         ),
         lambda: dirty_everywhere(conn),
         lambda: refresh_terms(conn),
+        lambda: conn.execute("DELETE FROM embeddings"),  # derived again by the semantic extra
     ]
     for done, (name, step) in enumerate(zip(REBUILD_STEPS, steps, strict=True)):
         if progress is not None:

@@ -50,6 +50,12 @@ trust (version 3)
 own sends (version 5)
     ``own_sends``: each (seq, hash) of our own chain recorded before it is sent.
 
+embeddings (version 9)
+    ``embeddings``: per ``memories`` rowid, the vector of its text that the semantic
+    extra derived (:mod:`sealmem.client.recall.semantic`), and the model that made it.
+    Local only, never synced; not kept by the one writer, which only drops the vectors
+    of rows it re-words or deletes (:mod:`.derived`); the extra fills the rest outside it.
+
 Derived tables, each kept by one function of :mod:`sealmem.client.store.derived`
 (called by the one writer, :mod:`sealmem.client.store.writer`, once per batch; no
 trigger) and rebuilt from ``memories`` and ``history`` by its ``rebuild``:
@@ -349,6 +355,17 @@ CREATE TABLE own_sends (
 keys"): a push interrupted after its manifest landed is thereby told from another
 machine writing with this key.  Rows at or below the recorded head are dropped."""
 
+_EMBEDDINGS = """
+CREATE TABLE embeddings (
+    rowid  INTEGER PRIMARY KEY,
+    model  TEXT    NOT NULL,
+    vector BLOB    NOT NULL
+);
+"""
+"""A vector per live memory row (``rowid`` is ``memories.rowid``), int8, L2-normalized
+before rounding (:func:`sealmem.client.recall.semantic.pack`); a row re-worded or
+deleted loses its vector in the same batch, so one never outlives its text."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
@@ -358,6 +375,9 @@ MIGRATIONS: list[Migration] = [
         5, "held forgets: an agent's forget of a shared memory waits for a person", _HELD_FORGETS
     ),
     Migration(6, "own sends: our manifests recorded before they are sent", _OWN_SENDS),
+    Migration(7, "reserved", ""),
+    Migration(8, "reserved", ""),
+    Migration(9, "embeddings: local vectors of the semantic extra, never synced", _EMBEDDINGS),
 ]
 
 
