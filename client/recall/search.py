@@ -184,8 +184,8 @@ def search(
         rows, bm25, from_history = _candidates(conn, plan, scope, spans, include_history, weights)
     # the one seam of the semantic extra: {} without it, and the ranking is the lexical one
     meaning = semantic.similarities(conn, query, rows.keys()) if which == LIVE else {}
-    lift = {rowid: semantic.part(cosine) for rowid, cosine in meaning.items()}
-    found = fetch(conn, [r for r in lift if r not in rows and lift[r] > 0], scope)
+    lift = semantic.lifts(meaning)
+    found = fetch(conn, [r for r in lift if r not in rows], scope)
     for row in sorted(found, key=lambda row: -lift[row[0]])[: semantic.CANDIDATES]:
         rows[row[0]], bm25[row[0]] = row, 0.0
     if not bm25:
@@ -206,7 +206,9 @@ def search(
     entities = sum(1 << i for i, t in enumerate(terms) if t.entity) if weights.entity else 0
     scorer = _Scorer(rows, bm25, near, masks, share_list, entities, spans, now_ms, weights)
     scorer.partial = partial
-    ranked = sorted((-sum(scorer.parts(r)) - lift.get(r, 0.0), rows[r][1], r) for r in rows)
+    totals = {r: sum(scorer.parts(r)) for r in rows}
+    top = max(totals.values(), default=0.0) or 1.0 if lift else 1.0  # lexical: best is 1
+    ranked = sorted((-totals[r] / top - lift.get(r, 0.0), rows[r][1], r) for r in rows)
     left_out = {"context": not context, "date": not spans, "entity": not entities}
     out: list[Scored] = []
     for _, memory_id, rowid in ranked[:k]:
