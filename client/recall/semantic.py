@@ -336,7 +336,9 @@ def _matrix(conn: sqlite3.Connection) -> _Matrix | None:
     return made
 
 
-def similarities(conn: sqlite3.Connection, query: str, candidates: Collection[int]) -> dict[int, float]:
+def similarities(
+    conn: sqlite3.Connection, query: str, candidates: Collection[int]
+) -> dict[int, float]:
     """The cosine of ``query`` to each of ``candidates`` (memory rowids) that has a vector,
     and to the best others over :data:`FLOOR` (a few times :data:`CANDIDATES`); empty
     without an embedder in this process or vectors in the store."""

@@ -233,7 +233,9 @@ def locomo(embedder: Any, toggle: Toggle, tmp: Path) -> None:
             f"  {label:16s} mean of five {statistics.fmean(per_conv):5.1f}  pooled "
             f"{100 * statistics.fmean(pooled):5.1f}  spread {min(per_conv):.1f}-{max(per_conv):.1f}"
         )
-    print(f"  extra, LOO mean {statistics.fmean(folds):5.1f}  spread {min(folds):.1f}-{max(folds):.1f}")
+    print(
+        f"  extra, LOO mean {statistics.fmean(folds):5.1f}  spread {min(folds):.1f}-{max(folds):.1f}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
