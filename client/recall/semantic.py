@@ -48,8 +48,8 @@ __all__ = [
     "active",
     "available",
     "fill",
-    "matches",
     "lifts",
+    "matches",
     "rebuild",
     "similarities",
     "start",
@@ -187,6 +187,7 @@ class _Filler(threading.Thread):
         super().__init__(name=f"sealmem-semantic {path.name}", daemon=True)
         self.path, self.embedder = path, embedder
         self.wake, self.halted = threading.Event(), threading.Event()
+        self.error: str | None = None  # why the last pass stopped, if it failed
 
     def run(self) -> None:
         while not self.halted.is_set():
@@ -197,10 +198,10 @@ class _Filler(threading.Thread):
                     fill(conn, self.embedder, stop=self.halted.is_set)
                 finally:
                     conn.close()
-            except (sqlite3.Error, OSError, ValueError):
-                pass  # the store is busy, damaged or gone: recall stays lexical; try later
-            except Exception:  # noqa: BLE001 - the extra never takes the server down
-                pass
+                self.error = None
+            except Exception as exc:  # the extra never takes the server down
+                # the store is busy, damaged or gone: recall stays lexical; tried again later
+                self.error = f"{type(exc).__name__}: {exc}"
             self.wake.wait(self.IDLE_S)
 
     def halt(self) -> None:

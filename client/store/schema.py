@@ -362,7 +362,8 @@ CREATE TABLE embeddings (
     vector BLOB    NOT NULL
 );
 """
-"""A vector per live memory row (``rowid`` is ``memories.rowid``), int8 (:func:`sealmem.client.recall.semantic.pack`); a row re-worded or
+"""A vector per live memory row (``rowid`` is ``memories.rowid``), int8
+(:func:`sealmem.client.recall.semantic.pack`); a row re-worded or
 deleted loses its vector in the same batch, so one never outlives its text."""
 
 MIGRATIONS: list[Migration] = [
