@@ -207,7 +207,8 @@ def search(
     scorer = _Scorer(rows, bm25, near, masks, share_list, entities, spans, now_ms, weights)
     scorer.partial = partial
     totals = {r: sum(scorer.parts(r)) for r in rows}
-    top = max(totals.values(), default=0.0) or 1.0 if lift else 1.0  # lexical: best is 1
+    # with meaning in play, a lexical score over 1 is taken against the best one
+    top = max([1.0, *totals.values()]) if lift else 1.0
     ranked = sorted((-totals[r] / top - lift.get(r, 0.0), rows[r][1], r) for r in rows)
     left_out = {"context": not context, "date": not spans, "entity": not entities}
     out: list[Scored] = []
