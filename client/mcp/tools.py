@@ -220,6 +220,7 @@ class MemoryTools:
             new_kind=new_kind,
         )
         rec = result.memory.record
+        semantic.start(self.store().path)  # wakes the background pass: a vector for it soon
         local = None
         if rec.visibility == "team":
             local = stays_local(self.store().connection, self.store().author, rec.project)
