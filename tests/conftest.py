@@ -42,6 +42,9 @@ def _isolated_home(
     # process can take longer, and a test of what a hook prints must not depend on that.
     # The tests of the time bound itself set it back to 2 s.
     monkeypatch.setenv("SEALMEM_HOOK_BUDGET_S", "30")
+    # The semantic extra (installed with the test extra) loads a model in every server
+    # and viewer: off unless a test turns it on (tests/recall/test_semantic.py).
+    monkeypatch.setenv("SEALMEM_SEMANTIC", "0")
     for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(var, raising=False)
 

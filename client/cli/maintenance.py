@@ -12,6 +12,7 @@ import typer
 
 from ...protocol.errors import StoreError
 from ..clock import now_ms
+from ..recall import semantic
 from ..store import health
 from ..store.memory import Check
 from . import output, recover, transfer
@@ -216,12 +217,17 @@ def reindex(as_json: JsonOpt = False) -> None:
     """Rebuild the search indexes from the stored memories (when 'doctor' asks for it)."""
     with ExitStack() as stack, open_store() as store:
         counts = store.reindex(progress=stderr_progress(stack, "reindexing", "steps"))
+        embedder = semantic.enable()  # the extra's vectors, derived again when installed
+        if embedder is not None:
+            bar = stderr_progress(stack, "deriving vectors", "memories")
+            counts["vectors"] = semantic.rebuild(store.connection, embedder, bar)
     if as_json:
         output.emit_json({"reindexed": counts})
     else:
+        vectors = f" and their {counts['vectors']} vectors" if "vectors" in counts else ""
         output.say(
             f"rebuilt the search indexes over {counts['memories']} memories "
-            f"and {counts['history']} older versions"
+            f"and {counts['history']} older versions{vectors}"
         )
 
 

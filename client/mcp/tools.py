@@ -19,6 +19,7 @@ from pydantic import BeforeValidator, Field, StringConstraints
 
 from ...protocol.errors import InputError
 from ...protocol.record import KIND_RE
+from ..recall import semantic
 from ..recall.api import MAX_K
 from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
 from ..store import agentwrites, inputs
@@ -96,6 +97,7 @@ class MemoryTools:
             self.close()
         if self._store is None:
             self._store = self._opener()
+            semantic.start(self._store.path)  # a long-lived process: recall by meaning too
         return self._store
 
     def close(self) -> None:
@@ -223,6 +225,7 @@ class MemoryTools:
             new_kind=new_kind,
         )
         rec = result.memory.record
+        semantic.start(self.store().path)  # wakes the background pass: a vector for it soon
         local = None
         if rec.visibility == "team":
             local = stays_local(self.store().connection, self.store().author, rec.project)

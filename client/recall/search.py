@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .matching import Held, matches, select, unheard
+from . import semantic
+from .matching import Held, select, unheard
 from .names import author_names
 from .ranking import (
     DAY_MS,
@@ -64,10 +65,7 @@ from .sql import (
     newest_in,
 )
 
-__all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "Similarity", "pool_plan", "search"]
-
-Similarity = Callable[[Sequence[Row]], Mapping[int, float]]
-"""Candidates' similarity to the query (0..1) by rowid: the semantic seam of matching."""
+__all__ = ["DEFAULT_WEIGHTS", "Pool", "Scored", "pool_plan", "search"]
 
 DEFAULT_WEIGHTS = RankingWeights()
 _AND_SPAN = 4  # the AND pool reads words of up to this many times pool_postings
@@ -151,7 +149,6 @@ def search(
     now_ms: int,
     weights: RankingWeights = DEFAULT_WEIGHTS,
     which: str = LIVE,
-    similarity: Similarity | None = None,
 ) -> list[Scored]:
     """The best ``k`` live memories (or those ``which`` names, SQL over ``memories AS m``)
     for ``query``, best first.
@@ -159,9 +156,8 @@ def search(
     ``projects`` None searches every project; ``include_history`` also matches
     the text of replaced versions (the hit is the memory's current id).  Only what
     matches is returned, with at most two ``related`` neighbours after it
-    (:mod:`sealmem.client.recall.matching`); ``similarity`` gives candidates' similarity
-    to the query by rowid (the seam for a semantic extra: one that clears the
-    threshold matches).
+    (:mod:`sealmem.client.recall.matching`); with the semantic extra, a memory close
+    enough in meaning matches too (:func:`.semantic.matches`).
     """
     terms = analyse_query(query)
     spans = date_spans(query, now_ms) if weights.date > 0 else []
@@ -185,10 +181,18 @@ def search(
         return []
     phrases = [fts_phrase(t.word, bool(prefixed >> i & 1)) for i, t in enumerate(terms)]
     plan = pool_plan(terms, phrases, df, n_docs, weights)
-    if not plan:
-        return []
     scope = Scope(projects, kinds, rows=which)
-    rows, bm25, from_history = _candidates(conn, plan, scope, spans, include_history, weights)
+    rows: dict[int, Row] = {}
+    bm25: dict[int, float] = {}
+    from_history: set[int] = set()
+    if plan:
+        rows, bm25, from_history = _candidates(conn, plan, scope, spans, include_history, weights)
+    # the one seam of the semantic extra: {} without it, and the ranking is the lexical one
+    meaning = semantic.similarities(conn, query, rows.keys()) if which == LIVE else {}
+    lift = semantic.lifts(meaning)
+    found = fetch(conn, [r for r in lift if r not in rows], scope)
+    for row in sorted(found, key=lambda row: -lift[row[0]])[: semantic.CANDIDATES]:
+        rows[row[0]], bm25[row[0]] = row, 0.0
     if not bm25:
         return []
     extensions = [longer.get(s) for s in stems]
@@ -197,16 +201,18 @@ def search(
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
     near = _sessions(conn, rows, bm25, held.matching, scope, weights) if context else {}
     held.read(rows, from_history)  # the neighbours context brought in
-    if similarity is not None:
-        for rowid, value in similarity(list(rows.values())).items():
-            if rowid in rows and matches(0, 0, 0, value):
-                held.matching.add(rowid)
+    held.matching.update(
+        r for r, cosine in meaning.items() if r in rows and semantic.matches(cosine)
+    )
     shares = term_shares(terms, df, n_docs)
     share_list = [shares[s] for s in stems]
     entities = sum(1 << i for i, t in enumerate(terms) if t.entity) if weights.entity else 0
     scorer = Scorer(rows, bm25, near, held.masks, share_list, entities, spans, now_ms, weights)
     scorer.partial = held.partial
-    ranked = sorted((-sum(scorer.parts(r)), rows[r][1], r) for r in rows)
+    totals = {r: sum(scorer.parts(r)) for r in rows}
+    # with meaning in play, a lexical score over 1 is taken against the best one
+    top = max([1.0, *totals.values()]) if lift else 1.0
+    ranked = sorted((-totals[r] / top - lift.get(r, 0.0), rows[r][1], r) for r in rows)
     strong = _strong(bm25, held.matching, weights)
     chosen = select(
         (r for _, _, r in ranked), held.matching,
@@ -222,6 +228,8 @@ def search(
         }
         if rowid in from_history:
             why["history"] = 0.0
+        if rowid in lift:
+            why["semantic"] = lift[rowid]
         out.append(Scored(rows[rowid][1], sum(why.values()), why, related))
     return out
 

@@ -19,6 +19,8 @@ trigger: a write that bypasses the writer, another tool's, leaves them behind un
   and came;
 - ``push_dirty``: the ids of the team rows written of the member this store pushes as
   (``push_editor``; every member while none is named), before or after the write;
+- ``embeddings``: the vectors of re-worded and deleted rows are dropped (the semantic
+  extra derives the new ones outside the writer; a rebuild drops them all);
 - ``term_counts``: counted again from the index when the store has doubled since the
   last count (amortized: about a microsecond of CPU per memory written), else the
   stems of the rows that left and came.
@@ -101,6 +103,7 @@ def memories_changed(
         if (old.content, old.keywords) != (new.content, new.keywords)
     ]
     _index(conn, after, reworded, deleted)
+    _drop_vectors(conn, [rowid for _, _, rowid in reworded] + [rowid for _, rowid in deleted])
     if len(inserted) != len(deleted):
         conn.execute(
             "UPDATE store_counts SET memories = memories + ?", (len(inserted) - len(deleted),)
@@ -138,6 +141,12 @@ def _index(
             "SELECT rowid, content, keywords, grams FROM memories WHERE rowid > ?",
             (after,),
         )
+
+
+def _drop_vectors(conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
+    """``embeddings``: a vector never outlives the text it was derived from."""
+    if rowids:
+        conn.executemany("DELETE FROM embeddings WHERE rowid = ?", [(r,) for r in rowids])
 
 
 def _own_counts(conn: sqlite3.Connection, gone: Sequence[Row], came: Sequence[Row]) -> None:
@@ -314,7 +323,9 @@ def _history_index(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
 
-REBUILD_STEPS = ("stems", "memories index", "history index", "counts", "push log", "terms")
+REBUILD_STEPS = (
+    "stems", "memories index", "history index", "counts", "push log", "terms", "vectors"
+)  # fmt: skip
 
 
 def rebuild(
@@ -335,6 +346,7 @@ def rebuild(
         ),
         lambda: dirty_everywhere(conn),
         lambda: refresh_terms(conn),
+        lambda: conn.execute("DELETE FROM embeddings"),  # derived again by the semantic extra
     ]
     for done, (name, step) in enumerate(zip(REBUILD_STEPS, steps, strict=True)):
         if progress is not None:

