@@ -22,7 +22,8 @@ reported in ``why``:
 ``context``    from the memory's neighbours in its session (up to ``context_window``
                steps away; sessions: see ``recall.search``): the best neighbour's BM25,
                plus the query terms only the neighbours hold; a neighbour of a strong
-               hit is a candidate even if it matches nothing.  When the memory
+               match is a candidate even if it matches nothing (it may come back only
+               as ``related``, after the matches: ``recall.matching``).  When the memory
                written just before it in its session is a question (its text holds
                a "?") that matches the query, the memory answers it: that question's
                BM25 with the weight ``context_question`` stands in for the best

@@ -19,8 +19,8 @@ frequent terms are read from the store's ``term_counts``, the others walked in
 the index), how much of the store the scope holds, one BM25 pool (the index ranked
 alone, then the rows of its best matches; or, for a scope that holds fewer than
 half the memories, ranked with the scope inside), the pool of the period the query
-names (only when it names one) and one query for the session neighbours of the best
-hits.
+names (only when it names one) and one query for the session neighbours of the strong
+matches.
 A candidate's stems are read with its row (``memories.stems``; a row another tool
 wrote without them is stemmed here, once per text, cached); the score
 of each candidate is arithmetic over a bit mask of the query terms it holds, and the ``why``
