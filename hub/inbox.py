@@ -9,11 +9,15 @@ the admin checks the invite a request names and compares fingerprints out of ban
 from __future__ import annotations
 
 from ..crypto import SUITE
+from ..protocol.device_invite import is_device_join, read_device_join
 from ..protocol.invite import MAX_JOIN_BYTES, read_join_request
 
 __all__ = ["MAX_JOIN_BYTES", "join_request_key"]
 
 
 def join_request_key(team: str, kid: str, data: bytes) -> bytes:
-    """The signing key a join request introduces; ``Rejected`` if it is not valid."""
+    """The signing key a join request (or a device join request, SPEC "Enrolling a
+    device") introduces; ``Rejected`` if it is not valid."""
+    if is_device_join(data):
+        return read_device_join(SUITE, data, team, filed_as=kid).sign_public
     return read_join_request(SUITE, data, team, filed_as=kid).sign_public

@@ -10,9 +10,10 @@ from __future__ import annotations
 import sqlite3
 
 from ...protocol import canonical
+from ...protocol.devices import key_owners
 from ...protocol.errors import ProtocolError
 
-__all__ = ["member_names", "newest_roster_data"]
+__all__ = ["member_ids", "member_names", "newest_roster_data"]
 
 
 def newest_roster_data(conn: sqlite3.Connection) -> bytes | None:
@@ -23,13 +24,23 @@ def newest_roster_data(conn: sqlite3.Connection) -> bytes | None:
     return None if row is None else bytes(row[0])
 
 
-def member_names(conn: sqlite3.Connection) -> dict[str, str]:
-    """``{kid: name}`` of every member in the newest accepted roster (empty without a team)."""
+def _owners(conn: sqlite3.Connection) -> dict[str, tuple[str, str]]:
     data = newest_roster_data(conn)
     if data is None:
         return {}
     try:
-        members = canonical.decode(data)["body"]["members"]
-        return {m["kid"]: m["name"] for m in members}
+        return key_owners(canonical.decode(data)["body"]["members"])
     except (ProtocolError, KeyError, TypeError):
         return {}
+
+
+def member_names(conn: sqlite3.Connection) -> dict[str, str]:
+    """``{kid: name}`` of every key (v2: every device, with its member's name) in the
+    newest accepted roster (empty without a team)."""
+    return {kid: name for kid, (_, name) in _owners(conn).items()}
+
+
+def member_ids(conn: sqlite3.Connection) -> dict[str, str]:
+    """``{kid: member id}`` of every key in the newest accepted roster: a device's
+    writes count as its member's (SPEC "What a reader does with devices")."""
+    return {kid: mid for kid, (mid, _) in _owners(conn).items()}

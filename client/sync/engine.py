@@ -44,7 +44,7 @@ from typing import Any
 import filelock
 
 from ...protocol import hubapi
-from ...protocol.errors import SealmemError, StoreError
+from ...protocol.errors import InputError, Rejected, SealmemError, StoreError
 from ...protocol.own import Ours
 from ...protocol.push import writable_projects
 from ...protocol.roster import Roster
@@ -54,6 +54,7 @@ from ..clock import now_ms
 from ..store import scrub
 from ..store.connection import sqlite_errors, transaction
 from . import clockhealth, dropping, freshness, outgoing, replica
+from .enrolment import check_enrolment
 from .local_only import LocalOnly, local_only
 from .own_chain import read_own_chains
 from .pull import pull_project
@@ -183,6 +184,12 @@ def _run(
         summary.warnings.append(_not_a_member(team.join_status(state)))
         _note_local_only(team, roster, summary)
         return
+    try:  # a new device's first sync: the chain must hold what its invite cited
+        check_enrolment(team.home, state)
+    except Rejected as exc:
+        raise InputError(
+            f"this device's enrolment is refused ({exc.reason}): {exc.detail}"
+        ) from exc
     if replica.pushes_as(team.conn) != team.me:  # the dirty log keeps only our rows
         with transaction(team.conn):
             replica.claim_pushes(team.conn, team.me)

@@ -154,7 +154,7 @@ def issue(
     granted = sorted(set(projects) if projects else set(roster.projects))
     key = MemberKey.generate()
     member = Member(key.kid, name, key.sign_public, key.box_public, "member", True)
-    add = edits.adding_member(member, projects=granted, read=read, write=write)
+    add = edits.adding_member(member, projects=granted, read=read, write=write, approved_by=team.me)
     change(team, state, [add], now, readers_added=granted if read else (), from_now=from_now)
     bundle = key.export_bundle(passphrase, kdf=kdf)
     return bundle, Approved(key.kid, name, fingerprint_of(key.sign_public, key.box_public))
