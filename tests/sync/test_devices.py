@@ -4,6 +4,7 @@ revoked device reads nothing written after; device invites refused by name."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,35 @@ def test_device_invites_are_refused_by_name(world: World, tmp_path: Path) -> Non
         assert {v["kid"]: v for v in views}[stray.key.kid]["refused"] == "cross-team"
     finally:
         other.close()
+
+
+def test_no_sync_approves_a_device_request(world: World) -> None:
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    line = invite_device(alice.t, "desktop", now_ms())
+    invite, data = read_device_invite_text(line, now=now_ms())
+    desktop = world.node("desktop")
+    join_device(desktop.home, invite, data, desktop.key, now=now_ms())
+    for node in (admin, alice, admin):
+        node.sync()
+    assert admin.t.roster().member(desktop.key.kid) is None
+    views, _ = show_requests(admin.t, now_ms())
+    assert [v["kid"] for v in views if v["kid"] == desktop.key.kid] == [desktop.key.kid]
+
+
+def test_a_new_device_stops_before_publishing_when_the_chain_lacks_its_invites_roster(
+    world: World,
+) -> None:
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    desktop = world.node("desktop")
+    line = invite_device(alice.t, "desktop", now_ms())
+    invite, _ = read_device_invite_text(line, now=now_ms())
+    # the invite cites a roster hash the team's chain does not hold (another history)
+    forked = replace(invite, roster_hash="0" * 64, invite_id=b64e(bytes(range(16))))
+    data = seal_device_invite(forked, alice.key)
+    join_device(desktop.home, forked, data, desktop.key, now=now_ms())
+    approve(admin.t, [desktop.key.kid], projects=None, read=True, write=True, now=now_ms())
+    desktop.team = _open(desktop)
+    desktop.remember("desktop: must not leave before the chain is checked")
+    with pytest.raises(InputError, match=r"enrolment is refused \(fork\)"):
+        desktop.sync()
+    assert desktop.key.kid not in (desktop.t.transport.newest_seqs(PROJECT) or {})
