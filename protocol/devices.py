@@ -312,14 +312,18 @@ def _check_removed_now(p: Person, version: int) -> None:
         raise _bad(f"member {p.id} is removed at v{p.removed_at}, not at this version {version}")
 
 
-def key_owners(members: Iterable[Any]) -> dict[str, tuple[str, str]]:
+def key_owners(members: Iterable[Any]) -> dict[str, tuple[str, str, str]]:
     """Every key of a roster body's ``members`` (v1 or v2, as stored: verified before it
-    was saved) -> (member id, member name).  A v1 member is its own one device."""
-    out: dict[str, tuple[str, str]] = {}
+    was saved) -> (member id, member name, the name that shows the device: "alice
+    (laptop)" for a member with several devices, else the member's name).  A v1 member
+    is its own one device."""
+    out: dict[str, tuple[str, str, str]] = {}
     for m in members:
         if "devices" in m:
+            several = len(m["devices"]) > 1
             for d in m["devices"]:
-                out[str(d["kid"])] = (str(m["id"]), str(m["name"]))
+                shown = f"{m['name']} ({d['name']})" if several else str(m["name"])
+                out[str(d["kid"])] = (str(m["id"]), str(m["name"]), shown)
         else:
-            out[str(m["kid"])] = (str(m["kid"]), str(m["name"]))
+            out[str(m["kid"])] = (str(m["kid"]), str(m["name"]), str(m["name"]))
     return out

@@ -13,7 +13,7 @@ from ...protocol import canonical
 from ...protocol.devices import key_owners
 from ...protocol.errors import ProtocolError
 
-__all__ = ["member_ids", "member_names", "newest_roster_data"]
+__all__ = ["member_ids", "member_names", "newest_roster_data", "people"]
 
 
 def newest_roster_data(conn: sqlite3.Connection) -> bytes | None:
@@ -24,7 +24,7 @@ def newest_roster_data(conn: sqlite3.Connection) -> bytes | None:
     return None if row is None else bytes(row[0])
 
 
-def _owners(conn: sqlite3.Connection) -> dict[str, tuple[str, str]]:
+def _owners(conn: sqlite3.Connection) -> dict[str, tuple[str, str, str]]:
     data = newest_roster_data(conn)
     if data is None:
         return {}
@@ -35,12 +35,18 @@ def _owners(conn: sqlite3.Connection) -> dict[str, tuple[str, str]]:
 
 
 def member_names(conn: sqlite3.Connection) -> dict[str, str]:
-    """``{kid: name}`` of every key (v2: every device, with its member's name) in the
-    newest accepted roster (empty without a team)."""
-    return {kid: name for kid, (_, name) in _owners(conn).items()}
+    """``{kid: name}`` of every key in the newest accepted roster (empty without a
+    team); a device of a member with several shows as "alice (laptop)": provenance
+    names the device (SPEC "What a reader does with devices")."""
+    return {kid: shown for kid, (_, _, shown) in _owners(conn).items()}
 
 
 def member_ids(conn: sqlite3.Connection) -> dict[str, str]:
     """``{kid: member id}`` of every key in the newest accepted roster: a device's
     writes count as its member's (SPEC "What a reader does with devices")."""
-    return {kid: mid for kid, (mid, _) in _owners(conn).items()}
+    return {kid: mid for kid, (mid, _, _) in _owners(conn).items()}
+
+
+def people(conn: sqlite3.Connection) -> dict[str, str]:
+    """``{member id: member name}`` of the newest accepted roster: whom a person names."""
+    return {mid: name for mid, name, _ in _owners(conn).values()}

@@ -54,9 +54,9 @@ def _rosters(conn: sqlite3.Connection) -> list[tuple[int, int, str, set[str]]]:
         try:
             envelope = canonical.decode(bytes(data))
             owners = key_owners(envelope["body"]["members"])
-            kids = {mid for mid, _ in owners.values()}
+            kids = {mid for mid, _, _ in owners.values()}
             signer = str(envelope["signer"])
-            out.append((int(name), int(at), owners.get(signer, (signer, ""))[0], kids))
+            out.append((int(name), int(at), owners.get(signer, (signer, "", ""))[0], kids))
         except (ProtocolError, KeyError, TypeError, ValueError):
             continue
     return out

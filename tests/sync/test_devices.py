@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sealmem.client.clock import now_ms
+from sealmem.client.recall.names import member_names, people
 from sealmem.client.recall.standing import Reader
 from sealmem.client.recall.trust import OWN
 from sealmem.client.sync.session import Team
@@ -70,6 +71,11 @@ def test_two_devices_of_one_member_each_end_with_every_memory(world: World) -> N
     reader = Reader(alice.store.connection, alice.key.kid, now_ms())
     assert reader.state_of(desktop.key.kid) == OWN
     assert Reader(bob.store.connection, bob.key.kid, now_ms()).state_of(desktop.key.kid) != OWN
+    # provenance still names the device; people are named by member
+    names = member_names(bob.store.connection)
+    assert names[desktop.key.kid] == "alice (desktop)"
+    assert names[alice.key.kid] == "alice (device 1)"
+    assert people(bob.store.connection)[alice.key.kid] == "alice"
 
 
 def test_a_revoked_device_reads_nothing_written_after(world: World) -> None:
