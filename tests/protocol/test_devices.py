@@ -46,7 +46,7 @@ def _accept(chain: list[bytes]) -> TrustedState:
 
 
 def test_the_upgrade_lists_each_member_once_with_its_devices_under_it() -> None:
-    chain, v3 = _v2()
+    chain, _ = _v2()
     roster = _accept(chain).roster
     assert roster is not None
     assert roster.format == "sealmem/roster/v2"
