@@ -2,10 +2,11 @@
 
 A requirement is a block of the text (a paragraph, a list item or a table row) holding
 the word MUST; it carries a marker ``[vectors: id, id-prefix-*]`` or
-``[test: tests/path.py::test_name]`` (several, comma-separated).  Exempt: the subsections
-of "Devices and identity" that are decided but not built yet, and the paragraph that
-defines the key words.  Every marker anywhere must name vectors that exist in ``protocol/vectors/`` (a
-trailing ``*`` matches by prefix, at least one file) and tests that exist.
+``[test: tests/path.py::test_name]`` (several, comma-separated).  Exempt: the
+subsections of "Devices and identity" that are decided but not built yet, and the
+paragraph that defines the key words.  Every marker anywhere must name vectors that
+exist in ``protocol/vectors/`` (a trailing ``*`` matches by prefix, at least one file)
+and tests that exist.
 """
 
 from __future__ import annotations
