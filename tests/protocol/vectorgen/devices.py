@@ -17,6 +17,7 @@ from typing import Any
 
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.protocol import admin as edits
+from sealmem.protocol.checkpoint import Checkpoint
 from sealmem.protocol.device_invite import (
     DEVICE_INVITE_FORMAT,
     DeviceInvite,
@@ -218,7 +219,14 @@ def _objects() -> dict[str, dict[str, Any]]:
         SUITE, V4, edits.revoking_device(ALICE_LAPTOP.kid), created_at=NOW + 5
     )
     stale = build_keyring(KEY1, V4, PROJECT)  # wraps the revoked laptop too
+    cp = Checkpoint(
+        team=TEAM, seq=2, roster_version=V4.version, roster_hash=V4.hash(SUITE),
+        projects={PROJECT: (1, KEY1.commitment())}, signed_at=NOW + 10,
+    )  # fmt: skip
+    at = {"now_ms": NOW + 60_000}
     return {
+        "checkpoint-signed-by-admin-device": _doc("a checkpoint signed by the admin's second device", k_setup, {"kind": "checkpoint", "data": b64e(cp.sign(ROOT_LAPTOP)), **at}, "accept"),
+        "checkpoint-signed-by-member-device": _doc("a checkpoint signed by the second device of a member who is no admin", k_setup, {"kind": "checkpoint", "data": b64e(cp.sign(ALICE_LAPTOP)), **at}, "not-admin"),
         "keyring-wrap-per-device": _doc("a keyring wrapped to every unrevoked device of each reader, signed by an admin's second device", setup, {"kind": "keyring", "data": b64e(ring.sign(ROOT_LAPTOP))}, "accept"),
         "keyring-wrap-to-revoked-device": _doc("a keyring citing a roster that revoked a device, wrapped to that device", [*setup, ("roster", wraps_revoked.sign(ROOT))], {"kind": "keyring", "data": b64e(replace(stale, roster_version=wraps_revoked.version, epoch=2).sign(ROOT))}, "no-read-grant"),
         "manifest-device-slot": _doc("a manifest of alice's second device in its own slot, under alice's grant", k_setup, {"kind": "manifest", "data": b64e(snap.envelope)}, "accept"),
