@@ -158,9 +158,12 @@ def revoking_device(kid: str, *, pins: Mapping[str, Pin] | None = None) -> Edit:
     kept = dict(pins or {})
 
     def edit(draft: Roster) -> Roster:
-        _active(draft, kid)
         device = draft.member(kid)
-        assert device is not None  # _active checked
+        if device is None or not draft.people:
+            raise InputError(f"{kid} is not a device of the roster")
+        _active(draft, device.id)
+        if (gone := draft.revocation(kid)) is not None:
+            raise InputError(f"device {kid} was already revoked in roster v{gone.at_version}")
         live = [m for m in draft.devices_of(device.id) if draft.revocation(m.kid) is None]
         if device.id in draft.admins and draft.admins == (device.id,) and len(live) == 1:
             raise InputError(
@@ -220,22 +223,30 @@ def rotating(project: str) -> Edit:
     return edit
 
 
-def revoking(kid: str, *, pins: Mapping[str, Pin] | None = None) -> Edit:
+def revoking(
+    kid: str,
+    *,
+    pins: Mapping[str, Pin] | None = None,
+    device_pins: Mapping[str, Mapping[str, Pin]] | None = None,
+) -> Edit:
     """Revoke ``kid``: drop its grants and admin role, rotate every project it could read.
 
     ``pins`` keeps its manifests up to a seq valid per project (see :func:`pins_for`);
     without a pin for a project, readers drop its versions there
-    (:mod:`sealmem.protocol.revocation`).
+    (:mod:`sealmem.protocol.revocation`).  In a v2 roster every device of the member is
+    revoked and the member removed; ``device_pins`` gives each device's pins (default:
+    ``pins`` for the member's first device).
     """
     kept = dict(pins or {})
+    per_device = {kid: kept, **(device_pins or {})}
 
     def edit(draft: Roster) -> Roster:
         _active(draft, kid)
         if draft.admins == (kid,):
             raise InputError("refusing to revoke the last admin; add another admin first")
-        readable = {p for p in draft.projects if draft.can_read(kid, p)}
+        readable = {p for p in draft.projects if _reads(draft, kid, p)}
         if draft.people:
-            return _removing_person(draft, kid, readable, kept)
+            return _removing_person(draft, kid, readable, per_device)
         return replace(
             draft,
             admins=tuple(a for a in draft.admins if a != kid),
@@ -249,7 +260,7 @@ def revoking(kid: str, *, pins: Mapping[str, Pin] | None = None) -> Edit:
 
 
 def _removing_person(
-    draft: Roster, member_id: str, readable: set[str], pins: Mapping[str, Pin]
+    draft: Roster, member_id: str, readable: set[str], pins: Mapping[str, Mapping[str, Pin]]
 ) -> Roster:
     """Revoking a member of a v2 roster: every unrevoked device revoked, ``removed_at``."""
     person = draft.person(member_id)
@@ -265,7 +276,7 @@ def _removing_person(
         projects={p: e + 1 if p in readable else e for p, e in draft.projects.items()},
         revocations=(
             *draft.revocations,
-            *(Revocation(k, draft.version, pins if k == member_id else {}) for k in live),
+            *(Revocation(k, draft.version, dict(pins.get(k, {}))) for k in live),
         ),
     )
 
@@ -287,6 +298,12 @@ def pins_for(state: TrustedState, kid: str) -> dict[str, Pin]:
     return {p: Pin(h.seq, h.hash) for (w, p), h in state.heads.items() if w == kid}
 
 
+def _reads(roster: Roster, member_id: str, project: str) -> bool:
+    """Whether the member (any of its devices) holds read access to ``project``."""
+    g = roster.grant(member_id, project)
+    return g is not None and g.read
+
+
 def _project_name(project: str) -> None:
     if PROJECT_RE.fullmatch(project) is None:
         raise InputError(f"project name {project!r} must match {PROJECT_RE.pattern}")
@@ -301,6 +318,14 @@ def _known(roster: Roster, project: str) -> None:
 
 
 def _active(roster: Roster, kid: str) -> None:
+    person = roster.person(kid) if roster.people else None
+    if person is not None:  # a member id of v2: active until removed, whatever its devices
+        if person.removed_at is not None:
+            raise InputError(
+                f"{person.name} ({kid}) is not an active member: it was removed in roster "
+                f"v{person.removed_at}, and a removed member is never given access again"
+            )
+        return
     member = roster.member(kid)
     if member is None:
         raise InputError(f"{kid} is not an active member: it is not in the roster; add it first")

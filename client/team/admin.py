@@ -207,9 +207,11 @@ def revoke(team: Team, who: str, *, keep_data: bool = True, now: int) -> Roster:
     """
     state, roster = admin_state(team, now)
     member = find_member(roster, who)
-    pins = edits.pins_for(state, member.kid) if keep_data else {}
-    readable = [p for p in roster.projects if roster.can_read(member.kid, p)]
-    return change(team, state, [edits.revoking(member.kid, pins=pins)], now, new=readable)
+    devices = [d.kid for d in roster.devices_of(member.id)]
+    pins = {kid: edits.pins_for(state, kid) if keep_data else {} for kid in devices}
+    readable = [p for p in roster.projects if (g := roster.grant(member.kid, p)) and g.read]
+    revoke = edits.revoking(member.kid, pins=pins[member.kid], device_pins=pins)
+    return change(team, state, [revoke], now, new=readable)
 
 
 def rotate(team: Team, project: str, *, now: int) -> Roster:

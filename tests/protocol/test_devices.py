@@ -98,3 +98,19 @@ def test_a_removed_member_that_keeps_a_device_is_malformed() -> None:
     with pytest.raises(Rejected) as info:
         _accept([*chain, bad.sign(ROOT)])
     assert info.value.reason == "malformed"
+
+
+def test_a_member_whose_first_device_is_revoked_keeps_its_grants_and_can_be_revoked() -> None:
+    _, v3 = _v2()
+    v4 = edits.next_roster(SUITE, v3, edits.revoking_device(ALICE.kid), created_at=NOW)
+    assert v4.can_read(LAPTOP.kid, "webapp")  # the member reads on through its laptop
+    assert not v4.can_read(ALICE.kid, "webapp")
+    with pytest.raises(InputError, match="already revoked"):
+        edits.next_roster(SUITE, v4, edits.revoking_device(ALICE.kid), created_at=NOW)
+    v5 = edits.next_roster(
+        SUITE, v4, edits.setting_grant(ALICE.kid, "webapp", read=True, write=False), created_at=NOW
+    )
+    assert not v5.can_write(LAPTOP.kid, "webapp")
+    v6 = edits.next_roster(SUITE, v5, edits.revoking(ALICE.kid), created_at=NOW)
+    assert v6.revocation(LAPTOP.kid) is not None
+    assert v6.projects["webapp"] == v5.projects["webapp"] + 1
