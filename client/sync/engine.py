@@ -207,9 +207,14 @@ def _run(
     # a stop was said above: nothing is published under what may be an old epoch
     push = push and verdict.level != "stop"
     if push and revoked is not None:
+        me = roster.member(team.me)
+        person = None if me is None else roster.person(me.id)
+        device_only = person is not None and person.removed_at is None  # the member stays
+        who = "this device" if device_only else "this member"
+        fix = " (or 'sealmem device add' on another of your devices)" if device_only else ""
         summary.warnings.append(
-            f"this member was revoked from the team in roster v{revoked.at_version}: "
-            "nothing is pushed, and teammates refuse what it writes; ask an admin"
+            f"{who} was revoked from the team in roster v{revoked.at_version}: "
+            f"nothing is pushed, and teammates refuse what it writes; ask an admin{fix}"
         )
     elif push:
         for project in writable_projects(roster, team.me):

@@ -93,7 +93,8 @@ def test_a_revoked_device_reads_nothing_written_after(world: World) -> None:
     alice.remember("alice: written after the desktop was revoked")
     alice.sync()
     bob.sync()
-    desktop.sync()
+    said = desktop.sync().warnings
+    assert any(w.startswith("this device was revoked") for w in said), said
     assert "alice: written after the desktop was revoked" in contents(bob, PROJECT)
     assert "alice: written after the desktop was revoked" not in contents(desktop, PROJECT)
     # its data stays by default (pinned), for teammates and for its own member
