@@ -104,7 +104,8 @@ def invite(
     """A new invite (recorded in this admin's invite registry), as its text line."""
     if team.me != team.trusted().root_kid:
         raise InputError(
-            "an invite is signed by the team root key; ask the admin who created the team"
+            "an invite is signed by the team root key: run 'team invite' on the device that "
+            "created the team (or ask the admin who did)"
         )
     text, made = make_invite(
         team.key,
