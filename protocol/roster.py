@@ -161,7 +161,9 @@ class Roster:
         flat = flat_devices(self.people)
         keys = {kid: _device_member(p, d) for kid, (p, d) in flat.items()}
         object.__setattr__(self, "_devices", keys)
-        object.__setattr__(self, "members", tuple(keys[p.id] for p in self.people))
+        # one per member: its first device (check() refuses an id that is not that kid)
+        firsts = (keys.get(p.id) or keys[p.devices[0].kid] for p in self.people if p.devices)
+        object.__setattr__(self, "members", tuple(firsts))
 
     @property
     def format(self) -> str:

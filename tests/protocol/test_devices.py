@@ -114,3 +114,15 @@ def test_a_member_whose_first_device_is_revoked_keeps_its_grants_and_can_be_revo
     v6 = edits.next_roster(SUITE, v5, edits.revoking(ALICE.kid), created_at=NOW)
     assert v6.revocation(LAPTOP.kid) is not None
     assert v6.projects["webapp"] == v5.projects["webapp"] + 1
+
+
+def test_a_hostile_v2_member_is_refused_by_name_not_with_a_traceback() -> None:
+    _, v3 = _v2()
+    body = v3.to_body()
+    body["members"][1]["devices"] = []
+    with pytest.raises(Rejected, match="kid of its first device"):
+        Roster.from_body(body, SUITE)
+    body = v3.to_body()
+    body["members"][0]["id"] = "a" * 26
+    with pytest.raises(Rejected, match="kid of its first device"):
+        Roster.from_body(body, SUITE)
