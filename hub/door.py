@@ -97,7 +97,7 @@ class Door:
             if self.teams.known(team):
                 raise self._refuse(team, exc) from None
             raise
-        self.teams.state(team)  # 404 for an unknown team
+        state = self.teams.state(team)  # 404 for an unknown team
         try:
             self.per_team.take(team, self.clock())
         except Refusal as exc:
@@ -117,7 +117,7 @@ class Door:
                 413, hubapi.TOO_LARGE, f"a join request is at most {MAX_JOIN_BYTES} bytes"
             )
         try:
-            join_request_key(team, kid, body)
+            join_request_key(team, kid, body, state.roster)
         except Rejected as exc:
             raise Refusal(422, exc.reason, f"join request refused: {exc.detail}") from exc
         cap, per_address = self.config.max_pending_requests, self.config.max_pending_per_address

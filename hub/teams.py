@@ -202,7 +202,7 @@ class Teams:
                 raise from_rejected(exc, "roster publication") from exc
             if new_state is state:
                 return roster, False
-            members = [(m.kid, m.sign_public) for m in roster.members]
+            members = [(m.kid, m.sign_public) for m in roster.listed_keys()]
             try:
                 if state.roster is not None and roster.version == state.roster.version:
                     for blob in blobs:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
+from .devices import Device, Introduced, Person, upgrade_people
 from .errors import InputError
 from .record import PROJECT_RE
 from .roster import Grant, Member, Pin, Reset, Revocation, Roster
@@ -26,6 +27,7 @@ from .suite import Suite
 
 __all__ = [
     "Edit",
+    "adding_device",
     "adding_member",
     "adding_project",
     "genesis",
@@ -33,8 +35,10 @@ __all__ = [
     "pins_for",
     "resetting_chain",
     "revoking",
+    "revoking_device",
     "rotating",
     "setting_grant",
+    "upgrading",
 ]
 
 Edit = Callable[[Roster], Roster]
@@ -73,9 +77,15 @@ def next_roster(suite: Suite, roster: Roster, *edits: Edit, created_at: int) -> 
 
 
 def adding_member(
-    member: Member, *, projects: Iterable[str] = (), read: bool = True, write: bool = True
+    member: Member,
+    *,
+    projects: Iterable[str] = (),
+    read: bool = True,
+    write: bool = True,
+    approved_by: str = "",
 ) -> Edit:
-    """Add ``member`` with ``read``/``write`` grants on the registered ``projects``."""
+    """Add ``member`` with ``read``/``write`` grants on the registered ``projects``; in a
+    v2 roster as a member with one device, approved by ``approved_by`` (the signer)."""
     names = tuple(dict.fromkeys(projects))
 
     def edit(draft: Roster) -> Roster:
@@ -85,7 +95,87 @@ def adding_member(
             _known(draft, name)
         grants = (*draft.grants, *(Grant(member.kid, p, read, write) for p in names))
         admins = (*draft.admins, member.kid) if member.role == "admin" else draft.admins
+        if draft.people:
+            device = Device(
+                member.kid, "device 1", member.sign_public, member.box_public, draft.version,
+                approved_by, None, member.issued_by_admin,
+            )  # fmt: skip
+            person = Person(member.kid, member.name, member.role, (device,))
+            return replace(draft, people=(*draft.people, person), grants=grants, admins=admins)
         return replace(draft, members=(*draft.members, member), grants=grants, admins=admins)
+
+    return edit
+
+
+def upgrading(signer: str, first_listed: Mapping[str, int]) -> Edit:
+    """Turn a v1 draft into v2 (SPEC "upgrade"): each member one device, "device 1";
+    nothing when the draft is v2 already.  ``first_listed``: kid -> the first version
+    that listed it (1 when unknown)."""
+
+    def edit(draft: Roster) -> Roster:
+        if draft.people:
+            return draft
+        revoked = {r.kid: r.at_version for r in draft.revocations}
+        people = upgrade_people(draft.members, revoked, signer=signer, first_listed=first_listed)
+        return replace(draft, people=people)
+
+    return edit
+
+
+def adding_device(
+    member_id: str,
+    *,
+    kid: str,
+    name: str,
+    sign_public: bytes,
+    box_public: bytes,
+    approved_by: str,
+    introduced_by: Introduced | None,
+    issued_by_admin: bool = False,
+) -> Edit:
+    """Append a device to member ``member_id`` of a v2 draft (after :func:`upgrading`)."""
+
+    def edit(draft: Roster) -> Roster:
+        person = draft.person(member_id)
+        if person is None or person.removed_at is not None:
+            raise InputError(f"{member_id} is not a member of the team (or was removed)")
+        if draft.member(kid) is not None:
+            raise InputError(f"device {kid} is already in the roster")
+        device = Device(
+            kid, name, sign_public, box_public, draft.version, approved_by, introduced_by,
+            issued_by_admin,
+        )  # fmt: skip
+        grown = replace(person, devices=(*person.devices, device))
+        people = tuple(grown if p.id == member_id else p for p in draft.people)
+        return replace(draft, people=people)
+
+    return edit
+
+
+def revoking_device(kid: str, *, pins: Mapping[str, Pin] | None = None) -> Edit:
+    """Revoke one device of a member (v2): grants, role and name stay the member's; every
+    project the member may read moves to a new epoch (the device held its keys)."""
+    kept = dict(pins or {})
+
+    def edit(draft: Roster) -> Roster:
+        device = draft.member(kid)
+        if device is None or not draft.people:
+            raise InputError(f"{kid} is not a device of the roster")
+        _active(draft, device.id)
+        if (gone := draft.revocation(kid)) is not None:
+            raise InputError(f"device {kid} was already revoked in roster v{gone.at_version}")
+        live = [m for m in draft.devices_of(device.id) if draft.revocation(m.kid) is None]
+        if device.id in draft.admins and draft.admins == (device.id,) and len(live) == 1:
+            raise InputError(
+                "refusing to revoke the last device of the last admin; add another device "
+                "or another admin first"
+            )
+        readable = {p for p in draft.projects if draft.can_read(kid, p)}
+        return replace(
+            draft,
+            projects={p: e + 1 if p in readable else e for p, e in draft.projects.items()},
+            revocations=(*draft.revocations, Revocation(kid, draft.version, kept)),
+        )
 
     return edit
 
@@ -133,20 +223,30 @@ def rotating(project: str) -> Edit:
     return edit
 
 
-def revoking(kid: str, *, pins: Mapping[str, Pin] | None = None) -> Edit:
+def revoking(
+    kid: str,
+    *,
+    pins: Mapping[str, Pin] | None = None,
+    device_pins: Mapping[str, Mapping[str, Pin]] | None = None,
+) -> Edit:
     """Revoke ``kid``: drop its grants and admin role, rotate every project it could read.
 
     ``pins`` keeps its manifests up to a seq valid per project (see :func:`pins_for`);
     without a pin for a project, readers drop its versions there
-    (:mod:`sealmem.protocol.revocation`).
+    (:mod:`sealmem.protocol.revocation`).  In a v2 roster every device of the member is
+    revoked and the member removed; ``device_pins`` gives each device's pins (default:
+    ``pins`` for the member's first device).
     """
     kept = dict(pins or {})
+    per_device = {kid: kept, **(device_pins or {})}
 
     def edit(draft: Roster) -> Roster:
         _active(draft, kid)
         if draft.admins == (kid,):
             raise InputError("refusing to revoke the last admin; add another admin first")
-        readable = {p for p in draft.projects if draft.can_read(kid, p)}
+        readable = {p for p in draft.projects if _reads(draft, kid, p)}
+        if draft.people:
+            return _removing_person(draft, kid, readable, per_device)
         return replace(
             draft,
             admins=tuple(a for a in draft.admins if a != kid),
@@ -157,6 +257,28 @@ def revoking(kid: str, *, pins: Mapping[str, Pin] | None = None) -> Edit:
         )
 
     return edit
+
+
+def _removing_person(
+    draft: Roster, member_id: str, readable: set[str], pins: Mapping[str, Mapping[str, Pin]]
+) -> Roster:
+    """Revoking a member of a v2 roster: every unrevoked device revoked, ``removed_at``."""
+    person = draft.person(member_id)
+    if person is None:
+        raise InputError(f"{member_id} is not a member id of the roster")
+    live = [d.kid for d in person.devices if draft.revocation(d.kid) is None]
+    gone = replace(person, role="member", removed_at=draft.version)
+    return replace(
+        draft,
+        people=tuple(gone if p.id == member_id else p for p in draft.people),
+        admins=tuple(a for a in draft.admins if a != member_id),
+        grants=tuple(g for g in draft.grants if g.kid != member_id),
+        projects={p: e + 1 if p in readable else e for p, e in draft.projects.items()},
+        revocations=(
+            *draft.revocations,
+            *(Revocation(k, draft.version, dict(pins.get(k, {}))) for k in live),
+        ),
+    )
 
 
 def resetting_chain(kid: str, project: str) -> Edit:
@@ -176,6 +298,12 @@ def pins_for(state: TrustedState, kid: str) -> dict[str, Pin]:
     return {p: Pin(h.seq, h.hash) for (w, p), h in state.heads.items() if w == kid}
 
 
+def _reads(roster: Roster, member_id: str, project: str) -> bool:
+    """Whether the member (any of its devices) holds read access to ``project``."""
+    g = roster.grant(member_id, project)
+    return g is not None and g.read
+
+
 def _project_name(project: str) -> None:
     if PROJECT_RE.fullmatch(project) is None:
         raise InputError(f"project name {project!r} must match {PROJECT_RE.pattern}")
@@ -190,6 +318,14 @@ def _known(roster: Roster, project: str) -> None:
 
 
 def _active(roster: Roster, kid: str) -> None:
+    person = roster.person(kid) if roster.people else None
+    if person is not None:  # a member id of v2: active until removed, whatever its devices
+        if person.removed_at is not None:
+            raise InputError(
+                f"{person.name} ({kid}) is not an active member: it was removed in roster "
+                f"v{person.removed_at}, and a removed member is never given access again"
+            )
+        return
     member = roster.member(kid)
     if member is None:
         raise InputError(f"{kid} is not an active member: it is not in the roster; add it first")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import reasons
+from .device_invite import DeviceJoin, check_device_admission, is_device_join, read_device_join
 from .encoding import need_int, need_kid, need_list, need_str
 from .errors import Rejected
 from .invite import INVITE_ID_RE, Invite, JoinRequest, read_join_request
@@ -123,6 +124,8 @@ class RequestView:
     member: bool
     refused: tuple[str, str] | None
     request: JoinRequest | None = None
+    device: DeviceJoin | None = None
+    """Set for a device join request: a new device of an existing member."""
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -133,6 +136,9 @@ class RequestView:
             "created_at": self.created_at,
             "member": self.member,
         }
+        if self.device is not None:
+            doc["device_of"] = self.device.member
+            doc["introduced_by"] = self.device.invite_signer
         if self.refused is not None:
             doc["refused"], doc["detail"] = self.refused
         return doc
@@ -155,6 +161,9 @@ def classify_requests(
     """
     out: list[RequestView] = []
     for kid in sorted(waiting):
+        if is_device_join(waiting[kid]):
+            out.append(_device_view(suite, kid, waiting[kid], roster, team, now_ms, fingerprint))
+            continue
         try:
             req = read_join_request(suite, waiting[kid], team, filed_as=kid)
         except Rejected as exc:
@@ -180,3 +189,37 @@ def classify_requests(
             )
         )
     return out
+
+
+def _device_view(
+    suite: Suite,
+    kid: str,
+    data: bytes,
+    roster: Roster | None,
+    team: str,
+    now_ms: int,
+    fingerprint: Callable[[bytes, bytes], str],
+) -> RequestView:
+    """A device join request as the admin sees it (SPEC "Enrolling a device"): checked
+    against the roster (the invite's signer, expiry, single use); its name is the
+    member's with the device's."""
+    try:
+        join = read_device_join(suite, data, team, filed_as=kid)
+    except Rejected as exc:
+        return RequestView(kid, None, None, None, None, False, (exc.reason, exc.detail))
+    member = roster is not None and roster.member(join.kid) is not None
+    refused: tuple[str, str] | None = None
+    owner = None if roster is None else roster.member(join.member)
+    if roster is None:
+        refused = (reasons.ROSTER_UNKNOWN, "no trusted roster to check the device invite")
+    elif not member:
+        try:
+            check_device_admission(join, roster, now_ms)
+        except Rejected as exc:
+            refused = (exc.reason, exc.detail)
+    name = f"{owner.name if owner else join.member[:8]} ({join.name})"
+    return RequestView(
+        kid=join.kid, name=name, fingerprint=fingerprint(join.sign_public, join.box_public),
+        invite_id=join.invite_id, created_at=join.created_at, member=member, refused=refused,
+        device=join,
+    )  # fmt: skip

@@ -19,6 +19,7 @@ from .suite import Suite
 
 __all__ = [
     "HEX_HASH_RE",
+    "INVITE_ID_RE",
     "KID_RE",
     "b64d",
     "b64e",
@@ -35,6 +36,7 @@ __all__ = [
 
 KID_RE = re.compile(r"[a-z2-7]{26}")
 HEX_HASH_RE = re.compile(r"[0-9a-f]{64}")
+INVITE_ID_RE = re.compile(r"[A-Za-z0-9_-]{22}")
 _B64_RE = re.compile(r"[A-Za-z0-9_-]*")
 
 

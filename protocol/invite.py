@@ -9,12 +9,11 @@ through a :class:`~.suite.Suite`, randomness and the clock are arguments.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from . import reasons
-from .encoding import b64e, exact_keys, need_b64, need_int, need_kid, need_str
+from .encoding import INVITE_ID_RE, b64e, exact_keys, need_b64, need_int, need_kid, need_str
 from .envelope import seal, unpack
 from .errors import InputError, Rejected
 from .hlc import MAX_AHEAD_MS
@@ -47,7 +46,6 @@ DAY_MS = 86_400_000
 DEFAULT_INVITE_MS = 7 * DAY_MS
 MAX_INVITE_MS = 30 * DAY_MS
 INVITE_ID_BYTES = 16
-INVITE_ID_RE = re.compile(r"[A-Za-z0-9_-]{22}")
 TRANSPORTS = ("folder", "hub")
 _INVITE_KEYS = frozenset(
     {"format", "team", "root_public", "root_box_public", "location", "transport"}

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from . import reasons
+from .devices import Device, Person, check_people, flat_devices
 from .encoding import (
     HEX_HASH_RE,
     b64e,
@@ -29,12 +30,14 @@ from .envelope import seal
 from .errors import Rejected
 from .names import name_problem
 from .record import PROJECT_RE
+from .roster_entries import Grant, Pin, Reset, Revocation
 from .suite import Signer, Suite
 
 __all__ = [
     "MAX_MEMBERS",
     "ROLES",
     "ROSTER_FORMAT",
+    "ROSTER_V2_FORMAT",
     "TEAM_RE",
     "Grant",
     "Member",
@@ -45,6 +48,8 @@ __all__ = [
 ]
 
 ROSTER_FORMAT = "sealmem/roster/v1"
+ROSTER_V2_FORMAT = "sealmem/roster/v2"
+_FORMATS = (ROSTER_FORMAT, ROSTER_V2_FORMAT)
 TEAM_RE = re.compile(r"[a-z0-9][a-z0-9-]{2,63}")
 ROLES = ("admin", "member")
 MAX_MEMBERS = 4096
@@ -64,6 +69,12 @@ def _bad(detail: str) -> Rejected:
     return Rejected(reasons.MALFORMED, f"roster {detail}")
 
 
+def _device_member(p: Person, d: Device) -> Member:
+    return Member(
+        d.kid, p.name, d.sign_public, d.box_public, p.role, d.issued_by_admin, p.id, d.name
+    )
+
+
 def _each(
     lists: Mapping[str, list[Any]], name: str, parse: Callable[[object, str], _T]
 ) -> tuple[_T, ...]:
@@ -71,14 +82,27 @@ def _each(
     return tuple(parse(item, f"roster.{name}[{i}]") for i, item in enumerate(lists[name]))
 
 
+_MEMBER_KEYS = frozenset({"kid", "name", "sign_public", "box_public", "role", "issued_by_admin"})
+
+
 @dataclass(frozen=True, slots=True)
 class Member:
+    """A key as the roster lists it: in v1 a member's one key; in v2 one device, with
+    ``member_id`` the member it writes for (its name and role are the member's)."""
+
     kid: str
     name: str
     sign_public: bytes
     box_public: bytes
     role: str = "member"
     issued_by_admin: bool = False
+    member_id: str = ""
+    device_name: str = ""
+
+    @property
+    def id(self) -> str:
+        """The member id: the kid of the member's first device (in v1, the one kid)."""
+        return self.member_id or self.kid
 
     def __post_init__(self) -> None:
         # Every roster is made of these, so no roster can carry a name that would act
@@ -98,7 +122,7 @@ class Member:
 
     @classmethod
     def from_wire(cls, value: object, path: str) -> Member:
-        obj = exact_keys(value, set(cls.__slots__), path)
+        obj = exact_keys(value, _MEMBER_KEYS, path)
         role = need_str(obj["role"], f"{path}.role")
         if role not in ROLES:
             raise _bad(f"{path}.role {role!r} must be one of {ROLES}")
@@ -109,89 +133,6 @@ class Member:
             box_public=need_b64(obj["box_public"], f"{path}.box_public", size=_KEY_SIZE),
             role=role,
             issued_by_admin=need_bool(obj["issued_by_admin"], f"{path}.issued_by_admin"),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Grant:
-    kid: str
-    project: str
-    read: bool = True
-    write: bool = True
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"kid": self.kid, "project": self.project, "read": self.read, "write": self.write}
-
-    @classmethod
-    def from_wire(cls, value: object, path: str) -> Grant:
-        obj = exact_keys(value, set(cls.__slots__), path)
-        return cls(
-            kid=need_kid(obj["kid"], f"{path}.kid"),
-            project=need_str(obj["project"], f"{path}.project", pattern=PROJECT_RE),
-            read=need_bool(obj["read"], f"{path}.read"),
-            write=need_bool(obj["write"], f"{path}.write"),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Pin:
-    """The last manifest of a revoked writer that stays valid, per project."""
-
-    seq: int
-    manifest_hash: str
-
-
-@dataclass(frozen=True, slots=True)
-class Revocation:
-    kid: str
-    at_version: int
-    pins: Mapping[str, Pin] = field(default_factory=dict)
-
-    def to_wire(self) -> dict[str, Any]:
-        pins = {
-            p: {"seq": pin.seq, "manifest_hash": pin.manifest_hash} for p, pin in self.pins.items()
-        }
-        return {"kid": self.kid, "at_version": self.at_version, "pins": pins}
-
-    @classmethod
-    def from_wire(cls, value: object, path: str) -> Revocation:
-        obj = exact_keys(value, {"kid", "at_version", "pins"}, path)
-        pins: dict[str, Pin] = {}
-        for project, raw in need_dict(obj["pins"], f"{path}.pins").items():
-            need_str(project, f"{path}.pins key", pattern=PROJECT_RE)
-            pin = exact_keys(raw, {"seq", "manifest_hash"}, f"{path}.pins.{project}")
-            pins[project] = Pin(
-                seq=need_int(pin["seq"], f"{path}.pins.{project}.seq", minimum=1),
-                manifest_hash=need_str(
-                    pin["manifest_hash"], f"{path}.pins.{project}.manifest_hash",
-                    pattern=HEX_HASH_RE,
-                ),
-            )  # fmt: skip
-        return cls(
-            kid=need_kid(obj["kid"], f"{path}.kid"),
-            at_version=need_int(obj["at_version"], f"{path}.at_version", minimum=1),
-            pins=pins,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Reset:
-    """An admin's permission for ``kid`` to start a new manifest chain in ``project``."""
-
-    kid: str
-    project: str
-    at_version: int
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"kid": self.kid, "project": self.project, "at_version": self.at_version}
-
-    @classmethod
-    def from_wire(cls, value: object, path: str) -> Reset:
-        obj = exact_keys(value, set(cls.__slots__), path)
-        return cls(
-            kid=need_kid(obj["kid"], f"{path}.kid"),
-            project=need_str(obj["project"], f"{path}.project", pattern=PROJECT_RE),
-            at_version=need_int(obj["at_version"], f"{path}.at_version", minimum=1),
         )
 
 
@@ -207,15 +148,62 @@ class Roster:
     revocations: tuple[Revocation, ...] = ()
     resets: tuple[Reset, ...] = ()
     created_at: int = 0
+    people: tuple[Person, ...] = ()
+    """The members of a v2 roster with their devices (empty: a v1 roster, whose
+    ``members`` are the keys).  In v2, ``members`` is derived: one per member (the
+    first device's keys, ``kid`` = member id); :meth:`member` resolves any device."""
+    _devices: Mapping[str, Member] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.people:
+            object.__setattr__(self, "_devices", {m.kid: m for m in self.members})
+            return
+        flat = flat_devices(self.people)
+        keys = {kid: _device_member(p, d) for kid, (p, d) in flat.items()}
+        object.__setattr__(self, "_devices", keys)
+        # one per member: its first device (check() refuses an id that is not that kid)
+        firsts = (keys.get(p.id) or keys[p.devices[0].kid] for p in self.people if p.devices)
+        object.__setattr__(self, "members", tuple(firsts))
+
+    @property
+    def format(self) -> str:
+        return ROSTER_V2_FORMAT if self.people else ROSTER_FORMAT
 
     def member(self, kid: str) -> Member | None:
-        return next((m for m in self.members if m.kid == kid), None)
+        """The key ``kid`` (a v1 member, a v2 device), or None when not listed."""
+        return self._devices.get(kid)
+
+    def listed_keys(self) -> tuple[Member, ...]:
+        """Every key the roster lists (v2: every device, revoked ones included)."""
+        return tuple(self._devices.values())
+
+    def person(self, member_id: str) -> Person | None:
+        return next((p for p in self.people if p.id == member_id), None)
+
+    def devices_of(self, member_id: str) -> tuple[Member, ...]:
+        """Every key listed for ``member_id`` (revoked ones included), in order."""
+        return tuple(m for m in self._devices.values() if m.id == member_id)
+
+    def siblings(self, kid: str) -> frozenset[str]:
+        """The kids of every device of ``kid``'s member, ``kid`` included."""
+        me = self.member(kid)
+        return frozenset({kid} if me is None else {m.kid for m in self.devices_of(me.id)})
+
+    def _active(self, kid: str) -> Member | None:
+        m = self.member(kid)
+        if m is None or self.revocation(kid) is not None:
+            return None
+        person = self.person(m.id)
+        return None if person is not None and person.removed_at is not None else m
 
     def is_admin(self, kid: str) -> bool:
-        return kid in self.admins and self.revocation(kid) is None
+        m = self._active(kid)
+        return m is not None and m.id in self.admins
 
     def grant(self, kid: str, project: str) -> Grant | None:
-        return next((g for g in self.grants if g.kid == kid and g.project == project), None)
+        m = self.member(kid)
+        mid = kid if m is None else m.id
+        return next((g for g in self.grants if g.kid == mid and g.project == project), None)
 
     def can_write(self, kid: str, project: str) -> bool:
         g = self.grant(kid, project)
@@ -223,7 +211,7 @@ class Roster:
 
     def can_read(self, kid: str, project: str) -> bool:
         g = self.grant(kid, project)
-        return g is not None and g.read and self.revocation(kid) is None
+        return g is not None and g.read and self._active(kid) is not None
 
     def revocation(self, kid: str) -> Revocation | None:
         return next((r for r in self.revocations if r.kid == kid), None)
@@ -233,17 +221,19 @@ class Roster:
         return max(found, key=lambda r: r.at_version) if found else None
 
     def readers(self, project: str) -> tuple[Member, ...]:
-        """Members a keyring for ``project`` must be wrapped to."""
-        return tuple(m for m in self.members if self.can_read(m.kid, project))
+        """Keys (v2: devices) a keyring for ``project`` must be wrapped to."""
+        return tuple(m for m in self._devices.values() if self.can_read(m.kid, project))
 
     def to_body(self) -> dict[str, Any]:
         return {
-            "format": ROSTER_FORMAT,
+            "format": self.format,
             "team": self.team,
             "version": self.version,
             "prev": self.prev,
             "admins": list(self.admins),
-            "members": [m.to_wire() for m in self.members],
+            "members": [p.to_wire() for p in self.people]
+            if self.people
+            else [m.to_wire() for m in self.members],
             "projects": {name: {"epoch": e} for name, e in self.projects.items()},
             "grants": [g.to_wire() for g in self.grants],
             "revocations": [r.to_wire() for r in self.revocations],
@@ -261,12 +251,13 @@ class Roster:
     @classmethod
     def from_body(cls, body: Mapping[str, Any], suite: Suite) -> Roster:
         """Parse and check a roster body; raise ``Rejected`` (malformed/unknown-format)."""
-        if body.get("format") != ROSTER_FORMAT:
+        if body.get("format") not in _FORMATS:
             raise Rejected(
                 reasons.UNKNOWN_FORMAT,
-                f"roster format {body.get('format')!r} is not {ROSTER_FORMAT!r}; "
+                f"roster format {body.get('format')!r} is not one of {_FORMATS}; "
                 "upgrade sealmem if the team uses a newer version",
             )
+        v2 = body["format"] == ROSTER_V2_FORMAT
         obj = exact_keys(body, _BODY_KEYS, "roster")
         prev = obj["prev"]
         projects: dict[str, int] = {}
@@ -284,12 +275,14 @@ class Roster:
                 ("resets", _MAX_LIST),
             )
         }
+        people = _each(lists, "members", Person.from_wire) if v2 else ()
         roster = cls(
+            people=people,
             team=need_str(obj["team"], "roster.team", pattern=TEAM_RE),
             version=need_int(obj["version"], "roster.version", minimum=1),
             prev=None if prev is None else need_str(prev, "roster.prev", pattern=HEX_HASH_RE),
             admins=_each(lists, "admins", need_kid),
-            members=_each(lists, "members", Member.from_wire),
+            members=() if v2 else _each(lists, "members", Member.from_wire),
             projects=projects,
             grants=_each(lists, "grants", Grant.from_wire),
             revocations=_each(lists, "revocations", Revocation.from_wire),
@@ -309,16 +302,24 @@ class Roster:
         for m in self.members:
             if suite.kid_from_public(m.sign_public) != m.kid:
                 raise _bad(f"member {m.kid} does not match its signing key")
+        if self.people:
+            check_people(
+                suite, self.people, self.version, {r.kid: r.at_version for r in self.revocations}
+            )
+        removed = {p.id for p in self.people if p.removed_at is not None}
         if not self.admins or len(set(self.admins)) != len(self.admins):
             raise _bad("must list at least one admin, each once")
         for kid in self.admins:
             member = self.member(kid)
-            if member is None or member.role != "admin":
+            if member is None or member.id != kid or member.role != "admin" or kid in removed:
                 raise _bad(f"admin {kid} must be a member with role 'admin'")
         seen: set[tuple[str, str]] = set()
         for g in self.grants:
-            if self.member(g.kid) is None or g.project not in self.projects:
+            holder = self.member(g.kid)
+            if holder is None or holder.id != g.kid or g.project not in self.projects:
                 raise _bad(f"grant for {g.kid} on {g.project!r} names an unknown member/project")
+            if g.kid in removed:
+                raise _bad(f"removed member {g.kid} holds a grant on {g.project!r}")
             if (g.kid, g.project) in seen:
                 raise _bad(f"grants {g.kid} on {g.project!r} twice")
             seen.add((g.kid, g.project))

@@ -16,6 +16,7 @@ from typing import Any
 
 from . import reasons
 from .chunks import open_snapshot, read_snapshot
+from .devices import check_extends
 from .envelope import Envelope, unpack
 from .errors import Rejected
 from .keyring import MAX_KEYRING_BYTES, Keyring
@@ -84,10 +85,17 @@ def _admin_key(roster: Roster, signer: str, what: str) -> bytes:
     return member.sign_public
 
 
-def _check_extends(suite: Suite, old: Roster, new: Roster) -> None:
+def _check_extends(suite: Suite, old: Roster, new: Roster, signer: str) -> None:
     def refuse(why: str) -> Rejected:
         return Rejected(reasons.ROSTER_NOT_EXTENDING, f"roster v{new.version} {why}")
 
+    if old.people and not new.people:
+        raise refuse(f"is {new.format}, after the trusted v{old.version} in {old.format}")
+    if new.people:
+        check_extends(
+            old.people or None, old.members, new.people,
+            old_version=old.version, new_version=new.version, signer=signer,
+        )  # fmt: skip
     if new.prev != old.hash(suite):
         raise refuse(f"does not chain to the trusted v{old.version} (prev hash differs)")
     for project, epoch in old.projects.items():
@@ -134,7 +142,7 @@ def accept_roster(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trust
             "or the transport is showing members different histories",
         )
     else:
-        _check_extends(suite, current, roster)
+        _check_extends(suite, current, roster, env.signer)
     return state.evolve(rosters={**state.rosters, roster.version: roster}), roster
 
 

@@ -25,6 +25,7 @@ from . import (
     admin,
     captured,
     demo,
+    device,
     hosts,
     hub,
     maintenance,
@@ -78,6 +79,7 @@ app.add_typer(captured.captured_app, name="captured")
 app.add_typer(team.team_app, name="team")
 app.add_typer(trust.trust_app, name="trust")
 admin.register(app)
+device.register(app)
 sync.register(app)
 app.add_typer(hub.hub_app, name="hub")
 ui.register(app)

@@ -31,18 +31,20 @@ NameArg = Annotated[str, typer.Argument(metavar="NAME", help="A member's name or
 
 
 def _rows(store: MemoryStore) -> list[dict[str, Any]]:
+    from ..recall.names import people
     from ..store.trust_rows import member_settings
 
     reader = store.reader()
     settings = member_settings(store.connection)
+    names = people(store.connection)  # states are per member id
     rows = []
-    for kid, state in sorted(reader.states.items(), key=lambda kv: reader.names.get(kv[0], kv[0])):
-        if kid == store.author:
+    for kid, state in sorted(reader.states.items(), key=lambda kv: names.get(kv[0], kv[0])):
+        if kid == reader.member:
             continue
         rows.append(
             {
                 "member": kid,
-                "name": reader.names.get(kid, kid[:8]),
+                "name": names.get(kid, kid[:8]),
                 "state": state,
                 "set_by": "you" if kid in settings else "default",
             }
@@ -52,16 +54,16 @@ def _rows(store: MemoryStore) -> list[dict[str, Any]]:
 
 def _member(store: MemoryStore, given: str) -> tuple[str, str]:
     """(member id, name) of the member ``given`` names: its roster name, or its id."""
-    from ..recall.names import member_names
+    from ..recall.names import member_ids, people
 
-    names = member_names(store.connection)
+    names = people(store.connection)  # trust is per member: its devices are the member
     found = [
         k for k, n in names.items() if given in (n, k) or (len(given) >= 8 and k.startswith(given))
     ]
     if len(found) != 1:
         problem = "matches several members" if found else "is not a member of the team"
         raise InputError(f"{given!r} {problem}; 'sealmem trust list' shows names and ids")
-    if found[0] == store.author:
+    if found[0] == member_ids(store.connection).get(store.author, store.author):
         raise InputError(f"{given!r} is you: your own memories are always yours")
     return found[0], names[found[0]]
 

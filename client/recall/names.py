@@ -11,9 +11,10 @@ import sqlite3
 from collections import OrderedDict
 
 from ...protocol import canonical
+from ...protocol.devices import key_owners
 from ...protocol.errors import ProtocolError
 
-__all__ = ["author_names", "member_names", "newest_roster_data"]
+__all__ = ["author_names", "member_ids", "member_names", "newest_roster_data", "people"]
 
 
 def newest_roster_data(conn: sqlite3.Connection) -> bytes | None:
@@ -24,16 +25,32 @@ def newest_roster_data(conn: sqlite3.Connection) -> bytes | None:
     return None if row is None else bytes(row[0])
 
 
-def member_names(conn: sqlite3.Connection) -> dict[str, str]:
-    """``{kid: name}`` of every member in the newest accepted roster (empty without a team)."""
+def _owners(conn: sqlite3.Connection) -> dict[str, tuple[str, str, str]]:
     data = newest_roster_data(conn)
     if data is None:
         return {}
     try:
-        members = canonical.decode(data)["body"]["members"]
-        return {m["kid"]: m["name"] for m in members}
+        return key_owners(canonical.decode(data)["body"]["members"])
     except (ProtocolError, KeyError, TypeError):
         return {}
+
+
+def member_names(conn: sqlite3.Connection) -> dict[str, str]:
+    """``{kid: name}`` of every key in the newest accepted roster (empty without a
+    team); a device of a member with several shows as "alice (laptop)": provenance
+    names the device (SPEC "What a reader does with devices")."""
+    return {kid: shown for kid, (_, _, shown) in _owners(conn).items()}
+
+
+def member_ids(conn: sqlite3.Connection) -> dict[str, str]:
+    """``{kid: member id}`` of every key in the newest accepted roster: a device's
+    writes count as its member's (SPEC "What a reader does with devices")."""
+    return {kid: mid for kid, (mid, _, _) in _owners(conn).items()}
+
+
+def people(conn: sqlite3.Connection) -> dict[str, str]:
+    """``{member id: member name}`` of the newest accepted roster: whom a person names."""
+    return {mid: name for mid, name, _ in _owners(conn).values()}
 
 
 _SLOTS = 8
@@ -43,7 +60,7 @@ _NAMES: OrderedDict[int, tuple[sqlite3.Connection, tuple[int, int], dict[str, tu
 
 
 def author_names(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
-    """``{member id: (member id, roster name)}`` of the newest accepted roster (empty
+    """``{kid: (kid, its member's name)}`` of every key of the newest accepted roster (empty
     without a team); cached per connection until the database changes (``PRAGMA data_version``
     moves when another connection commits, ``total_changes`` when this one writes)."""
     version = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
@@ -51,8 +68,9 @@ def author_names(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
     if cached is not None and cached[0] is conn and cached[1] == version:
         _NAMES.move_to_end(id(conn))
         return cached[2]
+    # every key's member name: a device's author is its member
     names: dict[str, tuple[str, ...]] = {
-        kid: (kid, name) for kid, name in member_names(conn).items()
+        kid: (kid, name) for kid, (_, name, _) in _owners(conn).items()
     }
     _NAMES[id(conn)] = (conn, version, names)
     while len(_NAMES) > _SLOTS:

@@ -22,12 +22,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ...protocol import canonical
+from ...protocol.devices import key_owners
 from ...protocol.errors import ProtocolError
 from ...protocol.hlc import Hlc
 from ..store import trust_rows
 from ..store.memory import Memory
 from ..store.rows import MEMORY_COLUMNS, memory_from_history_row, memory_from_row
-from .names import member_names
+from .names import member_ids, member_names
 from .trust import DAY_MS, MUTED, OWN, REVIEW, REVIEW_DAYS, TRUSTED, Standing, default_state
 
 __all__ = ["PROPOSED_DELETE", "Proposal", "Reader", "Shown", "member_states"]
@@ -52,8 +53,10 @@ def _rosters(conn: sqlite3.Connection) -> list[tuple[int, int, str, set[str]]]:
     ):
         try:
             envelope = canonical.decode(bytes(data))
-            kids = {str(m["kid"]) for m in envelope["body"]["members"]}
-            out.append((int(name), int(at), str(envelope["signer"]), kids))
+            owners = key_owners(envelope["body"]["members"])
+            kids = {mid for mid, _, _ in owners.values()}
+            signer = str(envelope["signer"])
+            out.append((int(name), int(at), owners.get(signer, (signer, "", ""))[0], kids))
         except (ProtocolError, KeyError, TypeError, ValueError):
             continue
     return out
@@ -66,6 +69,7 @@ def member_states(conn: sqlite3.Connection, me: str, now: int) -> dict[str, str]
     for version, at, signer, kids in _rosters(conn):
         for kid in kids:
             first.setdefault(kid, (version, at, signer))
+    me = member_ids(conn).get(me, me)  # trust is the member's, on every device
     mine = first.get(me, (None, 0, ""))[0]
     days = trust_rows.review_days(conn)
     review_ms = (REVIEW_DAYS if days is None else days) * DAY_MS
@@ -133,17 +137,22 @@ class Reader:
     def __init__(self, conn: sqlite3.Connection, me: str, now: int) -> None:
         self.conn, self.me = conn, me
         self.names: Mapping[str, str] = member_names(conn)
+        self.ids: Mapping[str, str] = member_ids(conn)
+        self.member = self.ids.get(me, me)
+        """This device's member: a sibling device's writes are the member's own."""
         self.states = member_states(conn, me, now)
         self.verdicts = trust_rows.verdicts(conn)
 
     def writer_of(self, memory: Memory) -> str | None:
-        """The member that wrote this version: the reader, the verified signer, or None."""
+        """The member that wrote this version (its member id: any of the member's devices
+        counts as the member): the reader, the verified signer's member, or None."""
         if memory.written_here:
-            return self.me
-        return memory.verified_writer
+            return self.member
+        writer = memory.verified_writer
+        return None if writer is None else self.ids.get(writer, writer)
 
     def state_of(self, writer: str | None, transport: str = "") -> str:
-        if writer == self.me:
+        if writer is not None and self.ids.get(writer, writer) == self.member:
             return OWN
         if writer is None:
             return TRUSTED if transport == "import" else REVIEW
@@ -163,7 +172,8 @@ class Reader:
         at = prov.received_at
         if at is None:
             at = min(memory.updated_at, memory.record.hlc.wall)
-        return at, self.writer_of(memory) != memory.record.author, memory.record.hlc
+        claimed = self.ids.get(memory.record.author, memory.record.author)
+        return at, self.writer_of(memory) != claimed, memory.record.hlc
 
     def _history(self, ids: Iterable[str]) -> dict[str, list[Memory]]:
         """Replaced versions per id, oldest first."""
@@ -201,7 +211,7 @@ class Reader:
         acceptance holds while its writer is not muted: muting a member takes back every
         change of theirs to someone else's memory (a verdict is read, never applied)."""
         standing = self.standing(change)
-        if standing.writer in (author, self.me) or author is None:
+        if standing.writer in (author, self.member) or author is None:
             return None
         accepted = standing.verdict == "accepted" and standing.state != MUTED
         return None if accepted else standing

@@ -44,7 +44,7 @@ from typing import Any
 import filelock
 
 from ...protocol import hubapi
-from ...protocol.errors import SealmemError, StoreError
+from ...protocol.errors import InputError, Rejected, SealmemError, StoreError
 from ...protocol.own import Ours
 from ...protocol.push import writable_projects
 from ...protocol.roster import Roster
@@ -54,6 +54,7 @@ from ..clock import now_ms
 from ..store import scrub
 from ..store.connection import sqlite_errors, transaction
 from . import clockhealth, dropping, freshness, outgoing, replica
+from .enrolment import check_enrolment
 from .local_only import LocalOnly, local_only
 from .own_chain import read_own_chains
 from .pull import pull_project
@@ -183,6 +184,12 @@ def _run(
         summary.warnings.append(_not_a_member(team.join_status(state)))
         _note_local_only(team, roster, summary)
         return
+    try:  # a new device's first sync: the chain must hold what its invite cited
+        check_enrolment(team.home, state)
+    except Rejected as exc:
+        raise InputError(
+            f"this device's enrolment is refused ({exc.reason}): {exc.detail}"
+        ) from exc
     if replica.pushes_as(team.conn) != team.me:  # the dirty log keeps only our rows
         with transaction(team.conn):
             replica.claim_pushes(team.conn, team.me)
@@ -200,9 +207,14 @@ def _run(
     # a stop was said above: nothing is published under what may be an old epoch
     push = push and verdict.level != "stop"
     if push and revoked is not None:
+        me = roster.member(team.me)
+        person = None if me is None else roster.person(me.id)
+        device_only = person is not None and person.removed_at is None  # the member stays
+        who = "this device" if device_only else "this member"
+        fix = " (or 'sealmem device add' on another of your devices)" if device_only else ""
         summary.warnings.append(
-            f"this member was revoked from the team in roster v{revoked.at_version}: "
-            "nothing is pushed, and teammates refuse what it writes; ask an admin"
+            f"{who} was revoked from the team in roster v{revoked.at_version}: "
+            f"nothing is pushed, and teammates refuse what it writes; ask an admin{fix}"
         )
     elif push:
         for project in writable_projects(roster, team.me):

@@ -60,9 +60,10 @@ ADOPTED_FILE = "own-chain-adopted.json"
 """In the home: this device adopted its own chain once (SPEC "Restore and copied keys")."""
 
 KEY_IN_USE_FIX = (
-    "give that machine an identity of its own (there: a new SEALMEM_HOME, 'sealmem team "
-    "join' with an admin's invite, and sync); if no other machine holds this key (this "
-    "home was restored from a backup again), run 'sealmem sync --adopt'"
+    "give that machine a device key of its own: here run 'sealmem device add NAME', "
+    "there use a new SEALMEM_HOME and run 'sealmem device join' with the line it prints "
+    "(an admin approves it); if no other machine holds this key (this home was restored "
+    "from a backup again), run 'sealmem sync --adopt'"
 )
 """How to get out of ``key-in-use`` in this version (the one place that says it)."""
 

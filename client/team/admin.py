@@ -104,7 +104,8 @@ def invite(
     """A new invite (recorded in this admin's invite registry), as its text line."""
     if team.me != team.trusted().root_kid:
         raise InputError(
-            "an invite is signed by the team root key; ask the admin who created the team"
+            "an invite is signed by the team root key: run 'team invite' on the device that "
+            "created the team (or ask the admin who did)"
         )
     text, made = make_invite(
         team.key,
@@ -154,7 +155,7 @@ def issue(
     granted = sorted(set(projects) if projects else set(roster.projects))
     key = MemberKey.generate()
     member = Member(key.kid, name, key.sign_public, key.box_public, "member", True)
-    add = edits.adding_member(member, projects=granted, read=read, write=write)
+    add = edits.adding_member(member, projects=granted, read=read, write=write, approved_by=team.me)
     change(team, state, [add], now, readers_added=granted if read else (), from_now=from_now)
     bundle = key.export_bundle(passphrase, kdf=kdf)
     return bundle, Approved(key.kid, name, fingerprint_of(key.sign_public, key.box_public))
@@ -207,9 +208,11 @@ def revoke(team: Team, who: str, *, keep_data: bool = True, now: int) -> Roster:
     """
     state, roster = admin_state(team, now)
     member = find_member(roster, who)
-    pins = edits.pins_for(state, member.kid) if keep_data else {}
-    readable = [p for p in roster.projects if roster.can_read(member.kid, p)]
-    return change(team, state, [edits.revoking(member.kid, pins=pins)], now, new=readable)
+    devices = [d.kid for d in roster.devices_of(member.id)]
+    pins = {kid: edits.pins_for(state, kid) if keep_data else {} for kid in devices}
+    readable = [p for p in roster.projects if (g := roster.grant(member.kid, p)) and g.read]
+    revoke = edits.revoking(member.kid, pins=pins[member.kid], device_pins=pins)
+    return change(team, state, [revoke], now, new=readable)
 
 
 def rotate(team: Team, project: str, *, now: int) -> Roster:

@@ -19,9 +19,11 @@ from ...protocol.admission import (
     check_request_against_invite,
     mark_invite_used,
 )
+from ...protocol.devices import Introduced
 from ...protocol.errors import InputError, Rejected
 from ...protocol.names import name_problem
 from ...protocol.roster import Member
+from ...protocol.state import TrustedState
 from ..sync.session import Team
 from .inbox import (
     Inbox,
@@ -170,7 +172,17 @@ def approve(
     changes: list[edits.Edit] = []
     done: list[tuple[Approved, str]] = []
     registry = load_registry(team.home)
+    readable: set[str] = set(granted) if read else set()
+    if any(v.device is not None for v in chosen):
+        changes.append(edits.upgrading(team.me, first_listed(state)))
     for view in chosen:
+        if view.device is not None:
+            _check_shown(str(view.name), view.kid, inbox.hashes.get(view.kid), expect, rejected)
+            changes.append(_adding_device(view, team.me))
+            owner = view.device.member
+            readable |= {p for p in roster.projects if roster.can_read(owner, p)}
+            done.append((Approved(view.kid, str(view.name), str(view.fingerprint)), ""))
+            continue
         req = view.request
         if view.refused is not None or req is None:
             reason, detail = view.refused or ("malformed", "unreadable")
@@ -189,13 +201,39 @@ def approve(
             ) from exc
         registry = mark_invite_used(registry, req.invite_id, req.kid)
         member = Member(req.kid, name, req.sign_public, req.box_public)
-        changes.append(edits.adding_member(member, projects=granted, read=read, write=write))
+        add = edits.adding_member(
+            member, projects=granted, read=read, write=write, approved_by=team.me
+        )
+        changes.append(add)
         done.append((Approved(req.kid, name, str(view.fingerprint)), req.invite_id))
     update_registry(team.home, lambda reg: _mark_all(reg, done))
-    change(team, state, changes, now, readers_added=granted if read else (), from_now=from_now)
+    change(team, state, changes, now, readers_added=sorted(readable), from_now=from_now)
     for item, _ in done:
         team.transport.remove_request(item.kid)
     return [item for item, _ in done]
+
+
+def first_listed(state: TrustedState) -> dict[str, int]:
+    """Each kid of the trusted rosters -> the first version that listed it (the upgrade
+    to roster v2 records it as the first device's ``added_at``)."""
+    out: dict[str, int] = {}
+    for version in sorted(state.rosters):
+        for m in state.rosters[version].members:
+            out.setdefault(m.kid, version)
+    return out
+
+
+def _adding_device(view: RequestView, me: str) -> edits.Edit:
+    """The edit that appends the device of a checked device join request."""
+    if view.refused is not None or view.device is None:
+        reason, detail = view.refused or ("malformed", "unreadable")
+        raise InputError(f"device join request {view.kid} is refused ({reason}): {detail}")
+    join = view.device
+    return edits.adding_device(
+        join.member, kid=join.kid, name=join.name, sign_public=join.sign_public,
+        box_public=join.box_public, approved_by=me,
+        introduced_by=Introduced(join.invite_signer, join.invite_id),
+    )  # fmt: skip
 
 
 def _check_shown(

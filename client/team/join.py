@@ -18,21 +18,23 @@ from ..sync.hub import is_hub_location
 from ..sync.session import CONFIG_FILE, TeamConfig, transport_for
 from .invite import make_join_request
 
-__all__ = ["join_team"]
+__all__ = ["join_location", "join_team"]
 
 
-def _join_location(invite: Invite, *, folder: str | None, hub: str | None) -> tuple[str, str]:
+def join_location(
+    location: str, transport: str, *, folder: str | None, hub: str | None
+) -> tuple[str, str]:
     """Where this member reaches the team, and over which transport: the invite's
-    unless overridden."""
+    (``location``, ``transport``) unless overridden."""
     if folder and hub:
         raise InputError("give either --folder or --hub, not both")
     if hub:
         if not is_hub_location(hub):
             raise InputError(f"hub URL {hub!r} must start with http:// or https://")
         return hub.rstrip("/"), "hub"
-    if folder or invite.transport != "hub":
-        return str(Path(folder or invite.location).absolute()), "folder"
-    return invite.location, "hub"
+    if folder or transport != "hub":
+        return str(Path(folder or location).absolute()), "folder"
+    return location, "hub"
 
 
 def join_team(
@@ -57,7 +59,9 @@ def join_team(
     """
     if (Path(home_dir) / CONFIG_FILE).exists():
         raise InputError(f"this sealmem home ({home_dir}) is already in a team")
-    location, transport_kind = _join_location(invite, folder=folder, hub=hub)
+    location, transport_kind = join_location(
+        invite.location, invite.transport, folder=folder, hub=hub
+    )
     if not post_request:
         issued = _issued_name(invite, key, location, transport_kind)
         if issued is None:  # nothing is posted: a wrong place would "join" unnoticed

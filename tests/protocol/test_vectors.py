@@ -31,6 +31,11 @@ from sealmem.protocol import canonical, hubapi, reasons
 from sealmem.protocol.admission import InviteRecord, check_request_against_invite
 from sealmem.protocol.bases import parsed_base, rebuild
 from sealmem.protocol.checkpoint import accept_checkpoint
+from sealmem.protocol.device_invite import (
+    check_device_admission,
+    read_device_invite,
+    read_device_join,
+)
 from sealmem.protocol.encoding import b64d, b64e, need_b64, object_hash
 from sealmem.protocol.errors import BadSignatureError, DecryptionError, ProtocolError, Rejected
 from sealmem.protocol.hlc import Hlc
@@ -60,7 +65,8 @@ ACCEPT = {"roster": accept_roster, "keyring": accept_keyring, "manifest": accept
 KINDS = {
     "roster", "keyring", "manifest", "snapshot", "canonical", "kid", "object-hash", "base64",
     "padme", "unpad", "bucket", "invite", "join", "admission", "request", "merge",
-    "checkpoint", "record", "skeleton", "own-chain",
+    "checkpoint", "record", "skeleton", "own-chain", "device-invite", "device-join",
+    "device-admission",
 }  # fmt: skip
 
 
@@ -116,6 +122,18 @@ def derive(obj: dict[str, Any]) -> dict[str, Any]:
         registry = {r.invite_id: r for r in map(InviteRecord.from_json, obj["registry"])}
         check_request_against_invite(request, registry.get(request.invite_id), obj["now_ms"])
         return {}
+    if kind == "device-invite":
+        invite = read_device_invite(SUITE, b64d(obj["data"]), now_ms=obj["now_ms"])
+        return {"member": invite.member, "name": invite.name, "invite_id": invite.invite_id}
+    if kind in ("device-join", "device-admission"):
+        join = read_device_join(SUITE, b64d(obj["data"]), TEAM)
+        if kind == "device-admission":
+            state = TrustedState.pin(SUITE, TEAM, b64d(obj["root_public"]))
+            for data in obj["rosters"]:
+                state, _ = accept_roster(SUITE, state, b64d(data))
+            assert state.roster is not None
+            check_device_admission(join, state.roster, obj["now_ms"])
+        return {"kid": join.kid, "member": join.member, "name": join.name}
     if kind == "request":
         return replay_request(obj)
     if kind == "merge":

@@ -369,7 +369,7 @@ def roster_cases() -> list[Case]:
         Case(
             "roster-unknown-format",
             [],
-            resign(R1, ROOT, "roster", format="sealmem/roster/v2"),
+            resign(R1, ROOT, "roster", format="sealmem/roster/v3"),
             "unknown-format",
         ),
         Case("roster-malformed-kid", [], seal(bad_kid, "roster", ROOT), "malformed"),
@@ -829,6 +829,12 @@ def main(argv: list[str] | None = None) -> int:
         if v.name in docs:
             raise SystemExit(f"vector name {v.name} is used twice")
         docs[v.name] = vector_json(v)
+    from .devices import device_docs
+
+    for name, doc in device_docs().items():
+        if name in docs:
+            raise SystemExit(f"vector name {name} is used twice")
+        docs[name] = doc
     for old in VECTORS.glob("*.json"):
         if force or old.stem not in docs:
             old.unlink()
