@@ -224,18 +224,22 @@ class Memory:
 
 @dataclass(frozen=True)
 class Hit:
-    """One recall result: the memory, its score, the score's parts, its replacements."""
+    """One recall result: the memory, its score, the score's parts, its replacements,
+    whether it is stale."""
 
     memory: Memory
     score: float
     why: dict[str, float]
     superseded_by: list[Memory] = field(default_factory=list)
+    stale: bool = False
+    """No one confirmed it within the review period (:mod:`.freshness`)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = self.memory.to_dict()
         out["score"] = self.score
         out["why"] = dict(self.why)
         out["superseded_by"] = [m.to_dict() for m in self.superseded_by]
+        out["stale"] = self.stale
         return out
 
 

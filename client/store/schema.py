@@ -50,6 +50,11 @@ trust (version 3)
 own sends (version 5)
     ``own_sends``: each (seq, hash) of our own chain recorded before it is sent.
 
+freshness (version 8)
+    ``freshness``: per memory id, when this reader last recalled it and last kept it in
+    review (:mod:`sealmem.client.store.freshness`); local, never synced.  The review
+    period is ``meta`` key ``stale_after_days``.
+
 Derived tables, each kept by one function of :mod:`sealmem.client.store.derived`
 (called by the one writer, :mod:`sealmem.client.store.writer`, once per batch; no
 trigger) and rebuilt from ``memories`` and ``history`` by its ``rebuild``:
@@ -349,6 +354,16 @@ CREATE TABLE own_sends (
 keys"): a push interrupted after its manifest landed is thereby told from another
 machine writing with this key.  Rows at or below the recorded head are dropped."""
 
+_FRESHNESS = """
+CREATE TABLE freshness (
+    id          TEXT    PRIMARY KEY,
+    recalled_at INTEGER,
+    kept_at     INTEGER
+) WITHOUT ROWID;
+"""
+"""When this reader last recalled a memory and last kept it in ``sealmem review``: what
+makes a memory no one confirms stale (:mod:`.freshness`); never synced."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
@@ -358,6 +373,9 @@ MIGRATIONS: list[Migration] = [
         5, "held forgets: an agent's forget of a shared memory waits for a person", _HELD_FORGETS
     ),
     Migration(6, "own sends: our manifests recorded before they are sent", _OWN_SENDS),
+    # 7 is another branch's number: this empty step holds its place until they merge
+    Migration(7, "reserved", ""),
+    Migration(8, "freshness: when a memory was last recalled or kept in review", _FRESHNESS),
 ]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import SealmemError
+from ..recall.dupes import group
 from ..recall.names import member_names
 from ..store.ids import short_id
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
@@ -118,20 +119,31 @@ def _cards(store: MemoryStore, memories: list[Memory], *, standing: bool = True)
 def search_page(
     store: MemoryStore, query: str, project: str | None, kind: str | None
 ) -> dict[str, Any]:
-    """Recall (the same ranking as the CLI and MCP, with its "why"), or the most recent."""
+    """Recall (the same ranking as the CLI and MCP, with its "why"), or the most recent;
+    near-duplicates in one entry (``others``: the rest of its group, every writer), a
+    recalled memory no one confirmed within the review period marked ``stale``."""
     kinds = [kind] if kind else None
+    results: list[dict[str, Any]] = []
     if query.strip():
-        hits = store.recall(query, k=30, project=project, all_projects=project is None, kinds=kinds)
+        hits = store.recall(query, k=60, project=project, all_projects=project is None, kinds=kinds)
         cards = _cards(store, [h.memory for h in hits])
-        results = [
-            {"card": c, "score": h.score, "why": sorted(h.why.items(), key=lambda kv: -kv[1])}
-            for c, h in zip(cards, hits, strict=True)
-        ]
+        for found in group(list(zip(cards, hits, strict=True)), lambda p: p[0].memory.content)[:30]:
+            c, h = found.leader
+            results.append(
+                {
+                    "card": c,
+                    "score": h.score,
+                    "why": sorted(h.why.items(), key=lambda kv: -kv[1]),
+                    "stale": h.stale,
+                    "others": [card for card, _ in found.others],
+                }
+            )
     else:
         recent = store.recent(limit=50, project=project, all_projects=project is None)
         if kind:
             recent = [m for m in recent if m.kind == kind]
-        results = [{"card": c, "score": None, "why": []} for c in _cards(store, recent)]
+        for one in group(_cards(store, recent), lambda c: c.memory.content):
+            results.append({"card": one.leader, "score": None, "why": [], "others": one.others})
     return {"query": query, "project": project or "", "kind": kind or "", "results": results}
 
 

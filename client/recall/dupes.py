@@ -1,0 +1,84 @@
+"""Near-duplicate memories: when two texts say the same thing, and grouping results.
+
+Two memories are near-duplicates when the sets of their content stems (the Porter
+stems the index holds, :func:`..store.terms.stems_of`, without stop words, numbers
+kept) overlap by at least :data:`THRESHOLD` (Jaccard: shared stems over all stems)
+and share at least :data:`MIN_SHARED` of them.  A reworded repeat and the same lesson
+written by two teammates reuse most of their content words in another order, which
+word order (shingles of two or more words) would miss; two different memories on one
+subject share the subject's words and little else.  The threshold was chosen on
+``tests/bench/data/dupes.json`` (``tests/bench/bench_dupes.py``; figures in
+``tests/bench/README.md``).
+
+Grouping runs on results already ranked (:func:`group`): each item joins the first
+group whose leader it duplicates, else leads a group of its own, so the best-ranked
+member leads and nothing is hidden: every member is kept in its group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from ..store.terms import stems_of
+from .stopwords import STOP_WORDS
+
+__all__ = ["MIN_SHARED", "THRESHOLD", "Group", "group", "near_duplicates", "signature", "similarity"]
+
+THRESHOLD = 0.45
+"""Jaccard over content stems at or above which two memories are one lesson."""
+
+MIN_SHARED = 3
+"""Two texts sharing fewer content stems than this are never one lesson (short notes)."""
+
+_STOP_STEMS = frozenset(s for word in STOP_WORDS for s in stems_of(word))
+
+T = TypeVar("T")
+
+
+def signature(text: str) -> frozenset[str]:
+    """The content stems of ``text`` that :func:`similarity` compares."""
+    return frozenset(s for s in stems_of(text) if s not in _STOP_STEMS and s not in STOP_WORDS)
+
+
+def similarity(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard of two signatures; 0 when they share fewer than :data:`MIN_SHARED` stems."""
+    shared = len(a & b)
+    if shared < MIN_SHARED:
+        return 0.0
+    return shared / len(a | b)
+
+
+def near_duplicates(a: str, b: str, threshold: float = THRESHOLD) -> bool:
+    """Whether texts ``a`` and ``b`` say the same thing (see the module doc)."""
+    return similarity(signature(a), signature(b)) >= threshold
+
+
+@dataclass(frozen=True)
+class Group(Generic[T]):
+    """One entry of grouped results: the best-ranked member, then the others in rank order."""
+
+    leader: T
+    others: list[T] = field(default_factory=list)
+
+    @property
+    def members(self) -> list[T]:
+        return [self.leader, *self.others]
+
+
+def group(
+    items: Sequence[T], text: Callable[[T], str], threshold: float = THRESHOLD
+) -> list[Group[T]]:
+    """``items`` (best first) in groups of near-duplicates, each led by its best-ranked
+    member, in the order of their leaders; every item is in exactly one group."""
+    groups: list[tuple[frozenset[str], Group[T]]] = []
+    for item in items:
+        sig = signature(text(item))
+        for lead_sig, found in groups:
+            if similarity(sig, lead_sig) >= threshold:
+                found.others.append(item)
+                break
+        else:
+            groups.append((sig, Group(item)))
+    return [g for _, g in groups]
