@@ -171,4 +171,4 @@ def stale_memories(
         mark = marks.get(memory.id, Seen())
         if is_stale(memory, mark, now, days):
             out.append((memory, confirmed_at(memory, mark)))
-    return sorted(out, key=lambda pair: pair[1])
+    return sorted(out, key=lambda pair: (pair[1], pair[0].record.hlc, pair[0].id))

@@ -40,9 +40,9 @@ def test_most_written_repeats_group_and_no_same_topic_pair_does() -> None:
 def test_grouping_keeps_every_result_and_the_best_ranked_leads() -> None:
     ranked = [
         "Session cookies live in Redis 7, so a flush of Redis logs every user out",
-        "The API listens on port 8443 behind nginx",
+        "Passwords are hashed with argon2id, never bcrypt",
         "Redis 7 holds the session cookies; flushing it logs everyone out",
-        "Our API service listens on 8443, nginx sits in front of it",
+        "We hash passwords with argon2id; bcrypt is not used",
         "Redis 7 also backs the rate limiter counters",
     ]
     groups = group(ranked, lambda text: text)
