@@ -17,15 +17,25 @@ from ...protocol.errors import SealmemError
 from ..recall.api import MAX_K
 from ..recall.dupes import Group, group
 from ..store.ids import short_id
-from . import output
 
 if TYPE_CHECKING:
     from .. import Memory, MemoryStore
     from ..store.memory import Hit
 
-__all__ = ["STALE_NOTE", "group_hits", "group_memories", "lines", "note_recalled", "wider", "writers"]
+__all__ = [
+    "STALE_NOTE",
+    "group_hits",
+    "group_memories",
+    "lines",
+    "note_recalled",
+    "wider",
+    "writers",
+]
 
-STALE_NOTE = "stale: no one confirmed it within the review period ('sealmem review' to keep, correct or forget it)"
+STALE_NOTE = (
+    "stale: no one confirmed it within the review period "
+    "('sealmem review' to keep, correct or forget it)"
+)
 
 
 def wider(k: int) -> int:

@@ -208,7 +208,10 @@ def recall(
     if as_json:
 
         def doc(h: Any) -> dict[str, Any]:
-            return {**_authored(h.to_dict(), h.memory.authorship(names, me)), **trust[h.memory.id][0]}
+            return {
+                **_authored(h.to_dict(), h.memory.authorship(names, me)),
+                **trust[h.memory.id][0],
+            }
 
         docs = [
             grouping.group_doc(

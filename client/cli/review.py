@@ -60,7 +60,7 @@ def list_stale(
         found = store.stale(
             project=None if all_projects else resolve_project(project), all_projects=all_projects
         )
-        when = dict((m.id, at) for m, at in found)
+        when = {m.id: at for m, at in found}
         shown = [m for m, _ in store.reader().for_people(m for m, _ in found)]
         names, me = member_names(store.connection), store.author
     rows: list[dict[str, Any]] = [_row(m, when.get(m.id), names, me) for m in shown]

@@ -67,7 +67,7 @@ class MemoryStore(LocalStore):
             }
             replaced = self.superseded_by(ids)
             stands = self._standing([memory_from_row(rows[i]) for i in ids if i in rows])
-            marks, days, now = freshness.seen(conn, ids), self.review_period(), self._clock()
+            mine, days, now = freshness.seen(conn, ids), self.review_period(), self._clock()
         none = freshness.Seen()
         return [
             Hit(
@@ -75,7 +75,7 @@ class MemoryStore(LocalStore):
                 score=float(item.score),
                 why=dict(item.why),
                 superseded_by=replaced.get(item.id, []),
-                stale=freshness.is_stale(stands[item.id], marks.get(item.id, none), now, days),
+                stale=freshness.is_stale(stands[item.id], mine.get(item.id, none), now, days),
             )
             for item in scored
             if item.id in stands

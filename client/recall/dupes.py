@@ -24,7 +24,15 @@ from typing import Generic, TypeVar
 from ..store.terms import stems_of
 from .stopwords import STOP_WORDS
 
-__all__ = ["MIN_SHARED", "THRESHOLD", "Group", "group", "near_duplicates", "signature", "similarity"]
+__all__ = [
+    "MIN_SHARED",
+    "THRESHOLD",
+    "Group",
+    "group",
+    "near_duplicates",
+    "signature",
+    "similarity",
+]
 
 THRESHOLD = 0.45
 """Jaccard over content stems at or above which two memories are one lesson."""

@@ -34,7 +34,7 @@ def locomo_pairs(where: Path) -> list[tuple[str, str]]:
             if not key.startswith("session_") or not isinstance(turns, list):
                 continue
             texts = [t["text"] for t in turns if isinstance(t, dict) and t.get("text")]
-            pairs.extend(zip(texts, texts[1:], strict=False))
+            pairs.extend(itertools.pairwise(texts))
     return pairs
 
 

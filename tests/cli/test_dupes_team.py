@@ -39,7 +39,10 @@ def world(tmp_path: Path) -> Iterator[World]:
 
 @pytest.fixture
 def reader(
-    world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    world: World,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Callable[..., Run]:
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
@@ -60,7 +63,8 @@ def test_recall_and_list_show_a_teammates_repeat_once_with_both_writers(
     assert (other["content"], other["duplicates"], other["writers"]) == (OTHER, [], ["you"])
 
     text = reader("recall", "redis session cookies", "-p", PROJECT).out
-    assert text.count("1. (") == 1 and "3. (" not in text
+    assert text.count("1. (") == 1
+    assert "3. (" not in text
     second = "bob" if lesson["written_by"] == "alice" else "alice"
     assert f"also written by {second}: " in text
 
