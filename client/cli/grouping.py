@@ -46,11 +46,13 @@ def wider(k: int) -> int:
 
 def group_hits(hits: Sequence[Hit], k: int) -> list[Group[Hit]]:
     """The first ``k`` groups of near-duplicate ``hits`` (best first)."""
-    return group(hits, lambda h: h.memory.content)[:k]
+    return group(hits, lambda h: h.memory.content, alone=lambda h: bool(h.superseded_by))[:k]
 
 
-def group_memories(memories: Sequence[Memory]) -> list[Group[Memory]]:
-    return group(memories, lambda m: m.content)
+def group_memories(
+    memories: Sequence[Memory], replaced: Mapping[str, Sequence[Memory]]
+) -> list[Group[Memory]]:
+    return group(memories, lambda m: m.content, alone=lambda m: bool(replaced.get(m.id)))
 
 
 def writers(members: Sequence[Memory], names: Mapping[str, str], me: str) -> list[str]:

@@ -312,7 +312,7 @@ def list_(
         replaced = reader.replacements(memories)
         names, me = member_names(store.connection), store.author
         elsewhere = {} if memories else store.stats()["by_project"]
-    groups = grouping.group_memories(memories)  # near-duplicates: one row, every writer
+    groups = grouping.group_memories(memories, replaced)  # near-duplicates: one row, every writer
     memories = [g.leader for g in groups]
     if as_json:
 

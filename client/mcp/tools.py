@@ -154,7 +154,10 @@ class MemoryTools:
         view, applied = agent_viewer(reader), reader.replacements(h.memory for h in hits)
         shown = [(hit, v) for hit in hits if (v := view(hit.memory)) is not None]  # not muted
         results = []
-        for found in group(shown, lambda pair: pair[1].content)[:k]:  # after ranking
+        groups = group(  # after ranking; a superseded memory stays beside its correction
+            shown, lambda pair: pair[1].content, alone=lambda p: bool(applied.get(p[0].memory.id))
+        )
+        for found in groups[:k]:
             hit, first = found.leader
             newer = [v for m in applied.get(hit.memory.id, []) if (v := view(m))]
             others = [v for _, v in found.others]

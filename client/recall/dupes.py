@@ -12,7 +12,8 @@ subject share the subject's words and little else.  The threshold was chosen on
 
 Grouping runs on results already ranked (:func:`group`): each item joins the first
 group whose leader it duplicates, else leads a group of its own, so the best-ranked
-member leads and nothing is hidden: every member is kept in its group.
+member leads and nothing is hidden: every member is kept in its group.  A superseded
+memory is never grouped: it stays beside its correction with its own mark.
 """
 
 from __future__ import annotations
@@ -76,15 +77,23 @@ class Group(Generic[T]):
 
 
 def group(
-    items: Sequence[T], text: Callable[[T], str], threshold: float = THRESHOLD
+    items: Sequence[T],
+    text: Callable[[T], str],
+    threshold: float = THRESHOLD,
+    alone: Callable[[T], bool] | None = None,
 ) -> list[Group[T]]:
     """``items`` (best first) in groups of near-duplicates, each led by its best-ranked
-    member, in the order of their leaders; every item is in exactly one group."""
-    groups: list[tuple[frozenset[str], Group[T]]] = []
+    member, in the order of their leaders; every item is in exactly one group.  An item
+    ``alone`` says so of (a superseded memory: it differs from its correction by what
+    was wrong, and carries its own mark) is a group of its own that nothing joins."""
+    groups: list[tuple[frozenset[str] | None, Group[T]]] = []
     for item in items:
+        if alone is not None and alone(item):
+            groups.append((None, Group(item)))
+            continue
         sig = signature(text(item))
         for lead_sig, found in groups:
-            if similarity(sig, lead_sig) >= threshold:
+            if lead_sig is not None and similarity(sig, lead_sig) >= threshold:
                 found.others.append(item)
                 break
         else:

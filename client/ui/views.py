@@ -127,7 +127,9 @@ def search_page(
     if query.strip():
         hits = store.recall(query, k=60, project=project, all_projects=project is None, kinds=kinds)
         cards = _cards(store, [h.memory for h in hits])
-        for found in group(list(zip(cards, hits, strict=True)), lambda p: p[0].memory.content)[:30]:
+        pairs = list(zip(cards, hits, strict=True))
+        groups = group(pairs, lambda p: p[0].memory.content, alone=lambda p: _replaced(p[0]))
+        for found in groups[:30]:
             c, h = found.leader
             results.append(
                 {
@@ -142,9 +144,13 @@ def search_page(
         recent = store.recent(limit=50, project=project, all_projects=project is None)
         if kind:
             recent = [m for m in recent if m.kind == kind]
-        for one in group(_cards(store, recent), lambda c: c.memory.content):
+        for one in group(_cards(store, recent), lambda c: c.memory.content, alone=_replaced):
             results.append({"card": one.leader, "score": None, "why": [], "others": one.others})
     return {"query": query, "project": project or "", "kind": kind or "", "results": results}
+
+
+def _replaced(card: Card) -> bool:
+    return bool(card.replaced_by)
 
 
 def memory_page(store: MemoryStore, given: str) -> dict[str, Any]:

@@ -52,3 +52,13 @@ def test_grouping_keeps_every_result_and_the_best_ranked_leads() -> None:
         [ranked[4]],
     ]
     assert sorted(m for g in groups for m in g.members) == sorted(ranked)
+
+
+def test_a_superseded_memory_stays_apart_from_its_correction() -> None:
+    ranked = [
+        "The API rate limit is 500 requests per minute since v2.",
+        "The API rate limit is 100 requests per minute.",
+        "The API rate limit is 500 requests per minute since v2 shipped.",
+    ]
+    groups = group(ranked, lambda text: text, alone=lambda text: text == ranked[1])
+    assert [g.members for g in groups] == [[ranked[0], ranked[2]], [ranked[1]]]
