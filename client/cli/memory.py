@@ -319,10 +319,12 @@ def list_(
         def doc(m: Memory) -> dict[str, Any]:
             return {**m.to_dict(), **({"proposal": notes[m.id]} if m.id in notes else {})}
 
-        docs = [
+        docs = [  # the memory's own document; a group's leader adds its group
             grouping.group_doc(
                 doc(g.leader), [doc(m) for m in g.others], grouping.writers(g.members, names, me)
             )
+            if g.others
+            else doc(g.leader)
             for g in groups
         ]
         output.emit_json({"memories": docs})

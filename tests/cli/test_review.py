@@ -65,7 +65,7 @@ def test_review_lists_keeps_corrects_and_forgets(home: Path, cli: Callable[..., 
     assert cli("review", "--json").json()["stale"] == []
     # nothing was deleted silently: the kept and the corrected memories are all there
     entries = cli("list", "--json", "--forgotten").json()["memories"]
-    listed_ids = {m["id"] for e in entries for m in [e, *e["duplicates"]]}
+    listed_ids = {m["id"] for e in entries for m in [e, *e.get("duplicates", [])]}
     assert {kept, wrong, gone, new["id"]} <= listed_ids
 
 
