@@ -67,8 +67,10 @@ class MemoryStore(LocalStore):
             }
             replaced = self.superseded_by(ids)
             stands = self._standing([memory_from_row(rows[i]) for i in ids if i in rows])
-            mine, days, now = freshness.seen(conn, ids), self.review_period(), self._clock()
-        none = freshness.Seen()
+            days, now = self.review_period(), self._clock()
+            old = [i for i, m in stands.items() if freshness.is_stale(m, freshness.NONE, now, days)]
+            mine = freshness.seen(conn, old)  # only what its own times leave stale: often none
+        none = freshness.NONE
         return [
             Hit(
                 memory=stands[item.id],

@@ -32,6 +32,7 @@ __all__ = [
     "DAY_MS",
     "DEFAULT_DAYS",
     "MAX_DAYS",
+    "NONE",
     "Seen",
     "confirmed_at",
     "is_stale",
@@ -56,6 +57,10 @@ class Seen:
     recalled_at: int | None = None
     kept_at: int | None = None
     accepted_at: int | None = None
+
+
+NONE = Seen()
+"""No marks of this reader's: the memory's own times alone."""
 
 
 def confirmed_at(memory: Memory, seen: Seen) -> int:
