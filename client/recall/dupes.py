@@ -2,8 +2,11 @@
 
 Two memories are near-duplicates when the sets of their content stems (the Porter
 stems the index holds, :func:`..store.terms.stems_of`, without stop words, numbers
-kept) overlap by at least :data:`THRESHOLD` (Jaccard: shared stems over all stems)
-and share at least :data:`MIN_SHARED` of them.  A reworded repeat and the same lesson
+kept; negations and words of direction such as "not" or "before" are kept) overlap by
+at least :data:`THRESHOLD` (Jaccard: shared stems over all stems) and share at least
+:data:`MIN_SHARED` of them, unless they differ where it matters: other numbers (a rate
+limit of 100 against one of 500) or the two halves of an opposite pair ("before" in
+one, "after" in the other).  A reworded repeat and the same lesson
 written by two teammates reuse most of their content words in another order, which
 word order (shingles of two or more words) would miss; two different memories on one
 subject share the subject's words and little else.  The threshold was chosen on
@@ -39,24 +42,62 @@ THRESHOLD = 0.45
 """Jaccard over content stems at or above which two memories are one lesson."""
 
 MIN_SHARED = 3
-"""Two texts sharing fewer content stems than this are never one lesson (short notes)."""
+"""Two texts sharing fewer content stems than this (not counting the kept stop words)
+are never one lesson (short notes)."""
 
-_STOP_STEMS = frozenset(s for word in STOP_WORDS for s in stems_of(word))
+_KEPT = frozenset(
+    "no nor not don doesn didn isn aren wasn weren hasn haven hadn won wouldn shouldn couldn "
+    "mustn needn shan mightn before after above below up down on off over under again "
+    "against more most few only same".split()
+)
+"""Stop words that change what a memory says ("not", "before"): compared, never dropped."""
+
+_KEPT_STEMS = frozenset(s for word in _KEPT for s in stems_of(word))
+_STOP_STEMS = frozenset(s for word in STOP_WORDS - _KEPT for s in stems_of(word)) - _KEPT_STEMS
+
+_OPPOSITES = [
+    (frozenset(stems_of(a)), frozenset(stems_of(b)))
+    for a, b in (
+        ("before", "after"), ("above", "below"), ("up", "down"), ("on", "off"),
+        ("over", "under"), ("enable", "disable"), ("enabled", "disabled"), ("allow", "deny"),
+        ("always", "never"), ("true", "false"), ("start", "stop"), ("open", "close"),
+        ("add", "remove"), ("increase", "decrease"), ("more", "less"), ("most", "least"),
+        ("first", "last"), ("min", "max"), ("minimum", "maximum"), ("old", "new"),
+        ("older", "newer"), ("higher", "lower"), ("faster", "slower"), ("public", "private"),
+        ("success", "failure"), ("accept", "reject"), ("include", "exclude"), ("yes", "no"),
+    )
+]  # fmt: skip
+"""Word pairs whose halves, one in each text, make two memories say different things."""
 
 T = TypeVar("T")
 
 
 def signature(text: str) -> frozenset[str]:
     """The content stems of ``text`` that :func:`similarity` compares."""
-    return frozenset(s for s in stems_of(text) if s not in _STOP_STEMS and s not in STOP_WORDS)
+    return frozenset(s for s in stems_of(text) if s not in _STOP_STEMS)
+
+
+def _apart(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Two texts that differ where it matters: other numbers (``100`` against ``500``;
+    one naming more of them is not a difference), or the two halves of an opposite pair
+    (``before`` in one, ``after`` in the other)."""
+    num_a = {s for s in a if any(ch.isdigit() for ch in s)}
+    num_b = {s for s in b if any(ch.isdigit() for ch in s)}
+    if num_a and num_b and not (num_a <= num_b or num_b <= num_a):
+        return True
+    for x, y in _OPPOSITES:
+        if (x <= a - b and y <= b - a) or (y <= a - b and x <= b - a):
+            return True
+    return False
 
 
 def similarity(a: frozenset[str], b: frozenset[str]) -> float:
-    """Jaccard of two signatures; 0 when they share fewer than :data:`MIN_SHARED` stems."""
-    shared = len(a & b)
-    if shared < MIN_SHARED:
+    """Jaccard of two signatures; 0 when they share fewer than :data:`MIN_SHARED` stems or
+    differ where it matters (other numbers, opposite words)."""
+    both = a & b
+    if len(both - _KEPT_STEMS) < MIN_SHARED or _apart(a, b):
         return 0.0
-    return shared / len(a | b)
+    return len(both) / len(a | b)
 
 
 def near_duplicates(a: str, b: str, threshold: float = THRESHOLD) -> bool:

@@ -31,6 +31,21 @@ def test_memories_on_one_subject_are_not() -> None:
     assert not near_duplicates("", "(forgotten)")
 
 
+def test_other_numbers_or_opposite_words_keep_two_memories_apart() -> None:
+    assert not near_duplicates(
+        "The API rate limit is 100 requests per minute",
+        "The API rate limit is 500 requests per minute since v2",
+    )
+    assert not near_duplicates(
+        "Run the database migrations before the deploy",
+        "Run the database migrations after the deploy",
+    )
+    assert near_duplicates(  # naming more of the same numbers is no difference
+        "Our Python version is 3.11; 3.12 breaks the grpc wheels",
+        "Stay on Python 3.11, the grpc wheels break on 3.12",
+    )
+
+
 def test_most_written_repeats_group_and_no_same_topic_pair_does() -> None:
     repeats = [near_duplicates(a, b) for a, b in DATA["repeats"]]
     assert sum(repeats) >= 0.9 * len(repeats)
