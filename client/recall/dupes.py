@@ -45,11 +45,12 @@ MIN_SHARED = 3
 """Two texts sharing fewer content stems than this (not counting the kept stop words)
 are never one lesson (short notes)."""
 
-_KEPT = frozenset(
-    "no nor not don doesn didn isn aren wasn weren hasn haven hadn won wouldn shouldn couldn "
-    "mustn needn shan mightn before after above below up down on off over under again "
-    "against more most few only same".split()
-)
+_KEPT = frozenset((
+    "no", "nor", "not", "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "hasn",
+    "haven", "hadn", "won", "wouldn", "shouldn", "couldn", "mustn", "needn", "shan",
+    "mightn", "before", "after", "above", "below", "up", "down", "on", "off", "over",
+    "under", "again", "against", "more", "most", "few", "only", "same",
+))  # fmt: skip
 """Stop words that change what a memory says ("not", "before"): compared, never dropped."""
 
 _KEPT_STEMS = frozenset(s for word in _KEPT for s in stems_of(word))
@@ -85,10 +86,10 @@ def _apart(a: frozenset[str], b: frozenset[str]) -> bool:
     num_b = {s for s in b if any(ch.isdigit() for ch in s)}
     if num_a and num_b and not (num_a <= num_b or num_b <= num_a):
         return True
-    for x, y in _OPPOSITES:
-        if (x <= a - b and y <= b - a) or (y <= a - b and x <= b - a):
-            return True
-    return False
+    only_a, only_b = a - b, b - a
+    return any(
+        (x <= only_a and y <= only_b) or (y <= only_a and x <= only_b) for x, y in _OPPOSITES
+    )
 
 
 def similarity(a: frozenset[str], b: frozenset[str]) -> float:
