@@ -24,9 +24,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STALE_NOTE",
+    "due",
+    "group_doc",
     "group_hits",
     "group_memories",
     "lines",
+    "list_notes",
     "note_recalled",
     "wider",
     "writers",
