@@ -8,7 +8,6 @@ it.  ``--project`` defaults to the project of the current directory.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -17,6 +16,7 @@ import typer
 from ...protocol.errors import InputError
 from ..recall.names import member_names
 from . import complete, output
+from .textinput import read_content
 
 __all__ = ["open_store", "register", "resolve_project"]
 
@@ -62,39 +62,6 @@ AllProjectsOpt = Annotated[
 _ID_HELP = "The memory id: the full id, or at least 8 hex digits that start or end it."
 
 
-_CONVERT = "convert it to UTF-8 first (e.g. iconv -f latin1 -t utf-8 FILE | sealmem remember -)"
-
-
-def _read_content(text: str) -> str:
-    """The memory text: the argument, or all of stdin for ``-``; refused unless UTF-8."""
-    where = "the memory text"
-    if text == "-":
-        where = "stdin"
-        stream = sys.stdin
-        if stream is None:
-            raise InputError("'-' reads the memory from stdin, but there is no stdin")
-        raw = getattr(stream, "buffer", None)
-        if raw is None:
-            text = stream.read()
-        else:  # decode here: the locale may have turned bad bytes into surrogates
-            data = raw.read()
-            try:
-                return str(data.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                bad = data[exc.start : exc.start + 4].hex(" ")
-                raise InputError(
-                    f"stdin is not UTF-8 text (byte {exc.start} is {bad}): {_CONVERT}; "
-                    "nothing was stored"
-                ) from None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:  # bytes the locale could not decode, kept as surrogates
-        raise InputError(
-            f"{where} is not UTF-8 text (character {exc.start}): {_CONVERT}; nothing was stored"
-        ) from None
-    return text
-
-
 def remember(
     text: Annotated[str, typer.Argument(help="The memory text, or '-' to read it from stdin.")],
     kind: Annotated[
@@ -130,7 +97,7 @@ def remember(
     """Store a memory (secrets are redacted first)."""
     from ..recall.sessions import cli_origin
 
-    content = _read_content(text)
+    content = read_content(text)
     origin = cli_origin()  # cli:$SEALMEM_SESSION, else the time-gap rule groups it
     with open_store() as store:
         result = store.remember(
@@ -214,10 +181,12 @@ def recall(
     as_json: JsonOpt = False,
 ) -> None:
     """Search memories; show why each hit ranked and who wrote it."""
+    from . import grouping
+
     with open_store(readonly=True) as store:
         hits = store.recall(
             query,
-            k=k,
+            k=grouping.wider(k),
             project=None if all_projects else resolve_project(project),
             all_projects=all_projects,
             include_history=include_history,
@@ -234,20 +203,37 @@ def recall(
             for h in hits
             if h.memory.id in stands
         ]
+        groups = grouping.group_hits(hits, k)  # near-duplicates: one entry, every writer
+        due = grouping.due(store, groups)
     if as_json:
+
+        def doc(h: Any) -> dict[str, Any]:
+            return {
+                **_authored(h.to_dict(), h.memory.authorship(names, me)),
+                **trust[h.memory.id][0],
+            }
+
         docs = [
-            {**_authored(h.to_dict(), h.memory.authorship(names, me)), **trust[h.memory.id][0]}
-            for h in hits
+            grouping.group_doc(
+                doc(g.leader),
+                [doc(h) for h in g.others],
+                grouping.writers([h.memory for h in g.members], names, me),
+            )
+            for g in groups
         ]
         output.emit_json({"query": query, "hits": docs})
+        grouping.note_recalled(due)
         return
-    if not hits:
+    if not groups:
         output.say(f"nothing close to {query!r}: no memory shares a word with it")
         return
     blocks = []
-    for rank, hit in enumerate(hits, start=1):
+    for rank, group in enumerate(groups, start=1):
+        hit = group.leader
+        others = [h.memory for h in group.others]
         label = "related, matches none of your words: " if hit.related else ""
         extra = [output.why_line(hit.why), *trust[hit.memory.id][1]]
+        extra += grouping.lines(others, names, me, stale=hit.stale)
         for newer in hit.superseded_by:
             extra.append(f"superseded by {newer.record.id}: {newer.record.content[:120]}")
         blocks.append(
@@ -260,6 +246,7 @@ def recall(
             )
         )
     output.say("\n\n".join(blocks))
+    grouping.note_recalled(due)
 
 
 def show(
@@ -312,7 +299,7 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List the most recent memories: the first line of each, wrapped to the terminal."""
-    from . import listing
+    from . import grouping, listing
 
     scope = None if all_projects else resolve_project(project)
     with open_store(readonly=True) as store:
@@ -326,13 +313,25 @@ def list_(
         replaced = reader.replacements(memories)
         names, me = member_names(store.connection), store.author
         elsewhere = {} if memories else store.stats()["by_project"]
+    groups = grouping.group_memories(memories, replaced)  # near-duplicates: one row, every writer
+    memories = [g.leader for g in groups]
     if as_json:
-        docs = [
-            {**m.to_dict(), **({"proposal": notes[m.id]} if m.id in notes else {})}
-            for m in memories
+
+        def doc(m: Memory) -> dict[str, Any]:
+            return {**m.to_dict(), **({"proposal": notes[m.id]} if m.id in notes else {})}
+
+        docs = [  # the memory's own document; a group's leader adds its group
+            grouping.group_doc(
+                doc(g.leader), [doc(m) for m in g.others], grouping.writers(g.members, names, me)
+            )
+            if g.others
+            else doc(g.leader)
+            for g in groups
         ]
         output.emit_json({"memories": docs})
         return
+    for leader, note in grouping.list_notes(groups, names, me).items():
+        notes[leader] = f"{notes[leader]}; {note}" if leader in notes else note
     if not memories:
         output.say(_none_listed(scope, elsewhere))
         return

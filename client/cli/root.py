@@ -31,6 +31,7 @@ from . import (
     maintenance,
     memory,
     output,
+    review,
     serve,
     sync,
     team,
@@ -76,6 +77,7 @@ serve.register(app)
 demo.register(app)
 hosts.register(app)
 app.add_typer(captured.captured_app, name="captured")
+app.add_typer(review.review_app, name="review")
 app.add_typer(team.team_app, name="team")
 app.add_typer(trust.trust_app, name="trust")
 admin.register(app)

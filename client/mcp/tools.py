@@ -11,16 +11,20 @@ missing reason) raise a SealmemError, which the server answers as a tool error
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sqlite3
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator, Field, StringConstraints
 
-from ...protocol.errors import InputError
+from ...protocol.errors import InputError, SealmemError
 from ...protocol.record import KIND_RE
 from ..recall import semantic
 from ..recall.api import MAX_K
+from ..recall.dupes import group
 from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
 from ..store import agentwrites, inputs
 from ..store.connection import replaced
@@ -108,6 +112,19 @@ class MemoryTools:
     def _scope(self, project: str | None) -> str:
         return project or self.project
 
+    def _after_answer(self, ids: list[str]) -> None:
+        """Note ``ids`` as recalled (staleness) once the answer is on its way: the write
+        runs on the event loop after this tool returns, not inside the recall."""
+        store = self.store()
+        due = store.recall_due(ids)
+        if due:
+            asyncio.get_running_loop().call_soon(self._note, store, due)
+
+    def _note(self, store: MemoryStore, ids: list[str]) -> None:
+        if store is self._store:  # not closed or replaced meanwhile
+            with contextlib.suppress(SealmemError, sqlite3.Error):
+                store.note_recalled(ids)
+
     def _viewer(self) -> Callable[[Memory], MemoryView | None]:
         """:func:`agent_viewer` with the reader's trust state, read once per call."""
         return agent_viewer(self.store().reader())
@@ -133,7 +150,7 @@ class MemoryTools:
     ) -> RecallResult:
         hits = self.store().recall(
             query,
-            k=k,
+            k=min(MAX_K, 2 * k),  # room for the memories that near-duplicates leave
             project=None if all_projects else self._scope(project),
             all_projects=all_projects,
             include_history=include_history,
@@ -141,20 +158,28 @@ class MemoryTools:
         )
         reader = self.store().reader()
         view, applied = agent_viewer(reader), reader.replacements(h.memory for h in hits)
+        shown = [(hit, v) for hit in hits if (v := view(hit.memory)) is not None]  # not muted
         results = []
-        for hit in hits:
-            if (shown := view(hit.memory)) is None:
-                continue  # a muted writer's: no agent sees it
+        groups = group(  # after ranking; a superseded memory stays beside its correction
+            shown, lambda pair: pair[1].content, alone=lambda p: bool(applied.get(p[0].memory.id))
+        )
+        for found in groups[:k]:
+            hit, first = found.leader
             newer = [v for m in applied.get(hit.memory.id, []) if (v := view(m))]
+            others = [v for _, v in found.others]
             results.append(
                 Hit(
-                    **shown.model_dump(),
+                    **first.model_dump(),
                     score=round(hit.score, 4),
                     related=hit.related,
                     why={name: round(value, 4) for name, value in hit.why.items()},
                     superseded_by=newer,
+                    stale=hit.stale,
+                    duplicates=others,
+                    writers=list(dict.fromkeys(v.written_by for v in [first, *others])),
                 )
             )
+        self._after_answer([v.id for r in results for v in [r, *r.duplicates]])
         return RecallResult(
             note=DATA_NOT_INSTRUCTIONS if results else NOTHING_CLOSE,
             project="*" if all_projects else self._scope(project),

@@ -116,6 +116,20 @@ class Hit(MemoryView):
     superseded_by: list[MemoryView] = Field(
         default=[], description="Newer memories that correct this one: prefer them."
     )
+    stale: bool = Field(
+        default=False,
+        description="No one confirmed or recalled it within the review period: it may be "
+        "out of date; check it against the code before relying on it.",
+    )
+    duplicates: list[MemoryView] = Field(
+        default=[],
+        description="Near-duplicates of this memory (the same lesson reworded, or written "
+        "by other teammates), ranked below it: shown once, here, with their writers.",
+    )
+    writers: list[str] = Field(
+        default=[],
+        description="Every verified writer of this memory and its duplicates, in rank order.",
+    )
 
 
 class RecallResult(BaseModel):

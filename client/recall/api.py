@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from functools import partial
 
 from ...protocol.errors import InputError
-from ..store import inputs
+from ..store import freshness, inputs
 from ..store.api import LocalStore
 from ..store.connection import sqlite_errors
 from ..store.memory import DEFAULT_PROJECT, SHARED_PROJECT, Hit, Memory
@@ -71,6 +71,10 @@ class MemoryStore(LocalStore):
             }
             replaced = self.superseded_by(ids)
             stands = self._standing([memory_from_row(rows[i]) for i in ids if i in rows])
+            days, now = self.review_period(), self._clock()
+            old = [i for i, m in stands.items() if freshness.is_stale(m, freshness.NONE, now, days)]
+            mine = freshness.seen(conn, old)  # only what its own times leave stale: often none
+        none = freshness.NONE
         return [
             Hit(
                 memory=stands[item.id],
@@ -78,10 +82,50 @@ class MemoryStore(LocalStore):
                 why=dict(item.why),
                 superseded_by=replaced.get(item.id, []),
                 related=item.related,
+                stale=freshness.is_stale(stands[item.id], mine.get(item.id, none), now, days),
             )
             for item in scored
             if item.id in stands
         ]
+
+    # -- staleness (:mod:`..store.freshness`) --------------------------------------
+
+    def review_period(self) -> int:
+        """Days after which a memory no one confirmed is stale."""
+        with sqlite_errors(self.path):
+            return freshness.period_days(self.connection)
+
+    def set_review_period(self, days: int) -> int:
+        with sqlite_errors(self.path):
+            return freshness.set_period(self.connection, days)
+
+    def recall_due(self, ids: Sequence[str]) -> list[str]:
+        """Those of ``ids`` (recalled now) whose recorded recall is missing or a day old."""
+        with sqlite_errors(self.path):
+            return freshness.recall_due(freshness.seen(self.connection, ids), ids, self._clock())
+
+    def note_recalled(self, ids: Sequence[str]) -> int:
+        """Record that ``ids`` were recalled now (at most one write a day per memory)."""
+        with sqlite_errors(self.path):
+            return freshness.note_recalled(self.connection, ids, self._clock())
+
+    def keep(self, memory_id: str) -> Memory:
+        """Confirm a memory now: its review clock starts again."""
+        memory = self.get(memory_id)
+        with sqlite_errors(self.path):
+            freshness.keep(self.connection, memory.id, self._clock())
+        return memory
+
+    def stale(
+        self, *, project: str | None = None, all_projects: bool = False
+    ) -> list[tuple[Memory, int]]:
+        """Live memories no one confirmed within the review period, with when they last
+        were, oldest first (:func:`..store.freshness.stale_memories`)."""
+        scope = self._scope(project, all_projects)
+        with sqlite_errors(self.path):
+            conn = self.connection
+            days = freshness.period_days(conn)
+            return freshness.stale_memories(conn, scope, self._clock(), days)
 
     def recent(
         self,

@@ -224,15 +224,17 @@ class Memory:
 
 @dataclass(frozen=True)
 class Hit:
-    """One recall result: the memory, its score, the score's parts, its replacements, and
+    """One recall result: the memory, its score, the score's parts, its replacements,
     ``related``: it matches nothing in the query but was written beside a memory that
-    matches well (recall puts such results after the matches)."""
+    matches well (recall puts such results after the matches), and whether it is stale."""
 
     memory: Memory
     score: float
     why: dict[str, float]
     superseded_by: list[Memory] = field(default_factory=list)
     related: bool = False
+    stale: bool = False
+    """No one confirmed it within the review period (:mod:`.freshness`)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = self.memory.to_dict()
@@ -240,6 +242,7 @@ class Hit:
         out["related"] = self.related
         out["why"] = dict(self.why)
         out["superseded_by"] = [m.to_dict() for m in self.superseded_by]
+        out["stale"] = self.stale
         return out
 
 

@@ -57,6 +57,11 @@ grams (version 7)
     :mod:`sealmem.client.store.scripts`); ``memories_fts`` and ``history_fts`` index
     them in their third column, and ``stems`` holds their terms too.
 
+freshness (version 8)
+    ``freshness``: per memory id, when this reader last recalled it and last kept it in
+    review (:mod:`sealmem.client.store.freshness`); local, never synced.  The review
+    period is ``meta`` key ``stale_after_days``.
+
 embeddings (version 9)
     ``embeddings``: per ``memories`` rowid, the vector of its text that the semantic
     extra derived (:mod:`sealmem.client.recall.semantic`), and the model that made it.
@@ -412,6 +417,16 @@ CREATE TABLE embeddings (
 (:func:`sealmem.client.recall.semantic.pack`); a row re-worded or
 deleted loses its vector in the same batch, so one never outlives its text."""
 
+_FRESHNESS = """
+CREATE TABLE freshness (
+    id          TEXT    PRIMARY KEY,
+    recalled_at INTEGER,
+    kept_at     INTEGER
+) WITHOUT ROWID;
+"""
+"""When this reader last recalled a memory and last kept it in ``sealmem review``: what
+makes a memory no one confirms stale (:mod:`.freshness`); never synced."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
@@ -424,7 +439,7 @@ MIGRATIONS: list[Migration] = [
     Migration(
         7, "grams: words inside runs of scripts without spaces, and emoji", _GRAMS, _fill_grams
     ),
-    Migration(8, "reserved", ""),
+    Migration(8, "freshness: when a memory was last recalled or kept in review", _FRESHNESS),
     Migration(9, "embeddings: local vectors of the semantic extra, never synced", _EMBEDDINGS),
 ]
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import SealmemError
+from ..recall.dupes import group
 from ..recall.names import member_names
 from ..store.ids import short_id
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
@@ -118,28 +119,47 @@ def _cards(store: MemoryStore, memories: list[Memory], *, standing: bool = True)
 def search_page(
     store: MemoryStore, query: str, project: str | None, kind: str | None
 ) -> dict[str, Any]:
-    """Recall (the same ranking as the CLI and MCP, with its "why"), or the most recent."""
+    """Recall (the same ranking as the CLI and MCP, with its "why"), or the most recent;
+    near-duplicates in one entry (``others``: the rest of its group, every writer), a
+    recalled memory no one confirmed within the review period marked ``stale``."""
     kinds = [kind] if kind else None
+    results: list[dict[str, Any]] = []
     if query.strip():
-        hits = store.recall(query, k=30, project=project, all_projects=project is None, kinds=kinds)
+        hits = store.recall(query, k=60, project=project, all_projects=project is None, kinds=kinds)
         cards = _cards(store, [h.memory for h in hits])
-        results = [
-            {
-                "card": c,
-                "score": h.score,
-                "why": sorted(h.why.items(), key=lambda kv: -kv[1]),
-                "related": h.related,
-            }
-            for c, h in zip(cards, hits, strict=True)
-        ]
+        pairs = list(zip(cards, hits, strict=True))
+        groups = group(pairs, lambda p: p[0].memory.content, alone=lambda p: _replaced(p[0]))
+        for found in groups[:30]:
+            c, h = found.leader
+            results.append(
+                {
+                    "card": c,
+                    "score": h.score,
+                    "why": sorted(h.why.items(), key=lambda kv: -kv[1]),
+                    "related": h.related,
+                    "stale": h.stale,
+                    "others": [card for card, _ in found.others],
+                }
+            )
     else:
         recent = store.recent(limit=50, project=project, all_projects=project is None)
         if kind:
             recent = [m for m in recent if m.kind == kind]
-        results = [
-            {"card": c, "score": None, "why": [], "related": False} for c in _cards(store, recent)
-        ]
+        for one in group(_cards(store, recent), lambda c: c.memory.content, alone=_replaced):
+            results.append(
+                {
+                    "card": one.leader,
+                    "score": None,
+                    "why": [],
+                    "related": False,
+                    "others": one.others,
+                }
+            )
     return {"query": query, "project": project or "", "kind": kind or "", "results": results}
+
+
+def _replaced(card: Card) -> bool:
+    return bool(card.replaced_by)
 
 
 def memory_page(store: MemoryStore, given: str) -> dict[str, Any]:

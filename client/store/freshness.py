@@ -1,0 +1,179 @@
+"""Staleness: when a memory was last confirmed, and whether no one has for a period.
+
+A memory is *confirmed* when a version of it is written (written, edited, corrected,
+re-remembered by anyone: the version's signed clock, ``hlc_wall``), re-remembered here
+(a repeat that changes nothing raises ``seen_count`` and ``updated_at``), accepted by
+this reader (a verdict), kept in review (``sealmem review keep``) or recalled here.  The
+last two are this reader's own, in the ``freshness`` table (migration 8), never synced.
+A memory whose last confirmation is older than the review period is *stale*: recall
+and the viewer mark it, ``sealmem review`` offers it; nothing is ever deleted for it.
+
+The period is a local setting (``meta`` key ``stale_after_days``, default
+:data:`DEFAULT_DAYS`): how often a reader wants to look again at what no one uses is
+that reader's choice, like the trust settings, and a team-wide value would need a
+signed field in the roster for no gain in safety.
+
+Recall notes what it returned through :func:`note_recalled`, which writes only when a
+memory's recorded recall is a day old or more (one write a day per memory at most),
+called by each surface after it answered (off the recall itself).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ...protocol.errors import InputError
+from .memory import Memory
+from .rows import MEMORY_COLUMNS, memory_from_row
+
+__all__ = [
+    "DAY_MS",
+    "DEFAULT_DAYS",
+    "MAX_DAYS",
+    "NONE",
+    "Seen",
+    "confirmed_at",
+    "is_stale",
+    "keep",
+    "note_recalled",
+    "period_days",
+    "seen",
+    "set_period",
+    "stale_memories",
+]
+
+DAY_MS = 86_400_000
+DEFAULT_DAYS = 180
+MAX_DAYS = 3650
+_KEY = "stale_after_days"
+
+
+@dataclass(frozen=True)
+class Seen:
+    """This reader's own marks on one memory: last recalled, last kept, last accepted."""
+
+    recalled_at: int | None = None
+    kept_at: int | None = None
+    accepted_at: int | None = None
+
+
+NONE = Seen()
+"""No marks of this reader's: the memory's own times alone."""
+
+
+def confirmed_at(memory: Memory, seen: Seen) -> int:
+    """When ``memory`` was last confirmed (see the module doc), ms since the epoch."""
+    rec = memory.record
+    times = [rec.created_at, rec.hlc[0], seen.recalled_at, seen.kept_at, seen.accepted_at]
+    if memory.seen_count > 1:  # re-remembered: the repeat's local time
+        times.append(memory.updated_at)
+    return max(t for t in times if t is not None)
+
+
+def is_stale(memory: Memory, seen: Seen, now: int, days: int) -> bool:
+    """No one confirmed ``memory`` in the last ``days`` days (a tombstone never is)."""
+    return not memory.deleted and now - confirmed_at(memory, seen) > days * DAY_MS
+
+
+def period_days(conn: sqlite3.Connection) -> int:
+    """The review period in days: the setting, else :data:`DEFAULT_DAYS`."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_KEY,)).fetchone()
+    return DEFAULT_DAYS if row is None or not str(row[0]).isdigit() else int(row[0])
+
+
+def set_period(conn: sqlite3.Connection, days: int) -> int:
+    """Set the review period; refused outside 1..:data:`MAX_DAYS`."""
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
+        raise InputError(
+            f"review period {days!r} is not a number of days from 1 to {MAX_DAYS}; "
+            f"e.g. sealmem review period {DEFAULT_DAYS}"
+        )
+    with conn:
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (_KEY, str(days)),
+        )
+    return days
+
+
+def seen(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, Seen]:
+    """This reader's marks on each of ``ids`` that has any (two indexed reads)."""
+    if not ids:
+        return {}
+    marks = ", ".join("?" * len(ids))
+    found: dict[str, list[int | None]] = {}
+    for row in conn.execute(
+        f"SELECT id, recalled_at, kept_at FROM freshness WHERE id IN ({marks})", list(ids)
+    ):
+        found[row[0]] = [row[1], row[2], None]
+    for row in conn.execute(
+        f"SELECT id, MAX(decided_at) FROM verdicts WHERE verdict = 'accepted' AND id IN ({marks}) "
+        "GROUP BY id",
+        list(ids),
+    ):
+        found.setdefault(row[0], [None, None, None])[2] = row[1]
+    return {i: Seen(*v) for i, v in found.items()}
+
+
+def recall_due(marks: dict[str, Seen], ids: Iterable[str], now: int) -> list[str]:
+    """Those of ``ids`` whose recorded recall is missing or a day old: what
+    :func:`note_recalled` would write."""
+    due = []
+    for i in ids:
+        at = marks[i].recalled_at if i in marks else None
+        if at is None or now - at >= DAY_MS:
+            due.append(i)
+    return due
+
+
+def note_recalled(conn: sqlite3.Connection, ids: Sequence[str], now: int) -> int:
+    """Record that ``ids`` were recalled at ``now``; a memory recalled less than a day
+    before is left as it is.  Returns how many rows were written."""
+    if not ids:
+        return 0
+    with conn:
+        cur = conn.executemany(
+            "INSERT INTO freshness (id, recalled_at) VALUES (?, ?) ON CONFLICT (id) DO UPDATE "
+            "SET recalled_at = excluded.recalled_at WHERE recalled_at IS NULL "
+            f"OR recalled_at <= excluded.recalled_at - {DAY_MS}",
+            [(i, now) for i in ids],
+        )
+    return cur.rowcount
+
+
+def keep(conn: sqlite3.Connection, memory_id: str, now: int) -> None:
+    """``review keep``: this reader confirms the memory now (its clock starts again)."""
+    with conn:
+        conn.execute(
+            "INSERT INTO freshness (id, kept_at) VALUES (?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET kept_at = excluded.kept_at",
+            (memory_id, now),
+        )
+
+
+def stale_memories(
+    conn: sqlite3.Connection, scope: Sequence[str] | None, now: int, days: int
+) -> list[tuple[Memory, int]]:
+    """Live memories in ``scope`` (None: every project) no one confirmed in ``days``
+    days and no live memory supersedes, with their last confirmation, oldest first."""
+    cutoff = now - days * DAY_MS
+    where = "deleted = 0 AND hlc_wall < ? AND created_at < ?"
+    where += " AND NOT EXISTS (SELECT 1 FROM supersedes s WHERE s.old_id = memories.id)"
+    params: list[object] = [cutoff, cutoff]
+    if scope is not None:
+        where += f" AND project IN ({', '.join('?' * len(scope))})"
+        params.extend(scope)
+    rows = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where}", params)
+    old = [memory_from_row(r) for r in rows]
+    marks: dict[str, Seen] = {}
+    for start in range(0, len(old), 500):
+        marks.update(seen(conn, [m.id for m in old[start : start + 500]]))
+    out = []
+    for memory in old:
+        mark = marks.get(memory.id, Seen())
+        if is_stale(memory, mark, now, days):
+            out.append((memory, confirmed_at(memory, mark)))
+    return sorted(out, key=lambda pair: (pair[1], pair[0].record.hlc, pair[0].id))

@@ -1,0 +1,79 @@
+"""Near-duplicates (:mod:`sealmem.client.recall.dupes`): one lesson written twice groups,
+two memories on one subject do not, and grouping keeps every result in rank order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sealmem.client.recall.dupes import group, near_duplicates
+
+DATA = json.loads((Path(__file__).parents[1] / "bench" / "data" / "dupes.json").read_text())
+
+
+def test_a_reworded_repeat_and_a_teammates_wording_are_near_duplicates() -> None:
+    assert near_duplicates(
+        "Redis 7 holds the session cookies; flushing it logs everyone out",
+        "Session cookies live in Redis 7, so a flush of Redis logs every user out",
+    )
+    assert near_duplicates(
+        "Never run migrations by hand on production; the deploy job runs them",
+        "Production migrations are run by the deploy job, never by hand",
+    )
+
+
+def test_memories_on_one_subject_are_not() -> None:
+    assert not near_duplicates(
+        "Redis 7 holds the session cookies; flushing it logs everyone out",
+        "Redis 7 also backs the rate limiter counters",
+    )
+    assert not near_duplicates("deploy on Tuesdays", "deploy on Tuesdays only")  # too short
+    assert not near_duplicates("", "(forgotten)")
+
+
+def test_other_numbers_or_opposite_words_keep_two_memories_apart() -> None:
+    assert not near_duplicates(
+        "The API rate limit is 100 requests per minute",
+        "The API rate limit is 500 requests per minute since v2",
+    )
+    assert not near_duplicates(
+        "Run the database migrations before the deploy",
+        "Run the database migrations after the deploy",
+    )
+    assert near_duplicates(  # naming more of the same numbers is no difference
+        "Our Python version is 3.11; 3.12 breaks the grpc wheels",
+        "Stay on Python 3.11, the grpc wheels break on 3.12",
+    )
+
+
+def test_most_written_repeats_group_and_no_same_topic_pair_does() -> None:
+    repeats = [near_duplicates(a, b) for a, b in DATA["repeats"]]
+    assert sum(repeats) >= 0.9 * len(repeats)
+    assert not [pair for pair in DATA["same_topic"] if near_duplicates(*pair)]
+
+
+def test_grouping_keeps_every_result_and_the_best_ranked_leads() -> None:
+    ranked = [
+        "Session cookies live in Redis 7, so a flush of Redis logs every user out",
+        "Passwords are hashed with argon2id, never bcrypt",
+        "Redis 7 holds the session cookies; flushing it logs everyone out",
+        "We hash passwords with argon2id; bcrypt is not used",
+        "Redis 7 also backs the rate limiter counters",
+    ]
+    groups = group(ranked, lambda text: text)
+    assert [g.members for g in groups] == [
+        [ranked[0], ranked[2]],
+        [ranked[1], ranked[3]],
+        [ranked[4]],
+    ]
+    assert sorted(m for g in groups for m in g.members) == sorted(ranked)
+
+
+def test_a_superseded_memory_stays_apart_from_its_correction() -> None:
+    ranked = [
+        "The API rate limit is 500 requests per minute since v2.",
+        "The API rate limit is 100 requests per minute.",
+        "The API rate limit is 500 requests per minute since v2 shipped.",
+    ]
+    groups = group(ranked, lambda text: text, alone=lambda text: text == ranked[1])
+    assert [g.members for g in groups] == [[ranked[0], ranked[2]], [ranked[1]]]
