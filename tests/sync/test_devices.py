@@ -187,3 +187,30 @@ def test_a_new_device_stops_before_publishing_when_the_chain_lacks_its_invites_r
     with pytest.raises(InputError, match=r"enrolment is refused \(fork\)"):
         desktop.sync()
     assert desktop.key.kid not in (desktop.t.transport.newest_seqs(PROJECT) or {})
+
+
+def test_purging_a_muted_member_drops_what_each_of_its_devices_wrote(world: World) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    admin, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, _open)
+    alice.remember("alice laptop: the staging password is in the wiki")
+    alice.sync()
+    desktop.sync()
+    desktop.remember("alice desktop: the staging password is in the wiki too")
+    desktop.sync()
+    bob.sync()
+    assert len([t for t in contents(bob, PROJECT) if t.startswith("alice ")]) == 2
+    cli = Path(sys.executable).with_name("sealmem")
+    env = {**os.environ, "SEALMEM_HOME": str(bob.home)}
+    for args in (["trust", "set", "alice", "muted"], ["trust", "purge", "alice", "--json"]):
+        done = subprocess.run(
+            [str(cli), *args], capture_output=True, text=True, env=env, check=False
+        )
+        assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["removed"] == 2
+    assert [t for t in contents(bob, PROJECT) if t.startswith("alice ")] == []
