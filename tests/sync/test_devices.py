@@ -32,7 +32,7 @@ from sealmem.protocol.encoding import b64e
 from sealmem.protocol.errors import InputError
 
 from .conftest import PROJECT, World, make_world
-from .device_runs import add_device, alternate_devices
+from .device_runs import add_device, alternate_devices, bad_invite_join
 from .machines import contents
 
 pytestmark = pytest.mark.slow
@@ -214,3 +214,14 @@ def test_purging_a_muted_member_drops_what_each_of_its_devices_wrote(world: Worl
         assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["removed"] == 2
     assert [t for t in contents(bob, PROJECT) if t.startswith("alice ")] == []
+
+
+def test_a_device_join_with_a_damaged_invite_is_refused_by_name(world: World) -> None:
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    stray = world.node("stray")
+    data = bad_invite_join(admin.t.config.team, alice.key.kid, stray.key)
+    admin.t.transport.post_request(stray.key.kid, data)  # a hostile file in the inbox
+    views, _ = show_requests(admin.t, now_ms())
+    assert {v["kid"]: v for v in views}[stray.key.kid]["refused"] == "malformed"
+    with pytest.raises(InputError, match="malformed"):
+        approve(admin.t, [stray.key.kid], projects=None, read=True, write=True, now=now_ms())
