@@ -225,3 +225,22 @@ def test_a_device_join_with_a_damaged_invite_is_refused_by_name(world: World) ->
     assert {v["kid"]: v for v in views}[stray.key.kid]["refused"] == "malformed"
     with pytest.raises(InputError, match="malformed"):
         approve(admin.t, [stray.key.kid], projects=None, read=True, write=True, now=now_ms())
+
+
+def test_a_join_request_named_like_a_members_device_is_refused(world: World) -> None:
+    from sealmem.client.team.admin import invite
+    from sealmem.client.team.invite import read_invite
+    from sealmem.client.team.join import join_team
+
+    admin, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, _open)
+    bob.sync()
+    assert member_names(bob.store.connection)[desktop.key.kid] == "alice (desktop)"
+    # a newcomer named as alice's desktop shows in provenance exactly as that device
+    inv = read_invite(invite(admin.t, now_ms()), now=now_ms())
+    mallory = world.node("mallory")
+    join_team(mallory.home, inv, mallory.key, name="alice (desktop)", now=now_ms())
+    with pytest.raises(InputError, match="looks like"):
+        approve(admin.t, [mallory.key.kid], projects=None, read=True, write=True, now=now_ms())
+    assert admin.t.roster().member(mallory.key.kid) is None
