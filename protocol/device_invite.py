@@ -20,7 +20,6 @@ from . import reasons
 from .encoding import (
     HEX_HASH_RE,
     INVITE_ID_RE,
-    b64d,
     b64e,
     exact_keys,
     need_b64,
@@ -253,7 +252,7 @@ def read_device_join(
             + ("" if filed_as is None else f", filed as {filed_as}"),
         )
     env.check(suite, "device-join", sign_public)
-    invite_data = b64d(need_str(body["invite"], "device_join.invite"))
+    invite_data = need_b64(body["invite"], "device_join.invite")
     invite = parse_device_invite(suite, invite_data)
     if invite.team != team:
         raise Rejected(reasons.CROSS_TEAM, f"the device invite is for team {invite.team!r}")

@@ -242,17 +242,19 @@ def check_extends(
     old_version: int,
     new_version: int,
     signer: str,
+    old_revoked: Mapping[str, int] | None = None,
 ) -> None:
     """Chain rules of a v2 roster after ``old`` (its people; None when ``old`` is v1 and
-    this is the upgrade, then ``old_members`` are its v1 members); raise
-    ``roster-not-extending`` or ``malformed`` naming the first problem."""
+    this is the upgrade, then ``old_members`` are its v1 members and ``old_revoked`` its
+    revocations, kid -> at_version); raise ``roster-not-extending`` or ``malformed``
+    naming the first problem."""
 
     def refuse(why: str) -> Rejected:
         return Rejected(reasons.ROSTER_NOT_EXTENDING, f"roster v{new_version} {why}")
 
     by_id = {p.id: p for p in new}
     if old is None:
-        old = _as_upgraded(old_members, by_id, old_version, refuse)
+        old = _as_upgraded(old_members, by_id, old_version, refuse, old_revoked or {})
     for before in old:
         after = by_id.get(before.id)
         if after is None:
@@ -276,7 +278,11 @@ def check_extends(
 
 
 def _as_upgraded(
-    members: Iterable[Any], by_id: Mapping[str, Person], version: int, refuse: Any
+    members: Iterable[Any],
+    by_id: Mapping[str, Person],
+    version: int,
+    refuse: Any,
+    revoked: Mapping[str, int],
 ) -> list[Person]:
     """Each v1 member as the upgrade must list it; what the upgrade may not change."""
     out = []
@@ -292,7 +298,12 @@ def _as_upgraded(
             raise refuse(f"lists device {m.kid} as added after v{version} in the upgrade")
         if first.issued_by_admin != m.issued_by_admin:
             raise refuse(f"changes issued_by_admin of {m.kid} in the upgrade from v1")
-        out.append(replace(p, devices=(first,), removed_at=p.removed_at))
+        if p.removed_at != revoked.get(m.kid):
+            raise refuse(
+                f"lists member {m.kid} with removed_at {p.removed_at} in the upgrade from v1; "
+                f"its v1 revocation says {revoked.get(m.kid)}"
+            )
+        out.append(replace(p, devices=(first,)))
     return out
 
 

@@ -95,6 +95,7 @@ def _check_extends(suite: Suite, old: Roster, new: Roster, signer: str) -> None:
         check_extends(
             old.people or None, old.members, new.people,
             old_version=old.version, new_version=new.version, signer=signer,
+            old_revoked={r.kid: r.at_version for r in old.revocations},
         )  # fmt: skip
     if new.prev != old.hash(suite):
         raise refuse(f"does not chain to the trusted v{old.version} (prev hash differs)")

@@ -106,7 +106,8 @@ def set_trust(
 @trust_app.command()
 def purge(name: NameArg, as_json: JsonOpt = False) -> None:
     """Delete a muted teammate's memories from this machine (others' versions come back)."""
-    from ..sync.dropping import drop_writer
+    from ..recall.names import member_ids
+    from ..sync.dropping import Dropped, drop_writer
 
     with open_store() as store:
         kid, shown = _member(store, name)
@@ -115,7 +116,10 @@ def purge(name: NameArg, as_json: JsonOpt = False) -> None:
                 f"{shown} is not muted; nothing was deleted: mute first with "
                 f"'sealmem trust set {shown} muted'"
             )
-        dropped = drop_writer(store.connection, kid, store.now())
+        devices = {d for d, m in member_ids(store.connection).items() if m == kid} | {kid}
+        dropped = Dropped()
+        for device in sorted(devices):  # what each of the member's devices wrote
+            dropped.add(drop_writer(store.connection, device, store.now()))
     if as_json:
         output.emit_json({"member": kid, "removed": dropped.removed, "restored": dropped.restored})
         return

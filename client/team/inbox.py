@@ -81,11 +81,18 @@ def _looks_like(
     name: str, kid: str, roster: Roster | None, waiting: Sequence[RequestView], request: str
 ) -> list[str]:
     """What the name of ``kid``'s request looks like (by skeleton: ``protocol.names``), for
-    people: a member's name, another waiting request's, or a member id."""
+    people: a member's name, a member's device as provenance names it ("alice (laptop)"),
+    another waiting request's, or a member id."""
     key = name_skeleton(name)
     members = roster.members if roster is not None else []
     others = [v for v in waiting if v.kid != kid]
     found = [f"member {m.name!r} ({m.kid[:8]})" for m in members if name_skeleton(m.name) == key]
+    devices = roster.listed_keys() if roster is not None else ()  # provenance: "alice (laptop)"
+    found += [
+        f"device {d.device_name!r} of {d.name!r} ({d.kid[:8]})"
+        for d in devices
+        if d.device_name and name_skeleton(f"{d.name} ({d.device_name})") == key
+    ]
     found += [
         f"{request} {v.name!r} ({v.kid[:8]})" for v in others if name_skeleton(str(v.name)) == key
     ]

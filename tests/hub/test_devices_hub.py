@@ -18,7 +18,7 @@ from sealmem.crypto import SUITE
 from sealmem.protocol import hubapi
 from sealmem.protocol.device_invite import DeviceInvite, seal_device_invite
 from sealmem.protocol.encoding import b64e
-from tests.sync.device_runs import add_device, alternate_devices
+from tests.sync.device_runs import add_device, alternate_devices, bad_invite_join
 
 from .conftest import PROJECT, HubWorld
 
@@ -70,3 +70,19 @@ def test_the_hub_refuses_a_device_join_whose_invite_is_not_the_members(world: Hu
     assert not (phone.home / "team.json").exists()  # nothing saved: a retry starts clean
     admin = world.nodes["admin"]
     assert phone.key.kid not in admin.t.transport.requests()
+
+
+def test_the_hub_refuses_a_device_join_with_a_damaged_invite_by_name(world: HubWorld) -> None:
+    from sealmem.client.sync.session import transport_for
+
+    alice = world.nodes["alice"]
+    world.sync_all(1)
+    phone = world.node("phone")
+    data = bad_invite_join(world.team, alice.key.kid, phone.key)
+    transport = transport_for(alice.t.config, phone.key)
+    try:
+        with pytest.raises(HubError) as info:
+            transport.post_request(phone.key.kid, data)
+    finally:
+        transport.close()
+    assert info.value.code == "malformed"

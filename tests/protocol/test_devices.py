@@ -126,3 +126,27 @@ def test_a_hostile_v2_member_is_refused_by_name_not_with_a_traceback() -> None:
     body["members"][0]["id"] = "a" * 26
     with pytest.raises(Rejected, match="kid of its first device"):
         Roster.from_body(body, SUITE)
+
+
+def test_an_upgrade_that_brings_back_a_revoked_v1_member_is_refused() -> None:
+    root = Member(ROOT.kid, "root", ROOT.sign_public, ROOT.box_public, "admin")
+    v1 = edits.genesis(SUITE, "acme-team", root, created_at=NOW, projects=["webapp"])
+    alice = Member(ALICE.kid, "alice", ALICE.sign_public, ALICE.box_public)
+    v2 = edits.next_roster(
+        SUITE, v1, edits.adding_member(alice, projects=["webapp"]), created_at=NOW
+    )
+    v3 = edits.next_roster(SUITE, v2, edits.revoking(ALICE.kid), created_at=NOW)
+    v4 = edits.next_roster(
+        SUITE, v3, edits.upgrading(ROOT.kid, {ROOT.kid: 1, ALICE.kid: 2}), created_at=NOW
+    )
+    assert v4.person(ALICE.kid).removed_at == 3  # type: ignore[union-attr]
+    chain = [v1.sign(ROOT), v2.sign(ROOT), v3.sign(ROOT)]
+    assert _accept([*chain, v4.sign(ROOT)]).roster == v4
+    # SPEC "upgrade": a revoked member gets removed_at = its revocation's at_version
+    back = replace(v4, people=tuple(
+        replace(p, removed_at=None) if p.id == ALICE.kid else p for p in v4.people
+    ))  # fmt: skip
+    with pytest.raises(Rejected) as info:
+        _accept([*chain, back.sign(ROOT)])
+    assert info.value.reason == "roster-not-extending"
+    assert "removed" in info.value.detail

@@ -11,10 +11,13 @@ from sealmem.client.clock import now_ms
 from sealmem.client.sync.session import Team
 from sealmem.client.team.approval import approve
 from sealmem.client.team.devices import invite_device, join_device, read_device_invite_text
+from sealmem.protocol.device_invite import DEVICE_JOIN_FORMAT
+from sealmem.protocol.encoding import b64e
+from sealmem.protocol.envelope import seal
 
 from .machines import contents
 
-__all__ = ["add_device", "alternate_devices"]
+__all__ = ["add_device", "alternate_devices", "bad_invite_join"]
 
 PROJECT = "webapp"
 
@@ -57,3 +60,14 @@ def alternate_devices(laptop: Any, desktop: Any, mate: Any, rounds: int = 3) -> 
     }
     print(f"two devices, {rounds} rounds: {counts}")
     return counts
+
+
+def bad_invite_join(team: str, member: str, key: Any) -> bytes:
+    """A self-signed device join request whose invite field is not base64url."""
+    body = {
+        "format": DEVICE_JOIN_FORMAT, "team": team, "member": member,
+        "kid": key.kid, "name": "phone",
+        "sign_public": b64e(key.sign_public), "box_public": b64e(key.box_public),
+        "created_at": now_ms(), "invite": "not base64url!",
+    }  # fmt: skip
+    return seal(body, "device-join", key)

@@ -32,7 +32,7 @@ from sealmem.protocol.encoding import b64e
 from sealmem.protocol.errors import InputError
 
 from .conftest import PROJECT, World, make_world
-from .device_runs import add_device, alternate_devices
+from .device_runs import add_device, alternate_devices, bad_invite_join
 from .machines import contents
 
 pytestmark = pytest.mark.slow
@@ -187,3 +187,60 @@ def test_a_new_device_stops_before_publishing_when_the_chain_lacks_its_invites_r
     with pytest.raises(InputError, match=r"enrolment is refused \(fork\)"):
         desktop.sync()
     assert desktop.key.kid not in (desktop.t.transport.newest_seqs(PROJECT) or {})
+
+
+def test_purging_a_muted_member_drops_what_each_of_its_devices_wrote(world: World) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    admin, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, _open)
+    alice.remember("alice laptop: the staging password is in the wiki")
+    alice.sync()
+    desktop.sync()
+    desktop.remember("alice desktop: the staging password is in the wiki too")
+    desktop.sync()
+    bob.sync()
+    assert len([t for t in contents(bob, PROJECT) if t.startswith("alice ")]) == 2
+    cli = Path(sys.executable).with_name("sealmem")
+    env = {**os.environ, "SEALMEM_HOME": str(bob.home)}
+    for args in (["trust", "set", "alice", "muted"], ["trust", "purge", "alice", "--json"]):
+        done = subprocess.run(
+            [str(cli), *args], capture_output=True, text=True, env=env, check=False
+        )
+        assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["removed"] == 2
+    assert [t for t in contents(bob, PROJECT) if t.startswith("alice ")] == []
+
+
+def test_a_device_join_with_a_damaged_invite_is_refused_by_name(world: World) -> None:
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    stray = world.node("stray")
+    data = bad_invite_join(admin.t.config.team, alice.key.kid, stray.key)
+    admin.t.transport.post_request(stray.key.kid, data)  # a hostile file in the inbox
+    views, _ = show_requests(admin.t, now_ms())
+    assert {v["kid"]: v for v in views}[stray.key.kid]["refused"] == "malformed"
+    with pytest.raises(InputError, match="malformed"):
+        approve(admin.t, [stray.key.kid], projects=None, read=True, write=True, now=now_ms())
+
+
+def test_a_join_request_named_like_a_members_device_is_refused(world: World) -> None:
+    from sealmem.client.team.admin import invite
+    from sealmem.client.team.invite import read_invite
+    from sealmem.client.team.join import join_team
+
+    admin, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, _open)
+    bob.sync()
+    assert member_names(bob.store.connection)[desktop.key.kid] == "alice (desktop)"
+    # a newcomer named as alice's desktop shows in provenance exactly as that device
+    inv = read_invite(invite(admin.t, now_ms()), now=now_ms())
+    mallory = world.node("mallory")
+    join_team(mallory.home, inv, mallory.key, name="alice (desktop)", now=now_ms())
+    with pytest.raises(InputError, match="looks like"):
+        approve(admin.t, [mallory.key.kid], projects=None, read=True, write=True, now=now_ms())
+    assert admin.t.roster().member(mallory.key.kid) is None
