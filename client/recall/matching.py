@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
+from ..store.scripts import is_run
 from ..store.terms import parse_stems, stems_of
 from .ranking import QueryTerm, is_date_word, prefix_mask, term_mask
 from .sql import Row
@@ -48,14 +49,20 @@ __all__ = [
 MAX_RELATED = 2
 SIMILARITY_THRESHOLD = 1.0  # no similarity is measured yet: none clears it by default
 
-# "Caroline: ..." a capitalised word and a colon open the text: who speaks
-_SPEAKER_RE = re.compile(r"\s*([A-Z][\w'-]{0,31}):\s")
+# "Caroline: ..." a capitalised word and a colon open the text: who speaks; in a script
+# without spaces (no capitals), a short run before a colon, full-width or not: "小明：..."
+_SPEAKER_RE = re.compile(r"\s*(?:([A-Z][\w'-]{0,31}):\s|([^\W\d_]{1,8})[:\uff1a])")
 
 
 def speaker(content: str) -> str | None:
-    """The speaker a memory's text begins with (``"Caroline: I went ..."``), or None."""
+    """The speaker a memory's text begins with (``"Caroline: I went ..."``,
+    ``"小明：我去了..."``), or None."""
     found = _SPEAKER_RE.match(content)
-    return None if found is None else found.group(1)
+    if found is None:
+        return None
+    if found.group(1) is not None:
+        return found.group(1)
+    return found.group(2) if is_run(found.group(2)) else None
 
 
 def names_of(content: str, author_names: Iterable[str] = ()) -> frozenset[str]:

@@ -82,6 +82,17 @@ def test_a_speaker_name_alone_does_not_match(ana: MemoryStore) -> None:
     assert [h.memory.id for h in hits] == [about]
 
 
+def test_a_speaker_name_in_a_script_without_spaces_does_not_match(ana: MemoryStore) -> None:
+    """"小明：..." (a full-width colon, no space) and "王小明: ..." name who speaks, as
+    "Ben: ..." does: the name alone does not make the turn match."""
+    about = _write(ana, "小明：卡夫卡集群的版本是三点七")
+    _write(ana, "小明：我中午吃了面条", origin="mcp:s2")
+    _write(ana, "王小明: 明天去北京", origin="mcp:s3")
+    hits = ana.recall("小明 卡夫卡", project="app", k=10)
+    assert [h.memory.id for h in hits] == [about]
+    assert ana.recall("小明 天气", project="app", k=10) == []
+
+
 def test_a_query_of_names_only_matches_what_holds_them_all(ana: MemoryStore) -> None:
     label = _write(ana, "Redis: 7.2, one primary and two replicas")
     _write(ana, "Postgres: the pool holds 20 connections", origin="mcp:s2")
