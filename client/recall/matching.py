@@ -21,7 +21,8 @@ What a recall returns (:func:`select`).  Context, recency and importance re-rank
 matching memories; a memory that matches nothing never comes before one that does.
 A neighbour of a strong match (a hit whose session neighbours recall reads) that
 ranks among the best ``k`` but matches nothing may stay, at most
-:data:`MAX_RELATED` of them, marked ``related`` and placed after the matches; other
+:data:`MAX_RELATED` of them, marked ``related`` and placed after the matches, in the
+slots the matches leave (a match further down is never dropped for one); other
 non-matching candidates are dropped.  Nothing matches: nothing is returned.
 """
 
@@ -111,23 +112,23 @@ def select(
     near_strong: Callable[[int], bool],
     k: int,
 ) -> list[tuple[int, bool]]:
-    """``(candidate, related)`` for the best ``k`` of ``ranked`` (best first): the matching
-    ones in their order, then at most :data:`MAX_RELATED` non-matching ones that
-    ``near_strong`` (a neighbour of a strong match), in theirs; empty when nothing
-    matches."""
+    """``(candidate, related)`` for ``k`` of ``ranked`` (best first): the best ``k``
+    matching ones in their order, then, in the slots they leave, at most
+    :data:`MAX_RELATED` non-matching ones among the best ``k`` that ``near_strong`` (a
+    neighbour of a strong match), in theirs; empty when nothing matches."""
     found: list[int] = []
     related: list[int] = []
-    for candidate in ranked:
-        if len(found) + len(related) >= k:
+    for rank, candidate in enumerate(ranked):
+        if len(found) >= k:
             break
         if candidate in matching:
             found.append(candidate)
-        elif len(related) < MAX_RELATED and near_strong(candidate):
+        elif rank < k and len(related) < MAX_RELATED and near_strong(candidate):
             related.append(candidate)
     if not found:
         return []
     out: Sequence[tuple[int, bool]] = [(c, False) for c in found] + [(c, True) for c in related]
-    return list(out)
+    return list(out)[:k]
 
 
 class Held:

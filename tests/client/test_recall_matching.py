@@ -75,6 +75,24 @@ def test_at_most_two_related_after_the_matches_and_labelled(
     assert all(h.to_dict()["related"] for h in related)
 
 
+def test_a_related_result_never_takes_the_slot_of_a_match(
+    ana: MemoryStore, clock: FakeClock
+) -> None:
+    """Two weak matches rank below two session neighbours of the strong one: with k=3 the
+    matches fill the slots, the related results only what they leave."""
+    month = 30 * 24 * 60 * MINUTE_MS
+    weak = [_write(ana, "nginx sits in front of the api", "mcp:s2")]
+    clock.advance(month)
+    weak.append(_write(ana, "nginx logs rotate daily", "mcp:s3"))
+    clock.advance(month)
+    strong = _write(ana, "kafka redis nginx make up the queue stack")
+    _write(ana, "the lunch order goes out at noon")
+    _write(ana, "the build takes ten minutes on the laptop")
+    hits = ana.recall("kafka redis nginx", project="app", k=3)
+    assert [h.related for h in hits] == [False, False, False]
+    assert {h.memory.id for h in hits} == {strong, *weak}
+
+
 def test_a_speaker_name_alone_does_not_match(ana: MemoryStore) -> None:
     about = _write(ana, "Ben: the kafka cluster is on version 3.7")
     _write(ana, "Ben: I had pasta for lunch", origin="mcp:s2")
