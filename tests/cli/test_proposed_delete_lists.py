@@ -134,9 +134,10 @@ def test_the_viewer_leaves_out_a_teammates_edit_of_a_memory_its_author_deleted(
     gone = store.forget(mine.id, reason="wrong").record
     later = Hlc(gone.hlc.wall + 1000, 0)
     change = replace(mine, content=THEIRS, editor=BOB, hlc=later)
+    pulled = Provenance("folder", BOB, "bob", True, later.wall, 1)
     with transaction(store.connection) as conn:
         write_version(
-            conn, change.validate(), provenance=Provenance("folder", BOB, "bob", True, later.wall, 1),
+            conn, change.validate(), provenance=pulled,
             local_importance=0.5, seen_count=0, updated_at=later.wall,
         )  # fmt: skip
     page = views.search_page(store, "deploy on fridays", "webshop", None)

@@ -101,7 +101,7 @@ def test_a_speaker_name_alone_does_not_match(ana: MemoryStore) -> None:
 
 
 def test_a_speaker_name_in_a_script_without_spaces_does_not_match(ana: MemoryStore) -> None:
-    """"小明：..." (a full-width colon, no space) and "王小明: ..." name who speaks, as
+    """A turn "小明：..." (a full-width colon, no space) or "王小明: ..." names who speaks, as
     "Ben: ..." does: the name alone does not make the turn match."""
     about = _write(ana, "小明：卡夫卡集群的版本是三点七")
     _write(ana, "小明：我中午吃了面条", origin="mcp:s2")
