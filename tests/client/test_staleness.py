@@ -124,3 +124,34 @@ def test_a_teammates_proposed_delete_leaves_the_authors_old_version_stale(
     [hit] = store.recall("deploy on Fridays", project="webapp")
     assert (hit.memory.id, hit.stale) == (rec.id, True)
     store.close()
+
+
+def test_the_agent_sees_which_near_duplicate_is_stale(tmp_path: Path, clock: Clock) -> None:
+    """MCP ``recall`` groups near-duplicates; each duplicate says whether it is stale (and
+    related), as the leader does and as ``recall --json`` does."""
+    import asyncio
+
+    from sealmem.client.mcp.tools import MemoryTools
+
+    with MemoryStore.open(tmp_path / "store.db", author="alice", clock=clock) as store:
+        old = store.remember(
+            "Redis 7 holds the session cookies; flushing it logs everyone out", project="webapp"
+        )
+        clock.now = T0 + 200 * DAY
+        new = store.remember(
+            "Session cookies live in Redis 7, so a flush of Redis logs every user out",
+            project="webapp",
+        )
+    tools = MemoryTools(
+        lambda: MemoryStore.open(tmp_path / "store.db", author="alice", clock=clock), "webapp"
+    )
+    try:
+        result = asyncio.run(tools.recall("redis session cookies", project="webapp"))
+    finally:
+        tools.close()
+    [lesson] = result.hits
+    assert (lesson.id, lesson.stale) == (new.memory.id, False)
+    [dup] = lesson.duplicates
+    assert dup.id == old.memory.id
+    assert dup.model_dump()["stale"] is True
+    assert dup.model_dump()["related"] is False
