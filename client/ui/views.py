@@ -139,6 +139,7 @@ def search_page(
                     "related": h.related,
                     "stale": h.stale,
                     "others": [card for card, _ in found.others],
+                    "stale_others": [h.stale for _, h in found.others],
                 }
             )
     else:
