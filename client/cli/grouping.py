@@ -10,7 +10,7 @@ memory; the recall is noted for staleness after the answer is printed
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import SealmemError
@@ -69,15 +69,22 @@ def writers(members: Sequence[Memory], names: Mapping[str, str], me: str) -> lis
 
 
 def lines(
-    others: Sequence[Memory], names: Mapping[str, str], me: str, *, stale: bool = False
+    others: Sequence[Memory],
+    names: Mapping[str, str],
+    me: str,
+    *,
+    stale: bool = False,
+    stale_others: Collection[str] = (),
 ) -> list[str]:
-    """Detail lines of a group's leader: its stale mark, then each near-duplicate."""
+    """Detail lines of a group's leader: its stale mark, then each near-duplicate (those
+    of ``stale_others`` marked stale)."""
     out = [STALE_NOTE] if stale else []
     for m in others:
         first = next((ln.strip() for ln in m.content.splitlines() if ln.strip()), "")
         first = first if len(first) <= 100 else first[:97] + "..."
         who = m.authorship(names, me).writer_name
-        out.append(f"also written by {who}: {short_id(m.id)} {first}")
+        mark = " (stale)" if m.id in stale_others else ""
+        out.append(f"also written by {who}{mark}: {short_id(m.id)} {first}")
     return out
 
 

@@ -233,7 +233,8 @@ def recall(
         others = [h.memory for h in group.others]
         label = "related, matches none of your words: " if hit.related else ""
         extra = [output.why_line(hit.why), *trust[hit.memory.id][1]]
-        extra += grouping.lines(others, names, me, stale=hit.stale)
+        stale_others = {h.memory.id for h in group.others if h.stale}
+        extra += grouping.lines(others, names, me, stale=hit.stale, stale_others=stale_others)
         for newer in hit.superseded_by:
             extra.append(f"superseded by {newer.record.id}: {newer.record.content[:120]}")
         blocks.append(

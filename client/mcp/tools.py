@@ -33,6 +33,7 @@ from ..store.trust_rows import version_key
 from ..sync.local_only import stays_local
 from ..sync.session import sync_health
 from .views import (
+    Duplicate,
     Forgotten,
     Hit,
     MemoryList,
@@ -166,7 +167,10 @@ class MemoryTools:
         for found in groups[:k]:
             hit, first = found.leader
             newer = [v for m in applied.get(hit.memory.id, []) if (v := view(m))]
-            others = [v for _, v in found.others]
+            others = [
+                Duplicate(**v.model_dump(), related=h.related, stale=h.stale)
+                for h, v in found.others
+            ]
             results.append(
                 Hit(
                     **first.model_dump(),

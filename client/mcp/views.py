@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..store.memory import Memory
 
 __all__ = [
+    "Duplicate",
     "Forgotten",
     "Hit",
     "MemoryList",
@@ -106,22 +107,29 @@ class ProposalView(BaseModel):
 MemoryView.model_rebuild()
 
 
+_RELATED = "True: shares no word with the query; written beside a hit that does."
+_STALE = (
+    "No one confirmed or recalled it within the review period: it may be out of date; "
+    "check it against the code before relying on it."
+)
+
+
+class Duplicate(MemoryView):
+    """A near-duplicate of a hit, with the marks the hit has."""
+
+    related: bool = Field(default=False, description=_RELATED)
+    stale: bool = Field(default=False, description=_STALE)
+
+
 class Hit(MemoryView):
     score: float
-    related: bool = Field(
-        default=False,
-        description="True: shares no word with the query; written beside a hit that does.",
-    )
+    related: bool = Field(default=False, description=_RELATED)
     why: dict[str, float] = Field(description="The ranking signals and their weights.")
     superseded_by: list[MemoryView] = Field(
         default=[], description="Newer memories that correct this one: prefer them."
     )
-    stale: bool = Field(
-        default=False,
-        description="No one confirmed or recalled it within the review period: it may be "
-        "out of date; check it against the code before relying on it.",
-    )
-    duplicates: list[MemoryView] = Field(
+    stale: bool = Field(default=False, description=_STALE)
+    duplicates: list[Duplicate] = Field(
         default=[],
         description="Near-duplicates of this memory (the same lesson reworded, or written "
         "by other teammates), ranked below it: shown once, here, with their writers.",

@@ -71,8 +71,15 @@ class MemoryStore(LocalStore):
             }
             replaced = self.superseded_by(ids)
             stands = self._standing([memory_from_row(rows[i]) for i in ids if i in rows])
+            # a teammate's proposed delete: the author's version stands, and may be stale
+            gone = [m for m in stands.values() if m.deleted]
+            resolved = self.reader().resolve_all(gone) if gone else {}
+            versions = {i: s.memory for i, s in resolved.items() if s is not None}
+            versions = {**stands, **versions}
             days, now = self.review_period(), self._clock()
-            old = [i for i, m in stands.items() if freshness.is_stale(m, freshness.NONE, now, days)]
+            old = [
+                i for i, m in versions.items() if freshness.is_stale(m, freshness.NONE, now, days)
+            ]
             mine = freshness.seen(conn, old)  # only what its own times leave stale: often none
         none = freshness.NONE
         return [
@@ -82,7 +89,7 @@ class MemoryStore(LocalStore):
                 why=dict(item.why),
                 superseded_by=replaced.get(item.id, []),
                 related=item.related,
-                stale=freshness.is_stale(stands[item.id], mine.get(item.id, none), now, days),
+                stale=freshness.is_stale(versions[item.id], mine.get(item.id, none), now, days),
             )
             for item in scored
             if item.id in stands

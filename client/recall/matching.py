@@ -21,7 +21,8 @@ What a recall returns (:func:`select`).  Context, recency and importance re-rank
 matching memories; a memory that matches nothing never comes before one that does.
 A neighbour of a strong match (a hit whose session neighbours recall reads) that
 ranks among the best ``k`` but matches nothing may stay, at most
-:data:`MAX_RELATED` of them, marked ``related`` and placed after the matches; other
+:data:`MAX_RELATED` of them, marked ``related`` and placed after the matches, in the
+slots the matches leave (a match further down is never dropped for one); other
 non-matching candidates are dropped.  Nothing matches: nothing is returned.
 """
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
+from ..store.scripts import is_run
 from ..store.terms import parse_stems, stems_of
 from .ranking import QueryTerm, is_date_word, prefix_mask, term_mask
 from .sql import Row
@@ -48,14 +50,20 @@ __all__ = [
 MAX_RELATED = 2
 SIMILARITY_THRESHOLD = 1.0  # no similarity is measured yet: none clears it by default
 
-# "Caroline: ..." a capitalised word and a colon open the text: who speaks
-_SPEAKER_RE = re.compile(r"\s*([A-Z][\w'-]{0,31}):\s")
+# "Caroline: ..." a capitalised word and a colon open the text: who speaks; in a script
+# without spaces (no capitals), a short run before a colon, full-width or not: "小明：..."
+_SPEAKER_RE = re.compile(r"\s*(?:([A-Z][\w'-]{0,31}):\s|([^\W\d_]{1,8})[:\uff1a])")
 
 
 def speaker(content: str) -> str | None:
-    """The speaker a memory's text begins with (``"Caroline: I went ..."``), or None."""
+    """The speaker a memory's text begins with (``"Caroline: I went ..."``,
+    ``"小明：我去了..."``), or None."""
     found = _SPEAKER_RE.match(content)
-    return None if found is None else found.group(1)
+    if found is None:
+        return None
+    if found.group(1) is not None:
+        return found.group(1)
+    return found.group(2) if is_run(found.group(2)) else None
 
 
 def names_of(content: str, author_names: Iterable[str] = ()) -> frozenset[str]:
@@ -104,23 +112,23 @@ def select(
     near_strong: Callable[[int], bool],
     k: int,
 ) -> list[tuple[int, bool]]:
-    """``(candidate, related)`` for the best ``k`` of ``ranked`` (best first): the matching
-    ones in their order, then at most :data:`MAX_RELATED` non-matching ones that
-    ``near_strong`` (a neighbour of a strong match), in theirs; empty when nothing
-    matches."""
+    """``(candidate, related)`` for ``k`` of ``ranked`` (best first): the best ``k``
+    matching ones in their order, then, in the slots they leave, at most
+    :data:`MAX_RELATED` non-matching ones among the best ``k`` that ``near_strong`` (a
+    neighbour of a strong match), in theirs; empty when nothing matches."""
     found: list[int] = []
     related: list[int] = []
-    for candidate in ranked:
-        if len(found) + len(related) >= k:
+    for rank, candidate in enumerate(ranked):
+        if len(found) >= k:
             break
         if candidate in matching:
             found.append(candidate)
-        elif len(related) < MAX_RELATED and near_strong(candidate):
+        elif rank < k and len(related) < MAX_RELATED and near_strong(candidate):
             related.append(candidate)
     if not found:
         return []
     out: Sequence[tuple[int, bool]] = [(c, False) for c in found] + [(c, True) for c in related]
-    return list(out)
+    return list(out)[:k]
 
 
 class Held:

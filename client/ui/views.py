@@ -126,8 +126,8 @@ def search_page(
     results: list[dict[str, Any]] = []
     if query.strip():
         hits = store.recall(query, k=60, project=project, all_projects=project is None, kinds=kinds)
-        cards = _cards(store, [h.memory for h in hits])
-        pairs = list(zip(cards, hits, strict=True))
+        by_id = {h.memory.id: h for h in hits}  # a card per hit whose version stands
+        pairs = [(c, by_id[c.memory.id]) for c in _cards(store, [h.memory for h in hits])]
         groups = group(pairs, lambda p: p[0].memory.content, alone=lambda p: _replaced(p[0]))
         for found in groups[:30]:
             c, h = found.leader
@@ -139,6 +139,7 @@ def search_page(
                     "related": h.related,
                     "stale": h.stale,
                     "others": [card for card, _ in found.others],
+                    "stale_others": [h.stale for _, h in found.others],
                 }
             )
     else:

@@ -122,3 +122,23 @@ def test_an_accepted_edit_applies_everywhere(cli: Cli, store: MemoryStore) -> No
     assert MINE not in listed
     (hit,) = cli("recall", "deploy on fridays", "--json").json()["hits"]
     assert (hit["content"], hit["proposals"]) == (THEIRS, [])
+
+
+def test_the_viewer_leaves_out_a_teammates_edit_of_a_memory_its_author_deleted(
+    store: MemoryStore,
+) -> None:
+    """The author forgot it; a teammate's later edit is a proposal on nothing that stands:
+    the search page leaves it out (it answered with a traceback)."""
+    mine = store.remember(MINE, kind="warning", project="webshop").memory.record
+    kept = store.remember("The deploy checklist for Fridays and Mondays", project="webshop")
+    gone = store.forget(mine.id, reason="wrong").record
+    later = Hlc(gone.hlc.wall + 1000, 0)
+    change = replace(mine, content=THEIRS, editor=BOB, hlc=later)
+    pulled = Provenance("folder", BOB, "bob", True, later.wall, 1)
+    with transaction(store.connection) as conn:
+        write_version(
+            conn, change.validate(), provenance=pulled,
+            local_importance=0.5, seen_count=0, updated_at=later.wall,
+        )  # fmt: skip
+    page = views.search_page(store, "deploy on fridays", "webshop", None)
+    assert [r["card"].memory.id for r in page["results"]] == [kept.memory.id]

@@ -81,3 +81,20 @@ def test_the_period_is_set_and_refused_by_name(home: Path, cli: Callable[..., Ru
     missing = cli("review", "keep", "0123456789ab")
     assert missing.code == 1
     assert "Traceback" not in missing.err
+
+
+def test_recall_marks_a_stale_near_duplicate_under_its_leader(
+    home: Path, cli: Callable[..., Run]
+) -> None:
+    [old] = _written_long_ago(
+        home, "Redis 7 holds the session cookies; flushing it logs everyone out"
+    )
+    with MemoryStore.open(store_path(home), author=local_author(home)) as s:
+        s.remember(
+            "Session cookies live in Redis 7, so a flush of Redis logs every user out",
+            project="webshop",
+        )
+    shown = cli("recall", "redis session cookies")
+    assert shown.code == 0, shown
+    assert f"also written by you (stale): {old[-12:]}" in shown.out
+    assert "stale: no one confirmed" not in shown.out  # the leader is fresh

@@ -75,11 +75,40 @@ def test_at_most_two_related_after_the_matches_and_labelled(
     assert all(h.to_dict()["related"] for h in related)
 
 
+def test_a_related_result_never_takes_the_slot_of_a_match(
+    ana: MemoryStore, clock: FakeClock
+) -> None:
+    """Two weak matches rank below two session neighbours of the strong one: with k=3 the
+    matches fill the slots, the related results only what they leave."""
+    month = 30 * 24 * 60 * MINUTE_MS
+    weak = [_write(ana, "nginx sits in front of the api", "mcp:s2")]
+    clock.advance(month)
+    weak.append(_write(ana, "nginx logs rotate daily", "mcp:s3"))
+    clock.advance(month)
+    strong = _write(ana, "kafka redis nginx make up the queue stack")
+    _write(ana, "the lunch order goes out at noon")
+    _write(ana, "the build takes ten minutes on the laptop")
+    hits = ana.recall("kafka redis nginx", project="app", k=3)
+    assert [h.related for h in hits] == [False, False, False]
+    assert {h.memory.id for h in hits} == {strong, *weak}
+
+
 def test_a_speaker_name_alone_does_not_match(ana: MemoryStore) -> None:
     about = _write(ana, "Ben: the kafka cluster is on version 3.7")
     _write(ana, "Ben: I had pasta for lunch", origin="mcp:s2")
     hits = ana.recall("what did Ben say about kafka", project="app", k=10)
     assert [h.memory.id for h in hits] == [about]
+
+
+def test_a_speaker_name_in_a_script_without_spaces_does_not_match(ana: MemoryStore) -> None:
+    """A turn "小明：..." (a full-width colon, no space) or "王小明: ..." names who speaks, as
+    "Ben: ..." does: the name alone does not make the turn match."""
+    about = _write(ana, "小明：卡夫卡集群的版本是三点七")
+    _write(ana, "小明：我中午吃了面条", origin="mcp:s2")
+    _write(ana, "王小明: 明天去北京", origin="mcp:s3")
+    hits = ana.recall("小明 卡夫卡", project="app", k=10)
+    assert [h.memory.id for h in hits] == [about]
+    assert ana.recall("小明 天气", project="app", k=10) == []
 
 
 def test_a_query_of_names_only_matches_what_holds_them_all(ana: MemoryStore) -> None:
@@ -125,6 +154,10 @@ def test_what_matches_nothing_never_outranks_what_matches(
             for store in stores.values():
                 store.close()
     matching = {i for i, (text, author) in written.items() if _shares_a_word(query, text, author)}
+    held = set().union(*(stems_of(text) for text, _ in written.values()))
+    named = {t.stem for t in analyse_query(query) if t.entity}
+    if named and not named & held:  # names only people no memory holds (no roster here)
+        matching = set()
     if not matching:
         assert hits == []
         return

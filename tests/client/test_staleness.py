@@ -95,3 +95,63 @@ def test_the_review_period_is_a_setting_refused_out_of_range(
     store.forget(memory.memory.id, reason="no backups any more")
     assert _stale(store) == []  # a tombstone is never stale
     store.close()
+
+
+def test_a_teammates_proposed_delete_leaves_the_authors_old_version_stale(
+    store: MemoryStore, clock: Clock
+) -> None:
+    """Recall shows the author's version beside a teammate's tombstone (a proposal): no
+    one confirmed that version, so it is stale as a live one would be."""
+    from dataclasses import replace
+
+    from sealmem.client.store.connection import transaction
+    from sealmem.client.store.memory import Provenance
+    from sealmem.client.store.writer import write_version
+    from sealmem.protocol.hlc import Hlc
+
+    mine = store.remember("Never deploy on Fridays: nobody is on call", project="webapp")
+    rec = mine.memory.record
+    gone = replace(
+        rec, content="", keywords=(), editor="b" * 26, hlc=Hlc(rec.hlc.wall + 1000, 0),
+        deleted=True, delete_reason="obsolete",
+    )  # fmt: skip
+    with transaction(store.connection) as conn:
+        write_version(
+            conn, gone.validate(), provenance=Provenance("folder", "b" * 26, "bob", True, T0, 1),
+            local_importance=0.5, seen_count=0, updated_at=T0 + 2000,
+        )  # fmt: skip
+    clock.now = T0 + 182 * DAY
+    [hit] = store.recall("deploy on Fridays", project="webapp")
+    assert (hit.memory.id, hit.stale) == (rec.id, True)
+    store.close()
+
+
+def test_the_agent_sees_which_near_duplicate_is_stale(tmp_path: Path, clock: Clock) -> None:
+    """MCP ``recall`` groups near-duplicates; each duplicate says whether it is stale (and
+    related), as the leader does and as ``recall --json`` does."""
+    import asyncio
+
+    from sealmem.client.mcp.tools import MemoryTools
+
+    with MemoryStore.open(tmp_path / "store.db", author="alice", clock=clock) as store:
+        old = store.remember(
+            "Redis 7 holds the session cookies; flushing it logs everyone out", project="webapp"
+        )
+        clock.now = T0 + 200 * DAY
+        new = store.remember(
+            "Session cookies live in Redis 7, so a flush of Redis logs every user out",
+            project="webapp",
+        )
+    tools = MemoryTools(
+        lambda: MemoryStore.open(tmp_path / "store.db", author="alice", clock=clock), "webapp"
+    )
+    try:
+        result = asyncio.run(tools.recall("redis session cookies", project="webapp"))
+    finally:
+        tools.close()
+    [lesson] = result.hits
+    assert (lesson.id, lesson.stale) == (new.memory.id, False)
+    [dup] = lesson.duplicates
+    assert dup.id == old.memory.id
+    assert dup.model_dump()["stale"] is True
+    assert dup.model_dump()["related"] is False
