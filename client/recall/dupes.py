@@ -79,12 +79,13 @@ def signature(text: str) -> frozenset[str]:
 
 
 def _apart(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Two texts that differ where it matters: other numbers (``100`` against ``500``;
-    one naming more of them is not a difference), or the two halves of an opposite pair
-    (``before`` in one, ``after`` in the other)."""
+    """Two texts that differ where it matters: other numbers, when both name some
+    (``100`` against ``500``; ``note 3 about 3`` against ``note 100 about 3``: a number
+    one names and the other does not is a difference too), or the two halves of an
+    opposite pair (``before`` in one, ``after`` in the other)."""
     num_a = {s for s in a if any(ch.isdigit() for ch in s)}
     num_b = {s for s in b if any(ch.isdigit() for ch in s)}
-    if num_a and num_b and not (num_a <= num_b or num_b <= num_a):
+    if num_a and num_b and num_a != num_b:
         return True
     only_a, only_b = a - b, b - a
     return any(

@@ -40,10 +40,12 @@ def test_other_numbers_or_opposite_words_keep_two_memories_apart() -> None:
         "Run the database migrations before the deploy",
         "Run the database migrations after the deploy",
     )
-    assert near_duplicates(  # naming more of the same numbers is no difference
+    assert near_duplicates(  # the same numbers, other words: one lesson
         "Our Python version is 3.11; 3.12 breaks the grpc wheels",
         "Stay on Python 3.11, the grpc wheels break on 3.12",
     )
+    # a number one names and the other does not: notes written from one template differ
+    assert not near_duplicates("bulk note 3 about subsystem 3", "bulk note 100 about subsystem 3")
 
 
 def test_most_written_repeats_group_and_no_same_topic_pair_does() -> None:
