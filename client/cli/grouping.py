@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import SealmemError
 from ..recall.api import MAX_K
-from ..recall.dupes import Group, group
+from ..recall.dupes import Group, group, stands_alone
 from ..store.ids import short_id
 
 if TYPE_CHECKING:
@@ -49,13 +49,19 @@ def wider(k: int) -> int:
 
 def group_hits(hits: Sequence[Hit], k: int) -> list[Group[Hit]]:
     """The first ``k`` groups of near-duplicate ``hits`` (best first)."""
-    return group(hits, lambda h: h.memory.content, alone=lambda h: bool(h.superseded_by))[:k]
+    return group(
+        hits,
+        lambda h: h.memory.content,
+        alone=lambda h: stands_alone(h.memory, bool(h.superseded_by)),
+    )[:k]
 
 
 def group_memories(
     memories: Sequence[Memory], replaced: Mapping[str, Sequence[Memory]]
 ) -> list[Group[Memory]]:
-    return group(memories, lambda m: m.content, alone=lambda m: bool(replaced.get(m.id)))
+    return group(
+        memories, lambda m: m.content, alone=lambda m: stands_alone(m, bool(replaced.get(m.id)))
+    )
 
 
 def writers(members: Sequence[Memory], names: Mapping[str, str], me: str) -> list[str]:

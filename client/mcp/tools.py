@@ -24,7 +24,7 @@ from ...protocol.errors import InputError, SealmemError
 from ...protocol.record import KIND_RE
 from ..recall import semantic
 from ..recall.api import MAX_K
-from ..recall.dupes import group
+from ..recall.dupes import group, stands_alone
 from ..recall.sessions import MAX_SESSION_CHARS, SESSION_PATTERN, session_origin
 from ..store import agentwrites, inputs
 from ..store.connection import replaced
@@ -161,8 +161,10 @@ class MemoryTools:
         view, applied = agent_viewer(reader), reader.replacements(h.memory for h in hits)
         shown = [(hit, v) for hit in hits if (v := view(hit.memory)) is not None]  # not muted
         results = []
-        groups = group(  # after ranking; a superseded memory stays beside its correction
-            shown, lambda pair: pair[1].content, alone=lambda p: bool(applied.get(p[0].memory.id))
+        groups = group(  # after ranking; a correction and what it corrects stay apart
+            shown,
+            lambda pair: pair[1].content,
+            alone=lambda p: stands_alone(p[0].memory, bool(applied.get(p[0].memory.id))),
         )
         for found in groups[:k]:
             hit, first = found.leader

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from ..store.memory import Memory
 from ..store.terms import stems_of
 from .stopwords import STOP_WORDS
 
@@ -36,6 +37,7 @@ __all__ = [
     "near_duplicates",
     "signature",
     "similarity",
+    "stands_alone",
 ]
 
 THRESHOLD = 0.45
@@ -105,6 +107,13 @@ def similarity(a: frozenset[str], b: frozenset[str]) -> float:
 def near_duplicates(a: str, b: str, threshold: float = THRESHOLD) -> bool:
     """Whether texts ``a`` and ``b`` say the same thing (see the module doc)."""
     return similarity(signature(a), signature(b)) >= threshold
+
+
+def stands_alone(memory: Memory, superseded: bool) -> bool:
+    """Whether nothing may group with ``memory``: it is ``superseded`` (it differs from its
+    correction by what was wrong), or it supersedes another (a correction, or a teammate's
+    proposed replacement, says something else on purpose, however close its words)."""
+    return superseded or bool(memory.record.supersedes)
 
 
 @dataclass(frozen=True)

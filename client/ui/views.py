@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import SealmemError
-from ..recall.dupes import group
+from ..recall.dupes import group, stands_alone
 from ..recall.names import member_names
 from ..store.ids import short_id
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
@@ -128,7 +128,11 @@ def search_page(
         hits = store.recall(query, k=60, project=project, all_projects=project is None, kinds=kinds)
         by_id = {h.memory.id: h for h in hits}  # a card per hit whose version stands
         pairs = [(c, by_id[c.memory.id]) for c in _cards(store, [h.memory for h in hits])]
-        groups = group(pairs, lambda p: p[0].memory.content, alone=lambda p: _replaced(p[0]))
+        groups = group(
+            pairs,
+            lambda p: p[0].memory.content,
+            alone=lambda p: stands_alone(p[0].memory, _replaced(p[0])),
+        )
         for found in groups[:30]:
             c, h = found.leader
             results.append(
@@ -146,7 +150,10 @@ def search_page(
         recent = store.recent(limit=50, project=project, all_projects=project is None)
         if kind:
             recent = [m for m in recent if m.kind == kind]
-        for one in group(_cards(store, recent), lambda c: c.memory.content, alone=_replaced):
+        for one in group(
+            _cards(store, recent), lambda c: c.memory.content,
+            alone=lambda c: stands_alone(c.memory, _replaced(c)),
+        ):  # fmt: skip
             results.append(
                 {
                     "card": one.leader,
