@@ -27,7 +27,7 @@ from ...protocol.device_invite import (
     seal_device_invite,
     seal_device_join,
 )
-from ...protocol.encoding import b64d, b64e
+from ...protocol.encoding import b64e
 from ...protocol.errors import InputError, Rejected
 from ...protocol.invite import new_invite_id
 from ...protocol.names import name_skeleton, select
@@ -35,6 +35,7 @@ from ...protocol.roster import Member, Roster
 from ..fsutil import atomic_write
 from ..sync.enrolment import ENROLMENT_FILE
 from ..sync.session import CONFIG_FILE, Team, TeamConfig, find_member, transport_for
+from .invite import line_bytes
 from .join import join_location
 from .publish import admin_state, change
 
@@ -79,16 +80,10 @@ def invite_device(
 
 def read_device_invite_text(text: str, *, now: int) -> tuple[DeviceInvite, bytes]:
     """Parse and check a device invite line at ``now``; :class:`InputError` says what is wrong."""
-    text = text.strip()
-    if not text.startswith(DEVICE_INVITE_PREFIX):
-        raise InputError(
-            f"this is not a sealmem device invite (it must start with {DEVICE_INVITE_PREFIX!r}); "
-            "run 'sealmem device add NAME' on your other device and paste its line"
-        )
-    try:
-        data = b64d(text[len(DEVICE_INVITE_PREFIX) :])
-    except ValueError as exc:
-        raise InputError("the device invite is damaged (not base64url); copy it again") from exc
+    data = line_bytes(
+        text, DEVICE_INVITE_PREFIX, "device invite",
+        "run 'sealmem device add NAME' on your other device and paste its line", "copy it again",
+    )  # fmt: skip
     try:
         return read_device_invite(SUITE, data, now_ms=now), data
     except Rejected as exc:

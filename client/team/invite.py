@@ -31,6 +31,7 @@ __all__ = [
     "INVITE_PREFIX",
     "classify_requests",
     "fingerprint_of",
+    "line_bytes",
     "make_invite",
     "make_join_request",
     "read_invite",
@@ -73,18 +74,24 @@ def make_invite(
     return INVITE_PREFIX + b64e(seal_invite(invite, root)), invite
 
 
+def line_bytes(text: str, prefix: str, what: str, source: str, again: str) -> bytes:
+    """The envelope of a pasted one-line ``what`` (``prefix`` then base64url); ``source``
+    says where a right line comes from, ``again`` what to do with a damaged one."""
+    text = text.strip()
+    if not text.startswith(prefix):
+        raise InputError(f"this is not a sealmem {what} (it must start with {prefix!r}); {source}")
+    try:
+        return b64d(text[len(prefix) :])
+    except ValueError as exc:
+        raise InputError(f"the {what} is damaged (not base64url); {again}") from exc
+
+
 def read_invite(text: str, *, now: int) -> Invite:
     """Parse and check an invite line at ``now``; :class:`InputError` says what is wrong."""
-    text = text.strip()
-    if not text.startswith(INVITE_PREFIX):
-        raise InputError(
-            f"this is not a sealmem invite (it must start with {INVITE_PREFIX!r}); "
-            "ask the admin for the output of 'sealmem team invite'"
-        )
-    try:
-        data = b64d(text[len(INVITE_PREFIX) :])
-    except ValueError as exc:
-        raise InputError("the invite is damaged (not base64url); ask the admin again") from exc
+    data = line_bytes(
+        text, INVITE_PREFIX, "invite", "ask the admin for the output of 'sealmem team invite'",
+        "ask the admin again",
+    )  # fmt: skip
     try:
         return check_invite(SUITE, data, now_ms=now)
     except Rejected as exc:
