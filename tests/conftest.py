@@ -42,6 +42,9 @@ def _isolated_home(
     # process can take longer, and a test of what a hook prints must not depend on that.
     # The tests of the time bound itself set it back to 2 s.
     monkeypatch.setenv("SEALMEM_HOOK_BUDGET_S", "30")
+    # What the CLI prints must not depend on the runner's terminal: pytest-xdist's workers
+    # inherit COLUMNS=80, and a table wraps to COLUMNS. The tests of wrapping set it.
+    monkeypatch.delenv("COLUMNS", raising=False)
     # The semantic extra (installed with the test extra) loads a model in every server
     # and viewer: off unless a test turns it on (tests/recall/test_semantic.py).
     monkeypatch.setenv("SEALMEM_SEMANTIC", "0")
