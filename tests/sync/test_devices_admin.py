@@ -1,6 +1,7 @@
 """Admin commands that act on a member act on each of its devices (issue 27 review):
 ``admin reset-writer`` resets every device's chains, and the count ``admin revoke
---drop-data`` shows covers what each device wrote."""
+--drop-data`` shows covers what each device wrote.  A new device's damaged saved invite
+(``<home>/device-invite``) is one line naming the file and the fix, not a traceback."""
 
 from __future__ import annotations
 
@@ -54,3 +55,43 @@ def test_the_drop_count_covers_every_device(
     assert refused.code == 1
     assert "changes 2 memories in your store: 0 go back" in refused.err, refused.err
     assert "2 that only alice wrote move to history" in refused.err
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        b"\xff\xfe not ascii\n",
+        b"not base64!\n",
+        b"c2VhbG1lbQ\n",
+        b"sealmem-device-invite:AAAA\n",
+        None,
+    ],
+    ids=["not-ascii", "not-base64", "not-an-invite", "a-line-of-nothing", "a-directory"],
+)
+def test_a_damaged_saved_device_invite_is_named_with_its_fix(
+    world: World,
+    damage: bytes | None,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    desktop = world.nodes["desktop"]
+    saved = desktop.home / "device-invite"
+    line = "sealmem-device-invite:" + saved.read_text("ascii").strip()
+    saved.unlink()
+    if damage is None:
+        saved.mkdir()
+    else:
+        saved.write_bytes(damage)
+    monkeypatch.setenv("SEALMEM_HOME", str(desktop.home))
+    run: Callable[..., Run] = in_process(capsys, monkeypatch)
+    done = run("sync")
+    assert done.code == 1, done.out
+    assert f"the saved device invite {saved} is damaged" in done.err, done.err
+    assert "sealmem device add" in done.err
+    assert "Traceback" not in done.err
+    # the fix the message gives: paste the printed line into the file, sync again
+    if damage is None:
+        saved.rmdir()
+    saved.write_text(line + "\n", "ascii")
+    assert run("sync").code == 0
+    assert not saved.exists()  # checked, then removed
