@@ -309,8 +309,16 @@ def check_device_join(join: DeviceJoin, roster: Roster) -> None:
 
 def check_device_admission(join: DeviceJoin, roster: Roster, now_ms: int) -> None:
     """An admin's check before approving: :func:`check_device_join`, then the invite not
+    dated ahead of the admin's clock beyond the skew invites allow (``clock-ahead``), not
     expired (``invite-expired``) and not used by a device the roster lists (``invite-used``)."""
     check_device_join(join, roster)
+    if join.invite.created_at > now_ms + MAX_AHEAD_MS:
+        raise Rejected(
+            reasons.CLOCK_AHEAD,
+            f"the device invite {join.invite_id} is dated {join.invite.created_at}, more than "
+            f"{MAX_AHEAD_MS} ms after this machine's clock ({now_ms}); check the clock here "
+            "or on the device that printed the invite",
+        )
     if now_ms >= join.invite.expires_at:
         raise Rejected(
             reasons.INVITE_EXPIRED,

@@ -160,7 +160,8 @@ def _confirm_drop(team: Any, target: Any, *, yes: bool) -> None:
     """Say what --drop-data changes in this store; ask (or refuse without a terminal)."""
     from ..sync.dropping import preview_writer
 
-    preview = preview_writer(team.conn, target.kid)
+    roster = team.roster()
+    preview = preview_writer(team.conn, [d.kid for d in roster.devices_of(target.id)])
     what = (
         f"dropping the versions of {target.name} ({target.kid[:8]}) changes "
         f"{preview.affected} memories in your store: {preview.restored} go back to the best "

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .names import member_ids
 from .ranking import Span
 
 __all__ = [
@@ -38,14 +39,16 @@ LIVE = "m.deleted = 0"
 """The rows a :class:`Scope` keeps unless told otherwise: live memories."""
 
 # Superseded: a live memory corrects it and the correction applies (recall/standing.py):
-# written here, by the writer of the corrected version, or accepted by a person (while
-# its writer is not muted); a teammate's correction of someone else's memory is a
-# proposal and demotes nothing.
+# written here, by the member that wrote the corrected version (any of its devices: a
+# sibling device's correction is the member's own), or accepted by a person (while its
+# writer is not muted); a teammate's correction of someone else's memory is a proposal
+# and demotes nothing.  ``sealmem_member`` is registered by :func:`_rows`.
+_WRITER = "sealmem_member(CASE {t}.transport WHEN 'local' THEN {t}.editor ELSE {t}.signer END)"
 _COLUMNS = (
     "m.rowid, m.id, m.origin, m.project, m.created_at, m.local_importance, m.content, "
     "m.keywords, EXISTS (SELECT 1 FROM supersedes x JOIN memories n ON n.id = x.new_id "
     "WHERE x.old_id = m.id AND n.deleted = 0 AND (n.transport = 'local' "
-    "OR (m.transport != 'local' AND n.signer = m.signer) OR (EXISTS (SELECT 1 FROM verdicts v "
+    f"OR {_WRITER.format(t='n')} = {_WRITER.format(t='m')} OR (EXISTS (SELECT 1 FROM verdicts v "
     "WHERE v.id = n.id AND v.hlc_wall = n.hlc_wall AND v.hlc_counter = n.hlc_counter "
     "AND v.editor = n.editor AND v.verdict = 'accepted') AND NOT EXISTS (SELECT 1 FROM "
     "member_trust t WHERE t.member = n.signer AND t.state = 'muted')))), m.author, m.stems"
@@ -84,6 +87,29 @@ def _marks(n: int) -> str:
 def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
     cur = conn.cursor()
     cur.row_factory = None  # plain tuples, whatever the store's connection uses
+    return cur
+
+
+_MEMBERS: OrderedDict[int, tuple[sqlite3.Connection, tuple[int, int]]] = OrderedDict()
+
+
+def _rows(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    """A cursor for queries of :data:`_COLUMNS`: ``sealmem_member(kid)`` (the member id a
+    key writes for, by the newest accepted roster; NULL for NULL) registered on ``conn``
+    and renewed when the database changed."""
+    cur = _cursor(conn)
+    version = _version(cur, conn)
+    cached = _MEMBERS.get(id(conn))
+    if cached is None or cached[0] is not conn or cached[1] != version:
+        ids = member_ids(conn)
+        conn.create_function(
+            "sealmem_member", 1, lambda kid: None if kid is None else ids.get(kid, kid),
+            deterministic=True,
+        )  # fmt: skip
+        _MEMBERS[id(conn)] = (conn, version)
+        while len(_MEMBERS) > _STATS_SLOTS:
+            _MEMBERS.popitem(last=False)
+    _MEMBERS.move_to_end(id(conn))
     return cur
 
 
@@ -264,7 +290,7 @@ def bm25_pool(
     With ``newest`` the pool is instead the ``limit`` most recently stored matches
     (rowid order, which FTS5 walks without sorting) and their BM25 is 0: they
     compete on the other features."""
-    cur = _cursor(conn)
+    cur = _rows(conn)
     if newest:
         return [(1e-9, row) for row in cur.execute(*_ranked(match, scope, limit, None))]
     if not narrow:
@@ -348,7 +374,7 @@ def fetch(conn: sqlite3.Connection, rowids: Iterable[int], scope: Scope | None =
         f"SELECT {_COLUMNS} FROM memories AS m NOT INDEXED "
         f"WHERE m.rowid IN ({_marks(len(wanted))}){where}"
     )
-    return list(_cursor(conn).execute(sql, [*wanted, *(scope.args if scope else [])]))
+    return list(_rows(conn).execute(sql, [*wanted, *(scope.args if scope else [])]))
 
 
 def newest_in(conn: sqlite3.Connection, scope: Scope, limit: int) -> list[Row]:
@@ -359,7 +385,7 @@ def newest_in(conn: sqlite3.Connection, scope: Scope, limit: int) -> list[Row]:
         f"SELECT {_COLUMNS} FROM memories AS m NOT INDEXED WHERE {scope.sql} "
         "ORDER BY m.rowid DESC LIMIT ?"
     )
-    return list(_cursor(conn).execute(sql, [*scope.args, limit]))
+    return list(_rows(conn).execute(sql, [*scope.args, limit]))
 
 
 def neighbours(
@@ -408,4 +434,4 @@ def neighbours(
     for row, gap_ms, same_author in seeds:
         args.extend((row[0], row[2], row[3], row[4], gap_ms, row[9] if same_author else None))
     args.extend((*scope.args, window, *scope.args, window))
-    return [(r[0], r[1], r[2:]) for r in _cursor(conn).execute(sql, args)]
+    return [(r[0], r[1], r[2:]) for r in _rows(conn).execute(sql, args)]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from ...protocol.errors import SealmemError
@@ -185,11 +185,12 @@ def drop_revoked(conn: sqlite3.Connection, roster: Roster, me: str, now: int) ->
     return result
 
 
-def _pulled_from(conn: sqlite3.Connection, kid: str) -> list[sqlite3.Row]:
+def _pulled_from(conn: sqlite3.Connection, kids: Collection[str]) -> list[sqlite3.Row]:
+    marks = ",".join("?" * len(kids))
     return conn.execute(
-        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE editor = ? AND transport != 'local' "
-        "ORDER BY id",
-        (kid,),
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE editor IN ({marks}) "
+        "AND transport != 'local' ORDER BY id",
+        sorted(kids),
     ).fetchall()
 
 
@@ -198,18 +199,21 @@ def drop_writer(conn: sqlite3.Connection, kid: str, now: int) -> Dropped:
     :func:`preview_writer` shows, written; the versions of others come back."""
     with transaction(conn):
         result = _apply(
-            conn, _plan(_pulled_from(conn, kid), conn, DropRule(now, frozenset((kid,)))), now
+            conn, _plan(_pulled_from(conn, (kid,)), conn, DropRule(now, frozenset((kid,)))), now
         )
     if result.purged:
         scrub.settle(conn)
     return result
 
 
-def preview_writer(conn: sqlite3.Connection, kid: str, now: int | None = None) -> Dropped:
-    """What dropping every pulled version of ``kid`` would do here (nothing is written);
-    ``now`` (default: this machine's clock) bounds the versions that may come back."""
-    rows = _pulled_from(conn, kid)
-    rule = DropRule(now_ms() if now is None else now, frozenset((kid,)))
+def preview_writer(
+    conn: sqlite3.Connection, kids: Collection[str], now: int | None = None
+) -> Dropped:
+    """What dropping every pulled version of the writers ``kids`` (a member's devices)
+    would do here (nothing is written); ``now`` (default: this machine's clock) bounds the
+    versions that may come back."""
+    rows = _pulled_from(conn, kids)
+    rule = DropRule(now_ms() if now is None else now, frozenset(kids))
     steps = _plan(rows, conn, rule)
     removed = sum(step.best is None for step in steps)
     return Dropped(len(steps) - removed, removed, [step.row["id"] for step in steps])

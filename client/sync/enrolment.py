@@ -13,9 +13,9 @@ from pathlib import Path
 
 from ...crypto import SUITE
 from ...protocol import reasons
-from ...protocol.device_invite import parse_device_invite
+from ...protocol.device_invite import DEVICE_INVITE_PREFIX, DeviceInvite, parse_device_invite
 from ...protocol.encoding import b64d
-from ...protocol.errors import Rejected
+from ...protocol.errors import CryptoError, InputError, ProtocolError, Rejected
 from ...protocol.state import TrustedState
 
 __all__ = ["ENROLMENT_FILE", "check_enrolment"]
@@ -31,8 +31,7 @@ def check_enrolment(home_dir: Path, state: TrustedState) -> None:
     path = Path(home_dir) / ENROLMENT_FILE
     if not path.exists():
         return
-    data = b64d(path.read_text(encoding="ascii").strip())
-    invite = parse_device_invite(SUITE, data)
+    invite = _saved_invite(path)
     cited = state.rosters.get(invite.roster_version)
     if cited is None or cited.hash(SUITE) != invite.roster_hash:
         raise Rejected(
@@ -49,3 +48,25 @@ def check_enrolment(home_dir: Path, state: TrustedState) -> None:
             "nothing was published",
         )
     path.unlink()
+
+
+def _saved_invite(path: Path) -> DeviceInvite:
+    """The invite kept at ``path``: its base64url, or the whole line ``device add`` printed
+    (so that the fix for a damaged file is to paste that line into it).  A file that cannot
+    be read or parsed is an ``InputError`` naming the file and the fix, never a traceback."""
+    try:
+        text = path.read_text(encoding="ascii").strip()
+        return parse_device_invite(SUITE, b64d(text.removeprefix(DEVICE_INVITE_PREFIX)))
+    except (OSError, ValueError, ProtocolError, CryptoError) as exc:
+        if isinstance(exc, Rejected):
+            why = exc.detail
+        elif isinstance(exc, OSError):
+            why = exc.strerror or "unreadable"
+        else:
+            why = "not a device invite"
+        raise InputError(
+            f"the saved device invite {path} is damaged ({why}); nothing was published. "
+            "Paste into it the line 'sealmem device add' printed on your other device (or "
+            "run 'sealmem device add NAME' there again and paste the new line), then run "
+            "'sealmem sync' again"
+        ) from exc

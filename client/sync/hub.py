@@ -8,7 +8,7 @@ Paths, headers and codes come from :mod:`sealmem.protocol.hubapi`, which the hub
 on.  Keyrings that name a roster the hub does not hold yet (an admin publishes keyrings
 before their roster) are kept and sent with the next :meth:`HubTransport.put_roster`, in
 one request the hub accepts or refuses as a whole; those that do not fit one body follow
-it one by one, once it is stored.
+it one by one, once it is stored, and one that fails is tried again in the same call.
 
 :func:`open_transport` picks the folder or the hub from a location string.
 """
@@ -149,8 +149,32 @@ class HubTransport(Transport):
                 raise
             self._publish_roster(version, data, [])
             later = kept
-        for project, epoch, keyring in later:  # each finds its roster now
-            self.put_keyring(project, epoch, keyring)
+        self._follow(version, later)
+
+    def _follow(self, version: int, keyrings: list[tuple[str, int, bytes]]) -> None:
+        """Send each keyring that did not go with roster ``version``, now stored.  One that
+        fails does not stop the others; each that failed is tried once more, after reading
+        the project's keyrings back (what landed despite the failure is not sent again);
+        what still fails is raised, naming each keyring."""
+        failed = []
+        for project, epoch, keyring in keyrings:  # each finds its roster now
+            try:
+                self._put_keyring(project, epoch, keyring)
+            except TransportError:
+                failed.append((project, epoch, keyring))
+        missing = []
+        for project, epoch, keyring in failed:
+            try:
+                if keyring_outcome(self.keyrings(project), keyring) is not Outcome.LANDED:
+                    self._put_keyring(project, epoch, keyring)
+            except TransportError as exc:
+                missing.append(f"{project} epoch {epoch} ({exc})")
+        if missing:
+            raise TransportError(
+                f"roster v{version} is on the hub at {self._url}, but not its keyrings of "
+                f"{'; '.join(missing)}; their readers get no key: once the hub answers, run "
+                "'sealmem admin rotate PROJECT' for each"
+            )
 
     def _publish_roster(
         self, version: int, data: bytes, keyrings: list[tuple[str, int, bytes]]
@@ -178,17 +202,20 @@ class HubTransport(Transport):
         return self._blobs(doc.get("keyrings"), "keyrings")
 
     def put_keyring(self, project: str, epoch: int, data: bytes) -> None:
-        path = self._path(hubapi.KEYRING, project=project, epoch=epoch)
-        what = f"publish keyring {project}/{epoch}"
         try:
-            self._send(
-                "PUT", path, what, body=data,
-                read_back=lambda: keyring_outcome(self.keyrings(project), data),
-            )  # fmt: skip
+            self._put_keyring(project, epoch, data)
         except HubError as exc:
             if exc.code not in {hubapi.ROSTER_UNKNOWN, hubapi.UNKNOWN_TEAM}:
                 raise
             self._pending_keyrings.append((project, epoch, data))  # goes with its roster
+
+    def _put_keyring(self, project: str, epoch: int, data: bytes) -> None:
+        path = self._path(hubapi.KEYRING, project=project, epoch=epoch)
+        what = f"publish keyring {project}/{epoch}"
+        self._send(
+            "PUT", path, what, body=data,
+            read_back=lambda: keyring_outcome(self.keyrings(project), data),
+        )  # fmt: skip
 
     def checkpoint(self) -> bytes | None:
         doc = self._json("GET", self._path(hubapi.CHECKPOINTS), "read the team checkpoint")

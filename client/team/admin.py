@@ -222,13 +222,15 @@ def rotate(team: Team, project: str, *, now: int) -> Roster:
 
 
 def reset_writer(team: Team, who: str, *, now: int) -> Roster:
-    """Let a member who lost its store start new manifest chains in every project."""
+    """Let a member who lost its store start new manifest chains in every project it may
+    write, on each of its devices that is not revoked (every device writes its own chain)."""
     state, roster = admin_state(team, now)
     member = find_member(roster, who)
     writable = [p for p in roster.projects if roster.can_write(member.kid, p)]
     if not writable:
         raise InputError(f"{member.name} may write no project; nothing to reset")
-    resets = [edits.resetting_chain(member.kid, p) for p in writable]
+    devices = [d.kid for d in roster.devices_of(member.id) if roster.revocation(d.kid) is None]
+    resets = [edits.resetting_chain(kid, p) for kid in devices for p in writable]
     return change(team, state, resets, now)
 
 

@@ -3,11 +3,13 @@
 An admin sends the keyrings that name a new roster inside that roster's publication
 (SPEC "Bodies").  When they do not fit the hub's body limit, the client sends the roster
 with those that fit (or alone, when the hub's own limit is lower than the protocol's),
-then each other keyring by itself once its roster is stored.
+then each other keyring by itself once its roster is stored; one of those that fails is
+read back and sent again, and one that still fails is named.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +17,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from sealmem.hub.http.app import create_app
+from sealmem.protocol.errors import TransportError
+from sealmem.protocol.roster import Roster
 from tests.hub.conftest import IN_PROCESS_URL, TEAM, HubWorld, InProcess, hub_config, now_ms
 
 PROJECTS = tuple(f"p{i:02d}" for i in range(40))
@@ -63,3 +67,74 @@ def test_the_keyrings_that_fit_go_with_the_roster_in_order() -> None:
     assert len(body) <= hubapi.MAX_ROSTER_PUBLISH_BYTES
     small = [(f"p{i}", 1, bytes(2000)) for i in range(3)]
     assert _fitting(b"{}", small) == (small, [])
+
+
+def _revoke_losing_one_keyring(tmp_path: Path, losses: int) -> tuple[object, dict[str, int]]:
+    """A revocation rotates every project of :data:`PROJECTS`; its roster goes alone (the
+    hub reads 16 KiB bodies at most) and the keyrings follow one by one, through a proxy
+    that loses the first ``losses`` requests of the keyring of p05 (none before the roster
+    is sent).  Returns what the revocation returned or raised, and how many keyrings of
+    each project the hub holds."""
+    from sealmem.client.sync.hub import HubTransport
+    from sealmem.client.team import admin as admin_ops
+    from sealmem.hub.http.server import BackgroundHub, free_port
+    from tests.hub.conftest import TOKEN
+    from tests.support.faultproxy import fault_proxy
+
+    config = hub_config(tmp_path / "hub-data", port=free_port(), max_body_bytes=16 * 1024)
+    homes = tmp_path / "homes"
+    homes.mkdir()
+    only = r"PUT /v1/teams/[^/ ]+/keyrings/p05/"
+    with BackgroundHub(config) as hub:
+        world = HubWorld(
+            homes, hub.url, lambda key: HubTransport(hub.url, TEAM, key, operator_token=TOKEN)
+        )
+        try:
+            admin = world.create(projects=PROJECTS)
+            world.join("carol", projects=list(PROJECTS))
+            with fault_proxy(hub.config.port, 0.0, 7, only, requests=True, most=losses) as proxy:
+                lossy = HubTransport(f"http://127.0.0.1:{proxy.port}", TEAM, admin.key,
+                                     retry_budget_s=5)  # fmt: skip
+                publish_roster = lossy.put_roster
+
+                def losing(version: int, data: bytes) -> None:  # the keyrings before it land
+                    proxy.rate = 1.0
+                    publish_roster(version, data)
+
+                lossy.put_roster = losing  # type: ignore[method-assign]
+                admin.t.transport.close()
+                admin.team = dataclasses.replace(admin.t, transport=lossy)
+                try:
+                    outcome: object = admin_ops.revoke(admin.t, "carol", now=now_ms())
+                except TransportError as exc:
+                    outcome = exc
+                assert proxy.faults == losses
+            direct = HubTransport(hub.url, TEAM, admin.key)
+            try:
+                return outcome, {p: len(direct.keyrings(p)) for p in PROJECTS}
+            finally:
+                direct.close()
+        finally:
+            world.close()
+
+
+@pytest.mark.slow  # a uvicorn hub and a proxy
+def test_a_keyring_that_fails_after_a_split_roster_is_sent_again(tmp_path: Path) -> None:
+    """The request of one keyring is lost twice, which one request cannot settle on its
+    own: the others are still sent, and the lost one is read back and sent again, so every
+    keyring lands in the same call.  (Before, the first failure stopped the rest and the
+    revocation failed once its roster was on the hub.)"""
+    roster, held = _revoke_losing_one_keyring(tmp_path, losses=2)
+    assert isinstance(roster, Roster), roster
+    assert {roster.projects[p] for p in PROJECTS} == {2}
+    assert held == dict.fromkeys(PROJECTS, 2)  # epoch 1 and the rotated epoch 2
+
+
+@pytest.mark.slow  # a uvicorn hub and a proxy
+def test_a_keyring_that_still_fails_is_named_and_the_others_land(tmp_path: Path) -> None:
+    error, held = _revoke_losing_one_keyring(tmp_path, losses=4)
+    assert isinstance(error, TransportError), error
+    assert "roster v3 is on the hub" in str(error)
+    assert "p05 epoch 2" in str(error)
+    assert "sealmem admin rotate" in str(error)
+    assert held == {p: 1 if p == "p05" else 2 for p in PROJECTS}

@@ -16,7 +16,7 @@ from sealmem.protocol import canonical
 from sealmem.protocol.encoding import b64d
 from sealmem.protocol.errors import Rejected
 from sealmem.protocol.state import TrustedState
-from tests.protocol.test_vectors import ACCEPT
+from tests.protocol.test_vectors import ACCEPT, object_bytes
 from tests.protocol.vectorgen.generate import VECTORS
 
 
@@ -45,5 +45,5 @@ def test_a_refused_object_leaves_the_state_as_it_was(path: Path) -> None:
     obj = inputs["object"]
     where = {k: obj[k] for k in ("project", "writer") if k in obj}
     with pytest.raises(Rejected):
-        ACCEPT[obj["kind"]](SUITE, state, b64d(obj["data"]), **where)  # type: ignore[operator]
+        ACCEPT[obj["kind"]](SUITE, state, object_bytes(obj), **where)  # type: ignore[operator]
     assert canonical.encode(state.to_wire()) == before

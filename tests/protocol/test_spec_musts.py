@@ -1,8 +1,9 @@
 """Every MUST of SPEC.md names what exercises it: vector ids or a test.
 
 A requirement is a block of the text (a paragraph, a list item or a table row) holding
-the word MUST; it carries a marker ``[vectors: id, id-prefix-*]`` or
-``[test: tests/path.py::test_name]`` (several, comma-separated).  Exempt: the
+the word MUST; it carries its own marker ``[vectors: id, id-prefix-*]`` or
+``[test: tests/path.py::test_name]`` (several, comma-separated) after its last MUST: a
+marker elsewhere in the section does not count.  Exempt: the
 subsections of "Devices and identity" that are decided but not built yet, and the
 paragraph that defines the key words.  Every marker anywhere must name vectors that
 exist in ``protocol/vectors/`` (a trailing ``*`` matches by prefix, at least one file)
@@ -78,7 +79,15 @@ def requirements(text: str) -> list[Block]:
 
 
 def unmarked(text: str) -> list[Block]:
-    return [b for b in requirements(text) if MARKER.search(b.text) is None]
+    """The requirements without a marker of their own: none in the block, or none after
+    its last MUST (a marker that closes one sentence does not cover a MUST after it; a
+    marker in another paragraph of the section covers nothing here)."""
+    out = []
+    for b in requirements(text):
+        last_must = [m.end() for m in _MUST.finditer(b.text)][-1]
+        if not any(m.start() >= last_must for m in MARKER.finditer(b.text)):
+            out.append(b)
+    return out
 
 
 def vector_ids() -> set[str]:
@@ -135,6 +144,11 @@ def test_every_named_vector_and_test_exists() -> None:
         ("## Devices and identity\n\nA device MUST be listed.\n", 1, []),
         ("## Devices and identity\n\n### Who signs admin objects\n\nX MUST sign.\n", 0, []),
         ("| a | MUST |\n| b | MUST [vectors: roster-fork] |\n", 1, []),
+        ("## S\n\nA MUST x.\n\nB MUST y [vectors: roster-fork].\n", 1, []),
+        ("A MUST x.\n- B MUST y [vectors: roster-fork]\n", 1, []),
+        ("A MUST x [vectors: roster-fork]. B MUST y.\n", 1, []),
+        ("A MUST x [vectors: roster-fork]; B MUST y [test: tests/protocol/test_spec_musts.py"
+         "::test_the_check_itself].\n", 0, []),
     ],
 )  # fmt: skip
 def test_the_check_itself(text: str, unmarked_count: int, bad: list[str]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ from sealmem.protocol.verify import (
 from tests.protocol.vectorgen.basics import NOW, TEAM
 from tests.protocol.vectorgen.generate import VECTORS
 from tests.protocol.vectorgen.own_chain import replay as replay_own_chain
+from tests.protocol.vectorgen.sizes import BIG
 
 # The reader's clock for snapshot vectors that name none: the generator's NOW + 1 minute.
 READER_NOW = NOW + 60_000
@@ -191,9 +193,22 @@ def replay_merge(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def object_bytes(obj: dict[str, Any]) -> bytes:
+    """A case object's bytes: ``data``, or ``data_zlib`` inflated (an object of megabytes,
+    given compressed: SPEC "Test vectors")."""
+    if "data_zlib" in obj:
+        return zlib.decompress(b64d(obj["data_zlib"]))
+    return b64d(obj["data"])
+
+
 def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     """Run a case; return the record count for an opened snapshot, or derived values."""
     inputs = case["inputs"]
+    if "data_zlib" in inputs["object"]:
+        inputs = {
+            **inputs,
+            "object": {**inputs["object"], "data": b64e(object_bytes(inputs["object"]))},
+        }
     if inputs["object"]["kind"] not in {"roster", "keyring", "manifest", "snapshot", "checkpoint"}:
         assert not inputs["setup"]
         return derive(inputs["object"])
@@ -271,7 +286,13 @@ def test_a_request_vector_matches_the_headers_the_client_sends() -> None:
     assert headers == case["output"]["headers"]
 
 
-@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+def _params(files: list[Path]) -> list[Any]:
+    """One parameter per file; the few that take seconds to replay are marked slow."""
+    slow = [pytest.mark.slow]
+    return [pytest.param(f, id=f.stem, marks=slow if f.stem in BIG else []) for f in files]
+
+
+@pytest.mark.parametrize("path", _params(FILES))
 def test_vector(path: Path) -> None:
     case = json.loads(path.read_text(encoding="utf-8"))
     assert case["description"]
@@ -300,7 +321,7 @@ SNAPSHOT_REFUSALS = [
 ]
 
 
-@pytest.mark.parametrize("path", SNAPSHOT_REFUSALS, ids=[f.stem for f in SNAPSHOT_REFUSALS])
+@pytest.mark.parametrize("path", _params(SNAPSHOT_REFUSALS))
 def test_a_partial_read_refuses_what_the_writer_signed(path: Path) -> None:
     """Only a missing chunk or one whose bytes are not its id is a hole: every snapshot the
     vectors refuse is refused as a whole by a reader that reads in part too."""

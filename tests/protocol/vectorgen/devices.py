@@ -26,6 +26,7 @@ from sealmem.protocol.device_invite import (
 from sealmem.protocol.devices import Introduced
 from sealmem.protocol.encoding import b64e
 from sealmem.protocol.envelope import seal
+from sealmem.protocol.hlc import MAX_AHEAD_MS
 from sealmem.protocol.keyring import build_keyring
 from sealmem.protocol.roster import Member, Revocation, Roster
 from sealmem.protocol.snapshot import build_snapshot
@@ -275,6 +276,10 @@ def _enrolment() -> dict[str, dict[str, Any]]:
     assert fmt == DEVICE_INVITE_FORMAT
     later = NOW + HOUR
     chain = [b64e(d) for d in SETUP_V4]
+    ahead = _invite(created_at=later + MAX_AHEAD_MS + 1, expires_at=later + MAX_AHEAD_MS + DAY)
+    ahead_data = seal(ahead.to_body(), "device-invite", ALICE)
+    skewed = _invite(created_at=later + MAX_AHEAD_MS, expires_at=later + MAX_AHEAD_MS + DAY)
+    skewed_data = seal(skewed.to_body(), "device-invite", ALICE)
 
     def inv(d: str, data: bytes, now: int, e: str) -> tuple[str, dict[str, Any], str]:
         return d, {"kind": "device-invite", "data": b64e(data), "now_ms": now}, e
@@ -311,6 +316,8 @@ def _enrolment() -> dict[str, dict[str, Any]]:
         "device-join-invite-of-other-member": adm("an invite signed by alice's device for a device of bob", _join(of_bob, bob_data), chain, later, "signer-mismatch"),
         "device-join-invite-signed-by-revoked-device": adm("an invite signed by a device revoked since", _join(by_laptop, laptop_data), [*chain, b64e(revoked.sign(ROOT))], later, "revoked"),
         "device-admission-invite-used": adm("an invite the roster already lists in a device's introduced_by", _join(good, good_data), [*chain, b64e(used_by.sign(ROOT))], later, "invite-used"),
+        "device-admission-invite-from-the-future": adm("a device join whose invite is dated more than MAX_AHEAD_MS after the admin's clock (a valid lifetime)", _join(ahead, ahead_data), chain, later, "clock-ahead"),
+        "device-admission-invite-ahead-within-skew": adm("a device join whose invite is dated exactly MAX_AHEAD_MS after the admin's clock", _join(skewed, skewed_data), chain, later, "accept"),
         "device-admission-expired": adm("a device join approved after its invite expired", _join(good, good_data), chain, NOW + DAY, "invite-expired"),
     }  # fmt: skip
     out = {}
