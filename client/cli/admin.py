@@ -262,8 +262,9 @@ def settings(
     ] = None,
     stale_days: Annotated[
         int | None,
-        typer.Option(help="Days without confirmation after which a memory is stale (1..3650; "
-        "default 180)."),
+        typer.Option(
+            help="Days without confirmation after which a memory is stale (1..3650; default 180)."
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:

@@ -2,9 +2,10 @@
 
 A memory is stale when no one wrote, edited, re-remembered, accepted, kept or
 recalled it within the period (:mod:`sealmem.client.store.freshness`; the team's, 180
-days unless an admin sets another, or your own: ``review period DAYS``).  Nothing stale is ever deleted: this noun
-lists them, ``keep`` confirms one (its clock starts again), ``correct`` stores the
-corrected text as a new memory that supersedes it, ``forget`` is the normal forget.
+days unless an admin sets another, or your own: ``review period DAYS``).  Nothing
+stale is ever deleted: this noun lists them, ``keep`` confirms one (its clock starts
+again), ``correct`` stores the corrected text as a new memory that supersedes it,
+``forget`` is the normal forget.
 """
 
 from __future__ import annotations

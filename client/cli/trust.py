@@ -1,9 +1,10 @@
 """``sealmem trust``: how far each teammate's memories reach your agent.
 
 ``period`` shows or sets how long a member approved after you stays in ``review`` (the
-team's period, 7 days unless an admin sets another; your own here wins).  ``trusted`` memories enter the automatic contexts (session start, prompt hook) within
-the writer's share; ``review`` ones answer explicit recall, labelled, and enter the
-automatic contexts once accepted in ``sealmem captured``; ``muted`` ones reach no agent
+team's period, 7 days unless an admin sets another; your own here wins).  ``trusted``
+memories enter the automatic contexts (session start, prompt hook) within the writer's
+share; ``review`` ones answer explicit recall, labelled, and enter the automatic
+contexts once accepted in ``sealmem captured``; ``muted`` ones reach no agent
 (``purge`` also deletes them from this machine).  The rules: :mod:`..recall.trust`.
 """
 

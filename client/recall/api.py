@@ -110,6 +110,10 @@ class MemoryStore(LocalStore):
         with sqlite_errors(self.path):
             return periods.period(self.connection, name)
 
+    def applied_periods(self) -> dict[str, periods.Period]:
+        """Both periods as applied here: ``review_days`` and ``stale_days``."""
+        return {name: self.period(name) for name in (periods.REVIEW, periods.STALE)}
+
     def set_period(self, name: str, days: int | None) -> periods.Period:
         """Set this machine's own period ``name``; None drops it (the team's applies)."""
         with sqlite_errors(self.path):

@@ -51,7 +51,7 @@ class Period:
         return {"days": self.days, "set_by": self.source, "team_days": self.team_days}
 
     def words(self) -> str:
-        """"7 days (team setting)", "3 days (your setting here; the team's is 7)"."""
+        """ "7 days (team setting)", "3 days (your setting here; the team's is 7)"."""
         if self.source == LOCAL:
             team = "" if self.team_days is None else f"; the team's is {self.team_days}"
             return f"{self.days} days (your setting on this machine{team})"
@@ -94,9 +94,7 @@ def set_local(conn: sqlite3.Connection, name: str, days: int) -> Period:
     """This person's own period ``name`` on this machine (it wins over the team's)."""
     low, high = BOUNDS[name]
     if isinstance(days, bool) or not isinstance(days, int) or not low <= days <= high:
-        raise InputError(
-            f"{_WHAT[name]} {days!r} is not a number of days from {low} to {high}"
-        )
+        raise InputError(f"{_WHAT[name]} {days!r} is not a number of days from {low} to {high}")
     with transaction(conn):
         set_meta(conn, _KEYS[name], str(days))
     return period(conn, name)

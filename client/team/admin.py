@@ -234,9 +234,7 @@ def reset_writer(team: Team, who: str, *, now: int) -> Roster:
     return change(team, state, resets, now)
 
 
-def set_periods(
-    team: Team, *, review_days: int | None, stale_days: int | None, now: int
-) -> Roster:
+def set_periods(team: Team, *, review_days: int | None, stale_days: int | None, now: int) -> Roster:
     """Set the team's periods (``protocol.settings``) in a new roster version; a team
     still on roster v1 moves to v2 in the same version, as a first device approval does."""
     state, _ = admin_state(team, now)
