@@ -22,7 +22,8 @@ from .devices import Device, Introduced, Person, upgrade_people
 from .errors import InputError, Rejected
 from .record import PROJECT_RE
 from .roster import Grant, Member, Pin, Reset, Revocation, Roster
-from .settings import BOUNDS, TeamSettings
+from .settings import BOUNDS as _BOUNDS
+from .settings import TeamSettings
 from .state import TrustedState
 from .suite import Suite
 
@@ -289,7 +290,7 @@ def setting_periods(*, review_days: int | None = None, stale_days: int | None = 
     try:  # the bounds, checked before any draft
         given = TeamSettings(review_days, stale_days)
     except Rejected as exc:
-        limits = ", ".join(f"{n} {lo}..{hi}" for n, (lo, hi) in BOUNDS.items())
+        limits = ", ".join(f"{n} {lo}..{hi}" for n, (lo, hi) in _BOUNDS.items())
         raise InputError(f"{exc.detail.removeprefix('roster ')}; the bounds are {limits}") from exc
 
     def edit(draft: Roster) -> Roster:

@@ -177,8 +177,8 @@ def _status_text(doc: Mapping[str, Any]) -> str:
         f"{stats['tombstones']} forgotten, {stats['history_versions']} older versions",
         f"  by kind:    {_counts(stats['by_kind'])}",
         f"  by project: {_counts(stats['by_project'])}",
-        _sync_line(sync),
         _periods_line(doc["periods"]),
+        _sync_line(sync),
     ]
     if sync.get("clock"):
         lines.append(_clock_line(sync["clock"]))

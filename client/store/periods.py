@@ -10,10 +10,10 @@ the default of :data:`sealmem.protocol.settings.DEFAULTS`.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 
-from ...protocol import canonical
 from ...protocol.errors import InputError, ProtocolError
 from ...protocol.settings import BOUNDS, DEFAULTS, NO_SETTINGS, TeamSettings
 from .connection import get_meta, set_meta, transaction
@@ -59,16 +59,21 @@ class Period:
 
 
 def team_settings(conn: sqlite3.Connection) -> TeamSettings:
-    """The periods of the newest accepted roster; none without a team, or when it sets none."""
-    row = conn.execute(
-        "SELECT data FROM team_objects WHERE kind = 'roster' ORDER BY name DESC LIMIT 1"
-    ).fetchone()
-    if row is None:
+    """The periods of the newest accepted roster; none without a team, or when it sets none.
+    SQLite reads the one field out of the stored envelope (recall asks on every call, and a
+    large team's roster is large)."""
+    try:
+        row = conn.execute(
+            "SELECT json_extract(CAST(data AS TEXT), '$.body.settings') FROM team_objects "
+            "WHERE kind = 'roster' ORDER BY name DESC LIMIT 1"
+        ).fetchone()
+    except sqlite3.DatabaseError:  # not JSON: verified before it was saved, so damage
+        return NO_SETTINGS
+    if row is None or row[0] is None:
         return NO_SETTINGS
     try:
-        raw = canonical.decode(bytes(row[0]))["body"].get("settings")
-        return NO_SETTINGS if raw is None else TeamSettings.from_wire(raw)
-    except (ProtocolError, KeyError, TypeError, AttributeError):
+        return TeamSettings.from_wire(json.loads(str(row[0])))
+    except (ProtocolError, ValueError):
         return NO_SETTINGS
 
 
