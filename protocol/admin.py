@@ -19,9 +19,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from .devices import Device, Introduced, Person, upgrade_people
-from .errors import InputError
+from .errors import InputError, Rejected
 from .record import PROJECT_RE
 from .roster import Grant, Member, Pin, Reset, Revocation, Roster
+from .settings import BOUNDS as _BOUNDS
+from .settings import TeamSettings
 from .state import TrustedState
 from .suite import Suite
 
@@ -38,6 +40,7 @@ __all__ = [
     "revoking_device",
     "rotating",
     "setting_grant",
+    "setting_periods",
     "upgrading",
 ]
 
@@ -279,6 +282,26 @@ def _removing_person(
             *(Revocation(k, draft.version, dict(pins.get(k, {}))) for k in live),
         ),
     )
+
+
+def setting_periods(*, review_days: int | None = None, stale_days: int | None = None) -> Edit:
+    """Set the team's periods (SPEC "Team settings") in a v2 draft (after :func:`upgrading`);
+    a period given as None keeps the value the roster has; out of bounds is refused."""
+    try:  # the bounds, checked before any draft
+        given = TeamSettings(review_days, stale_days)
+    except Rejected as exc:
+        limits = ", ".join(f"{n} {lo}..{hi}" for n, (lo, hi) in _BOUNDS.items())
+        raise InputError(f"{exc.detail.removeprefix('roster ')}; the bounds are {limits}") from exc
+
+    def edit(draft: Roster) -> Roster:
+        if not draft.people:
+            raise InputError("team settings need roster v2: apply upgrading() first")
+        merged = {**draft.settings.values(), **given.values()}
+        if not given:
+            raise InputError("give a period to set: review days, stale days or both")
+        return replace(draft, settings=TeamSettings(**merged))
+
+    return edit
 
 
 def resetting_chain(kid: str, project: str) -> Edit:

@@ -31,6 +31,7 @@ from .errors import Rejected
 from .names import name_problem
 from .record import PROJECT_RE
 from .roster_entries import Grant, Pin, Reset, Revocation
+from .settings import NO_SETTINGS, TeamSettings
 from .suite import Signer, Suite
 
 __all__ = [
@@ -152,6 +153,8 @@ class Roster:
     """The members of a v2 roster with their devices (empty: a v1 roster, whose
     ``members`` are the keys).  In v2, ``members`` is derived: one per member (the
     first device's keys, ``kid`` = member id); :meth:`member` resolves any device."""
+    settings: TeamSettings = NO_SETTINGS
+    """The periods the team sets (v2 only; :mod:`.settings`)."""
     _devices: Mapping[str, Member] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -225,6 +228,12 @@ class Roster:
         return tuple(m for m in self._devices.values() if self.can_read(m.kid, project))
 
     def to_body(self) -> dict[str, Any]:
+        body = self._body()
+        if self.settings:  # absent when unset, so a roster that sets none hashes as before
+            body["settings"] = self.settings.to_wire()
+        return body
+
+    def _body(self) -> dict[str, Any]:
         return {
             "format": self.format,
             "team": self.team,
@@ -258,7 +267,8 @@ class Roster:
                 "upgrade sealmem if the team uses a newer version",
             )
         v2 = body["format"] == ROSTER_V2_FORMAT
-        obj = exact_keys(body, _BODY_KEYS, "roster")
+        keys = _BODY_KEYS | ({"settings"} if v2 and "settings" in body else set())
+        obj = exact_keys(body, keys, "roster")
         prev = obj["prev"]
         projects: dict[str, int] = {}
         for name, raw in need_dict(obj["projects"], "roster.projects").items():
@@ -288,6 +298,7 @@ class Roster:
             revocations=_each(lists, "revocations", Revocation.from_wire),
             resets=_each(lists, "resets", Reset.from_wire),
             created_at=need_int(obj["created_at"], "roster.created_at"),
+            settings=TeamSettings.from_wire(obj["settings"]) if "settings" in obj else NO_SETTINGS,
         )
         roster.check(suite)
         return roster
@@ -296,6 +307,8 @@ class Roster:
         """Internal consistency; raise ``Rejected('malformed')`` naming the first problem."""
         if (self.version == 1) != (self.prev is None):
             raise _bad("prev must be null exactly for version 1")
+        if self.settings and not self.people:
+            raise _bad("settings need format sealmem/roster/v2")
         kids = [m.kid for m in self.members]
         if len(set(kids)) != len(kids):
             raise _bad("lists a member twice")

@@ -1,5 +1,5 @@
-"""``sealmem admin``: issue, grant, revoke, rotate, reset-writer, checkpoint (join requests:
-:mod:`.approval`).
+"""``sealmem admin``: issue, grant, revoke, rotate, reset-writer, checkpoint, settings (join
+requests: :mod:`.approval`).
 
 Each command publishes one new roster version signed by your admin key (and new
 project keys where readers changed).
@@ -256,6 +256,47 @@ def checkpoint(
     )
 
 
+def settings(
+    review_days: Annotated[
+        int | None,
+        typer.Option(help="Days a member approved later stays in review (0..365; default 7)."),
+    ] = None,
+    stale_days: Annotated[
+        int | None,
+        typer.Option(
+            help="Days without confirmation after which a memory is stale (1..3650; default 180)."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the team's periods, or set them for every member (a person's own wins)."""
+    from ...protocol.settings import DEFAULTS
+    from ..team import admin
+
+    with open_team() as team:
+        if review_days is None and stale_days is None:
+            roster = team.trusted().roster
+            if roster is None:
+                raise InputError("no trusted roster yet: run 'sealmem sync' first")
+        else:
+            roster = admin.set_periods(
+                team, review_days=review_days, stale_days=stale_days, now=now_ms()
+            )
+    team_values = roster.settings.values()
+    doc: dict[str, Any] = {
+        name: {"days": team_values.get(name, default), "set": name in team_values}
+        for name, default in DEFAULTS.items()
+    }
+    doc["roster_version"] = roster.version
+    if as_json:
+        output.emit_json(doc)
+        return
+    for name, what in (("review_days", "review period"), ("stale_days", "stale period")):
+        days, set_here = doc[name]["days"], doc[name]["set"]
+        output.say(f"{what}: {days} days ({'team setting' if set_here else 'default'})")
+    output.say(f"roster v{roster.version}; a member's own period on its machine wins")
+
+
 def register(app: typer.Typer) -> None:
     approval.register(admin_app)
     admin_app.command()(issue)
@@ -264,4 +305,5 @@ def register(app: typer.Typer) -> None:
     admin_app.command()(rotate)
     admin_app.command("reset-writer")(reset_writer)
     admin_app.command()(checkpoint)
+    admin_app.command()(settings)
     app.add_typer(admin_app, name="admin")

@@ -152,6 +152,7 @@ def status(as_json: JsonOpt = False) -> None:
             "project": current_project(),
             "stats": store.stats(),
             "sync": sync_health(home(), store.connection),
+            "periods": {name: p.to_dict() for name, p in store.applied_periods().items()},
         }
     if as_json:
         output.emit_json(doc)
@@ -176,12 +177,26 @@ def _status_text(doc: Mapping[str, Any]) -> str:
         f"{stats['tombstones']} forgotten, {stats['history_versions']} older versions",
         f"  by kind:    {_counts(stats['by_kind'])}",
         f"  by project: {_counts(stats['by_project'])}",
+        _periods_line(doc["periods"]),
         _sync_line(sync),
     ]
     if sync.get("clock"):
         lines.append(_clock_line(sync["clock"]))
     lines += [f"  ALARM {alarm}" for alarm in sync.get("alarms", [])]
     return "\n".join(lines)
+
+
+def _periods_line(periods: Mapping[str, Mapping[str, Any]]) -> str:
+    """The two periods and who set each: "periods: review 2 days (team), stale 60 days
+    (yours here; team 30)"."""
+    words = []
+    for name, label in (("review_days", "review"), ("stale_days", "stale")):
+        p = periods[name]
+        who = {"team": "team", "default": "default"}.get(p["set_by"], "yours here")
+        if p["set_by"] == "local" and p["team_days"] is not None:
+            who += f"; team {p['team_days']}"
+        words.append(f"{label} {p['days']} days ({who})")
+    return "periods:   " + ", ".join(words)
 
 
 def _sync_line(sync: Mapping[str, Any]) -> str:

@@ -1,10 +1,11 @@
 """``sealmem review``: memories no one confirmed for the review period, offered again.
 
 A memory is stale when no one wrote, edited, re-remembered, accepted, kept or
-recalled it within the period (:mod:`sealmem.client.store.freshness`; 180 days unless
-``review period DAYS`` says otherwise).  Nothing stale is ever deleted: this noun
-lists them, ``keep`` confirms one (its clock starts again), ``correct`` stores the
-corrected text as a new memory that supersedes it, ``forget`` is the normal forget.
+recalled it within the period (:mod:`sealmem.client.store.freshness`; the team's, 180
+days unless an admin sets another, or your own: ``review period DAYS``).  Nothing
+stale is ever deleted: this noun lists them, ``keep`` confirms one (its clock starts
+again), ``correct`` stores the corrected text as a new memory that supersedes it,
+``forget`` is the normal forget.
 """
 
 from __future__ import annotations
@@ -166,17 +167,21 @@ def period(
         int | None,
         typer.Argument(help="Days without confirmation after which a memory is stale."),
     ] = None,
+    team: Annotated[
+        bool, typer.Option("--team", help="Drop your own period here: the team's applies.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show the review period, or set it to DAYS (this machine's setting)."""
-    if days is None:
-        with open_store(readonly=True) as store:
-            now = store.review_period()
-    else:
-        with open_store() as store:
-            now = store.set_review_period(days)
+    """Show the stale period, or set your own on this machine to DAYS (it wins over the
+    team's; 180 days unless an admin sets another)."""
+    from ..store.periods import STALE
+
+    if days is not None and team:
+        raise InputError("give DAYS or --team, not both")
+    with open_store(readonly=days is None and not team) as store:
+        now = store.set_period(STALE, days) if days is not None or team else store.period(STALE)
     if as_json:
-        output.emit_json({"period_days": now})
+        output.emit_json({"period_days": now.days, **now.to_dict()})
         return
     verb = "review period set to" if days is not None else "review period:"
-    output.say(f"{verb} {now} days (a memory no one confirms for longer is stale)")
+    output.say(f"{verb} {now.words()} (a memory no one confirms for longer is stale)")

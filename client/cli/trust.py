@@ -1,9 +1,10 @@
 """``sealmem trust``: how far each teammate's memories reach your agent.
 
-``period`` sets how long a member approved after you stays in ``review`` (7 days unless
-you set it).  ``trusted`` memories enter the automatic contexts (session start, prompt hook) within
-the writer's share; ``review`` ones answer explicit recall, labelled, and enter the
-automatic contexts once accepted in ``sealmem captured``; ``muted`` ones reach no agent
+``period`` shows or sets how long a member approved after you stays in ``review`` (the
+team's period, 7 days unless an admin sets another; your own here wins).  ``trusted``
+memories enter the automatic contexts (session start, prompt hook) within the writer's
+share; ``review`` ones answer explicit recall, labelled, and enter the automatic
+contexts once accepted in ``sealmem captured``; ``muted`` ones reach no agent
 (``purge`` also deletes them from this machine).  The rules: :mod:`..recall.trust`.
 """
 
@@ -135,20 +136,20 @@ def period(
         int | None,
         typer.Argument(metavar="[DAYS]", help="Days a newly approved member stays in review."),
     ] = None,
+    team: Annotated[
+        bool, typer.Option("--team", help="Drop your own period here: the team's applies.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show or set how long a member approved after you stays in review (default 7 days)."""
-    from ..recall.trust import REVIEW_DAYS
-    from ..store.trust_rows import review_days, save_review_days
+    """Show or set how long a member approved after you stays in review (the team's
+    period, 7 days unless an admin sets another; yours on this machine wins)."""
+    from ..store.periods import REVIEW
 
-    if days is not None and not 0 <= days <= 365:
-        raise InputError(f"{days} days must be between 0 and 365 (0: no review period)")
-    with open_store(readonly=days is None) as store:
-        if days is not None:
-            save_review_days(store.connection, days)
-        current = review_days(store.connection)
-    shown = REVIEW_DAYS if current is None else current
+    if days is not None and team:
+        raise InputError("give DAYS or --team, not both")
+    with open_store(readonly=days is None and not team) as store:
+        now = store.set_period(REVIEW, days) if days is not None or team else store.period(REVIEW)
     if as_json:
-        output.emit_json({"review_days": shown, "set_by": "default" if current is None else "you"})
+        output.emit_json({"review_days": now.days, **now.to_dict()})
         return
-    output.say(f"a member approved after you stays in review for {shown} days")
+    output.say(f"a member approved after you stays in review for {now.words()}")

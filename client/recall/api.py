@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from functools import partial
 
 from ...protocol.errors import InputError
-from ..store import freshness, inputs
+from ..store import freshness, inputs, periods
 from ..store.api import LocalStore
 from ..store.connection import sqlite_errors
 from ..store.memory import DEFAULT_PROJECT, SHARED_PROJECT, Hit, Memory
@@ -98,13 +98,28 @@ class MemoryStore(LocalStore):
     # -- staleness (:mod:`..store.freshness`) --------------------------------------
 
     def review_period(self) -> int:
-        """Days after which a memory no one confirmed is stale."""
-        with sqlite_errors(self.path):
-            return freshness.period_days(self.connection)
+        """Days after which a memory no one confirmed is stale (:meth:`period`)."""
+        return self.period(periods.STALE).days
 
     def set_review_period(self, days: int) -> int:
+        """Set this machine's own stale period (it wins over the team's)."""
+        return self.set_period(periods.STALE, days).days
+
+    def period(self, name: str) -> periods.Period:
+        """Period ``name`` (``review_days``, ``stale_days``) as applied here, with its source."""
         with sqlite_errors(self.path):
-            return freshness.set_period(self.connection, days)
+            return periods.period(self.connection, name)
+
+    def applied_periods(self) -> dict[str, periods.Period]:
+        """Both periods as applied here: ``review_days`` and ``stale_days``."""
+        return {name: self.period(name) for name in (periods.REVIEW, periods.STALE)}
+
+    def set_period(self, name: str, days: int | None) -> periods.Period:
+        """Set this machine's own period ``name``; None drops it (the team's applies)."""
+        with sqlite_errors(self.path):
+            if days is None:
+                return periods.clear_local(self.connection, name)
+            return periods.set_local(self.connection, name, days)
 
     def recall_due(self, ids: Sequence[str]) -> list[str]:
         """Those of ``ids`` (recalled now) whose recorded recall is missing or a day old."""
@@ -131,7 +146,7 @@ class MemoryStore(LocalStore):
         scope = self._scope(project, all_projects)
         with sqlite_errors(self.path):
             conn = self.connection
-            days = freshness.period_days(conn)
+            days = periods.period(conn, periods.STALE).days
             return freshness.stale_memories(conn, scope, self._clock(), days)
 
     def recent(

@@ -25,11 +25,11 @@ from ...protocol import canonical
 from ...protocol.devices import key_owners
 from ...protocol.errors import ProtocolError
 from ...protocol.hlc import Hlc
-from ..store import trust_rows
+from ..store import periods, trust_rows
 from ..store.memory import Memory
 from ..store.rows import MEMORY_COLUMNS, memory_from_history_row, memory_from_row
 from .names import member_ids, member_names
-from .trust import DAY_MS, MUTED, OWN, REVIEW, REVIEW_DAYS, TRUSTED, Standing, default_state
+from .trust import DAY_MS, MUTED, OWN, REVIEW, TRUSTED, Standing, default_state
 
 __all__ = ["PROPOSED_DELETE", "Proposal", "Reader", "Shown", "member_states"]
 
@@ -71,8 +71,7 @@ def member_states(conn: sqlite3.Connection, me: str, now: int) -> dict[str, str]
             first.setdefault(kid, (version, at, signer))
     me = member_ids(conn).get(me, me)  # trust is the member's, on every device
     mine = first.get(me, (None, 0, ""))[0]
-    days = trust_rows.review_days(conn)
-    review_ms = (REVIEW_DAYS if days is None else days) * DAY_MS
+    review_ms = periods.period(conn, periods.REVIEW).days * DAY_MS
     states = {
         kid: default_state(
             first_version=v,

@@ -16,7 +16,8 @@ muted       no agent surface at all         no                     no
 
 A member in the roster that first named the reader starts ``trusted`` (so does one the
 reader approved itself, as an admin); one approved later starts ``review`` for
-:data:`REVIEW_DAYS` from when this store first saw it, then becomes ``trusted``.
+the review period from when this store first saw it (the team's ``review_days``, or
+the person's own on this machine, else :data:`REVIEW_DAYS`), then becomes ``trusted``.
 A person's own setting wins.  A version whose writer is not established (an
 unverified arrival) is treated as ``review``; an import a person ran here is theirs
 to vouch for (``trusted``).
@@ -30,6 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from ...protocol.settings import DEFAULTS
 
 __all__ = [
     "MUTED",
@@ -50,7 +53,7 @@ TRUSTED, REVIEW, MUTED = "trusted", "review", "muted"
 STATES = (TRUSTED, REVIEW, MUTED)
 """What a person may set for a member."""
 OWN = "own"
-REVIEW_DAYS = 7
+REVIEW_DAYS = DEFAULTS["review_days"]
 DAY_MS = 24 * 60 * 60 * 1000
 OWN_SHARE = 0.75
 """The part of an automatic context the reader's own memories may fill first."""

@@ -8,10 +8,9 @@ last two are this reader's own, in the ``freshness`` table (migration 8), never 
 A memory whose last confirmation is older than the review period is *stale*: recall
 and the viewer mark it, ``sealmem review`` offers it; nothing is ever deleted for it.
 
-The period is a local setting (``meta`` key ``stale_after_days``, default
-:data:`DEFAULT_DAYS`): how often a reader wants to look again at what no one uses is
-that reader's choice, like the trust settings, and a team-wide value would need a
-signed field in the roster for no gain in safety.
+The period is the team's (``stale_days`` in the roster, set by an admin) unless the
+person set their own on this machine; :mod:`.periods` says which applies (default 180
+days).
 
 Recall notes what it returned through :func:`note_recalled`, which writes only when a
 memory's recorded recall is a day old or more (one write a day per memory at most),
@@ -24,30 +23,22 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ...protocol.errors import InputError
 from .memory import Memory
 from .rows import MEMORY_COLUMNS, memory_from_row
 
 __all__ = [
     "DAY_MS",
-    "DEFAULT_DAYS",
-    "MAX_DAYS",
     "NONE",
     "Seen",
     "confirmed_at",
     "is_stale",
     "keep",
     "note_recalled",
-    "period_days",
     "seen",
-    "set_period",
     "stale_memories",
 ]
 
 DAY_MS = 86_400_000
-DEFAULT_DAYS = 180
-MAX_DAYS = 3650
-_KEY = "stale_after_days"
 
 
 @dataclass(frozen=True)
@@ -75,28 +66,6 @@ def confirmed_at(memory: Memory, seen: Seen) -> int:
 def is_stale(memory: Memory, seen: Seen, now: int, days: int) -> bool:
     """No one confirmed ``memory`` in the last ``days`` days (a tombstone never is)."""
     return not memory.deleted and now - confirmed_at(memory, seen) > days * DAY_MS
-
-
-def period_days(conn: sqlite3.Connection) -> int:
-    """The review period in days: the setting, else :data:`DEFAULT_DAYS`."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_KEY,)).fetchone()
-    return DEFAULT_DAYS if row is None or not str(row[0]).isdigit() else int(row[0])
-
-
-def set_period(conn: sqlite3.Connection, days: int) -> int:
-    """Set the review period; refused outside 1..:data:`MAX_DAYS`."""
-    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
-        raise InputError(
-            f"review period {days!r} is not a number of days from 1 to {MAX_DAYS}; "
-            f"e.g. sealmem review period {DEFAULT_DAYS}"
-        )
-    with conn:
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (_KEY, str(days)),
-        )
-    return days
 
 
 def seen(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, Seen]:

@@ -14,18 +14,12 @@ import sqlite3
 
 from ...protocol import canonical
 from ...protocol.record import Record
-from .connection import get_meta, set_meta, transaction
-
-REVIEW_DAYS_KEY = "trust_review_days"
-"""Meta key: how many days a member approved after the reader stays in ``review`` here."""
+from .connection import transaction
 
 __all__ = [
-    "REVIEW_DAYS_KEY",
     "VersionKey",
     "member_settings",
-    "review_days",
     "save_member_state",
-    "save_review_days",
     "save_verdict",
     "verdicts",
     "version_key",
@@ -68,14 +62,3 @@ def save_verdict(conn: sqlite3.Connection, key: VersionKey, verdict: str, now: i
             "verdict, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (*key, verdict, now),
         )
-
-
-def review_days(conn: sqlite3.Connection) -> int | None:
-    """The review period a person set here (days), None for the default."""
-    value = get_meta(conn, REVIEW_DAYS_KEY)
-    return int(value) if value is not None and value.isdigit() else None
-
-
-def save_review_days(conn: sqlite3.Connection, days: int) -> None:
-    with transaction(conn):
-        set_meta(conn, REVIEW_DAYS_KEY, str(days))

@@ -29,13 +29,15 @@ from ..sync.hub import is_hub_location
 from ..sync.hub_answers import HubError
 from ..sync.session import Refusal, Team, TeamConfig, find_member, transport_for
 from ..sync.transport import ConflictError
-from .approval import Approved
+from .approval import Approved, first_listed
 from .invite import fingerprint_of, make_invite
 from .pending import clear_pending, pending_team_id
 from .publish import admin_state, change, publish
 from .registry import update_registry
 
-__all__ = ["create_team", "grant", "invite", "issue", "reset_writer", "revoke", "rotate"]
+__all__ = [
+    "create_team", "grant", "invite", "issue", "reset_writer", "revoke", "rotate", "set_periods",
+]  # fmt: skip
 
 
 def create_team(
@@ -232,6 +234,14 @@ def reset_writer(team: Team, who: str, *, now: int) -> Roster:
     devices = [d.kid for d in roster.devices_of(member.id) if roster.revocation(d.kid) is None]
     resets = [edits.resetting_chain(kid, p) for kid in devices for p in writable]
     return change(team, state, resets, now)
+
+
+def set_periods(team: Team, *, review_days: int | None, stale_days: int | None, now: int) -> Roster:
+    """Set the team's periods (``protocol.settings``) in a new roster version; a team
+    still on roster v1 moves to v2 in the same version, as a first device approval does."""
+    state, _ = admin_state(team, now)
+    periods = edits.setting_periods(review_days=review_days, stale_days=stale_days)
+    return change(team, state, [edits.upgrading(team.me, first_listed(state)), periods], now)
 
 
 @dataclass

@@ -260,6 +260,7 @@ def team_page(home: Path, store: MemoryStore) -> dict[str, Any]:
         "status": None,
         "problem": None,
         "names": member_names(conn),
+        "periods": store.applied_periods(),
     }
     if health.get("configured"):
         doc["status"], doc["problem"] = _team_status(home, store)

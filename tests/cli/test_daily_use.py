@@ -65,9 +65,10 @@ def test_status_is_a_readable_view_and_json_is_unchanged(cli: CLI, home: Path) -
     assert "memories:  2 (1 private), 0 forgotten, 0 older versions" in lines
     assert "  by kind:    decision 1, note 1" in lines
     assert "  by project: webshop 2" in lines
+    assert lines[-2] == "periods:   review 7 days (default), stale 180 days (default)"
     assert lines[-1] == "sync: not in a team (local only)"
     doc = cli("status", "--json").json()
-    assert set(doc) == {"home", "store", "author", "project", "stats", "sync"}
+    assert set(doc) == {"home", "store", "author", "project", "stats", "sync", "periods"}
     assert doc["stats"]["memories"] == 2
 
 

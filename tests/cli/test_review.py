@@ -73,7 +73,12 @@ def test_the_period_is_set_and_refused_by_name(home: Path, cli: Callable[..., Ru
     _written_long_ago(home, "Backups are taken every 6 hours", days=40)
     assert cli("review", "--json").json()["stale"] == []
     assert "review period set to 30 days" in cli("review", "period", "30").out
-    assert cli("review", "period", "--json").json() == {"period_days": 30}
+    assert cli("review", "period", "--json").json() == {
+        "period_days": 30,
+        "days": 30,
+        "set_by": "local",
+        "team_days": None,
+    }
     assert len(cli("review", "--json").json()["stale"]) == 1
     bad = cli("review", "period", "0")
     assert bad.code == 1

@@ -44,6 +44,7 @@ from sealmem.protocol.invite import read_invite, read_join_request
 from sealmem.protocol.merge import merge_many
 from sealmem.protocol.names import name_skeleton
 from sealmem.protocol.record import Record
+from sealmem.protocol.settings import DEFAULTS
 from sealmem.protocol.snapshot import bucket_count, bucket_of
 from sealmem.protocol.state import TrustedState
 from sealmem.protocol.verify import (
@@ -239,9 +240,9 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
                 return None
             keyring.open_key(member.kid, lambda wrap: ContentKey.unwrap(wrap, member))
         return None
-    if obj["kind"] == "roster":
-        accept_roster(SUITE, state, data)
-        return None
+    if obj["kind"] == "roster":  # derived: the periods a reader applies (team's or default)
+        _, roster = accept_roster(SUITE, state, data)
+        return {name: roster.settings.effective(name) for name in DEFAULTS}
     where = {k: obj[k] for k in ("project", "writer") if k in obj}
     state, manifest = accept_manifest(SUITE, state, data, **where)
     if obj["kind"] == "manifest":

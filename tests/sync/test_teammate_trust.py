@@ -199,7 +199,12 @@ def test_a_member_approved_later_is_reviewed_then_muted_and_purged(team: World) 
     )
     listed = {m["name"]: m["state"] for m in _cli_json(alice, "trust", "list")["members"]}
     assert listed == {"admin": "trusted", "bob": "trusted", "mallory": "trusted", "eve": "review"}
-    assert _cli_json(alice, "trust", "period") == {"review_days": 7, "set_by": "default"}
+    assert _cli_json(alice, "trust", "period") == {
+        "review_days": 7,
+        "days": 7,
+        "set_by": "default",
+        "team_days": None,
+    }
     _run(alice, "trust", "period", "0")  # no review period here: eve is trusted at once
     assert tip in session_start(alice)
     _run(alice, "trust", "period", "30")
