@@ -1,6 +1,6 @@
 """``sealmem import --from ...`` and ``sealmem export --format markdown DIR``: memory in
 the files teams already keep (``CLAUDE.md``, ``AGENTS.md``, ``.cursor/rules``, a
-basic-memory or Obsidian folder), in and out.
+basic-memory or Obsidian folder, Claude Code's auto memory), in and out.
 
 An import is a preview until ``--apply``: one line per memory it would create (what the
 project already holds is not created again), escaped; applied, the new memories are
@@ -30,10 +30,19 @@ def _memories(count: int) -> str:
     return f"{count} private {'memory' if count == 1 else 'memories'}"
 
 
-def import_from(fmt: str, path: Path, *, apply: bool, project: str | None, as_json: bool) -> None:
-    """Preview (or with ``apply`` store) the memories of ``path`` read as ``fmt``."""
+def import_from(
+    fmt: str, path: Path | None, *, apply: bool, project: str | None, as_json: bool
+) -> None:
+    """Preview (or with ``apply`` store) the memories of ``path`` read as ``fmt``; for
+    Claude Code's auto memory ``path`` defaults to the current project's folder."""
     from ..hosts import importing
 
+    if path is None and fmt == importing.AUTO_MEMORY:
+        from ..hosts.automemory import locate
+
+        path = locate(Path.cwd())
+    elif path is None:
+        raise InputError(f"--from {fmt} reads a file or folder: give its path")
     got = importing.gather(fmt, path)
     target = resolve_project(project)
     with open_store(readonly=not apply) as store:

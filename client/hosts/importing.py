@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,12 +29,24 @@ from ..store import inputs
 from ..store.redact import redact_texts
 from ..store.rows import norm_hash
 from ..store.writes import find_twin, kinds_like
-from .sources import FORMATS, Candidate, Unreadable, from_cursor_rule, from_note, from_rules
+from .sources import (
+    AUTO_MEMORY,
+    FORMATS,
+    Candidate,
+    Unreadable,
+    from_auto_memory,
+    from_cursor_rule,
+    from_note,
+    from_rules,
+    index_target,
+    scoped,
+)
 
 if TYPE_CHECKING:
     from ..recall.api import MemoryStore
 
 __all__ = [
+    "AUTO_MEMORY",
     "MAX_FILES",
     "MAX_FILE_BYTES",
     "ORIGIN",
@@ -49,7 +61,18 @@ MAX_FILE_BYTES = 1024 * 1024
 MAX_FILES = 10_000
 ORIGIN = "import"
 _RULE_FILES = {"claude-md": "CLAUDE.md", "agents-md": "AGENTS.md"}
-_SKIPPED_DIRS = {".git", ".obsidian", ".trash", "node_modules"}
+_SKIPPED_DIRS = frozenset({".git", ".obsidian", ".trash", "node_modules"})
+_TREE_SKIPPED = frozenset(
+    {
+        *(".git", ".hg", ".svn", "node_modules", "bower_components", "vendor"),
+        *(".venv", "venv", "__pycache__", ".tox", ".nox", ".eggs", "site-packages"),
+        *(".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache"),
+        *("build", "dist", "target", ".next", ".nuxt", ".gradle", ".terraform"),
+    }
+)
+"""What a repository walk for nested rules files leaves out: version control, installed
+dependencies, virtualenvs (also any folder holding ``pyvenv.cfg``), caches and build
+output, where a rules file belongs to someone else's code or is a copy."""
 
 
 @dataclass
@@ -95,26 +118,46 @@ def _read(path: Path) -> str:
         raise Unreadable(f"it is not UTF-8 text (byte {exc.start})") from None
 
 
-def _walk(root: Path, suffix: str, got: Gathered) -> Iterator[tuple[Path, str]]:
-    """``(file, name relative to root)`` of every ``suffix`` file below ``root``, sorted,
-    links refused (a linked folder is not entered), hidden tool folders left out."""
+def _walk(
+    root: Path,
+    wanted: Callable[[str], bool],
+    got: Gathered,
+    skipped: frozenset[str] = _SKIPPED_DIRS,
+) -> Iterator[tuple[Path, str]]:
+    """``(file, name relative to root)`` of every file below ``root`` whose name is
+    ``wanted``, sorted, links refused (a linked folder is not entered, so a link loop
+    ends there), the folders of ``skipped`` and virtualenvs left out, a folder that
+    cannot be listed refused by name."""
     count = 0
-    for here, dirs, files in os.walk(root, followlinks=False):
+
+    def unlisted(exc: OSError) -> None:
+        where = _rel(Path(exc.filename), root) if exc.filename else root.name
+        got.refused.append((where, f"it cannot be listed ({exc.strerror})"))
+
+    for here, dirs, files in os.walk(root, onerror=unlisted, followlinks=False):
         base = Path(here)
         for d in sorted(dirs):
-            if d in _SKIPPED_DIRS or (base / d).is_symlink():
-                if d not in _SKIPPED_DIRS:
-                    got.refused.append((_rel(base / d, root), "a symbolic link, not followed"))
+            if d in skipped:
+                dirs.remove(d)
+            elif (base / d).is_symlink():
+                got.refused.append((_rel(base / d, root), "a symbolic link, not followed"))
+                dirs.remove(d)
+            elif _is_venv(base / d):
                 dirs.remove(d)
         dirs.sort()
         for name in sorted(files):
-            if not name.lower().endswith(suffix):
+            if not wanted(name):
                 continue
             count += 1
             if count > MAX_FILES:
                 got.refused.append((_rel(base, root), f"over {MAX_FILES} files; the rest left"))
                 return
             yield base / name, _rel(base / name, root)
+
+
+def _is_venv(folder: Path) -> bool:
+    """A Python virtualenv, whatever its name (PEP 405: it holds ``pyvenv.cfg``)."""
+    return (folder / "pyvenv.cfg").is_file()
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -139,6 +182,53 @@ def _rules_file(fmt: str, file: Path, got: Gathered) -> Gathered:
     return got
 
 
+def _scope_of(name: str) -> str:
+    """The folder a rules file (``name`` relative to the root) applies to: its own, or
+    for ``X/.claude/CLAUDE.md`` (Claude Code reads it as ``X/CLAUDE.md``) ``X``."""
+    parts = name.split("/")[:-1]
+    if parts and parts[-1] == ".claude":
+        parts = parts[:-1]
+    return "/".join(parts)
+
+
+def _rules_tree(fmt: str, root: Path, got: Gathered) -> Gathered:
+    """Every ``AGENTS.md`` (or ``CLAUDE.md``) of a repository: the root's, and the nested
+    ones of its subfolders, each rule scoped to the folder its file applies to."""
+    wanted = _RULE_FILES[fmt]
+    found = 0
+    for file, name in _walk(root, lambda n: n == wanted, got, _TREE_SKIPPED):
+        found += 1
+        try:
+            text = _read(file)
+        except Unreadable as exc:
+            got.refused.append((name, str(exc)))
+            continue
+        scope = _scope_of(name)
+        got.candidates += [scoped(c, scope) for c in from_rules(text, label=fmt, name=name)]
+    if not found and not got.refused:
+        raise InputError(f"no {wanted} in {root} or below it; give the file or its repository")
+    return got
+
+
+def _auto_memory(folder: Path, got: Gathered) -> Gathered:
+    """A Claude Code auto memory folder: ``MEMORY.md`` (its index lines left to the topic
+    files they point at) and every topic file below it."""
+    files = [(folder, folder.name)] if folder.is_file() else list(_walk(folder, _is_md, got))
+    topics = {name for _, name in files if name != "MEMORY.md"}
+    for file, name in files:
+        try:
+            found = from_auto_memory(_read(file), name=name, stem=file.stem)
+        except Unreadable as exc:
+            got.refused.append((name, str(exc)))
+            continue
+        got.candidates += [c for c in found if index_target(c.content) not in topics]
+    return got
+
+
+def _is_md(name: str) -> bool:
+    return name.lower().endswith(".md")
+
+
 def gather(fmt: str, path: Path) -> Gathered:
     """The memories of ``path`` read as ``fmt`` (:data:`~.sources.FORMATS`)."""
     if fmt not in FORMATS:
@@ -146,14 +236,20 @@ def gather(fmt: str, path: Path) -> Gathered:
     if not path.exists():
         raise InputError(f"{path} does not exist; give the file or folder to import")
     got = Gathered()
+    if fmt == AUTO_MEMORY:
+        return _auto_memory(path, got)
     if fmt == "cursor-rules" and _legacy_cursor(path):
         return _rules_file(fmt, path if path.is_file() else path / ".cursorrules", got)
     if fmt in _RULE_FILES:
-        return _rules_file(fmt, path / _RULE_FILES[fmt] if path.is_dir() else path, got)
+        return _rules_tree(fmt, path, got) if path.is_dir() else _rules_file(fmt, path, got)
     if fmt == "cursor-rules" and path.is_dir() and (path / ".cursor" / "rules").is_dir():
         path = path / ".cursor" / "rules"
     suffix = ".mdc" if fmt == "cursor-rules" else ".md"
-    files = [(path, path.name)] if path.is_file() else _walk(path, suffix, got)
+    files = (
+        [(path, path.name)]
+        if path.is_file()
+        else _walk(path, lambda n: n.lower().endswith(suffix), got)
+    )
     for file, name in files:
         try:
             text = _read(file)
