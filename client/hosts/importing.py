@@ -1,8 +1,10 @@
 """``sealmem import --from``: read the files where a team keeps memory, plan, store.
 
-:func:`gather` reads a ``CLAUDE.md``/``AGENTS.md`` file, a ``.cursor/rules`` folder (or
-the older single ``.cursorrules`` file) or a basic-memory/Obsidian folder
-(:mod:`.sources` makes the memories) without following a symbolic link anywhere below
+:func:`gather` reads a ``CLAUDE.md``/``AGENTS.md`` file or every one of a repository
+(each nested file's rules scoped to its folder), a ``.cursor/rules`` folder (or the
+older single ``.cursorrules`` file), a basic-memory/Obsidian folder or a Claude Code
+auto memory folder (:mod:`.automemory` finds it; :mod:`.sources` makes the memories)
+without following a symbolic link anywhere below
 the path given, nor reading anything but regular files of a bounded size; a file that
 cannot be read is refused by name and the rest goes on.  The source is only read,
 never written.
