@@ -37,10 +37,10 @@ def import_from(
     Claude Code's auto memory ``path`` defaults to the current project's folder."""
     from ..hosts import importing
 
-    if path is None and fmt == importing.AUTO_MEMORY:
-        from ..hosts.automemory import locate
+    if fmt == importing.AUTO_MEMORY:
+        from ..hosts.automemory import folder_for
 
-        path = locate(Path.cwd())
+        path = folder_for(path)
     elif path is None:
         raise InputError(f"--from {fmt} reads a file or folder: give its path")
     got = importing.gather(fmt, path)

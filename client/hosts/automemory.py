@@ -12,7 +12,7 @@ of that root with every character outside ``[A-Za-z0-9]`` turned into ``-`` (one
 UTF-16 unit, as JavaScript counts them); a name over 200 characters is cut there and
 ends in a hash this module does not compute: the one folder that starts so is taken.
 
-:func:`locate` only reads: settings, ``.git`` files, folder names.
+:func:`locate` and :func:`folder_for` only read: settings, ``.git`` files, folder names.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from pathlib import Path
 from ...protocol.errors import InputError
 from .configs import claude_dir
 
-__all__ = ["MAX_NAME", "encode", "locate", "repository_root"]
+__all__ = ["INDEX", "MAX_NAME", "encode", "folder_for", "locate", "repository_root"]
 
+INDEX = "MEMORY.md"
 MAX_NAME = 200
 _SETTINGS_BYTES = 1024 * 1024
 _OUTSIDE = re.compile(r"[^A-Za-z0-9]")
@@ -105,6 +106,21 @@ def locate(cwd: Path) -> Path:
     if not folder.is_dir():
         raise InputError(
             f"no Claude Code auto memory for {root}: {folder} does not exist; "
-            "give the memory folder: sealmem import --from claude-auto-memory PATH"
+            "give the memory folder (it holds MEMORY.md): "
+            "sealmem import --from claude-auto-memory PATH"
         )
     return folder
+
+
+def folder_for(path: Path | None) -> Path:
+    """What ``import --from claude-auto-memory [PATH]`` reads: a file or a folder holding
+    ``MEMORY.md`` as given (``<project>/memory`` when given ``<project>``), else the auto
+    memory of the project ``PATH`` (default: the current directory) is in, so that a
+    repository given by mistake is not read as notes."""
+    if path is not None and not path.exists():
+        raise InputError(f"{path} does not exist; give the auto memory folder or its project")
+    if path is not None and (path.is_file() or (path / INDEX).is_file()):
+        return path
+    if path is not None and (path / "memory" / INDEX).is_file():
+        return path / "memory"
+    return locate(Path.cwd() if path is None else path)

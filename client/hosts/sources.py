@@ -25,6 +25,7 @@ not fit is :class:`Unreadable`, refused by the caller by name while the rest goe
 
 from __future__ import annotations
 
+import posixpath
 import re
 import textwrap
 from collections.abc import Iterable, Mapping
@@ -303,7 +304,7 @@ def index_target(content: str) -> str | None:
     """The topic file an index line of ``MEMORY.md`` points at (``[Title](file.md) —
     hook``), as written; ``None`` for a line that is a memory of its own."""
     found = _INDEX_LINK.match(content.strip())
-    return found.group(1) if found else None
+    return posixpath.normpath(found.group(1)) if found else None
 
 
 def from_auto_memory(text: str, *, name: str, stem: str) -> list[Candidate]:

@@ -127,7 +127,7 @@ def _auto_memory(root: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "MEMORY.md").write_text(
         "# Memory index\n\n"
-        "- [No mocks](feedback_testing.md) — integration tests hit a real database\n"
+        "- [No mocks](./feedback_testing.md) — integration tests hit a real database\n"
         "- [Gone](missing.md) — the deploy freeze starts on 2026-03-05\n"
         "- The staging deploy takes about 4 minutes.\n",
         encoding="utf-8",
@@ -189,6 +189,32 @@ def test_claude_auto_memory_found_from_a_subfolder_of_the_repository(
     assert again.json()["created"] == 0
     assert _memories(home) == stored
     assert _digest(folder) == before
+
+
+def test_a_repository_given_as_path_is_not_read_as_notes(
+    cli: CliFn, home: Path, tmp_path: Path
+) -> None:
+    """Given the project (not its memory folder), the import reads the project's auto
+    memory, not the project's own Markdown; a memory folder that is a link (a shared
+    folder linked in, as users of several worktrees do) is read."""
+    other = tmp_path / "elsewhere"
+    (other / ".git").mkdir(parents=True)
+    (other / "README.md").write_text("- The project's own README, not a memory.\n")
+    kept = tmp_path / "shared-memory"
+    kept.mkdir()
+    (kept / "MEMORY.md").write_text("- Payments run in a separate worker.\n")
+    projects = Path(os.environ["HOME"]) / ".claude" / "projects" / _encoded(other)
+    projects.mkdir(parents=True)
+    (projects / "memory").symlink_to(kept, target_is_directory=True)
+    for given in (other, projects, projects / "memory"):
+        done = cli("import", "--from", "claude-auto-memory", str(given), "--json")
+        assert done.code == 0, done
+        assert [m["content"] for m in done.json()["memories"]] == [
+            "Payments run in a separate worker."
+        ]
+    gone = cli("import", "--from", "claude-auto-memory", str(tmp_path / "nowhere"))
+    assert gone.code == 1
+    assert "nowhere does not exist" in gone.err
 
 
 @pytest.mark.slow
