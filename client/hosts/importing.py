@@ -244,23 +244,41 @@ def gather(fmt: str, path: Path) -> Gathered:
         return _rules_file(fmt, path if path.is_file() else path / ".cursorrules", got)
     if fmt in _RULE_FILES:
         return _rules_tree(fmt, path, got) if path.is_dir() else _rules_file(fmt, path, got)
-    if fmt == "cursor-rules" and path.is_dir() and (path / ".cursor" / "rules").is_dir():
-        path = path / ".cursor" / "rules"
-    suffix = ".mdc" if fmt == "cursor-rules" else ".md"
-    files = (
-        [(path, path.name)]
-        if path.is_file()
-        else _walk(path, lambda n: n.lower().endswith(suffix), got)
-    )
+    if fmt == "cursor-rules":
+        return _cursor_rules(path, got)
+    files = [(path, path.name)] if path.is_file() else _walk(path, _is_md, got)
     for file, name in files:
         try:
-            text = _read(file)
-            if fmt == "cursor-rules":
-                got.candidates.append(from_cursor_rule(text, name=name, stem=file.stem))
-            else:
-                got.candidates.append(from_note(text, name=name))
+            got.candidates.append(from_note(_read(file), name=name))
         except Unreadable as exc:
             got.refused.append((name, str(exc)))
+    return got
+
+
+_RULES_DIR = "/.cursor/rules/"
+
+
+def _cursor_rules(path: Path, got: Gathered) -> Gathered:
+    """``.mdc`` rules: one file, a folder of them, or a project: then every
+    ``.cursor/rules`` folder in its tree, each nested one's rules scoped to the folder
+    holding it (Cursor, https://docs.cursor.com/context/rules: "subdirectories can
+    include their own .cursor/rules directory scoped to that folder")."""
+    project = path.is_dir() and (path / ".cursor" / "rules").is_dir()
+    if path.is_file():
+        files: Iterator[tuple[Path, str]] = iter([(path, path.name)])
+    else:
+        skipped = _TREE_SKIPPED if project else _SKIPPED_DIRS
+        files = _walk(path, lambda n: n.lower().endswith(".mdc"), got, skipped)
+    for file, name in files:
+        cut = f"/{name}".rfind(_RULES_DIR)
+        if project and cut < 0:
+            continue  # an .mdc file outside .cursor/rules is no rule of the project
+        try:
+            rule = from_cursor_rule(_read(file), name=name, stem=file.stem)
+        except Unreadable as exc:
+            got.refused.append((name, str(exc)))
+            continue
+        got.candidates.append(scoped(rule, f"/{name}"[1:cut] if cut > 0 else ""))
     return got
 
 

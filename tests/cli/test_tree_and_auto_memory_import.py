@@ -109,6 +109,31 @@ def test_nested_claude_md_and_the_dot_claude_file(cli: CliFn, home: Path, tmp_pa
     ]
 
 
+def test_nested_cursor_rules_folders_are_scoped_to_their_folder(
+    cli: CliFn, home: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "webshop"
+    for where, text in {
+        ".cursor/rules/style.mdc": "---\ndescription: Style\n---\nPrefer small modules.\n",
+        "apps/admin/.cursor/rules/forms.mdc": "Never submit a form twice.\n",
+        "node_modules/x/.cursor/rules/theirs.mdc": "Someone else's rule.\n",
+        "docs/notes.mdc": "Not in a rules folder.\n",
+    }.items():
+        (root / where).parent.mkdir(parents=True, exist_ok=True)
+        (root / where).write_text(text, encoding="utf-8")
+    done = cli("import", "--from", "cursor-rules", ".", "--json").json()
+    assert [(m["where"], m["content"], m["keywords"][:2]) for m in done["memories"]] == [
+        (".cursor/rules/style.mdc", "Style\n\nPrefer small modules.", ["cursor-rules", "style"]),
+        (
+            "apps/admin/.cursor/rules/forms.mdc",
+            "In apps/admin/: Never submit a form twice.",
+            ["cursor-rules", "apps/admin"],
+        ),
+    ]
+    folder = cli("import", "--from", "cursor-rules", str(root / ".cursor" / "rules"), "--json")
+    assert [m["where"] for m in folder.json()["memories"]] == ["style.mdc"]
+
+
 def test_a_repository_without_the_file_is_refused_by_name(cli: CliFn, tmp_path: Path) -> None:
     (tmp_path / "webshop" / "node_modules").mkdir()
     (tmp_path / "webshop" / "node_modules" / "AGENTS.md").write_text("- theirs\n")
