@@ -37,6 +37,7 @@ from .sources import (
     Candidate,
     Unreadable,
     from_auto_memory,
+    from_claude_rule,
     from_cursor_rule,
     from_note,
     from_rules,
@@ -126,10 +127,10 @@ def _walk(
     got: Gathered,
     skipped: frozenset[str] = _SKIPPED_DIRS,
 ) -> Iterator[tuple[Path, str]]:
-    """``(file, name relative to root)`` of every file below ``root`` whose name is
-    ``wanted``, sorted, links refused (a linked folder is not entered, so a link loop
-    ends there), the folders of ``skipped`` and virtualenvs left out, a folder that
-    cannot be listed refused by name."""
+    """``(file, name relative to root)`` of every file below ``root`` whose name (relative
+    to root, ``/``-separated) is ``wanted``, sorted, links refused (a linked folder is
+    not entered, so a link loop ends there), the folders of ``skipped`` and virtualenvs
+    left out, a folder that cannot be listed refused by name."""
     count = 0
 
     def unlisted(exc: OSError) -> None:
@@ -148,13 +149,14 @@ def _walk(
                 dirs.remove(d)
         dirs.sort()
         for name in sorted(files):
-            if not wanted(name):
+            rel = _rel(base / name, root)
+            if not wanted(rel):
                 continue
             count += 1
             if count > MAX_FILES:
                 got.refused.append((_rel(base, root), f"over {MAX_FILES} files; the rest left"))
                 return
-            yield base / name, _rel(base / name, root)
+            yield base / name, rel
 
 
 def _is_venv(folder: Path) -> bool:
@@ -184,9 +186,16 @@ def _rules_file(fmt: str, file: Path, got: Gathered) -> Gathered:
     return got
 
 
+_CLAUDE_RULES = "/.claude/rules/"
+
+
 def _scope_of(name: str) -> str:
     """The folder a rules file (``name`` relative to the root) applies to: its own, or
-    for ``X/.claude/CLAUDE.md`` (Claude Code reads it as ``X/CLAUDE.md``) ``X``."""
+    for ``X/.claude/CLAUDE.md`` (Claude Code reads it as ``X/CLAUDE.md``) and the files
+    of ``X/.claude/rules/`` ``X``."""
+    cut = f"/{name}".find(_CLAUDE_RULES)
+    if cut >= 0:
+        return f"/{name}"[1:cut] if cut else ""
     parts = name.split("/")[:-1]
     if parts and parts[-1] == ".claude":
         parts = parts[:-1]
@@ -194,19 +203,30 @@ def _scope_of(name: str) -> str:
 
 
 def _rules_tree(fmt: str, root: Path, got: Gathered) -> Gathered:
-    """Every ``AGENTS.md`` (or ``CLAUDE.md``) of a repository: the root's, and the nested
-    ones of its subfolders, each rule scoped to the folder its file applies to."""
+    """Every ``AGENTS.md`` (or ``CLAUDE.md``, and the ``.claude/rules/*.md`` files Claude
+    Code loads beside it) of a repository: the root's and the nested ones, each rule
+    scoped to the folder its file applies to."""
     wanted = _RULE_FILES[fmt]
+
+    def rules_file(name: str) -> bool:
+        if fmt == "claude-md" and _CLAUDE_RULES in f"/{name}":
+            return _is_md(name)
+        return name.rsplit("/", 1)[-1] == wanted
+
     found = 0
-    for file, name in _walk(root, lambda n: n == wanted, got, _TREE_SKIPPED):
+    for file, name in _walk(root, rules_file, got, _TREE_SKIPPED):
         found += 1
         try:
             text = _read(file)
+            if _CLAUDE_RULES in f"/{name}":
+                candidates = from_claude_rule(text, name=name, stem=file.stem)
+            else:
+                candidates = from_rules(text, label=fmt, name=name)
         except Unreadable as exc:
             got.refused.append((name, str(exc)))
             continue
         scope = _scope_of(name)
-        got.candidates += [scoped(c, scope) for c in from_rules(text, label=fmt, name=name)]
+        got.candidates += [scoped(c, scope) for c in candidates]
     if not found and not got.refused:
         raise InputError(f"no {wanted} in {root} or below it; give the file or its repository")
     return got

@@ -44,6 +44,7 @@ __all__ = [
     "Candidate",
     "Unreadable",
     "from_auto_memory",
+    "from_claude_rule",
     "from_cursor_rule",
     "from_note",
     "from_rules",
@@ -174,6 +175,17 @@ def from_rules(text: str, *, label: str, name: str) -> list[Candidate]:
             add("\n".join(lines[tok.map[0] : tok.map[1]]), tok.map[0])
         # an HTML block (an editor's comment) or a rule line is no memory
     return out
+
+
+def from_claude_rule(text: str, *, name: str, stem: str) -> list[Candidate]:
+    """The memories of one ``.claude/rules/*.md`` file (Claude Code loads them as it
+    loads ``.claude/CLAUDE.md``, https://code.claude.com/docs/en/memory, "Organize rules
+    with .claude/rules/"): read as :func:`from_rules`, the file's name and the globs of
+    its ``paths`` front matter (the files the rule is for) as keywords."""
+    front, _ = split_front_matter(text)
+    found = from_rules(text, label="claude-md", name=name)
+    words = ["claude-md", stem, *_words(front.get("paths"))]
+    return [replace(c, keywords=_keywords([*words, *c.keywords[1:]])) for c in found]
 
 
 # -- front matter: .mdc rules, basic-memory and Obsidian notes ---------------------------

@@ -102,10 +102,32 @@ def test_nested_claude_md_and_the_dot_claude_file(cli: CliFn, home: Path, tmp_pa
     (root / "docs" / ".claude").mkdir(parents=True)
     (root / "docs" / ".claude" / "CLAUDE.md").write_text("```sh\nmake docs\n```\n")
     (root / "AGENTS.md").write_text("- Not read as CLAUDE.md.\n")
+    (root / ".claude" / "rules" / "frontend").mkdir(parents=True)
+    (root / ".claude" / "rules" / "testing.md").write_text(
+        '---\npaths:\n  - "tests/**/*.py"\n---\n# Tests\n\n- Never mock the database.\n'
+    )
+    (root / ".claude" / "rules" / "frontend" / "react.md").write_text(
+        "- Use function components.\n"
+    )
+    (root / "apps" / "web" / ".claude" / "rules").mkdir(parents=True)
+    (root / "apps" / "web" / ".claude" / "rules" / "css.md").write_text("- No inline styles.\n")
+    (root / "docs" / "rules").mkdir()
+    (root / "docs" / "rules" / "guide.md").write_text("- Not a rules file of Claude Code.\n")
     done = cli("import", "--from", "claude-md", str(root), "--json").json()
-    assert [(m["where"], m["content"]) for m in done["memories"]] == [
-        (".claude/CLAUDE.md:1", "Prefer small modules."),
-        ("docs/.claude/CLAUDE.md:1", "In docs/:\n```sh\nmake docs\n```"),
+    assert [(m["where"], m["content"], m["keywords"]) for m in done["memories"]] == [
+        (".claude/CLAUDE.md:1", "Prefer small modules.", ["claude-md"]),
+        (
+            ".claude/rules/testing.md:7",
+            "Never mock the database.",
+            ["claude-md", "testing", "tests/**/*.py", "tests"],
+        ),
+        (".claude/rules/frontend/react.md:1", "Use function components.", ["claude-md", "react"]),
+        (
+            "apps/web/.claude/rules/css.md:1",
+            "In apps/web/: No inline styles.",
+            ["claude-md", "apps/web", "css"],
+        ),
+        ("docs/.claude/CLAUDE.md:1", "In docs/:\n```sh\nmake docs\n```", ["claude-md", "docs"]),
     ]
 
 
