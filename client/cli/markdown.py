@@ -71,6 +71,8 @@ def import_from(
         }
         output.emit_json(doc)
         return
+    if fmt == importing.AUTO_MEMORY:  # the folder it found (or was given)
+        output.say(output.one_line(f"Claude Code auto memory: {path}"))
     for p in planned:
         c = p.candidate
         words = ", ".join(c.keywords)

@@ -225,6 +225,7 @@ def test_claude_auto_memory_found_from_a_subfolder_of_the_repository(
 
     applied = cli("import", "--from", "claude-auto-memory", "--apply")
     assert applied.code == 0, applied
+    assert applied.out.splitlines()[0] == f"Claude Code auto memory: {folder}"
     assert "created 5 private memories in project webshop" in applied.out
     stored = _memories(home)
     assert {(vis, src, origin) for _, vis, src, origin, _ in stored} == {
