@@ -104,7 +104,7 @@ def _read(path: Path) -> str:
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         if stat.S_ISLNK(os.lstat(path).st_mode):
-            raise Unreadable("it is a symbolic link, not followed")
+            raise Unreadable(f"it is a symbolic link (to {os.readlink(path)}), not followed")
         fd = os.open(path, flags)
     except OSError as exc:
         raise Unreadable(f"it cannot be opened ({exc.strerror})") from None

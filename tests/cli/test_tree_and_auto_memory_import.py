@@ -156,6 +156,20 @@ def test_nested_cursor_rules_folders_are_scoped_to_their_folder(
     assert [m["where"] for m in folder.json()["memories"]] == ["style.mdc"]
 
 
+def test_a_claude_md_linked_to_agents_md_is_refused_naming_its_target(
+    cli: CliFn, home: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "webshop"
+    (root / "AGENTS.md").write_text("- Never push to main.\n")
+    (root / "CLAUDE.md").symlink_to("AGENTS.md")
+    done = cli("import", "--from", "claude-md", ".")
+    assert done.code == 0, done
+    assert "refused CLAUDE.md: it is a symbolic link (to AGENTS.md), not followed" in done.err
+    assert "would create 0 private memories" in done.out
+    agents = cli("import", "--from", "agents-md", ".", "--json").json()
+    assert [m["content"] for m in agents["memories"]] == ["Never push to main."]
+
+
 def test_a_repository_without_the_file_is_refused_by_name(cli: CliFn, tmp_path: Path) -> None:
     (tmp_path / "webshop" / "node_modules").mkdir()
     (tmp_path / "webshop" / "node_modules" / "AGENTS.md").write_text("- theirs\n")
