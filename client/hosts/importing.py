@@ -130,22 +130,20 @@ def _walk(
     """``(file, name relative to root)`` of every file below ``root`` whose name (relative
     to root, ``/``-separated) is ``wanted``, sorted, links refused (a linked folder is
     not entered, so a link loop ends there), the folders of ``skipped`` and virtualenvs
-    left out, a folder that cannot be listed refused by name."""
+    left out, a folder that cannot be read refused by name."""
     count = 0
 
     def unlisted(exc: OSError) -> None:
         where = _rel(Path(exc.filename), root) if exc.filename else root.name
-        got.refused.append((where, f"it cannot be listed ({exc.strerror})"))
+        got.refused.append((where, f"it cannot be read ({exc.strerror})"))
 
     for here, dirs, files in os.walk(root, onerror=unlisted, followlinks=False):
         base = Path(here)
         for d in sorted(dirs):
-            if d in skipped:
-                dirs.remove(d)
-            elif (base / d).is_symlink():
-                got.refused.append((_rel(base / d, root), "a symbolic link, not followed"))
-                dirs.remove(d)
-            elif _is_venv(base / d):
+            why = None if d in skipped else _unentered(base / d)
+            if why is not None:
+                got.refused.append((_rel(base / d, root), why))
+            if d in skipped or why is not None or _is_venv(base / d):
                 dirs.remove(d)
         dirs.sort()
         for name in sorted(files):
@@ -157,6 +155,20 @@ def _walk(
                 got.refused.append((_rel(base, root), f"over {MAX_FILES} files; the rest left"))
                 return
             yield base / name, rel
+
+
+def _unentered(folder: Path) -> str | None:
+    """Why the walk does not enter ``folder`` (a link; a folder it cannot look at, such
+    as one past the system's path limit), or None."""
+    try:
+        if stat.S_ISLNK(os.lstat(folder).st_mode):
+            return "a symbolic link, not followed"
+        os.stat(folder / "pyvenv.cfg", follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror})"
+    return None
 
 
 def _is_venv(folder: Path) -> bool:

@@ -170,6 +170,30 @@ def test_a_claude_md_linked_to_agents_md_is_refused_naming_its_target(
     assert [m["content"] for m in agents["memories"]] == ["Never push to main."]
 
 
+def test_a_folder_that_cannot_be_listed_is_refused_by_name(
+    cli: CliFn, home: Path, tmp_path: Path
+) -> None:
+    """A folder nested past the system's path limit cannot be read (as root too, where
+    permissions would not stop it; the import stopped with an OSError): it is named,
+    and the rest is read."""
+    root = tmp_path / "webshop"
+    (root / "AGENTS.md").write_text("- Never push to main.\n")
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(20):  # 20 x 250 characters: past PATH_MAX (4096)
+            os.mkdir("d" * 250, dir_fd=fd)
+            inner = os.open("d" * 250, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    done = cli("import", "--from", "agents-md", ".", "--json").json()
+    assert [m["content"] for m in done["memories"]] == ["Never push to main."]
+    [refused] = done["refused"]
+    assert refused["where"].startswith("d" * 250 + "/")
+    assert refused["why"] == "it cannot be read (File name too long)"
+
+
 def test_a_repository_without_the_file_is_refused_by_name(cli: CliFn, tmp_path: Path) -> None:
     (tmp_path / "webshop" / "node_modules").mkdir()
     (tmp_path / "webshop" / "node_modules" / "AGENTS.md").write_text("- theirs\n")
