@@ -1,6 +1,6 @@
 """``sealmem import --from ...`` and ``sealmem export --format markdown DIR``: memory in
 the files teams already keep (``CLAUDE.md``, ``AGENTS.md``, ``.cursor/rules``, a
-basic-memory or Obsidian folder), in and out.
+basic-memory or Obsidian folder, Claude Code's auto memory), in and out.
 
 An import is a preview until ``--apply``: one line per memory it would create (what the
 project already holds is not created again), escaped; applied, the new memories are
@@ -30,10 +30,19 @@ def _memories(count: int) -> str:
     return f"{count} private {'memory' if count == 1 else 'memories'}"
 
 
-def import_from(fmt: str, path: Path, *, apply: bool, project: str | None, as_json: bool) -> None:
-    """Preview (or with ``apply`` store) the memories of ``path`` read as ``fmt``."""
+def import_from(
+    fmt: str, path: Path | None, *, apply: bool, project: str | None, as_json: bool
+) -> None:
+    """Preview (or with ``apply`` store) the memories of ``path`` read as ``fmt``; for
+    Claude Code's auto memory ``path`` defaults to the current project's folder."""
     from ..hosts import importing
 
+    if fmt == importing.AUTO_MEMORY:
+        from ..hosts.automemory import folder_for
+
+        path = folder_for(path)
+    elif path is None:
+        raise InputError(f"--from {fmt} reads a file or folder: give its path")
     got = importing.gather(fmt, path)
     target = resolve_project(project)
     with open_store(readonly=not apply) as store:
@@ -62,6 +71,8 @@ def import_from(fmt: str, path: Path, *, apply: bool, project: str | None, as_js
         }
         output.emit_json(doc)
         return
+    if fmt == importing.AUTO_MEMORY:  # the folder it found (or was given)
+        output.say(output.one_line(f"Claude Code auto memory: {path}"))
     for p in planned:
         c = p.candidate
         words = ", ".join(c.keywords)

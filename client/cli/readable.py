@@ -41,6 +41,19 @@ _VALUE_NAMES = {
     "expires": "DURATION",
     "operator-token": "TOKEN",
     "allow-team": "TEAM_ID",
+    "interval": "SECONDS",
+    "max-backoff": "SECONDS",
+    "warn-after": "HOURS",
+    "stop-after": "HOURS",
+    "data": "DIR",
+    "home": "DIR",
+    "root": "DIR",
+    "db": "URL",
+    "blobs": "URL",
+    "team-quota-mb": "MIB",
+    "member-rate": "N",
+    "member-burst": "N",
+    "metrics-token": "TOKEN",
 }
 
 

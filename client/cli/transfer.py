@@ -116,16 +116,18 @@ def _export_to(store: MemoryStore, out: TextIO) -> int:
 
 def import_(
     source: Annotated[
-        str,
+        str | None,
         typer.Argument(
-            metavar="FILE", help="An export file, or '-' for stdin; with --from, a file or folder."
+            metavar="FILE",
+            help="An export file, or '-' for stdin; with --from, a file or folder "
+            "(claude-auto-memory: the current project's folder when left out).",
         ),
-    ],
+    ] = None,
     from_: Annotated[
         str | None,
         typer.Option(
             "--from",
-            metavar="claude-md|agents-md|cursor-rules|markdown",
+            metavar="claude-md|agents-md|cursor-rules|markdown|claude-auto-memory",
             help="Read memories from where a team keeps them; a preview unless --apply.",
         ),
     ] = None,
@@ -136,13 +138,15 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Import an export document; importing the same file twice changes nothing. With
-    --from: CLAUDE.md, AGENTS.md, .cursor/rules or a Markdown folder, previewed first."""
+    --from: every CLAUDE.md or AGENTS.md of a repository, .cursor/rules, a Markdown
+    folder or Claude Code's auto memory, previewed first."""
     if from_ is not None:
-        return markdown.import_from(
-            from_, Path(source), apply=apply, project=project, as_json=as_json
-        )
+        path = None if source is None else Path(source)
+        return markdown.import_from(from_, path, apply=apply, project=project, as_json=as_json)
     if apply or project is not None:
         raise InputError("--apply and --project go with --from; an export file is imported whole")
+    if source is None:
+        raise InputError("give the export file to import, or '-' to read it from stdin")
     try:  # read one entry at a time: memory stays bounded whatever the file's size
         with ExitStack() as stack:
             stream: TextIO = sys.stdin

@@ -1,8 +1,10 @@
 """``sealmem import --from``: read the files where a team keeps memory, plan, store.
 
-:func:`gather` reads a ``CLAUDE.md``/``AGENTS.md`` file, a ``.cursor/rules`` folder (or
-the older single ``.cursorrules`` file) or a basic-memory/Obsidian folder
-(:mod:`.sources` makes the memories) without following a symbolic link anywhere below
+:func:`gather` reads a ``CLAUDE.md``/``AGENTS.md`` file or every one of a repository
+(each nested file's rules scoped to its folder), a ``.cursor/rules`` folder (or the
+older single ``.cursorrules`` file), a basic-memory/Obsidian folder or a Claude Code
+auto memory folder (:mod:`.automemory` finds it; :mod:`.sources` makes the memories)
+without following a symbolic link anywhere below
 the path given, nor reading anything but regular files of a bounded size; a file that
 cannot be read is refused by name and the rest goes on.  The source is only read,
 never written.
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,12 +31,25 @@ from ..store import inputs
 from ..store.redact import redact_texts
 from ..store.rows import norm_hash
 from ..store.writes import find_twin, kinds_like
-from .sources import FORMATS, Candidate, Unreadable, from_cursor_rule, from_note, from_rules
+from .sources import (
+    AUTO_MEMORY,
+    FORMATS,
+    Candidate,
+    Unreadable,
+    from_auto_memory,
+    from_claude_rule,
+    from_cursor_rule,
+    from_note,
+    from_rules,
+    index_target,
+    scoped,
+)
 
 if TYPE_CHECKING:
     from ..recall.api import MemoryStore
 
 __all__ = [
+    "AUTO_MEMORY",
     "MAX_FILES",
     "MAX_FILE_BYTES",
     "ORIGIN",
@@ -49,7 +64,18 @@ MAX_FILE_BYTES = 1024 * 1024
 MAX_FILES = 10_000
 ORIGIN = "import"
 _RULE_FILES = {"claude-md": "CLAUDE.md", "agents-md": "AGENTS.md"}
-_SKIPPED_DIRS = {".git", ".obsidian", ".trash", "node_modules"}
+_SKIPPED_DIRS = frozenset({".git", ".obsidian", ".trash", "node_modules"})
+_TREE_SKIPPED = frozenset(
+    {
+        *(".git", ".hg", ".svn", "node_modules", "bower_components", "vendor"),
+        *(".venv", "venv", "__pycache__", ".tox", ".nox", ".eggs", "site-packages"),
+        *(".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache"),
+        *("build", "dist", "target", ".next", ".nuxt", ".gradle", ".terraform"),
+    }
+)
+"""What a repository walk for nested rules files leaves out: version control, installed
+dependencies, virtualenvs (also any folder holding ``pyvenv.cfg``), caches and build
+output, where a rules file belongs to someone else's code or is a copy."""
 
 
 @dataclass
@@ -78,7 +104,7 @@ def _read(path: Path) -> str:
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         if stat.S_ISLNK(os.lstat(path).st_mode):
-            raise Unreadable("it is a symbolic link, not followed")
+            raise Unreadable(f"it is a symbolic link (to {os.readlink(path)}), not followed")
         fd = os.open(path, flags)
     except OSError as exc:
         raise Unreadable(f"it cannot be opened ({exc.strerror})") from None
@@ -95,26 +121,59 @@ def _read(path: Path) -> str:
         raise Unreadable(f"it is not UTF-8 text (byte {exc.start})") from None
 
 
-def _walk(root: Path, suffix: str, got: Gathered) -> Iterator[tuple[Path, str]]:
-    """``(file, name relative to root)`` of every ``suffix`` file below ``root``, sorted,
-    links refused (a linked folder is not entered), hidden tool folders left out."""
+def _walk(
+    root: Path,
+    wanted: Callable[[str], bool],
+    got: Gathered,
+    skipped: frozenset[str] = _SKIPPED_DIRS,
+) -> Iterator[tuple[Path, str]]:
+    """``(file, name relative to root)`` of every file below ``root`` whose name (relative
+    to root, ``/``-separated) is ``wanted``, sorted, links refused (a linked folder is
+    not entered, so a link loop ends there), the folders of ``skipped`` and virtualenvs
+    left out, a folder that cannot be read refused by name."""
     count = 0
-    for here, dirs, files in os.walk(root, followlinks=False):
+
+    def unlisted(exc: OSError) -> None:
+        where = _rel(Path(exc.filename), root) if exc.filename else root.name
+        got.refused.append((where, f"it cannot be read ({exc.strerror})"))
+
+    for here, dirs, files in os.walk(root, onerror=unlisted, followlinks=False):
         base = Path(here)
         for d in sorted(dirs):
-            if d in _SKIPPED_DIRS or (base / d).is_symlink():
-                if d not in _SKIPPED_DIRS:
-                    got.refused.append((_rel(base / d, root), "a symbolic link, not followed"))
+            why = None if d in skipped else _unentered(base / d)
+            if why is not None:
+                got.refused.append((_rel(base / d, root), why))
+            if d in skipped or why is not None or _is_venv(base / d):
                 dirs.remove(d)
         dirs.sort()
         for name in sorted(files):
-            if not name.lower().endswith(suffix):
+            rel = _rel(base / name, root)
+            if not wanted(rel):
                 continue
             count += 1
             if count > MAX_FILES:
                 got.refused.append((_rel(base, root), f"over {MAX_FILES} files; the rest left"))
                 return
-            yield base / name, _rel(base / name, root)
+            yield base / name, rel
+
+
+def _unentered(folder: Path) -> str | None:
+    """Why the walk does not enter ``folder`` (a link; a folder it cannot look at, such
+    as one past the system's path limit), or None."""
+    try:
+        if stat.S_ISLNK(os.lstat(folder).st_mode):
+            return "a symbolic link, not followed"
+        os.stat(folder / "pyvenv.cfg", follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror})"
+    return None
+
+
+def _is_venv(folder: Path) -> bool:
+    """A Python virtualenv, whatever its name (PEP 405: it holds ``pyvenv.cfg``)."""
+    return (folder / "pyvenv.cfg").is_file()
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -139,6 +198,71 @@ def _rules_file(fmt: str, file: Path, got: Gathered) -> Gathered:
     return got
 
 
+_CLAUDE_RULES = "/.claude/rules/"
+
+
+def _scope_of(name: str) -> str:
+    """The folder a rules file (``name`` relative to the root) applies to: its own, or
+    for ``X/.claude/CLAUDE.md`` (Claude Code reads it as ``X/CLAUDE.md``) and the files
+    of ``X/.claude/rules/`` ``X``."""
+    cut = f"/{name}".find(_CLAUDE_RULES)
+    if cut >= 0:
+        return f"/{name}"[1:cut] if cut else ""
+    parts = name.split("/")[:-1]
+    if parts and parts[-1] == ".claude":
+        parts = parts[:-1]
+    return "/".join(parts)
+
+
+def _rules_tree(fmt: str, root: Path, got: Gathered) -> Gathered:
+    """Every ``AGENTS.md`` (or ``CLAUDE.md``, and the ``.claude/rules/*.md`` files Claude
+    Code loads beside it) of a repository: the root's and the nested ones, each rule
+    scoped to the folder its file applies to."""
+    wanted = _RULE_FILES[fmt]
+
+    def rules_file(name: str) -> bool:
+        if fmt == "claude-md" and _CLAUDE_RULES in f"/{name}":
+            return _is_md(name)
+        return name.rsplit("/", 1)[-1] == wanted
+
+    found = 0
+    for file, name in _walk(root, rules_file, got, _TREE_SKIPPED):
+        found += 1
+        try:
+            text = _read(file)
+            if _CLAUDE_RULES in f"/{name}":
+                candidates = from_claude_rule(text, name=name, stem=file.stem)
+            else:
+                candidates = from_rules(text, label=fmt, name=name)
+        except Unreadable as exc:
+            got.refused.append((name, str(exc)))
+            continue
+        scope = _scope_of(name)
+        got.candidates += [scoped(c, scope) for c in candidates]
+    if not found and not got.refused:
+        raise InputError(f"no {wanted} in {root} or below it; give the file or its repository")
+    return got
+
+
+def _auto_memory(folder: Path, got: Gathered) -> Gathered:
+    """A Claude Code auto memory folder: ``MEMORY.md`` (its index lines left to the topic
+    files they point at) and every topic file below it."""
+    files = [(folder, folder.name)] if folder.is_file() else list(_walk(folder, _is_md, got))
+    topics = {name for _, name in files if name != "MEMORY.md"}
+    for file, name in files:
+        try:
+            found = from_auto_memory(_read(file), name=name, stem=file.stem)
+        except Unreadable as exc:
+            got.refused.append((name, str(exc)))
+            continue
+        got.candidates += [c for c in found if index_target(c.content) not in topics]
+    return got
+
+
+def _is_md(name: str) -> bool:
+    return name.lower().endswith(".md")
+
+
 def gather(fmt: str, path: Path) -> Gathered:
     """The memories of ``path`` read as ``fmt`` (:data:`~.sources.FORMATS`)."""
     if fmt not in FORMATS:
@@ -146,23 +270,47 @@ def gather(fmt: str, path: Path) -> Gathered:
     if not path.exists():
         raise InputError(f"{path} does not exist; give the file or folder to import")
     got = Gathered()
+    if fmt == AUTO_MEMORY:
+        return _auto_memory(path, got)
     if fmt == "cursor-rules" and _legacy_cursor(path):
         return _rules_file(fmt, path if path.is_file() else path / ".cursorrules", got)
     if fmt in _RULE_FILES:
-        return _rules_file(fmt, path / _RULE_FILES[fmt] if path.is_dir() else path, got)
-    if fmt == "cursor-rules" and path.is_dir() and (path / ".cursor" / "rules").is_dir():
-        path = path / ".cursor" / "rules"
-    suffix = ".mdc" if fmt == "cursor-rules" else ".md"
-    files = [(path, path.name)] if path.is_file() else _walk(path, suffix, got)
+        return _rules_tree(fmt, path, got) if path.is_dir() else _rules_file(fmt, path, got)
+    if fmt == "cursor-rules":
+        return _cursor_rules(path, got)
+    files = [(path, path.name)] if path.is_file() else _walk(path, _is_md, got)
     for file, name in files:
         try:
-            text = _read(file)
-            if fmt == "cursor-rules":
-                got.candidates.append(from_cursor_rule(text, name=name, stem=file.stem))
-            else:
-                got.candidates.append(from_note(text, name=name))
+            got.candidates.append(from_note(_read(file), name=name))
         except Unreadable as exc:
             got.refused.append((name, str(exc)))
+    return got
+
+
+_RULES_DIR = "/.cursor/rules/"
+
+
+def _cursor_rules(path: Path, got: Gathered) -> Gathered:
+    """``.mdc`` rules: one file, a folder of them, or a project: then every
+    ``.cursor/rules`` folder in its tree, each nested one's rules scoped to the folder
+    holding it (Cursor, https://docs.cursor.com/context/rules: "subdirectories can
+    include their own .cursor/rules directory scoped to that folder")."""
+    project = path.is_dir() and (path / ".cursor" / "rules").is_dir()
+    if path.is_file():
+        files: Iterator[tuple[Path, str]] = iter([(path, path.name)])
+    else:
+        skipped = _TREE_SKIPPED if project else _SKIPPED_DIRS
+        files = _walk(path, lambda n: n.lower().endswith(".mdc"), got, skipped)
+    for file, name in files:
+        cut = f"/{name}".rfind(_RULES_DIR)
+        if project and cut < 0:
+            continue  # an .mdc file outside .cursor/rules is no rule of the project
+        try:
+            rule = from_cursor_rule(_read(file), name=name, stem=file.stem)
+        except Unreadable as exc:
+            got.refused.append((name, str(exc)))
+            continue
+        got.candidates.append(scoped(rule, f"/{name}"[1:cut] if cut > 0 else ""))
     return got
 
 

@@ -11,6 +11,12 @@ Four shapes, each a function over one file's text:
 - :func:`from_note` reads one basic-memory or Obsidian note: front matter ``title``,
   ``tags``, ``type`` (and ``kind``, ``importance`` as ``sealmem export --format
   markdown`` writes them), the body, one memory.
+- :func:`from_auto_memory` reads one file of Claude Code's auto memory folder: a topic
+  file with front matter (``name``, ``description``, ``type``) is one memory, any other
+  (``MEMORY.md`` itself, an older topic file) is read as a rules file; an index line of
+  ``MEMORY.md`` that only points at a topic file (:func:`index_target`) is left to that
+  file.  :func:`scoped` says which subtree a nested ``AGENTS.md``/``CLAUDE.md`` rule
+  applies to.
 
 :func:`guess_kind` says which kind a text reads as.  Front matter is YAML read with
 ``yaml.safe_load`` (no objects, no tags), bounded in size; what a file holds that does
@@ -19,10 +25,11 @@ not fit is :class:`Unreadable`, refused by the caller by name while the rest goe
 
 from __future__ import annotations
 
+import posixpath
 import re
 import textwrap
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
@@ -36,14 +43,18 @@ __all__ = [
     "MAX_FRONT_MATTER",
     "Candidate",
     "Unreadable",
+    "from_auto_memory",
+    "from_claude_rule",
     "from_cursor_rule",
     "from_note",
     "from_rules",
     "guess_kind",
+    "index_target",
+    "scoped",
     "split_front_matter",
 ]
 
-FORMATS = ("claude-md", "agents-md", "cursor-rules", "markdown")
+FORMATS = ("claude-md", "agents-md", "cursor-rules", "markdown", "claude-auto-memory")
 """The ``--from`` choices, as their labels (also each memory's first keyword)."""
 
 MAX_FRONT_MATTER = 64 * 1024
@@ -166,6 +177,17 @@ def from_rules(text: str, *, label: str, name: str) -> list[Candidate]:
     return out
 
 
+def from_claude_rule(text: str, *, name: str, stem: str) -> list[Candidate]:
+    """The memories of one ``.claude/rules/*.md`` file (Claude Code loads them as it
+    loads ``.claude/CLAUDE.md``, https://code.claude.com/docs/en/memory, "Organize rules
+    with .claude/rules/"): read as :func:`from_rules`, the file's name and the globs of
+    its ``paths`` front matter (the files the rule is for) as keywords."""
+    front, _ = split_front_matter(text)
+    found = from_rules(text, label="claude-md", name=name)
+    words = ["claude-md", stem, *_words(front.get("paths"))]
+    return [replace(c, keywords=_keywords([*words, *c.keywords[1:]])) for c in found]
+
+
 # -- front matter: .mdc rules, basic-memory and Obsidian notes ---------------------------
 
 _FENCE = re.compile(r"\A---[ \t]*\r?\n")
@@ -254,3 +276,73 @@ def from_note(text: str, *, name: str) -> Candidate:
     if isinstance(stated_level, int | float) and not isinstance(stated_level, bool):
         level = float(stated_level) if 0 <= stated_level <= 1 else None
     return Candidate(body, kind, _keywords(tags), name, level)
+
+
+# -- nested rules files: the subtree a rule applies to ----------------------------------
+
+
+def _scope_keyword(scope: str) -> str:
+    """The folder as a keyword: its last path parts that fit the keyword limit."""
+    parts = scope.split("/")
+    while len(parts) > 1 and len("/".join(parts)) > MAX_KEYWORD_CHARS:
+        parts = parts[1:]
+    return "/".join(parts)[:MAX_KEYWORD_CHARS]
+
+
+def scoped(candidate: Candidate, scope: str) -> Candidate:
+    """A rule of a nested ``AGENTS.md``/``CLAUDE.md`` (``scope``: its folder below the
+    imported root, ``/``-separated): the nearest file applies to its subtree
+    (https://agents.md, "nested AGENTS.md files"), so the text says where it applies
+    ("In packages/api/: ...", what an agent reading the memory sees) and the folder is
+    its second keyword.  A rule of the root file (``scope`` empty) is left as it is."""
+    if not scope:
+        return candidate
+    head = f"In {scope}/:"
+    body = candidate.content
+    content = f"{head}\n{body}" if body.startswith(("```", "~~~", "    ")) else f"{head} {body}"
+    label, *rest = candidate.keywords
+    words = [label, _scope_keyword(scope), *(w for w in rest if w != scope)]
+    return replace(candidate, content=content, keywords=tuple(words[:MAX_KEYWORDS]))
+
+
+# -- Claude Code's auto memory ----------------------------------------------------------
+
+AUTO_MEMORY = "claude-auto-memory"
+_INDEX_LINK = re.compile(r"\A\[[^\]\n]*\]\(<?([^)<>\s]+\.md)>?\)")
+_AUTO_KINDS = {"user": "preference", "reference": "fact"}
+
+
+def index_target(content: str) -> str | None:
+    """The topic file an index line of ``MEMORY.md`` points at (``[Title](file.md) —
+    hook``), as written; ``None`` for a line that is a memory of its own."""
+    found = _INDEX_LINK.match(content.strip())
+    return posixpath.normpath(found.group(1)) if found else None
+
+
+def from_auto_memory(text: str, *, name: str, stem: str) -> list[Candidate]:
+    """The memories of one file of a Claude Code auto memory folder
+    (https://code.claude.com/docs/en/memory, "Auto memory").  A topic file whose front
+    matter has ``name``, ``description`` or ``type`` is one memory: the description as
+    first line unless the body starts with it, ``type`` ``user`` read as a preference,
+    ``reference`` as a fact (else the kind is guessed), the type and name as keywords.
+    Any other file is read as :func:`from_rules` reads ``CLAUDE.md``, its name a
+    keyword (``MEMORY.md``'s is not: it is the index)."""
+    try:
+        front, body = split_front_matter(text)
+    except Unreadable:
+        front, body = {}, text
+    if not any(key in front for key in ("name", "description", "type")):
+        found = from_rules(text, label=AUTO_MEMORY, name=name)
+        if stem == "MEMORY":
+            return found
+        return [replace(c, keywords=_keywords([AUTO_MEMORY, stem, *c.keywords[1:]])) for c in found]
+    description = _string(front, "description")
+    body = body.strip()
+    if description and not _starts_with(body, description):
+        body = f"{description}\n\n{body}".strip()
+    if not body:
+        raise Unreadable("the memory has neither a description nor a body")
+    stated = _string(front, "type").lower()
+    kind = _AUTO_KINDS.get(stated) or guess_kind(body)
+    words = _keywords([AUTO_MEMORY, stated, _string(front, "name") or stem])
+    return [Candidate(body, kind, words, name)]

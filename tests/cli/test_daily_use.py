@@ -54,6 +54,32 @@ def test_help_names_option_values(cli: CLI) -> None:
     assert re.search(r"-p, --project\s+PROJECT\b", out)
 
 
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        (["sync"], [r"--interval\s+SECONDS\b", r"--max-backoff\s+SECONDS\b"]),
+        (["admin", "checkpoint"], [r"--warn-after\s+HOURS\b", r"--stop-after\s+HOURS\b"]),
+        (
+            ["hub", "serve"],
+            [
+                *(r"--data\s+DIR\b", r"--db\s+URL\b", r"--blobs\s+URL\b"),
+                *(r"--team-quota-mb\s+MIB\b", r"--member-rate\s+N\b", r"--member-burst\s+N\b"),
+                r"--metrics-token\s+TOKEN\b",
+            ],
+        ),
+        (["hook"], [r"--home\s+DIR\b"]),
+        (["watch"], [r"--root\s+DIR\b"]),
+    ],
+    ids=["sync", "admin-checkpoint", "hub-serve", "hook", "watch"],
+)
+def test_help_names_what_a_value_is_not_the_option_again(
+    cli: CLI, command: list[str], shown: list[str]
+) -> None:
+    out = cli(*command, "--help").out
+    for pattern in shown:
+        assert re.search(pattern, out), (pattern, out)
+
+
 def test_status_is_a_readable_view_and_json_is_unchanged(cli: CLI, home: Path) -> None:
     assert cli("remember", "deploys go blue-green", "--kind", "decision").code == 0
     assert cli("remember", "my editor setup", "--private").code == 0

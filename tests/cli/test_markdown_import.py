@@ -117,8 +117,8 @@ def test_cursor_rules_folder_one_memory_per_rule(cli: CliFn, home: Path, tmp_pat
     (rules / "README.txt").write_text("not a rule\n", encoding="utf-8")
     done = cli("import", "--from", "cursor-rules", str(tmp_path / "webshop"), "--json").json()
     assert [(m["where"], m["kind"]) for m in done["memories"]] == [
-        ("testing.mdc", "warning"),
-        ("backend/api.mdc", "decision"),
+        (".cursor/rules/testing.mdc", "warning"),
+        (".cursor/rules/backend/api.mdc", "decision"),
     ]
     assert done["memories"][0]["keywords"] == ["cursor-rules", "testing", "tests/**"]
     assert done["memories"][0]["content"] == "Tests\n\nAlways use the real database in tests."
