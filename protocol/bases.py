@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from . import reasons
 from .errors import Rejected
+from .heads import rebuild_heads
 from .manifest import Manifest, chunk_root, peek
 from .suite import Suite
 
@@ -67,10 +68,11 @@ def rebuild_with(
 
 
 def rebuild(suite: Suite, m: Manifest, candidates: Iterable[tuple[Manifest, str]]) -> Manifest:
-    """``m`` with its whole chunk list: itself when complete, else rebuilt from the first
-    candidate (manifest, object hash) that is its base.  ``missing-base`` when none is;
-    ``tampered`` when the base is not a full manifest of the same chain, epoch and bucket
-    count, or the rebuilt list does not hash to the delta's ``chunk_root``."""
+    """``m`` with its whole chunk list (a v3 delta: and head set): itself when complete,
+    else rebuilt from the first candidate (manifest, object hash) that is its base.
+    ``missing-base`` when none is; ``tampered`` when the base is not a full manifest of the
+    same chain, epoch and bucket count, or the rebuilt list does not hash to the delta's
+    ``chunk_root`` (the heads: :func:`~sealmem.protocol.heads.rebuild_heads`)."""
     delta = m.delta
     if m.complete or delta is None:
         return m
@@ -119,4 +121,7 @@ def rebuild(suite: Suite, m: Manifest, candidates: Iterable[tuple[Manifest, str]
             reasons.MALFORMED,
             f"{where}: records {m.records} is fewer than its {len(chunks)} chunks",
         )
-    return replace(m, chunks=chunks, complete=True)
+    if delta.heads is None:
+        return replace(m, chunks=chunks, complete=True)
+    heads = rebuild_heads(suite, base.heads, delta.heads, where)
+    return replace(m, chunks=chunks, heads=heads, complete=True)

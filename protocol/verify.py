@@ -11,7 +11,8 @@ rules of the chain.  Chunks of an accepted manifest are opened with :func:`open_
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from . import reasons
@@ -245,9 +246,15 @@ def accept_manifest(
     *,
     project: str | None = None,
     writer: str | None = None,
+    rebuild: Callable[[Manifest], Manifest] | None = None,
 ) -> tuple[TrustedState, Manifest]:
     """Accept a writer's manifest; ``project`` and ``writer`` are where the transport
-    filed it (a manifest found in another slot is refused)."""
+    filed it (a manifest found in another slot is refused).
+
+    A v3 delta that would become the head is rebuilt from its base before any head it
+    witnesses is read: ``rebuild`` (:func:`~sealmem.protocol.bases.rebuild` with the
+    candidates the caller holds) returns it whole or raises ``missing-base``/``tampered``;
+    without one it is ``missing-base``.  The manifest returned is then the rebuilt one."""
     env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
     _team(state, env.body, "manifest")
     m = Manifest.from_body(env.body)
@@ -286,6 +293,8 @@ def accept_manifest(
     if head is None:
         return state, m
     _check_floor(state, roster, m, where)
+    if not m.heads_known:
+        m = _with_base(m, rebuild, where)
     _check_witnesses(state, m, digest, where)
     witnessed = dict(state.witnessed)
     for h in m.heads:
@@ -294,6 +303,20 @@ def accept_manifest(
             witnessed[(h.writer, h.project)] = Witness(h.seq, h.hash, m.writer)
     heads = {**state.heads, (m.writer, m.project): head}
     return state.evolve(heads=heads, witnessed=witnessed), m
+
+
+def _with_base(m: Manifest, rebuild: Callable[[Manifest], Manifest] | None, where: str) -> Manifest:
+    """The v3 delta ``m`` with the heads (and chunks) of its base put in."""
+    if rebuild is None:
+        raise Rejected(
+            reasons.MISSING_BASE,
+            f"{where} lists its heads against manifest seq {m.delta and m.delta.base_seq}, "
+            "which was not supplied; nothing of it was kept (sync again later)",
+        )
+    whole = rebuild(m)
+    if not whole.complete or replace(whole, chunks=(), heads=(), complete=False) != m:
+        raise Rejected(reasons.TAMPERED, f"{where}: its rebuild is another manifest")
+    return whole
 
 
 def _check_grant(roster: Roster, m: Manifest, digest: str, where: str) -> None:

@@ -15,7 +15,7 @@ Pure: the caller fetched the envelopes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from . import reasons
@@ -59,15 +59,24 @@ def cited_roster(suite: Suite, state: TrustedState, data: bytes, writer: str) ->
 
 
 def learn(
-    suite: Suite, state: TrustedState, project: str, newest: Iterable[tuple[str, bytes]]
+    suite: Suite,
+    state: TrustedState,
+    project: str,
+    newest: Iterable[tuple[str, bytes]],
+    rebuild: Callable[[Manifest], Manifest] | None = None,
 ) -> tuple[TrustedState, Citation]:
     """Add the heads that verified manifests in ``newest`` (writer, envelope) witness to
-    ``state.witnessed`` (higher seqs win), and the newest roster they cite."""
+    ``state.witnessed`` (higher seqs win), and the newest roster they cite.  A v3 delta
+    teaches its heads only rebuilt from its base (``rebuild``, as for
+    :func:`~sealmem.protocol.verify.accept_manifest`): one whose base is missing teaches
+    nothing, as any manifest refused."""
     learned: dict[tuple[str, str], Witness] = {}
     citation = Citation()
     for writer, data in newest:
         try:
-            accepted, _ = accept_manifest(suite, state, data, project=project, writer=writer)
+            accepted, _ = accept_manifest(
+                suite, state, data, project=project, writer=writer, rebuild=rebuild
+            )
         except Rejected as exc:
             if exc.reason == reasons.ROSTER_UNKNOWN:  # after the signature, or no roster
                 cited = cited_roster(suite, state, data, writer)

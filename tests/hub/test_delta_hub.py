@@ -91,9 +91,9 @@ def test_a_delta_whose_base_the_hub_lacks_is_refused_by_name(
 ) -> None:
     world, store, teams = teams_hub
     (full, _), (second, delta) = _chain(world, 2)
-    with pytest.raises(Refusal) as caught:  # its changed chunk is not uploaded yet
-        teams.put_manifest(TEAM, PROJECT, world.alice.kid, 2, delta, NOW)
-    assert caught.value.code == reasons.MISSING_CHUNK
+    with pytest.raises(Refusal) as caught:  # nor its changed chunk: the base comes first,
+        teams.put_manifest(TEAM, PROJECT, world.alice.kid, 2, delta, NOW)  # (its heads)
+    assert caught.value.code == reasons.MISSING_BASE
     with pytest.raises(Refusal) as caught:
         _push(store, teams, second, delta)  # the base (seq 1) was never pushed
     assert caught.value.code == reasons.MISSING_BASE
