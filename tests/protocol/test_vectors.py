@@ -191,6 +191,13 @@ def replay_merge(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _offered(bases: list[str]) -> Any:
+    """The rebuild a manifest is accepted with: from the first of ``bases`` (envelopes)
+    whose body hashes to the delta's ``base.hash`` (one that does not parse is passed over)."""
+    offered = [b for b in (parsed_base(SUITE, b64d(text)) for text in bases) if b is not None]
+    return lambda m: rebuild(SUITE, m, offered)
+
+
 def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     """Run a case; return the record count for an opened snapshot, or derived values."""
     inputs = case["inputs"]
@@ -200,7 +207,12 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     state = TrustedState.pin(SUITE, inputs["team"], b64d(inputs["root_public"]))
     for i, step in enumerate(inputs["setup"]):
         try:
-            state, _ = ACCEPT[step["kind"]](SUITE, state, b64d(step["data"]))  # type: ignore[operator]
+            data = b64d(step["data"])
+            if step["kind"] == "manifest":
+                offered = _offered(step.get("bases", []))
+                state, _ = accept_manifest(SUITE, state, data, rebuild=offered)
+            else:
+                state, _ = ACCEPT[step["kind"]](SUITE, state, data)  # type: ignore[operator]
         except Rejected as exc:  # a broken setup must not pass as the expected rejection
             pytest.fail(f"setup step {i} ({step['kind']}) was refused: {exc}")
     obj = inputs["object"]
@@ -228,12 +240,11 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
         accept_roster(SUITE, state, data)
         return None
     where = {k: obj[k] for k in ("project", "writer") if k in obj}
-    state, manifest = accept_manifest(SUITE, state, data, **where)
+    offered = _offered(obj.get("bases", []))
+    state, manifest = accept_manifest(SUITE, state, data, **where, rebuild=offered)
     if obj["kind"] == "manifest":
         return None
-    # a candidate that does not parse as a manifest is no base: it is passed over
-    offered = [parsed_base(SUITE, b64d(b)) for b in obj.get("bases", [])]
-    manifest = rebuild(SUITE, manifest, [b for b in offered if b is not None])
+    manifest = offered(manifest)
     chunks = {cid: b64d(text) for cid, text in obj["chunks"].items()}
     key = ContentKey(b64d(obj["content_key"]))
     now = obj.get("now_ms", READER_NOW)
