@@ -10,7 +10,7 @@ only as far as needed.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from . import reasons
@@ -19,7 +19,7 @@ from .heads import rebuild_heads
 from .manifest import Manifest, chunk_root, peek
 from .suite import Suite
 
-__all__ = ["Base", "parse_base", "parsed_base", "rebuild", "rebuild_with"]
+__all__ = ["Base", "parse_base", "parsed_base", "rebuild", "rebuild_with", "with_heads"]
 
 
 def parse_base(suite: Suite, data: bytes) -> tuple[Manifest, str]:
@@ -125,3 +125,19 @@ def rebuild(suite: Suite, m: Manifest, candidates: Iterable[tuple[Manifest, str]
         return replace(m, chunks=chunks, complete=True)
     heads = rebuild_heads(suite, base.heads, delta.heads, where)
     return replace(m, chunks=chunks, heads=heads, complete=True)
+
+
+def with_heads(m: Manifest, rebuild: Callable[[Manifest], Manifest] | None, where: str) -> Manifest:
+    """The v3 delta ``m`` with the heads (and chunks) of its base put in by ``rebuild``
+    (the caller's :func:`rebuild` with the candidates it holds): ``missing-base`` without
+    one, ``tampered`` when what it returns is not ``m`` rebuilt."""
+    if rebuild is None:
+        raise Rejected(
+            reasons.MISSING_BASE,
+            f"{where} lists its heads against manifest seq {m.delta and m.delta.base_seq}, "
+            "which was not supplied; nothing of it was kept (sync again later)",
+        )
+    whole = rebuild(m)
+    if not whole.complete or replace(whole, chunks=(), heads=(), complete=False) != m:
+        raise Rejected(reasons.TAMPERED, f"{where}: its rebuild is another manifest")
+    return whole

@@ -12,10 +12,10 @@ rules of the chain.  Chunks of an accepted manifest are opened with :func:`open_
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from . import reasons
+from .bases import with_heads
 from .chunks import open_snapshot, read_snapshot
 from .devices import check_extends
 from .envelope import Envelope, unpack
@@ -294,7 +294,7 @@ def accept_manifest(
         return state, m
     _check_floor(state, roster, m, where)
     if not m.heads_known:
-        m = _with_base(m, rebuild, where)
+        m = with_heads(m, rebuild, where)
     _check_witnesses(state, m, digest, where)
     witnessed = dict(state.witnessed)
     for h in m.heads:
@@ -303,20 +303,6 @@ def accept_manifest(
             witnessed[(h.writer, h.project)] = Witness(h.seq, h.hash, m.writer)
     heads = {**state.heads, (m.writer, m.project): head}
     return state.evolve(heads=heads, witnessed=witnessed), m
-
-
-def _with_base(m: Manifest, rebuild: Callable[[Manifest], Manifest] | None, where: str) -> Manifest:
-    """The v3 delta ``m`` with the heads (and chunks) of its base put in."""
-    if rebuild is None:
-        raise Rejected(
-            reasons.MISSING_BASE,
-            f"{where} lists its heads against manifest seq {m.delta and m.delta.base_seq}, "
-            "which was not supplied; nothing of it was kept (sync again later)",
-        )
-    whole = rebuild(m)
-    if not whole.complete or replace(whole, chunks=(), heads=(), complete=False) != m:
-        raise Rejected(reasons.TAMPERED, f"{where}: its rebuild is another manifest")
-    return whole
 
 
 def _check_grant(roster: Roster, m: Manifest, digest: str, where: str) -> None:

@@ -198,6 +198,17 @@ def _offered(bases: list[str]) -> Any:
     return lambda m: rebuild(SUITE, m, offered)
 
 
+def accept_object(state: TrustedState, obj: dict[str, Any]) -> TrustedState:
+    """``state`` with a setup step or chain object (roster, keyring, manifest) accepted: a
+    manifest in the slot it names, with its ``bases`` offered."""
+    data = b64d(obj["data"])
+    if obj["kind"] != "manifest":
+        return ACCEPT[obj["kind"]](SUITE, state, data)[0]  # type: ignore[operator,no-any-return]
+    where = {k: obj[k] for k in ("project", "writer") if k in obj}
+    offered = _offered(obj.get("bases", []))
+    return accept_manifest(SUITE, state, data, **where, rebuild=offered)[0]
+
+
 def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     """Run a case; return the record count for an opened snapshot, or derived values."""
     inputs = case["inputs"]
@@ -207,12 +218,7 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     state = TrustedState.pin(SUITE, inputs["team"], b64d(inputs["root_public"]))
     for i, step in enumerate(inputs["setup"]):
         try:
-            data = b64d(step["data"])
-            if step["kind"] == "manifest":
-                offered = _offered(step.get("bases", []))
-                state, _ = accept_manifest(SUITE, state, data, rebuild=offered)
-            else:
-                state, _ = ACCEPT[step["kind"]](SUITE, state, data)  # type: ignore[operator]
+            state = accept_object(state, step)
         except Rejected as exc:  # a broken setup must not pass as the expected rejection
             pytest.fail(f"setup step {i} ({step['kind']}) was refused: {exc}")
     obj = inputs["object"]
