@@ -1,8 +1,9 @@
 """The snapshot manifest (DESIGN §5): a writer's signed index of its chunks.
 
-Fields and rules: SPEC.md "Manifest" and "Delta manifests".  Parsed alone, a delta's
-:attr:`Manifest.chunks` is empty and :attr:`Manifest.complete` False;
-:func:`sealmem.protocol.bases.rebuild` with its base gives the whole list.
+Fields and rules: SPEC.md "Manifest", "Delta manifests" and "Witness encoding".  Parsed
+alone, a delta's :attr:`Manifest.chunks` (a v3 delta's :attr:`Manifest.heads` too) is
+empty and :attr:`Manifest.complete` False; :func:`sealmem.protocol.bases.rebuild` with its
+base gives the whole list (and head set).
 """
 
 from __future__ import annotations
