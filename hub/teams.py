@@ -26,10 +26,11 @@ from collections.abc import Sequence
 
 from ..crypto import SUITE
 from ..protocol import hubapi, reasons
+from ..protocol.bases import parsed_base, rebuild
 from ..protocol.envelope import unpack
 from ..protocol.errors import Rejected
 from ..protocol.keyring import peek as keyring_peek
-from ..protocol.manifest import peek
+from ..protocol.manifest import Manifest, peek
 from ..protocol.roster import Roster
 from ..protocol.state import ChainHead, TrustedState
 from ..protocol.verify import (
@@ -159,12 +160,24 @@ class Teams:
         return state
 
     @staticmethod
-    def _with_heads(state: TrustedState, tx: TeamWrite, data: bytes) -> TrustedState:
+    def _base_of(tx: TeamWrite, m: Manifest) -> Manifest:
+        """The delta ``m`` rebuilt from the base this hub keeps for its slot."""
+        delta = m.delta
+        data = None if delta is None else tx.manifest_at(
+            m.project, m.writer, delta.base_seq, delta.base_hash
+        )  # fmt: skip
+        found = None if data is None else parsed_base(SUITE, data)
+        return rebuild(SUITE, m, [] if found is None else [found])
+
+    @classmethod
+    def _with_heads(cls, state: TrustedState, tx: TeamWrite, data: bytes) -> TrustedState:
         """``state`` with the chain heads a manifest's verification reads: its own slot's
         and those of the slots it witnesses (not every slot of the team: a push costs
-        the same at 10 members and at 200)."""
+        the same at 10 members and at 200); a v3 delta's, rebuilt from its base."""
         try:
             m = peek(data)
+            if not m.heads_known:
+                m = cls._base_of(tx, m)
             slots = {(m.project, m.writer), *((h.project, h.writer) for h in m.heads)}
         except Rejected:
             slots = set()  # accept_manifest refuses it, by name, before any head is read
@@ -268,8 +281,9 @@ class Teams:
             state = self._with_heads(self.state_at(team, tx.generation), tx, data)
             try:
                 new_state, manifest = accept_manifest(
-                    SUITE, state, data, project=project, writer=writer
-                )
+                    SUITE, state, data, project=project, writer=writer,
+                    rebuild=lambda m: self._base_of(tx, m),
+                )  # fmt: skip
             except Rejected as exc:
                 raise from_rejected(exc, f"manifest {writer}/{project} seq {seq}") from exc
             if manifest.seq != seq:

@@ -10,15 +10,16 @@ only as far as needed.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from . import reasons
 from .errors import Rejected
+from .heads import rebuild_heads
 from .manifest import Manifest, chunk_root, peek
 from .suite import Suite
 
-__all__ = ["Base", "parse_base", "parsed_base", "rebuild", "rebuild_with"]
+__all__ = ["Base", "parse_base", "parsed_base", "rebuild", "rebuild_with", "with_heads"]
 
 
 def parse_base(suite: Suite, data: bytes) -> tuple[Manifest, str]:
@@ -67,10 +68,11 @@ def rebuild_with(
 
 
 def rebuild(suite: Suite, m: Manifest, candidates: Iterable[tuple[Manifest, str]]) -> Manifest:
-    """``m`` with its whole chunk list: itself when complete, else rebuilt from the first
-    candidate (manifest, object hash) that is its base.  ``missing-base`` when none is;
-    ``tampered`` when the base is not a full manifest of the same chain, epoch and bucket
-    count, or the rebuilt list does not hash to the delta's ``chunk_root``."""
+    """``m`` with its whole chunk list (a v3 delta: and head set): itself when complete,
+    else rebuilt from the first candidate (manifest, object hash) that is its base.
+    ``missing-base`` when none is; ``tampered`` when the base is not a full manifest of the
+    same chain, epoch and bucket count, or the rebuilt list does not hash to the delta's
+    ``chunk_root`` (the heads: :func:`~sealmem.protocol.heads.rebuild_heads`)."""
     delta = m.delta
     if m.complete or delta is None:
         return m
@@ -119,4 +121,23 @@ def rebuild(suite: Suite, m: Manifest, candidates: Iterable[tuple[Manifest, str]
             reasons.MALFORMED,
             f"{where}: records {m.records} is fewer than its {len(chunks)} chunks",
         )
-    return replace(m, chunks=chunks, complete=True)
+    if delta.heads is None:
+        return replace(m, chunks=chunks, complete=True)
+    heads = rebuild_heads(suite, base.heads, delta.heads, where)
+    return replace(m, chunks=chunks, heads=heads, complete=True)
+
+
+def with_heads(m: Manifest, rebuild: Callable[[Manifest], Manifest] | None, where: str) -> Manifest:
+    """The v3 delta ``m`` with the heads (and chunks) of its base put in by ``rebuild``
+    (the caller's :func:`rebuild` with the candidates it holds): ``missing-base`` without
+    one, ``tampered`` when what it returns is not ``m`` rebuilt."""
+    if rebuild is None:
+        raise Rejected(
+            reasons.MISSING_BASE,
+            f"{where} lists its heads against manifest seq {m.delta and m.delta.base_seq}, "
+            "which was not supplied; nothing of it was kept (sync again later)",
+        )
+    whole = rebuild(m)
+    if not whole.complete or replace(whole, chunks=(), heads=(), complete=False) != m:
+        raise Rejected(reasons.TAMPERED, f"{where}: its rebuild is another manifest")
+    return whole

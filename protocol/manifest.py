@@ -1,8 +1,9 @@
 """The snapshot manifest (DESIGN §5): a writer's signed index of its chunks.
 
-Fields and rules: SPEC.md "Manifest" and "Delta manifests".  Parsed alone, a delta's
-:attr:`Manifest.chunks` is empty and :attr:`Manifest.complete` False;
-:func:`sealmem.protocol.bases.rebuild` with its base gives the whole list.
+Fields and rules: SPEC.md "Manifest", "Delta manifests" and "Witness encoding".  Parsed
+alone, a delta's :attr:`Manifest.chunks` (a v3 delta's :attr:`Manifest.heads` too) is
+empty and :attr:`Manifest.complete` False; :func:`sealmem.protocol.bases.rebuild` with its
+base gives the whole list (and head set).
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from .encoding import (
 )
 from .envelope import unpack
 from .errors import InputError, Rejected
+from .heads import MAX_HEADS, Head, HeadsDelta, heads_against, parse_heads, parse_heads_delta
 from .record import PROJECT_RE
 from .roster import TEAM_RE
 from .suite import Signer, Suite
 
 __all__ = [
     "DELTA_FORMAT",
+    "DELTA_V2_FORMAT",
     "MANIFEST_FORMAT",
     "MAX_BUCKETS",
     "MAX_CHUNK_BYTES",
@@ -46,11 +49,11 @@ __all__ = [
 ]
 
 MANIFEST_FORMAT = "sealmem/manifest/v1"
-DELTA_FORMAT = "sealmem/manifest/v2"
+DELTA_FORMAT = "sealmem/manifest/v3"  # a delta whose heads are listed against its base too
+DELTA_V2_FORMAT = "sealmem/manifest/v2"  # a delta with every head (still read, no longer written)
 MAX_BUCKETS = 4096
 MAX_CHUNK_BYTES = 8 * 1024 * 1024  # one encrypted, padded chunk
 MAX_RECORDS = 1_000_000  # records in one snapshot
-MAX_HEADS = 16384
 MAX_MANIFEST_BYTES = 1024 * 1024  # one signed manifest envelope
 _BODY_KEYS = frozenset(
     {
@@ -59,6 +62,8 @@ _BODY_KEYS = frozenset(
     }
 )  # fmt: skip
 _DELTA_KEYS = (_BODY_KEYS - {"chunks"}) | {"base", "changed", "removed", "chunk_root"}
+_WITNESS_KEYS = (_DELTA_KEYS - {"heads"}) | {"heads_changed", "heads_removed", "heads_root"}
+_KEYS = {MANIFEST_FORMAT: _BODY_KEYS, DELTA_V2_FORMAT: _DELTA_KEYS, DELTA_FORMAT: _WITNESS_KEYS}
 
 
 def _sealed(body: bytes, signer: Signer) -> bytes:
@@ -96,19 +101,6 @@ class ChunkRef:
         return {"bucket": self.bucket, "id": self.id, "size": self.size}
 
 
-@dataclass(frozen=True, slots=True)
-class Head:
-    """A (writer, project) chain position: the last accepted ``seq`` and manifest hash."""
-
-    writer: str
-    project: str
-    seq: int
-    hash: str
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"writer": self.writer, "project": self.project, "seq": self.seq, "hash": self.hash}
-
-
 def chunk_root(suite: Suite, chunks: tuple[ChunkRef, ...]) -> str:
     """The hash a delta manifest signs over its whole rebuilt chunk list (in bucket order):
     ``hex(BLAKE2b-256(b"sealmem/v1/hash/chunks\\x00" || lines))``, one ASCII line
@@ -126,14 +118,18 @@ class Delta:
     changed: tuple[ChunkRef, ...]
     removed: tuple[int, ...]
     root: str  # chunk_root of the rebuilt list
+    heads: HeadsDelta | None = None  # set: a v3 delta, its heads listed against the base
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire = {
             "base": {"seq": self.base_seq, "hash": self.base_hash},
             "changed": [c.to_wire() for c in self.changed],
             "removed": list(self.removed),
             "chunk_root": self.root,
         }
+        if self.heads is not None:
+            wire.update(self.heads.to_wire())
+        return wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +147,13 @@ class Manifest:
     heads: tuple[Head, ...] = ()
     created_at: int = 0
     delta: Delta | None = None  # set: published as a delta against ``delta.base_*``
-    complete: bool = True  # False: a delta parsed alone, ``chunks`` not rebuilt yet
+    complete: bool = True  # False: a delta parsed alone, ``chunks`` (v3: ``heads``) not rebuilt
+
+    @property
+    def heads_known(self) -> bool:
+        """Whether :attr:`heads` is the whole witnessed set (a v3 delta parsed alone: not
+        until :func:`~sealmem.protocol.bases.rebuild` put its base's heads in)."""
+        return self.complete or self.delta is None or self.delta.heads is None
 
     @property
     def listed(self) -> tuple[ChunkRef, ...]:
@@ -159,8 +161,10 @@ class Manifest:
         return self.chunks if self.delta is None else self.delta.changed
 
     def to_body(self) -> dict[str, Any]:
+        delta = self.delta
+        fmt = DELTA_V2_FORMAT if delta is not None and delta.heads is None else DELTA_FORMAT
         body: dict[str, Any] = {
-            "format": MANIFEST_FORMAT if self.delta is None else DELTA_FORMAT,
+            "format": MANIFEST_FORMAT if delta is None else fmt,
             "team": self.team,
             "project": self.project,
             "writer": self.writer,
@@ -170,12 +174,13 @@ class Manifest:
             "roster_version": self.roster_version,
             "buckets": self.buckets,
         }
-        if self.delta is None:
+        if delta is None:
             body["chunks"] = [c.to_wire() for c in self.chunks]
         else:
-            body.update(self.delta.to_wire())
+            body.update(delta.to_wire())
         body["records"] = self.records
-        body["heads"] = [h.to_wire() for h in self.heads]
+        if delta is None or delta.heads is None:
+            body["heads"] = [h.to_wire() for h in self.heads]
         body["created_at"] = self.created_at
         return body
 
@@ -194,8 +199,11 @@ class Manifest:
         body = canonical.encode(self.to_body())
         return _sealed(body, signer), _hash_of(suite, body)
 
-    def against(self, suite: Suite, base: Manifest, base_hash: str) -> Manifest:
-        """This (complete) manifest published as a delta against the full ``base``."""
+    def against(
+        self, suite: Suite, base: Manifest, base_hash: str, *, heads: bool = True
+    ) -> Manifest:
+        """This (complete) manifest published as a delta against the full ``base``: a v3
+        one, its heads listed against the base's too (``heads`` False: a v2 one)."""
         if not self.complete or base.delta is not None or not base.complete:
             raise InputError("a delta lists a complete manifest against a full one")
         old = {c.bucket: c for c in base.chunks}
@@ -206,6 +214,7 @@ class Manifest:
             changed=tuple(c for c in self.chunks if old.get(c.bucket) != c),
             removed=tuple(sorted(b for b in old if b not in new)),
             root=chunk_root(suite, self.chunks),
+            heads=heads_against(suite, self.heads, base.heads) if heads else None,
         )
         return replace(self, delta=delta)
 
@@ -216,13 +225,13 @@ class Manifest:
         A delta comes back incomplete (:attr:`complete` False): rebuild it from its base
         (:func:`sealmem.protocol.bases.rebuild`)."""
         fmt = body.get("format")
-        if fmt not in (MANIFEST_FORMAT, DELTA_FORMAT):
+        if fmt not in _KEYS:
             raise Rejected(
                 reasons.UNKNOWN_FORMAT,
-                f"manifest format {fmt!r} is not {MANIFEST_FORMAT!r} or {DELTA_FORMAT!r}",
+                f"manifest format {fmt!r} is not one of {', '.join(sorted(_KEYS))}",
             )
         full = fmt == MANIFEST_FORMAT
-        obj = exact_keys(body, _BODY_KEYS if full else _DELTA_KEYS, "manifest")
+        obj = exact_keys(body, _KEYS[fmt], "manifest")
         buckets = need_int(obj["buckets"], "manifest.buckets", minimum=1)
         if buckets > MAX_BUCKETS or buckets & (buckets - 1):
             raise _bad(f"buckets {buckets} must be a power of two up to {MAX_BUCKETS}")
@@ -237,10 +246,14 @@ class Manifest:
         if order != sorted(set(order)):
             raise _bad(f"{key} must be sorted by bucket, one chunk per bucket")
         delta = None if full else _delta(obj, seq, buckets, listed)
+        writer = need_kid(obj["writer"], "manifest.writer")
+        project = need_str(obj["project"], "manifest.project", pattern=PROJECT_RE)
+        if fmt == DELTA_FORMAT and delta is not None:
+            delta = replace(delta, heads=parse_heads_delta(obj, (writer, project)))
         manifest = cls(
             team=need_str(obj["team"], "manifest.team", pattern=TEAM_RE),
-            project=need_str(obj["project"], "manifest.project", pattern=PROJECT_RE),
-            writer=need_kid(obj["writer"], "manifest.writer"),
+            project=project,
+            writer=writer,
             seq=seq,
             prev=None if prev is None else need_str(prev, "manifest.prev", pattern=HEX_HASH_RE),
             epoch=need_int(obj["epoch"], "manifest.epoch", minimum=1),
@@ -248,19 +261,13 @@ class Manifest:
             buckets=buckets,
             chunks=listed if full else (),
             records=records,
-            heads=tuple(
-                _head(h, f"manifest.heads[{i}]")
-                for i, h in enumerate(need_list(obj["heads"], "manifest.heads", max_len=MAX_HEADS))
-            ),
+            heads=() if "heads" not in obj else parse_heads(obj["heads"], (writer, project)),
             created_at=need_int(obj["created_at"], "manifest.created_at"),
             delta=delta,
             complete=full,
         )  # fmt: skip
         if records < len(listed):
             raise _bad(f"records {records} is fewer than its {len(listed)} {key}")
-        keys = [(h.writer, h.project) for h in manifest.heads]
-        if len(set(keys)) != len(keys) or (manifest.writer, manifest.project) in keys:
-            raise _bad("heads must name each (writer, project) once, and not the manifest's own")
         return manifest
 
 
@@ -342,13 +349,3 @@ def _chunk(value: object, path: str, buckets: int) -> ChunkRef:
     if size > MAX_CHUNK_BYTES:
         raise Rejected(reasons.TOO_LARGE, f"{path} is {size} bytes; limit {MAX_CHUNK_BYTES}")
     return ChunkRef(bucket, need_str(obj["id"], f"{path}.id", pattern=HEX_HASH_RE), size)
-
-
-def _head(value: object, path: str) -> Head:
-    obj = exact_keys(value, {"writer", "project", "seq", "hash"}, path)
-    return Head(
-        writer=need_kid(obj["writer"], f"{path}.writer"),
-        project=need_str(obj["project"], f"{path}.project", pattern=PROJECT_RE),
-        seq=need_int(obj["seq"], f"{path}.seq", minimum=1),
-        hash=need_str(obj["hash"], f"{path}.hash", pattern=HEX_HASH_RE),
-    )

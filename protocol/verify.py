@@ -11,10 +11,11 @@ rules of the chain.  Chunks of an accepted manifest are opened with :func:`open_
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import reasons
+from .bases import with_heads
 from .chunks import open_snapshot, read_snapshot
 from .devices import check_extends
 from .envelope import Envelope, unpack
@@ -245,9 +246,15 @@ def accept_manifest(
     *,
     project: str | None = None,
     writer: str | None = None,
+    rebuild: Callable[[Manifest], Manifest] | None = None,
 ) -> tuple[TrustedState, Manifest]:
     """Accept a writer's manifest; ``project`` and ``writer`` are where the transport
-    filed it (a manifest found in another slot is refused)."""
+    filed it (a manifest found in another slot is refused).
+
+    A v3 delta that would become the head is rebuilt from its base before any head it
+    witnesses is read: ``rebuild`` (:func:`~sealmem.protocol.bases.rebuild` with the
+    candidates the caller holds) returns it whole or raises ``missing-base``/``tampered``;
+    without one it is ``missing-base``.  The manifest returned is then the rebuilt one."""
     env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
     _team(state, env.body, "manifest")
     m = Manifest.from_body(env.body)
@@ -286,6 +293,8 @@ def accept_manifest(
     if head is None:
         return state, m
     _check_floor(state, roster, m, where)
+    if not m.heads_known:
+        m = with_heads(m, rebuild, where)
     _check_witnesses(state, m, digest, where)
     witnessed = dict(state.witnessed)
     for h in m.heads:

@@ -15,8 +15,8 @@ Pure: the caller fetched the envelopes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 
 from . import reasons
 from .envelope import unpack
@@ -59,15 +59,34 @@ def cited_roster(suite: Suite, state: TrustedState, data: bytes, writer: str) ->
 
 
 def learn(
-    suite: Suite, state: TrustedState, project: str, newest: Iterable[tuple[str, bytes]]
+    suite: Suite,
+    state: TrustedState,
+    project: str,
+    newest: Iterable[tuple[str, bytes]],
+    rebuild: Callable[[Manifest], Manifest] | None = None,
 ) -> tuple[TrustedState, Citation]:
     """Add the heads that verified manifests in ``newest`` (writer, envelope) witness to
-    ``state.witnessed`` (higher seqs win), and the newest roster they cite."""
+    ``state.witnessed`` (higher seqs win), and the newest roster they cite.  A v3 delta
+    teaches the heads rebuilt from its base (``rebuild``, as for
+    :func:`~sealmem.protocol.verify.accept_manifest`); one whose base is missing teaches
+    the heads it lists itself (:func:`_listed_only`)."""
+
+    def whole(m: Manifest) -> Manifest:
+        if rebuild is not None:
+            try:
+                return rebuild(m)
+            except Rejected as exc:
+                if exc.reason != reasons.MISSING_BASE:
+                    raise
+        return _listed_only(m)
+
     learned: dict[tuple[str, str], Witness] = {}
     citation = Citation()
     for writer, data in newest:
         try:
-            accepted, _ = accept_manifest(suite, state, data, project=project, writer=writer)
+            accepted, _ = accept_manifest(
+                suite, state, data, project=project, writer=writer, rebuild=whole
+            )
         except Rejected as exc:
             if exc.reason == reasons.ROSTER_UNKNOWN:  # after the signature, or no roster
                 cited = cited_roster(suite, state, data, writer)
@@ -84,3 +103,12 @@ def learn(
     if not learned:
         return state, citation
     return state.evolve(witnessed={**state.witnessed, **learned}), citation
+
+
+def _listed_only(m: Manifest) -> Manifest:
+    """The v3 delta ``m``, its base out of reach, with the heads it lists itself
+    (``heads_changed``): each is signed by its writer, so each is a floor, checked for
+    equivocation as any head.  Only for learning (its chunks are not rebuilt: the state
+    :func:`learn` gets back is read for ``witnessed`` alone)."""
+    listed = () if m.delta is None or m.delta.heads is None else m.delta.heads.changed
+    return replace(m, heads=listed, complete=True)

@@ -7,6 +7,11 @@ delta is rebuilt without reading a manifest of one ref per bucket from the trans
 every sync; a base it does not hold is looked for in the transport, by seq, and taken
 only if its body hashes to the one the delta signed
 (:func:`sealmem.protocol.bases.rebuild`).
+
+A v3 delta lists its witnessed heads against its base as well, so a reader needs the
+base before it accepts the delta (SPEC.md "Witness encoding"): a :class:`Finder` lives
+for one project's pull, rebuilds deltas for the floors it learns and for the manifests
+it accepts, and reads each base from the transport at most once.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from ...protocol.errors import Rejected
 from ...protocol.manifest import Manifest
 from .transport import Transport
 
-__all__ = ["Found", "find", "load", "save"]
+__all__ = ["Finder", "Found", "find", "load", "save"]
 
 _KIND = "manifest-base"
 
@@ -60,13 +65,41 @@ def find(conn: sqlite3.Connection, transport: Transport, m: Manifest) -> Found:
     """``m`` with its whole chunk list (a full manifest comes back as is), rebuilt from
     the base kept here, else from the transport's copy (read only then).  Raise
     ``Rejected`` (``missing-base``, ``tampered``) when it cannot be rebuilt."""
-    delta = m.delta
-    if m.complete or delta is None:
-        return Found(m, None)
-    kept = load(conn, m.writer, m.project)
-    if kept is not None:
-        with contextlib.suppress(Rejected):  # a damaged copy is passed over
-            return Found(rebuild_with(SUITE, m, kept, ())[0], None)
-    copies = transport.base_manifests(m.project, m.writer, delta.base_seq)
-    rebuilt, base = rebuild_with(SUITE, m, None, copies)
-    return Found(rebuilt, None if base is None else base.data)
+    return Finder(conn, transport).find(m)
+
+
+class Finder:
+    """:func:`find` for the deltas of one pull, each base read once (kept or fetched)."""
+
+    def __init__(self, conn: sqlite3.Connection, transport: Transport) -> None:
+        self.conn, self.transport = conn, transport
+        self._bases: dict[tuple[str, str, str], tuple[bytes, bool]] = {}  # data, fetched
+
+    def find(self, m: Manifest) -> Found:
+        """``m`` whole, and the base's bytes when the transport gave them (to keep with
+        the snapshot; also for an ``m`` already rebuilt by :meth:`rebuild`)."""
+        delta = m.delta
+        if delta is None:
+            return Found(m, None)
+        slot = (m.writer, m.project, delta.base_hash)
+        seen = self._bases.get(slot)
+        if seen is not None:
+            whole = m if m.complete else rebuild_with(SUITE, m, seen[0], ())[0]
+            return Found(whole, seen[0] if seen[1] else None)
+        if m.complete:
+            return Found(m, None)
+        kept = load(self.conn, m.writer, m.project)
+        if kept is not None:
+            with contextlib.suppress(Rejected):  # a damaged copy is passed over
+                whole = rebuild_with(SUITE, m, kept, ())[0]
+                self._bases[slot] = (kept, False)
+                return Found(whole, None)
+        copies = self.transport.base_manifests(m.project, m.writer, delta.base_seq)
+        rebuilt, base = rebuild_with(SUITE, m, None, copies)
+        if base is not None:
+            self._bases[slot] = (base.data, True)
+        return Found(rebuilt, None if base is None else base.data)
+
+    def rebuild(self, m: Manifest) -> Manifest:
+        """``m`` whole (what :func:`~sealmem.protocol.verify.accept_manifest` asks)."""
+        return self.find(m).manifest

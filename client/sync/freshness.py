@@ -40,8 +40,10 @@ from ...protocol.checkpoint import (
     signed_seq,
 )
 from ...protocol.errors import Rejected, TransportError
+from ...protocol.manifest import Manifest
 from ...protocol.state import TrustedState
 from ..store.connection import get_meta, set_meta, transaction
+from .bases import Finder
 from .session import Refusal, Team
 from .transport import ConflictError, Unreachable
 
@@ -82,11 +84,27 @@ def newest_manifests(team: Team, project: str, writers: Sequence[str]) -> dict[s
 
 
 def learn_floors(
-    state: TrustedState, project: str, newest: dict[str, bytes | None], summary: Sink
+    state: TrustedState,
+    project: str,
+    newest: dict[str, bytes | None],
+    summary: Sink,
+    finder: Finder | None = None,
 ) -> TrustedState:
-    """``state`` with the floors the verified manifests in ``newest`` witness."""
+    """``state`` with the floors the verified manifests in ``newest`` witness (a v3 delta's
+    rebuilt from its base by ``finder``; one whose base cannot be read teaches nothing)."""
+
+    def rebuild(m: Manifest) -> Manifest:
+        if finder is None:
+            raise Rejected(reasons.MISSING_BASE, "no base looked for")
+        try:
+            return finder.rebuild(m)
+        except (Unreachable, ConflictError):
+            raise
+        except TransportError as exc:  # (the pull reads it again and reports it there)
+            raise Rejected(reasons.MISSING_BASE, "its base could not be read") from exc
+
     found = [(w, d) for w, d in newest.items() if d is not None]
-    state, cited = witness.learn(SUITE, state, project, found)
+    state, cited = witness.learn(SUITE, state, project, found, rebuild)
     if cited.version > summary.cited.version:
         summary.cited = cited
     return state

@@ -5,7 +5,8 @@ Per readable project and writer whose newest manifest moved:
 1. the manifest is accepted by :func:`sealmem.protocol.verify.accept_manifest`
    (grant, chain, rollback, fork, witnesses); when the newest one is refused,
    older ones are tried, and the first refusal is reported; a delta manifest is
-   rebuilt from its base (:func:`sealmem.client.sync.bases.find`);
+   rebuilt from its base (:class:`sealmem.client.sync.bases.Finder`), a v3 one
+   before its witnessed heads are read;
 2. a :class:`~sealmem.protocol.chunks.SnapshotOpener`, started from the chunk
    cache, names the chunks not opened before; each is fetched and opened before
    the next is fetched, and their records are merged
@@ -94,9 +95,10 @@ def pull_project(
         )
     ]  # (unmoved and read whole: nothing new, the manifest is not read at all)
     newest = freshness.newest_manifests(team, project, moved)
-    state = freshness.learn_floors(state, project, newest, summary)
+    finder = bases.Finder(team.conn, team.transport)
+    state = freshness.learn_floors(state, project, newest, summary, finder)
     for writer in moved:
-        state = _pull_writer(team, state, project, writer, summary, tick(), newest)
+        state = _pull_writer(team, state, project, writer, summary, tick(), newest, finder)
     return state
 
 
@@ -134,13 +136,14 @@ def _pull_writer(
     summary: PullSink,
     now: int,
     fetched: dict[str, bytes | None],
+    finder: bases.Finder,
 ) -> TrustedState:
     where = f"manifest {writer[:8]}/{project}"
     refusal: Refusal | None = None
     try:
         for data in _candidates(team, project, writer, fetched):
             try:
-                state = _pull_manifest(team, state, project, writer, data, summary, now)
+                state = _pull_manifest(team, state, project, writer, data, summary, now, finder)
             except Rejected as exc:
                 refusal = refusal or Refusal(exc.reason, where, exc.detail)
             except OBJECT_ERRORS as exc:
@@ -166,15 +169,18 @@ def _pull_manifest(
     data: bytes,
     summary: PullSink,
     now: int,
+    finder: bases.Finder,
 ) -> TrustedState:
     """Accept one manifest envelope and merge its snapshot; raise to refuse it.
 
     Returns the state with the new head once the snapshot is merged and committed
     (``trusted`` unchanged when there was nothing new or no key yet)."""
-    state, listed = accept_manifest(SUITE, trusted, data, project=project, writer=writer)
+    state, listed = accept_manifest(
+        SUITE, trusted, data, project=project, writer=writer, rebuild=finder.rebuild
+    )
     if state is trusted and not replica.holes(team.conn, writer, project):
         return trusted  # the newest readable one is the one we already trust, read whole
-    found = bases.find(team.conn, team.transport, listed)  # a delta: its whole chunk list
+    found = finder.find(listed)  # a delta: its whole chunk list
     manifest = found.manifest
     key = team.content_key(state, project, manifest.epoch)
     if key is None:

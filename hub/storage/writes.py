@@ -131,6 +131,14 @@ class TeamWrite:
             found += [StoredHead(str(p), str(w), int(s), str(h), int(r)) for p, w, s, h, r in rows]
         return found
 
+    def manifest_at(self, project: str, writer: str, seq: int, digest: str) -> bytes | None:
+        """The slot's kept manifest ``seq`` whose object hash is ``digest`` (a delta's base)."""
+        rows = self._rows(
+            f"SELECT data FROM manifests WHERE {_SLOT} AND seq = ? AND hash = ?",
+            (self._team, project, writer, seq, digest),
+        )
+        return bytes(rows[0][0]) if rows else None
+
     def _change(
         self, kind: str, now_ms: int, project: str | None, writer: str | None, seq: int | None,
         *, bump: bool,

@@ -21,7 +21,7 @@ from sealmem.hub.storage.sqlite import SQLiteStorage
 from sealmem.hub.teams import Teams
 from sealmem.protocol import canonical, reasons
 from sealmem.protocol.encoding import object_hash
-from sealmem.protocol.manifest import DELTA_FORMAT, MANIFEST_FORMAT
+from sealmem.protocol.manifest import DELTA_FORMAT, MANIFEST_FORMAT, Head
 from sealmem.protocol.roster import Pin, Revocation
 from sealmem.protocol.snapshot import PreviousSnapshot, Snapshot
 from tests.protocol.team_world import NOW, PROJECT, TEAM, World, make_record
@@ -91,9 +91,9 @@ def test_a_delta_whose_base_the_hub_lacks_is_refused_by_name(
 ) -> None:
     world, store, teams = teams_hub
     (full, _), (second, delta) = _chain(world, 2)
-    with pytest.raises(Refusal) as caught:  # its changed chunk is not uploaded yet
-        teams.put_manifest(TEAM, PROJECT, world.alice.kid, 2, delta, NOW)
-    assert caught.value.code == reasons.MISSING_CHUNK
+    with pytest.raises(Refusal) as caught:  # nor its changed chunk: the base comes first,
+        teams.put_manifest(TEAM, PROJECT, world.alice.kid, 2, delta, NOW)  # (its heads)
+    assert caught.value.code == reasons.MISSING_BASE
     with pytest.raises(Refusal) as caught:
         _push(store, teams, second, delta)  # the base (seq 1) was never pushed
     assert caught.value.code == reasons.MISSING_BASE
@@ -185,3 +185,27 @@ def test_a_store_restored_from_before_the_hub_dropped_its_base_syncs_again(
     assert not summary.refused
     assert backup.t.transport.newest_seqs(PROJECT)[alice.key.kid] > 5
     assert not bob.sync().refused
+
+
+def test_the_hub_checks_the_heads_a_delta_left_unchanged_since_its_base(
+    teams_hub: tuple[World, SQLiteStorage, Teams],
+) -> None:
+    world, store, teams = teams_hub
+    forged = Head(world.bob.kid, PROJECT, 1, "ab" * 32)  # a bob seq 1 the hub never held
+    records = [make_record(world.alice, i) for i in range(300)]
+    full = world.snapshot(world.alice, records, heads=[forged])
+    assert _push(store, teams, full, full.envelope)  # the hub holds no bob head yet
+    bob1 = world.snapshot(world.bob, [make_record(world.bob, 1)])
+    assert _push(store, teams, bob1, bob1.envelope)  # the real bob seq 1
+    records[3] = make_record(world.alice, 3, content="changed")
+    snap = world.snapshot(
+        world.alice, records, seq=2, prev=full.hash, heads=[forged],
+        previous=PreviousSnapshot(full.manifest, full.digests),
+    )  # fmt: skip
+    delta = snap.manifest.against(SUITE, full.manifest, full.hash or "")
+    assert delta.delta is not None
+    assert delta.delta.heads is not None
+    assert delta.delta.heads.changed == ()  # bob's head is only in the base's list
+    with pytest.raises(Refusal) as caught:
+        _push(store, teams, snap, delta.sign(world.alice))
+    assert caught.value.code == reasons.EQUIVOCATION

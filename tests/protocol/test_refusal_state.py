@@ -16,7 +16,7 @@ from sealmem.protocol import canonical
 from sealmem.protocol.encoding import b64d
 from sealmem.protocol.errors import Rejected
 from sealmem.protocol.state import TrustedState
-from tests.protocol.test_vectors import ACCEPT, object_bytes
+from tests.protocol.test_vectors import ACCEPT, accept_object
 from tests.protocol.vectorgen.generate import VECTORS
 
 
@@ -40,10 +40,8 @@ def test_a_refused_object_leaves_the_state_as_it_was(path: Path) -> None:
     inputs = case["inputs"]
     state = TrustedState.pin(SUITE, inputs["team"], b64d(inputs["root_public"]))
     for step in inputs["setup"]:
-        state, _ = ACCEPT[step["kind"]](SUITE, state, b64d(step["data"]))  # type: ignore[operator]
+        state = accept_object(state, step)
     before = canonical.encode(state.to_wire())
-    obj = inputs["object"]
-    where = {k: obj[k] for k in ("project", "writer") if k in obj}
     with pytest.raises(Rejected):
-        ACCEPT[obj["kind"]](SUITE, state, object_bytes(obj), **where)  # type: ignore[operator]
+        accept_object(state, inputs["object"])
     assert canonical.encode(state.to_wire()) == before

@@ -200,6 +200,22 @@ def object_bytes(obj: dict[str, Any]) -> bytes:
     if "data_zlib" in obj:
         return zlib.decompress(b64d(obj["data_zlib"]))
     return b64d(obj["data"])
+def _offered(bases: list[str]) -> Any:
+    """The rebuild a manifest is accepted with: from the first of ``bases`` (envelopes)
+    whose body hashes to the delta's ``base.hash`` (one that does not parse is passed over)."""
+    offered = [b for b in (parsed_base(SUITE, b64d(text)) for text in bases) if b is not None]
+    return lambda m: rebuild(SUITE, m, offered)
+
+
+def accept_object(state: TrustedState, obj: dict[str, Any]) -> TrustedState:
+    """``state`` with a setup step or chain object (roster, keyring, manifest) accepted: a
+    manifest in the slot it names, with its ``bases`` offered."""
+    data = object_bytes(obj)
+    if obj["kind"] != "manifest":
+        return ACCEPT[obj["kind"]](SUITE, state, data)[0]  # type: ignore[operator,no-any-return]
+    where = {k: obj[k] for k in ("project", "writer") if k in obj}
+    offered = _offered(obj.get("bases", []))
+    return accept_manifest(SUITE, state, data, **where, rebuild=offered)[0]
 
 
 def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
@@ -216,7 +232,7 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     state = TrustedState.pin(SUITE, inputs["team"], b64d(inputs["root_public"]))
     for i, step in enumerate(inputs["setup"]):
         try:
-            state, _ = ACCEPT[step["kind"]](SUITE, state, b64d(step["data"]))  # type: ignore[operator]
+            state = accept_object(state, step)
         except Rejected as exc:  # a broken setup must not pass as the expected rejection
             pytest.fail(f"setup step {i} ({step['kind']}) was refused: {exc}")
     obj = inputs["object"]
@@ -244,12 +260,11 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
         _, roster = accept_roster(SUITE, state, data)
         return {name: roster.settings.effective(name) for name in DEFAULTS}
     where = {k: obj[k] for k in ("project", "writer") if k in obj}
-    state, manifest = accept_manifest(SUITE, state, data, **where)
+    offered = _offered(obj.get("bases", []))
+    state, manifest = accept_manifest(SUITE, state, data, **where, rebuild=offered)
     if obj["kind"] == "manifest":
         return None
-    # a candidate that does not parse as a manifest is no base: it is passed over
-    offered = [parsed_base(SUITE, b64d(b)) for b in obj.get("bases", [])]
-    manifest = rebuild(SUITE, manifest, [b for b in offered if b is not None])
+    manifest = offered(manifest)
     chunks = {cid: b64d(text) for cid, text in obj["chunks"].items()}
     key = ContentKey(b64d(obj["content_key"]))
     now = obj.get("now_ms", READER_NOW)

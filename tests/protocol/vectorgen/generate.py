@@ -291,7 +291,15 @@ DESCRIPTIONS = {
 DESCRIPTIONS.update(SIGNATURE_DESCRIPTIONS)
 DESCRIPTIONS.update(SILENCE_DESCRIPTIONS)
 
-Setup = list[tuple[str, bytes]]
+Step = tuple[str, bytes] | tuple[str, bytes, tuple[bytes, ...]]
+Setup = list[Step]  # (kind, data); a delta manifest may add the bases it is accepted with
+
+
+def _setup_json(step: Step) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": step[0], "data": b64e(step[1])}
+    if len(step) == 3:
+        out["bases"] = [b64e(b) for b in step[2]]
+    return out
 
 
 @dataclass
@@ -312,7 +320,7 @@ class Case:
             "inputs": {
                 "team": TEAM,
                 "root_public": b64e(ROOT.sign_public),
-                "setup": [{"kind": k, "data": b64e(d)} for k, d in self.setup],
+                "setup": [_setup_json(step) for step in self.setup],
                 "object": obj,
             },
             "expected": "accept" if self.expected == "accept" else {"reject": self.expected},
@@ -773,8 +781,11 @@ def cases() -> list[Case]:
     from .freshness import DESCRIPTIONS as FRESHNESS
     from .freshness import freshness_cases
     from .silences import silence_cases
+    from .witness import DESCRIPTIONS as WITNESS
+    from .witness import witness_cases
 
     DESCRIPTIONS.update(FRESHNESS)
+    DESCRIPTIONS.update(WITNESS)
     return [
         *freshness_cases(),
         *roster_cases(),
@@ -786,7 +797,8 @@ def cases() -> list[Case]:
         *delta_cases(),
         *extra_envelope_cases(),
         *signature_cases(),
-        *silence_cases(),  # last: the pinned nonces of the cases above stay as they were
+        *silence_cases(),  # the pinned nonces of the cases above stay as they were
+        *witness_cases(),  # (added after them, for the same reason)
     ]
 
 
