@@ -200,6 +200,8 @@ def object_bytes(obj: dict[str, Any]) -> bytes:
     if "data_zlib" in obj:
         return zlib.decompress(b64d(obj["data_zlib"]))
     return b64d(obj["data"])
+
+
 def _offered(bases: list[str]) -> Any:
     """The rebuild a manifest is accepted with: from the first of ``bases`` (envelopes)
     whose body hashes to the delta's ``base.hash`` (one that does not parse is passed over)."""
