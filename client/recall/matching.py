@@ -133,7 +133,8 @@ def select(
 
 class Held:
     """What each candidate holds of the query: its term mask, the terms it holds only as
-    a prefix, and whether it matches (:func:`matches`)."""
+    a prefix, and whether it matches (:func:`matches`).  A term of ``whole`` (one
+    character of a gram run) held as a prefix is held: its bigram holds the character."""
 
     def __init__(
         self,
@@ -144,6 +145,7 @@ class Held:
     ) -> None:
         self.stems, self.prefixed, self.extensions, self.names = stems, prefixed, extensions, names
         self.every = (1 << len(stems)) - 1
+        self.whole = sum(1 << i for i, stem in enumerate(stems) if len(stem) == 1 and is_run(stem))
         self.masks: dict[int, int] = {}
         self.partial: dict[int, int] = {}
         self.matching: set[int] = set()
@@ -154,9 +156,12 @@ class Held:
                 continue
             stored = row[10]
             held = stems_of(f"{row[6]} {row[7]}") if stored is None else parse_stems(stored)
-            self.masks[rowid] = mask = term_mask(self.stems, held)
+            mask = term_mask(self.stems, held)
             if self.prefixed & ~mask:
-                self.partial[rowid] = prefix_mask(self.extensions, held) & ~mask
+                longer = prefix_mask(self.extensions, held) & ~mask
+                mask |= longer & self.whole  # one character inside a bigram: held
+                self.partial[rowid] = longer & ~self.whole
+            self.masks[rowid] = mask
             found = mask | self.partial.get(rowid, 0)
             own = names_of(row[6], self.names.get(row[9], (row[9],)))
             names = term_mask(self.stems, own) if own else 0
