@@ -23,7 +23,8 @@ A neighbour of a strong match (a hit whose session neighbours recall reads) that
 ranks among the best ``k`` but matches nothing may stay, at most
 :data:`MAX_RELATED` of them, marked ``related`` and placed after the matches, in the
 slots the matches leave (a match further down is never dropped for one); other
-non-matching candidates are dropped.  Nothing matches: nothing is returned.
+non-matching candidates are dropped.  Nothing matches: nothing is returned, and
+:func:`nothing_close` says why in words every surface (CLI, MCP, viewer) uses.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from ..store.scripts import is_run
 from ..store.terms import parse_stems, stems_of
-from .ranking import QueryTerm, is_date_word, prefix_mask, term_mask
+from .ranking import QueryTerm, analyse_query, is_date_word, prefix_mask, term_mask, tokens
 from .sql import Row
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "Held",
     "matches",
     "names_of",
+    "nothing_close",
     "select",
     "speaker",
     "unheard",
@@ -86,6 +88,17 @@ def unheard(
         return False
     known = stems_of(" ".join(name for names in roster for name in names))
     return not known.intersection(named)
+
+
+def nothing_close(query: str) -> str:
+    """Why a recall of ``query`` found nothing, as a clause after "nothing close to
+    <query>": no word at all, only common words (stop words are no query terms), or no
+    memory holding any of its words."""
+    if not tokens(query):
+        return "it holds no word to look for"
+    if not analyse_query(query):
+        return "it has only common words (like 'the' or 'what'); add one that names what you want"
+    return "no memory shares a word with it"
 
 
 def matches(

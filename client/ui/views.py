@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import SealmemError
 from ..recall.dupes import group, stands_alone
+from ..recall.matching import nothing_close
 from ..recall.names import member_names
 from ..store.ids import short_id
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
@@ -144,6 +145,7 @@ def search_page(
                     "stale": h.stale,
                     "others": [card for card, _ in found.others],
                     "stale_others": [h.stale for _, h in found.others],
+                    "related_others": [h.related for _, h in found.others],
                 }
             )
     else:
@@ -163,7 +165,11 @@ def search_page(
                     "others": one.others,
                 }
             )
-    return {"query": query, "project": project or "", "kind": kind or "", "results": results}
+    nothing = nothing_close(query) if query.strip() and not results else ""
+    return {
+        "query": query, "project": project or "", "kind": kind or "", "results": results,
+        "nothing": nothing,
+    }  # fmt: skip
 
 
 def _replaced(card: Card) -> bool:
