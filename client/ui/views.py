@@ -122,7 +122,9 @@ def search_page(
 ) -> dict[str, Any]:
     """Recall (the same ranking as the CLI and MCP, with its "why"), or the most recent;
     near-duplicates in one entry (``others``: the rest of its group, every writer), a
-    recalled memory no one confirmed within the review period marked ``stale``."""
+    recalled memory no one confirmed within the review period marked ``stale``; ``due``:
+    the ids a search shows whose recall is not noted today (the page notes them after
+    it is sent, :mod:`..store.freshness`)."""
     kinds = [kind] if kind else None
     results: list[dict[str, Any]] = []
     if query.strip():
@@ -166,9 +168,12 @@ def search_page(
                 }
             )
     nothing = nothing_close(query) if query.strip() and not results else ""
+    shown = [
+        x.memory.id for r in results if r["score"] is not None for x in [r["card"], *r["others"]]
+    ]
     return {
         "query": query, "project": project or "", "kind": kind or "", "results": results,
-        "nothing": nothing,
+        "nothing": nothing, "due": store.recall_due(shown) if shown else [],
     }  # fmt: skip
 
 
