@@ -175,7 +175,10 @@ def create_app(
             # a form without a project field is for the viewer's; an emptied one is asked for
             form: dict[str, str] = {"project": project, **request.scope.get("sealmem.form", {})}
             target = await in_store(request, False, lambda store: write(store, form), form)
-            return target if isinstance(target, Response) else RedirectResponse(target, 303)
+            if isinstance(target, Response):
+                return target
+            semantic.start(db)  # wakes the background pass: a vector for what it wrote now
+            return RedirectResponse(target, 303)
 
         return endpoint
 
