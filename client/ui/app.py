@@ -98,6 +98,7 @@ def _reads(home: Path, project: str) -> dict[str, tuple[str, Read]]:
         "/team": ("team.html", lambda r, s: views.team_page(home, s)),
         "/store": ("store.html", lambda r, s: views.store_page(s)),
         "/captured": ("captured.html", lambda r, s: views.captured_page(s)),
+        "/review": ("review.html", lambda r, s: views.review_page(s, _arg(r, "project"))),
     }
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "captured_page",
     "day",
     "memory_page",
+    "review_page",
     "search_page",
     "store_page",
     "team_page",
@@ -175,6 +176,19 @@ def search_page(
         "query": query, "project": project or "", "kind": kind or "", "results": results,
         "nothing": nothing, "due": store.recall_due(shown) if shown else [],
     }  # fmt: skip
+
+
+def review_page(store: MemoryStore, project: str | None) -> dict[str, Any]:
+    """What ``sealmem review`` lists: the memories no one confirmed within the review
+    period, oldest first, each with when it last was; the page offers keep, correct
+    and forget for each."""
+    found = store.stale(project=project, all_projects=project is None)
+    confirmed = {m.id: at for m, at in found}
+    items = [
+        {"card": c, "confirmed": confirmed.get(c.memory.id)}
+        for c in _cards(store, [m for m, _ in found])
+    ]
+    return {"project": project or "", "days": store.review_period(), "items": items}
 
 
 def _replaced(card: Card) -> bool:

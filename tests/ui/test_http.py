@@ -43,7 +43,7 @@ def _store(seeded: Seeded) -> MemoryStore:
 
 def test_without_the_token_nothing_is_shown(seeded: Seeded, secrets: Secrets) -> None:
     c = _client(seeded, secrets)
-    for path in ("/", f"/m/{seeded.new}", "/timeline", "/team", "/store", "/captured"):
+    for path in ("/", f"/m/{seeded.new}", "/timeline", "/team", "/store", "/captured", "/review"):
         res = c.get(path)
         assert res.status_code == 401, path
         assert "Orders" not in res.text
