@@ -10,7 +10,7 @@ memory; the recall is noted for staleness after the answer is printed
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import SealmemError
@@ -30,6 +30,7 @@ __all__ = [
     "group_memories",
     "lines",
     "list_notes",
+    "marks",
     "note_recalled",
     "wider",
     "writers",
@@ -74,22 +75,29 @@ def writers(members: Sequence[Memory], names: Mapping[str, str], me: str) -> lis
     return seen
 
 
+def marks(hit: Hit) -> str:
+    """A near-duplicate's marks, as its group's leader has them: related (it matches none
+    of the query's words), stale; empty when neither."""
+    found = [word for word, on in (("related", hit.related), ("stale", hit.stale)) if on]
+    return f" ({', '.join(found)})" if found else ""
+
+
 def lines(
     others: Sequence[Memory],
     names: Mapping[str, str],
     me: str,
     *,
     stale: bool = False,
-    stale_others: Collection[str] = (),
+    marked: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """Detail lines of a group's leader: its stale mark, then each near-duplicate (those
-    of ``stale_others`` marked stale)."""
+    """Detail lines of a group's leader: its stale mark, then each near-duplicate with
+    its marks (``marked``, by id: :func:`marks`)."""
     out = [STALE_NOTE] if stale else []
     for m in others:
         first = next((ln.strip() for ln in m.content.splitlines() if ln.strip()), "")
         first = first if len(first) <= 100 else first[:97] + "..."
         who = m.authorship(names, me).writer_name
-        mark = " (stale)" if m.id in stale_others else ""
+        mark = (marked or {}).get(m.id, "")
         out.append(f"also written by {who}{mark}: {short_id(m.id)} {first}")
     return out
 

@@ -181,6 +181,7 @@ def recall(
     as_json: JsonOpt = False,
 ) -> None:
     """Search memories; show why each hit ranked and who wrote it."""
+    from ..recall.matching import nothing_close
     from . import grouping
 
     with open_store(readonly=True) as store:
@@ -225,7 +226,7 @@ def recall(
         grouping.note_recalled(due)
         return
     if not groups:
-        output.say(f"nothing close to {query!r}: no memory shares a word with it")
+        output.say(f"nothing close to {query!r}: {nothing_close(query)}")
         return
     blocks = []
     for rank, group in enumerate(groups, start=1):
@@ -233,8 +234,8 @@ def recall(
         others = [h.memory for h in group.others]
         label = "related, matches none of your words: " if hit.related else ""
         extra = [output.why_line(hit.why), *trust[hit.memory.id][1]]
-        stale_others = {h.memory.id for h in group.others if h.stale}
-        extra += grouping.lines(others, names, me, stale=hit.stale, stale_others=stale_others)
+        marked = {h.memory.id: grouping.marks(h) for h in group.others}
+        extra += grouping.lines(others, names, me, stale=hit.stale, marked=marked)
         for newer in hit.superseded_by:
             extra.append(f"superseded by {newer.record.id}: {newer.record.content[:120]}")
         blocks.append(

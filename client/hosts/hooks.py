@@ -122,8 +122,12 @@ def _session_start(payload: dict[str, Any]) -> str:
 
 
 def _prompt(payload: dict[str, Any]) -> str:
+    import contextlib
+    import sqlite3
+
+    from ...protocol.errors import SealmemError
     from ..recall import framing
-    from ..recall.context import choose
+    from ..recall.context import choose_shown
     from ..recall.standing import Shown
     from ..recall.trust import Budget
     from .gate import content_stems
@@ -161,7 +165,11 @@ def _prompt(payload: dict[str, Any]) -> str:
         budget = Budget(
             PROMPT_BUDGET_CHARS, max_lines=PROMPT_K + 2, writer_lines=1, writer_share=0.5
         )
-        lines = choose(chosen, reader, budget)
+        lines, shown_ids = choose_shown(chosen, reader, budget)
+        due = store.recall_due(shown_ids)  # what it injects counts as recalled (freshness)
+        if due:
+            with contextlib.suppress(SealmemError, sqlite3.Error):
+                store.note_recalled(due)
     return framing.frame(_PROMPT_HEADER, lines) if lines else ""
 
 

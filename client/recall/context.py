@@ -24,7 +24,15 @@ from . import framing
 from .standing import Reader, Shown
 from .trust import OWN, Budget, Item, plan
 
-__all__ = ["CHARS_PER_TOKEN", "MAX_LINE_CHARS", "choose", "marks", "render", "startup_context"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "MAX_LINE_CHARS",
+    "choose",
+    "choose_shown",
+    "marks",
+    "render",
+    "startup_context",
+]
 
 MAX_LINE_CHARS = framing.MAX_LINE_CHARS
 CHARS_PER_TOKEN = 4  # the token estimate: ceil(chars / 4)
@@ -133,6 +141,13 @@ def choose(
     with extra marks), what trust lets in, within ``budget`` (:func:`.trust.plan`), each
     proposal under the line it would change.  A memory shown as a proposal beside the one
     it would replace is not shown again on its own."""
+    return choose_shown(chosen, reader, budget)[0]
+
+
+def choose_shown(
+    chosen: Sequence[tuple[Shown, Sequence[str]]], reader: Reader, budget: Budget
+) -> tuple[list[str], list[str]]:
+    """:func:`choose`'s lines, and the ids of the memories they show (proposals too)."""
     proposed = {
         p.memory.id
         for s, _ in chosen
@@ -155,7 +170,8 @@ def choose(
         if ">" in key:
             below.setdefault(key.split(">")[0], []).append(key)
     tops = [k for k in picked if ">" not in k]
-    return [lines[k] for top in tops for k in (top, *below.get(top, []))]
+    keys = [k for top in tops for k in (top, *below.get(top, []))]
+    return [lines[k] for k in keys], [k.split(">")[-1] for k in keys]
 
 
 def startup_context(

@@ -23,7 +23,8 @@ A neighbour of a strong match (a hit whose session neighbours recall reads) that
 ranks among the best ``k`` but matches nothing may stay, at most
 :data:`MAX_RELATED` of them, marked ``related`` and placed after the matches, in the
 slots the matches leave (a match further down is never dropped for one); other
-non-matching candidates are dropped.  Nothing matches: nothing is returned.
+non-matching candidates are dropped.  Nothing matches: nothing is returned, and
+:func:`nothing_close` says why in words every surface (CLI, MCP, viewer) uses.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from ..store.scripts import is_run
 from ..store.terms import parse_stems, stems_of
-from .ranking import QueryTerm, is_date_word, prefix_mask, term_mask
+from .ranking import QueryTerm, analyse_query, is_date_word, prefix_mask, term_mask, tokens
 from .sql import Row
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "Held",
     "matches",
     "names_of",
+    "nothing_close",
     "select",
     "speaker",
     "unheard",
@@ -86,6 +88,17 @@ def unheard(
         return False
     known = stems_of(" ".join(name for names in roster for name in names))
     return not known.intersection(named)
+
+
+def nothing_close(query: str) -> str:
+    """Why a recall of ``query`` found nothing, as a clause after "nothing close to
+    <query>": no word at all, only common words (stop words are no query terms), or no
+    memory holding any of its words."""
+    if not tokens(query):
+        return "it holds no word to look for"
+    if not analyse_query(query):
+        return "it has only common words (like 'the' or 'what'); add one that names what you want"
+    return "no memory shares a word with it"
 
 
 def matches(
@@ -133,7 +146,8 @@ def select(
 
 class Held:
     """What each candidate holds of the query: its term mask, the terms it holds only as
-    a prefix, and whether it matches (:func:`matches`)."""
+    a prefix, and whether it matches (:func:`matches`).  A term of ``whole`` (one
+    character of a gram run) held as a prefix is held: its bigram holds the character."""
 
     def __init__(
         self,
@@ -144,6 +158,7 @@ class Held:
     ) -> None:
         self.stems, self.prefixed, self.extensions, self.names = stems, prefixed, extensions, names
         self.every = (1 << len(stems)) - 1
+        self.whole = sum(1 << i for i, stem in enumerate(stems) if len(stem) == 1 and is_run(stem))
         self.masks: dict[int, int] = {}
         self.partial: dict[int, int] = {}
         self.matching: set[int] = set()
@@ -154,9 +169,12 @@ class Held:
                 continue
             stored = row[10]
             held = stems_of(f"{row[6]} {row[7]}") if stored is None else parse_stems(stored)
-            self.masks[rowid] = mask = term_mask(self.stems, held)
+            mask = term_mask(self.stems, held)
             if self.prefixed & ~mask:
-                self.partial[rowid] = prefix_mask(self.extensions, held) & ~mask
+                longer = prefix_mask(self.extensions, held) & ~mask
+                mask |= longer & self.whole  # one character inside a bigram: held
+                self.partial[rowid] = longer & ~self.whole
+            self.masks[rowid] = mask
             found = mask | self.partial.get(rowid, 0)
             own = names_of(row[6], self.names.get(row[9], (row[9],)))
             names = term_mask(self.stems, own) if own else 0

@@ -36,6 +36,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..store.scripts import is_run
 from . import semantic
 from .matching import Held, select, unheard
 from .names import author_names
@@ -168,10 +169,9 @@ def search(
         return []
     stems = [t.stem for t in terms]
     prefixed = 0
-    if weights.prefix > 0:
-        for i, t in enumerate(terms):
-            if len(t.stem) >= weights.prefix_min and not t.stem.isdigit():
-                prefixed |= 1 << i
+    for i, t in enumerate(terms):
+        if _prefixed(t.stem, weights):
+            prefixed |= 1 << i
     wide = [s for i, s in enumerate(stems) if prefixed >> i & 1]
     n_docs, counts, longer = document_frequencies(conn, stems, include_history, wide)
     df = {s: max(counts[s], counts.get(s + "*", 0)) for s in stems}
@@ -232,6 +232,15 @@ def search(
             why["semantic"] = lift[rowid]
         out.append(Scored(rows[rowid][1], sum(why.values()), why, related))
     return out
+
+
+def _prefixed(stem: str, weights: RankingWeights) -> bool:
+    """Whether a query term also matches the index terms it begins: a word of
+    ``prefix_min`` letters or more, and one character of a gram run (``猫``: every
+    bigram it begins, so every memory holding it, :mod:`..store.scripts`)."""
+    if len(stem) == 1 and is_run(stem):
+        return True
+    return weights.prefix > 0 and len(stem) >= weights.prefix_min and not stem.isdigit()
 
 
 def _strong(bm25: dict[int, float], matching: set[int], weights: RankingWeights) -> set[int]:

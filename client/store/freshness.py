@@ -12,9 +12,18 @@ The period is the team's (``stale_days`` in the roster, set by an admin) unless 
 person set their own on this machine; :mod:`.periods` says which applies (default 180
 days).
 
-Recall notes what it returned through :func:`note_recalled`, which writes only when a
-memory's recorded recall is a day old or more (one write a day per memory at most),
-called by each surface after it answered (off the recall itself).
+*Recalled* means shown, as an answer to a query, to a person or an agent: what
+``sealmem recall`` prints, what MCP ``recall`` returns (each group's leader and its
+near-duplicates, related ones too: they were shown), what the prompt hook injects into
+the agent's prompt (matches only: it injects nothing else), and what the viewer's
+search page shows.  Not recalled: the startup context (chosen by kind and importance,
+not asked for; counting it would keep every important memory fresh forever), lists,
+the timeline, and the check for a repeat before a capture (nothing is shown).
+Each surface notes what it showed through :func:`note_recalled`, which writes only
+when a memory's recorded recall is a day old or more (one write a day per memory at
+most, :func:`recall_due` says which without writing), after it answered where it can
+(the CLI, MCP and the viewer; the hook writes before it prints, at most once a day
+per memory).
 """
 
 from __future__ import annotations

@@ -57,6 +57,11 @@ grams (version 7)
     :mod:`sealmem.client.store.scripts`); ``memories_fts`` and ``history_fts`` index
     them in their third column, and ``stems`` holds their terms too.
 
+grams again (version 11)
+    the same columns, refilled for what ``grams`` holds since: the bigrams of Hangul
+    runs and the last character of every run (a one-character query finds any memory
+    holding it).
+
 freshness (version 8)
     ``freshness``: per memory id, when this reader last recalled it and last kept it in
     review (:mod:`sealmem.client.store.freshness`); local, never synced.  The review
@@ -406,6 +411,14 @@ def _fill_grams(conn: sqlite3.Connection) -> None:
     fill_history(conn)
 
 
+def _refill_grams(conn: sqlite3.Connection) -> None:
+    """Grams as they are now (Hangul runs, the last character of each run): the rows
+    whose grams change, and the index again if any did; ASCII rows are not touched."""
+    if fill_memories(conn):
+        conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+    fill_history(conn)
+
+
 _EMBEDDINGS = """
 CREATE TABLE embeddings (
     rowid  INTEGER PRIMARY KEY,
@@ -441,6 +454,8 @@ MIGRATIONS: list[Migration] = [
     ),
     Migration(8, "freshness: when a memory was last recalled or kept in review", _FRESHNESS),
     Migration(9, "embeddings: local vectors of the semantic extra, never synced", _EMBEDDINGS),
+    Migration(10, "reserved", ""),  # another change's number: replaced by it when joined
+    Migration(11, "grams of Hangul runs and of one character", "", _refill_grams),
 ]
 
 

@@ -11,6 +11,13 @@ inside it (``缓存``) is found by no query of that word.  Emoji and other symbo
   Lao, Khmer, Myanmar, Tibetan) as its bigrams, ``缓存`` in ``图片缓存`` being one, and
   a run of one character as that character; combining marks are left out (unicode61
   splits a word at a Thai tone mark), so a run is its letters and digits;
+- each run of Hangul the same way (:data:`HANGUL_RANGES`): Korean puts spaces between
+  words but glues its particles and endings to them (``서버가``, ``서버를``), so the
+  word ``서버`` is found as a bigram of either, with no table of particles;
+- in the index (``tails``, not in a query), the last character of each run of two or
+  more: with the bigrams, every character of a run then begins one of the run's terms,
+  so a query of one character (``猫``, ``책``), asked as a prefix, finds every memory
+  that holds it (``recall.search``);
 - a piece of another script glued to such a run (``redis`` in ``redisのキャッシュ``),
   which unicode61 holds only inside the one long token;
 - each emoji or symbol as one ASCII token, ``emoji`` then its code points in decimal,
@@ -31,7 +38,15 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["EMOJI_PREFIX", "RUN_RANGES", "gram_tokens", "grams", "has_run", "is_run"]
+__all__ = [
+    "EMOJI_PREFIX",
+    "HANGUL_RANGES",
+    "RUN_RANGES",
+    "gram_tokens",
+    "grams",
+    "has_run",
+    "is_run",
+]
 
 RUN_RANGES = (
     (0x0E00, 0x0E7F),  # Thai
@@ -62,6 +77,16 @@ RUN_RANGES = (
 )
 """The code point ranges of scripts written without spaces between words."""
 
+HANGUL_RANGES = (
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x3130, 0x318F),  # Hangul compatibility Jamo
+    (0xA960, 0xA97F),  # Hangul Jamo extended A
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xD7B0, 0xD7FF),  # Hangul Jamo extended B
+    (0xFFA0, 0xFFDC),  # halfwidth Hangul
+)
+"""Hangul: spaced, but with particles glued to its words; its runs are gram runs too."""
+
 EMOJI_PREFIX = "emoji"
 """How the token of an emoji or symbol begins (its code points follow)."""
 
@@ -74,13 +99,13 @@ def _marks() -> dict[int, None]:
     """The combining marks inside the runs' ranges: left out of a run."""
     return {
         cp: None
-        for lo, hi in RUN_RANGES
+        for lo, hi in RUN_RANGES + HANGUL_RANGES
         for cp in range(lo, hi + 1)
         if unicodedata.category(chr(cp))[0] == "M"
     }
 
 
-_RUN_CHARS = _class(RUN_RANGES)
+_RUN_CHARS = _class(RUN_RANGES + HANGUL_RANGES)
 _MARKS = _marks()
 # a word (letters and digits, as unicode61 sees one) holding a run; split into runs
 # and the pieces between them
@@ -108,9 +133,10 @@ def is_run(token: str) -> bool:
     return _ALL_RUN_RE.fullmatch(token) is not None
 
 
-def gram_tokens(text: str) -> list[str]:
-    """The extra index tokens of ``text`` (see the module docstring), each once, in
-    the order they first appear; none for ASCII text."""
+def gram_tokens(text: str, tails: bool = False) -> list[str]:
+    """The extra tokens of ``text`` (see the module docstring), each once, in the order
+    they first appear; none for ASCII text.  ``tails``: the index's, with the last
+    character of each run (a query asks for the bigrams alone)."""
     if text.isascii():
         return []
     out: dict[str, None] = {}
@@ -126,6 +152,8 @@ def gram_tokens(text: str) -> list[str]:
                     out[piece] = None
                 else:
                     out.update(dict.fromkeys(map(str.__add__, piece, piece[1:])))
+                    if tails:
+                        out[piece[-1]] = None
     for match in _SYMBOL_RE.finditer(text):
         symbol = match.group()
         if unicodedata.category(symbol[0]) not in ("So", "Sk"):
@@ -136,5 +164,6 @@ def gram_tokens(text: str) -> list[str]:
 
 
 def grams(text: str) -> str:
-    """:func:`gram_tokens` of ``text``, space-joined (what the ``grams`` column holds)."""
-    return " ".join(gram_tokens(text))
+    """:func:`gram_tokens` of ``text`` with their tails, space-joined (what the ``grams``
+    column holds)."""
+    return " ".join(gram_tokens(text, tails=True))

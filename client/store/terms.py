@@ -172,7 +172,7 @@ def _stems(text: str) -> frozenset[str]:
         asked = []
         for i, piece in enumerate(other, 1):  # with its grams (scripts.py)
             rest = [piece]
-            for token in gram_tokens(piece):
+            for token in gram_tokens(piece, tails=True):
                 if token.isascii():
                     terms[i].update(map(STEMS.__getitem__, _ascii_words(token)))
                 elif is_run(token):  # its own term
@@ -210,7 +210,7 @@ def stored_grams(content: str, keywords: str) -> str | None:
     (:func:`sealmem.client.store.scripts.grams`; None: the text has none, as all ASCII
     text)."""
     text = f"{content} {keywords}"
-    return None if text.isascii() else " ".join(gram_tokens(text)) or None
+    return None if text.isascii() else " ".join(gram_tokens(text, tails=True)) or None
 
 
 def parse_stems(stored: str) -> frozenset[str]:

@@ -8,6 +8,7 @@ in a worker thread.  Writes answer 303 to the page that shows their result.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from urllib.parse import quote
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -96,6 +98,7 @@ def _reads(home: Path, project: str) -> dict[str, tuple[str, Read]]:
         "/team": ("team.html", lambda r, s: views.team_page(home, s)),
         "/store": ("store.html", lambda r, s: views.store_page(s)),
         "/captured": ("captured.html", lambda r, s: views.captured_page(s)),
+        "/review": ("review.html", lambda r, s: views.review_page(s, _arg(r, "project"))),
     }
 
 
@@ -146,10 +149,25 @@ def create_app(
         message = describe(exc) if isinstance(exc, sqlite3.Error | OSError) else str(exc)
         return page("error.html", request, {"message": message}, 503)
 
+    def note_recalled(ids: list[str]) -> None:
+        """What a search page showed counts as recalled (:mod:`..store.freshness`), noted
+        after the page is sent; a store that cannot be written keeps no note."""
+        with contextlib.suppress(SealmemError, sqlite3.Error, OSError):
+            store = MemoryStore.open(db, author=author)
+            try:
+                store.note_recalled(ids)
+            finally:
+                store.close()
+
     def reading(name: str, read: Read) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
             data = await in_store(request, True, lambda store: read(request, store))
-            return data if isinstance(data, Response) else page(name, request, data)
+            if isinstance(data, Response):
+                return data
+            response = page(name, request, data)
+            if data.get("due"):
+                response.background = BackgroundTask(run_in_threadpool, note_recalled, data["due"])
+            return response
 
         return endpoint
 
@@ -158,7 +176,10 @@ def create_app(
             # a form without a project field is for the viewer's; an emptied one is asked for
             form: dict[str, str] = {"project": project, **request.scope.get("sealmem.form", {})}
             target = await in_store(request, False, lambda store: write(store, form), form)
-            return target if isinstance(target, Response) else RedirectResponse(target, 303)
+            if isinstance(target, Response):
+                return target
+            semantic.start(db)  # wakes the background pass: a vector for what it wrote now
+            return RedirectResponse(target, 303)
 
         return endpoint
 

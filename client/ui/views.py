@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import SealmemError
 from ..recall.dupes import group, stands_alone
+from ..recall.matching import nothing_close
 from ..recall.names import member_names
 from ..store.ids import short_id
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
@@ -31,6 +32,7 @@ __all__ = [
     "captured_page",
     "day",
     "memory_page",
+    "review_page",
     "search_page",
     "store_page",
     "team_page",
@@ -121,7 +123,9 @@ def search_page(
 ) -> dict[str, Any]:
     """Recall (the same ranking as the CLI and MCP, with its "why"), or the most recent;
     near-duplicates in one entry (``others``: the rest of its group, every writer), a
-    recalled memory no one confirmed within the review period marked ``stale``."""
+    recalled memory no one confirmed within the review period marked ``stale``; ``due``:
+    the ids a search shows whose recall is not noted today (the page notes them after
+    it is sent, :mod:`..store.freshness`)."""
     kinds = [kind] if kind else None
     results: list[dict[str, Any]] = []
     if query.strip():
@@ -144,6 +148,7 @@ def search_page(
                     "stale": h.stale,
                     "others": [card for card, _ in found.others],
                     "stale_others": [h.stale for _, h in found.others],
+                    "related_others": [h.related for _, h in found.others],
                 }
             )
     else:
@@ -163,7 +168,27 @@ def search_page(
                     "others": one.others,
                 }
             )
-    return {"query": query, "project": project or "", "kind": kind or "", "results": results}
+    nothing = nothing_close(query) if query.strip() and not results else ""
+    shown = [
+        x.memory.id for r in results if r["score"] is not None for x in [r["card"], *r["others"]]
+    ]
+    return {
+        "query": query, "project": project or "", "kind": kind or "", "results": results,
+        "nothing": nothing, "due": store.recall_due(shown) if shown else [],
+    }  # fmt: skip
+
+
+def review_page(store: MemoryStore, project: str | None) -> dict[str, Any]:
+    """What ``sealmem review`` lists: the memories no one confirmed within the review
+    period, oldest first, each with when it last was; the page offers keep, correct
+    and forget for each."""
+    found = store.stale(project=project, all_projects=project is None)
+    confirmed = {m.id: at for m, at in found}
+    items = [
+        {"card": c, "confirmed": confirmed.get(c.memory.id)}
+        for c in _cards(store, [m for m, _ in found])
+    ]
+    return {"project": project or "", "days": store.review_period(), "items": items}
 
 
 def _replaced(card: Card) -> bool:

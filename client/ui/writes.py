@@ -74,6 +74,12 @@ def _correct(store: MemoryStore, form: dict[str, str]) -> str:
     return f"/m/{result.memory.id}"
 
 
+def _keep(store: MemoryStore, form: dict[str, str]) -> str:
+    """``sealmem review keep``: this reader confirms a stale memory (its clock starts again)."""
+    store.keep(form.get("id", ""))
+    return "/review"
+
+
 def _accept(store: MemoryStore, form: dict[str, str]) -> str:
     rest, asked = review.take_forgets(store, [form.get("id", "")])
     review.settle_forgets(store, asked, accepted=True)  # an agent's forget: done
@@ -99,6 +105,7 @@ WRITES: dict[str, Write] = {
     "/forget": _forget,
     "/importance": _set_importance,
     "/correct": _correct,
+    "/review/keep": _keep,
     "/captured/accept": _accept,
     "/captured/discard": _discard,
 }

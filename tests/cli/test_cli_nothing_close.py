@@ -35,3 +35,35 @@ def test_a_related_result_is_labelled_and_last(cli: CliFn, monkeypatch: pytest.M
     assert "RabbitMQ" in second
     hits = cli("recall", "queue for order events", "--json").json()["hits"]
     assert [h["related"] for h in hits] == [False, True]
+
+
+def test_a_related_near_duplicate_is_labelled_related(
+    cli: CliFn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A near-duplicate shown under its group's leader says it is related, as the leader
+    does (it was shown unlabelled)."""
+    monkeypatch.setenv("SEALMEM_SESSION", "s1")
+    for text in (
+        "which queue carries the order events?",
+        "RabbitMQ with quorum replicas carries them, three nodes",
+        "RabbitMQ with quorum replicas on three nodes",
+    ):
+        assert cli("remember", text).code == 0
+    run = cli("recall", "queue for order events")
+    assert run.code == 0
+    first, second = run.out.split("\n\n")
+    assert "related, matches none of your words" in second
+    [also] = [line for line in second.splitlines() if "also written by" in line]
+    assert "(related)" in also
+    assert "quorum replicas" in also
+    assert "(related)" not in first
+
+
+def test_a_query_of_only_common_words_says_so(cli: CliFn) -> None:
+    assert cli("remember", "Staging deploys need the VPN.").code == 0
+    run = cli("recall", "what is the")
+    assert run.code == 0
+    assert "nothing close to 'what is the': it has only common words" in run.out
+    assert "shares a word" not in run.out
+    run = cli("recall", "kubernetes ingress")
+    assert "nothing close to 'kubernetes ingress': no memory shares a word with it" in run.out

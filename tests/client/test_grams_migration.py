@@ -1,5 +1,6 @@
-"""Migration 7 gives a store of before it the grams of its rows, and ``reindex`` builds
-them again: a word inside a Chinese or Japanese run, and an emoji, are found after."""
+"""Migration 7 gives a store of before it the grams of its rows, migration 11 the grams
+of Hangul runs and of one character, and ``reindex`` builds them again: a word inside a
+Chinese, Japanese or Korean run, one character, and an emoji, are found after."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def _store_of_version_6(path: Path) -> list[str]:
 
 
 def _found(store: MemoryStore, query: str) -> list[str]:
-    return [hit.memory.id for hit in store.recall(query, k=5, project="app")]
+    """The matches (not the related neighbours) of ``query``."""
+    return [hit.memory.id for hit in store.recall(query, k=5, project="app") if not hit.related]
 
 
 def test_a_store_of_version_6_finds_words_inside_runs_after_the_migration(
@@ -64,7 +66,7 @@ def test_a_store_of_version_6_finds_words_inside_runs_after_the_migration(
         assert _found(store, "ascii")[:1] == [plain]
         grams = dict(conn.execute("SELECT id, grams FROM memories").fetchall())
         assert grams[plain] is None
-        assert grams[memo] == "日本 本語 語の のメ メモ"
+        assert grams[memo] == "日本 本語 語の のメ メモ モ"
         conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
         checks = {check.name: check.ok for check in store.doctor()}
         assert (checks["fts"], checks["schema"]) == (True, True)
@@ -109,3 +111,38 @@ def test_an_older_version_is_found_by_a_word_inside_its_run(tmp_path: Path) -> N
             hits = store.recall("审批", k=5, project="app", include_history=True)
             assert [(hit.memory.id, "history" in hit.why) for hit in hits] == [(first.id, True)]
             store.reindex()
+
+
+def test_a_store_of_version_9_finds_korean_words_and_one_character_after_the_migration(
+    tmp_path: Path,
+) -> None:
+    """Rows written with the grams of before (no Hangul bigrams, no run's last
+    character): after migration 11 ``서버를`` finds ``서버가 ...`` and ``猫`` the run it ends."""
+    path = tmp_path / "store.db"
+    conn = connect(path, now_ms=NOW, migrations=MIGRATIONS[:9], journaled=False)
+    conn.close()
+    with MemoryStore.open(path, author=AUTHOR, clock=lambda: NOW) as store:
+        korean = store.remember("서버가 새벽에 다운됐다", project="app").memory.id
+        cat = store.remember("我养了黑猫", project="app").memory.id
+        store.remember("plain ascii words", project="app")
+        conn = store.connection
+        old = {
+            korean: (None, "다운됐다 새벽에 서버가"),
+            cat: ("我养 养了 了黑 黑猫", "了黑 我养 我养了黑猫 养了 黑猫"),
+        }
+        for mid, (grams, stems) in old.items():
+            conn.execute(
+                "UPDATE memories SET grams = ?, stems = ? WHERE id = ?", (grams, stems, mid)
+            )
+        conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+        conn.execute("DELETE FROM schema_migrations WHERE version > 9")
+        assert (_found(store, "서버를"), _found(store, "猫")) == ([], [])
+    with MemoryStore.open(path, author=AUTHOR, clock=lambda: NOW) as store:
+        (version,) = store.connection.execute(
+            "SELECT max(version) FROM schema_migrations"
+        ).fetchone()
+        assert version == latest_version()
+        assert _found(store, "서버를") == [korean]
+        assert _found(store, "猫") == [cat]
+        checks = {check.name: check.ok for check in store.doctor()}
+        assert (checks["fts"], checks["schema"]) == (True, True)

@@ -14,7 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sealmem.client import MemoryStore
-from sealmem.client.store.scripts import RUN_RANGES, gram_tokens, grams, has_run, is_run
+from sealmem.client.store.scripts import (
+    HANGUL_RANGES,
+    RUN_RANGES,
+    gram_tokens,
+    grams,
+    has_run,
+    is_run,
+)
 from sealmem.client.store.terms import (
     TOKENIZE,
     parse_stems,
@@ -34,7 +41,7 @@ def test_every_character_of_a_run_is_its_own_index_term() -> None:
     :func:`terms._stems` relies on when it takes a bigram for its own term)."""
     chars = [
         chr(cp)
-        for lo, hi in RUN_RANGES
+        for lo, hi in RUN_RANGES + HANGUL_RANGES
         for cp in range(lo, hi + 1)
         if re.fullmatch(r"[^\W_]", chr(cp)) and unicodedata.category(chr(cp))[0] != "M"
     ]
@@ -53,12 +60,12 @@ def test_every_character_of_a_run_is_its_own_index_term() -> None:
     [
         ("plain ASCII text, nothing more", ""),
         ("Größe des Servers", ""),
-        ("서버가 느리다", ""),
-        ("日本語のメモ", "日本 本語 語の のメ メモ"),
-        ("退款处理", "退款 款处 处理"),
+        ("서버가 느리다", "서버 버가 가 느리 리다 다"),  # particles glued: bigrams too
+        ("日本語のメモ", "日本 本語 語の のメ メモ モ"),  # and the run's last character
+        ("退款处理", "退款 款处 处理 理"),
         ("猫", "猫"),
-        ("redisのキャッシュ", "redis のキ キャ ャッ ッシ シュ"),
-        ("ก่อน", "กอ อน"),  # the tone mark is left out, as unicode61 splits at it
+        ("redisのキャッシュ", "redis のキ キャ ャッ ッシ シュ ュ"),
+        ("ก่อน", "กอ อน น"),  # the tone mark is left out, as unicode61 splits at it
         ("🔥 ❤️ ❤", "emoji128293x emoji10084x"),
         ("👨\u200d👩\u200d👧 👨", "emoji128104x8205x128105x8205x128103x emoji128104x"),
         ("👍🏽 🇯🇵", "emoji128077x127997x emoji127471x127477x"),
@@ -75,7 +82,7 @@ def test_the_stems_a_row_keeps_hold_its_grams_and_ascii_adds_nothing() -> None:
     stems = parse_stems(stored_stems("图片缓存 🔥", "Redisの設定"))
     assert {"图片", "片缓", "缓存", "emoji128293x", "redi", "設定"} <= stems
     assert stems == stems_of("图片缓存 🔥 Redisの設定")
-    assert stored_grams("图片缓存", "") == "图片 片缓 缓存"
+    assert stored_grams("图片缓存", "") == "图片 片缓 缓存 存"
 
 
 def test_a_query_asks_for_the_grams_of_its_runs() -> None:
@@ -172,3 +179,69 @@ def test_any_whole_word_of_any_script_finds_its_memory(cases: list[tuple[str, st
         for (_, query), memory_id in zip(cases, ids, strict=True):
             found = [hit.memory.id for hit in store.recall(query, k=5, project="app")]
             assert memory_id in found, (query, cases)
+
+
+# --- Korean particles and one-character queries ---------------------------------------
+
+_KO_NOUNS = ["서버", "데이터베이스", "캐시", "배포", "로그인", "토큰", "설정파일", "금요일"]
+_KO_PARTICLES = ["", "가", "이", "를", "을", "는", "은", "에", "에서", "의", "로", "와", "도", "만"]
+
+
+@st.composite
+def _korean_noun_with_particles(draw: st.DrawFn) -> tuple[str, str]:
+    noun = draw(st.sampled_from(_KO_NOUNS))
+    written, asked = draw(st.lists(st.sampled_from(_KO_PARTICLES), min_size=2, max_size=2))
+    rest = draw(st.sampled_from(["", " 느리다", " 지운다", " 바꿨다"]))
+    return noun + written + rest, noun + asked
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_korean_noun_with_particles())
+def test_a_korean_word_is_found_whatever_particle_either_side_glues_to_it(
+    case: tuple[str, str],
+) -> None:
+    """``서버를`` finds a memory saying ``서버가 ...`` (and ``서버`` one saying ``서버를``):
+    Hangul runs are indexed as their bigrams too."""
+    content, query = case
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        MemoryStore.open(Path(tmp) / "store.db", author="ann") as store,
+    ):
+        for text in _OTHERS:
+            store.remember(text, project="app")
+        memory_id = store.remember(content, project="app").memory.id
+        found = [h.memory.id for h in store.recall(query, k=5, project="app") if not h.related]
+        assert found[:1] == [memory_id], case
+
+
+@st.composite
+def _run_and_character(draw: st.DrawFn) -> tuple[str, str]:
+    letters = draw(st.sampled_from([_ZH, _JA, "".join(_WORDS["ko"])]))
+    run = draw(st.text(st.sampled_from(letters), min_size=1, max_size=16))
+    return run + draw(st.sampled_from(["", " ok", "。次"])), draw(st.sampled_from(run))
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_run_and_character())
+def test_one_character_finds_every_memory_that_holds_it(case: tuple[str, str]) -> None:
+    """A query of one Chinese, Japanese or Korean character finds a memory holding it
+    anywhere in a run (first, inside or last), and no memory that does not."""
+    content, char = case
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        MemoryStore.open(Path(tmp) / "store.db", author="ann") as store,
+    ):
+        others = {store.remember(text, project="app").memory.id: text for text in _OTHERS}
+        memory_id = store.remember(content, project="app").memory.id
+        found = [h.memory.id for h in store.recall(char, k=20, project="app") if not h.related]
+        assert memory_id in found, case
+        assert [others[f] for f in found if f in others and char not in others[f]] == []
+
+
+def test_one_character_is_asked_as_a_prefix_and_counts_as_held() -> None:
+    """The index ends each run with its last character; a query asks only the bigrams."""
+    assert gram_tokens("黑猫跑了", tails=True) == ["黑猫", "猫跑", "跑了", "了"]
+    assert gram_tokens("黑猫跑了") == ["黑猫", "猫跑", "跑了"]
+    assert [w for w, _ in query_word_stems("서버를")] == ["서버", "버를"]

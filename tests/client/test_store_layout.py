@@ -103,7 +103,11 @@ def _columns(conn: sqlite3.Connection, record: Record, came: Provenance) -> dict
         "origin": record.origin,
         "visibility": record.visibility,
         "source": record.source,
-        "grams": "台帳" if record.content.endswith("台帳") else "書庫" if record.content else None,
+        "grams": "台帳 帳"
+        if record.content.endswith("台帳")
+        else "書庫 庫"
+        if record.content
+        else None,
         "transport": came.transport,
         "signer": came.signer,
         "signer_name": came.signer_name,

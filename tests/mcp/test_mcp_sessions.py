@@ -81,7 +81,7 @@ def test_a_bad_session_id_is_refused_and_nothing_is_stored(server_home: Path, ba
 def test_recall_labels_a_related_neighbour_and_says_when_nothing_is_close(
     server_home: Path,
 ) -> None:
-    from sealmem.client.mcp.tools import NOTHING_CLOSE
+    from sealmem.client.mcp.tools import nothing_close_note
 
     answers: dict[str, Any] = {}
 
@@ -89,7 +89,7 @@ def test_recall_labels_a_related_neighbour_and_says_when_nothing_is_close(
         async with Client(create_server(project="webshop")) as client:
             for content in ("which queue carries the order events?", "RabbitMQ, quorum replicas"):
                 await client.call_tool("remember", {"content": content, "session": "t1"})
-            for query in ("queue for order events", "kubernetes ingress"):
+            for query in ("queue for order events", "kubernetes ingress", "what is the"):
                 answers[query] = json.loads(
                     _text(await client.call_tool("recall", {"query": query}))
                 )
@@ -99,4 +99,7 @@ def test_recall_labels_a_related_neighbour_and_says_when_nothing_is_close(
     assert [h["related"] for h in found["hits"]] == [False, True]
     assert found["hits"][1]["content"] == "RabbitMQ, quorum replicas"
     assert answers["kubernetes ingress"]["hits"] == []
-    assert answers["kubernetes ingress"]["note"] == NOTHING_CLOSE
+    assert answers["kubernetes ingress"]["note"] == nothing_close_note("kubernetes ingress")
+    assert "no memory shares a word" in answers["kubernetes ingress"]["note"]
+    assert answers["what is the"]["hits"] == []
+    assert "only common words" in answers["what is the"]["note"]

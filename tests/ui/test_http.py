@@ -43,7 +43,7 @@ def _store(seeded: Seeded) -> MemoryStore:
 
 def test_without_the_token_nothing_is_shown(seeded: Seeded, secrets: Secrets) -> None:
     c = _client(seeded, secrets)
-    for path in ("/", f"/m/{seeded.new}", "/timeline", "/team", "/store", "/captured"):
+    for path in ("/", f"/m/{seeded.new}", "/timeline", "/team", "/store", "/captured", "/review"):
         res = c.get(path)
         assert res.status_code == 401, path
         assert "Orders" not in res.text
@@ -320,3 +320,24 @@ def test_search_says_nothing_close_and_labels_related(client: TestClient, seeded
     html = client.get("/?q=queue+order+events&project=webapp").text
     assert html.count('class="related"') == 1
     assert html.index("which queue carries") < html.index('class="related"')
+
+
+def test_search_labels_a_related_near_duplicate_and_a_query_of_common_words(
+    client: TestClient, seeded: Seeded
+) -> None:
+    """A near-duplicate under a related leader is labelled related too; a query of
+    stop words alone says so rather than that no memory shares a word."""
+    html = client.get("/?q=what+is+the").text
+    assert "nothing close to “what is the”: it has only common words" in html
+    assert "shares a word" not in html
+    with MemoryStore.open(store_path(seeded.home), author=local_author(seeded.home)) as store:
+        for text in (
+            "which queue carries the order events?",
+            "RabbitMQ with quorum replicas carries them, three nodes",
+            "RabbitMQ with quorum replicas on three nodes",
+        ):
+            store.remember(text, project="webapp", origin="cli:a")
+    html = client.get("/?q=queue+order+events&project=webapp").text
+    assert html.count('class="related"') == 2
+    duplicates = html[html.index('class="duplicates"') :]
+    assert duplicates.index('class="related"') < duplicates.index("on three nodes")
