@@ -37,6 +37,8 @@ __all__ = [
     "MAX_HEADS",
     "MAX_MANIFEST_BYTES",
     "MAX_RECORDS",
+    "PRIVATE_DELTA_FORMAT",
+    "PRIVATE_FORMAT",
     "ChunkRef",
     "Delta",
     "Head",
@@ -47,6 +49,14 @@ __all__ = [
 
 MANIFEST_FORMAT = "sealmem/manifest/v1"
 DELTA_FORMAT = "sealmem/manifest/v2"
+PRIVATE_FORMAT = "sealmem/private-manifest/v1"  # a device's private chain (SPEC "Private
+PRIVATE_DELTA_FORMAT = "sealmem/private-manifest/v2"  # memories and trust follow the member")
+_FORMATS = {  # format -> (full, private)
+    MANIFEST_FORMAT: (True, False),
+    DELTA_FORMAT: (False, False),
+    PRIVATE_FORMAT: (True, True),
+    PRIVATE_DELTA_FORMAT: (False, True),
+}
 MAX_BUCKETS = 4096
 MAX_CHUNK_BYTES = 8 * 1024 * 1024  # one encrypted, padded chunk
 MAX_RECORDS = 1_000_000  # records in one snapshot
@@ -152,6 +162,7 @@ class Manifest:
     created_at: int = 0
     delta: Delta | None = None  # set: published as a delta against ``delta.base_*``
     complete: bool = True  # False: a delta parsed alone, ``chunks`` not rebuilt yet
+    private: bool = False  # a private chain's manifest (epoch: the member keyring's)
 
     @property
     def listed(self) -> tuple[ChunkRef, ...]:
@@ -159,8 +170,11 @@ class Manifest:
         return self.chunks if self.delta is None else self.delta.changed
 
     def to_body(self) -> dict[str, Any]:
+        formats = (PRIVATE_FORMAT, PRIVATE_DELTA_FORMAT) if self.private else (
+            MANIFEST_FORMAT, DELTA_FORMAT
+        )  # fmt: skip
         body: dict[str, Any] = {
-            "format": MANIFEST_FORMAT if self.delta is None else DELTA_FORMAT,
+            "format": formats[self.delta is not None],
             "team": self.team,
             "project": self.project,
             "writer": self.writer,
@@ -216,12 +230,11 @@ class Manifest:
         A delta comes back incomplete (:attr:`complete` False): rebuild it from its base
         (:func:`sealmem.protocol.bases.rebuild`)."""
         fmt = body.get("format")
-        if fmt not in (MANIFEST_FORMAT, DELTA_FORMAT):
+        if fmt not in _FORMATS:
             raise Rejected(
-                reasons.UNKNOWN_FORMAT,
-                f"manifest format {fmt!r} is not {MANIFEST_FORMAT!r} or {DELTA_FORMAT!r}",
+                reasons.UNKNOWN_FORMAT, f"manifest format {fmt!r} is not one of {sorted(_FORMATS)}"
             )
-        full = fmt == MANIFEST_FORMAT
+        full, private = _FORMATS[fmt]
         obj = exact_keys(body, _BODY_KEYS if full else _DELTA_KEYS, "manifest")
         buckets = need_int(obj["buckets"], "manifest.buckets", minimum=1)
         if buckets > MAX_BUCKETS or buckets & (buckets - 1):
@@ -255,6 +268,7 @@ class Manifest:
             created_at=need_int(obj["created_at"], "manifest.created_at"),
             delta=delta,
             complete=full,
+            private=private,
         )  # fmt: skip
         if records < len(listed):
             raise _bad(f"records {records} is fewer than its {len(listed)} {key}")

@@ -42,6 +42,7 @@ from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.invite import read_invite, read_join_request
 from sealmem.protocol.merge import merge_many
 from sealmem.protocol.names import name_skeleton
+from sealmem.protocol.private import PrivateState, accept_member_keyring, accept_private_manifest
 from sealmem.protocol.record import Record
 from sealmem.protocol.snapshot import bucket_count, bucket_of
 from sealmem.protocol.state import TrustedState
@@ -66,7 +67,10 @@ KINDS = {
     "roster", "keyring", "manifest", "snapshot", "canonical", "kid", "object-hash", "base64",
     "padme", "unpad", "bucket", "invite", "join", "admission", "request", "merge",
     "checkpoint", "record", "skeleton", "own-chain", "device-invite", "device-join",
-    "device-admission",
+    "device-admission", "member-keyring", "private-snapshot",
+}  # fmt: skip
+TRUSTED_KINDS = {
+    "roster", "keyring", "manifest", "snapshot", "checkpoint", "member-keyring", "private-snapshot",
 }  # fmt: skip
 
 
@@ -194,17 +198,27 @@ def replay_merge(obj: dict[str, Any]) -> dict[str, Any]:
 def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     """Run a case; return the record count for an opened snapshot, or derived values."""
     inputs = case["inputs"]
-    if inputs["object"]["kind"] not in {"roster", "keyring", "manifest", "snapshot", "checkpoint"}:
+    if inputs["object"]["kind"] not in TRUSTED_KINDS:
         assert not inputs["setup"]
         return derive(inputs["object"])
     state = TrustedState.pin(SUITE, inputs["team"], b64d(inputs["root_public"]))
+    private = PrivateState()
     for i, step in enumerate(inputs["setup"]):
         try:
-            state, _ = ACCEPT[step["kind"]](SUITE, state, b64d(step["data"]))  # type: ignore[operator]
+            if step["kind"] == "member-keyring":
+                private, _ = accept_member_keyring(SUITE, state, private, b64d(step["data"]))
+            else:
+                state, _ = ACCEPT[step["kind"]](SUITE, state, b64d(step["data"]))  # type: ignore[operator]
         except Rejected as exc:  # a broken setup must not pass as the expected rejection
             pytest.fail(f"setup step {i} ({step['kind']}) was refused: {exc}")
     obj = inputs["object"]
     data = b64d(obj["data"])
+    if obj["kind"] == "member-keyring":
+        accept_member_keyring(SUITE, state, private, data)
+        return None
+    if obj["kind"] == "private-snapshot":
+        _, manifest = accept_private_manifest(SUITE, state, private, data, member=obj["member"])
+        return _open(case, obj, manifest)
     if obj["kind"] == "checkpoint":
         now = obj["now_ms"]
         previous = obj.get("previous")
@@ -231,6 +245,11 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     state, manifest = accept_manifest(SUITE, state, data, **where)
     if obj["kind"] == "manifest":
         return None
+    return _open(case, obj, manifest)
+
+
+def _open(case: dict[str, Any], obj: dict[str, Any], manifest: Any) -> int | dict[str, Any]:
+    """Open the chunks of an accepted (team or private) snapshot vector."""
     # a candidate that does not parse as a manifest is no base: it is passed over
     offered = [parsed_base(SUITE, b64d(b)) for b in obj.get("bases", [])]
     manifest = rebuild(SUITE, manifest, [b for b in offered if b is not None])

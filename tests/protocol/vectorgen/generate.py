@@ -830,8 +830,9 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"vector name {v.name} is used twice")
         docs[v.name] = vector_json(v)
     from .devices import device_docs
+    from .private import private_docs
 
-    for name, doc in device_docs().items():
+    for name, doc in {**device_docs(), **private_docs()}.items():
         if name in docs:
             raise SystemExit(f"vector name {name} is used twice")
         docs[name] = doc
