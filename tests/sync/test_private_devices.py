@@ -1,0 +1,110 @@
+"""Private memories follow the member over a real folder (SPEC "Private memories and trust
+follow the member"): alice's laptop and desktop, each its own home, and teammate bob."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sealmem.client.clock import now_ms
+from sealmem.client.sync.session import Team
+from sealmem.client.team.devices import revoke_device
+from sealmem.crypto import SUITE, ContentKey
+from sealmem.protocol.errors import DecryptionError
+from sealmem.protocol.private import PrivateState, accept_member_keyring
+
+from .conftest import PROJECT, World, make_world
+from .device_runs import add_device
+
+pytestmark = pytest.mark.slow
+
+
+def _open(node: object) -> Team:
+    return Team.open(node.home, node.store, node.key)  # type: ignore[attr-defined]
+
+
+def _private(node: object) -> set[str]:
+    rows = node.store.connection.execute(  # type: ignore[attr-defined]
+        "SELECT content FROM memories WHERE visibility = 'private' AND deleted = 0"
+    )
+    return {str(r[0]) for r in rows}
+
+
+def _space(world: World, member: str) -> Path:
+    team = world.nodes["admin"].t.config.team
+    return Path(world.folder) / "sealmem" / team / "private" / member
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    w = make_world(tmp_path, "alice", "bob")
+    w.sync_all(1)
+    yield w  # type: ignore[misc]
+    w.close()
+
+
+def test_a_member_with_one_device_publishes_no_private_chain(world: World) -> None:
+    alice = world.nodes["alice"]
+    alice.remember("alice keeps this to herself", private=True)
+    alice.sync()
+    assert not _space(world, alice.key.kid).exists()
+
+
+def test_private_memories_reach_the_members_other_device_and_no_one_else(world: World) -> None:
+    admin, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, _open)
+    alice.remember("laptop: my private note on the deploy key", private=True)
+    desktop.remember("desktop: my private note on the staging box", private=True)
+    for _ in range(2):
+        for node in (alice, desktop, bob, admin):
+            node.sync()
+    assert "laptop: my private note on the deploy key" in _private(desktop)
+    assert "desktop: my private note on the staging box" in _private(alice)
+    row = desktop.store.connection.execute(
+        "SELECT editor, visibility FROM memories WHERE content LIKE 'laptop: my private%'"
+    ).fetchone()
+    assert tuple(row) == (alice.key.kid, "private")  # provenance: the device that wrote it
+    for other in (bob, admin):
+        assert not {t for t in _private(other) if "my private note" in t}
+        text = other.store.connection.execute("SELECT content FROM memories").fetchall()
+        assert not [r for r in text if "my private note" in r[0]]
+    # the member keyring wraps alice's two devices only: bob's key opens nothing
+    space = _space(world, alice.key.kid)
+    data = sorted((space / "keyrings").iterdir())[-1].read_bytes()
+    _, ring = accept_member_keyring(SUITE, bob.t.trusted(), PrivateState(), data)
+    assert set(ring.wraps) == {alice.key.kid, desktop.key.kid}
+    for wrap in ring.wraps.values():
+        with pytest.raises(DecryptionError):
+            ContentKey.unwrap(wrap, bob.key)
+    # the private chain holds private manifests only
+    manifests = list((space / alice.key.kid / PROJECT).glob("manifest-*.json"))
+    assert manifests
+    for f in manifests:
+        assert json.loads(f.read_text())["body"]["format"] == "sealmem/private-manifest/v1"
+
+
+def test_a_revoked_device_cannot_read_private_records_written_after(world: World) -> None:
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    desktop, phone = world.node("desktop"), world.node("phone")
+    add_device(alice, desktop, admin, _open)
+    add_device(alice, phone, admin, _open, name="phone")
+    for node in (alice, desktop, phone, alice):
+        node.sync()
+    admin.sync()
+    revoke_device(admin.t, "desktop", member="alice", now=now_ms())
+    alice.sync()
+    alice.remember("laptop: private, written after the desktop was revoked", private=True)
+    for node in (alice, phone, desktop, alice, phone):
+        node.sync()
+    assert "laptop: private, written after the desktop was revoked" in _private(phone)
+    assert "laptop: private, written after the desktop was revoked" not in _private(desktop)
+    # the newest epoch, which carries it, is not wrapped to the revoked device
+    space = _space(world, alice.key.kid)
+    newest = sorted((space / "keyrings").iterdir())[-1]
+    body = json.loads(newest.read_text())["body"]
+    assert body["epoch"] >= 2
+    assert desktop.key.kid not in body["wraps"]
+    assert set(body["wraps"]) == {alice.key.kid, phone.key.kid}
