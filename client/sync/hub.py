@@ -16,6 +16,7 @@ it one by one, once it is stored.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import threading
@@ -29,6 +30,7 @@ from ...crypto import SUITE, MemberKey
 from ...protocol import hubapi
 from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
 from ...protocol.errors import InputError, Rejected, TransportError
+from ...protocol.manifest import peek
 from ...protocol.own import own_manifest
 from ...protocol.roster import TEAM_RE
 from ..clock import now_ms
@@ -43,6 +45,16 @@ from .transport import MissingChunks, Transport
 __all__ = ["OPERATOR_TOKEN_ENV", "HubTransport", "is_hub_location", "open_transport"]
 
 OPERATOR_TOKEN_ENV = "SEALMEM_HUB_OPERATOR_TOKEN"  # noqa: S105 - a variable name
+
+
+#: The team chain's paths and their private-space twins (a private view maps each); the
+#: private templates map to themselves.
+_PRIVATE = {
+    hubapi.WRITER_MANIFESTS: hubapi.PRIVATE_MANIFESTS,
+    hubapi.MANIFEST: hubapi.PRIVATE_MANIFEST,
+    hubapi.CHUNK: hubapi.PRIVATE_CHUNK,
+    **{t: t for t in (hubapi.PRIVATE_CHAINS, hubapi.PRIVATE_KEYRINGS, hubapi.PRIVATE_KEYRING)},
+}
 
 
 def is_hub_location(location: str) -> bool:
@@ -106,6 +118,7 @@ class HubTransport(Transport):
         self._pending_keyrings: list[tuple[str, int, bytes]] = []  # (project, epoch, data)
         self._warnings: list[str] = []
         self._lost: dict[str, frozenset[str]] = {}  # per project: the hub's marks on our slot
+        self._member: str | None = None  # set in a private space's view
 
     @property
     def location(self) -> str:
@@ -120,7 +133,43 @@ class HubTransport(Transport):
     # -- one request -----------------------------------------------------------------
 
     def _path(self, template: str, **values: str | int) -> str:
+        if self._member is not None:  # a private space: the chain paths under it
+            template = _PRIVATE[template]
+            values["member"] = self._member
         return hubapi.path(template, team=self._team, **values)
+
+    # -- a member's private space ----------------------------------------------------
+
+    def private_space(self, member: str) -> HubTransport:
+        if KID_RE.fullmatch(member) is None:
+            raise InputError(f"{member!r} is not a member id")
+        view = copy.copy(self)
+        view._member = member
+        view._lost = {}
+        return view
+
+    def chain_projects(self, writer: str) -> list[str]:
+        if self._member is None or KID_RE.fullmatch(writer) is None:
+            return []
+        path = self._path(hubapi.PRIVATE_CHAINS, writer=writer)
+        doc = self._json("GET", path, f"read the private chains of {writer}")
+        out = set()
+        for data in self._blobs(doc.get("manifests"), "manifests"):
+            with contextlib.suppress(Rejected):  # the reader refuses it by name later
+                out.add(peek(data).project)
+        return sorted(out)
+
+    def member_keyrings(self) -> list[bytes]:
+        if self._member is None:
+            return []
+        doc = self._json("GET", self._path(hubapi.PRIVATE_KEYRINGS), "read member keyrings")
+        return self._blobs(doc.get("keyrings"), "keyrings")
+
+    def put_member_keyring(self, epoch: int, data: bytes) -> None:
+        if self._member is None:
+            raise InputError("a member keyring goes into a member's private space")
+        path = self._path(hubapi.PRIVATE_KEYRING, epoch=epoch)
+        self._send("PUT", path, f"publish member keyring {epoch}", body=data)
 
     def _json(self, method: str, path: str, what: str, **kw: Any) -> dict[str, Any]:
         response = self._send(method, path, what, **kw)
