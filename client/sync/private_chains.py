@@ -32,6 +32,7 @@ from ...crypto import SUITE, ContentKey, random_bytes
 from ...protocol import canonical
 from ...protocol.chunks import open_snapshot
 from ...protocol.errors import Rejected
+from ...protocol.own import own_manifest
 from ...protocol.private import (
     MemberKeyring,
     PrivateState,
@@ -182,6 +183,23 @@ def _pull(run: _Run, private: PrivateState, writer: str, project: str) -> Privat
     return after
 
 
+def _above_held(run: _Run, project: str, seq: int, prev: str | None) -> tuple[int, str | None]:
+    """The head to build on: ours as recorded, or our newest manifest the transport
+    holds above it (a store restored from a backup: its chain goes on, nothing is lost,
+    as its records are all in this store or merged back from the siblings)."""
+    data = run.space.newest_manifest(project, run.team.me)
+    if data is None:
+        return seq, prev
+    try:
+        held = own_manifest(
+            SUITE, data, writer=run.team.me, sign_public=run.team.key.sign_public,
+            project=project,
+        )  # fmt: skip
+    except Rejected:
+        return seq, prev  # not ours: the push's compare-and-swap says what it is
+    return (held.seq, held.hash(SUITE)) if held.private and held.seq > seq else (seq, prev)
+
+
 def _push(run: _Run, private: PrivateState) -> None:
     ring = private.current(run.member)
     key = None if ring is None else _key(run, ring)
@@ -199,6 +217,7 @@ def _push(run: _Run, private: PrivateState) -> None:
         seq, prev, pushed = own.get(project, (0, None, None))
         if pushed == digest:
             continue
+        seq, prev = _above_held(run, project, seq, prev)
         snap = build_snapshot(
             SUITE, key, run.team.key, team=run.state.team, project=project, epoch=ring.epoch,
             roster_version=run.roster.version, seq=seq + 1, prev=prev, records=records,

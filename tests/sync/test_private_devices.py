@@ -108,3 +108,43 @@ def test_a_revoked_device_cannot_read_private_records_written_after(world: World
     assert body["epoch"] >= 2
     assert desktop.key.kid not in body["wraps"]
     assert set(body["wraps"]) == {alice.key.kid, phone.key.kid}
+
+
+def test_a_planted_private_manifest_is_refused_by_name_and_the_rest_goes_on(
+    world: World,
+) -> None:
+    admin, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, _open)
+    bob.remember("bob: a team memory of his", private=False)
+    bob.sync()
+    alice.remember("laptop: private before the planting", private=True)
+    alice.sync()
+    desktop.sync()
+    # bob plants his own team manifest as the laptop's newest private manifest
+    team = Path(world.folder) / "sealmem" / admin.t.config.team
+    theirs = sorted((team / "snapshots" / PROJECT / bob.key.kid).glob("manifest-*.json"))[-1]
+    chain = _space(world, alice.key.kid) / alice.key.kid / PROJECT
+    (chain / "manifest-000000000099.json").write_bytes(theirs.read_bytes())
+    said = desktop.sync()
+    refused = {(r.reason, r.object) for r in said.refused}
+    assert ("malformed", f"private chain {alice.key.kid}/{PROJECT}") in refused, refused
+    assert "laptop: private before the planting" in _private(desktop)
+    assert "bob: a team memory of his" in {
+        str(r[0]) for r in desktop.store.connection.execute("SELECT content FROM memories")
+    }
+
+
+def test_a_restored_device_continues_its_private_chain(world: World) -> None:
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, _open)
+    alice.remember("laptop: private, first", private=True)
+    alice.sync()
+    with alice.store.connection:  # what a store restored from before that push lacks
+        alice.store.connection.execute("DELETE FROM meta WHERE key = 'private_own'")
+    alice.remember("laptop: private, after the restore", private=True)
+    said = alice.sync()
+    assert not [w for w in said.warnings if "private chain" in w], said.warnings
+    desktop.sync()
+    assert {"laptop: private, first", "laptop: private, after the restore"} <= _private(desktop)
