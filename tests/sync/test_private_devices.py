@@ -148,3 +148,23 @@ def test_a_restored_device_continues_its_private_chain(world: World) -> None:
     assert not [w for w in said.warnings if "private chain" in w], said.warnings
     desktop.sync()
     assert {"laptop: private, first", "laptop: private, after the restore"} <= _private(desktop)
+
+
+def test_a_siblings_private_push_wakes_a_watching_device(world: World) -> None:
+    from sealmem.client.sync.folder_watch import fingerprint
+
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, _open)
+    alice.sync()
+    desktop.sync()
+    base = Path(world.folder) / "sealmem" / admin.t.config.team
+    before = fingerprint(base, desktop.key.kid)
+    alice.remember("laptop: private, while the desktop watches", private=True)
+    alice.sync()
+    assert fingerprint(base, desktop.key.kid) != before
+    # its own pushes do not wake it
+    before = fingerprint(base, alice.key.kid)
+    alice.remember("laptop: private, once more", private=True)
+    alice.sync()
+    assert fingerprint(base, alice.key.kid) == before
