@@ -43,6 +43,7 @@ from sealmem.protocol.invite import read_invite, read_join_request
 from sealmem.protocol.merge import merge_many
 from sealmem.protocol.names import name_skeleton
 from sealmem.protocol.private import PrivateState, accept_member_keyring, accept_private_manifest
+from sealmem.protocol.private_trust import accept_trust, open_trust
 from sealmem.protocol.record import Record
 from sealmem.protocol.snapshot import bucket_count, bucket_of
 from sealmem.protocol.state import TrustedState
@@ -67,10 +68,11 @@ KINDS = {
     "roster", "keyring", "manifest", "snapshot", "canonical", "kid", "object-hash", "base64",
     "padme", "unpad", "bucket", "invite", "join", "admission", "request", "merge",
     "checkpoint", "record", "skeleton", "own-chain", "device-invite", "device-join",
-    "device-admission", "member-keyring", "private-snapshot",
+    "device-admission", "member-keyring", "private-snapshot", "private-trust",
 }  # fmt: skip
 TRUSTED_KINDS = {
     "roster", "keyring", "manifest", "snapshot", "checkpoint", "member-keyring", "private-snapshot",
+    "private-trust",
 }  # fmt: skip
 
 
@@ -216,6 +218,12 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     if obj["kind"] == "member-keyring":
         accept_member_keyring(SUITE, state, private, data)
         return None
+    if obj["kind"] == "private-trust":
+        found = accept_trust(
+            SUITE, state, private, data, member=obj["member"], writer=obj["writer"],
+            held_seq=obj.get("held_seq", 0),
+        )  # fmt: skip
+        return {"entries": len(open_trust(found, ContentKey(b64d(obj["content_key"]))))}
     if obj["kind"] == "private-snapshot":
         _, manifest = accept_private_manifest(SUITE, state, private, data, member=obj["member"])
         return _open(case, obj, manifest)

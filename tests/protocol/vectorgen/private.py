@@ -14,10 +14,12 @@ from typing import Any
 from sealmem.crypto import SUITE, ContentKey
 from sealmem.protocol import admin as edits
 from sealmem.protocol import canonical
-from sealmem.protocol.encoding import b64e
+from sealmem.protocol.encoding import b64d, b64e
+from sealmem.protocol.envelope import seal
 from sealmem.protocol.keyring import build_keyring
 from sealmem.protocol.manifest import ChunkRef, Manifest
 from sealmem.protocol.private import build_member_keyring
+from sealmem.protocol.private_trust import TrustEntry, seal_trust
 from sealmem.protocol.record import Record
 from sealmem.protocol.snapshot import bucket_of, build_snapshot, chunk_ad, chunk_id
 
@@ -158,5 +160,47 @@ def _snapshots() -> dict[str, dict[str, Any]]:
     return out
 
 
+def _trust() -> dict[str, dict[str, Any]]:
+    setup = [("roster", d) for d in SETUP_V4]
+    ring = [("member-keyring", build_member_keyring(MKEY, V4, ALICE.kid, 1).sign(ALICE))]
+    revoked = [*setup, ("roster", REVOKED.sign(ROOT)), *ring]
+    setup += ring
+    entries = [TrustEntry(BOB.kid, "muted", NOW + 5), TrustEntry(ROOT.kid, "trusted", NOW + 6, 1)]
+
+    def sealed(signer: Any = ALICE_LAPTOP, **kw: Any) -> bytes:
+        args = {"team": TEAM, "member": ALICE.kid, "epoch": 1, "seq": 2, "entries": entries}
+        args.update(kw)
+        return seal_trust(MKEY, signer, random=lambda n: b"\x0b" * n, **args)
+
+    good = sealed()
+    body = canonical.decode(good)["body"]
+    flipped = bytearray(b64d(body["sealed"]))
+    flipped[-1] ^= 1
+    tampered = seal({**body, "sealed": b64e(bytes(flipped))}, "private-trust", ALICE_LAPTOP)
+
+    def obj(data: bytes, writer: Any = ALICE_LAPTOP, **kw: Any) -> dict[str, Any]:
+        return {
+            "kind": "private-trust",
+            "data": b64e(data),
+            "member": ALICE.kid,
+            "writer": writer.kid,
+            "content_key": b64e(b"\x22" * 32),
+            **kw,
+        }
+
+    cases = {
+        "private-trust": ("alice's laptop's trust decisions about two teammates, under her member key", setup, obj(good), "accept"),
+        "private-trust-signed-by-other-member": ("trust decisions filed in alice's space, signed by bob", setup, obj(sealed(BOB), BOB), "signer-mismatch"),
+        "private-trust-signed-by-revoked-device": ("trust decisions of alice's device revoked since", revoked, obj(good), "revoked"),
+        "private-trust-epoch-unknown": ("trust decisions under a member epoch with no trusted keyring", setup, obj(sealed(epoch=2)), "epoch-unknown"),
+        "private-trust-rollback": ("seq 2 after seq 3 of the same device was read", setup, obj(good, held_seq=3), "rollback"),
+        "private-trust-tampered": ("the sealed decisions changed, then signed again", setup, obj(tampered), "tampered"),
+    }  # fmt: skip
+    out = {}
+    for n, (d, st, o, e) in cases.items():
+        out[n] = _doc(d, st, o, e, {"entries": 2} if e == "accept" else None)
+    return out
+
+
 def private_docs() -> dict[str, dict[str, Any]]:
-    return {**_keyrings(), **_snapshots()}
+    return {**_keyrings(), **_snapshots(), **_trust()}
