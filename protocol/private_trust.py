@@ -24,6 +24,7 @@ from .state import TrustedState
 from .suite import ContentKeyLike, RandomSource, Signer, Suite
 
 __all__ = [
+    "MAX_TRUST_BYTES",
     "TRUST_FORMAT",
     "TRUST_STATES",
     "TrustEntry",

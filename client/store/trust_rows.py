@@ -22,7 +22,9 @@ REVIEW_DAYS_KEY = "trust_review_days"
 __all__ = [
     "REVIEW_DAYS_KEY",
     "VersionKey",
+    "decisions_here",
     "member_settings",
+    "merge_decision",
     "review_days",
     "save_member_state",
     "save_review_days",
@@ -48,11 +50,39 @@ def member_settings(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def save_member_state(conn: sqlite3.Connection, member: str, state: str, now: int) -> None:
+    """A person's decision on this device (it travels to the member's other devices)."""
     with transaction(conn):
         conn.execute(
-            "INSERT OR REPLACE INTO member_trust (member, state, set_at) VALUES (?, ?, ?)",
+            "INSERT OR REPLACE INTO member_trust (member, state, set_at, device, counter) "
+            "VALUES (?, ?, ?, '', 0)",
             (member, state, now),
         )
+
+
+def decisions_here(conn: sqlite3.Connection) -> list[tuple[str, str, int, int]]:
+    """(member, state, set_at, counter) of every decision made on this device."""
+    rows = conn.execute(
+        "SELECT member, state, set_at, counter FROM member_trust WHERE device = '' ORDER BY member"
+    )
+    return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+
+def merge_decision(
+    conn: sqlite3.Connection, me: str, device: str, member: str, state: str, at: tuple[int, int]
+) -> bool:
+    """Keep ``device``'s decision on ``member`` if it is the last one written: the highest
+    (set_at, counter, device kid), this device's decisions counting under ``me``."""
+    row = conn.execute(
+        "SELECT set_at, counter, device FROM member_trust WHERE member = ?", (member,)
+    ).fetchone()
+    if row is not None and (int(row[0]), int(row[1]), str(row[2]) or me) >= (*at, device):
+        return False
+    conn.execute(
+        "INSERT OR REPLACE INTO member_trust (member, state, set_at, device, counter) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (member, state, at[0], device, at[1]),
+    )
+    return True
 
 
 def verdicts(conn: sqlite3.Connection) -> dict[VersionKey, str]:

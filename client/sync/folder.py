@@ -9,6 +9,7 @@ Layout under ``{root}/sealmem/{team}/``::
     private/{member}/{device}/{project}/manifest-{seq:012d}.json   (a private chain)
     private/{member}/{device}/{project}/chunks/{chunk_id}
     private/{member}/keyrings/{epoch:010d}.json                    (member keyrings)
+    private/{member}/trust/{device}.json                           (trust decisions)
     requests/{kid}.json
     holes/{project}/{writer}/{reader}.json   (hole reports, :mod:`.folder_chunks`)
     checkpoint/{seq:010d}.json
@@ -49,6 +50,7 @@ from ...protocol.checkpoint import MAX_CHECKPOINT_BYTES
 from ...protocol.encoding import HEX_HASH_RE, KID_RE
 from ...protocol.errors import InputError, Rejected, TransportError
 from ...protocol.manifest import MAX_CHUNK_BYTES, MAX_MANIFEST_BYTES, peek
+from ...protocol.private_trust import MAX_TRUST_BYTES
 from ...protocol.snapshot import chunk_id as hash_chunk
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_ROSTER_BYTES
 from ..clock import now_ms
@@ -138,6 +140,18 @@ class FolderTransport(Transport):
                 for _, name in self._dirs.listing(directory, _NUMBERED)
                 if (d := self._dirs.read(directory, name, MAX_KEYRING_BYTES))
             ]
+
+    def trust(self, writer: str) -> bytes | None:
+        if self._member is None or not KID_RE.fullmatch(writer):
+            return None
+        with self._dirs.reading("private", self._member, "trust") as directory:
+            return self._dirs.read(directory, f"{writer}.json", MAX_TRUST_BYTES)
+
+    def put_trust(self, writer: str, data: bytes) -> None:
+        if self._member is None:
+            raise InputError("trust decisions go into a member's private space")
+        with self._dirs.writing("private", self._member, "trust") as directory:
+            directory.write(f"{_name(writer, 'writer')}.json", data)
 
     def put_member_keyring(self, epoch: int, data: bytes) -> None:
         if self._member is None:

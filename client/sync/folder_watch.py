@@ -37,7 +37,7 @@ def fingerprint(base: Path, ignore_writer: str | None) -> str:
         dirs += [d for d in _subdirs(project_dir) if d.name != ignore_writer]
     for member_dir in _subdirs(base / "private"):  # member keyrings, siblings' chains
         for device_dir in _subdirs(member_dir):
-            if device_dir.name == "keyrings":
+            if device_dir.name in ("keyrings", "trust"):
                 dirs.append(device_dir)
             elif device_dir.name != ignore_writer:
                 dirs += _subdirs(device_dir)

@@ -15,7 +15,9 @@ machine publishes nothing private.  Per sync:
    key of its epoch and merged with provenance naming that device; the records stay
    ``private`` and never enter a team snapshot (those carry team records only);
 3. per project where this device wrote private records that changed since its last
-   private push, a full private snapshot is pushed under the current epoch.
+   private push, a full private snapshot is pushed under the current epoch;
+4. trust decisions: each sibling's (:mod:`~sealmem.protocol.private_trust`) are merged
+   per teammate, last writer wins; ours are published when they changed.
 
 What it trusts (:class:`~sealmem.protocol.private.PrivateState`) and the head of its
 own private chains live in the store's ``meta`` table.  A refused object is logged by
@@ -43,12 +45,14 @@ from ...protocol.private import (
     member_devices,
     publishes_private,
 )
+from ...protocol.private_trust import TrustEntry, accept_trust, open_trust, seal_trust
 from ...protocol.roster import Roster
 from ...protocol.snapshot import build_snapshot
 from ...protocol.state import TrustedState
 from ..store.connection import get_meta, set_meta, transaction
 from ..store.memory import Provenance
 from ..store.rows import RECORD_COLUMNS, record_from_values
+from ..store.trust_rows import decisions_here, merge_decision
 from .apply import apply_versions
 from .pull import OBJECT_ERRORS, PullSink
 from .session import Refusal, Team
@@ -59,6 +63,8 @@ __all__ = ["sync_private"]
 _STATE = "private_state"  # meta key: PrivateState.to_wire()
 _OWN = "private_own"  # meta key: {project: [seq, hash, digest of what it pushed]}
 _MINE = "FROM memories WHERE editor = ? AND visibility = 'private'"
+_TRUST_OWN = "private_trust_own"  # meta key: [seq, digest] of our trust decisions pushed
+_TRUST_SEEN = "private_trust_seen"  # meta key: {sibling kid: seq of its decisions merged}
 
 
 @dataclass
@@ -96,8 +102,12 @@ def sync_private(
         if device.kid != team.me:
             for project in space.chain_projects(device.kid):
                 private = _pull(run, private, device.kid, project)
+    for device in member_devices(roster, me.id):
+        if device.kid != team.me:
+            _pull_trust(run, private, device.kid)
     if push and keyring_plan(roster, private, team.me) == "none":
         _push(run, private)
+        _push_trust(run, private)
 
 
 def _load(team: Team) -> PrivateState:
@@ -231,3 +241,52 @@ def _push(run: _Run, private: PrivateState) -> None:
         own[project] = (seq + 1, snap.hash or snap.manifest.hash(SUITE), digest)
         with transaction(conn):
             set_meta(conn, _OWN, json.dumps(own))
+
+
+def _pull_trust(run: _Run, private: PrivateState, writer: str) -> None:
+    """Merge a sibling's trust decisions, per teammate, last writer wins."""
+    data = run.space.trust(writer)
+    conn = run.team.conn
+    seen = json.loads(get_meta(conn, _TRUST_SEEN) or "{}")
+    if data is None:
+        return
+    try:
+        ts = accept_trust(
+            SUITE, run.state, private, data, member=run.member, writer=writer,
+            held_seq=seen.get(writer, 0),
+        )  # fmt: skip
+        if ts.seq == seen.get(writer):
+            return
+        key = _key(run, private.rings[run.member, ts.epoch])
+        if key is None:
+            return
+        entries = open_trust(ts, key)
+    except Rejected as exc:
+        run.refuse(exc.reason, f"trust decisions of {writer}", exc.detail)
+        return
+    with transaction(conn):
+        for e in entries:
+            merge_decision(conn, run.team.me, writer, e.member, e.state, (e.wall, e.counter))
+        set_meta(conn, _TRUST_SEEN, json.dumps({**seen, writer: ts.seq}))
+
+
+def _push_trust(run: _Run, private: PrivateState) -> None:
+    """Publish the decisions made on this device when they changed since the last time."""
+    ring = private.current(run.member)
+    key = None if ring is None else _key(run, ring)
+    conn = run.team.conn
+    mine = decisions_here(conn)
+    if ring is None or key is None or not mine:
+        return
+    digest = SUITE.blake2b(canonical.encode([ring.epoch, mine]), size=32).hex()
+    seq, pushed = json.loads(get_meta(conn, _TRUST_OWN) or "[0, null]")
+    if pushed == digest:
+        return
+    entries = [TrustEntry(m, state, at, counter) for m, state, at, counter in mine]
+    data = seal_trust(
+        key, run.team.key, team=run.state.team, member=run.member, epoch=ring.epoch,
+        seq=seq + 1, entries=entries, random=random_bytes,
+    )  # fmt: skip
+    run.space.put_trust(run.team.me, data)
+    with transaction(conn):
+        set_meta(conn, _TRUST_OWN, json.dumps([seq + 1, digest]))

@@ -264,3 +264,13 @@ class Transport(abc.ABC):
     def put_member_keyring(self, epoch: int, data: bytes) -> None:
         """In a private space: publish (or replace) the member keyring of ``epoch``."""
         raise InputError(f"{self.kind} transport holds no private space (epoch {epoch})")
+
+    def trust(self, writer: str) -> bytes | None:
+        """In a private space: ``writer``'s trust decisions, or None."""
+        del writer
+        return None
+
+    def put_trust(self, writer: str, data: bytes) -> None:
+        """In a private space: publish (replace) our trust decisions."""
+        del writer, data
+        raise InputError(f"{self.kind} transport holds no private space")

@@ -168,3 +168,32 @@ def test_a_siblings_private_push_wakes_a_watching_device(world: World) -> None:
     alice.remember("laptop: private, once more", private=True)
     alice.sync()
     assert fingerprint(base, alice.key.kid) == before
+
+
+def test_trust_set_on_the_laptop_applies_on_the_desktop_last_writer_wins(world: World) -> None:
+    from sealmem.client.recall.standing import Reader
+    from sealmem.client.store.trust_rows import save_member_state
+
+    admin, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, _open)
+    for node in (alice, desktop):
+        node.sync()
+    save_member_state(alice.store.connection, bob.key.kid, "muted", now_ms())
+    alice.sync()
+    desktop.sync()
+    assert Reader(desktop.store.connection, desktop.key.kid, now_ms()).state_of(bob.key.kid) == (
+        "muted"
+    )
+    # a later decision on the desktop wins on the laptop too; bob's own view is untouched
+    save_member_state(desktop.store.connection, bob.key.kid, "trusted", now_ms() + 10)
+    desktop.sync()
+    alice.sync()
+    for node in (alice, desktop):
+        state = Reader(node.store.connection, node.key.kid, now_ms()).state_of(bob.key.kid)
+        assert state == "trusted", node.name
+    bob.sync()
+    assert not bob.store.connection.execute("SELECT 1 FROM member_trust").fetchall()
+    # the decisions travel sealed: the file names no state in clear
+    data = (_space(world, alice.key.kid) / "trust" / f"{desktop.key.kid}.json").read_bytes()
+    assert b"trusted" not in data and bob.key.kid.encode() not in data
