@@ -20,10 +20,11 @@ from ..protocol.envelope import unpack
 from ..protocol.errors import Rejected
 from ..protocol.manifest import MAX_MANIFEST_BYTES, Manifest
 from ..protocol.private import PrivateState, accept_member_keyring, member_devices
+from ..protocol.private_trust import accept_trust
 from ..protocol.state import TrustedState
 from .auth import Caller
 from .errors import Refusal, from_rejected
-from .slots import chain_slot, keyring_slot, slot_prefix
+from .slots import chain_slot, keyring_slot, slot_prefix, trust_slot
 from .storage import Conflict, KeyringBlob, MissingChunks, StaleSeq, Storage, StoredHead
 
 __all__ = ["PrivateSpace"]
@@ -62,13 +63,7 @@ class PrivateSpace:
         slot = keyring_slot(member)
         with self._storage.write(team) as tx:
             state = self._state_at(team, tx.generation)
-            private = PrivateState()
-            for blob in self._storage.keyrings(team, slot):
-                try:
-                    private, _ = accept_member_keyring(SUITE, state, private, blob.data)
-                except Rejected:  # e.g. signed by a device revoked since
-                    continue
-            before = private
+            private = before = self._rings(team, member, state)
             try:
                 private, ring = accept_member_keyring(SUITE, state, private, data)
             except Rejected as exc:
@@ -82,6 +77,36 @@ class PrivateSpace:
             except Conflict as exc:
                 reason = reasons.ROLLBACK if exc.stale else reasons.FORK
                 raise Refusal(409, reason, f"member keyring {member}/{epoch}: {exc}") from exc
+            return True
+
+    def _rings(self, team: str, member: str, state: TrustedState) -> PrivateState:
+        private = PrivateState()
+        for blob in self._storage.keyrings(team, keyring_slot(member)):
+            try:
+                private, _ = accept_member_keyring(SUITE, state, private, blob.data)
+            except Rejected:  # e.g. signed by a device revoked since
+                continue
+        return private
+
+    def trust(self, team: str, member: str, writer: str) -> bytes | None:
+        found = self._storage.keyrings(team, trust_slot(member, writer))
+        return found[-1].data if found else None
+
+    def put_trust(self, team: str, member: str, writer: str, data: bytes, now_ms: int) -> bool:
+        with self._storage.write(team) as tx:
+            state = self._state_at(team, tx.generation)
+            try:
+                ts = accept_trust(
+                    SUITE, state, self._rings(team, member, state), data, member=member,
+                    writer=writer,
+                )  # fmt: skip
+            except Rejected as exc:
+                raise from_rejected(exc, f"trust decisions of {writer}") from exc
+            try:
+                tx.put_keyring(KeyringBlob(trust_slot(member, writer), 1, data, ts.seq), now_ms)
+            except Conflict as exc:
+                reason = reasons.ROLLBACK if exc.stale else reasons.FORK
+                raise Refusal(409, reason, f"trust decisions of {writer}: {exc}") from exc
             return True
 
     def chains(self, team: str, member: str, writer: str) -> list[bytes]:

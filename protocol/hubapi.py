@@ -269,6 +269,7 @@ PRIVATE_CHAINS = _PRIVATE + "/chains/{writer}"
 PRIVATE_MANIFESTS = _PRIVATE + "/chains/{writer}/{project}/manifests"
 PRIVATE_MANIFEST = _PRIVATE + "/chains/{writer}/{project}/manifests/{seq:int}"
 PRIVATE_CHUNK = _PRIVATE + "/chains/{writer}/{project}/chunks/{chunk}"
+PRIVATE_TRUST = _PRIVATE + "/trust/{writer}"
 HEALTHZ = "/healthz"
 METRICS = "/metrics"
 
@@ -277,7 +278,7 @@ TEMPLATES: tuple[str, ...] = (
     HEALTHZ, METRICS, ROSTERS, ROSTER, KEYRINGS, KEYRING, CHANGES, REQUESTS, REQUEST,
     SEQS, MANIFESTS, WRITER_MANIFESTS, MANIFEST, CHUNK, COLLECT, CHECKPOINTS, CHECKPOINT,
     PRIVATE_KEYRINGS, PRIVATE_KEYRING, PRIVATE_CHAINS, PRIVATE_MANIFESTS, PRIVATE_MANIFEST,
-    PRIVATE_CHUNK,
+    PRIVATE_CHUNK, PRIVATE_TRUST,
 )  # fmt: skip
 
 #: What each text path parameter must match (``:int`` ones are integers >= 0).

@@ -53,7 +53,10 @@ _PRIVATE = {
     hubapi.WRITER_MANIFESTS: hubapi.PRIVATE_MANIFESTS,
     hubapi.MANIFEST: hubapi.PRIVATE_MANIFEST,
     hubapi.CHUNK: hubapi.PRIVATE_CHUNK,
-    **{t: t for t in (hubapi.PRIVATE_CHAINS, hubapi.PRIVATE_KEYRINGS, hubapi.PRIVATE_KEYRING)},
+    hubapi.PRIVATE_CHAINS: hubapi.PRIVATE_CHAINS,
+    hubapi.PRIVATE_KEYRINGS: hubapi.PRIVATE_KEYRINGS,
+    hubapi.PRIVATE_KEYRING: hubapi.PRIVATE_KEYRING,
+    hubapi.PRIVATE_TRUST: hubapi.PRIVATE_TRUST,
 }
 
 
@@ -164,6 +167,19 @@ class HubTransport(Transport):
             return []
         doc = self._json("GET", self._path(hubapi.PRIVATE_KEYRINGS), "read member keyrings")
         return self._blobs(doc.get("keyrings"), "keyrings")
+
+    def trust(self, writer: str) -> bytes | None:
+        if self._member is None or KID_RE.fullmatch(writer) is None:
+            return None
+        doc = self._json("GET", self._path(hubapi.PRIVATE_TRUST, writer=writer), "read trust")
+        found = doc.get("trust")
+        return None if not isinstance(found, str) else self._blobs([found], "trust")[0]
+
+    def put_trust(self, writer: str, data: bytes) -> None:
+        if self._member is None:
+            raise InputError("trust decisions go into a member's private space")
+        path = self._path(hubapi.PRIVATE_TRUST, writer=writer)
+        self._send("PUT", path, "publish trust decisions", body=data)
 
     def put_member_keyring(self, epoch: int, data: bytes) -> None:
         if self._member is None:

@@ -35,6 +35,7 @@ from ...protocol import hubapi
 from ...protocol.checkpoint import MAX_CHECKPOINT_BYTES
 from ...protocol.invite import MAX_JOIN_BYTES
 from ...protocol.manifest import MAX_CHUNK_BYTES
+from ...protocol.private_trust import MAX_TRUST_BYTES
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from ..auth import Authenticator, ReplayGuard
 from ..config import HubConfig
@@ -167,6 +168,8 @@ def _private(endpoints: Endpoints) -> list[Route]:
         _route(hubapi.PRIVATE_CHAINS, "GET", wrap(private.get_chains, reads=True)),
         _route(hubapi.PRIVATE_KEYRINGS, "GET", wrap(private.get_keyrings, reads=True)),
         _route(hubapi.PRIVATE_KEYRING, "PUT", wrap(private.put_keyring, MAX_KEYRING_BYTES)),
+        _route(hubapi.PRIVATE_TRUST, "GET", wrap(private.get_trust, reads=True)),
+        _route(hubapi.PRIVATE_TRUST, "PUT", wrap(private.put_trust, MAX_TRUST_BYTES)),
     ]
 
 

@@ -49,6 +49,20 @@ class PrivateHandlers:
         stored = self.space.put_keyring(team, member, epoch, ctx.data, self.h.clock())
         return _stored(ctx, team, stored)
 
+    def get_trust(self, ctx: Ctx) -> Response:
+        team, _, _, member = self._enter(ctx)
+        found = self.space.trust(team, member, ctx.param("writer"))
+        return Json({"trust": None if found is None else _envelopes([found])[0]})
+
+    def put_trust(self, ctx: Ctx) -> Response:
+        team, _, caller, member = self._enter(ctx)
+        writer = ctx.param("writer")
+        own_chain(caller, writer)
+        self._quota(ctx, team)
+        return _stored(
+            ctx, team, self.space.put_trust(team, member, writer, ctx.data, self.h.clock())
+        )
+
     def get_chains(self, ctx: Ctx) -> Response:
         team, _, _, member = self._enter(ctx)
         found = self.space.chains(team, member, ctx.param("writer"))

@@ -61,3 +61,26 @@ def test_private_memories_follow_the_member_over_a_hub_and_no_one_else(world: Hu
         b'"sealmem/private-manifest/' not in m
         for m in bob.t.transport.manifests(PROJECT)[alice.key.kid]
     )
+
+
+def test_trust_set_on_one_device_applies_on_the_other_over_a_hub(world: HubWorld) -> None:
+    from sealmem.client.clock import now_ms
+    from sealmem.client.recall.standing import Reader
+    from sealmem.client.store.trust_rows import save_member_state
+
+    admin, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
+    world.sync_all(1)
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, hub_team(world))
+    for node in (alice, desktop):
+        node.sync()
+    save_member_state(alice.store.connection, bob.key.kid, "muted", now_ms())
+    alice.sync()
+    desktop.sync()
+    reader = Reader(desktop.store.connection, desktop.key.kid, now_ms())
+    assert reader.state_of(bob.key.kid) == "muted"
+    space = bob.t.transport.private_space(alice.key.kid)
+    assert space is not None
+    with pytest.raises(HubError) as info:
+        space.trust(alice.key.kid)
+    assert info.value.code == hubapi.NO_GRANT
