@@ -4,7 +4,10 @@
 the default of :func:`sealmem.client.recall.trust.default_state`); ``verdicts`` what a
 person decided about one version of a teammate's memory waiting for review, or of a
 proposal: ``accepted`` or ``dismissed``.  Neither is part of a memory: they are the
-reader's local view, written here and nowhere else.
+reader's own view, never published to the team; the trust states (not the verdicts)
+follow the person to its other devices, sealed (:mod:`sealmem.client.sync.private_chains`):
+a row's ``device`` is the sibling that set it ('' for this device), merged by
+``(set_at, counter, device)``, last writer wins.
 """
 
 from __future__ import annotations

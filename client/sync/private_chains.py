@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from ...crypto import SUITE, ContentKey, random_bytes
 from ...protocol import canonical
 from ...protocol.chunks import open_snapshot
+from ...protocol.envelope import unpack
 from ...protocol.errors import Rejected
+from ...protocol.keyring import MAX_KEYRING_BYTES
 from ...protocol.own import own_manifest
 from ...protocol.private import (
     MemberKeyring,
@@ -122,6 +124,11 @@ def _save(team: Team, private: PrivateState) -> None:
 def _accept_rings(run: _Run, private: PrivateState) -> PrivateState:
     for data in run.space.member_keyrings():
         try:
+            ring = MemberKeyring.from_body(
+                unpack(data, what="member keyring", max_bytes=MAX_KEYRING_BYTES).body
+            )
+            if private.rings.get((ring.member, ring.epoch)) == ring:
+                continue  # trusted already (its signer may be revoked since: it stays)
             private, _ = accept_member_keyring(SUITE, run.state, private, data)
         except Rejected as exc:
             run.refuse(exc.reason, f"member keyring of {run.member}", exc.detail)
@@ -131,9 +138,15 @@ def _accept_rings(run: _Run, private: PrivateState) -> PrivateState:
 
 
 def _key(run: _Run, ring: MemberKeyring) -> ContentKey | None:
+    """This device's member key of ``ring``'s epoch; None when it holds no wrap, or its
+    wrap does not open (refused by name: a device of the member wrapped another key)."""
     if run.team.me not in ring.wraps:
         return None
-    return ring.open_key(run.team.me, lambda wrap: ContentKey.unwrap(wrap, run.team.key))
+    try:
+        return ring.open_key(run.team.me, lambda wrap: ContentKey.unwrap(wrap, run.team.key))
+    except Rejected as exc:
+        run.refuse(exc.reason, f"member keyring of {ring.member} epoch {ring.epoch}", exc.detail)
+        return None
 
 
 def _publish_ring(run: _Run, private: PrivateState, plan: str) -> PrivateState:

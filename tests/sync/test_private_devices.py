@@ -198,3 +198,20 @@ def test_trust_set_on_the_laptop_applies_on_the_desktop_last_writer_wins(world: 
     data = (_space(world, alice.key.kid) / "trust" / f"{desktop.key.kid}.json").read_bytes()
     assert b"trusted" not in data
     assert bob.key.kid.encode() not in data
+
+
+def test_a_keyring_its_revoked_signer_made_before_is_not_refused_again(world: World) -> None:
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    desktop, phone = world.node("desktop"), world.node("phone")
+    add_device(alice, desktop, admin, _open)
+    desktop.sync()  # the desktop makes epoch 1
+    add_device(alice, phone, admin, _open, name="phone")
+    for node in (desktop, alice, phone):
+        node.sync()
+    admin.sync()
+    revoke_device(admin.t, "desktop", member="alice", now=now_ms())
+    alice.remember("laptop: private, after the desktop's revocation", private=True)
+    said = [alice.sync(), phone.sync(), alice.sync(), phone.sync()]
+    refused = [r for s in said for r in s.refused if "keyring" in r.object]
+    assert refused == [], refused
+    assert "laptop: private, after the desktop's revocation" in _private(phone)
