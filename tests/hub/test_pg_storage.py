@@ -428,7 +428,8 @@ def test_the_newest_manifest_of_each_private_slot(replicas: list[PgStorage]) -> 
     one, two = chain_slot(member, "webapp"), chain_slot(member, "infra")
     for slot, seq in ((one, 1), (one, 2), (two, 1)):
         with a.write(TEAM) as w:
-            w.put_manifest(StoredHead(slot, WRITER, seq, f"h{seq}", 0), f"{slot}/{seq}".encode(), [], 3, 10)  # fmt: skip
+            head = StoredHead(slot, WRITER, seq, f"h{seq}", 0)
+            w.put_manifest(head, f"{slot}/{seq}".encode(), [], 3, 10)
     _manifest(a, 1, b"a team manifest")  # not in the private space
     found = b.slot_manifests(TEAM, slot_prefix(member), WRITER)
     assert sorted(found) == sorted([f"{one}/2".encode(), f"{two}/1".encode()])
