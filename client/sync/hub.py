@@ -30,13 +30,13 @@ from ...crypto import SUITE, MemberKey
 from ...protocol import hubapi
 from ...protocol.encoding import HEX_HASH_RE, KID_RE, b64d, b64e
 from ...protocol.errors import InputError, Rejected, TransportError
-from ...protocol.manifest import peek
 from ...protocol.own import own_manifest
 from ...protocol.roster import TEAM_RE
 from ..clock import now_ms
 from .door import door_warnings
 from .folder import FolderTransport
 from .hub_answers import HubError, blobs, chunk_ids, is_ms, json_object
+from .hub_private import PRIVATE_PATHS, PrivateSpaceCalls
 from .hub_sender import Sender
 from .readback import keyring_outcome, manifest_outcome, roster_outcome
 from .retry import Outcome
@@ -45,19 +45,6 @@ from .transport import MissingChunks, Transport
 __all__ = ["OPERATOR_TOKEN_ENV", "HubTransport", "is_hub_location", "open_transport"]
 
 OPERATOR_TOKEN_ENV = "SEALMEM_HUB_OPERATOR_TOKEN"  # noqa: S105 - a variable name
-
-
-#: The team chain's paths and their private-space twins (a private view maps each); the
-#: private templates map to themselves.
-_PRIVATE = {
-    hubapi.WRITER_MANIFESTS: hubapi.PRIVATE_MANIFESTS,
-    hubapi.MANIFEST: hubapi.PRIVATE_MANIFEST,
-    hubapi.CHUNK: hubapi.PRIVATE_CHUNK,
-    hubapi.PRIVATE_CHAINS: hubapi.PRIVATE_CHAINS,
-    hubapi.PRIVATE_KEYRINGS: hubapi.PRIVATE_KEYRINGS,
-    hubapi.PRIVATE_KEYRING: hubapi.PRIVATE_KEYRING,
-    hubapi.PRIVATE_TRUST: hubapi.PRIVATE_TRUST,
-}
 
 
 def is_hub_location(location: str) -> bool:
@@ -84,7 +71,7 @@ def open_transport(
     return FolderTransport(location, team, ours=ours)
 
 
-class HubTransport(Transport):
+class HubTransport(PrivateSpaceCalls, Transport):
     kind = "hub"
 
     def __init__(
@@ -137,7 +124,7 @@ class HubTransport(Transport):
 
     def _path(self, template: str, **values: str | int) -> str:
         if self._member is not None:  # a private space: the chain paths under it
-            template = _PRIVATE[template]
+            template = PRIVATE_PATHS[template]
             values["member"] = self._member
         return hubapi.path(template, team=self._team, **values)
 
@@ -150,42 +137,6 @@ class HubTransport(Transport):
         view._member = member
         view._lost = {}
         return view
-
-    def chain_projects(self, writer: str) -> list[str]:
-        if self._member is None or KID_RE.fullmatch(writer) is None:
-            return []
-        path = self._path(hubapi.PRIVATE_CHAINS, writer=writer)
-        doc = self._json("GET", path, f"read the private chains of {writer}")
-        out = set()
-        for data in self._blobs(doc.get("manifests"), "manifests"):
-            with contextlib.suppress(Rejected):  # the reader refuses it by name later
-                out.add(peek(data).project)
-        return sorted(out)
-
-    def member_keyrings(self) -> list[bytes]:
-        if self._member is None:
-            return []
-        doc = self._json("GET", self._path(hubapi.PRIVATE_KEYRINGS), "read member keyrings")
-        return self._blobs(doc.get("keyrings"), "keyrings")
-
-    def trust(self, writer: str) -> bytes | None:
-        if self._member is None or KID_RE.fullmatch(writer) is None:
-            return None
-        doc = self._json("GET", self._path(hubapi.PRIVATE_TRUST, writer=writer), "read trust")
-        found = doc.get("trust")
-        return None if not isinstance(found, str) else self._blobs([found], "trust")[0]
-
-    def put_trust(self, writer: str, data: bytes) -> None:
-        if self._member is None:
-            raise InputError("trust decisions go into a member's private space")
-        path = self._path(hubapi.PRIVATE_TRUST, writer=writer)
-        self._send("PUT", path, "publish trust decisions", body=data)
-
-    def put_member_keyring(self, epoch: int, data: bytes) -> None:
-        if self._member is None:
-            raise InputError("a member keyring goes into a member's private space")
-        path = self._path(hubapi.PRIVATE_KEYRING, epoch=epoch)
-        self._send("PUT", path, f"publish member keyring {epoch}", body=data)
 
     def _json(self, method: str, path: str, what: str, **kw: Any) -> dict[str, Any]:
         response = self._send(method, path, what, **kw)
