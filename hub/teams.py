@@ -40,6 +40,7 @@ from ..protocol.verify import (
     accept_roster,
 )
 from .errors import Refusal, from_rejected
+from .slots import is_private_slot
 from .storage import (
     Conflict,
     KeyringBlob,
@@ -137,6 +138,11 @@ class Teams:
             )
         return found
 
+    @property
+    def kept(self) -> int:
+        """Manifests kept per slot."""
+        return self._kept
+
     def known(self, team: str) -> bool:
         return self._storage.team_exists(team)
 
@@ -152,6 +158,8 @@ class Teams:
         except Rejected as exc:
             raise StorageError(f"stored rosters of team {team} no longer verify: {exc}") from exc
         for blob in self._storage.keyrings(team):
+            if is_private_slot(blob.project):  # a member keyring (hub/private.py)
+                continue
             try:
                 state, _ = accept_keyring(SUITE, state, blob.data)
             except Rejected as exc:  # e.g. signed by an admin revoked since: readers still judge

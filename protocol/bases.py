@@ -87,8 +87,8 @@ def rebuild(suite: Suite, m: Manifest, candidates: Iterable[tuple[Manifest, str]
         )
     if base.delta is not None:
         raise Rejected(reasons.TAMPERED, f"{where}: its base is not a full manifest")
-    if (base.team, base.project, base.writer, base.seq) != (
-        m.team, m.project, m.writer, delta.base_seq,
+    if (base.team, base.project, base.writer, base.seq, base.private) != (
+        m.team, m.project, m.writer, delta.base_seq, m.private,
     ):  # fmt: skip
         raise Rejected(
             reasons.TAMPERED,

@@ -111,7 +111,9 @@ def open_chunk(
         raise Rejected(reasons.BAD_CHUNK_ID, f"{where}: bytes do not hash to the listed id")
     if len(data) != ref.size:
         raise Rejected(reasons.TAMPERED, f"{where}: {len(data)} bytes, manifest says {ref.size}")
-    ad = chunk_ad(manifest.team, manifest.project, manifest.writer, manifest.epoch, ref.bucket)
+    m = manifest
+    ad = chunk_ad(m.team, m.project, m.writer, m.epoch, ref.bucket, private=m.private)
+    visibility = "private" if m.private else "team"
     try:
         padded = key.decrypt(data, ad)
         compressed = suite.unpad(padded)
@@ -146,8 +148,10 @@ def open_chunk(
             raise Rejected(
                 reasons.CROSS_PROJECT, f"{where}: record {rec.id} belongs to {rec.project!r}"
             )
-        if rec.visibility != "team":
-            raise Rejected(reasons.MALFORMED, f"{where}: record {rec.id} is private")
+        if rec.visibility != visibility:
+            raise Rejected(
+                reasons.MALFORMED, f"{where}: record {rec.id} is {rec.visibility}, not {visibility}"
+            )
         if hlc.too_far_ahead(rec.hlc, now_ms):
             raise Rejected(
                 reasons.CLOCK_AHEAD,

@@ -19,7 +19,7 @@ __all__ = ["CONTEXTS", "SIGNATURE_SIZE", "Envelope", "seal", "unpack"]
 
 CONTEXTS: tuple[str, ...] = (
     "roster", "keyring", "manifest", "reset", "join", "invite", "request", "checkpoint",
-    "device-invite", "device-join",
+    "device-invite", "device-join", "member-keyring", "private-trust",
 )  # fmt: skip
 SIGNATURE_SIZE = 64
 _KEYS = frozenset({"body", "signer", "sig"})

@@ -262,6 +262,14 @@ WRITER_MANIFESTS = _PROJECT + "/manifests/{writer}"
 MANIFEST = _PROJECT + "/manifests/{writer}/{seq:int}"
 CHUNK = _PROJECT + "/chunks/{writer}/{chunk}"
 COLLECT = _PROJECT + "/collect/{writer}"
+_PRIVATE = _TEAM + "/private/{member}"  # a member's private space: its devices only
+PRIVATE_KEYRINGS = _PRIVATE + "/keyrings"
+PRIVATE_KEYRING = _PRIVATE + "/keyrings/{epoch:int}"
+PRIVATE_CHAINS = _PRIVATE + "/chains/{writer}"
+PRIVATE_MANIFESTS = _PRIVATE + "/chains/{writer}/{project}/manifests"
+PRIVATE_MANIFEST = _PRIVATE + "/chains/{writer}/{project}/manifests/{seq:int}"
+PRIVATE_CHUNK = _PRIVATE + "/chains/{writer}/{project}/chunks/{chunk}"
+PRIVATE_TRUST = _PRIVATE + "/trust/{writer}"
 HEALTHZ = "/healthz"
 METRICS = "/metrics"
 
@@ -269,6 +277,8 @@ METRICS = "/metrics"
 TEMPLATES: tuple[str, ...] = (
     HEALTHZ, METRICS, ROSTERS, ROSTER, KEYRINGS, KEYRING, CHANGES, REQUESTS, REQUEST,
     SEQS, MANIFESTS, WRITER_MANIFESTS, MANIFEST, CHUNK, COLLECT, CHECKPOINTS, CHECKPOINT,
+    PRIVATE_KEYRINGS, PRIVATE_KEYRING, PRIVATE_CHAINS, PRIVATE_MANIFESTS, PRIVATE_MANIFEST,
+    PRIVATE_CHUNK, PRIVATE_TRUST,
 )  # fmt: skip
 
 #: What each text path parameter must match (``:int`` ones are integers >= 0).
@@ -276,6 +286,7 @@ PARAMS: Mapping[str, re.Pattern[str]] = {
     "team": TEAM_RE,
     "project": PROJECT_RE,
     "writer": KID_RE,
+    "member": KID_RE,
     "kid": KID_RE,
     "chunk": HEX_HASH_RE,
 }

@@ -37,6 +37,8 @@ __all__ = [
     "Keyring",
     "build_keyring",
     "extend_keyring",
+    "open_wrap",
+    "parse_wraps",
     "peek",
 ]
 
@@ -73,15 +75,12 @@ class Keyring:
         """``kid``'s key, opened from its wrap with ``unwrap`` and checked against ``key_id``;
         ``tampered`` when the wrap does not open (:class:`DecryptionError`) or holds
         another key (SPEC "Keyring")."""
-        try:
-            key = unwrap(self.wraps[kid])
-        except DecryptionError as exc:
-            raise Rejected(
-                reasons.TAMPERED,
-                f"keyring {self.project!r} epoch {self.epoch}: the wrap for {kid} does not "
-                "open with its key; tell an admin, who should rotate the project "
-                "('sealmem admin rotate')",
-            ) from exc
+        key = open_wrap(
+            self.wraps[kid], unwrap,
+            f"keyring {self.project!r} epoch {self.epoch}: the wrap for {kid} does not "
+            "open with its key; tell an admin, who should rotate the project "
+            "('sealmem admin rotate')",
+        )  # fmt: skip
         self.check_key(key)
         return key
 
@@ -103,16 +102,7 @@ class Keyring:
                 f"keyring format {body.get('format')!r} is not {KEYRING_FORMAT!r}",
             )
         obj = exact_keys(body, _BODY_KEYS, "keyring")
-        raw = need_dict(obj["wraps"], "keyring.wraps")
-        if len(raw) > MAX_MEMBERS:
-            raise Rejected(reasons.TOO_LARGE, f"keyring wraps {len(raw)} keys")
-        wraps: dict[str, bytes] = {}
-        for kid, text in raw.items():
-            need_str(kid, "keyring.wraps key", pattern=KID_RE)
-            wrap = need_b64(text, f"keyring.wraps.{kid}")
-            if len(wrap) > MAX_WRAP_BYTES:
-                raise Rejected(reasons.TOO_LARGE, f"keyring wrap for {kid} is {len(wrap)} bytes")
-            wraps[kid] = wrap
+        wraps = parse_wraps(obj["wraps"], "keyring")
         return cls(
             team=need_str(obj["team"], "keyring.team", pattern=TEAM_RE),
             project=need_str(obj["project"], "keyring.project", pattern=PROJECT_RE),
@@ -121,6 +111,30 @@ class Keyring:
             wraps=wraps,
             key_id=need_str(obj["key_id"], "keyring.key_id", pattern=HEX_HASH_RE),
         )
+
+
+def parse_wraps(value: object, what: str) -> dict[str, bytes]:
+    """The ``wraps`` of a keyring (or member keyring): kid -> one wrapped key, each
+    within :data:`MAX_WRAP_BYTES`, at most :data:`MAX_MEMBERS` of them."""
+    raw = need_dict(value, f"{what}.wraps")
+    if len(raw) > MAX_MEMBERS:
+        raise Rejected(reasons.TOO_LARGE, f"{what} wraps {len(raw)} keys")
+    wraps: dict[str, bytes] = {}
+    for kid, text in raw.items():
+        need_str(kid, f"{what}.wraps key", pattern=KID_RE)
+        wrap = need_b64(text, f"{what}.wraps.{kid}")
+        if len(wrap) > MAX_WRAP_BYTES:
+            raise Rejected(reasons.TOO_LARGE, f"{what} wrap for {kid} is {len(wrap)} bytes")
+        wraps[kid] = wrap
+    return wraps
+
+
+def open_wrap(wrap: bytes, unwrap: Callable[[bytes], _Key], refusal: str) -> _Key:
+    """``unwrap(wrap)``; ``tampered`` (saying ``refusal``) when it does not open."""
+    try:
+        return unwrap(wrap)
+    except DecryptionError as exc:
+        raise Rejected(reasons.TAMPERED, refusal) from exc
 
 
 def build_keyring(key: Wrapper, roster: Roster, project: str, epoch: int | None = None) -> Keyring:

@@ -40,6 +40,8 @@ __all__ = [
     "MAX_HEADS",
     "MAX_MANIFEST_BYTES",
     "MAX_RECORDS",
+    "PRIVATE_DELTA_FORMAT",
+    "PRIVATE_FORMAT",
     "ChunkRef",
     "Delta",
     "Head",
@@ -51,6 +53,8 @@ __all__ = [
 MANIFEST_FORMAT = "sealmem/manifest/v1"
 DELTA_FORMAT = "sealmem/manifest/v3"  # a delta whose heads are listed against its base too
 DELTA_V2_FORMAT = "sealmem/manifest/v2"  # a delta with every head (still read, no longer written)
+PRIVATE_FORMAT = "sealmem/private-manifest/v1"  # a device's private chain (SPEC "Private
+PRIVATE_DELTA_FORMAT = "sealmem/private-manifest/v2"  # memories and trust follow the member")
 MAX_BUCKETS = 4096
 MAX_CHUNK_BYTES = 8 * 1024 * 1024  # one encrypted, padded chunk
 MAX_RECORDS = 1_000_000  # records in one snapshot
@@ -63,7 +67,13 @@ _BODY_KEYS = frozenset(
 )  # fmt: skip
 _DELTA_KEYS = (_BODY_KEYS - {"chunks"}) | {"base", "changed", "removed", "chunk_root"}
 _WITNESS_KEYS = (_DELTA_KEYS - {"heads"}) | {"heads_changed", "heads_removed", "heads_root"}
-_KEYS = {MANIFEST_FORMAT: _BODY_KEYS, DELTA_V2_FORMAT: _DELTA_KEYS, DELTA_FORMAT: _WITNESS_KEYS}
+_FORMATS = {  # format -> (body keys, full, private)
+    MANIFEST_FORMAT: (_BODY_KEYS, True, False),
+    DELTA_V2_FORMAT: (_DELTA_KEYS, False, False),
+    DELTA_FORMAT: (_WITNESS_KEYS, False, False),
+    PRIVATE_FORMAT: (_BODY_KEYS, True, True),
+    PRIVATE_DELTA_FORMAT: (_DELTA_KEYS, False, True),  # a private delta lists every head
+}
 
 
 def _sealed(body: bytes, signer: Signer) -> bytes:
@@ -148,6 +158,7 @@ class Manifest:
     created_at: int = 0
     delta: Delta | None = None  # set: published as a delta against ``delta.base_*``
     complete: bool = True  # False: a delta parsed alone, ``chunks`` (v3: ``heads``) not rebuilt
+    private: bool = False  # a private chain's manifest (epoch: the member keyring's)
 
     @property
     def heads_known(self) -> bool:
@@ -162,9 +173,16 @@ class Manifest:
 
     def to_body(self) -> dict[str, Any]:
         delta = self.delta
-        fmt = DELTA_V2_FORMAT if delta is not None and delta.heads is None else DELTA_FORMAT
+        if self.private:
+            if delta is not None and delta.heads is not None:
+                raise InputError("a private delta lists every head (sealmem/private-manifest/v2)")
+            fmt = PRIVATE_FORMAT if delta is None else PRIVATE_DELTA_FORMAT
+        elif delta is None:
+            fmt = MANIFEST_FORMAT
+        else:
+            fmt = DELTA_V2_FORMAT if delta.heads is None else DELTA_FORMAT
         body: dict[str, Any] = {
-            "format": MANIFEST_FORMAT if delta is None else fmt,
+            "format": fmt,
             "team": self.team,
             "project": self.project,
             "writer": self.writer,
@@ -225,13 +243,13 @@ class Manifest:
         A delta comes back incomplete (:attr:`complete` False): rebuild it from its base
         (:func:`sealmem.protocol.bases.rebuild`)."""
         fmt = body.get("format")
-        if fmt not in _KEYS:
+        if fmt not in _FORMATS:
             raise Rejected(
                 reasons.UNKNOWN_FORMAT,
-                f"manifest format {fmt!r} is not one of {', '.join(sorted(_KEYS))}",
+                f"manifest format {fmt!r} is not one of {', '.join(sorted(_FORMATS))}",
             )
-        full = fmt == MANIFEST_FORMAT
-        obj = exact_keys(body, _KEYS[fmt], "manifest")
+        keys, full, private = _FORMATS[fmt]
+        obj = exact_keys(body, keys, "manifest")
         buckets = need_int(obj["buckets"], "manifest.buckets", minimum=1)
         if buckets > MAX_BUCKETS or buckets & (buckets - 1):
             raise _bad(f"buckets {buckets} must be a power of two up to {MAX_BUCKETS}")
@@ -265,6 +283,7 @@ class Manifest:
             created_at=need_int(obj["created_at"], "manifest.created_at"),
             delta=delta,
             complete=full,
+            private=private,
         )  # fmt: skip
         if records < len(listed):
             raise _bad(f"records {records} is fewer than its {len(listed)} {key}")

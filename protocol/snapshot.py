@@ -25,6 +25,7 @@ __all__ = [
     "MAX_SNAPSHOT_BUCKETS",
     "MIN_BUCKETS",
     "NONCE_SIZE",
+    "PRIVATE_SNAPSHOT_FORMAT",
     "RECORDS_PER_BUCKET",
     "SNAPSHOT_FORMAT",
     "PreviousSnapshot",
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 SNAPSHOT_FORMAT = "sealmem/snapshot/v1"
+PRIVATE_SNAPSHOT_FORMAT = "sealmem/private-snapshot/v1"
 MIN_BUCKETS = 64
 MAX_SNAPSHOT_BUCKETS = 1024
 RECORDS_PER_BUCKET = 64
@@ -83,11 +85,14 @@ def bucket_key(suite: Suite, record_id: str) -> int:
     return bucket_of(suite, record_id, BUCKET_KEYS)
 
 
-def chunk_ad(team: str, project: str, writer: str, epoch: int, bucket: int) -> bytes:
-    """The associated data that binds a chunk to its place."""
+def chunk_ad(
+    team: str, project: str, writer: str, epoch: int, bucket: int, *, private: bool = False
+) -> bytes:
+    """The associated data that binds a chunk to its place (and to its kind: a private
+    chunk never opens as a team chunk, nor the reverse)."""
     return canonical.encode(
         {
-            "format": SNAPSHOT_FORMAT,
+            "format": PRIVATE_SNAPSHOT_FORMAT if private else SNAPSHOT_FORMAT,
             "team": team,
             "project": project,
             "writer": writer,
@@ -121,7 +126,8 @@ def listed_against(suite: Suite, built: Manifest, listing: tuple[Manifest, str] 
     if (
         base.delta is not None
         or not base.complete
-        or (base.team, base.project, base.writer) != (built.team, built.project, built.writer)
+        or (base.team, base.project, base.writer, base.private)
+        != (built.team, built.project, built.writer, built.private)
         or (base.epoch, base.buckets) != (built.epoch, built.buckets)
         or not 0 < built.seq - base.seq < FULL_EVERY
     ):
@@ -181,6 +187,7 @@ def build_snapshot(
     previous: PreviousSnapshot | None = None,
     only: Rebuild | None = None,
     listing: tuple[Manifest, str] | None = None,
+    private: bool = False,
 ) -> Snapshot:
     """Bucket, compress, pad, encrypt and sign ``records`` (all written by ``signer``).
 
@@ -189,13 +196,16 @@ def build_snapshot(
     digest from ``previous`` unread: the snapshot equals the one built from all the
     records, provided no bucket outside ``only.buckets`` changed since ``previous``.
     With ``listing``, the manifest may be published as a delta (:func:`listed_against`).
+    ``private``: a private chain's snapshot (private records, under the member key).
     """
     writer = signer.kid
-    by_id = _checked(records, writer, project)
+    by_id = _checked(records, writer, project, "private" if private else "team")
     old = previous  # its chunks are reusable only in the same chain and epoch
     if old is not None:
         m = old.manifest
-        if (m.team, m.project, m.writer, m.epoch) != (team, project, writer, epoch):
+        if (m.team, m.project, m.writer, m.epoch, m.private) != (
+            team, project, writer, epoch, private
+        ):  # fmt: skip
             old = None
     buckets, total = _layout(old, only, len(by_id))
     if old is not None and buckets != old.manifest.buckets:
@@ -218,7 +228,7 @@ def build_snapshot(
             refs.append(ref)
             continue
         padded = suite.pad(zlib.compress(plaintext, _ZLIB_LEVEL))
-        ad = chunk_ad(team, project, writer, epoch, bucket)
+        ad = chunk_ad(team, project, writer, epoch, bucket, private=private)
         chunk = key.encrypt(padded, ad, nonce=random(NONCE_SIZE))
         cid = chunk_id(suite, chunk)
         new_chunks[cid] = chunk
@@ -228,20 +238,25 @@ def build_snapshot(
         team=team, project=project, writer=writer, seq=seq, prev=prev, epoch=epoch,
         roster_version=roster_version, buckets=buckets, chunks=tuple(refs), records=total,
         heads=tuple(sorted(heads, key=lambda h: (h.writer, h.project))), created_at=created_at,
+        private=private,
     )  # fmt: skip
     manifest = listed_against(suite, manifest, listing)
     envelope, digest = manifest.sign_and_hash(suite, signer)
     return Snapshot(manifest, envelope, new_chunks, digests, digest)
 
 
-def _checked(records: Iterable[Record], writer: str, project: str) -> dict[str, Record]:
-    """``records`` by id, each validated: team records of ``project`` edited by ``writer``."""
+def _checked(
+    records: Iterable[Record], writer: str, project: str, visibility: str
+) -> dict[str, Record]:
+    """``records`` by id, each validated: ``visibility`` records of ``project`` edited by
+    ``writer``."""
     by_id: dict[str, Record] = {}
     for rec in records:
-        if rec.editor != writer or rec.project != project or rec.visibility != "team":
+        if rec.editor != writer or rec.project != project or rec.visibility != visibility:
             raise InputError(
                 f"record {rec.id} cannot go into {writer}'s snapshot of {project!r}: "
-                "a snapshot carries only team records of its project edited by its writer"
+                f"a snapshot carries only {visibility} records of its project edited by "
+                "its writer"
             )
         if rec.id in by_id:
             raise InputError(f"record {rec.id} appears twice; pass one version per id")

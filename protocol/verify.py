@@ -259,6 +259,8 @@ def accept_manifest(
     _team(state, env.body, "manifest")
     m = Manifest.from_body(env.body)
     where = f"manifest {m.writer}/{m.project} seq {m.seq}"
+    if m.private:
+        raise Rejected(reasons.MALFORMED, f"{where}: a private manifest in a team slot")
     if project is not None and m.project != project:
         raise Rejected(reasons.CROSS_PROJECT, f"{where} was served as one of {project!r}")
     if m.writer != env.signer or (writer is not None and m.writer != writer):

@@ -90,7 +90,7 @@ def set_trust(
     state: Annotated[str, typer.Argument(metavar="STATE", help="trusted, review or muted.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Set how far a teammate's memories reach your agent (on this machine)."""
+    """Set how far a teammate's memories reach your agent (on each of your devices)."""
     from ..store.trust_rows import save_member_state
 
     if state not in STATES:

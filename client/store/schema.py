@@ -440,6 +440,14 @@ CREATE TABLE freshness (
 """When this reader last recalled a memory and last kept it in ``sealmem review``: what
 makes a memory no one confirms stale (:mod:`.freshness`); never synced."""
 
+_TRUST_DEVICE = """
+ALTER TABLE member_trust ADD COLUMN device TEXT NOT NULL DEFAULT '';
+ALTER TABLE member_trust ADD COLUMN counter INTEGER NOT NULL DEFAULT 0;
+"""
+"""A trust state a sibling device set (its kid; '' for this device) at HLC (set_at,
+counter): merged per teammate, last writer wins (SPEC "Private memories and trust
+follow the member")."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, BASELINE, _MEMORIES + _TEAM + _DERIVED),
     Migration(2, "source: who wrote a memory's text", _SOURCE),
@@ -454,7 +462,7 @@ MIGRATIONS: list[Migration] = [
     ),
     Migration(8, "freshness: when a memory was last recalled or kept in review", _FRESHNESS),
     Migration(9, "embeddings: local vectors of the semantic extra, never synced", _EMBEDDINGS),
-    Migration(10, "reserved", ""),  # another change's number: replaced by it when joined
+    Migration(10, "trust device: which device of the member set a trust state", _TRUST_DEVICE),
     Migration(11, "grams of Hangul runs and of one character", "", _refill_grams),
 ]
 

@@ -4,7 +4,10 @@
 the default of :func:`sealmem.client.recall.trust.default_state`); ``verdicts`` what a
 person decided about one version of a teammate's memory waiting for review, or of a
 proposal: ``accepted`` or ``dismissed``.  Neither is part of a memory: they are the
-reader's local view, written here and nowhere else.
+reader's own view, never published to the team; the trust states (not the verdicts)
+follow the person to its other devices, sealed (:mod:`sealmem.client.sync.private_chains`):
+a row's ``device`` is the sibling that set it ('' for this device), merged by
+``(set_at, counter, device)``, last writer wins.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from .connection import transaction
 
 __all__ = [
     "VersionKey",
+    "decisions_here",
     "member_settings",
+    "merge_decision",
     "save_member_state",
     "save_verdict",
     "verdicts",
@@ -42,11 +47,39 @@ def member_settings(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def save_member_state(conn: sqlite3.Connection, member: str, state: str, now: int) -> None:
+    """A person's decision on this device (it travels to the member's other devices)."""
     with transaction(conn):
         conn.execute(
-            "INSERT OR REPLACE INTO member_trust (member, state, set_at) VALUES (?, ?, ?)",
+            "INSERT OR REPLACE INTO member_trust (member, state, set_at, device, counter) "
+            "VALUES (?, ?, ?, '', 0)",
             (member, state, now),
         )
+
+
+def decisions_here(conn: sqlite3.Connection) -> list[tuple[str, str, int, int]]:
+    """(member, state, set_at, counter) of every decision made on this device."""
+    rows = conn.execute(
+        "SELECT member, state, set_at, counter FROM member_trust WHERE device = '' ORDER BY member"
+    )
+    return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+
+def merge_decision(
+    conn: sqlite3.Connection, me: str, device: str, member: str, state: str, at: tuple[int, int]
+) -> bool:
+    """Keep ``device``'s decision on ``member`` if it is the last one written: the highest
+    (set_at, counter, device kid), this device's decisions counting under ``me``."""
+    row = conn.execute(
+        "SELECT set_at, counter, device FROM member_trust WHERE member = ?", (member,)
+    ).fetchone()
+    if row is not None and (int(row[0]), int(row[1]), str(row[2]) or me) >= (*at, device):
+        return False
+    conn.execute(
+        "INSERT OR REPLACE INTO member_trust (member, state, set_at, device, counter) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (member, state, at[0], device, at[1]),
+    )
+    return True
 
 
 def verdicts(conn: sqlite3.Connection) -> dict[VersionKey, str]:

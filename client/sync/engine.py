@@ -57,6 +57,7 @@ from . import clockhealth, dropping, freshness, outgoing, replica
 from .enrolment import check_enrolment
 from .local_only import LocalOnly, local_only
 from .own_chain import read_own_chains
+from .private_chains import sync_private
 from .pull import pull_project
 from .push import push_project, redact_pending
 from .session import Refusal, Team
@@ -224,6 +225,8 @@ def _run(
             push_project(team, state, project, summary, tick, pushable.get(project))
         with transaction(team.conn):
             outgoing.drop_unused_dirty(team.conn)
+    if pull or push:  # private memories to and from this member's other devices
+        sync_private(team, state, summary, tick, push=push and revoked is None)
     _note_local_only(team, roster, summary)
 
 

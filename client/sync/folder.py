@@ -6,6 +6,10 @@ Layout under ``{root}/sealmem/{team}/``::
     keyrings/{project}/{epoch:010d}.json
     snapshots/{project}/{writer}/manifest-{seq:012d}.json
     snapshots/{project}/{writer}/chunks/{chunk_id}
+    private/{member}/{device}/{project}/manifest-{seq:012d}.json   (a private chain)
+    private/{member}/{device}/{project}/chunks/{chunk_id}
+    private/{member}/keyrings/{epoch:010d}.json                    (member keyrings)
+    private/{member}/trust/{device}.json                           (trust decisions)
     requests/{kid}.json
     holes/{project}/{writer}/{reader}.json   (hole reports, :mod:`.folder_chunks`)
     checkpoint/{seq:010d}.json
@@ -32,6 +36,7 @@ under the member's key): only a file it accepts, at the seq its name says, count
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import re
 import stat
@@ -45,6 +50,7 @@ from ...protocol.checkpoint import MAX_CHECKPOINT_BYTES
 from ...protocol.encoding import HEX_HASH_RE, KID_RE
 from ...protocol.errors import InputError, Rejected, TransportError
 from ...protocol.manifest import MAX_CHUNK_BYTES, MAX_MANIFEST_BYTES, peek
+from ...protocol.private_trust import MAX_TRUST_BYTES
 from ...protocol.snapshot import chunk_id as hash_chunk
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_ROSTER_BYTES
 from ..clock import now_ms
@@ -78,9 +84,13 @@ def _name(value: str, what: str) -> str:
     return value
 
 
-def _snapshots(project: str, writer: str, *more: str) -> tuple[str, ...]:
-    """The parts of ``snapshots/{project}/{writer}/{more}``, the names checked."""
-    return ("snapshots", _name(project, "project"), _name(writer, "writer"), *more)
+def _snapshots(project: str, writer: str, *more: str, member: str | None = None) -> tuple[str, ...]:
+    """The parts of ``snapshots/{project}/{writer}/{more}`` (of a private chain:
+    ``private/{member}/{writer}/{project}/{more}``), the names checked."""
+    project, writer = _name(project, "project"), _name(writer, "writer")
+    if member is not None:
+        return ("private", _name(member, "member"), writer, project, *more)
+    return ("snapshots", project, writer, *more)
 
 
 class FolderTransport(Transport):
@@ -99,6 +109,55 @@ class FolderTransport(Transport):
         self._verified = Verified()  # chunk files found intact
         #: the mtime the file server gave our newest manifest, and when we saw it
         self._server_time: tuple[int, float] | None = None
+        self._member: str | None = None  # set in a private space's view
+
+    def _chain(self, project: str, writer: str, *more: str) -> tuple[str, ...]:
+        return _snapshots(project, writer, *more, member=self._member)
+
+    def private_space(self, member: str) -> FolderTransport:
+        """This folder seen as ``member``'s private space: the chain methods (manifests,
+        chunks, push) work on its devices' private chains."""
+        view = copy.copy(self)
+        view._member = _name(member, "member")
+        view._verified = Verified()
+        return view
+
+    def chain_projects(self, writer: str) -> list[str]:
+        """The projects of ``writer``'s private chains in this private space."""
+        if self._member is None or not KID_RE.fullmatch(writer):
+            return []
+        with self._dirs.reading("private", self._member, writer) as wdir:
+            return sorted(
+                n for n in self._dirs.names(wdir) if _NAME.match(n) and n not in {".", ".."}
+            )
+
+    def member_keyrings(self) -> list[bytes]:
+        if self._member is None:
+            return []
+        with self._dirs.reading("private", self._member, "keyrings") as directory:
+            return [
+                d
+                for _, name in self._dirs.listing(directory, _NUMBERED)
+                if (d := self._dirs.read(directory, name, MAX_KEYRING_BYTES))
+            ]
+
+    def trust(self, writer: str) -> bytes | None:
+        if self._member is None or not KID_RE.fullmatch(writer):
+            return None
+        with self._dirs.reading("private", self._member, "trust") as directory:
+            return self._dirs.read(directory, f"{writer}.json", MAX_TRUST_BYTES)
+
+    def put_trust(self, writer: str, data: bytes) -> None:
+        if self._member is None:
+            raise InputError("trust decisions go into a member's private space")
+        with self._dirs.writing("private", self._member, "trust") as directory:
+            directory.write(f"{_name(writer, 'writer')}.json", data)
+
+    def put_member_keyring(self, epoch: int, data: bytes) -> None:
+        if self._member is None:
+            raise InputError("a member keyring goes into a member's private space")
+        with self._dirs.writing("private", self._member, "keyrings") as directory:
+            directory.write(f"{epoch:010d}.json", data)
 
     @property
     def location(self) -> str:
@@ -117,7 +176,7 @@ class FolderTransport(Transport):
 
     def _manifests(self, project: str, writer: str) -> list[bytes]:
         """A writer's newest :data:`MANIFESTS_KEPT` manifests that are files, newest first."""
-        with self._dirs.reading("snapshots", project, writer) as writer_dir:
+        with self._dirs.reading(*self._chain(project, writer)) as writer_dir:
             found = self._dirs.listing(writer_dir, _MANIFEST)[-MANIFESTS_KEPT:]
             return [
                 d
@@ -196,7 +255,7 @@ class FolderTransport(Transport):
     def newest_manifest(self, project: str, writer: str) -> bytes | None:
         if not KID_RE.fullmatch(writer):
             return None
-        with self._dirs.reading(*_snapshots(project, writer)) as writer_dir:
+        with self._dirs.reading(*self._chain(project, writer)) as writer_dir:
             found = self._dirs.listing(writer_dir, _MANIFEST)
             return self._dirs.read(writer_dir, found[-1][1], MAX_MANIFEST_BYTES) if found else None
 
@@ -205,14 +264,14 @@ class FolderTransport(Transport):
         is a delta listed against it)."""
         if not KID_RE.fullmatch(writer):
             return []
-        with self._dirs.reading(*_snapshots(project, writer)) as writer_dir:
+        with self._dirs.reading(*self._chain(project, writer)) as writer_dir:
             data = self._dirs.read(writer_dir, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES)
         return [] if data is None else [data]
 
     def chunk(self, project: str, writer: str, chunk_id: str) -> bytes | None:
         if not HEX_HASH_RE.fullmatch(chunk_id):
             return None
-        with self._dirs.reading(*_snapshots(project, writer, "chunks")) as chunk_dir:
+        with self._dirs.reading(*self._chain(project, writer, "chunks")) as chunk_dir:
             return self._dirs.read(chunk_dir, chunk_id, MAX_CHUNK_BYTES)
 
     def _counts(self, data: bytes | None, project: str, writer: str, seq: int) -> bool:
@@ -238,13 +297,13 @@ class FolderTransport(Transport):
     def push(
         self, project: str, writer: str, seq: int, manifest: bytes, chunks: Mapping[str, bytes]
     ) -> None:
-        with self._dirs.writing(*_snapshots(project, writer)) as wdir:
+        with self._dirs.writing(*self._chain(project, writer)) as wdir:
             held, held_bytes = self._newest_held(wdir, project, writer)
             if held > seq or (held == seq and held_bytes != manifest):
                 raise self._conflict(project, writer, seq, held)
             if held == seq:
                 return  # this very manifest is already the newest: nothing to do
-            with self._dirs.make("snapshots", project, writer, "chunks") as chunk_dir:
+            with self._dirs.make(*self._chain(project, writer, "chunks")) as chunk_dir:
                 for chunk_id, data in chunks.items():
                     if not HEX_HASH_RE.fullmatch(chunk_id):
                         raise InputError(f"chunk id {chunk_id!r} is not a 64-digit hex hash")
@@ -316,13 +375,13 @@ class FolderTransport(Transport):
 
     def damaged_manifest(self, project: str, writer: str, seq: int, manifest: bytes) -> bool:
         """Whether the file of manifest ``seq`` is gone or not these bytes (one small read)."""
-        with self._dirs.reading(*_snapshots(project, writer)) as d:
+        with self._dirs.reading(*self._chain(project, writer)) as d:
             return self._dirs.read(d, f"manifest-{seq:012d}.json", MAX_MANIFEST_BYTES) != manifest
 
     def damaged_chunks(self, project: str, writer: str, chunk_ids: Iterable[str]) -> set[str]:
         """Chunks missing, not files, or not hashing to their id (:mod:`.folder_chunks`)."""
         ids, told = list(chunk_ids), folder_chunks.reported(self._dirs, project, writer)
-        with self._dirs.reading(*_snapshots(project, writer, "chunks")) as chunk_dir:
+        with self._dirs.reading(*self._chain(project, writer, "chunks")) as chunk_dir:
             if chunk_dir is None:
                 return set(ids)
             bad = {c for c in ids if not HEX_HASH_RE.fullmatch(c)}
@@ -330,12 +389,14 @@ class FolderTransport(Transport):
             return bad | self._verified.damaged(project, writer, chunk_dir, ok, self._intact, told)
 
     def report_holes(self, project: str, writer: str, reader: str, ids: Sequence[str]) -> None:
-        _, project, writer = _snapshots(project, writer)  # the names checked
+        _snapshots(project, writer)  # the names checked
+        if self._member is not None:
+            return  # a private chain's readers are the writer's siblings: no reports
         folder_chunks.report(self._dirs, project, writer, reader, ids)
 
     def collect(self, project: str, writer: str, keep: set[str], grace_ms: int) -> int:
         # A delete: a link on the way is refused (Symlinked), never skipped or followed.
-        parts = ("sealmem", self._dirs.team, *_snapshots(project, writer, "chunks"))
+        parts = ("sealmem", self._dirs.team, *self._chain(project, writer, "chunks"))
         chunk_dir = SafeDir.open(self._root, parts)
         if chunk_dir is None:
             return 0

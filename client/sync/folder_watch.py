@@ -28,12 +28,19 @@ _WATCH_DEBOUNCE_MS = 400
 
 def fingerprint(base: Path, ignore_writer: str | None) -> str:
     """A digest of what a sync reads: names, sizes and mtimes of rosters, keyrings,
-    manifests (but ``ignore_writer``'s) and join requests; chunks follow manifests."""
+    manifests, private ones included (but ``ignore_writer``'s), member keyrings and join
+    requests; chunks follow manifests."""
     digest = hashlib.blake2b(digest_size=16)
     dirs = [d for d in (base / "roster", base / "requests") if not d.is_symlink()]
     dirs += _subdirs(base / "keyrings")
     for project_dir in _subdirs(base / "snapshots"):
         dirs += [d for d in _subdirs(project_dir) if d.name != ignore_writer]
+    for member_dir in _subdirs(base / "private"):  # member keyrings, siblings' chains
+        for device_dir in _subdirs(member_dir):
+            if device_dir.name in ("keyrings", "trust"):
+                dirs.append(device_dir)
+            elif device_dir.name != ignore_writer:
+                dirs += _subdirs(device_dir)
     for directory in dirs:
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)

@@ -16,6 +16,7 @@ it one by one, once it is stored, and one that fails is tried again in the same 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import threading
@@ -35,6 +36,7 @@ from ..clock import now_ms
 from .door import door_warnings
 from .folder import FolderTransport
 from .hub_answers import HubError, blobs, chunk_ids, is_ms, json_object
+from .hub_private import PRIVATE_PATHS, PrivateSpaceCalls
 from .hub_sender import Sender
 from .readback import keyring_outcome, manifest_outcome, roster_outcome
 from .retry import Outcome
@@ -69,7 +71,7 @@ def open_transport(
     return FolderTransport(location, team, ours=ours)
 
 
-class HubTransport(Transport):
+class HubTransport(PrivateSpaceCalls, Transport):
     kind = "hub"
 
     def __init__(
@@ -106,6 +108,7 @@ class HubTransport(Transport):
         self._pending_keyrings: list[tuple[str, int, bytes]] = []  # (project, epoch, data)
         self._warnings: list[str] = []
         self._lost: dict[str, frozenset[str]] = {}  # per project: the hub's marks on our slot
+        self._member: str | None = None  # set in a private space's view
 
     @property
     def location(self) -> str:
@@ -120,7 +123,20 @@ class HubTransport(Transport):
     # -- one request -----------------------------------------------------------------
 
     def _path(self, template: str, **values: str | int) -> str:
+        if self._member is not None:  # a private space: the chain paths under it
+            template = PRIVATE_PATHS[template]
+            values["member"] = self._member
         return hubapi.path(template, team=self._team, **values)
+
+    # -- a member's private space ----------------------------------------------------
+
+    def private_space(self, member: str) -> HubTransport:
+        if KID_RE.fullmatch(member) is None:
+            raise InputError(f"{member!r} is not a member id")
+        view = copy.copy(self)
+        view._member = member
+        view._lost = {}
+        return view
 
     def _json(self, method: str, path: str, what: str, **kw: Any) -> dict[str, Any]:
         response = self._send(method, path, what, **kw)

@@ -33,7 +33,7 @@ import contextlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 
-from ...protocol.errors import TransportError
+from ...protocol.errors import InputError, TransportError
 
 __all__ = [
     "ConflictError",
@@ -243,3 +243,34 @@ class Transport(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, most transports hold nothing open
         """Release what the transport holds."""
+
+    # -- a member's private space (SPEC "Private memories and trust follow the member") --
+
+    def private_space(self, member: str) -> Transport | None:
+        """This transport seen as ``member``'s private space (its chain methods work on
+        that member's devices' private chains), or None when it holds no private space."""
+        del member
+        return None
+
+    def chain_projects(self, writer: str) -> list[str]:
+        """In a private space: the projects of ``writer``'s private chains."""
+        del writer
+        return []
+
+    def member_keyrings(self) -> list[bytes]:
+        """In a private space: its member's keyrings, every epoch."""
+        return []
+
+    def put_member_keyring(self, epoch: int, data: bytes) -> None:
+        """In a private space: publish (or replace) the member keyring of ``epoch``."""
+        raise InputError(f"{self.kind} transport holds no private space (epoch {epoch})")
+
+    def trust(self, writer: str) -> bytes | None:
+        """In a private space: ``writer``'s trust decisions, or None."""
+        del writer
+        return None
+
+    def put_trust(self, writer: str, data: bytes) -> None:
+        """In a private space: publish (replace) our trust decisions."""
+        del writer, data
+        raise InputError(f"{self.kind} transport holds no private space")

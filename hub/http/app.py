@@ -35,6 +35,7 @@ from ...protocol import hubapi
 from ...protocol.checkpoint import MAX_CHECKPOINT_BYTES
 from ...protocol.invite import MAX_JOIN_BYTES
 from ...protocol.manifest import MAX_CHUNK_BYTES
+from ...protocol.private_trust import MAX_TRUST_BYTES
 from ...protocol.verify import MAX_KEYRING_BYTES, MAX_MANIFEST_BYTES
 from ..auth import Authenticator, ReplayGuard
 from ..config import HubConfig
@@ -48,6 +49,7 @@ from .endpoints import Endpoints
 from .front import Front, Routes
 from .messages import Json
 from .metrics import Metrics
+from .private_routes import PrivateHandlers
 from .routes import Handlers
 from .workers import Pace, thread_runner
 
@@ -151,6 +153,23 @@ def _direct(config: HubConfig, endpoints: Endpoints) -> list[Route]:
         _route(hubapi.REQUEST, "GET", wrap(handlers.get_request, reads=True)),
         _route(hubapi.REQUEST, "DELETE", wrap(handlers.delete_request)),
         _route(hubapi.COLLECT, "POST", wrap(handlers.collect, hubapi.MAX_COLLECT_BYTES)),
+        *_private(endpoints),
+    ]
+
+
+def _private(endpoints: Endpoints) -> list[Route]:
+    """A member's private space: its devices only (:mod:`.private_routes`)."""
+    wrap, private = endpoints.wrap, PrivateHandlers(endpoints.handlers)
+    return [
+        _route(hubapi.PRIVATE_CHUNK, "GET", wrap(private.get_chunk, reads=True)),
+        _route(hubapi.PRIVATE_CHUNK, "PUT", wrap(private.put_chunk, MAX_CHUNK_BYTES)),
+        _route(hubapi.PRIVATE_MANIFEST, "PUT", wrap(private.put_manifest, MAX_MANIFEST_BYTES)),
+        _route(hubapi.PRIVATE_MANIFESTS, "GET", wrap(private.get_manifests, reads=True)),
+        _route(hubapi.PRIVATE_CHAINS, "GET", wrap(private.get_chains, reads=True)),
+        _route(hubapi.PRIVATE_KEYRINGS, "GET", wrap(private.get_keyrings, reads=True)),
+        _route(hubapi.PRIVATE_KEYRING, "PUT", wrap(private.put_keyring, MAX_KEYRING_BYTES)),
+        _route(hubapi.PRIVATE_TRUST, "GET", wrap(private.get_trust, reads=True)),
+        _route(hubapi.PRIVATE_TRUST, "PUT", wrap(private.put_trust, MAX_TRUST_BYTES)),
     ]
 
 

@@ -30,6 +30,7 @@ from ..config import HubConfig
 from ..door import Door
 from ..errors import Refusal
 from ..limits import RateLimiter, check_quota
+from ..slots import is_private_slot
 from ..storage import BlobKey, Storage
 from ..teams import Teams, genesis_signer
 from .messages import Ctx, Json
@@ -145,7 +146,7 @@ class Handlers:
     @staticmethod
     def _reader(state: TrustedState, caller: Caller, project: str, writer: str | None) -> None:
         roster = state.roster
-        if roster is None or project not in roster.projects:
+        if roster is None or project not in roster.projects or is_private_slot(project):
             raise Refusal(404, hubapi.NOT_FOUND, f"project {project!r} is not in the team's roster")
         if writer == caller.kid or roster.can_read(caller.kid, project):
             return
@@ -158,7 +159,7 @@ class Handlers:
                 403, hubapi.NOT_YOUR_SLOT, f"member {caller.kid} may write only its own snapshot"
             )
         roster = state.roster
-        if roster is None or not roster.can_write(caller.kid, project):
+        if roster is None or not roster.can_write(caller.kid, project) or is_private_slot(project):
             raise _no_grant(caller.kid, project, "write")
 
     # -- rosters and keyrings --------------------------------------------------------
@@ -245,7 +246,7 @@ class Handlers:
     def get_keyrings(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
         project = ctx.param("project")
-        if not caller.admin:
+        if not caller.admin or is_private_slot(project):  # member keyrings: hub/private.py
             self._reader(state, caller, project, None)
         blobs = self.storage.keyrings(team, project)
         return Json({"keyrings": _envelopes([b.data for b in blobs])})

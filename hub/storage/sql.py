@@ -115,6 +115,18 @@ class Storage(ChunkRules):
             out.setdefault(str(w), []).append(bytes(data))
         return out
 
+    def slot_manifests(self, team: str, prefix: str, writer: str) -> list[bytes]:
+        """The newest manifest of each of ``writer``'s slots whose name starts with
+        ``prefix`` (letters, digits and ``-`` only: no LIKE wildcard)."""
+        rows = self._read(
+            "SELECT m.data FROM manifests m WHERE m.team = ? AND m.writer = ? "
+            "AND m.project LIKE ? AND m.seq = (SELECT MAX(n.seq) FROM manifests n "
+            "WHERE n.team = m.team AND n.project = m.project AND n.writer = m.writer) "
+            "ORDER BY m.project",
+            (team, writer, prefix + "%"),
+        )
+        return [bytes(r[0]) for r in rows]
+
     def newest_seqs(self, team: str, project: str) -> dict[str, int]:
         rows = self._read(
             "SELECT writer, MAX(seq) FROM manifests WHERE team = ? AND project = ? GROUP BY writer",

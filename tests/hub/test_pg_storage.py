@@ -417,3 +417,20 @@ def test_idle_rate_limit_buckets_are_purged(replicas: list[PgStorage], pg_dsn: s
     with psycopg.connect(pg_dsn) as conn:
         keys = [r[0] for r in conn.execute("SELECT key FROM rate_buckets").fetchall()]
     assert keys == ["member:k"]
+
+
+def test_the_newest_manifest_of_each_private_slot(replicas: list[PgStorage]) -> None:
+    from sealmem.hub.slots import chain_slot, slot_prefix
+
+    a, b, _ = replicas
+    _register(a)
+    member = "m" * 26
+    one, two = chain_slot(member, "webapp"), chain_slot(member, "infra")
+    for slot, seq in ((one, 1), (one, 2), (two, 1)):
+        with a.write(TEAM) as w:
+            head = StoredHead(slot, WRITER, seq, f"h{seq}", 0)
+            w.put_manifest(head, f"{slot}/{seq}".encode(), [], 3, 10)
+    _manifest(a, 1, b"a team manifest")  # not in the private space
+    found = b.slot_manifests(TEAM, slot_prefix(member), WRITER)
+    assert sorted(found) == sorted([f"{one}/2".encode(), f"{two}/1".encode()])
+    assert b.slot_manifests(TEAM, slot_prefix("n" * 26), WRITER) == []

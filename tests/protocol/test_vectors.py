@@ -43,6 +43,8 @@ from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.invite import read_invite, read_join_request
 from sealmem.protocol.merge import merge_many
 from sealmem.protocol.names import name_skeleton
+from sealmem.protocol.private import PrivateState, accept_member_keyring, accept_private_manifest
+from sealmem.protocol.private_trust import accept_trust, open_trust
 from sealmem.protocol.record import Record
 from sealmem.protocol.settings import DEFAULTS
 from sealmem.protocol.snapshot import bucket_count, bucket_of
@@ -69,7 +71,11 @@ KINDS = {
     "roster", "keyring", "manifest", "snapshot", "canonical", "kid", "object-hash", "base64",
     "padme", "unpad", "bucket", "invite", "join", "admission", "request", "merge",
     "checkpoint", "record", "skeleton", "own-chain", "device-invite", "device-join",
-    "device-admission",
+    "device-admission", "member-keyring", "private-snapshot", "private-trust",
+}  # fmt: skip
+TRUSTED_KINDS = {
+    "roster", "keyring", "manifest", "snapshot", "checkpoint", "member-keyring", "private-snapshot",
+    "private-trust",
 }  # fmt: skip
 
 
@@ -228,17 +234,33 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
             **inputs,
             "object": {**inputs["object"], "data": b64e(object_bytes(inputs["object"]))},
         }
-    if inputs["object"]["kind"] not in {"roster", "keyring", "manifest", "snapshot", "checkpoint"}:
+    if inputs["object"]["kind"] not in TRUSTED_KINDS:
         assert not inputs["setup"]
         return derive(inputs["object"])
     state = TrustedState.pin(SUITE, inputs["team"], b64d(inputs["root_public"]))
+    private = PrivateState()
     for i, step in enumerate(inputs["setup"]):
         try:
-            state = accept_object(state, step)
+            if step["kind"] == "member-keyring":
+                private, _ = accept_member_keyring(SUITE, state, private, object_bytes(step))
+            else:
+                state = accept_object(state, step)
         except Rejected as exc:  # a broken setup must not pass as the expected rejection
             pytest.fail(f"setup step {i} ({step['kind']}) was refused: {exc}")
     obj = inputs["object"]
     data = b64d(obj["data"])
+    if obj["kind"] == "member-keyring":
+        accept_member_keyring(SUITE, state, private, data)
+        return None
+    if obj["kind"] == "private-trust":
+        found = accept_trust(
+            SUITE, state, private, data, member=obj["member"], writer=obj["writer"],
+            held_seq=obj.get("held_seq", 0),
+        )  # fmt: skip
+        return {"entries": len(open_trust(found, ContentKey(b64d(obj["content_key"]))))}
+    if obj["kind"] == "private-snapshot":
+        _, manifest = accept_private_manifest(SUITE, state, private, data, member=obj["member"])
+        return _open(case, obj, manifest)
     if obj["kind"] == "checkpoint":
         now = obj["now_ms"]
         previous = obj.get("previous")
@@ -266,7 +288,13 @@ def replay(case: dict[str, Any]) -> int | dict[str, Any] | None:
     state, manifest = accept_manifest(SUITE, state, data, **where, rebuild=offered)
     if obj["kind"] == "manifest":
         return None
-    manifest = offered(manifest)
+    return _open(case, obj, manifest)
+
+
+def _open(case: dict[str, Any], obj: dict[str, Any], manifest: Any) -> int | dict[str, Any]:
+    """Open the chunks of an accepted (team or private) snapshot vector, rebuilt from the
+    ``bases`` it offers."""
+    manifest = _offered(obj.get("bases", []))(manifest)
     chunks = {cid: b64d(text) for cid, text in obj["chunks"].items()}
     key = ContentKey(b64d(obj["content_key"]))
     now = obj.get("now_ms", READER_NOW)

@@ -842,10 +842,11 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"vector name {v.name} is used twice")
         docs[v.name] = vector_json(v)
     from .devices import device_docs
+    from .private import private_docs
     from .settings import settings_docs
     from .sizes import size_docs
 
-    for name, doc in {**device_docs(), **size_docs(), **settings_docs()}.items():
+    for name, doc in {**device_docs(), **size_docs(), **settings_docs(), **private_docs()}.items():
         if name in docs:
             raise SystemExit(f"vector name {name} is used twice")
         docs[name] = doc
