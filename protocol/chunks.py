@@ -139,26 +139,7 @@ def open_chunk(
             raise Rejected(reasons.MALFORMED, f"{where}: {exc}") from exc
         if records and rec.id <= records[-1].id:
             raise Rejected(reasons.MALFORMED, f"{where}: records not strictly sorted by id")
-        if rec.editor != manifest.writer:
-            raise Rejected(
-                reasons.EDITOR_MISMATCH,
-                f"{where}: record {rec.id} was edited by {rec.editor}, not the signer",
-            )
-        if rec.project != manifest.project:
-            raise Rejected(
-                reasons.CROSS_PROJECT, f"{where}: record {rec.id} belongs to {rec.project!r}"
-            )
-        if rec.visibility != visibility:
-            raise Rejected(
-                reasons.MALFORMED, f"{where}: record {rec.id} is {rec.visibility}, not {visibility}"
-            )
-        if hlc.too_far_ahead(rec.hlc, now_ms):
-            raise Rejected(
-                reasons.CLOCK_AHEAD,
-                f"{where}: record {rec.id} has clock {rec.hlc.wall} ms, more than "
-                f"{hlc.MAX_AHEAD_MS // 3_600_000} h ahead of this reader's {now_ms} ms; "
-                "the writer's clock is wrong (ask them to fix it and sync again)",
-            )
+        _check_record(rec, manifest, visibility, now_ms, where)
         slot = bucket_key(suite, rec.id)
         bucket = slot % buckets if divides else bucket_of(suite, rec.id, buckets)
         if bucket != ref.bucket:
@@ -166,6 +147,32 @@ def open_chunk(
         records.append(rec)
         keys.append(slot)
     return records, len(plaintext), keys
+
+
+def _check_record(
+    rec: Record, manifest: Manifest, visibility: str, now_ms: int, where: str
+) -> None:
+    """The rules a record of ``manifest``'s chunk answers to alone (Chunk rules)."""
+    if rec.editor != manifest.writer:
+        raise Rejected(
+            reasons.EDITOR_MISMATCH,
+            f"{where}: record {rec.id} was edited by {rec.editor}, not the signer",
+        )
+    if rec.project != manifest.project:
+        raise Rejected(
+            reasons.CROSS_PROJECT, f"{where}: record {rec.id} belongs to {rec.project!r}"
+        )
+    if rec.visibility != visibility:
+        raise Rejected(
+            reasons.MALFORMED, f"{where}: record {rec.id} is {rec.visibility}, not {visibility}"
+        )
+    if hlc.too_far_ahead(rec.hlc, now_ms):
+        raise Rejected(
+            reasons.CLOCK_AHEAD,
+            f"{where}: record {rec.id} has clock {rec.hlc.wall} ms, more than "
+            f"{hlc.MAX_AHEAD_MS // 3_600_000} h ahead of this reader's {now_ms} ms; "
+            "the writer's clock is wrong (ask them to fix it and sync again)",
+        )
 
 
 def chunk_slot(manifest: Manifest, ref: ChunkRef) -> str:

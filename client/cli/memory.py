@@ -228,27 +228,26 @@ def recall(
     if not groups:
         output.say(f"nothing close to {query!r}: {nothing_close(query)}")
         return
-    blocks = []
-    for rank, group in enumerate(groups, start=1):
-        hit = group.leader
-        others = [h.memory for h in group.others]
-        label = "related, matches none of your words: " if hit.related else ""
-        extra = [output.why_line(hit.why), *trust[hit.memory.id][1]]
-        marked = {h.memory.id: grouping.marks(h) for h in group.others}
-        extra += grouping.lines(others, names, me, stale=hit.stale, marked=marked)
-        for newer in hit.superseded_by:
-            extra.append(f"superseded by {newer.record.id}: {newer.record.content[:120]}")
-        blocks.append(
-            output.memory_block(
-                hit.memory,
-                heading=f"{rank}. ({hit.score:.3f}) {label}",
-                extra=extra,
-                names=names,
-                me=me,
-            )
-        )
-    output.say("\n\n".join(blocks))
+    output.say(
+        "\n\n".join(_hit_block(rank, g, trust, names, me) for rank, g in enumerate(groups, 1))
+    )
     grouping.note_recalled(due)
+
+
+def _hit_block(rank: int, group: Any, trust: dict[str, Any], names: Any, me: str) -> str:
+    """One recall result as text: its heading, why it ranked, its trust and its repeats."""
+    from . import grouping
+
+    hit = group.leader
+    others = [h.memory for h in group.others]
+    label = "related, matches none of your words: " if hit.related else ""
+    extra = [output.why_line(hit.why), *trust[hit.memory.id][1]]
+    marked = {h.memory.id: grouping.marks(h) for h in group.others}
+    extra += grouping.lines(others, names, me, stale=hit.stale, marked=marked)
+    for newer in hit.superseded_by:
+        extra.append(f"superseded by {newer.record.id}: {newer.record.content[:120]}")
+    heading = f"{rank}. ({hit.score:.3f}) {label}"
+    return output.memory_block(hit.memory, heading=heading, extra=extra, names=names, me=me)
 
 
 def show(

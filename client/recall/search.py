@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from ..store.scripts import is_run
 from . import semantic
+from .frequencies import document_frequencies
 from .matching import Held, select, unheard
 from .names import author_names
 from .ranking import (
@@ -58,7 +59,6 @@ from .sql import (
     Row,
     Scope,
     bm25_pool,
-    document_frequencies,
     fetch,
     history_pool,
     narrow_scope,
@@ -168,10 +168,7 @@ def search(
     if not terms:
         return []
     stems = [t.stem for t in terms]
-    prefixed = 0
-    for i, t in enumerate(terms):
-        if _prefixed(t.stem, weights):
-            prefixed |= 1 << i
+    prefixed = sum(1 << i for i, t in enumerate(terms) if _prefixed(t.stem, weights))
     wide = [s for i, s in enumerate(stems) if prefixed >> i & 1]
     n_docs, counts, longer = document_frequencies(conn, stems, include_history, wide)
     df = {s: max(counts[s], counts.get(s + "*", 0)) for s in stems}
@@ -219,19 +216,31 @@ def search(
         lambda r: any(s in strong for s in near.get(r, ())), k,
     )  # fmt: skip
     left_out = {"context": not context, "date": not spans, "entity": not entities}
-    out: list[Scored] = []
-    for rowid, related in chosen:
-        why = {
-            name: part
-            for name, part in zip(_NAMES, scorer.parts(rowid), strict=True)
-            if not left_out.get(name)
-        }
-        if rowid in from_history:
-            why["history"] = 0.0
-        if rowid in lift:
-            why["semantic"] = lift[rowid]
-        out.append(Scored(rows[rowid][1], sum(why.values()), why, related))
-    return out
+    return [
+        _scored(r, related, rows, scorer, left_out, from_history, lift) for r, related in chosen
+    ]
+
+
+def _scored(
+    rowid: int,
+    related: bool,
+    rows: dict[int, Row],
+    scorer: Scorer,
+    left_out: dict[str, bool],
+    from_history: set[int],
+    lift: dict[int, float],
+) -> Scored:
+    """One chosen row as a result, with the parts of its score that were in play."""
+    why = {
+        name: part
+        for name, part in zip(_NAMES, scorer.parts(rowid), strict=True)
+        if not left_out.get(name)
+    }
+    if rowid in from_history:
+        why["history"] = 0.0
+    if rowid in lift:
+        why["semantic"] = lift[rowid]
+    return Scored(rows[rowid][1], sum(why.values()), why, related)
 
 
 def _prefixed(stem: str, weights: RankingWeights) -> bool:

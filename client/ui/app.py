@@ -102,6 +102,22 @@ def _reads(home: Path, project: str) -> dict[str, tuple[str, Read]]:
     }
 
 
+def _with_store(db: Path, author: str, readonly: bool, work: Callable[[MemoryStore], Any]) -> Any:
+    """``work`` on the store at ``db``, opened for this call alone."""
+    store = MemoryStore.open(db, author=author, readonly=readonly)
+    try:
+        return work(store)
+    finally:
+        store.close()
+
+
+def _note(db: Path, author: str, ids: list[str]) -> None:
+    """What a search page showed counts as recalled (:mod:`..store.freshness`), noted
+    after the page is sent; a store that cannot be written keeps no note."""
+    with contextlib.suppress(SealmemError, sqlite3.Error, OSError):
+        _with_store(db, author, False, lambda store: store.note_recalled(ids))
+
+
 def create_app(
     home: Path, secrets: Secrets, hosts: frozenset[str], *, project: str | None = None
 ) -> Guard:
@@ -130,15 +146,8 @@ def create_app(
         """``work``'s result in a worker thread, or the refusal page of a SealmemError
         (with the refused ``form`` filled in again, to correct and send once more)."""
 
-        def run() -> Any:
-            store = MemoryStore.open(db, author=author, readonly=readonly)
-            try:
-                return work(store)
-            finally:
-                store.close()
-
         try:
-            return await run_in_threadpool(run)
+            return await run_in_threadpool(_with_store, db, author, readonly, work)
         except SealmemError as exc:
             status = 404 if isinstance(exc, NotFoundError) else 400
             retry = {"message": str(exc), "form": form or {}, "retry": request.url.path}
@@ -149,16 +158,6 @@ def create_app(
         message = describe(exc) if isinstance(exc, sqlite3.Error | OSError) else str(exc)
         return page("error.html", request, {"message": message}, 503)
 
-    def note_recalled(ids: list[str]) -> None:
-        """What a search page showed counts as recalled (:mod:`..store.freshness`), noted
-        after the page is sent; a store that cannot be written keeps no note."""
-        with contextlib.suppress(SealmemError, sqlite3.Error, OSError):
-            store = MemoryStore.open(db, author=author)
-            try:
-                store.note_recalled(ids)
-            finally:
-                store.close()
-
     def reading(name: str, read: Read) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
             data = await in_store(request, True, lambda store: read(request, store))
@@ -166,7 +165,8 @@ def create_app(
                 return data
             response = page(name, request, data)
             if data.get("due"):
-                response.background = BackgroundTask(run_in_threadpool, note_recalled, data["due"])
+                due = data["due"]
+                response.background = BackgroundTask(run_in_threadpool, _note, db, author, due)
             return response
 
         return endpoint

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.recall.sql import _indexed, _varint, document_frequencies
+from sealmem.client.recall.frequencies import _indexed, _varint, document_frequencies
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.writer import write_version
 from sealmem.protocol.record import new_memory_id
