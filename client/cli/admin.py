@@ -300,7 +300,9 @@ def settings(
     if as_json:
         output.emit_json(doc)
         return
-    for name, what in (("review_days", "review period"), ("stale_days", "stale period")):
+    # the names 'sealmem trust period' and 'sealmem review period' give them
+    labels = (("review_days", "trust review period"), ("stale_days", "review (stale) period"))
+    for name, what in labels:
         days, set_here = doc[name]["days"], doc[name]["set"]
         output.say(f"{what}: {days} days ({'team setting' if set_here else 'default'})")
     output.say(f"roster v{roster.version}; a member's own period on its machine wins")
