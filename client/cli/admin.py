@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from ...protocol.errors import InputError
+from ...protocol.settings import BOUNDS, DEFAULTS
 from ..clock import now_ms
 from . import approval, output
 from .approval import (
@@ -256,21 +257,29 @@ def checkpoint(
     )
 
 
+def _bounds(name: str) -> str:
+    """ "0..365; default 7": a period's bounds and default, as ``protocol.settings`` has them."""
+    (low, high), default = BOUNDS[name], DEFAULTS[name]
+    return f"{low}..{high}; default {default}"
+
+
 def settings(
     review_days: Annotated[
         int | None,
-        typer.Option(help="Days a member approved later stays in review (0..365; default 7)."),
+        typer.Option(
+            help=f"Days a member approved later stays in review ({_bounds('review_days')})."
+        ),
     ] = None,
     stale_days: Annotated[
         int | None,
         typer.Option(
-            help="Days without confirmation after which a memory is stale (1..3650; default 180)."
+            help="Days without confirmation after which a memory is stale "
+            f"({_bounds('stale_days')})."
         ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show the team's periods, or set them for every member (a person's own wins)."""
-    from ...protocol.settings import DEFAULTS
     from ..team import admin
 
     with open_team() as team:
@@ -284,14 +293,16 @@ def settings(
             )
     team_values = roster.settings.values()
     doc: dict[str, Any] = {
-        name: {"days": team_values.get(name, default), "set": name in team_values}
-        for name, default in DEFAULTS.items()
+        name: {"days": roster.settings.effective(name), "set": name in team_values}
+        for name in DEFAULTS
     }
     doc["roster_version"] = roster.version
     if as_json:
         output.emit_json(doc)
         return
-    for name, what in (("review_days", "review period"), ("stale_days", "stale period")):
+    # the names 'sealmem trust period' and 'sealmem review period' give them
+    labels = (("review_days", "trust review period"), ("stale_days", "review (stale) period"))
+    for name, what in labels:
         days, set_here = doc[name]["days"], doc[name]["set"]
         output.say(f"{what}: {days} days ({'team setting' if set_here else 'default'})")
     output.say(f"roster v{roster.version}; a member's own period on its machine wins")

@@ -40,9 +40,9 @@ LIVE = "m.deleted = 0"
 
 # Superseded: a live memory corrects it and the correction applies (recall/standing.py):
 # written here, by the member that wrote the corrected version (any of its devices: a
-# sibling device's correction is the member's own), or accepted by a person (while its
-# writer is not muted); a teammate's correction of someone else's memory is a proposal
-# and demotes nothing.  ``sealmem_member`` is registered by :func:`_rows`.
+# sibling device's correction is the member's own), or accepted by a person (while the
+# member of its writing device is not muted); a teammate's correction of someone else's
+# memory is a proposal and demotes nothing.  ``sealmem_member`` is registered by :func:`_rows`.
 _WRITER = "sealmem_member(CASE {t}.transport WHEN 'local' THEN {t}.editor ELSE {t}.signer END)"
 _COLUMNS = (
     "m.rowid, m.id, m.origin, m.project, m.created_at, m.local_importance, m.content, "
@@ -51,7 +51,8 @@ _COLUMNS = (
     f"OR {_WRITER.format(t='n')} = {_WRITER.format(t='m')} OR (EXISTS (SELECT 1 FROM verdicts v "
     "WHERE v.id = n.id AND v.hlc_wall = n.hlc_wall AND v.hlc_counter = n.hlc_counter "
     "AND v.editor = n.editor AND v.verdict = 'accepted') AND NOT EXISTS (SELECT 1 FROM "
-    "member_trust t WHERE t.member = n.signer AND t.state = 'muted')))), m.author, m.stems"
+    "member_trust t WHERE t.member = sealmem_member(n.signer) AND t.state = 'muted')))), "
+    "m.author, m.stems"
 )
 
 

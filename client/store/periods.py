@@ -15,7 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from ...protocol.errors import InputError, ProtocolError
-from ...protocol.settings import BOUNDS, DEFAULTS, NO_SETTINGS, TeamSettings
+from ...protocol.settings import BOUNDS, NO_SETTINGS, TeamSettings
 from .connection import get_meta, set_meta, transaction
 
 __all__ = [
@@ -87,12 +87,11 @@ def _local(conn: sqlite3.Connection, name: str) -> int | None:
 
 def period(conn: sqlite3.Connection, name: str) -> Period:
     """Period ``name`` (:data:`REVIEW` or :data:`STALE`): local, else team, else default."""
-    team = team_settings(conn).values().get(name)
+    settings = team_settings(conn)
+    team = settings.values().get(name)
     if (mine := _local(conn, name)) is not None:
         return Period(name, mine, LOCAL, team)
-    if team is not None:
-        return Period(name, team, TEAM, team)
-    return Period(name, DEFAULTS[name], DEFAULT, None)
+    return Period(name, settings.effective(name), DEFAULT if team is None else TEAM, team)
 
 
 def set_local(conn: sqlite3.Connection, name: str, days: int) -> Period:

@@ -232,6 +232,8 @@ def reset_writer(team: Team, who: str, *, now: int) -> Roster:
     if not writable:
         raise InputError(f"{member.name} may write no project; nothing to reset")
     devices = [d.kid for d in roster.devices_of(member.id) if roster.revocation(d.kid) is None]
+    if not devices:
+        raise InputError(f"every device of {member.name} is revoked; nothing to reset")
     resets = [edits.resetting_chain(kid, p) for kid in devices for p in writable]
     return change(team, state, resets, now)
 

@@ -12,6 +12,7 @@ import pytest
 
 from sealmem.client.sync.session import Team
 from sealmem.client.team import admin
+from sealmem.protocol.errors import InputError
 from tests.support.cli import Run, in_process
 
 from .conftest import PROJECT, World, make_world
@@ -95,3 +96,15 @@ def test_a_damaged_saved_device_invite_is_named_with_its_fix(
     saved.write_text(line + "\n", "ascii")
     assert run("sync").code == 0
     assert not saved.exists()  # checked, then removed
+
+
+def test_reset_writer_of_a_member_whose_every_device_is_revoked_names_it(world: World) -> None:
+    from sealmem.client.team import devices
+
+    adm, alice, desktop = world.nodes["admin"], world.nodes["alice"], world.nodes["desktop"]
+    for device in (desktop, alice):
+        devices.revoke_device(adm.t, device.key.kid, member="alice", now=adm.clock())
+    version = adm.t.roster().version
+    with pytest.raises(InputError, match="every device of alice is revoked; nothing to reset"):
+        admin.reset_writer(adm.t, "alice", now=adm.clock())
+    assert adm.t.roster().version == version  # nothing was published

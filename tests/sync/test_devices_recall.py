@@ -55,3 +55,25 @@ def test_a_correction_from_a_sibling_device_demotes_the_memory(world: World) -> 
     # a teammate's correction of alice's memory is a proposal: it demotes nothing on hers
     assert _superseded(alice, teammates.id) is False
     assert _superseded(desktop, teammates.id) is False
+
+
+def test_muting_the_member_takes_back_an_accepted_correction_from_any_of_its_devices(
+    world: World,
+) -> None:
+    from sealmem.client.store.trust_rows import save_member_state, save_verdict, version_key
+
+    alice, bob, reader = world.nodes["alice"], world.nodes["bob"], world.nodes["admin"]
+    desktop = world.node("desktop")
+    add_device(alice, desktop, reader, _open)
+    old = bob.remember("The release branch is cut on Thursdays.")
+    for node in (bob, desktop, reader):
+        node.sync()
+    fix = desktop.remember("The release branch is cut on Wednesdays.", supersedes=[old.id])
+    for node in (desktop, reader):
+        node.sync()
+    assert _superseded(reader, old.id) is False  # alice's correction of bob's: a proposal
+    conn = reader.store.connection
+    save_verdict(conn, version_key(reader.store.get(fix.id).record), "accepted", reader.clock())
+    assert _superseded(reader, old.id) is True  # accepted: it applies
+    save_member_state(conn, alice.key.kid, "muted", reader.clock())  # alice, the member
+    assert _superseded(reader, old.id) is False  # muted: every device's change is taken back

@@ -104,6 +104,9 @@ def test_the_team_sets_the_periods_and_a_local_setting_wins(
         {"days": 2, "set": True},
         {"days": 30, "set": True},
     )
+    shown = cli("admin", "admin", "settings").out  # named as the commands that set one's own
+    assert "trust review period: 2 days (team setting)" in shown, shown
+    assert "review (stale) period: 30 days (team setting)" in shown, shown
     refused = cli("admin", "admin", "settings", "--review-days", "366", code=1)
     assert "review_days 366 is outside 0..365 days" in refused.err
     assert cli("alice", "admin", "settings", "--stale-days", "5", code=1).err  # not an admin

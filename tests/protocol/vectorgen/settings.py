@@ -60,6 +60,7 @@ def settings_docs() -> dict[str, dict[str, Any]]:
         "roster-v2-settings-stale-too-long": ("a stale period of 3651 days (the bound is 3650)", up_setup, body({"stale_days": 3651}), "malformed", None),
         "roster-v2-settings-negative": ("a negative review period", up_setup, body({"review_days": -1}), "malformed", None),
         "roster-v2-settings-not-integer": ("a review period given as a string", up_setup, body({"review_days": "2"}), "malformed", None),
+        "roster-v2-settings-bool": ("a review period given as true (JSON has no integer booleans)", up_setup, body({"review_days": True}), "malformed", None),
         "roster-v2-settings-unknown-field": ("a settings object with a field this version does not know", up_setup, body({"review_days": 2, "grace_days": 3}), "malformed", None),
         "roster-v2-settings-empty": ("an empty settings object (a roster that sets none has no settings field)", up_setup, body({}), "malformed", None),
         "roster-v1-settings": ("a v1 roster with settings (they need roster v2)", v1_setup, seal({**v1_next, "settings": {"review_days": 2}}, "roster", ROOT), "malformed", None),
