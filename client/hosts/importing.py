@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTO_MEMORY",
+    "MAX_DEPTH",
     "MAX_FILES",
     "MAX_FILE_BYTES",
     "ORIGIN",
@@ -62,6 +63,9 @@ __all__ = [
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_FILES = 10_000
+MAX_DEPTH = 200
+"""Folders one inside the other a walk enters below the path given (Python's walk
+recurses once per folder: a deeper tree ended the import with a RecursionError)."""
 ORIGIN = "import"
 _RULE_FILES = {"claude-md": "CLAUDE.md", "agents-md": "AGENTS.md"}
 _SKIPPED_DIRS = frozenset({".git", ".obsidian", ".trash", "node_modules"})
@@ -130,7 +134,8 @@ def _walk(
     """``(file, name relative to root)`` of every file below ``root`` whose name (relative
     to root, ``/``-separated) is ``wanted``, sorted, links refused (a linked folder is
     not entered, so a link loop ends there), the folders of ``skipped`` and virtualenvs
-    left out, a folder that cannot be read refused by name."""
+    left out, a folder that cannot be read or is nested past :data:`MAX_DEPTH` refused
+    by name."""
     count = 0
 
     def unlisted(exc: OSError) -> None:
@@ -139,8 +144,9 @@ def _walk(
 
     for here, dirs, files in os.walk(root, onerror=unlisted, followlinks=False):
         base = Path(here)
+        deep = base != root and len(base.relative_to(root).parts) >= MAX_DEPTH
         for d in sorted(dirs):
-            why = None if d in skipped else _unentered(base / d)
+            why = None if d in skipped else _unentered(base / d, deep)
             if why is not None:
                 got.refused.append((_rel(base / d, root), why))
             if d in skipped or why is not None or _is_venv(base / d):
@@ -157,12 +163,15 @@ def _walk(
             yield base / name, rel
 
 
-def _unentered(folder: Path) -> str | None:
-    """Why the walk does not enter ``folder`` (a link; a folder it cannot look at, such
-    as one past the system's path limit), or None."""
+def _unentered(folder: Path, deep: bool = False) -> str | None:
+    """Why the walk does not enter ``folder`` (a link; one past :data:`MAX_DEPTH`, when
+    ``deep``; a folder it cannot look at, such as one past the system's path limit), or
+    None."""
     try:
         if stat.S_ISLNK(os.lstat(folder).st_mode):
             return "a symbolic link, not followed"
+        if deep:
+            return f"nested over {MAX_DEPTH} folders deep, not entered"
         os.stat(folder / "pyvenv.cfg", follow_symlinks=False)
     except FileNotFoundError:
         return None
