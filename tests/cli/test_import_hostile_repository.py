@@ -45,7 +45,7 @@ def test_a_tree_nested_past_the_walk_depth_is_refused_by_name_and_the_rest_read(
     """1,100 nested folders (a path of 2,200 characters, under the system's limit):
     the walk stopped with a RecursionError traceback; now the folder past
     :data:`MAX_DEPTH` is named and what is above it is read."""
-    MAX_DEPTH = importing.MAX_DEPTH  # noqa: N806
+    MAX_DEPTH = importing.MAX_DEPTH
     root = tmp_path / "webshop"
     (root / "AGENTS.md").write_text("- Never push to main.\n")
     _nest(root, 1100)
