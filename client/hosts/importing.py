@@ -53,6 +53,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_FILES",
     "MAX_FILE_BYTES",
+    "MAX_MEMORIES",
     "ORIGIN",
     "Gathered",
     "Planned",
@@ -63,9 +64,8 @@ __all__ = [
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_FILES = 10_000
-MAX_DEPTH = 200
-"""Folders one inside the other a walk enters below the path given (Python's walk
-recurses once per folder: a deeper tree ended the import with a RecursionError)."""
+MAX_MEMORIES = 10_000  # one 1 MiB file of bullets makes 100,000 (25 s, 290 MB)
+MAX_DEPTH = 200  # folders deep a walk enters (os.walk recurses: RecursionError past ~990)
 ORIGIN = "import"
 _RULE_FILES = {"claude-md": "CLAUDE.md", "agents-md": "AGENTS.md"}
 _SKIPPED_DIRS = frozenset({".git", ".obsidian", ".trash", "node_modules"})
@@ -90,6 +90,16 @@ class Gathered:
     candidates: list[Candidate] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    def take(self, found: list[Candidate], where: str) -> bool:
+        """Keep the memories of one file up to :data:`MAX_MEMORIES` in all; past that,
+        False and ``where`` refused by name (what is left of it and later files unread)."""
+        room = MAX_MEMORIES - len(self.candidates)
+        self.candidates += found[: max(room, 0)]
+        if len(found) <= room:
+            return True
+        self.refused.append((where, f"over {MAX_MEMORIES} memories in all; the rest left"))
+        return False
 
 
 @dataclass(frozen=True)
@@ -203,7 +213,7 @@ def _rules_file(fmt: str, file: Path, got: Gathered) -> Gathered:
         text = _read(file)
     except Unreadable as exc:
         raise InputError(f"cannot import {file}: {exc}; nothing was stored") from None
-    got.candidates += from_rules(text, label=fmt, name=file.name)
+    got.take(from_rules(text, label=fmt, name=file.name), file.name)
     return got
 
 
@@ -247,7 +257,8 @@ def _rules_tree(fmt: str, root: Path, got: Gathered) -> Gathered:
             got.refused.append((name, str(exc)))
             continue
         scope = _scope_of(name)
-        got.candidates += [scoped(c, scope) for c in candidates]
+        if not got.take([scoped(c, scope) for c in candidates], name):
+            break
     if not found and not got.refused:
         raise InputError(f"no {wanted} in {root} or below it; give the file or its repository")
     return got
@@ -264,7 +275,8 @@ def _auto_memory(folder: Path, got: Gathered) -> Gathered:
         except Unreadable as exc:
             got.refused.append((name, str(exc)))
             continue
-        got.candidates += [c for c in found if index_target(c.content) not in topics]
+        if not got.take([c for c in found if index_target(c.content) not in topics], name):
+            break
     return got
 
 
@@ -290,9 +302,12 @@ def gather(fmt: str, path: Path) -> Gathered:
     files = [(path, path.name)] if path.is_file() else _walk(path, _is_md, got)
     for file, name in files:
         try:
-            got.candidates.append(from_note(_read(file), name=name))
+            note = from_note(_read(file), name=name)
         except Unreadable as exc:
             got.refused.append((name, str(exc)))
+            continue
+        if not got.take([note], name):
+            break
     return got
 
 
@@ -319,7 +334,8 @@ def _cursor_rules(path: Path, got: Gathered) -> Gathered:
         except Unreadable as exc:
             got.refused.append((name, str(exc)))
             continue
-        got.candidates.append(scoped(rule, f"/{name}"[1:cut] if cut > 0 else ""))
+        if not got.take([scoped(rule, f"/{name}"[1:cut] if cut > 0 else "")], name):
+            break
     return got
 
 

@@ -38,6 +38,22 @@ def _nest(root: Path, levels: int, name: str = "a") -> str:
     return "/".join([name] * levels)
 
 
+def _unnest(root: Path, name: str = "a") -> None:
+    """Remove what :func:`_nest` made, one level at a time (pytest's own clean-up
+    recurses, and ended its run in a RecursionError)."""
+    top = root / name
+    spare = root / f"{name}.up"
+    while top.exists():
+        below = top / name
+        if below.exists():
+            os.rename(below, spare)
+        for entry in top.iterdir():
+            entry.unlink()
+        top.rmdir()
+        if spare.exists():
+            os.rename(spare, top)
+
+
 @pytest.mark.slow
 def test_a_tree_nested_past_the_walk_depth_is_refused_by_name_and_the_rest_read(
     cli: CliFn, home: Path, tmp_path: Path
@@ -53,7 +69,10 @@ def test_a_tree_nested_past_the_walk_depth_is_refused_by_name_and_the_rest_read(
     shallow = "/".join(["b"] * (MAX_DEPTH - 1))
     (root / shallow).mkdir(parents=True, exist_ok=True)
     (root / shallow / "AGENTS.md").write_text("- Deep but within reach.\n")
-    run = cli("import", "--from", "agents-md", ".", "--json")
+    try:
+        run = cli("import", "--from", "agents-md", ".", "--json")
+    finally:
+        _unnest(root)
     assert run.code == 0, run
     doc = run.json()
     assert [m["content"] for m in doc["memories"]] == [
@@ -148,3 +167,24 @@ def test_a_moved_folder_without_memory_md_is_refused_naming_the_setting(
     assert f"{settings} sets autoMemoryDirectory to " in run.err
     assert "which holds no MEMORY.md" in run.err
     assert "--from claude-auto-memory PATH" in run.err
+
+
+@pytest.mark.slow
+def test_an_import_reads_at_most_max_memories_and_names_where_it_stopped(
+    cli: CliFn, home: Path, tmp_path: Path
+) -> None:
+    """Every file within 1 MiB, but copies of one made hundreds of thousands of memories
+    (a 1 MiB file of bullets: 25 s and 290 MB each): the import keeps
+    :data:`MAX_MEMORIES`, names the file where it stopped and reads nothing after."""
+    cap = importing.MAX_MEMORIES
+    root = tmp_path / "webshop"
+    (root / "AGENTS.md").write_text("".join(f"- Rule {i}.\n" for i in range(cap + 5)))
+    (root / "pkg").mkdir()
+    (root / "pkg" / "AGENTS.md").write_text("- Never read.\n")
+    doc = cli("import", "--from", "agents-md", ".", "--json").json()
+    contents = [m["content"] for m in doc["memories"]]
+    assert len(contents) == cap
+    assert contents[-1] == f"Rule {cap - 1}."
+    assert doc["refused"] == [
+        {"where": "AGENTS.md", "why": f"over {cap} memories in all; the rest left"}
+    ]
