@@ -12,7 +12,8 @@ of that root with every character outside ``[A-Za-z0-9]`` turned into ``-`` (one
 UTF-16 unit, as JavaScript counts them); a name over 200 characters is cut there and
 ends in a hash this module does not compute: the one folder that starts so is taken.
 
-:func:`locate` and :func:`folder_for` only read: settings, ``.git`` files, folder names.
+:func:`locate` and :func:`folder_for` only read: settings, ``.git`` files, folder names
+(regular files, a bounded size); a moved folder is taken only when it holds ``MEMORY.md``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
 
 from ...protocol.errors import InputError
@@ -30,6 +32,7 @@ __all__ = ["INDEX", "MAX_NAME", "encode", "folder_for", "locate", "repository_ro
 INDEX = "MEMORY.md"
 MAX_NAME = 200
 _SETTINGS_BYTES = 1024 * 1024
+_POINTER_BYTES = 64 * 1024
 _OUTSIDE = re.compile(r"[^A-Za-z0-9]")
 
 
@@ -56,24 +59,33 @@ def _main_checkout(folder: Path, dot_git: Path) -> Path:
     """The main checkout of a linked worktree (``gitdir: <main>/.git/worktrees/<name>``
     and its ``commondir``); the worktree itself when the files say otherwise."""
     try:
-        line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+        line = _small(dot_git, _POINTER_BYTES).decode("utf-8", errors="replace").strip()
         if not line.startswith("gitdir:"):
             return folder
         gitdir = (folder / line.removeprefix("gitdir:").strip()).resolve()
         common = gitdir
         if (gitdir / "commondir").is_file():
-            pointer = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+            pointer = _small(gitdir / "commondir", _POINTER_BYTES).decode("utf-8").strip()
             common = (gitdir / pointer).resolve()
     except (OSError, ValueError):
         return folder
     return common.parent if common.name == ".git" else folder
 
 
+def _small(file: Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of a regular file; ``OSError`` for anything else (a FIFO
+    or ``/dev/stdin`` a repository links its file to would wait for ever)."""
+    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(f"{file} is not a regular file")
+        return fh.read(limit)
+
+
 def _setting(file: Path) -> Path | None:
     """``autoMemoryDirectory`` of one settings file, when absolute (``~`` expanded)."""
     try:
-        with file.open("rb") as fh:
-            value = json.loads(fh.read(_SETTINGS_BYTES)).get("autoMemoryDirectory")
+        value = json.loads(_small(file, _SETTINGS_BYTES)).get("autoMemoryDirectory")
     except (OSError, ValueError, AttributeError):
         return None
     if not isinstance(value, str) or not value.strip():
@@ -99,10 +111,11 @@ def locate(cwd: Path) -> Path:
     """The auto memory folder of the project ``cwd`` is in; ``InputError`` naming where
     it was looked for when there is none."""
     root = repository_root(cwd)
-    moved = _setting(root / ".claude" / "settings.local.json") or _setting(
-        claude_dir() / "settings.json"
-    )
-    folder = moved or _projects_entry(claude_dir() / "projects", encode(root)) / "memory"
+    for settings in (root / ".claude" / "settings.local.json", claude_dir() / "settings.json"):
+        moved = _setting(settings)
+        if moved is not None:
+            return _moved(settings, moved)
+    folder = _projects_entry(claude_dir() / "projects", encode(root)) / "memory"
     if not folder.is_dir():
         raise InputError(
             f"no Claude Code auto memory for {root}: {folder} does not exist; "
@@ -110,6 +123,21 @@ def locate(cwd: Path) -> Path:
             "sealmem import --from claude-auto-memory PATH"
         )
     return folder
+
+
+def _moved(settings: Path, folder: Path) -> Path:
+    """The folder ``autoMemoryDirectory`` names, when it holds ``MEMORY.md`` (a project's
+    own settings file could name ``~/.ssh`` or ``/``); ``InputError`` naming the file."""
+    try:
+        if (folder / INDEX).is_file():
+            return folder
+    except OSError:  # a name past the system's limit
+        pass
+    shown = str(folder) if len(str(folder)) <= 200 else f"{str(folder)[:200]}..."
+    raise InputError(
+        f"{settings} sets autoMemoryDirectory to {shown}, which holds no {INDEX}: not read "
+        "as auto memory; give the memory folder: sealmem import --from claude-auto-memory PATH"
+    )
 
 
 def folder_for(path: Path | None) -> Path:

@@ -50,8 +50,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTO_MEMORY",
+    "MAX_DEPTH",
     "MAX_FILES",
     "MAX_FILE_BYTES",
+    "MAX_MEMORIES",
     "ORIGIN",
     "Gathered",
     "Planned",
@@ -62,6 +64,8 @@ __all__ = [
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_FILES = 10_000
+MAX_MEMORIES = 10_000  # one 1 MiB file of bullets makes 100,000 (25 s, 290 MB)
+MAX_DEPTH = 200  # folders deep a walk enters (os.walk recurses: RecursionError past ~990)
 ORIGIN = "import"
 _RULE_FILES = {"claude-md": "CLAUDE.md", "agents-md": "AGENTS.md"}
 _SKIPPED_DIRS = frozenset({".git", ".obsidian", ".trash", "node_modules"})
@@ -86,6 +90,16 @@ class Gathered:
     candidates: list[Candidate] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    def take(self, found: list[Candidate], where: str) -> bool:
+        """Keep the memories of one file up to :data:`MAX_MEMORIES` in all; past that,
+        False and ``where`` refused by name (what is left of it and later files unread)."""
+        room = MAX_MEMORIES - len(self.candidates)
+        self.candidates += found[: max(room, 0)]
+        if len(found) <= room:
+            return True
+        self.refused.append((where, f"over {MAX_MEMORIES} memories in all; the rest left"))
+        return False
 
 
 @dataclass(frozen=True)
@@ -130,7 +144,8 @@ def _walk(
     """``(file, name relative to root)`` of every file below ``root`` whose name (relative
     to root, ``/``-separated) is ``wanted``, sorted, links refused (a linked folder is
     not entered, so a link loop ends there), the folders of ``skipped`` and virtualenvs
-    left out, a folder that cannot be read refused by name."""
+    left out, a folder that cannot be read or is nested past :data:`MAX_DEPTH` refused
+    by name."""
     count = 0
 
     def unlisted(exc: OSError) -> None:
@@ -139,8 +154,9 @@ def _walk(
 
     for here, dirs, files in os.walk(root, onerror=unlisted, followlinks=False):
         base = Path(here)
+        deep = base != root and len(base.relative_to(root).parts) >= MAX_DEPTH
         for d in sorted(dirs):
-            why = None if d in skipped else _unentered(base / d)
+            why = None if d in skipped else _unentered(base / d, deep)
             if why is not None:
                 got.refused.append((_rel(base / d, root), why))
             if d in skipped or why is not None or _is_venv(base / d):
@@ -157,12 +173,15 @@ def _walk(
             yield base / name, rel
 
 
-def _unentered(folder: Path) -> str | None:
-    """Why the walk does not enter ``folder`` (a link; a folder it cannot look at, such
-    as one past the system's path limit), or None."""
+def _unentered(folder: Path, deep: bool = False) -> str | None:
+    """Why the walk does not enter ``folder`` (a link; one past :data:`MAX_DEPTH`, when
+    ``deep``; a folder it cannot look at, such as one past the system's path limit), or
+    None."""
     try:
         if stat.S_ISLNK(os.lstat(folder).st_mode):
             return "a symbolic link, not followed"
+        if deep:
+            return f"nested over {MAX_DEPTH} folders deep, not entered"
         os.stat(folder / "pyvenv.cfg", follow_symlinks=False)
     except FileNotFoundError:
         return None
@@ -194,7 +213,7 @@ def _rules_file(fmt: str, file: Path, got: Gathered) -> Gathered:
         text = _read(file)
     except Unreadable as exc:
         raise InputError(f"cannot import {file}: {exc}; nothing was stored") from None
-    got.candidates += from_rules(text, label=fmt, name=file.name)
+    got.take(from_rules(text, label=fmt, name=file.name), file.name)
     return got
 
 
@@ -238,7 +257,8 @@ def _rules_tree(fmt: str, root: Path, got: Gathered) -> Gathered:
             got.refused.append((name, str(exc)))
             continue
         scope = _scope_of(name)
-        got.candidates += [scoped(c, scope) for c in candidates]
+        if not got.take([scoped(c, scope) for c in candidates], name):
+            break
     if not found and not got.refused:
         raise InputError(f"no {wanted} in {root} or below it; give the file or its repository")
     return got
@@ -255,7 +275,8 @@ def _auto_memory(folder: Path, got: Gathered) -> Gathered:
         except Unreadable as exc:
             got.refused.append((name, str(exc)))
             continue
-        got.candidates += [c for c in found if index_target(c.content) not in topics]
+        if not got.take([c for c in found if index_target(c.content) not in topics], name):
+            break
     return got
 
 
@@ -281,9 +302,12 @@ def gather(fmt: str, path: Path) -> Gathered:
     files = [(path, path.name)] if path.is_file() else _walk(path, _is_md, got)
     for file, name in files:
         try:
-            got.candidates.append(from_note(_read(file), name=name))
+            note = from_note(_read(file), name=name)
         except Unreadable as exc:
             got.refused.append((name, str(exc)))
+            continue
+        if not got.take([note], name):
+            break
     return got
 
 
@@ -310,7 +334,8 @@ def _cursor_rules(path: Path, got: Gathered) -> Gathered:
         except Unreadable as exc:
             got.refused.append((name, str(exc)))
             continue
-        got.candidates.append(scoped(rule, f"/{name}"[1:cut] if cut > 0 else ""))
+        if not got.take([scoped(rule, f"/{name}"[1:cut] if cut > 0 else "")], name):
+            break
     return got
 
 

@@ -116,10 +116,13 @@ def _keywords(words: Iterable[object], *, marks: str = "") -> tuple[str, ...]:
 
 _MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:\s+|$)(?:\[[ xX]\]\s+)?")
 _IMPORTS = re.compile(r"@\S+(?:\s+@\S+)*")
+_NEWLINE = re.compile(r"\r\n?|\n")
 
 
 def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark").enable("table")
+    """Blocks only: a memory is cut from its source lines, so the inline parse (links,
+    emphasis) is never used, and a hostile 1 MiB line of ``[`` took it 24 s."""
+    return MarkdownIt("commonmark").enable("table").disable("inline")
 
 
 def _item_text(lines: list[str], start: int, end: int) -> str:
@@ -139,7 +142,8 @@ def from_rules(text: str, *, label: str, name: str) -> list[Candidate]:
     except Unreadable:
         body = text  # a '---' rule line, then text: no front matter
     skipped = text[: len(text) - len(body)].count("\n")
-    lines = [""] * skipped + body.splitlines()
+    # the lines as Markdown counts them (splitlines() also cuts at U+2028, \x0b...)
+    lines = [""] * skipped + _NEWLINE.split(body)
     tokens = _parser().parse("\n" * skipped + body)
     headings: list[tuple[int, str]] = []  # (level, text) of the section we are in
     out: list[Candidate] = []

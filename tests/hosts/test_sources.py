@@ -144,3 +144,19 @@ def test_front_matter_of_a_rules_file_is_no_memory() -> None:
     )
     [rule] = from_rules("---\n- after a rule line\n", label="x", name="f")
     assert rule.where == "f:2"
+
+
+def test_rules_are_cut_from_blocks_without_the_inline_parse() -> None:
+    """A memory is its source lines: the inline parse is not run (on a hostile 1 MiB
+    line of '[' it took 24 s of the import), and the memories are what they were."""
+    from sealmem.client.hosts.sources import _parser
+
+    heading, inline, _ = _parser().parse("# *Build* [x](y)\n")
+    assert heading.type == "heading_open"
+    assert inline.content == "*Build* [x](y)"
+    assert not inline.children  # parsed inline it held em, text and link tokens
+    found = from_rules("[" * 200 + "\n\n# *Build*\n\n- Use `uv`.\n", label="x", name="R")
+    assert [(c.content, c.keywords) for c in found] == [
+        ("[" * 200, ("x",)),
+        ("Use `uv`.", ("x", "build")),
+    ]
