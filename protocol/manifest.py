@@ -243,7 +243,7 @@ class Manifest:
         A delta comes back incomplete (:attr:`complete` False): rebuild it from its base
         (:func:`sealmem.protocol.bases.rebuild`)."""
         fmt = body.get("format")
-        if fmt not in _FORMATS:
+        if not isinstance(fmt, str) or fmt not in _FORMATS:  # (a list or a dict is unhashable)
             raise Rejected(
                 reasons.UNKNOWN_FORMAT,
                 f"manifest format {fmt!r} is not one of {', '.join(sorted(_FORMATS))}",

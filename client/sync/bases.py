@@ -11,7 +11,8 @@ only if its body hashes to the one the delta signed
 A v3 delta lists its witnessed heads against its base as well, so a reader needs the
 base before it accepts the delta (SPEC.md "Witness encoding"): a :class:`Finder` lives
 for one project's pull, rebuilds deltas for the floors it learns and for the manifests
-it accepts, and reads each base from the transport at most once.
+it accepts, and reads each base from the transport at most once (one it did not find
+there is not asked for again in that pull).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from ...crypto import SUITE
+from ...protocol import reasons
 from ...protocol.bases import rebuild_with
 from ...protocol.errors import Rejected
 from ...protocol.manifest import Manifest
@@ -74,6 +76,7 @@ class Finder:
     def __init__(self, conn: sqlite3.Connection, transport: Transport) -> None:
         self.conn, self.transport = conn, transport
         self._bases: dict[tuple[str, str, str], tuple[bytes, bool]] = {}  # data, fetched
+        self._missing: set[tuple[str, str, str]] = set()  # not in the transport this pull
 
     def find(self, m: Manifest) -> Found:
         """``m`` whole, and the base's bytes when the transport gave them (to keep with
@@ -94,8 +97,15 @@ class Finder:
                 whole = rebuild_with(SUITE, m, kept, ())[0]
                 self._bases[slot] = (kept, False)
                 return Found(whole, None)
-        copies = self.transport.base_manifests(m.project, m.writer, delta.base_seq)
-        rebuilt, base = rebuild_with(SUITE, m, None, copies)
+        copies: list[bytes] = []
+        if slot not in self._missing:  # (a base the transport did not have is not asked again)
+            copies = self.transport.base_manifests(m.project, m.writer, delta.base_seq)
+        try:
+            rebuilt, base = rebuild_with(SUITE, m, None, copies)
+        except Rejected as exc:
+            if exc.reason == reasons.MISSING_BASE:
+                self._missing.add(slot)
+            raise
         if base is not None:
             self._bases[slot] = (base.data, True)
         return Found(rebuilt, None if base is None else base.data)

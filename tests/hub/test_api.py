@@ -19,7 +19,7 @@ from sealmem.client.sync.transport import ConflictError, MissingChunks
 from sealmem.client.team.invite import make_join_request
 from sealmem.crypto import SUITE, ContentKey, MemberKey
 from sealmem.hub.http.app import create_app
-from sealmem.protocol import snapshot
+from sealmem.protocol import canonical, snapshot
 from sealmem.protocol.admin import genesis
 from sealmem.protocol.encoding import b64e
 from sealmem.protocol.envelope import seal
@@ -335,4 +335,24 @@ def test_the_hub_refuses_join_requests_that_name_no_invite(
     no_id = inproc.client.post(path, content=seal({**body, "format": JOIN_FORMAT}, "join", carol))
     assert (no_id.status_code, no_id.json()["error"]) == (422, "malformed")
     assert "invite_id" in no_id.json()["detail"]
+    assert inproc.dump() == before
+
+
+@pytest.mark.slow
+def test_a_manifest_whose_format_is_not_a_string_is_refused_by_name(
+    team: HubWorld, inproc: InProcess
+) -> None:
+    """A list or an object as a manifest's format is ``unknown-format`` (422), not a 500:
+    the format picks the key set the body is read with."""
+    alice = team.nodes["alice"]
+    alice.remember("a memory for the manifest")
+    alice.sync()
+    [manifest] = alice.t.transport.writer_manifests(PROJECT, alice.key.kid)
+    body = canonical.decode(manifest)["body"]
+    path = f"/v1/teams/{TEAM}/projects/{PROJECT}/manifests/{alice.key.kid}/{body['seq'] + 1}"
+    before = inproc.dump()
+    for fmt in ([], {}, ["sealmem/manifest/v1"]):
+        data = seal({**body, "seq": body["seq"] + 1, "format": fmt}, "manifest", alice.key)
+        answer = inproc.client.put(path, headers=signed(alice.key, "PUT", path, data), content=data)
+        assert (answer.status_code, answer.json()["error"]) == (422, "unknown-format"), fmt
     assert inproc.dump() == before

@@ -11,8 +11,9 @@ from dataclasses import replace
 import pytest
 
 from sealmem.crypto import SUITE
-from sealmem.protocol import reasons, witness
-from sealmem.protocol.bases import rebuild
+from sealmem.protocol import canonical, reasons, witness
+from sealmem.protocol.bases import rebuild, rebuild_with
+from sealmem.protocol.envelope import seal
 from sealmem.protocol.errors import Rejected
 from sealmem.protocol.heads import heads_against, heads_root, rebuild_heads
 from sealmem.protocol.manifest import DELTA_FORMAT, Head, Manifest, peek
@@ -110,3 +111,25 @@ def test_a_delta_whose_base_is_withheld_still_teaches_the_heads_it_lists() -> No
 
     learned, _ = witness.learn(SUITE, state, PROJECT, news, offered)  # with its base: all
     assert learned.witnessed[(unchanged.writer, PROJECT)].seq == 4
+
+
+@pytest.mark.parametrize("fmt", [[], {}, ["sealmem/manifest/v3"], None, 3])
+def test_a_format_that_is_not_a_string_is_an_unknown_format(fmt: object) -> None:
+    """The format names the key set a body is read with; one that is not a string (a list
+    or an object cannot even be looked up) is ``unknown-format``, never a TypeError, for a
+    manifest accepted, learned from or offered as a base (passed over)."""
+    world = World()
+    state = world.state()
+    full, delta = _pair(world, _heads(3), _heads(3, seq=2))
+    body = {**canonical.decode(delta.envelope)["body"], "format": fmt}
+    data = seal(body, "manifest", world.alice)
+    with pytest.raises(Rejected) as caught:
+        accept_manifest(SUITE, state, data)
+    assert caught.value.reason == reasons.UNKNOWN_FORMAT
+    learned, _ = witness.learn(SUITE, state, PROJECT, [(world.alice.kid, data)])
+    assert learned is state
+    m = peek(delta.envelope)
+    whole, base = rebuild_with(SUITE, m, data, [data, full.envelope])
+    assert base is not None
+    assert base.data == full.envelope
+    assert whole.heads == tuple(sorted(_heads(3, seq=2), key=lambda h: (h.writer, h.project)))

@@ -94,3 +94,32 @@ def test_a_withheld_base_refuses_the_delta_but_its_listed_heads_still_teach(worl
     assert by[alice.key.kid[:8]] == reasons.BEHIND_WITNESS, summary.refused
     assert by[bob.key.kid[:8]] == reasons.MISSING_BASE, summary.refused
     assert not _holds(dave, "staging database password")
+
+
+def test_a_withheld_base_is_asked_for_once_per_pull(world: World) -> None:
+    """The newest v3 delta of a writer and its older ones name one base: a transport that
+    does not answer it is asked once in a pull (floors, the newest, each older one), not
+    once per manifest that names it; every one of them is still refused by name."""
+    bob = world.nodes["bob"]
+    for i in range(5):  # a full manifest, then v3 deltas against it
+        bob.remember(f"bob's note {i}")
+        bob.sync()
+    (dave,) = world.add_members("dave")
+    hostile = _hostile(dave)
+    asked: list[tuple[str, int]] = []
+
+    def withheld(project: str, writer: str, seq: int) -> list[bytes]:
+        asked.append((writer, seq))
+        return []
+
+    hostile.transport.base_manifests = withheld  # type: ignore[method-assign]
+    older = hostile.transport.writer_manifests(PROJECT, bob.key.kid)
+    assert len(older) > 1
+    assert {canonical.decode(d)["body"]["format"] for d in older} == {DELTA_FORMAT}
+    summary = sync(hostile, clock=dave.clock)
+    assert [(r.object.split()[1][:8], r.reason) for r in summary.refused] == [
+        (bob.key.kid[:8], reasons.MISSING_BASE)
+    ], summary.refused
+    assert asked == [(bob.key.kid, 1)]
+    assert dave.t.trusted().head(bob.key.kid, PROJECT) is None
+    assert not _holds(dave, "bob's note")
