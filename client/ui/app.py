@@ -102,6 +102,24 @@ def _reads(home: Path, project: str) -> dict[str, tuple[str, Read]]:
     }
 
 
+def _note_recalled(db: Path, author: str, ids: list[str]) -> None:
+    """What a search page showed counts as recalled (:mod:`..store.freshness`); a store
+    that cannot be written keeps no note."""
+    with contextlib.suppress(SealmemError, sqlite3.Error, OSError):
+        store = MemoryStore.open(db, author=author)
+        try:
+            store.note_recalled(ids)
+        finally:
+            store.close()
+
+
+def _noted(response: Response, db: Path, author: str, due: list[str] | None) -> Response:
+    """``response``, noting ``due`` as recalled once it is sent (:func:`_note_recalled`)."""
+    if due:
+        response.background = BackgroundTask(run_in_threadpool, _note_recalled, db, author, due)
+    return response
+
+
 def create_app(
     home: Path, secrets: Secrets, hosts: frozenset[str], *, project: str | None = None
 ) -> Guard:
@@ -149,25 +167,12 @@ def create_app(
         message = describe(exc) if isinstance(exc, sqlite3.Error | OSError) else str(exc)
         return page("error.html", request, {"message": message}, 503)
 
-    def note_recalled(ids: list[str]) -> None:
-        """What a search page showed counts as recalled (:mod:`..store.freshness`), noted
-        after the page is sent; a store that cannot be written keeps no note."""
-        with contextlib.suppress(SealmemError, sqlite3.Error, OSError):
-            store = MemoryStore.open(db, author=author)
-            try:
-                store.note_recalled(ids)
-            finally:
-                store.close()
-
     def reading(name: str, read: Read) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
             data = await in_store(request, True, lambda store: read(request, store))
             if isinstance(data, Response):
                 return data
-            response = page(name, request, data)
-            if data.get("due"):
-                response.background = BackgroundTask(run_in_threadpool, note_recalled, data["due"])
-            return response
+            return _noted(page(name, request, data), db, author, data.get("due"))
 
         return endpoint
 
