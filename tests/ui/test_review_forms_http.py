@@ -136,5 +136,30 @@ def test_hostile_text_on_the_review_page_is_escaped(home: Path) -> None:
     assert "<script>alert" not in page
     assert "<img src=x" not in page
     assert "&lt;script&gt;" in page
-    assert "\u202e" not in page and "\x1b" not in page
+    assert "\u202e" not in page
+    assert "\x1b" not in page
     assert re.search(r"1 memory no one confirmed", page)
+
+
+def test_the_review_page_shows_the_oldest_up_to_its_limit(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store of years holds thousands of stale memories: the page offers the oldest
+    ``REVIEW_LIMIT``, says how many there are, and points to ``sealmem review``."""
+    from sealmem.client.ui import views
+
+    monkeypatch.setattr(views, "REVIEW_LIMIT", 3, raising=False)
+    old = time.time_ns() // 1_000_000 - 400 * DAY
+    for n in range(5):
+        at = old + n * DAY
+        with MemoryStore.open(
+            store_path(home), author=local_author(home), clock=lambda at=at: at
+        ) as s:
+            s.remember(f"Release {n} was cut from the main branch.", project="webapp")
+    client, _ = _viewer(home)
+    page = client.get("/review").text
+    assert "5 memories no one confirmed" in page
+    assert page.count('action="/review/keep"') == 3
+    assert "Release 0 was cut" in page
+    assert "Release 4 was cut" not in page
+    assert "sealmem review" in page
