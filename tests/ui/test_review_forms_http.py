@@ -163,3 +163,33 @@ def test_the_review_page_shows_the_oldest_up_to_its_limit(
     assert "Release 0 was cut" in page
     assert "Release 4 was cut" not in page
     assert "sealmem review" in page
+
+
+def test_forgetting_a_teammates_stale_memory_says_it_is_a_proposal(home: Path) -> None:
+    """Bob's memory no one confirmed: its forget button does not say the text is
+    erased on the teammates' stores (Bob and the others see a proposal beside his text);
+    keeping it is this reader's own mark, which takes it off the page."""
+    import os
+
+    from sealmem.protocol.hlc import Hlc
+    from sealmem.protocol.record import Record, new_memory_id
+    from tests.hosts.test_review_refs import BOB, NOW, _pulled
+
+    mine = _old(home, "The billing service listens on port 8080.")
+    theirs = new_memory_id(NOW, os.urandom(10))
+    bob = Record(
+        theirs, "webapp", "note", "Releases are cut on Tuesdays.", (), 0.5, BOB, BOB,
+        NOW, Hlc(NOW, 1), (),
+    ).validate()  # fmt: skip
+    with MemoryStore.open(store_path(home), author=local_author(home)) as s:
+        _pulled(s, bob, BOB, "bob")
+    client, secrets = _viewer(home)
+    page = client.get("/review").text
+    found = re.findall(r'data-confirm="([^"]*)">\s*<input[^>]*>\s*<input[^>]*value="([^"]+)"', page)
+    forms = {memory_id: question for question, memory_id in found}
+    assert set(forms) == {mine, theirs}
+    assert "on your teammates' stores" in forms[mine]
+    assert "on your teammates' stores" not in forms[theirs]
+    assert "as a proposal" in forms[theirs]
+    assert _post(client, secrets, "/review/keep", id=theirs) == 303
+    assert theirs not in client.get("/review").text
