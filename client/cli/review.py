@@ -120,30 +120,15 @@ def correct(
 
     content = read_content(text)
     with open_store() as store:
-        old = store.get(memory_id)
-        if old.deleted:
-            raise InputError(
-                f"memory {old.id} is forgotten: there is nothing to correct; store the right "
-                "text with: sealmem remember 'TEXT'"
-            )
-        result = store.remember(
-            content,
-            kind=old.kind,
-            keywords=old.record.keywords,
-            importance=old.record.importance,
-            project=old.project,
-            supersedes=[old.id],
-            private=old.record.visibility == "private",
-            origin=cli_origin(),
-            source="person",
-        )
+        old_id = store.get(memory_id).id
+        result = store.correct(old_id, content, origin=cli_origin())
     for message in result.warnings:
         output.warn(message)
     new = result.memory.record
     if as_json:
-        output.emit_json({"corrected": old.id, "memory": result.memory.to_dict()})
+        output.emit_json({"corrected": old_id, "memory": result.memory.to_dict()})
         return
-    output.say(f"corrected {old.id}: {new.id} supersedes it ({new.kind}, project {new.project})")
+    output.say(f"corrected {old_id}: {new.id} supersedes it ({new.kind}, project {new.project})")
 
 
 @review_app.command()

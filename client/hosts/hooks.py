@@ -62,6 +62,7 @@ PROMPT_BUDGET_CHARS = 2400
 PROMPT_MIN_OVERLAP = 0.5  # share of a memory's content stems that the prompt holds
 PROMPT_MIN_SHARED = 2
 STARTUP_BUDGET_TOKENS = 1200
+NOTE_WAIT_MS = 100  # the prompt hook's wait for the store's write lock to note a recall
 MAX_LOG_BYTES = 1_000_000
 _PROMPT_HEADER = "Possibly relevant memories from sealmem (notes from past sessions and teammates):"
 
@@ -167,8 +168,9 @@ def _prompt(payload: dict[str, Any]) -> str:
         )
         lines, shown_ids = choose_shown(chosen, reader, budget)
         due = store.recall_due(shown_ids)  # what it injects counts as recalled (freshness)
-        if due:
+        if due:  # not waiting on another writer's lock: the injection must not time out
             with contextlib.suppress(SealmemError, sqlite3.Error):
+                store.connection.execute(f"PRAGMA busy_timeout = {NOTE_WAIT_MS}")
                 store.note_recalled(due)
     return framing.frame(_PROMPT_HEADER, lines) if lines else ""
 

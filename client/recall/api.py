@@ -18,7 +18,7 @@ from ...protocol.errors import InputError
 from ..store import freshness, inputs, periods
 from ..store.api import LocalStore
 from ..store.connection import sqlite_errors
-from ..store.memory import DEFAULT_PROJECT, SHARED_PROJECT, Hit, Memory
+from ..store.memory import DEFAULT_PROJECT, SHARED_PROJECT, Hit, Memory, RememberResult
 from ..store.rows import MEMORY_COLUMNS, memory_from_row
 from . import context, search
 from .matching import MAX_RELATED
@@ -137,6 +137,28 @@ class MemoryStore(LocalStore):
         with sqlite_errors(self.path):
             freshness.keep(self.connection, memory.id, self._clock())
         return memory
+
+    def correct(self, memory_id: str, content: str, *, origin: str) -> RememberResult:
+        """``review correct``: a person's corrected text as a new memory that supersedes
+        this one, with its project, kind, keywords, importance and visibility (a private
+        memory's correction stays private); a forgotten memory is refused."""
+        old = self.get(memory_id)
+        if old.deleted:
+            raise InputError(
+                f"memory {old.id} is forgotten: there is nothing to correct; store the right "
+                "text with: sealmem remember 'TEXT'"
+            )
+        return self.remember(
+            content,
+            kind=old.kind,
+            keywords=list(old.record.keywords),
+            importance=old.record.importance,
+            project=old.project,
+            supersedes=[old.id],
+            private=old.record.visibility == "private",
+            origin=origin,
+            source="person",
+        )
 
     def stale(
         self, *, project: str | None = None, all_projects: bool = False

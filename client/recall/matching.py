@@ -94,11 +94,11 @@ def nothing_close(query: str) -> str:
     """Why a recall of ``query`` found nothing, as a clause after "nothing close to
     <query>": no word at all, only common words (stop words are no query terms), or no
     memory holding any of its words."""
+    if analyse_query(query):  # an emoji is a term too, though no unicode61 token
+        return "no memory shares a word with it"
     if not tokens(query):
         return "it holds no word to look for"
-    if not analyse_query(query):
-        return "it has only common words (like 'the' or 'what'); add one that names what you want"
-    return "no memory shares a word with it"
+    return "it has only common words (like 'the' or 'what'); add one that names what you want"
 
 
 def matches(

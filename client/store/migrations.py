@@ -81,8 +81,13 @@ def migrate(
     path: Path | str = "<store>",
 ) -> list[int]:
     """Apply every migration the store lacks, each in its own transaction (``BEGIN
-    IMMEDIATE``, rolled back on any error).  Returns the versions applied."""
+    IMMEDIATE``, rolled back on any error).  Returns the versions applied.  A store
+    that lacks none takes no write lock: an open must not wait for another process's
+    write (a hook has two seconds)."""
     _check_sequence(migrations)
+    current, known = _versions(conn, path, migrations)
+    if current == known:
+        return []
     applied: list[int] = []
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("

@@ -111,11 +111,18 @@ def _with_store(db: Path, author: str, readonly: bool, work: Callable[[MemorySto
         store.close()
 
 
-def _note(db: Path, author: str, ids: list[str]) -> None:
-    """What a search page showed counts as recalled (:mod:`..store.freshness`), noted
-    after the page is sent; a store that cannot be written keeps no note."""
+def _note_recalled(db: Path, author: str, ids: list[str]) -> None:
+    """What a search page showed counts as recalled (:mod:`..store.freshness`); a store
+    that cannot be written keeps no note."""
     with contextlib.suppress(SealmemError, sqlite3.Error, OSError):
         _with_store(db, author, False, lambda store: store.note_recalled(ids))
+
+
+def _noted(response: Response, db: Path, author: str, due: list[str] | None) -> Response:
+    """``response``, noting ``due`` as recalled once it is sent (:func:`_note_recalled`)."""
+    if due:
+        response.background = BackgroundTask(run_in_threadpool, _note_recalled, db, author, due)
+    return response
 
 
 def create_app(
@@ -163,11 +170,7 @@ def create_app(
             data = await in_store(request, True, lambda store: read(request, store))
             if isinstance(data, Response):
                 return data
-            response = page(name, request, data)
-            if data.get("due"):
-                due = data["due"]
-                response.background = BackgroundTask(run_in_threadpool, _note, db, author, due)
-            return response
+            return _noted(page(name, request, data), db, author, data.get("due"))
 
         return endpoint
 

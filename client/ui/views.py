@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 TIMELINE_LIMIT = 500
+REVIEW_LIMIT = 200
 
 
 def _utc(ms: int | None, form: str) -> str:
@@ -181,14 +182,18 @@ def search_page(
 def review_page(store: MemoryStore, project: str | None) -> dict[str, Any]:
     """What ``sealmem review`` lists: the memories no one confirmed within the review
     period, oldest first, each with when it last was; the page offers keep, correct
-    and forget for each."""
+    and forget for each of the oldest :data:`REVIEW_LIMIT` (``total``: how many are
+    stale; a store of years holds thousands, a page of all of them would not load)."""
     found = store.stale(project=project, all_projects=project is None)
     confirmed = {m.id: at for m, at in found}
     items = [
         {"card": c, "confirmed": confirmed.get(c.memory.id)}
-        for c in _cards(store, [m for m, _ in found])
+        for c in _cards(store, [m for m, _ in found[:REVIEW_LIMIT]])
     ]
-    return {"project": project or "", "days": store.review_period(), "items": items}
+    return {
+        "project": project or "", "days": store.review_period(), "items": items,
+        "total": len(found), "limit": REVIEW_LIMIT,
+    }  # fmt: skip
 
 
 def _replaced(card: Card) -> bool:

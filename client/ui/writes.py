@@ -60,17 +60,7 @@ def _set_importance(store: MemoryStore, form: dict[str, str]) -> str:
 
 
 def _correct(store: MemoryStore, form: dict[str, str]) -> str:
-    old = store.get(form.get("id", ""))
-    result = store.remember(
-        form.get("content", ""),
-        kind=old.kind,
-        keywords=list(old.record.keywords),
-        importance=old.record.importance,
-        project=old.project,
-        supersedes=[old.id],
-        origin="ui",
-        source="person",
-    )
+    result = store.correct(form.get("id", ""), form.get("content", ""), origin="ui")
     return f"/m/{result.memory.id}"
 
 

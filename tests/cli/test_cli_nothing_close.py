@@ -67,3 +67,15 @@ def test_a_query_of_only_common_words_says_so(cli: CliFn) -> None:
     assert "shares a word" not in run.out
     run = cli("recall", "kubernetes ingress")
     assert "nothing close to 'kubernetes ingress': no memory shares a word with it" in run.out
+
+
+@pytest.mark.parametrize("query", ["\U0001f525", "\u3131", "\u732b"])
+def test_a_query_of_one_emoji_jamo_or_character_is_a_word(cli: CliFn, query: str) -> None:
+    """An emoji, a Hangul jamo and one CJK character are searched (the index holds
+    them): finding nothing, recall says no memory holds them, not that the query holds
+    no word."""
+    assert cli("remember", "Staging deploys need the VPN.").code == 0
+    run = cli("recall", query)
+    assert run.code == 0
+    assert "no memory shares a word with it" in run.out
+    assert "no word to look for" not in run.out
