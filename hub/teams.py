@@ -81,6 +81,18 @@ def genesis_signer(team: str, data: bytes) -> tuple[str, bytes]:
     return member.kid, member.sign_public
 
 
+def _no_private_slot(roster: Roster) -> None:
+    """Refuse a roster registering a project named like a member's private slot
+    (:mod:`.slots`): its keyrings and feed entries would be that member's."""
+    for project in roster.projects:
+        if is_private_slot(project):
+            raise Refusal(
+                400, hubapi.BAD_REQUEST,
+                f"project {project!r} is named like a member's private space on this hub; "
+                "name it otherwise",
+            )  # fmt: skip
+
+
 class Teams:
     """Trusted state per team, cached per process, changed only through verification."""
 
@@ -209,6 +221,7 @@ class Teams:
                 state = TrustedState.pin(SUITE, team, root)
             try:
                 new_state, roster = accept_roster(SUITE, state, data)
+                _no_private_slot(roster)
                 blobs: list[KeyringBlob] = []
                 for item in keyrings:
                     after, keyring = accept_keyring(SUITE, new_state, item)

@@ -82,6 +82,21 @@ def decompress(data: bytes, limit: int = MAX_BUCKET_PLAINTEXT) -> bytes:
 _Opened = tuple[list[Record], int, list[int]]
 
 
+def _check_bytes(suite: Suite, ref: ChunkRef, data: bytes, where: str) -> None:
+    """The transport's bytes are the listed chunk's: its size and id."""
+    if len(data) > MAX_CHUNK_BYTES:  # a listed chunk is no larger (Manifest rules): the
+        # transport's bytes, not the writer's (a hole, as any bytes not the listed ones)
+        raise Rejected(
+            reasons.BAD_CHUNK_ID,
+            f"{where}: {len(data)} bytes, more than any chunk ({MAX_CHUNK_BYTES}): not the "
+            "listed one",
+        )
+    if chunk_id(suite, data) != ref.id:
+        raise Rejected(reasons.BAD_CHUNK_ID, f"{where}: bytes do not hash to the listed id")
+    if len(data) != ref.size:
+        raise Rejected(reasons.TAMPERED, f"{where}: {len(data)} bytes, manifest says {ref.size}")
+
+
 def open_chunk(
     suite: Suite,
     key: ContentKeyLike,
@@ -100,17 +115,7 @@ def open_chunk(
     ``now_ms`` is the reader's clock: a record whose HLC is more than
     :data:`~sealmem.protocol.hlc.MAX_AHEAD_MS` ahead of it is ``clock-ahead``."""
     where = f"chunk {ref.id[:16]} (bucket {ref.bucket}) of {manifest.writer}/{manifest.project}"
-    if len(data) > MAX_CHUNK_BYTES:  # a listed chunk is no larger (Manifest rules): the
-        # transport's bytes, not the writer's (a hole, as any bytes not the listed ones)
-        raise Rejected(
-            reasons.BAD_CHUNK_ID,
-            f"{where}: {len(data)} bytes, more than any chunk ({MAX_CHUNK_BYTES}): not the "
-            "listed one",
-        )
-    if chunk_id(suite, data) != ref.id:
-        raise Rejected(reasons.BAD_CHUNK_ID, f"{where}: bytes do not hash to the listed id")
-    if len(data) != ref.size:
-        raise Rejected(reasons.TAMPERED, f"{where}: {len(data)} bytes, manifest says {ref.size}")
+    _check_bytes(suite, ref, data, where)
     m = manifest
     ad = chunk_ad(m.team, m.project, m.writer, m.epoch, ref.bucket, private=m.private)
     visibility = "private" if m.private else "team"

@@ -16,6 +16,7 @@ import hashlib
 import sqlite3
 
 from ...protocol import canonical
+from ...protocol.hlc import ZERO, Hlc, tick
 from ...protocol.record import Record
 from .connection import transaction
 
@@ -47,12 +48,19 @@ def member_settings(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def save_member_state(conn: sqlite3.Connection, member: str, state: str, now: int) -> None:
-    """A person's decision on this device (it travels to the member's other devices)."""
+    """A person's decision on this device (it travels to the member's other devices),
+    stamped above the decision it replaces (a hybrid logical clock): a sibling's decision
+    stamped by a clock running ahead does not outlive a later one made here."""
     with transaction(conn):
+        row = conn.execute(
+            "SELECT set_at, counter FROM member_trust WHERE member = ?", (member,)
+        ).fetchone()
+        last = ZERO if row is None else Hlc(int(row[0]), int(row[1]))
+        wall, counter = tick(last, now)
         conn.execute(
             "INSERT OR REPLACE INTO member_trust (member, state, set_at, device, counter) "
-            "VALUES (?, ?, ?, '', 0)",
-            (member, state, now),
+            "VALUES (?, ?, ?, '', ?)",
+            (member, state, wall, counter),
         )
 
 

@@ -84,3 +84,54 @@ def test_trust_set_on_one_device_applies_on_the_other_over_a_hub(world: HubWorld
     with pytest.raises(HubError) as info:
         space.trust(alice.key.kid)
     assert info.value.code == hubapi.NO_GRANT
+
+
+def test_a_team_project_named_like_a_members_private_slot_is_refused(world: HubWorld) -> None:
+    from sealmem.client.clock import now_ms
+    from sealmem.client.team.admin import grant
+
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    world.sync_all(1)
+    # an admin registers a project named as alice's member keyring slot: its first team
+    # keyring would take epoch 1 of her private space on the hub, and bob would see her
+    # private pushes in the change feed
+    with pytest.raises(HubError) as info:
+        grant(admin.t, "bob", f"p-{alice.key.kid}", read=True, write=True, now=now_ms(),
+              create=True)  # fmt: skip
+    assert info.value.code == hubapi.BAD_REQUEST
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, hub_team(world))
+    alice.remember("laptop: private, beside the admin's project", private=True)
+    said = [alice.sync(), desktop.sync(), alice.sync(), desktop.sync()]
+    assert [r for s in said for r in s.refused] == []
+    assert "laptop: private, beside the admin's project" in _private(desktop)
+
+
+def test_two_devices_making_the_first_member_keyring_at_once_do_not_fork(
+    world: HubWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sealmem.client.sync.hub_private import PrivateSpaceCalls
+
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    world.sync_all(1)
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, hub_team(world))
+    read = PrivateSpaceCalls.member_keyrings
+    armed = [True]
+
+    def laptop_meanwhile(self: PrivateSpaceCalls) -> list[bytes]:
+        found = read(self)  # type: ignore[arg-type]
+        if armed and armed.pop():
+            alice.sync()  # the laptop makes epoch 1 between the desktop's read and put
+        return found
+
+    monkeypatch.setattr(PrivateSpaceCalls, "member_keyrings", laptop_meanwhile)
+    desktop.sync()
+    assert not armed  # the laptop did sync in between
+    monkeypatch.undo()
+    alice.remember("laptop: private, after the race", private=True)
+    desktop.remember("desktop: private, after the race", private=True)
+    said = [desktop.sync(), alice.sync(), desktop.sync(), alice.sync()]
+    assert [r for s in said for r in s.refused] == []
+    assert "laptop: private, after the race" in _private(desktop)
+    assert "desktop: private, after the race" in _private(alice)

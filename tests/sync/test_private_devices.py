@@ -215,3 +215,26 @@ def test_a_keyring_its_revoked_signer_made_before_is_not_refused_again(world: Wo
     refused = [r for s in said for r in s.refused if "keyring" in r.object]
     assert refused == [], refused
     assert "laptop: private, after the desktop's revocation" in _private(phone)
+
+
+def test_a_decision_stamped_by_a_clock_running_ahead_does_not_outlive_a_later_mute(
+    world: World,
+) -> None:
+    from sealmem.client.recall.standing import Reader
+    from sealmem.client.store.trust_rows import save_member_state
+
+    admin, alice, bob = world.nodes["admin"], world.nodes["alice"], world.nodes["bob"]
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, _open)
+    for node in (alice, desktop):
+        node.sync()
+    years_ahead = now_ms() + 10 * 365 * 24 * 3600 * 1000  # the desktop's clock is wrong
+    save_member_state(desktop.store.connection, bob.key.kid, "trusted", years_ahead)
+    desktop.sync()
+    alice.sync()
+    save_member_state(alice.store.connection, bob.key.kid, "muted", now_ms())  # later
+    alice.sync()
+    desktop.sync()
+    for node in (alice, desktop):
+        state = Reader(node.store.connection, node.key.kid, now_ms()).state_of(bob.key.kid)
+        assert state == "muted", node.name
