@@ -153,11 +153,13 @@ class FolderTransport(Transport):
         with self._dirs.writing("private", self._member, "trust") as directory:
             directory.write(f"{_name(writer, 'writer')}.json", data)
 
-    def put_member_keyring(self, epoch: int, data: bytes) -> None:
+    def put_member_keyring(self, epoch: int, data: bytes, *, new: bool) -> None:
         if self._member is None:
             raise InputError("a member keyring goes into a member's private space")
         with self._dirs.writing("private", self._member, "keyrings") as directory:
-            directory.write(f"{epoch:010d}.json", data)
+            created = directory.write(f"{epoch:010d}.json", data, exclusive=new)
+        if not created:
+            raise ConflictError(f"member keyring {epoch} already exists in {self.location}")
 
     @property
     def location(self) -> str:

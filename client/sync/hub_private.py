@@ -73,7 +73,8 @@ class PrivateSpaceCalls:
         path = self._path(hubapi.PRIVATE_TRUST, writer=writer)
         self._send("PUT", path, "publish trust decisions", body=data)
 
-    def put_member_keyring(self: _Hub, epoch: int, data: bytes) -> None:
+    def put_member_keyring(self: _Hub, epoch: int, data: bytes, *, new: bool) -> None:
+        del new  # the hub accepts with the member keyring rules: a second new key is 409 fork
         if self._member is None:
             raise InputError("a member keyring goes into a member's private space")
         path = self._path(hubapi.PRIVATE_KEYRING, epoch=epoch)

@@ -159,8 +159,9 @@ def _publish_ring(run: _Run, private: PrivateState, plan: str) -> PrivateState:
         key, epoch = ContentKey.generate(), epoch + (current is not None)
     data = build_member_keyring(key, run.roster, run.member, epoch).sign(run.team.key)
     after, _ = accept_member_keyring(SUITE, run.state, private, data)
+    new = (run.member, epoch) not in private.rings  # else an update: same key, more wraps
     try:  # trusted here only once the space holds it: another device may have made one
-        run.space.put_member_keyring(epoch, data)
+        run.space.put_member_keyring(epoch, data, new=new)
     except ConflictError as exc:
         run.summary.warnings.append(f"member keyring {epoch} not published: {exc}")
         return _accept_rings(run, private)

@@ -261,8 +261,11 @@ class Transport(abc.ABC):
         """In a private space: its member's keyrings, every epoch."""
         return []
 
-    def put_member_keyring(self, epoch: int, data: bytes) -> None:
-        """In a private space: publish (or replace) the member keyring of ``epoch``."""
+    def put_member_keyring(self, epoch: int, data: bytes, *, new: bool) -> None:
+        """In a private space: publish the member keyring of ``epoch``; ``new``: an epoch
+        this device does not trust yet, :class:`ConflictError` when the space holds one
+        already (another device made it first); else an update of the trusted one."""
+        del data, new
         raise InputError(f"{self.kind} transport holds no private space (epoch {epoch})")
 
     def trust(self, writer: str) -> bytes | None:

@@ -238,3 +238,56 @@ def test_a_decision_stamped_by_a_clock_running_ahead_does_not_outlive_a_later_mu
     for node in (alice, desktop):
         state = Reader(node.store.connection, node.key.kid, now_ms()).state_of(bob.key.kid)
         assert state == "muted", node.name
+
+
+def test_two_devices_making_the_first_member_keyring_at_once_do_not_fork(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sealmem.client.sync.folder import FolderTransport
+
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    desktop = world.node("desktop")
+    add_device(alice, desktop, admin, _open)
+    read = FolderTransport.member_keyrings
+    armed = [True]
+
+    def laptop_meanwhile(self: FolderTransport) -> list[bytes]:
+        found = read(self)
+        if armed and armed.pop():
+            alice.sync()  # the laptop makes epoch 1 between the desktop's read and write
+        return found
+
+    monkeypatch.setattr(FolderTransport, "member_keyrings", laptop_meanwhile)
+    desktop.sync()
+    assert not armed  # the laptop did sync in between
+    monkeypatch.undo()
+    alice.remember("laptop: private, after the race", private=True)
+    desktop.remember("desktop: private, after the race", private=True)
+    said = [desktop.sync(), alice.sync(), desktop.sync(), alice.sync()]
+    assert [r for s in said for r in s.refused] == []
+    assert "laptop: private, after the race" in _private(desktop)
+    assert "desktop: private, after the race" in _private(alice)
+    assert [f.name for f in (_space(world, alice.key.kid) / "keyrings").iterdir()] == [
+        "0000000001.json"
+    ]
+
+
+def test_a_device_added_later_is_wrapped_the_current_key_in_place(world: World) -> None:
+    admin, alice = world.nodes["admin"], world.nodes["alice"]
+    desktop, phone = world.node("desktop"), world.node("phone")
+    add_device(alice, desktop, admin, _open)
+    alice.remember("laptop: private, before the phone", private=True)
+    for node in (alice, desktop):
+        node.sync()
+    add_device(alice, phone, admin, _open, name="phone")
+    said = [node.sync() for node in (alice, phone, desktop, alice, phone)]
+    assert [r for s in said for r in s.refused] == []
+    assert "laptop: private, before the phone" in _private(phone)
+    # the update replaced the file of epoch 1: same epoch, now wrapped to the phone too
+    files = sorted((_space(world, alice.key.kid) / "keyrings").iterdir())
+    assert [f.name for f in files] == ["0000000001.json"]
+    assert set(json.loads(files[0].read_text())["body"]["wraps"]) == {
+        alice.key.kid,
+        desktop.key.kid,
+        phone.key.kid,
+    }
