@@ -4,9 +4,10 @@ A hook must never fail or slow the host.  :func:`run` therefore does the work
 in a daemon thread and waits at most :data:`HOOK_BUDGET_S`; a busy or locked
 store, a missing store, bad input or any exception ends in *no output* and
 exit status 0.  What happened is appended to ``<home>/logs/hooks.log``: the
-event, the outcome, the exception's type and where it was raised, and the
-duration, never a prompt, a memory or an exception message (those may hold
-what the user typed).
+event, the outcome, the exception's type and where it was raised, the
+duration and a note of ours (a store used or skipped unmigrated:
+:func:`_open_existing`), never a prompt, a memory or an exception message
+(those may hold what the user typed).  A hook never migrates the store.
 
 ``session-start`` prints the budgeted startup context (Claude Code adds a
 SessionStart hook's stdout to the context).  ``prompt`` recalls on the
@@ -65,10 +66,18 @@ STARTUP_BUDGET_TOKENS = 1200
 NOTE_WAIT_MS = 100  # the prompt hook's wait for the store's write lock to note a recall
 MAX_LOG_BYTES = 1_000_000
 _PROMPT_HEADER = "Possibly relevant memories from sealmem (notes from past sessions and teammates):"
+_LEFT = (
+    "a hook never migrates, the next 'sealmem init' (or other command that writes), "
+    "MCP call or viewer does"
+)
+_running = threading.local()  # ``note``: what the worker thread says in the log line
 
 
-def _log(event: str, outcome: str, started: float, exc: BaseException | None = None) -> None:
-    """One line per hook run; never raises."""
+def _log(
+    event: str, outcome: str, started: float, exc: BaseException | None = None, note: str = ""
+) -> None:
+    """One line per hook run (``note``: our own words after it, never the user's); never
+    raises."""
     try:
         path = paths.home() / "logs" / "hooks.log"
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -83,7 +92,7 @@ def _log(event: str, outcome: str, started: float, exc: BaseException | None = N
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         ms = int((time.monotonic() - started) * 1000)
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(f"{stamp} {event} {outcome}{where} {ms}ms\n")
+            handle.write(f"{stamp} {event} {outcome}{where} {ms}ms{note and '; ' + note}\n")
     except Exception:  # noqa: S110 - a hook's log must not be the thing that fails it
         pass
 
@@ -103,13 +112,27 @@ def _project(payload: dict[str, Any]) -> str:
 
 
 def _open_existing() -> Any:
-    """The store, or None when there is none yet (a hook never creates one)."""
+    """The store, or None when there is none yet (a hook never creates one).
+
+    A hook never migrates: a migration may take longer than its budget (then it is cut
+    off, rolled back, and started again at the next prompt, holding the write lock each
+    time).  A store lacking only data-only migrations is used as it is, which the log
+    line says; one that needs a schema step first raises
+    :class:`~sealmem.client.store.migrations.MigrationNeededError`: the hook is skipped
+    (:func:`run`).  The next open that migrates (a command that writes, the MCP server,
+    the viewer) applies them."""
     db = paths.store_path(paths.home())
     if not db.is_file():
         return None
     from ..recall.api import MemoryStore
+    from ..store.migrations import schema_version
+    from ..store.schema import latest_version
 
-    return MemoryStore.open(db)
+    store = MemoryStore.open(db, migrating=False)
+    version, known = schema_version(store.connection), latest_version()
+    if version < known:
+        _running.note = f"store at schema {version} of {known}, used as it is: {_LEFT}"
+    return store
 
 
 def _session_start(payload: dict[str, Any]) -> str:
@@ -237,10 +260,12 @@ def run(name: str, read_input: Callable[[], str], *, budget_s: float | None = No
     box: dict[str, Any] = {}
 
     def work() -> None:
+        _running.note = ""
         try:
             box["out"] = HOOK_NAMES[name](_payload(read_input()))
         except BaseException as exc:  # everything, on purpose: see the module docstring
             box["exc"] = exc
+        box["note"] = _running.note
 
     worker = threading.Thread(target=work, name=f"sealmem-hook-{name}", daemon=True)
     worker.start()
@@ -249,11 +274,24 @@ def run(name: str, read_input: Callable[[], str], *, budget_s: float | None = No
         _log(name, "timeout", started)
         return ""
     if "exc" in box:
-        _log(name, "error", started, box["exc"])
+        _log_failure(name, started, box["exc"])
         return ""
     out = str(box.get("out") or "")
-    _log(name, "ok" if out else "ok-silent", started)
+    _log(name, "ok" if out else "ok-silent", started, note=box.get("note", ""))
     return out
+
+
+def _log_failure(name: str, started: float, exc: BaseException) -> None:
+    """``skipped`` for a store that needs migrating first (:func:`_open_existing`): the
+    hook shows and captures nothing until it is migrated, and the stop hook's transcript
+    is read then; ``error`` for anything else."""
+    from ..store.migrations import MigrationNeededError
+
+    if isinstance(exc, MigrationNeededError):
+        note = f"store at schema {exc.version} needs migration {exc.needed} first: {_LEFT}"
+        _log(name, "skipped", started, note=note)
+    else:
+        _log(name, "error", started, exc)
 
 
 def run_hook(name: str, home: Path | None) -> str:

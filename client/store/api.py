@@ -57,12 +57,16 @@ class LocalStore:
         author: str | None = None,
         clock: Callable[[], int] | None = None,
         readonly: bool = False,
+        migrating: bool = True,
     ) -> Self:
         """Open (creating and migrating if needed) the store at ``path`` (None:
         ``<home>/store.db``) as ``author`` (None: the local member id); ``clock`` gives ms
         since the epoch.  ``readonly`` opens it without migrating or writing (a read-only
         file or directory can be read; an absent store is created first, as there is
-        nothing in it to lose); writes through it raise :class:`StoreError`."""
+        nothing in it to lose); writes through it raise :class:`StoreError`.  Not
+        ``migrating`` (a hook, which must not start a migration it cannot finish): a store
+        lacking only data-only migrations is opened as it is, one lacking a schema step
+        raises :class:`~.migrations.MigrationNeededError`."""
         clock = clock or now_ms
         where = store_path(ensure_home()) if path is None else Path(path)
         where = where.expanduser().absolute()
@@ -78,7 +82,7 @@ class LocalStore:
                 connect(where, now_ms=clock()).close()
             conn = connect_readonly(where)
         else:
-            conn = connect(where, now_ms=clock())
+            conn = connect(where, now_ms=clock(), migrating=migrating)
         conn.row_factory = sqlite3.Row
         return cls(conn, where, author, clock, readonly=readonly)
 

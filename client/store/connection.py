@@ -241,11 +241,13 @@ def connect(
     now_ms: int | None = None,
     migrations: Sequence[Migration] = MIGRATIONS,
     journaled: bool = True,
+    migrating: bool = True,
 ) -> sqlite3.Connection:
     """Open the store at ``path`` (created if absent, its directories 0700 and file 0600);
-    migrate its schema.  With ``journaled`` every write is counted in the store's journal
-    and checked against it on open: a store that lost committed writes is marked damaged
-    and this connection refuses writes."""
+    migrate its schema (not ``migrating``: :func:`~.migrations.unmigrated`).  With
+    ``journaled`` every write is counted in the store's journal and checked against it on
+    open: a store that lost committed writes is marked damaged and this connection
+    refuses writes."""
     path = Path(path)
     if not check_file(path):
         try:
@@ -278,7 +280,7 @@ def connect(
             # Deleted rows (a forgotten memory's versions) are overwritten, not left in
             # free space: see sealmem.client.store.scrub.
             conn.execute("PRAGMA secure_delete = ON")
-            migrated = migrate(conn, migrations, now_ms=now_ms, path=path)
+            migrated = migrate(conn, migrations, now_ms=now_ms, path=path, start=migrating)
             if get_meta(conn, "store_id") is None:
                 with transaction(conn):
                     if get_meta(conn, "store_id") is None:

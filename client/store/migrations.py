@@ -3,7 +3,9 @@
 Migrations are forward-only: a store written by a newer sealmem is refused rather
 than guessed at, and one of a pre-release build (:mod:`.prebaseline`) is refused with
 the way out.  Each step runs in its own transaction at open, before the store's
-write journal is attached (:func:`sealmem.client.store.connection.connect`).
+write journal is attached (:func:`sealmem.client.store.connection.connect`); an open
+that must not start one (a hook, within its two seconds) opens a store lacking only
+data-only steps as it is and refuses one lacking a schema step (:func:`unmigrated`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,17 @@ from ..clock import now_ms as wall_clock
 from . import prebaseline
 from .schema import MIGRATIONS, Migration
 
-__all__ = ["MigrationNeededError", "migrate", "require_current", "schema_version"]
+__all__ = ["MigrationNeededError", "migrate", "require_current", "schema_version", "unmigrated"]
 
 
 class MigrationNeededError(StoreError):
-    """A read-only open found a store whose schema is older than this sealmem's."""
+    """An open that does not migrate found a store whose schema is older than this
+    sealmem's: at ``version``, it needs migration ``needed`` to be read."""
+
+    def __init__(self, message: str, *, version: int, needed: int) -> None:
+        super().__init__(message)
+        self.version = version
+        self.needed = needed
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
@@ -60,8 +68,31 @@ def require_current(
         raise MigrationNeededError(
             f"the store {path} has schema version {current} and this sealmem reads "
             f"version {known}; a read-only open does not migrate it: run a write command "
-            "('sealmem init') once to apply the migration, then read again"
+            "('sealmem init') once to apply the migration, then read again",
+            version=current,
+            needed=current + 1,
         )
+
+
+def unmigrated(
+    conn: sqlite3.Connection, path: Path | str, migrations: Sequence[Migration] = MIGRATIONS
+) -> list[int]:
+    """Without migrating: the versions the store lacks, each of them data only (this code
+    reads and writes the store as it is, :class:`~.schema.Migration`); one that changes
+    the schema raises :class:`MigrationNeededError` (see :func:`_versions` too)."""
+    _check_sequence(migrations)
+    current, known = _versions(conn, path, migrations)
+    missing = migrations[current:known]
+    needed = [step.version for step in missing if not step.data_only]
+    if needed:
+        raise MigrationNeededError(
+            f"the store {path} has schema version {current} and needs migration "
+            f"{needed[0]} to be read by this sealmem; this open does not migrate it: run "
+            "a write command ('sealmem init') once to apply the migration",
+            version=current,
+            needed=needed[0],
+        )
+    return [step.version for step in missing]
 
 
 def _check_sequence(migrations: Sequence[Migration]) -> None:
@@ -71,6 +102,11 @@ def _check_sequence(migrations: Sequence[Migration]) -> None:
                 f"migration {migration.name!r} has version {migration.version}, expected "
                 f"{expected}: migrations must be numbered 1, 2, 3, ... in order"
             )
+        if migration.data_only and migration.sql.strip():
+            raise StoreError(
+                f"migration {migration.name!r} is data only but changes the schema: a "
+                "data-only step has no SQL, only its fill"
+            )
 
 
 def migrate(
@@ -79,11 +115,16 @@ def migrate(
     *,
     now_ms: int | None = None,
     path: Path | str = "<store>",
+    start: bool = True,
 ) -> list[int]:
     """Apply every migration the store lacks, each in its own transaction (``BEGIN
     IMMEDIATE``, rolled back on any error).  Returns the versions applied.  A store
     that lacks none takes no write lock: an open must not wait for another process's
-    write (a hook has two seconds)."""
+    write (a hook has two seconds).  Not ``start``: none is applied, a store that
+    cannot be used without one is refused (:func:`unmigrated`)."""
+    if not start:
+        unmigrated(conn, path, migrations)
+        return []
     _check_sequence(migrations)
     current, known = _versions(conn, path, migrations)
     if current == known:

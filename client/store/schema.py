@@ -60,7 +60,8 @@ grams (version 7)
 grams again (version 11)
     the same columns, refilled for what ``grams`` holds since: the bigrams of Hangul
     runs and the last character of every run (a one-character query finds any memory
-    holding it).
+    holding it).  Data only: a hook reads and writes a store without it (the older rows
+    keep their grams of before until it runs).
 
 freshness (version 8)
     ``freshness``: per memory id, when this reader last recalled it and last kept it in
@@ -109,12 +110,19 @@ __all__ = ["MIGRATIONS", "Migration", "latest_version"]
 @dataclass(frozen=True)
 class Migration:
     """One schema step: ``sql`` runs inside a transaction (no BEGIN/COMMIT in it), then
-    ``fill`` (when given) in the same transaction: what SQL alone cannot compute."""
+    ``fill`` (when given) in the same transaction: what SQL alone cannot compute.
+
+    ``data_only``: the step changes no table (no ``sql``), it only refills rows this
+    code writes as they are now; this code reads and writes a store lacking it, only
+    what it refills is older until it runs.  A process that must not start a migration
+    it cannot finish (a hook) opens such a store without migrating it
+    (:func:`sealmem.client.store.migrations.unmigrated`)."""
 
     version: int
     name: str
     sql: str
     fill: Callable[[sqlite3.Connection], None] | None = None
+    data_only: bool = False
 
 
 _MEMORIES = """
@@ -463,7 +471,7 @@ MIGRATIONS: list[Migration] = [
     Migration(8, "freshness: when a memory was last recalled or kept in review", _FRESHNESS),
     Migration(9, "embeddings: local vectors of the semantic extra, never synced", _EMBEDDINGS),
     Migration(10, "trust device: which device of the member set a trust state", _TRUST_DEVICE),
-    Migration(11, "grams of Hangul runs and of one character", "", _refill_grams),
+    Migration(11, "grams of Hangul runs and of one character", "", _refill_grams, data_only=True),
 ]
 
 

@@ -59,7 +59,9 @@ def test_memory_store_signatures() -> None:
     assert list(inspect.signature(store.recall).parameters) == [
         "self", "query", "k", "project", "all_projects", "include_history", "kinds",
     ]  # fmt: skip
-    assert list(inspect.signature(store.open).parameters) == ["path", "author", "clock", "readonly"]
+    assert list(inspect.signature(store.open).parameters) == [
+        "path", "author", "clock", "readonly", "migrating",
+    ]  # fmt: skip
     for method in ("get", "resolve_id", "recent", "forget", "history", "startup_context", "export",
                    "import_", "stats", "doctor", "close"):  # fmt: skip
         assert callable(getattr(store, method))

@@ -115,6 +115,12 @@ def test_misnumbered_migrations_are_refused(tmp_path: Path) -> None:
         connect(tmp_path / "s.db", migrations=[Migration(2, "skips one", "SELECT 1")])
 
 
+def test_a_data_only_migration_with_sql_is_refused(tmp_path: Path) -> None:
+    bad = Migration(len(MIGRATIONS) + 1, "data only", "ALTER TABLE meta ADD x", data_only=True)
+    with pytest.raises(StoreError, match="data only but changes the schema"):
+        connect(tmp_path / "s.db", migrations=[*MIGRATIONS, bad])
+
+
 def test_corrupt_file_gives_a_clear_store_error(home: Path) -> None:
     home.mkdir(mode=0o700)
     (home / "store.db").write_bytes(b"this is not sqlite at all " * 200)
