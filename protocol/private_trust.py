@@ -31,6 +31,7 @@ __all__ = [
     "TrustSet",
     "accept_trust",
     "open_trust",
+    "replaces",
     "seal_trust",
 ]
 
@@ -171,3 +172,9 @@ def open_trust(ts: TrustSet, key: ContentKeyLike) -> list[TrustEntry]:
     if len({e.member for e in entries}) != len(entries):
         raise Rejected(reasons.MALFORMED, f"{where}: a teammate is judged twice")
     return entries
+
+
+def replaces(new: tuple[int, int, str], held: tuple[int, int, str] | None) -> bool:
+    """Whether a decision stamped ``new`` (wall, counter, device kid) replaces the one held
+    for the same teammate: the highest stamp wins (last writer wins)."""
+    return held is None or new > held

@@ -17,6 +17,7 @@ import sqlite3
 
 from ...protocol import canonical
 from ...protocol.hlc import ZERO, Hlc, tick
+from ...protocol.private_trust import replaces
 from ...protocol.record import Record
 from .connection import transaction
 
@@ -80,7 +81,8 @@ def merge_decision(
     row = conn.execute(
         "SELECT set_at, counter, device FROM member_trust WHERE member = ?", (member,)
     ).fetchone()
-    if row is not None and (int(row[0]), int(row[1]), str(row[2]) or me) >= (*at, device):
+    held = None if row is None else (int(row[0]), int(row[1]), str(row[2]) or me)
+    if not replaces((*at, device), held):
         return False
     conn.execute(
         "INSERT OR REPLACE INTO member_trust (member, state, set_at, device, counter) "
