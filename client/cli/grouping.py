@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import SealmemError
 from ..recall.api import MAX_K
-from ..recall.dupes import Group, group, stands_alone
+from ..recall.dupes import Group, group, shown, stands_alone
 from ..store.ids import short_id
 
 if TYPE_CHECKING:
@@ -49,12 +49,13 @@ def wider(k: int) -> int:
 
 
 def group_hits(hits: Sequence[Hit], k: int) -> list[Group[Hit]]:
-    """The first ``k`` groups of near-duplicate ``hits`` (best first)."""
-    return group(
+    """The groups of near-duplicate ``hits`` (best first) that a recall of ``k`` shows."""
+    found = group(
         hits,
         lambda h: h.memory.content,
         alone=lambda h: stands_alone(h.memory, bool(h.superseded_by)),
-    )[:k]
+    )
+    return shown(found, k, lambda h: h.related)
 
 
 def group_memories(

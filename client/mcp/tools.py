@@ -22,7 +22,7 @@ from pydantic import BeforeValidator, Field, StringConstraints
 
 from ...protocol.errors import InputError, SealmemError
 from ...protocol.record import KIND_RE
-from ..recall import semantic
+from ..recall import dupes, semantic
 from ..recall.api import MAX_K
 from ..recall.dupes import group, stands_alone
 from ..recall.matching import nothing_close
@@ -171,7 +171,7 @@ class MemoryTools:
             lambda pair: pair[1].content,
             alone=lambda p: stands_alone(p[0].memory, bool(applied.get(p[0].memory.id))),
         )
-        for found in groups[:k]:
+        for found in dupes.shown(groups, k, lambda pair: pair[0].related):
             hit, first = found.leader
             newer = [v for m in applied.get(hit.memory.id, []) if (v := view(m))]
             others = [

@@ -42,8 +42,8 @@ class MemoryStore(LocalStore):
         include_history: bool = False,
         kinds: Sequence[str] | None = None,
     ) -> list[Hit]:
-        """The ``k`` memories that best match ``query`` (the matches, then at most two
-        ``related`` ones; none when nothing matches); superseded ones carry replacements."""
+        """The ``k`` memories that best match ``query``, then at most two ``related`` ones
+        (none when nothing matches); superseded ones carry replacements."""
         if not isinstance(query, str) or not query.strip():
             raise InputError("the query is empty; pass words to search for")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
@@ -60,7 +60,7 @@ class MemoryStore(LocalStore):
                 kept = asked(include_history=True, which=PROPOSED_DELETE)
                 both = sorted([*scored, *kept], key=lambda s: (s.related, -s.score))
                 related = [s for s in both if s.related][:MAX_RELATED]
-                scored = [*[s for s in both if not s.related], *related][:k]
+                scored = [*[s for s in both if not s.related][:k], *related]
             ids = [item.id for item in scored]
             marks = ", ".join("?" * len(ids))
             rows = {

@@ -35,6 +35,7 @@ __all__ = [
     "Group",
     "group",
     "near_duplicates",
+    "shown",
     "signature",
     "similarity",
     "stands_alone",
@@ -151,3 +152,11 @@ def group(
         else:
             groups.append((sig, Group(item)))
     return [g for _, g in groups]
+
+
+def shown(groups: Sequence[Group[T]], k: int, related: Callable[[T], bool]) -> list[Group[T]]:
+    """What one recall of ``k`` shows of ``groups`` (best first): the first ``k`` groups
+    led by a match, then those led by a ``related`` result (a recall returns at most
+    two, after its matches: :func:`.matching.select`)."""
+    matched = [g for g in groups if not related(g.leader)]
+    return matched[:k] + [g for g in groups if related(g.leader)]

@@ -21,9 +21,10 @@ What a recall returns (:func:`select`).  Context, recency and importance re-rank
 matching memories; a memory that matches nothing never comes before one that does.
 A neighbour of a strong match (a hit whose session neighbours recall reads) that
 ranks among the best ``k`` but matches nothing may stay, at most
-:data:`MAX_RELATED` of them, marked ``related`` and placed after the matches, in the
-slots the matches leave (a match further down is never dropped for one); other
-non-matching candidates are dropped.  Nothing matches: nothing is returned, and
+:data:`MAX_RELATED` of them, marked ``related`` and placed after the ``k`` best
+matches (so a recall of ``k`` shows at most ``k`` + 2; a match is never dropped for
+one, and the agent sees them: they count in hit@k); other non-matching candidates are
+dropped.  Nothing matches: nothing is returned, and
 :func:`nothing_close` says why in words every surface (CLI, MCP, viewer) uses.
 """
 
@@ -125,23 +126,24 @@ def select(
     near_strong: Callable[[int], bool],
     k: int,
 ) -> list[tuple[int, bool]]:
-    """``(candidate, related)`` for ``k`` of ``ranked`` (best first): the best ``k``
-    matching ones in their order, then, in the slots they leave, at most
-    :data:`MAX_RELATED` non-matching ones among the best ``k`` that ``near_strong`` (a
-    neighbour of a strong match), in theirs; empty when nothing matches."""
+    """``(candidate, related)`` from ``ranked`` (best first): the best ``k`` matching
+    ones in their order, then at most :data:`MAX_RELATED` non-matching ones among the
+    best ``k`` that ``near_strong`` (a neighbour of a strong match), in theirs, after
+    every match: a related result never takes the slot of a match; empty when nothing
+    matches."""
     found: list[int] = []
     related: list[int] = []
     for rank, candidate in enumerate(ranked):
-        if len(found) >= k:
+        if len(found) >= k and (rank >= k or len(related) >= MAX_RELATED):
             break
         if candidate in matching:
-            found.append(candidate)
+            if len(found) < k:
+                found.append(candidate)
         elif rank < k and len(related) < MAX_RELATED and near_strong(candidate):
             related.append(candidate)
     if not found:
         return []
-    out: Sequence[tuple[int, bool]] = [(c, False) for c in found] + [(c, True) for c in related]
-    return list(out)[:k]
+    return [(c, False) for c in found] + [(c, True) for c in related]
 
 
 class Held:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import SealmemError
+from ..recall import dupes
 from ..recall.dupes import group, stands_alone
 from ..recall.matching import nothing_close
 from ..recall.names import member_names
@@ -138,7 +139,7 @@ def search_page(
             lambda p: p[0].memory.content,
             alone=lambda p: stands_alone(p[0].memory, _replaced(p[0])),
         )
-        for found in groups[:30]:
+        for found in dupes.shown(groups, 30, lambda p: p[1].related):
             c, h = found.leader
             results.append(
                 {

@@ -115,7 +115,9 @@ class Outcome:
 
     @property
     def hit(self) -> bool:
-        return bool(self.evidence & set(self.top[:5]))
+        """An evidence turn among what the agent is shown: the five best matches and
+        the (at most two) related results after them."""
+        return bool(self.evidence & set(self.top))
 
 
 @dataclass
@@ -435,16 +437,18 @@ def leave_one_out(
 
 def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
     n = len(outcomes)
-    hit = prec = rec = every = 0.0
+    hit = prec = rec = every = first = 0.0
     for o in outcomes:
-        found = len(o.evidence & set(o.top[:5]))
+        found = len(o.evidence & set(o.top))
         hit += found > 0
-        prec += found / 5
+        first += bool(o.evidence & set(o.top[:5]))
+        prec += found / max(5, len(o.top))
         rec += found / len(o.evidence)
         every += found == len(o.evidence)
     return {
         "n": n,
         "hit": 100 * hit / n,
+        "first5": 100 * first / n,
         "precision": 100 * prec / n,
         "recall": 100 * rec / n,
         "all": 100 * every / n,
@@ -460,8 +464,8 @@ def latency(outcomes: Sequence[Outcome]) -> tuple[float, float, float]:
 def quality(outcomes: list[Outcome]) -> str:
     s = summarise(outcomes)
     return (
-        f"hit {s['hit']:5.1f}  prec {s['precision']:5.1f}  recall {s['recall']:5.1f}  "
-        f"all-ev {s['all']:5.1f}"
+        f"hit {s['hit']:5.1f} (first five {s['first5']:5.1f})  prec {s['precision']:5.1f}  "
+        f"recall {s['recall']:5.1f}  all-ev {s['all']:5.1f}"
     )
 
 

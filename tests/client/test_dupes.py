@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sealmem.client.recall.dupes import group, near_duplicates
+from sealmem.client.recall.dupes import group, near_duplicates, shown
 
 DATA = json.loads((Path(__file__).parents[1] / "bench" / "data" / "dupes.json").read_text())
 
@@ -79,3 +79,21 @@ def test_a_superseded_memory_stays_apart_from_its_correction() -> None:
     ]
     groups = group(ranked, lambda text: text, alone=lambda text: text == ranked[1])
     assert [g.members for g in groups] == [[ranked[0], ranked[2]], [ranked[1]]]
+
+
+def test_a_recall_of_k_shows_k_groups_of_matches_then_every_related_group() -> None:
+    """The rule every surface (CLI, MCP, viewer) shows a recall by: near-duplicate
+    matches fold into one group, k groups of matches, then the related ones."""
+    items = [
+        ("the deploy needs the vault token from ops", False),
+        ("the deploy needs the vault token from the ops team", False),  # folds into the first
+        ("the staging database is restored nightly", False),
+        ("grafana alerts page the on-call engineer", False),
+        ("lunch is at noon", True),
+    ]
+    groups = group(items, lambda item: item[0])
+    assert len(groups) == 4
+    out = shown(groups, 2, lambda item: item[1])
+    assert [g.leader[0] for g in out] == [items[0][0], items[2][0], "lunch is at noon"]
+    assert [o[0] for o in out[0].others] == [items[1][0]]
+    assert shown(groups, 5, lambda item: item[1]) == groups

@@ -103,3 +103,42 @@ def test_recall_labels_a_related_neighbour_and_says_when_nothing_is_close(
     assert "no memory shares a word" in answers["kubernetes ingress"]["note"]
     assert answers["what is the"]["hits"] == []
     assert "only common words" in answers["what is the"]["note"]
+
+
+def test_a_recall_of_k_shows_its_k_matches_and_then_the_related_neighbour(
+    server_home: Path,
+) -> None:
+    """Two weak matches (older, other sessions) and a strong one with two session
+    neighbours: the recall shows its k matches, then the related neighbour after them
+    (it never takes a match's place, and the match never hides it)."""
+    import time
+
+    day, now = 24 * 3600 * 1000, int(time.time() * 1000)
+    at = [now - 60 * day]
+    server_home.mkdir(parents=True)
+    with MemoryStore.open(server_home / "store.db", author="ana", clock=lambda: at[0]) as store:
+        for text, origin, when in (
+            ("nginx sits in front of the api", "mcp:s2", now - 60 * day),
+            ("nginx logs rotate daily", "mcp:s3", now - 30 * day),
+            ("kafka redis nginx make up the queue stack", "mcp:s1", now - 3 * 60_000),
+            ("the lunch order goes out at noon", "mcp:s1", now - 2 * 60_000),
+            ("the build takes ten minutes on the laptop", "mcp:s1", now - 60_000),
+        ):
+            at[0] = when
+            store.remember(text, project="webshop", origin=origin)
+    answers: dict[str, Any] = {}
+
+    async def session() -> None:
+        async with Client(create_server(project="webshop")) as client:
+            answers["k1"] = json.loads(
+                _text(await client.call_tool("recall", {"query": "kafka redis nginx", "k": 1}))
+            )
+
+    anyio.run(session)
+    hits = answers["k1"]["hits"]
+    assert [h["related"] for h in hits] == [False, True]
+    assert hits[0]["content"] == "kafka redis nginx make up the queue stack"
+    assert hits[1]["content"] in {
+        "the lunch order goes out at noon",
+        "the build takes ten minutes on the laptop",
+    }
