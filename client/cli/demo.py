@@ -134,7 +134,9 @@ def _recall(actor: Actor, query: str) -> list[Hit]:
     with actor.team() as team:
         hits = team.store.recall(query, k=3, project=PROJECT)
     for rank, hit in enumerate(hits, start=1):
-        flag = "  [superseded]" if hit.superseded_by else ""
+        flag = ("  [superseded]" if hit.superseded_by else "") + (
+            "  [related]" if hit.related else ""
+        )
         say(f"   {rank}. {hit.memory.record.kind}{flag}: {hit.memory.record.content}")
         say(f"      {_provenance(hit)}")
     return hits
