@@ -27,7 +27,7 @@ from urllib.parse import quote
 from ...protocol.errors import InputError, StoreError
 from . import journal
 from .access import why_not_writable
-from .migrations import migrate, require_current
+from .migrations import migrate, unmigrated
 from .schema import MIGRATIONS, Migration
 
 __all__ = [
@@ -312,8 +312,9 @@ def readonly_uri(path: Path) -> str:
 
 def connect_readonly(path: Path, *, check_schema: bool = True) -> sqlite3.Connection:
     """Open the existing store at ``path`` read-only (:func:`readonly_uri`): no migration,
-    no write.  With ``check_schema``, a store that needs a migration raises
-    :class:`~.migrations.MigrationNeededError`, one from a newer sealmem :class:`StoreError`."""
+    no write.  With ``check_schema``, a store that needs a schema migration raises
+    :class:`~.migrations.MigrationNeededError` (one lacking only data-only steps is read
+    as it is, :func:`~.migrations.unmigrated`), one from a newer sealmem :class:`StoreError`."""
     path = Path(path)
     if not check_file(path):
         raise StoreError(f"there is no store at {path}; 'sealmem init' creates one")
@@ -325,7 +326,7 @@ def connect_readonly(path: Path, *, check_schema: bool = True) -> sqlite3.Connec
             )
             conn.text_factory = _read_text
             if check_schema:
-                require_current(conn, path, MIGRATIONS)
+                unmigrated(conn, path, MIGRATIONS)  # data-only steps left: read as it is
     except BaseException:
         if conn is not None:
             conn.close()

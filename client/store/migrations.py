@@ -19,7 +19,7 @@ from ..clock import now_ms as wall_clock
 from . import prebaseline
 from .schema import MIGRATIONS, Migration
 
-__all__ = ["MigrationNeededError", "migrate", "require_current", "schema_version", "unmigrated"]
+__all__ = ["MigrationNeededError", "migrate", "schema_version", "unmigrated"]
 
 
 class MigrationNeededError(StoreError):
@@ -56,22 +56,6 @@ def _versions(
             f"versions up to {known}; upgrade sealmem ('pip install -U sealmem') to open it"
         )
     return current, known
-
-
-def require_current(
-    conn: sqlite3.Connection, path: Path, migrations: Sequence[Migration] = MIGRATIONS
-) -> None:
-    """Refuse a store a read-only open cannot read as it is (see :func:`_versions`), and
-    one that needs a migration (:class:`MigrationNeededError`)."""
-    current, known = _versions(conn, path, migrations)
-    if current < known:
-        raise MigrationNeededError(
-            f"the store {path} has schema version {current} and this sealmem reads "
-            f"version {known}; a read-only open does not migrate it: run a write command "
-            "('sealmem init') once to apply the migration, then read again",
-            version=current,
-            needed=current + 1,
-        )
 
 
 def unmigrated(

@@ -4,11 +4,15 @@ Chinese, Japanese or Korean run, one character, and an emoji, are found after.""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
+
+import pytest
 
 from sealmem.client import MemoryStore
 from sealmem.client.store.connection import connect, transaction
 from sealmem.client.store.memory import Provenance
+from sealmem.client.store.migrations import MigrationNeededError
 from sealmem.client.store.schema import MIGRATIONS, latest_version
 from sealmem.client.store.terms import word_stems
 from sealmem.client.store.writer import write_version
@@ -146,3 +150,23 @@ def test_a_store_of_version_10_finds_korean_words_and_one_character_after_the_mi
         assert _found(store, "猫") == [cat]
         checks = {check.name: check.ok for check in store.doctor()}
         assert (checks["fts"], checks["schema"]) == (True, True)
+
+
+def test_a_read_only_open_reads_a_store_lacking_only_the_grams_refill(tmp_path: Path) -> None:
+    """A read (``recall``, ``list``, ``show``) of a store of version 10 is answered from the
+    store as it is (migration 11 only refills grams); one lacking a schema step (10) is
+    still refused, naming the write command that migrates it."""
+    path = tmp_path / "store.db"
+    with MemoryStore.open(path, author=AUTHOR, clock=lambda: NOW) as store:
+        mid = store.remember("the billing service listens on 8080", project="app").memory.id
+        store.connection.execute("DELETE FROM schema_migrations WHERE version > 10")
+    with MemoryStore.open(path, author=AUTHOR, readonly=True, clock=lambda: NOW) as store:
+        assert [h.memory.id for h in store.recall("billing", k=3, project="app")] == [mid]
+    conn = sqlite3.connect(path)
+    with conn:
+        (version,) = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        assert version == 10  # the read migrated nothing
+        conn.execute("DELETE FROM schema_migrations WHERE version > 9")
+    conn.close()
+    with pytest.raises(MigrationNeededError, match=r"needs migration 10.*'sealmem init'"):
+        MemoryStore.open(path, author=AUTHOR, readonly=True, clock=lambda: NOW)
