@@ -166,7 +166,12 @@ _TRUST_NOTES = {
 
 def recall(
     query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
-    k: Annotated[int, typer.Option("--k", "-n", help="How many hits to return.", min=1)] = 5,
+    k: Annotated[
+        int,
+        typer.Option(
+            "--k", "-n", help="How many matches to show (then at most two related).", min=1
+        ),
+    ] = 5,
     project: ProjectOpt = None,
     all_projects: AllProjectsOpt = False,
     include_history: Annotated[
@@ -188,6 +193,7 @@ def recall(
         hits = store.recall(
             query,
             k=grouping.wider(k),
+            related_within=k,
             project=None if all_projects else resolve_project(project),
             all_projects=all_projects,
             include_history=include_history,

@@ -139,7 +139,12 @@ class MemoryTools:
         self,
         query: Annotated[str, Field(description="Plain words to search for.")],
         k: Annotated[
-            int, Field(ge=1, le=MAX_K, description=f"How many hits to return, 1..{MAX_K}.")
+            int,
+            Field(
+                ge=1,
+                le=MAX_K,
+                description=f"How many matches to return, 1..{MAX_K} (then at most two related).",
+            ),
         ] = 5,
         project: ProjectArg = None,
         all_projects: AllProjectsArg = False,
@@ -157,6 +162,7 @@ class MemoryTools:
         hits = self.store().recall(
             query,
             k=min(MAX_K, 2 * k),  # room for the memories that near-duplicates leave
+            related_within=k,
             project=None if all_projects else self._scope(project),
             all_projects=all_projects,
             include_history=include_history,

@@ -41,9 +41,12 @@ class MemoryStore(LocalStore):
         all_projects: bool = False,
         include_history: bool = False,
         kinds: Sequence[str] | None = None,
+        related_within: int | None = None,
     ) -> list[Hit]:
         """The ``k`` memories that best match ``query``, then at most two ``related`` ones
-        (none when nothing matches); superseded ones carry replacements."""
+        among the best ``related_within`` (``k`` unless given: a caller that asks for more
+        to fold near-duplicates passes the number it shows); none when nothing matches;
+        superseded ones carry replacements."""
         if not isinstance(query, str) or not query.strip():
             raise InputError("the query is empty; pass words to search for")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
@@ -53,7 +56,7 @@ class MemoryStore(LocalStore):
         with sqlite_errors(self.path):
             asked = partial(
                 search.search, conn, query, k=k, projects=projects, kinds=kind_list,
-                now_ms=self._clock(),
+                now_ms=self._clock(), related_within=related_within,
             )  # fmt: skip
             scored = asked(include_history=include_history)
             if self._proposed_deletes(projects, 1, ordered=False):  # their text is history

@@ -125,21 +125,23 @@ def select(
     matching: Collection[int],
     near_strong: Callable[[int], bool],
     k: int,
+    within: int | None = None,
 ) -> list[tuple[int, bool]]:
     """``(candidate, related)`` from ``ranked`` (best first): the best ``k`` matching
     ones in their order, then at most :data:`MAX_RELATED` non-matching ones among the
-    best ``k`` that ``near_strong`` (a neighbour of a strong match), in theirs, after
-    every match: a related result never takes the slot of a match; empty when nothing
-    matches."""
+    best ``within`` (``k`` unless given) that ``near_strong`` (a neighbour of a strong
+    match), in theirs, after every match: a related result never takes the slot of a
+    match; empty when nothing matches."""
+    within = k if within is None else min(k, within)
     found: list[int] = []
     related: list[int] = []
     for rank, candidate in enumerate(ranked):
-        if len(found) >= k and (rank >= k or len(related) >= MAX_RELATED):
+        if len(found) >= k and (rank >= within or len(related) >= MAX_RELATED):
             break
         if candidate in matching:
             if len(found) < k:
                 found.append(candidate)
-        elif rank < k and len(related) < MAX_RELATED and near_strong(candidate):
+        elif rank < within and len(related) < MAX_RELATED and near_strong(candidate):
             related.append(candidate)
     if not found:
         return []

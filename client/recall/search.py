@@ -150,15 +150,17 @@ def search(
     now_ms: int,
     weights: RankingWeights = DEFAULT_WEIGHTS,
     which: str = LIVE,
+    related_within: int | None = None,
 ) -> list[Scored]:
     """The best ``k`` live memories (or those ``which`` names, SQL over ``memories AS m``)
     for ``query``, best first.
 
     ``projects`` None searches every project; ``include_history`` also matches
     the text of replaced versions (the hit is the memory's current id).  Only what
-    matches is returned, with at most two ``related`` neighbours after it
-    (:mod:`sealmem.client.recall.matching`); with the semantic extra, a memory close
-    enough in meaning matches too (:func:`.semantic.matches`).
+    matches is returned, with at most two ``related`` neighbours after it, each among
+    the best ``related_within`` (``k`` unless given: :func:`.matching.select`); with
+    the semantic extra, a memory close enough in meaning matches too
+    (:func:`.semantic.matches`).
     """
     terms = analyse_query(query)
     spans = date_spans(query, now_ms) if weights.date > 0 else []
@@ -213,7 +215,7 @@ def search(
     strong = _strong(bm25, held.matching, weights)
     chosen = select(
         (r for _, _, r in ranked), held.matching,
-        lambda r: any(s in strong for s in near.get(r, ())), k,
+        lambda r: any(s in strong for s in near.get(r, ())), k, related_within,
     )  # fmt: skip
     left_out = {"context": not context, "date": not spans, "entity": not entities}
     return [

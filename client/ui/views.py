@@ -43,6 +43,8 @@ __all__ = [
 
 TIMELINE_LIMIT = 500
 REVIEW_LIMIT = 200
+#: A search shows this many results (groups of near-duplicates), then its related ones.
+SHOWN = 30
 
 
 def _utc(ms: int | None, form: str) -> str:
@@ -131,7 +133,10 @@ def search_page(
     kinds = [kind] if kind else None
     results: list[dict[str, Any]] = []
     if query.strip():
-        hits = store.recall(query, k=60, project=project, all_projects=project is None, kinds=kinds)
+        hits = store.recall(  # twice what it shows: room for what near-duplicates leave
+            query, k=2 * SHOWN, project=project, all_projects=project is None, kinds=kinds,
+            related_within=SHOWN,
+        )  # fmt: skip
         by_id = {h.memory.id: h for h in hits}  # a card per hit whose version stands
         pairs = [(c, by_id[c.memory.id]) for c in _cards(store, [h.memory for h in hits])]
         groups = group(
@@ -139,7 +144,7 @@ def search_page(
             lambda p: p[0].memory.content,
             alone=lambda p: stands_alone(p[0].memory, _replaced(p[0])),
         )
-        for found in dupes.shown(groups, 30, lambda p: p[1].related):
+        for found in dupes.shown(groups, SHOWN, lambda p: p[1].related):
             c, h = found.leader
             results.append(
                 {

@@ -4,10 +4,13 @@ labels a related result (a session neighbour that matches none of the words)."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from sealmem.client import MemoryStore
 from tests.cli.conftest import Run
 
 CliFn = Callable[..., Run]
@@ -35,6 +38,36 @@ def test_a_related_result_is_labelled_and_last(cli: CliFn, monkeypatch: pytest.M
     assert "RabbitMQ" in second
     hits = cli("recall", "queue for order events", "--json").json()["hits"]
     assert [h["related"] for h in hits] == [False, True]
+
+
+def test_a_recall_of_k_takes_its_related_results_from_the_best_k(home: Path, cli: CliFn) -> None:
+    """The CLI asks the store for 2k to fold near-duplicates; a related result still comes
+    from the best k ranks, as the store's own recall of k has it (a recall of 1 showed a
+    session neighbour ranked 2nd, one of 2 the neighbour ranked 3rd)."""
+    day, now = 24 * 3600 * 1000, int(time.time() * 1000)
+    at = [now]
+    home.mkdir(parents=True, exist_ok=True)
+    with MemoryStore.open(home / "store.db", author="ana", clock=lambda: at[0]) as store:
+        for text, origin, when in (
+            ("nginx sits in front of the api", "cli:s2", now - 60 * day),
+            ("nginx logs rotate daily", "cli:s3", now - 30 * day),
+            ("kafka redis nginx make up the queue stack", "cli:s1", now - 3 * 60_000),
+            ("the lunch order goes out at noon", "cli:s1", now - 2 * 60_000),
+            ("the build takes ten minutes on the laptop", "cli:s1", now - 60_000),
+        ):
+            at[0] = when
+            store.remember(text, project="webshop", origin=origin)
+    shown = {}
+    for k in (1, 2):
+        run = cli("recall", "kafka redis nginx", "--k", str(k), "--json")
+        assert run.code == 0, run.err
+        shown[k] = [(h["content"], h["related"]) for h in run.json()["hits"]]
+    assert shown[1] == [("kafka redis nginx make up the queue stack", False)]
+    assert [related for _, related in shown[2]] == [False, False, True]
+    with MemoryStore.open(home / "store.db", author="ana") as store:
+        for k in (1, 2):
+            own = store.recall("kafka redis nginx", k=k, project="webshop")
+            assert shown[k] == [(h.memory.content, h.related) for h in own]
 
 
 def test_a_related_near_duplicate_is_labelled_related(
