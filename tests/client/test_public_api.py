@@ -58,6 +58,7 @@ def test_memory_store_signatures() -> None:
     ]  # fmt: skip
     assert list(inspect.signature(store.recall).parameters) == [
         "self", "query", "k", "project", "all_projects", "include_history", "kinds",
+        "related_within",
     ]  # fmt: skip
     assert list(inspect.signature(store.open).parameters) == [
         "path", "author", "clock", "readonly", "migrating",
