@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ...protocol.record import Record
 from .connection import get_meta, set_meta
@@ -26,47 +26,49 @@ __all__ = [
 ]
 
 
-_MARKED = """
-SELECT m.id, m.content, m.keywords_json, m.delete_reason, m.hlc_wall, m.hlc_counter, m.editor,
-       k.hlc_wall = m.hlc_wall AND k.hlc_counter = m.hlc_counter AND k.editor = m.editor
-FROM memories AS m LEFT JOIN redaction_marks AS k ON k.id = m.id
-WHERE m.id IN (SELECT value FROM json_each(?))
-"""
-
-
 def redact_versions(
-    conn: sqlite3.Connection, records: Iterable[Record]
+    conn: sqlite3.Connection, records: Iterable[Record], held: Mapping[str, Record]
 ) -> list[tuple[Record, dict[str, int]]]:
     """:func:`redact_version` of each record, in order, without running the rules over
     text this store's rules already redacted.
 
-    The rules are skipped for a version whose content, keywords and delete reason equal
-    those of its id's ``memories`` row *and* that row is marked: its text was written
-    there by this function's caller after these rules ran (or these rules found it
-    clean), under the rules version ``meta`` names.  A re-pull, a re-import, or an
-    update that changes only metadata (importance, a reinforce) then costs one
-    comparison.  Nothing a teammate or a file says is trusted: a mark is this store's
-    own record of its own redaction, compared with this store's own text.  A rules
-    change (:data:`~sealmem.client.store.redaction.RULES_VERSION`) clears every mark.
+    ``held``: the version this store's ``memories`` row holds for each id that has one
+    (the caller read them; they are not read again).  The rules are skipped for a
+    version whose content, keywords and delete reason equal those of its id's held
+    version *and* that version is marked: its text was written there by this function's
+    caller after these rules ran (or these rules found it clean), under the rules
+    version ``meta`` names.  A re-pull, a re-import, or an update that changes only
+    metadata (importance, a reinforce) then costs one comparison.  Nothing a teammate or
+    a file says is trusted: a mark is this store's own record of its own redaction,
+    compared with this store's own text.  A rules change
+    (:data:`~sealmem.client.store.redaction.RULES_VERSION`) clears every mark.
 
-    A version is marked when it is newer than its id's row (it will be written, as
-    redacted here, if it wins the merge), and a row when the redacted text equals its
-    text (that text is clean under these rules).  Run inside the caller's transaction:
-    if it rolls back, so do the marks.
+    A version is marked when it is newer than its id's held one (it will be written, as
+    redacted here, if it wins the merge), and a held one when the redacted text equals
+    its text (that text is clean under these rules).  Run inside the caller's
+    transaction: if it rolls back, so do the marks.
     """
     records = list(records)
     if not records:
         return []
     check_rules(conn)
-    rows = {
-        str(row[0]): row
-        for row in conn.execute(_MARKED, (json.dumps(sorted({r.id for r in records})),))
+    marked = {
+        str(mid): (int(wall), int(counter), str(editor))
+        for mid, wall, counter, editor in conn.execute(
+            "SELECT id, hlc_wall, hlc_counter, editor FROM redaction_marks "
+            "WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted({r.id for r in records if r.id in held})),),
+        )
     }
     out: list[tuple[Record, dict[str, int]] | None] = []
     todo: list[Record] = []
     for record in records:
-        row = rows.get(record.id)
-        if row is not None and row[7] and _same_text(record, row):
+        mine = held.get(record.id)
+        if (
+            mine is not None
+            and marked.get(record.id) == mine.order_key
+            and _same_text(record, mine)
+        ):
             out.append((record, {}))
         else:
             out.append(None)
@@ -77,12 +79,11 @@ def redact_versions(
         if kept is not None:
             continue
         cleaned, _ = out[i] = next(done)
-        row = rows.get(cleaned.id)
-        key = cleaned.order_key
-        if row is None or key > (int(row[4]), int(row[5]), str(row[6])):
-            marks.append((cleaned.id, *key))
-        elif _same_text(cleaned, row):
-            marks.append((cleaned.id, int(row[4]), int(row[5]), str(row[6])))
+        mine = held.get(cleaned.id)
+        if mine is None or cleaned.order_key > mine.order_key:
+            marks.append((cleaned.id, *cleaned.order_key))
+        elif _same_text(cleaned, mine):
+            marks.append((cleaned.id, *mine.order_key))
     mark_redacted(conn, marks)
     return [pair for pair in out if pair is not None]
 
@@ -97,12 +98,12 @@ def mark_redacted(conn: sqlite3.Connection, marks: Iterable[tuple[str, int, int,
     )
 
 
-def _same_text(record: Record, row: sqlite3.Row) -> bool:
-    """Whether ``record`` holds the text (content, keywords, delete reason) of ``row``."""
-    return bool(
-        record.content == row[1]
-        and record.delete_reason == row[3]
-        and json.loads(row[2]) == list(record.keywords)
+def _same_text(record: Record, held: Record) -> bool:
+    """Whether ``record`` holds the text (content, keywords, delete reason) of ``held``."""
+    return (
+        record.content == held.content
+        and record.delete_reason == held.delete_reason
+        and record.keywords == held.keywords
     )
 
 

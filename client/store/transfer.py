@@ -172,13 +172,17 @@ class _Importer:
         self._batch_ids.clear()
         if not batch:
             return
-        versions = self._redacted(batch)
-        rows = load_rows(self.conn, (e.record.id for e in versions))
+        rows = load_rows(self.conn, (e.record.id for _, e in batch))
+        held = {rid: record_from_row(row) for rid, row in rows.items()}
+        versions = self._redacted(batch, held)
         writes: list[Write] = []
         keeps: list[Keep] = []
         raised: list[Local] = []
         for entry in versions:
-            self.counts[self._decide(entry, rows.get(entry.record.id), writes, keeps, raised)] += 1
+            rid = entry.record.id
+            self.counts[
+                self._decide(entry, rows.get(rid), held.get(rid), writes, keeps, raised)
+            ] += 1
             self.newest = max(self.newest, entry.record.hlc)
         write(self.conn, Batch(writes=writes, keeps=keeps, skip_winner=True, local=raised))
         self._step(len(versions))
@@ -187,6 +191,7 @@ class _Importer:
         self,
         entry: Keep,
         row: sqlite3.Row | None,
+        local: Record | None,
         writes: list[Write],
         keeps: list[Keep],
         raised: list[Local],
@@ -194,9 +199,9 @@ class _Importer:
         """What one current record does (through the protocol merge): 'added', 'updated',
         'unchanged' or 'skipped'.  The winner is the one :func:`~sealmem.protocol.merge.merge`
         keeps; the importance floor is the greatest of this store's, the export's local
-        one and the pure rule's."""
+        one and the pure rule's (``row``: this store's row of its id, ``local`` the
+        version it holds)."""
         incoming = entry.record
-        local = None if row is None else record_from_row(row)
         here = 0.0 if row is None else float(row["local_importance"])
         floor = here if local is not None and here > local.importance else None
         outcome = merge(local, incoming, floor=floor)
@@ -226,12 +231,13 @@ class _Importer:
             return "updated"
         return "unchanged"
 
-    def _redacted(self, batch: list[tuple[str, Keep]]) -> list[Keep]:
+    def _redacted(self, batch: list[tuple[str, Keep]], held: dict[str, Record]) -> list[Keep]:
         """The versions of ``batch`` through the redaction rules (skipped for text this
-        store's rules already redacted: a re-import), a warning per cleaned entry."""
+        store's rules already redacted: a re-import; ``held``: the versions this store's
+        rows of their ids hold), a warning per cleaned entry."""
         out = []
         for (where, entry), (record, found) in zip(
-            batch, redact_versions(self.conn, (e.record for _, e in batch)), strict=True
+            batch, redact_versions(self.conn, (e.record for _, e in batch), held), strict=True
         ):
             if found:
                 self.warnings.append(f"{where} ({record.id}): redacted {', '.join(sorted(found))}")
@@ -243,7 +249,9 @@ class _Importer:
         batch, self._history = self._history, []
         if not batch:
             return
-        write(self.conn, Batch(keeps=self._redacted(batch), skip_winner=True))
+        rows = load_rows(self.conn, (e.record.id for _, e in batch))
+        held = {rid: record_from_row(row) for rid, row in rows.items()}
+        write(self.conn, Batch(keeps=self._redacted(batch, held), skip_winner=True))
         self._step(len(batch))
 
     def finish(self) -> ImportResult:

@@ -39,6 +39,7 @@ from typing import Any
 from ...protocol.errors import StoreError
 from ...protocol.record import Record
 from . import derived
+from .connection import read_rows
 from .derived import Row
 from .memory import Provenance
 from .rows import (
@@ -355,10 +356,11 @@ def _remove(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row], replaced_at: 
 
 def load_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3.Row]:
     """The ``memories`` rows of ``ids`` (those that exist), in one query."""
-    rows = conn.execute(
+    rows = read_rows(
+        conn,
         f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))",
         (json.dumps(sorted(set(ids))),),
-    ).fetchall()
+    )
     return {str(row["id"]): row for row in rows}
 
 

@@ -85,7 +85,7 @@ def apply_versions(
     incoming: list[Record] = []
     # the version this store holds, byte for byte: nothing to redact or merge
     others = [record for record in pulled if local.get(record.id) != record]
-    for cleaned, found in redact_versions(conn, others):
+    for cleaned, found in redact_versions(conn, others, local):
         result.redacted += bool(found)
         incoming.append(cleaned)
     skipped_same = len(pulled) - len(incoming)

@@ -54,7 +54,7 @@ CREATE TABLE memories (
     seen_count INTEGER NOT NULL DEFAULT 1, updated_at INTEGER NOT NULL, norm_hash TEXT,
     transport TEXT NOT NULL DEFAULT 'local', signer TEXT, signer_name TEXT,
     verified INTEGER NOT NULL DEFAULT 0, received_at INTEGER, snapshot_seq INTEGER,
-    stems TEXT, source TEXT);
+    stems TEXT, source TEXT, grams TEXT);
 CREATE INDEX memories_project_updated ON memories (project, updated_at);
 CREATE INDEX memories_updated ON memories (updated_at);
 CREATE INDEX memories_dedup ON memories (project, norm_hash) WHERE deleted = 0;
@@ -170,7 +170,7 @@ def main() -> None:
         store.close()
         store = MemoryStore.open(root / "b.db", author="bob", clock=lambda: NOW)
         real = apply.redact_versions
-        apply.redact_versions = lambda conn, records: [(r, {}) for r in records]  # type: ignore[assignment]
+        apply.redact_versions = lambda conn, records, held: [(r, {}) for r in records]  # type: ignore[assignment]
         try:
             rows.append(
                 ("apply_versions, new ids, redaction off", timed(lambda: pull(store, first)))

@@ -158,11 +158,11 @@ def test_versions_already_held_are_not_redacted_again(
     real = apply.redact_versions
 
     def counting(
-        conn: sqlite3.Connection, records: Iterable[Record]
+        conn: sqlite3.Connection, records: Iterable[Record], held: Mapping[str, Record]
     ) -> list[tuple[Record, dict[str, int]]]:
         records = list(records)
         redacted.extend(record.id for record in records)
-        return real(conn, records)
+        return real(conn, records, held)
 
     monkeypatch.setattr(apply, "redact_versions", counting)
     first = _records(40)
@@ -179,4 +179,30 @@ def test_versions_already_held_are_not_redacted_again(
     assert (result.new, result.updated, result.unchanged) == (0, 1, 39)
     assert store.get(first[7].id).content == "changed"
     assert read_hlc(conn) > clock  # the clock still saw every version
+    store.close()
+
+
+def test_a_pull_over_a_row_whose_text_is_not_utf8_merges_the_batch(tmp_path: Path) -> None:
+    """The batch's rows are read with SQLite's own UTF-8 decoding, which refuses bytes
+    another tool wrote that are not UTF-8: they are then read again with U+FFFD, and the
+    whole batch merges (the replaced version is kept in history as read)."""
+    store = MemoryStore.open(tmp_path / "store.db", author="reader", clock=lambda: NOW)
+    conn = store.connection
+    first = _records(40)[:3]
+    with transaction(conn):
+        assert apply_versions(conn, first, PULLED, NOW).new == 3
+    conn.execute(
+        "UPDATE memories SET content = CAST(x'6361636865ff20726564697320fe' AS TEXT) WHERE id = ?",
+        (first[0].id,),
+    )
+    newer = [dataclasses.replace(r, hlc=Hlc(r.hlc.wall + 10, 0)) for r in first]
+    with transaction(conn):
+        done = apply_versions(conn, [*newer, *_records(40)[3:5]], PULLED, NOW)
+    assert (done.new, done.updated) == (2, 3)
+    assert store.get(first[0].id).record.content == first[0].content
+    [kept] = [
+        json.loads(text)["content"]
+        for (text,) in conn.execute("SELECT record_json FROM history WHERE id = ?", (first[0].id,))
+    ]
+    assert kept == "cache\ufffd redis \ufffd"
     store.close()
