@@ -22,7 +22,6 @@ import sqlite3
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from ...protocol.errors import InputError, StoreError
@@ -30,6 +29,7 @@ from . import journal
 from .access import why_not_writable
 from .migrations import migrate, unmigrated
 from .schema import MIGRATIONS, Migration
+from .text import read_text
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -43,7 +43,6 @@ __all__ = [
     "connect_readonly",
     "describe",
     "get_meta",
-    "read_rows",
     "readonly_uri",
     "remove_store",
     "replaced",
@@ -102,29 +101,6 @@ def _damaged(path: Path | str, what: str) -> DamagedStoreError:
     return DamagedStoreError(
         f"the store {path} {what}; nothing was changed: {journal.RECOVER_HINT}"
     )
-
-
-def _read_text(data: bytes) -> str:
-    """UTF-8 with U+FFFD for bytes that do not decode: a row whose text is not UTF-8 (another
-    tool, a damaged disk) is read, not failing every query; ``sealmem doctor`` names it."""
-    return str(data, "utf-8", "replace")
-
-
-def read_rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-    """``conn.execute(sql, params).fetchall()`` for a read (safe to run twice), its text
-    decoded by SQLite's own C path (about half the cost of a wide row read with
-    :func:`_read_text`); when a value is not UTF-8 the rows are read again with
-    :func:`_read_text`, as every other read is.  A connection is used by one thread."""
-    factory = conn.text_factory
-    conn.text_factory = str
-    try:
-        return conn.execute(sql, params).fetchall()
-    except sqlite3.OperationalError as exc:
-        if not str(exc).startswith("Could not decode to UTF-8"):
-            raise
-    finally:
-        conn.text_factory = factory
-    return conn.execute(sql, params).fetchall()
 
 
 def describe(path: Path | str, exc: sqlite3.Error) -> StoreError:
@@ -287,7 +263,7 @@ def connect(
                 timeout=BUSY_TIMEOUT_MS / 1000,
                 factory=_StoreConnection,
             )
-            conn.text_factory = _read_text
+            conn.text_factory = read_text
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreError(
@@ -343,7 +319,7 @@ def connect_readonly(path: Path, *, check_schema: bool = True) -> sqlite3.Connec
             conn = sqlite3.connect(
                 readonly_uri(path), uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
             )
-            conn.text_factory = _read_text
+            conn.text_factory = read_text
             if check_schema:
                 unmigrated(conn, path, MIGRATIONS)  # data-only steps left: read as it is
     except BaseException:

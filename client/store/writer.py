@@ -39,7 +39,6 @@ from typing import Any
 from ...protocol.errors import StoreError
 from ...protocol.record import Record
 from . import derived
-from .connection import read_rows
 from .derived import Row
 from .memory import Provenance
 from .rows import (
@@ -55,6 +54,7 @@ from .rows import (
     record_from_row,
     record_json,
 )
+from .text import read_rows
 
 __all__ = [
     "Batch",
@@ -356,12 +356,8 @@ def _remove(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row], replaced_at: 
 
 def load_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3.Row]:
     """The ``memories`` rows of ``ids`` (those that exist), in one query."""
-    rows = read_rows(
-        conn,
-        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(set(ids))),),
-    )
-    return {str(row["id"]): row for row in rows}
+    sql = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))"
+    return {str(row["id"]): row for row in read_rows(conn, sql, (json.dumps(sorted(set(ids))),))}
 
 
 def _keep(conn: sqlite3.Connection, keeps: Sequence[Keep], *, skip_winner: bool) -> None:
