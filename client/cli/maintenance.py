@@ -235,7 +235,10 @@ def reindex(as_json: JsonOpt = False) -> None:
         embedder = semantic.enable()  # the extra's vectors, derived again when installed
         if embedder is not None:
             bar = stderr_progress(stack, "deriving vectors", "memories")
-            counts["vectors"] = semantic.rebuild(store.connection, embedder, bar)
+            try:
+                counts["vectors"] = semantic.rebuild(store.connection, embedder, bar)
+            except semantic.ModelFileError as exc:  # refused: recall stays lexical
+                output.warn(f"no vectors derived: {exc}")
     if as_json:
         output.emit_json({"reindexed": counts})
     else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -46,7 +47,8 @@ QUERY_CACHE = 512
 
 
 class ModelFileError(Exception):
-    """A file of the model is missing or is not the pinned one."""
+    """A file of the model is missing or is not the pinned one, or the installed runtime
+    cannot load it."""
 
 
 def model_files() -> list[Path] | None:
@@ -71,6 +73,17 @@ def available() -> bool:
     return runtimes and model_files() is not None
 
 
+def _stamp(paths: list[Path]) -> tuple[tuple[str, int, int, int], ...]:
+    """What tells whether the files changed since they were refused: a reinstall replaces
+    them, and is checked again; an unchanged file is not read again."""
+    try:
+        return tuple(
+            (str(p), s.st_size, s.st_mtime_ns, s.st_ino) for p in paths for s in [os.stat(p)]
+        )
+    except OSError as exc:
+        raise ModelFileError(f"the semantic model's file cannot be read: {exc}") from exc
+
+
 def _checked(path: Path, sha256: str) -> Path:
     try:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -90,31 +103,48 @@ class Embedder:
     def __init__(self, threads: int = 1) -> None:
         self.threads = threads
         self._model: tuple[Any, Any] | None = None
+        self._refused: tuple[tuple[tuple[str, int, int, int], ...], str] | None = None
         self._lock = threading.Lock()
         self._queries: OrderedDict[str, Vector] = OrderedDict()
 
     def _loaded(self) -> tuple[Any, Any]:
+        """The session and the tokenizer; a refusal is remembered while the files stand
+        (neither 23 MB read again nor a runtime tried again at every query)."""
         if self._model is None:
-            import onnxruntime
-            from tokenizers import Tokenizer
-
             paths = model_files()
             if paths is None:
                 raise ModelFileError("the semantic extra is not installed")
-            model, tokens = (_checked(p, FILES[key]) for p, key in zip(paths, FILES, strict=True))
-            options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = self.threads
-            options.inter_op_num_threads = 1
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            options.log_severity_level = 3  # errors only: nothing of the model in our logs
-            session = onnxruntime.InferenceSession(
-                str(model), options, providers=["CPUExecutionProvider"]
-            )
-            tokenizer = Tokenizer.from_file(str(tokens))
-            tokenizer.enable_truncation(max_length=MAX_TOKENS)
-            tokenizer.enable_padding()
-            self._model = (session, tokenizer)
+            stamp = _stamp(paths)
+            if self._refused is not None and self._refused[0] == stamp:
+                raise ModelFileError(self._refused[1])
+            try:
+                self._model = self._load(paths)
+            except ModelFileError as exc:
+                self._refused = (stamp, str(exc))
+                raise
+            except Exception as exc:  # a runtime that cannot import or load it: stay lexical
+                message = f"the semantic model cannot be loaded: {type(exc).__name__}: {exc}"
+                self._refused = (stamp, message)
+                raise ModelFileError(message) from exc
         return self._model
+
+    def _load(self, paths: list[Path]) -> tuple[Any, Any]:
+        model, tokens = (_checked(p, FILES[key]) for p, key in zip(paths, FILES, strict=True))
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3  # errors only: nothing of the model in our logs
+        session = onnxruntime.InferenceSession(
+            str(model), options, providers=["CPUExecutionProvider"]
+        )
+        tokenizer = Tokenizer.from_file(str(tokens))
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        tokenizer.enable_padding()
+        return session, tokenizer
 
     def _encode(self, texts: list[str]) -> Vector:
         import numpy as np

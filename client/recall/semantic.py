@@ -45,6 +45,7 @@ __all__ = [
     "THRESHOLD",
     "WEIGHT",
     "Embedder",
+    "ModelFileError",
     "active",
     "available",
     "fill",
@@ -344,7 +345,8 @@ def lifts(cosines: dict[int, float]) -> dict[int, float]:
 
 
 def matching(cosines: dict[int, float]) -> set[int]:
-    """The memories that match the query by meaning: its :data:`BEST` closest, each at or
-    over :data:`THRESHOLD` (a cosine alone says little; how close against the rest does)."""
+    """The memories that match the query by meaning: its :data:`BEST` closest of those in
+    ``cosines`` (recall passes the ones it may return), each at or over :data:`THRESHOLD`
+    (a cosine alone says little; how close against the rest does)."""
     ranked = sorted(cosines.items(), key=lambda rc: (-rc[1], rc[0]))[:BEST]
     return {rowid for rowid, cosine in ranked if cosine >= THRESHOLD}

