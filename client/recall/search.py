@@ -200,7 +200,6 @@ def search(
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
     near = _sessions(conn, rows, bm25, held.matching, scope, weights) if context else {}
     held.read(rows, from_history)  # the neighbours context brought in
-    # the closest in meaning among what this recall may return (another project's do not count)
     held.matching.update(semantic.matching({r: c for r, c in meaning.items() if r in rows}))
     shares = term_shares(terms, df, n_docs)
     share_list = [shares[s] for s in stems]
