@@ -49,8 +49,12 @@ class MemoryStore(LocalStore):
         superseded ones carry replacements."""
         if not isinstance(query, str) or not query.strip():
             raise InputError("the query is empty; pass words to search for")
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            raise InputError(f"k={k} must be between 1 and {MAX_K}")
+        for name, n in (
+            ("k", k),
+            ("related_within", k if related_within is None else related_within),
+        ):
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_K:
+                raise InputError(f"{name}={n} must be between 1 and {MAX_K}")
         kind_list = None if kinds is None else [inputs.kind(kind) for kind in kinds]
         conn, projects = self.connection, self._scope(project, all_projects)
         with sqlite_errors(self.path):

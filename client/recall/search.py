@@ -114,9 +114,9 @@ def pool_plan(
     The words left out are not lost: the memories holding *all* the eligible words
     of up to four times the budget each form a second pool (an AND; newest first
     when even its rarest word is over the budget), and every query word counts in
-    coverage.  When no word fits
-    the budget, the newest memories holding the rarest word stand in for the main
-    pool."""
+    coverage.  When no word fits the budget, the newest memories holding the rarest
+    word stand in for the main pool; when every word it ORs is a name, the newest
+    memories holding the rarest other word join it (a name alone makes no match)."""
     present = sorted((df[t.stem], i) for i, t in enumerate(terms) if df[t.stem] > 0)
     if not present:
         return []
@@ -136,6 +136,10 @@ def pool_plan(
         pools.append(Pool(every, every=True, newest=eligible[0][0] > budget))
     if not chosen:
         pools.append(Pool((phrases[eligible[0][1]],), newest=True))
+    elif all(terms[i].entity for i in chosen):  # names alone draw no match (matching.py)
+        plain = [i for _, i in present if not terms[i].entity and i not in chosen]
+        if plain:
+            pools.append(Pool((phrases[plain[0]],), newest=True))
     return pools
 
 

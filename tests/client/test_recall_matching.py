@@ -171,6 +171,19 @@ def test_what_matches_nothing_never_outranks_what_matches(
     assert not flags[0]
 
 
+def test_a_word_most_memories_hold_still_finds_them_beside_a_name(ana: MemoryStore) -> None:
+    """ "redis Ana" in a store where most memories hold redis: the rare word, a name, drew
+    the only candidates, and a name alone makes no match, so nothing came back (found by
+    the property test below)."""
+    _write(ana, "Ana: kafka")  # the name in one memory of ten: under the common share
+    about = [_write(ana, f"Ben: redis note {i}") for i in range(3)]
+    _write(ana, "Ben: nginx")
+    for i in range(5):
+        _write(ana, f"Ben: kafka note {i}")
+    hits = ana.recall("redis Ana", project="app", k=5)
+    assert {h.memory.id for h in hits if not h.related} == set(about)
+
+
 def test_a_name_the_store_never_heard_of_finds_nothing(ana: MemoryStore) -> None:
     _write(ana, "Ben: we moved to a bigger flat in the spring")
     assert ana.recall("When did Caroline move to Sweden?", project="app") == []

@@ -67,6 +67,9 @@ def test_python_callers_get_an_input_error_for_a_wrong_type(store: MemoryStore) 
     assert count(store) == 0
     with pytest.raises(InputError, match="k=5 must be between 1 and"):
         store.recall("a note", k="5")  # type: ignore[arg-type]
+    for wrong in ("5", 0, 101, True):  # it failed with a TypeError, or gave no related result
+        with pytest.raises(InputError, match=f"related_within={wrong} must be between 1 and"):
+            store.recall("a note", k=5, related_within=wrong)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="limit 5 must be between 1 and"):
         store.recent(limit="5")  # type: ignore[arg-type]
 
