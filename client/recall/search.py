@@ -191,7 +191,7 @@ def search(
     if plan:
         rows, bm25, from_history = _candidates(conn, plan, scope, spans, include_history, weights)
     # the one seam of the semantic extra: {} without it, and the ranking is the lexical one
-    meaning = semantic.similarities(conn, query, rows.keys()) if which == LIVE else {}
+    meaning = semantic.similarities(conn, query, rows, projects) if which == LIVE else {}
     lift = semantic.lifts(meaning)
     found = fetch(conn, [r for r in lift if r not in rows], scope)
     for row in sorted(found, key=lambda row: -lift[row[0]])[: semantic.CANDIDATES]:

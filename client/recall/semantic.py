@@ -261,6 +261,7 @@ class _Matrix:
     stamp: tuple[str, str]
     rowids: list[int]
     vectors: Vector
+    projects: Any  # each row's project (a numpy array of str)
 
 
 _MATRICES: OrderedDict[str, _Matrix] = OrderedDict()
@@ -282,7 +283,8 @@ def _matrix(conn: sqlite3.Connection) -> _Matrix | None:
         _MATRICES.move_to_end(str(file))
         return cached
     rows = conn.execute(
-        "SELECT e.rowid, e.vector FROM embeddings e JOIN memories m ON m.rowid = e.rowid "
+        "SELECT e.rowid, e.vector, m.project FROM embeddings e JOIN memories m "
+        "ON m.rowid = e.rowid "
         "WHERE e.model = ? AND m.deleted = 0 ORDER BY e.rowid",
         (MODEL,),
     ).fetchall()
@@ -291,18 +293,23 @@ def _matrix(conn: sqlite3.Connection) -> _Matrix | None:
     blob = b"".join(r[1] for r in rows)
     vectors = np.frombuffer(blob, dtype=np.int8).reshape(len(rows), -1).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9
-    made = _MATRICES[str(file)] = _Matrix(key, [int(r[0]) for r in rows], vectors)
+    projects = np.array([str(r[2]) for r in rows])
+    made = _MATRICES[str(file)] = _Matrix(key, [int(r[0]) for r in rows], vectors, projects)
     while len(_MATRICES) > _MATRIX_SLOTS:
         _MATRICES.popitem(last=False)
     return made
 
 
 def similarities(
-    conn: sqlite3.Connection, query: str, candidates: Collection[int]
+    conn: sqlite3.Connection,
+    query: str,
+    candidates: Collection[int],
+    projects: Collection[str] | None = None,
 ) -> dict[int, float]:
     """The cosine of ``query`` to each of ``candidates`` (memory rowids) that has a vector,
-    and to the best others over :data:`FLOOR` (a few times :data:`CANDIDATES`); empty
-    without an embedder in this process or vectors in the store."""
+    and to the best others over :data:`FLOOR` (a few times :data:`CANDIDATES`) of
+    ``projects`` (None: every project); empty without an embedder in this process or
+    vectors in the store."""
     embedder = _ACTIVE
     if embedder is None:
         return {}
@@ -319,6 +326,8 @@ def similarities(
     except ModelFileError:  # a file of the model is not the pinned one: recall stays lexical
         return {}
     cosines = matrix.vectors @ asked
+    if projects is not None:  # the closest are those the recall may return
+        cosines = np.where(np.isin(matrix.projects, list(projects)), cosines, -1.0)
     out: dict[int, float] = {}
     if candidates:
         wanted = set(candidates)

@@ -216,7 +216,8 @@ def test_memories_of_other_projects_do_not_keep_a_memory_from_matching_by_meanin
     store: MemoryStore, model: semantic.Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The BEST closest are taken among what the recall may return: two memories of
-    another project, closer to the query, leave this project's answer its match."""
+    another project, closer to the query, leave this project's answer its match and its
+    whole lift."""
     for i, text in enumerate(
         [
             "User uploads are stored in the media folder of the web app",
@@ -233,6 +234,8 @@ def test_memories_of_other_projects_do_not_keep_a_memory_from_matching_by_meanin
         ]
         hits = store.recall(PARAPHRASE, project="p")
         assert [h.memory.content for h in hits][:1] == [MEMORIES[1]]
+        # the closest of this project gains the whole weight (it was measured against q's)
+        assert hits[0].why["semantic"] == pytest.approx(semantic.WEIGHT)
     finally:
         semantic.stop()
 
