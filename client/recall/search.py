@@ -110,7 +110,8 @@ def pool_plan(
 
     FTS5 computes BM25 for every matching row before it can sort, so the main pool
     ORs the words rarest first among those in at most ``common_share`` of the
-    memories, while their document counts add up to at most ``pool_postings``.
+    memories (or in no more than ``pool`` of them: in a small store), while their
+    document counts add up to at most ``pool_postings``.
     The words left out are not lost: the memories holding *all* the eligible words
     of up to four times the budget each form a second pool (an AND; newest first
     when even its rarest word is over the budget), and every query word counts in
@@ -121,7 +122,9 @@ def pool_plan(
     if not present:
         return []
     budget = weights.pool_postings
-    eligible = [(d, i) for d, i in present if d <= n_docs * weights.common_share] or present
+    # a word held by no more memories than a pool takes is never too common to draw them
+    common = max(n_docs * weights.common_share, weights.pool)
+    eligible = [(d, i) for d, i in present if d <= common] or present
     chosen: list[int] = []
     postings = 0
     for d, i in eligible:

@@ -212,7 +212,25 @@ def test_a_korean_word_is_found_whatever_particle_either_side_glues_to_it(
             store.remember(text, project="app")
         memory_id = store.remember(content, project="app").memory.id
         found = [h.memory.id for h in store.recall(query, k=5, project="app") if not h.related]
-        assert found[:1] == [memory_id], case
+        if any(query in text for text in _OTHERS):  # "로그인 토큰은 ..." holds it as asked
+            assert memory_id in found, case
+        else:
+            assert found[:1] == [memory_id], case
+
+
+def test_a_word_asked_with_a_particle_finds_the_memory_holding_it_bare() -> None:
+    """``토큰은`` finds a memory saying ``토큰`` beside one saying ``토큰은``: in a store of
+    13 memories the bigram 토큰 (in two) was too common to draw candidates, so only the
+    memory holding the word as asked came back (found by the property test above)."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        MemoryStore.open(Path(tmp) / "store.db", author="ann") as store,
+    ):
+        for text in _OTHERS:
+            store.remember(text, project="app")
+        bare = store.remember("토큰", project="app").memory.id
+        found = [h.memory.id for h in store.recall("토큰은", k=5, project="app") if not h.related]
+        assert bare in found
 
 
 @st.composite
