@@ -4,7 +4,6 @@ labels a related result (a session neighbour that matches none of the words)."""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from sealmem.client import MemoryStore
 from tests.cli.conftest import Run
+from tests.support.related_store import write_queue_stack
 
 CliFn = Callable[..., Run]
 
@@ -44,19 +44,7 @@ def test_a_recall_of_k_takes_its_related_results_from_the_best_k(home: Path, cli
     """The CLI asks the store for 2k to fold near-duplicates; a related result still comes
     from the best k ranks, as the store's own recall of k has it (a recall of 1 showed a
     session neighbour ranked 2nd, one of 2 the neighbour ranked 3rd)."""
-    day, now = 24 * 3600 * 1000, int(time.time() * 1000)
-    at = [now]
-    home.mkdir(parents=True, exist_ok=True)
-    with MemoryStore.open(home / "store.db", author="ana", clock=lambda: at[0]) as store:
-        for text, origin, when in (
-            ("nginx sits in front of the api", "cli:s2", now - 60 * day),
-            ("nginx logs rotate daily", "cli:s3", now - 30 * day),
-            ("kafka redis nginx make up the queue stack", "cli:s1", now - 3 * 60_000),
-            ("the lunch order goes out at noon", "cli:s1", now - 2 * 60_000),
-            ("the build takes ten minutes on the laptop", "cli:s1", now - 60_000),
-        ):
-            at[0] = when
-            store.remember(text, project="webshop", origin=origin)
+    write_queue_stack(home / "store.db", "cli")
     shown = {}
     for k in (1, 2):
         run = cli("recall", "kafka redis nginx", "--k", str(k), "--json")

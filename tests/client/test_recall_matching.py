@@ -184,6 +184,22 @@ def test_a_word_most_memories_hold_still_finds_them_beside_a_name(ana: MemorySto
     assert {h.memory.id for h in hits if not h.related} == set(about)
 
 
+@pytest.mark.slow  # 400 writes
+def test_a_word_in_many_memories_of_a_large_store_is_searched_beside_a_name(
+    ana: MemoryStore,
+) -> None:
+    """The same in a store of 400, where redis (in 60) is over both the common share and
+    a pool: the newest memories holding it join the name's candidates."""
+    _write(ana, "Ana: kafka")
+    for i in range(339):
+        _write(ana, f"Ben: kafka note {i}")
+    about = [_write(ana, f"Ben: redis note {i}") for i in range(60)]
+    hits = ana.recall("redis Ana", project="app", k=5)
+    found = [h.memory.id for h in hits if not h.related]
+    assert len(found) == 5
+    assert set(found) <= set(about)
+
+
 def test_a_name_the_store_never_heard_of_finds_nothing(ana: MemoryStore) -> None:
     _write(ana, "Ben: we moved to a bigger flat in the spring")
     assert ana.recall("When did Caroline move to Sweden?", project="app") == []

@@ -35,6 +35,14 @@ PARAPHRASE = "where do uploads end up"  # shares no word with the attachments me
 CLOSE = "which database do we use"  # closest to the PostgreSQL memory (0.16), under the threshold
 
 
+def assert_lexical(store: MemoryStore) -> None:
+    """With this process's embedder, recall answers by words alone (no cosine, no lift)."""
+    assert semantic.similarities(store.connection, PARAPHRASE, [1, 2]) == {}
+    hits = store.recall("pytest xdist", project="p")
+    assert hits[0].memory.content == MEMORIES[2]
+    assert "semantic" not in hits[0].why
+
+
 def vectors(store: MemoryStore) -> int:
     (n,) = store.connection.execute("SELECT count(*) FROM embeddings").fetchone()
     return int(n)
@@ -91,14 +99,7 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused_and_recall_stays_lex
     tmp_path: Path, store: MemoryStore, model: semantic.Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     semantic.fill(store.connection, model)
-    real = embedder.model_files()
-    assert real is not None
-    copies = [tmp_path / path.name for path in real]
-    for path, copy in zip(real, copies, strict=True):
-        copy.write_bytes(path.read_bytes())
-    tampered = bytearray(copies[0].read_bytes())
-    tampered[len(tampered) // 2] ^= 1  # one bit of the weights
-    copies[0].write_bytes(bytes(tampered))
+    copies = planted_copies(tmp_path)
     monkeypatch.setattr(embedder, "model_files", lambda: copies)
     planted = semantic.Embedder()
     with pytest.raises(embedder.ModelFileError, match="is not the one sealmem pins") as refused:
@@ -107,10 +108,7 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused_and_recall_stays_lex
     assert "pip install --force-reinstall" in str(refused.value)
     monkeypatch.setattr(semantic, "_ACTIVE", planted)
     try:
-        assert semantic.similarities(store.connection, PARAPHRASE, [1, 2]) == {}
-        hits = store.recall("pytest xdist", project="p")
-        assert hits[0].memory.content == MEMORIES[2]
-        assert "semantic" not in hits[0].why
+        assert_lexical(store)
     finally:
         semantic.stop()
 
@@ -187,10 +185,7 @@ def test_a_runtime_that_cannot_load_the_model_leaves_recall_lexical(
     broken = semantic.Embedder()
     monkeypatch.setattr(semantic, "_ACTIVE", broken)
     try:
-        assert semantic.similarities(store.connection, PARAPHRASE, [1, 2]) == {}
-        hits = store.recall("pytest xdist", project="p")
-        assert hits[0].memory.content == MEMORIES[2]
-        assert "semantic" not in hits[0].why
+        assert_lexical(store)
         with pytest.raises(embedder.ModelFileError, match="cannot be loaded: ModuleNotFoundError"):
             broken.passages(["the filler's next pass"])
     finally:

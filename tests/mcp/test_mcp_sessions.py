@@ -14,6 +14,7 @@ from mcp_types import CallToolResult, TextContent
 
 from sealmem.client import MemoryStore
 from sealmem.client.mcp.server import create_server
+from tests.support.related_store import write_queue_stack
 
 
 @pytest.fixture
@@ -113,21 +114,7 @@ def test_a_recall_of_k_shows_its_k_matches_and_then_the_related_neighbour(
     (it never takes a match's place, and the match never hides it); a related result
     comes from the best k ranks, as the store's own recall of k has it (the tool asks the
     store for 2k to fold near-duplicates: a recall of 1 showed a neighbour ranked 2nd)."""
-    import time
-
-    day, now = 24 * 3600 * 1000, int(time.time() * 1000)
-    at = [now - 60 * day]
-    server_home.mkdir(parents=True)
-    with MemoryStore.open(server_home / "store.db", author="ana", clock=lambda: at[0]) as store:
-        for text, origin, when in (
-            ("nginx sits in front of the api", "mcp:s2", now - 60 * day),
-            ("nginx logs rotate daily", "mcp:s3", now - 30 * day),
-            ("kafka redis nginx make up the queue stack", "mcp:s1", now - 3 * 60_000),
-            ("the lunch order goes out at noon", "mcp:s1", now - 2 * 60_000),
-            ("the build takes ten minutes on the laptop", "mcp:s1", now - 60_000),
-        ):
-            at[0] = when
-            store.remember(text, project="webshop", origin=origin)
+    write_queue_stack(server_home / "store.db", "mcp")
     answers: dict[str, Any] = {}
 
     async def session() -> None:
