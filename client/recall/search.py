@@ -166,8 +166,8 @@ def search(
     the text of replaced versions (the hit is the memory's current id).  Only what
     matches is returned, with at most two ``related`` neighbours after it, each among
     the best ``related_within`` (``k`` unless given: :func:`.matching.select`); with
-    the semantic extra, a memory close enough in meaning matches too
-    (:func:`.semantic.matching`).
+    the semantic extra, the closest memories in meaning match too
+    (:func:`.semantic.lifts`).
     """
     terms = analyse_query(query)
     spans = date_spans(query, now_ms) if weights.date > 0 else []
@@ -195,10 +195,10 @@ def search(
         rows, bm25, from_history = _candidates(conn, plan, scope, spans, include_history, weights)
     # the one seam of the semantic extra: {} without it, and the ranking is the lexical one
     meaning = semantic.similarities(conn, query, rows, projects) if which == LIVE else {}
-    lift = semantic.lifts(meaning)
-    found = fetch(conn, [r for r in lift if r not in rows], scope)
-    for row in sorted(found, key=lambda row: -lift[row[0]])[: semantic.CANDIDATES]:
-        rows[row[0]], bm25[row[0]] = row, 0.0
+    found = {row[0]: row for row in fetch(conn, [r for r in meaning if r not in rows], scope)}
+    lift = semantic.lifts({r: c for r, c in meaning.items() if r in rows or r in found})
+    for r in lift.keys() & found.keys():
+        rows[r], bm25[r] = found[r], 0.0
     if not bm25:
         return []
     extensions = [longer.get(s) for s in stems]
@@ -207,7 +207,7 @@ def search(
     context = weights.context > 0 or weights.context_terms > 0 or weights.context_question > 0
     near = _sessions(conn, rows, bm25, held.matching, scope, weights) if context else {}
     held.read(rows, from_history)  # the neighbours context brought in
-    held.matching.update(semantic.matching({r: c for r, c in meaning.items() if r in rows}))
+    held.matching.update(lift)  # the closest in meaning match as a shared word does
     shares = term_shares(terms, df, n_docs)
     share_list = [shares[s] for s in stems]
     entities = sum(1 << i for i, t in enumerate(terms) if t.entity) if weights.entity else 0

@@ -13,8 +13,8 @@ them again (:func:`rebuild`).
 
 Recall asks :func:`similarities` (one call, in :func:`.search.search`): the cosine of
 the query to each lexical candidate that has a vector, and the closest memories that the
-words missed; :func:`lifts` is what a cosine adds to a score, :func:`matches` whether it
-counts as a match (:data:`THRESHOLD`).  Without the extra, or in a process that did
+words missed; :func:`lifts` is what the closest of them add to a score, and those match
+the query (:data:`THRESHOLD`).  Without the extra, or in a process that did
 not :func:`start` (the CLI and the prompt hook: loading the model alone takes longer
 than the hook's whole budget), it returns nothing and recall is the lexical one.
 """
@@ -40,17 +40,15 @@ if TYPE_CHECKING:
     Vector = npt.NDArray[np.float32]
 
 __all__ = [
-    "FLOOR",
     "MODEL",
     "THRESHOLD",
-    "WEIGHT",
+    "WEIGHTS",
     "Embedder",
     "ModelFileError",
     "active",
     "available",
     "fill",
     "lifts",
-    "matching",
     "rebuild",
     "similarities",
     "start",
@@ -58,31 +56,27 @@ __all__ = [
 ]
 
 THRESHOLD = 0.25
-"""The cosine that one of the query's :data:`BEST` closest memories must reach to match it
-by meaning (issue 29 item 2: it counts as a match like a shared word; :func:`matching`).
-Chosen on the 100 paraphrase pairs of ``tests/bench/data/paraphrases.json``
-(``bench_semantic.py``, tests/bench/README.md "Semantic extra"): MiniLM's cosines spread
-wide (the right memory's quartiles 0.27-0.44) and overlap the best wrong one's, so an
-absolute threshold alone either lets most wrong memories in or keeps most right ones
-out; how close a memory is against the rest is what tells."""
+"""The cosine that one of the query's closest memories must reach to match it by meaning
+(issue 29 item 2: it counts as a match like a shared word; :func:`lifts`).  Chosen on
+the 100 paraphrase pairs of ``tests/bench/data/paraphrases.json`` (``bench_semantic.py``,
+tests/bench/README.md "Semantic extra"): MiniLM's cosines spread wide (the right
+memory's quartiles 0.27-0.44) and overlap the best wrong one's, so an absolute threshold
+alone either lets most wrong memories in or keeps most right ones out; how close a
+memory is against the rest is what tells."""
 
-BEST = 2
-"""How many of the query's closest memories may match it by meaning (:func:`matching`)."""
-
-FLOOR = 0.2
-"""The cosine below which meaning adds nothing to a score; the part grows linearly from
-here to the query's closest memory (:func:`lifts`)."""
-
-WEIGHT = 1.0
-"""What the query's closest memory gains, against 1 for the best lexical score (with the
-extra, lexical scores over 1 are taken against the best).  Chosen by the numbers of
-bench_semantic.py (tests/bench/README.md, "Semantic extra"): on the paraphrase set it
-lifts hit@5 from 38 % to 67 % (0.25: 58 %); on LoCoMo, whose questions reuse the
-dialogue's words, it costs 2.3 points (74.8 % against 77.1 % lexical; 0.25: 76.8 %
-leave-one-out).  The extra is for questions asked in other words."""
+WEIGHTS = (1.0, 0.2)
+"""What the query's closest memory and the next one gain (when at or over
+:data:`THRESHOLD`), against 1 for the best lexical score (with the extra, lexical scores
+over 1 are taken against the best); every other memory keeps its lexical rank.  Chosen
+by the numbers of bench_semantic.py (tests/bench/README.md, "Semantic extra: the two
+closest"): on the paraphrase set hit@5 goes from 36 % to 67 %; on LoCoMo, whose
+questions reuse the dialogue's words, 77.4 % against 77.1 % lexical (a lift for every
+memory in proportion to its cosine gave 74.8 %).  The extra is for questions asked in
+other words."""
 
 CANDIDATES = 10
-"""Memories over the threshold that recall adds to the lexical candidates, at most."""
+"""The closest memories over the threshold that recall reads beside the lexical
+candidates (those outside the recall's kinds drop out there), at most."""
 
 BATCH = 4
 """Passages embedded per call of the background pass: a query waits at most for one."""
@@ -307,7 +301,7 @@ def similarities(
     projects: Collection[str] | None = None,
 ) -> dict[int, float]:
     """The cosine of ``query`` to each of ``candidates`` (memory rowids) that has a vector,
-    and to the best others over :data:`FLOOR` (a few times :data:`CANDIDATES`) of
+    and to the :data:`CANDIDATES` closest others at or over :data:`THRESHOLD` of
     ``projects`` (None: every project); empty without an embedder in this process or
     vectors in the store."""
     embedder = _ACTIVE
@@ -334,28 +328,18 @@ def similarities(
         for i, rowid in enumerate(matrix.rowids):
             if rowid in wanted:
                 out[rowid] = float(cosines[i])
-    over = np.flatnonzero(cosines > FLOOR)
+    over = np.flatnonzero(cosines >= THRESHOLD)
     if over.size:
-        best = over[np.argsort(-cosines[over], kind="stable")[: CANDIDATES * 4]]
+        best = over[np.argsort(-cosines[over], kind="stable")[:CANDIDATES]]
         for i in best:
             out.setdefault(matrix.rowids[int(i)], float(cosines[int(i)]))
     return out
 
 
 def lifts(cosines: dict[int, float]) -> dict[int, float]:
-    """What each cosine adds to a recall score: 0 up to :data:`FLOOR`, :data:`WEIGHT` for
-    the query's closest memory, linear between (what tells is how close a memory is
-    against the closest one, as BM25 is taken against the best)."""
-    best = max(cosines.values(), default=0.0)
-    if best <= FLOOR:
-        return {}
-    span = best - FLOOR
-    return {r: WEIGHT * (c - FLOOR) / span for r, c in cosines.items() if c > FLOOR}
-
-
-def matching(cosines: dict[int, float]) -> set[int]:
-    """The memories that match the query by meaning: its :data:`BEST` closest of those in
-    ``cosines`` (recall passes the ones it may return), each at or over :data:`THRESHOLD`
-    (a cosine alone says little; how close against the rest does)."""
-    ranked = sorted(cosines.items(), key=lambda rc: (-rc[1], rc[0]))[:BEST]
-    return {rowid for rowid, cosine in ranked if cosine >= THRESHOLD}
+    """What meaning adds to a recall score: :data:`WEIGHTS` for the query's closest
+    memories of ``cosines`` (recall passes the ones it may return), each at or over
+    :data:`THRESHOLD`; they match the query.  Nothing for the rest: a cosine alone says
+    little (a chatty store has many over any threshold), how close against the rest does."""
+    ranked = sorted(cosines.items(), key=lambda rc: (-rc[1], rc[0]))[: len(WEIGHTS)]
+    return {r: w for (r, c), w in zip(ranked, WEIGHTS) if c >= THRESHOLD}

@@ -9,7 +9,7 @@ recall through ``MemoryStore.recall`` (k=5) with this process's embedder on and 
   questions, each asking for one memory in other words; all 100 memories in one store
   (each its own session: no session context), each a distractor for the others.
   Hit@1/3/5 and MRR of the lexical default, of the cosine alone, and of the fusion at
-  the shipped ``FLOOR``/``WEIGHT`` and a small grid around them.
+  the shipped ``WEIGHTS`` (the lifts of the two closest) and a grid around them.
 - **Threshold**: for each paraphrase query, the cosine of its memory and of the best
   wrong one (a store without the answer): the share of each at or over a threshold.
 - **Other scripts** (``scripts``): Chinese, Japanese, Korean, Russian, German
@@ -40,7 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 DATA = Path(__file__).resolve().parent / "data" / "paraphrases.json"
-GRID = [(f, w) for f in (0.1, 0.2, 0.3) for w in (0.1, 0.25, 0.5, 1.0, 2.0, 3.0)]
+GRID = [(first, second) for first in (0.5, 1.0, 2.0) for second in (0.0, 0.1, 0.2, 0.3, 0.5)]
 
 
 def load_average() -> str:
@@ -53,18 +53,17 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 class Toggle:
-    """The process's embedder on or off, and the fusion constants set."""
+    """The process's embedder on or off, and the lifts of the two closest set."""
 
     def __init__(self, embedder: Any) -> None:
         from sealmem.client.recall import semantic
 
         self.semantic, self.embedder = semantic, embedder
-        self.shipped = (semantic.FLOOR, semantic.WEIGHT)
+        self.shipped = semantic.WEIGHTS
 
-    def __call__(self, on: bool, floor: float | None = None, weight: float | None = None) -> None:
+    def __call__(self, on: bool, first: float | None = None, second: float | None = None) -> None:
         self.semantic._ACTIVE = self.embedder if on else None
-        self.semantic.FLOOR = self.shipped[0] if floor is None else floor
-        self.semantic.WEIGHT = self.shipped[1] if weight is None else weight
+        self.semantic.WEIGHTS = self.shipped if first is None else (first, second)
 
 
 def scores(ranked: list[list[str]], wanted: list[str]) -> str:
@@ -119,10 +118,10 @@ def paraphrases(embedder: Any, toggle: Toggle, tmp: Path) -> tuple[Any, list[str
     S = Q @ P.T
     alone = [[ids[j] for j in np.argsort(-S[i])[:5]] for i in range(len(pairs))]
     print(f"  {'cosine alone':24s} {scores(alone, ids)}")
-    for floor, weight in GRID:
-        toggle(True, floor, weight)
-        mark = " (shipped)" if (floor, weight) == toggle.shipped else ""
-        label = f"fused f={floor} w={weight}{mark}"
+    for first, second in GRID:
+        toggle(True, first, second)
+        mark = " (shipped)" if (first, second) == toggle.shipped else ""
+        label = f"fused {first}, {second}{mark}"
         print(f"  {label:24s} {scores(ranked_ids(store, queries), ids)}")
     toggle(True)
     right = np.diag(S)
@@ -246,7 +245,7 @@ def locomo(embedder: Any, toggle: Toggle, tmp: Path) -> None:
         others = [n for n in hits if n != held]
         point = max(GRID, key=lambda p: (sum(sum(hits[n][p]) for n in others), -p[1]))
         folds.append(100 * statistics.fmean(hits[held][point]))
-        print(f"  held out {held}: f, w = {point} chosen on the other four, hit@5 {folds[-1]:5.1f}")
+        print(f"  held out {held}: lifts {point} chosen on the other four, hit@5 {folds[-1]:5.1f}")
     for label, key in (("lexical", None), ("extra, shipped", toggle.shipped)):
         per_conv = [100 * statistics.fmean(h[key]) for h in hits.values()]
         pooled = [x for h in hits.values() for x in h[key]]

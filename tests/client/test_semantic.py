@@ -113,15 +113,56 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused_and_recall_stays_lex
         semantic.stop()
 
 
-def test_only_the_closest_memories_over_the_threshold_match_by_meaning() -> None:
+def test_only_the_two_closest_memories_over_the_threshold_gain_and_match_by_meaning() -> None:
     """A cosine alone says little (a chatty store has many over any threshold): the query's
-    BEST closest match, each at or over THRESHOLD; the rest only re-rank."""
+    closest memory gains the first weight, the next the second, each at or over THRESHOLD;
+    every other memory keeps its lexical rank (a lift in proportion to each cosine moved
+    LoCoMo's weak lexical matches out of the top five)."""
     over = semantic.THRESHOLD + 0.01
+    first, second = semantic.WEIGHTS
     cosines = {7: over + 0.2, 3: over + 0.1, 9: over, 4: semantic.THRESHOLD - 0.05}
-    assert semantic.BEST == 2
-    assert semantic.matching(cosines) == {7, 3}
-    assert semantic.matching({4: semantic.THRESHOLD - 0.05, 5: 0.0}) == set()
-    assert semantic.matching({9: over, 4: semantic.THRESHOLD - 0.05}) == {9}
+    assert semantic.lifts(cosines) == {7: first, 3: second}
+    assert semantic.lifts({4: semantic.THRESHOLD - 0.05, 5: 0.0}) == {}
+    assert semantic.lifts({9: over, 4: semantic.THRESHOLD - 0.05}) == {9: first}
+    assert semantic.lifts({2: over, 1: over}) == {1: first, 2: second}  # a tie: rowid order
+    assert first > second > 0
+
+
+@needs_model
+def test_meaning_moves_only_the_two_closest_and_the_rest_keep_their_lexical_order(
+    tmp_path: Path, model: semantic.Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the extra, a recall is the lexical one with at most the query's two closest
+    memories lifted: every other match keeps the order its words gave it (a lift for each
+    memory in proportion to its cosine reordered LoCoMo's lexical matches)."""
+    data = json.loads((Path(__file__).parents[1] / "bench/data/paraphrases.json").read_text())
+    pairs = data["pairs"][:40]
+    with MemoryStore.open(tmp_path / "many.db", author="me") as many:
+        for i, (_, text) in enumerate(pairs):
+            many.remember(text, project="p", origin=f"test:m{i}")
+        semantic.fill(many.connection, model)
+
+        def recall(query: str) -> list[search.Scored]:
+            found = search.search(
+                many.connection, query, k=100, projects=["p"], include_history=False,
+                kinds=None, now_ms=2_000_000_000_000,
+            )  # fmt: skip
+            return [s for s in found if not s.related]
+
+        moved = 0
+        for query, _ in pairs:
+            words = [s.id for s in recall(query)]
+            monkeypatch.setattr(semantic, "_ACTIVE", model)
+            both = recall(query)
+            monkeypatch.setattr(semantic, "_ACTIVE", None)
+            lifted = {s.id for s in both if "semantic" in s.why}
+            assert len(lifted) <= 2
+            assert [i for i in (s.id for s in both) if i not in lifted] == [
+                i for i in words if i not in lifted
+            ], query
+            moved += bool(lifted)
+        assert moved > len(pairs) / 2  # meaning was in play for most of them
+    semantic.stop()
 
 
 def planted_copies(tmp_path: Path) -> list[Path]:
@@ -210,7 +251,7 @@ def test_the_extra_asks_for_a_runtime_that_loads_the_model() -> None:
 def test_memories_of_other_projects_do_not_keep_a_memory_from_matching_by_meaning(
     store: MemoryStore, model: semantic.Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The BEST closest are taken among what the recall may return: two memories of
+    """The closest are taken among what the recall may return: two memories of
     another project, closer to the query, leave this project's answer its match and its
     whole lift."""
     for i, text in enumerate(
@@ -230,7 +271,7 @@ def test_memories_of_other_projects_do_not_keep_a_memory_from_matching_by_meanin
         hits = store.recall(PARAPHRASE, project="p")
         assert [h.memory.content for h in hits][:1] == [MEMORIES[1]]
         # the closest of this project gains the whole weight (it was measured against q's)
-        assert hits[0].why["semantic"] == pytest.approx(semantic.WEIGHT)
+        assert hits[0].why["semantic"] == pytest.approx(semantic.WEIGHTS[0])
     finally:
         semantic.stop()
 
@@ -254,8 +295,8 @@ def test_a_paraphrase_finds_its_memory_and_lexical_recall_is_unchanged(
     try:
         hits = store.recall(PARAPHRASE, project="p")
         assert hits[0].memory.content == MEMORIES[1]
-        assert hits[0].why["semantic"] == pytest.approx(semantic.WEIGHT)
-        # a cosine under semantic.THRESHOLD only re-ranks: alone, it matches nothing
+        assert hits[0].why["semantic"] == pytest.approx(semantic.WEIGHTS[0])
+        # a cosine under semantic.THRESHOLD adds nothing: alone, it matches nothing
         assert store.recall(CLOSE, project="p") == []
         # a word query keeps its lexical winner on top
         assert store.recall("pytest xdist", project="p")[0].memory.content == MEMORIES[2]
