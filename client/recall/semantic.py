@@ -341,5 +341,5 @@ def lifts(cosines: dict[int, float]) -> dict[int, float]:
     memories of ``cosines`` (recall passes the ones it may return), each at or over
     :data:`THRESHOLD`; they match the query.  Nothing for the rest: a cosine alone says
     little (a chatty store has many over any threshold), how close against the rest does."""
-    ranked = sorted(cosines.items(), key=lambda rc: (-rc[1], rc[0]))[: len(WEIGHTS)]
-    return {r: w for (r, c), w in zip(ranked, WEIGHTS) if c >= THRESHOLD}
+    ranked = sorted(cosines.items(), key=lambda rc: (-rc[1], rc[0]))
+    return {r: w for (r, c), w in zip(ranked, WEIGHTS, strict=False) if c >= THRESHOLD}
