@@ -194,7 +194,7 @@ def search(
     if plan:
         rows, bm25, from_history = _candidates(conn, plan, scope, spans, include_history, weights)
     # the one seam of the semantic extra: {} without it, and the ranking is the lexical one
-    meaning = semantic.similarities(conn, query, rows, projects) if which == LIVE else {}
+    meaning = semantic.similarities(conn, query, rows, projects, kinds) if which == LIVE else {}
     found = {row[0]: row for row in fetch(conn, [r for r in meaning if r not in rows], scope)}
     lift = semantic.lifts({r: c for r, c in meaning.items() if r in rows or r in found})
     for r in lift.keys() & found.keys():

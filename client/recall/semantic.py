@@ -75,8 +75,8 @@ memory in proportion to its cosine gave 74.8 %).  The extra is for questions ask
 other words."""
 
 CANDIDATES = 10
-"""The closest memories over the threshold that recall reads beside the lexical
-candidates (those outside the recall's kinds drop out there), at most."""
+"""The closest memories over the threshold (of the recall's projects and kinds) that
+recall reads beside the lexical candidates, at most."""
 
 BATCH = 4
 """Passages embedded per call of the background pass: a query waits at most for one."""
@@ -256,6 +256,7 @@ class _Matrix:
     rowids: list[int]
     vectors: Vector
     projects: Any  # each row's project (a numpy array of str)
+    kinds: Any  # each row's kind (a numpy array of str)
 
 
 _MATRICES: OrderedDict[str, _Matrix] = OrderedDict()
@@ -277,7 +278,7 @@ def _matrix(conn: sqlite3.Connection) -> _Matrix | None:
         _MATRICES.move_to_end(str(file))
         return cached
     rows = conn.execute(
-        "SELECT e.rowid, e.vector, m.project FROM embeddings e JOIN memories m "
+        "SELECT e.rowid, e.vector, m.project, m.kind FROM embeddings e JOIN memories m "
         "ON m.rowid = e.rowid "
         "WHERE e.model = ? AND m.deleted = 0 ORDER BY e.rowid",
         (MODEL,),
@@ -288,7 +289,9 @@ def _matrix(conn: sqlite3.Connection) -> _Matrix | None:
     vectors = np.frombuffer(blob, dtype=np.int8).reshape(len(rows), -1).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9
     projects = np.array([str(r[2]) for r in rows])
-    made = _MATRICES[str(file)] = _Matrix(key, [int(r[0]) for r in rows], vectors, projects)
+    kinds = np.array([str(r[3]) for r in rows])
+    rowids = [int(r[0]) for r in rows]
+    made = _MATRICES[str(file)] = _Matrix(key, rowids, vectors, projects, kinds)
     while len(_MATRICES) > _MATRIX_SLOTS:
         _MATRICES.popitem(last=False)
     return made
@@ -299,11 +302,12 @@ def similarities(
     query: str,
     candidates: Collection[int],
     projects: Collection[str] | None = None,
+    kinds: Collection[str] | None = None,
 ) -> dict[int, float]:
     """The cosine of ``query`` to each of ``candidates`` (memory rowids) that has a vector,
     and to the :data:`CANDIDATES` closest others at or over :data:`THRESHOLD` of
-    ``projects`` (None: every project); empty without an embedder in this process or
-    vectors in the store."""
+    ``projects`` and ``kinds`` (None: every one); empty without an embedder in this
+    process or vectors in the store."""
     embedder = _ACTIVE
     if embedder is None:
         return {}
@@ -320,8 +324,10 @@ def similarities(
     except ModelFileError:  # a file of the model is not the pinned one: recall stays lexical
         return {}
     cosines = matrix.vectors @ asked
-    if projects is not None:  # the closest are those the recall may return
-        cosines = np.where(np.isin(matrix.projects, list(projects)), cosines, -1.0)
+    # the closest are those the recall may return
+    for column, asked_for in ((matrix.projects, projects), (matrix.kinds, kinds)):
+        if asked_for is not None:
+            cosines = np.where(np.isin(column, list(asked_for)), cosines, -1.0)
     out: dict[int, float] = {}
     if candidates:
         wanted = set(candidates)

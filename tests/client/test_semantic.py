@@ -276,6 +276,41 @@ def test_memories_of_other_projects_do_not_keep_a_memory_from_matching_by_meanin
         semantic.stop()
 
 
+@needs_model
+def test_memories_of_other_kinds_do_not_keep_a_memory_from_matching_by_meaning(
+    store: MemoryStore, model: semantic.Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The closest are taken among the kinds the recall asks for, as among its projects:
+    more than CANDIDATES warnings closer to the query leave the note that answers it its
+    match and its whole lift in a recall of notes."""
+    closer = [
+        "User uploads are stored in the media folder of the web app",
+        "Files that people upload land in an object storage bucket",
+        "Uploads older than a year move to cold storage",
+        "Large uploads are split into chunks of 8 MB",
+        "The upload endpoint rejects files over 100 MB",
+        "Uploaded documents are scanned for viruses before they are kept",
+        "Uploads from the mobile app go through the API gateway first",
+        "Upload failures are retried three times by the client",
+        "Video uploads are transcoded by a worker queue",
+        "CSV uploads are parsed in the import service",
+        "Uploaded images end up in the CDN cache for a week",
+    ]
+    assert len(closer) > semantic.CANDIDATES
+    for i, text in enumerate(closer):
+        store.remember(text, project="p", kind="warning", origin=f"test:w{i}")
+    semantic.fill(store.connection, model)
+    monkeypatch.setattr(semantic, "_ACTIVE", model)
+    try:
+        assert {h.memory.kind for h in store.recall(PARAPHRASE, project="p")[:2]} == {"warning"}
+        assert 2 not in semantic.similarities(store.connection, PARAPHRASE, [])  # the note
+        hits = store.recall(PARAPHRASE, project="p", kinds=["note"])
+        assert [h.memory.content for h in hits][:1] == [MEMORIES[1]]
+        assert hits[0].why["semantic"] == pytest.approx(semantic.WEIGHTS[0])
+    finally:
+        semantic.stop()
+
+
 def test_the_switch_keeps_a_server_lexical(store: MemoryStore) -> None:
     assert os.environ[semantic.ENV] == "0"  # tests/conftest.py
     assert semantic.start(store.path) is False
