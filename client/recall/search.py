@@ -214,9 +214,11 @@ def search(
     scorer = Scorer(rows, bm25, near, held.masks, share_list, entities, spans, now_ms, weights)
     scorer.partial = held.partial
     totals = {r: sum(scorer.parts(r)) for r in rows}
-    # with meaning in play, a lexical score over 1 is taken against the best one
+    # with meaning in play, a lift is taken against the best lexical score over 1 (the
+    # score each result shows then orders them as ranked: a merge by score keeps it)
     top = max([1.0, *totals.values()]) if lift else 1.0
-    ranked = sorted((-totals[r] / top - lift.get(r, 0.0), rows[r][1], r) for r in rows)
+    lift = {r: gain * top for r, gain in lift.items()}
+    ranked = sorted((-totals[r] - lift.get(r, 0.0), rows[r][1], r) for r in rows)
     strong = _strong(bm25, held.matching, weights)
     chosen = select(
         (r for _, _, r in ranked), held.matching,

@@ -18,6 +18,10 @@ import pytest
 
 from sealmem.client import MemoryStore
 from sealmem.client.recall import embedder, search, semantic
+from sealmem.client.store.connection import transaction
+from sealmem.client.store.memory import Provenance
+from sealmem.client.store.writer import write_version
+from sealmem.protocol.hlc import Hlc
 
 needs_model = pytest.mark.skipif(
     not semantic.available(), reason="the semantic extra is not installed"
@@ -163,6 +167,44 @@ def test_meaning_moves_only_the_two_closest_and_the_rest_keep_their_lexical_orde
             moved += bool(lifted)
         assert moved > len(pairs) / 2  # meaning was in play for most of them
     semantic.stop()
+
+
+@needs_model
+def test_a_recall_with_meaning_shows_its_results_in_the_order_of_their_scores(
+    tmp_path: Path, model: semantic.Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The score a result shows (its parts, the lift among them) orders the results as
+    recall ranked them, when the best lexical score is over 1 too: a teammate's proposed
+    delete in the project makes the store's recall merge its results by their scores."""
+    data = json.loads((Path(__file__).parents[1] / "bench/data/paraphrases.json").read_text())
+    pairs = data["pairs"][:40]
+    clock = lambda: 2_000_000_000_000  # noqa: E731  one instant: the recency part stays put
+    with MemoryStore.open(tmp_path / "many.db", author="r" * 26, clock=clock) as many:
+        for i, (_, text) in enumerate(pairs):
+            many.remember(text, project="p", origin=f"test:m{i}")
+        semantic.fill(many.connection, model)
+        monkeypatch.setattr(semantic, "_ACTIVE", model)
+        try:
+            before = {q: [h.memory.id for h in many.recall(q, project="p")] for q, _ in pairs}
+            for query, _ in pairs:
+                hits = [h.score for h in many.recall(query, project="p") if not h.related]
+                assert hits == sorted(hits, reverse=True), query
+            mine = many.remember("The office plant is watered on Mondays", project="p").memory
+            gone = mine.record.evolve(
+                content="", keywords=(), editor="b" * 26, deleted=True, delete_reason="dead",
+                hlc=Hlc(mine.record.hlc.wall + 1000, 0),
+            )  # fmt: skip
+            with transaction(many.connection) as conn:
+                write_version(
+                    conn, gone, provenance=Provenance("folder", "b" * 26, "bob", True, 1, 1),
+                    local_importance=0.5, seen_count=0, updated_at=clock(),
+                )  # fmt: skip
+            assert many._proposed_deletes(["p"], 1)
+            for query, _ in pairs:
+                after = [h.memory.id for h in many.recall(query, project="p")]
+                assert after == before[query], query
+        finally:
+            semantic.stop()
 
 
 def planted_copies(tmp_path: Path) -> list[Path]:
