@@ -12,16 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import canonical, reasons
 from .encoding import b64e, exact_keys, need_b64, need_int, need_kid, need_list, need_str
 from .envelope import seal, unpack
 from .errors import DecryptionError, ProtocolError, Rejected
-from .private import PrivateState
 from .roster import MAX_MEMBERS
-from .state import TrustedState
 from .suite import ContentKeyLike, RandomSource, Signer, Suite
+
+if TYPE_CHECKING:
+    from .private import PrivateState
+    from .state import TrustedState
 
 __all__ = [
     "MAX_TRUST_BYTES",

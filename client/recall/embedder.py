@@ -12,7 +12,6 @@ over the attention mask, unit length (tests/bench/README.md, "Semantic extra").
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import importlib.util
 import os
 import threading
@@ -54,6 +53,8 @@ class ModelFileError(Exception):
 def model_files() -> list[Path] | None:
     """Where the model's files are installed (model, tokenizer); None when a package is
     missing."""
+    import importlib.metadata  # 9 ms: only a process that asks for the extra pays it
+
     found = []
     for distribution, inside in FILES:
         try:

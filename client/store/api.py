@@ -20,7 +20,7 @@ from ...protocol.errors import InputError, NotFoundError
 from ...protocol.record import MEMBER_RE, Source
 from ..clock import now_ms
 from ..paths import ensure_home, local_author, store_path
-from . import export, health, ids, inputs, scrub, transfer, writes
+from . import export, health, ids, inputs, scrub, writes
 from .connection import connect, connect_readonly, sqlite_errors, transaction
 from .memory import SHARED_PROJECT, Check, ImportResult, Memory, RememberResult
 from .redact import redact_texts, warning_for
@@ -311,6 +311,8 @@ class LocalStore:
         progress: Callable[[int, int], None] | None = None,
     ) -> ImportResult:
         """Merge an export into this store (last-write-wins per id); idempotent."""
+        from . import transfer  # the import path: never loaded by a recall or a hook
+
         with sqlite_errors(self.path):
             result = transfer.import_document(
                 self._conn, document, now_ms=self._clock(), progress=progress
@@ -328,6 +330,8 @@ class LocalStore:
     ) -> ImportResult:
         """:meth:`import_` for an export read from ``stream`` one entry at a time
         (``name`` says what it is in messages)."""
+        from . import transfer
+
         with sqlite_errors(self.path):
             result = transfer.import_stream(
                 self._conn, stream, now_ms=self._clock(), name=name, progress=progress

@@ -35,6 +35,7 @@ grams: ASCII text costs one ``str.isascii`` call.  Nothing here touches SQLite.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -95,8 +96,11 @@ def _class(ranges: tuple[tuple[int, int], ...]) -> str:
     return "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in ranges)
 
 
+@functools.cache
 def _marks() -> dict[int, None]:
-    """The combining marks inside the runs' ranges: left out of a run."""
+    """The combining marks inside the runs' ranges: left out of a run (read from the
+    Unicode database at the first text that holds a run: 8-13 ms, which a process that
+    sees only ASCII, such as most prompt hooks, never pays)."""
     return {
         cp: None
         for lo, hi in RUN_RANGES + HANGUL_RANGES
@@ -106,13 +110,10 @@ def _marks() -> dict[int, None]:
 
 
 _RUN_CHARS = _class(RUN_RANGES + HANGUL_RANGES)
-_MARKS = _marks()
-# a word (letters and digits, as unicode61 sees one) holding a run; split into runs
-# and the pieces between them
-_HAS_RUN_RE = re.compile(f"[{_RUN_CHARS}]")
-_ALL_RUN_RE = re.compile(f"[{_RUN_CHARS}]+")
+# a run (one pattern for finding, matching and splitting at runs: compiling its class
+# is most of this module's import); a word, letters and digits as unicode61 sees one
+_RUN_RE = re.compile(f"([{_RUN_CHARS}]+)")
 _WORD_RE = re.compile(r"[^\W_]+")
-_SPLIT_RE = re.compile(f"([{_RUN_CHARS}]+)")
 # a symbol: a non-ASCII character that is no letter, digit or space (category So or Sk
 # is checked on its first), with what joins it into one emoji
 _JOINERS = "\ufe0e\ufe0f\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f\u20e3"
@@ -125,12 +126,12 @@ _DROPPED = {0xFE0E: None, 0xFE0F: None}
 
 def has_run(word: str) -> bool:
     """Whether ``word`` holds a character of a script written without spaces."""
-    return not word.isascii() and _HAS_RUN_RE.search(word) is not None
+    return not word.isascii() and _RUN_RE.search(word) is not None
 
 
 def is_run(token: str) -> bool:
     """Whether ``token`` is all characters of the runs (a bigram: its own index term)."""
-    return _ALL_RUN_RE.fullmatch(token) is not None
+    return _RUN_RE.fullmatch(token) is not None
 
 
 def gram_tokens(text: str, tails: bool = False) -> list[str]:
@@ -140,11 +141,11 @@ def gram_tokens(text: str, tails: bool = False) -> list[str]:
     if text.isascii():
         return []
     out: dict[str, None] = {}
-    if _HAS_RUN_RE.search(text) is not None:
-        for word in _WORD_RE.findall(text.translate(_MARKS)):
-            if _HAS_RUN_RE.search(word) is None:
+    if _RUN_RE.search(text) is not None:
+        for word in _WORD_RE.findall(text.translate(_marks())):
+            if _RUN_RE.search(word) is None:
                 continue
-            for i, piece in enumerate(_SPLIT_RE.split(word)):
+            for i, piece in enumerate(_RUN_RE.split(word)):
                 if not i % 2:  # between runs: glued to one
                     if piece:
                         out[piece] = None

@@ -17,7 +17,6 @@ import sqlite3
 
 from ...protocol import canonical
 from ...protocol.hlc import ZERO, Hlc, tick
-from ...protocol.private_trust import replaces
 from ...protocol.record import Record
 from .connection import transaction
 
@@ -82,6 +81,10 @@ def merge_decision(
         "SELECT set_at, counter, device FROM member_trust WHERE member = ?", (member,)
     ).fetchone()
     held = None if row is None else (int(row[0]), int(row[1]), str(row[2]) or me)
+    # the protocol's trust objects (8 ms of imports) load when a decision is merged, never
+    # in a process that only reads the states (a prompt hook's recall)
+    from ...protocol.private_trust import replaces
+
     if not replaces((*at, device), held):
         return False
     conn.execute(

@@ -52,6 +52,27 @@ def test_hook_prompt_imports_no_network_crypto_or_cli_framework(
     assert heavy == []
 
 
+def test_hook_prompt_loads_no_import_path_trust_objects_or_package_metadata(
+    home: Path, sealmem: Callable[..., Run]
+) -> None:
+    """What a recall never runs stays out of a hook's process (each was loaded at import
+    and cost the hook 57 ms in all: tests/bench/README.md "The prompt hook's imports"):
+    the export-file import path, the protocol's private trust and state objects, the
+    package metadata reader (the semantic extra's files are found with it)."""
+    assert sealmem("remember", "run the pytest suite with pytest -q", "--kind", "fact").code == 0
+    modules, out = _imported([str(SEALMEM), "hook", "prompt"], _prompt(home), home)
+    assert "pytest -q" in out  # it opened the store and recalled
+    unneeded = {
+        "sealmem.client.store.transfer",
+        "sealmem.client.store.jsonscan",
+        "sealmem.protocol.private",
+        "sealmem.protocol.private_trust",
+        "sealmem.protocol.state",
+        "importlib.metadata",
+    }
+    assert sorted(modules & unneeded) == []
+
+
 @pytest.mark.slow
 def test_the_fast_hook_prints_what_the_typer_command_prints(
     home: Path, sealmem: Callable[..., Run]
