@@ -10,6 +10,8 @@ recall through ``MemoryStore.recall`` (k=5) with this process's embedder on and 
   (each its own session: no session context), each a distractor for the others.
   Hit@1/3/5 and MRR of the lexical default, of the cosine alone, and of the fusion at
   the shipped ``WEIGHTS`` (the lifts of the two closest) and a grid around them.
+- **Words and identifiers**: each of those memories asked for by its own rarest word
+  and by an identifier it holds, lexical and with the extra (hit@5 must stay 100 %).
 - **Threshold**: for each paraphrase query, the cosine of its memory and of the best
   wrong one (a store without the answer): the share of each at or over a threshold.
 - **Other scripts** (``scripts``): Chinese, Japanese, Korean, Russian, German
@@ -29,10 +31,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -123,6 +127,7 @@ def paraphrases(embedder: Any, toggle: Toggle, tmp: Path) -> tuple[Any, list[str
         mark = " (shipped)" if (first, second) == toggle.shipped else ""
         label = f"fused {first}, {second}{mark}"
         print(f"  {label:24s} {scores(ranked_ids(store, queries), ids)}")
+    words_and_identifiers(store, [t for _, t in pairs], ids, toggle)
     toggle(True)
     right = np.diag(S)
     wrong = np.where(np.eye(len(pairs), dtype=bool), -1.0, S).max(axis=1)
@@ -152,6 +157,31 @@ def paraphrases(embedder: Any, toggle: Toggle, tmp: Path) -> tuple[Any, list[str
                 rank = r.index(want) + 1 if want in r else "-"
                 print(f"    {query}  rank {rank}")
     return store, queries
+
+
+def words_and_identifiers(store: Any, texts: list[str], ids: list[str], toggle: Toggle) -> None:
+    """Each memory asked for by a word of its own: its rarest word of 4 characters or more
+    (fewest memories holding it, then the longest), and its first identifier (a token
+    with a digit, ``_ . / : -`` or an inner capital: ``acme-prod-files``, ``PostgreSQL``),
+    derived from the texts, not written for the ranker."""
+    token = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/-]*[A-Za-z0-9]")
+    held = [set(token.findall(text)) for text in texts]
+    df = Counter(w.lower() for words in held for w in words)
+    asks: dict[str, list[tuple[str, str]]] = {"rarest word": [], "identifier": []}
+    for words, wanted in zip(held, ids, strict=True):
+        rare = sorted((df[w.lower()], -len(w), w) for w in words if len(w) >= 4)
+        if rare:
+            asks["rarest word"].append((rare[0][2], wanted))
+        named = sorted(w for w in words if re.search(r"[0-9_./:-]|[a-z][A-Z]", w))
+        if named:
+            asks["identifier"].append((named[0], wanted))
+    print("\nWords and identifiers: each memory asked for by one of its own words")
+    for on, label in ((False, "lexical default"), (True, "with the extra")):
+        toggle(on)
+        for kind, pairs in asks.items():
+            ranked = ranked_ids(store, [q for q, _ in pairs])
+            print(f"  {label:16s} {kind:12s} ({len(pairs):3d}) "
+                  f"{scores(ranked, [w for _, w in pairs])}")
 
 
 def latency(store: Any, queries: list[str], toggle: Toggle, embedder: Any) -> None:
