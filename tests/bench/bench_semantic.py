@@ -180,8 +180,10 @@ def words_and_identifiers(store: Any, texts: list[str], ids: list[str], toggle: 
         toggle(on)
         for kind, pairs in asks.items():
             ranked = ranked_ids(store, [q for q, _ in pairs])
-            print(f"  {label:16s} {kind:12s} ({len(pairs):3d}) "
-                  f"{scores(ranked, [w for _, w in pairs])}")
+            print(
+                f"  {label:16s} {kind:12s} ({len(pairs):3d}) "
+                f"{scores(ranked, [w for _, w in pairs])}"
+            )
 
 
 def latency(store: Any, queries: list[str], toggle: Toggle, embedder: Any) -> None:
