@@ -193,12 +193,7 @@ def search(
     from_history: set[int] = set()
     if plan:
         rows, bm25, from_history = _candidates(conn, plan, scope, spans, include_history, weights)
-    # the one seam of the semantic extra: {} without it, and the ranking is the lexical one
-    meaning = semantic.similarities(conn, query, rows, projects, kinds) if which == LIVE else {}
-    found = {row[0]: row for row in fetch(conn, [r for r in meaning if r not in rows], scope)}
-    lift = semantic.lifts({r: c for r, c in meaning.items() if r in rows or r in found})
-    for r in lift.keys() & found.keys():
-        rows[r], bm25[r] = found[r], 0.0
+    lift = _meaning(conn, query, scope, rows, bm25) if which == LIVE else {}
     if not bm25:
         return []
     extensions = [longer.get(s) for s in stems]
@@ -228,6 +223,25 @@ def search(
     return [
         _scored(r, related, rows, scorer, left_out, from_history, lift) for r, related in chosen
     ]
+
+
+def _meaning(
+    conn: sqlite3.Connection,
+    query: str,
+    scope: Scope,
+    rows: dict[int, Row],
+    bm25: dict[int, float],
+) -> dict[int, float]:
+    """The one seam of the semantic extra: the lifts of the query's closest memories in
+    ``scope`` (:func:`.semantic.lifts`), those the words missed added to ``rows`` (BM25
+    0); ``{}`` without the extra, and the ranking is the lexical one."""
+    projects, kinds = scope.asked
+    meaning = semantic.similarities(conn, query, rows, projects, kinds)
+    found = {row[0]: row for row in fetch(conn, [r for r in meaning if r not in rows], scope)}
+    lift = semantic.lifts({r: c for r, c in meaning.items() if r in rows or r in found})
+    for r in lift.keys() & found.keys():
+        rows[r], bm25[r] = found[r], 0.0
+    return lift
 
 
 def _scored(
