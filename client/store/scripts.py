@@ -140,6 +140,8 @@ def gram_tokens(text: str, tails: bool = False) -> list[str]:
     character of each run (a query asks for the bigrams alone)."""
     if text.isascii():
         return []
+    if not unicodedata.is_normalized("NFC", text):  # Hangul typed as jamo, kana and a
+        text = unicodedata.normalize("NFC", text)  # combining mark: the letters as composed
     out: dict[str, None] = {}
     if _RUN_RE.search(text) is not None:
         for word in _WORD_RE.findall(text.translate(_marks())):

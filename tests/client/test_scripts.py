@@ -233,6 +233,33 @@ def test_a_word_asked_with_a_particle_finds_the_memory_holding_it_bare() -> None
         assert bare in found
 
 
+@pytest.mark.parametrize(
+    ("written", "asked"),
+    [
+        ("서버가 느려요", "서버"),  # Korean
+        ("デプロイは金曜日にしない", "デプロイ"),  # Japanese: プ is フ with a combining mark
+        ("图片缓存在磁盘上", "缓存"),  # Chinese: no decomposition, unchanged either way
+    ],
+)
+def test_a_word_is_found_whether_the_memory_or_the_query_was_typed_decomposed(
+    written: str, asked: str
+) -> None:
+    """Text typed decomposed (NFD: Hangul as its jamo, kana and a combining voiced mark,
+    as some keyboards and macOS file names give it) finds and is found by the same word
+    composed: a run's grams are of its composed letters."""
+    nfd = unicodedata.normalize("NFD", written)
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        MemoryStore.open(Path(tmp) / "store.db", author="ann") as store,
+    ):
+        for text in _OTHERS:
+            store.remember(text, project="app")
+        decomposed = store.remember(nfd, project="app").memory.id
+        for query in (asked, unicodedata.normalize("NFD", asked)):
+            found = [h.memory.id for h in store.recall(query, k=5, project="app")]
+            assert decomposed in found, query
+
+
 @st.composite
 def _run_and_character(draw: st.DrawFn) -> tuple[str, str]:
     letters = draw(st.sampled_from([_ZH, _JA, "".join(_WORDS["ko"])]))
