@@ -63,6 +63,11 @@ grams again (version 11)
     holding it).  Data only: a hook reads and writes a store without it (the older rows
     keep their grams of before until it runs).
 
+grams composed (version 12)
+    the same refill for grams taken of a text's composed letters (NFC): a row stored
+    decomposed (Korean as its jamo, kana with a separate voiced mark) or holding a CJK
+    compatibility ideograph had grams no query asks for since.  Data only, as 11.
+
 freshness (version 8)
     ``freshness``: per memory id, when this reader last recalled it and last kept it in
     review (:mod:`sealmem.client.store.freshness`); local, never synced.  The review
@@ -472,6 +477,7 @@ MIGRATIONS: list[Migration] = [
     Migration(9, "embeddings: local vectors of the semantic extra, never synced", _EMBEDDINGS),
     Migration(10, "trust device: which device of the member set a trust state", _TRUST_DEVICE),
     Migration(11, "grams of Hangul runs and of one character", "", _refill_grams, data_only=True),
+    Migration(12, "grams of the composed letters (NFC)", "", _refill_grams, data_only=True),
 ]
 
 

@@ -1,15 +1,18 @@
 """Migration 7 gives a store of before it the grams of its rows, migration 11 the grams
-of Hangul runs and of one character, and ``reindex`` builds them again: a word inside a
-Chinese, Japanese or Korean run, one character, and an emoji, are found after."""
+of Hangul runs and of one character, migration 12 those of the composed letters (NFC),
+and ``reindex`` builds them again: a word inside a Chinese, Japanese or Korean run, one
+character, and an emoji, are found after."""
 
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 from pathlib import Path
 
 import pytest
 
 from sealmem.client import MemoryStore
+from sealmem.client.store import scripts
 from sealmem.client.store.connection import connect, transaction
 from sealmem.client.store.memory import Provenance
 from sealmem.client.store.migrations import MigrationNeededError
@@ -170,3 +173,42 @@ def test_a_read_only_open_reads_a_store_lacking_only_the_grams_refill(tmp_path: 
     conn.close()
     with pytest.raises(MigrationNeededError, match=r"needs migration 10.*'sealmem init'"):
         MemoryStore.open(path, author=AUTHOR, readonly=True, clock=lambda: NOW)
+
+
+def test_a_store_of_version_11_finds_text_stored_decomposed_after_the_migration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows written with the grams of before NFC (Korean as its jamo, kana with a
+    separate voiced mark, a CJK compatibility ideograph as Korean hanja often is): the
+    query's grams are of the composed letters now, so the row matched no query until
+    migration 12 gave it its grams again."""
+    path = tmp_path / "store.db"
+    texts = {
+        "korean": unicodedata.normalize("NFD", "서버가 새벽에 다운됐다"),
+        "kana": unicodedata.normalize("NFD", "デプロイは金曜日にしない"),
+        "hanja": "\uf914園에 갔다",  # 樂 U+F914 (NFC: U+6A02)
+    }
+    asked = {"korean": "서버", "kana": "デプロイ", "hanja": "\uf914園"}
+    with MemoryStore.open(path, author=AUTHOR, clock=lambda: NOW) as store:
+        ids = {name: store.remember(text, project="app").memory.id for name, text in texts.items()}
+        store.remember("plain ascii words", project="app")
+        conn = store.connection
+        with monkeypatch.context() as before:  # the grams of the text as it was typed
+            before.setattr(scripts.unicodedata, "is_normalized", lambda form, text: True)
+            old = {name: scripts.grams(text) for name, text in texts.items()}
+        for name, grams in old.items():
+            conn.execute("UPDATE memories SET grams = ? WHERE id = ?", (grams, ids[name]))
+        conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+        conn.execute("DELETE FROM schema_migrations WHERE version > 11")
+        # the kana row is found by one bigram left alike (ロイ), the others by none
+        assert (_found(store, asked["korean"]), _found(store, asked["hanja"])) == ([], [])
+    with MemoryStore.open(path, author=AUTHOR, clock=lambda: NOW) as store:
+        assert {name: _found(store, asked[name]) for name in texts} == {
+            name: [mid] for name, mid in ids.items()
+        }
+        (version,) = store.connection.execute(
+            "SELECT max(version) FROM schema_migrations"
+        ).fetchone()
+        assert version == latest_version() > 11
+        checks = {check.name: check.ok for check in store.doctor()}
+        assert (checks["fts"], checks["schema"]) == (True, True)

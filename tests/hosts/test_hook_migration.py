@@ -71,7 +71,7 @@ def test_the_prompt_hook_uses_a_store_of_version_10_and_the_next_command_migrate
     assert _version(env) == 10  # migration 11 was not run
     line = _last_log(env)
     assert line.split()[1:3] == ["prompt", "ok"]
-    assert "store at schema 10 of 11, used as it is: a hook never migrates" in line
+    assert f"store at schema 10 of {latest_version()}, used as it is: a hook never migrates" in line
 
     assert cli("init").code == 0  # the next command that writes migrates
     assert _version(env) == latest_version()
