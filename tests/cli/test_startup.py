@@ -52,6 +52,7 @@ def test_hook_prompt_imports_no_network_crypto_or_cli_framework(
     assert heavy == []
 
 
+@pytest.mark.slow
 def test_hook_prompt_loads_no_import_path_trust_objects_or_package_metadata(
     home: Path, sealmem: Callable[..., Run]
 ) -> None:
