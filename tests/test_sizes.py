@@ -15,7 +15,10 @@ def _modules() -> list[Path]:
 
 
 def test_no_module_is_over_500_lines_and_at_most_six_over_400() -> None:
-    lengths = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in _modules()}
+    lengths = {
+        str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in _modules()
+    }
     assert len(lengths) > 100  # the product's modules were found
     assert {name: n for name, n in lengths.items() if n > 500} == {}
     assert len(sorted(name for name, n in lengths.items() if n > 400)) <= 6, sorted(
@@ -26,7 +29,7 @@ def test_no_module_is_over_500_lines_and_at_most_six_over_400() -> None:
 def test_no_function_is_over_80_lines() -> None:
     long = []
     for path in _modules():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
                 if lines > 80:
