@@ -109,8 +109,7 @@ def _candidates(
     """(type, start, end) of every match, in rule order."""
     rules, specs = _plan(frozenset(cues), id(RULES))
     for rule in rules:
-        needs = rule.needs_pattern
-        if needs is not None and needs.search(lowered) is None:
+        if not rule.holds_needs(lowered):
             continue
         gate = rule.gate_pattern
         if gate is not None and gate.search(lowered) is None:

@@ -66,13 +66,12 @@ class Rule:
     def gate_pattern(self) -> re.Pattern[str] | None:
         return None if self.gate is None else re.compile(self.gate)
 
-    @functools.cached_property
-    def needs_pattern(self) -> re.Pattern[str] | None:
-        """:attr:`needs` as one alternation: one search in C, where ``any(part in text
-        for part in needs)`` costs a generator step per part (ten for a digit)."""
-        if not self.needs:
-            return None
-        return re.compile("|".join(re.escape(part) for part in self.needs))
+    def holds_needs(self, lowered: str) -> bool:
+        """Whether a lower-cased text holds one of :attr:`needs` (True when there are
+        none): one substring search in C per part, ``memchr``-fast, and no Python step
+        between them (``map`` and ``any`` run in C; a regular expression alternation of
+        the parts tests every character against it, three to four times slower here)."""
+        return not self.needs or any(map(lowered.__contains__, self.needs))
 
 
 def entropy(text: str) -> float:
