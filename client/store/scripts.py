@@ -35,6 +35,7 @@ grams: ASCII text costs one ``str.isascii`` call.  Nothing here touches SQLite.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -95,8 +96,11 @@ def _class(ranges: tuple[tuple[int, int], ...]) -> str:
     return "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in ranges)
 
 
+@functools.cache
 def _marks() -> dict[int, None]:
-    """The combining marks inside the runs' ranges: left out of a run."""
+    """The combining marks inside the runs' ranges: left out of a run (built on the first
+    text that holds a run, not on import: every process imports this module, few meet
+    such a text, and the walk over the ranges' 250,000 code points takes some 14 ms)."""
     return {
         cp: None
         for lo, hi in RUN_RANGES + HANGUL_RANGES
@@ -105,32 +109,41 @@ def _marks() -> dict[int, None]:
     }
 
 
-_RUN_CHARS = _class(RUN_RANGES + HANGUL_RANGES)
-_MARKS = _marks()
-# a word (letters and digits, as unicode61 sees one) holding a run; split into runs
-# and the pieces between them
-_HAS_RUN_RE = re.compile(f"[{_RUN_CHARS}]")
-_ALL_RUN_RE = re.compile(f"[{_RUN_CHARS}]+")
 _WORD_RE = re.compile(r"[^\W_]+")
-_SPLIT_RE = re.compile(f"([{_RUN_CHARS}]+)")
-# a symbol: a non-ASCII character that is no letter, digit or space (category So or Sk
-# is checked on its first), with what joins it into one emoji
-_JOINERS = "\ufe0e\ufe0f\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f\u20e3"
-_SYMBOL_RE = re.compile(
-    "[\U0001f1e6-\U0001f1ff]{2}"  # a flag: two regional indicators
-    f"|[^\\w\\s\x00-\x7f{_JOINERS}\u200d](?:[{_JOINERS}]|\u200d[^\\w\\s\x00-\x7f\u200d])*"
-)
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The runs' patterns, compiled on the first text that is not all ASCII (their large
+    classes take some 5 ms to compile; ASCII text never needs them): a character of a
+    run; a token of runs alone; a word split into runs and the pieces between them; a
+    symbol, a non-ASCII character that is no letter, digit or space (category So or Sk
+    is checked on its first), with what joins it into one emoji."""
+    chars = _class(RUN_RANGES + HANGUL_RANGES)
+    joiners = "\ufe0e\ufe0f\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f\u20e3"
+    symbol = (
+        "[\U0001f1e6-\U0001f1ff]{2}"  # a flag: two regional indicators
+        f"|[^\\w\\s\x00-\x7f{joiners}\u200d](?:[{joiners}]|\u200d[^\\w\\s\x00-\x7f\u200d])*"
+    )
+    return (
+        re.compile(f"[{chars}]"),
+        re.compile(f"[{chars}]+"),
+        re.compile(f"([{chars}]+)"),
+        re.compile(symbol),
+    )
+
+
 _DROPPED = {0xFE0E: None, 0xFE0F: None}
 
 
 def has_run(word: str) -> bool:
     """Whether ``word`` holds a character of a script written without spaces."""
-    return not word.isascii() and _HAS_RUN_RE.search(word) is not None
+    return not word.isascii() and _patterns()[0].search(word) is not None
 
 
 def is_run(token: str) -> bool:
     """Whether ``token`` is all characters of the runs (a bigram: its own index term)."""
-    return _ALL_RUN_RE.fullmatch(token) is not None
+    return _patterns()[1].fullmatch(token) is not None
 
 
 def gram_tokens(text: str, tails: bool = False) -> list[str]:
@@ -140,11 +153,12 @@ def gram_tokens(text: str, tails: bool = False) -> list[str]:
     if text.isascii():
         return []
     out: dict[str, None] = {}
-    if _HAS_RUN_RE.search(text) is not None:
-        for word in _WORD_RE.findall(text.translate(_MARKS)):
-            if _HAS_RUN_RE.search(word) is None:
+    has_run_re, _, split_re, symbol_re = _patterns()
+    if has_run_re.search(text) is not None:
+        for word in _WORD_RE.findall(text.translate(_marks())):
+            if has_run_re.search(word) is None:
                 continue
-            for i, piece in enumerate(_SPLIT_RE.split(word)):
+            for i, piece in enumerate(split_re.split(word)):
                 if not i % 2:  # between runs: glued to one
                     if piece:
                         out[piece] = None
@@ -154,7 +168,7 @@ def gram_tokens(text: str, tails: bool = False) -> list[str]:
                     out.update(dict.fromkeys(map(str.__add__, piece, piece[1:])))
                     if tails:
                         out[piece[-1]] = None
-    for match in _SYMBOL_RE.finditer(text):
+    for match in symbol_re.finditer(text):
         symbol = match.group()
         if unicodedata.category(symbol[0]) not in ("So", "Sk"):
             continue
