@@ -75,9 +75,8 @@ def _own_spans(rule: Rule, text: str) -> Iterator[tuple[int, int]]:
 
 
 def _gitleaks_spans(spec: gitleaks.Spec, text: str) -> Iterator[tuple[int, int]]:
+    """The findings of ``spec`` in ``text``, whose gate the caller found in it."""
     _, global_allow = gitleaks.specs()
-    if spec.gate is not None and spec.gate.search(text) is None:
-        return
     for match in spec.finditer(text):
         start, end = _secret_span(match)
         if end > start and spec.accepts(
@@ -117,6 +116,9 @@ def _candidates(
         for start, end in _own_spans(rule, text):
             yield rule.type, start, end
     for spec in specs:
+        gate = spec.gate
+        if gate is not None and gate.search(text) is None:
+            continue
         for start, end in _gitleaks_spans(spec, text):
             yield spec.id, start, end
 
@@ -139,6 +141,8 @@ def _spans(text: str, lowered: str, cues: set[str], index: Index) -> list[tuple[
     for type_, start, end in _candidates(text, lowered, cues, index):
         if all(end <= s or start >= e for s, e, _ in taken):
             taken.append((start, end, type_))
+    if not taken:
+        return []  # the common case: cue words, no secret
     return sorted((s, e, t) for s, e, t in taken if t is not None)
 
 
