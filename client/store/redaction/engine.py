@@ -110,8 +110,7 @@ def _candidates(
     for rule in rules:
         if not rule.holds_needs(lowered):
             continue
-        gate = rule.gate_pattern
-        if gate is not None and gate.search(lowered) is None:
+        if not rule.holds_gate(lowered):
             continue
         for start, end in _own_spans(rule, text):
             yield rule.type, start, end
