@@ -180,6 +180,7 @@ def run_of_16(lowered: str) -> bool:
     substring search, where the expression steps through every character."""
     return b"t" * 16 in lowered.encode("ascii").translate(_TOKEN_OR_SPACE)
 
+
 _KEY_START = r"(?<![A-Za-z0-9])"  # a boundary that holds after "_": DB_PASSWORD, API_SECRET
 _ASSIGN = r"[\"']?\s*(?:=|:=|:|=>)\s*[\"'`]?"
 
