@@ -20,16 +20,10 @@ so a process that never meets one pays nothing for it.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from importlib.abc import Traversable
+from typing import Any
 
 from .rules import entropy
 
@@ -216,9 +210,10 @@ def _applies(entry: dict[str, Any]) -> bool:
 @functools.cache
 def specs() -> tuple[tuple[Spec, ...], Allowlist]:
     """The rules of the data file (those with a pattern) and its global allowlist."""
+    import tomllib  # here: only a process that redacts reads the data file
     from importlib import resources
 
-    data = read_data(resources.files(__package__))
+    data = tomllib.loads(resources.files(__package__).joinpath("gitleaks.toml").read_text("utf-8"))
     rules = tuple(
         Spec(
             id=str(rule["id"]),
@@ -232,37 +227,3 @@ def specs() -> tuple[tuple[Spec, ...], Allowlist]:
         if "regex" in rule
     )
     return rules, _allowlist(data.get("allowlist", {}))
-
-
-DATA = "gitleaks.toml"
-TWIN = "gitleaks.json"
-"""The data file parsed, beside it: ``{"toml_sha256": ..., "data": ...}``, what
-``tomllib`` makes of the bytes whose SHA-256 it names (:func:`write_twin` writes it).
-Parsing the TOML took some 17 ms of every process that redacts; the JSON takes one."""
-
-
-def read_data(folder: Traversable) -> dict[str, Any]:
-    """The gitleaks data file of ``folder`` parsed: from its twin when the twin names the
-    file's bytes as they are (any other twin, or none, is not read: the TOML is)."""
-    raw = folder.joinpath(DATA).read_bytes()
-    digest = hashlib.sha256(raw).hexdigest()
-    try:
-        twin = json.loads(folder.joinpath(TWIN).read_bytes())
-        if isinstance(twin, dict) and twin.get("toml_sha256") == digest:
-            data: dict[str, Any] = twin["data"]
-            return data
-    except (OSError, ValueError, KeyError):
-        pass
-    import tomllib  # here: only a process that redacts reads the data file
-
-    return tomllib.loads(raw.decode("utf-8"))
-
-
-def write_twin(folder: Path) -> None:
-    """Write :data:`TWIN` for the data file of ``folder``, after ``gitleaks.toml`` changed
-    (a test holds the twin current and says how)."""
-    import tomllib
-
-    raw = (folder / DATA).read_bytes()
-    doc = {"toml_sha256": hashlib.sha256(raw).hexdigest(), "data": tomllib.loads(raw.decode())}
-    (folder / TWIN).write_text(json.dumps(doc, sort_keys=True) + "\n", encoding="utf-8")
