@@ -98,9 +98,9 @@ def _class(ranges: tuple[tuple[int, int], ...]) -> str:
 
 @functools.cache
 def _marks() -> dict[int, None]:
-    """The combining marks inside the runs' ranges: left out of a run (read from the
-    Unicode database at the first text that holds a run: 8-13 ms, which a process that
-    sees only ASCII, such as most prompt hooks, never pays)."""
+    """The combining marks inside the runs' ranges: left out of a run (built on the first
+    text that holds a run, not on import: every process imports this module, few meet
+    such a text, and the walk over the ranges' 250,000 code points takes some 14 ms)."""
     return {
         cp: None
         for lo, hi in RUN_RANGES + HANGUL_RANGES
@@ -109,29 +109,36 @@ def _marks() -> dict[int, None]:
     }
 
 
-_RUN_CHARS = _class(RUN_RANGES + HANGUL_RANGES)
-# a run (one pattern for finding, matching and splitting at runs: compiling its class
-# is most of this module's import); a word, letters and digits as unicode61 sees one
-_RUN_RE = re.compile(f"([{_RUN_CHARS}]+)")
 _WORD_RE = re.compile(r"[^\W_]+")
-# a symbol: a non-ASCII character that is no letter, digit or space (category So or Sk
-# is checked on its first), with what joins it into one emoji
-_JOINERS = "\ufe0e\ufe0f\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f\u20e3"
-_SYMBOL_RE = re.compile(
-    "[\U0001f1e6-\U0001f1ff]{2}"  # a flag: two regional indicators
-    f"|[^\\w\\s\x00-\x7f{_JOINERS}\u200d](?:[{_JOINERS}]|\u200d[^\\w\\s\x00-\x7f\u200d])*"
-)
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The runs' patterns, compiled on the first text that is not all ASCII (their large
+    classes take some 5 ms to compile; ASCII text never needs them): a run (one pattern
+    for finding, matching and splitting at runs), and a symbol, a non-ASCII character
+    that is no letter, digit or space (category So or Sk is checked on its first), with
+    what joins it into one emoji."""
+    chars = _class(RUN_RANGES + HANGUL_RANGES)
+    joiners = "\ufe0e\ufe0f\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f\u20e3"
+    symbol = (
+        "[\U0001f1e6-\U0001f1ff]{2}"  # a flag: two regional indicators
+        f"|[^\\w\\s\x00-\x7f{joiners}\u200d](?:[{joiners}]|\u200d[^\\w\\s\x00-\x7f\u200d])*"
+    )
+    return re.compile(f"([{chars}]+)"), re.compile(symbol)
+
+
 _DROPPED = {0xFE0E: None, 0xFE0F: None}
 
 
 def has_run(word: str) -> bool:
     """Whether ``word`` holds a character of a script written without spaces."""
-    return not word.isascii() and _RUN_RE.search(word) is not None
+    return not word.isascii() and _patterns()[0].search(word) is not None
 
 
 def is_run(token: str) -> bool:
     """Whether ``token`` is all characters of the runs (a bigram: its own index term)."""
-    return _RUN_RE.fullmatch(token) is not None
+    return _patterns()[0].fullmatch(token) is not None
 
 
 def gram_tokens(text: str, tails: bool = False) -> list[str]:
@@ -143,11 +150,12 @@ def gram_tokens(text: str, tails: bool = False) -> list[str]:
     if not unicodedata.is_normalized("NFC", text):  # Hangul typed as jamo, kana and a
         text = unicodedata.normalize("NFC", text)  # combining mark: the letters as composed
     out: dict[str, None] = {}
-    if _RUN_RE.search(text) is not None:
+    run_re, symbol_re = _patterns()
+    if run_re.search(text) is not None:
         for word in _WORD_RE.findall(text.translate(_marks())):
-            if _RUN_RE.search(word) is None:
+            if run_re.search(word) is None:
                 continue
-            for i, piece in enumerate(_RUN_RE.split(word)):
+            for i, piece in enumerate(run_re.split(word)):
                 if not i % 2:  # between runs: glued to one
                     if piece:
                         out[piece] = None
@@ -157,7 +165,7 @@ def gram_tokens(text: str, tails: bool = False) -> list[str]:
                     out.update(dict.fromkeys(map(str.__add__, piece, piece[1:])))
                     if tails:
                         out[piece[-1]] = None
-    for match in _SYMBOL_RE.finditer(text):
+    for match in symbol_re.finditer(text):
         symbol = match.group()
         if unicodedata.category(symbol[0]) not in ("So", "Sk"):
             continue

@@ -6,12 +6,13 @@ and on generated look-alikes (cue words in prose, assignments with odd spacing, 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sealmem.client.store.redaction import cues, engine, redact
+from sealmem.client.store.redaction import cues, engine, redact, rules
 from sealmem.client.store.redaction.rules import RULES
 from tests.fixtures.redaction import corpus
 
@@ -114,3 +115,35 @@ def test_remembered_words_hold_no_digit_or_are_plain_words() -> None:
     for word in ("ghp_abc123", "hunter2", "password=hunter"):
         assert word not in cues._WORDS
         assert word not in cues._CUED
+
+
+_TOKEN_ALPHABET = "abcz09+/=_-"
+_OTHER_ALPHABET = " .,:;!?()[]{}\"'`\t\n#@$%^&*<>|~\\"
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.text(_TOKEN_ALPHABET, max_size=20), st.text(_OTHER_ALPHABET, max_size=3)),
+        max_size=12,
+    )
+)
+def test_the_run_of_16_gate_of_ascii_text_answers_as_its_expression(
+    parts: list[tuple[str, str]],
+) -> None:
+    """The run-of-16 gate is looked for in ASCII text by a byte table and a substring
+    search; the expression itself says the same of every text (runs of 15, 16 and 17
+    token characters, every separator)."""
+    text = "".join(run + other for run, other in parts)
+    expression = re.compile(rules._RUN_OF_16)
+    assert rules.run_of_16(text) == (expression.search(text) is not None), text
+    (rule,) = [r for r in rules.RULES if r.gate == rules._RUN_OF_16]
+    assert rule.holds_gate(text) == (expression.search(text) is not None)
+    assert rule.holds_gate(text + "\u00e9") == (expression.search(text + "\u00e9") is not None)
+
+
+@pytest.mark.parametrize("length", [15, 16, 17])
+def test_a_run_of_exactly_the_bound_on_either_side(length: int) -> None:
+    run = ("a0+/=_-z" * 3)[:length]
+    for text in (run, f"the token {run}", f"{run}.", f"x {run} y"):
+        assert rules.run_of_16(text) == (length >= 16), text

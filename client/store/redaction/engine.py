@@ -75,9 +75,8 @@ def _own_spans(rule: Rule, text: str) -> Iterator[tuple[int, int]]:
 
 
 def _gitleaks_spans(spec: gitleaks.Spec, text: str) -> Iterator[tuple[int, int]]:
+    """The findings of ``spec`` in ``text``, whose gate the caller found in it."""
     _, global_allow = gitleaks.specs()
-    if spec.gate is not None and spec.gate.search(text) is None:
-        return
     for match in spec.finditer(text):
         start, end = _secret_span(match)
         if end > start and spec.accepts(
@@ -109,15 +108,16 @@ def _candidates(
     """(type, start, end) of every match, in rule order."""
     rules, specs = _plan(frozenset(cues), id(RULES))
     for rule in rules:
-        needs = rule.needs_pattern
-        if needs is not None and needs.search(lowered) is None:
+        if not rule.holds_needs(lowered):
             continue
-        gate = rule.gate_pattern
-        if gate is not None and gate.search(lowered) is None:
+        if not rule.holds_gate(lowered):
             continue
         for start, end in _own_spans(rule, text):
             yield rule.type, start, end
     for spec in specs:
+        gate = spec.gate
+        if gate is not None and gate.search(text) is None:
+            continue
         for start, end in _gitleaks_spans(spec, text):
             yield spec.id, start, end
 
@@ -140,6 +140,8 @@ def _spans(text: str, lowered: str, cues: set[str], index: Index) -> list[tuple[
     for type_, start, end in _candidates(text, lowered, cues, index):
         if all(end <= s or start >= e for s, e, _ in taken):
             taken.append((start, end, type_))
+    if not taken:
+        return []  # the common case: cue words, no secret
     return sorted((s, e, t) for s, e, t in taken if t is not None)
 
 

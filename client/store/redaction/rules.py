@@ -66,13 +66,23 @@ class Rule:
     def gate_pattern(self) -> re.Pattern[str] | None:
         return None if self.gate is None else re.compile(self.gate)
 
-    @functools.cached_property
-    def needs_pattern(self) -> re.Pattern[str] | None:
-        """:attr:`needs` as one alternation: one search in C, where ``any(part in text
-        for part in needs)`` costs a generator step per part (ten for a digit)."""
-        if not self.needs:
-            return None
-        return re.compile("|".join(re.escape(part) for part in self.needs))
+    def holds_gate(self, lowered: str) -> bool:
+        """Whether a lower-cased text holds :attr:`gate` (True when there is none); the
+        run-of-16 gate of ASCII text is looked for without the regular expression
+        (:func:`run_of_16`: the same answer, a quarter of the time)."""
+        gate = self.gate
+        if gate is None:
+            return True
+        if gate is _RUN_OF_16 and lowered.isascii():
+            return run_of_16(lowered)
+        return self.gate_pattern.search(lowered) is not None  # type: ignore[union-attr]
+
+    def holds_needs(self, lowered: str) -> bool:
+        """Whether a lower-cased text holds one of :attr:`needs` (True when there are
+        none): one substring search in C per part, ``memchr``-fast, and no Python step
+        between them (``map`` and ``any`` run in C; a regular expression alternation of
+        the parts tests every character against it, three to four times slower here)."""
+        return not self.needs or any(map(lowered.__contains__, self.needs))
 
 
 def entropy(text: str) -> float:
@@ -158,6 +168,18 @@ _ASSIGN_MARKS = ("=", ":")  # every _ASSIGN holds one
 # A run of 16 token characters, in one pass: shorter runs and what separates them are
 # taken possessively (no retry at each character, as a plain search would).
 _RUN_OF_16 = r"\A(?:[a-z0-9+/=_-]{0,15}+[^a-z0-9+/=_-]++)*+[a-z0-9+/=_-]{16}"
+# Each byte of an ASCII text as "t" (a token character of _RUN_OF_16) or a space
+_TOKEN_OR_SPACE = bytes(
+    ord("t") if chr(i) in "abcdefghijklmnopqrstuvwxyz0123456789+/=_-" else 32 for i in range(256)
+)
+
+
+def run_of_16(lowered: str) -> bool:
+    """Whether an ASCII text holds a run of 16 token characters, :data:`_RUN_OF_16`'s
+    search: its bytes mapped to "t" or a space (a table lookup per byte), then one
+    substring search, where the expression steps through every character."""
+    return b"t" * 16 in lowered.encode("ascii").translate(_TOKEN_OR_SPACE)
+
 
 _KEY_START = r"(?<![A-Za-z0-9])"  # a boundary that holds after "_": DB_PASSWORD, API_SECRET
 _ASSIGN = r"[\"']?\s*(?:=|:=|:|=>)\s*[\"'`]?"
