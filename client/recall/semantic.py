@@ -257,6 +257,7 @@ class _Matrix:
     vectors: Vector
     projects: Any  # each row's project (a numpy array of str)
     kinds: Any  # each row's kind (a numpy array of str)
+    at: dict[int, int]  # each rowid's row
 
 
 _MATRICES: OrderedDict[str, _Matrix] = OrderedDict()
@@ -291,7 +292,8 @@ def _matrix(conn: sqlite3.Connection) -> _Matrix | None:
     projects = np.array([str(r[2]) for r in rows])
     kinds = np.array([str(r[3]) for r in rows])
     rowids = [int(r[0]) for r in rows]
-    made = _MATRICES[str(file)] = _Matrix(key, rowids, vectors, projects, kinds)
+    at = {rowid: i for i, rowid in enumerate(rowids)}
+    made = _MATRICES[str(file)] = _Matrix(key, rowids, vectors, projects, kinds, at)
     while len(_MATRICES) > _MATRIX_SLOTS:
         _MATRICES.popitem(last=False)
     return made
@@ -329,11 +331,10 @@ def similarities(
         if asked_for is not None:
             cosines = np.where(np.isin(column, list(asked_for)), cosines, -1.0)
     out: dict[int, float] = {}
-    if candidates:
-        wanted = set(candidates)
-        for i, rowid in enumerate(matrix.rowids):
-            if rowid in wanted:
-                out[rowid] = float(cosines[i])
+    for rowid in candidates:  # looked up, not found by a walk over every row
+        i = matrix.at.get(rowid)
+        if i is not None:
+            out[rowid] = float(cosines[i])
     over = np.flatnonzero(cosines >= THRESHOLD)
     if over.size:
         best = over[np.argsort(-cosines[over], kind="stable")[:CANDIDATES]]
