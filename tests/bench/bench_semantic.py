@@ -23,7 +23,7 @@ recall through ``MemoryStore.recall`` (k=5) with this process's embedder on and 
   embedder off and on (each grid point); leave-one-conversation-out picks the grid point
   on four and scores the fifth.  Slow: every turn gets a vector (2,760 passages).
 
-Run:  python tests/bench/bench_semantic.py [--locomo] [--threads 1]
+Run:  python tests/bench/bench_semantic.py [--locomo] [--threads 1] [--data FILE]
 """
 
 from __future__ import annotations
@@ -107,10 +107,12 @@ def ranked_ids(store: Any, queries: list[str]) -> list[list[str]]:
     return [[h.memory.id for h in store.recall(q, project="p", k=5)] for q in queries]
 
 
-def paraphrases(embedder: Any, toggle: Toggle, tmp: Path) -> tuple[Any, list[str]]:
+def paraphrases(
+    embedder: Any, toggle: Toggle, tmp: Path, source: Path = DATA
+) -> tuple[Any, list[str]]:
     import numpy as np
 
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    data = json.loads(source.read_text(encoding="utf-8"))
     pairs, scripts = data["pairs"], data["scripts"]
     print(f"\nParaphrases: {len(pairs)} questions over {len(pairs)} memories")
     store, ids = build(tmp, "paraphrases", [t for _, t in pairs], embedder)
@@ -301,6 +303,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--locomo", action="store_true", help="also LoCoMo (slow)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only-locomo", action="store_true", help="LoCoMo alone")
+    parser.add_argument(
+        "--data", type=Path, default=DATA, help="the paraphrase pairs and scripts (JSON)"
+    )
     args = parser.parse_args(argv)
     from sealmem.client.recall import semantic
 
@@ -318,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     toggle = Toggle(embedder)
     with tempfile.TemporaryDirectory(prefix="sealmem-semantic-") as tmp:
         if not args.only_locomo:
-            store, queries = paraphrases(embedder, toggle, Path(tmp))
+            store, queries = paraphrases(embedder, toggle, Path(tmp), args.data)
             latency(store, queries, toggle, embedder)
             store.close()
         if args.locomo or args.only_locomo:
