@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Write:
     """One version to make the winner of its id, with its local state."""
 
@@ -86,7 +86,7 @@ class Write:
     """The version ``previous`` holds, when the caller has read it (else read here)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Keep:
     """A version that did not win, for ``history``, with its local state."""
 
@@ -98,7 +98,7 @@ class Keep:
     replaced_at: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Local:
     """New local state of a winner (None: unchanged); no new version."""
 
