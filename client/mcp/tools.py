@@ -322,8 +322,8 @@ class MemoryTools:
         if shared and agentwrites.held(store.connection):  # a person decides: captured
             digest = version_key(memory.record)[4]
             request = agentwrites.HeldForget(memory.id, asked, self.origin, store.now(), digest)
-            agentwrites.hold_forget(store.connection, request)
-            return Forgotten(forgotten=memory.id, reason=asked, held_for_review=True)
+            kept = agentwrites.hold_forget(store.connection, request)
+            return Forgotten(forgotten=memory.id, reason=kept.reason, held_for_review=True)
         tombstone = store.forget(memory.id, reason=reason)
         return Forgotten(forgotten=tombstone.record.id, reason=tombstone.record.delete_reason)
 

@@ -17,11 +17,12 @@ holds, is forgotten at once; a person's ``sealmem forget`` is always immediate.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ...protocol.errors import InputError
 from .connection import get_meta, set_meta, transaction
+from .redact import redact_reason
 
 __all__ = [
     "DEFAULT",
@@ -81,14 +82,17 @@ class HeldForget:
     accept forgets that version only, not one written since."""
 
 
-def hold_forget(conn: sqlite3.Connection, request: HeldForget) -> None:
-    """Keep ``request`` for a person (a repeat replaces the earlier reason)."""
+def hold_forget(conn: sqlite3.Connection, request: HeldForget) -> HeldForget:
+    """Keep ``request`` for a person (a repeat replaces the earlier reason), its reason
+    redacted as a tombstone's is; returns what is kept."""
+    kept = replace(request, reason=redact_reason(request.reason))
     with transaction(conn):
         conn.execute(
             "INSERT OR REPLACE INTO held_forgets (id, reason, origin, asked_at, digest) "
             "VALUES (?, ?, ?, ?, ?)",
-            (request.id, request.reason, request.origin, request.asked_at, request.digest),
+            (kept.id, kept.reason, kept.origin, kept.asked_at, kept.digest),
         )
+    return kept
 
 
 def held_forgets(conn: sqlite3.Connection) -> dict[str, HeldForget]:

@@ -23,7 +23,7 @@ from ..paths import ensure_home, local_author, store_path
 from . import export, health, ids, inputs, scrub, writes
 from .connection import connect, connect_readonly, sqlite_errors, transaction
 from .memory import SHARED_PROJECT, Check, ImportResult, Memory, RememberResult
-from .redact import redact_texts, warning_for
+from .redact import redact_reason, redact_texts, warning_for
 from .rows import MEMORY_COLUMNS, load_row, memory_from_history_row, memory_from_row
 
 __all__ = ["LocalStore"]
@@ -185,7 +185,7 @@ class LocalStore:
         the content and keywords of every version leave the tables, the full-text indexes,
         exports and the store's files (:mod:`sealmem.client.store.scrub`)."""
         reason = inputs.reason(reason)
-        reason = redact_texts("", (), reason).reason or reason
+        reason = redact_reason(reason)
         now = self._clock()
         with sqlite_errors(self.path), transaction(self._conn):
             row = self._row(memory_id)

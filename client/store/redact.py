@@ -21,7 +21,14 @@ if TYPE_CHECKING:
     from ...protocol.record import Record
     from .redaction import Redacted, Texts
 
-__all__ = ["redact", "redact_batch", "redact_texts", "redact_version", "warning_for"]
+__all__ = [
+    "redact",
+    "redact_batch",
+    "redact_reason",
+    "redact_texts",
+    "redact_version",
+    "warning_for",
+]
 
 
 def redact(text: str) -> Redacted:
@@ -35,6 +42,11 @@ def redact_texts(content: str, keywords: Sequence[str] = (), reason: str | None 
     together, each text cut to its limit): :func:`.redaction.texts.redact_texts`."""
     run: Callable[[str, Sequence[str], str | None], Texts] = _rules().redact_texts
     return run(content, keywords, reason)
+
+
+def redact_reason(reason: str) -> str:
+    """A forget's reason as a tombstone keeps it (:func:`redact_texts`)."""
+    return redact_texts("", (), reason).reason or reason
 
 
 def redact_version(record: Record) -> tuple[Record, dict[str, int]]:

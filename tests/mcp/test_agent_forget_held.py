@@ -116,3 +116,28 @@ def test_a_held_forget_is_not_accepted_once_the_memory_changed(cli: Cli) -> None
     assert cli("captured", "discard", memory_id).code == 0
     assert cli("captured", "--json").json()["forgets"] == []
     assert not _deleted(memory_id)
+
+
+def test_a_held_forgets_reason_is_redacted_before_it_is_kept(cli: Cli, tmp_path: Path) -> None:
+    """A reason is stored text like any other: a secret in it never reaches the store,
+    the agent's answer, the captured list or the tombstone a person's accept writes."""
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    memory_id = _remembered(cli)
+    answer = _agent_forgets(memory_id, reason=f"rotated the CI token {token}")
+    assert answer["held_for_review"] is True
+    assert token not in answer["reason"]
+    assert "rotated the CI token" in answer["reason"]
+    (asked,) = cli("captured", "--json").json()["forgets"]
+    assert token not in asked["reason"]
+    assert token not in cli("captured").out
+    store_file = tmp_path / "home" / "store.db"
+    held = b"".join(p.read_bytes() for p in store_file.parent.glob("store.db*"))
+    assert token.encode() not in held
+    done = cli("captured", "accept", memory_id)
+    assert done.code == 0, done.err
+    assert token not in done.out
+    with MemoryStore.open() as store:
+        reason = store.get(memory_id).record.delete_reason
+    assert reason is not None
+    assert token not in reason
+    assert "rotated the CI token" in reason
