@@ -64,8 +64,7 @@ def _bad(detail: str) -> Rejected:
 
 def need_role(value: object, path: str) -> str:
     """A member's role in a roster (v1 or v2): one of :data:`ROLES`."""
-    role = need_str(value, path)
-    if role not in ROLES:
+    if (role := need_str(value, path)) not in ROLES:
         raise _bad(f"{path} {role!r} must be one of {ROLES}")
     return role
 

@@ -196,6 +196,15 @@ class Roster:
         m = self._active(kid)
         return m is not None and m.id in self.admins
 
+    def admin_key(self, signer: str, what: str) -> bytes:
+        """The public key of ``signer``, an admin of this roster; else ``not-admin``."""
+        member = self.member(signer)
+        if member is None or not self.is_admin(signer):
+            raise Rejected(
+                reasons.NOT_ADMIN, f"{what} is signed by {signer}, not an admin of v{self.version}"
+            )
+        return member.sign_public
+
     def grant(self, kid: str, project: str) -> Grant | None:
         m = self.member(kid)
         mid = kid if m is None else m.id
