@@ -27,6 +27,7 @@ from .encoding import (
 )
 from .errors import Rejected
 from .names import name_problem, name_skeleton
+from .settings import _bad
 from .suite import Suite
 
 __all__ = [
@@ -56,10 +57,6 @@ _DEVICE_KEYS = frozenset(
 )
 _PERSON_KEYS = frozenset({"id", "name", "role", "removed_at", "devices"})
 ROLES = ("admin", "member")
-
-
-def _bad(detail: str) -> Rejected:
-    return Rejected(reasons.MALFORMED, f"roster {detail}")
 
 
 def need_role(value: object, path: str) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from . import reasons
-from .devices import ROLES, Device, Person, _bad, check_people, flat_devices, need_role
+from .devices import ROLES, Device, Person, check_people, flat_devices, need_role
 from .encoding import (
     HEX_HASH_RE,
     b64e,
@@ -31,7 +31,7 @@ from .errors import Rejected
 from .names import name_problem
 from .record import PROJECT_RE
 from .roster_entries import Grant, Pin, Reset, Revocation
-from .settings import NO_SETTINGS, TeamSettings
+from .settings import NO_SETTINGS, TeamSettings, _bad
 from .suite import Signer, Suite
 
 __all__ = [
