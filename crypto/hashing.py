@@ -17,7 +17,6 @@ from ..protocol.errors import InputError
 
 __all__ = [
     "BLAKE2B_MAX_SIZE",
-    "KID_LENGTH",
     "PERSON_MAX_SIZE",
     "b32",
     "blake2b",
@@ -28,7 +27,6 @@ __all__ = [
 
 BLAKE2B_MAX_SIZE = 64
 PERSON_MAX_SIZE = 16
-KID_LENGTH = 26
 
 
 def blake2b(data: bytes, *, size: int = 32, person: bytes = b"") -> bytes:

@@ -173,7 +173,7 @@ def accept_checkpoint(
     if newest is None:
         raise Rejected(reasons.ROSTER_UNKNOWN, f"{where}: no trusted roster yet to check it")
     cited = state.rosters.get(cp.roster_version)
-    env.check(suite, CONTEXT, _admin_key(cited or newest, cp.signer, where))
+    env.check(suite, CONTEXT, (cited or newest).admin_key(cp.signer, where))
     if newest.revocation(cp.signer) is not None:
         raise Rejected(reasons.REVOKED, f"{where} is signed by revoked admin {cp.signer}")
     if cp.signed_at - now_ms > MAX_AHEAD_MS:
@@ -202,19 +202,10 @@ def signed_seq(suite: Suite, state: TrustedState, data: bytes) -> int | None:
         if newest is None or newest.revocation(cp.signer) is not None:
             return None
         roster = state.rosters.get(cp.roster_version) or newest
-        env.check(suite, CONTEXT, _admin_key(roster, cp.signer, "checkpoint"))
+        env.check(suite, CONTEXT, roster.admin_key(cp.signer, "checkpoint"))
     except ProtocolError:
         return None
     return cp.seq
-
-
-def _admin_key(roster: Roster, signer: str, where: str) -> bytes:
-    member = roster.member(signer)
-    if member is None or not roster.is_admin(signer):
-        raise Rejected(
-            reasons.NOT_ADMIN, f"{where} is signed by {signer}, not an admin of v{roster.version}"
-        )
-    return member.sign_public
 
 
 def _check_cited(

@@ -30,6 +30,7 @@ from .encoding import (
 from .envelope import seal, unpack
 from .errors import InputError, Rejected
 from .hlc import MAX_AHEAD_MS
+from .invite import TRANSPORTS
 from .names import hidden_at, name_problem
 from .roster import TEAM_RE, Roster
 from .suite import Signer, Suite
@@ -58,7 +59,6 @@ DEVICE_INVITE_PREFIX = "sealmem-device-invite:"
 MAX_DEVICE_INVITE_BYTES = 8 * 1024
 MAX_DEVICE_INVITE_MS = 86_400_000
 MAX_DEVICE_JOIN_BYTES = 16 * 1024  # MAX_JOIN_BYTES: a device join is filed as a join request
-_TRANSPORTS = ("folder", "hub")
 _INVITE_KEYS = frozenset(
     {"format", "team", "member", "name", "signer_public", "root_public", "root_box_public"}
     | {"location", "transport", "roster_version", "roster_hash", "created_at", "expires_at"}
@@ -148,7 +148,7 @@ def parse_device_invite(suite: Suite, data: bytes) -> DeviceInvite:
         expires_at=need_int(body["expires_at"], "device_invite.expires_at"),
         invite_id=need_str(body["invite_id"], "device_invite.invite_id", pattern=INVITE_ID_RE),
     )
-    if inv.transport not in _TRANSPORTS:
+    if inv.transport not in TRANSPORTS:
         raise Rejected(reasons.MALFORMED, f"device invite transport {inv.transport!r}")
     if any(hidden_at(inv.location, i) for i in range(len(inv.location))):
         raise Rejected(reasons.MALFORMED, "device invite location holds control characters")

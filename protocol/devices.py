@@ -27,11 +27,13 @@ from .encoding import (
 )
 from .errors import Rejected
 from .names import name_problem, name_skeleton
+from .settings import _bad
 from .suite import Suite
 
 __all__ = [
     "MAX_DEVICES",
     "MAX_LIVE_DEVICES",
+    "ROLES",
     "Device",
     "Introduced",
     "Person",
@@ -39,6 +41,7 @@ __all__ = [
     "check_people",
     "flat_devices",
     "key_owners",
+    "need_role",
     "upgrade_people",
 ]
 
@@ -53,11 +56,14 @@ _DEVICE_KEYS = frozenset(
     | {"issued_by_admin"}
 )
 _PERSON_KEYS = frozenset({"id", "name", "role", "removed_at", "devices"})
-_ROLES = ("admin", "member")
+ROLES = ("admin", "member")
 
 
-def _bad(detail: str) -> Rejected:
-    return Rejected(reasons.MALFORMED, f"roster {detail}")
+def need_role(value: object, path: str) -> str:
+    """A member's role in a roster (v1 or v2): one of :data:`ROLES`."""
+    if (role := need_str(value, path)) not in ROLES:
+        raise _bad(f"{path} {role!r} must be one of {ROLES}")
+    return role
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +148,7 @@ class Person:
     @classmethod
     def from_wire(cls, value: object, path: str) -> Person:
         obj = exact_keys(value, _PERSON_KEYS, path)
-        role = need_str(obj["role"], f"{path}.role")
-        if role not in _ROLES:
-            raise _bad(f"{path}.role {role!r} must be one of {_ROLES}")
+        role = need_role(obj["role"], f"{path}.role")
         removed = obj["removed_at"]
         raw = need_list(obj["devices"], f"{path}.devices", max_len=MAX_DEVICES)
         return cls(

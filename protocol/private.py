@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Any, TypeVar
 
 from . import reasons
@@ -24,9 +23,9 @@ from .keyring import MAX_KEYRING_BYTES, open_wrap, parse_wraps
 from .manifest import MAX_MANIFEST_BYTES, Manifest
 from .record import PROJECT_RE
 from .roster import TEAM_RE, Member, Roster
-from .state import ChainHead, TrustedState
+from .state import ChainHead, TrustedState, _frozen
 from .suite import Signer, Suite, Wrapper
-from .verify import _next_head
+from .verify import _next_head, _team
 
 _Key = TypeVar("_Key", bound=Wrapper)
 
@@ -130,10 +129,6 @@ def build_member_keyring(key: Wrapper, roster: Roster, member: str, epoch: int) 
     )
 
 
-def _frozen(value: Mapping[Any, Any]) -> Mapping[Any, Any]:
-    return MappingProxyType(dict(value))
-
-
 @dataclass(frozen=True, slots=True)
 class PrivateState:
     """What a device trusts of its member's private space: the member keyrings it
@@ -180,11 +175,6 @@ def _roster(state: TrustedState, version: int | None, where: str) -> Roster:
     if roster is None:
         raise Rejected(reasons.ROSTER_UNKNOWN, f"{where}: its roster is not trusted yet")
     return roster
-
-
-def _team(state: TrustedState, body: Mapping[str, Any], what: str) -> None:
-    if isinstance(body.get("team"), str) and body["team"] != state.team:
-        raise Rejected(reasons.CROSS_TEAM, f"{what} belongs to team {body['team']!r}")
 
 
 def accept_member_keyring(

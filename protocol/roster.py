@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from . import reasons
-from .devices import Device, Person, check_people, flat_devices
+from .devices import ROLES, Device, Person, check_people, flat_devices, need_role
 from .encoding import (
     HEX_HASH_RE,
     b64e,
@@ -31,7 +31,7 @@ from .errors import Rejected
 from .names import name_problem
 from .record import PROJECT_RE
 from .roster_entries import Grant, Pin, Reset, Revocation
-from .settings import NO_SETTINGS, TeamSettings
+from .settings import NO_SETTINGS, TeamSettings, _bad
 from .suite import Signer, Suite
 
 __all__ = [
@@ -52,7 +52,6 @@ ROSTER_FORMAT = "sealmem/roster/v1"
 ROSTER_V2_FORMAT = "sealmem/roster/v2"
 _FORMATS = (ROSTER_FORMAT, ROSTER_V2_FORMAT)
 TEAM_RE = re.compile(r"[a-z0-9][a-z0-9-]{2,63}")
-ROLES = ("admin", "member")
 MAX_MEMBERS = 4096
 _MAX_LIST = 65536
 _KEY_SIZE = 32
@@ -64,10 +63,6 @@ _BODY_KEYS = frozenset(
         "revocations", "resets", "created_at",
     }
 )  # fmt: skip
-
-
-def _bad(detail: str) -> Rejected:
-    return Rejected(reasons.MALFORMED, f"roster {detail}")
 
 
 def _device_member(p: Person, d: Device) -> Member:
@@ -124,9 +119,7 @@ class Member:
     @classmethod
     def from_wire(cls, value: object, path: str) -> Member:
         obj = exact_keys(value, _MEMBER_KEYS, path)
-        role = need_str(obj["role"], f"{path}.role")
-        if role not in ROLES:
-            raise _bad(f"{path}.role {role!r} must be one of {ROLES}")
+        role = need_role(obj["role"], f"{path}.role")
         return cls(
             kid=need_kid(obj["kid"], f"{path}.kid"),
             name=need_str(obj["name"], f"{path}.name"),
@@ -202,6 +195,15 @@ class Roster:
     def is_admin(self, kid: str) -> bool:
         m = self._active(kid)
         return m is not None and m.id in self.admins
+
+    def admin_key(self, signer: str, what: str) -> bytes:
+        """The public key of ``signer``, an admin of this roster; else ``not-admin``."""
+        member = self.member(signer)
+        if member is None or not self.is_admin(signer):
+            raise Rejected(
+                reasons.NOT_ADMIN, f"{what} is signed by {signer}, not an admin of v{self.version}"
+            )
+        return member.sign_public
 
     def grant(self, kid: str, project: str) -> Grant | None:
         m = self.member(kid)

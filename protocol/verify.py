@@ -73,17 +73,7 @@ def _roster_signer_key(state: TrustedState, env: Envelope, version: int) -> byte
             f"roster v{version} does not follow a trusted version; fetch versions "
             f"{(max(state.rosters) + 1) if state.rosters else 1}..{version - 1} first",
         )
-    return _admin_key(prior, env.signer, f"roster v{version}")
-
-
-def _admin_key(roster: Roster, signer: str, what: str) -> bytes:
-    """The public key of ``signer``, an admin of ``roster``; else ``not-admin``."""
-    member = roster.member(signer)
-    if member is None or not roster.is_admin(signer):
-        raise Rejected(
-            reasons.NOT_ADMIN, f"{what} is signed by {signer}, not an admin of v{roster.version}"
-        )
-    return member.sign_public
+    return prior.admin_key(env.signer, f"roster v{version}")
 
 
 def _check_extends(suite: Suite, old: Roster, new: Roster, signer: str) -> None:
@@ -166,7 +156,7 @@ def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trus
             f"{where} names roster v{keyring.roster_version}, newer than the trusted "
             f"v{current.version}; fetch the roster first",
         )
-    env.check(suite, "keyring", _admin_key(cited, env.signer, where))
+    env.check(suite, "keyring", cited.admin_key(env.signer, where))
     if current.revocation(env.signer) is not None:
         raise Rejected(reasons.REVOKED, f"{where} is signed by revoked admin {env.signer}")
     _check_epoch(state, cited, keyring, where)

@@ -144,10 +144,6 @@ class Host:
         """The directory whose existence means the host is installed for this user."""
         return self._detect() if self._detect else self.config_path().parent
 
-    @property
-    def scopes(self) -> tuple[Scope, ...]:
-        return ("user", "project") if self.project_file else ("user",)
-
     def path(self, scope: Scope = "user", project: Path | None = None) -> Path:
         """The config file for ``scope``; ``project`` is the project root."""
         if scope == "user":

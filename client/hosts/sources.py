@@ -252,11 +252,14 @@ def from_cursor_rule(text: str, *, name: str, stem: str) -> Candidate:
     return Candidate(body, guess_kind(body), words, name)
 
 
-def _starts_with(body: str, title: str) -> bool:
-    """Whether ``body`` begins with ``title`` (spaces collapsed; a heading's ``#`` marks
-    aside): the title is then not written again."""
+def _headed(title: str, body: str) -> str:
+    """``body`` stripped, with ``title`` as its first line unless it begins with it
+    (spaces collapsed; a heading's ``#`` marks aside): the title is not written again."""
+    body = body.strip()
     flat = " ".join(body.split())
-    return flat.startswith(title) or flat.lstrip("# ").startswith(title)
+    if not title or flat.startswith(title) or flat.lstrip("# ").startswith(title):
+        return body
+    return f"{title}\n\n{body}".strip()
 
 
 def from_note(text: str, *, name: str) -> Candidate:
@@ -264,10 +267,7 @@ def from_note(text: str, *, name: str) -> Candidate:
     body already starts with it; ``tags`` as keywords; the kind from ``kind`` or
     ``type`` when that is a built-in kind (else guessed, the type kept as a keyword)."""
     front, body = split_front_matter(text)
-    title = _string(front, "title")
-    body = body.strip()
-    if title and not _starts_with(body, title):
-        body = f"{title}\n\n{body}".strip()
+    body = _headed(_string(front, "title"), body)
     if not body:
         raise Unreadable("the note has neither a title nor a body")
     stated = _string(front, "kind").lower() or _string(front, "type").lower()
@@ -340,10 +340,7 @@ def from_auto_memory(text: str, *, name: str, stem: str) -> list[Candidate]:
         if stem == "MEMORY":
             return found
         return [replace(c, keywords=_keywords([AUTO_MEMORY, stem, *c.keywords[1:]])) for c in found]
-    description = _string(front, "description")
-    body = body.strip()
-    if description and not _starts_with(body, description):
-        body = f"{description}\n\n{body}".strip()
+    body = _headed(_string(front, "description"), body)
     if not body:
         raise Unreadable("the memory has neither a description nor a body")
     stated = _string(front, "type").lower()

@@ -18,7 +18,7 @@ import pytest
 from sealmem.client import MemoryStore
 from sealmem.client.store import redact as redact_module
 from sealmem.client.store.redact import redact, warning_for
-from sealmem.client.store.redaction import RULES, Redacted, redact_all
+from sealmem.client.store.redaction import RULES, Redacted
 
 _rng = random.Random(12)
 
@@ -95,7 +95,6 @@ def test_prose_about_passwords_and_code_is_left_alone() -> None:
 def test_the_redact_api_callers_use_still_works() -> None:
     """capture, apply, replica, api and transfer call these with these shapes."""
     assert list(inspect.signature(redact).parameters) == ["text"]
-    assert list(inspect.signature(redact_all).parameters) == ["texts"]
     assert list(inspect.signature(warning_for).parameters) == ["found", "where"]
     secret = "DB_PASSWORD=" + _PW
     result = redact(secret)
@@ -103,10 +102,8 @@ def test_the_redact_api_callers_use_still_works() -> None:
     assert isinstance(result.text, str)
     assert result.found == {"password": 1}
     assert result.changed
-    texts, found = redact_all(["clean words", secret, secret])
-    assert texts == ["clean words"] + ["DB_PASSWORD=[REDACTED:password]"] * 2
-    assert found == {"password": 2}
-    assert warning_for(found, where="keywords") == [
+    assert redact(secret).text == "DB_PASSWORD=[REDACTED:password]"
+    assert warning_for({"password": 2}, where="keywords") == [
         "redacted 2 password assignments from the keywords (replaced with "
         "[REDACTED:password]); keep secrets in a secret manager, not in memories"
     ]

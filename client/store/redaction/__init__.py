@@ -18,7 +18,6 @@ from __future__ import annotations
 from .engine import (
     Redacted,
     redact,
-    redact_all,
     redact_many,
     rules_fingerprint,
     secret_spans,
@@ -37,7 +36,6 @@ __all__ = [
     "Texts",
     "fit",
     "redact",
-    "redact_all",
     "redact_batch",
     "redact_many",
     "redact_texts",

@@ -16,7 +16,7 @@ import bisect
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from . import gitleaks
@@ -26,7 +26,6 @@ from .rules import RULES, Rule
 __all__ = [
     "Redacted",
     "redact",
-    "redact_all",
     "redact_many",
     "rules_fingerprint",
     "secret_spans",
@@ -206,17 +205,6 @@ def redact_many(texts: Sequence[str]) -> dict[int, Redacted]:
         if spans:
             out[i] = _replace(text, spans)
     return out
-
-
-def redact_all(texts: Iterable[str]) -> tuple[list[str], dict[str, int]]:
-    """Redact several texts; return them and the summed counts per type."""
-    total: Counter[str] = Counter()
-    out: list[str] = []
-    for text in texts:
-        result = redact(text)
-        out.append(result.text)
-        total.update(result.found)
-    return out, dict(total)
 
 
 @functools.cache
