@@ -26,7 +26,7 @@ from .auth import Caller
 from .errors import Refusal, from_rejected
 from .slots import chain_slot, keyring_slot, slot_prefix, trust_slot
 from .storage import Conflict, KeyringBlob, MissingChunks, StaleSeq, Storage, StoredHead
-from .teams import _conflict
+from .teams import conflict
 
 __all__ = ["PrivateSpace"]
 
@@ -76,7 +76,7 @@ class PrivateSpace:
             try:
                 tx.put_keyring(KeyringBlob(slot, epoch, data, ring.roster_version), now_ms)
             except Conflict as exc:
-                raise _conflict(f"member keyring {member}/{epoch}", exc) from exc
+                raise conflict(f"member keyring {member}/{epoch}", exc) from exc
             return True
 
     def _rings(self, team: str, member: str, state: TrustedState) -> PrivateState:
@@ -105,7 +105,7 @@ class PrivateSpace:
             try:
                 tx.put_keyring(KeyringBlob(trust_slot(member, writer), 1, data, ts.seq), now_ms)
             except Conflict as exc:
-                raise _conflict(f"trust decisions of {writer}", exc) from exc
+                raise conflict(f"trust decisions of {writer}", exc) from exc
             return True
 
     def chains(self, team: str, member: str, writer: str) -> list[bytes]:

@@ -53,7 +53,7 @@ from .storage import (
     TeamWrite,
 )
 
-__all__ = ["MAX_CACHED_TEAMS", "Teams", "genesis_signer"]
+__all__ = ["MAX_CACHED_TEAMS", "Teams", "conflict", "genesis_signer"]
 
 MAX_CACHED_TEAMS = 4096
 
@@ -249,7 +249,7 @@ class Teams:
                             tx.drop_writer(r.kid, {p: pin.seq for p, pin in r.pins.items()})
                             revoked.append(r.kid)
             except Conflict as exc:
-                raise _conflict(f"roster v{roster.version} of team {team}", exc) from exc
+                raise conflict(f"roster v{roster.version} of team {team}", exc) from exc
             committed = (tx.generation or 0, new_state)
         self._keep(team, *committed)  # only once committed: a rollback reuses the generation
         for kid in revoked:  # after the commit: rows first, then blobs
@@ -288,7 +288,7 @@ class Teams:
             try:
                 tx.put_keyring(KeyringBlob(project, epoch, data, keyring.roster_version), now_ms)
             except Conflict as exc:
-                raise _conflict(f"keyring {project}/{epoch}", exc) from exc
+                raise conflict(f"keyring {project}/{epoch}", exc) from exc
             committed = (tx.generation or 0, new_state)
         self._keep(team, *committed)
         return True
@@ -359,7 +359,7 @@ class Teams:
         return out
 
 
-def _conflict(what: str, exc: Conflict) -> Refusal:
+def conflict(what: str, exc: Conflict) -> Refusal:
     """409 ``rollback`` (what is stored is newer) or ``fork`` (another object is stored
     for this version): the verifier's words for the same situations."""
     return Refusal(

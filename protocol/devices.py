@@ -27,7 +27,7 @@ from .encoding import (
 )
 from .errors import Rejected
 from .names import name_problem, name_skeleton
-from .settings import _bad
+from .settings import malformed_roster
 from .suite import Suite
 
 __all__ = [
@@ -62,7 +62,7 @@ ROLES = ("admin", "member")
 def need_role(value: object, path: str) -> str:
     """A member's role in a roster (v1 or v2): one of :data:`ROLES`."""
     if (role := need_str(value, path)) not in ROLES:
-        raise _bad(f"{path} {role!r} must be one of {ROLES}")
+        raise malformed_roster(f"{path} {role!r} must be one of {ROLES}")
     return role
 
 
@@ -172,29 +172,31 @@ def check_people(
     for p in people:
         for d in p.devices:  # one namespace: a kid resolves to one member and device
             if d.kid in seen:
-                raise _bad(f"lists device {d.kid} twice")
+                raise malformed_roster(f"lists device {d.kid} twice")
             seen.add(d.kid)
         if problem := name_problem(p.name):
-            raise _bad(f"member name {p.name!r} {problem}")
+            raise malformed_roster(f"member name {p.name!r} {problem}")
         if not p.devices or p.id != p.devices[0].kid:
-            raise _bad(f"member {p.id} must be the kid of its first device")
+            raise malformed_roster(f"member {p.id} must be the kid of its first device")
         skeletons: set[str] = set()
         for d in p.devices:
             if suite.kid_from_public(d.sign_public) != d.kid:
-                raise _bad(f"device {d.kid} does not match its signing key")
+                raise malformed_roster(f"device {d.kid} does not match its signing key")
             if problem := name_problem(d.name):
-                raise _bad(f"device name {d.name!r} of {p.name!r} {problem}")
+                raise malformed_roster(f"device name {d.name!r} of {p.name!r} {problem}")
             if name_skeleton(d.name) in skeletons:
-                raise _bad(f"member {p.name!r} has two devices named like {d.name!r}")
+                raise malformed_roster(f"member {p.name!r} has two devices named like {d.name!r}")
             skeletons.add(name_skeleton(d.name))
             if d.added_at > version:
-                raise _bad(f"device {d.kid} is added at a future version {d.added_at}")
+                raise malformed_roster(f"device {d.kid} is added at a future version {d.added_at}")
             live += d.kid not in revoked
         if p.removed_at is not None:
             if p.removed_at > version:
-                raise _bad(f"member {p.id} is removed at a future version {p.removed_at}")
+                raise malformed_roster(
+                    f"member {p.id} is removed at a future version {p.removed_at}"
+                )
             if any(d.kid not in revoked for d in p.devices):
-                raise _bad(f"removed member {p.id} keeps an unrevoked device")
+                raise malformed_roster(f"removed member {p.id} keeps an unrevoked device")
     if live > MAX_LIVE_DEVICES:
         raise Rejected(
             reasons.TOO_LARGE,
@@ -278,7 +280,7 @@ def check_extends(
         if p.id not in known:
             _check_new_devices(p.devices, p, new_version, signer)
             if p.removed_at is not None:
-                raise _bad(f"new member {p.id} is listed as removed")
+                raise malformed_roster(f"new member {p.id} is listed as removed")
 
 
 def _as_upgraded(
@@ -314,17 +316,19 @@ def _as_upgraded(
 def _check_new_devices(devices: Iterable[Device], p: Person, version: int, signer: str) -> None:
     for d in devices:
         if d.added_at != version or d.approved_by != signer:
-            raise _bad(
+            raise malformed_roster(
                 f"new device {d.kid} of {p.name!r} must have added_at {version} and "
                 f"approved_by {signer} (the roster's signer)"
             )
         if p.removed_at is not None:
-            raise _bad(f"removed member {p.id} gets a new device {d.kid}")
+            raise malformed_roster(f"removed member {p.id} gets a new device {d.kid}")
 
 
 def _check_removed_now(p: Person, version: int) -> None:
     if p.removed_at != version:
-        raise _bad(f"member {p.id} is removed at v{p.removed_at}, not at this version {version}")
+        raise malformed_roster(
+            f"member {p.id} is removed at v{p.removed_at}, not at this version {version}"
+        )
 
 
 def key_owners(members: Iterable[Any]) -> dict[str, tuple[str, str, str]]:

@@ -23,9 +23,9 @@ from .keyring import MAX_KEYRING_BYTES, open_wrap, parse_wraps
 from .manifest import MAX_MANIFEST_BYTES, Manifest
 from .record import PROJECT_RE
 from .roster import TEAM_RE, Member, Roster
-from .state import ChainHead, TrustedState, _frozen
+from .state import ChainHead, TrustedState, frozen_map
 from .suite import Signer, Suite, Wrapper
-from .verify import _next_head, _team
+from .verify import _next_head, check_team
 
 _Key = TypeVar("_Key", bound=Wrapper)
 
@@ -167,7 +167,7 @@ class PrivateState:
             heads[writer, project] = ChainHead(
                 seq, need_str(h["hash"], "hash", pattern=HEX_HASH_RE)
             )
-        return cls(_frozen({(r.member, r.epoch): r for r in rings}), _frozen(heads))
+        return cls(frozen_map({(r.member, r.epoch): r for r in rings}), frozen_map(heads))
 
 
 def _roster(state: TrustedState, version: int | None, where: str) -> Roster:
@@ -184,7 +184,7 @@ def accept_member_keyring(
     to that member's unrevoked devices in the roster it cites; a second one for a known
     epoch follows the Keyring's update rules (same key, newer roster, wraps kept)."""
     env = unpack(data, what="member keyring", max_bytes=MAX_KEYRING_BYTES)
-    _team(state, env.body, "member keyring")
+    check_team(state, env.body, "member keyring")
     ring = MemberKeyring.from_body(env.body)
     where = f"member keyring of {ring.member} epoch {ring.epoch}"
     current = _roster(state, None, where)
@@ -209,7 +209,7 @@ def accept_member_keyring(
             return private, known
         _check_update(known, ring, readers, where)
     rings = {**private.rings, (ring.member, ring.epoch): ring}
-    return replace(private, rings=_frozen(rings)), ring
+    return replace(private, rings=frozen_map(rings)), ring
 
 
 def _check_update(known: MemberKeyring, ring: MemberKeyring, readers: set[str], where: str) -> None:
@@ -253,7 +253,7 @@ def accept_private_manifest(
     by an unrevoked device of ``member``, under an accepted member keyring epoch, with the
     chain rules of Manifest (rollback, fork) on the private chain's own head."""
     env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
-    _team(state, env.body, "manifest")
+    check_team(state, env.body, "manifest")
     m = Manifest.from_body(env.body)
     where = f"private manifest {m.writer}/{m.project} seq {m.seq}"
     if not m.private:
@@ -282,4 +282,4 @@ def accept_private_manifest(
     if head is None:
         return private, m
     heads = {**private.heads, (m.writer, m.project): head}
-    return replace(private, heads=_frozen(heads)), m
+    return replace(private, heads=frozen_map(heads)), m

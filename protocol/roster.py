@@ -31,7 +31,7 @@ from .errors import Rejected
 from .names import name_problem
 from .record import PROJECT_RE
 from .roster_entries import Grant, Pin, Reset, Revocation
-from .settings import NO_SETTINGS, TeamSettings, _bad
+from .settings import NO_SETTINGS, TeamSettings, malformed_roster
 from .suite import Signer, Suite
 
 __all__ = [
@@ -104,7 +104,7 @@ class Member:
         # Every roster is made of these, so no roster can carry a name that would act
         # on a teammate's terminal or hide text (protocol/names.py has the rule).
         if problem := name_problem(self.name):
-            raise _bad(f"member name {self.name!r} {problem}")
+            raise malformed_roster(f"member name {self.name!r} {problem}")
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -308,47 +308,51 @@ class Roster:
     def check(self, suite: Suite) -> Roster:
         """Internal consistency; raise ``Rejected('malformed')`` naming the first problem."""
         if (self.version == 1) != (self.prev is None):
-            raise _bad("prev must be null exactly for version 1")
+            raise malformed_roster("prev must be null exactly for version 1")
         if self.settings and not self.people:
-            raise _bad("settings need format sealmem/roster/v2")
+            raise malformed_roster("settings need format sealmem/roster/v2")
         kids = [m.kid for m in self.members]
         if len(set(kids)) != len(kids):
-            raise _bad("lists a member twice")
+            raise malformed_roster("lists a member twice")
         for m in self.members:
             if suite.kid_from_public(m.sign_public) != m.kid:
-                raise _bad(f"member {m.kid} does not match its signing key")
+                raise malformed_roster(f"member {m.kid} does not match its signing key")
         if self.people:
             check_people(
                 suite, self.people, self.version, {r.kid: r.at_version for r in self.revocations}
             )
         removed = {p.id for p in self.people if p.removed_at is not None}
         if not self.admins or len(set(self.admins)) != len(self.admins):
-            raise _bad("must list at least one admin, each once")
+            raise malformed_roster("must list at least one admin, each once")
         for kid in self.admins:
             member = self.member(kid)
             if member is None or member.id != kid or member.role != "admin" or kid in removed:
-                raise _bad(f"admin {kid} must be a member with role 'admin'")
+                raise malformed_roster(f"admin {kid} must be a member with role 'admin'")
         seen: set[tuple[str, str]] = set()
         for g in self.grants:
             holder = self.member(g.kid)
             if holder is None or holder.id != g.kid or g.project not in self.projects:
-                raise _bad(f"grant for {g.kid} on {g.project!r} names an unknown member/project")
+                raise malformed_roster(
+                    f"grant for {g.kid} on {g.project!r} names an unknown member/project"
+                )
             if g.kid in removed:
-                raise _bad(f"removed member {g.kid} holds a grant on {g.project!r}")
+                raise malformed_roster(f"removed member {g.kid} holds a grant on {g.project!r}")
             if (g.kid, g.project) in seen:
-                raise _bad(f"grants {g.kid} on {g.project!r} twice")
+                raise malformed_roster(f"grants {g.kid} on {g.project!r} twice")
             seen.add((g.kid, g.project))
         revoked = [r.kid for r in self.revocations]
         if len(set(revoked)) != len(revoked):
-            raise _bad("revokes a member twice")
+            raise malformed_roster("revokes a member twice")
         for r in self.revocations:
             if self.member(r.kid) is None or r.at_version > self.version:
-                raise _bad(f"revocation of {r.kid} names an unknown member or a future version")
+                raise malformed_roster(
+                    f"revocation of {r.kid} names an unknown member or a future version"
+                )
         for s in self.resets:
             if self.member(s.kid) is None or s.project not in self.projects:
-                raise _bad(f"reset for {s.kid} names an unknown member or project")
+                raise malformed_roster(f"reset for {s.kid} names an unknown member or project")
             if s.at_version > self.version:
-                raise _bad(f"reset for {s.kid} names future version {s.at_version}")
+                raise malformed_roster(f"reset for {s.kid} names future version {s.at_version}")
         return self
 
     def successor(self, suite: Suite, *, created_at: int, **changes: Any) -> Roster:

@@ -18,7 +18,7 @@ from . import reasons
 from .encoding import need_dict, need_int
 from .errors import Rejected
 
-__all__ = ["BOUNDS", "DEFAULTS", "NO_SETTINGS", "TeamSettings"]
+__all__ = ["BOUNDS", "DEFAULTS", "NO_SETTINGS", "TeamSettings", "malformed_roster"]
 
 DEFAULTS: Mapping[str, int] = {"review_days": 7, "stale_days": 180}
 """What a reader uses for a period no roster sets."""
@@ -26,7 +26,8 @@ BOUNDS: Mapping[str, tuple[int, int]] = {"review_days": (0, 365), "stale_days": 
 """Inclusive bounds of each period; a value outside is ``malformed``."""
 
 
-def _bad(detail: str) -> Rejected:
+def malformed_roster(detail: str) -> Rejected:
+    """A roster refused as ``malformed``, saying what is wrong."""
     return Rejected(reasons.MALFORMED, f"roster {detail}")
 
 
@@ -41,7 +42,7 @@ class TeamSettings:
         for name, value in self.values().items():
             low, high = BOUNDS[name]
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise _bad(f"settings.{name} {value!r} is outside {low}..{high} days")
+                raise malformed_roster(f"settings.{name} {value!r} is outside {low}..{high} days")
 
     def values(self) -> dict[str, int]:
         """The periods set, by name (those left unset are absent)."""
@@ -64,7 +65,9 @@ class TeamSettings:
         obj = need_dict(value, path)
         unknown = sorted(set(obj) - set(BOUNDS))
         if unknown or not obj:
-            raise _bad(f"{path} must hold one or both of {sorted(BOUNDS)}; it holds {sorted(obj)}")
+            raise malformed_roster(
+                f"{path} must hold one or both of {sorted(BOUNDS)}; it holds {sorted(obj)}"
+            )
         found = {name: need_int(obj[name], f"{path}.{name}") for name in obj}
         return cls(**found)
 

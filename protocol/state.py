@@ -29,7 +29,7 @@ from .record import PROJECT_RE
 from .roster import TEAM_RE, Roster
 from .suite import Suite
 
-__all__ = ["STATE_FORMAT", "ChainHead", "TrustedState", "Witness"]
+__all__ = ["STATE_FORMAT", "ChainHead", "TrustedState", "Witness", "frozen_map"]
 
 STATE_FORMAT = "sealmem/trusted-state/v1"
 _MAX_ITEMS = 1_000_000
@@ -56,7 +56,8 @@ class Witness:
     by: str
 
 
-def _frozen(value: Mapping[K, V]) -> Mapping[K, V]:
+def frozen_map(value: Mapping[K, V]) -> Mapping[K, V]:
+    """A read-only copy of ``value`` (what a state's mappings hold)."""
     return MappingProxyType(dict(value))
 
 
@@ -97,10 +98,10 @@ class TrustedState:
         """A copy with some mappings replaced (each copied into a read-only view)."""
         return replace(
             self,
-            rosters=self.rosters if rosters is None else _frozen(rosters),
-            keyrings=self.keyrings if keyrings is None else _frozen(keyrings),
-            heads=self.heads if heads is None else _frozen(heads),
-            witnessed=self.witnessed if witnessed is None else _frozen(witnessed),
+            rosters=self.rosters if rosters is None else frozen_map(rosters),
+            keyrings=self.keyrings if keyrings is None else frozen_map(keyrings),
+            heads=self.heads if heads is None else frozen_map(heads),
+            witnessed=self.witnessed if witnessed is None else frozen_map(witnessed),
         )
 
     def to_wire(self) -> dict[str, Any]:

@@ -33,6 +33,7 @@ __all__ = [
     "accept_keyring",
     "accept_manifest",
     "accept_roster",
+    "check_team",
     "open_snapshot",
     "read_snapshot",
 ]
@@ -40,7 +41,8 @@ __all__ = [
 MAX_ROSTER_BYTES = 4 * 1024 * 1024
 
 
-def _team(state: TrustedState, body: Mapping[str, Any], what: str) -> None:
+def check_team(state: TrustedState, body: Mapping[str, Any], what: str) -> None:
+    """Refuse (``cross-team``) an object whose body names another team than ``state``'s."""
     team = body.get("team")
     if isinstance(team, str) and team != state.team:
         raise Rejected(
@@ -107,7 +109,7 @@ def _check_extends(suite: Suite, old: Roster, new: Roster, signer: str) -> None:
 def accept_roster(suite: Suite, state: TrustedState, data: bytes) -> tuple[TrustedState, Roster]:
     """Accept the next roster version (or the current one again)."""
     env = unpack(data, what="roster", max_bytes=MAX_ROSTER_BYTES)
-    _team(state, env.body, "roster")
+    check_team(state, env.body, "roster")
     roster = Roster.from_body(env.body, suite)
     current = state.roster
     if current is not None and roster.version < current.version:
@@ -143,7 +145,7 @@ def accept_keyring(suite: Suite, state: TrustedState, data: bytes) -> tuple[Trus
     epoch: :func:`_check_epoch`; a second one for a trusted epoch: :func:`_check_update`).
     An older epoch's keyring never changes which epoch is current: that is the roster's."""
     env = unpack(data, what="keyring", max_bytes=MAX_KEYRING_BYTES)
-    _team(state, env.body, "keyring")
+    check_team(state, env.body, "keyring")
     keyring = Keyring.from_body(env.body)
     current = _current(state, "keyring")
     where = f"keyring {keyring.project!r} epoch {keyring.epoch}"
@@ -246,7 +248,7 @@ def accept_manifest(
     candidates the caller holds) returns it whole or raises ``missing-base``/``tampered``;
     without one it is ``missing-base``.  The manifest returned is then the rebuilt one."""
     env = unpack(data, what="manifest", max_bytes=MAX_MANIFEST_BYTES)
-    _team(state, env.body, "manifest")
+    check_team(state, env.body, "manifest")
     m = Manifest.from_body(env.body)
     where = f"manifest {m.writer}/{m.project} seq {m.seq}"
     if m.private:
