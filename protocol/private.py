@@ -25,7 +25,7 @@ from .record import PROJECT_RE
 from .roster import TEAM_RE, Member, Roster
 from .state import ChainHead, TrustedState, frozen_map
 from .suite import Signer, Suite, Wrapper
-from .verify import _next_head, check_team
+from .verify import check_team, next_head
 
 _Key = TypeVar("_Key", bound=Wrapper)
 
@@ -278,7 +278,7 @@ def accept_private_manifest(
     if any(h.writer not in siblings for h in m.heads):
         raise Rejected(reasons.MALFORMED, f"{where}: its heads name a chain of another member")
     digest = m.hash(suite)
-    head = _next_head(state.evolve(heads=private.heads), roster, m, digest, where)
+    head = next_head(state.evolve(heads=private.heads), roster, m, digest, where)
     if head is None:
         return private, m
     heads = {**private.heads, (m.writer, m.project): head}

@@ -34,6 +34,7 @@ __all__ = [
     "accept_manifest",
     "accept_roster",
     "check_team",
+    "next_head",
     "open_snapshot",
     "read_snapshot",
 ]
@@ -283,7 +284,7 @@ def accept_manifest(
             f"{where} uses epoch {m.epoch}, which has no trusted keyring or does not match "
             f"roster v{m.roster_version}; fetch the keyrings",
         )
-    head = _next_head(state, roster, m, digest, where)
+    head = next_head(state, roster, m, digest, where)
     if head is None:
         return state, m
     _check_floor(state, roster, m, where)
@@ -322,7 +323,7 @@ def _check_grant(roster: Roster, m: Manifest, digest: str, where: str) -> None:
         )
 
 
-def _next_head(
+def next_head(
     state: TrustedState, roster: Roster, m: Manifest, digest: str, where: str
 ) -> ChainHead | None:
     """The new chain head, or ``None`` if this manifest is the one already trusted."""

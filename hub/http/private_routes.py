@@ -17,7 +17,7 @@ from ..limits import check_quota
 from ..private import PrivateSpace, may_enter, own_chain
 from ..slots import chain_slot
 from .messages import Ctx, Json
-from .routes import Handlers, _envelopes, _stored
+from .routes import Handlers, envelope_list, stored_answer
 
 __all__ = ["PrivateHandlers"]
 
@@ -40,39 +40,39 @@ class PrivateHandlers:
 
     def get_keyrings(self, ctx: Ctx) -> Response:
         team, _, _, member = self._enter(ctx)
-        return Json({"keyrings": _envelopes(self.space.keyrings(team, member))})
+        return Json({"keyrings": envelope_list(self.space.keyrings(team, member))})
 
     def put_keyring(self, ctx: Ctx) -> Response:
         team, _, _, member = self._enter(ctx)
         self._quota(ctx, team)
         epoch = ctx.number("epoch")
         stored = self.space.put_keyring(team, member, epoch, ctx.data, self.h.clock())
-        return _stored(ctx, team, stored)
+        return stored_answer(ctx, team, stored)
 
     def get_trust(self, ctx: Ctx) -> Response:
         team, _, _, member = self._enter(ctx)
         found = self.space.trust(team, member, ctx.param("writer"))
-        return Json({"trust": None if found is None else _envelopes([found])[0]})
+        return Json({"trust": None if found is None else envelope_list([found])[0]})
 
     def put_trust(self, ctx: Ctx) -> Response:
         team, _, caller, member = self._enter(ctx)
         writer = ctx.param("writer")
         own_chain(caller, writer)
         self._quota(ctx, team)
-        return _stored(
+        return stored_answer(
             ctx, team, self.space.put_trust(team, member, writer, ctx.data, self.h.clock())
         )
 
     def get_chains(self, ctx: Ctx) -> Response:
         team, _, _, member = self._enter(ctx)
         found = self.space.chains(team, member, ctx.param("writer"))
-        return Json({"manifests": _envelopes(found)})
+        return Json({"manifests": envelope_list(found)})
 
     def get_manifests(self, ctx: Ctx) -> Response:
         team, _, _, member = self._enter(ctx)
         found = self.space.manifests(team, member, ctx.param("writer"), ctx.param("project"))
         limit = ctx.int_query(hubapi.QUERY_LIMIT, 0) or None
-        return Json({"manifests": _envelopes(found[:limit])})
+        return Json({"manifests": envelope_list(found[:limit])})
 
     def put_manifest(self, ctx: Ctx) -> Response:
         team, _, caller, member = self._enter(ctx)
@@ -81,7 +81,7 @@ class PrivateHandlers:
         self._quota(ctx, team)
         put = self.space.put_manifest
         stored = put(team, member, writer, project, seq, ctx.data, self.h.clock())
-        return _stored(ctx, team, stored, seq=seq)
+        return stored_answer(ctx, team, stored, seq=seq)
 
     def get_chunk(self, ctx: Ctx) -> Response:
         team, _, _, member = self._enter(ctx)

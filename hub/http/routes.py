@@ -35,7 +35,7 @@ from ..storage import BlobKey, Storage
 from ..teams import Teams, genesis_signer
 from .messages import Ctx, Json
 
-__all__ = ["Handler", "Handlers"]
+__all__ = ["Handler", "Handlers", "envelope_list", "stored_answer"]
 
 _MAX_KEYRINGS_PER_PUBLISH = 4096
 #: a collect request's grace period: 0..2^47 ms, the range of an HLC wall clock
@@ -45,7 +45,8 @@ MAX_GRACE_MS = MAX_WALL_MS + 1
 Handler = Callable[[Ctx], Response]
 
 
-def _envelopes(items: list[bytes]) -> list[str]:
+def envelope_list(items: list[bytes]) -> list[str]:
+    """Stored envelopes as an answer lists them (base64)."""
     return [b64e(d) for d in items]
 
 
@@ -58,7 +59,7 @@ def _no_grant(kid: str, project: str, what: str) -> Refusal:
     )
 
 
-def _stored(ctx: Ctx, team: str, stored: bool, **doc: int) -> Response:
+def stored_answer(ctx: Ctx, team: str, stored: bool, **doc: int) -> Response:
     """201 and the team's change feed moved if ``stored``, else 200 (it was there)."""
     if stored:
         ctx.changed = team
@@ -170,7 +171,7 @@ class Handlers:
         found = self.storage.rosters(team, after)
         if caller.pending:  # the root of trust only: no members, grants or history
             found = found[:1] if after == 0 else []
-        return Json({"rosters": _envelopes(found)})
+        return Json({"rosters": envelope_list(found)})
 
     def put_roster(self, ctx: Ctx) -> Response:
         team = ctx.param("team")
@@ -197,7 +198,7 @@ class Handlers:
             raise Refusal(
                 400, hubapi.BAD_REQUEST, f"roster v{accepted.version} was sent as v{version}"
             )
-        return _stored(ctx, team, stored, version=accepted.version)
+        return stored_answer(ctx, team, stored, version=accepted.version)
 
     def _may_register(self, ctx: Ctx, team: str) -> None:
         """A new team: the operator's token or allow-list (headers only)."""
@@ -249,7 +250,7 @@ class Handlers:
         if not caller.admin or is_private_slot(project):  # member keyrings: hub/private.py
             self._reader(state, caller, project, None)
         blobs = self.storage.keyrings(team, project)
-        return Json({"keyrings": _envelopes([b.data for b in blobs])})
+        return Json({"keyrings": envelope_list([b.data for b in blobs])})
 
     def put_keyring(self, ctx: Ctx) -> Response:
         team, _, caller = self._caller(ctx)
@@ -258,7 +259,7 @@ class Handlers:
         epoch = ctx.number("epoch")
         check_quota(self.storage, team, len(ctx.data), self.config.team_quota_bytes)
         stored = self.teams.put_keyring(team, project, epoch, ctx.data, self.clock())
-        return _stored(ctx, team, stored)
+        return stored_answer(ctx, team, stored)
 
     # -- snapshots -------------------------------------------------------------------
 
@@ -280,8 +281,8 @@ class Handlers:
         found = self.storage.manifests(team, project, writer)
         if writer is not None:
             limit = ctx.int_query(hubapi.QUERY_LIMIT, 0) or None
-            return Json({"manifests": _envelopes(found.get(writer, [])[:limit])})
-        return Json({"writers": {w: _envelopes(d) for w, d in found.items()}})
+            return Json({"manifests": envelope_list(found.get(writer, [])[:limit])})
+        return Json({"writers": {w: envelope_list(d) for w, d in found.items()}})
 
     def put_manifest(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
@@ -291,7 +292,7 @@ class Handlers:
         check_quota(self.storage, team, len(ctx.data), self.config.team_quota_bytes)
         seq = ctx.number("seq")
         stored = self.teams.put_manifest(team, project, writer, seq, ctx.data, self.clock())
-        return _stored(ctx, team, stored, seq=seq)
+        return stored_answer(ctx, team, stored, seq=seq)
 
     def get_chunk(self, ctx: Ctx) -> Response:
         team, state, caller = self._caller(ctx)
