@@ -65,12 +65,18 @@ def _stored(ctx: Ctx, team: str, stored: bool, **doc: int) -> Response:
     return Json({**doc, "stored": stored}, 201 if stored else 200)
 
 
+def _json_body(body: bytes) -> Any:
+    """A JSON request body parsed, or None: bad JSON, bad UTF-8, an integer of more than
+    4300 digits, or arrays nested deeper than the decoder recurses (a RecursionError)."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+
+
 def _collect_body(body: bytes) -> tuple[set[str], int]:
     """``{"keep": [chunk ids], "grace_ms": n}``, n an integer in 0..2^47; else 400."""
-    try:
-        doc = json.loads(body)
-    except ValueError:  # bad JSON, bad UTF-8, an integer of more than 4300 digits
-        doc = None
+    doc = _json_body(body)
     keep = doc.get("keep") if isinstance(doc, dict) else None
     grace = doc.get("grace_ms") if isinstance(doc, dict) else None
     if (
@@ -176,7 +182,7 @@ class Handlers:
         team = ctx.param("team")
         version = ctx.number("version")
         try:
-            doc = json.loads(ctx.data)
+            doc = _json_body(ctx.data)
             roster = b64d(doc["roster"])
             keyrings = [b64d(k) for k in doc.get("keyrings", [])]
         except (ValueError, KeyError, TypeError, AttributeError):
