@@ -198,11 +198,8 @@ class Handlers:
             self._may_register(ctx, team)
             self._register(ctx, team, roster)
         check_quota(self.storage, team, len(ctx.data), self.config.team_quota_bytes)
-        accepted, stored = self.teams.publish_roster(team, roster, keyrings, self.clock())
-        if accepted.version != version:
-            raise Refusal(
-                400, hubapi.BAD_REQUEST, f"roster v{accepted.version} was sent as v{version}"
-            )
+        publish = self.teams.publish_roster
+        accepted, stored = publish(team, roster, keyrings, self.clock(), version=version)
         return _stored(ctx, team, stored, version=accepted.version)
 
     def _may_register(self, ctx: Ctx, team: str) -> None:
