@@ -113,13 +113,15 @@ class Door:
                 ),
             ) from None
         if len(body) > MAX_JOIN_BYTES:
-            raise Refusal(
-                413, hubapi.TOO_LARGE, f"a join request is at most {MAX_JOIN_BYTES} bytes"
+            raise self._refuse(
+                team,
+                Refusal(413, hubapi.TOO_LARGE, f"a join request is at most {MAX_JOIN_BYTES} bytes"),
             )
         try:
             join_request_key(team, kid, body, state.roster)
         except Rejected as exc:
-            raise Refusal(422, exc.reason, f"join request refused: {exc.detail}") from exc
+            refusal = Refusal(422, exc.reason, f"join request refused: {exc.detail}")
+            raise self._refuse(team, refusal) from exc
         cap, per_address = self.config.max_pending_requests, self.config.max_pending_per_address
         try:
             seen = self.storage.offer_request(

@@ -208,10 +208,17 @@ class Teams:
     # -- verified writes -------------------------------------------------------------
 
     def publish_roster(
-        self, team: str, data: bytes, keyrings: Sequence[bytes], now_ms: int
+        self,
+        team: str,
+        data: bytes,
+        keyrings: Sequence[bytes],
+        now_ms: int,
+        *,
+        version: int | None = None,
     ) -> tuple[Roster, bool]:
         """Accept a roster version (v1 registers the team) and the keyrings that cite it,
-        all or nothing; return it and whether anything was stored."""
+        all or nothing; return it and whether anything was stored.  A roster that is not
+        ``version`` (the path's) is 400 ``bad-request``, before anything is stored."""
         revoked: list[str] = []
         with self._storage.write(team) as tx:
             generation = tx.generation
@@ -221,6 +228,10 @@ class Teams:
                 state = TrustedState.pin(SUITE, team, root)
             try:
                 new_state, roster = accept_roster(SUITE, state, data)
+                if version is not None and roster.version != version:
+                    raise Refusal(
+                        400, hubapi.BAD_REQUEST, f"roster v{roster.version} was sent as v{version}"
+                    )
                 _no_private_slot(roster)
                 blobs: list[KeyringBlob] = []
                 for item in keyrings:

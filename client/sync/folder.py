@@ -72,9 +72,9 @@ Ours = Callable[[bytes, str, str, int], bool]
 MANIFESTS_KEPT = 3
 
 
-_NUMBERED = re.compile(r"^(\d{10})\.json$")  # rosters by version, keyrings by epoch
-_MANIFEST = re.compile(r"^manifest-(\d{12})\.json$")
-_REQUEST = re.compile(rf"^({KID_RE.pattern})\.json$")
+_NUMBERED = re.compile(r"^([0-9]{10})\.json\Z")  # rosters by version, keyrings by epoch
+_MANIFEST = re.compile(r"^manifest-([0-9]{12})\.json\Z")
+_REQUEST = re.compile(rf"^({KID_RE.pattern})\.json\Z")
 _MAX_REQUEST_BYTES = 16 * 1024
 
 

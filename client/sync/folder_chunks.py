@@ -143,7 +143,7 @@ def reported(dirs: TeamDirs, project: str, writer: str) -> frozenset[str]:
             data = dirs.read(d, name, _MAX_REPORT_BYTES)
             try:
                 value = json.loads(data or b"[]")
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or arrays nested too deeply
                 continue
             if isinstance(value, list):
                 found.update(c for c in value[:MAX_BUCKETS] if isinstance(c, str))

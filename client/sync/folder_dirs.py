@@ -22,7 +22,7 @@ from .transport import ConflictError, Unreachable
 
 __all__ = ["CHECKPOINTS_KEPT", "TeamDirs"]
 
-_CHECKPOINT = re.compile(r"^(\d{10})\.json$")
+_CHECKPOINT = re.compile(r"^([0-9]{10})\.json\Z")
 #: checkpoint files kept (older ones are deleted by the admin that writes a new one)
 CHECKPOINTS_KEPT = 3
 

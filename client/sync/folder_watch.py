@@ -21,7 +21,7 @@ from ...protocol.errors import TransportError
 
 __all__ = ["NAME", "fingerprint", "wait_for_change"]
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 """A folder entry that may name a team, project or writer directory."""
 _WATCH_DEBOUNCE_MS = 400
 

@@ -66,12 +66,18 @@ def stored_answer(ctx: Ctx, team: str, stored: bool, **doc: int) -> Response:
     return Json({**doc, "stored": stored}, 201 if stored else 200)
 
 
+def _json_body(body: bytes) -> Any:
+    """A JSON request body parsed, or None: bad JSON, bad UTF-8, an integer of more than
+    4300 digits, or arrays nested deeper than the decoder recurses (a RecursionError)."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+
+
 def _collect_body(body: bytes) -> tuple[set[str], int]:
     """``{"keep": [chunk ids], "grace_ms": n}``, n an integer in 0..2^47; else 400."""
-    try:
-        doc = json.loads(body)
-    except ValueError:  # bad JSON, bad UTF-8, an integer of more than 4300 digits
-        doc = None
+    doc = _json_body(body)
     keep = doc.get("keep") if isinstance(doc, dict) else None
     grace = doc.get("grace_ms") if isinstance(doc, dict) else None
     if (
@@ -177,7 +183,7 @@ class Handlers:
         team = ctx.param("team")
         version = ctx.number("version")
         try:
-            doc = json.loads(ctx.data)
+            doc = _json_body(ctx.data)
             roster = b64d(doc["roster"])
             keyrings = [b64d(k) for k in doc.get("keyrings", [])]
         except (ValueError, KeyError, TypeError, AttributeError):
@@ -193,11 +199,8 @@ class Handlers:
             self._may_register(ctx, team)
             self._register(ctx, team, roster)
         check_quota(self.storage, team, len(ctx.data), self.config.team_quota_bytes)
-        accepted, stored = self.teams.publish_roster(team, roster, keyrings, self.clock())
-        if accepted.version != version:
-            raise Refusal(
-                400, hubapi.BAD_REQUEST, f"roster v{accepted.version} was sent as v{version}"
-            )
+        publish = self.teams.publish_roster
+        accepted, stored = publish(team, roster, keyrings, self.clock(), version=version)
         return stored_answer(ctx, team, stored, version=accepted.version)
 
     def _may_register(self, ctx: Ctx, team: str) -> None:

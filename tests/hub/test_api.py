@@ -92,6 +92,21 @@ def test_v1_must_be_published_by_its_signer(inproc: InProcess) -> None:
     assert not inproc.storage.team_exists(TEAM)
 
 
+def test_a_roster_sent_under_another_version_is_refused_and_not_stored(
+    inproc: InProcess,
+) -> None:
+    """The path's version was compared with the roster's after the roster was stored:
+    a v1 sent as v5 registered the team and was answered 400."""
+    root = MemberKey.generate()
+    path = f"/v1/teams/{TEAM}/rosters/5"
+    body = json.dumps({"roster": b64e(_roster_v1(root)), "keyrings": []}).encode()
+    headers = {**signed(root, "PUT", path, body), "sealmem-operator-token": TOKEN}
+    answer = inproc.client.put(path, headers=headers, content=body)
+    assert (answer.status_code, answer.json()["error"]) == (400, "bad-request")
+    assert not inproc.storage.team_exists(TEAM)
+    assert _register(inproc.client, root, TOKEN) == 201  # under its own version it lands
+
+
 @pytest.fixture
 def team(tmp_path: Path, inproc: InProcess) -> HubWorld:
     homes = tmp_path / "homes"

@@ -145,6 +145,24 @@ def test_a_pending_joiner_syncs_without_reading_the_team(
     assert roster.member(carol.key.kid) is not None
 
 
+def test_malformed_join_posts_are_counted_for_the_admins(door: Door) -> None:
+    """Every refusal after the team is known is counted (SPEC "Messages"): a stranger's
+    junk posts and a request signed by another key than its path's were refused
+    unseen, while only the rate and inbox refusals reached the admins' counters."""
+    stranger, other = MemberKey.generate(), MemberKey.generate()
+    path = f"/v1/teams/{TEAM}/requests/{stranger.kid}"
+    assert door.client.post(path, content=b"not a join request").status_code == 422
+    signed_by_other = make_join_request(
+        other, team=TEAM, name="x", invite_id=door.invite_id, now=door.clock()
+    )
+    assert door.client.post(path, content=signed_by_other).status_code == 422
+    status, doc = door.get(door.world.nodes["admin"].key, "/requests")
+    assert status == 200
+    refused = doc["door"]["refused"]  # type: ignore[index]
+    assert sum(refused["by_code"].values()) == 2, refused
+    assert refused["last_at"] is not None
+
+
 @pytest.mark.slow
 def test_join_posts_are_limited_per_team_with_retry_after(door: Door) -> None:
     # the default door: 30 posts in a burst to one team, whatever their addresses

@@ -170,6 +170,26 @@ def test_wait_takes_the_floats_a_client_writes(hub: _World) -> None:
         assert (status, sorted(doc)) == (200, ["changes", "cursor"]), wait
 
 
+@pytest.mark.parametrize(
+    ("method", "target", "key"),
+    [
+        pytest.param("PUT", f"{TEAM_PATH}/rosters/2", "admin", id="roster"),
+        pytest.param("POST", f"{TEAM_PATH}/projects/{PROJECT}/collect/{{kid}}", "alice",
+                     id="collect"),
+    ],
+)  # fmt: skip
+def test_a_json_body_nested_too_deeply_is_a_bad_request(
+    hub: _World, method: str, target: str, key: str
+) -> None:
+    """The stdlib decoder raises RecursionError (not a ValueError) from about a thousand
+    nested arrays: a member's ``[[[[...`` once answered 500 on both JSON routes."""
+    signer = hub.admin if key == "admin" else hub.alice
+    target = target.replace("{kid}", hub.alice.kid)
+    for body in (b"[" * 5000, b'{"keep": ' + b"[" * 5000, b'{"roster": ' + b"[" * 5000):
+        status, doc = hub.send(method, target, body, key=signer)
+        assert (status, doc.get("error")) == (400, hubapi.BAD_REQUEST), body[:12]
+
+
 def test_the_time_header_is_ascii_digits_only(hub: _World) -> None:
     """``int()`` takes ' 1_7 ' for 17: a time header is digits and nothing else."""
     target = f"{TEAM_PATH}/rosters"

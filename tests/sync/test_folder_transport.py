@@ -64,6 +64,38 @@ def test_planted_names_are_ignored(folder: FolderTransport) -> None:
         folder.keyrings("../x")
 
 
+def test_names_match_their_pattern_exactly(folder: FolderTransport) -> None:
+    """``\\d`` also matches other scripts' digits, which ``int`` reads, and ``$`` matches
+    before a final newline: a planted ``roster/٠٠٠٠٠٠٠٠٠٢.json`` or
+    ``roster/0000000003.json\\n`` was read as a roster (SPEC "Reading": only names of
+    the patterns, decimal and zero-padded), a ``proj\\n`` directory as a project."""
+    arabic = "".maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
+    folder.push("proj", WRITER, 1, b"m1", {})
+    folder.put_keyring("proj", 1, b"k1")
+    folder.put_checkpoint(1, b"c1")
+    base = folder.base
+    (base / "roster" / "0000000002.json".translate(arabic)).write_bytes(b"planted")
+    (base / "keyrings" / "proj" / "0000000002.json".translate(arabic)).write_bytes(b"planted")
+    manifest = "manifest-" + "000000000002".translate(arabic) + ".json"
+    (base / "snapshots" / "proj" / WRITER / manifest).write_bytes(b"planted")
+    (base / "checkpoint" / "0000000002.json".translate(arabic)).write_bytes(b"planted")
+    (base / "roster" / "0000000003.json\n").write_bytes(b"planted")
+    (base / "keyrings" / "proj" / "0000000003.json\n").write_bytes(b"planted")
+    (base / "snapshots" / "proj" / WRITER / "manifest-000000000003.json\n").write_bytes(b"x")
+    folder.post_request(WRITER, b"join")
+    (base / "requests" / f"{'b' * 26}.json\n").write_bytes(b"planted")
+    chains = base / "private" / WRITER / WRITER
+    for project in ("proj", "proj\n"):
+        (chains / project).mkdir(parents=True)
+    assert folder.private_space(WRITER).chain_projects(WRITER) == ["proj"]
+    assert folder.requests() == {WRITER: b"join"}
+    assert folder.rosters(0) == [b"one"]
+    assert folder.keyrings("proj") == [b"k1"]
+    assert folder.writer_manifests("proj", WRITER) == [b"m1"]
+    assert folder.newest_seqs("proj") == {WRITER: 1}
+    assert folder.checkpoint() == b"c1"
+
+
 def test_collect_removes_only_old_unreferenced_chunks(folder: FolderTransport) -> None:
     keep, old, fresh = "1" * 64, "2" * 64, "3" * 64
     folder.push("proj", WRITER, 1, b"m", {keep: b"k", old: b"o", fresh: b"f"})

@@ -115,3 +115,20 @@ def test_a_forged_hole_report_costs_the_writer_a_read_and_nothing_else(
     assert _fresh(carol).pushed_chunks == 0  # every reported chunk hashed intact
     assert _fresh(alice).refused == []
     assert set(NOTES[:20]) <= _contents(alice)
+
+
+def test_a_hole_report_nested_too_deeply_is_ignored_not_the_end_of_the_sync(
+    world: World,
+) -> None:
+    """The stdlib decoder raises RecursionError (no ValueError) on a thousand ``[``: a
+    report planted so stopped every sync of the writer it named."""
+    alice, carol = world.nodes["alice"], world.nodes["carol"]
+    carol.remember(NOTES[0])
+    _fresh(carol)
+    holes = _holes(world, carol)
+    holes.mkdir(parents=True)
+    (holes / f"{alice.key.kid}.json").write_bytes(b"[" * 5000)
+    carol.remember(NOTES[1])
+    assert _fresh(carol).pushed_versions == 1
+    assert _fresh(alice).refused == []
+    assert set(NOTES[:2]) <= _contents(alice)
