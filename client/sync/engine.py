@@ -44,7 +44,7 @@ from typing import Any
 import filelock
 
 from ...protocol import hubapi
-from ...protocol.errors import InputError, Rejected, SealmemError, StoreError
+from ...protocol.errors import InputError, Rejected, SealmemError, StoreError, TransportError
 from ...protocol.own import Ours
 from ...protocol.push import writable_projects
 from ...protocol.roster import Roster
@@ -61,6 +61,7 @@ from .private_chains import sync_private
 from .pull import pull_project
 from .push import push_project, redact_pending
 from .session import Refusal, Team
+from .transport import Unreachable
 
 __all__ = ["LOCK_FILE", "LOCK_TIMEOUT_S", "SyncSummary", "sync", "sync_lock"]
 
@@ -217,17 +218,37 @@ def _run(
             f"{who} was revoked from the team in roster v{revoked.at_version}: "
             f"nothing is pushed, and teammates refuse what it writes; ask an admin{fix}"
         )
-    elif push:
-        for project in writable_projects(roster, team.me):
-            if project in checked and project not in pushable:
-                continue  # its own chain said why (a withheld head, a head not read back)
-            redact_pending(team, project, tick())
-            push_project(team, state, project, summary, tick, pushable.get(project))
-        with transaction(team.conn):
-            outgoing.drop_unused_dirty(team.conn)
+    failed: list[TransportError] = []
+    if push and revoked is None:
+        failed = _push_projects(team, state, roster, summary, tick, checked, pushable)
     if pull or push:  # private memories to and from this member's other devices
         sync_private(team, state, summary, tick, push=push and revoked is None)
     _note_local_only(team, roster, summary)
+    if failed:  # the rest went on; the sync still fails, naming the first
+        raise failed[0]
+
+
+def _push_projects(
+    team: Team, state: TrustedState, roster: Roster, summary: SyncSummary,
+    tick: Callable[[], int], checked: set[str], pushable: dict[str, Ours | None],
+) -> list[TransportError]:  # fmt: skip
+    """Push every project we write to; a project whose push the transport refuses (a
+    planted entry where our objects go, a slot another device took) does not keep the
+    others from being pushed: its error is returned.  An unreachable transport ends it."""
+    failed: list[TransportError] = []
+    for project in writable_projects(roster, team.me):
+        if project in checked and project not in pushable:
+            continue  # its own chain said why (a withheld head, a head not read back)
+        redact_pending(team, project, tick())
+        try:
+            push_project(team, state, project, summary, tick, pushable.get(project))
+        except Unreachable:
+            raise
+        except TransportError as exc:
+            failed.append(exc)
+    with transaction(team.conn):
+        outgoing.drop_unused_dirty(team.conn)
+    return failed
 
 
 def _read_own_chains(

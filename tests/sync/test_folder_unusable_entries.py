@@ -19,6 +19,7 @@ import pytest
 
 from sealmem.client.sync.folder import FolderTransport
 from sealmem.protocol import reasons
+from sealmem.protocol.errors import TransportError
 from tests.support.nobody import as_nobody
 from tests.sync.conftest import PROJECT, Node, World, every_file
 
@@ -130,3 +131,30 @@ def test_an_unreadable_manifest_or_chunk_is_no_file_with_a_warning(open_root: Pa
     assert (newest, kept, chunk) == (None, [b"m1"], None)
     for path in locked:
         assert any(str(path) in w for w in warnings), (path, warnings)
+
+
+def test_a_planted_entry_in_one_of_the_writers_projects_does_not_stop_its_other_pushes(
+    world: World,
+) -> None:
+    """One bad object is refused by name and the rest goes on: a file planted where the
+    writer's chunks of one project go fails that project's push, and the writer's other
+    projects are pushed all the same; the sync then fails naming the entry."""
+    alice, carol = world.nodes["alice"], world.nodes["carol"]
+    carol.remember("the shared style guide lives in docs/", project="shared")
+    carol.remember("carol writes the release notes")
+    carol.sync()
+    team = world.nodes["admin"].t.config.team
+    chunks = world.folder / "sealmem" / team / "snapshots" / "shared" / carol.key.kid / "chunks"
+    shutil.rmtree(chunks)
+    chunks.write_bytes(b"planted")
+    carol.remember("tabs, not spaces, in the style guide", project="shared")
+    carol.remember("the release is on thursday")
+
+    with pytest.raises(TransportError) as failed:
+        carol.sync()
+
+    assert str(chunks) in str(failed.value)
+    alice.sync()
+    contents = {m.content for m in alice.memories().values()}
+    assert "the release is on thursday" in contents  # webapp was pushed past shared
+    assert "tabs, not spaces, in the style guide" not in contents
