@@ -20,6 +20,7 @@ from ..textsafe import visible
 
 if TYPE_CHECKING:
     from ..recall.standing import Reader, Shown
+    from ..recall.trust import Standing
     from ..store.memory import Memory
 
 __all__ = [
@@ -254,7 +255,7 @@ def memory_view(
         ),
         supersedes=list(rec.supersedes),
         deleted=rec.deleted,
-        delete_reason=rec.delete_reason if rec.deleted else None,
+        delete_reason=visible(rec.delete_reason) if rec.deleted and rec.delete_reason else None,
         **({} if shown is None else _trust_fields(shown, names, me)),
     )
 
@@ -282,6 +283,16 @@ def _trust_fields(shown: Shown, names: Mapping[str, str], me: str) -> dict[str, 
     }
 
 
+def _tombstone(memory: Memory, reader: Reader, standing: Standing) -> MemoryView:
+    """A tombstone as an agent sees it: under its writer's trust state, its one text (the
+    forget's reason, the forgetter's words) flagged like a memory's."""
+    from ..recall.instructions import flags
+
+    view = memory_view(memory, reader.names, reader.me)
+    found = flags(memory.record.delete_reason or "")
+    return view.model_copy(update={"trust": standing.label or standing.state, "flags": found})
+
+
 def agent_viewer(reader: Reader) -> Callable[[Memory], MemoryView | None]:
     """:func:`memory_view` as the reader's trust has it: the version that stands (the
     author's, beside proposals), None for what must reach no agent (a muted writer's)."""
@@ -292,7 +303,7 @@ def agent_viewer(reader: Reader) -> Callable[[Memory], MemoryView | None]:
             standing = reader.standing(memory)
             if not standing.reaches_agents:
                 return None
-            return memory_view(memory, reader.names, reader.me)
+            return _tombstone(memory, reader, standing)
         if not shown.standing.reaches_agents:
             return None
         return memory_view(shown.memory, reader.names, reader.me, shown)
