@@ -39,6 +39,7 @@ __all__ = [
     "SyncState",
     "agent_viewer",
     "memory_view",
+    "visible_doc",
 ]
 
 _TRUST = (
@@ -224,6 +225,18 @@ class Status(BaseModel):
     project: str = Field(description="The server's default project.")
     stats: dict[str, Any] = Field(description="Counts by kind and project, sizes, schema.")
     sync: SyncState
+
+
+def visible_doc(value: Any) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings) with every string :func:`visible`: the
+    sync state quotes what a transport held (a planted file's name, in a refusal)."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {key: visible_doc(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [visible_doc(item) for item in value]
+    return value
 
 
 def memory_view(

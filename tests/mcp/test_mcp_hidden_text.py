@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -100,3 +101,36 @@ def test_a_teammates_tombstone_shows_its_reason_escaped_under_its_trust(
     assert "\\u202eesaeler" in str(memory["delete_reason"])
     assert memory["trust"] == (standing.label or standing.state) != "own"
     assert "hidden characters" in memory["flags"]  # type: ignore[operator]
+
+
+def test_a_refusal_quoting_a_planted_file_reaches_status_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refusal names what the transport held (a file anyone with folder access can
+    plant, its name and the detail quoting it): ``status`` shows it, and the alarm made
+    of it, with the hidden characters as escapes."""
+    from sealmem.client.sync import replica
+    from sealmem.client.sync.session import TeamConfig
+    from sealmem.protocol import reasons
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("SEALMEM_HOME", str(home))
+    with MemoryStore.open(store_path(home)) as store:
+        TeamConfig("t" * 22, b"\0" * 32, b"\0" * 32, str(tmp_path), "me").save(home)
+        planted = f"snapshots/{SMUGGLED}\u202enosj.json"
+        replica.log_refusal(
+            store.connection, NOW, reasons.BAD_SIGNATURE, planted, f"{planted}: \u202ebad"
+        )
+        store.connection.commit()
+
+    async def session() -> dict[str, object] | None:
+        async with Client(create_server(project="webshop")) as client:
+            return (await client.call_tool("status", {})).structured_content
+
+    answer = anyio.run(session)
+    assert answer is not None
+    sync: dict[str, Any] = answer["sync"]  # type: ignore[assignment]
+    assert sync["recent_refusals"], sync
+    assert "\\u202enosj.json" in sync["recent_refusals"][0]["object"]
+    assert sync["alarms"], sync
+    assert _raw_hidden(answer) == []
