@@ -236,7 +236,8 @@ def accept(ids: IdsArg = None, every: AllOpt = False, as_json: JsonOpt = False) 
         output.emit_json({"accepted": done, **extra, "teammates_waiting": left})
         return
     for memory in forgot:
-        output.say(f"{short_id(memory.id)}  forgotten: {memory.record.delete_reason}")
+        reason = output.one_line(memory.record.delete_reason or "")  # the agent's words
+        output.say(f"{short_id(memory.id)}  forgotten: {reason}")
     for item in theirs:
         output.say(f"{short_id(item.memory.id)}  accepted from {item.writer_name}")
     for row in done:

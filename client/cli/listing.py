@@ -48,7 +48,8 @@ def _content(memory: Memory, newer: Sequence[Memory], *, full: bool, note: str) 
     """The content column of one row as lines (unwrapped), marks first."""
     rec = memory.record
     if rec.deleted:
-        return [f"(forgotten: {rec.delete_reason or 'no reason recorded'})"]
+        # the forgetter's words (a teammate's): on this row, a newline cannot start another
+        return [f"(forgotten: {output.one_line(rec.delete_reason or 'no reason recorded')})"]
     mark = "(private) " if rec.visibility == "private" else ""
     mark += f"({output.one_line(note)}) " if note else ""
     if newer:

@@ -10,28 +10,35 @@ a ``startup_context`` prompt, the ``sealmem://startup-context`` resource, the
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+    UnexpectedToolError,
+)
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     CallToolResult,
     CompleteRequestParams,
     CompleteResult,
     Completion,
     EmptyResult,
+    GetPromptResult,
     InputRequiredResult,
     SetLevelRequestParams,
     TextContent,
     ToolAnnotations,
 )
-from pydantic import ValidationError
+from pydantic import AnyUrl, ValidationError
 
-from ...protocol.errors import SealmemError
+from ...protocol.errors import NotFoundError, SealmemError
 from . import package_version
 from .arguments import explain
 from .completion import Completer
@@ -39,6 +46,7 @@ from .tools import DATA_NOT_INSTRUCTIONS, MemoryTools
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel.helper_types import ReadResourceContents
     from mcp.server.mcpserver.context import Context
 
     from .. import MemoryStore
@@ -115,6 +123,33 @@ class SealmemServer(MCPServer[None]):
             schema = tool.parameters if tool is not None else {}
             raise ToolError(explain(name, schema, cause)) from cause
 
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[None, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        """A resource a SealmemError refused (an unknown id, a malformed project) is
+        answered with its reason, as a tool's is; the SDK would log it as a crash."""
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceError as exc:
+            if (cause := _refusal(exc)) is None:
+                raise
+            refused = ResourceNotFoundError if isinstance(cause, NotFoundError) else ResourceError
+            raise refused(str(cause)) from cause
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[None, Any] | None = None,
+    ) -> GetPromptResult | InputRequiredResult:
+        """A prompt a SealmemError refused is answered with its reason (invalid params)."""
+        try:
+            return await super().get_prompt(name, arguments, context)
+        except ValueError as exc:
+            if (cause := _refusal(exc)) is None:
+                raise
+            raise MCPError(code=INVALID_PARAMS, message=f"{name}: {cause}") from cause
+
     def answer_set_level(self) -> None:
         """Answer ``logging/setLevel`` (hosts and the conformance suite send it; unanswered
         it is a -32601).  sealmem sends no ``notifications/message`` at any level, so the
@@ -145,6 +180,14 @@ class SealmemServer(MCPServer[None]):
         self._lowlevel_server.add_request_handler(
             "completion/complete", CompleteRequestParams, complete
         )
+
+
+def _refusal(exc: BaseException) -> SealmemError | None:
+    """The SealmemError the SDK wrapped ``exc`` around (one or two layers), if any."""
+    cause = exc.__cause__
+    while cause is not None and not isinstance(cause, SealmemError):
+        cause = cause.__cause__
+    return cause
 
 
 def compact(result: CallToolResult | InputRequiredResult) -> CallToolResult | InputRequiredResult:

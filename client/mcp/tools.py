@@ -46,6 +46,7 @@ from .views import (
     StaysLocal,
     SyncState,
     agent_viewer,
+    visible_doc,
 )
 
 if TYPE_CHECKING:
@@ -336,7 +337,7 @@ class MemoryTools:
             author=store.author,
             project=self.project,
             stats=dict(stats),
-            sync=SyncState(**sync),
+            sync=SyncState(**visible_doc(sync)),
         )
 
     async def startup_context(self, project: str | None = None) -> str:

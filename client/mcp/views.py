@@ -20,6 +20,7 @@ from ..textsafe import visible
 
 if TYPE_CHECKING:
     from ..recall.standing import Reader, Shown
+    from ..recall.trust import Standing
     from ..store.memory import Memory
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "SyncState",
     "agent_viewer",
     "memory_view",
+    "visible_doc",
 ]
 
 _TRUST = (
@@ -225,6 +227,18 @@ class Status(BaseModel):
     sync: SyncState
 
 
+def visible_doc(value: Any) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings) with every string :func:`visible`: the
+    sync state quotes what a transport held (a planted file's name, in a refusal)."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {key: visible_doc(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [visible_doc(item) for item in value]
+    return value
+
+
 def memory_view(
     memory: Memory, names: Mapping[str, str], me: str, shown: Shown | None = None
 ) -> MemoryView:
@@ -254,7 +268,7 @@ def memory_view(
         ),
         supersedes=list(rec.supersedes),
         deleted=rec.deleted,
-        delete_reason=rec.delete_reason if rec.deleted else None,
+        delete_reason=visible(rec.delete_reason) if rec.deleted and rec.delete_reason else None,
         **({} if shown is None else _trust_fields(shown, names, me)),
     )
 
@@ -282,6 +296,16 @@ def _trust_fields(shown: Shown, names: Mapping[str, str], me: str) -> dict[str, 
     }
 
 
+def _tombstone(memory: Memory, reader: Reader, standing: Standing) -> MemoryView:
+    """A tombstone as an agent sees it: under its writer's trust state, its one text (the
+    forget's reason, the forgetter's words) flagged like a memory's."""
+    from ..recall.instructions import flags
+
+    view = memory_view(memory, reader.names, reader.me)
+    found = flags(memory.record.delete_reason or "")
+    return view.model_copy(update={"trust": standing.label or standing.state, "flags": found})
+
+
 def agent_viewer(reader: Reader) -> Callable[[Memory], MemoryView | None]:
     """:func:`memory_view` as the reader's trust has it: the version that stands (the
     author's, beside proposals), None for what must reach no agent (a muted writer's)."""
@@ -292,7 +316,7 @@ def agent_viewer(reader: Reader) -> Callable[[Memory], MemoryView | None]:
             standing = reader.standing(memory)
             if not standing.reaches_agents:
                 return None
-            return memory_view(memory, reader.names, reader.me)
+            return _tombstone(memory, reader, standing)
         if not shown.standing.reaches_agents:
             return None
         return memory_view(shown.memory, reader.names, reader.me, shown)

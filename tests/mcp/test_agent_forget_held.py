@@ -141,3 +141,15 @@ def test_a_held_forgets_reason_is_redacted_before_it_is_kept(cli: Cli, tmp_path:
     assert reason is not None
     assert token not in reason
     assert "rotated the CI token" in reason
+
+
+def test_an_agents_forget_reason_prints_on_one_line_when_accepted(cli: Cli) -> None:
+    """The reason is the agent's text: a newline in it cannot print a line of its own
+    that reads as another outcome ("accepted from alice")."""
+    memory_id = _remembered(cli)
+    forged = "0123456789ab  accepted from alice"
+    _agent_forgets(memory_id, f"stale\n{forged}")
+    done = cli("captured", "accept", memory_id)
+    assert done.code == 0, done.err
+    assert forged not in done.out.splitlines()
+    assert f"forgotten: stale\\n{forged}" in done.out

@@ -219,3 +219,34 @@ def test_agents_use_short_ids_and_get_kind_suggestions(server_home: Path) -> Non
             assert gone["forgotten"] == made["id"]
 
     run(session)
+
+
+def test_a_refused_resource_or_prompt_says_why_and_logs_no_traceback(
+    server_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An unknown id in ``sealmem://memory/{id}`` or a malformed project in the prompt or
+    ``sealmem://startup-context/{project}`` is a refusal like a tool's: the agent reads
+    the reason, and the host's log gets no traceback of an "unexpected exception"."""
+    server = create_server(project="webshop")
+    refused: dict[str, MCPError] = {}
+
+    async def session() -> None:
+        async with Client(server) as client:
+            asks: dict[str, Callable[[], Awaitable[object]]] = {
+                "missing": lambda: client.read_resource(f"sealmem://memory/{MISSING_ID}"),
+                "malformed": lambda: client.read_resource("sealmem://memory/x"),
+                "project": lambda: client.read_resource("sealmem://startup-context/\u202e"),
+                "prompt": lambda: client.get_prompt("startup_context", {"project": "\x00"}),
+            }
+            for key, ask in asks.items():
+                with pytest.raises(MCPError) as caught:
+                    await ask()
+                refused[key] = caught.value
+            assert ok_json(await client.call_tool("status", {}))["project"] == "webshop"
+
+    run(session)
+    assert MISSING_ID in refused["missing"].error.message
+    assert "is not a memory id" in refused["malformed"].error.message
+    assert "is not a valid name" in refused["project"].error.message
+    assert "is not a valid name" in refused["prompt"].error.message
+    assert not [r for r in caplog.records if r.exc_info], caplog.text
