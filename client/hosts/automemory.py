@@ -86,7 +86,7 @@ def _setting(file: Path) -> Path | None:
     """``autoMemoryDirectory`` of one settings file, when absolute (``~`` expanded)."""
     try:
         value = json.loads(_small(file, _SETTINGS_BYTES)).get("autoMemoryDirectory")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, RecursionError, AttributeError):  # RecursionError: nested
         return None
     if not isinstance(value, str) or not value.strip():
         return None

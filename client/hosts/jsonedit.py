@@ -97,6 +97,8 @@ def parse_object(text: str, *, where: str, jsonc: bool = False) -> dict[str, Any
         raise JsonConfigError(
             f"{where} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from exc
+    except (ValueError, RecursionError) as exc:  # a 4300-digit integer; arrays nested deep
+        raise JsonConfigError(f"{where} cannot be read as JSON here ({exc})") from exc
     if not isinstance(value, dict):
         raise JsonConfigError(f"{where} must hold a JSON object at the top level")
     return value

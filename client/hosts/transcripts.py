@@ -101,7 +101,7 @@ def read_turns(path: Path, offset: int = 0) -> tuple[list[Turn], int]:
             continue
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or arrays nested too deeply
             continue
         turns.extend(_turns_of(event))
     return turns, offset + end + 1

@@ -75,6 +75,10 @@ class JsonScanner:
                     size *= 2  # a long value: read more each time, not quadratically
                     continue
                 raise self.error(exc.msg) from None
+            except RecursionError:
+                raise self.error("arrays or objects nested too deeply") from None
+            except ValueError as exc:  # an integer of more digits than int() reads
+                raise self.error(str(exc)) from None
             if end == len(self._buf) and self._fill():
                 continue  # a number may go on in the next chunk
             self._pos = end

@@ -188,3 +188,20 @@ def test_an_import_reads_at_most_max_memories_and_names_where_it_stopped(
     assert doc["refused"] == [
         {"where": "AGENTS.md", "why": f"over {cap} memories in all; the rest left"}
     ]
+
+
+def test_a_settings_file_nested_too_deeply_is_ignored_like_any_malformed_one(
+    cli: CliFn, home: Path, tmp_path: Path
+) -> None:
+    """A repository's ``settings.local.json`` of a hundred thousand nested arrays made
+    ``json.loads`` raise RecursionError, not ValueError: the import ended in a crash
+    instead of reading the file as one that sets nothing."""
+    root = tmp_path / "webshop"
+    (root / ".git").mkdir()
+    (root / ".claude").mkdir()
+    depth = 100_000
+    (root / ".claude" / "settings.local.json").write_text("[" * depth + "]" * depth)
+    run = cli("import", "--from", "claude-auto-memory", "--json")
+    assert run.code == 1, run
+    assert "does not exist" in run.err
+    assert "--from claude-auto-memory PATH" in run.err

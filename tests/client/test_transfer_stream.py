@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from sealmem.client import MemoryStore
 from sealmem.client.store import transfer
 from sealmem.client.store.export import FORMAT
+from sealmem.protocol.errors import InputError
 from sealmem.protocol.hlc import Hlc
 from sealmem.protocol.record import Record, new_memory_id
 from tests.support.cli import Run, in_process
@@ -122,6 +123,22 @@ def test_a_bad_stream_is_refused_and_nothing_is_written(
 ) -> None:
     with _store(tmp_path, "target") as store:
         with pytest.raises(Exception, match=message):
+            store.import_stream(io.StringIO(text))
+        assert store.connection.execute("SELECT count(*) FROM memories").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["[" * 100_000 + "]" * 100_000, "9" * 5000],
+    ids=["nested-too-deeply", "integer-too-long"],
+)
+def test_an_entry_python_cannot_parse_is_refused_as_not_json(tmp_path: Path, entry: str) -> None:
+    """An entry nested too deeply (the decoder's RecursionError) or an integer of more
+    than 4300 digits (a ValueError that is no JSONDecodeError) escaped the scanner as
+    that error, not as the refusal that names the file and where in it."""
+    text = f'{{"format": "{FORMAT}", "version": 1, "memories": [{entry}]}}'
+    with _store(tmp_path, "target") as store:
+        with pytest.raises(InputError, match="is not JSON"):
             store.import_stream(io.StringIO(text))
         assert store.connection.execute("SELECT count(*) FROM memories").fetchone()[0] == 0
 

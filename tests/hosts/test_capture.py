@@ -47,6 +47,20 @@ def test_read_turns_skips_meta_sidechains_and_half_lines(tmp_path: Path) -> None
     assert (again, same) == ([], offset)
 
 
+def test_read_turns_skips_a_line_nested_too_deeply(tmp_path: Path) -> None:
+    """A transcript line of a hundred thousand nested arrays (a tool input is the
+    model's JSON, of any depth) made ``json.loads`` raise RecursionError, not
+    ValueError: every later read of that transcript failed, and nothing after the line
+    was ever captured.  It is skipped like any line that does not parse."""
+    path = tmp_path / "t.jsonl"
+    deep = b"[" * 100_000 + b"]" * 100_000
+    body = (FIXTURES / "transcript.jsonl").read_bytes()
+    path.write_bytes(deep + b"\n" + body)
+    turns, offset = read_turns(path)
+    assert offset == len(deep) + 1 + len(body)
+    assert [t.text for t in turns] == [t.text for t in read_turns(FIXTURES / "transcript.jsonl")[0]]
+
+
 def test_propose_keeps_lessons_and_drops_narration() -> None:
     turns, _ = read_turns(FIXTURES / "transcript.jsonl")
     proposed, duplicates = capture.propose(turns)

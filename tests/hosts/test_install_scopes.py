@@ -302,6 +302,29 @@ def test_a_broken_file_is_refused_with_the_block_to_add(
     assert not path.with_name(path.name + ".sealmem-backup").exists()
 
 
+@pytest.mark.parametrize("host", ["claude-code", "vscode"])
+@pytest.mark.parametrize(
+    "broken",
+    ["[" * 100_000 + "]" * 100_000, '{"x": ' + "9" * 5000 + "}"],
+    ids=["nested-too-deeply", "integer-too-long"],
+)
+def test_a_project_file_python_cannot_parse_is_refused_with_the_block_to_add(
+    cli: CLI, env: Env, host: str, broken: str
+) -> None:
+    """A repository's ``.mcp.json`` nested too deeply (``json.loads`` raises
+    RecursionError) or holding an integer of more than 4300 digits (a ValueError that
+    is no JSONDecodeError) ended the install in a crash; it is refused like any broken
+    file, with the block to add by hand."""
+    rel = {"claude-code": ".mcp.json", "vscode": ".vscode/mcp.json"}[host]
+    path = _file(env, "project", rel)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(broken, encoding="utf-8")
+    run = cli("install", host, "--scope", "project")
+    assert run.code == 1, run
+    assert "Nothing was changed" in run.err
+    assert path.read_text(encoding="utf-8") == broken
+
+
 def test_opencode_2_servers_shape_is_not_mixed_with_ours(cli: CLI, env: Env) -> None:
     path = env.project / "opencode.json"
     native = '{\n  "mcp": {\n    "servers": {\n      "docs": {"type": "local"}\n    }\n  }\n}\n'
